@@ -1,0 +1,50 @@
+// Copyright 2026 The contactkit developers.
+//
+// From mjData to the MuJoCo-independent constraint problem, and from a solution back to
+// MuJoCo's efc_force, efc_state, qfrc_constraint, qacc and qacc_warmstart.
+#ifndef CONTACTKIT_PLUGIN_EXTRACT_H_
+#define CONTACTKIT_PLUGIN_EXTRACT_H_
+
+#include <mujoco/mujoco.h>
+
+#include <string>
+#include <vector>
+
+#include "solvers/common/problem.h"
+
+namespace contactkit {
+
+class Extractor {
+ public:
+  // measure the model: trees, capacities; max_contacts 0 means automatic
+  bool Setup(const mjModel* m, int max_contacts, std::string* error);
+
+  const ProblemDims& dims() const { return dims_; }
+  int ntree() const { return ntree_; }
+  const std::vector<int>& dof_tree() const { return dof_tree_; }
+
+  // fill p from d after mj_fwdAcceleration; returns the number of MuJoCo contacts left out for
+  // lack of capacity (0 normally)
+  int Extract(const mjModel* m, const mjData* d, Problem* p);
+
+  // write a solution into d: efc_force, efc_state, qfrc_constraint, qacc, qacc_warmstart
+  void WriteBack(const mjModel* m, mjData* d, const Problem& p, const Solution& sol);
+
+  // Jacobian rows of contact rows in their frame, for a point on two bodies: rows (dim x nnz) at
+  // cols (nnz); returns nnz. Used by extraction and by derivative code.
+  int ContactRows(const mjModel* m, const mjData* d, int body1, int body2, const double pos[3],
+                  const double frame[9], int dim, int* cols, double* rows, int ld);
+
+ private:
+  ProblemDims dims_;
+  int ntree_ = 0;
+  int maxpair_ = 0;               // most dofs a contact row can touch
+  std::vector<int> dof_tree_;     // tree of each dof                           (nv)
+  std::vector<int> chain1_;       // dof chain of body 1, descending            (nv)
+  std::vector<int> chain2_;       // dof chain of body 2, descending            (nv)
+  std::vector<double> jac_;       // translational/rotational Jacobian scratch  (6 x nv)
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_PLUGIN_EXTRACT_H_

@@ -1,0 +1,138 @@
+// Copyright 2026 The contactkit developers.
+//
+// ck_make, ck_free, settings on a live handle, statistics.
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "plugin/compat.h"
+#include "plugin/handle.h"
+
+namespace contactkit {
+namespace {
+
+void SetError(char* error, int error_sz, const std::string& msg) {
+  if (error && error_sz > 0) std::snprintf(error, error_sz, "%s", msg.c_str());
+}
+
+// construct and set up the solver named in settings (null for "mujoco")
+bool PrepareSolver(ckHandle* ck, const ckSettings& s, std::unique_ptr<Solver>* out,
+                   std::string* err) {
+  out->reset();
+  if (s.solver == ckSOL_MUJOCO) return true;
+  std::unique_ptr<Solver> solver = MakeSolver(s.solver);
+  if (!solver) {
+    *err = std::string("solver '") + ck_solverName(s.solver) +
+           "' is not implemented in this build; available: ";
+    bool first = true;
+    for (int i = 0; i < ckNSOLVER; i++) {
+      if (ck_solverAvailable(i)) {
+        *err += (first ? "" : ", ") + std::string(ck_solverName(i));
+        first = false;
+      }
+    }
+    return false;
+  }
+  if (!solver->Setup(ck->storage.dims(), s, err)) return false;
+  *out = std::move(solver);
+  return true;
+}
+
+}  // namespace
+
+void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg) {
+  ck->stats.nwarning++;
+  if (ck->warned[kind]) return;
+  ck->warned[kind] = true;
+  mju_warning_s("contactkit: %s", msg);
+}
+
+}  // namespace contactkit
+
+extern "C" {
+
+ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* error, int error_sz) {
+  using namespace contactkit;
+  if (error && error_sz > 0) error[0] = 0;
+  if (!m) {
+    SetError(error, error_sz, "ck_make: model is NULL");
+    return nullptr;
+  }
+
+  // settings: given, or from the model's plugin tag / <custom> fields, or defaults
+  ckSettings s;
+  if (settings) {
+    if (ck_validateSettings(settings, error, error_sz) != 0) return nullptr;
+    s = *settings;
+  } else if (ck_settingsFromModel(m, &s, error, error_sz) < 0) {
+    return nullptr;
+  }
+
+  ckHandle* ck = new (std::nothrow) ckHandle();
+  if (!ck) {
+    SetError(error, error_sz, "ck_make: out of memory");
+    return nullptr;
+  }
+  try {
+    std::string err;
+    if (!ck->extractor.Setup(m, 0, &err)) {
+      SetError(error, error_sz, "ck_make: " + err);
+      delete ck;
+      return nullptr;
+    }
+    ck->storage.Allocate(ck->extractor.dims(), m->dof_parentid, m->dof_Madr,
+                         ck->extractor.dof_tree().data(), ck->extractor.ntree());
+    if (!PrepareSolver(ck, s, &ck->solver, &err)) {
+      SetError(error, error_sz, "ck_make: " + err);
+      delete ck;
+      return nullptr;
+    }
+    ck->rk.assign(4 * static_cast<size_t>(m->nq + 2 * m->nv + 2 * m->na) + 2 * m->nv + m->na + 1,
+                  0);
+  } catch (const std::bad_alloc&) {
+    SetError(error, error_sz, "ck_make: out of memory");
+    delete ck;
+    return nullptr;
+  }
+  ck->settings = s;
+  std::memset(&ck->stats, 0, sizeof(ckStats));
+  ck->stats.solver = s.solver;
+  ck->nq = m->nq;
+  ck->nv = m->nv;
+  ck->na = m->na;
+  ck->nu = m->nu;
+  ck->nbody = m->nbody;
+  return ck;
+}
+
+void ck_free(ckHandle* ck) { delete ck; }
+
+int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, char* error,
+                   int error_sz) {
+  using namespace contactkit;
+  if (!ck || !settings) {
+    SetError(error, error_sz, "ck_setSettings: handle and settings must not be NULL");
+    return -1;
+  }
+  if (ck_validateSettings(settings, error, error_sz) != 0) return -1;
+  std::string err;
+  if (settings->solver != ck->settings.solver) {
+    std::unique_ptr<Solver> solver;
+    if (!PrepareSolver(ck, *settings, &solver, &err)) {
+      SetError(error, error_sz, "ck_setSettings: " + err);
+      return -1;
+    }
+    ck->solver = std::move(solver);
+  } else if (ck->solver) {
+    ck->solver->SetSettings(*settings);
+  }
+  ck->settings = *settings;
+  return 0;
+}
+
+void ck_getSettings(const ckHandle* ck, ckSettings* settings) { *settings = ck->settings; }
+
+const ckStats* ck_stats(const ckHandle* ck) { return &ck->stats; }
+
+}  // extern "C"

@@ -1,0 +1,54 @@
+// Copyright 2026 The contactkit developers.
+//
+// What a ckHandle holds: settings, statistics, the problem storage, the selected solver and the
+// integrator's scratch, all allocated by ck_make / ck_setSettings.
+#ifndef CONTACTKIT_PLUGIN_HANDLE_H_
+#define CONTACTKIT_PLUGIN_HANDLE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "contactkit/contactkit.h"
+#include "plugin/extract.h"
+#include "solvers/common/problem.h"
+#include "solvers/common/solver.h"
+
+namespace contactkit {
+
+// a new solver of the given kind, or null if this build does not have it
+std::unique_ptr<Solver> MakeSolver(int solver);
+
+// warnings a handle raises at most once
+enum WarnOnce : int {
+  kWarnCapacity = 0,  // contacts left out for lack of capacity
+  kWarnNumerical,     // solver failed; best iterate kept
+  kWarnInvalid,       // non-finite problem data
+  kWarnModel,         // handle used with a different model
+  kNumWarnOnce
+};
+
+}  // namespace contactkit
+
+struct ckHandle_ {
+  ckSettings settings;                          // current settings
+  ckStats stats;                                // statistics of the last forward pass
+  int nq = 0, nv = 0, na = 0, nu = 0, nbody = 0;  // sizes of the model the handle was made for
+  contactkit::Extractor extractor;              // model structure and capacities
+  contactkit::ProblemStorage storage;           // problem and solution arrays
+  std::unique_ptr<contactkit::Solver> solver;   // null for the "mujoco" pass-through
+  std::vector<double> rk;                       // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
+  bool warned[contactkit::kNumWarnOnce] = {};   // warn-once flags
+};
+
+namespace contactkit {
+
+// raise a warning through MuJoCo's mechanism once per handle and kind
+void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg);
+
+// the constraint stage: the selected solver where MuJoCo calls mj_fwdConstraint
+void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d);
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_PLUGIN_HANDLE_H_

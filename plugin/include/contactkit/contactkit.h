@@ -1,0 +1,141 @@
+// Copyright 2026 The contactkit developers.
+//
+// contactkit: alternative constraint solvers and derivatives for MuJoCo.
+//
+// The C API follows MuJoCo's conventions: functions take (handle, model, data, ...) with outputs
+// last, optional outputs may be NULL, and errors are reported through an (error, error_sz) buffer
+// and a NULL or negative return value. A handle owns all workspace for one mjData; create one
+// handle per mjData (and per thread), exactly as with mjData.
+#ifndef CONTACTKIT_CONTACTKIT_H_
+#define CONTACTKIT_CONTACTKIT_H_
+
+#include <mujoco/mujoco.h>
+
+#include "contactkit/settings.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define CKAPI __declspec(dllexport)
+#else
+#define CKAPI __attribute__((visibility("default")))
+#endif
+
+#define ckVERSION "0.1.0"
+
+// outcome of one constraint solve
+typedef enum ckStatus_ {
+  ckSTATUS_SOLVED = 0,     // converged to the requested tolerances
+  ckSTATUS_INACCURATE,     // stopped close to, but not within, the tolerances
+  ckSTATUS_MAX_ITER,       // iteration limit reached; best iterate kept
+  ckSTATUS_NUMERICAL,      // numerical failure (factorization, non-finite); best iterate kept
+  ckSTATUS_INVALID_INPUT,  // non-finite problem data; constraint forces set to zero
+  ckNSTATUS
+} ckStatus;
+
+// statistics of the last ck_forward / ck_step (the last RK4 stage for RK4)
+typedef struct ckStats_ {
+  int solver;              // ckSolver that produced the forces
+  int status;              // ckStatus of the last solve
+  int iterations;          // solver iterations (MuJoCo's solver_iter for "mujoco")
+  int nrow;                // constraint rows in contact frames (contacts: 1, 3, 4 or 6 rows)
+  int ncon;                // contacts included in the problem
+  int nisland;             // independent groups of interacting trees
+  mjtNum residual;         // final residual (solver-specific norm)
+  mjtNum kappa;            // final complementarity / central-path value (ipm, lcp)
+  mjtNum condition;        // conditioning estimate of the last factorization (0: unknown)
+  mjtNum max_penetration;  // largest penetration depth among included contacts (m, >= 0)
+  mjtNum solve_time;       // wall time of the constraint stage in seconds
+  int pivots;              // lcp: pivots of the direct solver
+  int guess_hits;          // lcp: steps whose active-set guess was accepted (cumulative)
+  int guess_tries;         // lcp: steps where a guess was tried (cumulative)
+  int nwarning;            // warnings this handle has raised (cumulative)
+} ckStats;
+
+// opaque handle that owns the workspace of one mjData
+typedef struct ckHandle_ ckHandle;
+
+//---------------------------------- settings ------------------------------------------------------
+
+// Set default settings: solver "mujoco" and every solver's documented defaults.
+CKAPI void ck_defaultSettings(ckSettings* settings);
+
+// Set one setting from text, as in an MJCF plugin config or <custom> field ("kappa_tol", "1e-8").
+// Returns 0 on success, -1 with a message naming the key, the value and what is allowed.
+CKAPI int ck_setSetting(ckSettings* settings, const char* key, const char* value,
+                        char* error, int error_sz);
+
+// Write the value of one setting as text into buf. Returns 0, or -1 for an unknown key.
+CKAPI int ck_getSetting(const ckSettings* settings, const char* key, char* buf, int buf_sz);
+
+// Read settings from a model's <custom> fields "contactkit:<key>" (text or numeric; ck_loadXML
+// turns plugin tags into such fields) on top of the defaults. Returns 1 if the model names any
+// setting, 0 if it names none (settings are then the defaults), -1 on bad input, with a message.
+CKAPI int ck_settingsFromModel(const mjModel* m, ckSettings* settings, char* error, int error_sz);
+
+// Validate settings (ranges, solver name). Returns 0 or -1 with a message.
+CKAPI int ck_validateSettings(const ckSettings* settings, char* error, int error_sz);
+
+// Number of setting keys, and the name / one-line documentation of key i (NULL if out of range).
+CKAPI int ck_numSettingKeys(void);
+CKAPI const char* ck_settingKey(int i);
+CKAPI const char* ck_settingDoc(int i);
+
+// Solver name ("mujoco", "ipm", "comfree", "lcp") and id from name (-1 if unknown).
+CKAPI const char* ck_solverName(int solver);
+CKAPI int ck_solverId(const char* name);
+
+// 1 if the solver is implemented in this build, 0 otherwise.
+CKAPI int ck_solverAvailable(int solver);
+
+//---------------------------------- loading -------------------------------------------------------
+
+// Load an MJCF that may carry the contactkit plugin tag
+//   <extension><plugin plugin="contactkit.solver"><instance name="...">
+//     <config key="solver" value="ipm"/> ... </instance></plugin></extension>
+// on every MuJoCo version. On MuJoCo 2.x the tag is removed and its keys are stored as <custom>
+// text fields "contactkit:<key>"; on 3.x the same fields are added and the plugin is registered.
+// vfs may be NULL. Returns NULL with a message naming the problem on error.
+CKAPI mjModel* ck_loadXML(const char* filename, const mjVFS* vfs, char* error, int error_sz);
+
+//---------------------------------- handle --------------------------------------------------------
+
+// Create a handle for model m. settings may be NULL: the handle then takes its settings from the
+// model (ck_settingsFromModel), and a model without any gets the "mujoco" pass-through.
+// All workspace is allocated here. Returns NULL with a message on error.
+CKAPI ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* error, int error_sz);
+
+// Free a handle (NULL is allowed).
+CKAPI void ck_free(ckHandle* ck);
+
+// Change settings between steps (solver switch included); allocates the new solver's workspace.
+// Returns 0, or -1 with a message, in which case the handle keeps its previous settings.
+CKAPI int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings,
+                         char* error, int error_sz);
+
+// Copy the handle's current settings into settings.
+CKAPI void ck_getSettings(const ckHandle* ck, ckSettings* settings);
+
+// Statistics of the last forward pass.
+CKAPI const ckStats* ck_stats(const ckHandle* ck);
+
+//---------------------------------- pipeline ------------------------------------------------------
+
+// Drop-in replacement for mj_forward: MuJoCo's stages with the selected constraint solver.
+CKAPI void ck_forward(ckHandle* ck, const mjModel* m, mjData* d);
+
+// Same as ck_forward but skip stages (mjSTAGE_POS, mjSTAGE_VEL) and sensors, as mj_forwardSkip.
+CKAPI void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage,
+                          int skipsensor);
+
+// Drop-in replacement for mj_step: checks, ck_forward, then the model's integrator (Euler with
+// implicit joint damping, implicit, or RK4 whose four stages all use the selected solver).
+CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // CONTACTKIT_CONTACTKIT_H_

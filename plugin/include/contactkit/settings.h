@@ -1,0 +1,71 @@
+// Copyright 2026 The contactkit developers.
+//
+// Settings of every contactkit solver, as plain C structs without MuJoCo types, so that the
+// solvers in solvers/ (which do not depend on MuJoCo) share them with the C API.
+#ifndef CONTACTKIT_SETTINGS_H_
+#define CONTACTKIT_SETTINGS_H_
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// solver selection
+typedef enum ckSolver_ {
+  ckSOL_MUJOCO = 0,  // MuJoCo's own mj_fwdConstraint (PGS, CG or Newton from mjOption)
+  ckSOL_IPM,         // primal-dual interior point NCP with second-order cones (Dojo)
+  ckSOL_COMFREE,     // closed-form complementarity-free dual-cone contact (ComFree-Sim)
+  ckSOL_LCP,         // boxed LCP with clamping-set stabilization (Nimble)
+  ckNSOLVER
+} ckSolver;
+
+// interior-point settings
+typedef struct ckIpmSettings_ {
+  double kappa_tol;     // final complementarity (central-path value) for hard contact
+  double residual_tol;  // final residual infinity norm of the optimality conditions
+  double kappa_grad;    // central-path value at which gradients are taken
+  int max_iter;         // maximum number of predictor-corrector iterations
+  int gap_recheck;      // number of re-solves with gaps re-measured at q+ (0: off)
+  int soft_equality;    // 1: soften equality rows with their solref/solimp
+} ckIpmSettings;
+
+// complementarity-free settings
+typedef struct ckComfreeSettings_ {
+  double stiffness;   // k_user: dimensionless stiffness of the impedance update
+  double damping;     // d_user: dimensionless damping of the impedance update
+  int facets;         // tangential facet directions per contact (4: MuJoCo's pyramid)
+  int parallel_min;   // contacts above which the facet loop runs with OpenMP
+} ckComfreeSettings;
+
+// LCP settings
+typedef struct ckLcpSettings_ {
+  double erp;                    // fraction of penetration corrected per step
+  double restitution;            // normal restitution coefficient sigma
+  double restitution_threshold;  // approach speed (m/s) below which no bounce is added
+  double cfm;                    // constraint force mixing added to the diagonal of A
+  int max_pivots;                // pivot limit of the direct solver, per island
+  int pgs_iter;                  // projected Gauss-Seidel sweeps of the fallback
+} ckLcpSettings;
+
+// derivative settings
+typedef struct ckDerivSettings_ {
+  double cfd_width;              // contacts-from-distance width w_c in meters (0: off)
+  double cfd_solimp[5];          // impedance continued to positive distance for CFD
+  int elastic_correction;        // 1: Nimble's bounce correction of the position Jacobian
+  int complementarity_aware;     // 1: complementarity-aware VJP for the lcp solver
+} ckDerivSettings;
+
+// all settings of one handle
+typedef struct ckSettings_ {
+  int solver;                    // ckSolver
+  int warmstart;                 // 1: warm-start from the previous step where it helps
+  ckIpmSettings ipm;             // solver "ipm"
+  ckComfreeSettings comfree;     // solver "comfree"
+  ckLcpSettings lcp;             // solver "lcp"
+  ckDerivSettings deriv;         // derivative module
+} ckSettings;
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // CONTACTKIT_SETTINGS_H_

@@ -1,0 +1,279 @@
+// Copyright 2026 The contactkit developers.
+//
+// ck_forward and ck_step: MuJoCo's stage sequence with the selected solver in place of
+// mj_fwdConstraint, and the model's integrator. RK4 runs its own stage loop so that all four
+// stages use the selected solver (mj_RungeKutta would call MuJoCo's solver).
+#include <chrono>
+#include <cmath>
+
+#include "plugin/compat.h"
+#include "plugin/handle.h"
+
+namespace contactkit {
+namespace {
+
+// Butcher tableau of MuJoCo's RK4
+const mjtNum kRK4A[9] = {0.5, 0, 0, 0, 0.5, 0, 0, 0, 1};
+const mjtNum kRK4B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+
+// the handle was made for a model of this shape
+bool Matches(ckHandle* ck, const mjModel* m) {
+  if (ck->nq == m->nq && ck->nv == m->nv && ck->na == m->na && ck->nu == m->nu &&
+      ck->nbody == m->nbody) {
+    return true;
+  }
+  WarnOnceMsg(ck, kWarnModel,
+              "handle was made for a different model (nq/nv/na/nu/nbody differ); running "
+              "MuJoCo's own solver instead. Make one handle per model with ck_make.");
+  return false;
+}
+
+bool AllFinite(const double* x, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!std::isfinite(x[i])) return false;
+  }
+  return true;
+}
+
+// statistics that do not depend on the solver
+void ContactStats(ckStats* st, const mjData* d) {
+  mjtNum pen = 0;
+  int ncon = 0;
+  for (int i = 0; i < d->ncon; i++) {
+    if (d->contact[i].efc_address < 0) continue;
+    ncon++;
+    pen = mju_max(pen, -d->contact[i].dist);
+  }
+  st->ncon = ncon;
+  st->max_penetration = pen;
+}
+
+// semi-implicit update of act, qvel, qpos, time (MuJoCo's mj_advance)
+void Advance(const mjModel* m, mjData* d, const mjtNum* act_dot, const mjtNum* qacc,
+             const mjtNum* qvel) {
+  if (m->na) {
+    mju_addToScl(d->act, act_dot, m->opt.timestep, m->na);
+    for (int i = 0; i < m->na; i++) {
+      const int iu = i + m->nu - m->na;
+      if (m->actuator_actlimited[iu]) {
+        const mjtNum* range = m->actuator_actrange + 2 * iu;
+        d->act[i] = mju_clip(d->act[i], range[0], range[1]);
+      }
+    }
+  }
+  mju_addToScl(d->qvel, qacc, m->opt.timestep, m->nv);
+  mj_integratePos(m, d->qpos, qvel ? qvel : d->qvel, m->opt.timestep);
+  d->time += m->opt.timestep;
+}
+
+// MuJoCo's mj_RungeKutta(m, d, 4) with ck_forwardSkip in the stages
+void RungeKutta4(ckHandle* ck, const mjModel* m, mjData* d) {
+  const int nv = m->nv, nq = m->nq, na = m->na, N = 4;
+  const mjtNum h = m->opt.timestep, time = d->time;
+  mjtNum C[3], T[3], *X[4], *F[4];
+  const mjtNum* A = kRK4A;
+  const mjtNum* B = kRK4B;
+
+  // scratch from the handle
+  mjtNum* buf = ck->rk.data();
+  for (int i = 0; i < N; i++) {
+    X[i] = buf;
+    buf += nq + nv + na;
+    F[i] = buf;
+    buf += nv + na;
+  }
+  mjtNum* dX = buf;
+
+  for (int i = 1; i < N; i++) {
+    C[i - 1] = 0;
+    for (int j = 0; j < i; j++) C[i - 1] += A[(i - 1) * (N - 1) + j];
+    T[i - 1] = d->time + C[i - 1] * h;
+  }
+
+  // X[0], F[0] from the forward pass already done
+  mju_copy(X[0], d->qpos, nq);
+  mju_copy(X[0] + nq, d->qvel, nv);
+  mju_copy(F[0], d->qacc, nv);
+  if (na) {
+    mju_copy(X[0] + nq + nv, d->act, na);
+    mju_copy(F[0] + nv, d->act_dot, na);
+  }
+
+  for (int i = 1; i < N; i++) {
+    mju_zero(dX, 2 * nv + na);
+    for (int j = 0; j < i; j++) {
+      mju_addToScl(dX, X[j] + nq, A[(i - 1) * (N - 1) + j], nv);
+      mju_addToScl(dX + nv, F[j], A[(i - 1) * (N - 1) + j], nv + na);
+    }
+    mju_copy(X[i], X[0], nq + nv + na);
+    mj_integratePos(m, X[i], dX, h);
+    mju_addToScl(X[i] + nq, dX + nv, h, nv + na);
+
+    mju_copy(d->qpos, X[i], nq);
+    mju_copy(d->qvel, X[i] + nq, nv);
+    if (na) mju_copy(d->act, X[i] + nq + nv, na);
+    d->time = T[i - 1];
+
+    ck_forwardSkip(ck, m, d, mjSTAGE_NONE, 1);
+    mju_copy(F[i], d->qacc, nv);
+    if (na) mju_copy(F[i] + nv, d->act_dot, na);
+  }
+
+  mju_zero(dX, 2 * nv + na);
+  for (int j = 0; j < N; j++) {
+    mju_addToScl(dX, X[j] + nq, B[j], nv);
+    mju_addToScl(dX + nv, F[j], B[j], nv + na);
+  }
+
+  d->time = time;
+  mju_copy(d->qpos, X[0], nq);
+  mju_copy(d->qvel, X[0] + nq, nv);
+  mju_copy(d->act, X[0] + nq + nv, na);
+  Advance(m, d, dX + 2 * nv, dX + nv, dX);
+}
+
+}  // namespace
+
+void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
+  const auto start = std::chrono::steady_clock::now();
+  ckStats& st = ck->stats;
+  st.solver = ck->settings.solver;
+
+  // MuJoCo's own solver
+  if (!ck->solver) {
+    mj_fwdConstraint(m, d);
+    st.status = ckSTATUS_SOLVED;
+    st.iterations = SolverIterations(d);
+    st.nrow = d->nefc;
+    st.nisland = 0;
+    st.residual = st.kappa = st.condition = 0;
+    st.pivots = 0;
+  } else if (d->nefc == 0) {
+    // no constraints: as MuJoCo
+    const int nv = m->nv;
+    mju_copy(d->qacc, d->qacc_smooth, nv);
+    mju_copy(d->qacc_warmstart, d->qacc_smooth, nv);
+    mju_zero(d->qfrc_constraint, nv);
+    st.status = ckSTATUS_SOLVED;
+    st.iterations = st.nrow = st.nisland = st.pivots = 0;
+    st.residual = st.kappa = st.condition = 0;
+  } else {
+    Problem& p = ck->storage.problem();
+    Solution& sol = ck->storage.solution();
+    if (ck->extractor.Extract(m, d, &p) > 0) {
+      WarnOnceMsg(ck, kWarnCapacity,
+                  "more constraints than the handle's capacity; extra contacts left out (raise "
+                  "njmax/nconmax in <size>)");
+    }
+    sol.status = ckSTATUS_SOLVED;
+    sol.iterations = 0;
+    sol.residual = sol.kappa = sol.condition = 0;
+    sol.pivots = sol.guess_hit = sol.guess_tried = 0;
+    bool ok = ProblemIsFinite(p);
+    if (!ok) {
+      sol.status = ckSTATUS_INVALID_INPUT;
+      WarnOnceMsg(ck, kWarnInvalid,
+                  "constraint problem has non-finite data (NaN/Inf in state, controls or model); "
+                  "constraint forces set to zero");
+    } else {
+      ck->solver->Solve(p, &sol);
+      ok = AllFinite(sol.force, p.nrow) && AllFinite(sol.v_next, p.nv);
+      if (!ok) {
+        sol.status = ckSTATUS_NUMERICAL;
+        WarnOnceMsg(ck, kWarnNumerical,
+                    "solver produced non-finite forces; constraint forces set to zero");
+      } else if (sol.status == ckSTATUS_NUMERICAL || sol.status == ckSTATUS_MAX_ITER) {
+        WarnOnceMsg(ck, kWarnNumerical,
+                    sol.status == ckSTATUS_NUMERICAL
+                        ? "solver had a numerical failure; best iterate kept"
+                        : "solver reached its iteration limit; best iterate kept");
+      }
+    }
+    if (!ok) {
+      for (int i = 0; i < p.nrow; i++) sol.force[i] = 0;
+      for (int i = 0; i < p.nv; i++) sol.v_next[i] = p.v_free[i];
+    }
+    ck->extractor.WriteBack(m, d, p, sol);
+#if CK_MJ3
+    d->solver_niter[0] = sol.iterations;
+#else
+    d->solver_iter = sol.iterations;
+#endif
+    st.status = sol.status;
+    st.iterations = sol.iterations;
+    st.nrow = p.nrow;
+    st.nisland = p.islands.nisland;
+    st.residual = sol.residual;
+    st.kappa = sol.kappa;
+    st.condition = sol.condition;
+    st.pivots = sol.pivots;
+    st.guess_hits += sol.guess_hit;
+    st.guess_tries += sol.guess_tried;
+  }
+  ContactStats(&st, d);
+  st.solve_time =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace contactkit
+
+extern "C" {
+
+void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor) {
+  if (!contactkit::Matches(ck, m)) {
+    mj_forwardSkip(m, d, skipstage, skipsensor);
+    return;
+  }
+
+  // position-dependent
+  if (skipstage < mjSTAGE_POS) {
+    mj_fwdPosition(m, d);
+    if (!skipsensor) mj_sensorPos(m, d);
+    if (mjENABLED(mjENBL_ENERGY)) mj_energyPos(m, d);
+  }
+
+  // velocity-dependent
+  if (skipstage < mjSTAGE_VEL) {
+    mj_fwdVelocity(m, d);
+    if (!skipsensor) mj_sensorVel(m, d);
+    if (mjENABLED(mjENBL_ENERGY)) mj_energyVel(m, d);
+  }
+
+  // acceleration-dependent, with our constraint stage
+  if (mjcb_control) mjcb_control(m, d);
+  mj_fwdActuation(m, d);
+  mj_fwdAcceleration(m, d);
+  contactkit::ConstraintStage(ck, m, d);
+  if (!skipsensor) mj_sensorAcc(m, d);
+}
+
+void ck_forward(ckHandle* ck, const mjModel* m, mjData* d) {
+  ck_forwardSkip(ck, m, d, mjSTAGE_NONE, 0);
+}
+
+void ck_step(ckHandle* ck, const mjModel* m, mjData* d) {
+  if (!contactkit::Matches(ck, m)) {
+    mj_step(m, d);
+    return;
+  }
+  mj_checkPos(m, d);
+  mj_checkVel(m, d);
+  ck_forward(ck, m, d);
+  mj_checkAcc(m, d);
+  if (mjENABLED(mjENBL_FWDINV)) mj_compareFwdInv(m, d);
+
+  switch (m->opt.integrator) {
+    case mjINT_EULER:
+      mj_Euler(m, d);
+      break;
+    case mjINT_RK4:
+      contactkit::RungeKutta4(ck, m, d);
+      break;
+    default:
+      // implicit (and implicitfast on MuJoCo 3.x)
+      mj_implicit(m, d);
+      break;
+  }
+}
+
+}  // extern "C"

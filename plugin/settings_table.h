@@ -1,0 +1,45 @@
+// Copyright 2026 The contactkit developers.
+//
+// The one table of setting keys: name, type, place in ckSettings, allowed range, default and
+// documentation. The MJCF plugin tag, <custom> fields, the CLI's --set, MuJoCo 3.x plugin
+// registration and the README's table all read it.
+#ifndef CONTACTKIT_PLUGIN_SETTINGS_TABLE_H_
+#define CONTACTKIT_PLUGIN_SETTINGS_TABLE_H_
+
+#include <cstddef>
+
+#include "contactkit/settings.h"
+
+namespace contactkit {
+
+enum KeyType : int {
+  kKeyReal = 0,  // double; range [lo, hi] with open ends where flagged
+  kKeyInt,       // int in [lo, hi]
+  kKeyBool,      // 0/1, true/false
+  kKeySolver,    // solver name
+  kKeyReal5,     // five doubles separated by spaces (solimp-like), each in [lo, hi]
+};
+
+struct KeyInfo {
+  const char* name;     // key as written in MJCF
+  const char* group;    // "common", "ipm", "comfree", "lcp", "derivative"
+  KeyType type;         // value type
+  size_t offset;        // byte offset in ckSettings
+  double lo, hi;        // allowed range
+  bool lo_open, hi_open;  // exclude lo / hi
+  const char* def;      // default as text
+  const char* doc;      // one line: meaning and unit
+};
+
+// the table and its length
+const KeyInfo* SettingKeys(int* n);
+
+// the entry for a key, or null
+const KeyInfo* FindSettingKey(const char* name);
+
+// prefix of <custom> field names that carry settings
+constexpr const char kCustomPrefix[] = "contactkit:";
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_PLUGIN_SETTINGS_TABLE_H_

@@ -1,0 +1,22 @@
+// Copyright 2026 The contactkit developers.
+//
+// MuJoCo's soft-constraint parameters (Computation chapter, "Parameters"): the impedance
+// function d(r) of solimp = (d0, dwidth, width, midpoint, power), and the reference
+// acceleration a_ref = -B v - K d r from solref = (timeconst, dampratio) or (-stiffness, -damping).
+#ifndef CONTACTKIT_SOLVERS_COMMON_IMPEDANCE_H_
+#define CONTACTKIT_SOLVERS_COMMON_IMPEDANCE_H_
+
+namespace contactkit {
+
+// impedance d at violation r = pos - margin, and its derivative dd/dpos (nullable)
+double Impedance(const double solimp[5], double pos, double margin, double* dimp = nullptr);
+
+// reference stiffness K and damping B (standard or direct solref), as MuJoCo computes them
+void ReferenceKB(const double solref[2], const double solimp[5], double* K, double* B);
+
+// MuJoCo's clamps: solref[0] >= 2h in standard format (unless disabled), solimp ranges
+void ClampSolParams(double h, bool refsafe, double solref[2], double solimp[5]);
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_COMMON_IMPEDANCE_H_

@@ -1,0 +1,39 @@
+// Copyright 2026 The contactkit developers.
+//
+// Mass matrix in MuJoCo's tree-sparse layout: row i holds M(i,i) followed by M(i,j) for the
+// ancestors j of dof i, at address madr[i]. Kinematic trees occupy contiguous dof ranges and do
+// not couple, so solves restricted to whole trees are exact.
+#ifndef CONTACTKIT_SOLVERS_COMMON_MASS_H_
+#define CONTACTKIT_SOLVERS_COMMON_MASS_H_
+
+namespace contactkit {
+
+struct TreeMass {
+  int nv = 0;                   // dofs
+  int nM = 0;                   // stored entries
+  const int* parent = nullptr;  // parent dof of each dof, -1 at a root        (nv)
+  const int* madr = nullptr;    // address of the diagonal of each row         (nv)
+  double* M = nullptr;          // matrix values                               (nM)
+  double* LD = nullptr;         // factor: L' D L = M, unit L below, D on diag (nM)
+  double* Dinv = nullptr;       // inverse of D                                (nv)
+
+  // factor M into LD, Dinv for dofs [begin, end) (whole trees); returns the number of
+  // diagonal entries that had to be clamped (not positive definite)
+  int Factor(int begin, int end);
+  int Factor() { return Factor(0, nv); }
+
+  // x = M^-1 x in place for dofs [begin, end) (whole trees)
+  void Solve(double* x, int begin, int end) const;
+  void Solve(double* x) const { Solve(x, 0, nv); }
+
+  // y = M x for dofs [begin, end) (whole trees); y and x must differ
+  void Mul(const double* x, double* y, int begin, int end) const;
+  void Mul(const double* x, double* y) const { Mul(x, y, 0, nv); }
+
+  // dense block of dofs [begin, end) (whole trees), both triangles: out[(i-begin) + (j-begin)*ld]
+  void Dense(int begin, int end, double* out, int ld) const;
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_COMMON_MASS_H_

@@ -1,0 +1,148 @@
+// Copyright 2026 The contactkit developers.
+#include "solvers/common/problem.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace contactkit {
+namespace {
+
+// carves typed arrays out of one block; a first pass with base == nullptr only counts bytes
+class Carver {
+ public:
+  explicit Carver(char* base) : base_(base) {}
+  template <typename T>
+  T* Take(size_t n) {
+    used_ = (used_ + 63) & ~static_cast<size_t>(63);
+    T* p = base_ ? reinterpret_cast<T*>(base_ + used_) : nullptr;
+    used_ += sizeof(T) * (n ? n : 1);
+    return p;
+  }
+  size_t used() const { return used_; }
+
+ private:
+  char* base_;
+  size_t used_ = 0;
+};
+
+// tree structure arrays: parent, madr, dof_tree (nv), tree_dofadr, tree_dofnum (ntree)
+struct TreeArrays {
+  int *parent, *madr, *dof_tree, *tree_dofadr, *tree_dofnum;
+};
+
+void Carve(Carver& c, const ProblemDims& d, Problem* p, Solution* s, TreeArrays* t) {
+  const size_t nv = d.nv, rows = d.max_rows, nnz = d.max_nnz, ntree = d.ntree;
+  p->v_free = c.Take<double>(nv);
+  p->mass.M = c.Take<double>(d.nM);
+  p->mass.LD = c.Take<double>(d.nM);
+  p->mass.Dinv = c.Take<double>(nv);
+  p->J.rownnz = c.Take<int>(rows);
+  p->J.rowadr = c.Take<int>(rows);
+  p->J.colind = c.Take<int>(nnz);
+  p->J.val = c.Take<double>(nnz);
+  p->kind = c.Take<int>(rows);
+  p->mj_type = c.Take<int>(rows);
+  p->mj_id = c.Take<int>(rows);
+  p->pos = c.Take<double>(rows);
+  p->margin = c.Take<double>(rows);
+  p->floss = c.Take<double>(rows);
+  p->vel = c.Take<double>(rows);
+  p->diag_approx = c.Take<double>(rows);
+  p->imp = c.Take<double>(rows);
+  p->R = c.Take<double>(rows);
+  p->aref = c.Take<double>(rows);
+  p->KB = c.Take<double>(2 * rows);
+  p->con = c.Take<Contact>(d.max_contacts);
+  Islands& is = p->islands;
+  is.tree_island = c.Take<int>(ntree);
+  is.row_island = c.Take<int>(rows);
+  is.treeadr = c.Take<int>(ntree);
+  is.ntrees = c.Take<int>(ntree);
+  is.trees = c.Take<int>(ntree);
+  is.rowadr = c.Take<int>(ntree);
+  is.nrows = c.Take<int>(ntree);
+  is.rows = c.Take<int>(rows);
+  is.dofadr = c.Take<int>(ntree);
+  is.ndofs = c.Take<int>(ntree);
+  is.dofs = c.Take<int>(nv);
+  is.scratch = c.Take<int>(2 * ntree);
+  s->force = c.Take<double>(rows);
+  s->v_next = c.Take<double>(nv);
+  t->parent = c.Take<int>(nv);
+  t->madr = c.Take<int>(nv);
+  t->dof_tree = c.Take<int>(nv);
+  t->tree_dofadr = c.Take<int>(ntree);
+  t->tree_dofnum = c.Take<int>(ntree);
+}
+
+}  // namespace
+
+ProblemStorage::~ProblemStorage() { std::free(block_); }
+
+void ProblemStorage::Allocate(const ProblemDims& dims, const int* dof_parent,
+                              const int* dof_madr, const int* dof_tree, int ntree) {
+  std::free(block_);
+  dims_ = dims;
+  dims_.ntree = ntree;
+  problem_ = Problem();
+  solution_ = Solution();
+
+  // sizes, then one zeroed block holding everything
+  TreeArrays t;
+  Carver count(nullptr);
+  Carve(count, dims_, &problem_, &solution_, &t);
+  bytes_ = count.used() + 64;
+  block_ = std::calloc(1, bytes_);
+  if (!block_) throw std::bad_alloc();
+  Carver carve(static_cast<char*>(block_));
+  Carve(carve, dims_, &problem_, &solution_, &t);
+
+  // tree structure (copied so the problem does not point into the model)
+  int *parent = t.parent, *madr = t.madr, *dtree = t.dof_tree;
+  int *tadr = t.tree_dofadr, *tnum = t.tree_dofnum;
+  std::memcpy(parent, dof_parent, sizeof(int) * dims.nv);
+  std::memcpy(madr, dof_madr, sizeof(int) * dims.nv);
+  std::memcpy(dtree, dof_tree, sizeof(int) * dims.nv);
+  for (int t = 0; t < ntree; t++) tnum[t] = 0;
+  for (int j = dims.nv - 1; j >= 0; j--) {
+    tadr[dtree[j]] = j;
+    tnum[dtree[j]]++;
+  }
+
+  problem_.nv = dims.nv;
+  problem_.mass.nv = dims.nv;
+  problem_.mass.nM = dims.nM;
+  problem_.mass.parent = parent;
+  problem_.mass.madr = madr;
+  problem_.dof_tree = dtree;
+  problem_.J.ncol = dims.nv;
+  problem_.islands.ntree = ntree;
+  problem_.islands.tree_dofadr = tadr;
+  problem_.islands.tree_dofnum = tnum;
+}
+
+void VelocityFromForce(const Problem& p, const double* force, double* v_next, double* qfrc) {
+  // v_next = J' f, then v_next = v_free + h M^-1 J' f
+  p.J.MulT(force, v_next);
+  if (qfrc) {
+    for (int j = 0; j < p.nv; j++) qfrc[j] = v_next[j];
+  }
+  p.mass.Solve(v_next);
+  for (int j = 0; j < p.nv; j++) v_next[j] = p.v_free[j] + p.h * v_next[j];
+}
+
+bool ProblemIsFinite(const Problem& p) {
+  auto finite = [](const double* x, int n) {
+    for (int i = 0; i < n; i++) {
+      if (!std::isfinite(x[i])) return false;
+    }
+    return true;
+  };
+  return finite(p.v_free, p.nv) && finite(p.mass.M, p.mass.nM) &&
+         finite(p.J.val, p.J.nnz) && finite(p.pos, p.nrow) && finite(p.aref, p.nrow) &&
+         finite(p.R, p.nrow) && finite(p.floss, p.nrow) && std::isfinite(p.h);
+}
+
+}  // namespace contactkit

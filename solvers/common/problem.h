@@ -1,0 +1,141 @@
+// Copyright 2026 The contactkit developers.
+//
+// The constraint problem every solver consumes: one step of MuJoCo's dynamics in generalized
+// coordinates, with the constraints grouped as MuJoCo defines them and contacts in their own
+// frames, whatever the model's cone type and Jacobian storage. Independent of MuJoCo's types: the
+// bridge in plugin/ fills it once per step after the acceleration stage.
+#ifndef CONTACTKIT_SOLVERS_COMMON_PROBLEM_H_
+#define CONTACTKIT_SOLVERS_COMMON_PROBLEM_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "contactkit/settings.h"
+#include "solvers/common/islands.h"
+#include "solvers/common/mass.h"
+#include "solvers/common/sparse.h"
+
+namespace contactkit {
+
+// row kinds, in MuJoCo's order (equality, friction loss, limits, contacts)
+enum RowKind : int {
+  kRowEquality = 0,   // bilateral: J v+ + pos/h = 0
+  kRowFriction,       // friction loss: |f| <= floss
+  kRowLimit,          // unilateral joint or tendon limit: dist = pos
+  kRowContactNormal,  // contact normal: dist = pos
+  kRowContactFriction,  // contact tangent (2), torsion (1) or rolling (2) direction
+};
+
+// one contact; its rows are [row, row + dim) in the contact frame
+struct Contact {
+  int row;             // first row (normal)
+  int dim;             // 1, 3, 4 or 6: normal, tangent1, tangent2, torsion, roll1, roll2
+  double dist;         // signed distance (m); negative: penetration
+  double margin;       // inclusion margin (m): contact exists while dist < margin
+  double mu[5];        // friction: tangent1, tangent2, torsion, roll1, roll2
+  double frame[9];     // rows: normal, tangent1, tangent2 (world frame)
+  double pos[3];       // contact point (world frame)
+  double solref[2];    // MuJoCo solref (after MuJoCo's safety clamps)
+  double solimp[5];    // MuJoCo solimp (after MuJoCo's clamps)
+  int tree[2];         // kinematic trees of the two bodies (-1: world / static)
+  int efc_address;     // first row of this contact in MuJoCo's efc arrays
+  int mj_index;        // index in MuJoCo's contact list
+};
+
+// sizes fixed at setup; everything in a Problem fits in them
+struct ProblemDims {
+  int nv = 0;           // degrees of freedom
+  int nM = 0;           // entries of the tree-sparse mass matrix
+  int ntree = 0;        // kinematic trees
+  int max_rows = 0;     // constraint rows
+  int max_contacts = 0; // contacts
+  int max_nnz = 0;      // nonzeros of the constraint Jacobian
+};
+
+// one step's constraint problem (all arrays owned by a ProblemStorage)
+struct Problem {
+  // dynamics: M_eff (v+ - v) = h qfrc_smooth + h J' f
+  int nv = 0;                      // degrees of freedom
+  double h = 0;                    // timestep (s)
+  const double* qvel = nullptr;    // current velocity v                        (nv)
+  const double* qfrc_smooth = nullptr;  // smooth generalized force            (nv)
+  double* v_free = nullptr;        // v + h M_eff^-1 qfrc_smooth                 (nv)
+  TreeMass mass;                   // M_eff = M + h*(implicit damping), factored
+
+  // constraint rows: equality [0, ne), friction [ne, ne+nf), limits, then contacts
+  int nrow = 0;                    // rows in total
+  int ne = 0;                      // equality rows
+  int nf = 0;                      // friction-loss rows
+  int nl = 0;                      // limit rows
+  SparseRows J;                    // constraint Jacobian, contact rows in contact frames
+  int* kind = nullptr;             // RowKind                                    (nrow)
+  int* mj_type = nullptr;          // MuJoCo's mjtConstraint of the row          (nrow)
+  int* mj_id = nullptr;            // MuJoCo object id (contact: index in con)   (nrow)
+  double* pos = nullptr;           // equality residual, limit/contact distance  (nrow)
+  double* margin = nullptr;        // limit/contact inclusion margin             (nrow)
+  double* floss = nullptr;         // friction-loss bound (friction rows)        (nrow)
+  double* vel = nullptr;           // J v                                        (nrow)
+
+  // MuJoCo's soft-constraint quantities for every row (elliptic-cone convention for contacts)
+  double* diag_approx = nullptr;   // MuJoCo's approximation of diag(J M^-1 J')  (nrow)
+  double* imp = nullptr;           // impedance d(pos) in (0, 1)                 (nrow)
+  double* R = nullptr;             // regularizer (1-d)/d * diag_approx          (nrow)
+  double* aref = nullptr;          // reference acceleration -B vel - K d (pos-margin) (nrow)
+  double* KB = nullptr;            // stiffness K and damping B of the reference (nrow x 2)
+
+  // contacts
+  int ncon = 0;                    // contacts
+  Contact* con = nullptr;          // contacts in row order                     (ncon)
+
+  // structure
+  Islands islands;                 // trees coupled by rows
+  const int* dof_tree = nullptr;   // tree of each dof                           (nv)
+};
+
+// solver output, in the problem's rows
+struct Solution {
+  double* force = nullptr;   // constraint force f (impulse / h) of each row     (max_rows)
+  double* v_next = nullptr;  // velocity after the step v+                       (nv)
+  int status = 0;            // ckStatus
+  int iterations = 0;        // solver iterations
+  double residual = 0;       // final residual
+  double kappa = 0;          // final complementarity
+  double condition = 0;      // conditioning estimate (0: unknown)
+  int pivots = 0;            // pivots (direct LCP)
+  int guess_hit = 0;         // 1 if an active-set guess was accepted
+  int guess_tried = 0;       // 1 if an active-set guess was tried
+};
+
+// owns a Problem's and a Solution's arrays, allocated once
+class ProblemStorage {
+ public:
+  ProblemStorage() = default;
+  ProblemStorage(const ProblemStorage&) = delete;
+  ProblemStorage& operator=(const ProblemStorage&) = delete;
+  ~ProblemStorage();
+
+  // allocate for dims; the tree structure (parent, Madr, tree of dofs) is copied
+  void Allocate(const ProblemDims& dims, const int* dof_parent, const int* dof_madr,
+                const int* dof_tree, int ntree);
+
+  const ProblemDims& dims() const { return dims_; }
+  Problem& problem() { return problem_; }
+  Solution& solution() { return solution_; }
+
+ private:
+  ProblemDims dims_;
+  Problem problem_;
+  Solution solution_;
+  void* block_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// v+ = v_free + M_eff^-1 J' f h for the rows' forces; also writes J'f into qfrc (nv), nullable
+void VelocityFromForce(const Problem& p, const double* force, double* v_next, double* qfrc);
+
+// 1 if every number in the problem is finite
+bool ProblemIsFinite(const Problem& p);
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_COMMON_PROBLEM_H_

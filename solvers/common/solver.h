@@ -1,0 +1,33 @@
+// Copyright 2026 The contactkit developers.
+//
+// The interface every solver in solvers/ implements. Setup allocates; Solve never does.
+#ifndef CONTACTKIT_SOLVERS_COMMON_SOLVER_H_
+#define CONTACTKIT_SOLVERS_COMMON_SOLVER_H_
+
+#include <string>
+
+#include "contactkit/settings.h"
+#include "solvers/common/problem.h"
+
+namespace contactkit {
+
+class Solver {
+ public:
+  virtual ~Solver() = default;
+
+  // allocate workspace for every problem that fits in dims; false with a message on error
+  virtual bool Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) = 0;
+
+  // take new settings between steps (no allocation; dims unchanged)
+  virtual void SetSettings(const ckSettings& settings) = 0;
+
+  // solve p: write sol->force for rows [0, p.nrow), sol->v_next and the statistics
+  virtual void Solve(const Problem& p, Solution* sol) = 0;
+
+  // forget warm-start information (after a reset or a jump in state)
+  virtual void Reset() {}
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_COMMON_SOLVER_H_

@@ -1,0 +1,127 @@
+// Copyright 2026 The contactkit developers.
+#include "support/fixture.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+
+namespace contactkit::test {
+namespace {
+
+std::mutex g_mutex;
+std::vector<std::string> g_warnings;
+
+void OnWarning(const char* msg) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_warnings.emplace_back(msg);
+}
+
+void OnError(const char* msg) {
+  // MuJoCo continues after a user error handler returns: stop here
+  std::fprintf(stderr, "MuJoCo error: %s\n", msg);
+  ADD_FAILURE() << "MuJoCo error: " << msg;
+  std::abort();
+}
+
+}  // namespace
+
+std::string BundledModel(const std::string& name) {
+  return std::string(CK_SOURCE_DIR) + "/mjcf_models/" + name;
+}
+
+std::string MujocoModel(const std::string& rel) { return std::string(CK_MUJOCO_MODELS) + "/" + rel; }
+
+std::string SharedModel(const std::string& rel) {
+  std::string path = std::string(CK_SHARED_MODELS) + "/" + rel;
+  return FileExists(path) ? path : std::string();
+}
+
+bool FileExists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+int TestSteps(int n) {
+  const char* quick = std::getenv("CK_TEST_QUICK");
+  return quick && quick[0] && quick[0] != '0' ? (n / 10 > 0 ? n / 10 : 1) : n;
+}
+
+void MujocoTest::SetUp() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_warnings.clear();
+  mju_user_warning = OnWarning;
+  mju_user_error = OnError;
+}
+
+void MujocoTest::TearDown() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const std::string& w : g_warnings) ADD_FAILURE() << "MuJoCo warning: " << w;
+  g_warnings.clear();
+  mju_user_warning = nullptr;
+  mju_user_error = nullptr;
+}
+
+std::vector<std::string>& MujocoTest::warnings() { return g_warnings; }
+
+int MujocoTest::TakeWarnings(const std::string& text) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  int n = 0;
+  for (auto it = g_warnings.begin(); it != g_warnings.end();) {
+    if (it->find(text) != std::string::npos) {
+      it = g_warnings.erase(it);
+      n++;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+ModelPtr MujocoTest::Load(const std::string& path) {
+  char error[1024] = "";
+  mjModel* m = ck_loadXML(path.c_str(), nullptr, error, sizeof(error));
+  EXPECT_NE(m, nullptr) << "loading " << path << ": " << error;
+  return ModelPtr(m);
+}
+
+ModelPtr MujocoTest::LoadString(const std::string& xml, std::string* error_out) {
+  char name[] = "/tmp/ck_test_XXXXXX.xml";
+  int fd = mkstemps(name, 4);
+  EXPECT_GE(fd, 0);
+  close(fd);
+  {
+    std::ofstream out(name);
+    out << xml;
+  }
+  char error[1024] = "";
+  mjModel* m = ck_loadXML(name, nullptr, error, sizeof(error));
+  std::remove(name);
+  if (error_out) {
+    *error_out = error;
+  } else {
+    EXPECT_NE(m, nullptr) << error;
+  }
+  return ModelPtr(m);
+}
+
+HandlePtr MujocoTest::Make(const mjModel* m, const ckSettings* settings) {
+  char error[1024] = "";
+  ckHandle* h = ck_make(m, settings, error, sizeof(error));
+  EXPECT_NE(h, nullptr) << error;
+  return HandlePtr(h);
+}
+
+ckSettings MujocoTest::Settings(int solver) {
+  ckSettings s;
+  ck_defaultSettings(&s);
+  s.solver = solver;
+  return s;
+}
+
+void MujocoTest::ExpectNoDataWarnings(const mjData* d) {
+  for (int i = 0; i < mjNWARNING; i++) {
+    EXPECT_EQ(d->warning[i].number, 0) << "mjData warning " << i << " raised";
+  }
+}
+
+}  // namespace contactkit::test
