@@ -133,6 +133,40 @@ void VelocityFromForce(const Problem& p, const double* force, double* v_next, do
   for (int j = 0; j < p.nv; j++) v_next[j] = p.v_free[j] + p.h * v_next[j];
 }
 
+void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                     const double* dforce, double* dv, double* scratch) {
+  const int nv = p.nv;
+  const SparseRows& J = p.J;
+
+  // dv = J' df + dJ' f
+  J.MulT(dforce, dv);
+  if (dir.J) {
+    for (int i = 0; i < J.nrow; i++) {
+      const double fi = sol.force[i];
+      if (fi == 0) continue;
+      for (int k = 0; k < J.rownnz[i]; k++) dv[J.colind[J.rowadr[i] + k]] += dir.J[J.rowadr[i] + k] * fi;
+    }
+  }
+
+  // - dM M^-1 J' f, with M^-1 J' f = (v+ - v_free) / h
+  if (dir.M) {
+    for (int j = 0; j < nv; j++) scratch[j] = (sol.v_next[j] - p.v_free[j]) / p.h;
+    const double* tmp = scratch;
+    for (int i = 0; i < nv; i++) {
+      dv[i] -= dir.M[p.mass.madr[i]] * tmp[i];
+      int adr = p.mass.madr[i] + 1;
+      for (int j = p.mass.parent[i]; j >= 0; j = p.mass.parent[j], adr++) {
+        dv[i] -= dir.M[adr] * tmp[j];
+        dv[j] -= dir.M[adr] * tmp[i];
+      }
+    }
+  }
+
+  // dv = dv_free + h M^-1 (...)
+  p.mass.Solve(dv);
+  for (int j = 0; j < nv; j++) dv[j] = (dir.v_free ? dir.v_free[j] : 0) + p.h * dv[j];
+}
+
 bool ProblemIsFinite(const Problem& p) {
   auto finite = [](const double* x, int n) {
     for (int i = 0; i < n; i++) {

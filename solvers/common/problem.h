@@ -106,6 +106,18 @@ struct Solution {
   int guess_tried = 0;       // 1 if an active-set guess was tried
 };
 
+// a perturbation of the problem data along one direction; null members do not change. Rows,
+// contacts and the Jacobian's sparsity pattern stay those of the problem.
+struct ProblemTangent {
+  const double* v_free = nullptr;  // d v_free                                    (nv)
+  const double* M = nullptr;       // d M_eff, tree layout                        (nM)
+  const double* J = nullptr;       // d J values, same pattern                    (nnz)
+  const double* pos = nullptr;     // d pos (gaps, equality residuals)            (nrow)
+  const double* vel = nullptr;     // d (J v)                                     (nrow)
+  const double* R = nullptr;       // d R                                         (nrow)
+  const double* aref = nullptr;    // d aref                                      (nrow)
+};
+
 // owns a Problem's and a Solution's arrays, allocated once
 class ProblemStorage {
  public:
@@ -132,6 +144,11 @@ class ProblemStorage {
 
 // v+ = v_free + M_eff^-1 J' f h for the rows' forces; also writes J'f into qfrc (nv), nullable
 void VelocityFromForce(const Problem& p, const double* force, double* v_next, double* qfrc);
+
+// tangent of v+ = v_free + h M^-1 J' f given the force tangent df (nrow):
+// dv = dv_free + h M^-1 (J' df + dJ' f - dM M^-1 J' f); scratch (nv) is overwritten
+void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                     const double* dforce, double* dv, double* scratch);
 
 // 1 if every number in the problem is finite
 bool ProblemIsFinite(const Problem& p);

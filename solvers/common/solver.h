@@ -26,6 +26,16 @@ class Solver {
 
   // forget warm-start information (after a reset or a jump in state)
   virtual void Reset() {}
+
+  // Derivative of the last solution (Solve on this p, same sol) along a perturbation of the
+  // problem data, by the implicit function theorem on the solver's own optimality conditions,
+  // reusing its final factorization: writes dforce (nrow). The velocity follows from
+  // VelocityTangent. Returns false if the solver has no analytic derivative (the caller then
+  // falls back to finite differences). Must not allocate.
+  virtual bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                            double* dforce) {
+    return false;
+  }
 };
 
 }  // namespace contactkit
