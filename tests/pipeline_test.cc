@@ -91,7 +91,7 @@ const auto kJacobians = ::testing::Values(mjJAC_DENSE, mjJAC_SPARSE);
 const auto kSolvers = ::testing::Values(mjSOL_PGS, mjSOL_CG, mjSOL_NEWTON);
 INSTANTIATE_TEST_SUITE_P(SmallModels, PassThroughTest,
                          ::testing::Combine(::testing::Values("humanoid/humanoid.xml",
-                                                              "composite/rope.xml"),
+                                                              "composite/grid2pin.xml"),
                                             kIntegrators, kJacobians, kSolvers,
                                             ::testing::Values(1000)),
                          CaseName);
