@@ -224,6 +224,10 @@ int Extractor::Extract(const mjModel* m, const mjData* d, Problem* p) {
     ClampSolParams(h, refsafe, c.solref, c.solimp);
     c.efc_address = i;
     c.mj_index = id;
+    c.geom[0] = ContactGeom(mc, 0);
+    c.geom[1] = ContactGeom(mc, 1);
+    c.body[0] = b1;
+    c.body[1] = b2;
 
     // Jacobian rows: compute into the first row's storage, then spread to dim rows
     int* cols = J.colind + nnz;

@@ -38,6 +38,8 @@ struct Contact {
   double solref[2];    // MuJoCo solref (after MuJoCo's safety clamps)
   double solimp[5];    // MuJoCo solimp (after MuJoCo's clamps)
   int tree[2];         // kinematic trees of the two bodies (-1: world / static)
+  int geom[2];         // MuJoCo geom ids (stable across steps: match contacts for warm starts)
+  int body[2];         // MuJoCo body ids
   int efc_address;     // first row of this contact in MuJoCo's efc arrays
   int mj_index;        // index in MuJoCo's contact list
 };
