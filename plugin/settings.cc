@@ -1,14 +1,18 @@
 // Copyright 2026 The contactkit developers.
 //
 // Settings: defaults, parsing from text, validation, and reading from a model's <custom> fields.
+#include <strings.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "contactkit/contactkit.h"
+#include "plugin/compat.h"
 #include "plugin/settings_table.h"
 
 namespace contactkit {
@@ -93,8 +97,8 @@ std::string Num(double v) {
 
 // what a key allows, in words
 std::string RangeText(const KeyInfo& k) {
-  const std::string interval = std::string(k.lo_open ? "(" : "[") + Num(k.lo) + ", " + Num(k.hi) +
-                               (k.hi_open ? ")" : "]");
+  const std::string interval =
+      std::string(k.lo_open ? "(" : "[") + Num(k.lo) + ", " + Num(k.hi) + (k.hi_open ? ")" : "]");
   switch (k.type) {
     case kKeyBool:
       return "0 or 1 (or false/true)";
@@ -161,8 +165,8 @@ int SetKey(ckSettings* s, const KeyInfo& k, const char* value_text, std::string*
   using namespace contactkit;
   const std::string v = Trim(value_text);
   auto fail = [&](const std::string& why) {
-    *err = "setting '" + std::string(k.name) + "': value '" + v + "' " + why + "; allowed: " +
-           RangeText(k);
+    *err = "setting '" + std::string(k.name) + "': value '" + v + "' " + why +
+           "; allowed: " + RangeText(k);
     return -1;
   };
   switch (k.type) {
@@ -228,6 +232,145 @@ std::string KnownKeys() {
   return list;
 }
 
+// settings read from a model, remembering where each key came from to name it in messages
+struct ModelSettings {
+  explicit ModelSettings(ckSettings* s) : settings(s), from(contactkit::kNumKeys) {}
+
+  // set key k from text given at where; false with err on a bad value or a repeated key
+  bool Set(const KeyInfo& k, const std::string& text, const std::string& where) {
+    std::string& prev = from[&k - contactkit::SettingKeys(nullptr)];
+    if (!prev.empty()) {
+      err = "setting '" + std::string(k.name) + "' is given twice, by " + prev + " and by " +
+            where + "; allowed: once per model (in the plugin tag or in one <custom> field)";
+      return false;
+    }
+    std::string e;
+    if (SetKey(settings, k, text.c_str(), &e) != 0) {
+      err = where + ": " + e;
+      return false;
+    }
+    prev = where;
+    found = true;
+    return true;
+  }
+
+  // the plugin tag: a registered plugin instance on MuJoCo 3.x, the fields that ck_loadXML made
+  // from it on 2.x
+  bool ReadPluginTag(const mjModel* m) {
+#if CK_MJ3
+    using contactkit::kPluginName;
+    int n;
+    const KeyInfo* keys = contactkit::SettingKeys(&n);
+    int first = -1;
+    for (int i = 0; i < m->nplugin; i++) {
+      const mjpPlugin* p = mjp_getPluginAtSlot(m->plugin[i]);
+      if (!p || !p->name || strcasecmp(p->name, kPluginName) != 0) continue;
+      if (first >= 0) {
+        err = std::string("the model has more than one ") + kPluginName + " instance, " +
+              "<instance name=\"" + InstanceName(m, first) + "\"> and <instance name=\"" +
+              InstanceName(m, i) + "\">; allowed: one <instance> per model";
+        return false;
+      }
+      first = i;
+      for (int j = 0; j < n; j++) {
+        const char* value = mj_getPluginConfig(m, i, keys[j].name);
+        if (!value || !value[0]) continue;
+        if (!Set(keys[j], value, TagSource(InstanceName(m, i), keys[j].name))) return false;
+      }
+    }
+#else
+    for (int i = 0; i < m->ntext; i++) {
+      if (std::strcmp(m->names + m->name_textadr[i], contactkit::kTagField) != 0) continue;
+      const std::string data = m->text_data + m->text_adr[i];
+      const size_t bar = data.rfind('|');
+      tag_instance = data.substr(0, bar == std::string::npos ? 0 : bar);
+      tag_keys = " " + (bar == std::string::npos ? data : data.substr(bar + 1)) + " ";
+    }
+#endif
+    return true;
+  }
+
+  // <custom> numeric and text fields "contactkit:<key>"
+  bool ReadCustom(const mjModel* m) {
+    using contactkit::kCustomPrefix;
+    const size_t plen = std::strlen(kCustomPrefix);
+
+    // numeric fields: one value (or five for solimp-like keys); a solver by its id
+    for (int i = 0; i < m->nnumeric; i++) {
+      const char* name = m->names + m->name_numericadr[i];
+      if (std::strncmp(name, kCustomPrefix, plen) != 0) continue;
+      const std::string where = "<custom><numeric name=\"" + std::string(name) + "\">";
+      const KeyInfo* k = FindSettingKey(name + plen);
+      if (!k) return Unknown(where, name + plen);
+      const int size = m->numeric_size[i];
+      const double* data = m->numeric_data + m->numeric_adr[i];
+      std::string text;
+      char buf[64];
+      for (int j = 0; j < size; j++) {
+        std::snprintf(buf, sizeof(buf), "%.17g", data[j]);
+        text += (j ? " " : "") + std::string(buf);
+      }
+      if (k->type == contactkit::kKeySolver && size == 1 && data[0] >= 0 && data[0] < ckNSOLVER &&
+          data[0] == std::floor(data[0])) {
+        text = ck_solverName(static_cast<int>(data[0]));
+      }
+      if (!Set(*k, text, where)) return false;
+    }
+
+    // text fields: the value as text
+    for (int i = 0; i < m->ntext; i++) {
+      const char* name = m->names + m->name_textadr[i];
+      if (std::strncmp(name, kCustomPrefix, plen) != 0) continue;
+      const KeyInfo* k = FindSettingKey(name + plen);
+      const bool from_tag =
+          tag_keys.find(" " + std::string(name + plen) + " ") != std::string::npos;
+      const std::string where = from_tag ? TagSource(tag_instance, name + plen)
+                                         : "<custom><text name=\"" + std::string(name) + "\">";
+      if (!k) return Unknown(where, name + plen);
+      if (!Set(*k, m->text_data + m->text_adr[i], where)) return false;
+    }
+    return true;
+  }
+
+  // msg followed by where the settings it names came from
+  std::string WithSources(const std::string& msg) const {
+    std::string out = msg;
+    int n;
+    const KeyInfo* keys = contactkit::SettingKeys(&n);
+    for (int i = 0; i < n; i++) {
+      if (from[i].empty() || msg.find("'" + std::string(keys[i].name) + "'") == std::string::npos) {
+        continue;
+      }
+      out += "; '" + std::string(keys[i].name) + "' is set by " + from[i];
+    }
+    return out;
+  }
+
+  bool Unknown(const std::string& where, const char* key) {
+    err = where + ": unknown setting '" + std::string(key) + "'; known settings: " + KnownKeys();
+    return false;
+  }
+
+  static std::string TagSource(const std::string& instance, const char* key) {
+    return std::string("plugin tag <instance name=\"") + instance + "\"> <config key=\"" + key +
+           "\">";
+  }
+
+#if CK_MJ3
+  static std::string InstanceName(const mjModel* m, int i) {
+    const char* name = mj_id2name(m, mjOBJ_PLUGIN, i);
+    return name ? name : "";
+  }
+#endif
+
+  ckSettings* settings;
+  std::vector<std::string> from;  // per key: where the model sets it, empty if it does not
+  std::string tag_instance;       // 2.x: instance name of the plugin tag
+  std::string tag_keys;           // 2.x: " key key ... " set by the plugin tag
+  bool found = false;             // the model sets at least one key
+  std::string err;                // message of the first error
+};
+
 }  // namespace
 
 extern "C" {
@@ -244,9 +387,9 @@ int ck_setSetting(ckSettings* settings, const char* key, const char* value, char
                   int error_sz) {
   const KeyInfo* k = FindSettingKey(key);
   if (!k) {
-    contactkit::SetError(error, error_sz,
-                         "unknown setting '" + std::string(key ? key : "") +
-                             "'; known settings: " + KnownKeys());
+    contactkit::SetError(
+        error, error_sz,
+        "unknown setting '" + std::string(key ? key : "") + "'; known settings: " + KnownKeys());
     return -1;
   }
   std::string err;
@@ -295,8 +438,8 @@ int ck_validateSettings(const ckSettings* settings, char* error, int error_sz) {
       const int id = *reinterpret_cast<const int*>(Field(settings, keys[i]));
       if (id < 0 || id >= ckNSOLVER) {
         SetError(error, error_sz,
-                 "setting 'solver': value " + std::to_string(id) + " is not a solver id; allowed: " +
-                     RangeText(keys[i]));
+                 "setting 'solver': value " + std::to_string(id) +
+                     " is not a solver id; allowed: " + RangeText(keys[i]));
         return -1;
       }
       continue;
@@ -304,8 +447,9 @@ int ck_validateSettings(const ckSettings* settings, char* error, int error_sz) {
     if (keys[i].type == kKeyBool) {
       const int b = *reinterpret_cast<const int*>(Field(settings, keys[i]));
       if (b != 0 && b != 1) {
-        SetError(error, error_sz, "setting '" + std::string(keys[i].name) + "': value " +
-                                      std::to_string(b) + " is not a boolean; allowed: 0 or 1");
+        SetError(error, error_sz,
+                 "setting '" + std::string(keys[i].name) + "': value " + std::to_string(b) +
+                     " is not a boolean; allowed: 0 or 1");
         return -1;
       }
       continue;
@@ -352,61 +496,18 @@ int ck_solverId(const char* name) {
 int ck_settingsFromModel(const mjModel* m, ckSettings* settings, char* error, int error_sz) {
   using namespace contactkit;
   ck_defaultSettings(settings);
-  const size_t plen = std::strlen(kCustomPrefix);
-  int found = 0;
-
-  // numeric fields: contactkit:<key> with one value (or five for solimp-like keys)
-  for (int i = 0; i < m->nnumeric; i++) {
-    const char* name = m->names + m->name_numericadr[i];
-    if (std::strncmp(name, kCustomPrefix, plen) != 0) continue;
-    const KeyInfo* k = FindSettingKey(name + plen);
-    if (!k) {
-      SetError(error, error_sz,
-               "<custom><numeric name=\"" + std::string(name) + "\">: unknown setting '" +
-                   std::string(name + plen) + "'; known settings: " + KnownKeys());
-      return -1;
-    }
-    const int size = m->numeric_size[i];
-    const double* data = m->numeric_data + m->numeric_adr[i];
-    std::string text;
-    char buf[64];
-    for (int j = 0; j < size; j++) {
-      std::snprintf(buf, sizeof(buf), "%.17g", data[j]);
-      text += (j ? " " : "") + std::string(buf);
-    }
-    if (k->type == kKeySolver) {
-      text = (size == 1 && data[0] >= 0 && data[0] < ckNSOLVER && data[0] == std::floor(data[0]))
-                 ? ck_solverName(static_cast<int>(data[0]))
-                 : text;
-    }
-    std::string err;
-    if (SetKey(settings, *k, text.c_str(), &err) != 0) {
-      SetError(error, error_sz, "<custom><numeric name=\"" + std::string(name) + "\">: " + err);
-      return -1;
-    }
-    found = 1;
+  ModelSettings ms(settings);
+  if (!ms.ReadPluginTag(m) || !ms.ReadCustom(m)) {
+    SetError(error, error_sz, ms.err);
+    return -1;
   }
-
-  // text fields: contactkit:<key> with the value as text
-  for (int i = 0; i < m->ntext; i++) {
-    const char* name = m->names + m->name_textadr[i];
-    if (std::strncmp(name, kCustomPrefix, plen) != 0) continue;
-    const KeyInfo* k = FindSettingKey(name + plen);
-    if (!k) {
-      SetError(error, error_sz,
-               "<custom><text name=\"" + std::string(name) + "\">: unknown setting '" +
-                   std::string(name + plen) + "'; known settings: " + KnownKeys());
-      return -1;
-    }
-    std::string err;
-    if (SetKey(settings, *k, m->text_data + m->text_adr[i], &err) != 0) {
-      SetError(error, error_sz, "<custom><text name=\"" + std::string(name) + "\">: " + err);
-      return -1;
-    }
-    found = 1;
+  if (!ms.found) return 0;
+  char err[1024];
+  if (ck_validateSettings(settings, err, sizeof(err)) != 0) {
+    SetError(error, error_sz, ms.WithSources(err));
+    return -1;
   }
-  if (found && ck_validateSettings(settings, error, error_sz) != 0) return -1;
-  return found;
+  return 1;
 }
 
 }  // extern "C"

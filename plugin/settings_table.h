@@ -21,14 +21,14 @@ enum KeyType : int {
 };
 
 struct KeyInfo {
-  const char* name;     // key as written in MJCF
-  const char* group;    // "common", "ipm", "comfree", "lcp", "derivative"
-  KeyType type;         // value type
-  size_t offset;        // byte offset in ckSettings
-  double lo, hi;        // allowed range
+  const char* name;       // key as written in MJCF
+  const char* group;      // "common", "ipm", "comfree", "lcp", "derivative"
+  KeyType type;           // value type
+  size_t offset;          // byte offset in ckSettings
+  double lo, hi;          // allowed range
   bool lo_open, hi_open;  // exclude lo / hi
-  const char* def;      // default as text
-  const char* doc;      // one line: meaning and unit
+  const char* def;        // default as text
+  const char* doc;        // one line: meaning and unit
 };
 
 // the table and its length
@@ -39,6 +39,13 @@ const KeyInfo* FindSettingKey(const char* name);
 
 // prefix of <custom> field names that carry settings
 constexpr const char kCustomPrefix[] = "contactkit:";
+
+// name of the MJCF plugin (<extension><plugin plugin="contactkit.solver">)
+constexpr const char kPluginName[] = "contactkit.solver";
+
+// MuJoCo 2.x: <custom><text> that ck_loadXML adds with "<instance name>|<key> <key> ...", so that
+// messages can tell settings from the plugin tag apart from the user's own <custom> fields
+constexpr const char kTagField[] = "contactkit.plugin";
 
 }  // namespace contactkit
 

@@ -70,9 +70,11 @@ CKAPI int ck_setSetting(ckSettings* settings, const char* key, const char* value
 // Write the value of one setting as text into buf. Returns 0, or -1 for an unknown key.
 CKAPI int ck_getSetting(const ckSettings* settings, const char* key, char* buf, int buf_sz);
 
-// Read settings from a model's <custom> fields "contactkit:<key>" (text or numeric; ck_loadXML
-// turns plugin tags into such fields) on top of the defaults. Returns 1 if the model names any
-// setting, 0 if it names none (settings are then the defaults), -1 on bad input, with a message.
+// Read settings from a model on top of the defaults: the contactkit.solver plugin instance's
+// config (MuJoCo 3.x; on 2.x ck_loadXML stores the tag as <custom> text fields) and <custom> text
+// or numeric fields "contactkit:<key>". Returns 1 if the model names any setting, 0 if it names
+// none (settings are then the defaults), -1 on bad input (bad value, unknown key, a key given
+// twice, more than one instance) with a message naming the key and where it was given.
 CKAPI int ck_settingsFromModel(const mjModel* m, ckSettings* settings, char* error, int error_sz);
 
 // Validate settings (ranges, solver name). Returns 0 or -1 with a message.
@@ -95,9 +97,12 @@ CKAPI int ck_solverAvailable(int solver);
 // Load an MJCF that may carry the contactkit plugin tag
 //   <extension><plugin plugin="contactkit.solver"><instance name="...">
 //     <config key="solver" value="ipm"/> ... </instance></plugin></extension>
-// on every MuJoCo version. On MuJoCo 2.x the tag is removed and its keys are stored as <custom>
-// text fields "contactkit:<key>"; on 3.x the same fields are added and the plugin is registered.
-// vfs may be NULL. Returns NULL with a message naming the problem on error.
+// on every MuJoCo version, and check the model's settings (ck_settingsFromModel). On MuJoCo 3.x
+// the plugin is registered (also when the library is loaded, so mj_loadXML accepts the tag too)
+// and the tag stays a plugin instance. On 2.x, which has no plugins, the tag is checked, removed,
+// and its keys are stored as <custom> text fields "contactkit:<key>"; files without a tag go to
+// mj_loadXML unchanged. vfs may be NULL. Returns NULL with a message naming the problem, and
+// where possible its file and line, on error.
 CKAPI mjModel* ck_loadXML(const char* filename, const mjVFS* vfs, char* error, int error_sz);
 
 //---------------------------------- handle --------------------------------------------------------
