@@ -12,12 +12,18 @@
 
 #define CK_MJ3 (mjVERSION_HEADER >= 300)
 
-#if !CK_MJ3
-// exported by MuJoCo 2.2.2 but not declared in its header
+// exported by MuJoCo but not declared in its header
 extern "C" {
+#if !CK_MJ3
 MJAPI void mj_implicit(const mjModel* m, mjData* d);
-}
+MJAPI void mjd_smooth_vel(const mjModel* m, mjData* d);
+MJAPI void mj_makeMSparse(const mjModel* m, mjData* d, int* rownnz, int* rowadr, int* colind);
+#else
+MJAPI void mjd_smooth_vel(const mjModel* m, mjData* d, int flg_bias);
 #endif
+MJAPI void mj_EulerSkip(const mjModel* m, mjData* d, int skipfactor);
+MJAPI void mj_implicitSkip(const mjModel* m, mjData* d, int skipfactor);
+}
 
 namespace contactkit {
 
@@ -59,6 +65,35 @@ inline bool EulerDampingImplicit(const mjModel* m) {
     if (m->dof_damping[i] > 0) return true;
   }
   return false;
+}
+
+// d->qDeriv = d(qfrc_passive + qfrc_actuator - qfrc_bias)/d qvel in the sparse layout of
+// DRowNnz/DRowAdr/DColInd (rows of M's pattern, both triangles)
+inline void SmoothVelDerivative(const mjModel* m, mjData* d) {
+#if CK_MJ3
+  mjd_smooth_vel(m, d, 1);
+#else
+  mj_makeMSparse(m, d, d->D_rownnz, d->D_rowadr, d->D_colind);
+  mjd_smooth_vel(m, d);
+#endif
+}
+#if CK_MJ3
+inline const int* DRowNnz(const mjModel* m, const mjData*) { return m->D_rownnz; }
+inline const int* DRowAdr(const mjModel* m, const mjData*) { return m->D_rowadr; }
+inline const int* DColInd(const mjModel* m, const mjData*) { return m->D_colind; }
+#else
+inline const int* DRowNnz(const mjModel*, const mjData* d) { return d->D_rownnz; }
+inline const int* DRowAdr(const mjModel*, const mjData* d) { return d->D_rowadr; }
+inline const int* DColInd(const mjModel*, const mjData* d) { return d->D_colind; }
+#endif
+
+// composite rigid body inertia into qM (mj_crb on 2.x, mj_makeM on 3.x)
+inline void MassMatrix(const mjModel* m, mjData* d) {
+#if CK_MJ3
+  mj_makeM(m, d);
+#else
+  mj_crb(m, d);
+#endif
 }
 
 }  // namespace contactkit

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "plugin/compat.h"
+#include "plugin/derivative.h"
 #include "plugin/handle.h"
 
 namespace contactkit {
@@ -48,7 +49,53 @@ void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg) {
   mju_warning_s("contactkit: %s", msg);
 }
 
+ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative,
+                     std::string* err) {
+  ckHandle* ck = new (std::nothrow) ckHandle();
+  if (!ck) {
+    *err = "out of memory";
+    return nullptr;
+  }
+  try {
+    if (!ck->extractor.Setup(m, 0, err)) {
+      delete ck;
+      return nullptr;
+    }
+    ck->storage.Allocate(ck->extractor.dims(), m->dof_parentid, m->dof_Madr,
+                         ck->extractor.dof_tree().data(), ck->extractor.ntree());
+    if (!PrepareSolver(ck, s, &ck->solver, err)) {
+      delete ck;
+      return nullptr;
+    }
+    ck->rk.assign(4 * static_cast<size_t>(m->nq + 2 * m->nv + 2 * m->na) + 2 * m->nv + m->na + 1,
+                  0);
+    ck->settings = s;
+    std::memset(&ck->stats, 0, sizeof(ckStats));
+    ck->stats.solver = s.solver;
+    ck->nq = m->nq;
+    ck->nv = m->nv;
+    ck->na = m->na;
+    ck->nu = m->nu;
+    ck->nbody = m->nbody;
+    if (with_derivative) {
+      ck->deriv = std::make_unique<Derivative>();
+      if (!ck->deriv->Setup(m, s, err)) {
+        delete ck;
+        return nullptr;
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    *err = "out of memory";
+    delete ck;
+    return nullptr;
+  }
+  return ck;
+}
+
 }  // namespace contactkit
+
+ckHandle_::ckHandle_() = default;
+ckHandle_::~ckHandle_() = default;
 
 extern "C" {
 
@@ -68,41 +115,9 @@ ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* error, int
   } else if (ck_settingsFromModel(m, &s, error, error_sz) < 0) {
     return nullptr;
   }
-
-  ckHandle* ck = new (std::nothrow) ckHandle();
-  if (!ck) {
-    SetError(error, error_sz, "ck_make: out of memory");
-    return nullptr;
-  }
-  try {
-    std::string err;
-    if (!ck->extractor.Setup(m, 0, &err)) {
-      SetError(error, error_sz, "ck_make: " + err);
-      delete ck;
-      return nullptr;
-    }
-    ck->storage.Allocate(ck->extractor.dims(), m->dof_parentid, m->dof_Madr,
-                         ck->extractor.dof_tree().data(), ck->extractor.ntree());
-    if (!PrepareSolver(ck, s, &ck->solver, &err)) {
-      SetError(error, error_sz, "ck_make: " + err);
-      delete ck;
-      return nullptr;
-    }
-    ck->rk.assign(4 * static_cast<size_t>(m->nq + 2 * m->nv + 2 * m->na) + 2 * m->nv + m->na + 1,
-                  0);
-  } catch (const std::bad_alloc&) {
-    SetError(error, error_sz, "ck_make: out of memory");
-    delete ck;
-    return nullptr;
-  }
-  ck->settings = s;
-  std::memset(&ck->stats, 0, sizeof(ckStats));
-  ck->stats.solver = s.solver;
-  ck->nq = m->nq;
-  ck->nv = m->nv;
-  ck->na = m->na;
-  ck->nu = m->nu;
-  ck->nbody = m->nbody;
+  std::string err;
+  ckHandle* ck = MakeHandle(m, s, true, &err);
+  if (!ck) SetError(error, error_sz, "ck_make: " + err);
   return ck;
 }
 
@@ -117,12 +132,17 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
   }
   if (ck_validateSettings(settings, error, error_sz) != 0) return -1;
   std::string err;
-  if (settings->solver != ck->settings.solver) {
-    std::unique_ptr<Solver> solver;
-    if (!PrepareSolver(ck, *settings, &solver, &err)) {
-      SetError(error, error_sz, "ck_setSettings: " + err);
-      return -1;
-    }
+  const bool switch_solver = settings->solver != ck->settings.solver;
+  std::unique_ptr<Solver> solver;
+  if (switch_solver && !PrepareSolver(ck, *settings, &solver, &err)) {
+    SetError(error, error_sz, "ck_setSettings: " + err);
+    return -1;
+  }
+  if (ck->deriv && !ck->deriv->SetSettings(m, *settings, &err)) {
+    SetError(error, error_sz, "ck_setSettings: " + err);
+    return -1;
+  }
+  if (switch_solver) {
     ck->solver = std::move(solver);
   } else if (ck->solver) {
     ck->solver->SetSettings(*settings);

@@ -16,6 +16,8 @@
 
 namespace contactkit {
 
+class Derivative;
+
 // a new solver of the given kind, or null if this build does not have it
 std::unique_ptr<Solver> MakeSolver(int solver);
 
@@ -39,6 +41,10 @@ struct ckHandle_ {
   std::unique_ptr<contactkit::Solver> solver;   // null for the "mujoco" pass-through
   std::vector<double> rk;                       // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
   bool warned[contactkit::kNumWarnOnce] = {};   // warn-once flags
+  std::unique_ptr<contactkit::Derivative> deriv;  // derivative workspace (plugin/derivative.h)
+
+  ckHandle_();
+  ~ckHandle_();
 };
 
 namespace contactkit {
@@ -48,6 +54,16 @@ void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg);
 
 // the constraint stage: the selected solver where MuJoCo calls mj_fwdConstraint
 void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d);
+
+// a handle for m with validated settings s; with_derivative also allocates the derivative
+// workspace. Null with a message on error.
+ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative,
+                     std::string* error);
+
+// ck_step with MuJoCo's skip stages (mj_stepSkip): skipstage mjSTAGE_POS / mjSTAGE_VEL reuses
+// the position / velocity results already in d (and the integrator's factorization, as
+// mj_EulerSkip and mj_implicitSkip do); RK4 runs every stage.
+void StepSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor);
 
 }  // namespace contactkit
 

@@ -215,6 +215,27 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+void StepSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor) {
+  mj_checkPos(m, d);
+  mj_checkVel(m, d);
+  ck_forwardSkip(ck, m, d, skipstage, skipsensor);
+  mj_checkAcc(m, d);
+  if (mjENABLED(mjENBL_FWDINV)) mj_compareFwdInv(m, d);
+
+  switch (m->opt.integrator) {
+    case mjINT_EULER:
+      mj_EulerSkip(m, d, skipstage >= mjSTAGE_POS);
+      break;
+    case mjINT_RK4:
+      RungeKutta4(ck, m, d);
+      break;
+    default:
+      // implicit (and implicitfast on MuJoCo 3.x)
+      mj_implicitSkip(m, d, skipstage >= mjSTAGE_VEL);
+      break;
+  }
+}
+
 }  // namespace contactkit
 
 extern "C" {
@@ -256,24 +277,7 @@ void ck_step(ckHandle* ck, const mjModel* m, mjData* d) {
     mj_step(m, d);
     return;
   }
-  mj_checkPos(m, d);
-  mj_checkVel(m, d);
-  ck_forward(ck, m, d);
-  mj_checkAcc(m, d);
-  if (mjENABLED(mjENBL_FWDINV)) mj_compareFwdInv(m, d);
-
-  switch (m->opt.integrator) {
-    case mjINT_EULER:
-      mj_Euler(m, d);
-      break;
-    case mjINT_RK4:
-      contactkit::RungeKutta4(ck, m, d);
-      break;
-    default:
-      // implicit (and implicitfast on MuJoCo 3.x)
-      mj_implicit(m, d);
-      break;
-  }
+  contactkit::StepSkip(ck, m, d, mjSTAGE_NONE, 0);
 }
 
 }  // extern "C"

@@ -139,6 +139,40 @@ CKAPI void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipsta
 // implicit joint damping, implicit, or RK4 whose four stages all use the selected solver).
 CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 
+//---------------------------------- derivatives ---------------------------------------------------
+
+// Jacobians of the step ck_step would take from d, with the handle's solver and the model's
+// integrator, in mjd_transitionFD's layout and meaning:
+//   A: (2nv+na) x (2nv+na)   d(next state) / d(state),   state = [tangent dqpos, qvel, act]
+//   B: (2nv+na) x nu         d(next state) / d(ctrl)
+//   C: nsensordata x (2nv+na)  d(sensordata) / d(state)  (sensors of this step's forward pass)
+//   D: nsensordata x nu        d(sensordata) / d(ctrl)
+// all row-major and nullable. Computed by the implicit function theorem on the solver's
+// optimality conditions, reusing one factorization for every direction; the smooth dynamics
+// by MuJoCo's analytic velocity derivatives and forward differences of its position stages.
+// Settings "cfd_width" and "elastic_correction" change the Jacobian (not the step). d is left
+// exactly as it was; all memory was allocated by ck_make. Returns 0 if the analytic path was
+// taken, 1 if finite differences were used instead (ck_transitionFD, forward, eps 1e-6: for
+// solvers without a force tangent and options it does not cover), -1 on bad arguments.
+CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
+                           mjtNum* C, mjtNum* D);
+
+// Vector-Jacobian product of the same step, without forming the Jacobians:
+//   gx = A' dx + C' ds   (2nv+na),   gu = B' dx + D' ds   (nu)
+// dx (2nv+na): adjoint of the next state; ds (nsensordata): adjoint of the sensors; either may
+// be NULL (zero); gx, gu nullable outputs. Setting "complementarity_aware" selects Nimble's
+// complementarity-aware gradient for solver "lcp". Returns as ck_transitionJac.
+CKAPI int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
+                           const mjtNum* ds, mjtNum* gx, mjtNum* gu);
+
+// Finite-difference Jacobians through ck_step with mjd_transitionFD's conventions (perturbation
+// order, qpos perturbed in the tangent space, controls kept inside ctrlrange, warm start
+// restored, forward or centered differences with step eps), on a scratch copy of d. The
+// reference for ck_transitionJac. Outputs as ck_transitionJac. Returns 0, or -1 on bad
+// arguments.
+CKAPI int ck_transitionFD(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum eps,
+                          int centered, mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

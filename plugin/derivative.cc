@@ -1,0 +1,915 @@
+// Copyright 2026 The contactkit developers.
+//
+// The derivative workspace, the stages of a step, (b) the solver's force tangent, (c) the
+// integrators, and the C API.
+#include "plugin/derivative.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "plugin/compat.h"
+#include "plugin/handle.h"
+
+namespace contactkit {
+namespace {
+
+constexpr double kNudge = 1e-6;  // step of the forward differences of part (a)
+
+// MuJoCo's RK4 tableau (as pipeline.cc)
+const double kRK4A[3] = {0.5, 0.5, 1};
+const double kRK4B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+
+// rotation matrix of exp(phi) (rotation vector phi), row-major
+void RotationOf(const double phi[3], double R[9]) {
+  double quat[4] = {1, 0, 0, 0}, axis[3] = {phi[0], phi[1], phi[2]};
+  const double angle = mju_normalize3(axis);
+  mju_axisAngle2Quat(quat, axis, angle);
+  mju_quat2Mat(R, quat);
+}
+
+// right Jacobian of the exponential map of SO(3) at phi, row-major
+void RightJacobian(const double phi[3], double Jr[9]) {
+  const double t2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2];
+  const double t = std::sqrt(t2);
+  double a, b;  // Jr = I - a [phi]x + b [phi]x^2
+  if (t < 1e-6) {
+    a = 0.5 - t2 / 24;
+    b = 1.0 / 6 - t2 / 120;
+  } else {
+    a = (1 - std::cos(t)) / t2;
+    b = (t - std::sin(t)) / (t2 * t);
+  }
+  const double K[9] = {0, -phi[2], phi[1], phi[2], 0, -phi[0], -phi[1], phi[0], 0};
+  double K2[9];
+  mju_mulMatMat(K2, K, K, 3, 3, 3);
+  for (int i = 0; i < 9; i++) Jr[i] = (i % 4 == 0 ? 1 : 0) - a * K[i] + b * K2[i];
+}
+
+// x = L^-1... in-place LU with partial pivoting of the column-major n x n matrix a
+bool LuFactor(double* a, int n, int* piv) {
+  for (int k = 0; k < n; k++) {
+    int p = k;
+    double best = std::fabs(a[k * n + k]);
+    for (int i = k + 1; i < n; i++) {
+      if (std::fabs(a[k * n + i]) > best) {
+        best = std::fabs(a[k * n + i]);
+        p = i;
+      }
+    }
+    piv[k] = p;
+    if (!(best > 0)) return false;
+    if (p != k) {
+      for (int j = 0; j < n; j++) std::swap(a[j * n + k], a[j * n + p]);
+    }
+    const double inv = 1 / a[k * n + k];
+    for (int i = k + 1; i < n; i++) a[k * n + i] *= inv;
+    for (int j = k + 1; j < n; j++) {
+      const double akj = a[j * n + k];
+      if (akj == 0) continue;
+      for (int i = k + 1; i < n; i++) a[j * n + i] -= a[k * n + i] * akj;
+    }
+  }
+  return true;
+}
+
+// x = A^-1 x with the factor of LuFactor
+void LuSolve(const double* a, int n, const int* piv, double* x) {
+  for (int k = 0; k < n; k++) std::swap(x[k], x[piv[k]]);
+  for (int j = 0; j < n; j++) {
+    const double xj = x[j];
+    for (int i = j + 1; i < n; i++) x[i] -= a[j * n + i] * xj;
+  }
+  for (int j = n - 1; j >= 0; j--) {
+    x[j] /= a[j * n + j];
+    const double xj = x[j];
+    for (int i = 0; i < j; i++) x[i] -= a[j * n + i] * xj;
+  }
+}
+
+// x = A^-T x with the factor of LuFactor
+void LuSolveT(const double* a, int n, const int* piv, double* x) {
+  for (int j = 0; j < n; j++) {
+    double s = x[j];
+    for (int i = 0; i < j; i++) s -= a[j * n + i] * x[i];
+    x[j] = s / a[j * n + j];
+  }
+  for (int j = n - 1; j >= 0; j--) {
+    double s = x[j];
+    for (int i = j + 1; i < n; i++) s -= a[j * n + i] * x[i];
+    x[j] = s;
+  }
+  for (int k = n - 1; k >= 0; k--) std::swap(x[k], x[piv[k]]);
+}
+
+}  // namespace
+
+//---------------------------------- workspace -----------------------------------------------------
+
+Derivative::~Derivative() {
+  if (d1_) mj_deleteData(d1_);
+  if (d0_) mj_deleteData(d0_);
+  ck_free(shadow_);
+}
+
+bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error) {
+  nq_ = m->nq;
+  nv_ = m->nv;
+  na_ = m->na;
+  nu_ = m->nu;
+  nM_ = m->nM;
+  ns_ = m->nsensordata;
+  settings_ = s;
+  shadow_ = MakeHandle(m, s, false, error);
+  if (!shadow_) return false;
+  d0_ = mj_makeData(m);
+  d1_ = mj_makeData(m);
+  if (!d0_ || !d1_) {
+    *error = "could not allocate the derivative's scratch mjData";
+    return false;
+  }
+  if (!extractor_.Setup(m, 0, error)) return false;
+  const ProblemDims& dims = extractor_.dims();
+  storage_.Allocate(dims, m->dof_parentid, m->dof_Madr, extractor_.dof_tree().data(),
+                    extractor_.ntree());
+  soft_.Setup(dims);
+
+  const int nv = nv_, nq = nq_, na = na_, nu = nu_, ns = ns_;
+  const size_t rows = std::max(dims.max_rows, 1), nnz = std::max(dims.max_nnz, 1);
+  const size_t ncon = std::max(dims.max_contacts, 1);
+  const size_t nefc = rows + 4 * ncon;
+  auto alloc = [](std::vector<double>& v, size_t n) { v.assign(std::max<size_t>(n, 1), 0.0); };
+  alloc(q0_, nq);
+  alloc(v0_, nv);
+  alloc(act0_, na);
+  alloc(u0_, nu);
+  alloc(M0_, nM_);
+  alloc(fs0_, nv);
+  alloc(actdot0_, na);
+  alloc(qc0_, nv);
+  alloc(aint_, nv);
+  alloc(mu_, ncon);
+  efc_state_.assign(nefc, 0);
+
+  // dense per-tree blocks
+  const int ntree = extractor_.ntree();
+  tree_adr_.assign(std::max(ntree, 1) + 1, 0);
+  tree_begin_.assign(std::max(ntree, 1), 0);
+  tree_size_.assign(std::max(ntree, 1), 0);
+  {
+    const std::vector<int>& dof_tree = extractor_.dof_tree();
+    for (int j = nv - 1; j >= 0; j--) {
+      tree_begin_[dof_tree[j]] = j;
+      tree_size_[dof_tree[j]]++;
+    }
+    size_t adr = 0;
+    for (int t = 0; t < ntree; t++) {
+      tree_adr_[t] = static_cast<int>(adr);
+      adr += static_cast<size_t>(tree_size_[t]) * tree_size_[t];
+    }
+    tree_adr_[ntree] = static_cast<int>(adr);
+    alloc(qderiv_, adr);
+    alloc(qderiv_rne_, adr);
+    alloc(lu_, adr);
+  }
+  piv_.assign(std::max(nv, 1), 0);
+  alloc(mint_M_, nM_);
+  alloc(mint_LD_, nM_);
+  alloc(mint_Dinv_, nv);
+  mint_.nv = nv;
+  mint_.nM = nM_;
+  mint_.parent = m->dof_parentid;
+  mint_.madr = m->dof_Madr;
+  mint_.M = mint_M_.data();
+  mint_.LD = mint_LD_.data();
+  mint_.Dinv = mint_Dinv_.data();
+
+  pairs_.assign(ncon, Pair());
+  con_pair_.assign(ncon, -1);
+  con0_.assign(ncon, mjContact());
+  con1_.assign(ncon, mjContact());
+  body_moved_.assign(std::max(m->nbody, 1), 0);
+  plain_fd_.assign(rows, 0);
+
+  alloc(dq_, nv);
+  alloc(dv_, nv);
+  alloc(dact_, na);
+  alloc(du_, nu);
+  alloc(dM_, nM_);
+  alloc(dfs_, nv);
+  alloc(dactdot_, na);
+  alloc(dJ_, nnz);
+  alloc(dpos_, rows);
+  alloc(dvel_, rows);
+  alloc(dimp_, rows);
+  alloc(dR_, rows);
+  alloc(daref_, rows);
+  alloc(dvfree_, nv);
+  alloc(df_, rows);
+  alloc(dqc_, nv);
+  alloc(dacc_, nv);
+  alloc(dqderiv_a_, nv);
+  alloc(qderiv_a0_, nv);
+  alloc(tmp_, nv);
+  alloc(tmp2_, nv);
+  alloc(vplus_, nv);
+  cols_.assign(std::max(nv, 1), 0);
+  alloc(jrows_, 6 * static_cast<size_t>(nv));
+  alloc(act_force0_, nu);
+  alloc(qfrc_act0_, nv);
+
+  // RK4: stage Jacobians and per-direction chains
+  const size_t ndx = 2 * nv + na, ndir = ndx + nu;
+  alloc(G_, (nv + na) * ndir);
+  alloc(K_, ndx * ndir);
+  alloc(S_, ndx * ndir);
+  alloc(rkX_, 4 * static_cast<size_t>(nq + nv + na));
+  alloc(rkF_, 4 * static_cast<size_t>(nv + na));
+
+  const size_t nstate = nq + nv + na;
+  alloc(fd_next_, nstate);
+  alloc(fd_plus_, nstate);
+  alloc(fd_minus_, nstate);
+  alloc(fd_sens_, ns);
+  alloc(fd_splus_, ns);
+  alloc(fd_sminus_, ns);
+  alloc(fd_col_, std::max<size_t>(ndx, ns));
+  alloc(out_col_, ndx);
+  alloc(sens_col_, ns);
+  return true;
+}
+
+bool Derivative::SetSettings(const mjModel* m, const ckSettings& s, std::string* error) {
+  if (ck_setSettings(shadow_, m, &s, nullptr, 0) != 0) {
+    *error = "derivative workspace rejected the settings";
+    return false;
+  }
+  settings_ = s;
+  return true;
+}
+
+void Derivative::LoadState(const mjModel* m, const mjData* src, mjData* dst) {
+  mju_copy(dst->qpos, src->qpos, m->nq);
+  mju_copy(dst->qvel, src->qvel, m->nv);
+  mju_copy(dst->act, src->act, m->na);
+  mju_copy(dst->ctrl, src->ctrl, m->nu);
+  mju_copy(dst->qacc_warmstart, src->qacc_warmstart, m->nv);
+  mju_copy(dst->qfrc_applied, src->qfrc_applied, m->nv);
+  mju_copy(dst->xfrc_applied, src->xfrc_applied, 6 * m->nbody);
+  mju_copy(dst->mocap_pos, src->mocap_pos, 3 * m->nmocap);
+  mju_copy(dst->mocap_quat, src->mocap_quat, 4 * m->nmocap);
+  mju_copy(dst->userdata, src->userdata, m->nuserdata);
+#if CK_MJ3
+  std::memcpy(dst->eq_active, src->eq_active, m->neq * sizeof(mjtByte));
+  mju_copy(dst->plugin_state, src->plugin_state, m->npluginstate);
+#endif
+  dst->time = src->time;
+}
+
+//---------------------------------- stages --------------------------------------------------------
+
+bool Derivative::PrepareMujocoProblem(const mjModel* m) {
+  mjData* d = d0_;
+  Problem& p = storage_.problem();
+  Solution& sol = storage_.solution();
+  if (extractor_.Extract(m, d, &p) > 0) {
+    fallback_ = "more constraint rows than the handle's capacity";
+    return false;
+  }
+
+  // MuJoCo's solver works with M itself (Extract folds implicit damping in)
+  for (int i = 0; i < nM_; i++) p.mass.M[i] = d->qM[i];
+  p.mass.Factor();
+  for (int i = 0; i < nv_; i++) p.v_free[i] = d->qfrc_smooth[i];
+  p.mass.Solve(p.v_free);
+  for (int i = 0; i < nv_; i++) p.v_free[i] = d->qvel[i] + p.h * p.v_free[i];
+
+  // the solution: v+ of the solver's acceleration, forces in the frame rows
+  for (int i = 0; i < nv_; i++) sol.v_next[i] = d->qvel[i] + p.h * d->qacc[i];
+  const int nplain = p.ne + p.nf + p.nl;
+  for (int i = 0; i < nplain; i++) sol.force[i] = d->efc_force[i];
+  const bool elliptic = m->opt.cone == mjCONE_ELLIPTIC;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const double* ef = d->efc_force + con.efc_address;
+    double* f = sol.force + con.row;
+    if (con.dim == 1 || elliptic) {
+      for (int r = 0; r < con.dim; r++) f[r] = ef[r];
+    } else {
+      f[0] = 0;
+      for (int e = 0; e < 2 * (con.dim - 1); e++) f[0] += ef[e];
+      for (int j = 1; j < con.dim; j++) f[j] = con.mu[j - 1] * (ef[2 * (j - 1)] - ef[2 * j - 1]);
+    }
+    mu_[c] = d->contact[con.mj_index].mu;
+  }
+
+  // MuJoCo's rows
+  for (int i = 0; i < d->nefc; i++) efc_state_[i] = d->efc_state[i];
+  SoftRows rows;
+  rows.elliptic = elliptic;
+  rows.nrow = d->nefc;
+  rows.state = efc_state_.data();
+  rows.force = d->efc_force;
+  rows.R = d->efc_R;
+  rows.mu = mu_.data();
+  if (!soft_.Prepare(p, rows, sol.v_next)) {
+    fallback_ = "the Hessian of MuJoCo's solver is not positive definite";
+    return false;
+  }
+  p_ = &p;
+  sol_ = &sol;
+  solver_ = nullptr;
+  return true;
+}
+
+void Derivative::PreparePairs(const mjModel* m) {
+  const mjData* d = d0_;
+  npair_ = 0;
+  for (int c = 0; c < d->ncon; c++) {
+    const mjContact* con = d->contact + c;
+    const int g1 = ContactGeom(con, 0), g2 = ContactGeom(con, 1);
+    if (npair_ > 0 && pairs_[npair_ - 1].g1 == g1 && pairs_[npair_ - 1].g2 == g2) {
+      pairs_[npair_ - 1].count++;
+      con_pair_[c] = npair_ - 1;
+      continue;
+    }
+    Pair& pr = pairs_[npair_];
+    pr.g1 = g1;
+    pr.g2 = g2;
+    pr.first = c;
+    pr.count = 1;
+    pr.body1 = m->geom_bodyid[g1];
+    pr.body2 = m->geom_bodyid[g2];
+
+    // margin as mj_collideGeoms sets it: an explicit pair's, else the larger geom margin
+    double margin = std::max(m->geom_margin[g1], m->geom_margin[g2]);
+    for (int k = 0; k < m->npair; k++) {
+      if ((m->pair_geom1[k] == g1 && m->pair_geom2[k] == g2) ||
+          (m->pair_geom1[k] == g2 && m->pair_geom2[k] == g1)) {
+        margin = m->pair_margin[k];
+        break;
+      }
+    }
+    if (mjENABLED(mjENBL_OVERRIDE)) margin = m->opt.o_margin;
+    pr.margin = margin;
+    con_pair_[c] = npair_++;
+  }
+  for (int c = 0; c < d->ncon; c++) con0_[c] = d->contact[c];
+}
+
+bool Derivative::PrepareIntegrator(const mjModel* m, bool rk4) {
+  const mjData* d = d0_;
+  const int nv = nv_;
+  const double h = m->opt.timestep;
+  implicit_ = !rk4 && IsImplicit(m);
+
+  // acceleration the integrator uses: M_int aint = qfrc_smooth + qfrc_constraint
+  for (int i = 0; i < nv; i++) aint_[i] = d->qfrc_smooth[i] + d->qfrc_constraint[i];
+  if (implicit_) {
+    // dense blocks of M - h qDeriv per tree, LU
+    const int* rownnz = DRowNnz(m, d);
+    const int* rowadr = DRowAdr(m, d);
+    const int* colind = DColInd(m, d);
+    for (size_t i = 0; i < lu_.size(); i++) lu_[i] = 0;
+    const std::vector<int>& dof_tree = extractor_.dof_tree();
+    for (int i = 0; i < nv; i++) {
+      const int t = dof_tree[i], n = tree_size_[t], b = tree_begin_[t];
+      double* blk = lu_.data() + tree_adr_[t];
+      for (int k = 0; k < rownnz[i]; k++) {
+        const int j = colind[rowadr[i] + k];
+        blk[(j - b) * n + (i - b)] -= h * d->qDeriv[rowadr[i] + k];
+      }
+      blk[(i - b) * n + (i - b)] += d->qM[m->dof_Madr[i]];
+      int adr = m->dof_Madr[i] + 1;
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        blk[(j - b) * n + (i - b)] += d->qM[adr];
+        blk[(i - b) * n + (j - b)] += d->qM[adr];
+      }
+    }
+    for (int t = 0; t < extractor_.ntree(); t++) {
+      if (!LuFactor(lu_.data() + tree_adr_[t], tree_size_[t], piv_.data() + tree_begin_[t])) {
+        fallback_ = "M - h qDeriv is singular";
+        return false;
+      }
+    }
+    IntegratorSolve(aint_.data());
+  } else {
+    // M, plus h diag(damping) for Euler's implicit damping
+    for (int i = 0; i < nM_; i++) mint_M_[i] = d->qM[i];
+    if (!rk4 && EulerDampingImplicit(m)) {
+      for (int i = 0; i < nv; i++) mint_M_[m->dof_Madr[i]] += h * m->dof_damping[i];
+    }
+    mint_.Factor();
+    mint_.Solve(aint_.data());
+  }
+  return true;
+}
+
+void Derivative::IntegratorSolve(double* x) const {
+  if (implicit_) {
+    for (int t = 0; t < extractor_.ntree(); t++) {
+      const int b = tree_begin_[t];
+      LuSolve(lu_.data() + tree_adr_[t], tree_size_[t], piv_.data() + b, x + b);
+    }
+  } else {
+    mint_.Solve(x);
+  }
+}
+
+void Derivative::IntegratorSolveT(double* x) const {
+  if (implicit_) {
+    for (int t = 0; t < extractor_.ntree(); t++) {
+      const int b = tree_begin_[t];
+      LuSolveT(lu_.data() + tree_adr_[t], tree_size_[t], piv_.data() + b, x + b);
+    }
+  } else {
+    mint_.Solve(x);
+  }
+}
+
+bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
+  mjData* d = d0_;
+  const int nv = nv_;
+
+  // nominal forward with the derivative's own handle (cold solver: reproducible)
+  if (shadow_->solver) shadow_->solver->Reset();
+  ck_forwardSkip(shadow_, m, d, mjSTAGE_NONE, !sensors_);
+
+  // state and smooth data
+  mju_copy(q0_.data(), d->qpos, nq_);
+  mju_copy(v0_.data(), d->qvel, nv);
+  mju_copy(act0_.data(), d->act, na_);
+  mju_copy(u0_.data(), d->ctrl, nu_);
+  mju_copy(M0_.data(), d->qM, nM_);
+  mju_copy(fs0_.data(), d->qfrc_smooth, nv);
+  mju_copy(actdot0_.data(), d->act_dot, na_);
+  mju_copy(qc0_.data(), d->qfrc_constraint, nv);
+  mju_copy(act_force0_.data(), d->actuator_force, nu_);
+  mju_copy(qfrc_act0_.data(), d->qfrc_actuator, nv);
+  mode_changes_ = 0;
+
+  // the solved problem
+  has_rows_ = d->nefc > 0;
+  if (has_rows_) {
+    if (!shadow_->solver) {
+      if (!PrepareMujocoProblem(m)) return false;
+    } else {
+      p_ = &shadow_->storage.problem();
+      sol_ = &shadow_->storage.solution();
+      solver_ = shadow_->solver.get();
+      if (p_->ncon < CountIncluded(d)) {
+        fallback_ = "more constraint rows than the handle's capacity";
+        return false;
+      }
+    }
+    plain_varying_ = false;
+    for (int i = 0; i < p_->ne + p_->nf + p_->nl; i++) plain_varying_ |= PlainRowVaries(m, i);
+  }
+
+  // velocity derivative of the smooth forces, dense per tree
+  SmoothVelDerivative(m, d);
+  // out (+)= sign qDeriv of src in the dense per-tree blocks
+  auto dense = [&](const mjData* src, double* out, double sign, bool clear) {
+    const int* rownnz = DRowNnz(m, src);
+    const int* rowadr = DRowAdr(m, src);
+    const int* colind = DColInd(m, src);
+    const std::vector<int>& dof_tree = extractor_.dof_tree();
+    if (clear) {
+      for (int i = 0; i < tree_adr_[extractor_.ntree()]; i++) out[i] = 0;
+    }
+    for (int i = 0; i < nv; i++) {
+      const int t = dof_tree[i], n = tree_size_[t], b = tree_begin_[t];
+      for (int k = 0; k < rownnz[i]; k++) {
+        const int j = colind[rowadr[i] + k];
+        out[tree_adr_[t] + (j - b) * n + (i - b)] += sign * src->qDeriv[rowadr[i] + k];
+      }
+    }
+  };
+  dense(d, qderiv_.data(), 1, true);
+
+  PreparePairs(m);
+  if (!PrepareIntegrator(m, rk4)) return false;
+
+  // inputs of the perturbation passes; their base at the nominal positions
+  LoadState(m, d, d1_);
+  if (implicit_ || sensors_) {
+    mj_kinematics(m, d1_);
+    mj_comPos(m, d1_);
+    if (sensors_) mj_camlight(m, d1_);
+    mj_tendon(m, d1_);
+    MassMatrix(m, d1_);
+    mj_transmission(m, d1_);
+    d1_->nefc = 0;
+  }
+  if (implicit_) {
+    // qDeriv aint of the polynomial velocity terms, and the RNE part of qDeriv at velocity aint
+    SmoothVelocityProduct(m, d1_, qderiv_a0_.data());
+    // (the other terms do not depend on the velocity: the difference at aint and 0)
+    for (int side = 0; side < 2; side++) {
+      for (int i = 0; i < nv; i++) d1_->qvel[i] = side == 0 ? aint_[i] : 0;
+      mj_fwdVelocity(m, d1_);
+      mj_fwdActuation(m, d1_);
+      SmoothVelDerivative(m, d1_);
+      dense(d1_, qderiv_rne_.data(), side == 0 ? 1 : -1, side == 0);
+    }
+    mju_copy(d1_->qvel, v0_.data(), nv);
+    mj_fwdVelocity(m, d1_);
+    mj_fwdActuation(m, d1_);
+  }
+  return true;
+}
+
+int Derivative::CountIncluded(const mjData* d) const {
+  int n = 0;
+  for (int c = 0; c < d->ncon; c++) n += d->contact[c].efc_address >= 0;
+  return n;
+}
+
+//---------------------------------- (b) and (c) ---------------------------------------------------
+
+bool Derivative::SolveTangent(const mjModel* m) {
+  const int nv = nv_;
+
+  // (b) force tangent and the constraint force's tangent J' df + dJ' f
+  for (int i = 0; i < nv; i++) dqc_[i] = 0;
+  if (has_rows_) {
+    const Problem& p = *p_;
+    ProblemTangent dir;
+    dir.v_free = dvfree_.data();
+    dir.M = has_dM_ ? dM_.data() : nullptr;
+    dir.J = has_dJ_ ? dJ_.data() : nullptr;
+    dir.pos = has_dpos_ ? dpos_.data() : nullptr;
+    dir.vel = has_dvel_ ? dvel_.data() : nullptr;
+    dir.R = has_dpos_ ? dR_.data() : nullptr;
+    dir.aref = has_dvel_ || has_dpos_ ? daref_.data() : nullptr;
+    if (solver_) {
+      if (!solver_->ForceTangent(p, *sol_, dir, df_.data())) {
+        fallback_ = "the solver has no analytic force tangent";
+        return false;
+      }
+    } else {
+      soft_.ForceTangent(p, dir, df_.data(), nullptr);
+    }
+    p.J.MulT(df_.data(), dqc_.data());
+    if (has_dJ_) {
+      const SparseRows& J = p.J;
+      for (int i = 0; i < J.nrow; i++) {
+        const double fi = sol_->force[i];
+        if (fi == 0) continue;
+        const int adr = J.rowadr[i];
+        for (int k = 0; k < J.rownnz[i]; k++) dqc_[J.colind[adr + k]] += dJ_[adr + k] * fi;
+      }
+    }
+  }
+
+  // (c) M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint
+  for (int i = 0; i < nv; i++) dacc_[i] = dfs_[i] + dqc_[i] + dqderiv_a_[i];
+  if (has_dM_) {
+    for (int i = 0; i < nv; i++) {
+      int adr = m->dof_Madr[i];
+      dacc_[i] -= dM_[adr++] * aint_[i];
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        dacc_[i] -= dM_[adr] * aint_[j];
+        dacc_[j] -= dM_[adr] * aint_[i];
+      }
+    }
+  }
+  IntegratorSolve(dacc_.data());
+  return true;
+}
+
+void Derivative::IntegrateTangent(const mjModel* m, const double* w, double h, const double* dq,
+                                  const double* dw, double* out) const {
+  for (int j = 0; j < m->njnt; j++) {
+    int v = m->jnt_dofadr[j];
+    switch (m->jnt_type[j]) {
+      case mjJNT_FREE:
+        for (int i = 0; i < 3; i++) out[v + i] = dq[v + i] + h * dw[v + i];
+        v += 3;
+        [[fallthrough]];
+      case mjJNT_BALL: {
+        // exp(dq+) = exp(phi)^-1 exp(dq) exp(phi + h dw), phi = h w (body frame)
+        const double phi[3] = {h * w[v], h * w[v + 1], h * w[v + 2]};
+        double R[9], Jr[9], a[3], b[3];
+        RotationOf(phi, R);
+        RightJacobian(phi, Jr);
+        const double hdw[3] = {h * dw[v], h * dw[v + 1], h * dw[v + 2]};
+        mju_mulMatTVec(a, R, dq + v, 3, 3);
+        mju_mulMatVec(b, Jr, hdw, 3, 3);
+        for (int i = 0; i < 3; i++) out[v + i] = a[i] + b[i];
+        break;
+      }
+      default:
+        out[v] = dq[v] + h * dw[v];
+    }
+  }
+}
+
+//---------------------------------- directions
+//-----------------------------------------------------
+
+template <typename Fn>
+bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
+  for (int kind = kCtrl; kind <= kPos; kind++) {
+    if (kind == kCtrl ? !ctrl : !state) continue;
+    const int n = kind == kCtrl ? nu_ : kind == kAct ? na_ : nv_;
+    for (int index = 0; index < n; index++) {
+      UnitTangent(m, kind, index);
+      if (!SolveTangent(m)) return false;
+      const int col = kind == kCtrl  ? 2 * nv_ + na_ + index
+                      : kind == kAct ? 2 * nv_ + index
+                      : kind == kVel ? nv_ + index
+                                     : index;
+      fn(kind, index, col);
+    }
+  }
+  RestoreActuation();
+  return true;
+}
+
+void Derivative::ActNext(const mjModel* m, const double* act, const double* rate,
+                         const double* dact, const double* drate, double h, double* out) const {
+  const int na = na_, nu = nu_;
+  for (int i = 0; i < na; i++) {
+    const int iu = i + nu - na;
+    const double next = act[i] + h * rate[i];
+    bool clamped = false;
+    if (m->actuator_actlimited[iu]) {
+      const double* range = m->actuator_actrange + 2 * iu;
+      clamped = next < range[0] || next > range[1];
+    }
+    out[i] = clamped ? 0 : dact[i] + h * drate[i];
+  }
+}
+
+//---------------------------------- single-stage integrators --------------------------------------
+
+bool Derivative::SingleStage(const mjModel* m) {
+  const int nv = nv_;
+  const double h = m->opt.timestep;
+  sensors_ = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
+  if (!PrepareStage(m, false)) return false;
+
+  // v+ of the step (the velocity the positions integrate)
+  double* vplus = vplus_.data();
+  for (int i = 0; i < nv; i++) vplus[i] = v0_[i] + h * aint_[i];
+  double* out = out_col_.data();
+  double* ds = sens_col_.data();
+  return Directions(m, sink_.WantsState(), sink_.WantsCtrl(), [&](int kind, int index, int col) {
+    // next state: dv+ = dv + h daint, dq+ through the position update, dact+
+    for (int i = 0; i < nv; i++) out[nv + i] = dv_[i] + h * dacc_[i];
+    IntegrateTangent(m, vplus, h, dq_.data(), out + nv, out);
+    ActNext(m, act0_.data(), actdot0_.data(), dact_.data(), dactdot_.data(), h, out + 2 * nv);
+    EmitState(col, out);
+    if (sensors_) {
+      SensorTangent(m, kind, ds);
+      EmitSensor(col, ds);
+    }
+  });
+}
+
+void Derivative::EmitState(int col, const double* out) {
+  const int ndx = 2 * nv_ + na_, nu = nu_;
+  if (col < ndx) {
+    if (sink_.A) {
+      for (int i = 0; i < ndx; i++) sink_.A[i * ndx + col] = out[i];
+    }
+    if (sink_.gx && sink_.dx) sink_.gx[col] += mju_dot(out, sink_.dx, ndx);
+  } else {
+    if (sink_.B) {
+      for (int i = 0; i < ndx; i++) sink_.B[i * nu + (col - ndx)] = out[i];
+    }
+    if (sink_.gu && sink_.dx) sink_.gu[col - ndx] += mju_dot(out, sink_.dx, ndx);
+  }
+}
+
+void Derivative::EmitSensor(int col, const double* ds) {
+  const int ndx = 2 * nv_ + na_, nu = nu_, ns = ns_;
+  if (col < ndx) {
+    if (sink_.C) {
+      for (int i = 0; i < ns; i++) sink_.C[i * ndx + col] = ds[i];
+    }
+    if (sink_.gx && sink_.ds) sink_.gx[col] += mju_dot(ds, sink_.ds, ns);
+  } else {
+    if (sink_.D) {
+      for (int i = 0; i < ns; i++) sink_.D[i * nu + (col - ndx)] = ds[i];
+    }
+    if (sink_.gu && sink_.ds) sink_.gu[col - ndx] += mju_dot(ds, sink_.ds, ns);
+  }
+}
+
+//---------------------------------- RK4 -----------------------------------------------------------
+
+bool Derivative::RungeKutta(const mjModel* m) {
+  const int nq = nq_, nv = nv_, na = na_, nu = nu_, ndx = 2 * nv + na, ndir = ndx + nu;
+  const int nva = nv + na;
+  const double h = m->opt.timestep, time = d0_->time;
+  const double kC[4] = {0, 0.5, 0.5, 1};
+  double* G = G_.data();
+  double* ds = sens_col_.data();
+  double* w = vplus_.data();
+
+  // directions to chain: state columns, control columns
+  const bool state_out = sink_.A || (sink_.gx && sink_.dx);
+  const bool ctrl_out = sink_.B || (sink_.gu && sink_.dx);
+  const bool sensor_out = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
+  const int first = state_out ? 0 : ndx, last = ctrl_out ? ndir : ndx;
+  for (int k = first; k < last; k++) {
+    double* K = K_.data() + static_cast<size_t>(k) * ndx;
+    double* S = S_.data() + static_cast<size_t>(k) * ndx;
+    for (int i = 0; i < ndx; i++) K[i] = k < ndx && i == k ? 1 : 0;
+    for (int i = 0; i < ndx; i++) S[i] = 0;
+  }
+
+  // nominal stages: X_i = X_0 (+) h a_i K_{i-1}; the first also gives the sensor Jacobians
+  double* X0 = rkX_.data();
+  mju_copy(X0, d0_->qpos, nq);
+  mju_copy(X0 + nq, d0_->qvel, nv);
+  mju_copy(X0 + nq + nv, d0_->act, na);
+  for (int stage = 0; stage < 4; stage++) {
+    double* Fi = rkF_.data() + stage * nva;
+    if (stage > 0) {
+      const double a = kRK4A[stage - 1];
+      const double* Fp = rkF_.data() + (stage - 1) * nva;
+      const double* vp = rkX_.data() + (stage - 1) * (nq + nv + na) + nq;
+      double* Xi = rkX_.data() + stage * (nq + nv + na);
+      for (int i = 0; i < nv; i++) w[i] = a * vp[i];
+      mju_copy(Xi, X0, nq);
+      mj_integratePos(m, Xi, w, h);
+      for (int i = 0; i < nv; i++) Xi[nq + i] = X0[nq + i] + h * a * Fp[i];
+      for (int i = 0; i < na; i++) Xi[nq + nv + i] = X0[nq + nv + i] + h * a * Fp[nv + i];
+      mju_copy(d0_->qpos, Xi, nq);
+      mju_copy(d0_->qvel, Xi + nq, nv);
+      mju_copy(d0_->act, Xi + nq + nv, na);
+    }
+    d0_->time = time + kC[stage] * h;
+    sensors_ = stage == 0 && sensor_out;
+    if (!PrepareStage(m, true)) return false;
+    mju_copy(Fi, aint_.data(), nv);
+    mju_copy(Fi + nv, actdot0_.data(), na);
+
+    // stage Jacobian G (nv+na x ndir, column-major) and the sensor Jacobians
+    const bool ok = Directions(m, true, true, [&](int kind, int index, int col) {
+      double* g = G + static_cast<size_t>(col) * nva;
+      mju_copy(g, dacc_.data(), nv);
+      mju_copy(g + nv, dactdot_.data(), na);
+      if (sensors_) {
+        SensorTangent(m, kind, ds);
+        EmitSensor(col, ds);
+      }
+    });
+    if (!ok) return false;
+
+    // each direction: dF_i = G [dX_i; du], S += b_i (dv_i, dF_i), dX_{i+1}
+    const double* vi = rkX_.data() + stage * (nq + nv + na) + nq;
+    for (int k = first; k < last; k++) {
+      double* K = K_.data() + static_cast<size_t>(k) * ndx;
+      double* S = S_.data() + static_cast<size_t>(k) * ndx;
+      double* dF = tmp_.data();
+      double* dFact = dact_.data();
+      for (int i = 0; i < nv; i++) {
+        double s = 0;
+        for (int j = 0; j < ndx; j++) s += G[static_cast<size_t>(j) * nva + i] * K[j];
+        if (k >= ndx) s += G[static_cast<size_t>(k) * nva + i];
+        dF[i] = s;
+      }
+      for (int i = 0; i < na; i++) {
+        double s = 0;
+        for (int j = 0; j < ndx; j++) s += G[static_cast<size_t>(j) * nva + nv + i] * K[j];
+        if (k >= ndx) s += G[static_cast<size_t>(k) * nva + nv + i];
+        dFact[i] = s;
+      }
+      const double b = kRK4B[stage];
+      for (int i = 0; i < nv; i++) {
+        S[i] += b * K[nv + i];   // sum b_j dv_j
+        S[nv + i] += b * dF[i];  // sum b_j dF_j (velocity rates)
+      }
+      for (int i = 0; i < na; i++) S[2 * nv + i] += b * dFact[i];
+      if (stage < 3) {
+        // dX_{i+1} = d(X_0 (+) h a (v_i, F_i)) from the unit dX_0
+        const double a = kRK4A[stage];
+        double* dw = tmp2_.data();
+        for (int i = 0; i < nv; i++) {
+          w[i] = a * vi[i];
+          dw[i] = a * K[nv + i];
+        }
+        double* e = dq_.data();
+        mju_zero(e, nv);
+        if (k < nv) e[k] = 1;
+        IntegrateTangent(m, w, h, e, dw, K);
+        for (int i = 0; i < nv; i++) K[nv + i] = (k == nv + i ? 1 : 0) + h * a * dF[i];
+        for (int i = 0; i < na; i++) K[2 * nv + i] = (k == 2 * nv + i ? 1 : 0) + h * a * dFact[i];
+      }
+    }
+  }
+
+  // next state: v+ = v0 + h sum b F, q+ = q0 (+) h sum b v, act+ = act0 + h sum b F_act
+  double* wsum = vplus_.data();
+  double* rate = tmp2_.data();
+  mju_zero(wsum, nv);
+  mju_zero(rate, nv + na);
+  for (int stage = 0; stage < 4; stage++) {
+    const double* vi = rkX_.data() + stage * (nq + nv + na) + nq;
+    const double* Fi = rkF_.data() + stage * nva;
+    for (int i = 0; i < nv; i++) wsum[i] += kRK4B[stage] * vi[i];
+    for (int i = 0; i < nva; i++) rate[i] += kRK4B[stage] * Fi[i];
+  }
+  double* out = out_col_.data();
+  for (int k = first; k < last; k++) {
+    const double* S = S_.data() + static_cast<size_t>(k) * ndx;
+    double* e = dq_.data();
+    mju_zero(e, nv);
+    if (k < nv) e[k] = 1;
+    IntegrateTangent(m, wsum, h, e, S, out);
+    for (int i = 0; i < nv; i++) out[nv + i] = (k == nv + i ? 1 : 0) + h * S[nv + i];
+    double* ea = dact_.data();
+    for (int i = 0; i < na; i++) ea[i] = k == 2 * nv + i ? 1 : 0;
+    ActNext(m, X0 + nq + nv, rate + nv, ea, S + 2 * nv, h, out + 2 * nv);
+    EmitState(k, out);
+  }
+  return true;
+}
+
+int Derivative::Run(const mjModel* m, const mjData* d) {
+  fallback_ = "";
+  bool ok = true;
+  if (m->opt.noslip_iterations > 0) {
+    fallback_ = "noslip iterations are not differentiated";
+    ok = false;
+  }
+  if (ok) {
+    LoadState(m, d, d0_);
+    ok = m->opt.integrator == mjINT_RK4 ? RungeKutta(m) : SingleStage(m);
+  }
+  return ok ? 0 : 1;
+}
+
+int Derivative::Jacobian(const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B, mjtNum* C,
+                         mjtNum* D) {
+  if (!A && !B && !C && !D) return 0;
+  sink_ = Sink();
+  sink_.A = A;
+  sink_.B = B;
+  sink_.C = C;
+  sink_.D = D;
+  if (Run(m, d) == 0) return 0;
+  FiniteDiff(m, d, kNudge, 0, A, B, C, D);
+  return 1;
+}
+
+int Derivative::Vjp(const mjModel* m, const mjData* d, const mjtNum* dx, const mjtNum* ds,
+                    mjtNum* gx, mjtNum* gu) {
+  const int ndx = 2 * nv_ + na_;
+  if (gx) mju_zero(gx, ndx);
+  if (gu) mju_zero(gu, nu_);
+  if ((!gx && !gu) || (!dx && !ds)) return 0;
+  sink_ = Sink();
+  sink_.dx = dx;
+  sink_.ds = ds;
+  sink_.gx = gx;
+  sink_.gu = gu;
+  if (Run(m, d) == 0) return 0;
+
+  // fallback: forward differences, one column at a time through the same sink
+  if (gx) mju_zero(gx, ndx);
+  if (gu) mju_zero(gu, nu_);
+  FiniteDiffSink(m, d, kNudge, 0);
+  return 1;
+}
+
+}  // namespace contactkit
+
+//---------------------------------- C API ---------------------------------------------------------
+
+extern "C" {
+
+int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
+                     mjtNum* C, mjtNum* D) {
+  if (!ck || !m || !d || !ck->deriv || ck->nv != m->nv || ck->nq != m->nq || ck->na != m->na ||
+      ck->nu != m->nu || ck->nbody != m->nbody) {
+    return -1;
+  }
+  return ck->deriv->Jacobian(m, d, A, B, C, D);
+}
+
+int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
+                     const mjtNum* ds, mjtNum* gx, mjtNum* gu) {
+  if (!ck || !m || !d || !ck->deriv || ck->nv != m->nv || ck->nq != m->nq || ck->na != m->na ||
+      ck->nu != m->nu || ck->nbody != m->nbody) {
+    return -1;
+  }
+  return ck->deriv->Vjp(m, d, dx, ds, gx, gu);
+}
+
+int ck_transitionFD(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum eps, int centered,
+                    mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D) {
+  if (!ck || !m || !d || !ck->deriv || ck->nv != m->nv || ck->nq != m->nq || ck->na != m->na ||
+      ck->nu != m->nu || ck->nbody != m->nbody || !(eps > 0)) {
+    return -1;
+  }
+  ck->deriv->FiniteDiff(m, d, eps, centered, A, B, C, D);
+  return 0;
+}
+
+}  // extern "C"

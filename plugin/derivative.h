@@ -1,0 +1,232 @@
+// Copyright 2026 The contactkit developers.
+//
+// Jacobians of ck_step by the implicit function theorem (ck_transitionJac, ck_transitionVJP) and
+// by finite differences through ck_step (ck_transitionFD).
+//
+// A step is split into
+//   (a) smooth data as functions of (q, v, act, ctrl): mass matrix, smooth forces, activation
+//       rates, constraint rows, gaps, reference accelerations, regularizers. Controls and
+//       activations by differences of mj_fwdActuation alone, velocities from MuJoCo's analytic
+//       qDeriv and J, positions by one forward-difference pass per direction through MuJoCo's
+//       position and velocity stages (kinematics, inertia, tendons, transmission, RNE, passive
+//       forces; collision re-run only for the contact pairs present, contact rows assembled
+//       here from cdof), never the constraint solve;
+//   (b) the solver's map from that data to forces: Solver::ForceTangent, or for the "mujoco"
+//       pass-through the derivative of MuJoCo's soft-constraint optimality conditions
+//       (solvers/mujoco/soft_tangent.h), each reusing one factorization for every direction;
+//   (c) the integrator, differentiated exactly: Euler with implicit joint damping, implicit
+//       (M - h qDeriv), and RK4 by chaining four stage Jacobians.
+// Everything runs on scratch mjData and a shadow handle owned here, so the caller's mjData and
+// handle stay untouched; all memory is allocated by Setup (ck_make).
+#ifndef CONTACTKIT_PLUGIN_DERIVATIVE_H_
+#define CONTACTKIT_PLUGIN_DERIVATIVE_H_
+
+#include <mujoco/mujoco.h>
+
+#include <string>
+#include <vector>
+
+#include "contactkit/contactkit.h"
+#include "plugin/extract.h"
+#include "solvers/common/problem.h"
+#include "solvers/common/solver.h"
+#include "solvers/mujoco/soft_tangent.h"
+
+namespace contactkit {
+
+class Derivative {
+ public:
+  Derivative() = default;
+  ~Derivative();
+  Derivative(const Derivative&) = delete;
+  Derivative& operator=(const Derivative&) = delete;
+
+  // allocate for model m and settings s; false with a message
+  bool Setup(const mjModel* m, const ckSettings& s, std::string* error);
+
+  // new settings of the owning handle (a solver switch allocates its workspace)
+  bool SetSettings(const mjModel* m, const ckSettings& s, std::string* error);
+
+  // ck_transitionJac: 0 analytic, 1 finite differences (no analytic path), -1 error
+  int Jacobian(const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
+
+  // ck_transitionVJP: gx = A' dx + C' ds, gu = B' dx + D' ds; return as Jacobian
+  int Vjp(const mjModel* m, const mjData* d, const mjtNum* dx, const mjtNum* ds, mjtNum* gx,
+          mjtNum* gu);
+
+  // ck_transitionFD: mjd_transitionFD's differences, stepping with ck_step
+  void FiniteDiff(const mjModel* m, const mjData* d, mjtNum eps, int centered, mjtNum* A, mjtNum* B,
+                  mjtNum* C, mjtNum* D);
+
+  // why the last Jacobian or VJP fell back to finite differences (empty if it did not)
+  const char* fallback_reason() const { return fallback_; }
+
+ private:
+  // kinds of unit directions, in the order they are processed
+  enum Kind : int { kCtrl = 0, kAct, kVel, kPos };
+
+  // a geom pair of the nominal contact list and how to re-run its collision
+  struct Pair {
+    int g1 = 0, g2 = 0;  // geoms in MuJoCo's order (type of g1 <= type of g2)
+    int first = 0;       // first contact in the nominal list
+    int count = 0;       // contacts of the pair in the nominal list
+    double margin = 0;   // margin passed to the collision function
+    int body1 = 0, body2 = 0;
+  };
+
+  // ---- stages (derivative.cc) ----
+  // copy the integration state of src into dst
+  void LoadState(const mjModel* m, const mjData* src, mjData* dst);
+  // nominal forward at the state in d0_ and everything the tangents reuse; false if the
+  // analytic path does not cover this state (reason in fallback_)
+  bool PrepareStage(const mjModel* m, bool rk4);
+  // the problem of the "mujoco" solver: MuJoCo's rows with the solver's own mass matrix
+  bool PrepareMujocoProblem(const mjModel* m);
+  // integrator matrix of this stage (M, M + h D, M - h qDeriv), factored, and aint_
+  bool PrepareIntegrator(const mjModel* m, bool rk4);
+  // contact pairs of the nominal contact list
+  void PreparePairs(const mjModel* m);
+  // contacts MuJoCo included in the constraint problem
+  int CountIncluded(const mjData* d) const;
+  // x = M_int^-1 x, x = M_int^-T x
+  void IntegratorSolve(double* x) const;
+  void IntegratorSolveT(double* x) const;
+
+  // ---- part (a): smooth data (derivative_smooth.cc) ----
+  // tangents of the smooth data and rows along a unit direction
+  void UnitTangent(const mjModel* m, int kind, int index);
+  // controls and activations: differences of mj_fwdActuation on d0_
+  void ActuationTangent(const mjModel* m, int kind, int index);
+  void RestoreActuation();
+  // velocities: qDeriv and J
+  void VelocityTangent(const mjModel* m, int index);
+  // positions: a pass on d1_ at q0 (+) eps dq (and v0 + eps dv, nullable)
+  void PositionPass(const mjModel* m, const double* dq, const double* dv, double eps);
+  // qDeriv aint of the polynomial velocity terms at the position stage in d (out: nv)
+  void SmoothVelocityProduct(const mjModel* m, mjData* d, double* out);
+  // re-run the collision of the pairs the pass moved; false if a pair's contact count changed
+  bool Recollide(const mjModel* m, mjData* d);
+  // contact rows at the geometry of the pass
+  void ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps);
+  // rows before the contacts (constant Jacobian, or MuJoCo's rows at the perturbed state)
+  void PlainRowTangent(const mjModel* m, const double* dq, double eps);
+  bool PlainRowVaries(const mjModel* m, int i) const;
+  // impedance, regularizer and reference acceleration tangents from dpos_, dvel_
+  void RowTangents();
+  // sensor tangents of the current direction (after SolveTangent)
+  void SensorTangent(const mjModel* m, int kind, double* ds);
+
+  // ---- parts (b), (c) (derivative.cc) ----
+  // force tangent and integrator acceleration tangent dacc_; false if the solver has none
+  bool SolveTangent(const mjModel* m);
+  // tangent of q (+) h w for tangents dq, dw of q, w: out (nv)
+  void IntegrateTangent(const mjModel* m, const double* w, double h, const double* dq,
+                        const double* dw, double* out) const;
+  // activation update act + h rate (clamped to actrange) along dact, drate
+  void ActNext(const mjModel* m, const double* act, const double* rate, const double* dact,
+               const double* drate, double h, double* out) const;
+  // every unit direction of the current stage: fn(kind, index, column of [A B])
+  template <typename Fn>
+  bool Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn);
+  // the Jacobians of an Euler / implicit step, of an RK4 step
+  bool SingleStage(const mjModel* m);
+  bool RungeKutta(const mjModel* m);
+
+  // ---- outputs ----
+  // where columns go: Jacobians (nullable) and / or the products of a VJP
+  struct Sink {
+    mjtNum *A = nullptr, *B = nullptr, *C = nullptr, *D = nullptr;
+    const mjtNum *dx = nullptr, *ds = nullptr;
+    mjtNum *gx = nullptr, *gu = nullptr;
+    bool WantsState() const { return A || C || gx; }
+    bool WantsCtrl() const { return B || D || gu; }
+  };
+  // the analytic path into sink_: 0, or 1 if it does not apply (reason in fallback_)
+  int Run(const mjModel* m, const mjData* d);
+  // column col of [A B] (state tangent out, 2nv+na) and of [C D] (sensor tangent ds)
+  void EmitState(int col, const double* out);
+  void EmitSensor(int col, const double* ds);
+
+  // ---- finite differences (derivative_fd.cc) ----
+  void FiniteDiffSink(const mjModel* m, const mjData* d, double eps, int centered);
+  void FdStep(const mjModel* m, int skipstage, int skipsensor, double* next, double* sensor);
+
+  // workspace
+  ckHandle* shadow_ = nullptr;  // steps and solves for the derivative, owned
+  mjData* d0_ = nullptr;        // nominal stage
+  mjData* d1_ = nullptr;        // perturbation passes
+  Extractor extractor_;         // contact rows and "mujoco" problems
+  ProblemStorage storage_;      // problem of the "mujoco" solver
+  SoftTangent soft_;            // derivative of MuJoCo's solver
+  ckSettings settings_{};
+  const char* fallback_ = "";
+  Sink sink_;
+  int mode_changes_ = 0;  // pairs whose contact count changed within a nudge
+  bool sensors_ = false;  // sensor Jacobians wanted in this stage
+
+  // sizes
+  int nq_ = 0, nv_ = 0, na_ = 0, nu_ = 0, nM_ = 0, ns_ = 0;
+
+  // nominal stage
+  const Problem* p_ = nullptr;  // solved problem (shadow's or storage_'s)
+  Solution* sol_ = nullptr;     // its solution
+  Solver* solver_ = nullptr;    // its solver (null: "mujoco", soft_)
+  bool has_rows_ = false;       // the stage has constraint rows
+  bool plain_varying_ = false;  // some row before the contacts has a q-dependent Jacobian
+  std::vector<double> q0_, v0_, act0_, u0_;  // state and controls  (nq, nv, na, nu)
+  std::vector<double> M0_;                   // mass matrix                                   (nM)
+  std::vector<double> fs0_;                  // qfrc_smooth                                   (nv)
+  std::vector<double> actdot0_;              // act_dot                                       (na)
+  std::vector<double> qc0_;                  // qfrc_constraint                               (nv)
+  std::vector<double> aint_;                 // acceleration the integrator uses              (nv)
+  std::vector<double> mu_;      // MuJoCo's regularized cone friction per contact (ncon)
+  std::vector<int> efc_state_;  // MuJoCo's row states                           (nefc cap)
+  std::vector<int> tree_begin_, tree_size_, tree_adr_;  // dense per-tree blocks     (ntree)
+  std::vector<double> qderiv_;                          // qDeriv, per-tree blocks, column-major
+  std::vector<double> qderiv_rne_;  // implicit: RNE part of qDeriv at velocity aint
+  std::vector<double> qderiv_a0_;   // implicit: qDeriv aint of the polynomial terms (nv)
+  TreeMass mint_;                   // M or M + h D, factored (Euler, RK4)
+  std::vector<double> mint_M_, mint_LD_, mint_Dinv_;  // its arrays (nM, nM, nv)
+  std::vector<double> lu_;                            // M - h qDeriv per tree, LU (implicit)
+  std::vector<int> piv_;   // its pivots                                    (nv)
+  bool implicit_ = false;  // the integrator matrix is lu_
+
+  // contact pairs of the nominal list
+  int npair_ = 0;
+  std::vector<Pair> pairs_;             // (ncon cap)
+  std::vector<int> con_pair_;           // pair of each mjContact        (ncon cap)
+  std::vector<mjContact> con0_, con1_;  // nominal, perturbed geometry   (ncon cap)
+  std::vector<char> body_moved_;        // bodies moved by the pass      (nbody)
+  std::vector<char> plain_fd_;          // plain row differenced in the pass (rows)
+
+  // tangent of the current direction
+  std::vector<double> dq_, dv_, dact_, du_;  // input tangent    (nv, nv, na, nu)
+  std::vector<double> dM_, dfs_, dactdot_;   // (nM, nv, na)
+  bool has_dM_ = false, has_dJ_ = false, has_dpos_ = false, has_dvel_ = false;
+  std::vector<double> dJ_;                                    // (nnz)
+  std::vector<double> dpos_, dvel_, dimp_, dR_, daref_, df_;  // (rows)
+  std::vector<double> dvfree_, dqc_, dacc_, dqderiv_a_;       // (nv)
+  std::vector<double> tmp_, tmp2_, vplus_;                    // (nv)
+  std::vector<int> cols_;                                     // contact row columns           (nv)
+  std::vector<double> jrows_;  // contact rows                  (6 nv)
+
+  // nominal actuation (restored after the control and activation differences)
+  std::vector<double> act_force0_, qfrc_act0_;  // (nu, nv)
+
+  // RK4
+  std::vector<double> G_;    // stage Jacobian of (qacc, act_dot), column-major ((nv+na) ndir)
+  std::vector<double> K_;    // per direction: tangent of the next stage state (ndx ndir)
+  std::vector<double> S_;    // per direction: sum b_j (dv_j, dF_j)            (ndx ndir)
+  std::vector<double> rkX_;  // nominal stage states                   (4 (nq+nv+na))
+  std::vector<double> rkF_;  // nominal stage rates (qacc, act_dot)    (4 (nv+na))
+
+  // finite differences and output columns
+  std::vector<double> fd_next_, fd_plus_, fd_minus_;    // (nq+nv+na)
+  std::vector<double> fd_sens_, fd_splus_, fd_sminus_;  // (nsensordata)
+  std::vector<double> fd_col_;                          // (max(2nv+na, ns))
+  std::vector<double> out_col_, sens_col_;              // (2nv+na), (ns)
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_PLUGIN_DERIVATIVE_H_

@@ -1,0 +1,522 @@
+// Copyright 2026 The contactkit developers.
+//
+// Part (a) of the derivative: tangents of the smooth data (mass matrix, smooth forces,
+// activation rates) and of the constraint rows (Jacobian, gaps, velocities, impedance,
+// regularizer, reference acceleration) along one direction of (q, v, act, ctrl).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "plugin/compat.h"
+#include "plugin/derivative.h"
+#include "plugin/handle.h"
+#include "solvers/common/impedance.h"
+
+namespace contactkit {
+namespace {
+
+constexpr double kNudge = 1e-6;    // forward-difference step of actuation and sensors
+constexpr double kPosStep = 1e-7;  // forward-difference step of the position passes (their
+                                   // truncation error, not rounding, limits the accuracy)
+
+bool InRange(double x1, double x2, const double* range) {
+  return x1 >= range[0] && x1 <= range[1] && x2 >= range[0] && x2 <= range[1];
+}
+
+// MuJoCo's mju_makeFrame (not exported by 2.2.2): complete a contact frame from its normal
+void MakeFrame(double frame[9]) {
+  double tmp[3];
+  mju_normalize3(frame);
+  if (mju_norm3(frame + 3) < 0.5) {
+    mju_zero3(frame + 3);
+    if (frame[1] < 0.5 && frame[1] > -0.5) {
+      frame[4] = 1;
+    } else {
+      frame[5] = 1;
+    }
+  }
+  mju_scl3(tmp, frame, mju_dot3(frame, frame + 3));
+  mju_subFrom3(frame + 3, tmp);
+  mju_normalize3(frame + 3);
+  mju_cross(frame + 6, frame, frame + 3);
+}
+
+}  // namespace
+
+void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
+  const int nv = nv_;
+  mju_zero(dq_.data(), nv);
+  mju_zero(dv_.data(), nv);
+  mju_zero(dact_.data(), na_);
+  mju_zero(du_.data(), nu_);
+  mju_zero(dqderiv_a_.data(), nv);
+  has_dM_ = has_dJ_ = has_dpos_ = has_dvel_ = false;
+
+  switch (kind) {
+    case kCtrl:
+    case kAct:
+      ActuationTangent(m, kind, index);
+      break;
+    case kVel:
+      dv_[index] = 1;
+      VelocityTangent(m, index);
+      break;
+    default:
+      dq_[index] = 1;
+      PositionPass(m, dq_.data(), nullptr, kPosStep);
+  }
+
+  // dv_free = dv + h M_p^-1 (dqfrc_smooth - dM_p (v_free - v) / h), M_p the problem's matrix
+  if (has_rows_) {
+    const Problem& p = *p_;
+    double* x = dvfree_.data();
+    mju_copy(x, dfs_.data(), nv);
+    if (has_dM_) {
+      for (int i = 0; i < nv; i++) tmp_[i] = (p.v_free[i] - v0_[i]) / p.h;
+      for (int i = 0; i < nv; i++) {
+        int adr = m->dof_Madr[i];
+        x[i] -= dM_[adr++] * tmp_[i];
+        for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+          x[i] -= dM_[adr] * tmp_[j];
+          x[j] -= dM_[adr] * tmp_[i];
+        }
+      }
+    }
+    p.mass.Solve(x);
+    for (int i = 0; i < nv; i++) x[i] = dv_[i] + p.h * x[i];
+  }
+}
+
+void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
+  mjData* d = d0_;
+  const int nv = nv_, na = na_;
+  double e = kNudge;
+  double* target;
+  if (kind == kCtrl) {
+    du_[index] = 1;
+    target = d->ctrl + index;
+    if (m->actuator_ctrllimited[index]) {
+      // as mjd_transitionFD: forward if the nudge stays in range, else backward, else zero
+      const double* range = m->actuator_ctrlrange + 2 * index;
+      const double u = *target;
+      e = InRange(u, u + kNudge, range) ? kNudge : InRange(u - kNudge, u, range) ? -kNudge : 0;
+    }
+  } else {
+    dact_[index] = 1;
+    target = d->act + index;
+  }
+  if (e == 0) {
+    mju_zero(dfs_.data(), nv);
+    mju_zero(dactdot_.data(), na);
+    return;
+  }
+  const double saved = *target;
+  *target = saved + e;
+  mj_fwdActuation(m, d);
+  *target = saved;
+  for (int i = 0; i < nv; i++) dfs_[i] = (d->qfrc_actuator[i] - qfrc_act0_[i]) / e;
+  for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
+
+  // implicit: qDeriv holds gain_vel * (ctrl or act) moment' moment of affine-gain actuators
+  if (implicit_) {
+    const int iu = kind == kCtrl ? index : index + m->nu - na;
+    const bool direct = m->actuator_dyntype[iu] == mjDYN_NONE;
+    if (m->actuator_gaintype[iu] == mjGAIN_AFFINE && direct == (kind == kCtrl)) {
+      const double gain_vel = m->actuator_gainprm[mjNGAIN * iu + 2];
+      const double* moment = d->actuator_moment + static_cast<size_t>(iu) * nv;
+      const double ma = mju_dot(moment, aint_.data(), nv);
+      for (int i = 0; i < nv; i++) dqderiv_a_[i] = m->opt.timestep * gain_vel * moment[i] * ma;
+    }
+  }
+}
+
+void Derivative::RestoreActuation() {
+  mju_copy(d0_->actuator_force, act_force0_.data(), nu_);
+  mju_copy(d0_->qfrc_actuator, qfrc_act0_.data(), nv_);
+  mju_copy(d0_->act_dot, actdot0_.data(), na_);
+}
+
+void Derivative::VelocityTangent(const mjModel* m, int index) {
+  const int nv = nv_;
+
+  // smooth forces: column of qDeriv (its tree's dense block)
+  mju_zero(dfs_.data(), nv);
+  mju_zero(dactdot_.data(), na_);
+  const int t = extractor_.dof_tree()[index], n = tree_size_[t], b = tree_begin_[t];
+  const double* blk = qderiv_.data() + tree_adr_[t] + (index - b) * n;
+  for (int i = 0; i < n; i++) dfs_[b + i] = blk[i];
+
+  // implicit: d(qDeriv aint)/dv of the velocity-bilinear RNE part
+  if (implicit_) {
+    const double* blk2 = qderiv_rne_.data() + tree_adr_[t] + (index - b) * n;
+    for (int i = 0; i < n; i++) dqderiv_a_[b + i] = m->opt.timestep * blk2[i];
+  }
+
+  // rows: dvel = J e_index
+  if (has_rows_) {
+    const SparseRows& J = p_->J;
+    for (int i = 0; i < J.nrow; i++) {
+      double s = 0;
+      const int adr = J.rowadr[i];
+      for (int k = 0; k < J.rownnz[i]; k++) {
+        if (J.colind[adr + k] == index) s = J.val[adr + k];
+      }
+      dvel_[i] = s;
+    }
+    has_dvel_ = true;
+    RowTangents();
+  }
+}
+
+void Derivative::PositionPass(const mjModel* m, const double* dq, const double* dv, double eps) {
+  mjData* d = d1_;
+  const int nv = nv_;
+
+  // perturbed state
+  mju_copy(d->qpos, q0_.data(), nq_);
+  mj_integratePos(m, d->qpos, dq, eps);
+  for (int i = 0; i < nv; i++) d->qvel[i] = v0_[i] + (dv ? eps * dv[i] : 0);
+
+  // position stage without collision, constraints and factorization
+  mj_kinematics(m, d);
+  mj_comPos(m, d);
+  if (sensors_) mj_camlight(m, d);
+  mj_tendon(m, d);
+  MassMatrix(m, d);
+  mj_transmission(m, d);
+  for (int i = 0; i < nM_; i++) dM_[i] = (d->qM[i] - M0_[i]) / eps;
+  has_dM_ = true;
+
+  // bodies the perturbation moves
+  for (int b = 0; b < m->nbody; b++) {
+    char moved = b > 0 && body_moved_[m->body_parentid[b]];
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      moved |= dq[j] != 0;
+    }
+    body_moved_[b] = moved;
+  }
+
+  // constraint rows
+  if (has_rows_) {
+    Recollide(m, d);
+    ContactTangent(m, d, dq, eps);
+    PlainRowTangent(m, dq, eps);
+    has_dJ_ = has_dpos_ = has_dvel_ = true;
+  }
+
+  // velocity and actuation stages, smooth force
+  d->nefc = 0;
+  mj_fwdVelocity(m, d);
+  mj_fwdActuation(m, d);
+  mj_fwdAcceleration(m, d);
+  for (int i = 0; i < nv; i++) dfs_[i] = (d->qfrc_smooth[i] - fs0_[i]) / eps;
+  for (int i = 0; i < na_; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / eps;
+
+  // implicit: d(qDeriv aint)/dq by the exact velocity differences of the perturbed RNE
+  if (implicit_ && !dv) {
+    double* x = tmp_.data();
+    SmoothVelocityProduct(m, d, x);
+    for (int i = 0; i < nv; i++) {
+      dqderiv_a_[i] = m->opt.timestep * (x[i] - qderiv_a0_[i]) / eps;
+    }
+  }
+
+  if (has_rows_) {
+    // dvel = dJ v + J dv
+    const SparseRows& J = p_->J;
+    for (int i = 0; i < J.nrow; i++) {
+      double s = 0;
+      const int adr = J.rowadr[i];
+      for (int k = 0; k < J.rownnz[i]; k++) {
+        const int c = J.colind[adr + k];
+        s += dJ_[adr + k] * v0_[c] + (dv ? J.val[adr + k] * dv[c] : 0);
+      }
+      dvel_[i] = s;
+    }
+    RowTangents();
+  }
+}
+
+void Derivative::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out) {
+  // qDeriv(q) aint for the polynomial velocity terms (RNE: quadratic, damping and affine
+  // actuators: linear): (F(v + a) - F(v - a)) / 2, F = qfrc_passive + qfrc_actuator - qfrc_bias
+  const int nv = nv_;
+  double* save = tmp2_.data();
+  mju_copy(save, d->qvel, nv);
+  for (int side = 0; side < 2; side++) {
+    const double s = side == 0 ? 1 : -1;
+    for (int i = 0; i < nv; i++) d->qvel[i] = save[i] + s * aint_[i];
+    mj_fwdVelocity(m, d);
+    mj_fwdActuation(m, d);
+    for (int i = 0; i < nv; i++) {
+      const double f = d->qfrc_passive[i] + d->qfrc_actuator[i] - d->qfrc_bias[i];
+      out[i] = side == 0 ? 0.5 * f : out[i] - 0.5 * f;
+    }
+  }
+  mju_copy(d->qvel, save, nv);
+}
+
+bool Derivative::Recollide(const mjModel* m, mjData* d) {
+  bool same = true;
+  mjContact buf[mjMAXCONPAIR];
+  for (int k = 0; k < npair_; k++) {
+    const Pair& pr = pairs_[k];
+    if (!body_moved_[pr.body1] && !body_moved_[pr.body2]) {
+      for (int c = pr.first; c < pr.first + pr.count; c++) con1_[c] = con0_[c];
+      continue;
+    }
+    std::memset(buf, 0, sizeof(buf));
+    const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
+    int n = mjCOLLISIONFUNC[t1][t2](m, d, buf, pr.g1, pr.g2, pr.margin);
+
+    // box-box repeats, as mj_collideGeoms removes them
+    if (t1 == mjGEOM_BOX && t2 == mjGEOM_BOX) {
+      int kept = 0;
+      for (int i = 0; i < n; i++) {
+        bool repeat = false;
+        for (int j = i + 1; j < n && !repeat; j++) {
+          repeat = buf[i].pos[0] == buf[j].pos[0] && buf[i].pos[1] == buf[j].pos[1] &&
+                   buf[i].pos[2] == buf[j].pos[2];
+        }
+        if (!repeat) buf[kept++] = buf[i];
+      }
+      n = kept;
+    }
+    if (n != pr.count) {
+      // the contact set changes within the nudge: keep the nominal geometry of this pair
+      same = false;
+      mode_changes_++;
+      for (int c = pr.first; c < pr.first + pr.count; c++) con1_[c] = con0_[c];
+      continue;
+    }
+    for (int i = 0; i < n; i++) {
+      mjContact& out = con1_[pr.first + i];
+      out = con0_[pr.first + i];
+      MakeFrame(buf[i].frame);
+      out.dist = buf[i].dist;
+      mju_copy3(out.pos, buf[i].pos);
+      mju_copy(out.frame, buf[i].frame, 9);
+    }
+  }
+  return same;
+}
+
+void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps) {
+  const Problem& p = *p_;
+  const SparseRows& J = p.J;
+  int* cols = cols_.data();
+  double* rows = jrows_.data();
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const mjContact& g = con1_[con.mj_index];
+    const int pair = con_pair_[con.mj_index];
+    const bool moved = body_moved_[pairs_[pair].body1] || body_moved_[pairs_[pair].body2];
+    const int n0 = J.rownnz[con.row];
+    if (!moved) {
+      for (int r = 0; r < con.dim; r++) {
+        const int adr = J.rowadr[con.row + r];
+        for (int k = 0; k < n0; k++) dJ_[adr + k] = 0;
+      }
+      dpos_[con.row] = 0;
+      for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
+      continue;
+    }
+    const int n = extractor_.ContactRows(m, d, con.body[0], con.body[1], g.pos, g.frame, con.dim,
+                                         cols, rows, nv_);
+    for (int r = 0; r < con.dim; r++) {
+      const int adr = J.rowadr[con.row + r];
+      for (int k = 0; k < n0; k++) {
+        dJ_[adr + k] = (n == n0 ? rows[r * nv_ + k] - J.val[adr + k] : 0) / eps;
+      }
+    }
+
+    // gap: d dist = J_n dq (the normal row is the gradient of the distance)
+    dpos_[con.row] = J.Dot(con.row, dq);
+    for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
+  }
+}
+
+void Derivative::PlainRowTangent(const mjModel* m, const double* dq, double eps) {
+  const Problem& p = *p_;
+  const SparseRows& J = p.J;
+  const int nplain = p.ne + p.nf + p.nl;
+
+  // rows whose Jacobian is constant: dof friction and hinge / slide limits
+  for (int i = 0; i < nplain; i++) {
+    plain_fd_[i] = 0;
+    const int adr = J.rowadr[i];
+    for (int k = 0; k < J.rownnz[i]; k++) dJ_[adr + k] = 0;
+    dpos_[i] = p.kind[i] == kRowFriction ? 0 : J.Dot(i, dq);
+  }
+  if (!plain_varying_) return;
+
+  // the others from MuJoCo's own rows at the perturbed state (contacts left out)
+  mjData* d = d1_;
+  const int ncon = d->ncon;
+  d->ncon = 0;
+  mj_makeConstraint(m, d);
+  d->ncon = ncon;
+  const bool sparse = mj_isSparse(m);
+  int j = 0;
+  for (int i = 0; i < nplain; i++) {
+    if (!PlainRowVaries(m, i)) {
+      // advance past the matching MuJoCo row
+      while (j < d->nefc && !(d->efc_type[j] == p.mj_type[i] && d->efc_id[j] == p.mj_id[i])) j++;
+      if (j < d->nefc) j++;
+      continue;
+    }
+    while (j < d->nefc && !(d->efc_type[j] == p.mj_type[i] && d->efc_id[j] == p.mj_id[i])) j++;
+    if (j >= d->nefc) break;
+    const int adr = J.rowadr[i];
+    for (int k = 0; k < J.rownnz[i]; k++) {
+      const int col = J.colind[adr + k];
+      double val = 0;
+      if (sparse) {
+        const int radr = d->efc_J_rowadr[j];
+        for (int q = 0; q < d->efc_J_rownnz[j]; q++) {
+          if (d->efc_J_colind[radr + q] == col) val = d->efc_J[radr + q];
+        }
+      } else {
+        val = d->efc_J[static_cast<size_t>(j) * nv_ + col];
+      }
+      dJ_[adr + k] = (val - J.val[adr + k]) / eps;
+    }
+    dpos_[i] = (d->efc_pos[j] - p.pos[i]) / eps;
+    dimp_[i] = (d->efc_KBIP[4 * j + 2] - p.imp[i]) / eps;
+    dR_[i] = (d->efc_R[j] - p.R[i]) / eps;
+    plain_fd_[i] = 1;
+    j++;
+  }
+  d->nefc = 0;
+}
+
+bool Derivative::PlainRowVaries(const mjModel* m, int i) const {
+  const Problem& p = *p_;
+  if (p.kind[i] == kRowFriction) return p.mj_type[i] != mjCNSTR_FRICTION_DOF;
+  if (p.kind[i] == kRowLimit) {
+    return p.mj_type[i] != mjCNSTR_LIMIT_JOINT || m->jnt_type[p.mj_id[i]] == mjJNT_BALL;
+  }
+  return true;  // equality
+}
+
+void Derivative::RowTangents() {
+  const Problem& p = *p_;
+  const int nplain = p.ne + p.nf + p.nl;
+  const mjData* d = d0_;
+
+  // impedance and regularizer: plain rows from MuJoCo's imp' unless differenced above
+  for (int i = 0; i < nplain; i++) {
+    if (has_dpos_ && plain_fd_[i]) continue;
+    dimp_[i] = has_dpos_ ? d->efc_KBIP[4 * i + 3] * dpos_[i] : 0;
+    dR_[i] = -p.R[i] * dimp_[i] / (p.imp[i] * (1 - p.imp[i]));
+  }
+
+  // contacts: one impedance for all rows, d(dist) on the normal
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    double dimp = 0;
+    if (has_dpos_) {
+      double slope;
+      Impedance(con.solimp, con.dist, con.margin, &slope);
+      dimp = slope * dpos_[con.row];
+    }
+    for (int r = 0; r < con.dim; r++) {
+      const int i = con.row + r;
+      dimp_[i] = dimp;
+      dR_[i] = -p.R[i] * dimp / (p.imp[i] * (1 - p.imp[i]));
+    }
+  }
+
+  // reference acceleration: aref = -B vel - K imp (pos - margin)
+  for (int i = 0; i < p.nrow; i++) {
+    const double K = p.KB[2 * i], B = p.KB[2 * i + 1];
+    double da = has_dvel_ ? -B * dvel_[i] : 0;
+    if (has_dpos_) da -= K * (dimp_[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * dpos_[i]);
+    daref_[i] = da;
+  }
+}
+
+}  // namespace contactkit
+
+namespace contactkit {
+
+void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
+  mjData* d = d1_;
+  const mjData* d0 = d0_;
+  const int nv = nv_;
+  const double e = kNudge;
+
+  // state and controls of this direction (positions: the pass left d1_ there)
+  d->nefc = 0;
+  for (int i = 0; i < nv; i++) d->qvel[i] = v0_[i] + e * dv_[i];
+  for (int i = 0; i < na_; i++) d->act[i] = act0_[i] + e * dact_[i];
+  for (int i = 0; i < nu_; i++) d->ctrl[i] = u0_[i] + e * du_[i];
+  mj_fwdVelocity(m, d);
+  mj_fwdActuation(m, d);
+  mj_sensorPos(m, d);
+  mj_sensorVel(m, d);
+
+  // acceleration stage from the linearized solution: qacc, forces, contacts
+  double* da = tmp_.data();
+  for (int i = 0; i < nv; i++) da[i] = dfs_[i] + dqc_[i];
+  if (has_dM_) {
+    for (int i = 0; i < nv; i++) {
+      int adr = m->dof_Madr[i];
+      da[i] -= dM_[adr++] * d0->qacc[i];
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        da[i] -= dM_[adr] * d0->qacc[j];
+        da[j] -= dM_[adr] * d0->qacc[i];
+      }
+    }
+  }
+  if (has_rows_) {
+    p_->mass.Solve(da);
+  } else {
+    mj_solveM(m, d0_, da, da, 1);
+  }
+  for (int i = 0; i < nv; i++) {
+    d->qacc[i] = d0->qacc[i] + e * da[i];
+    d->qfrc_constraint[i] = qc0_[i] + e * dqc_[i];
+  }
+  d->ncon = d0->ncon;
+  const std::vector<mjContact>& con = kind == kPos ? con1_ : con0_;
+  for (int c = 0; c < d0->ncon; c++) d->contact[c] = con[c];
+  if (has_rows_) {
+    const Problem& p = *p_;
+    const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
+    d->nefc = d0->nefc;
+    for (int i = 0; i < d0->nefc; i++) {
+      d->efc_type[i] = d0->efc_type[i];
+      d->efc_id[i] = d0->efc_id[i];
+      d->efc_force[i] = 0;
+    }
+    for (int i = 0; i < p.ne + p.nf + p.nl; i++) d->efc_force[i] = sol_->force[i] + e * df_[i];
+    for (int c = 0; c < p.ncon; c++) {
+      const Contact& pc = p.con[c];
+      double f[6];
+      for (int r = 0; r < pc.dim; r++) f[r] = sol_->force[pc.row + r] + e * df_[pc.row + r];
+      double* out = d->efc_force + pc.efc_address;
+      if (pc.dim == 1 || !pyramidal) {
+        for (int r = 0; r < pc.dim; r++) out[r] = f[r];
+      } else {
+        const double share = f[0] / (2 * (pc.dim - 1));
+        for (int j = 1; j < pc.dim; j++) {
+          const double t = f[j] / (2 * pc.mu[j - 1]);
+          out[2 * (j - 1)] = share + t;
+          out[2 * (j - 1) + 1] = share - t;
+        }
+      }
+    }
+  }
+  mj_sensorAcc(m, d);
+  for (int i = 0; i < ns_; i++) ds[i] = (d->sensordata[i] - d0->sensordata[i]) / e;
+
+  // back to the nominal inputs
+  d->nefc = 0;
+  d->ncon = 0;
+  mju_copy(d->qvel, v0_.data(), nv);
+  mju_copy(d->act, act0_.data(), na_);
+  mju_copy(d->ctrl, u0_.data(), nu_);
+}
+
+}  // namespace contactkit

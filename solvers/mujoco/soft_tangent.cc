@@ -1,0 +1,518 @@
+// Copyright 2026 The contactkit developers.
+#include "solvers/mujoco/soft_tangent.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace contactkit {
+namespace {
+
+// in-place Cholesky of the column-major n x n matrix a (lower triangle); false if not positive
+// definite
+bool CholFactor(double* a, int n) {
+  for (int j = 0; j < n; j++) {
+    double* cj = a + j * n;
+    double d = cj[j];
+    for (int k = 0; k < j; k++) d -= a[k * n + j] * a[k * n + j];
+    if (!(d > 0)) return false;
+    d = std::sqrt(d);
+    cj[j] = d;
+    for (int i = j + 1; i < n; i++) {
+      double s = cj[i];
+      for (int k = 0; k < j; k++) s -= a[k * n + i] * a[k * n + j];
+      cj[i] = s / d;
+    }
+  }
+  return true;
+}
+
+// x = (L L')^-1 x for the factor of CholFactor
+void CholSolve(const double* a, int n, double* x) {
+  for (int i = 0; i < n; i++) {
+    double s = x[i];
+    for (int k = 0; k < i; k++) s -= a[k * n + i] * x[k];
+    x[i] = s / a[i * n + i];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    const double* ci = a + i * n;
+    double s = x[i];
+    for (int k = i + 1; k < n; k++) s -= ci[k] * x[k];
+    x[i] = s / ci[i];
+  }
+}
+
+// cone Hessian of 1/2 Dm (N - mu T)^2 in jar space (dim x dim, row-major), MuJoCo's middle zone
+void ConeHessian(const double* jar, int dim, double mu, const double* friction, double D0,
+                 double* H) {
+  double U[6], scale[6];
+  scale[0] = mu;
+  for (int j = 1; j < dim; j++) scale[j] = friction[j - 1];
+  for (int j = 0; j < dim; j++) U[j] = jar[j] * scale[j];
+  double T = 0;
+  for (int j = 1; j < dim; j++) T += U[j] * U[j];
+  T = std::sqrt(T);
+  const double N = U[0];
+  const double Dm = D0 / (mu * mu * (1 + mu * mu));
+
+  // U space: grad g grad g' + g hess g, g = N - mu T
+  H[0] = 1;
+  for (int j = 1; j < dim; j++) H[j] = H[j * dim] = -mu * U[j] / T;
+  for (int k = 1; k < dim; k++) {
+    for (int j = 1; j < dim; j++) {
+      H[k * dim + j] = mu * N / (T * T * T) * U[j] * U[k] + (j == k ? mu * mu - mu * N / T : 0);
+    }
+  }
+
+  // jar space: scale rows and columns, times Dm
+  for (int k = 0; k < dim; k++) {
+    for (int j = 0; j < dim; j++) H[k * dim + j] *= Dm * scale[k] * scale[j];
+  }
+}
+
+}  // namespace
+
+void SoftTangent::Setup(const ProblemDims& dims) {
+  const size_t nefc = dims.max_rows + 4 * static_cast<size_t>(dims.max_contacts);
+  ra_.assign(nefc, 0);
+  rb_.assign(nefc, -1);
+  rc_.assign(nefc, 0);
+  st_.assign(nefc, 0);
+  D_.assign(nefc, 0);
+  f_.assign(nefc, 0);
+  te_.assign(nefc, 0);
+  ge_.assign(nefc, 0);
+  efc_of_row_.assign(std::max(dims.max_rows, 1), 0);
+  con_of_row_.assign(std::max(dims.max_rows, 1), -1);
+  hcone_.assign(36 * static_cast<size_t>(std::max(dims.max_contacts, 1)), 0);
+  H_.assign(static_cast<size_t>(dims.nv) * dims.nv + 1, 0);
+  hadr_.assign(std::max(dims.ntree, 1), 0);
+  local_.assign(std::max(dims.nv, 1), -1);
+  t_.assign(std::max(dims.max_rows, 1), 0);
+  rho_.assign(std::max(dims.max_rows, 1), 0);
+  jar_.assign(std::max(dims.max_rows, 1), 0);
+  rhs_.assign(std::max(dims.nv, 1), 0);
+  tmp_.assign(std::max(dims.nv, 1), 0);
+  loc_.assign(std::max(dims.nv, 1), 0);
+}
+
+double SoftTangent::RowDot(const Problem& p, int e, const double* x) const {
+  const double s = p.J.Dot(ra_[e], x);
+  return rb_[e] < 0 ? s : s + rc_[e] * p.J.Dot(rb_[e], x);
+}
+
+void SoftTangent::RowAdd(const Problem& p, int e, double a, double* y) const {
+  p.J.AddRowTo(ra_[e], a, y);
+  if (rb_[e] >= 0) p.J.AddRowTo(rb_[e], a * rc_[e], y);
+}
+
+bool SoftTangent::Prepare(const Problem& p, const SoftRows& rows, const double* v_next) {
+  const SparseRows& J = p.J;
+  h_ = p.h;
+  v_next_ = v_next;
+  nrow_ = rows.nrow;
+  if (nrow_ > static_cast<int>(ra_.size())) return false;
+
+  // MuJoCo rows as combinations of frame rows
+  const int nplain = p.ne + p.nf + p.nl;
+  for (int i = 0; i < nplain; i++) {
+    ra_[i] = i;
+    rb_[i] = -1;
+    rc_[i] = 0;
+    efc_of_row_[i] = i;
+    con_of_row_[i] = -1;
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int adr = con.efc_address;
+    for (int r = 0; r < con.dim; r++) {
+      efc_of_row_[con.row + r] = adr;
+      con_of_row_[con.row + r] = c;
+    }
+    if (con.dim == 1 || rows.elliptic) {
+      for (int r = 0; r < con.dim; r++) {
+        ra_[adr + r] = con.row + r;
+        rb_[adr + r] = -1;
+        rc_[adr + r] = 0;
+      }
+    } else {
+      for (int j = 1; j < con.dim; j++) {
+        for (int s = 0; s < 2; s++) {
+          const int e = adr + 2 * (j - 1) + s;
+          ra_[e] = con.row;
+          rb_[e] = con.row + j;
+          rc_[e] = s == 0 ? con.mu[j - 1] : -con.mu[j - 1];
+        }
+      }
+    }
+  }
+  for (int e = 0; e < nrow_; e++) {
+    st_[e] = rows.state[e];
+    f_[e] = rows.force[e];
+    D_[e] = 1 / rows.R[e];
+  }
+
+  // jar of the frame rows at the solution, cone Hessians
+  for (int i = 0; i < p.nrow; i++) {
+    jar_[i] = (J.Dot(i, v_next) - p.vel[i]) / h_ - p.aref[i];
+  }
+  if (rows.elliptic) {
+    for (int c = 0; c < p.ncon; c++) {
+      const Contact& con = p.con[c];
+      if (con.dim > 1 && st_[con.efc_address] == kSoftCone) {
+        ConeHessian(jar_.data() + con.row, con.dim, rows.mu[c], con.mu, D_[con.efc_address],
+                    hcone_.data() + 36 * c);
+      }
+    }
+  }
+
+  // island blocks: dense M over the island's dofs
+  const Islands& is = p.islands;
+  int adr = 0;
+  for (int k = 0; k < is.nisland; k++) {
+    const int n = is.ndofs[k];
+    hadr_[k] = adr;
+    const int* dofs = is.dofs + is.dofadr[k];
+    for (int a = 0; a < n; a++) local_[dofs[a]] = a;
+    double* Hk = H_.data() + adr;
+    for (int a = 0; a < n * n; a++) Hk[a] = 0;
+    for (int a = 0; a < n; a++) {
+      const int i = dofs[a];
+      Hk[a * n + a] = p.mass.M[p.mass.madr[i]];
+      int madr = p.mass.madr[i] + 1;
+      for (int j = p.mass.parent[i]; j >= 0; j = p.mass.parent[j], madr++) {
+        const int b = local_[j];
+        Hk[a * n + b] = Hk[b * n + a] = p.mass.M[madr];
+      }
+    }
+    adr += n * n;
+  }
+
+  // active rows: D J_e' J_e (frame rows of one group share their columns)
+  for (int e = 0; e < nrow_; e++) {
+    if (st_[e] != kSoftQuadratic) continue;
+    const int a = ra_[e], k = is.row_island[a];
+    if (k < 0) continue;
+    const int n = is.ndofs[k], nnz = J.rownnz[a];
+    const int* cols = J.colind + J.rowadr[a];
+    const double* va = J.val + J.rowadr[a];
+    const double* vb = rb_[e] >= 0 ? J.val + J.rowadr[rb_[e]] : nullptr;
+    double* Hk = H_.data() + hadr_[k];
+    for (int x = 0; x < nnz; x++) {
+      const double jx = vb ? va[x] + rc_[e] * vb[x] : va[x];
+      const double djx = D_[e] * jx;
+      const int lx = local_[cols[x]];
+      for (int y = 0; y < nnz; y++) {
+        const double jy = vb ? va[y] + rc_[e] * vb[y] : va[y];
+        Hk[lx * n + local_[cols[y]]] += djx * jy;
+      }
+    }
+  }
+
+  // cone rows: J_c' Hc J_c
+  if (rows.elliptic) {
+    for (int c = 0; c < p.ncon; c++) {
+      const Contact& con = p.con[c];
+      if (con.dim == 1 || st_[con.efc_address] != kSoftCone) continue;
+      const int k = is.row_island[con.row];
+      if (k < 0) continue;
+      const int n = is.ndofs[k], nnz = J.rownnz[con.row], dim = con.dim;
+      const int* cols = J.colind + J.rowadr[con.row];
+      const double* hc = hcone_.data() + 36 * c;
+      double* Hk = H_.data() + hadr_[k];
+      for (int r = 0; r < dim; r++) {
+        const double* vr = J.val + J.rowadr[con.row + r];
+        for (int s = 0; s < dim; s++) {
+          const double w = hc[r * dim + s];
+          if (w == 0) continue;
+          const double* vs = J.val + J.rowadr[con.row + s];
+          for (int x = 0; x < nnz; x++) {
+            const double wx = w * vr[x];
+            const int lx = local_[cols[x]];
+            for (int y = 0; y < nnz; y++) Hk[lx * n + local_[cols[y]]] += wx * vs[y];
+          }
+        }
+      }
+    }
+  }
+
+  // factor
+  for (int k = 0; k < is.nisland; k++) {
+    if (!CholFactor(H_.data() + hadr_[k], is.ndofs[k])) return false;
+  }
+  return true;
+}
+
+void SoftTangent::Solve(const Problem& p, double* x) {
+  const Islands& is = p.islands;
+  for (int k = 0; k < is.nisland; k++) {
+    const int n = is.ndofs[k];
+    const int* dofs = is.dofs + is.dofadr[k];
+    for (int a = 0; a < n; a++) loc_[a] = x[dofs[a]];
+    CholSolve(H_.data() + hadr_[k], n, loc_.data());
+    for (int a = 0; a < n; a++) x[dofs[a]] = loc_[a];
+  }
+  for (int t = 0; t < is.ntree; t++) {
+    if (is.tree_island[t] >= 0) continue;
+    const int begin = is.tree_dofadr[t];
+    p.mass.Solve(x, begin, begin + is.tree_dofnum[t]);
+  }
+}
+
+void SoftTangent::ForceTangent(const Problem& p, const ProblemTangent& dir, double* dforce,
+                               double* dv_next) {
+  const int nv = p.nv;
+  const SparseRows& J = p.J;
+  const double h = h_;
+  const double* vn = v_next_;
+
+  // frame rows: t = dJ v+ - dvel - h daref, rho = dR / R (a contact's rows share the normal's)
+  for (int i = 0; i < p.nrow; i++) {
+    double t = 0;
+    if (dir.J) {
+      const int adr = J.rowadr[i];
+      for (int k = 0; k < J.rownnz[i]; k++) t += dir.J[adr + k] * vn[J.colind[adr + k]];
+    }
+    if (dir.vel) t -= dir.vel[i];
+    if (dir.aref) t -= h * dir.aref[i];
+    t_[i] = t;
+  }
+  for (int i = 0; i < p.nrow; i++) {
+    const int c = con_of_row_[i];
+    const int ri = c < 0 ? i : p.con[c].row;
+    rho_[i] = dir.R ? dir.R[ri] / p.R[ri] : 0;
+  }
+
+  // MuJoCo rows: te = t_a + c t_b, g = Phi te - h f rho
+  for (int e = 0; e < nrow_; e++) {
+    te_[e] = rb_[e] < 0 ? t_[ra_[e]] : t_[ra_[e]] + rc_[e] * t_[rb_[e]];
+    const double rho = rho_[ra_[e]];
+    switch (st_[e]) {
+      case kSoftQuadratic:
+        ge_[e] = -D_[e] * te_[e] - h * f_[e] * rho;
+        break;
+      case kSoftCone:
+        ge_[e] = -h * f_[e] * rho;  // cone part added per contact below
+        break;
+      default:
+        ge_[e] = 0;
+    }
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int adr = con.efc_address;
+    if (con.dim == 1 || st_[adr] != kSoftCone) continue;
+    const double* hc = hcone_.data() + 36 * c;
+    for (int r = 0; r < con.dim; r++) {
+      double s = 0;
+      for (int q = 0; q < con.dim; q++) s += hc[r * con.dim + q] * te_[adr + q];
+      ge_[adr + r] -= s;
+    }
+  }
+
+  // rhs = M dv_free - dM (v+ - v_free) + h dJ' f + sum J_e' g_e
+  double* rhs = rhs_.data();
+  if (dir.v_free) {
+    p.mass.Mul(dir.v_free, rhs);
+  } else {
+    for (int j = 0; j < nv; j++) rhs[j] = 0;
+  }
+  if (dir.M) {
+    for (int j = 0; j < nv; j++) tmp_[j] = vn[j] - p.v_free[j];
+    for (int i = 0; i < nv; i++) {
+      int adr = p.mass.madr[i];
+      rhs[i] -= dir.M[adr++] * tmp_[i];
+      for (int j = p.mass.parent[i]; j >= 0; j = p.mass.parent[j], adr++) {
+        rhs[i] -= dir.M[adr] * tmp_[j];
+        rhs[j] -= dir.M[adr] * tmp_[i];
+      }
+    }
+  }
+  if (dir.J) {
+    for (int e = 0; e < nrow_; e++) {
+      if (f_[e] == 0) continue;
+      const double a = h * f_[e];
+      for (int q = 0; q < 2; q++) {
+        const int i = q == 0 ? ra_[e] : rb_[e];
+        if (i < 0) continue;
+        const double ai = q == 0 ? a : a * rc_[e];
+        const int adr = J.rowadr[i];
+        for (int k = 0; k < J.rownnz[i]; k++) rhs[J.colind[adr + k]] += ai * dir.J[adr + k];
+      }
+    }
+  }
+  for (int e = 0; e < nrow_; e++) {
+    if (ge_[e] != 0) RowAdd(p, e, ge_[e], rhs);
+  }
+
+  // dv+ = H^-1 rhs
+  Solve(p, rhs);
+  if (dv_next) {
+    for (int j = 0; j < nv; j++) dv_next[j] = rhs[j];
+  }
+
+  // MuJoCo row forces: df = Phi (te + J_e dv+) / h - f rho
+  for (int e = 0; e < nrow_; e++) {
+    if (st_[e] == kSoftQuadratic || st_[e] == kSoftCone) te_[e] += RowDot(p, e, rhs);
+  }
+  for (int e = 0; e < nrow_; e++) {
+    const double rho = rho_[ra_[e]];
+    ge_[e] = st_[e] == kSoftQuadratic ? -D_[e] * te_[e] / h - f_[e] * rho
+             : st_[e] == kSoftCone    ? -f_[e] * rho
+                                      : 0;
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int adr = con.efc_address;
+    if (con.dim == 1 || st_[adr] != kSoftCone) continue;
+    const double* hc = hcone_.data() + 36 * c;
+    for (int r = 0; r < con.dim; r++) {
+      double s = 0;
+      for (int q = 0; q < con.dim; q++) s += hc[r * con.dim + q] * te_[adr + q];
+      ge_[adr + r] -= s / h;
+    }
+  }
+
+  // frame rows
+  const int nplain = p.ne + p.nf + p.nl;
+  for (int i = 0; i < nplain; i++) dforce[i] = ge_[i];
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int adr = con.efc_address;
+    double* out = dforce + con.row;
+    if (con.dim == 1 || rb_[adr] < 0) {
+      for (int r = 0; r < con.dim; r++) out[r] = ge_[adr + r];
+    } else {
+      out[0] = 0;
+      for (int e = 0; e < 2 * (con.dim - 1); e++) out[0] += ge_[adr + e];
+      for (int j = 1; j < con.dim; j++) {
+        out[j] = con.mu[j - 1] * (ge_[adr + 2 * (j - 1)] - ge_[adr + 2 * (j - 1) + 1]);
+      }
+    }
+  }
+}
+
+void SoftTangent::ForceCotangent(const Problem& p, const double* force_bar,
+                                 const double* v_next_bar, ProblemCotangent* bar) {
+  const int nv = p.nv;
+  const SparseRows& J = p.J;
+  const double h = h_;
+  const double* vn = v_next_;
+  double* ebar = ge_.data();     // adjoint of the MuJoCo row forces, then of g
+  double* tbar = te_.data();     // adjoint of te
+  double* rhobar = rho_.data();  // adjoint of rho, frame rows (normal row for contacts)
+
+  // MuJoCo row force adjoints from the frame rows
+  const int nplain = p.ne + p.nf + p.nl;
+  for (int i = 0; i < nplain; i++) ebar[i] = force_bar[i];
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int adr = con.efc_address;
+    const double* fb = force_bar + con.row;
+    if (con.dim == 1 || rb_[adr] < 0) {
+      for (int r = 0; r < con.dim; r++) ebar[adr + r] = fb[r];
+    } else {
+      for (int j = 1; j < con.dim; j++) {
+        ebar[adr + 2 * (j - 1)] = fb[0] + con.mu[j - 1] * fb[j];
+        ebar[adr + 2 * (j - 1) + 1] = fb[0] - con.mu[j - 1] * fb[j];
+      }
+    }
+  }
+
+  // df_e = Phi_e (te + J_e dv) / h - f_e rho: adjoints of te (tbar), dv (rhs), rho
+  for (int i = 0; i < p.nrow; i++) rhobar[i] = 0;
+  for (int e = 0; e < nrow_; e++) {
+    tbar[e] = st_[e] == kSoftQuadratic ? -D_[e] * ebar[e] / h : 0;
+    if (st_[e] == kSoftQuadratic || st_[e] == kSoftCone) rhobar[ra_[e]] -= f_[e] * ebar[e];
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int adr = con.efc_address;
+    if (con.dim == 1 || st_[adr] != kSoftCone) continue;
+    const double* hc = hcone_.data() + 36 * c;
+    for (int r = 0; r < con.dim; r++) {
+      double s = 0;
+      for (int q = 0; q < con.dim; q++) s += hc[q * con.dim + r] * ebar[adr + q];
+      tbar[adr + r] = -s / h;
+    }
+  }
+  double* dvbar = rhs_.data();
+  for (int j = 0; j < nv; j++) dvbar[j] = v_next_bar ? v_next_bar[j] : 0;
+  for (int e = 0; e < nrow_; e++) {
+    if (tbar[e] != 0) RowAdd(p, e, tbar[e], dvbar);
+  }
+
+  // rhs adjoint = H^-1 dv adjoint (H symmetric)
+  Solve(p, dvbar);
+  const double* rbar = dvbar;
+
+  // rhs = M dv_free - dM w + h dJ' f + sum J_e' g_e
+  if (bar->v_free) {
+    p.mass.Mul(rbar, tmp_.data());
+    for (int j = 0; j < nv; j++) bar->v_free[j] += tmp_[j];
+  }
+  if (bar->M) {
+    for (int j = 0; j < nv; j++) tmp_[j] = vn[j] - p.v_free[j];
+    for (int i = 0; i < nv; i++) {
+      int adr = p.mass.madr[i];
+      bar->M[adr++] -= rbar[i] * tmp_[i];
+      for (int j = p.mass.parent[i]; j >= 0; j = p.mass.parent[j], adr++) {
+        bar->M[adr] -= rbar[i] * tmp_[j] + rbar[j] * tmp_[i];
+      }
+    }
+  }
+  if (bar->J) {
+    for (int e = 0; e < nrow_; e++) {
+      if (f_[e] == 0) continue;
+      for (int q = 0; q < 2; q++) {
+        const int i = q == 0 ? ra_[e] : rb_[e];
+        if (i < 0) continue;
+        const double ai = h * f_[e] * (q == 0 ? 1 : rc_[e]);
+        const int adr = J.rowadr[i];
+        for (int k = 0; k < J.rownnz[i]; k++) bar->J[adr + k] += ai * rbar[J.colind[adr + k]];
+      }
+    }
+  }
+
+  // g_e = Phi_e te - h f_e rho: gbar = J_e rbar
+  for (int e = 0; e < nrow_; e++) {
+    if (st_[e] != kSoftQuadratic && st_[e] != kSoftCone) continue;
+    const double gbar = RowDot(p, e, rbar);
+    if (st_[e] == kSoftQuadratic) tbar[e] -= D_[e] * gbar;
+    rhobar[ra_[e]] -= h * f_[e] * gbar;
+    ebar[e] = gbar;  // kept for the cone blocks
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int adr = con.efc_address;
+    if (con.dim == 1 || st_[adr] != kSoftCone) continue;
+    const double* hc = hcone_.data() + 36 * c;
+    for (int r = 0; r < con.dim; r++) {
+      double s = 0;
+      for (int q = 0; q < con.dim; q++) s += hc[q * con.dim + r] * ebar[adr + q];
+      tbar[adr + r] -= s;
+    }
+  }
+
+  // te = t_a + c t_b; t = dJ v+ - dvel - h daref; rho = dR / R
+  for (int i = 0; i < p.nrow; i++) t_[i] = 0;
+  for (int e = 0; e < nrow_; e++) {
+    t_[ra_[e]] += tbar[e];
+    if (rb_[e] >= 0) t_[rb_[e]] += rc_[e] * tbar[e];
+  }
+  for (int i = 0; i < p.nrow; i++) {
+    if (bar->J && t_[i] != 0) {
+      const int adr = J.rowadr[i];
+      for (int k = 0; k < J.rownnz[i]; k++) bar->J[adr + k] += t_[i] * vn[J.colind[adr + k]];
+    }
+    if (bar->vel) bar->vel[i] -= t_[i];
+    if (bar->aref) bar->aref[i] -= h * t_[i];
+    if (bar->R && rhobar[i] != 0) {
+      // a contact's rows all take the normal's ratio
+      const int c = con_of_row_[i];
+      const int ri = c < 0 ? i : p.con[c].row;
+      bar->R[ri] += rhobar[i] / p.R[ri];
+    }
+  }
+}
+
+}  // namespace contactkit

@@ -1,0 +1,104 @@
+// Copyright 2026 The contactkit developers.
+//
+// Derivatives of MuJoCo's own soft-constraint solver (the "mujoco" pass-through), which MuJoCo
+// does not provide. At the solution of MuJoCo's reduced primal problem (Computation chapter,
+// "Constraint solver")
+//
+//   min_a  1/2 (a - a0)' M (a - a0) + s(J a - aref),   f = -grad s(J a - aref),
+//
+// the optimality condition M (a - a0) = J' f holds, with s piecewise quadratic: rows in the
+// quadratic zone contribute f = -D jar (D = 1/R), satisfied rows and friction loss at its bound
+// nothing, and elliptic contacts in the middle zone f = -grad 1/2 Dm (N - mu T)^2. Differentiating
+// it (implicit function theorem) gives the Newton Hessian H = M + J' D J on the active rows plus
+// the cone Hessians, factored once per solution and reused for every direction.
+//
+// Works on MuJoCo's own rows (pyramid edges J_n +- mu_j J_j for pyramidal contacts) with the
+// states, forces and R that MuJoCo's solver left in efc_*, and on a Problem whose contact rows are
+// in their frames (the edges are linear combinations of the frame rows). Independent of MuJoCo's
+// types: the bridge passes those arrays in.
+#ifndef CONTACTKIT_SOLVERS_MUJOCO_SOFT_TANGENT_H_
+#define CONTACTKIT_SOLVERS_MUJOCO_SOFT_TANGENT_H_
+
+#include <vector>
+
+#include "solvers/common/problem.h"
+
+namespace contactkit {
+
+// constraint states, numbered as MuJoCo's mjtConstraintState
+enum SoftState : int {
+  kSoftSatisfied = 0,  // no force
+  kSoftQuadratic,      // f = -D jar
+  kSoftLinearNeg,      // friction loss at +floss
+  kSoftLinearPos,      // friction loss at -floss
+  kSoftCone,           // elliptic contact in the middle zone
+};
+
+// what MuJoCo's solver left for its own rows (efc rows: the problem's non-contact rows one to
+// one, then each contact from its efc_address: dim rows, or 2 (dim-1) pyramid edges)
+struct SoftRows {
+  bool elliptic = false;          // the model's cone
+  int nrow = 0;                   // MuJoCo's rows (nefc)
+  const int* state = nullptr;     // SoftState of each row                        (nrow)
+  const double* force = nullptr;  // efc_force                                    (nrow)
+  const double* R = nullptr;      // efc_R                                        (nrow)
+  const double* mu = nullptr;     // regularized cone friction of each problem contact (ncon)
+};
+
+class SoftTangent {
+ public:
+  // allocate for every problem that fits in dims
+  void Setup(const ProblemDims& dims);
+
+  // Build and factor the Hessian at the solution v+ = v_next of problem p, whose mass matrix
+  // (p.mass, factored) is the one MuJoCo's solver used. False if a Hessian block is not
+  // positive definite or the rows do not fit.
+  bool Prepare(const Problem& p, const SoftRows& rows, const double* v_next);
+
+  // Force tangent in the problem's (frame) rows along dir; dv_next (nv, nullable) receives the
+  // tangent of the solver's v+. Must follow Prepare on the same problem. No allocation.
+  void ForceTangent(const Problem& p, const ProblemTangent& dir, double* dforce, double* dv_next);
+
+  // Reverse product: the adjoints of the problem data for a force adjoint force_bar (frame rows)
+  // and an adjoint of v+ (nv, nullable); outputs accumulate (+=) into bar. No allocation.
+  void ForceCotangent(const Problem& p, const double* force_bar, const double* v_next_bar,
+                      ProblemCotangent* bar);
+
+  // MuJoCo rows in the last Prepare
+  int nrow() const { return nrow_; }
+
+ private:
+  // J_e x for MuJoCo row e
+  double RowDot(const Problem& p, int e, const double* x) const;
+  // y += a J_e'
+  void RowAdd(const Problem& p, int e, double a, double* y) const;
+  // x = H^-1 x in place (islands: dense Cholesky; other trees: the mass matrix)
+  void Solve(const Problem& p, double* x);
+
+  int nrow_ = 0;                    // MuJoCo rows of the problem
+  double h_ = 0;                    // timestep
+  const double* v_next_ = nullptr;  // solution v+                                   (nv)
+
+  // MuJoCo row e is J_a + c J_b over frame rows a, b (b < 0: J_a alone)
+  std::vector<int> ra_, rb_;     //                                              (max efc)
+  std::vector<double> rc_;       //                                              (max efc)
+  std::vector<int> st_;          // SoftState                                    (max efc)
+  std::vector<double> D_, f_;    // 1/R, force                                   (max efc)
+  std::vector<int> efc_of_row_;  // first MuJoCo row of each frame row's group    (max_rows)
+  std::vector<int> con_of_row_;  // contact of each frame row, -1: none           (max_rows)
+  std::vector<double> hcone_;    // cone Hessians in jar space, 6x6 per contact   (36 max_con)
+
+  // Hessian blocks of the islands, dense, column-major
+  std::vector<double> H_;   //                                              (nv x nv)
+  std::vector<int> hadr_;   // start of each island's block                  (ntree)
+  std::vector<int> local_;  // index of each dof inside its island           (nv)
+
+  // scratch
+  std::vector<double> t_, rho_, jar_;    // frame rows                       (max_rows)
+  std::vector<double> te_, ge_;          // MuJoCo rows                      (max efc)
+  std::vector<double> rhs_, tmp_, loc_;  //                                  (nv)
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_MUJOCO_SOFT_TANGENT_H_

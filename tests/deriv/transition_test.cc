@@ -1,0 +1,144 @@
+// Copyright 2026 The contactkit developers.
+//
+// ck_transitionJac against finite differences through ck_step (ck_transitionFD, centered) on
+// states whose contacts keep their mode within the differencing step; ck_transitionFD against
+// MuJoCo's own mjd_transitionFD for the pass-through; the VJP against the transposed product of
+// the Jacobians; the caller's mjData and the step sequence untouched.
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "deriv/deriv_util.h"
+
+namespace contactkit::test {
+namespace {
+
+using Vec = std::vector<double>;
+
+class TransitionTest : public MujocoTest {};
+
+TEST_F(TransitionTest, FiniteDifferencesMatchMujocoForThePassThrough) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  for (int integrator : {mjINT_EULER, mjINT_IMPLICIT}) {
+    m->opt.integrator = integrator;
+    DataPtr d(mj_makeData(m.get()));
+    Settle(m.get(), d.get(), 200);
+    for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0.3 * std::sin(1.0 + i);
+    ckSettings s = Settings(ckSOL_MUJOCO);
+    HandlePtr ck = Make(m.get(), &s);
+    for (int centered = 0; centered < 2; centered++) {
+      Jacobians ours(m.get()), theirs(m.get());
+      ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, centered, ours.A.data(),
+                                   ours.B.data(), nullptr, nullptr));
+      DataPtr copy(mj_makeData(m.get()));
+      mj_copyData(copy.get(), m.get(), d.get());
+      mjd_transitionFD(m.get(), copy.get(), 1e-6, centered, theirs.A.data(), theirs.B.data(),
+                       nullptr, nullptr);
+      EXPECT_LT(RelativeError(ours.A, theirs.A), 1e-12) << "integrator " << integrator;
+      EXPECT_LT(RelativeError(ours.B, theirs.B), 1e-12) << "integrator " << integrator;
+    }
+  }
+}
+
+// a scene and how to bring it into the tested state
+struct Scene {
+  std::string name;
+  std::string path;
+  std::function<void(mjModel*)> edit;
+  std::function<void(const mjModel*, mjData*)> prepare;
+  std::vector<int> integrators = {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4};
+};
+
+std::vector<Scene> Scenes() {
+  std::vector<Scene> out;
+  out.push_back(
+      {"free_box", BundledModel("box_on_plane.xml"), nullptr, [](const mjModel* m, mjData* d) {
+         d->qpos[2] = 1.0;
+         const double q[4] = {0.9, 0.3, -0.2, 0.25};
+         mju_copy4(d->qpos + 3, q);
+         mju_normalize4(d->qpos + 3);
+         const double v[6] = {0.3, -0.2, 0.5, 2.0, -1.0, 3.0};
+         mju_copy(d->qvel, v, 6);
+       }});
+  out.push_back({"resting_box", BundledModel("box_on_plane.xml"), nullptr,
+                 [](const mjModel* m, mjData* d) { Settle(m, d, 500); }});
+  // sliding: settled on the plane, then launched (all four corners in sliding friction)
+  for (int cone : {mjCONE_ELLIPTIC, mjCONE_PYRAMIDAL}) {
+    out.push_back({cone == mjCONE_ELLIPTIC ? "sliding_box_elliptic" : "sliding_box_pyramidal",
+                   BundledModel("box_sliding.xml"), [cone](mjModel* m) { m->opt.cone = cone; },
+                   [](const mjModel* m, mjData* d) {
+                     mj_resetDataKeyframe(m, d, 0);
+                     mju_zero(d->qvel, 6);
+                     Settle(m, d, 500);
+                     d->qvel[0] = 1.2;
+                     d->qvel[1] = 1.6;
+                   }});
+  }
+  for (int cone : {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC}) {
+    out.push_back({cone == mjCONE_ELLIPTIC ? "humanoid_elliptic" : "humanoid",
+                   MujocoModel("humanoid/humanoid.xml"), [cone](mjModel* m) { m->opt.cone = cone; },
+                   [](const mjModel* m, mjData* d) {
+                     Settle(m, d, 200);
+                     for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0.3 * std::sin(1.0 + i);
+                   }});
+  }
+
+  // a hand holding an object between palm and three fingertips (real robot model, skipped when
+  // absent); the ellipsoid becomes a sphere because MuJoCo's convex (MPR) collisions of an
+  // ellipsoid are not smooth at the differencing step, which neither differences see through
+  const std::string allegro = SharedModel("wonik_allegro/scene_right.xml");
+  if (!allegro.empty()) {
+    out.push_back({"allegro_hand",
+                   allegro,
+                   [](mjModel* m) {
+                     const int g = m->body_geomadr[mj_name2id(m, mjOBJ_BODY, "object")];
+                     m->geom_type[g] = mjGEOM_SPHERE;
+                     m->geom_size[3 * g] = m->geom_rbound[g] = 0.035;
+                   },
+                   [](const mjModel* m, mjData* d) {
+                     for (int i = 0; i < m->nu; i++) {
+                       const double* range = m->actuator_ctrlrange + 2 * i;
+                       d->ctrl[i] = range[0] + 0.7 * (range[1] - range[0]);
+                     }
+                     Settle(m, d, 300);
+                   },
+                   {mjINT_EULER, mjINT_IMPLICIT}});
+  }
+  return out;
+}
+
+TEST_F(TransitionTest, MujocoSolverMatchesFiniteDifferences) {
+  for (const Scene& scene : Scenes()) {
+    for (int integrator : scene.integrators) {
+      ModelPtr m = Load(scene.path);
+      ASSERT_TRUE(m) << scene.name;
+      if (scene.edit) scene.edit(m.get());
+      m->opt.integrator = integrator;
+      Tighten(m.get());
+      DataPtr d(mj_makeData(m.get()));
+      scene.prepare(m.get(), d.get());
+      ckSettings s = Settings(ckSOL_MUJOCO);
+      HandlePtr ck = Make(m.get(), &s);
+      Jacobians jac(m.get()), fd(m.get());
+      EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                                    nullptr))
+          << scene.name;
+      ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, fd.A.data(), fd.B.data(),
+                                   nullptr, nullptr));
+      const double ea = RelativeError(jac.A, fd.A), eb = RelativeError(jac.B, fd.B);
+      EXPECT_LT(ea, 1e-5) << scene.name << " integrator " << integrator << " ncon " << d->ncon
+                          << "\n"
+                          << WorstEntries(m.get(), jac.A, fd.A, 2 * m->nv + m->na);
+      if (m->nu) {
+        EXPECT_LT(eb, 1e-5) << scene.name << " integrator " << integrator << "\n"
+                            << WorstEntries(m.get(), jac.B, fd.B, m->nu);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace contactkit::test
