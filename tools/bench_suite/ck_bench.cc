@@ -147,6 +147,7 @@ int DojoDrop(const Options& o, std::string* report) {
                 "max penetration (mm)",
                 true,
                 true,
+                {},
                 {}};
   const int total = static_cast<int>(o.solvers.size() * timesteps.size());
   int done = 0;
@@ -217,12 +218,9 @@ int DojoSpeed(const Options& o, std::string* report) {
   std::ofstream csv(o.out + "/dojo_speed.csv");
   csv << "solver,robot,steps,sim_s,jacobian_s,total_s,jacobian\n";
   std::vector<std::vector<std::string>> rows;
-  PlotSpec spec{"1000 steps at h = 0.01 plus a Jacobian per step",
-                "robot (index)",
-                "total time (s)",
-                false,
-                true,
-                {}};
+  PlotSpec spec{
+      "1000 steps at h = 0.01 plus a Jacobian per step", "", "total time (s)", false, true, {}, {}};
+  for (const Robot& r : robots) spec.xtics.push_back(r.name);
   const bool deriv = tools::HaveDerivatives();
   const int total = static_cast<int>(o.solvers.size() * robots.size()) * steps;
   int done = 0;
@@ -340,12 +338,8 @@ int ComfreePenetration(const Options& o, std::string* report) {
   std::ofstream csv(o.out + "/comfree_penetration.csv");
   csv << "solver,k_user,d_user,steps,mean_m,std_m,max_m,samples,step_ms\n";
   std::vector<std::vector<std::string>> rows;
-  PlotSpec spec{"Dense drop: mean penetration over all contacts",
-                "configuration (index)",
-                "mean penetration (mm)",
-                false,
-                false,
-                {}};
+  PlotSpec spec{
+      "Dense drop: penetration over all contacts", "", "depth (mm)", false, false, {}, {}};
   Series series{"mean depth", {}, {}}, deep{"max depth / 10", {}, {}};
   for (size_t c = 0; c < configs.size(); c++) {
     ckSettings s = SettingsFor(configs[c].solver);
@@ -355,6 +349,7 @@ int ComfreePenetration(const Options& o, std::string* report) {
       s.comfree.damping = configs[c].dmp;
     }
     const std::string kd = cf ? Fmt(configs[c].k, "%g") + ", " + Fmt(configs[c].dmp, "%g") : "N/A";
+    spec.xtics.push_back(std::string(ck_solverName(configs[c].solver)) + (cf ? " " + kd : ""));
     if (o.progress) std::fprintf(stderr, "%s %s\n", ck_solverName(configs[c].solver), kd.c_str());
     const tools::PenetrationStats ps = tools::MeasurePenetration(m, s, steps, o.progress);
     if (!ps.error.empty()) return Fail(ps.error);
@@ -393,12 +388,13 @@ int ComfreeScaling(const Options& o, std::string* report) {
   struct Size {
     int nx, ny, nl;
   };
-  std::vector<Size> sizes = {{3, 2, 1}, {3, 3, 2}, {5, 4, 3}, {6, 6, 4}, {7, 7, 4}};
+  std::vector<Size> sizes = {{3, 2, 1}, {3, 3, 2}, {5, 4, 3}, {6, 6, 4}, {7, 7, 4}, {8, 8, 6}};
   if (o.quick) sizes.resize(3);
   const int warmup = Steps(o, 150, 60), steps = Steps(o, 150, 5);
   std::ofstream csv(o.out + "/comfree_scaling.csv");
   csv << "solver,bodies,contacts,step_ms,solve_ms\n";
-  PlotSpec spec{"Step time against contact count", "contacts", "step time (ms)", true, true, {}};
+  PlotSpec spec{
+      "Step time against contact count", "contacts", "step time (ms)", true, true, {}, {}};
   std::vector<std::vector<std::string>> rows(sizes.size());
   const int total = static_cast<int>(o.solvers.size() * sizes.size());
   int done = 0;
@@ -450,7 +446,7 @@ int NimbleJacobian(const Options& o, std::string* report) {
   std::ofstream csv(o.out + "/nimble_jacobian.csv");
   csv << "model,nv,solver,contacts,analytic_ms,central_ms,mujoco_central_ms\n";
   std::vector<std::vector<std::string>> rows;
-  PlotSpec spec{"Jacobian time", "model (index)", "time per Jacobian (ms)", false, true, {}};
+  PlotSpec spec{"Jacobian time", "", "time per Jacobian (ms)", false, true, {}, {}};
   Series mj_series{"MuJoCo central differences", {}, {}};
   std::vector<Series> ours;
   std::vector<int> ours_solvers;
@@ -462,6 +458,7 @@ int NimbleJacobian(const Options& o, std::string* report) {
   }
   const int total = static_cast<int>(models.size() * std::max<size_t>(1, ours_solvers.size()));
   int done = 0;
+  for (const Robot& r : models) spec.xtics.push_back(r.name);
   for (size_t k = 0; k < models.size(); k++) {
     std::string err;
     mjModel* m = tools::LoadModel(models[k].path, &err);

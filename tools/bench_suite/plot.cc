@@ -39,6 +39,13 @@ bool Plot(const std::string& png, const PlotSpec& spec, std::string* error) {
   g << "set xlabel '" << spec.xlabel << "'\nset ylabel '" << spec.ylabel << "'\n";
   g << "set grid\nset key outside right top\n";
   if (spec.logx) g << "set logscale x\n";
+  if (!spec.xtics.empty()) {
+    g << "set xrange [-0.5:" << spec.xtics.size() - 0.5 << "]\nset xtics rotate by -30 (";
+    for (size_t i = 0; i < spec.xtics.size(); i++) {
+      g << (i ? ", " : "") << "'" << spec.xtics[i] << "' " << i;
+    }
+    g << ")\n";
+  }
   if (spec.logy) g << "set logscale y\n";
   g << "plot ";
   for (int i = 0; i < nblock; i++) {

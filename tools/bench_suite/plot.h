@@ -19,6 +19,7 @@ struct PlotSpec {
   std::string title, xlabel, ylabel;
   bool logx = false, logy = false;
   std::vector<Series> series;
+  std::vector<std::string> xtics;  // names of x = 0, 1, 2, ... (empty: numeric axis)
 };
 
 // true if gnuplot is on PATH
