@@ -607,11 +607,9 @@ int Main(int argc, char** argv) {
   } else {
     std::stringstream ss(solvers_arg);
     for (std::string name; std::getline(ss, name, ',');) {
-      const int id = ck_solverId(name.c_str());
-      if (id < 0) return Fail("unknown solver '" + name + "'; allowed: mujoco, ipm, comfree, lcp");
-      if (!ck_solverAvailable(id)) {
-        return Fail("solver '" + name + "' is not implemented in this build yet");
-      }
+      std::string err;
+      const int id = tools::SolverFromName(name, &err);
+      if (id < 0) return Fail(err);
       if (std::find(o.solvers.begin(), o.solvers.end(), id) == o.solvers.end()) {
         o.solvers.push_back(id);
       }

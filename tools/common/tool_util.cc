@@ -45,7 +45,8 @@ std::string ResolveModel(const std::string& arg) {
 mjModel* LoadModel(const std::string& arg, std::string* error) {
   const std::string path = ResolveModel(arg);
   if (!Exists(path)) {
-    *error = "model '" + arg + "' not found (give a path, a bundled model name such as "
+    *error = "model '" + arg +
+             "' not found (give a path, a bundled model name such as "
              "box_sliding, or humanoid / humanoid100 / 22_humanoids)";
     return nullptr;
   }
@@ -101,10 +102,10 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
           << s->iterations << "," << s->status << "," << Energy(d) << "," << dt << "\n";
     }
     if (opts.on_step) opts.on_step(m, d, ck, t);
-    if (opts.progress && (t % 50 == 0 || t + 1 == opts.steps)) Progress(st.solver, t + 1, opts.steps);
-    if (!Finite(d->qpos, m->nq) || !Finite(d->qvel, m->nv) ||
-        d->warning[mjWARN_BADQACC].number || d->warning[mjWARN_BADQVEL].number ||
-        d->warning[mjWARN_BADQPOS].number) {
+    if (opts.progress && (t % 50 == 0 || t + 1 == opts.steps))
+      Progress(st.solver, t + 1, opts.steps);
+    if (!Finite(d->qpos, m->nq) || !Finite(d->qvel, m->nv) || d->warning[mjWARN_BADQACC].number ||
+        d->warning[mjWARN_BADQVEL].number || d->warning[mjWARN_BADQPOS].number) {
       st.diverged = true;
     }
   }
@@ -124,6 +125,24 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
   ck_free(ck);
   m->opt.enableflags = saved_flags;
   return st;
+}
+
+int SolverFromName(const std::string& name, std::string* error) {
+  const int id = ck_solverId(name.c_str());
+  std::string all, avail;
+  for (int s = 0; s < ckNSOLVER; s++) {
+    all += std::string(s ? ", " : "") + ck_solverName(s);
+    if (ck_solverAvailable(s)) avail += std::string(avail.empty() ? "" : ", ") + ck_solverName(s);
+  }
+  if (id < 0) {
+    *error = "unknown solver '" + name + "'; allowed: " + all;
+    return -1;
+  }
+  if (!ck_solverAvailable(id)) {
+    *error = "solver '" + name + "' is not implemented in this build yet; available: " + avail;
+    return -1;
+  }
+  return id;
 }
 
 void Progress(const std::string& label, int done, int total) {

@@ -603,20 +603,10 @@ int App::Main(int argc, char** argv) {
     };
     auto solver = [&](const char* name) -> int {
       const std::string v = value(name);
-      const int id = ck_solverId(v.c_str());
+      std::string err;
+      const int id = tools::SolverFromName(v, &err);
       if (id < 0) {
-        Fail(std::string(name) + ": unknown solver '" + v +
-             "'; allowed: mujoco, ipm, comfree, lcp");
-        std::exit(2);
-      }
-      if (!ck_solverAvailable(id)) {
-        std::string avail;
-        for (int s = 0; s < ckNSOLVER; s++) {
-          if (ck_solverAvailable(s))
-            avail += std::string(avail.empty() ? "" : ", ") + ck_solverName(s);
-        }
-        Fail(std::string(name) + ": solver '" + v + "' is not implemented in this build yet; " +
-             "available: " + avail);
+        Fail(std::string(name) + ": " + err);
         std::exit(2);
       }
       return id;
