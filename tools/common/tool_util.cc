@@ -126,6 +126,24 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
   return st;
 }
 
+int SolverFromName(const std::string& name, std::string* error) {
+  const int id = ck_solverId(name.c_str());
+  std::string all, avail;
+  for (int s = 0; s < ckNSOLVER; s++) {
+    all += std::string(s ? ", " : "") + ck_solverName(s);
+    if (ck_solverAvailable(s)) avail += std::string(avail.empty() ? "" : ", ") + ck_solverName(s);
+  }
+  if (id < 0) {
+    *error = "unknown solver '" + name + "'; allowed: " + all;
+    return -1;
+  }
+  if (!ck_solverAvailable(id)) {
+    *error = "solver '" + name + "' is not implemented in this build yet; available: " + avail;
+    return -1;
+  }
+  return id;
+}
+
 void Progress(const std::string& label, int done, int total) {
   const int width = 30;
   const int filled = total ? done * width / total : width;
