@@ -444,7 +444,7 @@ void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
   mjData* d = d1_;
   const mjData* d0 = d0_;
   const int nv = nv_;
-  const double e = kNudge;
+  const double e = kind == kPos ? kPosStep : kNudge;
 
   // state and controls of this direction (positions: the pass left d1_ there)
   d->nefc = 0;
