@@ -190,7 +190,12 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   con0_.assign(ncon, mjContact());
   con1_.assign(ncon, mjContact());
   body_moved_.assign(std::max(m->nbody, 1), 0);
-  plain_fd_.assign(rows, 0);
+  eq_type_.assign(std::max(m->neq, 1), 0);
+  eq_torquescale_.assign(std::max(m->neq, 1), 1.0);
+  for (int i = 0; i < m->neq; i++) {
+    eq_type_[i] = m->eq_type[i];
+    eq_torquescale_[i] = m->eq_data[mjNEQDATA * i + 10];
+  }
 
   alloc(dq_, nv);
   alloc(dv_, nv);

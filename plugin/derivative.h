@@ -197,7 +197,8 @@ class Derivative {
   std::vector<int> con_pair_;           // pair of each mjContact        (ncon cap)
   std::vector<mjContact> con0_, con1_;  // nominal, perturbed geometry   (ncon cap)
   std::vector<char> body_moved_;        // bodies moved by the pass      (nbody)
-  std::vector<char> plain_fd_;          // plain row differenced in the pass (rows)
+  std::vector<int> eq_type_;            // equality type                 (neq)
+  std::vector<double> eq_torquescale_;  // weld rotation-to-translation  (neq)
 
   // tangent of the current direction
   std::vector<double> dq_, dv_, dact_, du_;  // input tangent    (nv, nv, na, nu)

@@ -343,7 +343,6 @@ void Derivative::PlainRowTangent(const mjModel* m, const double* dq, double eps)
 
   // rows whose Jacobian is constant: dof friction and hinge / slide limits
   for (int i = 0; i < nplain; i++) {
-    plain_fd_[i] = 0;
     const int adr = J.rowadr[i];
     for (int k = 0; k < J.rownnz[i]; k++) dJ_[adr + k] = 0;
     dpos_[i] = p.kind[i] == kRowFriction ? 0 : J.Dot(i, dq);
@@ -382,9 +381,6 @@ void Derivative::PlainRowTangent(const mjModel* m, const double* dq, double eps)
       dJ_[adr + k] = (val - J.val[adr + k]) / eps;
     }
     dpos_[i] = (d->efc_pos[j] - p.pos[i]) / eps;
-    dimp_[i] = (d->efc_KBIP[4 * j + 2] - p.imp[i]) / eps;
-    dR_[i] = (d->efc_R[j] - p.R[i]) / eps;
-    plain_fd_[i] = 1;
     j++;
   }
   d->nefc = 0;
@@ -404,11 +400,28 @@ void Derivative::RowTangents() {
   const int nplain = p.ne + p.nf + p.nl;
   const mjData* d = d0_;
 
-  // impedance and regularizer: plain rows from MuJoCo's imp' unless differenced above
-  for (int i = 0; i < nplain; i++) {
-    if (has_dpos_ && plain_fd_[i]) continue;
-    dimp_[i] = has_dpos_ ? d->efc_KBIP[4 * i + 3] * dpos_[i] : 0;
-    dR_[i] = -p.R[i] * dimp_[i] / (p.imp[i] * (1 - p.imp[i]));
+  // impedance and regularizer of the plain rows: imp' (MuJoCo's KBIP[3]) times the change of
+  // the impedance's argument: the row's own distance, or the norm of a connect / weld residual
+  for (int i = 0; i < nplain;) {
+    int n = 1;
+    double darg = has_dpos_ ? dpos_[i] : 0;
+    if (p.kind[i] == kRowEquality &&
+        (eq_type_[p.mj_id[i]] == mjEQ_CONNECT || eq_type_[p.mj_id[i]] == mjEQ_WELD)) {
+      const bool weld = eq_type_[p.mj_id[i]] == mjEQ_WELD;
+      n = weld ? 6 : 3;
+      double rr = 0, rdr = 0;
+      for (int k = 0; k < n; k++) {
+        const double s = k < 3 ? 1 : eq_torquescale_[p.mj_id[i]];
+        rr += s * s * p.pos[i + k] * p.pos[i + k];
+        rdr += has_dpos_ ? s * s * p.pos[i + k] * dpos_[i + k] : 0;
+      }
+      darg = rr > 0 ? rdr / std::sqrt(rr) : 0;
+    }
+    for (int k = i; k < i + n; k++) {
+      dimp_[k] = d->efc_KBIP[4 * k + 3] * darg;
+      dR_[k] = -p.R[k] * dimp_[k] / (p.imp[k] * (1 - p.imp[k]));
+    }
+    i += n;
   }
 
   // contacts: one impedance for all rows, d(dist) on the normal

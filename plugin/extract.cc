@@ -19,7 +19,8 @@ int NonContactRows(const mjModel* m) {
     n += m->eq_type[i] == mjEQ_CONNECT ? 3 : m->eq_type[i] == mjEQ_WELD ? 6 : 1;
   }
   for (int i = 0; i < m->nv; i++) n += m->dof_frictionloss[i] > 0;
-  for (int i = 0; i < m->ntendon; i++) n += (m->tendon_frictionloss[i] > 0) + 2 * m->tendon_limited[i];
+  for (int i = 0; i < m->ntendon; i++)
+    n += (m->tendon_frictionloss[i] > 0) + 2 * m->tendon_limited[i];
   for (int i = 0; i < m->njnt; i++) {
     if (m->jnt_limited[i]) n += m->jnt_type[i] == mjJNT_BALL ? 1 : 2;
   }
@@ -31,13 +32,46 @@ int BodyChain(const mjModel* m, int body, int* chain) {
   while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
   if (body <= 0) return 0;
   int n = 0;
-  for (int da = m->body_dofadr[body] + m->body_dofnum[body] - 1; da >= 0; da = m->dof_parentid[da]) {
+  for (int da = m->body_dofadr[body] + m->body_dofnum[body] - 1; da >= 0;
+       da = m->dof_parentid[da]) {
     chain[n++] = da;
   }
   return n;
 }
 
+// body of equality object k (0 or 1) of equality i (connect / weld: a body, or a site on 3.x)
+int EqualityBody(const mjModel* m, int i, int k) {
+  const int id = k == 0 ? m->eq_obj1id[i] : m->eq_obj2id[i];
+#if CK_MJ3
+  if (m->eq_objtype[i] == mjOBJ_SITE) return id >= 0 ? m->site_bodyid[id] : 0;
+#endif
+  return id;
+}
+
 }  // namespace
+
+int Extractor::StructuralColumns(const mjModel* m, int type, int id, int* cols) {
+  // connect / weld: every dof that moves either body (the Jacobian's pattern as q changes)
+  if (type == mjCNSTR_EQUALITY && (m->eq_type[id] == mjEQ_CONNECT || m->eq_type[id] == mjEQ_WELD)) {
+    const int n1 = BodyChain(m, EqualityBody(m, id, 0), chain1_.data());
+    const int n2 = BodyChain(m, EqualityBody(m, id, 1), chain2_.data());
+    int i1 = n1 - 1, i2 = n2 - 1, n = 0;
+    while (i1 >= 0 || i2 >= 0) {
+      const int a = i1 >= 0 ? chain1_[i1] : m->nv, b = i2 >= 0 ? chain2_[i2] : m->nv;
+      cols[n++] = a < b ? a : b;
+      if (a <= b) i1--;
+      if (b <= a) i2--;
+    }
+    return n;
+  }
+
+  // ball joint limit: the joint's three dofs
+  if (type == mjCNSTR_LIMIT_JOINT && m->jnt_type[id] == mjJNT_BALL) {
+    for (int k = 0; k < 3; k++) cols[k] = m->jnt_dofadr[id] + k;
+    return 3;
+  }
+  return -1;
+}
 
 bool Extractor::Setup(const mjModel* m, int max_contacts, std::string* error) {
   const int nv = m->nv;
@@ -168,11 +202,20 @@ int Extractor::Extract(const mjModel* m, const mjData* d, Problem* p) {
           J.val[nnz++] = d->efc_J[adr + k];
         }
       } else {
+        // nonzeros, or the structural pattern of rows whose Jacobian changes with q (so that its
+        // derivative has a place even where the value happens to be zero)
         const double* row = d->efc_J + static_cast<size_t>(i) * nv;
-        for (int k = 0; k < nv; k++) {
-          if (row[k] != 0) {
-            J.colind[nnz] = k;
-            J.val[nnz++] = row[k];
+        int* cols = J.colind + nnz;
+        const int n = StructuralColumns(m, type, d->efc_id[i], cols);
+        if (n >= 0 && nnz + n <= dims_.max_nnz) {
+          for (int k = 0; k < n; k++) J.val[nnz + k] = row[cols[k]];
+          nnz += n;
+        } else {
+          for (int k = 0; k < nv; k++) {
+            if (row[k] != 0) {
+              J.colind[nnz] = k;
+              J.val[nnz++] = row[k];
+            }
           }
         }
       }

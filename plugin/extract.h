@@ -35,14 +35,19 @@ class Extractor {
   int ContactRows(const mjModel* m, const mjData* d, int body1, int body2, const double pos[3],
                   const double frame[9], int dim, int* cols, double* rows, int ld);
 
+  // ascending columns a row of MuJoCo constraint type / id can touch when its Jacobian changes
+  // with q (connect and weld: the dofs moving either body; ball limits: the ball's dofs); -1 if
+  // the row's Jacobian is kept as its nonzeros
+  int StructuralColumns(const mjModel* m, int type, int id, int* cols);
+
  private:
   ProblemDims dims_;
   int ntree_ = 0;
-  int maxpair_ = 0;               // most dofs a contact row can touch
-  std::vector<int> dof_tree_;     // tree of each dof                           (nv)
-  std::vector<int> chain1_;       // dof chain of body 1, descending            (nv)
-  std::vector<int> chain2_;       // dof chain of body 2, descending            (nv)
-  std::vector<double> jac_;       // translational/rotational Jacobian scratch  (6 x nv)
+  int maxpair_ = 0;            // most dofs a contact row can touch
+  std::vector<int> dof_tree_;  // tree of each dof                           (nv)
+  std::vector<int> chain1_;    // dof chain of body 1, descending            (nv)
+  std::vector<int> chain2_;    // dof chain of body 2, descending            (nv)
+  std::vector<double> jac_;    // translational/rotational Jacobian scratch  (6 x nv)
 };
 
 }  // namespace contactkit

@@ -1,6 +1,8 @@
 // Copyright 2026 The contactkit developers.
 //
 // ck_make, ck_free, settings on a live handle, statistics.
+#include "plugin/handle.h"
+
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -8,7 +10,6 @@
 
 #include "plugin/compat.h"
 #include "plugin/derivative.h"
-#include "plugin/handle.h"
 
 namespace contactkit {
 namespace {

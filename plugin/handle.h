@@ -33,14 +33,14 @@ enum WarnOnce : int {
 }  // namespace contactkit
 
 struct ckHandle_ {
-  ckSettings settings;                          // current settings
-  ckStats stats;                                // statistics of the last forward pass
+  ckSettings settings;                            // current settings
+  ckStats stats;                                  // statistics of the last forward pass
   int nq = 0, nv = 0, na = 0, nu = 0, nbody = 0;  // sizes of the model the handle was made for
-  contactkit::Extractor extractor;              // model structure and capacities
-  contactkit::ProblemStorage storage;           // problem and solution arrays
-  std::unique_ptr<contactkit::Solver> solver;   // null for the "mujoco" pass-through
-  std::vector<double> rk;                       // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
-  bool warned[contactkit::kNumWarnOnce] = {};   // warn-once flags
+  contactkit::Extractor extractor;                // model structure and capacities
+  contactkit::ProblemStorage storage;             // problem and solution arrays
+  std::unique_ptr<contactkit::Solver> solver;     // null for the "mujoco" pass-through
+  std::vector<double> rk;                         // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
+  bool warned[contactkit::kNumWarnOnce] = {};     // warn-once flags
   std::unique_ptr<contactkit::Derivative> deriv;  // derivative workspace (plugin/derivative.h)
 
   ckHandle_();

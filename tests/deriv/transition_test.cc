@@ -86,6 +86,16 @@ std::vector<Scene> Scenes() {
                    }});
   }
 
+  // equality constraints (connect, weld, joint coupling), friction loss and limits, a hopper
+  out.push_back({"mechanism", BundledModel("mechanism.xml"), nullptr,
+                 [](const mjModel* m, mjData* d) { Settle(m, d, 300); }});
+  out.push_back({"friction_limits", BundledModel("joint_friction_limits.xml"), nullptr,
+                 [](const mjModel* m, mjData* d) { Settle(m, d, 1500); }});
+  out.push_back({"hopper", BundledModel("hopper.xml"), nullptr, [](const mjModel* m, mjData* d) {
+                   for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0.2 * (i + 1);
+                   Settle(m, d, 120);
+                 }});
+
   // a hand holding an object between palm and three fingertips (real robot model, skipped when
   // absent); the ellipsoid becomes a sphere because MuJoCo's convex (MPR) collisions of an
   // ellipsoid are not smooth at the differencing step, which neither differences see through
