@@ -289,13 +289,28 @@ bool Derivative::Recollide(const mjModel* m, mjData* d) {
       for (int c = pr.first; c < pr.first + pr.count; c++) con1_[c] = con0_[c];
       continue;
     }
+    // match each nominal contact with the nearest new one (colliders may reorder contacts of
+    // equal depth, e.g. a capsule's two ends, as the pose changes)
+    bool taken[mjMAXCONPAIR] = {};
     for (int i = 0; i < n; i++) {
+      const mjContact& nominal = con0_[pr.first + i];
+      int best = -1;
+      double best_dist = 0;
+      for (int j = 0; j < n; j++) {
+        if (taken[j]) continue;
+        const double dd = mju_dist3(buf[j].pos, nominal.pos);
+        if (best < 0 || dd < best_dist) {
+          best = j;
+          best_dist = dd;
+        }
+      }
+      taken[best] = true;
       mjContact& out = con1_[pr.first + i];
-      out = con0_[pr.first + i];
-      MakeFrame(buf[i].frame);
-      out.dist = buf[i].dist;
-      mju_copy3(out.pos, buf[i].pos);
-      mju_copy(out.frame, buf[i].frame, 9);
+      out = nominal;
+      MakeFrame(buf[best].frame);
+      out.dist = buf[best].dist;
+      mju_copy3(out.pos, buf[best].pos);
+      mju_copy(out.frame, buf[best].frame, 9);
     }
   }
   return same;
@@ -330,8 +345,9 @@ void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, d
       }
     }
 
-    // gap: d dist = J_n dq (the normal row is the gradient of the distance)
-    dpos_[con.row] = J.Dot(con.row, dq);
+    // gap from the collision itself (some colliders, box-box among them, do not report the
+    // distance whose gradient is the normal row)
+    dpos_[con.row] = (g.dist - con0_[con.mj_index].dist) / eps;
     for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
   }
 }

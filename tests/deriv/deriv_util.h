@@ -57,17 +57,9 @@ inline void Settle(const mjModel* m, mjData* d, int steps) {
 }
 
 // MuJoCo's solver to (near) exact convergence, so that differences see its exact solution
-// and convex collisions (MPR) to (near) exact contact points
 inline void Tighten(mjModel* m) {
   m->opt.tolerance = 1e-14;
   m->opt.iterations = 200;
-#if mjVERSION_HEADER < 300
-  m->opt.mpr_tolerance = 1e-14;
-  m->opt.mpr_iterations = 1000;
-#else
-  m->opt.ccd_tolerance = 1e-14;
-  m->opt.ccd_iterations = 1000;
-#endif
 }
 
 }  // namespace contactkit::test

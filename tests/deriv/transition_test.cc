@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "deriv/deriv_util.h"
+#include "tools/gen_stack.h"
 
 namespace contactkit::test {
 namespace {
@@ -86,6 +87,13 @@ std::vector<Scene> Scenes() {
                    }});
   }
 
+  // a settled pile of 20 primitives (boxes, spheres, capsules, cylinders, ellipsoids)
+  out.push_back({"stack20",
+                 "stack20",
+                 nullptr,
+                 [](const mjModel* m, mjData* d) { Settle(m, d, 500); },
+                 {mjINT_EULER, mjINT_IMPLICIT}});
+
   // equality constraints (connect, weld, joint coupling), friction loss and limits, a hopper
   out.push_back({"mechanism", BundledModel("mechanism.xml"), nullptr,
                  [](const mjModel* m, mjData* d) { Settle(m, d, 300); }});
@@ -123,7 +131,8 @@ std::vector<Scene> Scenes() {
 TEST_F(TransitionTest, MujocoSolverMatchesFiniteDifferences) {
   for (const Scene& scene : Scenes()) {
     for (int integrator : scene.integrators) {
-      ModelPtr m = Load(scene.path);
+      ModelPtr m = scene.path == "stack20" ? LoadString(tools::StackedPrimitivesXML(5, 4, 1, 0.002))
+                                           : Load(scene.path);
       ASSERT_TRUE(m) << scene.name;
       if (scene.edit) scene.edit(m.get());
       m->opt.integrator = integrator;

@@ -3,7 +3,8 @@
 // Google Benchmark harness for step time: each benchmark times one step of a model from a fixed
 // prepared state (restored before every step), so that ck_step with any solver and MuJoCo's own
 // mj_step are measured on the same model and state in one process. After the run, every group
-// prints each variant's time as a ratio to the group's reference (mj_step).
+// prints each variant's time as a ratio to the group's reference (mj_step). A second kind of case
+// times the Jacobians of one step (ck_transitionJac against mjd_transitionFD) with their accuracy.
 #ifndef CONTACTKIT_TOOLS_BENCH_BENCH_H_
 #define CONTACTKIT_TOOLS_BENCH_BENCH_H_
 
@@ -27,6 +28,20 @@ struct Scenario {
 // otherwise ck_step with the given settings (settings.solver is overwritten by solver).
 void AddStep(const std::string& group, const std::string& variant, const Scenario& scenario,
              int solver, const ckSettings& settings);
+
+// how a Jacobian benchmark computes A and B of one step
+enum class JacMethod {
+  kAnalytic,        // ck_transitionJac (the group's accuracy is measured for it)
+  kMujocoForward,   // mjd_transitionFD, forward differences (reference of the speedup)
+  kMujocoCentered,  // mjd_transitionFD, centered differences (reference of the speedup)
+};
+
+// Register benchmark "jac/<group>/<variant>": one Jacobian of the step from the prepared state.
+// The report prints each variant's time with the speedups over the group's kMujocoForward and
+// kMujocoCentered runs, and for kAnalytic the relative Frobenius errors of A and B against
+// centered ck_transitionFD (eps 1e-6) at the same state, computed once before timing.
+void AddJacobian(const std::string& group, const std::string& variant, const Scenario& scenario,
+                 int solver, const ckSettings& settings, JacMethod method);
 
 // default settings
 ckSettings DefaultSettings();

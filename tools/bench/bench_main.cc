@@ -4,6 +4,7 @@
 // Usage: ck-bench-step [--benchmark_filter=REGEX] [--benchmark_min_time=0.2] ...
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -57,6 +58,28 @@ void Restore(const Prepared& p) {
   p.d->time = p.saved->time;
 }
 
+// ||a - b||_F / ||b||_F
+double RelativeError(const std::vector<mjtNum>& a, const std::vector<mjtNum>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// splits "kind/group/variant[/...]"
+std::vector<std::string> Split(const std::string& name) {
+  std::vector<std::string> parts;
+  size_t start = 0, pos;
+  while ((pos = name.find('/', start)) != std::string::npos) {
+    parts.push_back(name.substr(start, pos - start));
+    start = pos + 1;
+  }
+  parts.push_back(name.substr(start));
+  return parts;
+}
+
 // collects real time per iteration of every run
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -74,16 +97,11 @@ class RatioReporter : public benchmark::ConsoleReporter {
     std::map<std::string, std::vector<std::pair<std::string, double>>> groups;
     for (const auto& [name, t] : times_) {
       // step/<group>/<variant>[/real_time...]
-      std::vector<std::string> parts;
-      size_t start = 0, pos;
-      while ((pos = name.find('/', start)) != std::string::npos) {
-        parts.push_back(name.substr(start, pos - start));
-        start = pos + 1;
-      }
-      parts.push_back(name.substr(start));
-      if (parts.size() < 3) continue;
+      const std::vector<std::string> parts = Split(name);
+      if (parts.size() < 3 || parts[0] != "step") continue;
       groups[parts[1]].push_back({name, t});
     }
+    if (groups.empty()) return;
     std::printf("\n## step time relative to mj_step (same model and state, one process)\n\n");
     std::vector<std::vector<std::string>> rows;
     for (const auto& [group, entries] : groups) {
@@ -108,6 +126,45 @@ class RatioReporter : public benchmark::ConsoleReporter {
                           .c_str());
   }
 
+  // Jacobian groups: time, speedup over mjd_transitionFD forward and centered, accuracy
+  void PrintJacobians() const {
+    std::map<std::string, std::vector<std::pair<std::string, double>>> groups;
+    for (const auto& [name, t] : times_) {
+      const std::vector<std::string> parts = Split(name);
+      if (parts.size() < 3 || parts[0] != "jac") continue;
+      groups[parts[1]].push_back({parts[2], t});
+    }
+    if (groups.empty()) return;
+    std::printf("\n## Jacobians of one step: time, speedup over mjd_transitionFD, accuracy\n\n");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [group, entries] : groups) {
+      double fwd = 0, ctr = 0;
+      for (const auto& [variant, t] : entries) {
+        if (variant == "mjd_forward") fwd = t;
+        if (variant == "mjd_centered") ctr = t;
+      }
+      for (const auto& [variant, t] : entries) {
+        std::string ea = "-", eb = "-", path = "-";
+        for (const auto& [name, c] : counters_) {
+          const std::vector<std::string> parts = Split(name);
+          if (parts.size() < 3 || parts[0] != "jac" || parts[1] != group || parts[2] != variant) {
+            continue;
+          }
+          if (c.count("err_A")) ea = tools::Fmt(c.at("err_A"), "%.1e");
+          if (c.count("err_B")) eb = tools::Fmt(c.at("err_B"), "%.1e");
+          if (c.count("analytic")) path = c.at("analytic") > 0 ? "analytic" : "FD fallback";
+        }
+        rows.push_back({group, variant, tools::Fmt(t, "%.1f"),
+                        fwd > 0 ? tools::Fmt(fwd / t, "%.1f") : "-",
+                        ctr > 0 ? tools::Fmt(ctr / t, "%.1f") : "-", ea, eb, path});
+      }
+    }
+    std::printf("%s", tools::MarkdownTable({"scene", "variant", "time (us)", "x vs mjd fwd",
+                                            "x vs mjd ctr", "err A", "err B", "path"},
+                                           rows)
+                          .c_str());
+  }
+
  private:
   std::map<std::string, double> times_;
   std::map<std::string, std::map<std::string, double>> counters_;
@@ -122,6 +179,54 @@ ckSettings DefaultSettings() {
 }
 
 Registrar::Registrar(const std::function<void()>& f) { Registry().push_back(f); }
+
+void AddJacobian(const std::string& group, const std::string& variant, const Scenario& scenario,
+                 int solver, const ckSettings& settings, JacMethod method) {
+  const std::string name = "jac/" + group + "/" + variant;
+  benchmark::RegisterBenchmark(name.c_str(), [scenario, solver, settings,
+                                              method](benchmark::State& state) {
+    std::string err;
+    std::unique_ptr<Prepared> p = Prepare(scenario, &err);
+    if (!p) {
+      state.SkipWithError(err.c_str());
+      return;
+    }
+    const mjModel* m = p->m;
+    const size_t nx = 2 * m->nv + m->na;
+    std::vector<mjtNum> A(nx * nx), B(nx * std::max(m->nu, 1));
+    ckHandle* ck = nullptr;
+    if (method == JacMethod::kAnalytic) {
+      ckSettings s = settings;
+      s.solver = solver;
+      char cerr[1024];
+      ck = ck_make(p->m, &s, cerr, sizeof(cerr));
+      if (!ck) {
+        state.SkipWithError(cerr);
+        return;
+      }
+
+      // accuracy against centered differences through ck_step, and which path was taken
+      std::vector<mjtNum> Afd(A.size()), Bfd(B.size());
+      const int path = ck_transitionJac(ck, m, p->d, A.data(), B.data(), nullptr, nullptr);
+      ck_transitionFD(ck, m, p->d, 1e-6, 1, Afd.data(), Bfd.data(), nullptr, nullptr);
+      state.counters["err_A"] = RelativeError(A, Afd);
+      state.counters["err_B"] = m->nu ? RelativeError(B, Bfd) : 0;
+      state.counters["analytic"] = path == 0;
+    }
+    for (auto _ : state) {
+      state.PauseTiming();
+      Restore(*p);
+      state.ResumeTiming();
+      if (ck) {
+        ck_transitionJac(ck, m, p->d, A.data(), B.data(), nullptr, nullptr);
+      } else {
+        mjd_transitionFD(m, p->d, 1e-6, method == JacMethod::kMujocoCentered, A.data(), B.data(),
+                         nullptr, nullptr);
+      }
+    }
+    if (ck) ck_free(ck);
+  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
 
 void AddStep(const std::string& group, const std::string& variant, const Scenario& scenario,
              int solver, const ckSettings& settings) {
@@ -190,6 +295,7 @@ int main(int argc, char** argv) {
   contactkit::bench::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   reporter.PrintRatios();
+  reporter.PrintJacobians();
   benchmark::Shutdown();
   return 0;
 }
