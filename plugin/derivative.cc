@@ -219,6 +219,12 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(tmp_, nv);
   alloc(tmp2_, nv);
   alloc(vplus_, nv);
+  alloc(blk_r_, static_cast<size_t>(nv) * SoftTangent::kBlock);
+  alloc(blk_p_, static_cast<size_t>(nv) * SoftTangent::kBlock);
+  alloc(blk_actdot_, static_cast<size_t>(na) * SoftTangent::kBlock);
+  blk_kind_.assign(SoftTangent::kBlock, 0);
+  blk_index_.assign(SoftTangent::kBlock, 0);
+  blk_col_.assign(SoftTangent::kBlock, 0);
   cols_.assign(std::max(nv, 1), 0);
   alloc(jrows_, 6 * static_cast<size_t>(nv));
   alloc(act_force0_, nu);
@@ -369,7 +375,9 @@ bool Derivative::PrepareIntegrator(const mjModel* m, bool rk4) {
   const double h = m->opt.timestep;
   implicit_ = !rk4 && IsImplicit(m);
 
-  // acceleration the integrator uses: M_int aint = qfrc_smooth + qfrc_constraint
+  // acceleration the integrator uses: M_int aint = qfrc_smooth + qfrc_constraint, or qacc itself
+  // (RK4, Euler without damping)
+  damped_ = !rk4 && !implicit_ && EulerDampingImplicit(m);
   for (int i = 0; i < nv; i++) aint_[i] = d->qfrc_smooth[i] + d->qfrc_constraint[i];
   if (implicit_) {
     // dense blocks of M - h qDeriv per tree, LU
@@ -402,11 +410,15 @@ bool Derivative::PrepareIntegrator(const mjModel* m, bool rk4) {
   } else {
     // M, plus h diag(damping) for Euler's implicit damping
     for (int i = 0; i < nM_; i++) mint_M_[i] = d->qM[i];
-    if (!rk4 && EulerDampingImplicit(m)) {
+    if (damped_) {
       for (int i = 0; i < nv; i++) mint_M_[m->dof_Madr[i]] += h * m->dof_damping[i];
     }
     mint_.Factor();
-    mint_.Solve(aint_.data());
+    if (damped_) {
+      mint_.Solve(aint_.data());
+    } else {
+      mju_copy(aint_.data(), d->qacc, nv);
+    }
   }
   return true;
 }
@@ -616,21 +628,116 @@ void Derivative::IntegrateTangent(const mjModel* m, const double* w, double h, c
 
 template <typename Fn>
 bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
+  // "mujoco" with constraint rows: one blocked solve of MuJoCo's Hessian for kBlock directions
+  batch_ = !solver_ && has_rows_ && !sensors_;
+  int nslot = 0;
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !ctrl : !state) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na_ : nv_;
     for (int index = 0; index < n; index++) {
-      UnitTangent(m, kind, index);
-      if (!SolveTangent(m)) return false;
-      const int col = kind == kCtrl  ? 2 * nv_ + na_ + index
+      const int col = kind == kCtrl ? 2 * nv_ + na_ + index
                       : kind == kAct ? 2 * nv_ + index
                       : kind == kVel ? nv_ + index
                                      : index;
+      UnitTangent(m, kind, index);
+      if (batch_) {
+        QueueColumn(m, nslot, kind, index, col);
+        if (++nslot == SoftTangent::kBlock) {
+          FlushColumns(m, nslot, fn);
+          nslot = 0;
+        }
+        continue;
+      }
+      if (!SolveTangent(m)) return false;
       fn(kind, index, col);
     }
   }
+  if (nslot) FlushColumns(m, nslot, fn);
   RestoreActuation();
   return true;
+}
+
+void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, int col) {
+  const Problem& p = *p_;
+  const int nv = nv_, nb = SoftTangent::kBlock;
+  const double h = p.h;
+  double* r = tmp_.data();
+
+  // rhs = M dv + h (dqfrc_smooth - dM a + dJ' f) + J_E' (Phi t - h f rho)
+  if (kind == kVel) {
+    p.mass.Mul(dv_.data(), r);
+  } else {
+    mju_zero(r, nv);
+  }
+  for (int i = 0; i < nv; i++) r[i] += h * dfs_[i];
+  double* pc = blk_p_.data() + static_cast<size_t>(slot) * nv;
+  mju_copy(pc, dqderiv_a_.data(), nv);
+  if (has_dM_) {
+    // with a = qacc of the solver: r -= h dM a, and P = dM (a - aint) + h dqDeriv aint
+    const double* a = d0_->qacc;
+    for (int i = 0; i < nv; i++) {
+      int adr = m->dof_Madr[i];
+      const double mii = dM_[adr++];
+      r[i] -= h * mii * a[i];
+      pc[i] += mii * (a[i] - aint_[i]);
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        r[i] -= h * dM_[adr] * a[j];
+        r[j] -= h * dM_[adr] * a[i];
+        pc[i] += dM_[adr] * (a[j] - aint_[j]);
+        pc[j] += dM_[adr] * (a[i] - aint_[i]);
+      }
+    }
+  }
+  ProblemTangent dir;
+  if (has_dJ_) {
+    const SparseRows& J = p.J;
+    for (int i = 0; i < J.nrow; i++) {
+      const double fi = h * sol_->force[i];
+      if (fi == 0) continue;
+      const int adr = J.rowadr[i];
+      for (int k = 0; k < J.rownnz[i]; k++) r[J.colind[adr + k]] += dJ_[adr + k] * fi;
+    }
+    dir.J = dJ_.data();
+  }
+  dir.vel = has_dvel_ ? dvel_.data() : nullptr;
+  dir.R = has_dpos_ ? dR_.data() : nullptr;
+  dir.aref = has_dvel_ || has_dpos_ ? daref_.data() : nullptr;
+  soft_.RowRhs(p, dir, r);
+  for (int i = 0; i < nv; i++) blk_r_[static_cast<size_t>(i) * nb + slot] = r[i];
+
+  // what the columns need after the solve
+  blk_kind_[slot] = kind;
+  blk_index_[slot] = index;
+  blk_col_[slot] = col;
+  mju_copy(blk_actdot_.data() + static_cast<size_t>(slot) * na_, dactdot_.data(), na_);
+}
+
+template <typename Fn>
+void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
+  const Problem& p = *p_;
+  const int nv = nv_, nb = SoftTangent::kBlock;
+  const double h = p.h;
+  soft_.SolveBlock(p, blk_r_.data(), nb);
+  for (int slot = 0; slot < nslot; slot++) {
+    const int kind = blk_kind_[slot], index = blk_index_[slot];
+
+    // the unit direction again
+    mju_zero(dq_.data(), nv);
+    mju_zero(dv_.data(), nv);
+    mju_zero(dact_.data(), na_);
+    mju_zero(du_.data(), nu_);
+    (kind == kCtrl ? du_ : kind == kAct ? dact_ : kind == kVel ? dv_ : dq_)[index] = 1;
+    mju_copy(dactdot_.data(), blk_actdot_.data() + static_cast<size_t>(slot) * na_, na_);
+
+    // M_int dacc = M (dv+ - dv) / h + P
+    double* x = tmp2_.data();
+    for (int i = 0; i < nv; i++) x[i] = blk_r_[static_cast<size_t>(i) * nb + slot] - dv_[i];
+    p.mass.Mul(x, dacc_.data());
+    const double* pc = blk_p_.data() + static_cast<size_t>(slot) * nv;
+    for (int i = 0; i < nv; i++) dacc_[i] = dacc_[i] / h + pc[i];
+    IntegratorSolve(dacc_.data());
+    fn(kind, index, blk_col_[slot]);
+  }
 }
 
 void Derivative::ActNext(const mjModel* m, const double* act, const double* rate,

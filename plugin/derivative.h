@@ -125,9 +125,14 @@ class Derivative {
   // activation update act + h rate (clamped to actrange) along dact, drate
   void ActNext(const mjModel* m, const double* act, const double* rate, const double* dact,
                const double* drate, double h, double* out) const;
-  // every unit direction of the current stage: fn(kind, index, column of [A B])
+  // every unit direction of the current stage: fn(kind, index, column of [A B]) after dacc_,
+  // dactdot_ and the unit direction are set
   template <typename Fn>
   bool Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn);
+  // "mujoco": queue the current direction's right-hand side in a block; solve a block
+  void QueueColumn(const mjModel* m, int slot, int kind, int index, int col);
+  template <typename Fn>
+  void FlushColumns(const mjModel* m, int nslot, Fn&& fn);
   // the Jacobians of an Euler / implicit step, of an RK4 step
   bool SingleStage(const mjModel* m);
   bool RungeKutta(const mjModel* m);
@@ -190,6 +195,14 @@ class Derivative {
   std::vector<double> lu_;                            // M - h qDeriv per tree, LU (implicit)
   std::vector<int> piv_;   // its pivots                                    (nv)
   bool implicit_ = false;  // the integrator matrix is lu_
+  bool damped_ = false;            // the integrator matrix is M + h D (Euler's implicit damping)
+  bool batch_ = false;             // directions go through blocks (QueueColumn)
+
+  // blocks of directions ("mujoco")
+  std::vector<double> blk_r_;      // right-hand sides, then dv+, row-major      (nv x kBlock)
+  std::vector<double> blk_p_;      // dM (a - aint) + h dqDeriv aint per column   (kBlock x nv)
+  std::vector<double> blk_actdot_; // dact_dot per column                         (kBlock x na)
+  std::vector<int> blk_kind_, blk_index_, blk_col_;  //                           (kBlock)
 
   // contact pairs of the nominal list
   int npair_ = 0;

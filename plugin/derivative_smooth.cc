@@ -67,7 +67,8 @@ void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
   }
 
   // dv_free = dv + h M_p^-1 (dqfrc_smooth - dM_p (v_free - v) / h), M_p the problem's matrix
-  if (has_rows_) {
+  // (the blocked "mujoco" path builds its right-hand side without it)
+  if (has_rows_ && !batch_) {
     const Problem& p = *p_;
     double* x = dvfree_.data();
     mju_copy(x, dfs_.data(), nv);

@@ -91,6 +91,7 @@ void SoftTangent::Setup(const ProblemDims& dims) {
   rho_.assign(std::max(dims.max_rows, 1), 0);
   jar_.assign(std::max(dims.max_rows, 1), 0);
   rhs_.assign(std::max(dims.nv, 1), 0);
+  block_.assign(static_cast<size_t>(std::max(dims.nv, 1)) * kBlock, 0);
   tmp_.assign(std::max(dims.nv, 1), 0);
   loc_.assign(std::max(dims.nv, 1), 0);
 }
@@ -258,9 +259,7 @@ void SoftTangent::Solve(const Problem& p, double* x) {
   }
 }
 
-void SoftTangent::ForceTangent(const Problem& p, const ProblemTangent& dir, double* dforce,
-                               double* dv_next) {
-  const int nv = p.nv;
+void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir) {
   const SparseRows& J = p.J;
   const double h = h_;
   const double* vn = v_next_;
@@ -308,6 +307,73 @@ void SoftTangent::ForceTangent(const Problem& p, const ProblemTangent& dir, doub
       ge_[adr + r] -= s;
     }
   }
+}
+
+void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs) {
+  RowTerms(p, dir);
+  for (int e = 0; e < nrow_; e++) {
+    if (ge_[e] != 0) RowAdd(p, e, ge_[e], rhs);
+  }
+}
+
+void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
+  const Islands& is = p.islands;
+  double* blk = block_.data();
+  for (int k = 0; k < is.nisland; k++) {
+    const int n = is.ndofs[k];
+    const int* dofs = is.dofs + is.dofadr[k];
+    const double* L = H_.data() + hadr_[k];
+    for (int a = 0; a < n; a++) {
+      for (int c = 0; c < nb; c++) blk[a * nb + c] = x[dofs[a] * nb + c];
+    }
+
+    // L L' y = b: forward, then backward substitution, all columns at once
+    for (int i = 0; i < n; i++) {
+      double* yi = blk + i * nb;
+      for (int q = 0; q < i; q++) {
+        const double l = L[q * n + i];
+        const double* yq = blk + q * nb;
+        for (int c = 0; c < nb; c++) yi[c] -= l * yq[c];
+      }
+      const double inv = 1 / L[i * n + i];
+      for (int c = 0; c < nb; c++) yi[c] *= inv;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+      double* yi = blk + i * nb;
+      const double* Li = L + i * n;
+      for (int q = i + 1; q < n; q++) {
+        const double l = Li[q];
+        const double* yq = blk + q * nb;
+        for (int c = 0; c < nb; c++) yi[c] -= l * yq[c];
+      }
+      const double inv = 1 / Li[i];
+      for (int c = 0; c < nb; c++) yi[c] *= inv;
+    }
+    for (int a = 0; a < n; a++) {
+      for (int c = 0; c < nb; c++) x[dofs[a] * nb + c] = blk[a * nb + c];
+    }
+  }
+
+  // trees outside the islands: M^-1
+  double* col = loc_.data();
+  for (int t = 0; t < is.ntree; t++) {
+    if (is.tree_island[t] >= 0) continue;
+    const int begin = is.tree_dofadr[t], end = begin + is.tree_dofnum[t];
+    for (int c = 0; c < nb; c++) {
+      for (int i = begin; i < end; i++) col[i] = x[i * nb + c];
+      p.mass.Solve(col, begin, end);
+      for (int i = begin; i < end; i++) x[i * nb + c] = col[i];
+    }
+  }
+}
+
+void SoftTangent::ForceTangent(const Problem& p, const ProblemTangent& dir, double* dforce,
+                               double* dv_next) {
+  const int nv = p.nv;
+  const SparseRows& J = p.J;
+  const double h = h_;
+  const double* vn = v_next_;
+  RowTerms(p, dir);
 
   // rhs = M dv_free - dM (v+ - v_free) + h dJ' f + sum J_e' g_e
   double* rhs = rhs_.data();

@@ -59,6 +59,14 @@ class SoftTangent {
   // tangent of the solver's v+. Must follow Prepare on the same problem. No allocation.
   void ForceTangent(const Problem& p, const ProblemTangent& dir, double* dforce, double* dv_next);
 
+  // Blocked form for many directions at once. The solution's tangent solves H dv+ = rhs with
+  //   rhs = M dv_free - dM (v+ - v_free) + h dJ' f + J_E' (Phi t - h f rho);
+  // RowRhs adds the last term for the row tangents of dir (J, vel, aref, R), and SolveBlock
+  // applies H^-1 to nb columns stored row-major (x[i * nb + c], i < nv, nb <= kBlock).
+  static constexpr int kBlock = 32;
+  void RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs);
+  void SolveBlock(const Problem& p, double* x, int nb);
+
   // Reverse product: the adjoints of the problem data for a force adjoint force_bar (frame rows)
   // and an adjoint of v+ (nv, nullable); outputs accumulate (+=) into bar. No allocation.
   void ForceCotangent(const Problem& p, const double* force_bar, const double* v_next_bar,
@@ -68,6 +76,8 @@ class SoftTangent {
   int nrow() const { return nrow_; }
 
  private:
+  // t, rho of the frame rows and g = Phi t - h f rho of MuJoCo's rows (in ge_) for dir
+  void RowTerms(const Problem& p, const ProblemTangent& dir);
   // J_e x for MuJoCo row e
   double RowDot(const Problem& p, int e, const double* x) const;
   // y += a J_e'
@@ -94,6 +104,7 @@ class SoftTangent {
   std::vector<int> local_;  // index of each dof inside its island           (nv)
 
   // scratch
+  std::vector<double> block_;  // an island\'s block (nv x kBlock)
   std::vector<double> t_, rho_, jar_;    // frame rows                       (max_rows)
   std::vector<double> te_, ge_;          // MuJoCo rows                      (max efc)
   std::vector<double> rhs_, tmp_, loc_;  //                                  (nv)
