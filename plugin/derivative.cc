@@ -219,6 +219,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(tmp_, nv);
   alloc(tmp2_, nv);
   alloc(vplus_, nv);
+  alloc(maps_, 18 * static_cast<size_t>(m->njnt));
   alloc(blk_r_, static_cast<size_t>(nv) * SoftTangent::kBlock);
   alloc(blk_p_, static_cast<size_t>(nv) * SoftTangent::kBlock);
   alloc(blk_actdot_, static_cast<size_t>(na) * SoftTangent::kBlock);
@@ -596,7 +597,18 @@ bool Derivative::SolveTangent(const mjModel* m) {
   return true;
 }
 
-void Derivative::IntegrateTangent(const mjModel* m, const double* w, double h, const double* dq,
+void Derivative::IntegrateMaps(const mjModel* m, const double* w, double h, double* maps) const {
+  for (int j = 0; j < m->njnt; j++) {
+    const int type = m->jnt_type[j];
+    if (type != mjJNT_FREE && type != mjJNT_BALL) continue;
+    const int v = m->jnt_dofadr[j] + (type == mjJNT_FREE ? 3 : 0);
+    const double phi[3] = {h * w[v], h * w[v + 1], h * w[v + 2]};
+    RotationOf(phi, maps + 18 * j);
+    RightJacobian(phi, maps + 18 * j + 9);
+  }
+}
+
+void Derivative::IntegrateTangent(const mjModel* m, const double* maps, double h, const double* dq,
                                   const double* dw, double* out) const {
   for (int j = 0; j < m->njnt; j++) {
     int v = m->jnt_dofadr[j];
@@ -606,15 +618,15 @@ void Derivative::IntegrateTangent(const mjModel* m, const double* w, double h, c
         v += 3;
         [[fallthrough]];
       case mjJNT_BALL: {
-        // exp(dq+) = exp(phi)^-1 exp(dq) exp(phi + h dw), phi = h w (body frame)
-        const double phi[3] = {h * w[v], h * w[v + 1], h * w[v + 2]};
-        double R[9], Jr[9], a[3], b[3];
-        RotationOf(phi, R);
-        RightJacobian(phi, Jr);
-        const double hdw[3] = {h * dw[v], h * dw[v + 1], h * dw[v + 2]};
-        mju_mulMatTVec(a, R, dq + v, 3, 3);
-        mju_mulMatVec(b, Jr, hdw, 3, 3);
-        for (int i = 0; i < 3; i++) out[v + i] = a[i] + b[i];
+        // exp(dq+) = exp(phi)^-1 exp(dq) exp(phi + h dw), phi = h w (body frame): R(phi)' dq +
+        // Jr(phi) h dw
+        const double* R = maps + 18 * j;
+        const double* Jr = R + 9;
+        for (int i = 0; i < 3; i++) {
+          out[v + i] =
+              R[i] * dq[v] + R[3 + i] * dq[v + 1] + R[6 + i] * dq[v + 2] +
+              h * (Jr[3 * i] * dw[v] + Jr[3 * i + 1] * dw[v + 1] + Jr[3 * i + 2] * dw[v + 2]);
+        }
         break;
       }
       default:
@@ -623,8 +635,7 @@ void Derivative::IntegrateTangent(const mjModel* m, const double* w, double h, c
   }
 }
 
-//---------------------------------- directions
-//-----------------------------------------------------
+//---------------------------------- directions ----------------------------------------------------
 
 template <typename Fn>
 bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
@@ -635,7 +646,7 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
     if (kind == kCtrl ? !ctrl : !state) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na_ : nv_;
     for (int index = 0; index < n; index++) {
-      const int col = kind == kCtrl ? 2 * nv_ + na_ + index
+      const int col = kind == kCtrl  ? 2 * nv_ + na_ + index
                       : kind == kAct ? 2 * nv_ + index
                       : kind == kVel ? nv_ + index
                                      : index;
@@ -702,7 +713,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   dir.vel = has_dvel_ ? dvel_.data() : nullptr;
   dir.R = has_dpos_ ? dR_.data() : nullptr;
   dir.aref = has_dvel_ || has_dpos_ ? daref_.data() : nullptr;
-  soft_.RowRhs(p, dir, r);
+  if (has_dJ_ || has_dvel_ || has_dpos_) soft_.RowRhs(p, dir, r);
   for (int i = 0; i < nv; i++) blk_r_[static_cast<size_t>(i) * nb + slot] = r[i];
 
   // what the columns need after the solve
@@ -766,12 +777,14 @@ bool Derivative::SingleStage(const mjModel* m) {
   // v+ of the step (the velocity the positions integrate)
   double* vplus = vplus_.data();
   for (int i = 0; i < nv; i++) vplus[i] = v0_[i] + h * aint_[i];
+  double* maps = maps_.data();
+  IntegrateMaps(m, vplus, h, maps);
   double* out = out_col_.data();
   double* ds = sens_col_.data();
   return Directions(m, sink_.WantsState(), sink_.WantsCtrl(), [&](int kind, int index, int col) {
     // next state: dv+ = dv + h daint, dq+ through the position update, dact+
     for (int i = 0; i < nv; i++) out[nv + i] = dv_[i] + h * dacc_[i];
-    IntegrateTangent(m, vplus, h, dq_.data(), out + nv, out);
+    IntegrateTangent(m, maps, h, dq_.data(), out + nv, out);
     ActNext(m, act0_.data(), actdot0_.data(), dact_.data(), dactdot_.data(), h, out + 2 * nv);
     EmitState(col, out);
     if (sensors_) {
@@ -875,6 +888,10 @@ bool Derivative::RungeKutta(const mjModel* m) {
 
     // each direction: dF_i = G [dX_i; du], S += b_i (dv_i, dF_i), dX_{i+1}
     const double* vi = rkX_.data() + stage * (nq + nv + na) + nq;
+    if (stage < 3) {
+      for (int i = 0; i < nv; i++) w[i] = kRK4A[stage] * vi[i];
+      IntegrateMaps(m, w, h, maps_.data());
+    }
     for (int k = first; k < last; k++) {
       double* K = K_.data() + static_cast<size_t>(k) * ndx;
       double* S = S_.data() + static_cast<size_t>(k) * ndx;
@@ -902,14 +919,11 @@ bool Derivative::RungeKutta(const mjModel* m) {
         // dX_{i+1} = d(X_0 (+) h a (v_i, F_i)) from the unit dX_0
         const double a = kRK4A[stage];
         double* dw = tmp2_.data();
-        for (int i = 0; i < nv; i++) {
-          w[i] = a * vi[i];
-          dw[i] = a * K[nv + i];
-        }
+        for (int i = 0; i < nv; i++) dw[i] = a * K[nv + i];
         double* e = dq_.data();
         mju_zero(e, nv);
         if (k < nv) e[k] = 1;
-        IntegrateTangent(m, w, h, e, dw, K);
+        IntegrateTangent(m, maps_.data(), h, e, dw, K);
         for (int i = 0; i < nv; i++) K[nv + i] = (k == nv + i ? 1 : 0) + h * a * dF[i];
         for (int i = 0; i < na; i++) K[2 * nv + i] = (k == 2 * nv + i ? 1 : 0) + h * a * dFact[i];
       }
@@ -928,12 +942,13 @@ bool Derivative::RungeKutta(const mjModel* m) {
     for (int i = 0; i < nva; i++) rate[i] += kRK4B[stage] * Fi[i];
   }
   double* out = out_col_.data();
+  IntegrateMaps(m, wsum, h, maps_.data());
   for (int k = first; k < last; k++) {
     const double* S = S_.data() + static_cast<size_t>(k) * ndx;
     double* e = dq_.data();
     mju_zero(e, nv);
     if (k < nv) e[k] = 1;
-    IntegrateTangent(m, wsum, h, e, S, out);
+    IntegrateTangent(m, maps_.data(), h, e, S, out);
     for (int i = 0; i < nv; i++) out[nv + i] = (k == nv + i ? 1 : 0) + h * S[nv + i];
     double* ea = dact_.data();
     for (int i = 0; i < na; i++) ea[i] = k == 2 * nv + i ? 1 : 0;

@@ -119,8 +119,10 @@ class Derivative {
   // ---- parts (b), (c) (derivative.cc) ----
   // force tangent and integrator acceleration tangent dacc_; false if the solver has none
   bool SolveTangent(const mjModel* m);
-  // tangent of q (+) h w for tangents dq, dw of q, w: out (nv)
-  void IntegrateTangent(const mjModel* m, const double* w, double h, const double* dq,
+  // tangent of q (+) h w for tangents dq, dw of q, w: out (nv); maps (18 njnt) from
+  // IntegrateMaps of w: R(h w) and the right Jacobian of each ball and free joint's rotation
+  void IntegrateMaps(const mjModel* m, const double* w, double h, double* maps) const;
+  void IntegrateTangent(const mjModel* m, const double* maps, double h, const double* dq,
                         const double* dw, double* out) const;
   // activation update act + h rate (clamped to actrange) along dact, drate
   void ActNext(const mjModel* m, const double* act, const double* rate, const double* dact,
@@ -195,13 +197,13 @@ class Derivative {
   std::vector<double> lu_;                            // M - h qDeriv per tree, LU (implicit)
   std::vector<int> piv_;   // its pivots                                    (nv)
   bool implicit_ = false;  // the integrator matrix is lu_
-  bool damped_ = false;            // the integrator matrix is M + h D (Euler's implicit damping)
-  bool batch_ = false;             // directions go through blocks (QueueColumn)
+  bool damped_ = false;    // the integrator matrix is M + h D (Euler's implicit damping)
+  bool batch_ = false;     // directions go through blocks (QueueColumn)
 
   // blocks of directions ("mujoco")
-  std::vector<double> blk_r_;      // right-hand sides, then dv+, row-major      (nv x kBlock)
-  std::vector<double> blk_p_;      // dM (a - aint) + h dqDeriv aint per column   (kBlock x nv)
-  std::vector<double> blk_actdot_; // dact_dot per column                         (kBlock x na)
+  std::vector<double> blk_r_;       // right-hand sides, then dv+, row-major      (nv x kBlock)
+  std::vector<double> blk_p_;       // dM (a - aint) + h dqDeriv aint per column   (kBlock x nv)
+  std::vector<double> blk_actdot_;  // dact_dot per column                         (kBlock x na)
   std::vector<int> blk_kind_, blk_index_, blk_col_;  //                           (kBlock)
 
   // contact pairs of the nominal list
@@ -220,8 +222,10 @@ class Derivative {
   std::vector<double> dJ_;                                    // (nnz)
   std::vector<double> dpos_, dvel_, dimp_, dR_, daref_, df_;  // (rows)
   std::vector<double> dvfree_, dqc_, dacc_, dqderiv_a_;       // (nv)
-  std::vector<double> tmp_, tmp2_, vplus_;                    // (nv)
-  std::vector<int> cols_;                                     // contact row columns           (nv)
+  std::vector<double> tmp_, tmp2_, vplus_;
+  std::vector<double>
+      maps_;  // IntegrateMaps of the current stage (18 njnt)                    // (nv)
+  std::vector<int> cols_;      // contact row columns           (nv)
   std::vector<double> jrows_;  // contact rows                  (6 nv)
 
   // nominal actuation (restored after the control and activation differences)

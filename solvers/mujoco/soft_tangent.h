@@ -104,7 +104,7 @@ class SoftTangent {
   std::vector<int> local_;  // index of each dof inside its island           (nv)
 
   // scratch
-  std::vector<double> block_;  // an island\'s block (nv x kBlock)
+  std::vector<double> block_;            // an island\'s block (nv x kBlock)
   std::vector<double> t_, rho_, jar_;    // frame rows                       (max_rows)
   std::vector<double> te_, ge_;          // MuJoCo rows                      (max efc)
   std::vector<double> rhs_, tmp_, loc_;  //                                  (nv)
