@@ -216,8 +216,8 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(dacc_, nv);
   alloc(dqderiv_a_, nv);
   alloc(qderiv_a0_, nv);
-  alloc(tmp_, nv);
-  alloc(tmp2_, nv);
+  alloc(tmp_, nv + na);
+  alloc(tmp2_, nv + na);
   alloc(vplus_, nv);
   alloc(maps_, 18 * static_cast<size_t>(m->njnt));
   alloc(blk_r_, static_cast<size_t>(nv) * SoftTangent::kBlock);
