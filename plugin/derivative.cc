@@ -108,6 +108,7 @@ void LuSolveT(const double* a, int n, const int* piv, double* x) {
 //---------------------------------- workspace -----------------------------------------------------
 
 Derivative::~Derivative() {
+  if (cfd_model_) mj_deleteModel(cfd_model_);
   if (d1_) mj_deleteData(d1_);
   if (d0_) mj_deleteData(d0_);
   ck_free(shadow_);
@@ -130,6 +131,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
     return false;
   }
   if (!extractor_.Setup(m, 0, error)) return false;
+  if (!MakeCfdModel(m, s, error)) return false;
   const ProblemDims& dims = extractor_.dims();
   storage_.Allocate(dims, m->dof_parentid, m->dof_Madr, extractor_.dof_tree().data(),
                     extractor_.ntree());
@@ -150,6 +152,11 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(qc0_, nv);
   alloc(aint_, nv);
   alloc(mu_, ncon);
+  alloc(cfd_r_, ncon);
+  alloc(elastic_J_, static_cast<size_t>(kMaxBounce) * nv);
+  alloc(elastic_norm2_, kMaxBounce);
+  alloc(elastic_sigma_, kMaxBounce);
+  alloc(elastic_s_, 2 * kMaxBounce);
   efc_state_.assign(nefc, 0);
 
   // dense per-tree blocks
@@ -257,6 +264,10 @@ bool Derivative::SetSettings(const mjModel* m, const ckSettings& s, std::string*
     *error = "derivative workspace rejected the settings";
     return false;
   }
+  const ckDerivSettings &a = settings_.deriv, &b = s.deriv;
+  bool cfd_changed = a.cfd_width != b.cfd_width;
+  for (int i = 0; i < 5; i++) cfd_changed |= a.cfd_solimp[i] != b.cfd_solimp[i];
+  if (cfd_changed && !MakeCfdModel(m, s, error)) return false;
   settings_ = s;
   return true;
 }
@@ -289,6 +300,7 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
     fallback_ = "more constraint rows than the handle's capacity";
     return false;
   }
+  if (cfd_) CfdAdjustProblem(m, &p);
 
   // MuJoCo's solver works with M itself (Extract folds implicit damping in)
   for (int i = 0; i < nM_; i++) p.mass.M[i] = d->qM[i];
@@ -450,9 +462,15 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   mjData* d = d0_;
   const int nv = nv_;
 
-  // nominal forward with the derivative's own handle (cold solver: reproducible)
+  // nominal forward with the derivative's own handle (cold solver: reproducible), on the
+  // contacts-from-distance problem if that is on
   if (shadow_->solver) shadow_->solver->Reset();
-  ck_forwardSkip(shadow_, m, d, mjSTAGE_NONE, !sensors_);
+  cfd_ = cfd_model_ != nullptr;
+  if (cfd_) {
+    CfdForward(m);
+  } else {
+    ck_forwardSkip(shadow_, m, d, mjSTAGE_NONE, !sensors_);
+  }
 
   // state and smooth data
   mju_copy(q0_.data(), d->qpos, nq_);
@@ -506,7 +524,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   };
   dense(d, qderiv_.data(), 1, true);
 
-  PreparePairs(m);
+  PreparePairs(cfd_ ? cfd_model_ : m);
   if (!PrepareIntegrator(m, rk4)) return false;
 
   // inputs of the perturbation passes; their base at the nominal positions
@@ -779,23 +797,29 @@ bool Derivative::SingleStage(const mjModel* m) {
   for (int i = 0; i < nv; i++) vplus[i] = v0_[i] + h * aint_[i];
   double* maps = maps_.data();
   IntegrateMaps(m, vplus, h, maps);
+  ElasticPrepare(m);
+  ElasticSelect(vplus);
   double* out = out_col_.data();
   double* ds = sens_col_.data();
-  return Directions(m, sink_.WantsState(), sink_.WantsCtrl(), [&](int kind, int index, int col) {
-    // next state: dv+ = dv + h daint, dq+ through the position update, dact+
-    for (int i = 0; i < nv; i++) out[nv + i] = dv_[i] + h * dacc_[i];
-    IntegrateTangent(m, maps, h, dq_.data(), out + nv, out);
-    ActNext(m, act0_.data(), actdot0_.data(), dact_.data(), dactdot_.data(), h, out + 2 * nv);
-    EmitState(col, out);
-    if (sensors_) {
-      SensorTangent(m, kind, ds);
-      EmitSensor(col, ds);
-    }
-  });
+  const bool ok =
+      Directions(m, sink_.WantsState(), sink_.WantsCtrl(), [&](int kind, int index, int col) {
+        // next state: dv+ = dv + h daint, dq+ through the position update, dact+
+        for (int i = 0; i < nv; i++) out[nv + i] = dv_[i] + h * dacc_[i];
+        IntegrateTangent(m, maps, h, dq_.data(), out + nv, out);
+        ActNext(m, act0_.data(), actdot0_.data(), dact_.data(), dactdot_.data(), h, out + 2 * nv);
+        EmitState(col, out);
+        if (sensors_) {
+          SensorTangent(m, kind, ds);
+          EmitSensor(col, ds);
+        }
+      });
+  if (ok) ElasticFinish(h);
+  return ok;
 }
 
 void Derivative::EmitState(int col, const double* out) {
   const int ndx = 2 * nv_ + na_, nu = nu_;
+  if (elastic_n_) ElasticColumn(col, out);
   if (col < ndx) {
     if (sink_.A) {
       for (int i = 0; i < ndx; i++) sink_.A[i * ndx + col] = out[i];
@@ -871,6 +895,7 @@ bool Derivative::RungeKutta(const mjModel* m) {
     d0_->time = time + kC[stage] * h;
     sensors_ = stage == 0 && sensor_out;
     if (!PrepareStage(m, true)) return false;
+    if (stage == 0) ElasticPrepare(m);
     mju_copy(Fi, aint_.data(), nv);
     mju_copy(Fi + nv, actdot0_.data(), na);
 
@@ -943,6 +968,9 @@ bool Derivative::RungeKutta(const mjModel* m) {
   }
   double* out = out_col_.data();
   IntegrateMaps(m, wsum, h, maps_.data());
+  double* vnext = dvfree_.data();
+  for (int i = 0; i < nv; i++) vnext[i] = X0[nq + i] + h * rate[i];
+  ElasticSelect(vnext);
   for (int k = first; k < last; k++) {
     const double* S = S_.data() + static_cast<size_t>(k) * ndx;
     double* e = dq_.data();
@@ -955,6 +983,7 @@ bool Derivative::RungeKutta(const mjModel* m) {
     ActNext(m, X0 + nq + nv, rate + nv, ea, S + 2 * nv, h, out + 2 * nv);
     EmitState(k, out);
   }
+  ElasticFinish(h);
   return true;
 }
 

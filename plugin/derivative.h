@@ -139,6 +139,31 @@ class Derivative {
   bool SingleStage(const mjModel* m);
   bool RungeKutta(const mjModel* m);
 
+  // ---- contacts from distance (derivative_cfd.cc) ----
+  // the model copy with margins enlarged by cfd_width (null: off)
+  bool MakeCfdModel(const mjModel* m, const ckSettings& s, std::string* error);
+  // impedance continued to distance r >= 0 beyond the margin, and its slope d imp / dr
+  double CfdImpedance(const double solimp[5], double r, double* slope) const;
+  // softplus position term s(r) = -tau log(1 + exp(-r / tau)) and its slope
+  double CfdSoftplus(double r, double* slope) const;
+  // the stage's forward pass on the contacts-from-distance problem (d0_)
+  void CfdForward(const mjModel* m);
+  // MuJoCo's rows of the contacts: margin, impedance, R; then the softplus references
+  void CfdAdjustRows(mjData* d);
+  void CfdAdjustAref(mjData* d);
+  // the same on an extracted problem; records each contact's distance beyond its margin
+  void CfdAdjustProblem(const mjModel* m, Problem* p);
+
+  // ---- elastic bounce correction (derivative_elastic.cc) ----
+  static constexpr int kMaxBounce = 16;  // bouncing contacts corrected per step
+  // contacts of the stage-0 problem approaching at the start of the step
+  void ElasticPrepare(const mjModel* m);
+  // of those, the ones separating at v+
+  void ElasticSelect(const double* vnext);
+  // accumulate <W_i, X0> from a column of dq+/dq or dq+/dv; then apply the correction
+  void ElasticColumn(int col, const double* out);
+  void ElasticFinish(double h);
+
   // ---- outputs ----
   // where columns go: Jacobians (nullable) and / or the products of a VJP
   struct Sink {
@@ -166,6 +191,15 @@ class Derivative {
   ProblemStorage storage_;      // problem of the "mujoco" solver
   SoftTangent soft_;            // derivative of MuJoCo's solver
   ckSettings settings_{};
+  mjModel* cfd_model_ = nullptr;   // contacts from distance: margins + w_c (null: off)
+  double cfd_width_ = 0;           // w_c
+  double cfd_solimp_[5] = {};      // (d_c, d_0, width, midpoint, power)
+  bool cfd_ = false;               // the current stage solves the contacts-from-distance problem
+  std::vector<double> cfd_r_;      // distance of each problem contact beyond its margin (ncon)
+  int elastic_n_ = 0;              // bouncing contacts of this step
+  std::vector<double> elastic_J_;  // their normal rows, dense             (kMaxBounce x nv)
+  std::vector<double> elastic_norm2_, elastic_sigma_;  // |J_i|^2, sigma_i     (kMaxBounce)
+  std::vector<double> elastic_s_;  // <W_i, X0> of dq+/dq and dq+/dv     (2 kMaxBounce)
   const char* fallback_ = "";
   Sink sink_;
   int mode_changes_ = 0;  // pairs whose contact count changed within a nudge

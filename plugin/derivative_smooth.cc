@@ -441,24 +441,33 @@ void Derivative::RowTangents() {
     i += n;
   }
 
-  // contacts: one impedance for all rows, d(dist) on the normal
+  // contacts: one impedance for all rows, d(dist) on the normal; contacts from distance with the
+  // continued impedance and the softplus position term
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    double dimp = 0;
-    if (has_dpos_) {
-      double slope;
+    const bool from_distance = cfd_ && cfd_r_[c] >= 0;
+    double slope = 0, position = con.dist - con.margin, dposition = has_dpos_ ? dpos_[con.row] : 0;
+    if (from_distance) {
+      CfdImpedance(con.solimp, cfd_r_[c], &slope);
+      double ds;
+      position = CfdSoftplus(cfd_r_[c], &ds);
+      dposition *= ds;
+    } else if (has_dpos_) {
       Impedance(con.solimp, con.dist, con.margin, &slope);
-      dimp = slope * dpos_[con.row];
     }
+    const double dimp = has_dpos_ ? slope * dpos_[con.row] : 0;
     for (int r = 0; r < con.dim; r++) {
       const int i = con.row + r;
       dimp_[i] = dimp;
       dR_[i] = -p.R[i] * dimp / (p.imp[i] * (1 - p.imp[i]));
+      double da = has_dvel_ ? -p.KB[2 * i + 1] * dvel_[i] : 0;
+      if (r == 0 && has_dpos_) da -= p.KB[2 * i] * (dimp * position + p.imp[i] * dposition);
+      daref_[i] = da;
     }
   }
 
-  // reference acceleration: aref = -B vel - K imp (pos - margin)
-  for (int i = 0; i < p.nrow; i++) {
+  // reference acceleration of the plain rows: aref = -B vel - K imp (pos - margin)
+  for (int i = 0; i < nplain; i++) {
     const double K = p.KB[2 * i], B = p.KB[2 * i + 1];
     double da = has_dvel_ ? -B * dvel_[i] : 0;
     if (has_dpos_) da -= K * (dimp_[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * dpos_[i]);

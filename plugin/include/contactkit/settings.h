@@ -49,7 +49,9 @@ typedef struct ckLcpSettings_ {
 // derivative settings
 typedef struct ckDerivSettings_ {
   double cfd_width;              // contacts-from-distance width w_c in meters (0: off)
-  double cfd_solimp[5];          // impedance continued to positive distance for CFD
+  double cfd_solimp[5];          // CFD impedance beyond the margin: (d_c at the width, d_0 at
+                                 // zero distance (0: the contact's own), width (0: cfd_width),
+                                 // midpoint, power), MuJoCo's spline from d_0 to d_c
   int elastic_correction;        // 1: Nimble's bounce correction of the position Jacobian
   int complementarity_aware;     // 1: complementarity-aware VJP for the lcp solver
 } ckDerivSettings;
