@@ -192,6 +192,47 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   mint_.LD = mint_LD_.data();
   mint_.Dinv = mint_Dinv_.data();
 
+  // subtrees (MuJoCo orders bodies depth first, so a subtree is a range) and the
+  // joint-transmission actuators of each dof
+  subtree_last_.assign(std::max(m->nbody, 1), 0);
+  for (int b = m->nbody - 1; b >= 0; b--) {
+    subtree_last_[b] = std::max(subtree_last_[b], b);
+    if (b > 0) {
+      const int parent = m->body_parentid[b];
+      subtree_last_[parent] = std::max(subtree_last_[parent], subtree_last_[b]);
+    }
+  }
+  subtree_contiguous_ = true;
+  for (int b = 1; b < m->nbody; b++) {
+    const int parent = m->body_parentid[b];
+    subtree_contiguous_ &= parent < b && b <= subtree_last_[parent];
+  }
+  dof_act_count_.assign(std::max(nv, 1), 0);
+  dof_act_adr_.assign(std::max(nv, 1), 0);
+  dof_act_.assign(std::max(nu, 1), 0);
+  for (int i = 0; i < nu; i++) {
+    if (m->actuator_trntype[i] == mjTRN_JOINT) {
+      dof_act_count_[m->jnt_dofadr[m->actuator_trnid[2 * i]]]++;
+    }
+  }
+  for (int j = 0, adr = 0; j < nv; j++) {
+    dof_act_adr_[j] = adr;
+    adr += dof_act_count_[j];
+    dof_act_count_[j] = 0;
+  }
+  for (int i = 0; i < nu; i++) {
+    if (m->actuator_trntype[i] != mjTRN_JOINT) continue;
+    const int j = m->jnt_dofadr[m->actuator_trnid[2 * i]];
+    dof_act_[dof_act_adr_[j] + dof_act_count_[j]++] = i;
+  }
+  alloc(rne_pre_, 6 * static_cast<size_t>(nv));
+  alloc(rne_cacc_, 12 * static_cast<size_t>(m->nbody));
+  alloc(rne_cfrc_, 12 * static_cast<size_t>(m->nbody));
+  alloc(rne_dvel_, 6 * static_cast<size_t>(m->nbody));
+  alloc(rne_dacc_, 6 * static_cast<size_t>(m->nbody));
+  alloc(rne_dfrc_, 6 * static_cast<size_t>(m->nbody));
+  collide_buf_.assign(mjMAXCONPAIR, mjContact());
+
   pairs_.assign(ncon, Pair());
   con_pair_.assign(ncon, -1);
   con0_.assign(ncon, mjContact());
@@ -527,6 +568,11 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   PreparePairs(cfd_ ? cfd_model_ : m);
   if (!PrepareIntegrator(m, rk4)) return false;
 
+  // "mujoco" with constraint rows: directions in blocks; analytic position tangents where the
+  // model allows (and the solver's tangent does not need the mass matrix's)
+  batch_ = !shadow_->solver && has_rows_ && !sensors_;
+  PrepareAnalytic(m);
+
   // inputs of the perturbation passes; their base at the nominal positions
   LoadState(m, d, d1_);
   if (implicit_ || sensors_) {
@@ -657,8 +703,8 @@ void Derivative::IntegrateTangent(const mjModel* m, const double* maps, double h
 
 template <typename Fn>
 bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
-  // "mujoco" with constraint rows: one blocked solve of MuJoCo's Hessian for kBlock directions
-  batch_ = !solver_ && has_rows_ && !sensors_;
+  // "mujoco" with constraint rows (batch_): one blocked solve of MuJoCo's Hessian per kBlock
+  // directions
   int nslot = 0;
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !ctrl : !state) continue;

@@ -106,6 +106,8 @@ class Derivative {
   void SmoothVelocityProduct(const mjModel* m, mjData* d, double* out);
   // re-run the collision of the pairs the pass moved; false if a pair's contact count changed
   bool Recollide(const mjModel* m, mjData* d);
+  // the collision of pair k on the geometry in d into con1_; false if its contact count changed
+  bool RecollidePair(const mjModel* m, mjData* d, int k);
   // contact rows at the geometry of the pass
   void ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps);
   // rows before the contacts (constant Jacobian, or MuJoCo's rows at the perturbed state)
@@ -138,6 +140,17 @@ class Derivative {
   // the Jacobians of an Euler / implicit step, of an RK4 step
   bool SingleStage(const mjModel* m);
   bool RungeKutta(const mjModel* m);
+
+  // ---- analytic position tangents (derivative_analytic.cc) ----
+  // the model is in their scope; nominal Newton-Euler quantities of the stage (sets analytic_)
+  bool AnalyticScope(const mjModel* m) const;
+  void PrepareAnalytic(const mjModel* m);
+  // does perturbing dof k move the axis of dof j (j in the subtree of k's body)
+  bool Carried(const mjModel* m, int k, int j) const;
+  // d(M a + bias)/dq_k (pass 0) or d(M (a - aint))/dq_k (pass 1) into dtau (nv)
+  void RneTangent(const mjModel* m, int k, int pass, double* dtau);
+  // the tangents of the smooth data and rows along dof k
+  void AnalyticPosition(const mjModel* m, int k);
 
   // ---- contacts from distance (derivative_cfd.cc) ----
   // the model copy with margins enlarged by cfd_width (null: off)
@@ -233,6 +246,16 @@ class Derivative {
   bool implicit_ = false;  // the integrator matrix is lu_
   bool damped_ = false;    // the integrator matrix is M + h D (Euler's implicit damping)
   bool batch_ = false;     // directions go through blocks (QueueColumn)
+  bool analytic_ = false;  // position tangents from derivative_analytic.cc
+
+  // analytic position tangents
+  bool subtree_contiguous_ = false;                         // every subtree is a body range
+  std::vector<int> subtree_last_;                           // last body of each subtree (nbody)
+  std::vector<int> dof_act_count_, dof_act_adr_, dof_act_;  // actuators of each dof (nv, nv, nu)
+  std::vector<double> rne_pre_;              // velocity of each dof's cdof_dot (6 nv)
+  std::vector<double> rne_cacc_, rne_cfrc_;  // accelerations, subtree forces (2 x 6 nbody)
+  std::vector<double> rne_dvel_, rne_dacc_, rne_dfrc_;  // their tangents (6 nbody)
+  std::vector<mjContact> collide_buf_;                  // collision output (mjMAXCONPAIR)
 
   // blocks of directions ("mujoco")
   std::vector<double> blk_r_;       // right-hand sides, then dv+, row-major      (nv x kBlock)

@@ -63,7 +63,11 @@ void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
       break;
     default:
       dq_[index] = 1;
-      PositionPass(m, dq_.data(), nullptr, kPosStep);
+      if (analytic_) {
+        AnalyticPosition(m, index);
+      } else {
+        PositionPass(m, dq_.data(), nullptr, kPosStep);
+      }
   }
 
   // dv_free = dv + h M_p^-1 (dqfrc_smooth - dM_p (v_free - v) / h), M_p the problem's matrix
@@ -259,62 +263,70 @@ void Derivative::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out)
 
 bool Derivative::Recollide(const mjModel* m, mjData* d) {
   bool same = true;
-  mjContact buf[mjMAXCONPAIR];
   for (int k = 0; k < npair_; k++) {
     const Pair& pr = pairs_[k];
     if (!body_moved_[pr.body1] && !body_moved_[pr.body2]) {
       for (int c = pr.first; c < pr.first + pr.count; c++) con1_[c] = con0_[c];
       continue;
     }
-    std::memset(buf, 0, sizeof(buf));
-    const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
-    int n = mjCOLLISIONFUNC[t1][t2](m, d, buf, pr.g1, pr.g2, pr.margin);
-
-    // box-box repeats, as mj_collideGeoms removes them
-    if (t1 == mjGEOM_BOX && t2 == mjGEOM_BOX) {
-      int kept = 0;
-      for (int i = 0; i < n; i++) {
-        bool repeat = false;
-        for (int j = i + 1; j < n && !repeat; j++) {
-          repeat = buf[i].pos[0] == buf[j].pos[0] && buf[i].pos[1] == buf[j].pos[1] &&
-                   buf[i].pos[2] == buf[j].pos[2];
-        }
-        if (!repeat) buf[kept++] = buf[i];
-      }
-      n = kept;
-    }
-    if (n != pr.count) {
-      // the contact set changes within the nudge: keep the nominal geometry of this pair
+    if (!RecollidePair(m, d, k)) {
       same = false;
       mode_changes_++;
-      for (int c = pr.first; c < pr.first + pr.count; c++) con1_[c] = con0_[c];
-      continue;
-    }
-    // match each nominal contact with the nearest new one (colliders may reorder contacts of
-    // equal depth, e.g. a capsule's two ends, as the pose changes)
-    bool taken[mjMAXCONPAIR] = {};
-    for (int i = 0; i < n; i++) {
-      const mjContact& nominal = con0_[pr.first + i];
-      int best = -1;
-      double best_dist = 0;
-      for (int j = 0; j < n; j++) {
-        if (taken[j]) continue;
-        const double dd = mju_dist3(buf[j].pos, nominal.pos);
-        if (best < 0 || dd < best_dist) {
-          best = j;
-          best_dist = dd;
-        }
-      }
-      taken[best] = true;
-      mjContact& out = con1_[pr.first + i];
-      out = nominal;
-      MakeFrame(buf[best].frame);
-      out.dist = buf[best].dist;
-      mju_copy3(out.pos, buf[best].pos);
-      mju_copy(out.frame, buf[best].frame, 9);
     }
   }
   return same;
+}
+
+bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k) {
+  const Pair& pr = pairs_[k];
+  mjContact* buf = collide_buf_.data();
+  std::memset(buf, 0, sizeof(mjContact) * mjMAXCONPAIR);
+  const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
+  int n = mjCOLLISIONFUNC[t1][t2](m, d, buf, pr.g1, pr.g2, pr.margin);
+
+  // box-box repeats, as mj_collideGeoms removes them
+  if (t1 == mjGEOM_BOX && t2 == mjGEOM_BOX) {
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+      bool repeat = false;
+      for (int j = i + 1; j < n && !repeat; j++) {
+        repeat = buf[i].pos[0] == buf[j].pos[0] && buf[i].pos[1] == buf[j].pos[1] &&
+                 buf[i].pos[2] == buf[j].pos[2];
+      }
+      if (!repeat) buf[kept++] = buf[i];
+    }
+    n = kept;
+  }
+  if (n != pr.count) {
+    // the contact set changes within the nudge: keep the nominal geometry of this pair
+    for (int c = pr.first; c < pr.first + pr.count; c++) con1_[c] = con0_[c];
+    return false;
+  }
+
+  // match each nominal contact with the nearest new one (colliders may reorder contacts of equal
+  // depth, e.g. a capsule's two ends, as the pose changes)
+  bool taken[mjMAXCONPAIR] = {};
+  for (int i = 0; i < n; i++) {
+    const mjContact& nominal = con0_[pr.first + i];
+    int best = -1;
+    double best_dist = 0;
+    for (int j = 0; j < n; j++) {
+      if (taken[j]) continue;
+      const double dd = mju_dist3(buf[j].pos, nominal.pos);
+      if (best < 0 || dd < best_dist) {
+        best = j;
+        best_dist = dd;
+      }
+    }
+    taken[best] = true;
+    mjContact& out = con1_[pr.first + i];
+    out = nominal;
+    MakeFrame(buf[best].frame);
+    out.dist = buf[best].dist;
+    mju_copy3(out.pos, buf[best].pos);
+    mju_copy(out.frame, buf[best].frame, 9);
+  }
+  return true;
 }
 
 void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps) {
