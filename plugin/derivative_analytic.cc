@@ -99,7 +99,7 @@ bool Derivative::AnalyticScope(const mjModel* m) const {
 
 void Derivative::PrepareAnalytic(const mjModel* m) {
   const mjData* d = d0_;
-  analytic_ = !sensors_ && (batch_ || !has_rows_) && !implicit_ && !cfd_ &&
+  analytic_ = !sensors_ && (batch_ || !has_rows_) && !implicit_ &&
               !(has_rows_ && plain_varying_) && AnalyticScope(m);
   for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = d->xfrc_applied[i] == 0;
   if (!analytic_) return;
