@@ -153,6 +153,9 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(aint_, nv);
   alloc(mu_, ncon);
   alloc(cfd_r_, ncon);
+  alloc(con_slope_, ncon);
+  alloc(con_position_, ncon);
+  alloc(con_dposition_, ncon);
   alloc(elastic_J_, static_cast<size_t>(kMaxBounce) * nv);
   alloc(elastic_norm2_, kMaxBounce);
   alloc(elastic_sigma_, kMaxBounce);
@@ -542,10 +545,17 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
     }
     plain_varying_ = false;
     for (int i = 0; i < p_->ne + p_->nf + p_->nl; i++) plain_varying_ |= PlainRowVaries(m, i);
+    PrepareRowSlopes();
   }
 
-  // velocity derivative of the smooth forces, dense per tree
-  SmoothVelDerivative(m, d);
+  // "mujoco" with constraint rows: directions in blocks; analytic position tangents where the
+  // model allows (and the solver's tangent does not need the mass matrix's)
+  implicit_ = !rk4 && IsImplicit(m);
+  batch_ = !shadow_->solver && has_rows_ && !sensors_;
+  DecideAnalytic(m);
+
+  // velocity derivative of the smooth forces, dense per tree (analytic: per direction)
+  if (!analytic_) SmoothVelDerivative(m, d);
   // out (+)= sign qDeriv of src in the dense per-tree blocks
   auto dense = [&](const mjData* src, double* out, double sign, bool clear) {
     const int* rownnz = DRowNnz(m, src);
@@ -563,15 +573,11 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
       }
     }
   };
-  dense(d, qderiv_.data(), 1, true);
+  if (!analytic_) dense(d, qderiv_.data(), 1, true);
 
   PreparePairs(cfd_ ? cfd_model_ : m);
   if (!PrepareIntegrator(m, rk4)) return false;
-
-  // "mujoco" with constraint rows: directions in blocks; analytic position tangents where the
-  // model allows (and the solver's tangent does not need the mass matrix's)
-  batch_ = !shadow_->solver && has_rows_ && !sensors_;
-  PrepareAnalytic(m);
+  if (analytic_) PrepareAnalytic(m);
 
   // inputs of the perturbation passes; their base at the nominal positions
   LoadState(m, d, d1_);
@@ -748,18 +754,22 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   double* pc = blk_p_.data() + static_cast<size_t>(slot) * nv;
   mju_copy(pc, dqderiv_a_.data(), nv);
   if (has_dM_) {
-    // with a = qacc of the solver: r -= h dM a, and P = dM (a - aint) + h dqDeriv aint
+    // with a = qacc of the solver: r -= h dM a, and P = dM (a - aint) + h dqDeriv aint (a and
+    // aint differ only under Euler's implicit damping and the implicit integrator)
     const double* a = d0_->qacc;
+    const bool p_term = damped_ || implicit_;
     for (int i = 0; i < nv; i++) {
       int adr = m->dof_Madr[i];
       const double mii = dM_[adr++];
       r[i] -= h * mii * a[i];
-      pc[i] += mii * (a[i] - aint_[i]);
+      if (p_term) pc[i] += mii * (a[i] - aint_[i]);
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
         r[i] -= h * dM_[adr] * a[j];
         r[j] -= h * dM_[adr] * a[i];
-        pc[i] += dM_[adr] * (a[j] - aint_[j]);
-        pc[j] += dM_[adr] * (a[i] - aint_[i]);
+        if (p_term) {
+          pc[i] += dM_[adr] * (a[j] - aint_[j]);
+          pc[j] += dM_[adr] * (a[i] - aint_[i]);
+        }
       }
     }
   }
@@ -804,13 +814,23 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     (kind == kCtrl ? du_ : kind == kAct ? dact_ : kind == kVel ? dv_ : dq_)[index] = 1;
     mju_copy(dactdot_.data(), blk_actdot_.data() + static_cast<size_t>(slot) * na_, na_);
 
-    // M_int dacc = M (dv+ - dv) / h + P
+    // M_int dacc = M x / h + P with x = dv+ - dv: dacc = x / h when M_int = M (P = 0), and
+    // x / h + M_E^-1 (P - D x) for Euler's M_E = M + h D
     double* x = tmp2_.data();
-    for (int i = 0; i < nv; i++) x[i] = blk_r_[static_cast<size_t>(i) * nb + slot] - dv_[i];
-    p.mass.Mul(x, dacc_.data());
     const double* pc = blk_p_.data() + static_cast<size_t>(slot) * nv;
-    for (int i = 0; i < nv; i++) dacc_[i] = dacc_[i] / h + pc[i];
-    IntegratorSolve(dacc_.data());
+    for (int i = 0; i < nv; i++) x[i] = blk_r_[static_cast<size_t>(i) * nb + slot] - dv_[i];
+    if (implicit_) {
+      p.mass.Mul(x, dacc_.data());
+      for (int i = 0; i < nv; i++) dacc_[i] = dacc_[i] / h + pc[i];
+      IntegratorSolve(dacc_.data());
+    } else if (damped_) {
+      double* y = tmp_.data();
+      for (int i = 0; i < nv; i++) y[i] = pc[i] - m->dof_damping[i] * x[i];
+      IntegratorSolve(y);
+      for (int i = 0; i < nv; i++) dacc_[i] = x[i] / h + y[i];
+    } else {
+      for (int i = 0; i < nv; i++) dacc_[i] = x[i] / h;
+    }
     fn(kind, index, blk_col_[slot]);
   }
 }

@@ -113,8 +113,10 @@ class Derivative {
   // rows before the contacts (constant Jacobian, or MuJoCo's rows at the perturbed state)
   void PlainRowTangent(const mjModel* m, const double* dq, double eps);
   bool PlainRowVaries(const mjModel* m, int i) const;
-  // impedance, regularizer and reference acceleration tangents from dpos_, dvel_
+  // impedance, regularizer and reference acceleration tangents from dpos_, dvel_; the contacts'
+  // impedance slopes and position terms of the stage
   void RowTangents();
+  void PrepareRowSlopes();
   // sensor tangents of the current direction (after SolveTangent)
   void SensorTangent(const mjModel* m, int kind, double* ds);
 
@@ -144,13 +146,17 @@ class Derivative {
   // ---- analytic position tangents (derivative_analytic.cc) ----
   // the model is in their scope; nominal Newton-Euler quantities of the stage (sets analytic_)
   bool AnalyticScope(const mjModel* m) const;
+  void DecideAnalytic(const mjModel* m);
   void PrepareAnalytic(const mjModel* m);
   // does perturbing dof k move the axis of dof j (j in the subtree of k's body)
   bool Carried(const mjModel* m, int k, int j) const;
   // d(M a + bias)/dq_k (pass 0) or d(M (a - aint))/dq_k (pass 1) into dtau (nv)
   void RneTangent(const mjModel* m, int k, int pass, double* dtau);
-  // the tangents of the smooth data and rows along dof k
+  // d bias / dv_k into dtau (nv)
+  void RneVelTangent(const mjModel* m, int k, double* dtau);
+  // the tangents of the smooth data (and rows) along position / velocity dof k
   void AnalyticPosition(const mjModel* m, int k);
+  void AnalyticVelocity(const mjModel* m, int k);
 
   // ---- contacts from distance (derivative_cfd.cc) ----
   // the model copy with margins enlarged by cfd_width (null: off)
@@ -204,12 +210,13 @@ class Derivative {
   ProblemStorage storage_;      // problem of the "mujoco" solver
   SoftTangent soft_;            // derivative of MuJoCo's solver
   ckSettings settings_{};
-  mjModel* cfd_model_ = nullptr;   // contacts from distance: margins + w_c (null: off)
-  double cfd_width_ = 0;           // w_c
-  double cfd_solimp_[5] = {};      // (d_c, d_0, width, midpoint, power)
-  bool cfd_ = false;               // the current stage solves the contacts-from-distance problem
-  std::vector<double> cfd_r_;      // distance of each problem contact beyond its margin (ncon)
-  int elastic_n_ = 0;              // bouncing contacts of this step
+  mjModel* cfd_model_ = nullptr;  // contacts from distance: margins + w_c (null: off)
+  double cfd_width_ = 0;          // w_c
+  double cfd_solimp_[5] = {};     // (d_c, d_0, width, midpoint, power)
+  bool cfd_ = false;              // the current stage solves the contacts-from-distance problem
+  std::vector<double> cfd_r_;     // distance of each problem contact beyond its margin (ncon)
+  std::vector<double> con_slope_, con_position_, con_dposition_;  // PrepareRowSlopes (ncon)
+  int elastic_n_ = 0;                                             // bouncing contacts of this step
   std::vector<double> elastic_J_;  // their normal rows, dense             (kMaxBounce x nv)
   std::vector<double> elastic_norm2_, elastic_sigma_;  // |J_i|^2, sigma_i     (kMaxBounce)
   std::vector<double> elastic_s_;  // <W_i, X0> of dq+/dq and dq+/dv     (2 kMaxBounce)

@@ -97,12 +97,14 @@ bool Derivative::AnalyticScope(const mjModel* m) const {
   return subtree_contiguous_;
 }
 
+void Derivative::DecideAnalytic(const mjModel* m) {
+  analytic_ = !sensors_ && (batch_ || !has_rows_) && !implicit_ && !(has_rows_ && plain_varying_) &&
+              AnalyticScope(m);
+  for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = d0_->xfrc_applied[i] == 0;
+}
+
 void Derivative::PrepareAnalytic(const mjModel* m) {
   const mjData* d = d0_;
-  analytic_ = !sensors_ && (batch_ || !has_rows_) && !implicit_ &&
-              !(has_rows_ && plain_varying_) && AnalyticScope(m);
-  for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = d->xfrc_applied[i] == 0;
-  if (!analytic_) return;
   const int nbody = m->nbody;
   const double* cdof = d->cdof;
   const double* cvel = d->cvel;
@@ -274,6 +276,106 @@ void Derivative::RneTangent(const mjModel* m, int k, int pass, double* dtau) {
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
       dtau[j] = mju_dot(cdof + 6 * j, top, 6);
     }
+  }
+}
+
+void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
+  const mjData* d = d0_;
+  const int nv = nv_;
+  const double* cdof = d->cdof;
+  const double* cvel = d->cvel;
+  const int b0 = m->dof_bodyid[k], last = subtree_last_[b0];
+  double* dvel = rne_dvel_.data();
+  double* dacc = rne_dacc_.data();
+  double* dfrc = rne_dfrc_.data();
+
+  // forward over the subtree: cvel changes by cdof_k after dof k, cdof_dot through its velocity
+  for (int b = b0; b <= last; b++) {
+    double run[6], racc[6];
+    if (b == b0) {
+      mju_zero(run, 6);
+      mju_zero(racc, 6);
+    } else {
+      mju_copy(run, dvel + 6 * m->body_parentid[b], 6);
+      mju_copy(racc, dacc + 6 * m->body_parentid[b], 6);
+    }
+    const int bda = m->body_dofadr[b];
+    for (int j = bda; j < bda + m->body_dofnum[b];) {
+      const int type = m->jnt_type[m->dof_jntid[j]];
+      const int n = type == mjJNT_FREE ? 6 : type == mjJNT_BALL ? 3 : 1;
+      double pre[6];
+      mju_copy(pre, run, 6);
+      for (int q = 0; q < n; q++) {
+        const int dof = j + q;
+        if (type == mjJNT_FREE && q == 3) mju_copy(pre, run, 6);
+        if (!(type == mjJNT_FREE && q < 3)) {
+          double t[6];
+          CrossMotion(t, pre, cdof + 6 * dof);
+          AddScl6(racc, t, v0_[dof]);
+        }
+        if (dof == k) {
+          AddScl6(racc, d->cdof_dot + 6 * dof, 1);
+          AddScl6(run, cdof + 6 * dof, 1);
+        }
+        if (type != mjJNT_FREE && type != mjJNT_BALL) mju_copy(pre, run, 6);
+      }
+      j += n;
+    }
+    mju_copy(dvel + 6 * b, run, 6);
+    mju_copy(dacc + 6 * b, racc, 6);
+
+    // d cfrc_body = I dcacc + dcvel x* I cvel + cvel x* I dcvel
+    const double* inert = d->cinert + 10 * b;
+    double* f = dfrc + 6 * b;
+    double iv[6], t[6];
+    MulInert(f, inert, racc);
+    MulInert(iv, inert, cvel + 6 * b);
+    CrossForce(t, run, iv);
+    for (int r = 0; r < 6; r++) f[r] += t[r];
+    MulInert(iv, inert, run);
+    CrossForce(t, cvel + 6 * b, iv);
+    for (int r = 0; r < 6; r++) f[r] += t[r];
+  }
+  for (int b = last; b > b0; b--) AddScl6(dfrc + 6 * m->body_parentid[b], dfrc + 6 * b, 1);
+
+  // dtau_j = cdof_j . dcfrc_sub over the subtree and the ancestors
+  mju_zero(dtau, nv);
+  for (int b = b0; b <= last; b++) {
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      dtau[j] = mju_dot(cdof + 6 * j, dfrc + 6 * b, 6);
+    }
+  }
+  for (int b = m->body_parentid[b0]; b > 0; b = m->body_parentid[b]) {
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      dtau[j] = mju_dot(cdof + 6 * j, dfrc + 6 * b0, 6);
+    }
+  }
+}
+
+void Derivative::AnalyticVelocity(const mjModel* m, int k) {
+  mjData* d = d0_;
+  const int nv = nv_, na = na_;
+
+  // -dbias/dv_k, joint damping, and the actuators on this dof (through their velocity)
+  double* dtau = tmp2_.data();
+  RneVelTangent(m, k, dtau);
+  for (int i = 0; i < nv; i++) dfs_[i] = -dtau[i];
+  mju_zero(dactdot_.data(), na);
+  if (!mjDISABLED(mjDSBL_PASSIVE)) dfs_[k] -= m->dof_damping[k];
+  if (dof_act_count_[k]) {
+    const double e = 1e-6;
+    for (int q = 0; q < dof_act_count_[k]; q++) {
+      const int i = dof_act_[dof_act_adr_[k] + q];
+      d->actuator_velocity[i] += e * m->actuator_gear[6 * i];
+    }
+    mj_fwdActuation(m, d);
+    for (int q = 0; q < dof_act_count_[k]; q++) {
+      const int i = dof_act_[dof_act_adr_[k] + q];
+      d->actuator_velocity[i] -= e * m->actuator_gear[6 * i];
+    }
+    for (int i = 0; i < nv; i++) dfs_[i] += (d->qfrc_actuator[i] - qfrc_act0_[i]) / e;
+    for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
+    RestoreActuation();
   }
 }
 

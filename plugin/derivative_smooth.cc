@@ -144,12 +144,16 @@ void Derivative::RestoreActuation() {
 void Derivative::VelocityTangent(const mjModel* m, int index) {
   const int nv = nv_;
 
-  // smooth forces: column of qDeriv (its tree's dense block)
-  mju_zero(dfs_.data(), nv);
-  mju_zero(dactdot_.data(), na_);
+  // smooth forces: column of qDeriv (its tree's dense block), or analytic
   const int t = extractor_.dof_tree()[index], n = tree_size_[t], b = tree_begin_[t];
-  const double* blk = qderiv_.data() + tree_adr_[t] + (index - b) * n;
-  for (int i = 0; i < n; i++) dfs_[b + i] = blk[i];
+  if (analytic_) {
+    AnalyticVelocity(m, index);
+  } else {
+    mju_zero(dfs_.data(), nv);
+    mju_zero(dactdot_.data(), na_);
+    const double* blk = qderiv_.data() + tree_adr_[t] + (index - b) * n;
+    for (int i = 0; i < n; i++) dfs_[b + i] = blk[i];
+  }
 
   // implicit: d(qDeriv aint)/dv of the velocity-bilinear RNE part
   if (implicit_) {
@@ -424,6 +428,22 @@ bool Derivative::PlainRowVaries(const mjModel* m, int i) const {
   return true;  // equality
 }
 
+void Derivative::PrepareRowSlopes() {
+  // per contact: d imp / d dist, the position term of aref and its slope (1, or the softplus')
+  const Problem& p = *p_;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (cfd_ && cfd_r_[c] >= 0) {
+      CfdImpedance(con.solimp, cfd_r_[c], &con_slope_[c]);
+      con_position_[c] = CfdSoftplus(cfd_r_[c], &con_dposition_[c]);
+    } else {
+      Impedance(con.solimp, con.dist, con.margin, &con_slope_[c]);
+      con_position_[c] = con.dist - con.margin;
+      con_dposition_[c] = 1;
+    }
+  }
+}
+
 void Derivative::RowTangents() {
   const Problem& p = *p_;
   const int nplain = p.ne + p.nf + p.nl;
@@ -457,23 +477,16 @@ void Derivative::RowTangents() {
   // continued impedance and the softplus position term
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    const bool from_distance = cfd_ && cfd_r_[c] >= 0;
-    double slope = 0, position = con.dist - con.margin, dposition = has_dpos_ ? dpos_[con.row] : 0;
-    if (from_distance) {
-      CfdImpedance(con.solimp, cfd_r_[c], &slope);
-      double ds;
-      position = CfdSoftplus(cfd_r_[c], &ds);
-      dposition *= ds;
-    } else if (has_dpos_) {
-      Impedance(con.solimp, con.dist, con.margin, &slope);
-    }
-    const double dimp = has_dpos_ ? slope * dpos_[con.row] : 0;
+    const double dposition = has_dpos_ ? con_dposition_[c] * dpos_[con.row] : 0;
+    const double dimp = has_dpos_ ? con_slope_[c] * dpos_[con.row] : 0;
     for (int r = 0; r < con.dim; r++) {
       const int i = con.row + r;
       dimp_[i] = dimp;
       dR_[i] = -p.R[i] * dimp / (p.imp[i] * (1 - p.imp[i]));
       double da = has_dvel_ ? -p.KB[2 * i + 1] * dvel_[i] : 0;
-      if (r == 0 && has_dpos_) da -= p.KB[2 * i] * (dimp * position + p.imp[i] * dposition);
+      if (r == 0 && has_dpos_) {
+        da -= p.KB[2 * i] * (dimp * con_position_[c] + p.imp[i] * dposition);
+      }
       daref_[i] = da;
     }
   }
