@@ -102,6 +102,22 @@ inline const int* DRowAdr(const mjModel*, const mjData* d) { return d->D_rowadr;
 inline const int* DColInd(const mjModel*, const mjData* d) { return d->D_colind; }
 #endif
 
+// joint springs and dampers switched off (3.x has a flag for each, 2.x one for both)
+inline bool SpringsDisabled(const mjModel* m) {
+#if CK_MJ3
+  return m->opt.disableflags & mjDSBL_SPRING;
+#else
+  return m->opt.disableflags & mjDSBL_PASSIVE;
+#endif
+}
+inline bool DampersDisabled(const mjModel* m) {
+#if CK_MJ3
+  return m->opt.disableflags & mjDSBL_DAMPER;
+#else
+  return m->opt.disableflags & mjDSBL_PASSIVE;
+#endif
+}
+
 // composite rigid body inertia into qM (mj_crb on 2.x, mj_makeM on 3.x)
 inline void MassMatrix(const mjModel* m, mjData* d) {
 #if CK_MJ3

@@ -161,6 +161,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(elastic_sigma_, kMaxBounce);
   alloc(elastic_s_, 2 * kMaxBounce);
   efc_state_.assign(nefc, 0);
+  alloc(efc_jar_, nefc);
 
   // dense per-tree blocks
   const int ntree = extractor_.ntree();
@@ -372,7 +373,13 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
     mu_[c] = d->contact[con.mj_index].mu;
   }
 
-  // MuJoCo's rows
+  // MuJoCo's rows; their states at the solution (MuJoCo 3.x's island solver leaves efc_state
+  // unset, so the states come from MuJoCo's own classification of jar = J qacc - aref)
+#if CK_MJ3
+  mj_mulJacVec(m, d, efc_jar_.data(), d->qacc);
+  for (int i = 0; i < d->nefc; i++) efc_jar_[i] -= d->efc_aref[i];
+  mj_constraintUpdate(m, d, efc_jar_.data(), nullptr, 0);
+#endif
   for (int i = 0; i < d->nefc; i++) efc_state_[i] = d->efc_state[i];
   SoftRows rows;
   rows.elliptic = elliptic;

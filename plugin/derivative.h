@@ -240,8 +240,9 @@ class Derivative {
   std::vector<double> actdot0_;              // act_dot                                       (na)
   std::vector<double> qc0_;                  // qfrc_constraint                               (nv)
   std::vector<double> aint_;                 // acceleration the integrator uses              (nv)
-  std::vector<double> mu_;      // MuJoCo's regularized cone friction per contact (ncon)
-  std::vector<int> efc_state_;  // MuJoCo's row states                           (nefc cap)
+  std::vector<double> mu_;       // MuJoCo's regularized cone friction per contact (ncon)
+  std::vector<double> efc_jar_;  // J qacc - aref of MuJoCo's rows (3.x)        (nefc cap)
+  std::vector<int> efc_state_;   // MuJoCo's row states                           (nefc cap)
   std::vector<int> tree_begin_, tree_size_, tree_adr_;  // dense per-tree blocks     (ntree)
   std::vector<double> qderiv_;                          // qDeriv, per-tree blocks, column-major
   std::vector<double> qderiv_rne_;  // implicit: RNE part of qDeriv at velocity aint

@@ -361,7 +361,7 @@ void Derivative::AnalyticVelocity(const mjModel* m, int k) {
   RneVelTangent(m, k, dtau);
   for (int i = 0; i < nv; i++) dfs_[i] = -dtau[i];
   mju_zero(dactdot_.data(), na);
-  if (!mjDISABLED(mjDSBL_PASSIVE)) dfs_[k] -= m->dof_damping[k];
+  if (!DampersDisabled(m)) dfs_[k] -= m->dof_damping[k];
   if (dof_act_count_[k]) {
     const double e = 1e-6;
     for (int q = 0; q < dof_act_count_[k]; q++) {
@@ -394,8 +394,7 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     for (int i = 0; i < nv; i++) dqderiv_a_[i] = dtau[i];  // dM (a - aint), added to P
   }
   const int jnt = m->dof_jntid[k];
-  if (!mjDISABLED(mjDSBL_PASSIVE) &&
-      (m->jnt_type[jnt] == mjJNT_HINGE || m->jnt_type[jnt] == mjJNT_SLIDE)) {
+  if (!SpringsDisabled(m) && (m->jnt_type[jnt] == mjJNT_HINGE || m->jnt_type[jnt] == mjJNT_SLIDE)) {
     dfs_[k] -= m->jnt_stiffness[jnt];
   }
   if (dof_act_count_[k]) {

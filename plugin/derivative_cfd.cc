@@ -145,6 +145,9 @@ void Derivative::CfdForward(const mjModel* m) {
   // position stage with every margin enlarged, then MuJoCo's rows adjusted
   mj_fwdPosition(cfd_model_, d);
   CfdAdjustRows(d);
+#if CK_MJ3
+  mj_island(m, d);  // the island solver's copies of R and D
+#endif
   mj_projectConstraint(m, d);
   if (sensors_) mj_sensorPos(m, d);
 

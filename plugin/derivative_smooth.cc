@@ -542,24 +542,39 @@ void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
     d->qacc[i] = d0->qacc[i] + e * da[i];
     d->qfrc_constraint[i] = qc0_[i] + e * dqc_[i];
   }
-  d->ncon = d0->ncon;
-  const std::vector<mjContact>& con = kind == kPos ? con1_ : con0_;
-  for (int c = 0; c < d0->ncon; c++) d->contact[c] = con[c];
-  if (has_rows_) {
+  // contacts and MuJoCo's rows at this state (in 3.x's arena too), forces of the linearized
+  // solution when the contact set is the nominal one
+  const mjModel* mc = cfd_ ? cfd_model_ : m;
+  mj_collision(mc, d);
+  mj_makeConstraint(mc, d);
+  if (has_rows_ && d->ncon == d0->ncon && d->nefc == d0->nefc) {
     const Problem& p = *p_;
     const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
-    d->nefc = d0->nefc;
-    for (int i = 0; i < d0->nefc; i++) {
-      d->efc_type[i] = d0->efc_type[i];
-      d->efc_id[i] = d0->efc_id[i];
-      d->efc_force[i] = 0;
-    }
+    for (int i = 0; i < d->nefc; i++) d->efc_force[i] = 0;
     for (int i = 0; i < p.ne + p.nf + p.nl; i++) d->efc_force[i] = sol_->force[i] + e * df_[i];
     for (int c = 0; c < p.ncon; c++) {
       const Contact& pc = p.con[c];
       double f[6];
       for (int r = 0; r < pc.dim; r++) f[r] = sol_->force[pc.row + r] + e * df_[pc.row + r];
-      double* out = d->efc_force + pc.efc_address;
+
+      // the same contact here: same pair, nearest point (colliders may reorder a pair's contacts)
+      const mjContact& nominal = d0->contact[pc.mj_index];
+      int best = -1;
+      double best_dist = 0;
+      for (int k = 0; k < d->ncon; k++) {
+        const mjContact& cand = d->contact[k];
+        if (ContactGeom(&cand, 0) != pc.geom[0] || ContactGeom(&cand, 1) != pc.geom[1] ||
+            cand.efc_address < 0) {
+          continue;
+        }
+        const double dd = mju_dist3(cand.pos, nominal.pos);
+        if (best < 0 || dd < best_dist) {
+          best = k;
+          best_dist = dd;
+        }
+      }
+      if (best < 0) continue;
+      double* out = d->efc_force + d->contact[best].efc_address;
       if (pc.dim == 1 || !pyramidal) {
         for (int r = 0; r < pc.dim; r++) out[r] = f[r];
       } else {
@@ -571,13 +586,14 @@ void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
         }
       }
     }
+  } else {
+    mode_changes_++;
+    for (int i = 0; i < d->nefc; i++) d->efc_force[i] = 0;
   }
   mj_sensorAcc(m, d);
   for (int i = 0; i < ns_; i++) ds[i] = (d->sensordata[i] - d0->sensordata[i]) / e;
 
   // back to the nominal inputs
-  d->nefc = 0;
-  d->ncon = 0;
   mju_copy(d->qvel, v0_.data(), nv);
   mju_copy(d->act, act0_.data(), na_);
   mju_copy(d->ctrl, u0_.data(), nu_);
