@@ -153,6 +153,8 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(aint_, nv);
   alloc(mu_, ncon);
   alloc(cfd_r_, ncon);
+  modes_.assign(ncon, -1);
+  alloc(gsave_, static_cast<size_t>(2 * nv + na + nu));
   alloc(con_slope_, ncon);
   alloc(con_position_, ncon);
   alloc(con_dposition_, ncon);
@@ -553,6 +555,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
     plain_varying_ = false;
     for (int i = 0; i < p_->ne + p_->nf + p_->nl; i++) plain_varying_ |= PlainRowVaries(m, i);
     PrepareRowSlopes();
+    if (apply_modes_ && solver_) solver_->SetTangentModes(*p_, modes_.data());
   }
 
   // "mujoco" with constraint rows: directions in blocks; analytic position tangents where the
@@ -1098,13 +1101,73 @@ int Derivative::Vjp(const mjModel* m, const mjData* d, const mjtNum* dx, const m
   sink_.ds = ds;
   sink_.gx = gx;
   sink_.gu = gu;
-  if (Run(m, d) == 0) return 0;
+  if (Run(m, d) != 0) {
+    // fallback: forward differences, one column at a time through the same sink
+    if (gx) mju_zero(gx, ndx);
+    if (gu) mju_zero(gu, nu_);
+    FiniteDiffSink(m, d, kNudge, 0);
+    return 1;
+  }
+  if (settings_.deriv.complementarity_aware && dx && m->opt.integrator != mjINT_RK4) {
+    ComplementarityAware(m, d);
+  }
+  return 0;
+}
 
-  // fallback: forward differences, one column at a time through the same sink
-  if (gx) mju_zero(gx, ndx);
-  if (gu) mju_zero(gu, nu_);
-  FiniteDiffSink(m, d, kNudge, 0);
-  return 1;
+void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
+  // Nimble section IV-D: reclassify each contact by the sign of the loss's sensitivity to its
+  // separation, g_c = J_c M^-1 dL/dv+ (g < 0: the loss wants the contact to open), and keep the
+  // classification whose gradient is larger, |dL/dq|^2 + |dL/du|^2 / h
+  if (!has_rows_ || !solver_) return;
+  const Problem& p = *p_;
+  const int nv = nv_, nu = nu_, ndx = 2 * nv + na_;
+  const double h = m->opt.timestep;
+
+  // dL/dv+ from the next state's adjoint: dv+ enters the velocities directly and the positions
+  // through the position update (transpose of IntegrateTangent's velocity part)
+  double* lam = tmp2_.data();
+  mju_copy(lam, sink_.dx + nv, nv);
+  for (int j = 0; j < m->njnt; j++) {
+    int v = m->jnt_dofadr[j];
+    const int type = m->jnt_type[j];
+    if (type == mjJNT_FREE) {
+      for (int i = 0; i < 3; i++) lam[v + i] += h * sink_.dx[v + i];
+      v += 3;
+    }
+    if (type == mjJNT_FREE || type == mjJNT_BALL) {
+      const double* Jr = maps_.data() + 18 * j + 9;
+      for (int i = 0; i < 3; i++) {
+        for (int r = 0; r < 3; r++) lam[v + i] += h * Jr[3 * r + i] * sink_.dx[v + r];
+      }
+    } else {
+      lam[v] += h * sink_.dx[v];
+    }
+  }
+  p.mass.Solve(lam);
+  for (int c = 0; c < p.ncon; c++) modes_[c] = p.J.Dot(p.con[c].row, lam) < 0 ? 0 : 1;
+  if (!solver_->SetTangentModes(p, modes_.data())) return;
+
+  // the gradient with that classification
+  double* first = gsave_.data();
+  auto score = [&](const double* gx, const double* gu) {
+    double s = 0;
+    for (int i = 0; i < nv && gx; i++) s += gx[i] * gx[i];
+    for (int i = 0; i < nu && gu; i++) s += gu[i] * gu[i] / h;
+    return s;
+  };
+  if (sink_.gx) mju_copy(first, sink_.gx, ndx);
+  if (sink_.gu) mju_copy(first + ndx, sink_.gu, nu);
+  const double s1 = score(sink_.gx, sink_.gu);
+  if (sink_.gx) mju_zero(sink_.gx, ndx);
+  if (sink_.gu) mju_zero(sink_.gu, nu);
+  apply_modes_ = true;
+  const int ok = Run(m, d);
+  apply_modes_ = false;
+  if (solver_) solver_->SetTangentModes(*p_, nullptr);
+  if (ok != 0 || s1 >= score(sink_.gx, sink_.gu)) {
+    if (sink_.gx) mju_copy(sink_.gx, first, ndx);
+    if (sink_.gu) mju_copy(sink_.gu, first + ndx, nu);
+  }
 }
 
 }  // namespace contactkit

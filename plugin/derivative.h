@@ -183,6 +183,10 @@ class Derivative {
   void ElasticColumn(int col, const double* out);
   void ElasticFinish(double h);
 
+  // ---- complementarity-aware VJP (derivative.cc) ----
+  // a second VJP with the contacts reclassified by the adjoint; keeps the larger gradient
+  void ComplementarityAware(const mjModel* m, const mjData* d);
+
   // ---- outputs ----
   // where columns go: Jacobians (nullable) and / or the products of a VJP
   struct Sink {
@@ -216,8 +220,11 @@ class Derivative {
   bool cfd_ = false;              // the current stage solves the contacts-from-distance problem
   std::vector<double> cfd_r_;     // distance of each problem contact beyond its margin (ncon)
   std::vector<double> con_slope_, con_position_, con_dposition_;  // PrepareRowSlopes (ncon)
-  int elastic_n_ = 0;                                             // bouncing contacts of this step
-  std::vector<double> elastic_J_;  // their normal rows, dense             (kMaxBounce x nv)
+  std::vector<signed char> modes_;  // contact classification of the second VJP       (ncon)
+  bool apply_modes_ = false;        // stages hand modes_ to the solver after solving
+  std::vector<double> gsave_;       // the first VJP                            (2nv+na+nu)
+  int elastic_n_ = 0;               // bouncing contacts of this step
+  std::vector<double> elastic_J_;   // their normal rows, dense             (kMaxBounce x nv)
   std::vector<double> elastic_norm2_, elastic_sigma_;  // |J_i|^2, sigma_i     (kMaxBounce)
   std::vector<double> elastic_s_;  // <W_i, X0> of dq+/dq and dq+/dv     (2 kMaxBounce)
   const char* fallback_ = "";

@@ -36,6 +36,13 @@ class Solver {
                             double* dforce) {
     return false;
   }
+
+  // Optional, for complementarity-aware gradients (Nimble section IV-D): make the following
+  // ForceTangent calls on the last solution differentiate another classification of its
+  // contacts: mode[c] = 1 clamping (the contact's normal velocity held at zero), 0 separating
+  // (no force), -1 as solved, for each problem contact c; null restores the solver's own
+  // classification. Returns false if the solver has no such notion. Must not allocate.
+  virtual bool SetTangentModes(const Problem& p, const signed char* mode) { return false; }
 };
 
 }  // namespace contactkit
