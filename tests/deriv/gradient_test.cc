@@ -2,6 +2,7 @@
 //
 // The gradient options: contacts from distance (DiffMJX Fig. 8: two billiard balls that miss),
 // the elastic bounce correction (Nimble section VI), and solver-specific gradients.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -140,6 +141,116 @@ TEST_F(GradientTest, ElasticCorrectionGivesMinusSigmaAcrossTheBounce) {
     ck_step(plain.get(), m.get(), d.get());
   }
   EXPECT_TRUE(found);
+}
+
+class SolverGradientTest : public MujocoTest {
+ protected:
+  // d(x after one step)/d(push) of the pushed box at rest under push force F (ipm, kappa_grad)
+  double PushDerivative(const mjModel* m, double force, double kappa_grad) {
+    ckSettings s = Settings(ckSOL_IPM);
+    s.ipm.kappa_grad = kappa_grad;
+    HandlePtr ck = Make(m, &s);
+    DataPtr d(mj_makeData(m));
+    mj_resetDataKeyframe(m, d.get(), 0);
+    for (int k = 0; k < 200; k++) ck_step(ck.get(), m, d.get());
+    d->ctrl[0] = force;
+    Jacobians jac(m);
+    EXPECT_EQ(0, ck_transitionJac(ck.get(), m, d.get(), nullptr, jac.B.data(), nullptr, nullptr));
+    return jac.B[0 * m->nu + 0];  // row: x position, column: push
+  }
+};
+
+// Dojo Fig. 4: at kappa_grad = 1e-3 the derivative of the pushed box's displacement is nonzero
+// and smooth across the stick/slip threshold (mu m g = 4.905 N); as kappa_grad approaches
+// kappa_tol it approaches the hard contact's step: 0 while sticking, h^2 / m while sliding
+TEST_F(SolverGradientTest, IpmSmoothGradientAcrossStickSlip) {
+  if (!ck_solverAvailable(ckSOL_IPM)) GTEST_SKIP() << "solver ipm is not in this build";
+  ModelPtr m = Load(BundledModel("pushed_box.xml"));
+  ASSERT_TRUE(m);
+  const double h = m->opt.timestep, slide = h * h / 1.0;
+  const double forces[] = {3.5, 4.0, 4.5, 4.8, 5.0, 5.3, 5.8, 6.3};
+  std::vector<double> smooth, hard;
+  ckSettings defaults;
+  ck_defaultSettings(&defaults);
+  for (double f : forces) {
+    smooth.push_back(PushDerivative(m.get(), f, 1e-3));
+    hard.push_back(PushDerivative(m.get(), f, defaults.ipm.kappa_tol));
+  }
+  for (size_t i = 0; i < smooth.size(); i++) {
+    EXPECT_GT(smooth[i], 0.01 * slide) << "F = " << forces[i];
+    EXPECT_LT(smooth[i], 1.5 * slide) << "F = " << forces[i];
+    if (i > 0) {
+      // smooth: no jump between neighbouring forces larger than half the sliding value
+      EXPECT_LT(std::fabs(smooth[i] - smooth[i - 1]), 0.5 * slide) << "F = " << forces[i];
+    }
+  }
+  EXPECT_LT(hard.front(), 0.05 * slide);         // sticking
+  EXPECT_NEAR(hard.back(), slide, 0.1 * slide);  // sliding
+  EXPECT_LT(hard.front(), smooth.front());       // the smooth one leaks into sticking
+}
+
+// Nimble Fig. 8: a box resting on the ground with an upward thruster. The loss is its squared
+// distance from a height above; the plain gradient with respect to the thrust is zero (the
+// contact clamps), the complementarity-aware one points up, and gradient descent with it
+// lifts the box off the ground within a bounded number of iterations
+TEST_F(SolverGradientTest, LcpComplementarityAwareGradientLiftsOff) {
+  if (!ck_solverAvailable(ckSOL_LCP)) GTEST_SKIP() << "solver lcp is not in this build";
+  ModelPtr m = Load(BundledModel("pushed_box.xml"));
+  ASSERT_TRUE(m);
+  const int nv = m->nv, ndx = 2 * nv, steps = 20;
+  const double target = 0.15;
+
+  // loss and gradient of a constant thrust u held for the horizon, from rest
+  auto loss_gradient = [&](ckHandle* ck, double u, double* grad) {
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    for (int k = 0; k < 200; k++) ck_step(ck, m.get(), d.get());
+    std::vector<std::vector<double>> states;
+    std::vector<DataPtr> datas;
+    for (int k = 0; k < steps; k++) {
+      d->ctrl[1] = u;
+      DataPtr copy(mj_makeData(m.get()));
+      mj_copyData(copy.get(), m.get(), d.get());
+      datas.push_back(std::move(copy));
+      ck_step(ck, m.get(), d.get());
+    }
+    const double z = d->qpos[2];
+    std::vector<double> lam(ndx, 0.0), gx(ndx), gu(m->nu);
+    lam[2] = 2 * (z - target);
+    *grad = 0;
+    for (int k = steps - 1; k >= 0; k--) {
+      ck_transitionVJP(ck, m.get(), datas[k].get(), lam.data(), nullptr, gx.data(), gu.data());
+      *grad += gu[1];
+      lam = gx;
+    }
+    return (z - target) * (z - target);
+  };
+
+  ckSettings plain = Settings(ckSOL_LCP), aware = plain;
+  aware.deriv.complementarity_aware = 1;
+  HandlePtr ck_plain = Make(m.get(), &plain), ck_aware = Make(m.get(), &aware);
+  double g_plain, g_aware;
+  loss_gradient(ck_plain.get(), 2.0, &g_plain);
+  loss_gradient(ck_aware.get(), 2.0, &g_aware);
+  EXPECT_EQ(g_plain, 0);
+  EXPECT_LT(g_aware, 0);  // more thrust lowers the loss
+
+  // gradient descent on the thrust with the complementarity-aware gradient
+  double u = 2.0, lifted = 0;
+  int iterations = 0;
+  for (; iterations < 60 && !lifted; iterations++) {
+    double g;
+    loss_gradient(ck_aware.get(), u, &g);
+    u = std::min(30.0, std::max(0.0, u - 2e4 * g));
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    for (int k = 0; k < 200 + steps; k++) {
+      if (k >= 200) d->ctrl[1] = u;
+      ck_step(ck_aware.get(), m.get(), d.get());
+    }
+    lifted = d->qpos[2] > 0.101;
+  }
+  EXPECT_TRUE(lifted) << "thrust " << u << " after " << iterations << " iterations";
 }
 
 }  // namespace
