@@ -1108,6 +1108,7 @@ int Derivative::Vjp(const mjModel* m, const mjData* d, const mjtNum* dx, const m
     FiniteDiffSink(m, d, kNudge, 0);
     return 1;
   }
+  complementarity_applied_ = false;
   if (settings_.deriv.complementarity_aware && dx && m->opt.integrator != mjINT_RK4) {
     ComplementarityAware(m, d);
   }
@@ -1146,6 +1147,7 @@ void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
   p.mass.Solve(lam);
   for (int c = 0; c < p.ncon; c++) modes_[c] = p.J.Dot(p.con[c].row, lam) < 0 ? 0 : 1;
   if (!solver_->SetTangentModes(p, modes_.data())) return;
+  complementarity_applied_ = true;
 
   // the gradient with that classification
   double* first = gsave_.data();

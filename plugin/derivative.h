@@ -61,6 +61,9 @@ class Derivative {
   // why the last Jacobian or VJP fell back to finite differences (empty if it did not)
   const char* fallback_reason() const { return fallback_; }
 
+  // the last VJP asked for complementarity-aware gradients and the solver could reclassify
+  bool complementarity_applied() const { return complementarity_applied_; }
+
  private:
   // kinds of unit directions, in the order they are processed
   enum Kind : int { kCtrl = 0, kAct, kVel, kPos };

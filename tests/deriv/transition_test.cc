@@ -4,6 +4,7 @@
 // states whose contacts keep their mode within the differencing step; ck_transitionFD against
 // MuJoCo's own mjd_transitionFD for the pass-through; the VJP against the transposed product of
 // the Jacobians; the caller's mjData and the step sequence untouched.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -18,7 +19,12 @@ namespace {
 
 using Vec = std::vector<double>;
 
-class TransitionTest : public MujocoTest {};
+class TransitionTest : public MujocoTest {
+ protected:
+  // ck_transitionJac against centered ck_transitionFD on every scene (and integrator, or only
+  // the given ones), the analytic path taken
+  void CheckScenes(int solver, const std::vector<int>& only_integrators);
+};
 
 TEST_F(TransitionTest, FiniteDifferencesMatchMujocoForThePassThrough) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
@@ -128,9 +134,13 @@ std::vector<Scene> Scenes() {
   return out;
 }
 
-TEST_F(TransitionTest, MujocoSolverMatchesFiniteDifferences) {
+void TransitionTest::CheckScenes(int solver, const std::vector<int>& only_integrators) {
   for (const Scene& scene : Scenes()) {
     for (int integrator : scene.integrators) {
+      if (!only_integrators.empty() && std::find(only_integrators.begin(), only_integrators.end(),
+                                                 integrator) == only_integrators.end()) {
+        continue;
+      }
       ModelPtr m = scene.path == "stack20" ? LoadString(tools::StackedPrimitivesXML(5, 4, 1, 0.002))
                                            : Load(scene.path);
       ASSERT_TRUE(m) << scene.name;
@@ -139,7 +149,10 @@ TEST_F(TransitionTest, MujocoSolverMatchesFiniteDifferences) {
       Tighten(m.get());
       DataPtr d(mj_makeData(m.get()));
       scene.prepare(m.get(), d.get());
-      ckSettings s = Settings(ckSOL_MUJOCO);
+      ckSettings s;
+      ck_defaultSettings(&s);
+      s.solver = solver;
+      s.ipm.kappa_grad = s.ipm.kappa_tol;  // ipm: the hard-contact derivative the step has
       HandlePtr ck = Make(m.get(), &s);
       Jacobians jac(m.get()), fd(m.get());
       EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
@@ -148,15 +161,35 @@ TEST_F(TransitionTest, MujocoSolverMatchesFiniteDifferences) {
       ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, fd.A.data(), fd.B.data(),
                                    nullptr, nullptr));
       const double ea = RelativeError(jac.A, fd.A), eb = RelativeError(jac.B, fd.B);
-      EXPECT_LT(ea, 1e-5) << scene.name << " integrator " << integrator << " ncon " << d->ncon
-                          << "\n"
+      const char* name = ck_solverName(solver);
+      EXPECT_LT(ea, 1e-5) << name << " " << scene.name << " integrator " << integrator << " ncon "
+                          << d->ncon << "\n"
                           << WorstEntries(m.get(), jac.A, fd.A, 2 * m->nv + m->na);
       if (m->nu) {
-        EXPECT_LT(eb, 1e-5) << scene.name << " integrator " << integrator << "\n"
+        EXPECT_LT(eb, 1e-5) << name << " " << scene.name << " integrator " << integrator << "\n"
                             << WorstEntries(m.get(), jac.B, fd.B, m->nu);
       }
     }
   }
+}
+
+TEST_F(TransitionTest, MujocoSolverMatchesFiniteDifferences) { CheckScenes(ckSOL_MUJOCO, {}); }
+
+// the other solvers (Euler; their force tangents are tested in their own suites); ipm with
+// kappa_grad = kappa_tol, the derivative of the hard contact its steps take
+TEST_F(TransitionTest, IpmMatchesFiniteDifferences) {
+  if (!ck_solverAvailable(ckSOL_IPM)) GTEST_SKIP() << "solver ipm is not in this build";
+  CheckScenes(ckSOL_IPM, {mjINT_EULER});
+}
+
+TEST_F(TransitionTest, ComfreeMatchesFiniteDifferences) {
+  if (!ck_solverAvailable(ckSOL_COMFREE)) GTEST_SKIP() << "solver comfree is not in this build";
+  CheckScenes(ckSOL_COMFREE, {mjINT_EULER});
+}
+
+TEST_F(TransitionTest, LcpMatchesFiniteDifferences) {
+  if (!ck_solverAvailable(ckSOL_LCP)) GTEST_SKIP() << "solver lcp is not in this build";
+  CheckScenes(ckSOL_LCP, {mjINT_EULER});
 }
 
 }  // namespace
