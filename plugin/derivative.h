@@ -225,6 +225,7 @@ class Derivative {
   std::vector<double> con_slope_, con_position_, con_dposition_;  // PrepareRowSlopes (ncon)
   std::vector<signed char> modes_;  // contact classification of the second VJP       (ncon)
   bool apply_modes_ = false;        // stages hand modes_ to the solver after solving
+  bool complementarity_applied_ = false;  // see complementarity_applied()
   std::vector<double> gsave_;       // the first VJP                            (2nv+na+nu)
   int elastic_n_ = 0;               // bouncing contacts of this step
   std::vector<double> elastic_J_;   // their normal rows, dense             (kMaxBounce x nv)
