@@ -226,10 +226,23 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
     adr += dof_act_count_[j];
     dof_act_count_[j] = 0;
   }
+  dof_act_len_.assign(std::max(nv, 1), 0);
+  dof_act_vel_.assign(std::max(nv, 1), 0);
   for (int i = 0; i < nu; i++) {
     if (m->actuator_trntype[i] != mjTRN_JOINT) continue;
     const int j = m->jnt_dofadr[m->actuator_trnid[2 * i]];
     dof_act_[dof_act_adr_[j] + dof_act_count_[j]++] = i;
+
+    // does the force (or activation rate) depend on the actuator's length / velocity?
+    const int gain = m->actuator_gaintype[i], bias = m->actuator_biastype[i];
+    const double* gp = m->actuator_gainprm + mjNGAIN * i;
+    const double* bp = m->actuator_biasprm + mjNBIAS * i;
+    const bool other = gain == mjGAIN_MUSCLE || gain == mjGAIN_USER || bias == mjBIAS_USER ||
+                       m->actuator_dyntype[i] == mjDYN_USER;
+    dof_act_len_[j] |= other || bias == mjBIAS_MUSCLE || (gain == mjGAIN_AFFINE && gp[1] != 0) ||
+                       (bias == mjBIAS_AFFINE && bp[1] != 0);
+    dof_act_vel_[j] |=
+        other || (gain == mjGAIN_AFFINE && gp[2] != 0) || (bias == mjBIAS_AFFINE && bp[2] != 0);
   }
   alloc(rne_pre_, 6 * static_cast<size_t>(nv));
   alloc(rne_cacc_, 12 * static_cast<size_t>(m->nbody));
@@ -237,6 +250,9 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(rne_dvel_, 6 * static_cast<size_t>(m->nbody));
   alloc(rne_dacc_, 6 * static_cast<size_t>(m->nbody));
   alloc(rne_dfrc_, 6 * static_cast<size_t>(m->nbody));
+  alloc(rne_dacc2_, 6 * static_cast<size_t>(m->nbody));
+  alloc(rne_dfrc2_, 6 * static_cast<size_t>(m->nbody));
+  alloc(rne_dcdof_, 6 * static_cast<size_t>(nv));
   collide_buf_.assign(mjMAXCONPAIR, mjContact());
 
   pairs_.assign(ncon, Pair());

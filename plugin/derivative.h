@@ -153,8 +153,8 @@ class Derivative {
   void PrepareAnalytic(const mjModel* m);
   // does perturbing dof k move the axis of dof j (j in the subtree of k's body)
   bool Carried(const mjModel* m, int k, int j) const;
-  // d(M a + bias)/dq_k (pass 0) or d(M (a - aint))/dq_k (pass 1) into dtau (nv)
-  void RneTangent(const mjModel* m, int k, int pass, double* dtau);
+  // d(M a + bias)/dq_k into dtau and, if dtau2 is not null, d(M (a - aint))/dq_k into dtau2
+  void RneTangent(const mjModel* m, int k, double* dtau, double* dtau2);
   // d bias / dv_k into dtau (nv)
   void RneVelTangent(const mjModel* m, int k, double* dtau);
   // the tangents of the smooth data (and rows) along position / velocity dof k
@@ -223,12 +223,12 @@ class Derivative {
   bool cfd_ = false;              // the current stage solves the contacts-from-distance problem
   std::vector<double> cfd_r_;     // distance of each problem contact beyond its margin (ncon)
   std::vector<double> con_slope_, con_position_, con_dposition_;  // PrepareRowSlopes (ncon)
-  std::vector<signed char> modes_;  // contact classification of the second VJP       (ncon)
-  bool apply_modes_ = false;        // stages hand modes_ to the solver after solving
+  std::vector<signed char> modes_;        // contact classification of the second VJP       (ncon)
+  bool apply_modes_ = false;              // stages hand modes_ to the solver after solving
   bool complementarity_applied_ = false;  // see complementarity_applied()
-  std::vector<double> gsave_;       // the first VJP                            (2nv+na+nu)
-  int elastic_n_ = 0;               // bouncing contacts of this step
-  std::vector<double> elastic_J_;   // their normal rows, dense             (kMaxBounce x nv)
+  std::vector<double> gsave_;             // the first VJP                            (2nv+na+nu)
+  int elastic_n_ = 0;                     // bouncing contacts of this step
+  std::vector<double> elastic_J_;         // their normal rows, dense             (kMaxBounce x nv)
   std::vector<double> elastic_norm2_, elastic_sigma_;  // |J_i|^2, sigma_i     (kMaxBounce)
   std::vector<double> elastic_s_;  // <W_i, X0> of dq+/dq and dq+/dv     (2 kMaxBounce)
   const char* fallback_ = "";
@@ -271,9 +271,12 @@ class Derivative {
   bool subtree_contiguous_ = false;                         // every subtree is a body range
   std::vector<int> subtree_last_;                           // last body of each subtree (nbody)
   std::vector<int> dof_act_count_, dof_act_adr_, dof_act_;  // actuators of each dof (nv, nv, nu)
-  std::vector<double> rne_pre_;              // velocity of each dof's cdof_dot (6 nv)
-  std::vector<double> rne_cacc_, rne_cfrc_;  // accelerations, subtree forces (2 x 6 nbody)
+  std::vector<char> dof_act_len_, dof_act_vel_;  // their forces depend on length / velocity (nv)
+  std::vector<double> rne_pre_;                  // velocity of each dof's cdof_dot (6 nv)
+  std::vector<double> rne_cacc_, rne_cfrc_;      // accelerations, subtree forces (2 x 6 nbody)
   std::vector<double> rne_dvel_, rne_dacc_, rne_dfrc_;  // their tangents (6 nbody)
+  std::vector<double> rne_dacc2_, rne_dfrc2_;           // tangents of the second pass (6 nbody)
+  std::vector<double> rne_dcdof_;                       // tangents of the carried axes (6 nv)
   std::vector<mjContact> collide_buf_;                  // collision output (mjMAXCONPAIR)
 
   // blocks of directions ("mujoco")

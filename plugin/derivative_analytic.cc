@@ -179,30 +179,37 @@ bool Derivative::Carried(const mjModel* m, int k, int j) const {
   return true;
 }
 
-void Derivative::RneTangent(const mjModel* m, int k, int pass, double* dtau) {
+void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2) {
   const mjData* d = d0_;
-  const int nv = nv_;
+  const int nv = nv_, nbody = m->nbody;
   const double* cdof = d->cdof;
   const double* cvel = d->cvel;
   const double* S = cdof + 6 * k;
   const int b0 = m->dof_bodyid[k], last = subtree_last_[b0];
-  const double* cacc = rne_cacc_.data() + pass * 6 * m->nbody;
-  const double* cfrc = rne_cfrc_.data() + pass * 6 * m->nbody;
+  const double* cacc = rne_cacc_.data();
+  const double* cfrc = rne_cfrc_.data();
+  const double* cacc2 = rne_cacc_.data() + 6 * nbody;
+  const double* cfrc2 = rne_cfrc_.data() + 6 * nbody;
   const double* a = d->qacc;
   double* dvel = rne_dvel_.data();
   double* dacc = rne_dacc_.data();
   double* dfrc = rne_dfrc_.data();
+  double* dacc2 = rne_dacc2_.data();
+  double* dfrc2 = rne_dfrc2_.data();
+  double* dcdof = rne_dcdof_.data();
 
-  // forward over the subtree: tangents of cvel, cacc, and the body forces
+  // forward over the subtree: tangents of the carried axes, cvel, cacc and the body forces
   for (int b = b0; b <= last; b++) {
-    double run[6], racc[6];
+    double run[6], racc[6], racc2[6];
     const int parent = m->body_parentid[b];
     if (b == b0) {
       mju_zero(run, 6);
       mju_zero(racc, 6);
+      mju_zero(racc2, 6);
     } else {
       mju_copy(run, dvel + 6 * parent, 6);
       mju_copy(racc, dacc + 6 * parent, 6);
+      mju_copy(racc2, dacc2 + 6 * parent, 6);
     }
     const int bda = m->body_dofadr[b];
     for (int j = bda; j < bda + m->body_dofnum[b];) {
@@ -215,23 +222,25 @@ void Derivative::RneTangent(const mjModel* m, int k, int pass, double* dtau) {
       mju_copy(pre, run, 6);
       for (int q = 0; q < n; q++) {
         const int dof = j + q;
-        double dc[6] = {0, 0, 0, 0, 0, 0};
-        if (Carried(m, k, dof)) CrossMotion(dc, S, cdof + 6 * dof);
-        const double w = pass == 0 ? a[dof] : a[dof] - aint_[dof];
-        AddScl6(racc, dc, w);
-        if (pass == 0) {
-          // d cdof_dot = d pre x cdof + pre x d cdof (free translations: cdof_dot = 0)
-          const bool zero = type == mjJNT_FREE && q < 3;
-          if (type == mjJNT_FREE && q == 3) mju_copy(pre_rot, run, 6);
-          const double* dp = type == mjJNT_FREE && q >= 3 ? pre_rot : pre;
-          if (!zero) {
-            double t1[6], t2[6];
-            CrossMotion(t1, dp, cdof + 6 * dof);
-            CrossMotion(t2, rne_pre_.data() + 6 * dof, dc);
-            for (int r = 0; r < 6; r++) racc[r] += v0_[dof] * (t1[r] + t2[r]);
-          }
-          AddScl6(run, dc, v0_[dof]);
+        double* dc = dcdof + 6 * dof;
+        if (Carried(m, k, dof)) {
+          CrossMotion(dc, S, cdof + 6 * dof);
+        } else {
+          mju_zero(dc, 6);
         }
+        AddScl6(racc, dc, a[dof]);
+        if (dtau2) AddScl6(racc2, dc, a[dof] - aint_[dof]);
+
+        // d cdof_dot = d pre x cdof + pre x d cdof (free translations: cdof_dot = 0)
+        if (type == mjJNT_FREE && q == 3) mju_copy(pre_rot, run, 6);
+        if (!(type == mjJNT_FREE && q < 3)) {
+          const double* dp = type == mjJNT_FREE ? pre_rot : pre;
+          double t1[6], t2[6];
+          CrossMotion(t1, dp, cdof + 6 * dof);
+          CrossMotion(t2, rne_pre_.data() + 6 * dof, dc);
+          for (int r = 0; r < 6; r++) racc[r] += v0_[dof] * (t1[r] + t2[r]);
+        }
+        AddScl6(run, dc, v0_[dof]);
         if (type != mjJNT_FREE && type != mjJNT_BALL) mju_copy(pre, run, 6);
       }
       j += n;
@@ -239,42 +248,54 @@ void Derivative::RneTangent(const mjModel* m, int k, int pass, double* dtau) {
     mju_copy(dvel + 6 * b, run, 6);
     mju_copy(dacc + 6 * b, racc, 6);
 
-    // d cfrc_body = dI cacc + I dcacc (+ dcvel x* I cvel + cvel x* (dI cvel + I dcvel))
+    // d cfrc_body = dI cacc + I dcacc + dcvel x* I cvel + cvel x* (dI cvel + I dcvel)
     const double* inert = d->cinert + 10 * b;
     double* f = dfrc + 6 * b;
-    double t[6];
+    double t[6], iv[6], div[6], idv[6];
     MulInertTangent(f, inert, S, cacc + 6 * b);
     MulInert(t, inert, racc);
     for (int r = 0; r < 6; r++) f[r] += t[r];
-    if (pass == 0) {
-      double iv[6], div[6], idv[6];
-      MulInert(iv, inert, cvel + 6 * b);
-      CrossForce(t, run, iv);
-      for (int r = 0; r < 6; r++) f[r] += t[r];
-      MulInertTangent(div, inert, S, cvel + 6 * b);
-      MulInert(idv, inert, run);
-      for (int r = 0; r < 6; r++) div[r] += idv[r];
-      CrossForce(t, cvel + 6 * b, div);
-      for (int r = 0; r < 6; r++) f[r] += t[r];
+    MulInert(iv, inert, cvel + 6 * b);
+    CrossForce(t, run, iv);
+    for (int r = 0; r < 6; r++) f[r] += t[r];
+    MulInertTangent(div, inert, S, cvel + 6 * b);
+    MulInert(idv, inert, run);
+    for (int r = 0; r < 6; r++) div[r] += idv[r];
+    CrossForce(t, cvel + 6 * b, div);
+    for (int r = 0; r < 6; r++) f[r] += t[r];
+
+    // the second pass (no velocity, no gravity): d cfrc_body = dI cacc2 + I dcacc2
+    if (dtau2) {
+      mju_copy(dacc2 + 6 * b, racc2, 6);
+      double* f2 = dfrc2 + 6 * b;
+      MulInertTangent(f2, inert, S, cacc2 + 6 * b);
+      MulInert(t, inert, racc2);
+      for (int r = 0; r < 6; r++) f2[r] += t[r];
     }
   }
 
   // backward over the subtree: subtree force tangents; ancestors see the subtree's total
-  for (int b = last; b > b0; b--) AddScl6(dfrc + 6 * m->body_parentid[b], dfrc + 6 * b, 1);
+  for (int b = last; b > b0; b--) {
+    AddScl6(dfrc + 6 * m->body_parentid[b], dfrc + 6 * b, 1);
+    if (dtau2) AddScl6(dfrc2 + 6 * m->body_parentid[b], dfrc2 + 6 * b, 1);
+  }
 
   // dtau_j = dcdof_j . cfrc_sub + cdof_j . dcfrc_sub for the subtree's dofs and the ancestors'
   mju_zero(dtau, nv);
+  if (dtau2) mju_zero(dtau2, nv);
   for (int b = b0; b <= last; b++) {
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      double dc[6] = {0, 0, 0, 0, 0, 0};
-      if (Carried(m, k, j)) CrossMotion(dc, S, cdof + 6 * j);
+      const double* dc = dcdof + 6 * j;
       dtau[j] = mju_dot(dc, cfrc + 6 * b, 6) + mju_dot(cdof + 6 * j, dfrc + 6 * b, 6);
+      if (dtau2) {
+        dtau2[j] = mju_dot(dc, cfrc2 + 6 * b, 6) + mju_dot(cdof + 6 * j, dfrc2 + 6 * b, 6);
+      }
     }
   }
-  const double* top = dfrc + 6 * b0;
   for (int b = m->body_parentid[b0]; b > 0; b = m->body_parentid[b]) {
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      dtau[j] = mju_dot(cdof + 6 * j, top, 6);
+      dtau[j] = mju_dot(cdof + 6 * j, dfrc + 6 * b0, 6);
+      if (dtau2) dtau2[j] = mju_dot(cdof + 6 * j, dfrc2 + 6 * b0, 6);
     }
   }
 }
@@ -362,7 +383,7 @@ void Derivative::AnalyticVelocity(const mjModel* m, int k) {
   for (int i = 0; i < nv; i++) dfs_[i] = -dtau[i];
   mju_zero(dactdot_.data(), na);
   if (!DampersDisabled(m)) dfs_[k] -= m->dof_damping[k];
-  if (dof_act_count_[k]) {
+  if (dof_act_vel_[k]) {
     const double e = 1e-6;
     for (int q = 0; q < dof_act_count_[k]; q++) {
       const int i = dof_act_[dof_act_adr_[k] + q];
@@ -386,18 +407,14 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
 
   // smooth forces: -d(M a + bias) + springs + actuators (dM a folded in: no dM tangent)
   double* dtau = tmp2_.data();
-  RneTangent(m, k, 0, dtau);
+  RneTangent(m, k, dtau, damped_ ? dqderiv_a_.data() : nullptr);  // with dM (a - aint), for P
   for (int i = 0; i < nv; i++) dfs_[i] = -dtau[i];
   mju_zero(dactdot_.data(), na);
-  if (damped_) {
-    RneTangent(m, k, 1, dtau);
-    for (int i = 0; i < nv; i++) dqderiv_a_[i] = dtau[i];  // dM (a - aint), added to P
-  }
   const int jnt = m->dof_jntid[k];
   if (!SpringsDisabled(m) && (m->jnt_type[jnt] == mjJNT_HINGE || m->jnt_type[jnt] == mjJNT_SLIDE)) {
     dfs_[k] -= m->jnt_stiffness[jnt];
   }
-  if (dof_act_count_[k]) {
+  if (dof_act_len_[k]) {
     // joint-transmission lengths move with the dof: difference mj_fwdActuation
     const double e = 1e-6;
     for (int q = 0; q < dof_act_count_[k]; q++) {
@@ -499,10 +516,9 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
       for (int j = m->body_dofadr[body] + m->body_dofnum[body] - 1; j >= 0;
            j = m->dof_parentid[j]) {
         const double* cd = d->cdof + 6 * j;
-        double dc[6] = {0, 0, 0, 0, 0, 0};
-        if (moved && m->dof_bodyid[j] >= b0 && m->dof_bodyid[j] <= last && Carried(m, k, j)) {
-          CrossMotion(dc, S, cd);
-        }
+        const double zero[6] = {0, 0, 0, 0, 0, 0};
+        const bool carried = moved && m->dof_bodyid[j] >= b0 && m->dof_bodyid[j] <= last;
+        const double* dc = carried ? rne_dcdof_.data() + 6 * j : zero;  // from RneTangent
         // translation rows: lin + rot x off; their tangent with the point and axes moving
         double jp[3], djp[3], t[3];
         mju_cross(t, cd, off);
