@@ -292,6 +292,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(maps_, 18 * static_cast<size_t>(m->njnt));
   alloc(blk_r_, static_cast<size_t>(nv) * SoftTangent::kBlock);
   alloc(blk_p_, static_cast<size_t>(nv) * SoftTangent::kBlock);
+  alloc(blk_y_, static_cast<size_t>(nv) * SoftTangent::kBlock);
   alloc(blk_actdot_, static_cast<size_t>(na) * SoftTangent::kBlock);
   blk_kind_.assign(SoftTangent::kBlock, 0);
   blk_index_.assign(SoftTangent::kBlock, 0);
@@ -829,6 +830,22 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
   const int nv = nv_, nb = SoftTangent::kBlock;
   const double h = p.h;
   soft_.SolveBlock(p, blk_r_.data(), nb);
+
+  // M_int dacc = M x / h + P with x = dv+ - dv: dacc = x / h when M_int = M (P = 0), and
+  // x / h + M_E^-1 (P - D x) for Euler's M_E = M + h D, all columns in one sweep
+  double* Y = blk_y_.data();
+  if (damped_) {
+    for (int slot = 0; slot < nslot; slot++) {
+      const int kind = blk_kind_[slot], index = blk_index_[slot];
+      const double* pc = blk_p_.data() + static_cast<size_t>(slot) * nv;
+      for (int i = 0; i < nv; i++) {
+        const double x =
+            blk_r_[static_cast<size_t>(i) * nb + slot] - (kind == kVel && index == i ? 1 : 0);
+        Y[static_cast<size_t>(i) * nb + slot] = pc[i] - m->dof_damping[i] * x;
+      }
+    }
+    mint_.SolveBlock(Y, nb);
+  }
   for (int slot = 0; slot < nslot; slot++) {
     const int kind = blk_kind_[slot], index = blk_index_[slot];
 
@@ -840,8 +857,6 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     (kind == kCtrl ? du_ : kind == kAct ? dact_ : kind == kVel ? dv_ : dq_)[index] = 1;
     mju_copy(dactdot_.data(), blk_actdot_.data() + static_cast<size_t>(slot) * na_, na_);
 
-    // M_int dacc = M x / h + P with x = dv+ - dv: dacc = x / h when M_int = M (P = 0), and
-    // x / h + M_E^-1 (P - D x) for Euler's M_E = M + h D
     double* x = tmp2_.data();
     const double* pc = blk_p_.data() + static_cast<size_t>(slot) * nv;
     for (int i = 0; i < nv; i++) x[i] = blk_r_[static_cast<size_t>(i) * nb + slot] - dv_[i];
@@ -849,13 +864,10 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
       p.mass.Mul(x, dacc_.data());
       for (int i = 0; i < nv; i++) dacc_[i] = dacc_[i] / h + pc[i];
       IntegratorSolve(dacc_.data());
-    } else if (damped_) {
-      double* y = tmp_.data();
-      for (int i = 0; i < nv; i++) y[i] = pc[i] - m->dof_damping[i] * x[i];
-      IntegratorSolve(y);
-      for (int i = 0; i < nv; i++) dacc_[i] = x[i] / h + y[i];
     } else {
-      for (int i = 0; i < nv; i++) dacc_[i] = x[i] / h;
+      for (int i = 0; i < nv; i++) {
+        dacc_[i] = x[i] / h + (damped_ ? Y[static_cast<size_t>(i) * nb + slot] : 0);
+      }
     }
     fn(kind, index, blk_col_[slot]);
   }

@@ -282,6 +282,7 @@ class Derivative {
   // blocks of directions ("mujoco")
   std::vector<double> blk_r_;       // right-hand sides, then dv+, row-major      (nv x kBlock)
   std::vector<double> blk_p_;       // dM (a - aint) + h dqDeriv aint per column   (kBlock x nv)
+  std::vector<double> blk_y_;       // M_E^-1 (P - D x), row-major (nv x kBlock)
   std::vector<double> blk_actdot_;  // dact_dot per column                         (kBlock x na)
   std::vector<int> blk_kind_, blk_index_, blk_col_;  //                           (kBlock)
 

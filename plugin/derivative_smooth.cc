@@ -284,7 +284,7 @@ bool Derivative::Recollide(const mjModel* m, mjData* d) {
 bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k) {
   const Pair& pr = pairs_[k];
   mjContact* buf = collide_buf_.data();
-  std::memset(buf, 0, sizeof(mjContact) * mjMAXCONPAIR);
+  for (int i = 0; i < mjMAXCONPAIR; i++) mju_zero(buf[i].frame + 3, 6);  // no tangent given
   const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
   int n = mjCOLLISIONFUNC[t1][t2](m, d, buf, pr.g1, pr.g2, pr.margin);
 

@@ -1,6 +1,8 @@
 // Copyright 2026 The contactkit developers.
 #include "solvers/common/mass.h"
 
+#include <cstddef>
+
 namespace contactkit {
 
 int TreeMass::Factor(int begin, int end) {
@@ -47,6 +49,32 @@ void TreeMass::Solve(double* x, int begin, int end) const {
     int adr = madr[i] + 1;
     for (int j = parent[i]; j >= 0; j = parent[j]) s -= LD[adr++] * x[j];
     x[i] = s;
+  }
+}
+
+void TreeMass::SolveBlock(double* x, int nb) const {
+  // the three sweeps of Solve, each applied to a row of nb values
+  for (int i = nv - 1; i >= 0; i--) {
+    const double* xi = x + static_cast<size_t>(i) * nb;
+    int adr = madr[i] + 1;
+    for (int j = parent[i]; j >= 0; j = parent[j], adr++) {
+      double* xj = x + static_cast<size_t>(j) * nb;
+      const double l = LD[adr];
+      for (int c = 0; c < nb; c++) xj[c] -= l * xi[c];
+    }
+  }
+  for (int i = 0; i < nv; i++) {
+    double* xi = x + static_cast<size_t>(i) * nb;
+    for (int c = 0; c < nb; c++) xi[c] *= Dinv[i];
+  }
+  for (int i = 0; i < nv; i++) {
+    double* xi = x + static_cast<size_t>(i) * nb;
+    int adr = madr[i] + 1;
+    for (int j = parent[i]; j >= 0; j = parent[j], adr++) {
+      const double* xj = x + static_cast<size_t>(j) * nb;
+      const double l = LD[adr];
+      for (int c = 0; c < nb; c++) xi[c] -= l * xj[c];
+    }
   }
 }
 

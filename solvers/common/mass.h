@@ -26,6 +26,9 @@ struct TreeMass {
   void Solve(double* x, int begin, int end) const;
   void Solve(double* x) const { Solve(x, 0, nv); }
 
+  // x = M^-1 x for nb right-hand sides stored row-major (x[i * nb + c]), all dofs
+  void SolveBlock(double* x, int nb) const;
+
   // y = M x for dofs [begin, end) (whole trees); y and x must differ
   void Mul(const double* x, double* y, int begin, int end) const;
   void Mul(const double* x, double* y) const { Mul(x, y, 0, nv); }
