@@ -152,6 +152,10 @@ void VelocityFromForce(const Problem& p, const double* force, double* v_next, do
 void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                      const double* dforce, double* dv, double* scratch);
 
+// effective inverse mass J_i M_eff^-1 J_i' of row i, by half solves (L'^-1 J_i') on the trees the
+// row touches; x (nv) must be zero and is zero again on return
+double RowInvMass(const Problem& p, int i, double* x);
+
 // 1 if every number in the problem is finite
 bool ProblemIsFinite(const Problem& p);
 
