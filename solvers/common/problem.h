@@ -106,6 +106,12 @@ struct Solution {
   int pivots = 0;            // pivots (direct LCP)
   int guess_hit = 0;         // 1 if an active-set guess was accepted
   int guess_tried = 0;       // 1 if an active-set guess was tried
+
+  // optional (null: unused): forces on MuJoCo's pyramid edges J_n + mu_i J_i, J_n - mu_i J_i
+  // (i = 1 .. dim-1) of each contact at 2 * con.row, for solvers whose unknowns are these edges;
+  // the write-back then stores them in efc_force of pyramidal models instead of splitting the
+  // frame force evenly. The solver owns the array and sets the pointer in each Solve.
+  const double* edge_force = nullptr;  //                                         (2 max_rows)
 };
 
 // a perturbation of the problem data along one direction; null members do not change. Rows,
