@@ -49,6 +49,8 @@ const KeyInfo kKeys[] = {
    "tangential facet directions per contact, even (4: MuJoCo's pyramid)"},
   {"parallel_min", "comfree", kKeyInt, CK_OFF(comfree.parallel_min), 1, 1e9, false, false, "256",
    "contacts above which the facet loop runs in parallel (OpenMP)"},
+  {"relax_limit", "comfree", kKeyReal, CK_OFF(comfree.relax_limit), 0, 100, false, false, "2",
+   "largest summed velocity correction of the facets on one tree, in full steps (0: off)"},
 
   {"erp", "lcp", kKeyReal, CK_OFF(lcp.erp), 0, 1, false, false, "1",
    "fraction of penetration corrected per step"},
