@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace contactkit::tools {
@@ -52,6 +53,25 @@ mjModel* LoadModel(const std::string& arg, std::string* error) {
   char err[1024] = "";
   mjModel* m = ck_loadXML(path.c_str(), nullptr, err, sizeof(err));
   if (!m) *error = path + ": " + err;
+  return m;
+}
+
+mjModel* LoadModelString(const std::string& xml, std::string* error) {
+  char name[] = "/tmp/ck_model_XXXXXX.xml";
+  const int fd = mkstemps(name, 4);
+  if (fd < 0) {
+    *error = "could not create a temporary file for the model";
+    return nullptr;
+  }
+  close(fd);
+  {
+    std::ofstream out(name);
+    out << xml;
+  }
+  char err[1024] = "";
+  mjModel* m = ck_loadXML(name, nullptr, err, sizeof(err));
+  std::remove(name);
+  if (!m) *error = err;
   return m;
 }
 

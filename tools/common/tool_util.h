@@ -22,6 +22,9 @@ std::string ResolveModel(const std::string& arg);
 // load with ck_loadXML; null with a message on error
 mjModel* LoadModel(const std::string& arg, std::string* error);
 
+// load MJCF text (through a temporary file) with ck_loadXML; null with a message on error
+mjModel* LoadModelString(const std::string& xml, std::string* error);
+
 // statistics of one headless run
 struct RunStats {
   std::string solver;          // solver name
