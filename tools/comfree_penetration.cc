@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,11 +42,8 @@ int Fail(const std::string& msg) {
 
 std::vector<double> ParseList(const std::string& s) {
   std::vector<double> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(std::atof(item.c_str()));
-  }
+  for (const std::string& item : contactkit::tools::Split(s, ','))
+    out.push_back(std::atof(item.c_str()));
   return out;
 }
 

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 namespace {
 
 using contactkit::tools::Fmt;
+using contactkit::tools::Split;
 
 const char kUsage[] =
     "usage: ck-comfree-scaling [options]\n"
@@ -48,16 +48,6 @@ const char kUsage[] =
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "ck-comfree-scaling: %s\n", msg.c_str());
   return 2;
-}
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep)) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
 }
 
 struct Size {

@@ -111,15 +111,6 @@ int ComfreeSolver::FacetForce(int c, double* out) const {
   return nfacet_[c];
 }
 
-template <typename F>
-void ComfreeSolver::ForEachTree(const Problem& p, int i, F f) {
-  const int n = p.J.rownnz[i], adr = p.J.rowadr[i];
-  for (int q = 0; q < n; q++) {
-    const int t = p.dof_tree[p.J.colind[adr + q]];
-    if (q == 0 || t != p.dof_tree[p.J.colind[adr + q - 1]]) f(t);
-  }
-}
-
 void ComfreeSolver::Measure(const Problem& p, int row, int dim, double* x) {
   for (int r = 0; r < dim; r++) vel_[row + r] = p.J.Dot(row + r, p.v_free);
   const double A = RowInvMass(p, row, x), diag = p.diag_approx[row];
@@ -192,7 +183,7 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   for (int t = 0; t < p.islands.ntree; t++) relax_[t] = 0;
   for (int i = 0; i < nplain; i++) {
     const double w = gain_[i] * invmass_[i] * cv;
-    ForEachTree(p, i, [&](int t) { relax_[t] += w; });
+    ForEachRowTree(p, i, [&](int t, int, int) { relax_[t] += w; });
   }
   for (int c = 0; c < ncon; c++) {
     const Contact& con = p.con[c];
@@ -216,7 +207,7 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   }
   for (int i = 0; i < nplain; i++) {
     double w = 0;
-    ForEachTree(p, i, [&](int t) { w = std::max(w, relax_[t]); });
+    ForEachRowTree(p, i, [&](int t, int, int) { w = std::max(w, relax_[t]); });
     cap_[i] =
         settings_.relax_limit > 0 && w > settings_.relax_limit ? settings_.relax_limit / w : 1;
     const double phi = p.kind[i] == kRowFriction ? 0 : p.pos[i] - p.margin[i];
@@ -248,21 +239,17 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
   if (!dir.J && !dir.M) return 0;
   const SparseRows& J = p.J;
   const TreeMass& mass = p.mass;
-  const int adr = J.rowadr[row], nnz = J.rownnz[row];
+  const int adr = J.rowadr[row];
   double* w = tangent_.data();
-  for (int q = 0; q < nnz; q++) w[J.colind[adr + q]] = J.val[adr + q];
+  for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
 
   // dA = 2 dJ w - w' dM w with w = M^-1 J', tree by tree
   double dA = 0;
-  int q = 0;
-  while (q < nnz) {
-    const int t = p.dof_tree[J.colind[adr + q]];
+  ForEachRowTree(p, row, [&](int t, int q0, int q1) {
     const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
-    const int q0 = q;
-    while (q < nnz && J.colind[adr + q] < end) q++;
     mass.Solve(w, begin, end);
     if (dir.J) {
-      for (int e = q0; e < q; e++) dA += 2 * dir.J[adr + e] * w[J.colind[adr + e]];
+      for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * w[J.colind[adr + q]];
     }
     if (dir.M) {
       for (int i = begin; i < end; i++) {
@@ -274,7 +261,7 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
       }
     }
     for (int i = begin; i < end; i++) w[i] = 0;
-  }
+  });
   return dA;
 }
 
@@ -291,7 +278,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   for (int t = 0; t < p.islands.ntree; t++) drelax_[t] = 0;
   for (int i = 0; i < nplain; i++) {
     const double dw = gain_[i] * invmass_[i] * cv * dratio(i);
-    ForEachTree(p, i, [&](int t) { drelax_[t] += dw; });
+    ForEachRowTree(p, i, [&](int t, int, int) { drelax_[t] += dw; });
   }
   for (int c = 0; c < ncon; c++) {
     const Contact& con = p.con[c];
@@ -350,7 +337,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
                                                     : true;
     if (gain_[i] == 0 || !active) continue;
     int tmax = -1;
-    ForEachTree(p, i, [&](int t) {
+    ForEachRowTree(p, i, [&](int t, int, int) {
       if (tmax < 0 || relax_[t] > relax_[tmax]) tmax = t;
     });
     const double dphi = p.kind[i] != kRowFriction && dir.pos ? dir.pos[i] : 0;

@@ -80,10 +80,6 @@ class ComfreeSolver final : public Solver {
   // tangent of the inverse mass A of a row along dir (dJ, dM)
   double InvMassTangent(const Problem& p, int row, const ProblemTangent& dir);
 
-  // trees of plain row i: calls f(tree) once per tree
-  template <typename F>
-  static void ForEachTree(const Problem& p, int i, F f);
-
   ckComfreeSettings settings_{};
   ProblemDims dims_;
   int nthread_ = 1;

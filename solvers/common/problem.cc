@@ -135,23 +135,19 @@ void VelocityFromForce(const Problem& p, const double* force, double* v_next, do
 
 double RowInvMass(const Problem& p, int i, double* x) {
   const SparseRows& J = p.J;
-  const int adr = J.rowadr[i], nnz = J.rownnz[i];
-  for (int k = 0; k < nnz; k++) x[J.colind[adr + k]] = J.val[adr + k];
+  const int adr = J.rowadr[i];
+  for (int k = 0; k < J.rownnz[i]; k++) x[J.colind[adr + k]] = J.val[adr + k];
 
   // per tree: the half solve fills in ancestors only, so it runs from the row's last column down
   double a = 0;
-  int k = 0;
-  while (k < nnz) {
-    const int t = p.dof_tree[J.colind[adr + k]];
-    const int begin = p.islands.tree_dofadr[t], last = begin + p.islands.tree_dofnum[t];
-    while (k < nnz && J.colind[adr + k] < last) k++;
-    const int end = J.colind[adr + k - 1] + 1;
+  ForEachRowTree(p, i, [&](int t, int k0, int k1) {
+    const int begin = p.islands.tree_dofadr[t], end = J.colind[adr + k1 - 1] + 1;
     p.mass.SolveHalf(x, begin, end);
     for (int j = begin; j < end; j++) {
       a += x[j] * x[j] * p.mass.Dinv[j];
       x[j] = 0;
     }
-  }
+  });
   return a;
 }
 

@@ -158,6 +158,20 @@ void VelocityFromForce(const Problem& p, const double* force, double* v_next, do
 void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                      const double* dforce, double* dv, double* scratch);
 
+// calls f(tree, k0, k1) for each kinematic tree row i touches, with the row's nonzeros in that
+// tree at J.rowadr[i] + [k0, k1) (columns ascend, so each tree's nonzeros are contiguous)
+template <typename F>
+void ForEachRowTree(const Problem& p, int i, F f) {
+  const int adr = p.J.rowadr[i], nnz = p.J.rownnz[i];
+  int k = 0;
+  while (k < nnz) {
+    const int t = p.dof_tree[p.J.colind[adr + k]], k0 = k;
+    const int end = p.islands.tree_dofadr[t] + p.islands.tree_dofnum[t];
+    while (k < nnz && p.J.colind[adr + k] < end) k++;
+    f(t, k0, k);
+  }
+}
+
 // effective inverse mass J_i M_eff^-1 J_i' of row i, by half solves (L'^-1 J_i') on the trees the
 // row touches; x (nv) must be zero and is zero again on return
 double RowInvMass(const Problem& p, int i, double* x);

@@ -268,7 +268,8 @@ TEST_F(MujocoTest, EqualityConstraintsHold) {
     for (int i = 0; i < d->ne; i++) {
       worst = std::max(worst, std::fabs(static_cast<double>(d->efc_pos[i])));
     }
-    (t < steps / 2 ? first : second) = std::max(t < steps / 2 ? first : second, worst);
+    double& half = t < steps / 2 ? first : second;
+    half = std::max(half, worst);
   }
   ExpectNoDataWarnings(d.get());
   EXPECT_LT(first, 0.03);

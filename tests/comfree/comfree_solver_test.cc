@@ -84,19 +84,6 @@ struct Fixture {
   Solution& sol() { return storage.solution(); }
 };
 
-// dense copy of MuJoCo's efc_J row i
-std::vector<double> MujocoRow(const mjModel* m, const mjData* d, int i) {
-  std::vector<double> row(m->nv, 0.0);
-  if (mj_isSparse(m)) {
-    for (int k = 0; k < d->efc_J_rownnz[i]; k++) {
-      row[d->efc_J_colind[d->efc_J_rowadr[i] + k]] = d->efc_J[d->efc_J_rowadr[i] + k];
-    }
-  } else {
-    for (int k = 0; k < m->nv; k++) row[k] = d->efc_J[i * m->nv + k];
-  }
-  return row;
-}
-
 // the facet row sum_r coef[r] J_r of a contact, dense
 std::vector<double> FacetRow(const Problem& p, const Contact& con, const double* coef) {
   std::vector<double> row(p.nv, 0.0);
@@ -132,7 +119,7 @@ TEST_F(MujocoTest, DefaultFacetsAreMujocosPyramidEdges) {
     for (int j = 0; j < nf; j++) {
       EXPECT_EQ(weight[j], 1.0);
       const std::vector<double> ours = FacetRow(p, con, coef + 6 * j);
-      const std::vector<double> theirs = MujocoRow(m.get(), d.get(), con.efc_address + j);
+      const std::vector<double> theirs = EfcRow(m.get(), d.get(), con.efc_address + j);
       for (int k = 0; k < m->nv; k++) {
         ASSERT_NEAR(ours[k], theirs[k], 1e-12) << "contact " << c << " facet " << j;
       }
