@@ -50,7 +50,7 @@ int ComfreeFacets(const Contact& con, int ntangent, double* coef, double* weight
   }
 
   // tangential: pairs -u, +u at angles pi k / npair; exact axes at right angles
-  const int npair = std::max(2, ntangent / 2);
+  const int npair = std::clamp(ntangent / 2, 2, (kComfreeMaxFacets - 6) / 2);
   const double w = 2.0 / npair;
   for (int k = 0; k < npair; k++) {
     double cs, sn;
@@ -120,12 +120,9 @@ void ComfreeSolver::Measure(const Problem& p, int row, int dim, double* x) {
   gain_[row] = diag > 0 && A > kNoEffect * diag ? diag / p.R[row] / A : 0;
 }
 
-void ComfreeSolver::Cap(const Problem& p, int row, int t0, int t1) {
-  double w = 0;
-  if (t0 >= 0) w = std::max(w, relax_[t0]);
-  if (t1 >= 0) w = std::max(w, relax_[t1]);
-  cap_[row] =
-      settings_.relax_limit > 0 && w > settings_.relax_limit ? settings_.relax_limit / w : 1;
+double ComfreeSolver::CapFactor(double relax) const {
+  const double limit = settings_.relax_limit;
+  return limit > 0 && relax > limit ? limit / relax : 1;
 }
 
 int ComfreeSolver::SolveContact(const Problem& p, int c, Solution* sol) {
@@ -196,7 +193,11 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   // (a serialized OpenMP region would allocate its team on every call: branch instead)
   int nactive = 0;
   auto solve = [&](int c) {
-    Cap(p, p.con[c].row, p.con[c].tree[0], p.con[c].tree[1]);
+    const Contact& con = p.con[c];
+    double w = 0;
+    if (con.tree[0] >= 0) w = std::max(w, relax_[con.tree[0]]);
+    if (con.tree[1] >= 0) w = std::max(w, relax_[con.tree[1]]);
+    cap_[con.row] = CapFactor(w);
     return SolveContact(p, c, sol);
   };
   if (parallel) {
@@ -208,8 +209,7 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   for (int i = 0; i < nplain; i++) {
     double w = 0;
     ForEachRowTree(p, i, [&](int t, int, int) { w = std::max(w, relax_[t]); });
-    cap_[i] =
-        settings_.relax_limit > 0 && w > settings_.relax_limit ? settings_.relax_limit / w : 1;
+    cap_[i] = CapFactor(w);
     const double phi = p.kind[i] == kRowFriction ? 0 : p.pos[i] - p.margin[i];
     arg_[i] = FacetArg(1, gain_[i] * cap_[i], k, d, h, vel_[i], phi);
     double f = arg_[i];

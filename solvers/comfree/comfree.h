@@ -36,9 +36,9 @@ std::unique_ptr<Solver> MakeComfreeSolver();
 // most facets a contact can have: 64 tangential, 2 torsional, 4 rolling
 constexpr int kComfreeMaxFacets = 70;
 
-// Facets of a contact with ntangent tangential directions (even, 4 .. 64): writes the row of each
-// facet over the contact's frame rows, coef[6 j + r] (facet j's row is sum_r coef[6 j + r] J_r),
-// and its weight, and returns the number of facets. With ntangent = 4 the facets are MuJoCo's
+// Facets of a contact with ntangent tangential directions (even, 4 .. 64, clamped): writes the row
+// of each facet over the contact's frame rows, coef[6 j + r] (facet j's row is sum_r coef[6 j + r]
+// J_r), and its weight, and returns the number of facets. With ntangent = 4 the facets are MuJoCo's
 // pyramid edges in MuJoCo's order, J_n + mu_i J_i then J_n - mu_i J_i for i = 1 .. dim-1, all of
 // weight 1. The weight (nullable) is 4 / ntangent for tangential facets, 1 for the others.
 int ComfreeFacets(const Contact& con, int ntangent, double* coef, double* weight);
@@ -71,8 +71,8 @@ class ComfreeSolver final : public Solver {
   // pass 1 for a contact or plain row at row: inverse mass, gain, smooth row velocities
   void Measure(const Problem& p, int row, int dim, double* x);
 
-  // gain factor of a contact or plain row at row from the relaxation of its trees
-  void Cap(const Problem& p, int row, int t0, int t1);
+  // factor of the gains on a tree whose facets sum to this relaxation (relax_limit)
+  double CapFactor(double relax) const;
 
   // pass 2 for contact c: facet forces, frame forces, pyramid edge forces; returns active facets
   int SolveContact(const Problem& p, int c, Solution* sol);
