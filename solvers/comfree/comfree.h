@@ -18,8 +18,9 @@
 //    counts 4/n, so the facet count shapes the cone without stiffening the contact;
 //  - relax_limit: the explicit update over-corrects when many facets push on one tree at a large
 //    step. Each facet's share of a step's full velocity correction is (k h + d) r / (1 - r) along
-//    its normal; where the sum over the facets on a tree exceeds the limit, their gains are scaled
-//    down to it (never at the paper's settings on its dense-drop scene).
+//    its normal (per tree this sum bounds the largest eigenvalue of the velocity update, normal
+//    parts only); where it exceeds the limit the tree's gains are scaled down to it. On the
+//    paper's dense drop it never binds at d_user = 0.001 and adds 7-10% penetration at 0.005.
 #ifndef CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 #define CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 
