@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "tools/common/bench_measure.h"
 #include "tools/common/tool_util.h"
 #include "tools/gen_stack.h"
 
@@ -287,7 +288,7 @@ int main(int argc, char** argv) {
   std::vector<Result> results;
   for (const Size& z : sizes) {
     std::string err;
-    mjModel* m = contactkit::tools::LoadModelString(
+    mjModel* m = contactkit::tools::LoadXMLString(
         contactkit::tools::StackedPrimitivesXML(z.nx, z.ny, z.nl, 0.002), &err);
     if (!m) return Fail(z.name() + ": " + err);
     mjData* d = mj_makeData(m);

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 
 namespace contactkit::tools {
@@ -53,25 +52,6 @@ mjModel* LoadModel(const std::string& arg, std::string* error) {
   char err[1024] = "";
   mjModel* m = ck_loadXML(path.c_str(), nullptr, err, sizeof(err));
   if (!m) *error = path + ": " + err;
-  return m;
-}
-
-mjModel* LoadModelString(const std::string& xml, std::string* error) {
-  char name[] = "/tmp/ck_model_XXXXXX.xml";
-  const int fd = mkstemps(name, 4);
-  if (fd < 0) {
-    *error = "could not create a temporary file for the model";
-    return nullptr;
-  }
-  close(fd);
-  {
-    std::ofstream out(name);
-    out << xml;
-  }
-  char err[1024] = "";
-  mjModel* m = ck_loadXML(name, nullptr, err, sizeof(err));
-  std::remove(name);
-  if (!m) *error = err;
   return m;
 }
 
@@ -144,6 +124,24 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
   ck_free(ck);
   m->opt.enableflags = saved_flags;
   return st;
+}
+
+int SolverFromName(const std::string& name, std::string* error) {
+  const int id = ck_solverId(name.c_str());
+  std::string all, avail;
+  for (int s = 0; s < ckNSOLVER; s++) {
+    all += std::string(s ? ", " : "") + ck_solverName(s);
+    if (ck_solverAvailable(s)) avail += std::string(avail.empty() ? "" : ", ") + ck_solverName(s);
+  }
+  if (id < 0) {
+    *error = "unknown solver '" + name + "'; allowed: " + all;
+    return -1;
+  }
+  if (!ck_solverAvailable(id)) {
+    *error = "solver '" + name + "' is not implemented in this build yet; available: " + avail;
+    return -1;
+  }
+  return id;
 }
 
 void Progress(const std::string& label, int done, int total) {

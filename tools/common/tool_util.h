@@ -22,9 +22,6 @@ std::string ResolveModel(const std::string& arg);
 // load with ck_loadXML; null with a message on error
 mjModel* LoadModel(const std::string& arg, std::string* error);
 
-// load MJCF text (through a temporary file) with ck_loadXML; null with a message on error
-mjModel* LoadModelString(const std::string& xml, std::string* error);
-
 // statistics of one headless run
 struct RunStats {
   std::string solver;          // solver name
@@ -54,6 +51,10 @@ struct RunOptions {
 
 // run m from its initial state under settings; m's timestep may be changed by opts
 RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts);
+
+// Solver id for a name given on a command line, or -1 with a message that names the allowed
+// solvers (unknown name) or the ones this build has (a solver not implemented yet).
+int SolverFromName(const std::string& name, std::string* error);
 
 // progress bar on stderr: "label [=====>     ] 45%"
 void Progress(const std::string& label, int done, int total);
