@@ -176,6 +176,17 @@ std::string MarkdownTable(const std::vector<std::string>& header,
   return out;
 }
 
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = std::min(s.find(sep, start), s.size());
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string Fmt(double v, const char* fmt) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), fmt, v);

@@ -63,6 +63,9 @@ void Progress(const std::string& label, int done, int total);
 std::string MarkdownTable(const std::vector<std::string>& header,
                           const std::vector<std::vector<std::string>>& rows);
 
+// non-empty items of a separated list ("a,b,,c" -> a, b, c)
+std::vector<std::string> Split(const std::string& s, char sep);
+
 // number formatting helpers
 std::string Fmt(double v, const char* fmt = "%.3g");
 
