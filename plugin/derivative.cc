@@ -247,6 +247,8 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(rne_pre_, 6 * static_cast<size_t>(nv));
   alloc(rne_cacc_, 12 * static_cast<size_t>(m->nbody));
   alloc(rne_cfrc_, 12 * static_cast<size_t>(m->nbody));
+  alloc(rne_icacc_, 12 * static_cast<size_t>(m->nbody));
+  alloc(rne_icvel_, 6 * static_cast<size_t>(m->nbody));
   alloc(rne_dvel_, 6 * static_cast<size_t>(m->nbody));
   alloc(rne_dacc_, 6 * static_cast<size_t>(m->nbody));
   alloc(rne_dfrc_, 6 * static_cast<size_t>(m->nbody));

@@ -57,16 +57,6 @@ void MulInert(double res[6], const double* i, const double v[6]) {
   res[5] = i[7] * v[0] - i[6] * v[1] + i[9] * v[5];
 }
 
-// dI x for the inertia I of a body moving with S: S x* (I x) - I (S x x)
-void MulInertTangent(double res[6], const double* i, const double S[6], const double x[6]) {
-  double ix[6], sx[6], isx[6];
-  MulInert(ix, i, x);
-  CrossForce(res, S, ix);
-  CrossMotion(sx, S, x);
-  MulInert(isx, i, sx);
-  for (int k = 0; k < 6; k++) res[k] -= isx[k];
-}
-
 void AddScl6(double* y, const double* x, double a) {
   for (int k = 0; k < 6; k++) y[k] += a * x[k];
 }
@@ -156,8 +146,10 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
       }
       double* fb = cfrc + 6 * b;
       MulInert(fb, d->cinert + 10 * b, cb);
+      mju_copy(rne_icacc_.data() + pass * 6 * nbody + 6 * b, fb, 6);
       if (pass == 0) {
-        double iv[6], t[6];
+        double* iv = rne_icvel_.data() + 6 * b;
+        double t[6];
         MulInert(iv, d->cinert + 10 * b, cvel + 6 * b);
         CrossForce(t, cvel + 6 * b, iv);
         for (int q = 0; q < 6; q++) fb[q] += t[q];
@@ -248,28 +240,35 @@ void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2
     mju_copy(dvel + 6 * b, run, 6);
     mju_copy(dacc + 6 * b, racc, 6);
 
-    // d cfrc_body = dI cacc + I dcacc + dcvel x* I cvel + cvel x* (dI cvel + I dcvel)
+    // d cfrc_body = dI cacc + I dcacc + dcvel x* I cvel + cvel x* (dI cvel + I dcvel), with
+    // dI x = S x* (I x) - I (S x x) and the products I cacc, I cvel of the nominal pass
     const double* inert = d->cinert + 10 * b;
+    const double* icv = rne_icvel_.data() + 6 * b;
     double* f = dfrc + 6 * b;
-    double t[6], iv[6], div[6], idv[6];
-    MulInertTangent(f, inert, S, cacc + 6 * b);
-    MulInert(t, inert, racc);
+    double t[6], u[6], w[6];
+    CrossMotion(t, S, cacc + 6 * b);
+    for (int r = 0; r < 6; r++) u[r] = racc[r] - t[r];
+    MulInert(f, inert, u);  // I (dcacc - S x cacc)
+    CrossForce(t, S, rne_icacc_.data() + 6 * b);
     for (int r = 0; r < 6; r++) f[r] += t[r];
-    MulInert(iv, inert, cvel + 6 * b);
-    CrossForce(t, run, iv);
+    CrossForce(t, run, icv);
     for (int r = 0; r < 6; r++) f[r] += t[r];
-    MulInertTangent(div, inert, S, cvel + 6 * b);
-    MulInert(idv, inert, run);
-    for (int r = 0; r < 6; r++) div[r] += idv[r];
-    CrossForce(t, cvel + 6 * b, div);
+    CrossMotion(t, S, cvel + 6 * b);
+    for (int r = 0; r < 6; r++) u[r] = run[r] - t[r];
+    MulInert(w, inert, u);  // I (dcvel - S x cvel)
+    CrossForce(t, S, icv);
+    for (int r = 0; r < 6; r++) w[r] += t[r];
+    CrossForce(t, cvel + 6 * b, w);
     for (int r = 0; r < 6; r++) f[r] += t[r];
 
     // the second pass (no velocity, no gravity): d cfrc_body = dI cacc2 + I dcacc2
     if (dtau2) {
       mju_copy(dacc2 + 6 * b, racc2, 6);
       double* f2 = dfrc2 + 6 * b;
-      MulInertTangent(f2, inert, S, cacc2 + 6 * b);
-      MulInert(t, inert, racc2);
+      CrossMotion(t, S, cacc2 + 6 * b);
+      for (int r = 0; r < 6; r++) u[r] = racc2[r] - t[r];
+      MulInert(f2, inert, u);
+      CrossForce(t, S, rne_icacc_.data() + 6 * nbody + 6 * b);
       for (int r = 0; r < 6; r++) f2[r] += t[r];
     }
   }
@@ -350,8 +349,7 @@ void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
     double* f = dfrc + 6 * b;
     double iv[6], t[6];
     MulInert(f, inert, racc);
-    MulInert(iv, inert, cvel + 6 * b);
-    CrossForce(t, run, iv);
+    CrossForce(t, run, rne_icvel_.data() + 6 * b);
     for (int r = 0; r < 6; r++) f[r] += t[r];
     MulInert(iv, inert, run);
     CrossForce(t, cvel + 6 * b, iv);
