@@ -274,7 +274,7 @@ class Derivative {
   std::vector<char> dof_act_len_, dof_act_vel_;  // their forces depend on length / velocity (nv)
   std::vector<double> rne_pre_;                  // velocity of each dof's cdof_dot (6 nv)
   std::vector<double> rne_cacc_, rne_cfrc_;      // accelerations, subtree forces (2 x 6 nbody)
-  std::vector<double> rne_icacc_, rne_icvel_;    // I cacc (2 passes), I cvel   (2 x 6 nbody, 6 nbody)
+  std::vector<double> rne_icacc_, rne_icvel_;    // I cacc (2 x 6 nbody), I cvel (6 nbody)
   std::vector<double> rne_dvel_, rne_dacc_, rne_dfrc_;  // their tangents (6 nbody)
   std::vector<double> rne_dacc2_, rne_dfrc2_;           // tangents of the second pass (6 nbody)
   std::vector<double> rne_dcdof_;                       // tangents of the carried axes (6 nv)
