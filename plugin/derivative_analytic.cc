@@ -29,6 +29,27 @@ namespace {
 
 constexpr double kPoseStep = 1e-7;  // step of the perturbed geom poses
 
+// small inline vector helpers for the per-direction loops (MuJoCo's are library calls)
+inline double Dot3(const double* a, const double* b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+inline double Dot6(const double* a, const double* b) { return Dot3(a, b) + Dot3(a + 3, b + 3); }
+
+inline void Cross3(double* res, const double* a, const double* b) {
+  res[0] = a[1] * b[2] - a[2] * b[1];
+  res[1] = a[2] * b[0] - a[0] * b[2];
+  res[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+inline void Copy6(double* y, const double* x) {
+  for (int k = 0; k < 6; k++) y[k] = x[k];
+}
+
+inline void Zero6(double* y) {
+  for (int k = 0; k < 6; k++) y[k] = 0;
+}
+
 // MuJoCo's spatial algebra (engine_util_spatial.c, not exported by 2.2.2)
 void CrossMotion(double res[6], const double v[6], const double x[6]) {
   res[0] = -v[2] * x[1] + v[1] * x[2];
@@ -102,7 +123,7 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
   // velocity each dof's cdof_dot was computed with (mj_comVel's convention)
   for (int b = 1; b < nbody; b++) {
     double run[6];
-    mju_copy(run, cvel + 6 * m->body_parentid[b], 6);
+    Copy6(run, cvel + 6 * m->body_parentid[b]);
     const int bda = m->body_dofadr[b];
     for (int j = bda; j < bda + m->body_dofnum[b];) {
       const int type = m->jnt_type[m->dof_jntid[j]];
@@ -131,11 +152,11 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
   for (int pass = 0; pass < (damped_ ? 2 : 1); pass++) {
     double* cacc = rne_cacc_.data() + pass * 6 * nbody;
     double* cfrc = rne_cfrc_.data() + pass * 6 * nbody;
-    mju_zero(cacc, 6);
+    Zero6(cacc);
     if (pass == 0 && !mjDISABLED(mjDSBL_GRAVITY)) mju_scl3(cacc + 3, m->opt.gravity, -1);
     for (int b = 1; b < nbody; b++) {
       double* cb = cacc + 6 * b;
-      mju_copy(cb, cacc + 6 * m->body_parentid[b], 6);
+      Copy6(cb, cacc + 6 * m->body_parentid[b]);
       for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
         if (pass == 0) {
           AddScl6(cb, d->cdof_dot + 6 * j, v0_[j]);
@@ -195,13 +216,13 @@ void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2
     double run[6], racc[6], racc2[6];
     const int parent = m->body_parentid[b];
     if (b == b0) {
-      mju_zero(run, 6);
-      mju_zero(racc, 6);
-      mju_zero(racc2, 6);
+      Zero6(run);
+      Zero6(racc);
+      Zero6(racc2);
     } else {
-      mju_copy(run, dvel + 6 * parent, 6);
-      mju_copy(racc, dacc + 6 * parent, 6);
-      mju_copy(racc2, dacc2 + 6 * parent, 6);
+      Copy6(run, dvel + 6 * parent);
+      Copy6(racc, dacc + 6 * parent);
+      Copy6(racc2, dacc2 + 6 * parent);
     }
     const int bda = m->body_dofadr[b];
     for (int j = bda; j < bda + m->body_dofnum[b];) {
@@ -211,20 +232,20 @@ void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2
       // the velocity tangent MuJoCo's cdof_dot of this joint's dofs sees: before the joint, or
       // for a free joint's rotations after its translations
       double pre[6], pre_rot[6];
-      mju_copy(pre, run, 6);
+      Copy6(pre, run);
       for (int q = 0; q < n; q++) {
         const int dof = j + q;
         double* dc = dcdof + 6 * dof;
         if (Carried(m, k, dof)) {
           CrossMotion(dc, S, cdof + 6 * dof);
         } else {
-          mju_zero(dc, 6);
+          Zero6(dc);
         }
         AddScl6(racc, dc, a[dof]);
         if (dtau2) AddScl6(racc2, dc, a[dof] - aint_[dof]);
 
         // d cdof_dot = d pre x cdof + pre x d cdof (free translations: cdof_dot = 0)
-        if (type == mjJNT_FREE && q == 3) mju_copy(pre_rot, run, 6);
+        if (type == mjJNT_FREE && q == 3) Copy6(pre_rot, run);
         if (!(type == mjJNT_FREE && q < 3)) {
           const double* dp = type == mjJNT_FREE ? pre_rot : pre;
           double t1[6], t2[6];
@@ -233,12 +254,12 @@ void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2
           for (int r = 0; r < 6; r++) racc[r] += v0_[dof] * (t1[r] + t2[r]);
         }
         AddScl6(run, dc, v0_[dof]);
-        if (type != mjJNT_FREE && type != mjJNT_BALL) mju_copy(pre, run, 6);
+        if (type != mjJNT_FREE && type != mjJNT_BALL) Copy6(pre, run);
       }
       j += n;
     }
-    mju_copy(dvel + 6 * b, run, 6);
-    mju_copy(dacc + 6 * b, racc, 6);
+    Copy6(dvel + 6 * b, run);
+    Copy6(dacc + 6 * b, racc);
 
     // d cfrc_body = dI cacc + I dcacc + dcvel x* I cvel + cvel x* (dI cvel + I dcvel), with
     // dI x = S x* (I x) - I (S x x) and the products I cacc, I cvel of the nominal pass
@@ -263,7 +284,7 @@ void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2
 
     // the second pass (no velocity, no gravity): d cfrc_body = dI cacc2 + I dcacc2
     if (dtau2) {
-      mju_copy(dacc2 + 6 * b, racc2, 6);
+      Copy6(dacc2 + 6 * b, racc2);
       double* f2 = dfrc2 + 6 * b;
       CrossMotion(t, S, cacc2 + 6 * b);
       for (int r = 0; r < 6; r++) u[r] = racc2[r] - t[r];
@@ -285,16 +306,16 @@ void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2
   for (int b = b0; b <= last; b++) {
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
       const double* dc = dcdof + 6 * j;
-      dtau[j] = mju_dot(dc, cfrc + 6 * b, 6) + mju_dot(cdof + 6 * j, dfrc + 6 * b, 6);
+      dtau[j] = Dot6(dc, cfrc + 6 * b) + Dot6(cdof + 6 * j, dfrc + 6 * b);
       if (dtau2) {
-        dtau2[j] = mju_dot(dc, cfrc2 + 6 * b, 6) + mju_dot(cdof + 6 * j, dfrc2 + 6 * b, 6);
+        dtau2[j] = Dot6(dc, cfrc2 + 6 * b) + Dot6(cdof + 6 * j, dfrc2 + 6 * b);
       }
     }
   }
   for (int b = m->body_parentid[b0]; b > 0; b = m->body_parentid[b]) {
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      dtau[j] = mju_dot(cdof + 6 * j, dfrc + 6 * b0, 6);
-      if (dtau2) dtau2[j] = mju_dot(cdof + 6 * j, dfrc2 + 6 * b0, 6);
+      dtau[j] = Dot6(cdof + 6 * j, dfrc + 6 * b0);
+      if (dtau2) dtau2[j] = Dot6(cdof + 6 * j, dfrc2 + 6 * b0);
     }
   }
 }
@@ -313,21 +334,21 @@ void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
   for (int b = b0; b <= last; b++) {
     double run[6], racc[6];
     if (b == b0) {
-      mju_zero(run, 6);
-      mju_zero(racc, 6);
+      Zero6(run);
+      Zero6(racc);
     } else {
-      mju_copy(run, dvel + 6 * m->body_parentid[b], 6);
-      mju_copy(racc, dacc + 6 * m->body_parentid[b], 6);
+      Copy6(run, dvel + 6 * m->body_parentid[b]);
+      Copy6(racc, dacc + 6 * m->body_parentid[b]);
     }
     const int bda = m->body_dofadr[b];
     for (int j = bda; j < bda + m->body_dofnum[b];) {
       const int type = m->jnt_type[m->dof_jntid[j]];
       const int n = type == mjJNT_FREE ? 6 : type == mjJNT_BALL ? 3 : 1;
       double pre[6];
-      mju_copy(pre, run, 6);
+      Copy6(pre, run);
       for (int q = 0; q < n; q++) {
         const int dof = j + q;
-        if (type == mjJNT_FREE && q == 3) mju_copy(pre, run, 6);
+        if (type == mjJNT_FREE && q == 3) Copy6(pre, run);
         if (!(type == mjJNT_FREE && q < 3)) {
           double t[6];
           CrossMotion(t, pre, cdof + 6 * dof);
@@ -337,12 +358,12 @@ void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
           AddScl6(racc, d->cdof_dot + 6 * dof, 1);
           AddScl6(run, cdof + 6 * dof, 1);
         }
-        if (type != mjJNT_FREE && type != mjJNT_BALL) mju_copy(pre, run, 6);
+        if (type != mjJNT_FREE && type != mjJNT_BALL) Copy6(pre, run);
       }
       j += n;
     }
-    mju_copy(dvel + 6 * b, run, 6);
-    mju_copy(dacc + 6 * b, racc, 6);
+    Copy6(dvel + 6 * b, run);
+    Copy6(dacc + 6 * b, racc);
 
     // d cfrc_body = I dcacc + dcvel x* I cvel + cvel x* I dcvel
     const double* inert = d->cinert + 10 * b;
@@ -361,12 +382,12 @@ void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
   mju_zero(dtau, nv);
   for (int b = b0; b <= last; b++) {
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      dtau[j] = mju_dot(cdof + 6 * j, dfrc + 6 * b, 6);
+      dtau[j] = Dot6(cdof + 6 * j, dfrc + 6 * b);
     }
   }
   for (int b = m->body_parentid[b0]; b > 0; b = m->body_parentid[b]) {
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      dtau[j] = mju_dot(cdof + 6 * j, dfrc + 6 * b0, 6);
+      dtau[j] = Dot6(cdof + 6 * j, dfrc + 6 * b0);
     }
   }
 }
@@ -450,12 +471,12 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
       // x += eps (w x (x - c) + v), R += eps [w]x R
       double r[3], wr[3];
       mju_sub3(r, pos, com);
-      mju_cross(wr, S, r);
+      Cross3(wr, S, r);
       for (int i = 0; i < 3; i++) pos[i] += kPoseStep * (wr[i] + S[3 + i]);
       double col[3], wc[3];
       for (int c = 0; c < 3; c++) {
         for (int i = 0; i < 3; i++) col[i] = saved[g][3 + 3 * i + c];
-        mju_cross(wc, S, col);
+        Cross3(wc, S, col);
         for (int i = 0; i < 3; i++) mat[3 * i + c] += kPoseStep * wc[i];
       }
     }
@@ -519,17 +540,16 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
         const double* dc = carried ? rne_dcdof_.data() + 6 * j : zero;  // from RneTangent
         // translation rows: lin + rot x off; their tangent with the point and axes moving
         double jp[3], djp[3], t[3];
-        mju_cross(t, cd, off);
+        Cross3(t, cd, off);
         for (int i = 0; i < 3; i++) jp[i] = cd[3 + i] + t[i];
-        mju_cross(djp, cd, dp);
-        mju_cross(t, dc, off);
+        Cross3(djp, cd, dp);
+        Cross3(t, dc, off);
         for (int i = 0; i < 3; i++) djp[i] += dc[3 + i] + t[i];
         for (int r = 0; r < con.dim; r++) {
           const int ax = r < 3 ? r : r - 3;
           const double* Fr = g0.frame + 3 * ax;
           const double* dFr = dF + 3 * ax;
-          const double val =
-              r < 3 ? mju_dot3(dFr, jp) + mju_dot3(Fr, djp) : mju_dot3(dFr, cd) + mju_dot3(Fr, dc);
+          const double val = r < 3 ? Dot3(dFr, jp) + Dot3(Fr, djp) : Dot3(dFr, cd) + Dot3(Fr, dc);
           dense[r * nv + j] += sign * val;
         }
       }
