@@ -88,6 +88,7 @@ void SoftTangent::Setup(const ProblemDims& dims) {
   hadr_.assign(std::max(dims.ntree, 1), 0);
   local_.assign(std::max(dims.nv, 1), -1);
   t_.assign(std::max(dims.max_rows, 1), 0);
+  fold_.assign(std::max(dims.max_rows, 1), 0);
   rho_.assign(std::max(dims.max_rows, 1), 0);
   jar_.assign(std::max(dims.max_rows, 1), 0);
   rhs_.assign(std::max(dims.nv, 1), 0);
@@ -101,9 +102,17 @@ double SoftTangent::RowDot(const Problem& p, int e, const double* x) const {
   return rb_[e] < 0 ? s : s + rc_[e] * p.J.Dot(rb_[e], x);
 }
 
-void SoftTangent::RowAdd(const Problem& p, int e, double a, double* y) const {
-  p.J.AddRowTo(ra_[e], a, y);
-  if (rb_[e] >= 0) p.J.AddRowTo(rb_[e], a * rc_[e], y);
+void SoftTangent::RowsAdd(const Problem& p, const double* a, double* y) {
+  double* fold = fold_.data();
+  for (int i = 0; i < p.nrow; i++) fold[i] = 0;
+  for (int e = 0; e < nrow_; e++) {
+    if (a[e] == 0) continue;
+    fold[ra_[e]] += a[e];
+    if (rb_[e] >= 0) fold[rb_[e]] += a[e] * rc_[e];
+  }
+  for (int i = 0; i < p.nrow; i++) {
+    if (fold[i] != 0) p.J.AddRowTo(i, fold[i], y);
+  }
 }
 
 bool SoftTangent::Prepare(const Problem& p, const SoftRows& rows, const double* v_next) {
@@ -173,16 +182,18 @@ bool SoftTangent::Prepare(const Problem& p, const SoftRows& rows, const double* 
     const int n = is.ndofs[k];
     hadr_[k] = adr;
     const int* dofs = is.dofs + is.dofadr[k];
-    for (int a = 0; a < n; a++) local_[dofs[a]] = a;
+    // dofs in reverse order (children before parents): the factor then fills in only toward
+    // ancestors and the contacts' couplings, as MuJoCo's L'DL does
+    for (int a = 0; a < n; a++) local_[dofs[a]] = n - 1 - a;
     double* Hk = H_.data() + adr;
     for (int a = 0; a < n * n; a++) Hk[a] = 0;
     for (int a = 0; a < n; a++) {
-      const int i = dofs[a];
-      Hk[a * n + a] = p.mass.M[p.mass.madr[i]];
+      const int i = dofs[a], la = local_[i];
+      Hk[la * n + la] = p.mass.M[p.mass.madr[i]];
       int madr = p.mass.madr[i] + 1;
       for (int j = p.mass.parent[i]; j >= 0; j = p.mass.parent[j], madr++) {
         const int b = local_[j];
-        Hk[a * n + b] = Hk[b * n + a] = p.mass.M[madr];
+        Hk[la * n + b] = Hk[b * n + la] = p.mass.M[madr];
       }
     }
     adr += n * n;
@@ -248,9 +259,9 @@ void SoftTangent::Solve(const Problem& p, double* x) {
   for (int k = 0; k < is.nisland; k++) {
     const int n = is.ndofs[k];
     const int* dofs = is.dofs + is.dofadr[k];
-    for (int a = 0; a < n; a++) loc_[a] = x[dofs[a]];
+    for (int a = 0; a < n; a++) loc_[local_[dofs[a]]] = x[dofs[a]];
     CholSolve(H_.data() + hadr_[k], n, loc_.data());
-    for (int a = 0; a < n; a++) x[dofs[a]] = loc_[a];
+    for (int a = 0; a < n; a++) x[dofs[a]] = loc_[local_[dofs[a]]];
   }
   for (int t = 0; t < is.ntree; t++) {
     if (is.tree_island[t] >= 0) continue;
@@ -311,9 +322,7 @@ void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir) {
 
 void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs) {
   RowTerms(p, dir);
-  for (int e = 0; e < nrow_; e++) {
-    if (ge_[e] != 0) RowAdd(p, e, ge_[e], rhs);
-  }
+  RowsAdd(p, ge_.data(), rhs);
 }
 
 void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
@@ -324,7 +333,8 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
     const int* dofs = is.dofs + is.dofadr[k];
     const double* L = H_.data() + hadr_[k];
     for (int a = 0; a < n; a++) {
-      for (int c = 0; c < nb; c++) blk[a * nb + c] = x[dofs[a] * nb + c];
+      const int la = local_[dofs[a]];
+      for (int c = 0; c < nb; c++) blk[la * nb + c] = x[dofs[a] * nb + c];
     }
 
     // L L' y = b: forward, then backward substitution, all columns at once
@@ -332,6 +342,7 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
       double* yi = blk + i * nb;
       for (int q = 0; q < i; q++) {
         const double l = L[q * n + i];
+        if (l == 0) continue;
         const double* yq = blk + q * nb;
         for (int c = 0; c < nb; c++) yi[c] -= l * yq[c];
       }
@@ -343,6 +354,7 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
       const double* Li = L + i * n;
       for (int q = i + 1; q < n; q++) {
         const double l = Li[q];
+        if (l == 0) continue;
         const double* yq = blk + q * nb;
         for (int c = 0; c < nb; c++) yi[c] -= l * yq[c];
       }
@@ -350,7 +362,8 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
       for (int c = 0; c < nb; c++) yi[c] *= inv;
     }
     for (int a = 0; a < n; a++) {
-      for (int c = 0; c < nb; c++) x[dofs[a] * nb + c] = blk[a * nb + c];
+      const int la = local_[dofs[a]];
+      for (int c = 0; c < nb; c++) x[dofs[a] * nb + c] = blk[la * nb + c];
     }
   }
 
@@ -406,9 +419,7 @@ void SoftTangent::ForceTangent(const Problem& p, const ProblemTangent& dir, doub
       }
     }
   }
-  for (int e = 0; e < nrow_; e++) {
-    if (ge_[e] != 0) RowAdd(p, e, ge_[e], rhs);
-  }
+  RowsAdd(p, ge_.data(), rhs);
 
   // dv+ = H^-1 rhs
   Solve(p, rhs);
@@ -503,9 +514,7 @@ void SoftTangent::ForceCotangent(const Problem& p, const double* force_bar,
   }
   double* dvbar = rhs_.data();
   for (int j = 0; j < nv; j++) dvbar[j] = v_next_bar ? v_next_bar[j] : 0;
-  for (int e = 0; e < nrow_; e++) {
-    if (tbar[e] != 0) RowAdd(p, e, tbar[e], dvbar);
-  }
+  RowsAdd(p, tbar, dvbar);
 
   // rhs adjoint = H^-1 dv adjoint (H symmetric)
   Solve(p, dvbar);

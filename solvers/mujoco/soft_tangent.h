@@ -80,8 +80,8 @@ class SoftTangent {
   void RowTerms(const Problem& p, const ProblemTangent& dir);
   // J_e x for MuJoCo row e
   double RowDot(const Problem& p, int e, const double* x) const;
-  // y += a J_e'
-  void RowAdd(const Problem& p, int e, double a, double* y) const;
+  // y += sum_e a_e J_e' over the MuJoCo rows (nrow_), folded into one pass per frame row
+  void RowsAdd(const Problem& p, const double* a, double* y);
   // x = H^-1 x in place (islands: dense Cholesky; other trees: the mass matrix)
   void Solve(const Problem& p, double* x);
 
@@ -106,6 +106,7 @@ class SoftTangent {
   // scratch
   std::vector<double> block_;            // an island\'s block (nv x kBlock)
   std::vector<double> t_, rho_, jar_;    // frame rows                       (max_rows)
+  std::vector<double> fold_;             // RowsAdd coefficients per frame row  (max_rows)
   std::vector<double> te_, ge_;          // MuJoCo rows                      (max efc)
   std::vector<double> rhs_, tmp_, loc_;  //                                  (nv)
 };
