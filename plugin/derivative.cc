@@ -185,6 +185,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
     alloc(qderiv_, adr);
     alloc(qderiv_rne_, adr);
     alloc(lu_, adr);
+    alloc(mdense_, adr);
   }
   piv_.assign(std::max(nv, 1), 0);
   alloc(mint_M_, nM_);
@@ -604,6 +605,19 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   };
   if (!analytic_) dense(d, qderiv_.data(), 1, true);
 
+  // the blocked path's velocity columns M e_k from the dense per-tree mass matrix
+  if (batch_) {
+    for (int i = 0; i < nv; i++) {
+      const int t = extractor_.dof_tree()[i], n = tree_size_[t], b = tree_begin_[t];
+      double* Mt = mdense_.data() + tree_adr_[t];
+      int adr = m->dof_Madr[i];
+      Mt[(i - b) * n + (i - b)] = M0_[adr++];
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        Mt[(i - b) * n + (j - b)] = Mt[(j - b) * n + (i - b)] = M0_[adr];
+      }
+    }
+  }
+
   PreparePairs(cfd_ ? cfd_model_ : m);
   if (!PrepareIntegrator(m, rk4)) return false;
   if (analytic_) PrepareAnalytic(m);
@@ -774,10 +788,10 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   double* r = tmp_.data();
 
   // rhs = M dv + h (dqfrc_smooth - dM a + dJ' f) + J_E' (Phi t - h f rho)
+  mju_zero(r, nv);
   if (kind == kVel) {
-    p.mass.Mul(dv_.data(), r);
-  } else {
-    mju_zero(r, nv);
+    const int t = extractor_.dof_tree()[index], n = tree_size_[t], b = tree_begin_[t];
+    mju_copy(r + b, mdense_.data() + tree_adr_[t] + (index - b) * n, n);
   }
   for (int i = 0; i < nv; i++) r[i] += h * dfs_[i];
   double* pc = blk_p_.data() + static_cast<size_t>(slot) * nv;

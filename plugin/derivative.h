@@ -255,7 +255,8 @@ class Derivative {
   std::vector<double> efc_jar_;  // J qacc - aref of MuJoCo's rows (3.x)        (nefc cap)
   std::vector<int> efc_state_;   // MuJoCo's row states                           (nefc cap)
   std::vector<int> tree_begin_, tree_size_, tree_adr_;  // dense per-tree blocks     (ntree)
-  std::vector<double> qderiv_;                          // qDeriv, per-tree blocks, column-major
+  std::vector<double> mdense_;      // mass matrix in dense per-tree blocks (blocked path)
+  std::vector<double> qderiv_;      // qDeriv, per-tree blocks, column-major
   std::vector<double> qderiv_rne_;  // implicit: RNE part of qDeriv at velocity aint
   std::vector<double> qderiv_a0_;   // implicit: qDeriv aint of the polynomial terms (nv)
   TreeMass mint_;                   // M or M + h D, factored (Euler, RK4)
