@@ -126,19 +126,6 @@ struct ProblemTangent {
   const double* aref = nullptr;    // d aref                                      (nrow)
 };
 
-// adjoints of the problem data, the reverse of ProblemTangent: for a scalar L of the solution,
-// each non-null member accumulates dL/d(member). M holds the adjoint of each stored tree-layout
-// entry (an off-diagonal entry stands for both symmetric entries).
-struct ProblemCotangent {
-  double* v_free = nullptr;  // (nv)
-  double* M = nullptr;       // (nM)
-  double* J = nullptr;       // J values, same pattern                            (nnz)
-  double* pos = nullptr;     // (nrow)
-  double* vel = nullptr;     // (nrow)
-  double* R = nullptr;       // (nrow)
-  double* aref = nullptr;    // (nrow)
-};
-
 // owns a Problem's and a Solution's arrays, allocated once
 class ProblemStorage {
  public:

@@ -102,6 +102,20 @@ double SoftTangent::RowDot(const Problem& p, int e, const double* x) const {
   return rb_[e] < 0 ? s : s + rc_[e] * p.J.Dot(rb_[e], x);
 }
 
+void SoftTangent::ConeAdd(const Problem& p, const double* in, double scale, double* out) const {
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int adr = con.efc_address, dim = con.dim;
+    if (dim == 1 || st_[adr] != kSoftCone) continue;
+    const double* hc = hcone_.data() + 36 * c;
+    for (int r = 0; r < dim; r++) {
+      double s = 0;
+      for (int q = 0; q < dim; q++) s += hc[r * dim + q] * in[adr + q];
+      out[adr + r] += scale * s;
+    }
+  }
+}
+
 void SoftTangent::RowsAdd(const Problem& p, const double* a, double* y) {
   double* fold = fold_.data();
   for (int i = 0; i < p.nrow; i++) fold[i] = 0;
@@ -307,17 +321,7 @@ void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir) {
         ge_[e] = 0;
     }
   }
-  for (int c = 0; c < p.ncon; c++) {
-    const Contact& con = p.con[c];
-    const int adr = con.efc_address;
-    if (con.dim == 1 || st_[adr] != kSoftCone) continue;
-    const double* hc = hcone_.data() + 36 * c;
-    for (int r = 0; r < con.dim; r++) {
-      double s = 0;
-      for (int q = 0; q < con.dim; q++) s += hc[r * con.dim + q] * te_[adr + q];
-      ge_[adr + r] -= s;
-    }
-  }
+  ConeAdd(p, te_.data(), -1, ge_.data());
 }
 
 void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs) {
@@ -437,17 +441,7 @@ void SoftTangent::ForceTangent(const Problem& p, const ProblemTangent& dir, doub
              : st_[e] == kSoftCone    ? -f_[e] * rho
                                       : 0;
   }
-  for (int c = 0; c < p.ncon; c++) {
-    const Contact& con = p.con[c];
-    const int adr = con.efc_address;
-    if (con.dim == 1 || st_[adr] != kSoftCone) continue;
-    const double* hc = hcone_.data() + 36 * c;
-    for (int r = 0; r < con.dim; r++) {
-      double s = 0;
-      for (int q = 0; q < con.dim; q++) s += hc[r * con.dim + q] * te_[adr + q];
-      ge_[adr + r] -= s / h;
-    }
-  }
+  ConeAdd(p, te_.data(), -1 / h, ge_.data());
 
   // frame rows
   const int nplain = p.ne + p.nf + p.nl;
@@ -464,128 +458,6 @@ void SoftTangent::ForceTangent(const Problem& p, const ProblemTangent& dir, doub
       for (int j = 1; j < con.dim; j++) {
         out[j] = con.mu[j - 1] * (ge_[adr + 2 * (j - 1)] - ge_[adr + 2 * (j - 1) + 1]);
       }
-    }
-  }
-}
-
-void SoftTangent::ForceCotangent(const Problem& p, const double* force_bar,
-                                 const double* v_next_bar, ProblemCotangent* bar) {
-  const int nv = p.nv;
-  const SparseRows& J = p.J;
-  const double h = h_;
-  const double* vn = v_next_;
-  double* ebar = ge_.data();     // adjoint of the MuJoCo row forces, then of g
-  double* tbar = te_.data();     // adjoint of te
-  double* rhobar = rho_.data();  // adjoint of rho, frame rows (normal row for contacts)
-
-  // MuJoCo row force adjoints from the frame rows
-  const int nplain = p.ne + p.nf + p.nl;
-  for (int i = 0; i < nplain; i++) ebar[i] = force_bar[i];
-  for (int c = 0; c < p.ncon; c++) {
-    const Contact& con = p.con[c];
-    const int adr = con.efc_address;
-    const double* fb = force_bar + con.row;
-    if (con.dim == 1 || rb_[adr] < 0) {
-      for (int r = 0; r < con.dim; r++) ebar[adr + r] = fb[r];
-    } else {
-      for (int j = 1; j < con.dim; j++) {
-        ebar[adr + 2 * (j - 1)] = fb[0] + con.mu[j - 1] * fb[j];
-        ebar[adr + 2 * (j - 1) + 1] = fb[0] - con.mu[j - 1] * fb[j];
-      }
-    }
-  }
-
-  // df_e = Phi_e (te + J_e dv) / h - f_e rho: adjoints of te (tbar), dv (rhs), rho
-  for (int i = 0; i < p.nrow; i++) rhobar[i] = 0;
-  for (int e = 0; e < nrow_; e++) {
-    tbar[e] = st_[e] == kSoftQuadratic ? -D_[e] * ebar[e] / h : 0;
-    if (st_[e] == kSoftQuadratic || st_[e] == kSoftCone) rhobar[ra_[e]] -= f_[e] * ebar[e];
-  }
-  for (int c = 0; c < p.ncon; c++) {
-    const Contact& con = p.con[c];
-    const int adr = con.efc_address;
-    if (con.dim == 1 || st_[adr] != kSoftCone) continue;
-    const double* hc = hcone_.data() + 36 * c;
-    for (int r = 0; r < con.dim; r++) {
-      double s = 0;
-      for (int q = 0; q < con.dim; q++) s += hc[q * con.dim + r] * ebar[adr + q];
-      tbar[adr + r] = -s / h;
-    }
-  }
-  double* dvbar = rhs_.data();
-  for (int j = 0; j < nv; j++) dvbar[j] = v_next_bar ? v_next_bar[j] : 0;
-  RowsAdd(p, tbar, dvbar);
-
-  // rhs adjoint = H^-1 dv adjoint (H symmetric)
-  Solve(p, dvbar);
-  const double* rbar = dvbar;
-
-  // rhs = M dv_free - dM w + h dJ' f + sum J_e' g_e
-  if (bar->v_free) {
-    p.mass.Mul(rbar, tmp_.data());
-    for (int j = 0; j < nv; j++) bar->v_free[j] += tmp_[j];
-  }
-  if (bar->M) {
-    for (int j = 0; j < nv; j++) tmp_[j] = vn[j] - p.v_free[j];
-    for (int i = 0; i < nv; i++) {
-      int adr = p.mass.madr[i];
-      bar->M[adr++] -= rbar[i] * tmp_[i];
-      for (int j = p.mass.parent[i]; j >= 0; j = p.mass.parent[j], adr++) {
-        bar->M[adr] -= rbar[i] * tmp_[j] + rbar[j] * tmp_[i];
-      }
-    }
-  }
-  if (bar->J) {
-    for (int e = 0; e < nrow_; e++) {
-      if (f_[e] == 0) continue;
-      for (int q = 0; q < 2; q++) {
-        const int i = q == 0 ? ra_[e] : rb_[e];
-        if (i < 0) continue;
-        const double ai = h * f_[e] * (q == 0 ? 1 : rc_[e]);
-        const int adr = J.rowadr[i];
-        for (int k = 0; k < J.rownnz[i]; k++) bar->J[adr + k] += ai * rbar[J.colind[adr + k]];
-      }
-    }
-  }
-
-  // g_e = Phi_e te - h f_e rho: gbar = J_e rbar
-  for (int e = 0; e < nrow_; e++) {
-    if (st_[e] != kSoftQuadratic && st_[e] != kSoftCone) continue;
-    const double gbar = RowDot(p, e, rbar);
-    if (st_[e] == kSoftQuadratic) tbar[e] -= D_[e] * gbar;
-    rhobar[ra_[e]] -= h * f_[e] * gbar;
-    ebar[e] = gbar;  // kept for the cone blocks
-  }
-  for (int c = 0; c < p.ncon; c++) {
-    const Contact& con = p.con[c];
-    const int adr = con.efc_address;
-    if (con.dim == 1 || st_[adr] != kSoftCone) continue;
-    const double* hc = hcone_.data() + 36 * c;
-    for (int r = 0; r < con.dim; r++) {
-      double s = 0;
-      for (int q = 0; q < con.dim; q++) s += hc[q * con.dim + r] * ebar[adr + q];
-      tbar[adr + r] -= s;
-    }
-  }
-
-  // te = t_a + c t_b; t = dJ v+ - dvel - h daref; rho = dR / R
-  for (int i = 0; i < p.nrow; i++) t_[i] = 0;
-  for (int e = 0; e < nrow_; e++) {
-    t_[ra_[e]] += tbar[e];
-    if (rb_[e] >= 0) t_[rb_[e]] += rc_[e] * tbar[e];
-  }
-  for (int i = 0; i < p.nrow; i++) {
-    if (bar->J && t_[i] != 0) {
-      const int adr = J.rowadr[i];
-      for (int k = 0; k < J.rownnz[i]; k++) bar->J[adr + k] += t_[i] * vn[J.colind[adr + k]];
-    }
-    if (bar->vel) bar->vel[i] -= t_[i];
-    if (bar->aref) bar->aref[i] -= h * t_[i];
-    if (bar->R && rhobar[i] != 0) {
-      // a contact's rows all take the normal's ratio
-      const int c = con_of_row_[i];
-      const int ri = c < 0 ? i : p.con[c].row;
-      bar->R[ri] += rhobar[i] / p.R[ri];
     }
   }
 }

@@ -67,11 +67,6 @@ class SoftTangent {
   void RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs);
   void SolveBlock(const Problem& p, double* x, int nb);
 
-  // Reverse product: the adjoints of the problem data for a force adjoint force_bar (frame rows)
-  // and an adjoint of v+ (nv, nullable); outputs accumulate (+=) into bar. No allocation.
-  void ForceCotangent(const Problem& p, const double* force_bar, const double* v_next_bar,
-                      ProblemCotangent* bar);
-
   // MuJoCo rows in the last Prepare
   int nrow() const { return nrow_; }
 
@@ -80,6 +75,8 @@ class SoftTangent {
   void RowTerms(const Problem& p, const ProblemTangent& dir);
   // J_e x for MuJoCo row e
   double RowDot(const Problem& p, int e, const double* x) const;
+  // out += scale Hc in on the rows of each contact in the cone zone
+  void ConeAdd(const Problem& p, const double* in, double scale, double* out) const;
   // y += sum_e a_e J_e' over the MuJoCo rows (nrow_), folded into one pass per frame row
   void RowsAdd(const Problem& p, const double* a, double* y);
   // x = H^-1 x in place (islands: dense Cholesky; other trees: the mass matrix)

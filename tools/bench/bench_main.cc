@@ -170,6 +170,17 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, std::map<std::string, double>> counters_;
 };
 
+// a handle with settings and solver, or null with the benchmark skipped
+ckHandle* MakeOrSkip(benchmark::State& state, const mjModel* m, int solver,
+                     const ckSettings& settings) {
+  ckSettings s = settings;
+  s.solver = solver;
+  char cerr[1024];
+  ckHandle* ck = ck_make(m, &s, cerr, sizeof(cerr));
+  if (!ck) state.SkipWithError(cerr);
+  return ck;
+}
+
 }  // namespace
 
 ckSettings DefaultSettings() {
@@ -196,14 +207,8 @@ void AddJacobian(const std::string& group, const std::string& variant, const Sce
     std::vector<mjtNum> A(nx * nx), B(nx * std::max(m->nu, 1));
     ckHandle* ck = nullptr;
     if (method == JacMethod::kAnalytic) {
-      ckSettings s = settings;
-      s.solver = solver;
-      char cerr[1024];
-      ck = ck_make(p->m, &s, cerr, sizeof(cerr));
-      if (!ck) {
-        state.SkipWithError(cerr);
-        return;
-      }
+      ck = MakeOrSkip(state, p->m, solver, settings);
+      if (!ck) return;
 
       // accuracy against centered differences through ck_step, and which path was taken
       std::vector<mjtNum> Afd(A.size()), Bfd(B.size());
@@ -240,14 +245,8 @@ void AddStep(const std::string& group, const std::string& variant, const Scenari
     }
     ckHandle* ck = nullptr;
     if (solver >= 0) {
-      ckSettings s = settings;
-      s.solver = solver;
-      char cerr[1024];
-      ck = ck_make(p->m, &s, cerr, sizeof(cerr));
-      if (!ck) {
-        state.SkipWithError(cerr);
-        return;
-      }
+      ck = MakeOrSkip(state, p->m, solver, settings);
+      if (!ck) return;
       // one untimed step so warm-start data exist
       ck_step(ck, p->m, p->d);
     }
