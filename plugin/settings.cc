@@ -62,6 +62,8 @@ const KeyInfo kKeys[] = {
    "pivot limit of the direct solver per island"},
   {"pgs_iter", "lcp", kKeyInt, CK_OFF(lcp.pgs_iter), 1, 1e6, false, false, "200",
    "projected Gauss-Seidel sweeps of the fallback"},
+  {"max_island_rows", "lcp", kKeyInt, CK_OFF(lcp.max_island_rows), 1, 1e5, false, false, "400",
+   "rows of the largest island solved directly; larger ones get Gauss-Seidel"},
 
   {"cfd_width", "derivative", kKeyReal, CK_OFF(deriv.cfd_width), 0, 1, false, false, "0",
    "contacts-from-distance width w_c in meters (0: off)"},

@@ -44,6 +44,7 @@ typedef struct ckLcpSettings_ {
   double cfm;                    // constraint force mixing added to the diagonal of A
   int max_pivots;                // pivot limit of the direct solver, per island
   int pgs_iter;                  // projected Gauss-Seidel sweeps of the fallback
+  int max_island_rows;           // largest island solved directly (dense workspace size)
 } ckLcpSettings;
 
 // derivative settings

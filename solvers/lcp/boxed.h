@@ -1,0 +1,152 @@
+// Copyright 2026 The contactkit developers.
+//
+// Dense boxed LCP with bounds coupled to other unknowns (friction), independent of MuJoCo:
+//   w = A x + b,  lo_i <= x_i <= hi_i,  x_i = lo_i => w_i >= 0,  x_i = hi_i => w_i <= 0,
+//   lo_i < x_i < hi_i => w_i = 0,
+// where a row with findex[i] = j >= 0 has the bounds -mu_i x_j <= x_i <= mu_i x_j (friction
+// scaled by its normal force, Nimble appendix A) and the other rows constant bounds (infinite for
+// bilateral rows).
+//
+// Everything follows from the classification of the rows (Nimble section IV): clamping rows C
+// (w = 0, x free inside the bounds) and rows at their lower or upper bound (separating normals
+// and sliding friction). Given a classification, x_B = E x_C + g for the bound rows and
+//   (A_CC + A_CB E) x_C = -(b_C + A_CB g)                                              (K x_C = c)
+// is solved with the complete orthogonal decomposition, the least-squares minimum-norm solution
+// when K is rank deficient (Nimble appendix B). The solver
+//   1. checks a guessed classification (the previous step's) with one reduced solve,
+//   2. otherwise runs block principal pivoting (Judice & Pires: flip every infeasible row while
+//      the count of infeasible rows falls, then Murty's single least-index pivots, which finish
+//      for P-matrices) on A + ridge I, so that every principal system is nonsingular,
+//   3. then recomputes x_C exactly (ridge 0) from the final classification, moving tied rows
+//      (at a bound with w = 0) into C when the minimum-norm solution stays feasible,
+//   4. and falls back to projected Gauss-Seidel, whose classification seeds another pivoting run,
+//      when pivoting fails (pivot limit, singular coupled systems).
+#ifndef CONTACTKIT_SOLVERS_LCP_BOXED_H_
+#define CONTACTKIT_SOLVERS_LCP_BOXED_H_
+
+#include <vector>
+
+#include "solvers/common/cod.h"
+
+namespace contactkit {
+
+// classification of a row
+enum LcpRowState : signed char {
+  kLcpClamped = 0,  // w = 0, x inside its bounds
+  kLcpLower,        // x at its lower bound (a normal or limit: separating)
+  kLcpUpper,        // x at its upper bound
+};
+
+// one boxed LCP (views; A column-major with leading dimension ld)
+struct DenseLcp {
+  int n = 0;                     // rows
+  int ld = 0;                    // leading dimension of A
+  const double* A = nullptr;     // (n x n), symmetric positive semidefinite in practice
+  const double* b = nullptr;     // (n)
+  const double* lo = nullptr;    // constant lower bounds, -inf allowed          (n)
+  const double* hi = nullptr;    // constant upper bounds, +inf allowed          (n)
+  const int* findex = nullptr;   // row whose x scales the bounds, -1: constant  (n)
+  const double* mu = nullptr;    // bound coefficient of findex rows             (n)
+};
+
+// statistics of one solve
+struct BoxedStats {
+  int iterations = 0;     // reduced solves
+  int pivots = 0;         // rows flipped
+  bool guess_hit = false; // the guessed classification was accepted
+  bool pivot_ok = false;  // pivoting found an exact classification
+  bool used_pgs = false;  // the Gauss-Seidel fallback ran
+  double residual = 0;    // natural-map residual, velocity units
+  double kappa = 0;       // largest |w_i| times the distance of x_i to its nearer bound
+};
+
+// options of one solve
+struct BoxedOptions {
+  bool use_guess = false;  // state holds a classification to check first
+  double tol = 1e-10;      // feasibility tolerance in velocity units (w, and x scaled by A_ii)
+  double ridge = 1e-10;    // relative regularization of the pivoting systems (times max A_ii)
+  double rtol = 1e-11;     // relative rank threshold of the decomposition
+  int max_pivots = 1000;   // flips per pivoting run
+  int pgs_iter = 200;      // Gauss-Seidel sweeps of the fallback
+};
+
+class BoxedLcpSolver {
+ public:
+  // allocate for problems up to nmax rows
+  void Allocate(int nmax);
+  int capacity() const { return nmax_; }
+
+  // Solve lcp: state (n) holds the guess on entry (when opt.use_guess) and the final
+  // classification on exit; x and w (n) the solution. The final reduced system is factored into
+  // cod (bound to storage for at least n). Returns true if the answer is an exact complementary
+  // solution within opt.tol; otherwise x is the best answer found (finite, within the bounds).
+  bool Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, double* x,
+             double* w, Cod* cod, BoxedStats* stats);
+
+  // reduced solve for a classification with A + ridge I: x, w (n); false if not finite
+  bool Reduced(const DenseLcp& lcp, const signed char* state, double ridge, double rtol, Cod* cod,
+               double* x, double* w);
+
+  // natural-map residual max_i A_ii |x_i - clamp(x_i - w_i / A_ii, lo_i, hi_i)| (velocity
+  // units) with the bounds at x; kappa (nullable) gets the complementarity measure
+  static double Residual(const DenseLcp& lcp, const double* x, const double* w, double* kappa);
+
+  // projected Gauss-Seidel from x: sweeps until the largest change (velocity units) is below tol
+  static int Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x);
+
+  // classification of an approximate solution
+  static void Classify(const DenseLcp& lcp, const double* x, const double* w, double tol,
+                       signed char* state);
+
+  // cold start: bilateral and friction rows clamped, unilateral rows clamped where b_i < 0
+  static void ColdState(const DenseLcp& lcp, signed char* state);
+
+  // the clamped rows of a classification (in row order) and the coupling of the bound rows:
+  // pos (n) maps a row to its place in C (-1: not clamped); returns |C|
+  static int ClampedSet(const DenseLcp& lcp, const signed char* state, int* cidx, int* pos);
+
+  // value of a bound row i: x_i = coef_i x_(findex) + g_i with coef nonzero only if the findex
+  // row is clamped
+  static void BoundValue(const DenseLcp& lcp, const signed char* state, int i, double* coef,
+                         double* g);
+
+ private:
+  // one pivoting run from state; true if it ends with no infeasible row
+  bool Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
+             double* x, double* w, BoxedStats* stats);
+
+  // rows that violate their classification by more than tol: list (ascending) and new states
+  int Infeasible(const DenseLcp& lcp, const signed char* state, const double* x, const double* w,
+                 double tol, int* list, signed char* target) const;
+
+  // exact solve for state into cod and acceptance test; true if residual <= tol
+  bool Exact(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state, Cod* cod,
+             double* x, double* w, BoxedStats* stats);
+
+  // Nimble's stabilization of an accepted solution: tied rows join C when the minimum-norm
+  // solution of the larger system stays exact; cod ends with the factorization of state
+  void Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
+                 double* x, double* w, BoxedStats* stats);
+
+  int nmax_ = 0;
+  std::vector<double> K_;       // reduced matrix                                (nmax x nmax)
+  std::vector<double> c_;       // reduced right-hand side                       (nmax)
+  std::vector<double> y_;       // reduced solution and refinement               (2 nmax)
+  std::vector<double> xb_;      // best answer so far                            (nmax)
+  std::vector<double> wb_;      // its w                                         (nmax)
+  std::vector<double> xs_;      // scratch answer                                (nmax)
+  std::vector<double> ws_;      // its w                                         (nmax)
+  double best_res_ = 0;         // residual of xb_
+  std::vector<int> cidx_;       // clamped rows                                  (nmax)
+  std::vector<int> pos_;        // place of each row in C                        (nmax)
+  std::vector<int> list_;       // infeasible rows                               (nmax)
+  std::vector<signed char> target_;  // their new states                         (nmax)
+  std::vector<signed char> s2_;      // scratch classification                   (nmax)
+  std::vector<double> coddmem_; // scratch decomposition for pivoting            (Cod::Doubles)
+  std::vector<int> codimem_;
+  Cod cod_;                     // decomposition of the pivoting systems
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_LCP_BOXED_H_
