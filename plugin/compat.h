@@ -61,6 +61,21 @@ inline bool EulerDampingImplicit(const mjModel* m) {
   return false;
 }
 
+// 1 if the constraint stage writes qacc_warmstart (MuJoCo < 3.3.6); from 3.3.6 the integrator's
+// mj_advance copies qacc into it once per step instead
+constexpr bool kStageWritesWarmstart = mjVERSION_HEADER < 336;
+
+// 1 if an energy sensor computes the energy term (MuJoCo 3.x skips mj_energyPos/Vel then)
+inline bool EnergyFromSensor(const mjModel* m, int type) {
+#if CK_MJ3
+  if (m->opt.disableflags & mjDSBL_SENSOR) return false;
+  for (int i = 0; i < m->nsensor; i++) {
+    if (m->sensor_type[i] == type) return true;
+  }
+#endif
+  return false;
+}
+
 }  // namespace contactkit
 
 #endif  // CONTACTKIT_PLUGIN_COMPAT_H_

@@ -352,7 +352,7 @@ void Extractor::WriteBack(const mjModel* m, mjData* d, const Problem& p, const S
   const double h = p.h;
   for (int i = 0; i < nv; i++) {
     d->qacc[i] = (sol.v_next[i] - d->qvel[i]) / h;
-    d->qacc_warmstart[i] = d->qacc[i];
+    if (kStageWritesWarmstart) d->qacc_warmstart[i] = d->qacc[i];
   }
 }
 

@@ -9,6 +9,14 @@
 #include "plugin/compat.h"
 #include "plugin/handle.h"
 
+#if CK_MJ3
+#define CK_SENS_E_POTENTIAL mjSENS_E_POTENTIAL
+#define CK_SENS_E_KINETIC mjSENS_E_KINETIC
+#else
+#define CK_SENS_E_POTENTIAL (-1)
+#define CK_SENS_E_KINETIC (-1)
+#endif
+
 namespace contactkit {
 namespace {
 
@@ -48,9 +56,43 @@ void ContactStats(ckStats* st, const mjData* d) {
   st->max_penetration = pen;
 }
 
-// semi-implicit update of act, qvel, qpos, time (MuJoCo's mj_advance)
+#if CK_MJ3
+// one activation step of actuator i (MuJoCo 3.x's nextActivation)
+mjtNum NextActivation(const mjModel* m, const mjData* d, int i, int adr, mjtNum act_dot) {
+  mjtNum act = d->act[adr];
+  if (m->actuator_dyntype[i] == mjDYN_FILTEREXACT) {
+    const mjtNum tau = mju_max(mjMINVAL, m->actuator_dynprm[i * mjNDYN]);
+    act = act + act_dot * tau * (1 - mju_exp(-m->opt.timestep / tau));
+  } else {
+    act = act + act_dot * m->opt.timestep;
+  }
+  if (m->actuator_actlimited[i]) {
+    const mjtNum* range = m->actuator_actrange + 2 * i;
+    act = mju_clip(act, range[0], range[1]);
+  }
+  return act;
+}
+
+// actuator i is in a disabled group
+bool ActuatorDisabled(const mjModel* m, int i) {
+  const int group = m->actuator_group[i];
+  return group >= 0 && group <= 30 && (m->opt.disableactuator & (1 << group));
+}
+#endif
+
+// semi-implicit update of act, qvel, qpos, time (MuJoCo's static mj_advance)
 void Advance(const mjModel* m, mjData* d, const mjtNum* act_dot, const mjtNum* qacc,
              const mjtNum* qvel) {
+#if CK_MJ3
+  if (m->na && !mjDISABLED(mjDSBL_ACTUATION)) {
+    for (int i = 0; i < m->nu; i++) {
+      const int begin = m->actuator_actadr[i], end = begin + m->actuator_actnum[i];
+      for (int j = begin; j < end; j++) {
+        d->act[j] = NextActivation(m, d, i, j, ActuatorDisabled(m, i) ? 0 : act_dot[j]);
+      }
+    }
+  }
+#else
   if (m->na) {
     mju_addToScl(d->act, act_dot, m->opt.timestep, m->na);
     for (int i = 0; i < m->na; i++) {
@@ -61,9 +103,17 @@ void Advance(const mjModel* m, mjData* d, const mjtNum* act_dot, const mjtNum* q
       }
     }
   }
+#endif
   mju_addToScl(d->qvel, qacc, m->opt.timestep, m->nv);
   mj_integratePos(m, d->qpos, qvel ? qvel : d->qvel, m->opt.timestep);
   d->time += m->opt.timestep;
+#if CK_MJ3
+  for (int i = 0; i < m->nplugin; i++) {
+    const mjpPlugin* plugin = mjp_getPluginAtSlot(m->plugin[i]);
+    if (plugin && plugin->advance) plugin->advance(m, d, i);
+  }
+#endif
+  if (!kStageWritesWarmstart) mju_copy(d->qacc_warmstart, d->qacc, m->nv);
 }
 
 // MuJoCo's mj_RungeKutta(m, d, 4) with ck_forwardSkip in the stages
@@ -152,7 +202,7 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     // no constraints: as MuJoCo
     const int nv = m->nv;
     mju_copy(d->qacc, d->qacc_smooth, nv);
-    mju_copy(d->qacc_warmstart, d->qacc_smooth, nv);
+    if (kStageWritesWarmstart) mju_copy(d->qacc_warmstart, d->qacc_smooth, nv);
     mju_zero(d->qfrc_constraint, nv);
     st.status = ckSTATUS_SOLVED;
     st.iterations = st.nrow = st.nisland = st.pivots = 0;
@@ -213,6 +263,12 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
   ContactStats(&st, d);
   st.solve_time =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  // MuJoCo's constraint timer, as mj_fwdConstraint keeps it (it times itself when passed through)
+  if (ck->solver) {
+    d->timer[mjTIMER_CONSTRAINT].duration += st.solve_time * 1e3;
+    d->timer[mjTIMER_CONSTRAINT].number++;
+  }
 }
 
 }  // namespace contactkit
@@ -229,18 +285,26 @@ void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, in
   if (skipstage < mjSTAGE_POS) {
     mj_fwdPosition(m, d);
     if (!skipsensor) mj_sensorPos(m, d);
-    if (mjENABLED(mjENBL_ENERGY)) mj_energyPos(m, d);
+    if (!(!skipsensor && contactkit::EnergyFromSensor(m, CK_SENS_E_POTENTIAL))) {
+      if (mjENABLED(mjENBL_ENERGY)) {
+        mj_energyPos(m, d);
+      } else if (CK_MJ3) {
+        d->energy[0] = d->energy[1] = 0;
+      }
+    }
   }
 
   // velocity-dependent
   if (skipstage < mjSTAGE_VEL) {
     mj_fwdVelocity(m, d);
     if (!skipsensor) mj_sensorVel(m, d);
-    if (mjENABLED(mjENBL_ENERGY)) mj_energyVel(m, d);
+    if (mjENABLED(mjENBL_ENERGY) && !(!skipsensor && contactkit::EnergyFromSensor(m, CK_SENS_E_KINETIC))) {
+      mj_energyVel(m, d);
+    }
   }
 
   // acceleration-dependent, with our constraint stage
-  if (mjcb_control) mjcb_control(m, d);
+  if (mjcb_control && !(CK_MJ3 && mjDISABLED(mjDSBL_ACTUATION))) mjcb_control(m, d);
   mj_fwdActuation(m, d);
   mj_fwdAcceleration(m, d);
   contactkit::ConstraintStage(ck, m, d);

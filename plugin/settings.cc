@@ -90,6 +90,16 @@ std::string Trim(const char* s) {
   return b == std::string::npos ? std::string() : t.substr(b, e - b + 1);
 }
 
+// shortest decimal text that reads back to the same double
+std::string ShortestText(double v) {
+  char buf[64];
+  for (int digits = 6; digits <= 17; digits++) {
+    std::snprintf(buf, sizeof(buf), "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
 std::string Num(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[64];
@@ -309,7 +319,7 @@ struct ModelSettings {
       std::string text;
       char buf[64];
       for (int j = 0; j < size; j++) {
-        std::snprintf(buf, sizeof(buf), "%.17g", data[j]);
+        std::snprintf(buf, sizeof(buf), "%s", contactkit::ShortestText(data[j]).c_str());
         text += (j ? " " : "") + std::string(buf);
       }
       if (k->type == contactkit::kKeySolver && size == 1 && data[0] >= 0 && data[0] < ckNSOLVER &&
@@ -416,11 +426,13 @@ int ck_getSetting(const ckSettings* settings, const char* key, char* buf, int bu
       std::snprintf(buf, buf_sz, "%d", *reinterpret_cast<const int*>(f));
       break;
     case kKeyReal:
-      std::snprintf(buf, buf_sz, "%.17g", *reinterpret_cast<const double*>(f));
+      std::snprintf(buf, buf_sz, "%s", contactkit::ShortestText(*reinterpret_cast<const double*>(f)).c_str());
       break;
     case kKeyReal5: {
       const double* x = reinterpret_cast<const double*>(f);
-      std::snprintf(buf, buf_sz, "%.17g %.17g %.17g %.17g %.17g", x[0], x[1], x[2], x[3], x[4]);
+      std::snprintf(buf, buf_sz, "%s %s %s %s %s", contactkit::ShortestText(x[0]).c_str(),
+                    contactkit::ShortestText(x[1]).c_str(), ShortestText(x[2]).c_str(),
+                    contactkit::ShortestText(x[3]).c_str(), ShortestText(x[4]).c_str());
       break;
     }
   }

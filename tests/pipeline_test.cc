@@ -33,6 +33,11 @@ class PassThroughTest : public MujocoTest, public ::testing::WithParamInterface<
 
 TEST_P(PassThroughTest, BitExactOverManySteps) {
   const auto& [model, integrator, jacobian, solver, nstep] = GetParam();
+#if mjVERSION_HEADER >= 300
+  if (model.find("composite/") == 0) {
+    GTEST_SKIP() << "MuJoCo 2.2.2's composite syntax does not load on MuJoCo 3.x";
+  }
+#endif
   ModelPtr m = Load(MujocoModel(model));
   ASSERT_TRUE(m);
   m->opt.integrator = integrator;

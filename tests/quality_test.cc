@@ -114,6 +114,51 @@ TEST_P(EverySolver, NanControlNeverReachesTheState) {
   warnings().clear();
 }
 
+// MuJoCo's sensors, mj_contactForce and the efc arrays see the solver's forces: a resting box's
+// touch sensor reads its weight, and qfrc_constraint = efc_J' efc_force for both cone types
+TEST_P(EverySolver, SensorsAndEfcArraysSeeTheForces) {
+  for (const char* cone : {"pyramidal", "elliptic"}) {
+    const std::string xml = std::string(R"(
+<mujoco>
+  <option timestep="0.002" cone=")") + cone + R"("/>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1" friction="0.8"/>
+    <body name="box" pos="0 0 0.1">
+      <freejoint/>
+      <geom type="box" size="0.1 0.1 0.1" mass="2" friction="0.8"/>
+      <site name="bottom" pos="0 0 -0.1" size="0.11 0.11 0.02" type="box"/>
+    </body>
+  </worldbody>
+  <sensor>
+    <touch site="bottom"/>
+  </sensor>
+</mujoco>)";
+    ModelPtr m = LoadString(xml);
+    ASSERT_TRUE(m);
+    ckSettings s = Settings(GetParam());
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < 1000; t++) ck_step(ck.get(), m.get(), d.get());
+    ck_forward(ck.get(), m.get(), d.get());
+    const double weight = 2 * 9.81;
+    EXPECT_NEAR(d->sensordata[0], weight, 0.02 * weight) << cone;
+
+    // normal forces from MuJoCo's own decoding sum to the weight
+    double normal = 0;
+    for (int i = 0; i < d->ncon; i++) {
+      mjtNum f[6];
+      mj_contactForce(m.get(), d.get(), i, f);
+      normal += f[0];
+    }
+    EXPECT_NEAR(normal, weight, 0.02 * weight) << cone;
+
+    // qfrc_constraint is J' f in MuJoCo's own rows
+    std::vector<mjtNum> jtf(m->nv);
+    mj_mulJacTVec(m.get(), d.get(), jtf.data(), d->efc_force);
+    for (int i = 0; i < m->nv; i++) EXPECT_NEAR(jtf[i], d->qfrc_constraint[i], 1e-8) << cone;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Solvers, EverySolver, ::testing::ValuesIn(AvailableSolvers()),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return std::string(ck_solverName(info.param));

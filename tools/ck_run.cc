@@ -33,6 +33,7 @@ const char kUsage[] =
     "  --csv FILE          write per-step statistics (FILE gets the solver name appended when\n"
     "                      comparing)\n"
     "  --quiet             no progress bar\n"
+    "  --list-settings     print every setting key with its default as a Markdown table\n"
     "  --help              this text\n";
 
 int Fail(const std::string& msg) {
@@ -93,6 +94,17 @@ int main(int argc, char** argv) {
       csv = value("--csv");
     } else if (a == "--quiet") {
       quiet = true;
+    } else if (a == "--list-settings") {
+      ckSettings defaults;
+      ck_defaultSettings(&defaults);
+      std::vector<std::vector<std::string>> rows;
+      for (int k = 0; k < ck_numSettingKeys(); k++) {
+        char value[256];
+        ck_getSetting(&defaults, ck_settingKey(k), value, sizeof(value));
+        rows.push_back({std::string("`") + ck_settingKey(k) + "`", value, ck_settingDoc(k)});
+      }
+      std::printf("%s", contactkit::tools::MarkdownTable({"key", "default", "meaning"}, rows).c_str());
+      return 0;
     } else if (!a.empty() && a[0] == '-') {
       return Fail("unknown option '" + a + "'\n\n" + kUsage);
     } else if (model_arg.empty()) {
