@@ -52,6 +52,10 @@ const KeyInfo kKeys[] = {
 
   {"erp", "lcp", kKeyReal, CK_OFF(lcp.erp), 0, 1, false, false, "1",
    "fraction of penetration corrected per step"},
+  {"max_correction", "lcp", kKeyReal, CK_OFF(lcp.max_correction), 0, kInf, true, false, "inf",
+   "largest speed (m/s) at which penetration and limit violation are corrected"},
+  {"slop", "lcp", kKeyReal, CK_OFF(lcp.slop), 0, 1, false, false, "1e-5",
+   "penetration (m; rad for limits) that resting contacts and limits keep"},
   {"restitution", "lcp", kKeyReal, CK_OFF(lcp.restitution), 0, 1, false, false, "0",
    "normal restitution coefficient sigma"},
   {"restitution_threshold", "lcp", kKeyReal, CK_OFF(lcp.restitution_threshold), 0, kInf, false,

@@ -9,22 +9,10 @@ namespace contactkit {
 namespace {
 
 constexpr int kBlockTries = 3;  // non-improving block flips before single pivots
+constexpr int kFreezes = 12;    // rounds of frozen friction bounds per loop
 
 bool Bilateral(const DenseLcp& lcp, int i) {
   return lcp.findex[i] < 0 && std::isinf(lcp.lo[i]) && std::isinf(lcp.hi[i]);
-}
-
-// bounds of row i at x
-void BoundsAt(const DenseLcp& lcp, const double* x, int i, double* l, double* u) {
-  const int f = lcp.findex[i];
-  if (f >= 0) {
-    const double m = lcp.mu[i] * std::max(x[f], 0.0);
-    *l = -m;
-    *u = m;
-  } else {
-    *l = lcp.lo[i];
-    *u = lcp.hi[i];
-  }
 }
 
 // diagonal used to turn x into velocity units
@@ -33,15 +21,30 @@ double Diag(const DenseLcp& lcp, int i) {
   return d > 0 ? d : 1;
 }
 
-// a friction row whose normal is not clamped: fixed at zero
-bool Collapsed(const DenseLcp& lcp, const signed char* state, int i) {
+// bounds of row i at x; fix (nullable) holds frozen friction bounds
+void BoundsAt(const DenseLcp& lcp, const double* fix, const double* x, int i, double* l,
+              double* u) {
   const int f = lcp.findex[i];
-  return f >= 0 && state[f] != kLcpClamped;
+  if (f >= 0) {
+    const double m = fix ? fix[i] : lcp.mu[i] * std::max(x[f], 0.0);
+    *l = -m;
+    *u = m;
+  } else {
+    *l = lcp.lo[i];
+    *u = lcp.hi[i];
+  }
 }
 
-// consistent classification: bilateral rows clamped, friction of unclamped normals at a bound,
-// no upper state without an upper bound
-void Normalize(const DenseLcp& lcp, signed char* state) {
+// a friction row fixed at zero: its normal is not clamped (or its frozen bound is zero)
+bool Collapsed(const DenseLcp& lcp, const double* fix, const signed char* state, int i) {
+  const int f = lcp.findex[i];
+  if (f < 0) return false;
+  return fix ? !(fix[i] > 0) : state[f] != kLcpClamped;
+}
+
+// consistent classification: bilateral rows clamped, collapsed rows at a bound, no state at an
+// infinite bound
+void Normalize(const DenseLcp& lcp, const double* fix, signed char* state) {
   for (int i = 0; i < lcp.n; i++) {
     if (Bilateral(lcp, i)) {
       state[i] = kLcpClamped;
@@ -52,15 +55,29 @@ void Normalize(const DenseLcp& lcp, signed char* state) {
     }
   }
   for (int i = 0; i < lcp.n; i++) {
-    if (Collapsed(lcp, state, i) && state[i] == kLcpClamped) state[i] = kLcpLower;
+    if (state[i] == kLcpClamped && Collapsed(lcp, fix, state, i)) state[i] = kLcpLower;
   }
 }
 
-// a row entering C brings the friction rows of its contact along (sticking first)
-void EnterClamped(const DenseLcp& lcp, signed char* state, int i) {
-  state[i] = kLcpClamped;
+// x projected into its (coupled) bounds, normals first
+void Project(const DenseLcp& lcp, double* x) {
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < lcp.n; i++) {
+      if ((lcp.findex[i] >= 0) != (pass == 1)) continue;
+      double l, u;
+      BoundsAt(lcp, nullptr, x, i, &l, &u);
+      x[i] = std::min(std::max(x[i], l), u);
+    }
+  }
+}
+
+// w = A x + b
+void Velocity(const DenseLcp& lcp, const double* x, double* w) {
+  for (int i = 0; i < lcp.n; i++) w[i] = lcp.b[i];
   for (int j = 0; j < lcp.n; j++) {
-    if (lcp.findex[j] == i) state[j] = kLcpClamped;
+    if (x[j] == 0) continue;
+    const double* col = lcp.A + static_cast<size_t>(j) * lcp.ld;
+    for (int i = 0; i < lcp.n; i++) w[i] += col[i] * x[j];
   }
 }
 
@@ -72,15 +89,13 @@ void BoxedLcpSolver::Allocate(int nmax) {
   K_.assign(n * n, 0);
   c_.assign(n, 0);
   y_.assign(2 * n, 0);
-  xb_.assign(n, 0);
-  wb_.assign(n, 0);
-  xs_.assign(n, 0);
-  ws_.assign(n, 0);
+  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &fixv_}) v->assign(n, 0);
   cidx_.assign(n, 0);
   pos_.assign(n, 0);
   list_.assign(n, 0);
   target_.assign(n, 0);
   s2_.assign(n, 0);
+  lemke_.Allocate(static_cast<int>(n));
   coddmem_.assign(Cod::Doubles(static_cast<int>(n)), 0);
   codimem_.assign(Cod::Ints(static_cast<int>(n)), 0);
   cod_.Bind(coddmem_.data(), codimem_.data(), static_cast<int>(n));
@@ -120,6 +135,16 @@ void BoxedLcpSolver::BoundValue(const DenseLcp& lcp, const signed char* state, i
   }
 }
 
+void BoxedLcpSolver::Value(const DenseLcp& lcp, const signed char* state, int i, double* coef,
+                           double* g) const {
+  if (fix_ && lcp.findex[i] >= 0) {
+    *coef = 0;
+    *g = state[i] == kLcpUpper ? fix_[i] : -fix_[i];
+  } else {
+    BoundValue(lcp, state, i, coef, g);
+  }
+}
+
 bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, double ridge,
                              double rtol, Cod* cod, double* x, double* w) {
   const int n = lcp.n;
@@ -141,7 +166,7 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
   for (int j = 0; j < n; j++) {
     if (pos[j] >= 0) continue;
     double coef, g;
-    BoundValue(lcp, state, j, &coef, &g);
+    Value(lcp, state, j, &coef, &g);
     const double* col = A + j * ld;
     if (coef != 0) {
       double* kc = K + pos[lcp.findex[j]] * k;
@@ -155,8 +180,8 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
   // minimum-norm solution with one step of iterative refinement
   double* y = y_.data();
   double* r = y + nmax_;
+  cod->Factor(K, std::max(k, 1), k, rtol);
   if (k > 0) {
-    cod->Factor(K, k, k, rtol);
     cod->Solve(c, y);
     for (int a = 0; a < k; a++) {
       double s = c[a];
@@ -165,25 +190,17 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
     }
     cod->Solve(r, r);
     for (int a = 0; a < k; a++) y[a] += r[a];
-  } else {
-    cod->Factor(K, 1, 0, rtol);
   }
 
-  // x and w = A x + b
+  // x and w
   for (int a = 0; a < k; a++) x[cidx[a]] = y[a];
   for (int j = 0; j < n; j++) {
     if (pos[j] >= 0) continue;
     double coef, g;
-    BoundValue(lcp, state, j, &coef, &g);
+    Value(lcp, state, j, &coef, &g);
     x[j] = g + (coef != 0 ? coef * y[pos[lcp.findex[j]]] : 0);
   }
-  for (int i = 0; i < n; i++) w[i] = lcp.b[i];
-  for (int j = 0; j < n; j++) {
-    const double xj = x[j];
-    if (xj == 0) continue;
-    const double* col = A + j * ld;
-    for (int i = 0; i < n; i++) w[i] += col[i] * xj;
-  }
+  Velocity(lcp, x, w);
   for (int i = 0; i < n; i++) {
     if (!std::isfinite(x[i]) || !std::isfinite(w[i])) return false;
   }
@@ -195,7 +212,7 @@ double BoxedLcpSolver::Residual(const DenseLcp& lcp, const double* x, const doub
   double res = 0, kap = 0;
   for (int i = 0; i < lcp.n; i++) {
     double l, u;
-    BoundsAt(lcp, x, i, &l, &u);
+    BoundsAt(lcp, nullptr, x, i, &l, &u);
     const double d = Diag(lcp, i);
     const double t = std::min(std::max(x[i] - w[i] / d, l), u);
     res = std::max(res, std::fabs(x[i] - t) * d);
@@ -218,7 +235,7 @@ int BoxedLcpSolver::Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x) 
       double r = lcp.b[i];
       for (int j = 0; j < n; j++) r += lcp.A[i + j * ld] * x[j];
       double l, u;
-      BoundsAt(lcp, x, i, &l, &u);
+      BoundsAt(lcp, nullptr, x, i, &l, &u);
       const double xi = std::min(std::max(x[i] - r / d, l), u);
       change = std::max(change, std::fabs(xi - x[i]) * d);
       x[i] = xi;
@@ -230,26 +247,21 @@ int BoxedLcpSolver::Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x) 
 
 void BoxedLcpSolver::Classify(const DenseLcp& lcp, const double* x, const double* w, double tol,
                               signed char* state) {
-  for (int pass = 0; pass < 2; pass++) {
-    for (int i = 0; i < lcp.n; i++) {
-      if ((lcp.findex[i] >= 0) != (pass == 1)) continue;
-      if (Bilateral(lcp, i)) {
-        state[i] = kLcpClamped;
-        continue;
-      }
-      double l, u;
-      BoundsAt(lcp, x, i, &l, &u);
-      const double d = Diag(lcp, i);
-      if ((x[i] - l) * d <= tol && w[i] >= -tol) {
-        state[i] = kLcpLower;
-      } else if ((u - x[i]) * d <= tol && w[i] <= tol) {
-        state[i] = kLcpUpper;
-      } else {
-        state[i] = kLcpClamped;
-      }
+  for (int i = 0; i < lcp.n; i++) {
+    double l, u;
+    BoundsAt(lcp, nullptr, x, i, &l, &u);
+    const double d = Diag(lcp, i);
+    if (Bilateral(lcp, i)) {
+      state[i] = kLcpClamped;
+    } else if ((x[i] - l) * d <= tol && w[i] >= -tol) {
+      state[i] = kLcpLower;
+    } else if ((u - x[i]) * d <= tol && w[i] <= tol) {
+      state[i] = kLcpUpper;
+    } else {
+      state[i] = kLcpClamped;
     }
   }
-  Normalize(lcp, state);
+  Normalize(lcp, nullptr, state);
 }
 
 void BoxedLcpSolver::ColdState(const DenseLcp& lcp, signed char* state) {
@@ -260,7 +272,7 @@ void BoxedLcpSolver::ColdState(const DenseLcp& lcp, signed char* state) {
       state[i] = lcp.b[i] < 0 ? kLcpClamped : kLcpLower;  // unilateral
     }
   }
-  Normalize(lcp, state);
+  Normalize(lcp, nullptr, state);
 }
 
 int BoxedLcpSolver::Infeasible(const DenseLcp& lcp, const signed char* state, const double* x,
@@ -268,9 +280,9 @@ int BoxedLcpSolver::Infeasible(const DenseLcp& lcp, const signed char* state, co
                                signed char* target) const {
   int m = 0;
   for (int i = 0; i < lcp.n; i++) {
-    if (Bilateral(lcp, i) || Collapsed(lcp, state, i)) continue;
+    if (Bilateral(lcp, i) || Collapsed(lcp, fix_, state, i)) continue;
     double l, u;
-    BoundsAt(lcp, x, i, &l, &u);
+    BoundsAt(lcp, fix_, x, i, &l, &u);
     const double d = Diag(lcp, i);
     signed char to = state[i];
     if (state[i] == kLcpClamped) {
@@ -294,7 +306,7 @@ int BoxedLcpSolver::Infeasible(const DenseLcp& lcp, const signed char* state, co
 
 bool BoxedLcpSolver::Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double ridge,
                            signed char* state, double* x, double* w, BoxedStats* stats) {
-  Normalize(lcp, state);
+  Normalize(lcp, fix_, state);
   int best = INT_MAX, tries = kBlockTries, pivots = 0;
   int* list = list_.data();
   signed char* target = target_.data();
@@ -316,17 +328,177 @@ bool BoxedLcpSolver::Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double 
       first = m - 1;
     }
     for (int q = first; q < m; q++) {
-      if (target[q] == kLcpClamped) {
-        EnterClamped(lcp, state, list[q]);
-      } else {
-        state[list[q]] = target[q];
+      state[list[q]] = target[q];
+      // with coupled bounds a normal that enters C releases its friction rows (sticking first)
+      if (!fix_ && target[q] == kLcpClamped) {
+        for (int j = 0; j < lcp.n; j++) {
+          if (lcp.findex[j] == list[q]) state[j] = kLcpClamped;
+        }
       }
     }
-    Normalize(lcp, state);
+    Normalize(lcp, fix_, state);
     pivots += m - first;
     stats->pivots += m - first;
     if (pivots > opt.max_pivots) return false;
   }
+}
+
+bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, double ridge,
+                             signed char* state, double* x, double* w, BoxedStats* stats) {
+  const int n = lcp.n;
+  const size_t ld = lcp.ld;
+  const double* A = lcp.A;
+  signed char* done = s2_.data();
+  int* cidx = cidx_.data();
+  double* K = K_.data();
+  double* dx = y_.data();          // direction on C, then scratch
+  double* dw = c_.data();          // change of w on every row
+  double* col = xs_.data();        // -A_Ci dir
+  std::fill(x, x + n, 0.0);
+  std::copy(lcp.b, lcp.b + n, w);
+  std::fill(done, done + n, 0);
+  int events = 0;
+
+  // rows with constant bounds first, friction rows once their normals are settled
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < n; i++) {
+      if ((lcp.findex[i] >= 0) != (pass == 1)) continue;
+      double li, ui;
+      BoundsAt(lcp, fix_, x, i, &li, &ui);
+      done[i] = 1;
+      state[i] = kLcpLower;
+      if (!(ui > li)) continue;  // fixed at zero
+      while (true) {
+        if (++events > opt.max_pivots) return false;
+        if (std::fabs(w[i]) <= opt.tol) {
+          state[i] = x[i] <= li ? kLcpLower : x[i] >= ui ? kLcpUpper : kLcpClamped;
+          break;
+        }
+        const double dir = w[i] < 0 ? 1 : -1;
+        if ((dir > 0 && x[i] >= ui) || (dir < 0 && x[i] <= li)) {
+          state[i] = dir > 0 ? kLcpUpper : kLcpLower;
+          break;
+        }
+
+        // direction: x_i moves by dir, the clamped rows keep w = 0
+        int k = 0;
+        for (int j = 0; j < n; j++) {
+          if (done[j] && j != i && state[j] == kLcpClamped) cidx[k++] = j;
+        }
+        for (int b = 0; b < k; b++) {
+          const double* cb = A + cidx[b] * ld;
+          for (int a = 0; a < k; a++) K[a + b * k] = cb[cidx[a]];
+          K[b + b * k] += ridge;
+          col[b] = -dir * A[cidx[b] + i * ld];
+        }
+        stats->iterations++;
+        cod_.Factor(K, std::max(k, 1), k, opt.rtol);
+        if (k > 0) cod_.Solve(col, dx);
+        for (int r = 0; r < n; r++) dw[r] = dir * A[r + i * ld];
+        for (int a = 0; a < k; a++) {
+          const double* ca = A + cidx[a] * ld;
+          for (int r = 0; r < n; r++) dw[r] += dx[a] * ca[r];
+        }
+
+        // largest step before an event
+        double step = HUGE_VAL;
+        int who = -1;
+        auto consider = [&](double s, int j) {
+          if (s < step) {
+            step = std::max(s, 0.0);
+            who = j;
+          }
+        };
+        consider(dir > 0 ? ui - x[i] : x[i] - li, i);
+        if (dw[i] * dir > 0) consider(-w[i] / dw[i], n + i);
+        for (int a = 0; a < k; a++) {
+          const int j = cidx[a];
+          double lj, uj;
+          BoundsAt(lcp, fix_, x, j, &lj, &uj);
+          if (dx[a] < 0) consider((x[j] - lj) / -dx[a], j);
+          if (dx[a] > 0) consider((uj - x[j]) / dx[a], j);
+        }
+        for (int j = 0; j < n; j++) {
+          if (!done[j] || j == i || state[j] == kLcpClamped) continue;
+          double lj, uj;
+          BoundsAt(lcp, fix_, x, j, &lj, &uj);
+          if (!(uj > lj)) continue;
+          if (state[j] == kLcpLower && dw[j] < 0) consider(w[j] / -dw[j], j);
+          if (state[j] == kLcpUpper && dw[j] > 0) consider(-w[j] / dw[j], j);
+        }
+        if (who < 0 || !std::isfinite(step)) return false;  // unbounded: inconsistent rows
+
+        // advance and transfer
+        x[i] += step * dir;
+        for (int a = 0; a < k; a++) x[cidx[a]] += step * dx[a];
+        for (int r = 0; r < n; r++) w[r] += step * dw[r];
+        if (who == i) {
+          x[i] = dir > 0 ? ui : li;
+          state[i] = dir > 0 ? kLcpUpper : kLcpLower;
+          break;
+        }
+        if (who == n + i) {
+          w[i] = 0;
+          state[i] = kLcpClamped;
+          break;
+        }
+        if (state[who] == kLcpClamped) {
+          double lj, uj;
+          BoundsAt(lcp, fix_, x, who, &lj, &uj);
+          const bool lower = std::fabs(x[who] - lj) <= std::fabs(x[who] - uj);
+          x[who] = lower ? lj : uj;
+          state[who] = lower ? kLcpLower : kLcpUpper;
+        } else {
+          w[who] = 0;
+          state[who] = kLcpClamped;
+        }
+        stats->pivots++;
+      }
+    }
+  }
+  return true;
+}
+
+bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, double ridge,
+                                signed char* state, Cod* cod, double* x, double* w,
+                                BoxedStats* stats) {
+  const int n = lcp.n;
+  double* fix = fixv_.data();
+  for (int round = 0; round < kFreezes && stats->pivots <= 4 * opt.max_pivots; round++) {
+    // freeze the friction bounds at the current normal forces (averaged with the previous
+    // round's after the first rounds, which damps alternating classifications) and pivot
+    for (int i = 0; i < n; i++) {
+      const int f = lcp.findex[i];
+      const double m = f >= 0 ? lcp.mu[i] * std::max(x[f], 0.0) : 0;
+      fix[i] = round >= 2 ? 0.5 * (fix[i] + m) : m;
+    }
+    fix_ = fix;
+    const bool ok = Dantzig(lcp, opt, ridge, state, x, w, stats);
+    fix_ = nullptr;
+    if (!ok) return false;
+
+    // friction rows frozen at zero whose normal now carries force: by the sign of w
+    for (int i = 0; i < n; i++) {
+      const int f = lcp.findex[i];
+      if (f < 0 || fix[i] > 0 || state[f] != kLcpClamped) continue;
+      state[i] = std::fabs(w[i]) <= opt.tol ? kLcpClamped : w[i] > 0 ? kLcpLower : kLcpUpper;
+    }
+    Normalize(lcp, nullptr, state);
+
+    // the classification with the bounds coupled to the normals; near a stick-slip boundary the
+    // frozen rounds can alternate, so a few coupled pivots polish the classification first
+    if (Exact(lcp, opt, state, cod, x, w, stats)) return true;
+    BoxedOptions polish = opt;
+    polish.max_pivots = std::min(opt.max_pivots, 2 * n);
+    std::copy(state, state + n, s2_.begin());
+    std::copy(x, x + n, xs_.begin());
+    if (Pivot(lcp, polish, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats)) {
+      return true;
+    }
+    std::copy(s2_.begin(), s2_.begin() + n, state);
+    std::copy(xs_.begin(), xs_.begin() + n, x);
+  }
+  return false;
 }
 
 bool BoxedLcpSolver::Exact(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state,
@@ -344,27 +516,23 @@ bool BoxedLcpSolver::Exact(const DenseLcp& lcp, const BoxedOptions& opt, const s
 
 void BoxedLcpSolver::Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
                                Cod* cod, double* x, double* w, BoxedStats* stats) {
-  // tied rows: at a bound with w = 0
+  // tied rows: at a bound with w = 0; they join C with the friction rows of a tied normal
   const int n = lcp.n;
   signed char* s2 = s2_.data();
   int ties = 0;
+  std::copy(state, state + n, s2);
   for (int i = 0; i < n; i++) {
-    s2[i] = state[i];
-    if (state[i] == kLcpClamped || Bilateral(lcp, i) || Collapsed(lcp, state, i)) continue;
-    if (std::fabs(w[i]) <= opt.tol) ties++;
-  }
-  if (ties == 0) return;
-  for (int i = 0; i < n; i++) {
-    if (state[i] == kLcpClamped || Bilateral(lcp, i) || Collapsed(lcp, state, i)) continue;
+    if (state[i] == kLcpClamped || Bilateral(lcp, i) || Collapsed(lcp, nullptr, state, i)) continue;
     if (std::fabs(w[i]) > opt.tol) continue;
+    ties++;
     s2[i] = kLcpClamped;
-    // friction rows of a normal that enters C: by the sign of their velocity
     for (int j = 0; j < n; j++) {
       if (lcp.findex[j] != i) continue;
       s2[j] = std::fabs(w[j]) <= opt.tol ? kLcpClamped : w[j] > 0 ? kLcpLower : kLcpUpper;
     }
   }
-  Normalize(lcp, s2);
+  if (ties == 0) return;
+  Normalize(lcp, nullptr, s2);
   double* xs = xs_.data();
   double* ws = ws_.data();
   if (Exact(lcp, opt, s2, cod, xs, ws, stats)) {
@@ -381,10 +549,7 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   const int n = lcp.n;
   *stats = BoxedStats();
   best_res_ = HUGE_VAL;
-  if (n == 0) {
-    cod->Factor(K_.data(), 1, 0, opt.rtol);
-    return true;
-  }
+  fix_ = nullptr;
   double maxdiag = 0;
   for (int i = 0; i < n; i++) maxdiag = std::max(maxdiag, lcp.A[i + i * static_cast<size_t>(lcp.ld)]);
   const double ridge = opt.ridge * (maxdiag > 0 ? maxdiag : 1);
@@ -394,61 +559,74 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     return exact;
   };
 
-  // 1. the guessed classification
+  // a few coupled pivots from a classification, then its exact solve
+  BoxedOptions local = opt;
+  local.max_pivots = std::min(opt.max_pivots, 2 * n + 2);
+  auto repair = [&]() {
+    return Pivot(lcp, local, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats);
+  };
+
+  // 1. the guessed classification, repaired by a few pivots when it is nearly right
   if (opt.use_guess) {
-    Normalize(lcp, state);
+    Normalize(lcp, nullptr, state);
     if (Exact(lcp, opt, state, cod, x, w, stats)) {
       stats->guess_hit = true;
       return finish(true);
     }
-  } else {
-    ColdState(lcp, state);
-  }
-
-  // 2. pivoting on the regularized problem, 3. exact recomputation (pivoting again without the
-  // ridge if a tie was misjudged)
-  for (double r : {ridge, 0.0}) {
-    if (Pivot(lcp, opt, r, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats)) {
+    if (repair()) {
       stats->pivot_ok = true;
       return finish(true);
     }
   }
 
-  // 4. Gauss-Seidel from the best answer so far, projected into the bounds; its classification
-  // seeds one more pivoting run
-  stats->used_pgs = true;
-  double* xs = xs_.data();
-  double* ws = ws_.data();
-  for (int i = 0; i < n; i++) xs[i] = std::isfinite(best_res_) ? xb_[i] : 0;
-  for (int pass = 0; pass < 2; pass++) {
-    for (int i = 0; i < n; i++) {
-      if ((lcp.findex[i] >= 0) != (pass == 1)) continue;
-      double l, u;
-      BoundsAt(lcp, xs, i, &l, &u);
-      xs[i] = std::min(std::max(xs[i], l), u);
+  // 2. Lemke's method on the coupled problem, 3. exact solve of its classification
+  int lemke_pivots = 0;
+  const bool lemke_ok = lemke_.Solve(lcp, opt.max_pivots, x, state, &lemke_pivots);
+  stats->pivots += lemke_pivots;
+  stats->iterations++;
+  if (lemke_ok) {
+    Normalize(lcp, nullptr, state);
+    if (Exact(lcp, opt, state, cod, x, w, stats) || repair()) {
+      stats->pivot_ok = true;
+      return finish(true);
     }
   }
-  Pgs(lcp, opt.pgs_iter, opt.tol, xs);
-  for (int i = 0; i < n; i++) {
-    ws[i] = lcp.b[i];
-    for (int j = 0; j < n; j++) ws[i] += lcp.A[i + static_cast<size_t>(j) * lcp.ld] * xs[j];
+
+  // Dantzig's method with frozen friction bounds, refrozen until consistent
+  if (!opt.use_guess && !lemke_ok) {
+    ColdState(lcp, state);
+    std::fill(x, x + n, 0.0);
   }
-  const double pgs_res = Residual(lcp, xs, ws, nullptr);
-  Classify(lcp, xs, ws, std::max(opt.tol, 1e-3 * pgs_res), state);
-  if (Pivot(lcp, opt, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats)) {
+  Project(lcp, x);
+  if (FrozenLoop(lcp, opt, ridge, state, cod, x, w, stats)) {
     stats->pivot_ok = true;
     return finish(true);
   }
 
-  // no exact answer: keep the Gauss-Seidel one unless an exact solve came closer; factor the
-  // classification of what is returned
-  if (best_res_ < pgs_res) {
-    std::copy(xb_.begin(), xb_.begin() + n, xs);
-    std::copy(wb_.begin(), wb_.begin() + n, ws);
-  }
+  // Gauss-Seidel from the best answer so far, projected into the bounds; its classification
+  // and forces seed the loop once more
+  stats->used_pgs = true;
+  double* xs = xs_.data();
+  double* ws = ws_.data();
+  for (int i = 0; i < n; i++) xs[i] = std::isfinite(best_res_) ? xb_[i] : 0;
+  Project(lcp, xs);
+  Pgs(lcp, opt.pgs_iter, opt.tol, xs);
+  Velocity(lcp, xs, ws);
+  const double pgs_res = Residual(lcp, xs, ws, nullptr);
+  const double loose = std::max(opt.tol, 1e-3 * pgs_res);
+  Classify(lcp, xs, ws, loose, state);
   std::copy(xs, xs + n, x);
-  std::copy(ws, ws + n, w);
-  Classify(lcp, x, w, std::max(opt.tol, 1e-3 * pgs_res), state);
+  if (FrozenLoop(lcp, opt, ridge, state, cod, x, w, stats)) {
+    stats->pivot_ok = true;
+    return finish(true);
+  }
+
+  // no exact answer: keep the Gauss-Seidel one unless an exact solve came closer, and factor the
+  // classification of what is returned
+  std::copy(best_res_ < pgs_res ? xb_.data() : xs, (best_res_ < pgs_res ? xb_.data() : xs) + n, x);
+  Project(lcp, x);
+  Velocity(lcp, x, w);
+  Classify(lcp, x, w, loose, state);
   Reduced(lcp, state, 0, opt.rtol, cod, xs, ws);
   return finish(false);
 }

@@ -14,40 +14,26 @@
 // is solved with the complete orthogonal decomposition, the least-squares minimum-norm solution
 // when K is rank deficient (Nimble appendix B). The solver
 //   1. checks a guessed classification (the previous step's) with one reduced solve,
-//   2. otherwise runs block principal pivoting (Judice & Pires: flip every infeasible row while
-//      the count of infeasible rows falls, then Murty's single least-index pivots, which finish
-//      for P-matrices) on A + ridge I, so that every principal system is nonsingular,
-//   3. then recomputes x_C exactly (ridge 0) from the final classification, moving tied rows
-//      (at a bound with w = 0) into C when the minimum-norm solution stays feasible,
-//   4. and falls back to projected Gauss-Seidel, whose classification seeds another pivoting run,
-//      when pivoting fails (pivot limit, singular coupled systems).
+//   2. otherwise freezes the friction bounds at mu_i times the current normal forces and solves
+//      that box-constrained LCP by block principal pivoting (Judice & Pires: flip every infeasible
+//      row while the count of infeasible rows falls, then Murty's single pivots on the largest
+//      infeasible index, which terminate for P-matrices) on A + ridge I, so that every principal
+//      system is nonsingular; the classification found is then solved exactly with the coupling
+//      E, and if the friction bounds moved, the bounds are frozen again at the new normal forces,
+//   3. recomputes x_C exactly (ridge 0) from the final classification, moving tied rows (at a
+//      bound with w = 0) into C when the minimum-norm solution stays exact (stabilization),
+//   4. and falls back to projected Gauss-Seidel, whose classification seeds the same loop once
+//      more, when that fails (pivot limit, no consistent bounds).
 #ifndef CONTACTKIT_SOLVERS_LCP_BOXED_H_
 #define CONTACTKIT_SOLVERS_LCP_BOXED_H_
 
 #include <vector>
 
 #include "solvers/common/cod.h"
+#include "solvers/lcp/dense_lcp.h"
+#include "solvers/lcp/lemke.h"
 
 namespace contactkit {
-
-// classification of a row
-enum LcpRowState : signed char {
-  kLcpClamped = 0,  // w = 0, x inside its bounds
-  kLcpLower,        // x at its lower bound (a normal or limit: separating)
-  kLcpUpper,        // x at its upper bound
-};
-
-// one boxed LCP (views; A column-major with leading dimension ld)
-struct DenseLcp {
-  int n = 0;                     // rows
-  int ld = 0;                    // leading dimension of A
-  const double* A = nullptr;     // (n x n), symmetric positive semidefinite in practice
-  const double* b = nullptr;     // (n)
-  const double* lo = nullptr;    // constant lower bounds, -inf allowed          (n)
-  const double* hi = nullptr;    // constant upper bounds, +inf allowed          (n)
-  const int* findex = nullptr;   // row whose x scales the bounds, -1: constant  (n)
-  const double* mu = nullptr;    // bound coefficient of findex rows             (n)
-};
 
 // statistics of one solve
 struct BoxedStats {
@@ -64,8 +50,8 @@ struct BoxedStats {
 struct BoxedOptions {
   bool use_guess = false;  // state holds a classification to check first
   double tol = 1e-10;      // feasibility tolerance in velocity units (w, and x scaled by A_ii)
-  double ridge = 1e-10;    // relative regularization of the pivoting systems (times max A_ii)
-  double rtol = 1e-11;     // relative rank threshold of the decomposition
+  double ridge = 1e-12;    // relative regularization of the pivoting systems (times max A_ii)
+  double rtol = 1e-13;     // relative rank threshold of the decomposition
   int max_pivots = 1000;   // flips per pivoting run
   int pgs_iter = 200;      // Gauss-Seidel sweeps of the fallback
 };
@@ -101,16 +87,30 @@ class BoxedLcpSolver {
   // cold start: bilateral and friction rows clamped, unilateral rows clamped where b_i < 0
   static void ColdState(const DenseLcp& lcp, signed char* state);
 
-  // the clamped rows of a classification (in row order) and the coupling of the bound rows:
-  // pos (n) maps a row to its place in C (-1: not clamped); returns |C|
+  // the clamped rows of a classification (in row order): pos (n) maps a row to its place in C
+  // (-1: not clamped); returns |C|
   static int ClampedSet(const DenseLcp& lcp, const signed char* state, int* cidx, int* pos);
 
-  // value of a bound row i: x_i = coef_i x_(findex) + g_i with coef nonzero only if the findex
-  // row is clamped
+  // value of a bound row i with the friction bounds coupled to the normals: x_i = coef_i
+  // x_(findex) + g_i, coef nonzero only if the findex row is clamped
   static void BoundValue(const DenseLcp& lcp, const signed char* state, int i, double* coef,
                          double* g);
 
  private:
+  // value of bound row i (frozen or coupled)
+  void Value(const DenseLcp& lcp, const signed char* state, int i, double* coef, double* g) const;
+
+  // pivoting with the friction bounds frozen at mu x_normal of the current x, refrozen until the
+  // classification solves the coupled problem exactly (into cod); true on success
+  bool FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
+                  Cod* cod, double* x, double* w, BoxedStats* stats);
+
+  // Dantzig's principal pivoting (Baraff 1994, boxed as in ODE) for the bounds of fix_: rows
+  // enter one at a time, each driven until its w vanishes or it reaches a bound, with clamped
+  // rows kept at w = 0 and ratio tests moving rows between C and the bounds; x starts at 0
+  bool Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
+               double* x, double* w, BoxedStats* stats);
+
   // one pivoting run from state; true if it ends with no infeasible row
   bool Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
              double* x, double* w, BoxedStats* stats);
@@ -134,6 +134,8 @@ class BoxedLcpSolver {
   std::vector<double> y_;       // reduced solution and refinement               (2 nmax)
   std::vector<double> xb_;      // best answer so far                            (nmax)
   std::vector<double> wb_;      // its w                                         (nmax)
+  std::vector<double> fixv_;    // frozen friction bounds                        (nmax)
+  const double* fix_ = nullptr; // fixv_ while the bounds are frozen, else null
   std::vector<double> xs_;      // scratch answer                                (nmax)
   std::vector<double> ws_;      // its w                                         (nmax)
   double best_res_ = 0;         // residual of xb_
@@ -145,6 +147,7 @@ class BoxedLcpSolver {
   std::vector<double> coddmem_; // scratch decomposition for pivoting            (Cod::Doubles)
   std::vector<int> codimem_;
   Cod cod_;                     // decomposition of the pivoting systems
+  Lemke lemke_;                 // complementary pivoting on the coupled problem
 };
 
 }  // namespace contactkit

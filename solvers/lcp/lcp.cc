@@ -11,7 +11,7 @@
 namespace contactkit {
 namespace {
 
-constexpr double kTol = 1e-10;      // acceptance tolerance (m/s), times max(1, max |b|)
+constexpr double kTol = 1e-9;       // acceptance tolerance (m/s), times max(1, max |b|)
 constexpr double kLooseTol = 1e-6;  // below this an inexact answer is INACCURATE, not MAX_ITER
 constexpr double kInf = HUGE_VAL;
 
@@ -137,7 +137,8 @@ Cod* LcpSolver::factorization(int island) {
 
 double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos,
                                 double* dvel) const {
-  const double h = p.h, erp = settings_.lcp.erp, pos = p.pos[i];
+  const double h = p.h, erp = settings_.lcp.erp;
+  const double pos = p.pos[i] + (p.kind[i] == kRowEquality ? 0 : settings_.lcp.slop);
   *dpos = *dvel = 0;
   switch (p.kind[i]) {
     case kRowEquality:
@@ -158,6 +159,7 @@ double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos
         *dpos = 1 / h;
         return pos / h;
       }
+      if (erp * pos / h < -settings_.lcp.max_correction) return -settings_.lcp.max_correction;
       *dpos = erp / h;
       return erp * pos / h;
     default:
@@ -348,7 +350,6 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   }
   BoxedStats st;
   const bool exact = boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, &st);
-
   // results and statistics
   for (int j = 0; j < n; j++) {
     sol->force[rows[j]] = x_[j] / h;

@@ -39,6 +39,8 @@ typedef struct ckComfreeSettings_ {
 // LCP settings
 typedef struct ckLcpSettings_ {
   double erp;                    // fraction of penetration corrected per step
+  double max_correction;         // largest penetration-correction speed (m/s)
+  double slop;                   // penetration kept by resting contacts and limits (m or rad)
   double restitution;            // normal restitution coefficient sigma
   double restitution_threshold;  // approach speed (m/s) below which no bounce is added
   double cfm;                    // constraint force mixing added to the diagonal of A
