@@ -12,18 +12,23 @@
 // and sliding friction). Given a classification, x_B = E x_C + g for the bound rows and
 //   (A_CC + A_CB E) x_C = -(b_C + A_CB g)                                              (K x_C = c)
 // is solved with the complete orthogonal decomposition, the least-squares minimum-norm solution
-// when K is rank deficient (Nimble appendix B). The solver
-//   1. checks a guessed classification (the previous step's) with one reduced solve,
-//   2. otherwise freezes the friction bounds at mu_i times the current normal forces and solves
-//      that box-constrained LCP by block principal pivoting (Judice & Pires: flip every infeasible
-//      row while the count of infeasible rows falls, then Murty's single pivots on the largest
-//      infeasible index, which terminate for P-matrices) on A + ridge I, so that every principal
-//      system is nonsingular; the classification found is then solved exactly with the coupling
-//      E, and if the friction bounds moved, the bounds are frozen again at the new normal forces,
-//   3. recomputes x_C exactly (ridge 0) from the final classification, moving tied rows (at a
-//      bound with w = 0) into C when the minimum-norm solution stays exact (stabilization),
-//   4. and falls back to projected Gauss-Seidel, whose classification seeds the same loop once
-//      more, when that fails (pivot limit, no consistent bounds).
+// when K is rank deficient (Nimble appendix B); the answer is exact when it is complementary. The
+// solver tries, in this order, until one classification is exact:
+//   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start),
+//      then a few coupled principal pivots from it (block principal pivoting, Judice & Pires:
+//      flip every infeasible row while their count falls, then Murty's single pivots),
+//   2. Lemke's complementary pivoting on the coupled problem (lemke.h) and the exact solve of the
+//      classification of its final basis,
+//   3. Dantzig's principal pivoting (Baraff; boxed as in ODE) with the friction bounds frozen at
+//      mu times the current normal forces, refrozen at the new normal forces until the
+//      classification is exact with the bounds coupled again,
+//   4. projected Gauss-Seidel, whose classification seeds step 3 once more; if nothing is exact
+//      the better of the Gauss-Seidel answer and the closest exact attempt is returned, projected
+//      into the bounds.
+// An accepted answer is stabilized: rows tied at a bound (w = 0) join C when the minimum-norm
+// solution of the larger system stays exact, so that redundant contacts share the force
+// symmetrically whichever path found the classification. Pivoting systems carry a tiny ridge
+// (opt.ridge) so that wrong classifications of rank-deficient A stay solvable.
 #ifndef CONTACTKIT_SOLVERS_LCP_BOXED_H_
 #define CONTACTKIT_SOLVERS_LCP_BOXED_H_
 

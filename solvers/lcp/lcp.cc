@@ -138,33 +138,35 @@ Cod* LcpSolver::factorization(int island) {
 double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos,
                                 double* dvel) const {
   const double h = p.h, erp = settings_.lcp.erp;
-  const double pos = p.pos[i] + (p.kind[i] == kRowEquality ? 0 : settings_.lcp.slop);
   *dpos = *dvel = 0;
+  double pos;
   switch (p.kind[i]) {
     case kRowEquality:
-      *dpos = erp / h;
-      return erp * pos / h;
+      pos = p.pos[i];
+      break;
     case kRowContactNormal: {
       // an approaching contact that closes within the step is reflected with sigma
       const double sigma = settings_.lcp.restitution, vel = p.vel[i];
+      pos = p.pos[i] + settings_.lcp.slop;
       if (sigma > 0 && vel < -settings_.lcp.restitution_threshold && pos + h * b0 <= 0) {
         *dvel = sigma;
         return sigma * vel;
       }
+      break;
     }
-      [[fallthrough]];
     case kRowLimit:
-      // the gap may close within the step; penetration is corrected by the fraction erp
-      if (pos >= 0) {
-        *dpos = 1 / h;
-        return pos / h;
-      }
-      if (erp * pos / h < -settings_.lcp.max_correction) return -settings_.lcp.max_correction;
-      *dpos = erp / h;
-      return erp * pos / h;
+      pos = p.pos[i] + settings_.lcp.slop;
+      break;
     default:
       return 0;
   }
+
+  // the fraction erp of the gap (beyond the slop) closes within the step; corrections of a
+  // violation are capped at max_correction
+  const double s = erp * pos / h;
+  if (s < -settings_.lcp.max_correction) return -settings_.lcp.max_correction;
+  *dpos = erp / h;
+  return s;
 }
 
 void LcpSolver::Keys(const Problem& p) {

@@ -5,16 +5,22 @@
 //
 // Unknowns are the impulses x = h f of the island's rows; with u = M_eff^-1 J' x,
 //   w = A x + b,  A = J M_eff^-1 J' + cfm I,  b = J v_free + stabilization,  v+ = v_free + u,
-// so w is the row velocity after the step plus its stabilization:
+// so w is the row velocity after the step plus its stabilization, erp times the gap per step:
 //   equality rows   bilateral (x free, w = 0), b += erp pos / h
 //   friction loss   |x| <= h floss
-//   limits, normals x >= 0 complementary to w >= 0, b += pos / h for pos >= 0 (the gap may close
-//                   within the step) and erp pos / h for pos < 0 (penetration corrected by the
-//                   fraction erp); a contact that approaches faster than restitution_threshold
-//                   and closes within the step is reflected instead: b += sigma J_n v, so that
-//                   J_n v+ >= -sigma J_n v
+//   limits, normals x >= 0 complementary to w >= 0, b += erp (pos + slop) / h: with erp = 1 and
+//                   slop = 0 this is the gap at the end of the step, pos + h J v+ >= 0; erp < 1
+//                   corrects a penetration (MuJoCo reports contacts only once they touch, so the
+//                   first contact step penetrates) over several steps instead of turning it into
+//                   an outward velocity, and slop > 0 keeps resting contacts slightly inside, where
+//                   MuJoCo keeps reporting them (a contact at exactly zero distance is dropped);
+//                   the outward correction speed is capped at max_correction. A contact that
+//                   approaches faster than restitution_threshold and closes within the step is
+//                   reflected instead: b += sigma J_n v, so that J_n v+ >= -sigma J_n v
 //   contact frame   |x_j| <= mu_j x_n for each tangent, torsional and rolling row: a box in the
-//                   contact frame (a pyramid aligned with the frame axes), whatever MuJoCo's cone
+//                   contact frame (a pyramid aligned with the frame axes), whatever MuJoCo's cone;
+//                   motion between the tangent axes is therefore braked along the diagonal of the
+//                   box (the sliding direction drifts toward 45 degrees)
 //
 // Each island's dense LCP goes to BoxedLcpSolver (boxed.h): the previous step's classification
 // (contacts matched by geom pair) is checked first with one reduced solve, pivoting runs only
