@@ -566,17 +566,19 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     return Pivot(lcp, local, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats);
   };
 
-  // 1. the guessed classification, repaired by a few pivots when it is nearly right
+  // 1. the guessed classification (or a cold one), repaired by a few pivots when nearly right
   if (opt.use_guess) {
     Normalize(lcp, nullptr, state);
     if (Exact(lcp, opt, state, cod, x, w, stats)) {
       stats->guess_hit = true;
       return finish(true);
     }
-    if (repair()) {
-      stats->pivot_ok = true;
-      return finish(true);
-    }
+  } else {
+    ColdState(lcp, state);
+  }
+  if (repair()) {
+    stats->pivot_ok = true;
+    return finish(true);
   }
 
   // 2. Lemke's method on the coupled problem, 3. exact solve of its classification

@@ -8,7 +8,8 @@ namespace contactkit {
 namespace {
 
 constexpr double kPivotTol = 1e-9;   // smallest usable pivot, relative to the column's largest
-constexpr int kRefactor = 32;        // pivots between refactorizations of the basis
+constexpr int kRefactor = 64;        // fewest pivots between periodic refactorizations
+constexpr double kWeakPivot = 1e-1;  // pivots below this fraction of the column refactor soon
 constexpr double kTieTol = 1e-12;    // relative tolerance for ties in the ratio test     // relative tolerance for ties in the ratio test     // relative tolerance for ties in the ratio test     // relative tolerance for ties in the ratio test     // relative tolerance for ties in the ratio test     // relative tolerance for ties in the ratio test
 
 enum Role { kRoleX = 0, kRoleP, kRoleM, kRoleS };
@@ -197,6 +198,11 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
 
   // entering column in basis coordinates: col_ = Binv [I, -M, -d]_v
   auto enter = [&](int v) {
+    if (v < N) {
+      // a slack column: the basis inverse's column v
+      for (int i = 0; i < N; i++) col_[i] = Binv[static_cast<size_t>(i) * N + v];
+      return;
+    }
     double* a = tmp_.data();
     Column(lcp, v, a);
     for (int i = 0; i < N; i++) {
@@ -218,6 +224,7 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
     enter(z0);
     pivot(qmin, z0);
     int leaving = qmin;  // w_qmin left
+    int since = 0;       // pivots since the last refactorization
     solved = false;
     while (*pivots < max_pivots) {
       const int entering = leaving < N ? leaving + N : leaving - N;
@@ -256,9 +263,14 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
       }
       if (r < 0) r = cand_[0];
       leaving = basic_[r];
+      const bool weak = col_[r] < kWeakPivot * cmax;
       pivot(r, entering);
       ++*pivots;
-      if (*pivots % kRefactor == 0 && !Refactor(lcp)) return false;
+      // the updated inverse loses accuracy on weak pivots and slowly on every pivot
+      if (++since >= (weak ? std::max(1, N / 16) : std::max(kRefactor, N / 2))) {
+        if (!Refactor(lcp)) return false;
+        since = 0;
+      }
       if (leaving == z0) {
         solved = true;
         break;
