@@ -22,18 +22,12 @@ uint64_t Mix(uint64_t a, uint64_t b) {
   return z ^ (z >> 31);
 }
 
-// calls f(begin, end) for the dof range of every tree that row i touches (columns ascending)
+// calls f(begin, end) for the dof range of every tree that row i touches
 template <typename F>
-void ForTrees(const Problem& p, int i, F f) {
-  const SparseRows& J = p.J;
-  const Islands& is = p.islands;
-  int last = -1;
-  for (int k = 0; k < J.rownnz[i]; k++) {
-    const int t = p.dof_tree[J.colind[J.rowadr[i] + k]];
-    if (t == last) continue;
-    last = t;
-    f(is.tree_dofadr[t], is.tree_dofadr[t] + is.tree_dofnum[t]);
-  }
+void ForTreeRanges(const Problem& p, int i, F f) {
+  ForEachRowTree(p, i, [&](int t, int, int) {
+    f(p.islands.tree_dofadr[t], p.islands.tree_dofadr[t] + p.islands.tree_dofnum[t]);
+  });
 }
 
 }  // namespace
@@ -204,12 +198,12 @@ void LcpSolver::Keys(const Problem& p) {
 void LcpSolver::SolveRow(const Problem& p, int i, double scale) {
   double* y = yv_.data();
   p.J.AddRowTo(i, scale, y);
-  ForTrees(p, i, [&](int begin, int end) { p.mass.Solve(y, begin, end); });
+  ForTreeRanges(p, i, [&](int begin, int end) { p.mass.Solve(y, begin, end); });
 }
 
 void LcpSolver::ClearY(const Problem& p, int i) {
   double* y = yv_.data();
-  ForTrees(p, i, [&](int begin, int end) { std::fill(y + begin, y + end, 0.0); });
+  ForTreeRanges(p, i, [&](int begin, int end) { std::fill(y + begin, y + end, 0.0); });
 }
 
 void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
@@ -393,9 +387,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
     double dpos, dvel;
     bfull_[g] = Stabilization(p, g, b0, &dpos, &dvel);
     vscale = std::max(vscale, std::fabs(b0 + bfull_[g]));
-    SolveRow(p, g, 1);
-    diag_[g] = p.J.Dot(g, yv_.data()) + cfm;
-    ClearY(p, g);
+    diag_[g] = RowInvMass(p, g, yv_.data()) + cfm;
     lam[g] = 0;
   }
 
@@ -426,7 +418,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
       change = std::max(change, std::fabs(delta) * d);
       lam[g] = next;
       SolveRow(p, g, delta);
-      ForTrees(p, g, [&](int begin, int end) {
+      ForTreeRanges(p, g, [&](int begin, int end) {
         for (int k = begin; k < end; k++) v[k] += yv_[k];
       });
       ClearY(p, g);
