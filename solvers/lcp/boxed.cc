@@ -101,8 +101,7 @@ void BoxedLcpSolver::Allocate(int nmax) {
   cod_.Bind(coddmem_.data(), codimem_.data(), static_cast<int>(n));
 }
 
-int BoxedLcpSolver::ClampedSet(const DenseLcp& lcp, const signed char* state, int* cidx,
-                               int* pos) {
+int BoxedLcpSolver::ClampedSet(const DenseLcp& lcp, const signed char* state, int* cidx, int* pos) {
   int k = 0;
   for (int i = 0; i < lcp.n; i++) {
     if (state[i] == kLcpClamped) {
@@ -115,8 +114,8 @@ int BoxedLcpSolver::ClampedSet(const DenseLcp& lcp, const signed char* state, in
   return k;
 }
 
-void BoxedLcpSolver::BoundValue(const DenseLcp& lcp, const signed char* state, int i,
-                                double* coef, double* g) {
+void BoxedLcpSolver::BoundValue(const DenseLcp& lcp, const signed char* state, int i, double* coef,
+                                double* g) {
   const int f = lcp.findex[i];
   *coef = 0;
   *g = 0;
@@ -276,8 +275,7 @@ void BoxedLcpSolver::ColdState(const DenseLcp& lcp, signed char* state) {
 }
 
 int BoxedLcpSolver::Infeasible(const DenseLcp& lcp, const signed char* state, const double* x,
-                               const double* w, double tol, int* list,
-                               signed char* target) const {
+                               const double* w, double tol, int* list, signed char* target) const {
   int m = 0;
   for (int i = 0; i < lcp.n; i++) {
     if (Bilateral(lcp, i) || Collapsed(lcp, fix_, state, i)) continue;
@@ -351,9 +349,9 @@ bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, doubl
   signed char* done = s2_.data();
   int* cidx = cidx_.data();
   double* K = K_.data();
-  double* dx = y_.data();          // direction on C, then scratch
-  double* dw = c_.data();          // change of w on every row
-  double* col = xs_.data();        // -A_Ci dir
+  double* dx = y_.data();    // direction on C, then scratch
+  double* dw = c_.data();    // change of w on every row
+  double* col = xs_.data();  // -A_Ci dir
   std::fill(x, x + n, 0.0);
   std::copy(lcp.b, lcp.b + n, w);
   std::fill(done, done + n, 0);
@@ -551,7 +549,8 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   best_res_ = HUGE_VAL;
   fix_ = nullptr;
   double maxdiag = 0;
-  for (int i = 0; i < n; i++) maxdiag = std::max(maxdiag, lcp.A[i + i * static_cast<size_t>(lcp.ld)]);
+  for (int i = 0; i < n; i++)
+    maxdiag = std::max(maxdiag, lcp.A[i + i * static_cast<size_t>(lcp.ld)]);
   const double ridge = opt.ridge * (maxdiag > 0 ? maxdiag : 1);
   auto finish = [&](bool exact) {
     if (exact) Stabilize(lcp, opt, state, cod, x, w, stats);

@@ -42,13 +42,13 @@ namespace contactkit {
 
 // statistics of one solve
 struct BoxedStats {
-  int iterations = 0;     // reduced solves
-  int pivots = 0;         // rows flipped
-  bool guess_hit = false; // the guessed classification was accepted
-  bool pivot_ok = false;  // pivoting found an exact classification
-  bool used_pgs = false;  // the Gauss-Seidel fallback ran
-  double residual = 0;    // natural-map residual, velocity units
-  double kappa = 0;       // largest |w_i| times the distance of x_i to its nearer bound
+  int iterations = 0;      // reduced solves
+  int pivots = 0;          // rows flipped
+  bool guess_hit = false;  // the guessed classification was accepted
+  bool pivot_ok = false;   // pivoting found an exact classification
+  bool used_pgs = false;   // the Gauss-Seidel fallback ran
+  double residual = 0;     // natural-map residual, velocity units
+  double kappa = 0;        // largest |w_i| times the distance of x_i to its nearer bound
 };
 
 // options of one solve
@@ -71,8 +71,8 @@ class BoxedLcpSolver {
   // classification on exit; x and w (n) the solution. The final reduced system is factored into
   // cod (bound to storage for at least n). Returns true if the answer is an exact complementary
   // solution within opt.tol; otherwise x is the best answer found (finite, within the bounds).
-  bool Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, double* x,
-             double* w, Cod* cod, BoxedStats* stats);
+  bool Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, double* x, double* w,
+             Cod* cod, BoxedStats* stats);
 
   // reduced solve for a classification with A + ridge I: x, w (n); false if not finite
   bool Reduced(const DenseLcp& lcp, const signed char* state, double ridge, double rtol, Cod* cod,
@@ -134,25 +134,25 @@ class BoxedLcpSolver {
                  double* x, double* w, BoxedStats* stats);
 
   int nmax_ = 0;
-  std::vector<double> K_;       // reduced matrix                                (nmax x nmax)
-  std::vector<double> c_;       // reduced right-hand side                       (nmax)
-  std::vector<double> y_;       // reduced solution and refinement               (2 nmax)
-  std::vector<double> xb_;      // best answer so far                            (nmax)
-  std::vector<double> wb_;      // its w                                         (nmax)
-  std::vector<double> fixv_;    // frozen friction bounds                        (nmax)
-  const double* fix_ = nullptr; // fixv_ while the bounds are frozen, else null
-  std::vector<double> xs_;      // scratch answer                                (nmax)
-  std::vector<double> ws_;      // its w                                         (nmax)
-  double best_res_ = 0;         // residual of xb_
-  std::vector<int> cidx_;       // clamped rows                                  (nmax)
-  std::vector<int> pos_;        // place of each row in C                        (nmax)
-  std::vector<int> list_;       // infeasible rows                               (nmax)
+  std::vector<double> K_;            // reduced matrix                                (nmax x nmax)
+  std::vector<double> c_;            // reduced right-hand side                       (nmax)
+  std::vector<double> y_;            // reduced solution and refinement               (2 nmax)
+  std::vector<double> xb_;           // best answer so far                            (nmax)
+  std::vector<double> wb_;           // its w                                         (nmax)
+  std::vector<double> fixv_;         // frozen friction bounds                        (nmax)
+  const double* fix_ = nullptr;      // fixv_ while the bounds are frozen, else null
+  std::vector<double> xs_;           // scratch answer                                (nmax)
+  std::vector<double> ws_;           // its w                                         (nmax)
+  double best_res_ = 0;              // residual of xb_
+  std::vector<int> cidx_;            // clamped rows                                  (nmax)
+  std::vector<int> pos_;             // place of each row in C                        (nmax)
+  std::vector<int> list_;            // infeasible rows                               (nmax)
   std::vector<signed char> target_;  // their new states                         (nmax)
   std::vector<signed char> s2_;      // scratch classification                   (nmax)
-  std::vector<double> coddmem_; // scratch decomposition for pivoting            (Cod::Doubles)
+  std::vector<double> coddmem_;      // scratch decomposition for pivoting            (Cod::Doubles)
   std::vector<int> codimem_;
-  Cod cod_;                     // decomposition of the pivoting systems
-  Lemke lemke_;                 // complementary pivoting on the coupled problem
+  Cod cod_;      // decomposition of the pivoting systems
+  Lemke lemke_;  // complementary pivoting on the coupled problem
 };
 
 }  // namespace contactkit

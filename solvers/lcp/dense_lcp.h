@@ -15,14 +15,14 @@ enum LcpRowState : signed char {
 
 // one boxed LCP (views; A column-major with leading dimension ld)
 struct DenseLcp {
-  int n = 0;                     // rows
-  int ld = 0;                    // leading dimension of A
-  const double* A = nullptr;     // (n x n), symmetric positive semidefinite in practice
-  const double* b = nullptr;     // (n)
-  const double* lo = nullptr;    // constant lower bounds, -inf allowed          (n)
-  const double* hi = nullptr;    // constant upper bounds, +inf allowed          (n)
-  const int* findex = nullptr;   // row whose x scales the bounds, -1: constant  (n)
-  const double* mu = nullptr;    // bound coefficient of findex rows             (n)
+  int n = 0;                    // rows
+  int ld = 0;                   // leading dimension of A
+  const double* A = nullptr;    // (n x n), symmetric positive semidefinite in practice
+  const double* b = nullptr;    // (n)
+  const double* lo = nullptr;   // constant lower bounds, -inf allowed          (n)
+  const double* hi = nullptr;   // constant upper bounds, +inf allowed          (n)
+  const int* findex = nullptr;  // row whose x scales the bounds, -1: constant  (n)
+  const double* mu = nullptr;   // bound coefficient of findex rows             (n)
 };
 
 }  // namespace contactkit

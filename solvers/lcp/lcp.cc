@@ -190,7 +190,8 @@ void LcpSolver::Keys(const Problem& p) {
     } else {
       occ = 0;
     }
-    keya_[i] = (static_cast<uint64_t>(p.mj_type[i] + 1) << 32) | static_cast<uint32_t>(p.mj_id[i] + 1);
+    keya_[i] =
+        (static_cast<uint64_t>(p.mj_type[i] + 1) << 32) | static_cast<uint32_t>(p.mj_id[i] + 1);
     keyb_[i] = static_cast<uint64_t>(occ);
   }
 }
@@ -269,7 +270,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   if (n > cap_) {
     const bool converged = LargeIsland(p, island, sol);
     sol->status = std::max(sol->status, converged ? static_cast<int>(ckSTATUS_INACCURATE)
-                                                   : static_cast<int>(ckSTATUS_MAX_ITER));
+                                                  : static_cast<int>(ckSTATUS_MAX_ITER));
     return;
   }
 
@@ -306,15 +307,8 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
     }
   }
   BuildA(p, rows, n);
-  DenseLcp lcp;
-  lcp.n = n;
-  lcp.ld = n;
-  lcp.A = A_.data();
-  lcp.b = b_.data();
-  lcp.lo = lo_.data();
-  lcp.hi = hi_.data();
-  lcp.findex = findex_.data();
-  lcp.mu = mu_.data();
+  const DenseLcp lcp{n,          n,          A_.data(),      b_.data(),
+                     lo_.data(), hi_.data(), findex_.data(), mu_.data()};
 
   // the previous step's classification where rows match, a cold guess elsewhere
   BoxedOptions opt;

@@ -103,47 +103,47 @@ class LcpSolver : public Solver {
 
   ckSettings settings_{};
   ProblemDims dims_;
-  int cap_ = 0;                         // largest island solved densely
+  int cap_ = 0;  // largest island solved densely
   BoxedLcpSolver boxed_;
 
   // island problem (local rows)
-  std::vector<double> A_;               // (cap x cap)
+  std::vector<double> A_;                         // (cap x cap)
   std::vector<double> b_, lo_, hi_, mu_, x_, w_;  // (cap)
-  std::vector<int> findex_;             // (cap)
-  std::vector<signed char> lstate_;     // (cap)
+  std::vector<int> findex_;                       // (cap)
+  std::vector<signed char> lstate_;               // (cap)
 
   // rows of the problem
-  std::vector<int> local_;              // place of a row in its island              (max_rows)
-  std::vector<int> con_of_row_;         // contact of a contact row, -1 otherwise     (max_rows)
-  std::vector<signed char> state_;      // classification                             (max_rows)
-  std::vector<signed char> guess_;      // guessed classification, -1: none           (max_rows)
-  std::vector<uint64_t> keya_, keyb_;   // matching keys                              (max_rows)
-  std::vector<double> bfull_;           // b of every row (large islands)             (max_rows)
-  std::vector<double> diag_;            // diagonal of A (large islands)              (max_rows)
-  std::vector<double> yv_;              // M^-1 J_i' scratch, zero between uses       (nv)
-  std::vector<double> vis_;             // velocity of large islands                  (nv)
+  std::vector<int> local_;             // place of a row in its island              (max_rows)
+  std::vector<int> con_of_row_;        // contact of a contact row, -1 otherwise     (max_rows)
+  std::vector<signed char> state_;     // classification                             (max_rows)
+  std::vector<signed char> guess_;     // guessed classification, -1: none           (max_rows)
+  std::vector<uint64_t> keya_, keyb_;  // matching keys                              (max_rows)
+  std::vector<double> bfull_;          // b of every row (large islands)             (max_rows)
+  std::vector<double> diag_;           // diagonal of A (large islands)              (max_rows)
+  std::vector<double> yv_;             // M^-1 J_i' scratch, zero between uses       (nv)
+  std::vector<double> vis_;            // velocity of large islands                  (nv)
 
   // warm start
   StateTable prev_, next_;
   bool have_prev_ = false;
 
   // factorizations of the last solve
-  std::vector<IslandFactor> factors_;   // (ntree)
+  std::vector<IslandFactor> factors_;  // (ntree)
   std::vector<double> arena_d_;
   std::vector<int> arena_i_;
   Cod scratch_cod_;
   std::vector<double> scratch_d_;
   std::vector<int> scratch_i_;
   size_t arena_doff_ = 0, arena_ioff_ = 0;  // used part of the store
-  int nisland_ = 0;                     // islands of the last solve
-  bool tried_ = false;                  // a guess was checked in the last solve
-  bool all_hit_ = false;                // every checked guess was accepted
+  int nisland_ = 0;                         // islands of the last solve
+  bool tried_ = false;                      // a guess was checked in the last solve
+  bool all_hit_ = false;                    // every checked guess was accepted
 
   // ForceTangent scratch
-  std::vector<double> zero_, ytil_;     // (max_rows)
+  std::vector<double> zero_, ytil_;              // (max_rows)
   std::vector<double> dv0_, dvp_, vfake_, tmp_;  // (nv)
-  std::vector<double> rc_, dy_, tq_;    // (cap)
-  std::vector<int> cidx_, pos_;         // (cap)
+  std::vector<double> rc_, dy_, tq_;             // (cap)
+  std::vector<int> cidx_, pos_;                  // (cap)
 };
 
 }  // namespace contactkit

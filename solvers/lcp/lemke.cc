@@ -10,7 +10,11 @@ namespace {
 constexpr double kPivotTol = 1e-9;   // smallest usable pivot, relative to the column's largest
 constexpr int kRefactor = 64;        // fewest pivots between periodic refactorizations
 constexpr double kWeakPivot = 1e-1;  // pivots below this fraction of the column refactor soon
-constexpr double kTieTol = 1e-12;    // relative tolerance for ties in the ratio test     // relative tolerance for ties in the ratio test     // relative tolerance for ties in the ratio test     // relative tolerance for ties in the ratio test     // relative tolerance for ties in the ratio test     // relative tolerance for ties in the ratio test
+constexpr double kTieTol =
+    1e-12;  // relative tolerance for ties in the ratio test     // relative tolerance for ties in
+            // the ratio test     // relative tolerance for ties in the ratio test     // relative
+            // tolerance for ties in the ratio test     // relative tolerance for ties in the ratio
+            // test     // relative tolerance for ties in the ratio test
 
 enum Role { kRoleX = 0, kRoleP, kRoleM, kRoleS };
 enum Kind { kUnilateral = 0, kBilateral, kBox };
@@ -88,12 +92,15 @@ bool Lemke::Refactor(const DenseLcp& lcp) {
   for (int k = 0; k < N; k++) {
     int p = k;
     for (int i = k + 1; i < N; i++) {
-      if (std::fabs(B[static_cast<size_t>(i) * N + k]) > std::fabs(B[static_cast<size_t>(p) * N + k])) p = i;
+      if (std::fabs(B[static_cast<size_t>(i) * N + k]) >
+          std::fabs(B[static_cast<size_t>(p) * N + k]))
+        p = i;
     }
     perm[k] = p;
     if (!(std::fabs(B[static_cast<size_t>(p) * N + k]) > 0)) return false;
     if (p != k) {
-      for (int j = 0; j < N; j++) std::swap(B[static_cast<size_t>(k) * N + j], B[static_cast<size_t>(p) * N + j]);
+      for (int j = 0; j < N; j++)
+        std::swap(B[static_cast<size_t>(k) * N + j], B[static_cast<size_t>(p) * N + j]);
     }
     double* bk = B + static_cast<size_t>(k) * N;
     const double inv = 1 / bk[k];
@@ -111,7 +118,8 @@ bool Lemke::Refactor(const DenseLcp& lcp) {
   // undo the row interchanges as column interchanges of the inverse
   for (int k = N - 1; k >= 0; k--) {
     if (perm[k] == k) continue;
-    for (int i = 0; i < N; i++) std::swap(B[static_cast<size_t>(i) * N + k], B[static_cast<size_t>(i) * N + perm[k]]);
+    for (int i = 0; i < N; i++)
+      std::swap(B[static_cast<size_t>(i) * N + k], B[static_cast<size_t>(i) * N + perm[k]]);
   }
   for (int i = 0; i < N; i++) {
     const double* bi = B + static_cast<size_t>(i) * N;
@@ -122,8 +130,7 @@ bool Lemke::Refactor(const DenseLcp& lcp) {
   return true;
 }
 
-bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* state,
-                  int* pivots) {
+bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* state, int* pivots) {
   const int n = lcp.n;
   *pivots = 0;
 

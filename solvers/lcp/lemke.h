@@ -36,21 +36,21 @@ class Lemke {
   // recompute the basis inverse and the basic solution from the basic columns; false if singular
   bool Refactor(const DenseLcp& lcp);
 
-  int nmax_ = 0;                // standard variables capacity (3 nmax rows)
-  int N_ = 0;                   // standard variables of the current problem
-  std::vector<int> kind_;       // per row: 0 unilateral, 1 bilateral, 2 box      (nmax)
-  std::vector<int> var_;        // per row: first standard variable               (nmax)
-  std::vector<int> row_;        // per standard variable: its row                 (3 nmax)
-  std::vector<int> role_;       // per standard variable: 0 x, 1 p, 2 m, 3 slack  (3 nmax)
-  std::vector<double> Binv_;    // basis inverse                                  (N x N)
-  std::vector<double> xB_;      // basic solution                                 (N)
-  std::vector<double> q_;       // right-hand side                                (N)
-  std::vector<int> basic_;      // basic variable of each row                     (N)
-  std::vector<int> where_;      // row of each basic variable, -1: nonbasic       (2N + 1)
-  std::vector<double> col_;     // entering column in basis coordinates           (N)
-  std::vector<double> tmp_;     // scratch                                        (N)
-  std::vector<double> z_;       // standard solution                              (2N + 1)
-  std::vector<int> cand_;       // ratio-test candidates                          (N)
+  int nmax_ = 0;              // standard variables capacity (3 nmax rows)
+  int N_ = 0;                 // standard variables of the current problem
+  std::vector<int> kind_;     // per row: 0 unilateral, 1 bilateral, 2 box      (nmax)
+  std::vector<int> var_;      // per row: first standard variable               (nmax)
+  std::vector<int> row_;      // per standard variable: its row                 (3 nmax)
+  std::vector<int> role_;     // per standard variable: 0 x, 1 p, 2 m, 3 slack  (3 nmax)
+  std::vector<double> Binv_;  // basis inverse                                  (N x N)
+  std::vector<double> xB_;    // basic solution                                 (N)
+  std::vector<double> q_;     // right-hand side                                (N)
+  std::vector<int> basic_;    // basic variable of each row                     (N)
+  std::vector<int> where_;    // row of each basic variable, -1: nonbasic       (2N + 1)
+  std::vector<double> col_;   // entering column in basis coordinates           (N)
+  std::vector<double> tmp_;   // scratch                                        (N)
+  std::vector<double> z_;     // standard solution                              (2N + 1)
+  std::vector<int> cand_;     // ratio-test candidates                          (N)
 };
 
 }  // namespace contactkit

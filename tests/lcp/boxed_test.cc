@@ -4,12 +4,13 @@
 // there are more rows than degrees of freedom): exact complementarity through every path (a
 // guessed classification, Lemke, the Gauss-Seidel fallback), agreement with enumeration on
 // small positive definite problems, and no allocation in Solve.
+#include "solvers/lcp/boxed.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
-#include "solvers/lcp/boxed.h"
 #include "support/fixture.h"
 
 namespace contactkit::test {
@@ -69,8 +70,8 @@ struct RandomLcp {
         t2[0] = nrm[1] * t1[2] - nrm[2] * t1[1];
         t2[1] = nrm[2] * t1[0] - nrm[0] * t1[2];
         t2[2] = nrm[0] * t1[1] - nrm[1] * t1[0];
-        const double up[3] = {0.1 * s(*rng), 0.1 * s(*rng), -0.1};   // from body k's centre
-        const double down[3] = {up[0], up[1], 0.1};                   // from body k-1's centre
+        const double up[3] = {0.1 * s(*rng), 0.1 * s(*rng), -0.1};  // from body k's centre
+        const double down[3] = {up[0], up[1], 0.1};                 // from body k-1's centre
         const double* axes[3] = {nrm, t1, t2};
         const int normal = row;
         for (int a = 0; a < 3; a++, row++) {
@@ -111,14 +112,7 @@ struct RandomLcp {
       for (int d = 0; d < ndof; d++) b[i] += J[i * ndof + d] * v[d];
       if (findex[i] < 0 && lo[i] == 0) b[i] -= 0.5 * u(*rng);
     }
-    lcp.n = n;
-    lcp.ld = n;
-    lcp.A = A.data();
-    lcp.b = b.data();
-    lcp.lo = lo.data();
-    lcp.hi = hi.data();
-    lcp.findex = findex.data();
-    lcp.mu = mu.data();
+    lcp = DenseLcp{n, n, A.data(), b.data(), lo.data(), hi.data(), findex.data(), mu.data()};
   }
 };
 
@@ -145,8 +139,8 @@ TEST(BoxedLcpTest, RandomProblemsAreSolvedExactly) {
     BoxedOptions opt;
     BoxedStats st;
     total++;
-    const bool ok = ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod,
-                                    &st);
+    const bool ok =
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
     exact += ok;
     EXPECT_TRUE(ok) << "trial " << trial << " n " << p.n << " residual " << st.residual;
     if (ok) {
@@ -154,8 +148,8 @@ TEST(BoxedLcpTest, RandomProblemsAreSolvedExactly) {
     }
     for (int i = 0; i < p.n; i++) states[ws.state[i]]++;
     // the reported residual is the natural-map residual of the returned x
-    EXPECT_DOUBLE_EQ(st.residual, BoxedLcpSolver::Residual(p.lcp, ws.x.data(), ws.w.data(),
-                                                           nullptr));
+    EXPECT_DOUBLE_EQ(st.residual,
+                     BoxedLcpSolver::Residual(p.lcp, ws.x.data(), ws.w.data(), nullptr));
   }
   EXPECT_EQ(exact, total);
   // the problems exercise every state: clamped, separating / sliding one way, sliding the other
@@ -171,14 +165,14 @@ TEST(BoxedLcpTest, CorrectGuessIsAcceptedWithOneSolve) {
     RandomLcp p(1 + trial % 2, 1 + trial % 5, trial % 2, 0, &rng);
     BoxedOptions opt;
     BoxedStats st;
-    ASSERT_TRUE(ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod,
-                                &st));
+    ASSERT_TRUE(
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
     const std::vector<double> x0(ws.x.begin(), ws.x.begin() + p.n);
 
     // the same problem again from its own classification: one reduced solve, same answer
     opt.use_guess = true;
-    ASSERT_TRUE(ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod,
-                                &st));
+    ASSERT_TRUE(
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
     EXPECT_TRUE(st.guess_hit);
     EXPECT_EQ(st.pivots, 0);
     for (int i = 0; i < p.n; i++) EXPECT_NEAR(ws.x[i], x0[i], 1e-12 * (1 + std::fabs(x0[i])));
@@ -195,8 +189,8 @@ TEST(BoxedLcpTest, LemkeAloneFindsTheClassification) {
     int pivots;
     ASSERT_TRUE(lemke.Solve(p.lcp, 1000, ws.x.data(), ws.state.data(), &pivots)) << trial;
     // the exact solve of Lemke's classification is complementary
-    ASSERT_TRUE(ws.solver.Reduced(p.lcp, ws.state.data(), 0, 1e-13, &ws.cod, ws.x.data(),
-                                  ws.w.data()));
+    ASSERT_TRUE(
+        ws.solver.Reduced(p.lcp, ws.state.data(), 0, 1e-13, &ws.cod, ws.x.data(), ws.w.data()));
     EXPECT_LE(BoxedLcpSolver::Residual(p.lcp, ws.x.data(), ws.w.data(), nullptr), 1e-10)
         << "trial " << trial;
   }
@@ -221,8 +215,8 @@ TEST(BoxedLcpTest, UniqueSolutionAgreesWithEnumeration) {
     q.hi[1] = HUGE_VAL;
     BoxedOptions opt;
     BoxedStats st;
-    ASSERT_TRUE(ws.solver.Solve(q.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod,
-                                &st));
+    ASSERT_TRUE(
+        ws.solver.Solve(q.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
     int found = 0;
     for (int code = 0; code < 729; code++) {
       int c = code;
@@ -252,8 +246,8 @@ TEST(BoxedLcpTest, GaussSeidelFallbackKeepsAFeasibleAnswer) {
     opt.max_pivots = 1;
     opt.pgs_iter = 30;
     BoxedStats st;
-    const bool ok = ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(),
-                                    &ws.cod, &st);
+    const bool ok =
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
     inexact += !ok;
     EXPECT_TRUE(st.used_pgs || ok);
     for (int i = 0; i < p.n; i++) {

@@ -4,12 +4,12 @@
 // pseudo-inverse and the null-space projector against Eigen's SVD, the derivative of the
 // minimum-norm solution (Golub-Pereyra) built from them against central differences, and no
 // allocation after Bind.
-#include <Eigen/Dense>
+#include "solvers/common/cod.h"
 
+#include <Eigen/Dense>
 #include <random>
 #include <vector>
 
-#include "solvers/common/cod.h"
 #include "support/fixture.h"
 
 namespace contactkit::test {

@@ -109,6 +109,18 @@ class TangentTest : public MujocoTest {
       EXPECT_LE(err, tol * std::max(dscale, 1e-3 * fscale)) << "direction " << k;
     }
   }
+
+  // free velocity, gaps and mass, one kind at a time
+  void CheckEachKind(const mjModel* m, mjData* d, double tol) {
+    for (int k = 0; k < 3; k++) {
+      Perturb which;
+      which.v_free = k == 0;
+      which.pos = k == 1;
+      which.M = k == 2;
+      SCOPED_TRACE(k);
+      Check(m, d, which, 2, tol);
+    }
+  }
 };
 
 // a box resting on four corners: 12 clamped rows of rank 6 (minimum-norm derivative)
@@ -185,14 +197,7 @@ TEST_F(TangentTest, SlidingBoxBoundFriction) {
   ckSettings s = LcpSettings();
   HandlePtr ck = Make(m.get(), &s);
   for (int t = 0; t < 50; t++) ck_step(ck.get(), m.get(), d.get());
-  for (int k = 0; k < 3; k++) {
-    Perturb which;
-    which.v_free = k == 0;
-    which.pos = k == 1;
-    which.M = k == 2;
-    SCOPED_TRACE(k);
-    Check(m.get(), d.get(), which, 2, 1e-6);
-  }
+  CheckEachKind(m.get(), d.get(), 1e-6);
 }
 
 // a single contact with a changing Jacobian and mass (full rank)
@@ -217,14 +222,7 @@ TEST_F(TangentTest, HumanoidContactsAndLimits) {
   ckSettings s = LcpSettings();
   HandlePtr ck = Make(m.get(), &s);
   for (int t = 0; t < 400; t++) ck_step(ck.get(), m.get(), d.get());
-  for (int k = 0; k < 3; k++) {
-    Perturb which;
-    which.v_free = k == 0;
-    which.pos = k == 1;
-    which.M = k == 2;
-    SCOPED_TRACE(k);
-    Check(m.get(), d.get(), which, 2, 1e-5);
-  }
+  CheckEachKind(m.get(), d.get(), 1e-5);
 }
 
 // equality rows (bilateral) and joint friction loss (constant bounds)

@@ -336,8 +336,8 @@ TEST_F(MujocoTest, EqualityLimitAndFrictionLossRows) {
     for (int t = 0; t < TestSteps(1000); t++) {
       ck_step(ck.get(), m.get(), d.get());
       ASSERT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED) << t;
-      worst = std::max(worst, std::fabs(d->qpos[m->jnt_qposadr[b]] -
-                                        0.5 * d->qpos[m->jnt_qposadr[a]]));
+      worst =
+          std::max(worst, std::fabs(d->qpos[m->jnt_qposadr[b]] - 0.5 * d->qpos[m->jnt_qposadr[a]]));
     }
     EXPECT_LT(worst, 1e-4);
   }

@@ -11,30 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "plugin/extract.h"
 #include "solvers/lcp/lcp.h"
+#include "support/extracted.h"
 #include "support/fixture.h"
 
 namespace contactkit::test {
-
-// problem storage for a model, as ck_make sets it up
-struct Extracted {
-  Extractor ex;
-  ProblemStorage storage;
-  explicit Extracted(const mjModel* m) {
-    std::string err;
-    EXPECT_TRUE(ex.Setup(m, 0, &err)) << err;
-    storage.Allocate(ex.dims(), m->dof_parentid, m->dof_Madr, ex.dof_tree().data(), ex.ntree());
-  }
-  Problem& p() { return storage.problem(); }
-  Solution& sol() { return storage.solution(); }
-
-  // extract after MuJoCo's acceleration stage at the state of d
-  void Extract(const mjModel* m, mjData* d) {
-    mj_forward(m, d);
-    EXPECT_EQ(ex.Extract(m, d, &p()), 0);
-  }
-};
 
 // settings of solver "lcp" with defaults
 inline ckSettings LcpSettings() {
@@ -69,7 +50,8 @@ inline double BoxedResidual(const Problem& p, const Solution& sol, const LcpSolv
     const double x = h * sol.force[i];
     const double b0 = p.J.Dot(i, p.v_free);
     double dpos, dvel;
-    const double w = p.J.Dot(i, sol.v_next) + solver.Stabilization(p, i, b0, &dpos, &dvel) + s.cfm * x;
+    const double w =
+        p.J.Dot(i, sol.v_next) + solver.Stabilization(p, i, b0, &dpos, &dvel) + s.cfm * x;
     std::fill(y.begin(), y.end(), 0.0);
     p.J.AddRowTo(i, 1, y.data());
     p.mass.Solve(y.data());
