@@ -11,7 +11,7 @@
 namespace contactkit {
 namespace {
 
-constexpr double kTol = 1e-9;       // acceptance tolerance (m/s), times max(1, max |b|)
+constexpr double kTol = 1e-10;      // acceptance tolerance (m/s), times max(1, max |b|)
 constexpr double kLooseTol = 1e-6;  // below this an inexact answer is INACCURATE, not MAX_ITER
 constexpr double kInf = HUGE_VAL;
 
