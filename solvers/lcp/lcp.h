@@ -22,6 +22,13 @@
 //                   motion between the tangent axes is therefore braked along the diagonal of the
 //                   box (the sliding direction drifts toward 45 degrees)
 //
+// Statistics in Solution: iterations = reduced solves, pivots = principal pivots, Lemke pivots
+// and Dantzig events, residual = largest natural-map residual (m/s; boxed.h), kappa = largest
+// |w_i| times the distance of x_i to its nearer bound, condition = largest |R(0,0) / R(r,r)| of
+// the islands' decompositions, guess_tried / guess_hit = a previous classification was checked /
+// accepted on every island. Status: SOLVED when every island is exact, INACCURATE when the best
+// answer's residual is below 1e-6 (m/s, relative to max(1, |b|)), MAX_ITER otherwise.
+//
 // Each island's dense LCP goes to BoxedLcpSolver (boxed.h): the previous step's classification
 // (contacts matched by geom pair) is checked first with one reduced solve, pivoting runs only
 // when that guess fails, and the final answer is recomputed from its classification with the
@@ -118,7 +125,7 @@ class LcpSolver : public Solver {
   std::vector<signed char> state_;     // classification                             (max_rows)
   std::vector<signed char> guess_;     // guessed classification, -1: none           (max_rows)
   std::vector<uint64_t> keya_, keyb_;  // matching keys                              (max_rows)
-  std::vector<double> bfull_;          // b of every row (large islands)             (max_rows)
+  std::vector<double> bfull_;          // stabilization of every row (large islands) (max_rows)
   std::vector<double> diag_;           // diagonal of A (large islands)              (max_rows)
   std::vector<double> yv_;             // M^-1 J_i' scratch, zero between uses       (nv)
   std::vector<double> vis_;            // velocity of large islands                  (nv)
@@ -127,13 +134,13 @@ class LcpSolver : public Solver {
   StateTable prev_, next_;
   bool have_prev_ = false;
 
-  // factorizations of the last solve
+  // factorizations of the last solve, in a store of two decompositions of the largest island
   std::vector<IslandFactor> factors_;  // (ntree)
-  std::vector<double> arena_d_;
-  std::vector<int> arena_i_;
-  Cod scratch_cod_;
-  std::vector<double> scratch_d_;
-  std::vector<int> scratch_i_;
+  std::vector<double> arena_d_;        // (2 Cod::Doubles(cap))
+  std::vector<int> arena_i_;           // (2 Cod::Ints(cap))
+  Cod scratch_cod_;                    // for islands that do not fit in the store
+  std::vector<double> scratch_d_;      // (Cod::Doubles(cap))
+  std::vector<int> scratch_i_;         // (Cod::Ints(cap))
   size_t arena_doff_ = 0, arena_ioff_ = 0;  // used part of the store
   int nisland_ = 0;                         // islands of the last solve
   bool tried_ = false;                      // a guess was checked in the last solve
