@@ -7,7 +7,6 @@
 // and friction-loss rows, the stabilization's closed form, and the failure policy.
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -67,14 +66,6 @@ TEST_F(MujocoTest, RandomScenesAreExactlyComplementary) {
         EXPECT_LE(BoxedResidual(e.p(), e.sol(), *solver, s.lcp), 1e-10)
             << "seed " << seed << " step " << t << " warm " << warm;
         EXPECT_LE(e.sol().residual, 1e-10);
-        if (getenv("RS_DEBUG") && e.sol().residual > 1e-10) {
-          const Problem& p = e.p();
-          for (int i = 0; i < p.nrow; i++) {
-            double dp, dv; const double b0 = p.J.Dot(i, p.v_free);
-            std::printf("row %d kind %d cls %d f %.6e w %.3e pos %.3e\n", i, p.kind[i], solver->classification()[i], e.sol().force[i], p.J.Dot(i, e.sol().v_next) + solver->Stabilization(p, i, b0, &dp, &dv), p.pos[i]);
-          }
-          std::printf("cond %.3e rank %d/%d\n", e.sol().condition, solver->factorization(p.islands.row_island[0])->rank(), solver->factorization(p.islands.row_island[0])->n());
-        }
         checked++;
       }
     }
