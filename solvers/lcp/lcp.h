@@ -135,12 +135,12 @@ class LcpSolver : public Solver {
   bool have_prev_ = false;
 
   // factorizations of the last solve, in a store of two decompositions of the largest island
-  std::vector<IslandFactor> factors_;  // (ntree)
-  std::vector<double> arena_d_;        // (2 Cod::Doubles(cap))
-  std::vector<int> arena_i_;           // (2 Cod::Ints(cap))
-  Cod scratch_cod_;                    // for islands that do not fit in the store
-  std::vector<double> scratch_d_;      // (Cod::Doubles(cap))
-  std::vector<int> scratch_i_;         // (Cod::Ints(cap))
+  std::vector<IslandFactor> factors_;       // (ntree)
+  std::vector<double> arena_d_;             // (2 Cod::Doubles(cap))
+  std::vector<int> arena_i_;                // (2 Cod::Ints(cap))
+  Cod scratch_cod_;                         // for islands that do not fit in the store
+  std::vector<double> scratch_d_;           // (Cod::Doubles(cap))
+  std::vector<int> scratch_i_;              // (Cod::Ints(cap))
   size_t arena_doff_ = 0, arena_ioff_ = 0;  // used part of the store
   int nisland_ = 0;                         // islands of the last solve
   bool tried_ = false;                      // a guess was checked in the last solve
