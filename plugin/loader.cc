@@ -11,10 +11,12 @@
 // and MuJoCo reads the rewritten files from a VFS under the original path, so that includes and
 // mesh, texture and hfield files still resolve from the model's directory on disk.
 #include <strings.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -744,4 +746,36 @@ extern "C" mjModel* ck_loadXML(const char* filename, const mjVFS* vfs, char* err
     contactkit::SetError(error, error_sz, "ck_loadXML: out of memory");
     return nullptr;
   }
+}
+
+extern "C" mjModel* ck_loadXMLString(const char* xml, char* error, int error_sz) {
+  if (error && error_sz > 0) error[0] = 0;
+  if (!xml) {
+    if (error && error_sz > 0) std::snprintf(error, error_sz, "ck_loadXMLString: xml is NULL");
+    return nullptr;
+  }
+  const char* dir = std::getenv("TMPDIR");
+  std::string path = std::string(dir && *dir ? dir : "/tmp") + "/contactkit_XXXXXX.xml";
+  std::vector<char> name(path.begin(), path.end());
+  name.push_back(0);
+  const int fd = mkstemps(name.data(), 4);
+  if (fd < 0) {
+    if (error && error_sz > 0) {
+      std::snprintf(error, error_sz, "ck_loadXMLString: cannot create a temporary file in %s",
+                    dir && *dir ? dir : "/tmp");
+    }
+    return nullptr;
+  }
+  const size_t size = std::strlen(xml);
+  const bool written = write(fd, xml, size) == static_cast<ssize_t>(size);
+  close(fd);
+  mjModel* m = nullptr;
+  if (written) {
+    m = ck_loadXML(name.data(), nullptr, error, error_sz);
+  } else if (error && error_sz > 0) {
+    std::snprintf(error, error_sz, "ck_loadXMLString: cannot write the temporary file %s",
+                  name.data());
+  }
+  std::remove(name.data());
+  return m;
 }

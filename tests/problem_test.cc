@@ -9,21 +9,11 @@
 #include <vector>
 
 #include "plugin/extract.h"
+#include "support/extracted.h"
 #include "support/fixture.h"
 
 namespace contactkit::test {
 namespace {
-
-// problem storage set up for a model, as ck_make does
-struct Extracted {
-  Extractor ex;
-  ProblemStorage storage;
-  explicit Extracted(const mjModel* m) {
-    std::string err;
-    EXPECT_TRUE(ex.Setup(m, 0, &err)) << err;
-    storage.Allocate(ex.dims(), m->dof_parentid, m->dof_Madr, ex.dof_tree().data(), ex.ntree());
-  }
-};
 
 std::vector<double> OurRow(const Problem& p, int i) {
   std::vector<double> row(p.nv, 0.0);

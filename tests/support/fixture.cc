@@ -85,17 +85,8 @@ ModelPtr MujocoTest::Load(const std::string& path) {
 }
 
 ModelPtr MujocoTest::LoadString(const std::string& xml, std::string* error_out) {
-  char name[] = "/tmp/ck_test_XXXXXX.xml";
-  int fd = mkstemps(name, 4);
-  EXPECT_GE(fd, 0);
-  close(fd);
-  {
-    std::ofstream out(name);
-    out << xml;
-  }
   char error[1024] = "";
-  mjModel* m = ck_loadXML(name, nullptr, error, sizeof(error));
-  std::remove(name);
+  mjModel* m = ck_loadXMLString(xml.c_str(), error, sizeof(error));
   if (error_out) {
     *error_out = error;
   } else {

@@ -85,6 +85,11 @@ class PreloadTest : public ::testing::Test {
     if (!FileExists(kTestspeed)) {
       GTEST_SKIP() << kTestspeed << " is absent (Debian package libmujoco-samples)";
     }
+    if (mjVERSION_HEADER != 222) {
+      GTEST_SKIP() << kTestspeed << " links Debian's MuJoCo 2.2.2 and this build uses MuJoCo "
+                   << mjVERSION_HEADER << ": a shim can only be preloaded into a program built "
+                   << "against the MuJoCo it was built for";
+    }
     preload_ = CK_PRELOAD_LIB;
     if (kAsan) {
 #ifdef CK_ASAN_RUNTIME

@@ -281,7 +281,17 @@ void AddStep(const std::string& group, const std::string& variant, const Scenari
     state.counters["iter"] = n ? iters / n : 0;
     state.counters["contacts"] = n ? con / n : 0;
     state.counters["pen_mm"] = pen * 1e3;
-    if (ck) ck_free(ck);
+    if (ck) {
+      // solvers that guess an active set: hit rate over consecutive steps from the state
+      Restore(*p);
+      const int hits = ck_stats(ck)->guess_hits, tries = ck_stats(ck)->guess_tries;
+      for (int t = 0; t < 200; t++) ck_step(ck, p->m, p->d);
+      if (ck_stats(ck)->guess_tries > tries) {
+        state.counters["hit_rate"] = static_cast<double>(ck_stats(ck)->guess_hits - hits) /
+                                     (ck_stats(ck)->guess_tries - tries);
+      }
+      ck_free(ck);
+    }
   })->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 

@@ -23,26 +23,9 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 mjModel* LoadXMLString(const std::string& xml, std::string* error) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/ck_model_XXXXXX.xml";
-  std::vector<char> buf(path.begin(), path.end());
-  buf.push_back(0);
-  const int fd = mkstemps(buf.data(), 4);
-  if (fd < 0) {
-    *error = "cannot create a temporary model file";
-    return nullptr;
-  }
-  const ssize_t n = write(fd, xml.data(), xml.size());
-  close(fd);
-  mjModel* m = nullptr;
-  if (n == static_cast<ssize_t>(xml.size())) {
-    char err[1024] = "";
-    m = ck_loadXML(buf.data(), nullptr, err, sizeof(err));
-    if (!m) *error = err;
-  } else {
-    *error = "cannot write a temporary model file";
-  }
-  std::remove(buf.data());
+  char err[1024] = "";
+  mjModel* m = ck_loadXMLString(xml.c_str(), err, sizeof(err));
+  if (!m) *error = err;
   return m;
 }
 

@@ -290,17 +290,8 @@ bool CheckInterposition(std::string* why) {
       "<freejoint/><geom type='box' size='.1 .1 .1'/></body></worldbody></mujoco>";
   // (loading runs a forward pass too: the flag covers every pass of the self-test)
   t_selftest = true;
-  mjVFS vfs;
-  mj_defaultVFS(&vfs);
-  if (mj_makeEmptyFileVFS(&vfs, "contactkit_selftest.xml", sizeof(kXml)) != 0) {
-    t_selftest = false;
-    *why = "self-test could not create its model";
-    return false;
-  }
-  std::memcpy(vfs.filedata[vfs.nfile - 1], kXml, sizeof(kXml));
   char lerr[256] = "";
-  mjModel* m = mj_loadXML("contactkit_selftest.xml", &vfs, lerr, sizeof(lerr));
-  mj_deleteVFS(&vfs);
+  mjModel* m = ck_loadXMLString(kXml, lerr, sizeof(lerr));
   if (!m) {
     t_selftest = false;
     *why = std::string("self-test model did not load: ") + lerr;

@@ -503,9 +503,17 @@ void App::OnButton(int button, int action, int mods) {
   const mjrRect r = {i == 0 ? 0 : half, panel_height_, half, fb_height_ - panel_height_};
   mjtNum selpnt[3];
   int selgeom = -1, selskin = -1;
+#if mjVERSION_HEADER >= 300
+  int selflex = -1;  // MuJoCo 3.x also reports flex selections
+  const int selbody =
+      mjv_select(m_, s.d, &opt_, static_cast<mjtNum>(r.width) / r.height, (fx - r.left) / r.width,
+                 (fb_height_ - fy - r.bottom) / r.height, &s.scn, selpnt, &selgeom, &selflex,
+                 &selskin);
+#else
   const int selbody =
       mjv_select(m_, s.d, &opt_, static_cast<mjtNum>(r.width) / r.height, (fx - r.left) / r.width,
                  (fb_height_ - fy - r.bottom) / r.height, &s.scn, selpnt, &selgeom, &selskin);
+#endif
   if (button == GLFW_MOUSE_BUTTON_LEFT) {
     pert_.select = selbody > 0 ? selbody : 0;
     pert_.skinselect = selskin;

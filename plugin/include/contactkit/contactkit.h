@@ -105,6 +105,10 @@ CKAPI int ck_solverAvailable(int solver);
 // where possible its file and line, on error.
 CKAPI mjModel* ck_loadXML(const char* filename, const mjVFS* vfs, char* error, int error_sz);
 
+// Load an MJCF held in a string, as ck_loadXML does for a file (through a temporary file in
+// $TMPDIR or /tmp; relative asset paths resolve from there). Returns NULL with a message on error.
+CKAPI mjModel* ck_loadXMLString(const char* xml, char* error, int error_sz);
+
 //---------------------------------- handle --------------------------------------------------------
 
 // Create a handle for model m. settings may be NULL: the handle then takes its settings from the

@@ -39,12 +39,15 @@ typedef struct ckComfreeSettings_ {
 
 // LCP settings
 typedef struct ckLcpSettings_ {
-  double erp;                    // fraction of penetration corrected per step
+  double erp;                    // fraction of a penetration or limit violation corrected per step
+  double max_correction;         // largest correction speed (m/s; rad/s for limits)
+  double slop;                   // penetration kept by resting contacts and limits (m or rad)
   double restitution;            // normal restitution coefficient sigma
   double restitution_threshold;  // approach speed (m/s) below which no bounce is added
   double cfm;                    // constraint force mixing added to the diagonal of A
-  int max_pivots;                // pivot limit of the direct solver, per island
+  int max_pivots;                // pivots per pivoting run, per island
   int pgs_iter;                  // projected Gauss-Seidel sweeps of the fallback
+  int max_island_rows;           // largest island solved directly (dense workspace size)
 } ckLcpSettings;
 
 // derivative settings

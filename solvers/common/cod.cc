@@ -1,0 +1,200 @@
+// Copyright 2026 The contactkit developers.
+#include "solvers/common/cod.h"
+
+#include <cmath>
+#include <utility>
+
+namespace contactkit {
+namespace {
+
+// Householder reflector H = I - tau v v' with v = [1; x[1:m]] mapping x to [beta; 0]; x[0]
+// becomes beta and x[1:m] the tail of v
+double MakeReflector(double* x, int m) {
+  if (m <= 1) return 0;
+  double xnorm2 = 0;
+  for (int i = 1; i < m; i++) xnorm2 += x[i] * x[i];
+  if (xnorm2 == 0) return 0;
+  const double alpha = x[0];
+  const double beta = -std::copysign(std::sqrt(alpha * alpha + xnorm2), alpha);
+  const double scale = 1 / (alpha - beta);
+  for (int i = 1; i < m; i++) x[i] *= scale;
+  x[0] = beta;
+  return (beta - alpha) / beta;
+}
+
+// y = H y for the reflector with tail v (m - 1 entries) and scale tau
+void ApplyReflector(const double* v, double tau, int m, double* y) {
+  if (tau == 0) return;
+  double s = y[0];
+  for (int i = 1; i < m; i++) s += v[i] * y[i];
+  s *= tau;
+  y[0] -= s;
+  for (int i = 1; i < m; i++) y[i] -= s * v[i];
+}
+
+}  // namespace
+
+void Cod::Bind(double* dmem, int* imem, int nmax) {
+  const size_t n = nmax;
+  nmax_ = nmax;
+  qr_ = dmem;
+  qr2_ = qr_ + n * n;
+  tau_ = qr2_ + n * n;
+  tau2_ = tau_ + n;
+  norm_ = tau2_ + n;
+  work_ = norm_ + n;
+  perm_ = imem;
+  n_ = rank_ = 0;
+  cond_ = 0;
+}
+
+int Cod::Factor(const double* a, int lda, int n, double rtol) {
+  n_ = n;
+  double* q = qr_;
+  for (int c = 0; c < n; c++) {
+    for (int r = 0; r < n; r++) q[r + c * n] = a[r + c * lda];
+  }
+
+  // column norms (current and at the last exact evaluation)
+  double* norm0 = work_;
+  for (int c = 0; c < n; c++) {
+    double s = 0;
+    for (int r = 0; r < n; r++) s += q[r + c * n] * q[r + c * n];
+    norm_[c] = norm0[c] = std::sqrt(s);
+    perm_[c] = c;
+  }
+
+  // Householder QR with column pivoting, stopped at the numerical rank
+  int rank = 0;
+  double r00 = 0;
+  for (int j = 0; j < n; j++) {
+    int p = j;
+    for (int c = j + 1; c < n; c++) {
+      if (norm_[c] > norm_[p]) p = c;
+    }
+    if (j == 0) r00 = norm_[p];
+    if (!(norm_[p] > rtol * r00) || r00 == 0) break;
+    if (p != j) {
+      for (int r = 0; r < n; r++) std::swap(q[r + j * n], q[r + p * n]);
+      std::swap(perm_[j], perm_[p]);
+      std::swap(norm_[j], norm_[p]);
+      std::swap(norm0[j], norm0[p]);
+    }
+    double* col = q + j + j * n;
+    tau_[j] = MakeReflector(col, n - j);
+    for (int c = j + 1; c < n; c++) ApplyReflector(col, tau_[j], n - j, q + j + c * n);
+    rank = j + 1;
+
+    // downdate the remaining norms; recompute where cancellation makes them unreliable
+    for (int c = j + 1; c < n; c++) {
+      if (norm_[c] == 0) continue;
+      const double ratio = std::fabs(q[j + c * n]) / norm_[c];
+      double t = 1 - ratio * ratio;
+      t = t < 0 ? 0 : t;
+      const double rel = norm_[c] / norm0[c];
+      if (t * rel * rel <= 1e-8) {
+        double s = 0;
+        for (int r = j + 1; r < n; r++) s += q[r + c * n] * q[r + c * n];
+        norm_[c] = norm0[c] = std::sqrt(s);
+      } else {
+        norm_[c] *= std::sqrt(t);
+      }
+    }
+  }
+  rank_ = rank;
+  cond_ = rank > 0 ? std::fabs(q[0]) / std::fabs(q[(rank - 1) * (n + 1)]) : 0;
+
+  // rank deficient: QR of [R11 R12]' (n x r) into qr2
+  if (rank < n && rank > 0) {
+    double* b = qr2_;
+    for (int c = 0; c < rank; c++) {
+      for (int i = 0; i < n; i++) b[i + c * n] = i < c ? 0 : q[c + i * n];
+    }
+    for (int c = 0; c < rank; c++) {
+      double* col = b + c + c * n;
+      tau2_[c] = MakeReflector(col, n - c);
+      for (int k = c + 1; k < rank; k++) ApplyReflector(col, tau2_[c], n - c, b + c + k * n);
+    }
+  }
+  return rank;
+}
+
+void Cod::ApplyQt(const double* q, const double* tau, int m, double* x) const {
+  const int n = n_;
+  for (int j = 0; j < m; j++) ApplyReflector(q + j + j * n, tau[j], n - j, x + j);
+}
+
+void Cod::ApplyQ(const double* q, const double* tau, int m, double* x) const {
+  const int n = n_;
+  for (int j = m - 1; j >= 0; j--) ApplyReflector(q + j + j * n, tau[j], n - j, x + j);
+}
+
+void Cod::Solve(const double* c, double* x) {
+  const int n = n_, r = rank_;
+  double* y = work_;
+  double* xt = work_ + n;
+  for (int i = 0; i < n; i++) y[i] = c[i];
+  ApplyQt(qr_, tau_, r, y);
+  for (int i = 0; i < n; i++) xt[i] = 0;
+  if (r == n) {
+    // R z = Q' c
+    for (int i = n - 1; i >= 0; i--) {
+      double s = y[i];
+      for (int k = i + 1; k < n; k++) s -= qr_[i + k * n] * xt[k];
+      xt[i] = s / qr_[i + i * n];
+    }
+  } else if (r > 0) {
+    // S' z = (Q1' c), then W [z; 0]
+    for (int i = 0; i < r; i++) {
+      double s = y[i];
+      for (int k = 0; k < i; k++) s -= qr2_[k + i * n] * xt[k];
+      xt[i] = s / qr2_[i + i * n];
+    }
+    ApplyQ(qr2_, tau2_, r, xt);
+  }
+  for (int j = 0; j < n; j++) x[perm_[j]] = xt[j];
+}
+
+void Cod::SolveT(const double* c, double* x) {
+  const int n = n_, r = rank_;
+  double* t = work_;
+  double* s = work_ + n;
+  for (int j = 0; j < n; j++) t[j] = c[perm_[j]];
+  for (int i = 0; i < n; i++) s[i] = 0;
+  if (r == n) {
+    // R' s = P' c, then Q s
+    for (int i = 0; i < n; i++) {
+      double v = t[i];
+      for (int k = 0; k < i; k++) v -= qr_[k + i * n] * s[k];
+      s[i] = v / qr_[i + i * n];
+    }
+  } else if (r > 0) {
+    // S s = (W' P' c)[0:r], then Q1 s
+    ApplyQt(qr2_, tau2_, r, t);
+    for (int i = r - 1; i >= 0; i--) {
+      double v = t[i];
+      for (int k = i + 1; k < r; k++) v -= qr2_[i + k * n] * s[k];
+      s[i] = v / qr2_[i + i * n];
+    }
+  }
+  ApplyQ(qr_, tau_, r, s);
+  for (int i = 0; i < n; i++) x[i] = s[i];
+}
+
+void Cod::NullProject(const double* c, double* x) {
+  const int n = n_, r = rank_;
+  if (r == n) {
+    for (int i = 0; i < n; i++) x[i] = 0;
+    return;
+  }
+  double* t = work_;
+  for (int j = 0; j < n; j++) t[j] = c[perm_[j]];
+  if (r > 0) {
+    ApplyQt(qr2_, tau2_, r, t);
+    for (int i = 0; i < r; i++) t[i] = 0;
+    ApplyQ(qr2_, tau2_, r, t);
+  }
+  for (int j = 0; j < n; j++) x[perm_[j]] = t[j];
+}
+
+}  // namespace contactkit

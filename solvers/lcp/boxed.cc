@@ -1,0 +1,635 @@
+// Copyright 2026 The contactkit developers.
+#include "solvers/lcp/boxed.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+namespace contactkit {
+namespace {
+
+constexpr int kBlockTries = 3;  // non-improving block flips before single pivots
+constexpr int kFreezes = 12;    // rounds of frozen friction bounds per loop
+
+bool Bilateral(const DenseLcp& lcp, int i) {
+  return lcp.findex[i] < 0 && std::isinf(lcp.lo[i]) && std::isinf(lcp.hi[i]);
+}
+
+// diagonal used to turn x into velocity units
+double Diag(const DenseLcp& lcp, int i) {
+  const double d = lcp.A[i + static_cast<size_t>(i) * lcp.ld];
+  return d > 0 ? d : 1;
+}
+
+// bounds of row i at x; fix (nullable) holds frozen friction bounds
+void BoundsAt(const DenseLcp& lcp, const double* fix, const double* x, int i, double* l,
+              double* u) {
+  const int f = lcp.findex[i];
+  if (f >= 0) {
+    const double m = fix ? fix[i] : lcp.mu[i] * std::max(x[f], 0.0);
+    *l = -m;
+    *u = m;
+  } else {
+    *l = lcp.lo[i];
+    *u = lcp.hi[i];
+  }
+}
+
+// a friction row fixed at zero: its normal is not clamped (or its frozen bound is zero)
+bool Collapsed(const DenseLcp& lcp, const double* fix, const signed char* state, int i) {
+  const int f = lcp.findex[i];
+  if (f < 0) return false;
+  return fix ? !(fix[i] > 0) : state[f] != kLcpClamped;
+}
+
+// consistent classification: bilateral rows clamped, collapsed rows at a bound, no state at an
+// infinite bound
+void Normalize(const DenseLcp& lcp, const double* fix, signed char* state) {
+  for (int i = 0; i < lcp.n; i++) {
+    if (Bilateral(lcp, i)) {
+      state[i] = kLcpClamped;
+    } else if (lcp.findex[i] < 0 && state[i] == kLcpUpper && std::isinf(lcp.hi[i])) {
+      state[i] = kLcpLower;
+    } else if (lcp.findex[i] < 0 && state[i] == kLcpLower && std::isinf(lcp.lo[i])) {
+      state[i] = kLcpUpper;
+    }
+  }
+  for (int i = 0; i < lcp.n; i++) {
+    if (state[i] == kLcpClamped && Collapsed(lcp, fix, state, i)) state[i] = kLcpLower;
+  }
+}
+
+// x projected into its (coupled) bounds, normals first
+void Project(const DenseLcp& lcp, double* x) {
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < lcp.n; i++) {
+      if ((lcp.findex[i] >= 0) != (pass == 1)) continue;
+      double l, u;
+      BoundsAt(lcp, nullptr, x, i, &l, &u);
+      x[i] = std::min(std::max(x[i], l), u);
+    }
+  }
+}
+
+// w = A x + b
+void Velocity(const DenseLcp& lcp, const double* x, double* w) {
+  for (int i = 0; i < lcp.n; i++) w[i] = lcp.b[i];
+  for (int j = 0; j < lcp.n; j++) {
+    if (x[j] == 0) continue;
+    const double* col = lcp.A + static_cast<size_t>(j) * lcp.ld;
+    for (int i = 0; i < lcp.n; i++) w[i] += col[i] * x[j];
+  }
+}
+
+}  // namespace
+
+void BoxedLcpSolver::Allocate(int nmax) {
+  nmax_ = nmax;
+  const size_t n = std::max(nmax, 1);
+  K_.assign(n * n, 0);
+  c_.assign(n, 0);
+  y_.assign(2 * n, 0);
+  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &fixv_}) v->assign(n, 0);
+  cidx_.assign(n, 0);
+  pos_.assign(n, 0);
+  list_.assign(n, 0);
+  target_.assign(n, 0);
+  s2_.assign(n, 0);
+  lemke_.Allocate(static_cast<int>(n));
+  coddmem_.assign(Cod::Doubles(static_cast<int>(n)), 0);
+  codimem_.assign(Cod::Ints(static_cast<int>(n)), 0);
+  cod_.Bind(coddmem_.data(), codimem_.data(), static_cast<int>(n));
+}
+
+int BoxedLcpSolver::ClampedSet(const DenseLcp& lcp, const signed char* state, int* cidx, int* pos) {
+  int k = 0;
+  for (int i = 0; i < lcp.n; i++) {
+    if (state[i] == kLcpClamped) {
+      pos[i] = k;
+      cidx[k++] = i;
+    } else {
+      pos[i] = -1;
+    }
+  }
+  return k;
+}
+
+void BoxedLcpSolver::BoundValue(const DenseLcp& lcp, const signed char* state, int i, double* coef,
+                                double* g) {
+  const int f = lcp.findex[i];
+  *coef = 0;
+  *g = 0;
+  if (f < 0) {
+    *g = state[i] == kLcpUpper ? lcp.hi[i] : lcp.lo[i];
+    return;
+  }
+  const double sign = state[i] == kLcpUpper ? 1 : -1;
+  if (state[f] == kLcpClamped) {
+    *coef = sign * lcp.mu[i];
+  } else {
+    // the normal sits at a constant bound (0 for contacts)
+    double cf, gf;
+    BoundValue(lcp, state, f, &cf, &gf);
+    *g = sign * lcp.mu[i] * std::max(gf, 0.0);
+  }
+}
+
+void BoxedLcpSolver::Value(const DenseLcp& lcp, const signed char* state, int i, double* coef,
+                           double* g) const {
+  if (fix_ && lcp.findex[i] >= 0) {
+    *coef = 0;
+    *g = state[i] == kLcpUpper ? fix_[i] : -fix_[i];
+  } else {
+    BoundValue(lcp, state, i, coef, g);
+  }
+}
+
+bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, double ridge,
+                             double rtol, Cod* cod, double* x, double* w) {
+  const int n = lcp.n;
+  const size_t ld = lcp.ld;
+  const double* A = lcp.A;
+  int* cidx = cidx_.data();
+  int* pos = pos_.data();
+  const int k = ClampedSet(lcp, state, cidx, pos);
+  double* K = K_.data();
+  double* c = c_.data();
+
+  // K = A_CC + A_CB E + ridge I, c = -(b_C + A_CB g)
+  for (int b = 0; b < k; b++) {
+    const double* col = A + cidx[b] * ld;
+    for (int a = 0; a < k; a++) K[a + b * k] = col[cidx[a]];
+    K[b + b * k] += ridge;
+  }
+  for (int a = 0; a < k; a++) c[a] = -lcp.b[cidx[a]];
+  for (int j = 0; j < n; j++) {
+    if (pos[j] >= 0) continue;
+    double coef, g;
+    Value(lcp, state, j, &coef, &g);
+    const double* col = A + j * ld;
+    if (coef != 0) {
+      double* kc = K + pos[lcp.findex[j]] * k;
+      for (int a = 0; a < k; a++) kc[a] += coef * col[cidx[a]];
+    }
+    if (g != 0) {
+      for (int a = 0; a < k; a++) c[a] -= g * col[cidx[a]];
+    }
+  }
+
+  // minimum-norm solution with one step of iterative refinement
+  double* y = y_.data();
+  double* r = y + nmax_;
+  cod->Factor(K, std::max(k, 1), k, rtol);
+  if (k > 0) {
+    cod->Solve(c, y);
+    for (int a = 0; a < k; a++) {
+      double s = c[a];
+      for (int b = 0; b < k; b++) s -= K[a + b * k] * y[b];
+      r[a] = s;
+    }
+    cod->Solve(r, r);
+    for (int a = 0; a < k; a++) y[a] += r[a];
+  }
+
+  // x and w
+  for (int a = 0; a < k; a++) x[cidx[a]] = y[a];
+  for (int j = 0; j < n; j++) {
+    if (pos[j] >= 0) continue;
+    double coef, g;
+    Value(lcp, state, j, &coef, &g);
+    x[j] = g + (coef != 0 ? coef * y[pos[lcp.findex[j]]] : 0);
+  }
+  Velocity(lcp, x, w);
+  for (int i = 0; i < n; i++) {
+    if (!std::isfinite(x[i]) || !std::isfinite(w[i])) return false;
+  }
+  return true;
+}
+
+double BoxedLcpSolver::Residual(const DenseLcp& lcp, const double* x, const double* w,
+                                double* kappa) {
+  double res = 0, kap = 0;
+  for (int i = 0; i < lcp.n; i++) {
+    double l, u;
+    BoundsAt(lcp, nullptr, x, i, &l, &u);
+    const double d = Diag(lcp, i);
+    const double t = std::min(std::max(x[i] - w[i] / d, l), u);
+    res = std::max(res, std::fabs(x[i] - t) * d);
+    const double gap = std::min(x[i] - l, u - x[i]);
+    if (std::isfinite(gap)) kap = std::max(kap, std::fabs(w[i]) * std::max(gap, 0.0));
+  }
+  if (kappa) *kappa = kap;
+  return res;
+}
+
+int BoxedLcpSolver::Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x) {
+  const int n = lcp.n;
+  const size_t ld = lcp.ld;
+  int it = 0;
+  for (; it < sweeps; it++) {
+    double change = 0;
+    for (int i = 0; i < n; i++) {
+      const double d = lcp.A[i + i * ld];
+      if (!(d > 0)) continue;
+      double r = lcp.b[i];
+      for (int j = 0; j < n; j++) r += lcp.A[i + j * ld] * x[j];
+      double l, u;
+      BoundsAt(lcp, nullptr, x, i, &l, &u);
+      const double xi = std::min(std::max(x[i] - r / d, l), u);
+      change = std::max(change, std::fabs(xi - x[i]) * d);
+      x[i] = xi;
+    }
+    if (change <= tol) break;
+  }
+  return it;
+}
+
+void BoxedLcpSolver::Classify(const DenseLcp& lcp, const double* x, const double* w, double tol,
+                              signed char* state) {
+  for (int i = 0; i < lcp.n; i++) {
+    double l, u;
+    BoundsAt(lcp, nullptr, x, i, &l, &u);
+    const double d = Diag(lcp, i);
+    if (Bilateral(lcp, i)) {
+      state[i] = kLcpClamped;
+    } else if ((x[i] - l) * d <= tol && w[i] >= -tol) {
+      state[i] = kLcpLower;
+    } else if ((u - x[i]) * d <= tol && w[i] <= tol) {
+      state[i] = kLcpUpper;
+    } else {
+      state[i] = kLcpClamped;
+    }
+  }
+  Normalize(lcp, nullptr, state);
+}
+
+void BoxedLcpSolver::ColdState(const DenseLcp& lcp, signed char* state) {
+  for (int i = 0; i < lcp.n; i++) {
+    if (lcp.findex[i] >= 0 || std::isinf(lcp.lo[i]) || !std::isinf(lcp.hi[i])) {
+      state[i] = kLcpClamped;  // bilateral, friction, friction loss
+    } else {
+      state[i] = lcp.b[i] < 0 ? kLcpClamped : kLcpLower;  // unilateral
+    }
+  }
+  Normalize(lcp, nullptr, state);
+}
+
+int BoxedLcpSolver::Infeasible(const DenseLcp& lcp, const signed char* state, const double* x,
+                               const double* w, double tol, int* list, signed char* target) const {
+  int m = 0;
+  for (int i = 0; i < lcp.n; i++) {
+    if (Bilateral(lcp, i) || Collapsed(lcp, fix_, state, i)) continue;
+    double l, u;
+    BoundsAt(lcp, fix_, x, i, &l, &u);
+    const double d = Diag(lcp, i);
+    signed char to = state[i];
+    if (state[i] == kLcpClamped) {
+      if ((l - x[i]) * d > tol) {
+        to = kLcpLower;
+      } else if ((x[i] - u) * d > tol) {
+        to = kLcpUpper;
+      }
+    } else if (state[i] == kLcpLower) {
+      if (w[i] < -tol && u > l) to = kLcpClamped;
+    } else if (w[i] > tol && u > l) {
+      to = kLcpClamped;
+    }
+    if (to != state[i]) {
+      list[m] = i;
+      target[m++] = to;
+    }
+  }
+  return m;
+}
+
+bool BoxedLcpSolver::Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double ridge,
+                           signed char* state, double* x, double* w, BoxedStats* stats) {
+  Normalize(lcp, fix_, state);
+  int best = INT_MAX, tries = kBlockTries, pivots = 0;
+  int* list = list_.data();
+  signed char* target = target_.data();
+  while (true) {
+    stats->iterations++;
+    if (!Reduced(lcp, state, ridge, opt.rtol, &cod_, x, w)) return false;
+    const int m = Infeasible(lcp, state, x, w, opt.tol, list, target);
+    if (m == 0) return true;
+
+    // Judice-Pires: block flips while the infeasible count falls (a few more tries allowed),
+    // then Murty's single pivot on the largest infeasible index
+    int first = 0;
+    if (m < best) {
+      best = m;
+      tries = kBlockTries;
+    } else if (tries > 0) {
+      tries--;
+    } else {
+      first = m - 1;
+    }
+    for (int q = first; q < m; q++) {
+      state[list[q]] = target[q];
+      // with coupled bounds a normal that enters C releases its friction rows (sticking first)
+      if (!fix_ && target[q] == kLcpClamped) {
+        for (int j = 0; j < lcp.n; j++) {
+          if (lcp.findex[j] == list[q]) state[j] = kLcpClamped;
+        }
+      }
+    }
+    Normalize(lcp, fix_, state);
+    pivots += m - first;
+    stats->pivots += m - first;
+    if (pivots > opt.max_pivots) return false;
+  }
+}
+
+bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, double ridge,
+                             signed char* state, double* x, double* w, BoxedStats* stats) {
+  const int n = lcp.n;
+  const size_t ld = lcp.ld;
+  const double* A = lcp.A;
+  signed char* done = s2_.data();
+  int* cidx = cidx_.data();
+  double* K = K_.data();
+  double* dx = y_.data();    // direction on C, then scratch
+  double* dw = c_.data();    // change of w on every row
+  double* col = xs_.data();  // -A_Ci dir
+  std::fill(x, x + n, 0.0);
+  std::copy(lcp.b, lcp.b + n, w);
+  std::fill(done, done + n, 0);
+  int events = 0;
+
+  // rows with constant bounds first, friction rows once their normals are settled
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < n; i++) {
+      if ((lcp.findex[i] >= 0) != (pass == 1)) continue;
+      double li, ui;
+      BoundsAt(lcp, fix_, x, i, &li, &ui);
+      done[i] = 1;
+      state[i] = kLcpLower;
+      if (!(ui > li)) continue;  // fixed at zero
+      while (true) {
+        if (++events > opt.max_pivots) return false;
+        if (std::fabs(w[i]) <= opt.tol) {
+          state[i] = x[i] <= li ? kLcpLower : x[i] >= ui ? kLcpUpper : kLcpClamped;
+          break;
+        }
+        const double dir = w[i] < 0 ? 1 : -1;
+        if ((dir > 0 && x[i] >= ui) || (dir < 0 && x[i] <= li)) {
+          state[i] = dir > 0 ? kLcpUpper : kLcpLower;
+          break;
+        }
+
+        // direction: x_i moves by dir, the clamped rows keep w = 0
+        int k = 0;
+        for (int j = 0; j < n; j++) {
+          if (done[j] && j != i && state[j] == kLcpClamped) cidx[k++] = j;
+        }
+        for (int b = 0; b < k; b++) {
+          const double* cb = A + cidx[b] * ld;
+          for (int a = 0; a < k; a++) K[a + b * k] = cb[cidx[a]];
+          K[b + b * k] += ridge;
+          col[b] = -dir * A[cidx[b] + i * ld];
+        }
+        stats->iterations++;
+        cod_.Factor(K, std::max(k, 1), k, opt.rtol);
+        if (k > 0) cod_.Solve(col, dx);
+        for (int r = 0; r < n; r++) dw[r] = dir * A[r + i * ld];
+        for (int a = 0; a < k; a++) {
+          const double* ca = A + cidx[a] * ld;
+          for (int r = 0; r < n; r++) dw[r] += dx[a] * ca[r];
+        }
+
+        // largest step before an event
+        double step = HUGE_VAL;
+        int who = -1;
+        auto consider = [&](double s, int j) {
+          if (s < step) {
+            step = std::max(s, 0.0);
+            who = j;
+          }
+        };
+        consider(dir > 0 ? ui - x[i] : x[i] - li, i);
+        if (dw[i] * dir > 0) consider(-w[i] / dw[i], n + i);
+        for (int a = 0; a < k; a++) {
+          const int j = cidx[a];
+          double lj, uj;
+          BoundsAt(lcp, fix_, x, j, &lj, &uj);
+          if (dx[a] < 0) consider((x[j] - lj) / -dx[a], j);
+          if (dx[a] > 0) consider((uj - x[j]) / dx[a], j);
+        }
+        for (int j = 0; j < n; j++) {
+          if (!done[j] || j == i || state[j] == kLcpClamped) continue;
+          double lj, uj;
+          BoundsAt(lcp, fix_, x, j, &lj, &uj);
+          if (!(uj > lj)) continue;
+          if (state[j] == kLcpLower && dw[j] < 0) consider(w[j] / -dw[j], j);
+          if (state[j] == kLcpUpper && dw[j] > 0) consider(-w[j] / dw[j], j);
+        }
+        if (who < 0 || !std::isfinite(step)) return false;  // unbounded: inconsistent rows
+
+        // advance and transfer
+        x[i] += step * dir;
+        for (int a = 0; a < k; a++) x[cidx[a]] += step * dx[a];
+        for (int r = 0; r < n; r++) w[r] += step * dw[r];
+        if (who == i) {
+          x[i] = dir > 0 ? ui : li;
+          state[i] = dir > 0 ? kLcpUpper : kLcpLower;
+          break;
+        }
+        if (who == n + i) {
+          w[i] = 0;
+          state[i] = kLcpClamped;
+          break;
+        }
+        if (state[who] == kLcpClamped) {
+          double lj, uj;
+          BoundsAt(lcp, fix_, x, who, &lj, &uj);
+          const bool lower = std::fabs(x[who] - lj) <= std::fabs(x[who] - uj);
+          x[who] = lower ? lj : uj;
+          state[who] = lower ? kLcpLower : kLcpUpper;
+        } else {
+          w[who] = 0;
+          state[who] = kLcpClamped;
+        }
+        stats->pivots++;
+      }
+    }
+  }
+  return true;
+}
+
+bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, double ridge,
+                                signed char* state, Cod* cod, double* x, double* w,
+                                BoxedStats* stats) {
+  const int n = lcp.n;
+  double* fix = fixv_.data();
+  for (int round = 0; round < kFreezes && stats->pivots <= 4 * opt.max_pivots; round++) {
+    // freeze the friction bounds at the current normal forces (averaged with the previous
+    // round's after the first rounds, which damps alternating classifications) and pivot
+    for (int i = 0; i < n; i++) {
+      const int f = lcp.findex[i];
+      const double m = f >= 0 ? lcp.mu[i] * std::max(x[f], 0.0) : 0;
+      fix[i] = round >= 2 ? 0.5 * (fix[i] + m) : m;
+    }
+    fix_ = fix;
+    const bool ok = Dantzig(lcp, opt, ridge, state, x, w, stats);
+    fix_ = nullptr;
+    if (!ok) return false;
+
+    // friction rows frozen at zero whose normal now carries force: by the sign of w
+    for (int i = 0; i < n; i++) {
+      const int f = lcp.findex[i];
+      if (f < 0 || fix[i] > 0 || state[f] != kLcpClamped) continue;
+      state[i] = std::fabs(w[i]) <= opt.tol ? kLcpClamped : w[i] > 0 ? kLcpLower : kLcpUpper;
+    }
+    Normalize(lcp, nullptr, state);
+
+    // the classification with the bounds coupled to the normals; near a stick-slip boundary the
+    // frozen rounds can alternate, so a few coupled pivots polish the classification first
+    if (Exact(lcp, opt, state, cod, x, w, stats)) return true;
+    BoxedOptions polish = opt;
+    polish.max_pivots = std::min(opt.max_pivots, 2 * n);
+    std::copy(state, state + n, s2_.begin());
+    std::copy(x, x + n, xs_.begin());
+    if (Pivot(lcp, polish, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats)) {
+      return true;
+    }
+    std::copy(s2_.begin(), s2_.begin() + n, state);
+    std::copy(xs_.begin(), xs_.begin() + n, x);
+  }
+  return false;
+}
+
+bool BoxedLcpSolver::Exact(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state,
+                           Cod* cod, double* x, double* w, BoxedStats* stats) {
+  stats->iterations++;
+  if (!Reduced(lcp, state, 0, opt.rtol, cod, x, w)) return false;
+  const double res = Residual(lcp, x, w, nullptr);
+  if (res < best_res_) {
+    best_res_ = res;
+    std::copy(x, x + lcp.n, xb_.begin());
+    std::copy(w, w + lcp.n, wb_.begin());
+  }
+  return res <= opt.tol;
+}
+
+void BoxedLcpSolver::Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
+                               Cod* cod, double* x, double* w, BoxedStats* stats) {
+  // tied rows: at a bound with w = 0; they join C with the friction rows of a tied normal
+  const int n = lcp.n;
+  signed char* s2 = s2_.data();
+  int ties = 0;
+  std::copy(state, state + n, s2);
+  for (int i = 0; i < n; i++) {
+    if (state[i] == kLcpClamped || Bilateral(lcp, i) || Collapsed(lcp, nullptr, state, i)) continue;
+    if (std::fabs(w[i]) > opt.tol) continue;
+    ties++;
+    s2[i] = kLcpClamped;
+    for (int j = 0; j < n; j++) {
+      if (lcp.findex[j] != i) continue;
+      s2[j] = std::fabs(w[j]) <= opt.tol ? kLcpClamped : w[j] > 0 ? kLcpLower : kLcpUpper;
+    }
+  }
+  if (ties == 0) return;
+  Normalize(lcp, nullptr, s2);
+  double* xs = xs_.data();
+  double* ws = ws_.data();
+  if (Exact(lcp, opt, s2, cod, xs, ws, stats)) {
+    std::copy(s2, s2 + n, state);
+    std::copy(xs, xs + n, x);
+    std::copy(ws, ws + n, w);
+  } else {
+    Exact(lcp, opt, state, cod, x, w, stats);  // restore the factorization of state
+  }
+}
+
+bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
+                           double* x, double* w, Cod* cod, BoxedStats* stats) {
+  const int n = lcp.n;
+  *stats = BoxedStats();
+  best_res_ = HUGE_VAL;
+  fix_ = nullptr;
+  double maxdiag = 0;
+  for (int i = 0; i < n; i++)
+    maxdiag = std::max(maxdiag, lcp.A[i + i * static_cast<size_t>(lcp.ld)]);
+  const double ridge = opt.ridge * (maxdiag > 0 ? maxdiag : 1);
+  auto finish = [&](bool exact) {
+    if (exact) Stabilize(lcp, opt, state, cod, x, w, stats);
+    stats->residual = Residual(lcp, x, w, &stats->kappa);
+    return exact;
+  };
+
+  // a few coupled pivots from a classification, then its exact solve
+  BoxedOptions local = opt;
+  local.max_pivots = std::min(opt.max_pivots, 2 * n + 2);
+  auto repair = [&]() {
+    return Pivot(lcp, local, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats);
+  };
+
+  // 1. the guessed classification (or a cold one), repaired by a few pivots when nearly right
+  if (opt.use_guess) {
+    Normalize(lcp, nullptr, state);
+    if (Exact(lcp, opt, state, cod, x, w, stats)) {
+      stats->guess_hit = true;
+      return finish(true);
+    }
+  } else {
+    ColdState(lcp, state);
+  }
+  if (repair()) {
+    stats->pivot_ok = true;
+    return finish(true);
+  }
+
+  // 2. Lemke's method on the coupled problem, 3. exact solve of its classification
+  int lemke_pivots = 0;
+  const bool lemke_ok = lemke_.Solve(lcp, opt.max_pivots, x, state, &lemke_pivots);
+  stats->pivots += lemke_pivots;
+  stats->iterations++;
+  if (lemke_ok) {
+    Normalize(lcp, nullptr, state);
+    if (Exact(lcp, opt, state, cod, x, w, stats) || repair()) {
+      stats->pivot_ok = true;
+      return finish(true);
+    }
+  }
+
+  // Dantzig's method with frozen friction bounds, refrozen until consistent
+  if (!opt.use_guess && !lemke_ok) {
+    ColdState(lcp, state);
+    std::fill(x, x + n, 0.0);
+  }
+  Project(lcp, x);
+  if (FrozenLoop(lcp, opt, ridge, state, cod, x, w, stats)) {
+    stats->pivot_ok = true;
+    return finish(true);
+  }
+
+  // Gauss-Seidel from the best answer so far, projected into the bounds; its classification
+  // and forces seed the loop once more
+  stats->used_pgs = true;
+  double* xs = xs_.data();
+  double* ws = ws_.data();
+  for (int i = 0; i < n; i++) xs[i] = std::isfinite(best_res_) ? xb_[i] : 0;
+  Project(lcp, xs);
+  Pgs(lcp, opt.pgs_iter, opt.tol, xs);
+  Velocity(lcp, xs, ws);
+  const double pgs_res = Residual(lcp, xs, ws, nullptr);
+  const double loose = std::max(opt.tol, 1e-3 * pgs_res);
+  Classify(lcp, xs, ws, loose, state);
+  std::copy(xs, xs + n, x);
+  if (FrozenLoop(lcp, opt, ridge, state, cod, x, w, stats)) {
+    stats->pivot_ok = true;
+    return finish(true);
+  }
+
+  // no exact answer: keep the Gauss-Seidel one unless an exact solve came closer, and factor the
+  // classification of what is returned
+  std::copy(best_res_ < pgs_res ? xb_.data() : xs, (best_res_ < pgs_res ? xb_.data() : xs) + n, x);
+  Project(lcp, x);
+  Velocity(lcp, x, w);
+  Classify(lcp, x, w, loose, state);
+  Reduced(lcp, state, 0, opt.rtol, cod, xs, ws);
+  return finish(false);
+}
+
+}  // namespace contactkit

@@ -1,0 +1,160 @@
+// Copyright 2026 The contactkit developers.
+//
+// Dense boxed LCP with bounds coupled to other unknowns (friction), independent of MuJoCo:
+//   w = A x + b,  lo_i <= x_i <= hi_i,  x_i = lo_i => w_i >= 0,  x_i = hi_i => w_i <= 0,
+//   lo_i < x_i < hi_i => w_i = 0,
+// where a row with findex[i] = j >= 0 has the bounds -mu_i x_j <= x_i <= mu_i x_j (friction
+// scaled by its normal force, Nimble appendix A) and the other rows constant bounds (infinite for
+// bilateral rows).
+//
+// Everything follows from the classification of the rows (Nimble section IV): clamping rows C
+// (w = 0, x free inside the bounds) and rows at their lower or upper bound (separating normals
+// and sliding friction). Given a classification, x_B = E x_C + g for the bound rows and
+//   (A_CC + A_CB E) x_C = -(b_C + A_CB g)                                              (K x_C = c)
+// is solved with the complete orthogonal decomposition, the least-squares minimum-norm solution
+// when K is rank deficient (Nimble appendix B); the answer is exact when it is complementary. The
+// solver tries, in this order, until one classification is exact:
+//   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start),
+//      then a few coupled principal pivots from it (block principal pivoting, Judice & Pires:
+//      flip every infeasible row while their count falls, then Murty's single pivots),
+//   2. Lemke's complementary pivoting on the coupled problem (lemke.h) and the exact solve of the
+//      classification of its final basis,
+//   3. Dantzig's principal pivoting (Baraff; boxed as in ODE) with the friction bounds frozen at
+//      mu times the current normal forces, refrozen at the new normal forces until the
+//      classification is exact with the bounds coupled again,
+//   4. projected Gauss-Seidel, whose classification seeds step 3 once more; if nothing is exact
+//      the better of the Gauss-Seidel answer and the closest exact attempt is returned, projected
+//      into the bounds.
+// An accepted answer is stabilized: rows tied at a bound (w = 0) join C when the minimum-norm
+// solution of the larger system stays exact, so that redundant contacts share the force
+// symmetrically whichever path found the classification. Pivoting systems carry a tiny ridge
+// (opt.ridge) so that wrong classifications of rank-deficient A stay solvable.
+#ifndef CONTACTKIT_SOLVERS_LCP_BOXED_H_
+#define CONTACTKIT_SOLVERS_LCP_BOXED_H_
+
+#include <vector>
+
+#include "solvers/common/cod.h"
+#include "solvers/lcp/dense_lcp.h"
+#include "solvers/lcp/lemke.h"
+
+namespace contactkit {
+
+// statistics of one solve
+struct BoxedStats {
+  int iterations = 0;      // reduced solves
+  int pivots = 0;          // rows flipped
+  bool guess_hit = false;  // the guessed classification was accepted
+  bool pivot_ok = false;   // pivoting found an exact classification
+  bool used_pgs = false;   // the Gauss-Seidel fallback ran
+  double residual = 0;     // natural-map residual, velocity units
+  double kappa = 0;        // largest |w_i| times the distance of x_i to its nearer bound
+};
+
+// options of one solve
+struct BoxedOptions {
+  bool use_guess = false;  // state holds a classification to check first
+  double tol = 1e-10;      // feasibility tolerance in velocity units (w, and x scaled by A_ii)
+  double ridge = 1e-12;    // relative regularization of the pivoting systems (times max A_ii)
+  double rtol = 1e-13;     // relative rank threshold of the decomposition
+  int max_pivots = 1000;   // flips per pivoting run
+  int pgs_iter = 200;      // Gauss-Seidel sweeps of the fallback
+};
+
+class BoxedLcpSolver {
+ public:
+  // allocate for problems up to nmax rows
+  void Allocate(int nmax);
+  int capacity() const { return nmax_; }
+
+  // Solve lcp: state (n) holds the guess on entry (when opt.use_guess) and the final
+  // classification on exit; x and w (n) the solution. The final reduced system is factored into
+  // cod (bound to storage for at least n). Returns true if the answer is an exact complementary
+  // solution within opt.tol; otherwise x is the best answer found (finite, within the bounds).
+  bool Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, double* x, double* w,
+             Cod* cod, BoxedStats* stats);
+
+  // reduced solve for a classification with A + ridge I: x, w (n); false if not finite
+  bool Reduced(const DenseLcp& lcp, const signed char* state, double ridge, double rtol, Cod* cod,
+               double* x, double* w);
+
+  // natural-map residual max_i A_ii |x_i - clamp(x_i - w_i / A_ii, lo_i, hi_i)| (velocity
+  // units) with the bounds at x; kappa (nullable) gets the complementarity measure
+  static double Residual(const DenseLcp& lcp, const double* x, const double* w, double* kappa);
+
+  // projected Gauss-Seidel from x: sweeps until the largest change (velocity units) is below tol
+  static int Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x);
+
+  // classification of an approximate solution
+  static void Classify(const DenseLcp& lcp, const double* x, const double* w, double tol,
+                       signed char* state);
+
+  // cold start: bilateral and friction rows clamped, unilateral rows clamped where b_i < 0
+  static void ColdState(const DenseLcp& lcp, signed char* state);
+
+  // the clamped rows of a classification (in row order): pos (n) maps a row to its place in C
+  // (-1: not clamped); returns |C|
+  static int ClampedSet(const DenseLcp& lcp, const signed char* state, int* cidx, int* pos);
+
+  // value of a bound row i with the friction bounds coupled to the normals: x_i = coef_i
+  // x_(findex) + g_i, coef nonzero only if the findex row is clamped
+  static void BoundValue(const DenseLcp& lcp, const signed char* state, int i, double* coef,
+                         double* g);
+
+ private:
+  // value of bound row i (frozen or coupled)
+  void Value(const DenseLcp& lcp, const signed char* state, int i, double* coef, double* g) const;
+
+  // pivoting with the friction bounds frozen at mu x_normal of the current x, refrozen until the
+  // classification solves the coupled problem exactly (into cod); true on success
+  bool FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
+                  Cod* cod, double* x, double* w, BoxedStats* stats);
+
+  // Dantzig's principal pivoting (Baraff 1994, boxed as in ODE) for the bounds of fix_: rows
+  // enter one at a time, each driven until its w vanishes or it reaches a bound, with clamped
+  // rows kept at w = 0 and ratio tests moving rows between C and the bounds; x starts at 0
+  bool Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
+               double* x, double* w, BoxedStats* stats);
+
+  // one pivoting run from state; true if it ends with no infeasible row
+  bool Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
+             double* x, double* w, BoxedStats* stats);
+
+  // rows that violate their classification by more than tol: list (ascending) and new states
+  int Infeasible(const DenseLcp& lcp, const signed char* state, const double* x, const double* w,
+                 double tol, int* list, signed char* target) const;
+
+  // exact solve for state into cod and acceptance test; true if residual <= tol
+  bool Exact(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state, Cod* cod,
+             double* x, double* w, BoxedStats* stats);
+
+  // Nimble's stabilization of an accepted solution: tied rows join C when the minimum-norm
+  // solution of the larger system stays exact; cod ends with the factorization of state
+  void Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
+                 double* x, double* w, BoxedStats* stats);
+
+  int nmax_ = 0;
+  std::vector<double> K_;            // reduced matrix                                (nmax x nmax)
+  std::vector<double> c_;            // reduced right-hand side                       (nmax)
+  std::vector<double> y_;            // reduced solution and refinement               (2 nmax)
+  std::vector<double> xb_;           // best answer so far                            (nmax)
+  std::vector<double> wb_;           // its w                                         (nmax)
+  std::vector<double> fixv_;         // frozen friction bounds                        (nmax)
+  const double* fix_ = nullptr;      // fixv_ while the bounds are frozen, else null
+  std::vector<double> xs_;           // scratch answer                                (nmax)
+  std::vector<double> ws_;           // its w                                         (nmax)
+  double best_res_ = 0;              // residual of xb_
+  std::vector<int> cidx_;            // clamped rows                                  (nmax)
+  std::vector<int> pos_;             // place of each row in C                        (nmax)
+  std::vector<int> list_;            // infeasible rows                               (nmax)
+  std::vector<signed char> target_;  // their new states                         (nmax)
+  std::vector<signed char> s2_;      // scratch classification                   (nmax)
+  std::vector<double> coddmem_;      // scratch decomposition for pivoting            (Cod::Doubles)
+  std::vector<int> codimem_;
+  Cod cod_;      // decomposition of the pivoting systems
+  Lemke lemke_;  // complementary pivoting on the coupled problem
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_LCP_BOXED_H_

@@ -1,0 +1,430 @@
+// Copyright 2026 The contactkit developers.
+#include "solvers/lcp/lcp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <new>
+#include <utility>
+
+#include "contactkit/contactkit.h"  // ckStatus
+
+namespace contactkit {
+namespace {
+
+constexpr double kTol = 1e-10;      // acceptance tolerance (m/s), times max(1, max |b|)
+constexpr double kLooseTol = 1e-6;  // below this an inexact answer is INACCURATE, not MAX_ITER
+constexpr double kInf = HUGE_VAL;
+
+uint64_t Mix(uint64_t a, uint64_t b) {
+  uint64_t z = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull + (a << 6) + (a >> 2));
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// calls f(begin, end) for the dof range of every tree that row i touches
+template <typename F>
+void ForTreeRanges(const Problem& p, int i, F f) {
+  ForEachRowTree(p, i, [&](int t, int, int) {
+    f(p.islands.tree_dofadr[t], p.islands.tree_dofadr[t] + p.islands.tree_dofnum[t]);
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<Solver> MakeLcpSolver() { return std::make_unique<LcpSolver>(); }
+
+//------------------------------------- warm-start table -------------------------------------------
+
+void LcpSolver::StateTable::Allocate(int n) {
+  size_t cap = 16;
+  while (cap < 2 * static_cast<size_t>(std::max(n, 1))) cap *= 2;
+  ka.assign(cap, 0);
+  kb.assign(cap, 0);
+  stamp.assign(cap, 0);
+  val.assign(cap, 0);
+  mask = cap - 1;
+  cur = 1;
+}
+
+void LcpSolver::StateTable::Clear() {
+  if (++cur == 0) {
+    std::fill(stamp.begin(), stamp.end(), 0u);
+    cur = 1;
+  }
+}
+
+void LcpSolver::StateTable::Put(uint64_t a, uint64_t b, signed char v) {
+  for (size_t s = Mix(a, b) & mask;; s = (s + 1) & mask) {
+    if (stamp[s] != cur || (ka[s] == a && kb[s] == b)) {
+      stamp[s] = cur;
+      ka[s] = a;
+      kb[s] = b;
+      val[s] = v;
+      return;
+    }
+  }
+}
+
+int LcpSolver::StateTable::Get(uint64_t a, uint64_t b) const {
+  for (size_t s = Mix(a, b) & mask;; s = (s + 1) & mask) {
+    if (stamp[s] != cur) return -1;
+    if (ka[s] == a && kb[s] == b) return val[s];
+  }
+}
+
+//------------------------------------- setup ------------------------------------------------------
+
+bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) {
+  try {
+    dims_ = dims;
+    settings_ = settings;
+    cap_ = std::max(1, std::min(dims.max_rows, settings.lcp.max_island_rows));
+    const size_t cap = cap_, rows = std::max(dims.max_rows, 1), nv = std::max(dims.nv, 1);
+    boxed_.Allocate(cap_);
+    A_.assign(cap * cap, 0);
+    for (auto* v : {&b_, &lo_, &hi_, &mu_, &x_, &w_, &rc_, &dy_, &tq_}) v->assign(cap, 0);
+    findex_.assign(cap, -1);
+    cidx_.assign(cap, 0);
+    pos_.assign(cap, 0);
+    lstate_.assign(cap, 0);
+    local_.assign(rows, -1);
+    con_of_row_.assign(rows, -1);
+    state_.assign(rows, kLcpLower);
+    guess_.assign(rows, -1);
+    keya_.assign(rows, 0);
+    keyb_.assign(rows, 0);
+    for (auto* v : {&bfull_, &diag_, &zero_, &ytil_}) v->assign(rows, 0);
+    for (auto* v : {&yv_, &vis_, &dv0_, &dvp_, &vfake_, &tmp_}) v->assign(nv, 0);
+    prev_.Allocate(dims.max_rows);
+    next_.Allocate(dims.max_rows);
+    factors_.assign(std::max(dims.ntree, 1), IslandFactor());
+    arena_d_.assign(2 * Cod::Doubles(cap_), 0);
+    arena_i_.assign(2 * Cod::Ints(cap_), 0);
+    scratch_d_.assign(Cod::Doubles(cap_), 0);
+    scratch_i_.assign(Cod::Ints(cap_), 0);
+    scratch_cod_.Bind(scratch_d_.data(), scratch_i_.data(), cap_);
+  } catch (const std::bad_alloc&) {
+    *error = "lcp: out of memory for the dense workspace (lower max_island_rows)";
+    return false;
+  }
+  have_prev_ = false;
+  nisland_ = 0;
+  return true;
+}
+
+void LcpSolver::SetSettings(const ckSettings& settings) {
+  // the workspace size stays the one of Setup
+  const int max_island_rows = settings_.lcp.max_island_rows;
+  settings_ = settings;
+  settings_.lcp.max_island_rows = max_island_rows;
+}
+
+void LcpSolver::Reset() { have_prev_ = false; }
+
+Cod* LcpSolver::factorization(int island) {
+  if (island < 0 || island >= nisland_ || !factors_[island].stored) return nullptr;
+  return &factors_[island].cod;
+}
+
+//------------------------------------- problem data -----------------------------------------------
+
+double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos,
+                                double* dvel) const {
+  const double h = p.h, erp = settings_.lcp.erp;
+  *dpos = *dvel = 0;
+  double pos;
+  switch (p.kind[i]) {
+    case kRowEquality:
+      pos = p.pos[i];
+      break;
+    case kRowContactNormal: {
+      // an approaching contact that closes within the step is reflected with sigma
+      const double sigma = settings_.lcp.restitution, vel = p.vel[i];
+      pos = p.pos[i] + settings_.lcp.slop;
+      if (sigma > 0 && vel < -settings_.lcp.restitution_threshold && pos + h * b0 <= 0) {
+        *dvel = sigma;
+        return sigma * vel;
+      }
+      break;
+    }
+    case kRowLimit:
+      pos = p.pos[i] + settings_.lcp.slop;
+      break;
+    default:
+      return 0;
+  }
+
+  // the fraction erp of the gap (beyond the slop) closes within the step; corrections of a
+  // violation are capped at max_correction
+  const double s = erp * pos / h;
+  if (s < -settings_.lcp.max_correction) return -settings_.lcp.max_correction;
+  *dpos = erp / h;
+  return s;
+}
+
+void LcpSolver::Keys(const Problem& p) {
+  // contacts: geom pair, occurrence of the pair (MuJoCo lists a pair's contacts together), row
+  int occ = 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (c > 0 && p.con[c - 1].geom[0] == con.geom[0] && p.con[c - 1].geom[1] == con.geom[1]) {
+      occ++;
+    } else {
+      occ = 0;
+    }
+    for (int r = 0; r < con.dim; r++) {
+      keya_[con.row + r] =
+          (static_cast<uint64_t>(con.geom[0] + 1) << 32) | static_cast<uint32_t>(con.geom[1] + 1);
+      keyb_[con.row + r] = (1ull << 63) | (static_cast<uint64_t>(occ) << 8) | r;
+    }
+  }
+
+  // other rows: MuJoCo constraint type, object id, occurrence (rows of one weld, one tendon)
+  occ = 0;
+  for (int i = 0; i < p.nrow; i++) {
+    if (con_of_row_[i] >= 0) continue;
+    if (i > 0 && con_of_row_[i - 1] < 0 && p.mj_type[i - 1] == p.mj_type[i] &&
+        p.mj_id[i - 1] == p.mj_id[i]) {
+      occ++;
+    } else {
+      occ = 0;
+    }
+    keya_[i] =
+        (static_cast<uint64_t>(p.mj_type[i] + 1) << 32) | static_cast<uint32_t>(p.mj_id[i] + 1);
+    keyb_[i] = static_cast<uint64_t>(occ);
+  }
+}
+
+void LcpSolver::SolveRow(const Problem& p, int i, double scale) {
+  double* y = yv_.data();
+  p.J.AddRowTo(i, scale, y);
+  ForTreeRanges(p, i, [&](int begin, int end) { p.mass.Solve(y, begin, end); });
+}
+
+void LcpSolver::ClearY(const Problem& p, int i) {
+  double* y = yv_.data();
+  ForTreeRanges(p, i, [&](int begin, int end) { std::fill(y + begin, y + end, 0.0); });
+}
+
+void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
+  double* A = A_.data();
+  const double cfm = settings_.lcp.cfm;
+  for (int j = 0; j < n; j++) {
+    SolveRow(p, rows[j], 1);
+    for (int i = j; i < n; i++) {
+      const double v = p.J.Dot(rows[i], yv_.data());
+      A[i + j * n] = v;
+      A[j + i * n] = v;
+    }
+    A[j + j * n] += cfm;
+    ClearY(p, rows[j]);
+  }
+}
+
+//------------------------------------- solve ------------------------------------------------------
+
+void LcpSolver::Solve(const Problem& p, Solution* sol) {
+  const int nrow = p.nrow;
+  sol->status = ckSTATUS_SOLVED;
+  sol->iterations = sol->pivots = 0;
+  sol->residual = sol->kappa = sol->condition = 0;
+  sol->guess_hit = sol->guess_tried = 0;
+  for (int i = 0; i < nrow; i++) {
+    sol->force[i] = 0;
+    state_[i] = kLcpLower;
+    local_[i] = -1;
+    con_of_row_[i] = -1;
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    for (int r = 0; r < p.con[c].dim; r++) con_of_row_[p.con[c].row + r] = c;
+  }
+  Keys(p);
+  const bool use_guess = settings_.warmstart && have_prev_;
+  for (int i = 0; i < nrow; i++) guess_[i] = use_guess ? prev_.Get(keya_[i], keyb_[i]) : -1;
+
+  // islands are independent problems
+  nisland_ = p.islands.nisland;
+  arena_doff_ = arena_ioff_ = 0;
+  tried_ = false;
+  all_hit_ = true;
+  for (int k = 0; k < nisland_; k++) SolveIsland(p, k, sol);
+  VelocityFromForce(p, sol->force, sol->v_next, nullptr);
+
+  // remember the classification for the next step's guess
+  next_.Clear();
+  for (int i = 0; i < nrow; i++) next_.Put(keya_[i], keyb_[i], state_[i]);
+  std::swap(prev_, next_);
+  have_prev_ = true;
+  sol->guess_tried = tried_;
+  sol->guess_hit = tried_ && all_hit_;
+}
+
+void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
+  const Islands& is = p.islands;
+  const int n = is.nrows[island];
+  const int* rows = is.rows + is.rowadr[island];
+  const double h = p.h;
+  IslandFactor& fac = factors_[island];
+  fac.stored = false;
+  if (n > cap_) {
+    const bool converged = LargeIsland(p, island, sol);
+    sol->status = std::max(sol->status, converged ? static_cast<int>(ckSTATUS_INACCURATE)
+                                                  : static_cast<int>(ckSTATUS_MAX_ITER));
+    return;
+  }
+
+  // the island's boxed LCP in impulses x = h f
+  for (int j = 0; j < n; j++) local_[rows[j]] = j;
+  double vscale = 0;
+  for (int j = 0; j < n; j++) {
+    const int g = rows[j];
+    const double b0 = p.J.Dot(g, p.v_free);
+    double dpos, dvel;
+    b_[j] = b0 + Stabilization(p, g, b0, &dpos, &dvel);
+    vscale = std::max(vscale, std::fabs(b_[j]));
+    findex_[j] = -1;
+    mu_[j] = 0;
+    lo_[j] = 0;
+    hi_[j] = kInf;
+    switch (p.kind[g]) {
+      case kRowEquality:
+        lo_[j] = -kInf;
+        break;
+      case kRowFriction:
+        lo_[j] = -h * p.floss[g];
+        hi_[j] = h * p.floss[g];
+        break;
+      case kRowContactFriction: {
+        const Contact& con = p.con[con_of_row_[g]];
+        findex_[j] = local_[con.row];
+        mu_[j] = con.mu[g - con.row - 1];
+        lo_[j] = -kInf;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  BuildA(p, rows, n);
+  const DenseLcp lcp{n,          n,          A_.data(),      b_.data(),
+                     lo_.data(), hi_.data(), findex_.data(), mu_.data()};
+
+  // the previous step's classification where rows match, a cold guess elsewhere
+  BoxedOptions opt;
+  opt.tol = kTol * std::max(1.0, vscale);
+  opt.max_pivots = settings_.lcp.max_pivots;
+  opt.pgs_iter = settings_.lcp.pgs_iter;
+  signed char* state = lstate_.data();
+  if (settings_.warmstart && have_prev_) {
+    BoxedLcpSolver::ColdState(lcp, state);
+    int matched = 0;
+    for (int j = 0; j < n; j++) {
+      if (guess_[rows[j]] >= 0) {
+        state[j] = guess_[rows[j]];
+        matched++;
+      }
+    }
+    opt.use_guess = matched > 0;
+  }
+
+  // the final decomposition goes to the store (kept for the derivative) when it fits
+  Cod* cod = &scratch_cod_;
+  const size_t nd = Cod::Doubles(n), ni = Cod::Ints(n);
+  if (arena_doff_ + nd <= arena_d_.size() && arena_ioff_ + ni <= arena_i_.size()) {
+    fac.cod.Bind(arena_d_.data() + arena_doff_, arena_i_.data() + arena_ioff_, n);
+    arena_doff_ += nd;
+    arena_ioff_ += ni;
+    fac.stored = true;
+    cod = &fac.cod;
+  }
+  BoxedStats st;
+  const bool exact = boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, &st);
+  // results and statistics
+  for (int j = 0; j < n; j++) {
+    sol->force[rows[j]] = x_[j] / h;
+    state_[rows[j]] = state[j];
+  }
+  if (opt.use_guess) {
+    tried_ = true;
+    all_hit_ = all_hit_ && st.guess_hit;
+  }
+  sol->iterations += st.iterations;
+  sol->pivots += st.pivots;
+  sol->residual = std::max(sol->residual, st.residual);
+  sol->kappa = std::max(sol->kappa, st.kappa);
+  sol->condition = std::max(sol->condition, cod->condition());
+  if (!exact) {
+    const bool close = st.residual <= kLooseTol * std::max(1.0, vscale);
+    sol->status = std::max(sol->status, close ? static_cast<int>(ckSTATUS_INACCURATE)
+                                              : static_cast<int>(ckSTATUS_MAX_ITER));
+  }
+}
+
+bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
+  const Islands& is = p.islands;
+  const int n = is.nrows[island];
+  const int* rows = is.rows + is.rowadr[island];
+  const double h = p.h, cfm = settings_.lcp.cfm;
+  double* v = vis_.data();
+  double* lam = sol->force;  // impulses here, forces at the end
+  for (int k = 0; k < is.ntrees[island]; k++) {
+    const int t = is.trees[is.treeadr[island] + k];
+    for (int d = is.tree_dofadr[t]; d < is.tree_dofadr[t] + is.tree_dofnum[t]; d++) {
+      v[d] = p.v_free[d];
+    }
+  }
+  double vscale = 0;
+  for (int j = 0; j < n; j++) {
+    const int g = rows[j];
+    const double b0 = p.J.Dot(g, p.v_free);
+    double dpos, dvel;
+    bfull_[g] = Stabilization(p, g, b0, &dpos, &dvel);
+    vscale = std::max(vscale, std::fabs(b0 + bfull_[g]));
+    diag_[g] = RowInvMass(p, g, yv_.data()) + cfm;
+    lam[g] = 0;
+  }
+
+  // projected Gauss-Seidel on the velocities (no dense matrix)
+  const double tol = kTol * std::max(1.0, vscale);
+  bool converged = false;
+  for (int sweep = 0; sweep < settings_.lcp.pgs_iter && !converged; sweep++) {
+    double change = 0;
+    for (int j = 0; j < n; j++) {
+      const int g = rows[j];
+      const double d = diag_[g];
+      if (!(d > 0)) continue;
+      double l = 0, u = kInf;
+      if (p.kind[g] == kRowEquality) {
+        l = -kInf;
+      } else if (p.kind[g] == kRowFriction) {
+        l = -h * p.floss[g];
+        u = h * p.floss[g];
+      } else if (p.kind[g] == kRowContactFriction) {
+        const Contact& con = p.con[con_of_row_[g]];
+        u = con.mu[g - con.row - 1] * std::max(lam[con.row], 0.0);
+        l = -u;
+      }
+      const double wg = p.J.Dot(g, v) + bfull_[g] + cfm * lam[g];
+      const double next = std::min(std::max(lam[g] - wg / d, l), u);
+      const double delta = next - lam[g];
+      if (delta == 0) continue;
+      change = std::max(change, std::fabs(delta) * d);
+      lam[g] = next;
+      SolveRow(p, g, delta);
+      ForTreeRanges(p, g, [&](int begin, int end) {
+        for (int k = begin; k < end; k++) v[k] += yv_[k];
+      });
+      ClearY(p, g);
+    }
+    converged = change <= tol;
+  }
+  for (int j = 0; j < n; j++) {
+    const int g = rows[j];
+    state_[g] = lam[g] == 0 && p.kind[g] != kRowEquality ? kLcpLower : kLcpClamped;
+    lam[g] /= h;
+  }
+  return converged;
+}
+
+}  // namespace contactkit

@@ -1,0 +1,158 @@
+// Copyright 2026 The contactkit developers.
+//
+// Solver "lcp": hard contact as a velocity-level boxed LCP per island, solved exactly by
+// classification (Nimble: Werling et al. 2021, sections III-IV, appendices A-B).
+//
+// Unknowns are the impulses x = h f of the island's rows; with u = M_eff^-1 J' x,
+//   w = A x + b,  A = J M_eff^-1 J' + cfm I,  b = J v_free + stabilization,  v+ = v_free + u,
+// so w is the row velocity after the step plus its stabilization, erp times the gap per step:
+//   equality rows   bilateral (x free, w = 0), b += erp pos / h
+//   friction loss   |x| <= h floss
+//   limits, normals x >= 0 complementary to w >= 0, b += erp (pos + slop) / h: with erp = 1 and
+//                   slop = 0 this is the gap at the end of the step, pos + h J v+ >= 0; erp < 1
+//                   corrects a penetration (MuJoCo reports contacts only once they touch, so the
+//                   first contact step penetrates) over several steps instead of turning it into
+//                   an outward velocity, and slop > 0 keeps resting contacts slightly inside, where
+//                   MuJoCo keeps reporting them (a contact at exactly zero distance is dropped);
+//                   the outward correction speed is capped at max_correction. A contact that
+//                   approaches faster than restitution_threshold and closes within the step is
+//                   reflected instead: b += sigma J_n v, so that J_n v+ >= -sigma J_n v
+//   contact frame   |x_j| <= mu_j x_n for each tangent, torsional and rolling row: a box in the
+//                   contact frame (a pyramid aligned with the frame axes), whatever MuJoCo's cone;
+//                   motion between the tangent axes is therefore braked along the diagonal of the
+//                   box (the sliding direction drifts toward 45 degrees)
+//
+// Statistics in Solution: iterations = reduced solves, pivots = principal pivots, Lemke pivots
+// and Dantzig events, residual = largest natural-map residual (m/s; boxed.h), kappa = largest
+// |w_i| times the distance of x_i to its nearer bound, condition = largest |R(0,0) / R(r,r)| of
+// the islands' decompositions, guess_tried / guess_hit = a previous classification was checked /
+// accepted on every island. Status: SOLVED when every island is exact, INACCURATE when the best
+// answer's residual is below 1e-6 (m/s, relative to max(1, |b|)), MAX_ITER otherwise.
+//
+// Each island's dense LCP goes to BoxedLcpSolver (boxed.h): the previous step's classification
+// (contacts matched by geom pair) is checked first with one reduced solve, pivoting runs only
+// when that guess fails, and the final answer is recomputed from its classification with the
+// minimum-norm solution (Nimble's stabilization). The classification and the decomposition of
+// each island's reduced matrix stay available after Solve for ForceTangent and the derivative
+// module.
+#ifndef CONTACTKIT_SOLVERS_LCP_LCP_H_
+#define CONTACTKIT_SOLVERS_LCP_LCP_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "solvers/common/cod.h"
+#include "solvers/common/solver.h"
+#include "solvers/lcp/boxed.h"
+
+namespace contactkit {
+
+std::unique_ptr<Solver> MakeLcpSolver();
+
+class LcpSolver : public Solver {
+ public:
+  bool Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) override;
+  void SetSettings(const ckSettings& settings) override;
+  void Solve(const Problem& p, Solution* sol) override;
+  void Reset() override;
+  bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                    double* dforce) override;
+
+  // classification of every row in the last solve (LcpRowState; normals and limits at their
+  // lower bound are separating; rows outside islands are kLcpLower)                    (nrow)
+  const signed char* classification() const { return state_.data(); }
+
+  // decomposition of the reduced matrix K = A_CC + A_CB E of island i in the last solve (null
+  // if it was not kept: island larger than max_island_rows, or the store was full)
+  Cod* factorization(int island);
+
+  // stabilization part of b for row i of p (velocity units) and its derivatives with respect to
+  // pos and vel of that row; b0 = J_i v_free decides whether a contact bounces
+  double Stabilization(const Problem& p, int i, double b0, double* dpos, double* dvel) const;
+
+ private:
+  // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
+  // constraint type, id and occurrence)
+  void Keys(const Problem& p);
+
+  // one island into sol->force (impulses / h) and state_
+  void SolveIsland(const Problem& p, int island, Solution* sol);
+
+  // dense A of an island's rows: A(i, j) = J_i M^-1 J_j' (+ cfm on the diagonal)
+  void BuildA(const Problem& p, const int* rows, int n);
+
+  // y = M^-1 J_i' into yv_ (zero outside the trees of row i); returns nothing, see ClearY
+  void SolveRow(const Problem& p, int i, double scale);
+  void ClearY(const Problem& p, int i);
+
+  // matrix-free Gauss-Seidel for islands above max_island_rows; true if converged
+  bool LargeIsland(const Problem& p, int island, Solution* sol);
+
+  // open-addressing table from row keys to states (no allocation after Allocate)
+  struct StateTable {
+    std::vector<uint64_t> ka, kb;
+    std::vector<unsigned> stamp;
+    std::vector<signed char> val;
+    unsigned cur = 1;
+    size_t mask = 0;
+    void Allocate(int n);
+    void Clear();
+    void Put(uint64_t a, uint64_t b, signed char v);
+    int Get(uint64_t a, uint64_t b) const;
+  };
+
+  // kept per island for the derivative
+  struct IslandFactor {
+    bool stored = false;
+    Cod cod;
+  };
+
+  ckSettings settings_{};
+  ProblemDims dims_;
+  int cap_ = 0;  // largest island solved densely
+  BoxedLcpSolver boxed_;
+
+  // island problem (local rows)
+  std::vector<double> A_;                         // (cap x cap)
+  std::vector<double> b_, lo_, hi_, mu_, x_, w_;  // (cap)
+  std::vector<int> findex_;                       // (cap)
+  std::vector<signed char> lstate_;               // (cap)
+
+  // rows of the problem
+  std::vector<int> local_;             // place of a row in its island              (max_rows)
+  std::vector<int> con_of_row_;        // contact of a contact row, -1 otherwise     (max_rows)
+  std::vector<signed char> state_;     // classification                             (max_rows)
+  std::vector<signed char> guess_;     // guessed classification, -1: none           (max_rows)
+  std::vector<uint64_t> keya_, keyb_;  // matching keys                              (max_rows)
+  std::vector<double> bfull_;          // stabilization of every row (large islands) (max_rows)
+  std::vector<double> diag_;           // diagonal of A (large islands)              (max_rows)
+  std::vector<double> yv_;             // M^-1 J_i' scratch, zero between uses       (nv)
+  std::vector<double> vis_;            // velocity of large islands                  (nv)
+
+  // warm start
+  StateTable prev_, next_;
+  bool have_prev_ = false;
+
+  // factorizations of the last solve, in a store of two decompositions of the largest island
+  std::vector<IslandFactor> factors_;       // (ntree)
+  std::vector<double> arena_d_;             // (2 Cod::Doubles(cap))
+  std::vector<int> arena_i_;                // (2 Cod::Ints(cap))
+  Cod scratch_cod_;                         // for islands that do not fit in the store
+  std::vector<double> scratch_d_;           // (Cod::Doubles(cap))
+  std::vector<int> scratch_i_;              // (Cod::Ints(cap))
+  size_t arena_doff_ = 0, arena_ioff_ = 0;  // used part of the store
+  int nisland_ = 0;                         // islands of the last solve
+  bool tried_ = false;                      // a guess was checked in the last solve
+  bool all_hit_ = false;                    // every checked guess was accepted
+
+  // ForceTangent scratch
+  std::vector<double> zero_, ytil_;              // (max_rows)
+  std::vector<double> dv0_, dvp_, vfake_, tmp_;  // (nv)
+  std::vector<double> rc_, dy_, tq_;             // (cap)
+  std::vector<int> cidx_, pos_;                  // (cap)
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_LCP_LCP_H_

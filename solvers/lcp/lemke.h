@@ -1,0 +1,58 @@
+// Copyright 2026 The contactkit developers.
+//
+// Lemke's complementary pivoting for the boxed LCP of boxed.h, written as a standard LCP
+// w = M z + q >= 0, z >= 0, w'z = 0 (Cottle, Pang & Stone, The Linear Complementarity Problem,
+// section 4.4; the friction box as in Stewart & Trinkle 1996, one slack per tangent direction):
+//   unilateral row i (bounds [0, inf)):  z = x_i,          w = (A x + b)_i
+//   bilateral row i (unbounded):         x_i = p - m,      w_p = (A x + b)_i, w_m = -(A x + b)_i
+//   box row i (|x_i| <= mu x_f or <= hi): x_i = p - m and a slack s:
+//       w_p = (A x + b)_i + s,  w_m = -(A x + b)_i + s,  w_s = mu x_f - p - m  (or hi - p - m)
+// so the friction bounds stay coupled to the normal forces. The covering vector is all ones, the
+// basis inverse is kept explicitly and updated by each pivot, and ties in the ratio test are
+// broken lexicographically. Columns of M are formed from A on demand.
+#ifndef CONTACTKIT_SOLVERS_LCP_LEMKE_H_
+#define CONTACTKIT_SOLVERS_LCP_LEMKE_H_
+
+#include <vector>
+
+#include "solvers/lcp/dense_lcp.h"
+
+namespace contactkit {
+
+class Lemke {
+ public:
+  // allocate for boxed problems up to nmax rows (3 nmax standard variables)
+  void Allocate(int nmax);
+
+  // Solve lcp: x (n) and the classification read from the final basis (state, n). Returns false
+  // on a secondary ray, the pivot limit, a numerically singular pivot or bounds it cannot
+  // express (a finite bound that is not symmetric about zero and not [0, inf)).
+  bool Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* state, int* pivots);
+
+ private:
+  // column of [I, -M, -d] for variable v (w: 0..N-1, z: N..2N-1, z0: 2N) into col (N)
+  void Column(const DenseLcp& lcp, int v, double* col) const;
+
+  // recompute the basis inverse and the basic solution from the basic columns; false if singular
+  bool Refactor(const DenseLcp& lcp);
+
+  int nmax_ = 0;              // standard variables capacity (3 nmax rows)
+  int N_ = 0;                 // standard variables of the current problem
+  std::vector<int> kind_;     // per row: 0 unilateral, 1 bilateral, 2 box      (nmax)
+  std::vector<int> var_;      // per row: first standard variable               (nmax)
+  std::vector<int> row_;      // per standard variable: its row                 (3 nmax)
+  std::vector<int> role_;     // per standard variable: 0 x, 1 p, 2 m, 3 slack  (3 nmax)
+  std::vector<double> Binv_;  // basis inverse                                  (N x N)
+  std::vector<double> xB_;    // basic solution                                 (N)
+  std::vector<double> q_;     // right-hand side                                (N)
+  std::vector<int> basic_;    // basic variable of each row                     (N)
+  std::vector<int> where_;    // row of each basic variable, -1: nonbasic       (2N + 1)
+  std::vector<double> col_;   // entering column in basis coordinates           (N)
+  std::vector<double> tmp_;   // scratch                                        (N)
+  std::vector<double> z_;     // standard solution                              (2N + 1)
+  std::vector<int> cand_;     // ratio-test candidates                          (N)
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_LCP_LEMKE_H_
