@@ -91,6 +91,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     local_.assign(rows, -1);
     con_of_row_.assign(rows, -1);
     state_.assign(rows, kLcpLower);
+    saved_state_.assign(rows, kLcpLower);
     guess_.assign(rows, -1);
     keya_.assign(rows, 0);
     keyb_.assign(rows, 0);
@@ -99,6 +100,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     prev_.Allocate(dims.max_rows);
     next_.Allocate(dims.max_rows);
     factors_.assign(std::max(dims.ntree, 1), IslandFactor());
+    changed_.assign(std::max(dims.ntree, 1), 0);
     arena_d_.assign(2 * Cod::Doubles(cap_), 0);
     arena_i_.assign(2 * Cod::Ints(cap_), 0);
     scratch_d_.assign(Cod::Doubles(cap_), 0);
@@ -225,6 +227,9 @@ void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
 //------------------------------------- solve ------------------------------------------------------
 
 void LcpSolver::Solve(const Problem& p, Solution* sol) {
+  // a new solve: its own classification (SetTangentModes starts over)
+  modes_set_ = false;
+  std::fill(changed_.begin(), changed_.end(), 0);
   const int nrow = p.nrow;
   sol->status = ckSTATUS_SOLVED;
   sol->iterations = sol->pivots = 0;
@@ -260,20 +265,11 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   sol->guess_hit = tried_ && all_hit_;
 }
 
-void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
+double LcpSolver::BuildIsland(const Problem& p, int island) {
   const Islands& is = p.islands;
   const int n = is.nrows[island];
   const int* rows = is.rows + is.rowadr[island];
   const double h = p.h;
-  IslandFactor& fac = factors_[island];
-  fac.stored = false;
-  if (n > cap_) {
-    const bool converged = LargeIsland(p, island, sol);
-    sol->status = std::max(sol->status, converged ? static_cast<int>(ckSTATUS_INACCURATE)
-                                                  : static_cast<int>(ckSTATUS_MAX_ITER));
-    return;
-  }
-
   // the island's boxed LCP in impulses x = h f
   for (int j = 0; j < n; j++) local_[rows[j]] = j;
   double vscale = 0;
@@ -307,6 +303,24 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
     }
   }
   BuildA(p, rows, n);
+  return vscale;
+}
+
+void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
+  const Islands& is = p.islands;
+  const int n = is.nrows[island];
+  const int* rows = is.rows + is.rowadr[island];
+  const double h = p.h;
+  IslandFactor& fac = factors_[island];
+  fac.stored = false;
+  if (n > cap_) {
+    const bool converged = LargeIsland(p, island, sol);
+    sol->status = std::max(sol->status, converged ? static_cast<int>(ckSTATUS_INACCURATE)
+                                                  : static_cast<int>(ckSTATUS_MAX_ITER));
+    return;
+  }
+
+  const double vscale = BuildIsland(p, island);
   const DenseLcp lcp{n,          n,          A_.data(),      b_.data(),
                      lo_.data(), hi_.data(), findex_.data(), mu_.data()};
 

@@ -34,7 +34,8 @@
 // when that guess fails, and the final answer is recomputed from its classification with the
 // minimum-norm solution (Nimble's stabilization). The classification and the decomposition of
 // each island's reduced matrix stay available after Solve for ForceTangent and the derivative
-// module.
+// module; SetTangentModes (complementarity-aware gradients, Nimble section IV-D) refactors the
+// islands whose contacts it reclassifies and restores the solve's own factorizations on null.
 #ifndef CONTACTKIT_SOLVERS_LCP_LCP_H_
 #define CONTACTKIT_SOLVERS_LCP_LCP_H_
 
@@ -58,6 +59,7 @@ class LcpSolver : public Solver {
   void Reset() override;
   bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                     double* dforce) override;
+  bool SetTangentModes(const Problem& p, const signed char* mode) override;
 
   // classification of every row in the last solve (LcpRowState; normals and limits at their
   // lower bound are separating; rows outside islands are kLcpLower)                    (nrow)
@@ -75,6 +77,13 @@ class LcpSolver : public Solver {
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
   // constraint type, id and occurrence)
   void Keys(const Problem& p);
+
+  // the boxed LCP of one island into A_, b_, lo_, hi_, findex_, mu_ (local_ set); returns the
+  // largest |b|
+  double BuildIsland(const Problem& p, int island);
+
+  // refactor the stored reduced matrix of island for the classification in state_
+  bool Refactor(const Problem& p, int island);
 
   // one island into sol->force (impulses / h) and state_
   void SolveIsland(const Problem& p, int island, Solution* sol);
@@ -145,6 +154,11 @@ class LcpSolver : public Solver {
   int nisland_ = 0;                         // islands of the last solve
   bool tried_ = false;                      // a guess was checked in the last solve
   bool all_hit_ = false;                    // every checked guess was accepted
+
+  // classification of the solve while SetTangentModes holds another one
+  std::vector<signed char> saved_state_;  // (max_rows)
+  std::vector<unsigned char> changed_;    // island refactored for other modes  (ntree)
+  bool modes_set_ = false;
 
   // ForceTangent scratch
   std::vector<double> zero_, ytil_;              // (max_rows)

@@ -137,4 +137,63 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
   return true;
 }
 
+bool LcpSolver::Refactor(const Problem& p, int island) {
+  const Islands& is = p.islands;
+  const int n = is.nrows[island];
+  const int* rows = is.rows + is.rowadr[island];
+  if (!factors_[island].stored) return false;
+  BuildIsland(p, island);
+  const DenseLcp lcp{n,          n,          A_.data(),      b_.data(),
+                     lo_.data(), hi_.data(), findex_.data(), mu_.data()};
+  for (int j = 0; j < n; j++) lstate_[j] = state_[rows[j]];
+  BoxedOptions opt;
+  return boxed_.Reduced(lcp, lstate_.data(), 0, opt.rtol, &factors_[island].cod, x_.data(),
+                        w_.data());
+}
+
+bool LcpSolver::SetTangentModes(const Problem& p, const signed char* mode) {
+  const Islands& is = p.islands;
+  if (nisland_ != is.nisland) return false;
+  if (!mode) {
+    // the solve's own classification and factorizations
+    if (!modes_set_) return true;
+    for (int i = 0; i < p.nrow; i++) state_[i] = saved_state_[i];
+    bool ok = true;
+    for (int k = 0; k < nisland_; k++) {
+      if (changed_[k]) ok = Refactor(p, k) && ok;
+      changed_[k] = 0;
+    }
+    modes_set_ = false;
+    return ok;
+  }
+  if (!modes_set_) {
+    for (int i = 0; i < p.nrow; i++) saved_state_[i] = state_[i];
+    modes_set_ = true;
+  }
+  for (int i = 0; i < p.nrow; i++) state_[i] = saved_state_[i];
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (mode[c] < 0) continue;
+    const bool clamped = saved_state_[con.row] == kLcpClamped;
+    if (mode[c] == 1 && !clamped) {
+      // touching: the normal clamped, friction sticking
+      for (int r = 0; r < con.dim; r++) state_[con.row + r] = kLcpClamped;
+    } else if (mode[c] == 0 && clamped) {
+      // separating: no impulse in any row of the contact
+      for (int r = 0; r < con.dim; r++) state_[con.row + r] = kLcpLower;
+    }
+  }
+  bool ok = true;
+  for (int k = 0; k < nisland_; k++) {
+    const int* rows = is.rows + is.rowadr[k];
+    bool differs = false;
+    for (int j = 0; j < is.nrows[k]; j++) differs |= state_[rows[j]] != saved_state_[rows[j]];
+    if (differs || changed_[k]) {
+      ok = Refactor(p, k) && ok;
+      changed_[k] = differs;
+    }
+  }
+  return ok;
+}
+
 }  // namespace contactkit
