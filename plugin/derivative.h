@@ -6,11 +6,15 @@
 // A step is split into
 //   (a) smooth data as functions of (q, v, act, ctrl): mass matrix, smooth forces, activation
 //       rates, constraint rows, gaps, reference accelerations, regularizers. Controls and
-//       activations by differences of mj_fwdActuation alone, velocities from MuJoCo's analytic
-//       qDeriv and J, positions by one forward-difference pass per direction through MuJoCo's
-//       position and velocity stages (kinematics, inertia, tendons, transmission, RNE, passive
-//       forces; collision re-run only for the contact pairs present, contact rows assembled
-//       here from cdof), never the constraint solve;
+//       activations by differences of mj_fwdActuation alone. Velocities and positions
+//       analytically where the model allows it (derivative_analytic.cc: Newton-Euler tangents
+//       along cdof, joint springs and dampers, contact rows from cdof with collision re-run on
+//       rigidly moved geom poses; the "mujoco" pass-through without sensors or the implicit
+//       integrator), otherwise velocities from MuJoCo's analytic qDeriv and J and positions by
+//       one forward-difference pass per direction through MuJoCo's position and velocity stages
+//       (kinematics, inertia, tendons, transmission, RNE, passive forces; collision re-run only
+//       for the contact pairs present, contact rows assembled here from cdof); never the
+//       constraint solve;
 //   (b) the solver's map from that data to forces: Solver::ForceTangent, or for the "mujoco"
 //       pass-through the derivative of MuJoCo's soft-constraint optimality conditions
 //       (solvers/mujoco/soft_tangent.h), each reusing one factorization for every direction;
