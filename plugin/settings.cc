@@ -40,6 +40,8 @@ const KeyInfo kKeys[] = {
    "re-solves with gaps re-measured by collision at q+ (0: off)"},
   {"soft_equality", "ipm", kKeyBool, CK_OFF(ipm.soft_equality), 0, 1, false, false, "0",
    "soften equality constraints with their solref/solimp"},
+  {"rest_depth", "ipm", kKeyReal, CK_OFF(ipm.rest_depth), 0, 0.01, false, false, "1e-7",
+   "depth (m) at which contacts/limits without margin rest, so MuJoCo keeps reporting them"},
 
   {"stiffness", "comfree", kKeyReal, CK_OFF(comfree.stiffness), 0, 100, true, false, "0.2",
    "k_user: dimensionless stiffness of the impedance update"},

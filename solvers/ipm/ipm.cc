@@ -1,0 +1,950 @@
+// Copyright 2026 The contactkit developers.
+#include "solvers/ipm/ipm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "contactkit/contactkit.h"  // ckStatus (header only)
+#include "solvers/common/cone.h"
+#include "solvers/ipm/island_lu.h"
+
+namespace contactkit {
+namespace {
+
+constexpr double kEqualityReg = 1e-10;  // regularizer of hard equality rows, x diag_approx
+constexpr double kTauMax = 0.99;        // Dojo's tau_max: fraction to a second-order cone's boundary
+constexpr double kTauMin = 0.95;        // Dojo's tau_min
+constexpr double kBacktrack = 0.5;      // Dojo's beta
+constexpr int kMaxBacktrack = 12;
+constexpr double kVelFloor = 1e-2;      // velocity scale of the cold start (m/s)
+constexpr long kMaxPool = 1L << 22;     // dense block pool bound for large models (doubles)
+
+// what one group of rows is
+enum UnitType : int {
+  kUnitEquality = 0,  // one bilateral row
+  kUnitFrictionLoss,  // one friction-loss row: a 2-d cone with a fixed bound
+  kUnitLimit,         // one unilateral row: orthant pair
+  kUnitContact,       // a contact: normal orthant pair and 1-3 friction cones
+};
+
+// friction cones of a contact of dimension dim: (first row offset, rows)
+int FrictionGroups(int dim, int* first, int* count) {
+  int n = 0;
+  if (dim >= 3) first[n] = 1, count[n++] = 2;
+  if (dim >= 4) first[n] = 3, count[n++] = 1;
+  if (dim >= 6) first[n] = 4, count[n++] = 2;
+  return n;
+}
+
+// an iterate, indexed by global dof and row
+struct State {
+  double* v;    // velocity                                                  (nv)
+  double* x;    // force-side cone entries: gamma, xi_j = lambda_j / mu_j     (rows)
+  double* z;    // velocity-side entries: s, eta_j = mu_j J_j v              (rows)
+  double* z0;   // eta0 of the cone whose first friction row is the index    (rows)
+  double* lam;  // impulse                                                   (rows)
+  double* u;    // J v                                                       (rows)
+  double* rz;   // row residual: z - scale J v - target, equality residual   (rows)
+  double* rv;   // dynamics residual M (v - v_free) - J' lambda              (nv)
+  double rvio = 0, kvio = 0, mu = 0;
+};
+
+// a search direction
+struct Direction {
+  double* v;    // (nv)
+  double* x;    // (rows)
+  double* z;    // (rows)
+  double* z0;   // (rows)
+  double* lam;  // (rows)
+  double* u;    // J dv (rows)
+};
+
+class IpmSolver final : public Solver {
+ public:
+  bool Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) override;
+  void SetSettings(const ckSettings& settings) override { settings_ = settings; }
+  void Solve(const Problem& p, Solution* sol) override;
+  void Reset() override {}
+  bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                    double* dforce) override;
+
+  const IpmInfo& info() const { return info_; }
+
+ private:
+  // per step
+  void Prepare(const Problem& p);
+  void SolveIsland(const Problem& p, int k, Solution* sol);
+
+  // per island
+  void ColdStart(const Problem& p, int k, State* s);
+  void Evaluate(const Problem& p, int k, State* s);
+  bool Scale(const Problem& p, int k, const State& s, bool exact);
+  bool Linearize(const Problem& p, int k, bool coupled, double* cond);
+  void Targets(const Problem& p, int k, const State& s, const Direction* aff, double kappa);
+  void Constants(const Problem& p, int k, const State& s, const double* rz, const double* rv,
+                 bool with_d);
+  void Recover(const Problem& p, int k, const State& s, const double* rz, bool with_d,
+               Direction* d);
+  double MaxStep(const Problem& p, int k, const State& s, const Direction& d, double tau_ort,
+                 double tau_soc) const;
+  double MuAt(const Problem& p, int k, const State& s, const Direction& d, double alpha) const;
+  void Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
+            State* out) const;
+  void Copy(const Problem& p, int k, const State& from, State* to) const;
+
+  // island ranges
+  const int* Rows(const Problem& p, int k) const { return p.islands.rows + p.islands.rowadr[k]; }
+  int NumRows(const Problem& p, int k) const { return p.islands.nrows[k]; }
+  const int* Dofs(const Problem& p, int k) const { return p.islands.dofs + p.islands.dofadr[k]; }
+  int NumDofs(const Problem& p, int k) const { return p.islands.ndofs[k]; }
+
+  ckSettings settings_;
+  bool trace_ = false;
+  bool aho_ = false;
+  ProblemDims dims_;
+  IpmInfo info_;
+  IslandLU lu_;
+
+  // per row, per step
+  std::vector<double> scale_;    // lambda = scale x: mu_j for friction rows, else 1    (rows)
+  std::vector<double> target_;   // pos/h (unilateral), equality target                 (rows)
+  std::vector<double> reg_;      // equality regularizer R                              (rows)
+  std::vector<double> bound_;    // friction-loss impulse bound h floss                 (rows)
+  std::vector<int> row_con_;     // contact of each row, -1                             (rows)
+  std::vector<uint8_t> chain_;   // row lies on one dof chain                           (rows)
+
+  // units (rows grouped by constraint) per island
+  std::vector<int> unit_type_, unit_row_, unit_dim_;  //                               (rows)
+  std::vector<int> unit_adr_, unit_num_;              //                               (ntree)
+  std::vector<int> ncone_;                            // cones of each island          (ntree)
+
+  // linearization per cone (indexed by the cone's first row)
+  std::vector<double> gn_;       // orthant: x / z                                      (rows)
+  std::vector<double> G_;        // second-order cone: W^2 or the exact map (3 x 3)     (rows x 9)
+  std::vector<double> q_;        // G_10 / G_00                                         (rows x 2)
+  std::vector<double> S_;        // G_11 - q G_01                                       (rows x 4)
+  std::vector<double> d_;        // W (lambda \ rc)                                     (rows x 3)
+  std::vector<cone::SocScaling> nt_;  // scalings                                       (rows)
+  std::vector<double> c_;        // constant of the row impulse: dlam = c - W J dv      (rows)
+
+  // iterates and directions
+  std::vector<double> store_;    // all State and Direction arrays
+  State cur_, trial_, best_, grad_;
+  Direction aff_, dir_;
+  std::vector<double> rhs_;      // Newton right-hand side                              (nv)
+  std::vector<double> tmp_;      // scratch                                             (nv)
+  std::vector<double> mdiag_;    // diagonal of M_eff                                   (nv)
+  std::vector<double> jc_, tw_;  // contact rows and W-weighted rows                    (6 x nv)
+  std::vector<double> out_lam_;  // final impulses                                      (rows)
+  std::vector<uint8_t> grad_ok_; // island has a stored kappa_grad iterate              (ntree)
+};
+
+bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) {
+  dims_ = dims;
+  settings_ = settings;
+  trace_ = std::getenv("CK_IPM_TRACE") != nullptr;
+  aho_ = std::getenv("CK_IPM_AHO") != nullptr;
+  const size_t R = std::max(1, dims.max_rows), V = std::max(1, dims.nv);
+  const size_t T = std::max(1, dims.ntree);
+  if (!lu_.Allocate(dims, kMaxPool, error)) return false;
+  try {
+    scale_.assign(R, 1);
+    target_.assign(R, 0);
+    reg_.assign(R, 0);
+    bound_.assign(R, 0);
+    row_con_.assign(R, -1);
+    chain_.assign(R, 0);
+    unit_type_.assign(R, 0);
+    unit_row_.assign(R, 0);
+    unit_dim_.assign(R, 0);
+    unit_adr_.assign(T, 0);
+    unit_num_.assign(T, 0);
+    ncone_.assign(T, 0);
+    gn_.assign(R, 0);
+    G_.assign(9 * R, 0);
+    q_.assign(2 * R, 0);
+    S_.assign(4 * R, 0);
+    d_.assign(3 * R, 0);
+    nt_.assign(R, cone::SocScaling());
+    c_.assign(R, 0);
+    rhs_.assign(V, 0);
+    tmp_.assign(V, 0);
+    mdiag_.assign(V, 1);
+    jc_.assign(6 * V, 0);
+    tw_.assign(6 * V, 0);
+    out_lam_.assign(R, 0);
+    grad_ok_.assign(T, 0);
+
+    // 4 states of (2 nv + 6 rows), 2 directions of (nv + 5 rows)
+    store_.assign(4 * (2 * V + 6 * R) + 2 * (V + 5 * R), 0);
+  } catch (const std::bad_alloc&) {
+    *error = "ipm: out of memory for the solver workspace";
+    return false;
+  }
+  double* at = store_.data();
+  auto take = [&at](size_t n) {
+    double* p = at;
+    at += n;
+    return p;
+  };
+  for (State* s : {&cur_, &trial_, &best_, &grad_}) {
+    s->v = take(V);
+    s->rv = take(V);
+    s->x = take(R);
+    s->z = take(R);
+    s->z0 = take(R);
+    s->lam = take(R);
+    s->u = take(R);
+    s->rz = take(R);
+  }
+  for (Direction* d : {&aff_, &dir_}) {
+    d->v = take(V);
+    d->x = take(R);
+    d->z = take(R);
+    d->z0 = take(R);
+    d->lam = take(R);
+    d->u = take(R);
+  }
+  return true;
+}
+
+void IpmSolver::Prepare(const Problem& p) {
+  const double h = p.h;
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+
+  // rows: scale, target, regularizer, bound
+  for (int i = 0; i < p.nrow; i++) {
+    scale_[i] = 1;
+    target_[i] = 0;
+    reg_[i] = 0;
+    bound_[i] = 0;
+    row_con_[i] = -1;
+    switch (p.kind[i]) {
+      case kRowEquality:
+        if (settings_.ipm.soft_equality) {
+          reg_[i] = std::max(p.R[i], 1e-15);
+          target_[i] = p.vel[i] + h * p.aref[i];
+        } else {
+          reg_[i] = std::max(kEqualityReg * p.diag_approx[i], 1e-300);
+          target_[i] = -p.pos[i] / h;
+        }
+        break;
+      case kRowFriction:
+        bound_[i] = h * p.floss[i];
+        break;
+      case kRowLimit:
+      case kRowContactNormal:
+        // without margin, rest slightly inside so that MuJoCo keeps reporting the contact
+        target_[i] = (p.pos[i] - std::min(p.margin[i] - settings_.ipm.rest_depth, 0.0)) / h;
+        break;
+      default:
+        break;
+    }
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    for (int r = 0; r < con.dim; r++) row_con_[con.row + r] = c;
+    for (int r = 1; r < con.dim; r++) scale_[con.row + r] = con.mu[r - 1];
+  }
+
+  // diagonal of M_eff for residual scaling
+  for (int j = 0; j < p.nv; j++) mdiag_[j] = p.mass.M[p.mass.madr[j]];
+
+  // units per island; chain flags for single-tree islands
+  int nunit = 0;
+  for (int k = 0; k < is.nisland; k++) {
+    unit_adr_[k] = nunit;
+    int ncone = 0;
+    const int* rows = Rows(p, k);
+    const int nr = NumRows(p, k);
+    const bool single = is.ntrees[k] == 1;
+    for (int a = 0; a < nr; a++) {
+      const int i = rows[a];
+      if (single) {
+        chain_[i] = RowIsChain(J.colind + J.rowadr[i], J.rownnz[i], p.mass.parent);
+      }
+      int type = -1, dim = 1;
+      switch (p.kind[i]) {
+        case kRowEquality:
+          type = kUnitEquality;
+          break;
+        case kRowFriction:
+          type = kUnitFrictionLoss;
+          ncone++;
+          break;
+        case kRowLimit:
+          type = kUnitLimit;
+          ncone++;
+          break;
+        case kRowContactNormal: {
+          type = kUnitContact;
+          dim = p.con[row_con_[i]].dim;
+          int first[3], count[3];
+          ncone += 1 + FrictionGroups(dim, first, count);
+          break;
+        }
+        default:
+          break;  // friction rows belong to their contact's unit
+      }
+      if (type < 0) continue;
+      unit_type_[nunit] = type;
+      unit_row_[nunit] = i;
+      unit_dim_[nunit] = dim;
+      nunit++;
+    }
+    unit_num_[k] = nunit - unit_adr_[k];
+    ncone_[k] = ncone;
+  }
+}
+
+void IpmSolver::ColdStart(const Problem& p, int k, State* s) {
+  const SparseRows& J = p.J;
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) s->v[dofs[a]] = p.v_free[dofs[a]];
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) s->u[rows[a]] = J.Dot(rows[a], s->v);
+
+  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
+    const int i = unit_row_[e];
+    switch (unit_type_[e]) {
+      case kUnitEquality:
+        s->x[i] = s->lam[i] = 0;
+        s->z[i] = 0;
+        break;
+      case kUnitFrictionLoss: {
+        const double vs = std::fabs(s->u[i]) + kVelFloor;
+        s->x[i] = s->lam[i] = 0;
+        s->z[i] = s->u[i];
+        s->z0[i] = std::fabs(s->u[i]) + vs;
+        break;
+      }
+      case kUnitLimit:
+      case kUnitContact: {
+        // gap velocity without force g; start with s ~ max(g, vs) and gamma ~ vs / A
+        const double g = s->u[i] + target_[i];
+        const double vs = std::fabs(g) + kVelFloor;
+        const double A = std::max(p.diag_approx[i], 1e-12);
+        s->z[i] = std::max(g, 0.0) + 0.5 * vs;
+        s->x[i] = s->lam[i] = (std::max(-g, 0.0) + 0.5 * vs) / A;
+        if (unit_type_[e] == kUnitContact) {
+          int first[3], count[3];
+          const int ng = FrictionGroups(unit_dim_[e], first, count);
+          for (int gi = 0; gi < ng; gi++) {
+            const int f = i + first[gi];
+            double nz = 0;
+            for (int r = f; r < f + count[gi]; r++) {
+              s->x[r] = s->lam[r] = 0;
+              s->z[r] = scale_[r] * s->u[r];
+              nz += s->z[r] * s->z[r];
+            }
+            s->z0[f] = std::sqrt(nz) + vs;
+          }
+        }
+        break;
+      }
+    }
+  }
+}
+
+void IpmSolver::Evaluate(const Problem& p, int k, State* s) {
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+
+  // row velocities; dynamics residual M (v - v_free) - J' lambda
+  for (int a = 0; a < nr; a++) s->u[rows[a]] = J.Dot(rows[a], s->v);
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = s->v[dofs[a]] - p.v_free[dofs[a]];
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int tree = is.trees[t];
+    const int b = is.tree_dofadr[tree], e = b + is.tree_dofnum[tree];
+    p.mass.Mul(tmp_.data(), s->rv, b, e);
+  }
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    if (s->lam[i] != 0) J.AddRowTo(i, -s->lam[i], s->rv);
+  }
+  double rvio = 0;
+  for (int a = 0; a < nd; a++) rvio = std::max(rvio, std::fabs(s->rv[dofs[a]]) / mdiag_[dofs[a]]);
+
+  // row residuals, complementarity
+  double kvio = 0, gap = 0;
+  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
+    const int i = unit_row_[e];
+    switch (unit_type_[e]) {
+      case kUnitEquality:
+        s->rz[i] = s->u[i] - target_[i] + reg_[i] * s->lam[i];
+        rvio = std::max(rvio, std::fabs(s->rz[i]));
+        break;
+      case kUnitFrictionLoss: {
+        s->rz[i] = s->z[i] - s->u[i];
+        rvio = std::max(rvio, std::fabs(s->rz[i]));
+        const double x0 = bound_[i], x1 = s->x[i], z0 = s->z0[i], z1 = s->z[i];
+        const double c0 = x0 * z0 + x1 * z1, c1 = x0 * z1 + z0 * x1;
+        kvio = std::max(kvio, std::max(std::fabs(c0), std::fabs(c1)));
+        gap += c0;
+        break;
+      }
+      case kUnitLimit:
+      case kUnitContact: {
+        s->rz[i] = s->z[i] - s->u[i] - target_[i];
+        rvio = std::max(rvio, std::fabs(s->rz[i]));
+        const double xz = s->x[i] * s->z[i];
+        kvio = std::max(kvio, std::fabs(xz));
+        gap += xz;
+        if (unit_type_[e] == kUnitLimit) break;
+        int first[3], count[3];
+        const int ng = FrictionGroups(unit_dim_[e], first, count);
+        const double x0 = s->x[i];
+        for (int gi = 0; gi < ng; gi++) {
+          const int f = i + first[gi];
+          const double z0 = s->z0[f];
+          double c0 = x0 * z0;
+          for (int r = f; r < f + count[gi]; r++) {
+            s->rz[r] = s->z[r] - scale_[r] * s->u[r];
+            rvio = std::max(rvio, std::fabs(s->rz[r]));
+            c0 += s->x[r] * s->z[r];
+            kvio = std::max(kvio, std::fabs(x0 * s->z[r] + z0 * s->x[r]));
+          }
+          kvio = std::max(kvio, std::fabs(c0));
+          gap += c0;
+        }
+        break;
+      }
+    }
+  }
+  s->rvio = rvio;
+  s->kvio = kvio;
+  s->mu = ncone_[k] ? gap / ncone_[k] : 0;
+}
+
+// second-order cone entries of a friction group: x = (x0, x_R), z = (z0, z_R)
+inline void GroupVectors(const State& s, int f, int cnt, double x0, double* x, double* z) {
+  x[0] = x0;
+  z[0] = s.z0[f];
+  for (int r = 0; r < cnt; r++) {
+    x[r + 1] = s.x[f + r];
+    z[r + 1] = s.z[f + r];
+  }
+}
+
+bool IpmSolver::Scale(const Problem& p, int k, const State& s, bool exact) {
+  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
+    const int i = unit_row_[e], type = unit_type_[e];
+    if (type == kUnitEquality) continue;
+    int first[3] = {0}, count[3] = {1};
+    int ng = 1;
+    double x0 = bound_[i];
+    if (type != kUnitFrictionLoss) {
+      if (!(s.x[i] > 0 && s.z[i] > 0)) return false;
+      gn_[i] = s.x[i] / s.z[i];
+      if (type == kUnitLimit) continue;
+      ng = FrictionGroups(unit_dim_[e], first, count);
+      x0 = s.x[i];
+    }
+    for (int gi = 0; gi < ng; gi++) {
+      const int f = i + first[gi], cnt = count[gi], n = cnt + 1;
+      double x[3], z[3];
+      GroupVectors(s, f, cnt, x0, x, z);
+      double* G = G_.data() + 9 * f;
+      if (!cone::SocNtScaling(x, z, n, &nt_[f])) return false;
+      if (exact) {
+        // G = Arw(z)^-1 Arw(x), column by column
+        double A[9], col[3], out[3];
+        cone::SocArrow(x, n, A);
+        for (int c = 0; c < n; c++) {
+          for (int r = 0; r < n; r++) col[r] = A[r * n + c];
+          cone::SocDivide(z, col, n, out);
+          for (int r = 0; r < n; r++) G[r * n + c] = out[r];
+        }
+      } else {
+        cone::SocW2(nt_[f], G);
+      }
+
+      // eliminate eta0: q = G_10 / G_00, S = G_11 - q G_01
+      double* q = q_.data() + 2 * f;
+      double* S = S_.data() + 4 * f;
+      for (int a = 0; a < cnt; a++) q[a] = G[(a + 1) * n] / G[0];
+      for (int a = 0; a < cnt; a++) {
+        for (int b = 0; b < cnt; b++) S[a * cnt + b] = G[(a + 1) * n + b + 1] - q[a] * G[b + 1];
+      }
+    }
+  }
+  return true;
+}
+
+bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
+  const SparseRows& J = p.J;
+  lu_.SetMass(p);
+  double* jc = jc_.data();
+  double* tw = tw_.data();
+  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
+    const int i = unit_row_[e], type = unit_type_[e];
+    const int n = J.rownnz[i];
+    const int* cols = J.colind + J.rowadr[i];
+    if (n == 0) continue;
+    if (type != kUnitContact) {
+      // one row: weight w
+      double w;
+      if (type == kUnitEquality) {
+        w = 1 / reg_[i];
+      } else if (type == kUnitLimit) {
+        w = gn_[i];
+      } else {
+        w = S_[4 * i];
+      }
+      const double* ji = J.val + J.rowadr[i];
+      for (int b = 0; b < n; b++) tw[b] = w * ji[b];
+      lu_.AddJtT(cols, n, 1, ji, tw);
+      continue;
+    }
+
+    // contact block W (dim x dim): normal a; friction D S D and coupling D q a
+    const int dim = unit_dim_[e];
+    double W[36] = {0};
+    const double a = gn_[i];
+    W[0] = a;
+    int first[3], count[3];
+    const int ng = FrictionGroups(dim, first, count);
+    for (int gi = 0; gi < ng; gi++) {
+      const int f = first[gi], cnt = count[gi];
+      const double* S = S_.data() + 4 * (i + f);
+      const double* q = q_.data() + 2 * (i + f);
+      for (int r = 0; r < cnt; r++) {
+        const double dr = scale_[i + f + r];
+        if (coupled) W[(f + r) * dim] = dr * q[r] * a;
+        for (int c = 0; c < cnt; c++) W[(f + r) * dim + f + c] = dr * S[r * cnt + c] * scale_[i + f + c];
+      }
+    }
+    for (int r = 0; r < dim; r++) {
+      const double* jr = J.val + J.rowadr[i + r];
+      for (int b = 0; b < n; b++) jc[r * n + b] = jr[b];
+    }
+    for (int r = 0; r < dim; r++) {
+      double* tr = tw + r * n;
+      for (int b = 0; b < n; b++) tr[b] = 0;
+      for (int c = 0; c < dim; c++) {
+        const double wrc = W[r * dim + c];
+        if (wrc == 0) continue;
+        const double* jr = jc + c * n;
+        for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
+      }
+    }
+    lu_.AddJtT(cols, n, dim, jc, tw);
+  }
+  double mn, mx;
+  if (!lu_.Factor(&mn, &mx)) return false;
+  *cond = mx / mn;
+  info_.factorizations++;
+  return true;
+}
+
+void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction* aff,
+                        double kappa) {
+  // d = W (lambda \ rc) per cone, rc = kappa e - lambda o lambda - (W^-1 dx_a) o (W dz_a)
+  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
+    const int i = unit_row_[e], type = unit_type_[e];
+    if (type == kUnitEquality) continue;
+    int first[3] = {0}, count[3] = {1};
+    int ng = 1;
+    if (type != kUnitFrictionLoss) {
+      double rc = -s.x[i] * s.z[i];
+      if (aff) rc += kappa - aff->x[i] * aff->z[i];
+      d_[3 * i] = rc / s.z[i];
+      if (type == kUnitLimit) continue;
+      ng = FrictionGroups(unit_dim_[e], first, count);
+    }
+    for (int gi = 0; gi < ng; gi++) {
+      const int f = i + first[gi], n = count[gi] + 1;
+      double rc[3], t[3];
+      if (aho_) {
+        // unscaled: d = z \ (kappa e - x o z - dx_a o dz_a)
+        double x[3], z[3];
+        GroupVectors(s, f, count[gi], type == kUnitFrictionLoss ? bound_[i] : s.x[i], x, z);
+        cone::SocProduct(x, z, n, rc);
+        for (int r = 0; r < n; r++) rc[r] = -rc[r];
+        if (aff) {
+          double dx[3], dz[3], prod[3];
+          dx[0] = type == kUnitFrictionLoss ? 0 : aff->x[i];
+          dz[0] = aff->z0[f];
+          for (int r = 1; r < n; r++) {
+            dx[r] = aff->x[f + r - 1];
+            dz[r] = aff->z[f + r - 1];
+          }
+          cone::SocProduct(dx, dz, n, prod);
+          rc[0] += kappa;
+          for (int r = 0; r < n; r++) rc[r] -= prod[r];
+        }
+        cone::SocDivide(z, rc, n, d_.data() + 3 * f);
+        continue;
+      }
+      const cone::SocScaling& w = nt_[f];
+      cone::SocProduct(w.lambda, w.lambda, n, rc);
+      for (int r = 0; r < n; r++) rc[r] = -rc[r];
+      if (aff) {
+        double dx[3], dz[3], wdx[3], wdz[3], prod[3];
+        dx[0] = type == kUnitFrictionLoss ? 0 : aff->x[i];
+        dz[0] = aff->z0[f];
+        for (int r = 1; r < n; r++) {
+          dx[r] = aff->x[f + r - 1];
+          dz[r] = aff->z[f + r - 1];
+        }
+        cone::SocApplyWinv(w, dx, wdx);
+        cone::SocApplyW(w, dz, wdz);
+        cone::SocProduct(wdx, wdz, n, prod);
+        rc[0] += kappa;
+        for (int r = 0; r < n; r++) rc[r] -= prod[r];
+      }
+      cone::SocDivide(w.lambda, rc, n, t);
+      cone::SocApplyW(w, t, d_.data() + 3 * f);
+    }
+  }
+}
+
+void IpmSolver::Constants(const Problem& p, int k, const State& s, const double* rz,
+                          const double* rv, bool with_d) {
+  // c per row: dlam = c - W J dv; rhs = -rv + J' c
+  const SparseRows& J = p.J;
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) rhs_[dofs[a]] = -rv[dofs[a]];
+  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
+    const int i = unit_row_[e], type = unit_type_[e];
+    double cn = 0;
+    int first[3] = {0}, count[3] = {1};
+    int ng = 1;
+    if (type == kUnitEquality) {
+      c_[i] = -rz[i] / reg_[i];
+      J.AddRowTo(i, c_[i], rhs_.data());
+      continue;
+    }
+    if (type != kUnitFrictionLoss) {
+      cn = (with_d ? d_[3 * i] : 0) + gn_[i] * rz[i];
+      c_[i] = cn;
+      J.AddRowTo(i, cn, rhs_.data());
+      if (type == kUnitLimit) continue;
+      ng = FrictionGroups(unit_dim_[e], first, count);
+    }
+    for (int gi = 0; gi < ng; gi++) {
+      const int f = i + first[gi], cnt = count[gi];
+      const double* q = q_.data() + 2 * f;
+      const double* S = S_.data() + 4 * f;
+      const double* d = d_.data() + 3 * f;
+      for (int r = 0; r < cnt; r++) {
+        double v = q[r] * cn;
+        if (with_d) v += d[r + 1] - q[r] * d[0];
+        for (int c = 0; c < cnt; c++) v += S[r * cnt + c] * rz[f + c];
+        c_[f + r] = scale_[f + r] * v;
+        J.AddRowTo(f + r, c_[f + r], rhs_.data());
+      }
+    }
+  }
+}
+
+void IpmSolver::Recover(const Problem& p, int k, const State& s, const double* rz, bool with_d,
+                        Direction* d) {
+  const SparseRows& J = p.J;
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) d->u[rows[a]] = J.Dot(rows[a], d->v);
+  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
+    const int i = unit_row_[e], type = unit_type_[e];
+    double dx0 = 0;
+    int first[3] = {0}, count[3] = {1};
+    int ng = 1;
+    if (type == kUnitEquality) {
+      d->x[i] = d->lam[i] = c_[i] - d->u[i] / reg_[i];
+      continue;
+    }
+    if (type != kUnitFrictionLoss) {
+      d->z[i] = d->u[i] - rz[i];
+      d->x[i] = d->lam[i] = c_[i] - gn_[i] * d->u[i];
+      dx0 = d->x[i];
+      if (type == kUnitLimit) continue;
+      ng = FrictionGroups(unit_dim_[e], first, count);
+    }
+    for (int gi = 0; gi < ng; gi++) {
+      const int f = i + first[gi], cnt = count[gi], n = cnt + 1;
+      const double* G = G_.data() + 9 * f;
+      const double* dd = d_.data() + 3 * f;
+      for (int r = 0; r < cnt; r++) d->z[f + r] = scale_[f + r] * d->u[f + r] - rz[f + r];
+      double z0 = (with_d ? dd[0] : 0) - dx0;
+      for (int c = 0; c < cnt; c++) z0 -= G[c + 1] * d->z[f + c];
+      z0 /= G[0];
+      d->z0[f] = z0;
+      for (int r = 0; r < cnt; r++) {
+        double v = (with_d ? dd[r + 1] : 0) - G[(r + 1) * n] * z0;
+        for (int c = 0; c < cnt; c++) v -= G[(r + 1) * n + c + 1] * d->z[f + c];
+        d->x[f + r] = v;
+        d->lam[f + r] = scale_[f + r] * v;
+      }
+    }
+  }
+}
+
+double IpmSolver::MaxStep(const Problem& p, int k, const State& s, const Direction& d,
+                          double tau_ort, double tau_soc) const {
+  double a_ort = cone::kInfStep, a_soc = cone::kInfStep;
+  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
+    const int i = unit_row_[e], type = unit_type_[e];
+    if (type == kUnitEquality) continue;
+    int first[3] = {0}, count[3] = {1};
+    int ng = 1;
+    double x0 = bound_[i], dx0 = 0;
+    if (type != kUnitFrictionLoss) {
+      a_ort = std::min(a_ort, cone::OrthantStep(s.x + i, d.x + i, 1));
+      a_ort = std::min(a_ort, cone::OrthantStep(s.z + i, d.z + i, 1));
+      if (type == kUnitLimit) continue;
+      ng = FrictionGroups(unit_dim_[e], first, count);
+      x0 = s.x[i];
+      dx0 = d.x[i];
+    }
+    for (int gi = 0; gi < ng; gi++) {
+      const int f = i + first[gi], cnt = count[gi], n = cnt + 1;
+      double x[3], z[3], dx[3], dz[3];
+      GroupVectors(s, f, cnt, x0, x, z);
+      dx[0] = dx0;
+      dz[0] = d.z0[f];
+      for (int r = 0; r < cnt; r++) {
+        dx[r + 1] = d.x[f + r];
+        dz[r + 1] = d.z[f + r];
+      }
+      a_soc = std::min(a_soc, cone::SocStep(x, dx, n));
+      a_soc = std::min(a_soc, cone::SocStep(z, dz, n));
+    }
+  }
+  return std::min(1.0, std::min(tau_ort * a_ort, tau_soc * a_soc));
+}
+
+double IpmSolver::MuAt(const Problem& p, int k, const State& s, const Direction& d,
+                       double alpha) const {
+  if (!ncone_[k]) return 0;
+  double gap = 0;
+  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
+    const int i = unit_row_[e], type = unit_type_[e];
+    if (type == kUnitEquality) continue;
+    int first[3] = {0}, count[3] = {1};
+    int ng = 1;
+    double x0 = bound_[i];
+    if (type != kUnitFrictionLoss) {
+      x0 = s.x[i] + alpha * d.x[i];
+      gap += x0 * (s.z[i] + alpha * d.z[i]);
+      if (type == kUnitLimit) continue;
+      ng = FrictionGroups(unit_dim_[e], first, count);
+    }
+    for (int gi = 0; gi < ng; gi++) {
+      const int f = i + first[gi];
+      gap += x0 * (s.z0[f] + alpha * d.z0[f]);
+      for (int r = f; r < f + count[gi]; r++) {
+        gap += (s.x[r] + alpha * d.x[r]) * (s.z[r] + alpha * d.z[r]);
+      }
+    }
+  }
+  return gap / ncone_[k];
+}
+
+void IpmSolver::Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
+                     State* out) const {
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) {
+    const int j = dofs[a];
+    out->v[j] = s.v[j] + alpha * d.v[j];
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a];
+    out->x[i] = s.x[i] + alpha * d.x[i];
+    out->z[i] = s.z[i] + alpha * d.z[i];
+    out->z0[i] = s.z0[i] + alpha * d.z0[i];
+    out->lam[i] = s.lam[i] + alpha * d.lam[i];
+  }
+}
+
+void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) const {
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) {
+    const int j = dofs[a];
+    to->v[j] = from.v[j];
+    to->rv[j] = from.rv[j];
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a];
+    to->x[i] = from.x[i];
+    to->z[i] = from.z[i];
+    to->z0[i] = from.z0[i];
+    to->lam[i] = from.lam[i];
+    to->u[i] = from.u[i];
+    to->rz[i] = from.rz[i];
+  }
+  to->rvio = from.rvio;
+  to->kvio = from.kvio;
+  to->mu = from.mu;
+}
+
+void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
+  const ckIpmSettings& st = settings_.ipm;
+  const double rtol = st.residual_tol, ktol = st.kappa_tol;
+  State* cur = &cur_;
+  State* trial = &trial_;
+  ColdStart(p, k, cur);
+  Evaluate(p, k, cur);
+  auto merit = [&](const State& s) { return std::max(s.rvio / rtol, s.kvio / ktol); };
+  Copy(p, k, *cur, &best_);
+  double best = merit(*cur);
+  grad_ok_[k] = 0;
+
+  int status = ckSTATUS_MAX_ITER, it = 0;
+  double cond = 0;
+  for (; it <= st.max_iter; it++) {
+    if (cur->rvio < rtol && cur->kvio < ktol) {
+      status = ckSTATUS_SOLVED;
+      break;
+    }
+    if (it == st.max_iter) break;
+
+    // scaling, Newton matrix
+    if (!Scale(p, k, *cur, aho_)) {
+      status = ckSTATUS_NUMERICAL;
+      break;
+    }
+    if (!Linearize(p, k, true, &cond)) {
+      info_.sym_fallbacks++;
+      if (!Linearize(p, k, false, &cond)) {
+        status = ckSTATUS_NUMERICAL;
+        break;
+      }
+    }
+
+    // predictor
+    Targets(p, k, *cur, nullptr, 0);
+    Constants(p, k, *cur, cur->rz, cur->rv, true);
+    for (int a = 0; a < NumDofs(p, k); a++) aff_.v[Dofs(p, k)[a]] = rhs_[Dofs(p, k)[a]];
+    lu_.Solve(aff_.v);
+    Recover(p, k, *cur, cur->rz, true, &aff_);
+    double kappa = ktol / 5;
+    if (ncone_[k]) {
+      const double alpha_aff = MaxStep(p, k, *cur, aff_, 1, 1);
+      const double mu = cur->mu, mu_aff = MuAt(p, k, *cur, aff_, alpha_aff);
+      const double ratio = std::min(1.0, std::max(0.0, mu > 0 ? mu_aff / mu : 0));
+      kappa = std::max(ratio * ratio * ratio * mu, ktol / 5);
+    }
+
+    // corrector
+    Targets(p, k, *cur, &aff_, kappa);
+    Constants(p, k, *cur, cur->rz, cur->rv, true);
+    for (int a = 0; a < NumDofs(p, k); a++) dir_.v[Dofs(p, k)[a]] = rhs_[Dofs(p, k)[a]];
+    lu_.Solve(dir_.v);
+    Recover(p, k, *cur, cur->rz, true, &dir_);
+
+    // step: fraction to the boundary, then backtrack until a violation decreases
+    const double vio = std::max(cur->rvio, cur->kvio);
+    const double tau = std::max(kTauMin, 1 - vio * vio);
+    double alpha = MaxStep(p, k, *cur, dir_, tau, std::min(kTauMax, tau));
+    for (int bt = 0; bt <= kMaxBacktrack; bt++) {
+      Step(p, k, *cur, dir_, alpha, trial);
+      Evaluate(p, k, trial);
+      if (trial->rvio <= cur->rvio || trial->kvio <= cur->kvio) break;
+      alpha *= kBacktrack;
+    }
+    std::swap(cur, trial);
+    if (trace_) {
+      std::fprintf(stderr, "  isl %d it %2d rvio %.2e kvio %.2e mu %.2e kappa %.2e alpha %.3f\n", k,
+                   it, cur->rvio, cur->kvio, cur->mu, kappa, alpha);
+    }
+
+    // keep the iterate where the central path crosses kappa_grad, and the best one
+    if (!grad_ok_[k] && ncone_[k] && cur->mu <= st.kappa_grad) {
+      Copy(p, k, *cur, &grad_);
+      grad_ok_[k] = 1;
+    }
+    const double m = merit(*cur);
+    if (m < best) {
+      best = m;
+      Copy(p, k, *cur, &best_);
+    }
+  }
+  if (!grad_ok_[k]) {
+    Copy(p, k, *cur, &grad_);
+    grad_ok_[k] = 1;
+  }
+
+  if (trace_ && status != ckSTATUS_SOLVED) {
+    for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
+      const int i = unit_row_[e];
+      std::fprintf(stderr, "   unit %d type %d dim %d: x %.3e z %.3e rz %.2e", e, unit_type_[e],
+                   unit_dim_[e], cur->x[i], cur->z[i], cur->rz[i]);
+      if (unit_type_[e] == kUnitContact && unit_dim_[e] >= 3) {
+        std::fprintf(stderr, " | z0 %.3e x %.3e %.3e z %.3e %.3e", cur->z0[i + 1], cur->x[i + 1],
+                     cur->x[i + 2], cur->z[i + 1], cur->z[i + 2]);
+      }
+      std::fprintf(stderr, "\n");
+    }
+  }
+
+  // result: the converged iterate, else the best one
+  const State& fin = status == ckSTATUS_SOLVED ? *cur : best_;
+  if (status == ckSTATUS_MAX_ITER && fin.rvio < 100 * rtol && fin.kvio < 100 * ktol) {
+    status = ckSTATUS_INACCURATE;
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) out_lam_[rows[a]] = fin.lam[rows[a]];
+
+  info_.iterations = std::max(info_.iterations, it);
+  info_.total_iterations += it;
+  sol->iterations = std::max(sol->iterations, it);
+  sol->residual = std::max(sol->residual, fin.rvio);
+  sol->kappa = std::max(sol->kappa, fin.kvio);
+  sol->condition = std::max(sol->condition, cond);
+  if (status != ckSTATUS_SOLVED && (sol->status == ckSTATUS_SOLVED || status > sol->status)) {
+    sol->status = status;
+  }
+}
+
+void IpmSolver::Solve(const Problem& p, Solution* sol) {
+  info_ = IpmInfo();
+  sol->status = ckSTATUS_SOLVED;
+  sol->iterations = 0;
+  sol->residual = sol->kappa = sol->condition = 0;
+  Prepare(p);
+  for (int i = 0; i < p.nrow; i++) out_lam_[i] = 0;
+  const Islands& is = p.islands;
+  for (int k = 0; k < is.nisland; k++) {
+    if (!lu_.Analyze(p, k, chain_.data())) {
+      // fill beyond the preallocated pool: no force on this island
+      sol->status = ckSTATUS_NUMERICAL;
+      continue;
+    }
+    info_.tree_sparse += lu_.tree_sparse();
+    info_.islands++;
+    SolveIsland(p, k, sol);
+  }
+  info_.grad_islands = is.nisland;
+
+  // forces and the velocity they produce
+  for (int i = 0; i < p.nrow; i++) sol->force[i] = out_lam_[i] / p.h;
+  VelocityFromForce(p, sol->force, sol->v_next, nullptr);
+}
+
+bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                             double* dforce) {
+  return false;
+}
+
+}  // namespace
+
+std::unique_ptr<Solver> MakeIpmSolver() { return std::make_unique<IpmSolver>(); }
+
+const IpmInfo* IpmSolverInfo(const Solver* solver) {
+  const IpmSolver* s = dynamic_cast<const IpmSolver*>(solver);
+  return s ? &s->info() : nullptr;
+}
+
+}  // namespace contactkit

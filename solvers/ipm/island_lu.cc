@@ -1,0 +1,558 @@
+// Copyright 2026 The contactkit developers.
+#include "solvers/ipm/island_lu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <new>
+
+namespace contactkit {
+namespace {
+
+constexpr double kTinyPivot = 1e-300;
+
+// Doolittle LU of a dense n x n row-major block in place: unit L below, U on and above
+void DenseLU(double* D, int n, double* mn, double* mx, bool* ok) {
+  for (int c = 0; c < n; c++) {
+    const double p = D[c * n + c];
+    const double ap = std::fabs(p);
+    if (!(ap > kTinyPivot) || !std::isfinite(p)) {
+      *ok = false;
+      return;
+    }
+    *mn = std::fmin(*mn, ap);
+    *mx = std::fmax(*mx, ap);
+    const double ip = 1 / p;
+    const double* rowc = D + c * n;
+    for (int r = c + 1; r < n; r++) {
+      double* rowr = D + r * n;
+      const double l = rowr[c] * ip;
+      rowr[c] = l;
+      if (l == 0) continue;
+      for (int s = c + 1; s < n; s++) rowr[s] -= l * rowc[s];
+    }
+  }
+}
+
+// B <- L^-1 B, L the unit lower part of D (n x n); B is n x m row-major
+void LowerSolve(const double* D, int n, double* B, int m) {
+  for (int r = 1; r < n; r++) {
+    double* br = B + r * m;
+    for (int c = 0; c < r; c++) {
+      const double l = D[r * n + c];
+      if (l == 0) continue;
+      const double* bc = B + c * m;
+      for (int s = 0; s < m; s++) br[s] -= l * bc[s];
+    }
+  }
+}
+
+// B <- B U^-1, U the upper part of D (n x n); B is m x n row-major
+void UpperSolveRight(const double* D, int n, double* B, int m) {
+  for (int r = 0; r < m; r++) {
+    double* b = B + r * n;
+    for (int c = 0; c < n; c++) {
+      double s = b[c];
+      for (int k = 0; k < c; k++) s -= b[k] * D[k * n + c];
+      b[c] = s / D[c * n + c];
+    }
+  }
+}
+
+// C -= A B with A (m x k), B (k x n), C (m x n), all row-major
+void GemmSub(double* C, const double* A, const double* B, int m, int k, int n) {
+  for (int i = 0; i < m; i++) {
+    double* ci = C + i * n;
+    const double* ai = A + i * k;
+    for (int l = 0; l < k; l++) {
+      const double a = ai[l];
+      if (a == 0) continue;
+      const double* bl = B + l * n;
+      for (int j = 0; j < n; j++) ci[j] -= a * bl[j];
+    }
+  }
+}
+
+// y -= A x with A (m x n) row-major
+void GemvSub(double* y, const double* A, const double* x, int m, int n) {
+  for (int i = 0; i < m; i++) {
+    double s = 0;
+    const double* ai = A + i * n;
+    for (int j = 0; j < n; j++) s += ai[j] * x[j];
+    y[i] -= s;
+  }
+}
+
+// y -= A' x with A (m x n) row-major, x (m), y (n)
+void GemvTSub(double* y, const double* A, const double* x, int m, int n) {
+  for (int i = 0; i < m; i++) {
+    const double xi = x[i];
+    if (xi == 0) continue;
+    const double* ai = A + i * n;
+    for (int j = 0; j < n; j++) y[j] -= ai[j] * xi;
+  }
+}
+
+}  // namespace
+
+bool RowIsChain(const int* cols, int n, const int* parent) {
+  for (int a = n - 1; a > 0; a--) {
+    int j = cols[a];
+    while (j > cols[a - 1]) j = parent[j];
+    if (j != cols[a - 1]) return false;
+  }
+  return true;
+}
+
+bool IslandLU::Allocate(const ProblemDims& dims, long max_pool, std::string* error) {
+  nv_ = dims.nv;
+  const int nv = std::max(1, dims.nv), ntree = std::max(1, dims.ntree);
+  const long nv2 = static_cast<long>(nv) * nv;
+  const long pool = std::min(nv2, std::max(max_pool, 64L * nv));
+  max_edges_ = static_cast<int>(std::min(static_cast<long>(ntree) * (ntree - 1) / 2 + 1, pool / 2));
+  words_ = (ntree + 63) / 64;
+  try {
+    depth_.assign(nv, 0);
+    lo_.assign(std::max(1, dims.nM), 0);
+    up_.assign(std::max(1, dims.nM), 0);
+    dinv_.assign(nv, 0);
+    pos_size_.assign(ntree, 0);
+    pos_dof_.assign(ntree, 0);
+    pos_vadr_.assign(ntree, 0);
+    diag_adr_.assign(ntree, 0);
+    adj_adr_.assign(ntree, 0);
+    adj_num_.assign(ntree, 0);
+    adj_.assign(max_edges_, 0);
+    lblk_.assign(max_edges_, 0);
+    ublk_.assign(max_edges_, 0);
+    dof_pos_.assign(nv, 0);
+    dof_off_.assign(nv, 0);
+    where_.assign(ntree, -1);
+    pool_.assign(pool, 0);
+    work_.assign(nv, 0);
+    adjbits_.assign(static_cast<size_t>(ntree) * words_, 0);
+    local_tree_.assign(ntree, -1);
+    node_tree_.assign(ntree, 0);
+    node_pos_.assign(ntree, 0);
+    weight_.assign(ntree, 0);
+    done_.assign(ntree, 0);
+    elim_adr_.assign(ntree, 0);
+    elim_num_.assign(ntree, 0);
+    scratch_.assign(ntree, 0);
+  } catch (const std::bad_alloc&) {
+    *error = "ipm: out of memory for the factorization workspace";
+    return false;
+  }
+  return true;
+}
+
+bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain) {
+  const Islands& is = p.islands;
+  parent_ = p.mass.parent;
+  madr_ = p.mass.madr;
+  const int ntr = is.ntrees[island];
+  const int* trees = is.trees + is.treeadr[island];
+  const int* rows = is.rows + is.rowadr[island];
+  const int nrows = is.nrows[island];
+
+  // one tree whose rows are all chains: tree-sparse
+  tree_sparse_ = false;
+  if (ntr == 1) {
+    bool all = true;
+    for (int r = 0; r < nrows && all; r++) all = chain[rows[r]] != 0;
+    if (all) {
+      tree_sparse_ = true;
+      begin_ = is.tree_dofadr[trees[0]];
+      end_ = begin_ + is.tree_dofnum[trees[0]];
+      for (int i = begin_; i < end_; i++) {
+        depth_[i] = parent_[i] < 0 ? 0 : depth_[parent_[i]] + 1;
+      }
+      return true;
+    }
+  }
+
+  // adjacency of the island's trees from the rows
+  const int T = ntr;
+  const int words = (T + 63) / 64;
+  for (int l = 0; l < T; l++) {
+    local_tree_[trees[l]] = l;
+    node_tree_[l] = trees[l];
+    done_[l] = 0;
+    uint64_t* row = adjbits_.data() + static_cast<size_t>(l) * words_;
+    for (int w = 0; w < words; w++) row[w] = 0;
+  }
+  const SparseRows& J = p.J;
+  for (int r = 0; r < nrows; r++) {
+    const int i = rows[r], adr = J.rowadr[i], n = J.rownnz[i];
+    int nt = 0, last = -1;
+    for (int k = 0; k < n; k++) {
+      const int t = p.dof_tree[J.colind[adr + k]];
+      if (t != last) scratch_[nt++] = local_tree_[t];
+      last = t;
+    }
+    for (int a = 0; a < nt; a++) {
+      uint64_t* row = adjbits_.data() + static_cast<size_t>(scratch_[a]) * words_;
+      for (int b = 0; b < nt; b++) {
+        if (a != b) row[scratch_[b] >> 6] |= uint64_t{1} << (scratch_[b] & 63);
+      }
+    }
+  }
+
+  // weighted degree: dofs of the uneliminated neighbours
+  auto weigh = [&](int l) {
+    const uint64_t* row = adjbits_.data() + static_cast<size_t>(l) * words_;
+    int w = 0;
+    for (int wd = 0; wd < words; wd++) {
+      uint64_t bits = row[wd];
+      while (bits) {
+        const int m = wd * 64 + __builtin_ctzll(bits);
+        bits &= bits - 1;
+        if (!done_[m]) w += is.tree_dofnum[node_tree_[m]];
+      }
+    }
+    return w;
+  };
+  for (int l = 0; l < T; l++) weight_[l] = weigh(l);
+
+  // minimum degree elimination; each step records its uneliminated neighbours (the fill)
+  int nedge = 0;
+  for (int step = 0; step < T; step++) {
+    int best = -1;
+    for (int l = 0; l < T; l++) {
+      if (!done_[l] && (best < 0 || weight_[l] < weight_[best])) best = l;
+    }
+    done_[best] = 1;
+    node_pos_[best] = step;
+    elim_adr_[step] = nedge;
+    uint64_t* rowb = adjbits_.data() + static_cast<size_t>(best) * words_;
+    int cnt = 0;
+    for (int wd = 0; wd < words; wd++) {
+      uint64_t bits = rowb[wd];
+      while (bits) {
+        const int m = wd * 64 + __builtin_ctzll(bits);
+        bits &= bits - 1;
+        if (done_[m]) continue;
+        if (nedge >= max_edges_) return false;
+        adj_[nedge++] = m;
+        cnt++;
+      }
+    }
+    elim_num_[step] = cnt;
+
+    // neighbours become a clique
+    for (int e = elim_adr_[step]; e < nedge; e++) {
+      const int m = adj_[e];
+      uint64_t* rowm = adjbits_.data() + static_cast<size_t>(m) * words_;
+      for (int wd = 0; wd < words; wd++) rowm[wd] |= rowb[wd];
+      rowm[m >> 6] &= ~(uint64_t{1} << (m & 63));
+    }
+    for (int e = elim_adr_[step]; e < nedge; e++) weight_[adj_[e]] = weigh(adj_[e]);
+  }
+
+  // positions, neighbour lists in positions (ascending), pool addresses
+  npos_ = T;
+  int vadr = 0;
+  long pool = 0;
+  for (int l = 0; l < T; l++) {
+    const int k = node_pos_[l], t = node_tree_[l];
+    pos_size_[k] = is.tree_dofnum[t];
+    pos_dof_[k] = is.tree_dofadr[t];
+  }
+  for (int k = 0; k < T; k++) {
+    pos_vadr_[k] = vadr;
+    vadr += pos_size_[k];
+    diag_adr_[k] = static_cast<int>(pool);
+    pool += static_cast<long>(pos_size_[k]) * pos_size_[k];
+    for (int j = 0; j < pos_size_[k]; j++) {
+      dof_pos_[pos_dof_[k] + j] = k;
+      dof_off_[pos_dof_[k] + j] = j;
+    }
+  }
+  for (int k = 0; k < T; k++) {
+    adj_adr_[k] = elim_adr_[k];
+    adj_num_[k] = elim_num_[k];
+    int* a = adj_.data() + adj_adr_[k];
+    const int n = adj_num_[k];
+    for (int e = 0; e < n; e++) a[e] = node_pos_[a[e]];
+    std::sort(a, a + n);
+    for (int e = 0; e < n; e++) {
+      const long blk = static_cast<long>(pos_size_[k]) * pos_size_[a[e]];
+      lblk_[adj_adr_[k] + e] = static_cast<int>(pool);
+      ublk_[adj_adr_[k] + e] = static_cast<int>(pool + blk);
+      pool += 2 * blk;
+    }
+  }
+  if (pool > static_cast<long>(pool_.size())) return false;
+  pool_used_ = static_cast<int>(pool);
+  return true;
+}
+
+void IslandLU::SetMass(const Problem& p) {
+  if (tree_sparse_) {
+    const int a = madr_[begin_], b = end_ < p.nv ? madr_[end_] : p.mass.nM;
+    for (int i = a; i < b; i++) lo_[i] = up_[i] = p.mass.M[i];
+    return;
+  }
+  for (int i = 0; i < pool_used_; i++) pool_[i] = 0;
+  for (int k = 0; k < npos_; k++) {
+    p.mass.Dense(pos_dof_[k], pos_dof_[k] + pos_size_[k], pool_.data() + diag_adr_[k],
+                 pos_size_[k]);
+  }
+}
+
+double* IslandLU::Block(int i, int j) {
+  if (i == j) return pool_.data() + diag_adr_[i];
+  const int k = std::min(i, j), other = std::max(i, j);
+  const int* a = adj_.data() + adj_adr_[k];
+  const int e = static_cast<int>(std::lower_bound(a, a + adj_num_[k], other) - a) + adj_adr_[k];
+  return pool_.data() + (i > j ? lblk_[e] : ublk_[e]);
+}
+
+void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T) {
+  if (tree_sparse_) {
+    for (int a = 0; a < n; a++) {
+      const int ca = cols[a];
+      double s = 0;
+      for (int r = 0; r < dim; r++) s += Jc[r * n + a] * T[r * n + a];
+      lo_[madr_[ca]] += s;
+      for (int b = 0; b < a; b++) {
+        // cb is an ancestor of ca: A(ca, cb) in lo, A(cb, ca) in up
+        const int cb = cols[b];
+        const int adr = madr_[ca] + depth_[ca] - depth_[cb];
+        double sab = 0, sba = 0;
+        for (int r = 0; r < dim; r++) {
+          sab += Jc[r * n + a] * T[r * n + b];
+          sba += Jc[r * n + b] * T[r * n + a];
+        }
+        lo_[adr] += sab;
+        up_[adr] += sba;
+      }
+    }
+    return;
+  }
+
+  // segments of cols by tree position
+  for (int a0 = 0; a0 < n;) {
+    const int pa = dof_pos_[cols[a0]];
+    int a1 = a0 + 1;
+    while (a1 < n && dof_pos_[cols[a1]] == pa) a1++;
+    for (int b0 = 0; b0 < n;) {
+      const int pb = dof_pos_[cols[b0]];
+      int b1 = b0 + 1;
+      while (b1 < n && dof_pos_[cols[b1]] == pb) b1++;
+      double* blk = Block(pa, pb);
+      const int wb = pos_size_[pb];
+      for (int a = a0; a < a1; a++) {
+        double* row = blk + dof_off_[cols[a]] * wb;
+        for (int b = b0; b < b1; b++) {
+          double s = 0;
+          for (int r = 0; r < dim; r++) s += Jc[r * n + a] * T[r * n + b];
+          row[dof_off_[cols[b]]] += s;
+        }
+      }
+      b0 = b1;
+    }
+    a0 = a1;
+  }
+}
+
+void IslandLU::FactorTree(double* mn, double* mx, bool* ok) {
+  double* lo = lo_.data();
+  double* up = up_.data();
+  for (int k = end_ - 1; k >= begin_; k--) {
+    const int kk = madr_[k];
+    const double d = lo[kk];
+    const double ad = std::fabs(d);
+    if (!(ad > kTinyPivot) || !std::isfinite(d)) {
+      *ok = false;
+      return;
+    }
+    *mn = std::fmin(*mn, ad);
+    *mx = std::fmax(*mx, ad);
+    const double id = 1 / d;
+    dinv_[k] = id;
+    int ki = kk + 1;
+    for (int i = parent_[k]; i >= 0; i = parent_[i], ki++) {
+      // pairs (i, j), j = i and its ancestors: A(i,j) -= A(i,k) A(k,j) / d, A(j,i) likewise
+      const double aik = up[ki] * id, aki = lo[ki] * id;
+      const int cnt = depth_[i] + 1;
+      double* loi = lo + madr_[i];
+      double* upi = up + madr_[i];
+      const double* lok = lo + ki;
+      const double* upk = up + ki;
+      loi[0] -= aik * lok[0];
+      for (int c = 1; c < cnt; c++) {
+        loi[c] -= aik * lok[c];
+        upi[c] -= aki * upk[c];
+      }
+      lo[ki] = aki;
+      up[ki] = aik;
+    }
+  }
+}
+
+void IslandLU::FactorBlocks(double* mn, double* mx, bool* ok) {
+  double* pool = pool_.data();
+  for (int k = 0; k < npos_ && *ok; k++) {
+    const int nk = pos_size_[k];
+    double* D = pool + diag_adr_[k];
+    DenseLU(D, nk, mn, mx, ok);
+    if (!*ok) return;
+    const int a0 = adj_adr_[k], na = adj_num_[k];
+
+    // off-diagonal blocks of position k
+    for (int e = a0; e < a0 + na; e++) {
+      const int nj = pos_size_[adj_[e]];
+      LowerSolve(D, nk, pool + ublk_[e], nj);
+      UpperSolveRight(D, nk, pool + lblk_[e], nj);
+    }
+
+    // Schur complement on the later neighbours
+    for (int e1 = a0; e1 < a0 + na; e1++) {
+      const int i = adj_[e1], ni = pos_size_[i];
+      const double* Lik = pool + lblk_[e1];  // ni x nk
+      const double* Uki = pool + ublk_[e1];  // nk x ni
+      GemmSub(pool + diag_adr_[i], Lik, Uki, ni, nk, ni);
+      if (e1 + 1 == a0 + na) continue;
+
+      // blocks (i, j) and (j, i) for later j: edges of i
+      const int b0 = adj_adr_[i], nb = adj_num_[i];
+      for (int e = b0; e < b0 + nb; e++) where_[adj_[e]] = e;
+      for (int e2 = e1 + 1; e2 < a0 + na; e2++) {
+        const int j = adj_[e2], nj = pos_size_[j];
+        const int e = where_[j];
+        const double* Ljk = pool + lblk_[e2];  // nj x nk
+        const double* Ukj = pool + ublk_[e2];  // nk x nj
+        GemmSub(pool + ublk_[e], Lik, Ukj, ni, nk, nj);  // U(i, j)
+        GemmSub(pool + lblk_[e], Ljk, Uki, nj, nk, ni);  // L(j, i)
+      }
+      for (int e = b0; e < b0 + nb; e++) where_[adj_[e]] = -1;
+    }
+  }
+}
+
+bool IslandLU::Factor(double* min_pivot, double* max_pivot) {
+  double mn = HUGE_VAL, mx = 0;
+  bool ok = true;
+  if (tree_sparse_) {
+    FactorTree(&mn, &mx, &ok);
+  } else {
+    FactorBlocks(&mn, &mx, &ok);
+  }
+  *min_pivot = mn;
+  *max_pivot = mx;
+  return ok;
+}
+
+void IslandLU::Solve(double* x) {
+  if (tree_sparse_) {
+    const double* lo = lo_.data();
+    const double* up = up_.data();
+    for (int k = end_ - 1; k >= begin_; k--) {
+      const double xk = x[k];
+      if (xk == 0) continue;
+      int adr = madr_[k] + 1;
+      for (int i = parent_[k]; i >= 0; i = parent_[i]) x[i] -= up[adr++] * xk;
+    }
+    for (int k = begin_; k < end_; k++) {
+      double s = x[k] * dinv_[k];
+      int adr = madr_[k] + 1;
+      for (int j = parent_[k]; j >= 0; j = parent_[j]) s -= lo[adr++] * x[j];
+      x[k] = s;
+    }
+    return;
+  }
+
+  // gather in position order, L then U, scatter back
+  double* y = work_.data();
+  const double* pool = pool_.data();
+  for (int k = 0; k < npos_; k++) {
+    for (int j = 0; j < pos_size_[k]; j++) y[pos_vadr_[k] + j] = x[pos_dof_[k] + j];
+  }
+  for (int k = 0; k < npos_; k++) {
+    const int nk = pos_size_[k];
+    double* yk = y + pos_vadr_[k];
+    LowerSolve(pool + diag_adr_[k], nk, yk, 1);
+    for (int e = adj_adr_[k]; e < adj_adr_[k] + adj_num_[k]; e++) {
+      const int j = adj_[e];
+      GemvSub(y + pos_vadr_[j], pool + lblk_[e], yk, pos_size_[j], nk);
+    }
+  }
+  for (int k = npos_ - 1; k >= 0; k--) {
+    const int nk = pos_size_[k];
+    double* yk = y + pos_vadr_[k];
+    for (int e = adj_adr_[k]; e < adj_adr_[k] + adj_num_[k]; e++) {
+      const int j = adj_[e];
+      GemvSub(yk, pool + ublk_[e], y + pos_vadr_[j], nk, pos_size_[j]);
+    }
+    const double* D = pool + diag_adr_[k];
+    for (int r = nk - 1; r >= 0; r--) {
+      double s = yk[r];
+      for (int c = r + 1; c < nk; c++) s -= D[r * nk + c] * yk[c];
+      yk[r] = s / D[r * nk + r];
+    }
+  }
+  for (int k = 0; k < npos_; k++) {
+    for (int j = 0; j < pos_size_[k]; j++) x[pos_dof_[k] + j] = y[pos_vadr_[k] + j];
+  }
+}
+
+void IslandLU::SolveTranspose(double* x) {
+  if (tree_sparse_) {
+    // A' swaps the roles of the two triangles
+    const double* lo = lo_.data();
+    const double* up = up_.data();
+    for (int k = end_ - 1; k >= begin_; k--) {
+      const double xk = x[k];
+      if (xk == 0) continue;
+      int adr = madr_[k] + 1;
+      for (int i = parent_[k]; i >= 0; i = parent_[i]) x[i] -= lo[adr++] * xk;
+    }
+    for (int k = begin_; k < end_; k++) {
+      double s = x[k] * dinv_[k];
+      int adr = madr_[k] + 1;
+      for (int j = parent_[k]; j >= 0; j = parent_[j]) s -= up[adr++] * x[j];
+      x[k] = s;
+    }
+    return;
+  }
+
+  // A' = U' L': solve with U' (lower) forward, then L' (unit upper) backward
+  double* y = work_.data();
+  const double* pool = pool_.data();
+  for (int k = 0; k < npos_; k++) {
+    for (int j = 0; j < pos_size_[k]; j++) y[pos_vadr_[k] + j] = x[pos_dof_[k] + j];
+  }
+  for (int k = 0; k < npos_; k++) {
+    const int nk = pos_size_[k];
+    double* yk = y + pos_vadr_[k];
+    const double* D = pool + diag_adr_[k];
+    for (int r = 0; r < nk; r++) {
+      double s = yk[r];
+      for (int c = 0; c < r; c++) s -= D[c * nk + r] * yk[c];
+      yk[r] = s / D[r * nk + r];
+    }
+    for (int e = adj_adr_[k]; e < adj_adr_[k] + adj_num_[k]; e++) {
+      const int j = adj_[e];
+      GemvTSub(y + pos_vadr_[j], pool + ublk_[e], yk, nk, pos_size_[j]);
+    }
+  }
+  for (int k = npos_ - 1; k >= 0; k--) {
+    const int nk = pos_size_[k];
+    double* yk = y + pos_vadr_[k];
+    for (int e = adj_adr_[k]; e < adj_adr_[k] + adj_num_[k]; e++) {
+      const int j = adj_[e];
+      GemvTSub(yk, pool + lblk_[e], y + pos_vadr_[j], pos_size_[j], nk);
+    }
+    const double* D = pool + diag_adr_[k];
+    for (int r = nk - 1; r >= 0; r--) {
+      double s = yk[r];
+      for (int c = r + 1; c < nk; c++) s -= D[c * nk + r] * yk[c];
+      yk[r] = s;
+    }
+  }
+  for (int k = 0; k < npos_; k++) {
+    for (int j = 0; j < pos_size_[k]; j++) x[pos_dof_[k] + j] = y[pos_vadr_[k] + j];
+  }
+}
+
+}  // namespace contactkit
