@@ -23,7 +23,13 @@ constexpr double kTauMin = 0.95;        // Dojo's tau_min
 constexpr double kBacktrack = 0.5;      // Dojo's beta
 constexpr int kMaxBacktrack = 12;
 constexpr double kVelFloor = 1e-2;      // velocity scale of the cold start (m/s)
+constexpr double kRetryFloor = 1;       // the same for the retry of a failed solve
 constexpr long kMaxPool = 1L << 22;     // dense block pool bound for large models (doubles)
+constexpr double kStallStep = 0.05;     // steps shorter than this are blocked
+constexpr int kStallIter = 3;
+constexpr int kMaxRestarts = 4;         // cone restarts per solve           // blocked steps in a row that end a solve close to tolerance
+constexpr double kInteriorMargin = 1e-13;  // det(y) / y0^2 of an interior point
+constexpr double kInaccurate = 1000;    // "inaccurate": within this factor of both tolerances
 
 // what one group of rows is
 enum UnitType : int {
@@ -53,6 +59,7 @@ struct State {
   double* rz;   // row residual: z - scale J v - target, equality residual   (rows)
   double* rv;   // dynamics residual M (v - v_free) - J' lambda              (nv)
   double rvio = 0, kvio = 0, mu = 0;
+  bool interior = true;  // every cone strictly inside, with a margin above rounding
 };
 
 // a search direction
@@ -64,6 +71,16 @@ struct Direction {
   double* lam;  // (rows)
   double* u;    // J dv (rows)
 };
+
+// second-order cone entries of a friction group: x = (x0, x_R), z = (z0, z_R)
+inline void GroupVectors(const State& s, int f, int cnt, double x0, double* x, double* z) {
+  x[0] = x0;
+  z[0] = s.z0[f];
+  for (int r = 0; r < cnt; r++) {
+    x[r + 1] = s.x[f + r];
+    z[r + 1] = s.z[f + r];
+  }
+}
 
 class IpmSolver final : public Solver {
  public:
@@ -80,11 +97,13 @@ class IpmSolver final : public Solver {
   // per step
   void Prepare(const Problem& p);
   void SolveIsland(const Problem& p, int k, Solution* sol);
+  int Attempt(const Problem& p, int k, double floor, int* status, double* cond,
+              const State** fin);
 
   // per island
-  void ColdStart(const Problem& p, int k, State* s);
+  void ColdStart(const Problem& p, int k, double floor, State* s);
   void Evaluate(const Problem& p, int k, State* s);
-  bool Scale(const Problem& p, int k, const State& s, bool exact);
+  bool ConeJacobians(const Problem& p, int k, const State& s);
   bool Linearize(const Problem& p, int k, bool coupled, double* cond);
   void Targets(const Problem& p, int k, const State& s, const Direction* aff, double kappa);
   void Constants(const Problem& p, int k, const State& s, const double* rz, const double* rv,
@@ -106,7 +125,8 @@ class IpmSolver final : public Solver {
 
   ckSettings settings_;
   bool trace_ = false;
-  bool aho_ = false;
+
+
   ProblemDims dims_;
   IpmInfo info_;
   IslandLU lu_;
@@ -124,13 +144,12 @@ class IpmSolver final : public Solver {
   std::vector<int> unit_adr_, unit_num_;              //                               (ntree)
   std::vector<int> ncone_;                            // cones of each island          (ntree)
 
-  // linearization per cone (indexed by the cone's first row)
+  // linearization per cone (indexed by the cone's first row): dx = d - G dz
   std::vector<double> gn_;       // orthant: x / z                                      (rows)
-  std::vector<double> G_;        // second-order cone: W^2 or the exact map (3 x 3)     (rows x 9)
+  std::vector<double> G_;        // second-order cone: Arw(z)^-1 Arw(x) (3 x 3)         (rows x 9)
   std::vector<double> q_;        // G_10 / G_00                                         (rows x 2)
   std::vector<double> S_;        // G_11 - q G_01                                       (rows x 4)
-  std::vector<double> d_;        // W (lambda \ rc)                                     (rows x 3)
-  std::vector<cone::SocScaling> nt_;  // scalings                                       (rows)
+  std::vector<double> d_;        // z \ rc: the complementarity target's part of dx     (rows x 3)
   std::vector<double> c_;        // constant of the row impulse: dlam = c - W J dv      (rows)
 
   // iterates and directions
@@ -149,7 +168,8 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
   dims_ = dims;
   settings_ = settings;
   trace_ = std::getenv("CK_IPM_TRACE") != nullptr;
-  aho_ = std::getenv("CK_IPM_AHO") != nullptr;
+
+
   const size_t R = std::max(1, dims.max_rows), V = std::max(1, dims.nv);
   const size_t T = std::max(1, dims.ntree);
   if (!lu_.Allocate(dims, kMaxPool, error)) return false;
@@ -171,7 +191,6 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     q_.assign(2 * R, 0);
     S_.assign(4 * R, 0);
     d_.assign(3 * R, 0);
-    nt_.assign(R, cone::SocScaling());
     c_.assign(R, 0);
     rhs_.assign(V, 0);
     tmp_.assign(V, 0);
@@ -304,7 +323,7 @@ void IpmSolver::Prepare(const Problem& p) {
   }
 }
 
-void IpmSolver::ColdStart(const Problem& p, int k, State* s) {
+void IpmSolver::ColdStart(const Problem& p, int k, double floor, State* s) {
   const SparseRows& J = p.J;
   const int* dofs = Dofs(p, k);
   for (int a = 0; a < NumDofs(p, k); a++) s->v[dofs[a]] = p.v_free[dofs[a]];
@@ -319,32 +338,38 @@ void IpmSolver::ColdStart(const Problem& p, int k, State* s) {
         s->z[i] = 0;
         break;
       case kUnitFrictionLoss: {
-        const double vs = std::fabs(s->u[i]) + kVelFloor;
-        s->x[i] = s->lam[i] = 0;
+        // centered: eta well inside, xi = F (1, -eta1 / eta0) so that xi o eta = (., 0)
+        const double vs = std::fabs(s->u[i]) + floor;
         s->z[i] = s->u[i];
-        s->z0[i] = std::fabs(s->u[i]) + vs;
+        s->z0[i] = 2 * std::fabs(s->u[i]) + vs;
+        s->x[i] = s->lam[i] = -bound_[i] * s->z[i] / s->z0[i];
         break;
       }
       case kUnitLimit:
       case kUnitContact: {
         // gap velocity without force g; start with s ~ max(g, vs) and gamma ~ vs / A
         const double g = s->u[i] + target_[i];
-        const double vs = std::fabs(g) + kVelFloor;
+        const double vs = std::fabs(g) + floor;
         const double A = std::max(p.diag_approx[i], 1e-12);
         s->z[i] = std::max(g, 0.0) + 0.5 * vs;
-        s->x[i] = s->lam[i] = (std::max(-g, 0.0) + 0.5 * vs) / A;
+        const double gamma = (std::max(-g, 0.0) + 0.5 * vs) / A;
+        s->x[i] = s->lam[i] = gamma;
         if (unit_type_[e] == kUnitContact) {
+          // friction cones centered: eta0 = 2 |eta_R| + vs, xi_R = -gamma eta_R / eta0
           int first[3], count[3];
           const int ng = FrictionGroups(unit_dim_[e], first, count);
           for (int gi = 0; gi < ng; gi++) {
             const int f = i + first[gi];
             double nz = 0;
             for (int r = f; r < f + count[gi]; r++) {
-              s->x[r] = s->lam[r] = 0;
               s->z[r] = scale_[r] * s->u[r];
               nz += s->z[r] * s->z[r];
             }
-            s->z0[f] = std::sqrt(nz) + vs;
+            s->z0[f] = 2 * std::sqrt(nz) + vs;
+            for (int r = f; r < f + count[gi]; r++) {
+              s->x[r] = -gamma * s->z[r] / s->z0[f];
+              s->lam[r] = scale_[r] * s->x[r];
+            }
           }
         }
         break;
@@ -376,8 +401,12 @@ void IpmSolver::Evaluate(const Problem& p, int k, State* s) {
   double rvio = 0;
   for (int a = 0; a < nd; a++) rvio = std::max(rvio, std::fabs(s->rv[dofs[a]]) / mdiag_[dofs[a]]);
 
-  // row residuals, complementarity
+  // row residuals, complementarity, interior
   double kvio = 0, gap = 0;
+  bool interior = true;
+  auto inside = [](const double* y, int n) {
+    return y[0] > 0 && cone::SocDet(y, n) > kInteriorMargin * y[0] * y[0];
+  };
   for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
     const int i = unit_row_[e];
     switch (unit_type_[e]) {
@@ -392,6 +421,8 @@ void IpmSolver::Evaluate(const Problem& p, int k, State* s) {
         const double c0 = x0 * z0 + x1 * z1, c1 = x0 * z1 + z0 * x1;
         kvio = std::max(kvio, std::max(std::fabs(c0), std::fabs(c1)));
         gap += c0;
+        const double xv[2] = {x0, x1}, zv[2] = {z0, z1};
+        interior = interior && inside(xv, 2) && inside(zv, 2);
         break;
       }
       case kUnitLimit:
@@ -401,6 +432,8 @@ void IpmSolver::Evaluate(const Problem& p, int k, State* s) {
         const double xz = s->x[i] * s->z[i];
         kvio = std::max(kvio, std::fabs(xz));
         gap += xz;
+
+        interior = interior && s->x[i] > 0 && s->z[i] > 0;
         if (unit_type_[e] == kUnitLimit) break;
         int first[3], count[3];
         const int ng = FrictionGroups(unit_dim_[e], first, count);
@@ -417,6 +450,9 @@ void IpmSolver::Evaluate(const Problem& p, int k, State* s) {
           }
           kvio = std::max(kvio, std::fabs(c0));
           gap += c0;
+          double xv[3], zv[3];
+          GroupVectors(*s, f, count[gi], x0, xv, zv);
+          interior = interior && inside(xv, count[gi] + 1) && inside(zv, count[gi] + 1);
         }
         break;
       }
@@ -424,20 +460,12 @@ void IpmSolver::Evaluate(const Problem& p, int k, State* s) {
   }
   s->rvio = rvio;
   s->kvio = kvio;
+  s->interior = interior;
   s->mu = ncone_[k] ? gap / ncone_[k] : 0;
 }
 
-// second-order cone entries of a friction group: x = (x0, x_R), z = (z0, z_R)
-inline void GroupVectors(const State& s, int f, int cnt, double x0, double* x, double* z) {
-  x[0] = x0;
-  z[0] = s.z0[f];
-  for (int r = 0; r < cnt; r++) {
-    x[r + 1] = s.x[f + r];
-    z[r + 1] = s.z[f + r];
-  }
-}
-
-bool IpmSolver::Scale(const Problem& p, int k, const State& s, bool exact) {
+bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s) {
+  // per cone, the complementarity x o z linearized: dx = d - G dz with G = Arw(z)^-1 Arw(x)
   for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
     const int i = unit_row_[e], type = unit_type_[e];
     if (type == kUnitEquality) continue;
@@ -453,21 +481,17 @@ bool IpmSolver::Scale(const Problem& p, int k, const State& s, bool exact) {
     }
     for (int gi = 0; gi < ng; gi++) {
       const int f = i + first[gi], cnt = count[gi], n = cnt + 1;
-      double x[3], z[3];
+      double x[3], z[3], A[9], col[3], out[3];
       GroupVectors(s, f, cnt, x0, x, z);
+      if (!(cone::SocDet(x, n) > 0 && cone::SocDet(z, n) > 0 && x[0] > 0 && z[0] > 0)) {
+        return false;
+      }
       double* G = G_.data() + 9 * f;
-      if (!cone::SocNtScaling(x, z, n, &nt_[f])) return false;
-      if (exact) {
-        // G = Arw(z)^-1 Arw(x), column by column
-        double A[9], col[3], out[3];
-        cone::SocArrow(x, n, A);
-        for (int c = 0; c < n; c++) {
-          for (int r = 0; r < n; r++) col[r] = A[r * n + c];
-          cone::SocDivide(z, col, n, out);
-          for (int r = 0; r < n; r++) G[r * n + c] = out[r];
-        }
-      } else {
-        cone::SocW2(nt_[f], G);
+      cone::SocArrow(x, n, A);
+      for (int c = 0; c < n; c++) {
+        for (int r = 0; r < n; r++) col[r] = A[r * n + c];
+        cone::SocDivide(z, col, n, out);
+        for (int r = 0; r < n; r++) G[r * n + c] = out[r];
       }
 
       // eliminate eta0: q = G_10 / G_00, S = G_11 - q G_01
@@ -550,62 +574,41 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
 
 void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction* aff,
                         double kappa) {
-  // d = W (lambda \ rc) per cone, rc = kappa e - lambda o lambda - (W^-1 dx_a) o (W dz_a)
+  // d = z \ rc per cone, rc = kappa e - x o z - dx_a o dz_a (Mehrotra's second-order term)
   for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
     const int i = unit_row_[e], type = unit_type_[e];
     if (type == kUnitEquality) continue;
     int first[3] = {0}, count[3] = {1};
     int ng = 1;
+    double x0 = bound_[i], dx0 = 0;
     if (type != kUnitFrictionLoss) {
-      double rc = -s.x[i] * s.z[i];
-      if (aff) rc += kappa - aff->x[i] * aff->z[i];
+      double rc = kappa - s.x[i] * s.z[i];
+      if (aff) rc -= aff->x[i] * aff->z[i];
       d_[3 * i] = rc / s.z[i];
       if (type == kUnitLimit) continue;
       ng = FrictionGroups(unit_dim_[e], first, count);
+      x0 = s.x[i];
+      dx0 = aff ? aff->x[i] : 0;
     }
     for (int gi = 0; gi < ng; gi++) {
       const int f = i + first[gi], n = count[gi] + 1;
-      double rc[3], t[3];
-      if (aho_) {
-        // unscaled: d = z \ (kappa e - x o z - dx_a o dz_a)
-        double x[3], z[3];
-        GroupVectors(s, f, count[gi], type == kUnitFrictionLoss ? bound_[i] : s.x[i], x, z);
-        cone::SocProduct(x, z, n, rc);
-        for (int r = 0; r < n; r++) rc[r] = -rc[r];
-        if (aff) {
-          double dx[3], dz[3], prod[3];
-          dx[0] = type == kUnitFrictionLoss ? 0 : aff->x[i];
-          dz[0] = aff->z0[f];
-          for (int r = 1; r < n; r++) {
-            dx[r] = aff->x[f + r - 1];
-            dz[r] = aff->z[f + r - 1];
-          }
-          cone::SocProduct(dx, dz, n, prod);
-          rc[0] += kappa;
-          for (int r = 0; r < n; r++) rc[r] -= prod[r];
-        }
-        cone::SocDivide(z, rc, n, d_.data() + 3 * f);
-        continue;
-      }
-      const cone::SocScaling& w = nt_[f];
-      cone::SocProduct(w.lambda, w.lambda, n, rc);
+      double x[3], z[3], rc[3];
+      GroupVectors(s, f, count[gi], x0, x, z);
+      cone::SocProduct(x, z, n, rc);
       for (int r = 0; r < n; r++) rc[r] = -rc[r];
+      rc[0] += kappa;
       if (aff) {
-        double dx[3], dz[3], wdx[3], wdz[3], prod[3];
-        dx[0] = type == kUnitFrictionLoss ? 0 : aff->x[i];
+        double dx[3], dz[3], prod[3];
+        dx[0] = dx0;
         dz[0] = aff->z0[f];
         for (int r = 1; r < n; r++) {
           dx[r] = aff->x[f + r - 1];
           dz[r] = aff->z[f + r - 1];
         }
-        cone::SocApplyWinv(w, dx, wdx);
-        cone::SocApplyW(w, dz, wdz);
-        cone::SocProduct(wdx, wdz, n, prod);
-        rc[0] += kappa;
+        cone::SocProduct(dx, dz, n, prod);
         for (int r = 0; r < n; r++) rc[r] -= prod[r];
       }
-      cone::SocDivide(w.lambda, rc, n, t);
-      cone::SocApplyW(w, t, d_.data() + 3 * f);
+      cone::SocDivide(z, rc, n, d_.data() + 3 * f);
     }
   }
 }
@@ -701,6 +704,9 @@ double IpmSolver::MaxStep(const Problem& p, int k, const State& s, const Directi
     if (type != kUnitFrictionLoss) {
       a_ort = std::min(a_ort, cone::OrthantStep(s.x + i, d.x + i, 1));
       a_ort = std::min(a_ort, cone::OrthantStep(s.z + i, d.z + i, 1));
+      if (trace_ && tau_ort < 1 && std::min(cone::OrthantStep(s.x + i, d.x + i, 1), cone::OrthantStep(s.z + i, d.z + i, 1)) < 1e-2) {
+        std::fprintf(stderr, "    block orthant row %d: x %.3e dx %.3e z %.3e dz %.3e\n", i, s.x[i], d.x[i], s.z[i], d.z[i]);
+      }
       if (type == kUnitLimit) continue;
       ng = FrictionGroups(unit_dim_[e], first, count);
       x0 = s.x[i];
@@ -718,6 +724,10 @@ double IpmSolver::MaxStep(const Problem& p, int k, const State& s, const Directi
       }
       a_soc = std::min(a_soc, cone::SocStep(x, dx, n));
       a_soc = std::min(a_soc, cone::SocStep(z, dz, n));
+      if (trace_ && tau_ort < 1 && std::min(cone::SocStep(x, dx, n), cone::SocStep(z, dz, n)) < 1e-2) {
+        std::fprintf(stderr, "    block row %d: x %.3e %.3e %.3e dx %.3e %.3e %.3e | z %.3e %.3e %.3e dz %.3e %.3e %.3e\n",
+                     f, x[0], x[1], n > 2 ? x[2] : 0, dx[0], dx[1], n > 2 ? dx[2] : 0, z[0], z[1], n > 2 ? z[2] : 0, dz[0], dz[1], n > 2 ? dz[2] : 0);
+      }
     }
   }
   return std::min(1.0, std::min(tau_ort * a_ort, tau_soc * a_soc));
@@ -767,6 +777,7 @@ void IpmSolver::Step(const Problem& p, int k, const State& s, const Direction& d
   }
 }
 
+
 void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) const {
   const int* dofs = Dofs(p, k);
   for (int a = 0; a < NumDofs(p, k); a++) {
@@ -787,46 +798,49 @@ void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) cons
   to->rvio = from.rvio;
   to->kvio = from.kvio;
   to->mu = from.mu;
+  to->interior = from.interior;
 }
 
-void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
+int IpmSolver::Attempt(const Problem& p, int k, double floor, int* status, double* cond,
+                       const State** fin) {
   const ckIpmSettings& st = settings_.ipm;
   const double rtol = st.residual_tol, ktol = st.kappa_tol;
+  auto merit = [&](const State& s) { return std::max(s.rvio / rtol, s.kvio / ktol); };
   State* cur = &cur_;
   State* trial = &trial_;
-  ColdStart(p, k, cur);
+  ColdStart(p, k, floor, cur);
   Evaluate(p, k, cur);
-  auto merit = [&](const State& s) { return std::max(s.rvio / rtol, s.kvio / ktol); };
   Copy(p, k, *cur, &best_);
   double best = merit(*cur);
   grad_ok_[k] = 0;
-
-  int status = ckSTATUS_MAX_ITER, it = 0;
-  double cond = 0;
+  *status = ckSTATUS_MAX_ITER;
+  int it = 0, stalled = 0;
   for (; it <= st.max_iter; it++) {
     if (cur->rvio < rtol && cur->kvio < ktol) {
-      status = ckSTATUS_SOLVED;
+      *status = ckSTATUS_SOLVED;
       break;
     }
     if (it == st.max_iter) break;
 
-    // scaling, Newton matrix
-    if (!Scale(p, k, *cur, aho_)) {
-      status = ckSTATUS_NUMERICAL;
+    // cone linearization, Newton matrix; without the friction coupling if that fails
+    if (!ConeJacobians(p, k, *cur)) {
+      *status = ckSTATUS_NUMERICAL;
       break;
     }
-    if (!Linearize(p, k, true, &cond)) {
+    if (!Linearize(p, k, true, cond)) {
       info_.sym_fallbacks++;
-      if (!Linearize(p, k, false, &cond)) {
-        status = ckSTATUS_NUMERICAL;
+      if (!Linearize(p, k, false, cond)) {
+        *status = ckSTATUS_NUMERICAL;
         break;
       }
     }
 
-    // predictor
+    // predictor: the affine direction gives the centering sigma = (mu_aff / mu)^3
+    const int* dofs = Dofs(p, k);
+    const int nd = NumDofs(p, k);
     Targets(p, k, *cur, nullptr, 0);
     Constants(p, k, *cur, cur->rz, cur->rv, true);
-    for (int a = 0; a < NumDofs(p, k); a++) aff_.v[Dofs(p, k)[a]] = rhs_[Dofs(p, k)[a]];
+    for (int a = 0; a < nd; a++) aff_.v[dofs[a]] = rhs_[dofs[a]];
     lu_.Solve(aff_.v);
     Recover(p, k, *cur, cur->rz, true, &aff_);
     double kappa = ktol / 5;
@@ -837,24 +851,28 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       kappa = std::max(ratio * ratio * ratio * mu, ktol / 5);
     }
 
-    // corrector
+    // corrector with the second-order term
     Targets(p, k, *cur, &aff_, kappa);
     Constants(p, k, *cur, cur->rz, cur->rv, true);
-    for (int a = 0; a < NumDofs(p, k); a++) dir_.v[Dofs(p, k)[a]] = rhs_[Dofs(p, k)[a]];
+    for (int a = 0; a < nd; a++) dir_.v[dofs[a]] = rhs_[dofs[a]];
     lu_.Solve(dir_.v);
     Recover(p, k, *cur, cur->rz, true, &dir_);
 
-    // step: fraction to the boundary, then backtrack until a violation decreases
+    // fraction to the boundary, then backtrack until a violation decreases
     const double vio = std::max(cur->rvio, cur->kvio);
-    const double tau = std::max(kTauMin, 1 - vio * vio);
-    double alpha = MaxStep(p, k, *cur, dir_, tau, std::min(kTauMax, tau));
+    const double tau = std::min(kTauMax, std::max(kTauMin, 1 - vio * vio));
+    double alpha = MaxStep(p, k, *cur, dir_, tau, tau);
     for (int bt = 0; bt <= kMaxBacktrack; bt++) {
       Step(p, k, *cur, dir_, alpha, trial);
       Evaluate(p, k, trial);
-      if (trial->rvio <= cur->rvio || trial->kvio <= cur->kvio) break;
+      if (trial->interior && (trial->rvio <= cur->rvio || trial->kvio <= cur->kvio)) break;
       alpha *= kBacktrack;
     }
-    std::swap(cur, trial);
+    if (trial->interior) {
+      std::swap(cur, trial);
+    } else {
+      alpha = 0;
+    }
     if (trace_) {
       std::fprintf(stderr, "  isl %d it %2d rvio %.2e kvio %.2e mu %.2e kappa %.2e alpha %.3f\n", k,
                    it, cur->rvio, cur->kvio, cur->mu, kappa, alpha);
@@ -870,38 +888,63 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       best = m;
       Copy(p, k, *cur, &best_);
     }
+
+    // blocked steps: stop once close to the tolerances, or when hopeless
+    stalled = alpha < kStallStep ? stalled + 1 : 0;
+    if (stalled >= kStallIter && (best < kInaccurate || stalled >= 3 * kStallIter)) {
+      it++;
+      break;
+    }
   }
   if (!grad_ok_[k]) {
     Copy(p, k, *cur, &grad_);
     grad_ok_[k] = 1;
   }
 
-  if (trace_ && status != ckSTATUS_SOLVED) {
-    for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
-      const int i = unit_row_[e];
-      std::fprintf(stderr, "   unit %d type %d dim %d: x %.3e z %.3e rz %.2e", e, unit_type_[e],
-                   unit_dim_[e], cur->x[i], cur->z[i], cur->rz[i]);
-      if (unit_type_[e] == kUnitContact && unit_dim_[e] >= 3) {
-        std::fprintf(stderr, " | z0 %.3e x %.3e %.3e z %.3e %.3e", cur->z0[i + 1], cur->x[i + 1],
-                     cur->x[i + 2], cur->z[i + 1], cur->z[i + 2]);
-      }
-      std::fprintf(stderr, "\n");
-    }
-  }
+  // the converged iterate, else the best one
+  *fin = *status == ckSTATUS_SOLVED ? cur : &best_;
+  if (*status == ckSTATUS_MAX_ITER && merit(**fin) < kInaccurate) *status = ckSTATUS_INACCURATE;
+  return it;
+}
 
-  // result: the converged iterate, else the best one
-  const State& fin = status == ckSTATUS_SOLVED ? *cur : best_;
-  if (status == ckSTATUS_MAX_ITER && fin.rvio < 100 * rtol && fin.kvio < 100 * ktol) {
-    status = ckSTATUS_INACCURATE;
-  }
+void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
+  const ckIpmSettings& st = settings_.ipm;
+  auto merit = [&](const State& s) {
+    return std::max(s.rvio / st.residual_tol, s.kvio / st.kappa_tol);
+  };
   const int* rows = Rows(p, k);
-  for (int a = 0; a < NumRows(p, k); a++) out_lam_[rows[a]] = fin.lam[rows[a]];
+  const int nr = NumRows(p, k);
 
-  info_.iterations = std::max(info_.iterations, it);
-  info_.total_iterations += it;
-  sol->iterations = std::max(sol->iterations, it);
-  sol->residual = std::max(sol->residual, fin.rvio);
-  sol->kappa = std::max(sol->kappa, fin.kvio);
+  // a failed attempt is retried once from a more central start
+  int status = ckSTATUS_MAX_ITER, iterations = 0;
+  double cond = 0, best = HUGE_VAL, rvio = 0, kvio = 0;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    int st_attempt;
+    double c = 0;
+    const State* fin = nullptr;
+    iterations += Attempt(p, k, attempt ? kRetryFloor : kVelFloor, &st_attempt, &c, &fin);
+    const double m = merit(*fin);
+    if (attempt == 0 || m < best) {
+      best = m;
+      status = st_attempt;
+      cond = c;
+      rvio = fin->rvio;
+      kvio = fin->kvio;
+      for (int a = 0; a < nr; a++) out_lam_[rows[a]] = fin->lam[rows[a]];
+    }
+    if (trace_) {
+      std::fprintf(stderr, "  isl %d attempt %d status %d it %d rvio %.2e kvio %.2e nrow %d\n", k,
+                   attempt, st_attempt, iterations, fin->rvio, fin->kvio, nr);
+    }
+    if (status == ckSTATUS_SOLVED || status == ckSTATUS_INACCURATE) break;
+    info_.retries++;
+  }
+
+  info_.iterations = std::max(info_.iterations, iterations);
+  info_.total_iterations += iterations;
+  sol->iterations = std::max(sol->iterations, iterations);
+  sol->residual = std::max(sol->residual, rvio);
+  sol->kappa = std::max(sol->kappa, kvio);
   sol->condition = std::max(sol->condition, cond);
   if (status != ckSTATUS_SOLVED && (sol->status == ckSTATUS_SOLVED || status > sol->status)) {
     sol->status = status;

@@ -34,6 +34,7 @@ struct IpmInfo {
   int total_iterations = 0; // iterations summed over islands
   int factorizations = 0;   // LU factorizations
   int sym_fallbacks = 0;    // factorizations redone without the friction coupling
+  int retries = 0;          // failed island solves retried from a more central start
   int tree_sparse = 0;      // islands factored in the tree-sparse layout
   int warm_contacts = 0;    // contacts started from the previous step's solution
   int grad_islands = 0;     // islands with a stored kappa_grad iterate
