@@ -28,8 +28,8 @@ const KeyInfo kKeys[] = {
   {"warmstart", "common", kKeyBool, CK_OFF(warmstart), 0, 1, false, false, "1",
    "warm-start each solve from the previous step's solution"},
 
-  {"kappa_tol", "ipm", kKeyReal, CK_OFF(ipm.kappa_tol), 0, 1, true, true, "1e-8",
-   "final complementarity gamma*s (N*s * m/s); small is hard contact"},
+  {"kappa_tol", "ipm", kKeyReal, CK_OFF(ipm.kappa_tol), 0, 1, true, true, "1e-10",
+   "final complementarity gamma*s (N*s * m/s); small is hard contact and static friction"},
   {"residual_tol", "ipm", kKeyReal, CK_OFF(ipm.residual_tol), 0, 1, true, true, "1e-8",
    "final residual infinity norm of the optimality conditions"},
   {"kappa_grad", "ipm", kKeyReal, CK_OFF(ipm.kappa_grad), 0, 1, true, true, "1e-4",
@@ -42,6 +42,8 @@ const KeyInfo kKeys[] = {
    "soften equality constraints with their solref/solimp"},
   {"rest_depth", "ipm", kKeyReal, CK_OFF(ipm.rest_depth), 0, 0.01, false, false, "1e-7",
    "depth (m) at which contacts/limits without margin rest, so MuJoCo keeps reporting them"},
+  {"recovery_speed", "ipm", kKeyReal, CK_OFF(ipm.recovery_speed), 0, kInf, true, true, "1",
+   "largest speed (m/s) at which a penetration or violated limit is undone per step"},
 
   {"stiffness", "comfree", kKeyReal, CK_OFF(comfree.stiffness), 0, 100, true, false, "0.2",
    "k_user: dimensionless stiffness of the impedance update"},
