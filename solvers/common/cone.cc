@@ -16,6 +16,8 @@ double Norm1(const double* x, int n) {
 }  // namespace
 
 double SocDet(const double* x, int n) {
+  if (n == 2) return DetN<2>(x);
+  if (n == 3) return DetN<3>(x);
   const double r = Norm1(x, n);
   return (x[0] - r) * (x[0] + r);
 }

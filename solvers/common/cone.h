@@ -11,6 +11,8 @@
 #ifndef CONTACTKIT_SOLVERS_COMMON_CONE_H_
 #define CONTACTKIT_SOLVERS_COMMON_CONE_H_
 
+#include <cmath>
+
 namespace contactkit {
 namespace cone {
 
@@ -57,6 +59,51 @@ void SocW2(const SocScaling& s, double* G);
 
 // Arrow matrix of x: Arw(x) y = x o y (n x n, row-major)
 void SocArrow(const double* x, int n, double* A);
+
+// fixed-size versions of the above for inner loops (N >= 2)
+template <int N>
+inline double DetN(const double* x) {
+  double r = 0;
+  for (int i = 1; i < N; i++) r += x[i] * x[i];
+  r = std::sqrt(r);
+  return (x[0] - r) * (x[0] + r);
+}
+
+template <int N>
+inline void ProductN(const double* x, const double* z, double* out) {
+  double dot = 0;
+  for (int i = 0; i < N; i++) dot += x[i] * z[i];
+  const double x0 = x[0], z0 = z[0];
+  for (int i = 1; i < N; i++) out[i] = x0 * z[i] + z0 * x[i];
+  out[0] = dot;
+}
+
+template <int N>
+inline void DivideN(const double* lam, const double* r, double* y) {
+  double dot = 0;
+  for (int i = 1; i < N; i++) dot += lam[i] * r[i];
+  const double y0 = (lam[0] * r[0] - dot) / DetN<N>(lam);
+  const double inv = 1 / lam[0];
+  for (int i = 1; i < N; i++) y[i] = (r[i] - y0 * lam[i]) * inv;
+  y[0] = y0;
+}
+
+template <int N>
+inline double StepN(const double* y, const double* dy) {
+  const double nu = DetN<N>(y);
+  const double snu = std::sqrt(nu);
+  double zeta = y[0] * dy[0];
+  for (int i = 1; i < N; i++) zeta -= y[i] * dy[i];
+  const double rho0 = zeta / nu;
+  const double c = (zeta / snu + dy[0]) / (y[0] * snu + nu);
+  double rho1 = 0;
+  for (int i = 1; i < N; i++) {
+    const double r = dy[i] / snu - c * y[i];
+    rho1 += r * r;
+  }
+  rho1 = std::sqrt(rho1);
+  return rho1 > rho0 ? 1 / (rho1 - rho0) : kInfStep;
+}
 
 }  // namespace cone
 }  // namespace contactkit

@@ -1,6 +1,4 @@
 // Copyright 2026 The contactkit developers.
-#include "solvers/ipm/ipm_solver.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,25 +10,78 @@
 
 #include "contactkit/contactkit.h"  // ckStatus (header only)
 #include "solvers/common/cone.h"
+#include "solvers/ipm/ipm_solver.h"
 
 namespace contactkit {
 namespace ipm {
 namespace {
 
-constexpr double kEqualityReg = 1e-10;  // regularizer of hard equality rows, x diag_approx
-constexpr double kTauMax = 0.99;        // Dojo's tau_max: fraction to a second-order cone's boundary
-constexpr double kTauMin = 0.95;        // Dojo's tau_min
-constexpr double kBacktrack = 0.5;      // Dojo's beta
-constexpr int kMaxBacktrack = 12;
-constexpr double kVelFloor = 1e-2;      // velocity scale of the cold start (m/s)
-constexpr double kRetryFloor = 1;       // the same for the retry of a failed solve
-constexpr double kSoftFactor = 1e3;     // tolerances of the last, softer retry
-constexpr long kMaxPool = 1L << 22;     // dense block pool bound for large models (doubles)
-constexpr double kStallStep = 0.05;     // steps shorter than this are blocked
-constexpr int kStallIter = 3;          // blocked steps in a row that end a solve
+constexpr double kEqualityReg = 1e-10;     // regularizer of hard equality rows, x diag_approx
+constexpr double kTauMax = 0.99;           // fraction to the boundary while mu is large
+constexpr double kTauGain = 100;           // tau = max(kTauMax, 1 - kTauGain mu)
+constexpr double kBacktrack = 0.5;         // Dojo's beta
+constexpr int kMaxBacktrack = 12;          // halvings of a step
+constexpr double kTargetFraction = 0.1;    // final central-path target, fraction of kappa_tol
+constexpr double kVelFloor = 1e-2;         // velocity scale of the cold start (m/s)
+constexpr double kColdSlack = 0.1;         // cold-start gap slack, fraction of that scale
+constexpr double kRetryFloor = 1;          // the same for the retry of a failed solve
+constexpr double kSoftFactor = 1e3;        // tolerances of the last, softer retry
+constexpr double kStallStep = 0.05;        // steps shorter than this are blocked
+constexpr int kStallIter = 3;              // blocked steps in a row that end a solve
 constexpr double kInteriorMargin = 1e-13;  // det(y) / y0^2 of an interior point
-constexpr double kTargetFraction = 0.1;  // final central-path target as a fraction of kappa_tol
-constexpr double kInaccurate = 1000;    // "inaccurate": within this factor of both tolerances
+constexpr double kInaccurate = 1000;       // "inaccurate": within this factor of both tolerances
+constexpr long kMaxPool = 1L << 22;        // dense block pool bound for large models (doubles)
+constexpr int kCenterIter = 30;            // Newton steps onto the central point at kappa_grad
+constexpr double kCenterTol = 1e-10;       // relative complementarity accuracy of that point
+constexpr double kCenterResidual = 1e-12;  // and its residual violation
+constexpr double kWarmMu = 1e-5;           // complementarity of a warm start (gap re-check)           // complementarity of a warm start
+constexpr double kWarmSpeed = 1e-3;        // smallest gap speed of a warm start (m/s)
+
+// fixed-size cone operations for the cones here (2 or 3 entries)
+inline double Det(const double* y, int n) {
+  return n == 3 ? cone::DetN<3>(y) : cone::DetN<2>(y);
+}
+inline double ConeStep(const double* y, const double* dy, int n) {
+  return n == 3 ? cone::StepN<3>(y, dy) : cone::StepN<2>(y, dy);
+}
+inline void Divide(const double* l, const double* r, int n, double* y) {
+  n == 3 ? cone::DivideN<3>(l, r, y) : cone::DivideN<2>(l, r, y);
+}
+inline void Product(const double* x, const double* z, int n, double* out) {
+  n == 3 ? cone::ProductN<3>(x, z, out) : cone::ProductN<2>(x, z, out);
+}
+
+// entries of cone c of an iterate: x = (x0, x_R), z = (z0, z_R)
+inline int ConeVectors(const State& s, int f, int cnt, double x0, double* x, double* z) {
+  x[0] = x0;
+  z[0] = s.z0[f];
+  for (int r = 0; r < cnt; r++) {
+    x[r + 1] = s.x[f + r];
+    z[r + 1] = s.z[f + r];
+  }
+  return cnt + 1;
+}
+
+// friction cones of a contact of dimension dim: (first row offset, rows)
+int FrictionGroups(int dim, int* first, int* count) {
+  int n = 0;
+  if (dim >= 3) first[n] = 1, count[n++] = 2;
+  if (dim >= 4) first[n] = 3, count[n++] = 1;
+  if (dim >= 6) first[n] = 4, count[n++] = 2;
+  return n;
+}
+
+// y = A x for a tree-layout matrix with values A (MuJoCo's mass layout) on dofs [b, e)
+void TreeMul(const TreeMass& mass, const double* A, const double* x, double* y, int b, int e) {
+  for (int i = b; i < e; i++) y[i] = A[mass.madr[i]] * x[i];
+  for (int i = b; i < e; i++) {
+    int adr = mass.madr[i] + 1;
+    for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+      y[i] += A[adr] * x[j];
+      y[j] += A[adr] * x[i];
+    }
+  }
+}
 
 }  // namespace
 
@@ -44,21 +95,23 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
   try {
     scale_.assign(R, 1);
     target_.assign(R, 0);
+    capped_.assign(R, 0);
     reg_.assign(R, 0);
     bound_.assign(R, 0);
-    row_con_.assign(R, -1);
     chain_.assign(R, 0);
-    unit_type_.assign(R, 0);
-    unit_row_.assign(R, 0);
-    unit_dim_.assign(R, 0);
-    unit_adr_.assign(T, 0);
-    unit_num_.assign(T, 0);
-    ncone_.assign(T, 0);
-    gn_.assign(R, 0);
-    G_.assign(9 * R, 0);
-    q_.assign(2 * R, 0);
-    S_.assign(4 * R, 0);
-    d_.assign(3 * R, 0);
+    pos_.assign(R, 0);
+    pos_next_.assign(R, 0);
+    lists_.assign(T, IslandLists());
+    for (auto* v : {&orth_, &eq_, &lim_, &con_, &fl_, &con_dim_, &con_soc_, &soc_row_, &soc_cnt_,
+                    &soc_nrm_, &con_of_row_}) {
+      v->assign(R, 0);
+    }
+    og_.assign(R, 0);
+    od_.assign(R, 0);
+    sG_.assign(9 * R, 0);
+    sq_.assign(2 * R, 0);
+    sS_.assign(4 * R, 0);
+    sd_.assign(3 * R, 0);
     c_.assign(R, 0);
     rhs_.assign(V, 0);
     tmp_.assign(V, 0);
@@ -66,10 +119,16 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     jc_.assign(6 * V, 0);
     tw_.assign(6 * V, 0);
     out_lam_.assign(R, 0);
+    cen_force_.assign(R, 0);
     grad_ok_.assign(T, 0);
+    centered_.assign(T, 0);
+    drz_.assign(R, 0);
+    drv_.assign(V, 0);
+    warm_lam_.assign(R, 0);
+    warm_ok_.assign(R, 0);
 
-    // 4 states of (2 nv + 6 rows), 2 directions of (nv + 5 rows)
-    store_.assign(4 * (2 * V + 6 * R) + 2 * (V + 5 * R), 0);
+    // 5 states of (2 nv + 6 rows), 2 directions of (2 nv + 6 rows)
+    store_.assign(7 * (2 * V + 6 * R), 0);
   } catch (const std::bad_alloc&) {
     *error = "ipm: out of memory for the solver workspace";
     return false;
@@ -80,7 +139,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     at += n;
     return p;
   };
-  for (State* s : {&cur_, &trial_, &best_, &grad_}) {
+  for (State* s : {&cur_, &trial_, &best_, &grad_, &cen_}) {
     s->v = take(V);
     s->rv = take(V);
     s->x = take(R);
@@ -92,35 +151,38 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
   }
   for (Direction* d : {&aff_, &dir_}) {
     d->v = take(V);
+    d->rv = take(V);
     d->x = take(R);
     d->z = take(R);
     d->z0 = take(R);
     d->lam = take(R);
     d->u = take(R);
+    d->rz = take(R);
   }
   return true;
 }
 
-void IpmSolver::Prepare(const Problem& p) {
+void IpmSolver::Prepare(const Problem& p, const double* pos) {
   const double h = p.h;
   const SparseRows& J = p.J;
   const Islands& is = p.islands;
+  const ckIpmSettings& st = settings_.ipm;
 
   // rows: scale, target, regularizer, bound
   for (int i = 0; i < p.nrow; i++) {
     scale_[i] = 1;
     target_[i] = 0;
+    capped_[i] = 0;
     reg_[i] = 0;
     bound_[i] = 0;
-    row_con_[i] = -1;
     switch (p.kind[i]) {
       case kRowEquality:
-        if (settings_.ipm.soft_equality) {
+        if (st.soft_equality) {
           reg_[i] = std::max(p.R[i], 1e-15);
           target_[i] = p.vel[i] + h * p.aref[i];
         } else {
           reg_[i] = std::max(kEqualityReg * p.diag_approx[i], 1e-300);
-          target_[i] = -p.pos[i] / h;
+          target_[i] = -pos[i] / h;
         }
         break;
       case kRowFriction:
@@ -130,8 +192,11 @@ void IpmSolver::Prepare(const Problem& p) {
       case kRowContactNormal:
         // without margin, rest slightly inside so that MuJoCo keeps reporting the contact; undo
         // deep penetration (late detection, collision glitches) at a bounded speed
-        target_[i] = (p.pos[i] - std::min(p.margin[i] - settings_.ipm.rest_depth, 0.0)) / h;
-        target_[i] = std::max(target_[i], -settings_.ipm.recovery_speed);
+        target_[i] = (pos[i] - std::min(p.margin[i] - st.rest_depth, 0.0)) / h;
+        if (target_[i] < -st.recovery_speed) {
+          target_[i] = -st.recovery_speed;
+          capped_[i] = 1;
+        }
         break;
       default:
         break;
@@ -139,284 +204,307 @@ void IpmSolver::Prepare(const Problem& p) {
   }
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    for (int r = 0; r < con.dim; r++) row_con_[con.row + r] = c;
+    con_of_row_[con.row] = c;
     for (int r = 1; r < con.dim; r++) scale_[con.row + r] = con.mu[r - 1];
   }
-
-  // diagonal of M_eff for residual scaling
   for (int j = 0; j < p.nv; j++) mdiag_[j] = p.mass.M[p.mass.madr[j]];
 
-  // units per island; chain flags for single-tree islands
-  int nunit = 0;
+  // constraint lists per island; chain flags for single-tree islands
+  int north = 0, nsoc = 0, neq = 0, nlim = 0, ncon = 0, nfl = 0;
   for (int k = 0; k < is.nisland; k++) {
-    unit_adr_[k] = nunit;
-    int ncone = 0;
+    IslandLists& L = lists_[k];
+    L.orth_adr = north;
+    L.soc_adr = nsoc;
+    L.eq_adr = neq;
+    L.lim_adr = nlim;
+    L.con_adr = ncon;
+    L.fl_adr = nfl;
     const int* rows = Rows(p, k);
     const int nr = NumRows(p, k);
     const bool single = is.ntrees[k] == 1;
     for (int a = 0; a < nr; a++) {
       const int i = rows[a];
-      if (single) {
-        chain_[i] = RowIsChain(J.colind + J.rowadr[i], J.rownnz[i], p.mass.parent);
-      }
-      int type = -1, dim = 1;
+      if (single) chain_[i] = RowIsChain(J.colind + J.rowadr[i], J.rownnz[i], p.mass.parent);
       switch (p.kind[i]) {
         case kRowEquality:
-          type = kUnitEquality;
+          eq_[neq++] = i;
           break;
         case kRowFriction:
-          type = kUnitFrictionLoss;
-          ncone++;
+          fl_[nfl++] = nsoc;
+          soc_row_[nsoc] = i;
+          soc_cnt_[nsoc] = 1;
+          soc_nrm_[nsoc++] = -1;
           break;
         case kRowLimit:
-          type = kUnitLimit;
-          ncone++;
+          orth_[north++] = i;
+          lim_[nlim++] = i;
           break;
         case kRowContactNormal: {
-          type = kUnitContact;
-          dim = p.con[row_con_[i]].dim;
+          const int c = con_of_row_[i];
+          orth_[north++] = i;
+          con_[ncon] = i;
+          con_dim_[ncon] = p.con[c].dim;
+          con_soc_[ncon++] = nsoc;
           int first[3], count[3];
-          ncone += 1 + FrictionGroups(dim, first, count);
+          const int ng = FrictionGroups(p.con[c].dim, first, count);
+          for (int g = 0; g < ng; g++) {
+            soc_row_[nsoc] = i + first[g];
+            soc_cnt_[nsoc] = count[g];
+            soc_nrm_[nsoc++] = i;
+          }
           break;
         }
         default:
-          break;  // friction rows belong to their contact's unit
+          break;  // friction rows belong to their contact's cones
       }
-      if (type < 0) continue;
-      unit_type_[nunit] = type;
-      unit_row_[nunit] = i;
-      unit_dim_[nunit] = dim;
-      nunit++;
     }
-    unit_num_[k] = nunit - unit_adr_[k];
-    ncone_[k] = ncone;
+    L.orth_num = north - L.orth_adr;
+    L.soc_num = nsoc - L.soc_adr;
+    L.eq_num = neq - L.eq_adr;
+    L.lim_num = nlim - L.lim_adr;
+    L.con_num = ncon - L.con_adr;
+    L.fl_num = nfl - L.fl_adr;
   }
 }
 
 void IpmSolver::ColdStart(const Problem& p, int k, double floor, State* s) {
   const SparseRows& J = p.J;
+  const IslandLists& L = lists_[k];
   const int* dofs = Dofs(p, k);
   for (int a = 0; a < NumDofs(p, k); a++) s->v[dofs[a]] = p.v_free[dofs[a]];
   const int* rows = Rows(p, k);
-  for (int a = 0; a < NumRows(p, k); a++) s->u[rows[a]] = J.Dot(rows[a], s->v);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a];
+    s->u[i] = J.Dot(i, s->v);
+    s->x[i] = s->lam[i] = 0;
+  }
 
-  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
-    const int i = unit_row_[e];
-    switch (unit_type_[e]) {
-      case kUnitEquality:
-        s->x[i] = s->lam[i] = 0;
-        s->z[i] = 0;
-        break;
-      case kUnitFrictionLoss: {
-        // centered: eta well inside, xi = F (1, -eta1 / eta0) so that xi o eta = (., 0)
-        const double vs = std::fabs(s->u[i]) + floor;
-        s->z[i] = s->u[i];
-        s->z0[i] = 2 * std::fabs(s->u[i]) + vs;
-        s->x[i] = s->lam[i] = -bound_[i] * s->z[i] / s->z0[i];
-        break;
-      }
-      case kUnitLimit:
-      case kUnitContact: {
-        // gap velocity without force g; start with s ~ max(g, vs) and gamma ~ vs / A
-        const double g = s->u[i] + target_[i];
-        const double vs = std::fabs(g) + floor;
-        const double A = std::max(p.diag_approx[i], 1e-12);
-        s->z[i] = std::max(g, 0.0) + 0.5 * vs;
-        const double gamma = (std::max(-g, 0.0) + 0.5 * vs) / A;
-        s->x[i] = s->lam[i] = gamma;
-        if (unit_type_[e] == kUnitContact) {
-          // friction cones centered: eta0 = 2 |eta_R| + vs, xi_R = -gamma eta_R / eta0
-          int first[3], count[3];
-          const int ng = FrictionGroups(unit_dim_[e], first, count);
-          for (int gi = 0; gi < ng; gi++) {
-            const int f = i + first[gi];
-            double nz = 0;
-            for (int r = f; r < f + count[gi]; r++) {
-              s->z[r] = scale_[r] * s->u[r];
-              nz += s->z[r] * s->z[r];
-            }
-            s->z0[f] = 2 * std::sqrt(nz) + vs;
-            for (int r = f; r < f + count[gi]; r++) {
-              s->x[r] = -gamma * s->z[r] / s->z0[f];
-              s->lam[r] = scale_[r] * s->x[r];
-            }
-          }
-        }
-        break;
-      }
+  // orthant pairs: gap velocity without force g; s ~ max(g, vs), gamma ~ vs / A
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    const double g = s->u[i] + target_[i];
+    const double vs = std::fabs(g) + floor;
+    const double A = std::max(p.diag_approx[i], 1e-12);
+    s->z[i] = std::max(g, 0.0) + kColdSlack * vs;
+    s->x[i] = s->lam[i] = (std::max(-g, 0.0) + 0.5 * vs) / A;
+  }
+
+  // cones centered: eta0 = 2 |eta_R| + vs, xi_R = -xi0 eta_R / eta0 (xi o eta = (., 0))
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], n = soc_nrm_[e];
+    double nz = 0;
+    for (int r = f; r < f + cnt; r++) {
+      s->z[r] = scale_[r] * s->u[r];
+      nz += s->z[r] * s->z[r];
+    }
+    nz = std::sqrt(nz);
+    const double vs = n >= 0 ? std::fabs(s->u[n] + target_[n]) + floor : nz + floor;
+    const double x0 = n >= 0 ? s->x[n] : bound_[f];
+    s->z0[f] = 2 * nz + vs;
+    for (int r = f; r < f + cnt; r++) {
+      s->x[r] = -x0 * s->z[r] / s->z0[f];
+      s->lam[r] = scale_[r] * s->x[r];
     }
   }
+  Residuals(p, k, s);
 }
 
-void IpmSolver::Evaluate(const Problem& p, int k, State* s) {
+void IpmSolver::WarmStart(const Problem& p, int k, double mu, State* s) {
+  // the cold start for rows without a warm impulse; the others from the previous impulses
+  ColdStart(p, k, kVelFloor, s);
   const SparseRows& J = p.J;
   const Islands& is = p.islands;
+  const IslandLists& L = lists_[k];
   const int* rows = Rows(p, k);
   const int nr = NumRows(p, k);
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
 
-  // row velocities; dynamics residual M (v - v_free) - J' lambda
+  // velocity consistent with the warm impulses: v = v_free + M^-1 J' lambda
+  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = 0;
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    if (warm_ok_[i] && warm_lam_[i] != 0) J.AddRowTo(i, warm_lam_[i], tmp_.data());
+  }
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Solve(tmp_.data(), b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  for (int a = 0; a < nd; a++) s->v[dofs[a]] = p.v_free[dofs[a]] + tmp_[dofs[a]];
+  for (int a = 0; a < nr; a++) s->u[rows[a]] = J.Dot(rows[a], s->v);
+
+  // orthant pairs: previous gamma, gap at v; complementarity at least mu
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (!warm_ok_[i]) continue;
+    double z = std::max(s->u[i] + target_[i], 0.0);
+    double x = std::max(warm_lam_[i], mu / std::max(z, kWarmSpeed));
+    s->x[i] = s->lam[i] = x;
+    s->z[i] = std::max(z, mu / x);
+  }
+
+  // cones with a warm normal: the central friction law at mu for the slip at v,
+  // eta0 = (a + sqrt(a^2 + 4 |eta_R|^2)) / 2 with a = mu / xi0, xi_R = -xi0 eta_R / eta0
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], n = soc_nrm_[e];
+    if (!warm_ok_[n >= 0 ? n : f]) continue;
+    const double x0 = n >= 0 ? s->x[n] : bound_[f];
+    double r2 = 0;
+    for (int r = f; r < f + cnt; r++) {
+      s->z[r] = scale_[r] * s->u[r];
+      r2 += s->z[r] * s->z[r];
+    }
+    const double a = mu / x0;
+    s->z0[f] = 0.5 * (a + std::sqrt(a * a + 4 * r2));
+    for (int r = f; r < f + cnt; r++) {
+      s->x[r] = -x0 * s->z[r] / s->z0[f];
+      s->lam[r] = scale_[r] * s->x[r];
+    }
+  }
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    if (warm_ok_[i]) s->x[i] = s->lam[i] = warm_lam_[i];
+  }
+  Residuals(p, k, s);
+}
+
+void IpmSolver::Residuals(const Problem& p, int k, State* s) {
+  // row velocities; dynamics residual M (v - v_free) - J' lambda; row residuals
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const IslandLists& L = lists_[k];
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
   for (int a = 0; a < nr; a++) s->u[rows[a]] = J.Dot(rows[a], s->v);
   const int* dofs = Dofs(p, k);
   const int nd = NumDofs(p, k);
   for (int a = 0; a < nd; a++) tmp_[dofs[a]] = s->v[dofs[a]] - p.v_free[dofs[a]];
   for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
-    const int tree = is.trees[t];
-    const int b = is.tree_dofadr[tree], e = b + is.tree_dofnum[tree];
-    p.mass.Mul(tmp_.data(), s->rv, b, e);
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Mul(tmp_.data(), s->rv, b, b + is.tree_dofnum[is.trees[t]]);
   }
   for (int a = 0; a < nr; a++) {
     const int i = rows[a];
     if (s->lam[i] != 0) J.AddRowTo(i, -s->lam[i], s->rv);
   }
-  double rvio = 0;
-  for (int a = 0; a < nd; a++) rvio = std::max(rvio, std::fabs(s->rv[dofs[a]]) / mdiag_[dofs[a]]);
-
-  // row residuals, complementarity, interior
-  double kvio = 0, gap = 0;
-  bool interior = true;
-  auto inside = [](const double* y, int n) {
-    return y[0] > 0 && cone::SocDet(y, n) > kInteriorMargin * y[0] * y[0];
-  };
-  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
-    const int i = unit_row_[e];
-    switch (unit_type_[e]) {
-      case kUnitEquality:
-        s->rz[i] = s->u[i] - target_[i] + reg_[i] * s->lam[i];
-        rvio = std::max(rvio, std::fabs(s->rz[i]));
-        break;
-      case kUnitFrictionLoss: {
-        s->rz[i] = s->z[i] - s->u[i];
-        rvio = std::max(rvio, std::fabs(s->rz[i]));
-        const double x0 = bound_[i], x1 = s->x[i], z0 = s->z0[i], z1 = s->z[i];
-        const double c0 = x0 * z0 + x1 * z1, c1 = x0 * z1 + z0 * x1;
-        kvio = std::max(kvio, std::max(std::fabs(c0), std::fabs(c1)));
-        gap += c0;
-        const double xv[2] = {x0, x1}, zv[2] = {z0, z1};
-        interior = interior && inside(xv, 2) && inside(zv, 2);
-        break;
-      }
-      case kUnitLimit:
-      case kUnitContact: {
-        s->rz[i] = s->z[i] - s->u[i] - target_[i];
-        rvio = std::max(rvio, std::fabs(s->rz[i]));
-        const double xz = s->x[i] * s->z[i];
-        kvio = std::max(kvio, std::fabs(xz));
-        gap += xz;
-
-        interior = interior && s->x[i] > 0 && s->z[i] > 0;
-        if (unit_type_[e] == kUnitLimit) break;
-        int first[3], count[3];
-        const int ng = FrictionGroups(unit_dim_[e], first, count);
-        const double x0 = s->x[i];
-        for (int gi = 0; gi < ng; gi++) {
-          const int f = i + first[gi];
-          const double z0 = s->z0[f];
-          double c0 = x0 * z0;
-          for (int r = f; r < f + count[gi]; r++) {
-            s->rz[r] = s->z[r] - scale_[r] * s->u[r];
-            rvio = std::max(rvio, std::fabs(s->rz[r]));
-            c0 += s->x[r] * s->z[r];
-            kvio = std::max(kvio, std::fabs(x0 * s->z[r] + z0 * s->x[r]));
-          }
-          kvio = std::max(kvio, std::fabs(c0));
-          gap += c0;
-          double xv[3], zv[3];
-          GroupVectors(*s, f, count[gi], x0, xv, zv);
-          interior = interior && inside(xv, count[gi] + 1) && inside(zv, count[gi] + 1);
-        }
-        break;
-      }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    s->rz[i] = s->z[i] - s->u[i] - target_[i];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) {
+      s->rz[r] = s->z[r] - scale_[r] * s->u[r];
     }
+  }
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    s->rz[i] = s->u[i] - target_[i] + reg_[i] * s->lam[i];
+  }
+  Measures(p, k, s);
+}
+
+void IpmSolver::Measures(const Problem& p, int k, State* s) const {
+  // residual violation, largest complementarity entry, mean complementarity, interior
+  const IslandLists& L = lists_[k];
+  double rvio = 0, kvio = 0, gap = 0;
+  bool interior = true;
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) {
+    rvio = std::max(rvio, std::fabs(s->rv[dofs[a]]) / mdiag_[dofs[a]]);
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) rvio = std::max(rvio, std::fabs(s->rz[rows[a]]));
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    const double xz = s->x[i] * s->z[i];
+    kvio = std::max(kvio, std::fabs(xz));
+    gap += xz;
+    interior = interior && s->x[i] > 0 && s->z[i] > 0;
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], nrm = soc_nrm_[e];
+    double x[3], z[3], c[3];
+    const int n = ConeVectors(*s, f, soc_cnt_[e], nrm >= 0 ? s->x[nrm] : bound_[f], x, z);
+    Product(x, z, n, c);
+    for (int r = 0; r < n; r++) kvio = std::max(kvio, std::fabs(c[r]));
+    gap += c[0];
+    interior = interior && x[0] > 0 && z[0] > 0 && Det(x, n) > kInteriorMargin * x[0] * x[0] &&
+               Det(z, n) > kInteriorMargin * z[0] * z[0];
   }
   s->rvio = rvio;
   s->kvio = kvio;
+  const int ncone = L.orth_num + L.soc_num;
+  s->mu = ncone ? gap / ncone : 0;
   s->interior = interior;
-  s->mu = ncone_[k] ? gap / ncone_[k] : 0;
 }
 
 bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s) {
-  // per cone, the complementarity x o z linearized: dx = d - G dz with G = Arw(z)^-1 Arw(x)
-  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
-    const int i = unit_row_[e], type = unit_type_[e];
-    if (type == kUnitEquality) continue;
-    int first[3] = {0}, count[3] = {1};
-    int ng = 1;
-    double x0 = bound_[i];
-    if (type != kUnitFrictionLoss) {
-      if (!(s.x[i] > 0 && s.z[i] > 0)) return false;
-      gn_[i] = s.x[i] / s.z[i];
-      if (type == kUnitLimit) continue;
-      ng = FrictionGroups(unit_dim_[e], first, count);
-      x0 = s.x[i];
+  // complementarity linearized: dx = d - G dz, G = Arw(z)^-1 Arw(x) (x/z for an orthant pair)
+  const IslandLists& L = lists_[k];
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (!(s.x[i] > 0 && s.z[i] > 0)) return false;
+    og_[i] = s.x[i] / s.z[i];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    double x[3], z[3], col[3], out[3];
+    const int n = ConeVectors(s, f, cnt, nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
+    if (!(x[0] > 0 && z[0] > 0 && Det(x, n) > 0 && Det(z, n) > 0)) return false;
+    double* G = sG_.data() + 9 * e;
+    for (int c = 0; c < n; c++) {
+      // column c of Arw(x): (x_c, x0 e_c) for c > 0, x for c = 0
+      for (int r = 0; r < n; r++) col[r] = c == 0 ? x[r] : (r == 0 ? x[c] : (r == c ? x[0] : 0));
+      Divide(z, col, n, out);
+      for (int r = 0; r < n; r++) G[r * n + c] = out[r];
     }
-    for (int gi = 0; gi < ng; gi++) {
-      const int f = i + first[gi], cnt = count[gi], n = cnt + 1;
-      double x[3], z[3], A[9], col[3], out[3];
-      GroupVectors(s, f, cnt, x0, x, z);
-      if (!(cone::SocDet(x, n) > 0 && cone::SocDet(z, n) > 0 && x[0] > 0 && z[0] > 0)) {
-        return false;
-      }
-      double* G = G_.data() + 9 * f;
-      cone::SocArrow(x, n, A);
-      for (int c = 0; c < n; c++) {
-        for (int r = 0; r < n; r++) col[r] = A[r * n + c];
-        cone::SocDivide(z, col, n, out);
-        for (int r = 0; r < n; r++) G[r * n + c] = out[r];
-      }
 
-      // eliminate eta0: q = G_10 / G_00, S = G_11 - q G_01
-      double* q = q_.data() + 2 * f;
-      double* S = S_.data() + 4 * f;
-      for (int a = 0; a < cnt; a++) q[a] = G[(a + 1) * n] / G[0];
-      for (int a = 0; a < cnt; a++) {
-        for (int b = 0; b < cnt; b++) S[a * cnt + b] = G[(a + 1) * n + b + 1] - q[a] * G[b + 1];
-      }
+    // eliminate eta0: q = G_10 / G_00, S = G_11 - q G_01
+    double* q = sq_.data() + 2 * e;
+    double* S = sS_.data() + 4 * e;
+    for (int a = 0; a < cnt; a++) q[a] = G[(a + 1) * n] / G[0];
+    for (int a = 0; a < cnt; a++) {
+      for (int b = 0; b < cnt; b++) S[a * cnt + b] = G[(a + 1) * n + b + 1] - q[a] * G[b + 1];
     }
   }
   return true;
 }
 
 bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
+  // M + J' W J: W per row (limits, friction loss, equality) or per contact (dim x dim)
   const SparseRows& J = p.J;
+  const IslandLists& L = lists_[k];
   lu_.SetMass(p);
   double* jc = jc_.data();
   double* tw = tw_.data();
-  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
-    const int i = unit_row_[e], type = unit_type_[e];
+  auto single = [&](int i, double w) {
     const int n = J.rownnz[i];
-    const int* cols = J.colind + J.rowadr[i];
-    if (n == 0) continue;
-    if (type != kUnitContact) {
-      // one row: weight w
-      double w;
-      if (type == kUnitEquality) {
-        w = 1 / reg_[i];
-      } else if (type == kUnitLimit) {
-        w = gn_[i];
-      } else {
-        w = S_[4 * i];
-      }
-      const double* ji = J.val + J.rowadr[i];
-      for (int b = 0; b < n; b++) tw[b] = w * ji[b];
-      lu_.AddJtT(cols, n, 1, ji, tw);
-      continue;
-    }
-
-    // contact block W (dim x dim): normal a; friction D S D and coupling D q a
-    const int dim = unit_dim_[e];
+    const double* ji = J.val + J.rowadr[i];
+    for (int b = 0; b < n; b++) tw[b] = w * ji[b];
+    lu_.AddJtT(J.colind + J.rowadr[i], n, 1, ji, tw);
+  };
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) single(eq_[e], 1 / reg_[eq_[e]]);
+  for (int e = L.lim_adr; e < L.lim_adr + L.lim_num; e++) single(lim_[e], og_[lim_[e]]);
+  for (int e = L.fl_adr; e < L.fl_adr + L.fl_num; e++) {
+    single(soc_row_[fl_[e]], sS_[4 * fl_[e]]);
+  }
+  for (int e = L.con_adr; e < L.con_adr + L.con_num; e++) {
+    // contact block: normal a; friction D S D and coupling D q a
+    const int i = con_[e], dim = con_dim_[e], n = J.rownnz[i];
     double W[36] = {0};
-    const double a = gn_[i];
+    const double a = og_[i];
     W[0] = a;
-    int first[3], count[3];
-    const int ng = FrictionGroups(dim, first, count);
-    for (int gi = 0; gi < ng; gi++) {
-      const int f = first[gi], cnt = count[gi];
-      const double* S = S_.data() + 4 * (i + f);
-      const double* q = q_.data() + 2 * (i + f);
+    for (int g = con_soc_[e]; g < con_soc_[e] + (dim >= 6 ? 3 : dim >= 4 ? 2 : dim >= 3 ? 1 : 0);
+         g++) {
+      const int f = soc_row_[g] - i, cnt = soc_cnt_[g];
+      const double* S = sS_.data() + 4 * g;
+      const double* q = sq_.data() + 2 * g;
       for (int r = 0; r < cnt; r++) {
         const double dr = scale_[i + f + r];
         if (coupled) W[(f + r) * dim] = dr * q[r] * a;
-        for (int c = 0; c < cnt; c++) W[(f + r) * dim + f + c] = dr * S[r * cnt + c] * scale_[i + f + c];
+        for (int c = 0; c < cnt; c++) {
+          W[(f + r) * dim + f + c] = dr * S[r * cnt + c] * scale_[i + f + c];
+        }
       }
     }
     for (int r = 0; r < dim; r++) {
@@ -433,8 +521,12 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
         for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
       }
     }
-    lu_.AddJtT(cols, n, dim, jc, tw);
+    lu_.AddJtT(J.colind + J.rowadr[i], n, dim, jc, tw);
   }
+  return Factor(p, k, cond);
+}
+
+bool IpmSolver::Factor(const Problem& p, int k, double* cond) {
   double mn, mx;
   if (!lu_.Factor(&mn, &mx)) return false;
   *cond = mx / mn;
@@ -445,197 +537,180 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
 void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction* aff,
                         double kappa) {
   // d = z \ rc per cone, rc = kappa e - x o z - dx_a o dz_a (Mehrotra's second-order term)
-  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
-    const int i = unit_row_[e], type = unit_type_[e];
-    if (type == kUnitEquality) continue;
-    int first[3] = {0}, count[3] = {1};
-    int ng = 1;
-    double x0 = bound_[i], dx0 = 0;
-    if (type != kUnitFrictionLoss) {
-      double rc = kappa - s.x[i] * s.z[i];
-      if (aff) rc -= aff->x[i] * aff->z[i];
-      d_[3 * i] = rc / s.z[i];
-      if (type == kUnitLimit) continue;
-      ng = FrictionGroups(unit_dim_[e], first, count);
-      x0 = s.x[i];
-      dx0 = aff ? aff->x[i] : 0;
-    }
-    for (int gi = 0; gi < ng; gi++) {
-      const int f = i + first[gi], n = count[gi] + 1;
-      double x[3], z[3], rc[3];
-      GroupVectors(s, f, count[gi], x0, x, z);
-      cone::SocProduct(x, z, n, rc);
-      for (int r = 0; r < n; r++) rc[r] = -rc[r];
-      rc[0] += kappa;
-      if (aff) {
-        double dx[3], dz[3], prod[3];
-        dx[0] = dx0;
-        dz[0] = aff->z0[f];
-        for (int r = 1; r < n; r++) {
-          dx[r] = aff->x[f + r - 1];
-          dz[r] = aff->z[f + r - 1];
-        }
-        cone::SocProduct(dx, dz, n, prod);
-        for (int r = 0; r < n; r++) rc[r] -= prod[r];
+  const IslandLists& L = lists_[k];
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    double rc = kappa - s.x[i] * s.z[i];
+    if (aff) rc -= aff->x[i] * aff->z[i];
+    od_[i] = rc / s.z[i];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    double x[3], z[3], rc[3];
+    const int n = ConeVectors(s, f, cnt, nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
+    Product(x, z, n, rc);
+    for (int r = 0; r < n; r++) rc[r] = -rc[r];
+    rc[0] += kappa;
+    if (aff) {
+      double dx[3], dz[3], prod[3];
+      dx[0] = nrm >= 0 ? aff->x[nrm] : 0;
+      dz[0] = aff->z0[f];
+      for (int r = 0; r < cnt; r++) {
+        dx[r + 1] = aff->x[f + r];
+        dz[r + 1] = aff->z[f + r];
       }
-      cone::SocDivide(z, rc, n, d_.data() + 3 * f);
+      Product(dx, dz, n, prod);
+      for (int r = 0; r < n; r++) rc[r] -= prod[r];
     }
+    Divide(z, rc, n, sd_.data() + 3 * e);
   }
 }
 
-void IpmSolver::Constants(const Problem& p, int k, const State& s, const double* rz,
-                          const double* rv, bool with_d) {
-  // c per row: dlam = c - W J dv; rhs = -rv + J' c
+void IpmSolver::Constants(const Problem& p, int k, const double* rz, const double* rv,
+                          bool with_d) {
+  // c per row (dlam = c - W J dv) and the right-hand side -rv + J' c
   const SparseRows& J = p.J;
+  const IslandLists& L = lists_[k];
   const int* dofs = Dofs(p, k);
   for (int a = 0; a < NumDofs(p, k); a++) rhs_[dofs[a]] = -rv[dofs[a]];
-  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
-    const int i = unit_row_[e], type = unit_type_[e];
-    double cn = 0;
-    int first[3] = {0}, count[3] = {1};
-    int ng = 1;
-    if (type == kUnitEquality) {
-      c_[i] = -rz[i] / reg_[i];
-      J.AddRowTo(i, c_[i], rhs_.data());
-      continue;
-    }
-    if (type != kUnitFrictionLoss) {
-      cn = (with_d ? d_[3 * i] : 0) + gn_[i] * rz[i];
-      c_[i] = cn;
-      J.AddRowTo(i, cn, rhs_.data());
-      if (type == kUnitLimit) continue;
-      ng = FrictionGroups(unit_dim_[e], first, count);
-    }
-    for (int gi = 0; gi < ng; gi++) {
-      const int f = i + first[gi], cnt = count[gi];
-      const double* q = q_.data() + 2 * f;
-      const double* S = S_.data() + 4 * f;
-      const double* d = d_.data() + 3 * f;
-      for (int r = 0; r < cnt; r++) {
-        double v = q[r] * cn;
-        if (with_d) v += d[r + 1] - q[r] * d[0];
-        for (int c = 0; c < cnt; c++) v += S[r * cnt + c] * rz[f + c];
-        c_[f + r] = scale_[f + r] * v;
-        J.AddRowTo(f + r, c_[f + r], rhs_.data());
-      }
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    c_[i] = -rz[i] / reg_[i];
+    J.AddRowTo(i, c_[i], rhs_.data());
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    c_[i] = (with_d ? od_[i] : 0) + og_[i] * rz[i];
+    J.AddRowTo(i, c_[i], rhs_.data());
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    const double cn = nrm >= 0 ? c_[nrm] : 0;
+    const double* q = sq_.data() + 2 * e;
+    const double* S = sS_.data() + 4 * e;
+    const double* d = sd_.data() + 3 * e;
+    for (int r = 0; r < cnt; r++) {
+      double v = q[r] * cn;
+      if (with_d) v += d[r + 1] - q[r] * d[0];
+      for (int c = 0; c < cnt; c++) v += S[r * cnt + c] * rz[f + c];
+      c_[f + r] = scale_[f + r] * v;
+      J.AddRowTo(f + r, c_[f + r], rhs_.data());
     }
   }
 }
 
-void IpmSolver::Recover(const Problem& p, int k, const State& s, const double* rz, bool with_d,
-                        Direction* d) {
+void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d,
+                       Direction* d) {
+  // solve for dv, then every row's and cone's change and the change of the row residuals
   const SparseRows& J = p.J;
+  const IslandLists& L = lists_[k];
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) d->v[dofs[a]] = rhs_[dofs[a]];
+  lu_.Solve(d->v);
   const int* rows = Rows(p, k);
   for (int a = 0; a < NumRows(p, k); a++) d->u[rows[a]] = J.Dot(rows[a], d->v);
-  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
-    const int i = unit_row_[e], type = unit_type_[e];
-    double dx0 = 0;
-    int first[3] = {0}, count[3] = {1};
-    int ng = 1;
-    if (type == kUnitEquality) {
-      d->x[i] = d->lam[i] = c_[i] - d->u[i] / reg_[i];
-      continue;
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    d->x[i] = d->lam[i] = c_[i] - d->u[i] / reg_[i];
+    d->rz[i] = d->u[i] + reg_[i] * d->lam[i];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    d->z[i] = d->u[i] - rz[i];
+    d->x[i] = d->lam[i] = c_[i] - og_[i] * d->u[i];
+    d->rz[i] = d->z[i] - d->u[i];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e], n = cnt + 1;
+    const double* G = sG_.data() + 9 * e;
+    const double* dd = sd_.data() + 3 * e;
+    const double dx0 = nrm >= 0 ? d->x[nrm] : 0;
+    for (int r = f; r < f + cnt; r++) {
+      d->z[r] = scale_[r] * d->u[r] - rz[r];
+      d->rz[r] = d->z[r] - scale_[r] * d->u[r];
     }
-    if (type != kUnitFrictionLoss) {
-      d->z[i] = d->u[i] - rz[i];
-      d->x[i] = d->lam[i] = c_[i] - gn_[i] * d->u[i];
-      dx0 = d->x[i];
-      if (type == kUnitLimit) continue;
-      ng = FrictionGroups(unit_dim_[e], first, count);
+    double z0 = (with_d ? dd[0] : 0) - dx0;
+    for (int c = 0; c < cnt; c++) z0 -= G[c + 1] * d->z[f + c];
+    z0 /= G[0];
+    d->z0[f] = z0;
+    for (int r = 0; r < cnt; r++) {
+      double v = (with_d ? dd[r + 1] : 0) - G[(r + 1) * n] * z0;
+      for (int c = 0; c < cnt; c++) v -= G[(r + 1) * n + c + 1] * d->z[f + c];
+      d->x[f + r] = v;
+      d->lam[f + r] = scale_[f + r] * v;
     }
-    for (int gi = 0; gi < ng; gi++) {
-      const int f = i + first[gi], cnt = count[gi], n = cnt + 1;
-      const double* G = G_.data() + 9 * f;
-      const double* dd = d_.data() + 3 * f;
-      for (int r = 0; r < cnt; r++) d->z[f + r] = scale_[f + r] * d->u[f + r] - rz[f + r];
-      double z0 = (with_d ? dd[0] : 0) - dx0;
-      for (int c = 0; c < cnt; c++) z0 -= G[c + 1] * d->z[f + c];
-      z0 /= G[0];
-      d->z0[f] = z0;
-      for (int r = 0; r < cnt; r++) {
-        double v = (with_d ? dd[r + 1] : 0) - G[(r + 1) * n] * z0;
-        for (int c = 0; c < cnt; c++) v -= G[(r + 1) * n + c + 1] * d->z[f + c];
-        d->x[f + r] = v;
-        d->lam[f + r] = scale_[f + r] * v;
-      }
-    }
+  }
+}
+
+void IpmSolver::DynamicsChange(const Problem& p, int k, Direction* d) {
+  // change of M (v - v_free) - J' lambda along the direction
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Mul(d->v, d->rv, b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a];
+    if (d->lam[i] != 0) J.AddRowTo(i, -d->lam[i], d->rv);
   }
 }
 
 double IpmSolver::MaxStep(const Problem& p, int k, const State& s, const Direction& d,
-                          double tau_ort, double tau_soc) const {
-  double a_ort = cone::kInfStep, a_soc = cone::kInfStep;
-  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
-    const int i = unit_row_[e], type = unit_type_[e];
-    if (type == kUnitEquality) continue;
-    int first[3] = {0}, count[3] = {1};
-    int ng = 1;
-    double x0 = bound_[i], dx0 = 0;
-    if (type != kUnitFrictionLoss) {
-      a_ort = std::min(a_ort, cone::OrthantStep(s.x + i, d.x + i, 1));
-      a_ort = std::min(a_ort, cone::OrthantStep(s.z + i, d.z + i, 1));
-      if (trace_ && tau_ort < 1 && std::min(cone::OrthantStep(s.x + i, d.x + i, 1), cone::OrthantStep(s.z + i, d.z + i, 1)) < 1e-2) {
-        std::fprintf(stderr, "    block orthant row %d: x %.3e dx %.3e z %.3e dz %.3e\n", i, s.x[i], d.x[i], s.z[i], d.z[i]);
-      }
-      if (type == kUnitLimit) continue;
-      ng = FrictionGroups(unit_dim_[e], first, count);
-      x0 = s.x[i];
-      dx0 = d.x[i];
-    }
-    for (int gi = 0; gi < ng; gi++) {
-      const int f = i + first[gi], cnt = count[gi], n = cnt + 1;
-      double x[3], z[3], dx[3], dz[3];
-      GroupVectors(s, f, cnt, x0, x, z);
-      dx[0] = dx0;
-      dz[0] = d.z0[f];
-      for (int r = 0; r < cnt; r++) {
-        dx[r + 1] = d.x[f + r];
-        dz[r + 1] = d.z[f + r];
-      }
-      a_soc = std::min(a_soc, cone::SocStep(x, dx, n));
-      a_soc = std::min(a_soc, cone::SocStep(z, dz, n));
-      if (trace_ && tau_ort < 1 && std::min(cone::SocStep(x, dx, n), cone::SocStep(z, dz, n)) < 1e-2) {
-        std::fprintf(stderr, "    block row %d: x %.3e %.3e %.3e dx %.3e %.3e %.3e | z %.3e %.3e %.3e dz %.3e %.3e %.3e\n",
-                     f, x[0], x[1], n > 2 ? x[2] : 0, dx[0], dx[1], n > 2 ? dx[2] : 0, z[0], z[1], n > 2 ? z[2] : 0, dz[0], dz[1], n > 2 ? dz[2] : 0);
-      }
-    }
+                          double tau) const {
+  // analytical step to the boundary of every cone (Dojo 41-46), times tau, at most 1
+  const IslandLists& L = lists_[k];
+  double a = cone::kInfStep;
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (d.x[i] < 0) a = std::min(a, -s.x[i] / d.x[i]);
+    if (d.z[i] < 0) a = std::min(a, -s.z[i] / d.z[i]);
   }
-  return std::min(1.0, std::min(tau_ort * a_ort, tau_soc * a_soc));
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    double x[3], z[3], dx[3], dz[3];
+    const int n = ConeVectors(s, f, cnt, nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
+    dx[0] = nrm >= 0 ? d.x[nrm] : 0;
+    dz[0] = d.z0[f];
+    for (int r = 0; r < cnt; r++) {
+      dx[r + 1] = d.x[f + r];
+      dz[r + 1] = d.z[f + r];
+    }
+    a = std::min(a, std::min(ConeStep(x, dx, n), ConeStep(z, dz, n)));
+  }
+  return std::min(1.0, tau * a);
 }
 
 double IpmSolver::MuAt(const Problem& p, int k, const State& s, const Direction& d,
                        double alpha) const {
-  if (!ncone_[k]) return 0;
+  const IslandLists& L = lists_[k];
+  const int ncone = L.orth_num + L.soc_num;
+  if (!ncone) return 0;
   double gap = 0;
-  for (int e = unit_adr_[k]; e < unit_adr_[k] + unit_num_[k]; e++) {
-    const int i = unit_row_[e], type = unit_type_[e];
-    if (type == kUnitEquality) continue;
-    int first[3] = {0}, count[3] = {1};
-    int ng = 1;
-    double x0 = bound_[i];
-    if (type != kUnitFrictionLoss) {
-      x0 = s.x[i] + alpha * d.x[i];
-      gap += x0 * (s.z[i] + alpha * d.z[i]);
-      if (type == kUnitLimit) continue;
-      ng = FrictionGroups(unit_dim_[e], first, count);
-    }
-    for (int gi = 0; gi < ng; gi++) {
-      const int f = i + first[gi];
-      gap += x0 * (s.z0[f] + alpha * d.z0[f]);
-      for (int r = f; r < f + count[gi]; r++) {
-        gap += (s.x[r] + alpha * d.x[r]) * (s.z[r] + alpha * d.z[r]);
-      }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    gap += (s.x[i] + alpha * d.x[i]) * (s.z[i] + alpha * d.z[i]);
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], nrm = soc_nrm_[e];
+    const double x0 = nrm >= 0 ? s.x[nrm] + alpha * d.x[nrm] : bound_[f];
+    gap += x0 * (s.z0[f] + alpha * d.z0[f]);
+    for (int r = f; r < f + soc_cnt_[e]; r++) {
+      gap += (s.x[r] + alpha * d.x[r]) * (s.z[r] + alpha * d.z[r]);
     }
   }
-  return gap / ncone_[k];
+  return gap / ncone;
 }
 
 void IpmSolver::Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
                      State* out) const {
+  // every residual is linear in the step: update it with the step
   const int* dofs = Dofs(p, k);
   for (int a = 0; a < NumDofs(p, k); a++) {
     const int j = dofs[a];
     out->v[j] = s.v[j] + alpha * d.v[j];
+    out->rv[j] = s.rv[j] + alpha * d.rv[j];
   }
   const int* rows = Rows(p, k);
   for (int a = 0; a < NumRows(p, k); a++) {
@@ -644,9 +719,11 @@ void IpmSolver::Step(const Problem& p, int k, const State& s, const Direction& d
     out->z[i] = s.z[i] + alpha * d.z[i];
     out->z0[i] = s.z0[i] + alpha * d.z0[i];
     out->lam[i] = s.lam[i] + alpha * d.lam[i];
+    out->u[i] = s.u[i] + alpha * d.u[i];
+    out->rz[i] = s.rz[i] + alpha * d.rz[i];
   }
+  Measures(p, k, out);
 }
-
 
 void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) const {
   const int* dofs = Dofs(p, k);
@@ -671,14 +748,18 @@ void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) cons
   to->interior = from.interior;
 }
 
-int IpmSolver::Attempt(const Problem& p, int k, double floor, double rtol, double ktol,
-                       int* status, double* cond, const State** fin) {
+int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, double rtol,
+                       double ktol, int* status, double* cond, const State** fin) {
   const ckIpmSettings& st = settings_.ipm;
   auto merit = [&](const State& s) { return std::max(s.rvio / rtol, s.kvio / ktol); };
+  const bool cones = lists_[k].orth_num + lists_[k].soc_num > 0;
   State* cur = &cur_;
   State* trial = &trial_;
-  ColdStart(p, k, floor, cur);
-  Evaluate(p, k, cur);
+  if (warm_mu > 0) {
+    WarmStart(p, k, warm_mu, cur);
+  } else {
+    ColdStart(p, k, floor, cur);
+  }
   Copy(p, k, *cur, &best_);
   double best = merit(*cur);
   grad_ok_[k] = 0;
@@ -705,35 +786,29 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double rtol, doubl
     }
 
     // predictor: the affine direction gives the centering sigma = (mu_aff / mu)^3
-    const int* dofs = Dofs(p, k);
-    const int nd = NumDofs(p, k);
-    Targets(p, k, *cur, nullptr, 0);
-    Constants(p, k, *cur, cur->rz, cur->rv, true);
-    for (int a = 0; a < nd; a++) aff_.v[dofs[a]] = rhs_[dofs[a]];
-    lu_.Solve(aff_.v);
-    Recover(p, k, *cur, cur->rz, true, &aff_);
     double kappa = ktol * kTargetFraction;
-    if (ncone_[k]) {
-      const double alpha_aff = MaxStep(p, k, *cur, aff_, 1, 1);
+    if (cones) {
+      Targets(p, k, *cur, nullptr, 0);
+      Constants(p, k, cur->rz, cur->rv, true);
+      Direct(p, k, *cur, cur->rz, true, &aff_);
+      const double alpha_aff = MaxStep(p, k, *cur, aff_, 1);
       const double mu = cur->mu, mu_aff = MuAt(p, k, *cur, aff_, alpha_aff);
       const double ratio = std::min(1.0, std::max(0.0, mu > 0 ? mu_aff / mu : 0));
-      kappa = std::max(ratio * ratio * ratio * mu, ktol * kTargetFraction);
+      kappa = std::max(ratio * ratio * ratio * mu, kappa);
     }
 
     // corrector with the second-order term
-    Targets(p, k, *cur, &aff_, kappa);
-    Constants(p, k, *cur, cur->rz, cur->rv, true);
-    for (int a = 0; a < nd; a++) dir_.v[dofs[a]] = rhs_[dofs[a]];
-    lu_.Solve(dir_.v);
-    Recover(p, k, *cur, cur->rz, true, &dir_);
+    Targets(p, k, *cur, cones ? &aff_ : nullptr, kappa);
+    Constants(p, k, cur->rz, cur->rv, true);
+    Direct(p, k, *cur, cur->rz, true, &dir_);
+    DynamicsChange(p, k, &dir_);
 
-    // fraction to the boundary, then backtrack until a violation decreases
-    const double vio = std::max(cur->rvio, cur->kvio);
-    const double tau = std::min(kTauMax, std::max(kTauMin, 1 - vio * vio));
-    double alpha = MaxStep(p, k, *cur, dir_, tau, tau);
+    // fraction to the boundary, tending to 1 as mu vanishes; backtrack until a violation
+    // decreases
+    const double tau = std::max(kTauMax, 1 - kTauGain * cur->mu);
+    double alpha = MaxStep(p, k, *cur, dir_, tau);
     for (int bt = 0; bt <= kMaxBacktrack; bt++) {
       Step(p, k, *cur, dir_, alpha, trial);
-      Evaluate(p, k, trial);
       if (trial->interior && (trial->rvio <= cur->rvio || trial->kvio <= cur->kvio)) break;
       alpha *= kBacktrack;
     }
@@ -748,7 +823,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double rtol, doubl
     }
 
     // keep the iterate where the central path crosses kappa_grad, and the best one
-    if (!grad_ok_[k] && ncone_[k] && cur->mu <= st.kappa_grad) {
+    if (!grad_ok_[k] && cones && cur->mu <= st.kappa_grad) {
       Copy(p, k, *cur, &grad_);
       grad_ok_[k] = 1;
     }
@@ -784,21 +859,33 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   const int* rows = Rows(p, k);
   const int nr = NumRows(p, k);
 
+  // warm start in a re-solve from the first solve's impulses
+  bool warm = false;
+  for (int a = 0; a < nr && !warm; a++) warm = warm_ok_[rows[a]];
+  if (warm) info_.warm_islands++;
+
   // a failed attempt is retried from a more central start, then with softer contact
   int status = ckSTATUS_MAX_ITER, iterations = 0;
   double cond = 0, best = HUGE_VAL, rvio = 0, kvio = 0;
-  for (int attempt = 0; attempt < 3; attempt++) {
-    int st_attempt;
+  // attempts: warm (if any), cold, cold from a more central point, softer contact
+  struct Plan {
+    double floor, warm_mu, soft;
+  };
+  const Plan plans[4] = {{kVelFloor, kWarmMu, 1}, {kVelFloor, 0, 1}, {kRetryFloor, 0, 1},
+                         {kRetryFloor, 0, kSoftFactor}};
+  for (int attempt = warm ? 0 : 1, first = attempt; attempt < 4; attempt++) {
+    const Plan& plan = plans[attempt];
+    int result;
     double c = 0;
     const State* fin = nullptr;
-    const double soft = attempt == 2 ? kSoftFactor : 1;
-    iterations += Attempt(p, k, attempt ? kRetryFloor : kVelFloor, soft * st.residual_tol,
-                          soft * st.kappa_tol, &st_attempt, &c, &fin);
-    if (attempt == 2 && st_attempt != ckSTATUS_NUMERICAL) st_attempt = ckSTATUS_INACCURATE;
-    const double m = attempt == 2 && st_attempt == ckSTATUS_INACCURATE ? kInaccurate : merit(*fin);
-    if (attempt == 0 || m < best) {
+    iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.soft * st.residual_tol,
+                          plan.soft * st.kappa_tol, &result, &c, &fin);
+    const bool soft = plan.soft > 1;
+    if (soft && result != ckSTATUS_NUMERICAL) result = ckSTATUS_INACCURATE;
+    const double m = soft && result == ckSTATUS_INACCURATE ? kInaccurate : merit(*fin);
+    if (attempt == first || m < best) {
       best = m;
-      status = st_attempt;
+      status = result;
       cond = c;
       rvio = fin->rvio;
       kvio = fin->kvio;
@@ -806,7 +893,7 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
     }
     if (trace_) {
       std::fprintf(stderr, "  isl %d attempt %d status %d it %d rvio %.2e kvio %.2e nrow %d\n", k,
-                   attempt, st_attempt, iterations, fin->rvio, fin->kvio, nr);
+                   attempt, result, iterations, fin->rvio, fin->kvio, nr);
     }
     if (status == ckSTATUS_SOLVED || status == ckSTATUS_INACCURATE) break;
     info_.retries++;
@@ -823,34 +910,240 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   }
 }
 
-void IpmSolver::Solve(const Problem& p, Solution* sol) {
-  info_ = IpmInfo();
-  sol->status = ckSTATUS_SOLVED;
-  sol->iterations = 0;
-  sol->residual = sol->kappa = sol->condition = 0;
-  Prepare(p);
-  for (int i = 0; i < p.nrow; i++) out_lam_[i] = 0;
+void IpmSolver::SolveAll(const Problem& p, Solution* sol) {
   const Islands& is = p.islands;
+  for (int i = 0; i < p.nrow; i++) out_lam_[i] = 0;
+  lu_island_ = -1;
   for (int k = 0; k < is.nisland; k++) {
+    centered_[k] = 0;
     if (!lu_.Analyze(p, k, chain_.data())) {
       // fill beyond the preallocated pool: no force on this island
       sol->status = ckSTATUS_NUMERICAL;
+      grad_ok_[k] = 0;
       continue;
     }
     info_.tree_sparse += lu_.tree_sparse();
     info_.islands++;
     SolveIsland(p, k, sol);
   }
-  info_.grad_islands = is.nisland;
-
-  // forces and the velocity they produce
   for (int i = 0; i < p.nrow; i++) sol->force[i] = out_lam_[i] / p.h;
   VelocityFromForce(p, sol->force, sol->v_next, nullptr);
 }
 
+void IpmSolver::Solve(const Problem& p, Solution* sol) {
+  info_ = IpmInfo();
+  sol->status = ckSTATUS_SOLVED;
+  sol->iterations = 0;
+  sol->residual = sol->kappa = sol->condition = 0;
+  for (int i = 0; i < p.nrow; i++) {
+    pos_[i] = p.pos[i];
+    warm_ok_[i] = 0;
+  }
+  Prepare(p, pos_.data());
+  SolveAll(p, sol);
+
+  // gap re-check: Newton on the gap function phi(q+) (Dojo), s = phi(q+)/h + J (v - v+)
+  for (int r = 0; r < settings_.ipm.gap_recheck && p.regap; r++) {
+    if (!p.regap(p.regap_context, p, sol->v_next, pos_next_.data())) break;
+    for (int i = 0; i < p.nrow; i++) {
+      const int kind = p.kind[i];
+      if (kind == kRowLimit || kind == kRowContactNormal ||
+          (kind == kRowEquality && !settings_.ipm.soft_equality)) {
+        pos_[i] = pos_next_[i] - p.h * p.J.Dot(i, sol->v_next);
+      }
+    }
+    Prepare(p, pos_.data());
+    for (int i = 0; i < p.nrow; i++) {
+      warm_ok_[i] = 1;
+      warm_lam_[i] = out_lam_[i];
+    }
+    const int iterations = sol->iterations;
+    SolveAll(p, sol);
+    sol->iterations += iterations;
+    info_.rechecks++;
+  }
+  info_.grad_islands = p.islands.nisland;
+}
+
+//---------------------------------- gradients ---------------------------------------------------
+
+bool IpmSolver::Center(const Problem& p, int k) {
+  // Newton steps at fixed kappa = kappa_grad from the stored iterate onto the central point
+  if (centered_[k]) return true;
+  if (!grad_ok_[k]) return false;
+  const double kg = settings_.ipm.kappa_grad;
+  if (!lu_.Analyze(p, k, chain_.data())) return false;
+  State* cur = &cen_;
+  State* trial = &trial_;
+  Copy(p, k, grad_, cur);
+  const IslandLists& L = lists_[k];
+  auto deviation = [&](const State& s) {
+    // largest |x o z - kappa e| entry, relative to kappa
+    double dev = 0;
+    for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+      dev = std::max(dev, std::fabs(s.x[orth_[e]] * s.z[orth_[e]] - kg));
+    }
+    for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+      const int f = soc_row_[e], nrm = soc_nrm_[e];
+      double x[3], z[3], c[3];
+      const int n = ConeVectors(s, f, soc_cnt_[e], nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
+      Product(x, z, n, c);
+      c[0] -= kg;
+      for (int r = 0; r < n; r++) dev = std::max(dev, std::fabs(c[r]));
+    }
+    return dev / kg;
+  };
+  double cond;
+  for (int it = 0; it < kCenterIter; it++) {
+    if (cur->rvio < kCenterResidual && deviation(*cur) < kCenterTol) break;
+    if (!ConeJacobians(p, k, *cur) || !Linearize(p, k, true, &cond)) return false;
+    Targets(p, k, *cur, nullptr, kg);
+    Constants(p, k, cur->rz, cur->rv, true);
+    Direct(p, k, *cur, cur->rz, true, &dir_);
+    DynamicsChange(p, k, &dir_);
+    double alpha = MaxStep(p, k, *cur, dir_, kTauMax);
+    for (int bt = 0; bt <= kMaxBacktrack; bt++) {
+      Step(p, k, *cur, dir_, alpha, trial);
+      if (trial->interior) break;
+      alpha *= kBacktrack;
+    }
+    if (!trial->interior) break;
+    Copy(p, k, *trial, cur);
+  }
+  if (!(cur->rvio < 1e3 * kCenterResidual && deviation(*cur) < 1e3 * kCenterTol)) return false;
+
+  // the exact Jacobian at the central point, factored for ForceTangent
+  if (!ConeJacobians(p, k, *cur) || !Linearize(p, k, true, &cond)) return false;
+  centered_[k] = 1;
+  lu_island_ = k;
+  return true;
+}
+
+const double* IpmSolver::CentralForce(const Problem& p) {
+  for (int i = 0; i < p.nrow; i++) cen_force_[i] = 0;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    if (!Center(p, k)) return nullptr;
+    const int* rows = Rows(p, k);
+    for (int a = 0; a < NumRows(p, k); a++) cen_force_[rows[a]] = cen_.lam[rows[a]] / p.h;
+  }
+  return cen_force_.data();
+}
+
+void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& dir,
+                                 const State& s) {
+  // derivative of the residual along the data perturbation at fixed unknowns
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const IslandLists& L = lists_[k];
+  const double h = p.h;
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+
+  // dynamics: dM (v - v_free) - M dv_free - dJ' lambda
+  for (int a = 0; a < nd; a++) drv_[dofs[a]] = 0;
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    if (dir.M) {
+      for (int j = b; j < e; j++) tmp_[j] = s.v[j] - p.v_free[j];
+      TreeMul(p.mass, dir.M, tmp_.data(), drv_.data(), b, e);
+    }
+    if (dir.v_free) {
+      p.mass.Mul(dir.v_free, rhs_.data(), b, e);
+      for (int j = b; j < e; j++) drv_[j] -= rhs_[j];
+    }
+  }
+
+  // rows: dJ v and dJ' lambda
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a], adr = J.rowadr[i], n = J.rownnz[i];
+    double djv = 0;
+    if (dir.J) {
+      for (int c = 0; c < n; c++) {
+        djv += dir.J[adr + c] * s.v[J.colind[adr + c]];
+        drv_[J.colind[adr + c]] -= dir.J[adr + c] * s.lam[i];
+      }
+    }
+    drz_[i] = -scale_[i] * djv;
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (dir.pos && !capped_[i]) drz_[i] -= dir.pos[i] / h;
+  }
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    // r_e = J v - target + R lambda: hard target -pos/h, soft vel + h aref (and R)
+    const int i = eq_[e];
+    drz_[i] = -drz_[i];
+    if (settings_.ipm.soft_equality) {
+      if (dir.vel) drz_[i] -= dir.vel[i];
+      if (dir.aref) drz_[i] -= h * dir.aref[i];
+      if (dir.R && p.R[i] > 1e-15) drz_[i] += dir.R[i] * s.lam[i];
+    } else if (dir.pos) {
+      drz_[i] += dir.pos[i] / h;
+    }
+  }
+}
+
 bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                              double* dforce) {
-  return false;
+  // implicit function theorem at the central point kappa_grad: R dw = -dF/dtheta dir
+  for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    if (!Center(p, k)) return false;
+    if (lu_island_ != k) {
+      // the island's exact Jacobian at its central point (its cone terms are still in place)
+      double cond;
+      if (!lu_.Analyze(p, k, chain_.data()) || !Linearize(p, k, true, &cond)) return false;
+      lu_island_ = k;
+    }
+    TangentResiduals(p, k, dir, cen_);
+    Constants(p, k, drz_.data(), drv_.data(), false);
+    Direct(p, k, cen_, drz_.data(), false, &dir_);
+    const int* rows = Rows(p, k);
+    for (int a = 0; a < NumRows(p, k); a++) dforce[rows[a]] = dir_.lam[rows[a]] / p.h;
+  }
+  return true;
+}
+
+//---------------------------------- test hooks --------------------------------------------------
+
+bool IpmSolver::NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv,
+                                  double* dlam) {
+  info_ = IpmInfo();
+  for (int i = 0; i < p.nrow; i++) pos_[i] = p.pos[i];
+  Prepare(p, pos_.data());
+  if (!lu_.Analyze(p, k, chain_.data())) return false;
+  ColdStart(p, k, kVelFloor, &cur_);
+  double cond;
+  if (!ConeJacobians(p, k, cur_) || !Linearize(p, k, true, &cond)) return false;
+  Targets(p, k, cur_, nullptr, kappa);
+  Constants(p, k, cur_.rz, cur_.rv, true);
+  Direct(p, k, cur_, cur_.rz, true, &dir_);
+  DynamicsChange(p, k, &dir_);
+  for (int j = 0; j < p.nv; j++) dv[j] = dir_.v[j];
+  for (int i = 0; i < p.nrow; i++) dlam[i] = dir_.lam[i];
+  return true;
+}
+
+void IpmSolver::ResidualAlong(const Problem& p, int k, double alpha, double kappa, double* rv,
+                              double* rz, double* comp, double* comp0) {
+  Step(p, k, cur_, dir_, alpha, &trial_);
+  Residuals(p, k, &trial_);  // from scratch, not by the linear update
+  for (int j = 0; j < p.nv; j++) rv[j] = trial_.rv[j];
+  for (int i = 0; i < p.nrow; i++) rz[i] = trial_.rz[i], comp[i] = comp0[i] = 0;
+  const IslandLists& L = lists_[k];
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    comp[orth_[e]] = trial_.x[orth_[e]] * trial_.z[orth_[e]] - kappa;
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], nrm = soc_nrm_[e];
+    double x[3], z[3], c[3];
+    const int n = ConeVectors(trial_, f, soc_cnt_[e], nrm >= 0 ? trial_.x[nrm] : bound_[f], x, z);
+    Product(x, z, n, c);
+    comp0[f] = c[0] - kappa;
+    for (int r = 1; r < n; r++) comp[f + r - 1] = c[r];
+  }
 }
 
 }  // namespace ipm

@@ -35,8 +35,9 @@ struct IpmInfo {
   int factorizations = 0;   // LU factorizations
   int sym_fallbacks = 0;    // factorizations redone without the friction coupling
   int retries = 0;          // failed island solves retried from a more central start
+  int rechecks = 0;         // re-solves with gaps re-measured at q+
   int tree_sparse = 0;      // islands factored in the tree-sparse layout
-  int warm_contacts = 0;    // contacts started from the previous step's solution
+  int warm_islands = 0;     // islands started from the previous step's impulses
   int grad_islands = 0;     // islands with a stored kappa_grad iterate
 };
 

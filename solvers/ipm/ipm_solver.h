@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 //
-// The interior-point solver's class (see ipm.h for the method). Internal: tests reach the
-// iteration pieces through it.
+// The interior-point solver's class (the method is described in ipm.h). Internal: tests reach
+// the Newton step, the central-path point and the island lists through it.
 #ifndef CONTACTKIT_SOLVERS_IPM_IPM_SOLVER_H_
 #define CONTACTKIT_SOLVERS_IPM_IPM_SOLVER_H_
 
@@ -16,91 +16,96 @@
 namespace contactkit {
 namespace ipm {
 
-// what one group of rows is
-enum UnitType : int {
-  kUnitEquality = 0,  // one bilateral row
-  kUnitFrictionLoss,  // one friction-loss row: a 2-d cone with a fixed bound
-  kUnitLimit,         // one unilateral row: orthant pair
-  kUnitContact,       // a contact: normal orthant pair and 1-3 friction cones
-};
-
-// friction cones of a contact of dimension dim: (first row offset, rows)
-inline int FrictionGroups(int dim, int* first, int* count) {
-  int n = 0;
-  if (dim >= 3) first[n] = 1, count[n++] = 2;
-  if (dim >= 4) first[n] = 3, count[n++] = 1;
-  if (dim >= 6) first[n] = 4, count[n++] = 2;
-  return n;
-}
-
 // an iterate, indexed by global dof and row
 struct State {
-  double* v;    // velocity                                                  (nv)
-  double* x;    // force-side cone entries: gamma, xi_j = lambda_j / mu_j     (rows)
-  double* z;    // velocity-side entries: s, eta_j = mu_j J_j v              (rows)
-  double* z0;   // eta0 of the cone whose first friction row is the index    (rows)
-  double* lam;  // impulse                                                   (rows)
-  double* u;    // J v                                                       (rows)
-  double* rz;   // row residual: z - scale J v - target, equality residual   (rows)
-  double* rv;   // dynamics residual M (v - v_free) - J' lambda              (nv)
-  double rvio = 0, kvio = 0, mu = 0;
-  bool interior = true;  // every cone strictly inside, with a margin above rounding
+  double* v;    // velocity v+                                                 (nv)
+  double* rv;   // dynamics residual M (v - v_free) - J' lambda                (nv)
+  double* x;    // force side: gamma, xi_j = lambda_j / mu_j, equality lambda   (rows)
+  double* z;    // velocity side: s = pos/h + J v, eta_j = mu_j J_j v           (rows)
+  double* z0;   // eta0 of the second-order cone whose first row is the index  (rows)
+  double* lam;  // impulse of each row                                         (rows)
+  double* u;    // J v                                                         (rows)
+  double* rz;   // row residual: z - scale J v - target, equality residual     (rows)
+  double rvio = 0;        // residual violation (velocity units)
+  double kvio = 0;        // largest complementarity entry
+  double mu = 0;          // mean complementarity x'z per cone
+  bool interior = true;   // every cone strictly inside, with a margin above rounding
 };
 
-// a search direction
+// a search direction; rv and rz are the changes of the residuals along it
 struct Direction {
   double* v;    // (nv)
+  double* rv;   // (nv)
   double* x;    // (rows)
   double* z;    // (rows)
   double* z0;   // (rows)
   double* lam;  // (rows)
-  double* u;    // J dv (rows)
+  double* u;    // (rows)
+  double* rz;   // (rows)
 };
 
-// second-order cone entries of a friction group: x = (x0, x_R), z = (z0, z_R)
-inline void GroupVectors(const State& s, int f, int cnt, double x0, double* x, double* z) {
-  x[0] = x0;
-  z[0] = s.z0[f];
-  for (int r = 0; r < cnt; r++) {
-    x[r + 1] = s.x[f + r];
-    z[r + 1] = s.z[f + r];
-  }
-}
+// index ranges of one island's constraint lists
+struct IslandLists {
+  int orth_adr, orth_num;  // orthant pairs (limits, contact normals)
+  int soc_adr, soc_num;    // second-order cones (friction groups, friction loss)
+  int eq_adr, eq_num;      // equality rows
+  int lim_adr, lim_num;    // limit rows (assembled one by one)
+  int con_adr, con_num;    // contacts (assembled as blocks)
+  int fl_adr, fl_num;      // friction-loss cones (assembled one by one)
+};
 
 class IpmSolver final : public Solver {
  public:
   bool Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) override;
   void SetSettings(const ckSettings& settings) override { settings_ = settings; }
   void Solve(const Problem& p, Solution* sol) override;
-  void Reset() override {}
   bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                     double* dforce) override;
 
   const IpmInfo& info() const { return info_; }
 
+  // the force (nrow) at the central-path point kappa_grad of the last solve, where ForceTangent
+  // differentiates; null if that point could not be reached
+  const double* CentralForce(const Problem& p);
+
+  // for tests: one Newton direction at the cold start of island k for complementarity target
+  // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
+  bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);
+
+  // for tests: the residual at the cold start moved by alpha along the last Newton direction:
+  // dynamics (nv), rows (nrow) and complementarity x o z - kappa e per row (nrow; eta0 entries at
+  // the first row of a cone go to comp0)
+  void ResidualAlong(const Problem& p, int k, double alpha, double kappa, double* rv, double* rz,
+                     double* comp, double* comp0);
+
  private:
   // per step
-  void Prepare(const Problem& p);
+  void Prepare(const Problem& p, const double* pos);
+  void SolveAll(const Problem& p, Solution* sol);
   void SolveIsland(const Problem& p, int k, Solution* sol);
-  int Attempt(const Problem& p, int k, double floor, double rtol, double ktol, int* status,
-              double* cond, const State** fin);
+  int Attempt(const Problem& p, int k, double floor, double warm_mu, double rtol, double ktol,
+              int* status, double* cond, const State** fin);
+  bool Center(const Problem& p, int k);
 
   // per island
   void ColdStart(const Problem& p, int k, double floor, State* s);
-  void Evaluate(const Problem& p, int k, State* s);
+  void WarmStart(const Problem& p, int k, double mu, State* s);
+  void Residuals(const Problem& p, int k, State* s);
+  void Measures(const Problem& p, int k, State* s) const;
   bool ConeJacobians(const Problem& p, int k, const State& s);
   bool Linearize(const Problem& p, int k, bool coupled, double* cond);
+  bool Factor(const Problem& p, int k, double* cond);
   void Targets(const Problem& p, int k, const State& s, const Direction* aff, double kappa);
-  void Constants(const Problem& p, int k, const State& s, const double* rz, const double* rv,
-                 bool with_d);
-  void Recover(const Problem& p, int k, const State& s, const double* rz, bool with_d,
-               Direction* d);
-  double MaxStep(const Problem& p, int k, const State& s, const Direction& d, double tau_ort,
-                 double tau_soc) const;
+  void Constants(const Problem& p, int k, const double* rz, const double* rv, bool with_d);
+  void Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d,
+              Direction* d);
+  void DynamicsChange(const Problem& p, int k, Direction* d);
+  double MaxStep(const Problem& p, int k, const State& s, const Direction& d, double tau) const;
   double MuAt(const Problem& p, int k, const State& s, const Direction& d, double alpha) const;
   void Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
             State* out) const;
   void Copy(const Problem& p, int k, const State& from, State* to) const;
+  void TangentResiduals(const Problem& p, int k, const ProblemTangent& dir, const State& s);
 
   // island ranges
   const int* Rows(const Problem& p, int k) const { return p.islands.rows + p.islands.rowadr[k]; }
@@ -109,42 +114,54 @@ class IpmSolver final : public Solver {
   int NumDofs(const Problem& p, int k) const { return p.islands.ndofs[k]; }
 
   ckSettings settings_;
-  bool trace_ = false;
   ProblemDims dims_;
   IpmInfo info_;
   IslandLU lu_;
+  bool trace_ = false;           // CK_IPM_TRACE: per-iteration log on stderr
 
   // per row, per step
   std::vector<double> scale_;    // lambda = scale x: mu_j for friction rows, else 1    (rows)
-  std::vector<double> target_;   // pos/h (unilateral), equality target                 (rows)
+  std::vector<double> target_;   // unilateral: pos/h (shifted, capped); equality target (rows)
+  std::vector<uint8_t> capped_;  // target limited by recovery_speed                    (rows)
   std::vector<double> reg_;      // equality regularizer R                              (rows)
   std::vector<double> bound_;    // friction-loss impulse bound h floss                 (rows)
-  std::vector<int> row_con_;     // contact of each row, -1                             (rows)
   std::vector<uint8_t> chain_;   // row lies on one dof chain                           (rows)
+  std::vector<double> pos_;      // positions used for the targets                      (rows)
+  std::vector<double> pos_next_; // positions at q+ from the gap re-check               (rows)
 
-  // units (rows grouped by constraint) per island
-  std::vector<int> unit_type_, unit_row_, unit_dim_;  //                               (rows)
-  std::vector<int> unit_adr_, unit_num_;              //                               (ntree)
-  std::vector<int> ncone_;                            // cones of each island          (ntree)
+  // constraint lists (rows), grouped by island
+  std::vector<IslandLists> lists_;                   //                               (ntree)
+  std::vector<int> orth_, eq_, lim_, con_, fl_;      //                               (rows)
+  std::vector<int> con_dim_, con_soc_;               // contact dim, first cone       (rows)
+  std::vector<int> soc_row_, soc_cnt_, soc_nrm_;     // first row, rows, normal row   (rows)
+  std::vector<int> con_of_row_;                      // contact of a normal row       (rows)
 
-  // linearization per cone (indexed by the cone's first row): dx = d - G dz
-  std::vector<double> gn_;       // orthant: x / z                                      (rows)
-  std::vector<double> G_;        // second-order cone: Arw(z)^-1 Arw(x) (3 x 3)         (rows x 9)
-  std::vector<double> q_;        // G_10 / G_00                                         (rows x 2)
-  std::vector<double> S_;        // G_11 - q G_01                                       (rows x 4)
-  std::vector<double> d_;        // z \ rc: the complementarity target's part of dx     (rows x 3)
-  std::vector<double> c_;        // constant of the row impulse: dlam = c - W J dv      (rows)
+  // linearization: orthant rows (by row), second-order cones (by cone): dx = d - G dz
+  std::vector<double> og_, od_;  // x / z and d of an orthant row                       (rows)
+  std::vector<double> sG_;       // Arw(z)^-1 Arw(x)                                    (cones x 9)
+  std::vector<double> sq_;       // G_10 / G_00                                         (cones x 2)
+  std::vector<double> sS_;       // G_11 - q G_01                                       (cones x 4)
+  std::vector<double> sd_;       // z \ (kappa e - x o z - second-order term)            (cones x 3)
+  std::vector<double> c_;        // constant of a row impulse: dlam = c - W J dv        (rows)
 
   // iterates and directions
   std::vector<double> store_;    // all State and Direction arrays
-  State cur_, trial_, best_, grad_;
+  State cur_, trial_, best_, grad_, cen_;
   Direction aff_, dir_;
   std::vector<double> rhs_;      // Newton right-hand side                              (nv)
   std::vector<double> tmp_;      // scratch                                             (nv)
   std::vector<double> mdiag_;    // diagonal of M_eff                                   (nv)
   std::vector<double> jc_, tw_;  // contact rows and W-weighted rows                    (6 x nv)
   std::vector<double> out_lam_;  // final impulses                                      (rows)
-  std::vector<uint8_t> grad_ok_; // island has a stored kappa_grad iterate              (ntree)
+  std::vector<double> cen_force_;  // central-path force at kappa_grad                   (rows)
+  std::vector<uint8_t> grad_ok_;   // island has a kappa_grad iterate                   (ntree)
+  std::vector<uint8_t> centered_;  // cen_ holds the island's central point             (ntree)
+  int lu_island_ = -1;             // island whose central-point Jacobian lu_ holds
+  std::vector<double> drz_, drv_;  // residual perturbations for ForceTangent          (rows, nv)
+
+  // warm start of a re-solve within one step
+  std::vector<double> warm_lam_;    // warm impulse of each row of this step            (rows)
+  std::vector<uint8_t> warm_ok_;    // row has a warm impulse                            (rows)
 };
 
 }  // namespace ipm

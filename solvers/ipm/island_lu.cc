@@ -127,6 +127,7 @@ bool IslandLU::Allocate(const ProblemDims& dims, long max_pool, std::string* err
     dof_pos_.assign(nv, 0);
     dof_off_.assign(nv, 0);
     where_.assign(ntree, -1);
+    add_.assign(kMaxDenseAdd * kMaxDenseAdd + 12 * static_cast<size_t>(nv), 0);
     pool_.assign(pool, 0);
     work_.assign(nv, 0);
     adjbits_.assign(static_cast<size_t>(ntree) * words_, 0);
@@ -308,23 +309,39 @@ double* IslandLU::Block(int i, int j) {
 }
 
 void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T) {
-  if (tree_sparse_) {
+  if (tree_sparse_ && depth_[cols[n - 1]] - depth_[cols[0]] == n - 1) {
+    AddJtTChain(cols, n, dim, Jc, T);
+    return;
+  }
+  if (n > kMaxDenseAdd) {
+    AddJtTLarge(cols, n, dim, Jc, T);
+    return;
+  }
+
+  // G = Jc' T, dense (n x n), row by row
+  double* G = add_.data();
+  for (int a = 0; a < n * n; a++) G[a] = 0;
+  for (int r = 0; r < dim; r++) {
+    const double* jr = Jc + r * n;
+    const double* tr = T + r * n;
     for (int a = 0; a < n; a++) {
-      const int ca = cols[a];
-      double s = 0;
-      for (int r = 0; r < dim; r++) s += Jc[r * n + a] * T[r * n + a];
-      lo_[madr_[ca]] += s;
+      const double ja = jr[a];
+      if (ja == 0) continue;
+      double* ga = G + a * n;
+      for (int b = 0; b < n; b++) ga[b] += ja * tr[b];
+    }
+  }
+
+  if (tree_sparse_) {
+    // cb < ca is an ancestor of ca: A(ca, cb) in lo, A(cb, ca) in up, at depth(ca) - depth(cb)
+    for (int a = 0; a < n; a++) {
+      const int ca = cols[a], base = madr_[ca], da = depth_[ca];
+      const double* ga = G + a * n;
+      lo_[base] += ga[a];
       for (int b = 0; b < a; b++) {
-        // cb is an ancestor of ca: A(ca, cb) in lo, A(cb, ca) in up
-        const int cb = cols[b];
-        const int adr = madr_[ca] + depth_[ca] - depth_[cb];
-        double sab = 0, sba = 0;
-        for (int r = 0; r < dim; r++) {
-          sab += Jc[r * n + a] * T[r * n + b];
-          sba += Jc[r * n + b] * T[r * n + a];
-        }
-        lo_[adr] += sab;
-        up_[adr] += sba;
+        const int adr = base + da - depth_[cols[b]];
+        lo_[adr] += ga[b];
+        up_[adr] += G[b * n + a];
       }
     }
     return;
@@ -343,15 +360,99 @@ void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const d
       const int wb = pos_size_[pb];
       for (int a = a0; a < a1; a++) {
         double* row = blk + dof_off_[cols[a]] * wb;
-        for (int b = b0; b < b1; b++) {
-          double s = 0;
-          for (int r = 0; r < dim; r++) s += Jc[r * n + a] * T[r * n + b];
-          row[dof_off_[cols[b]]] += s;
-        }
+        const double* ga = G + a * n;
+        for (int b = b0; b < b1; b++) row[dof_off_[cols[b]]] += ga[b];
       }
       b0 = b1;
     }
     a0 = a1;
+  }
+}
+
+namespace {
+
+// chain rows: lo[t] += sum_r J(r, a) T(r, a - t), up[t] += sum_r T(r, a) J(r, a - t), t = 0..a,
+// with J and T read reversed (jr, tr) so that every loop is contiguous
+template <int D>
+void ChainRows(int n, const double* Jc, const double* T, const double* jr, const double* tr,
+               const int* cols, const int* madr, double* lo_all, double* up_all) {
+  for (int a = 0; a < n; a++) {
+    double* lo = lo_all + madr[cols[a]];
+    double* up = up_all + madr[cols[a]];
+    const int off = n - 1 - a;
+    double ja[D], ta[D];
+    for (int r = 0; r < D; r++) {
+      ja[r] = Jc[r * n + a];
+      ta[r] = T[r * n + a];
+    }
+    double l0 = 0;
+    for (int r = 0; r < D; r++) l0 += ja[r] * tr[r * n + off];
+    lo[0] += l0;
+    for (int t = 1; t <= a; t++) {
+      double l = 0, u = 0;
+      for (int r = 0; r < D; r++) {
+        l += ja[r] * tr[r * n + off + t];
+        u += ta[r] * jr[r * n + off + t];
+      }
+      lo[t] += l;
+      up[t] += u;
+    }
+  }
+}
+
+}  // namespace
+
+void IslandLU::AddJtTChain(const int* cols, int n, int dim, const double* Jc, const double* T) {
+  // cols are consecutive ancestors: A(ca, c(a-t)) sits at madr[ca] + t
+  double* jr = add_.data();
+  double* tr = jr + dim * n;
+  for (int r = 0; r < dim; r++) {
+    for (int j = 0; j < n; j++) {
+      jr[r * n + j] = Jc[r * n + n - 1 - j];
+      tr[r * n + j] = T[r * n + n - 1 - j];
+    }
+  }
+  double* lo = lo_.data();
+  double* up = up_.data();
+  switch (dim) {
+    case 1:
+      ChainRows<1>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      break;
+    case 3:
+      ChainRows<3>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      break;
+    case 4:
+      ChainRows<4>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      break;
+    case 6:
+      ChainRows<6>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      break;
+    default:
+      AddJtTLarge(cols, n, dim, Jc, T);
+      break;
+  }
+}
+
+void IslandLU::AddJtTLarge(const int* cols, int n, int dim, const double* Jc, const double* T) {
+  // rows touching many dofs (tendons, long chains): entry by entry
+  for (int a = 0; a < n; a++) {
+    const int ca = cols[a];
+    for (int b = 0; b < n; b++) {
+      double v = 0;
+      for (int r = 0; r < dim; r++) v += Jc[r * n + a] * T[r * n + b];
+      if (tree_sparse_) {
+        if (a == b) {
+          lo_[madr_[ca]] += v;
+        } else if (b < a) {
+          lo_[madr_[ca] + depth_[ca] - depth_[cols[b]]] += v;
+        } else {
+          up_[madr_[cols[b]] + depth_[cols[b]] - depth_[ca]] += v;
+        }
+      } else {
+        const int cb = cols[b];
+        Block(dof_pos_[ca], dof_pos_[cb])[dof_off_[ca] * pos_size_[dof_pos_[cb]] + dof_off_[cb]] += v;
+      }
+    }
   }
 }
 

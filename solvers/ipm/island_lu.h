@@ -56,6 +56,9 @@ class IslandLU {
  private:
   // block (i, j) of positions i != j: pointer to its n_i x n_j row-major storage
   double* Block(int i, int j);
+  void AddJtTLarge(const int* cols, int n, int dim, const double* Jc, const double* T);
+  void AddJtTChain(const int* cols, int n, int dim, const double* Jc, const double* T);
+  static constexpr int kMaxDenseAdd = 96;  // rows wider than this are added entry by entry
   void FactorBlocks(double* min_pivot, double* max_pivot, bool* ok);
   void FactorTree(double* min_pivot, double* max_pivot, bool* ok);
 
@@ -87,6 +90,7 @@ class IslandLU {
   std::vector<int> where_;       // scatter: edge index of a position         (ntree)
   std::vector<double> pool_;     // dense blocks                              (max_pool)
   std::vector<double> work_;     // gathered vector in position order         (nv)
+  std::vector<double> add_;      // Jc' T of one row group                    (96 x 96 + 12 nv)
   int pool_used_ = 0;
   int max_edges_ = 0;
 
