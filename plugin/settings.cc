@@ -40,9 +40,9 @@ const KeyInfo kKeys[] = {
    "re-solves with gaps re-measured by collision at q+ (0: off)"},
   {"soft_equality", "ipm", kKeyBool, CK_OFF(ipm.soft_equality), 0, 1, false, false, "0",
    "soften equality constraints with their solref/solimp"},
-  {"rest_depth", "ipm", kKeyReal, CK_OFF(ipm.rest_depth), 0, 0.01, false, false, "1e-7",
+  {"rest_depth", "ipm", kKeyReal, CK_OFF(ipm.rest_depth), 0, 0.01, false, false, "1e-4",
    "depth (m) at which contacts/limits without margin rest, so MuJoCo keeps reporting them"},
-  {"recovery_speed", "ipm", kKeyReal, CK_OFF(ipm.recovery_speed), 0, kInf, true, true, "1",
+  {"recovery_speed", "ipm", kKeyReal, CK_OFF(ipm.recovery_speed), 0, kInf, true, true, "0.1",
    "largest speed (m/s) at which a penetration or violated limit is undone per step"},
 
   {"stiffness", "comfree", kKeyReal, CK_OFF(comfree.stiffness), 0, 100, true, false, "0.2",
