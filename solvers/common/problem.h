@@ -57,11 +57,12 @@ struct ProblemDims {
 struct Problem;
 
 // Row positions at the end of the step (optional, for solvers that re-check gaps): given the
-// solution's v+, write for every row the pos it has at q+ = q (+) h v+: contact distances from
-// collision of the same geom pairs (a pair that separated beyond its margin reports the margin),
-// limit distances, equality residuals. Returns false if it could not; pos_next is then unusable.
+// solution's v+, write for every row the pos it has at q+ = q (+) h v+ (contact distances from
+// collision of the same geom pairs, a pair that separated beyond its margin reporting its margin;
+// limit distances; equality residuals) and, in J's sparsity pattern, the rows' Jacobian at q+
+// (d pos / d q+; contacts: the normal at q+). Returns false if it could not.
 typedef bool (*RegapFunction)(void* context, const Problem& p, const double* v_next,
-                              double* pos_next);
+                              double* pos_next, double* jac_next);
 
 // one step's constraint problem (all arrays owned by a ProblemStorage)
 struct Problem {

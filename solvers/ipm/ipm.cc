@@ -101,6 +101,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     chain_.assign(R, 0);
     pos_.assign(R, 0);
     pos_next_.assign(R, 0);
+    jac_next_.assign(std::max(1, dims.max_nnz), 0);
     lists_.assign(T, IslandLists());
     for (auto* v : {&orth_, &eq_, &lim_, &con_, &fl_, &con_dim_, &con_soc_, &soc_row_, &soc_cnt_,
                     &soc_nrm_, &con_of_row_}) {
@@ -268,14 +269,14 @@ void IpmSolver::Prepare(const Problem& p, const double* pos) {
 }
 
 void IpmSolver::ColdStart(const Problem& p, int k, double floor, State* s) {
-  const SparseRows& J = p.J;
+  const SparseRows& G = *gapJ_;
   const IslandLists& L = lists_[k];
   const int* dofs = Dofs(p, k);
   for (int a = 0; a < NumDofs(p, k); a++) s->v[dofs[a]] = p.v_free[dofs[a]];
   const int* rows = Rows(p, k);
   for (int a = 0; a < NumRows(p, k); a++) {
     const int i = rows[a];
-    s->u[i] = J.Dot(i, s->v);
+    s->u[i] = G.Dot(i, s->v);
     s->x[i] = s->lam[i] = 0;
   }
 
@@ -331,7 +332,7 @@ void IpmSolver::WarmStart(const Problem& p, int k, double mu, State* s) {
     p.mass.Solve(tmp_.data(), b, b + is.tree_dofnum[is.trees[t]]);
   }
   for (int a = 0; a < nd; a++) s->v[dofs[a]] = p.v_free[dofs[a]] + tmp_[dofs[a]];
-  for (int a = 0; a < nr; a++) s->u[rows[a]] = J.Dot(rows[a], s->v);
+  for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
 
   // orthant pairs: previous gamma, gap at v; complementarity at least mu
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
@@ -375,7 +376,7 @@ void IpmSolver::Residuals(const Problem& p, int k, State* s) {
   const IslandLists& L = lists_[k];
   const int* rows = Rows(p, k);
   const int nr = NumRows(p, k);
-  for (int a = 0; a < nr; a++) s->u[rows[a]] = J.Dot(rows[a], s->v);
+  for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
   const int* dofs = Dofs(p, k);
   const int nd = NumDofs(p, k);
   for (int a = 0; a < nd; a++) tmp_[dofs[a]] = s->v[dofs[a]] - p.v_free[dofs[a]];
@@ -477,10 +478,12 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
   lu_.SetMass(p);
   double* jc = jc_.data();
   double* tw = tw_.data();
+  const double* gval = gapJ_->val;  // right factor: the rows that measure velocities
   auto single = [&](int i, double w) {
     const int n = J.rownnz[i];
     const double* ji = J.val + J.rowadr[i];
-    for (int b = 0; b < n; b++) tw[b] = w * ji[b];
+    const double* gi = gval + J.rowadr[i];
+    for (int b = 0; b < n; b++) tw[b] = w * gi[b];
     lu_.AddJtT(J.colind + J.rowadr[i], n, 1, ji, tw);
   };
   for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) single(eq_[e], 1 / reg_[eq_[e]]);
@@ -517,7 +520,7 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
       for (int c = 0; c < dim; c++) {
         const double wrc = W[r * dim + c];
         if (wrc == 0) continue;
-        const double* jr = jc + c * n;
+        const double* jr = gval + J.rowadr[i + c];
         for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
       }
     }
@@ -602,13 +605,12 @@ void IpmSolver::Constants(const Problem& p, int k, const double* rz, const doubl
 void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d,
                        Direction* d) {
   // solve for dv, then every row's and cone's change and the change of the row residuals
-  const SparseRows& J = p.J;
   const IslandLists& L = lists_[k];
   const int* dofs = Dofs(p, k);
   for (int a = 0; a < NumDofs(p, k); a++) d->v[dofs[a]] = rhs_[dofs[a]];
   lu_.Solve(d->v);
   const int* rows = Rows(p, k);
-  for (int a = 0; a < NumRows(p, k); a++) d->u[rows[a]] = J.Dot(rows[a], d->v);
+  for (int a = 0; a < NumRows(p, k); a++) d->u[rows[a]] = gapJ_->Dot(rows[a], d->v);
   for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
     const int i = eq_[e];
     d->x[i] = d->lam[i] = c_[i] - d->u[i] / reg_[i];
@@ -939,17 +941,22 @@ void IpmSolver::Solve(const Problem& p, Solution* sol) {
     pos_[i] = p.pos[i];
     warm_ok_[i] = 0;
   }
+  gapJ_ = &p.J;
   Prepare(p, pos_.data());
   SolveAll(p, sol);
 
-  // gap re-check: Newton on the gap function phi(q+) (Dojo), s = phi(q+)/h + J (v - v+)
+  // gap re-check: Newton on the gap function phi(q(v+)) (Dojo's phi(z+)): the gap rows measure
+  // s = phi(q+_k)/h + J(q+_k) (v - v+_k), the forces keep acting along J(q)
   for (int r = 0; r < settings_.ipm.gap_recheck && p.regap; r++) {
-    if (!p.regap(p.regap_context, p, sol->v_next, pos_next_.data())) break;
+    if (!p.regap(p.regap_context, p, sol->v_next, pos_next_.data(), jac_next_.data())) break;
+    gap_rows_ = p.J;
+    gap_rows_.val = jac_next_.data();
+    gapJ_ = &gap_rows_;
     for (int i = 0; i < p.nrow; i++) {
       const int kind = p.kind[i];
       if (kind == kRowLimit || kind == kRowContactNormal ||
           (kind == kRowEquality && !settings_.ipm.soft_equality)) {
-        pos_[i] = pos_next_[i] - p.h * p.J.Dot(i, sol->v_next);
+        pos_[i] = pos_next_[i] - p.h * gap_rows_.Dot(i, sol->v_next);
       }
     }
     Prepare(p, pos_.data());
@@ -970,7 +977,7 @@ void IpmSolver::Solve(const Problem& p, Solution* sol) {
 bool IpmSolver::Center(const Problem& p, int k) {
   // Newton steps at fixed kappa = kappa_grad from the stored iterate onto the central point
   if (centered_[k]) return true;
-  if (!grad_ok_[k]) return false;
+  if (!grad_ok_[k] || !gapJ_) return false;
   const double kg = settings_.ipm.kappa_grad;
   if (!lu_.Analyze(p, k, chain_.data())) return false;
   State* cur = &cen_;
@@ -1112,6 +1119,7 @@ bool IpmSolver::NewtonAtColdStart(const Problem& p, int k, double kappa, double*
                                   double* dlam) {
   info_ = IpmInfo();
   for (int i = 0; i < p.nrow; i++) pos_[i] = p.pos[i];
+  gapJ_ = &p.J;
   Prepare(p, pos_.data());
   if (!lu_.Analyze(p, k, chain_.data())) return false;
   ColdStart(p, k, kVelFloor, &cur_);

@@ -128,6 +128,9 @@ class IpmSolver final : public Solver {
   std::vector<uint8_t> chain_;   // row lies on one dof chain                           (rows)
   std::vector<double> pos_;      // positions used for the targets                      (rows)
   std::vector<double> pos_next_; // positions at q+ from the gap re-check               (rows)
+  std::vector<double> jac_next_; // Jacobian values at q+ from the gap re-check         (nnz)
+  SparseRows gap_rows_;          // J with the values at q+ (gap re-check)
+  const SparseRows* gapJ_ = nullptr;  // rows that measure velocities: p.J or gap_rows_
 
   // constraint lists (rows), grouped by island
   std::vector<IslandLists> lists_;                   //                               (ntree)

@@ -89,6 +89,40 @@ TEST_P(BoxDrop, RestsOnTheSurfaceWithoutPenetration) {
 
 INSTANTIATE_TEST_SUITE_P(Timesteps, BoxDrop, ::testing::Values(0.1, 0.05, 0.01, 0.005));
 
+class HumanoidDrop : public MujocoTest, public ::testing::WithParamInterface<double> {};
+
+// MuJoCo's humanoid dropped from standing: with margins for its speeds (limbs up to 3 m/s) and
+// the gap re-check (Newton on the distances at q+), the smallest signed distance of any contact
+// over the whole run stays above -1e-5 m, and the run stays bounded
+TEST_P(HumanoidDrop, NoPenetrationAtAnyTimestep) {
+  const double h = GetParam();
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  m->opt.timestep = h;
+  m->nconmax = 1000;  // large margins report many (speculative) contacts
+  m->njmax = 5000;
+  SetMargins(m.get(), 3.0);
+  DataPtr d(mj_makeData(m.get()));
+  ckSettings s = IpmSettings();
+  s.ipm.gap_recheck = 2;
+  s.ipm.recovery_speed = 1;  // at h = 0.1 undo what remains of a step's error in one step
+  HandlePtr ck = Make(m.get(), &s);
+  double lowest = HUGE_VAL;
+  const int steps = static_cast<int>(std::ceil(2.5 / h));
+  for (int t = 0; t < steps; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    lowest = std::min(lowest, MinDistance(d.get()));
+    ASSERT_NE(ck_stats(ck.get())->status, ckSTATUS_NUMERICAL) << "h = " << h << " step " << t;
+  }
+  ck_forward(ck.get(), m.get(), d.get());
+  lowest = std::min(lowest, MinDistance(d.get()));
+  EXPECT_GE(lowest, -1e-5) << "h = " << h;
+  EXPECT_LT(d->qpos[2], 0.5) << "h = " << h;  // it fell
+  EXPECT_LT(MaxAbs(d->qvel, m->nv), 1.0) << "h = " << h;
+}
+
+INSTANTIATE_TEST_SUITE_P(Timesteps, HumanoidDrop, ::testing::Values(0.1, 0.01, 0.001));
+
 //---------------------------------- friction ---------------------------------------------------------
 
 // a box sliding between the tangent axes moves on a straight line and stops at v0^2 / (2 mu g)
@@ -216,24 +250,28 @@ TEST_F(MujocoTest, RollingFrictionStopsARollingSphere) {
 
 // connect, weld and joint coupling hold: the solver's velocity-level residual is tiny; the
 // position-level violation is one step's curvature error (h^2 |w|^2 r), which the next step
-// removes, so it stays below MuJoCo's soft violation (0.25 mm here)
+// removes, so it stays below MuJoCo's soft violation (0.25 mm here); with the gap re-check
+// (Newton on the equality residual at q+) it is below 1e-6
 TEST_F(MujocoTest, EqualityConstraintsHold) {
-  ModelPtr m = Load(BundledModel("mechanism.xml"));
-  ASSERT_TRUE(m);
-  DataPtr d(mj_makeData(m.get()));
-  const ckSettings s = IpmSettings();
-  HandlePtr ck = Make(m.get(), &s);
-  double worst = 0, residual = 0;
-  for (int t = 0; t < TestSteps(2000); t++) {
-    ck_step(ck.get(), m.get(), d.get());
-    residual = std::max(residual, static_cast<double>(ck_stats(ck.get())->residual));
-    mj_forward(m.get(), d.get());
-    for (int i = 0; i < d->nefc; i++) {
-      if (d->efc_type[i] == mjCNSTR_EQUALITY) worst = std::max(worst, std::fabs(d->efc_pos[i]));
+  for (const int recheck : {0, 1}) {
+    ModelPtr m = Load(BundledModel("mechanism.xml"));
+    ASSERT_TRUE(m);
+    DataPtr d(mj_makeData(m.get()));
+    ckSettings s = IpmSettings();
+    s.ipm.gap_recheck = recheck;
+    HandlePtr ck = Make(m.get(), &s);
+    double worst = 0, residual = 0;
+    for (int t = 0; t < TestSteps(2000); t++) {
+      ck_step(ck.get(), m.get(), d.get());
+      residual = std::max(residual, static_cast<double>(ck_stats(ck.get())->residual));
+      mj_forward(m.get(), d.get());
+      for (int i = 0; i < d->nefc; i++) {
+        if (d->efc_type[i] == mjCNSTR_EQUALITY) worst = std::max(worst, std::fabs(d->efc_pos[i]));
+      }
     }
+    EXPECT_LE(residual, 1e-6) << "gap_recheck " << recheck;
+    EXPECT_LE(worst, recheck ? 1e-6 : 5e-5) << "gap_recheck " << recheck;
   }
-  EXPECT_LE(residual, 1e-6);
-  EXPECT_LE(worst, 5e-5);
 }
 
 // dof friction loss and limits: the slider accelerates at g sin45 - 2 and every joint ends on its
