@@ -22,7 +22,7 @@ constexpr double kTauGain = 100;           // tau = max(kTauMax, 1 - kTauGain mu
 constexpr double kBacktrack = 0.5;         // Dojo's beta
 constexpr int kMaxBacktrack = 12;          // halvings of a step
 constexpr double kTargetFraction = 0.1;    // final central-path target, fraction of kappa_tol
-constexpr double kVelFloor = 1e-2;         // velocity scale of the cold start (m/s)
+constexpr double kVelFloor = 3e-3;         // velocity scale of the cold start (m/s)
 constexpr double kColdSlack = 0.1;         // cold-start gap slack, fraction of that scale
 constexpr double kRetryFloor = 1;          // the same for the retry of a failed solve
 constexpr double kSoftFactor = 1e3;        // tolerances of the last, softer retry
@@ -479,7 +479,12 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
   double* jc = jc_.data();
   double* tw = tw_.data();
   const double* gval = gapJ_->val;  // right factor: the rows that measure velocities
+  const bool cspace = lu_.constraint_space();
   auto single = [&](int i, double w) {
+    if (cspace) {
+      lu_.AddW(i, 1, &w);
+      return;
+    }
     const int n = J.rownnz[i];
     const double* ji = J.val + J.rowadr[i];
     const double* gi = gval + J.rowadr[i];
@@ -509,6 +514,10 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
           W[(f + r) * dim + f + c] = dr * S[r * cnt + c] * scale_[i + f + c];
         }
       }
+    }
+    if (cspace) {
+      lu_.AddW(i, dim, W);
+      continue;
     }
     for (int r = 0; r < dim; r++) {
       const double* jr = J.val + J.rowadr[i + r];
@@ -779,8 +788,10 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
       *status = ckSTATUS_NUMERICAL;
       break;
     }
+    bool exact = true;
     if (!Linearize(p, k, true, cond)) {
       info_.sym_fallbacks++;
+      exact = false;
       if (!Linearize(p, k, false, cond)) {
         *status = ckSTATUS_NUMERICAL;
         break;
@@ -803,7 +814,14 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
     Targets(p, k, *cur, cones ? &aff_ : nullptr, kappa);
     Constants(p, k, cur->rz, cur->rv, true);
     Direct(p, k, *cur, cur->rz, true, &dir_);
-    DynamicsChange(p, k, &dir_);
+    if (exact && lists_[k].eq_num == 0) {
+      // the exact Newton system makes M dv - J' dlam = -rv by construction (equality rows, with
+      // their tiny regularizer, leave a rounding residual worth tracking)
+      const int* dofs = Dofs(p, k);
+      for (int a = 0; a < NumDofs(p, k); a++) dir_.rv[dofs[a]] = -cur->rv[dofs[a]];
+    } else {
+      DynamicsChange(p, k, &dir_);
+    }
 
     // fraction to the boundary, tending to 1 as mu vanishes; backtrack until a violation
     // decreases
@@ -918,7 +936,7 @@ void IpmSolver::SolveAll(const Problem& p, Solution* sol) {
   lu_island_ = -1;
   for (int k = 0; k < is.nisland; k++) {
     centered_[k] = 0;
-    if (!lu_.Analyze(p, k, chain_.data())) {
+    if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_)) {
       // fill beyond the preallocated pool: no force on this island
       sol->status = ckSTATUS_NUMERICAL;
       grad_ok_[k] = 0;
@@ -979,7 +997,7 @@ bool IpmSolver::Center(const Problem& p, int k) {
   if (centered_[k]) return true;
   if (!grad_ok_[k] || !gapJ_) return false;
   const double kg = settings_.ipm.kappa_grad;
-  if (!lu_.Analyze(p, k, chain_.data())) return false;
+  if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_)) return false;
   State* cur = &cen_;
   State* trial = &trial_;
   Copy(p, k, grad_, cur);
@@ -1101,7 +1119,7 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     if (lu_island_ != k) {
       // the island's exact Jacobian at its central point (its cone terms are still in place)
       double cond;
-      if (!lu_.Analyze(p, k, chain_.data()) || !Linearize(p, k, true, &cond)) return false;
+      if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) || !Linearize(p, k, true, &cond)) return false;
       lu_island_ = k;
     }
     TangentResiduals(p, k, dir, cen_);
@@ -1121,7 +1139,7 @@ bool IpmSolver::NewtonAtColdStart(const Problem& p, int k, double kappa, double*
   for (int i = 0; i < p.nrow; i++) pos_[i] = p.pos[i];
   gapJ_ = &p.J;
   Prepare(p, pos_.data());
-  if (!lu_.Analyze(p, k, chain_.data())) return false;
+  if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_)) return false;
   ColdStart(p, k, kVelFloor, &cur_);
   double cond;
   if (!ConeJacobians(p, k, cur_) || !Linearize(p, k, true, &cond)) return false;

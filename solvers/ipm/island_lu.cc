@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <new>
 
 namespace contactkit {
@@ -128,6 +129,14 @@ bool IslandLU::Allocate(const ProblemDims& dims, long max_pool, std::string* err
     dof_off_.assign(nv, 0);
     where_.assign(ntree, -1);
     add_.assign(kMaxDenseAdd * kMaxDenseAdd + 12 * static_cast<size_t>(nv), 0);
+    row_loc_.assign(std::max(1, dims.max_rows), -1);
+    Y_.assign(static_cast<size_t>(kMaxConstraintRows) * nv, 0);
+    D_.assign(kMaxConstraintRows * kMaxConstraintRows, 0);
+    W_.assign(kMaxConstraintRows * kMaxConstraintRows, 0);
+    K_.assign(kMaxConstraintRows * kMaxConstraintRows, 0);
+    piv_.assign(kMaxConstraintRows, 0);
+    cvec_.assign(3 * kMaxConstraintRows, 0);
+    dof_loc_.assign(nv, -1);
     pool_.assign(pool, 0);
     work_.assign(nv, 0);
     adjbits_.assign(static_cast<size_t>(ntree) * words_, 0);
@@ -146,21 +155,83 @@ bool IslandLU::Allocate(const ProblemDims& dims, long max_pool, std::string* err
   return true;
 }
 
-bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain) {
+bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space space,
+                       const SparseRows* right) {
   const Islands& is = p.islands;
   parent_ = p.mass.parent;
   madr_ = p.mass.madr;
+  problem_ = &p;
+  right_ = right ? right : &p.J;
+  island_ = island;
   const int ntr = is.ntrees[island];
   const int* trees = is.trees + is.treeadr[island];
   const int* rows = is.rows + is.rowadr[island];
   const int nrows = is.nrows[island];
+  const int nd = is.ndofs[island];
+  const int* dofs = is.dofs + is.dofadr[island];
+  cspace_ = false;
+  bool chains = ntr == 1;
+  for (int r = 0; r < nrows && chains; r++) chains = chain[rows[r]] != 0;
+
+  // estimated instructions per iteration (calibrated on the humanoid): dof space assembles J'WJ
+  // (sum of row widths squared) and factors the tree (sum of depth^2) or the dense tree blocks;
+  // constraint space factors an m x m dense matrix and pays M^-1 and Y products in each solve
+  if (space != kDofSpace && nrows <= kMaxConstraintRows) {
+    double assembly = 0, factor = 0;
+    for (int r = 0; r < nrows; r++) assembly += static_cast<double>(p.J.rownnz[rows[r]]) * p.J.rownnz[rows[r]];
+    if (chains) {
+      for (int a = 0; a < nd; a++) {
+        const int j = dofs[a];
+        depth_[j] = parent_[j] < 0 ? 0 : depth_[parent_[j]] + 1;
+        factor += static_cast<double>(depth_[j]) * (depth_[j] + 1);
+      }
+      factor *= 10;
+    } else {
+      for (int t = 0; t < ntr; t++) {
+        const double n = is.tree_dofnum[trees[t]];
+        factor += 2 * (2.0 / 3.0) * n * n * n;
+      }
+    }
+    const double m = nrows;
+    const double dof_cost = 6 * assembly + factor;
+    const double cs_cost = 5 * (2.0 / 3.0) * m * m * m + 2 * (11 * 2 * m * nd + 8 * p.mass.nM);
+    if (space == kConstraintSpace || cs_cost < dof_cost) {
+      cspace_ = true;
+      m_ = nrows;
+      nd_ = nd;
+      for (int r = 0; r < nrows; r++) row_loc_[rows[r]] = r;
+      for (int a = 0; a < nd; a++) dof_loc_[dofs[a]] = a;
+
+      // Y = M^-1 J' (row r of Y is M^-1 J_r'), D = R Y for the right rows R
+      double* col = work_.data();
+      for (int r = 0; r < nrows; r++) {
+        for (int a = 0; a < nd; a++) col[dofs[a]] = 0;
+        p.J.AddRowTo(rows[r], 1, col);
+        for (int t = 0; t < ntr; t++) {
+          const int b = is.tree_dofadr[trees[t]];
+          p.mass.Solve(col, b, b + is.tree_dofnum[trees[t]]);
+        }
+        double* y = Y_.data() + static_cast<size_t>(r) * nd;
+        for (int a = 0; a < nd; a++) y[a] = col[dofs[a]];
+      }
+      const SparseRows& R = *right_;
+      for (int r = 0; r < nrows; r++) {
+        const int i = rows[r], adr = R.rowadr[i];
+        for (int c = 0; c < nrows; c++) {
+          const double* y = Y_.data() + static_cast<size_t>(c) * nd;
+          double v = 0;
+          for (int k = 0; k < R.rownnz[i]; k++) v += R.val[adr + k] * y[dof_loc_[R.colind[adr + k]]];
+          D_[r * nrows + c] = v;
+        }
+      }
+      return true;
+    }
+  }
 
   // one tree whose rows are all chains: tree-sparse
   tree_sparse_ = false;
   if (ntr == 1) {
-    bool all = true;
-    for (int r = 0; r < nrows && all; r++) all = chain[rows[r]] != 0;
-    if (all) {
+    if (chains) {
       tree_sparse_ = true;
       begin_ = is.tree_dofadr[trees[0]];
       end_ = begin_ + is.tree_dofnum[trees[0]];
@@ -288,6 +359,10 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain) {
 }
 
 void IslandLU::SetMass(const Problem& p) {
+  if (cspace_) {
+    for (int a = 0; a < m_ * m_; a++) W_[a] = 0;
+    return;
+  }
   if (tree_sparse_) {
     const int a = madr_[begin_], b = end_ < p.nv ? madr_[end_] : p.mass.nM;
     for (int i = a; i < b; i++) lo_[i] = up_[i] = p.mass.M[i];
@@ -531,10 +606,124 @@ void IslandLU::FactorBlocks(double* mn, double* mx, bool* ok) {
   }
 }
 
+void IslandLU::AddW(int row, int dim, const double* Wb) {
+  const int r0 = row_loc_[row];
+  for (int r = 0; r < dim; r++) {
+    for (int c = 0; c < dim; c++) W_[(r0 + r) * m_ + r0 + c] += Wb[r * dim + c];
+  }
+}
+
+void IslandLU::FactorConstraintSpace(double* mn, double* mx, bool* ok) {
+  // K = I + W D, LU with partial pivoting (rows of W are sparse: its blocks)
+  const int m = m_;
+  double* K = K_.data();
+  for (int r = 0; r < m; r++) {
+    double* kr = K + r * m;
+    for (int c = 0; c < m; c++) kr[c] = r == c;
+    const double* wr = W_.data() + r * m;
+    for (int j = 0; j < m; j++) {
+      const double w = wr[j];
+      if (w == 0) continue;
+      const double* dj = D_.data() + j * m;
+      for (int c = 0; c < m; c++) kr[c] += w * dj[c];
+    }
+  }
+  for (int c = 0; c < m; c++) {
+    int best = c;
+    for (int r = c + 1; r < m; r++) {
+      if (std::fabs(K[r * m + c]) > std::fabs(K[best * m + c])) best = r;
+    }
+    piv_[c] = best;
+    if (best != c) {
+      for (int k = 0; k < m; k++) std::swap(K[c * m + k], K[best * m + k]);
+    }
+    const double p = K[c * m + c];
+    const double ap = std::fabs(p);
+    if (!(ap > kTinyPivot) || !std::isfinite(p)) {
+      *ok = false;
+      return;
+    }
+    *mn = std::fmin(*mn, ap);
+    *mx = std::fmax(*mx, ap);
+    const double ip = 1 / p;
+    for (int r = c + 1; r < m; r++) {
+      double* kr = K + r * m;
+      const double l = kr[c] * ip;
+      kr[c] = l;
+      if (l == 0) continue;
+      const double* kc = K + c * m;
+      for (int k = c + 1; k < m; k++) kr[k] -= l * kc[k];
+    }
+  }
+}
+
+void IslandLU::SolveConstraintSpace(double* x, bool transpose) {
+  // x <- M^-1 x - Y K^-1 W J M^-1 x; the transpose uses W' and K' (with the right rows equal
+  // to J, D is symmetric and Y serves both)
+  const Problem& p = *problem_;
+  const Islands& is = p.islands;
+  const int m = m_, nd = nd_;
+  const int* dofs = is.dofs + is.dofadr[island_];
+  const int* rows = is.rows + is.rowadr[island_];
+  for (int t = is.treeadr[island_]; t < is.treeadr[island_] + is.ntrees[island_]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Solve(x, b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  double* g = cvec_.data();
+  double* z = g + kMaxConstraintRows;
+  const double* K = K_.data();
+  for (int r = 0; r < m; r++) g[r] = (transpose ? p.J : *right_).Dot(rows[r], x);
+  if (!transpose) {
+    // z = W g, then K^-1 z
+    for (int r = 0; r < m; r++) {
+      double v = 0;
+      const double* wr = W_.data() + r * m;
+      for (int c = 0; c < m; c++) v += wr[c] * g[c];
+      z[r] = v;
+    }
+    for (int c = 0; c < m; c++) {
+      if (piv_[c] != c) std::swap(z[c], z[piv_[c]]);
+    }
+    for (int c = 0; c < m; c++) {
+      for (int r = c + 1; r < m; r++) z[r] -= K[r * m + c] * z[c];
+    }
+    for (int r = m - 1; r >= 0; r--) {
+      double v = z[r];
+      for (int c = r + 1; c < m; c++) v -= K[r * m + c] * z[c];
+      z[r] = v / K[r * m + r];
+    }
+  } else {
+    // z = K'^-1 g, then W' z
+    for (int r = 0; r < m; r++) {
+      double v = g[r];
+      for (int c = 0; c < r; c++) v -= K[c * m + r] * g[c];
+      g[r] = v / K[r * m + r];
+    }
+    for (int c = m - 1; c >= 0; c--) {
+      for (int r = c + 1; r < m; r++) g[c] -= K[r * m + c] * g[r];
+    }
+    for (int c = m - 1; c >= 0; c--) {
+      if (piv_[c] != c) std::swap(g[c], g[piv_[c]]);
+    }
+    for (int r = 0; r < m; r++) {
+      double v = 0;
+      for (int c = 0; c < m; c++) v += W_[c * m + r] * g[c];
+      z[r] = v;
+    }
+  }
+  for (int a = 0; a < nd; a++) {
+    double v = 0;
+    for (int r = 0; r < m; r++) v += Y_[static_cast<size_t>(r) * nd + a] * z[r];
+    x[dofs[a]] -= v;
+  }
+}
+
 bool IslandLU::Factor(double* min_pivot, double* max_pivot) {
   double mn = HUGE_VAL, mx = 0;
   bool ok = true;
-  if (tree_sparse_) {
+  if (cspace_) {
+    FactorConstraintSpace(&mn, &mx, &ok);
+  } else if (tree_sparse_) {
     FactorTree(&mn, &mx, &ok);
   } else {
     FactorBlocks(&mn, &mx, &ok);
@@ -545,6 +734,10 @@ bool IslandLU::Factor(double* min_pivot, double* max_pivot) {
 }
 
 void IslandLU::Solve(double* x) {
+  if (cspace_) {
+    SolveConstraintSpace(x, false);
+    return;
+  }
   if (tree_sparse_) {
     const double* lo = lo_.data();
     const double* up = up_.data();
@@ -598,6 +791,10 @@ void IslandLU::Solve(double* x) {
 }
 
 void IslandLU::SolveTranspose(double* x) {
+  if (cspace_) {
+    SolveConstraintSpace(x, true);
+    return;
+  }
   if (tree_sparse_) {
     // A' swaps the roles of the two triangles
     const double* lo = lo_.data();

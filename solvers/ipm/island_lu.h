@@ -11,6 +11,11 @@
 //    trees are eliminated in minimum (dof-weighted) degree order, fill is computed symbolically
 //    and stored in a pool preallocated at setup. Many small trees (stacked free bodies) cost a
 //    few dense 6x6 block operations per coupling instead of an O(nv^3) dense factorization.
+//  - constraint space, when an island has few rows m against its dofs: with the Delassus matrix
+//    D = J M^-1 J' and Y = M^-1 J' computed once per analysis from M's tree factor,
+//    (M + J'WJ)^-1 = M^-1 - Y (I + W D)^-1 W J M^-1 (Woodbury), and only the m x m matrix
+//    I + W D is factored per iteration (dense LU with partial pivoting). W comes block by block
+//    (AddW) instead of J'WJ.
 // Vectors are indexed by global dof; only the island's dofs are read or written.
 #ifndef CONTACTKIT_SOLVERS_IPM_ISLAND_LU_H_
 #define CONTACTKIT_SOLVERS_IPM_ISLAND_LU_H_
@@ -28,19 +33,29 @@ bool RowIsChain(const int* cols, int n, const int* parent);
 
 class IslandLU {
  public:
+  enum Space { kAuto, kDofSpace, kConstraintSpace };  // layout choice in Analyze
+
   // allocate for every problem within dims; the dense block pool holds min(nv^2, max_pool)
   // numbers (the worst case is one island whose trees all couple)
   bool Allocate(const ProblemDims& dims, long max_pool, std::string* error);
 
   // analyze island k of p: choose the layout, order trees, compute fill; false if the fill does
-  // not fit in the preallocated pool. chain[i] is 1 if row i lies on one dof chain.
-  bool Analyze(const Problem& p, int island, const uint8_t* chain);
+  // not fit in the preallocated pool. chain[i] is 1 if row i lies on one dof chain. space:
+  // automatic (estimated cost per iteration), or forced (constraint space needs at most 64 rows).
+  // right: the rows on the right of J'WJ when they differ from J (gap re-check), null for J
+  bool Analyze(const Problem& p, int island, const uint8_t* chain, Space space = kAuto,
+               const SparseRows* right = nullptr);
 
   // A = M_eff restricted to the island
   void SetMass(const Problem& p);
 
   // A(cols, cols) += Jc' T for rows Jc and T (dim x n, row-major) on ascending global dofs cols
+  // (dof-space layouts)
   void AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T);
+
+  // W(rows, rows) = Wb for consecutive rows [row, row + dim) (dim x dim, row-major), so that
+  // A = M + J'WJ (constraint-space layout)
+  void AddW(int row, int dim, const double* Wb);
 
   // factor in place; false on a zero or non-finite pivot. min/max |pivot| for the condition
   bool Factor(double* min_pivot, double* max_pivot);
@@ -50,6 +65,7 @@ class IslandLU {
   void SolveTranspose(double* x);
 
   bool tree_sparse() const { return tree_sparse_; }
+  bool constraint_space() const { return cspace_; }
   int ntrees() const { return npos_; }
   int fill() const { return pool_used_; }
 
@@ -93,6 +109,26 @@ class IslandLU {
   std::vector<double> add_;      // Jc' T of one row group                    (96 x 96 + 12 nv)
   int pool_used_ = 0;
   int max_edges_ = 0;
+
+  // constraint space
+  bool cspace_ = false;
+  const Problem* problem_ = nullptr;
+  const SparseRows* right_ = nullptr;  // rows on the right of J'WJ
+  int island_ = 0;
+  int m_ = 0;                    // rows of the island
+  int nd_ = 0;                   // dofs of the island
+  static constexpr int kMaxConstraintRows = 64;
+  std::vector<int> row_loc_;     // local index of each island row            (rows)
+  std::vector<double> Y_;        // M^-1 J' on the island dofs (m x nd)      (64 x nv)
+  std::vector<double> D_;        // J M^-1 J' (m x m)                         (64 x 64)
+  std::vector<double> W_;        // W (m x m), then I + W D, then its LU     (64 x 64)
+  std::vector<double> K_;        // (64 x 64)
+  std::vector<int> piv_;         // row pivots of the LU                      (64)
+  std::vector<double> cvec_;     // constraint-space vectors                 (3 x 64)
+  std::vector<int> dof_loc_;     // local index of each island dof           (nv)
+
+  void FactorConstraintSpace(double* min_pivot, double* max_pivot, bool* ok);
+  void SolveConstraintSpace(double* x, bool transpose);
 
   // minimum-degree ordering on trees
   int words_ = 0;

@@ -53,21 +53,32 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
 
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> uni(-1, 1);
-  int tree_sparse = 0, multi_tree = 0;
-  for (int k = 0; k < p.islands.nisland; k++) {
-    ASSERT_TRUE(lu.Analyze(p, k, chain.data()));
+  int tree_sparse = 0, multi_tree = 0, cspace = 0;
+  const int ni = p.islands.nisland;
+  for (int k = 0; k < 3 * ni; k++) {
+    // every island in the layout Analyze picks, in dof space, and in constraint space
+    const IslandLU::Space space = k < ni ? IslandLU::kAuto
+                                  : k < 2 * ni ? IslandLU::kDofSpace
+                                               : IslandLU::kConstraintSpace;
+    const int island = k % ni;
+    if (space == IslandLU::kConstraintSpace && p.islands.nrows[island] > 64) continue;
+    ASSERT_TRUE(lu.Analyze(p, island, chain.data(), space));
+    if (space != IslandLU::kAuto) {
+      EXPECT_EQ(lu.constraint_space(), space == IslandLU::kConstraintSpace);
+    }
+    cspace += lu.constraint_space();
     tree_sparse += lu.tree_sparse();
     multi_tree += lu.ntrees() > 1 && !lu.tree_sparse();
     lu.SetMass(p);
 
     // dense copy in island order
-    const int nd = p.islands.ndofs[k];
-    const int* dofs = p.islands.dofs + p.islands.dofadr[k];
+    const int nd = p.islands.ndofs[island];
+    const int* dofs = p.islands.dofs + p.islands.dofadr[island];
     std::vector<int> local(p.nv, -1);
     for (int a = 0; a < nd; a++) local[dofs[a]] = a;
     Eigen::MatrixXd A = Eigen::MatrixXd::Zero(nd, nd);
-    for (int t = 0; t < p.islands.ntrees[k]; t++) {
-      const int tree = p.islands.trees[p.islands.treeadr[k] + t];
+    for (int t = 0; t < p.islands.ntrees[island]; t++) {
+      const int tree = p.islands.trees[p.islands.treeadr[island] + t];
       const int b = p.islands.tree_dofadr[tree], n = p.islands.tree_dofnum[tree];
       std::vector<double> blk(n * n);
       p.mass.Dense(b, b + n, blk.data(), n);
@@ -77,8 +88,8 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
     }
 
     // random contributions: one block per contact, a weight per other row
-    const int* rows = p.islands.rows + p.islands.rowadr[k];
-    for (int a = 0; a < p.islands.nrows[k]; a++) {
+    const int* rows = p.islands.rows + p.islands.rowadr[island];
+    for (int a = 0; a < p.islands.nrows[island]; a++) {
       const int i = rows[a];
       int dim = 1;
       if (row_con[i] >= 0) {
@@ -97,7 +108,11 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
           for (int b = 0; b < n; b++) T[r * n + b] += W[r * dim + s] * Jc[s * n + b];
         }
       }
-      lu.AddJtT(cols, n, dim, Jc.data(), T.data());
+      if (lu.constraint_space()) {
+        lu.AddW(i, dim, W.data());
+      } else {
+        lu.AddJtT(cols, n, dim, Jc.data(), T.data());
+      }
       for (int x = 0; x < n; x++) {
         for (int y = 0; y < n; y++) {
           double v = 0;
@@ -122,8 +137,8 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
     const Eigen::VectorXd ref = dense.solve(b);
     const Eigen::VectorXd reft = dense.transpose().solve(b);
     for (int a = 0; a < nd; a++) {
-      EXPECT_NEAR(x[dofs[a]], ref[a], 1e-8 * (1 + ref.cwiseAbs().maxCoeff())) << "island " << k;
-      EXPECT_NEAR(xt[dofs[a]], reft[a], 1e-8 * (1 + reft.cwiseAbs().maxCoeff())) << "island " << k;
+      EXPECT_NEAR(x[dofs[a]], ref[a], 1e-8 * (1 + ref.cwiseAbs().maxCoeff())) << "island " << island << " cspace " << lu.constraint_space();
+      EXPECT_NEAR(xt[dofs[a]], reft[a], 1e-8 * (1 + reft.cwiseAbs().maxCoeff())) << "island " << island << " cspace " << lu.constraint_space();
     }
   }
   if (c.expect_tree_sparse) {
@@ -131,6 +146,7 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
   } else {
     EXPECT_GT(multi_tree, 0);
   }
+  EXPECT_GT(cspace, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
