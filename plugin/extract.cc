@@ -393,7 +393,8 @@ bool Extractor::Regap(const mjModel* m, const mjData* d, mjData* scratch, const 
            ContactGeom(scratch->contact + k1, 1) == g1) {
       k1++;
     }
-    const int nold = std::min(c1 - c0, kMaxPairContacts), nnew = std::min(k1 - k0, kMaxPairContacts);
+    const int nold = std::min(c1 - c0, kMaxPairContacts),
+              nnew = std::min(k1 - k0, kMaxPairContacts);
     double pred[kMaxPairContacts][3];
     for (int a = 0; a < nold; a++) {
       // old point moved by h times its relative velocity (frame rows: J v)

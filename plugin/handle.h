@@ -34,7 +34,7 @@ enum WarnOnce : int {
 struct ckRegap_ {
   const mjModel* m = nullptr;
   const mjData* d = nullptr;
-  mjData* scratch = nullptr;                  // q+ and its rows (owned by the handle)
+  mjData* scratch = nullptr;  // q+ and its rows (owned by the handle)
   contactkit::Extractor* extractor = nullptr;
 };
 

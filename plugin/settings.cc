@@ -37,7 +37,7 @@ const KeyInfo kKeys[] = {
   {"max_iter", "ipm", kKeyInt, CK_OFF(ipm.max_iter), 1, 1000, false, false, "50",
    "maximum predictor-corrector iterations per solve"},
   {"gap_recheck", "ipm", kKeyInt, CK_OFF(ipm.gap_recheck), 0, 3, false, false, "0",
-   "re-solves with gaps re-measured by collision at q+ (0: off)"},
+   "re-solves with gaps and Jacobians re-measured at q+ (Newton on phi(q+); 0: off)"},
   {"soft_equality", "ipm", kKeyBool, CK_OFF(ipm.soft_equality), 0, 1, false, false, "0",
    "soften equality constraints with their solref/solimp"},
   {"rest_depth", "ipm", kKeyReal, CK_OFF(ipm.rest_depth), 0, 0.01, false, false, "1e-4",

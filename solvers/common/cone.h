@@ -40,10 +40,10 @@ double OrthantStep(const double* y, const double* dy, int n);
 // Nesterov-Todd scaling of one second-order cone pair: W = beta (2 v v' - J), J = diag(1, -1..)
 struct SocScaling {
   int n = 0;
-  double beta = 0;          // (det x / det z)^(1/4)
-  double v[kMaxSoc];        // unit hyperbolic direction (v'Jv = 1 after the shift), (n)
-  double w[kMaxSoc];        // scaling point wbar, W^2 = beta^2 (2 w w' - J),           (n)
-  double lambda[kMaxSoc];   // scaled point W z = W^-1 x,                               (n)
+  double beta = 0;         // (det x / det z)^(1/4)
+  double v[kMaxSoc];       // unit hyperbolic direction (v'Jv = 1 after the shift), (n)
+  double w[kMaxSoc];       // scaling point wbar, W^2 = beta^2 (2 w w' - J),           (n)
+  double lambda[kMaxSoc];  // scaled point W z = W^-1 x,                               (n)
 };
 
 // compute the scaling for x, z in the interior of Q^n (n <= kMaxSoc); false if either is not

@@ -1,8 +1,6 @@
 // Copyright 2026 The contactkit developers.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <new>
 #include <string>
 #include <utility>
@@ -34,13 +32,12 @@ constexpr long kMaxPool = 1L << 22;        // dense block pool bound for large m
 constexpr int kCenterIter = 30;            // Newton steps onto the central point at kappa_grad
 constexpr double kCenterTol = 1e-10;       // relative complementarity accuracy of that point
 constexpr double kCenterResidual = 1e-12;  // and its residual violation
-constexpr double kWarmMu = 1e-5;           // complementarity of a warm start (gap re-check)           // complementarity of a warm start
-constexpr double kWarmSpeed = 1e-3;        // smallest gap speed of a warm start (m/s)
+constexpr double kWarmMu = 1e-5;     // complementarity of a warm start (gap re-check)           //
+                                     // complementarity of a warm start
+constexpr double kWarmSpeed = 1e-3;  // smallest gap speed of a warm start (m/s)
 
 // fixed-size cone operations for the cones here (2 or 3 entries)
-inline double Det(const double* y, int n) {
-  return n == 3 ? cone::DetN<3>(y) : cone::DetN<2>(y);
-}
+inline double Det(const double* y, int n) { return n == 3 ? cone::DetN<3>(y) : cone::DetN<2>(y); }
 inline double ConeStep(const double* y, const double* dy, int n) {
   return n == 3 ? cone::StepN<3>(y, dy) : cone::StepN<2>(y, dy);
 }
@@ -88,7 +85,6 @@ void TreeMul(const TreeMass& mass, const double* A, const double* x, double* y, 
 bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) {
   dims_ = dims;
   settings_ = settings;
-  trace_ = std::getenv("CK_IPM_TRACE") != nullptr;
   const size_t R = std::max(1, dims.max_rows), V = std::max(1, dims.nv);
   const size_t T = std::max(1, dims.ntree);
   if (!lu_.Allocate(dims, kMaxPool, error)) return false;
@@ -502,7 +498,10 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
     double W[36] = {0};
     const double a = og_[i];
     W[0] = a;
-    for (int g = con_soc_[e]; g < con_soc_[e] + (dim >= 6 ? 3 : dim >= 4 ? 2 : dim >= 3 ? 1 : 0);
+    for (int g = con_soc_[e]; g < con_soc_[e] + (dim >= 6   ? 3
+                                                 : dim >= 4 ? 2
+                                                 : dim >= 3 ? 1
+                                                            : 0);
          g++) {
       const int f = soc_row_[g] - i, cnt = soc_cnt_[g];
       const double* S = sS_.data() + 4 * g;
@@ -837,10 +836,6 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
     } else {
       alpha = 0;
     }
-    if (trace_) {
-      std::fprintf(stderr, "  isl %d it %2d rvio %.2e kvio %.2e mu %.2e kappa %.2e alpha %.3f\n", k,
-                   it, cur->rvio, cur->kvio, cur->mu, kappa, alpha);
-    }
 
     // keep the iterate where the central path crosses kappa_grad, and the best one
     if (!grad_ok_[k] && cones && cur->mu <= st.kappa_grad) {
@@ -891,7 +886,9 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   struct Plan {
     double floor, warm_mu, soft;
   };
-  const Plan plans[4] = {{kVelFloor, kWarmMu, 1}, {kVelFloor, 0, 1}, {kRetryFloor, 0, 1},
+  const Plan plans[4] = {{kVelFloor, kWarmMu, 1},
+                         {kVelFloor, 0, 1},
+                         {kRetryFloor, 0, 1},
                          {kRetryFloor, 0, kSoftFactor}};
   for (int attempt = warm ? 0 : 1, first = attempt; attempt < 4; attempt++) {
     const Plan& plan = plans[attempt];
@@ -910,10 +907,6 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       rvio = fin->rvio;
       kvio = fin->kvio;
       for (int a = 0; a < nr; a++) out_lam_[rows[a]] = fin->lam[rows[a]];
-    }
-    if (trace_) {
-      std::fprintf(stderr, "  isl %d attempt %d status %d it %d rvio %.2e kvio %.2e nrow %d\n", k,
-                   attempt, result, iterations, fin->rvio, fin->kvio, nr);
     }
     if (status == ckSTATUS_SOLVED || status == ckSTATUS_INACCURATE) break;
     info_.retries++;
@@ -1119,7 +1112,9 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     if (lu_island_ != k) {
       // the island's exact Jacobian at its central point (its cone terms are still in place)
       double cond;
-      if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) || !Linearize(p, k, true, &cond)) return false;
+      if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) ||
+          !Linearize(p, k, true, &cond))
+        return false;
       lu_island_ = k;
     }
     TangentResiduals(p, k, dir, cen_);
@@ -1133,8 +1128,7 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
 
 //---------------------------------- test hooks --------------------------------------------------
 
-bool IpmSolver::NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv,
-                                  double* dlam) {
+bool IpmSolver::NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam) {
   info_ = IpmInfo();
   for (int i = 0; i < p.nrow; i++) pos_[i] = p.pos[i];
   gapJ_ = &p.J;

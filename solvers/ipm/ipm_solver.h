@@ -18,18 +18,18 @@ namespace ipm {
 
 // an iterate, indexed by global dof and row
 struct State {
-  double* v;    // velocity v+                                                 (nv)
-  double* rv;   // dynamics residual M (v - v_free) - J' lambda                (nv)
-  double* x;    // force side: gamma, xi_j = lambda_j / mu_j, equality lambda   (rows)
-  double* z;    // velocity side: s = pos/h + J v, eta_j = mu_j J_j v           (rows)
-  double* z0;   // eta0 of the second-order cone whose first row is the index  (rows)
-  double* lam;  // impulse of each row                                         (rows)
-  double* u;    // J v                                                         (rows)
-  double* rz;   // row residual: z - scale J v - target, equality residual     (rows)
-  double rvio = 0;        // residual violation (velocity units)
-  double kvio = 0;        // largest complementarity entry
-  double mu = 0;          // mean complementarity x'z per cone
-  bool interior = true;   // every cone strictly inside, with a margin above rounding
+  double* v;             // velocity v+                                                 (nv)
+  double* rv;            // dynamics residual M (v - v_free) - J' lambda                (nv)
+  double* x;             // force side: gamma, xi_j = lambda_j / mu_j, equality lambda   (rows)
+  double* z;             // velocity side: s = pos/h + J v, eta_j = mu_j J_j v           (rows)
+  double* z0;            // eta0 of the second-order cone whose first row is the index  (rows)
+  double* lam;           // impulse of each row                                         (rows)
+  double* u;             // J v                                                         (rows)
+  double* rz;            // row residual: z - scale J v - target, equality residual     (rows)
+  double rvio = 0;       // residual violation (velocity units)
+  double kvio = 0;       // largest complementarity entry
+  double mu = 0;         // mean complementarity x'z per cone
+  bool interior = true;  // every cone strictly inside, with a margin above rounding
 };
 
 // a search direction; rv and rz are the changes of the residuals along it
@@ -97,8 +97,7 @@ class IpmSolver final : public Solver {
   bool Factor(const Problem& p, int k, double* cond);
   void Targets(const Problem& p, int k, const State& s, const Direction* aff, double kappa);
   void Constants(const Problem& p, int k, const double* rz, const double* rv, bool with_d);
-  void Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d,
-              Direction* d);
+  void Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d, Direction* d);
   void DynamicsChange(const Problem& p, int k, Direction* d);
   double MaxStep(const Problem& p, int k, const State& s, const Direction& d, double tau) const;
   double MuAt(const Problem& p, int k, const State& s, const Direction& d, double alpha) const;
@@ -117,27 +116,26 @@ class IpmSolver final : public Solver {
   ProblemDims dims_;
   IpmInfo info_;
   IslandLU lu_;
-  bool trace_ = false;           // CK_IPM_TRACE: per-iteration log on stderr
 
   // per row, per step
-  std::vector<double> scale_;    // lambda = scale x: mu_j for friction rows, else 1    (rows)
-  std::vector<double> target_;   // unilateral: pos/h (shifted, capped); equality target (rows)
-  std::vector<uint8_t> capped_;  // target limited by recovery_speed                    (rows)
-  std::vector<double> reg_;      // equality regularizer R                              (rows)
-  std::vector<double> bound_;    // friction-loss impulse bound h floss                 (rows)
-  std::vector<uint8_t> chain_;   // row lies on one dof chain                           (rows)
-  std::vector<double> pos_;      // positions used for the targets                      (rows)
-  std::vector<double> pos_next_; // positions at q+ from the gap re-check               (rows)
-  std::vector<double> jac_next_; // Jacobian values at q+ from the gap re-check         (nnz)
-  SparseRows gap_rows_;          // J with the values at q+ (gap re-check)
+  std::vector<double> scale_;         // lambda = scale x: mu_j for friction rows, else 1    (rows)
+  std::vector<double> target_;        // unilateral: pos/h (shifted, capped); equality target (rows)
+  std::vector<uint8_t> capped_;       // target limited by recovery_speed                    (rows)
+  std::vector<double> reg_;           // equality regularizer R                              (rows)
+  std::vector<double> bound_;         // friction-loss impulse bound h floss                 (rows)
+  std::vector<uint8_t> chain_;        // row lies on one dof chain                           (rows)
+  std::vector<double> pos_;           // positions used for the targets                      (rows)
+  std::vector<double> pos_next_;      // positions at q+ from the gap re-check               (rows)
+  std::vector<double> jac_next_;      // Jacobian values at q+ from the gap re-check         (nnz)
+  SparseRows gap_rows_;               // J with the values at q+ (gap re-check)
   const SparseRows* gapJ_ = nullptr;  // rows that measure velocities: p.J or gap_rows_
 
   // constraint lists (rows), grouped by island
-  std::vector<IslandLists> lists_;                   //                               (ntree)
-  std::vector<int> orth_, eq_, lim_, con_, fl_;      //                               (rows)
-  std::vector<int> con_dim_, con_soc_;               // contact dim, first cone       (rows)
-  std::vector<int> soc_row_, soc_cnt_, soc_nrm_;     // first row, rows, normal row   (rows)
-  std::vector<int> con_of_row_;                      // contact of a normal row       (rows)
+  std::vector<IslandLists> lists_;                //                               (ntree)
+  std::vector<int> orth_, eq_, lim_, con_, fl_;   //                               (rows)
+  std::vector<int> con_dim_, con_soc_;            // contact dim, first cone       (rows)
+  std::vector<int> soc_row_, soc_cnt_, soc_nrm_;  // first row, rows, normal row   (rows)
+  std::vector<int> con_of_row_;                   // contact of a normal row       (rows)
 
   // linearization: orthant rows (by row), second-order cones (by cone): dx = d - G dz
   std::vector<double> og_, od_;  // x / z and d of an orthant row                       (rows)
@@ -148,14 +146,14 @@ class IpmSolver final : public Solver {
   std::vector<double> c_;        // constant of a row impulse: dlam = c - W J dv        (rows)
 
   // iterates and directions
-  std::vector<double> store_;    // all State and Direction arrays
+  std::vector<double> store_;  // all State and Direction arrays
   State cur_, trial_, best_, grad_, cen_;
   Direction aff_, dir_;
-  std::vector<double> rhs_;      // Newton right-hand side                              (nv)
-  std::vector<double> tmp_;      // scratch                                             (nv)
-  std::vector<double> mdiag_;    // diagonal of M_eff                                   (nv)
-  std::vector<double> jc_, tw_;  // contact rows and W-weighted rows                    (6 x nv)
-  std::vector<double> out_lam_;  // final impulses                                      (rows)
+  std::vector<double> rhs_;        // Newton right-hand side                              (nv)
+  std::vector<double> tmp_;        // scratch                                             (nv)
+  std::vector<double> mdiag_;      // diagonal of M_eff                                   (nv)
+  std::vector<double> jc_, tw_;    // contact rows and W-weighted rows                    (6 x nv)
+  std::vector<double> out_lam_;    // final impulses                                      (rows)
   std::vector<double> cen_force_;  // central-path force at kappa_grad                   (rows)
   std::vector<uint8_t> grad_ok_;   // island has a kappa_grad iterate                   (ntree)
   std::vector<uint8_t> centered_;  // cen_ holds the island's central point             (ntree)
@@ -163,8 +161,8 @@ class IpmSolver final : public Solver {
   std::vector<double> drz_, drv_;  // residual perturbations for ForceTangent          (rows, nv)
 
   // warm start of a re-solve within one step
-  std::vector<double> warm_lam_;    // warm impulse of each row of this step            (rows)
-  std::vector<uint8_t> warm_ok_;    // row has a warm impulse                            (rows)
+  std::vector<double> warm_lam_;  // warm impulse of each row of this step            (rows)
+  std::vector<uint8_t> warm_ok_;  // row has a warm impulse                            (rows)
 };
 
 }  // namespace ipm

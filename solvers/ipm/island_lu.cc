@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <new>
+#include <utility>
 
 namespace contactkit {
 namespace {
@@ -178,7 +178,8 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space
   // constraint space factors an m x m dense matrix and pays M^-1 and Y products in each solve
   if (space != kDofSpace && nrows <= kMaxConstraintRows) {
     double assembly = 0, factor = 0;
-    for (int r = 0; r < nrows; r++) assembly += static_cast<double>(p.J.rownnz[rows[r]]) * p.J.rownnz[rows[r]];
+    for (int r = 0; r < nrows; r++)
+      assembly += static_cast<double>(p.J.rownnz[rows[r]]) * p.J.rownnz[rows[r]];
     if (chains) {
       for (int a = 0; a < nd; a++) {
         const int j = dofs[a];
@@ -220,7 +221,8 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space
         for (int c = 0; c < nrows; c++) {
           const double* y = Y_.data() + static_cast<size_t>(c) * nd;
           double v = 0;
-          for (int k = 0; k < R.rownnz[i]; k++) v += R.val[adr + k] * y[dof_loc_[R.colind[adr + k]]];
+          for (int k = 0; k < R.rownnz[i]; k++)
+            v += R.val[adr + k] * y[dof_loc_[R.colind[adr + k]]];
           D_[r * nrows + c] = v;
         }
       }
@@ -525,7 +527,8 @@ void IslandLU::AddJtTLarge(const int* cols, int n, int dim, const double* Jc, co
         }
       } else {
         const int cb = cols[b];
-        Block(dof_pos_[ca], dof_pos_[cb])[dof_off_[ca] * pos_size_[dof_pos_[cb]] + dof_off_[cb]] += v;
+        Block(dof_pos_[ca], dof_pos_[cb])[dof_off_[ca] * pos_size_[dof_pos_[cb]] + dof_off_[cb]] +=
+            v;
       }
     }
   }
@@ -596,8 +599,8 @@ void IslandLU::FactorBlocks(double* mn, double* mx, bool* ok) {
       for (int e2 = e1 + 1; e2 < a0 + na; e2++) {
         const int j = adj_[e2], nj = pos_size_[j];
         const int e = where_[j];
-        const double* Ljk = pool + lblk_[e2];  // nj x nk
-        const double* Ukj = pool + ublk_[e2];  // nk x nj
+        const double* Ljk = pool + lblk_[e2];            // nj x nk
+        const double* Ukj = pool + ublk_[e2];            // nk x nj
         GemmSub(pool + ublk_[e], Lik, Ukj, ni, nk, nj);  // U(i, j)
         GemmSub(pool + lblk_[e], Ljk, Uki, nj, nk, ni);  // L(j, i)
       }

@@ -1,8 +1,8 @@
 // Copyright 2026 The contactkit developers.
 //
-// LU factorization without pivoting of one island's Newton matrix A = M + J'WJ: nonsymmetric
-// values on a symmetric sparsity pattern (the Coulomb-friction coupling makes W nonsymmetric,
-// Dojo's LDU). Two layouts, chosen per island and step:
+// LU factorization of one island's Newton matrix A = M + J'WJ: nonsymmetric values on a
+// symmetric sparsity pattern (the Coulomb-friction coupling makes W nonsymmetric; Dojo's LDU,
+// without pivoting in dof space). Three layouts, chosen per island and step:
 //  - tree-sparse: one kinematic tree whose every row lies on a single root-to-leaf dof chain
 //    (contacts with the world or with other islands' static geometry, joint limits). J'WJ then
 //    only couples dofs with their ancestors, MuJoCo's mass-matrix pattern, and eliminating the
@@ -85,28 +85,28 @@ class IslandLU {
 
   // current island
   bool tree_sparse_ = false;
-  int begin_ = 0, end_ = 0;      // dof range of the island's tree (tree-sparse)
-  std::vector<double> lo_;       // A(i, ancestor) in MuJoCo's layout         (nM)
-  std::vector<double> up_;       // A(ancestor, i) in MuJoCo's layout         (nM)
-  std::vector<double> dinv_;     // inverse pivots                            (nv)
+  int begin_ = 0, end_ = 0;   // dof range of the island's tree (tree-sparse)
+  std::vector<double> lo_;    // A(i, ancestor) in MuJoCo's layout         (nM)
+  std::vector<double> up_;    // A(ancestor, i) in MuJoCo's layout         (nM)
+  std::vector<double> dinv_;  // inverse pivots                            (nv)
 
   // block-sparse structure, by elimination position
   int npos_ = 0;
-  std::vector<int> pos_size_;    // dofs of the tree at each position         (ntree)
-  std::vector<int> pos_dof_;     // first global dof of each position         (ntree)
-  std::vector<int> pos_vadr_;    // first entry of each position in work_     (ntree)
-  std::vector<int> diag_adr_;    // pool address of each diagonal block       (ntree)
-  std::vector<int> adj_adr_;     // first later neighbour of each position    (ntree)
-  std::vector<int> adj_num_;     // later neighbours of each position         (ntree)
-  std::vector<int> adj_;         // later neighbours (positions, ascending)   (max_edges)
-  std::vector<int> lblk_;        // pool address of L(j, k) for each edge     (max_edges)
-  std::vector<int> ublk_;        // pool address of U(k, j) for each edge     (max_edges)
-  std::vector<int> dof_pos_;     // position of each dof's tree               (nv)
-  std::vector<int> dof_off_;     // offset of each dof in its tree            (nv)
-  std::vector<int> where_;       // scatter: edge index of a position         (ntree)
-  std::vector<double> pool_;     // dense blocks                              (max_pool)
-  std::vector<double> work_;     // gathered vector in position order         (nv)
-  std::vector<double> add_;      // Jc' T of one row group                    (96 x 96 + 12 nv)
+  std::vector<int> pos_size_;  // dofs of the tree at each position         (ntree)
+  std::vector<int> pos_dof_;   // first global dof of each position         (ntree)
+  std::vector<int> pos_vadr_;  // first entry of each position in work_     (ntree)
+  std::vector<int> diag_adr_;  // pool address of each diagonal block       (ntree)
+  std::vector<int> adj_adr_;   // first later neighbour of each position    (ntree)
+  std::vector<int> adj_num_;   // later neighbours of each position         (ntree)
+  std::vector<int> adj_;       // later neighbours (positions, ascending)   (max_edges)
+  std::vector<int> lblk_;      // pool address of L(j, k) for each edge     (max_edges)
+  std::vector<int> ublk_;      // pool address of U(k, j) for each edge     (max_edges)
+  std::vector<int> dof_pos_;   // position of each dof's tree               (nv)
+  std::vector<int> dof_off_;   // offset of each dof in its tree            (nv)
+  std::vector<int> where_;     // scatter: edge index of a position         (ntree)
+  std::vector<double> pool_;   // dense blocks                              (max_pool)
+  std::vector<double> work_;   // gathered vector in position order         (nv)
+  std::vector<double> add_;    // Jc' T of one row group                    (96 x 96 + 12 nv)
   int pool_used_ = 0;
   int max_edges_ = 0;
 
@@ -115,17 +115,17 @@ class IslandLU {
   const Problem* problem_ = nullptr;
   const SparseRows* right_ = nullptr;  // rows on the right of J'WJ
   int island_ = 0;
-  int m_ = 0;                    // rows of the island
-  int nd_ = 0;                   // dofs of the island
+  int m_ = 0;   // rows of the island
+  int nd_ = 0;  // dofs of the island
   static constexpr int kMaxConstraintRows = 64;
-  std::vector<int> row_loc_;     // local index of each island row            (rows)
-  std::vector<double> Y_;        // M^-1 J' on the island dofs (m x nd)      (64 x nv)
-  std::vector<double> D_;        // J M^-1 J' (m x m)                         (64 x 64)
-  std::vector<double> W_;        // W (m x m), then I + W D, then its LU     (64 x 64)
-  std::vector<double> K_;        // (64 x 64)
-  std::vector<int> piv_;         // row pivots of the LU                      (64)
-  std::vector<double> cvec_;     // constraint-space vectors                 (3 x 64)
-  std::vector<int> dof_loc_;     // local index of each island dof           (nv)
+  std::vector<int> row_loc_;  // local index of each island row            (rows)
+  std::vector<double> Y_;     // M^-1 J' on the island dofs (m x nd)      (64 x nv)
+  std::vector<double> D_;     // J M^-1 J' (m x m)                         (64 x 64)
+  std::vector<double> W_;     // W (m x m), then I + W D, then its LU     (64 x 64)
+  std::vector<double> K_;     // (64 x 64)
+  std::vector<int> piv_;      // row pivots of the LU                      (64)
+  std::vector<double> cvec_;  // constraint-space vectors                 (3 x 64)
+  std::vector<int> dof_loc_;  // local index of each island dof           (nv)
 
   void FactorConstraintSpace(double* min_pivot, double* max_pivot, bool* ok);
   void SolveConstraintSpace(double* x, bool transpose);

@@ -20,8 +20,8 @@ namespace {
 struct Scene {
   std::string name;
   std::string path;
-  int steps;          // MuJoCo steps before the problem is taken
-  const char* key;    // keyframe (null: default pose)
+  int steps;        // MuJoCo steps before the problem is taken
+  const char* key;  // keyframe (null: default pose)
 };
 
 std::vector<Scene> Scenes() {
@@ -78,8 +78,8 @@ TEST_P(IpmAlgebra, NewtonDirectionSolvesTheFullLinearization) {
 
   const int nv = p.nv, nr = p.nrow;
   std::vector<double> dv(nv), dl(nr);
-  std::vector<double> rv0(nv), rz0(nr), c0(nr), q0(nr), rvp(nv), rzp(nr), cp(nr), qp(nr),
-      rvm(nv), rzm(nr), cm(nr), qm(nr);
+  std::vector<double> rv0(nv), rz0(nr), c0(nr), q0(nr), rvp(nv), rzp(nr), cp(nr), qp(nr), rvm(nv),
+      rzm(nr), cm(nr), qm(nr);
   const double kappa = 1e-3, eps = 1e-6;
   for (int k = 0; k < p.islands.nisland; k++) {
     ASSERT_TRUE(solver.NewtonAtColdStart(p, k, kappa, dv.data(), dl.data())) << s.name;
@@ -96,7 +96,8 @@ TEST_P(IpmAlgebra, NewtonDirectionSolvesTheFullLinearization) {
     for (int i = 0; i < nr; i++) lmax = std::max(lmax, std::fabs(dl[i]));
     // entries of island k only: dofs for the dynamics, rows for the rest
     std::vector<uint8_t> in_dof(nv, 0), in_row(nr, 0);
-    for (int a = 0; a < p.islands.ndofs[k]; a++) in_dof[p.islands.dofs[p.islands.dofadr[k] + a]] = 1;
+    for (int a = 0; a < p.islands.ndofs[k]; a++)
+      in_dof[p.islands.dofs[p.islands.dofadr[k] + a]] = 1;
     for (int i = 0; i < nr; i++) in_row[i] = p.islands.row_island[i] == k;
     auto check = [&](const std::vector<double>& r0, const std::vector<double>& rp,
                      const std::vector<double>& rm, double floor, const char* what) {
@@ -199,15 +200,17 @@ TEST_P(IpmAlgebra, ForceTangentMatchesFiniteDifferences) {
     }
     for (int i = 0; i < nr; i++) {
       const double fd = (fp[i] - fm[i]) / (2 * eps);
-      EXPECT_NEAR(df[i], fd, 1e-4 * (dscale + fscale)) << s.name << " " << names[which] << " row "
-                                                       << i << " kind " << p.kind[i];
+      EXPECT_NEAR(df[i], fd, 1e-4 * (dscale + fscale))
+          << s.name << " " << names[which] << " row " << i << " kind " << p.kind[i];
     }
   }
   apply(-1, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenes, IpmAlgebra, ::testing::ValuesIn(Scenes()),
-                         [](const ::testing::TestParamInfo<Scene>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<Scene>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace contactkit::test

@@ -50,7 +50,8 @@ double MaxAbs(const double* x, int n) {
   return a;
 }
 
-//---------------------------------- hard contact ----------------------------------------------------
+//---------------------------------- hard contact
+//----------------------------------------------------
 
 class BoxDrop : public MujocoTest, public ::testing::WithParamInterface<double> {};
 
@@ -123,7 +124,8 @@ TEST_P(HumanoidDrop, NoPenetrationAtAnyTimestep) {
 
 INSTANTIATE_TEST_SUITE_P(Timesteps, HumanoidDrop, ::testing::Values(0.1, 0.01, 0.001));
 
-//---------------------------------- friction ---------------------------------------------------------
+//---------------------------------- friction
+//---------------------------------------------------------
 
 // a box sliding between the tangent axes moves on a straight line and stops at v0^2 / (2 mu g)
 TEST_F(MujocoTest, SlidingBoxStopsOnAStraightLine) {
@@ -246,7 +248,8 @@ TEST_F(MujocoTest, RollingFrictionStopsARollingSphere) {
   }
 }
 
-//---------------------------------- equality, friction loss, limits ---------------------------------
+//---------------------------------- equality, friction loss, limits
+//---------------------------------
 
 // connect, weld and joint coupling hold: the solver's velocity-level residual is tiny; the
 // position-level violation is one step's curvature error (h^2 |w|^2 r), which the next step
@@ -309,7 +312,8 @@ TEST_F(MujocoTest, FrictionLossAndLimits) {
   EXPECT_LE(ck_stats(ck.get())->residual, 1e-6);
 }
 
-//---------------------------------- the kappa knob ---------------------------------------------------
+//---------------------------------- the kappa knob
+//---------------------------------------------------
 
 // a box held just above a plane, inside the margin: the contact force at that positive distance
 // grows with kappa_tol; with the default it is negligible (hard contact)
@@ -341,7 +345,8 @@ TEST_F(MujocoTest, KappaSoftensContactMonotonically) {
   }
 }
 
-//---------------------------------- iterations -------------------------------------------------------
+//---------------------------------- iterations
+//-------------------------------------------------------
 
 double Median(std::vector<int> v) {
   std::sort(v.begin(), v.end());

@@ -57,7 +57,7 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
   const int ni = p.islands.nisland;
   for (int k = 0; k < 3 * ni; k++) {
     // every island in the layout Analyze picks, in dof space, and in constraint space
-    const IslandLU::Space space = k < ni ? IslandLU::kAuto
+    const IslandLU::Space space = k < ni       ? IslandLU::kAuto
                                   : k < 2 * ni ? IslandLU::kDofSpace
                                                : IslandLU::kConstraintSpace;
     const int island = k % ni;
@@ -137,8 +137,10 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
     const Eigen::VectorXd ref = dense.solve(b);
     const Eigen::VectorXd reft = dense.transpose().solve(b);
     for (int a = 0; a < nd; a++) {
-      EXPECT_NEAR(x[dofs[a]], ref[a], 1e-8 * (1 + ref.cwiseAbs().maxCoeff())) << "island " << island << " cspace " << lu.constraint_space();
-      EXPECT_NEAR(xt[dofs[a]], reft[a], 1e-8 * (1 + reft.cwiseAbs().maxCoeff())) << "island " << island << " cspace " << lu.constraint_space();
+      EXPECT_NEAR(x[dofs[a]], ref[a], 1e-8 * (1 + ref.cwiseAbs().maxCoeff()))
+          << "island " << island << " cspace " << lu.constraint_space();
+      EXPECT_NEAR(xt[dofs[a]], reft[a], 1e-8 * (1 + reft.cwiseAbs().maxCoeff()))
+          << "island " << island << " cspace " << lu.constraint_space();
     }
   }
   if (c.expect_tree_sparse) {
@@ -155,7 +157,9 @@ INSTANTIATE_TEST_SUITE_P(
                       LuCase{BundledModel("stacked_primitives.xml"), 400, false},
                       LuCase{MujocoModel("humanoid/22_humanoids.xml"), 1000, false}),
     [](const ::testing::TestParamInfo<LuCase>& info) {
-      return std::string(info.index == 0 ? "humanoid" : info.index == 1 ? "stacked" : "humanoids22");
+      return std::string(info.index == 0   ? "humanoid"
+                         : info.index == 1 ? "stacked"
+                                           : "humanoids22");
     });
 
 }  // namespace

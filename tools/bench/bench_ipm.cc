@@ -13,8 +13,8 @@ const Registrar kRegister([] {
     const char* model;
     int warmup;
   };
-  for (const Case& c : {Case{"humanoid", 200}, Case{"stacked_primitives", 500},
-                        Case{"22_humanoids", 200}}) {
+  for (const Case& c :
+       {Case{"humanoid", 200}, Case{"stacked_primitives", 500}, Case{"22_humanoids", 200}}) {
     Scenario sc;
     sc.model = c.model;
     sc.warmup_steps = c.warmup;
