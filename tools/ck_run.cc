@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 namespace {
 
 using contactkit::tools::Fmt;
+using contactkit::tools::Split;
 
 const char kUsage[] =
     "usage: ck-run MODEL [options]\n"
@@ -42,16 +42,6 @@ const char kUsage[] =
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "ck-run: %s\n", msg.c_str());
   return 2;
-}
-
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep)) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
 }
 
 }  // namespace

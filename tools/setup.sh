@@ -8,7 +8,7 @@ packages=(
   libmujoco-dev libmujoco-samples libqhull-dev
   libeigen3-dev libtinyxml2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libglfw3-dev libgl1-mesa-dri xvfb xauth
+  libglfw3-dev libgl1-mesa-dri libpng-dev xvfb xauth
   gnuplot-nox
 )
 

@@ -29,14 +29,18 @@ int TreeMass::Factor(int begin, int end) {
   return nclamp;
 }
 
-void TreeMass::Solve(double* x, int begin, int end) const {
-  // x <- L'^-1 x
+void TreeMass::SolveHalf(double* x, int begin, int end) const {
   for (int i = end - 1; i >= begin; i--) {
     const double xi = x[i];
     if (xi == 0) continue;
     int adr = madr[i] + 1;
     for (int j = parent[i]; j >= 0; j = parent[j]) x[j] -= LD[adr++] * xi;
   }
+}
+
+void TreeMass::Solve(double* x, int begin, int end) const {
+  // x <- L'^-1 x
+  SolveHalf(x, begin, end);
 
   // x <- D^-1 x
   for (int i = begin; i < end; i++) x[i] *= Dinv[i];

@@ -24,6 +24,10 @@ struct TreeMass {
 
   // x = M^-1 x in place for dofs [begin, end) (whole trees)
   void Solve(double* x, int begin, int end) const;
+
+  // x = L'^-1 x in place for dofs [begin, end) (whole trees): the first half of Solve, after
+  // which x' M^-1 x = sum_i Dinv_i x_i^2 (effective inverse masses without a full solve)
+  void SolveHalf(double* x, int begin, int end) const;
   void Solve(double* x) const { Solve(x, 0, nv); }
 
   // y = M x for dofs [begin, end) (whole trees); y and x must differ

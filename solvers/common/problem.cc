@@ -133,6 +133,24 @@ void VelocityFromForce(const Problem& p, const double* force, double* v_next, do
   for (int j = 0; j < p.nv; j++) v_next[j] = p.v_free[j] + p.h * v_next[j];
 }
 
+double RowInvMass(const Problem& p, int i, double* x) {
+  const SparseRows& J = p.J;
+  const int adr = J.rowadr[i];
+  for (int k = 0; k < J.rownnz[i]; k++) x[J.colind[adr + k]] = J.val[adr + k];
+
+  // per tree: the half solve fills in ancestors only, so it runs from the row's last column down
+  double a = 0;
+  ForEachRowTree(p, i, [&](int t, int k0, int k1) {
+    const int begin = p.islands.tree_dofadr[t], end = J.colind[adr + k1 - 1] + 1;
+    p.mass.SolveHalf(x, begin, end);
+    for (int j = begin; j < end; j++) {
+      a += x[j] * x[j] * p.mass.Dinv[j];
+      x[j] = 0;
+    }
+  });
+  return a;
+}
+
 void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                      const double* dforce, double* dv, double* scratch) {
   const int nv = p.nv;

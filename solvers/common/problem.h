@@ -120,6 +120,12 @@ struct Solution {
   int pivots = 0;            // pivots (direct LCP)
   int guess_hit = 0;         // 1 if an active-set guess was accepted
   int guess_tried = 0;       // 1 if an active-set guess was tried
+
+  // optional (null: unused): forces on MuJoCo's pyramid edges J_n + mu_i J_i, J_n - mu_i J_i
+  // (i = 1 .. dim-1) of each contact at 2 * con.row, for solvers whose unknowns are these edges;
+  // the write-back then stores them in efc_force of pyramidal models instead of splitting the
+  // frame force evenly. The solver owns the array and sets the pointer in each Solve.
+  const double* edge_force = nullptr;  //                                         (2 max_rows)
 };
 
 // a perturbation of the problem data along one direction; null members do not change. Rows,
@@ -165,6 +171,24 @@ void VelocityFromForce(const Problem& p, const double* force, double* v_next, do
 // dv = dv_free + h M^-1 (J' df + dJ' f - dM M^-1 J' f); scratch (nv) is overwritten
 void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                      const double* dforce, double* dv, double* scratch);
+
+// calls f(tree, k0, k1) for each kinematic tree row i touches, with the row's nonzeros in that
+// tree at J.rowadr[i] + [k0, k1) (columns ascend, so each tree's nonzeros are contiguous)
+template <typename F>
+void ForEachRowTree(const Problem& p, int i, F f) {
+  const int adr = p.J.rowadr[i], nnz = p.J.rownnz[i];
+  int k = 0;
+  while (k < nnz) {
+    const int t = p.dof_tree[p.J.colind[adr + k]], k0 = k;
+    const int end = p.islands.tree_dofadr[t] + p.islands.tree_dofnum[t];
+    while (k < nnz && p.J.colind[adr + k] < end) k++;
+    f(t, k0, k);
+  }
+}
+
+// effective inverse mass J_i M_eff^-1 J_i' of row i, by half solves (L'^-1 J_i') on the trees the
+// row touches; x (nv) must be zero and is zero again on return
+double RowInvMass(const Problem& p, int i, double* x);
 
 // 1 if every number in the problem is finite
 bool ProblemIsFinite(const Problem& p);

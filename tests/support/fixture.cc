@@ -118,6 +118,18 @@ ckSettings MujocoTest::Settings(int solver) {
   return s;
 }
 
+std::vector<double> EfcRow(const mjModel* m, const mjData* d, int i) {
+  std::vector<double> row(m->nv, 0.0);
+  if (mj_isSparse(m)) {
+    for (int k = 0; k < d->efc_J_rownnz[i]; k++) {
+      row[d->efc_J_colind[d->efc_J_rowadr[i] + k]] = d->efc_J[d->efc_J_rowadr[i] + k];
+    }
+  } else {
+    for (int k = 0; k < m->nv; k++) row[k] = d->efc_J[i * m->nv + k];
+  }
+  return row;
+}
+
 void MujocoTest::ExpectNoDataWarnings(const mjData* d) {
   for (int i = 0; i < mjNWARNING; i++) {
     EXPECT_EQ(d->warning[i].number, 0) << "mjData warning " << i << " raised";

@@ -72,6 +72,9 @@ class MujocoTest : public ::testing::Test {
   std::vector<std::string>& warnings();
 };
 
+// dense copy of MuJoCo's constraint Jacobian row i (efc_J, dense or sparse)
+std::vector<double> EfcRow(const mjModel* m, const mjData* d, int i);
+
 // counts heap allocations made by this thread between Start and Stop (malloc, new, Eigen)
 class AllocationCounter {
  public:

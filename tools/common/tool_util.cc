@@ -126,6 +126,24 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
   return st;
 }
 
+int SolverFromName(const std::string& name, std::string* error) {
+  const int id = ck_solverId(name.c_str());
+  std::string all, avail;
+  for (int s = 0; s < ckNSOLVER; s++) {
+    all += std::string(s ? ", " : "") + ck_solverName(s);
+    if (ck_solverAvailable(s)) avail += std::string(avail.empty() ? "" : ", ") + ck_solverName(s);
+  }
+  if (id < 0) {
+    *error = "unknown solver '" + name + "'; allowed: " + all;
+    return -1;
+  }
+  if (!ck_solverAvailable(id)) {
+    *error = "solver '" + name + "' is not implemented in this build yet; available: " + avail;
+    return -1;
+  }
+  return id;
+}
+
 void Progress(const std::string& label, int done, int total) {
   const int width = 30;
   const int filled = total ? done * width / total : width;
@@ -155,6 +173,17 @@ std::string MarkdownTable(const std::vector<std::string>& header,
   for (size_t c = 0; c < w.size(); c++) out += std::string(w[c] + 2, '-') + "|";
   out += "\n";
   for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = std::min(s.find(sep, start), s.size());
+    if (end > start) out.push_back(s.substr(start, end - start));
+    start = end + 1;
+  }
   return out;
 }
 

@@ -52,12 +52,19 @@ struct RunOptions {
 // run m from its initial state under settings; m's timestep may be changed by opts
 RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts);
 
+// Solver id for a name given on a command line, or -1 with a message that names the allowed
+// solvers (unknown name) or the ones this build has (a solver not implemented yet).
+int SolverFromName(const std::string& name, std::string* error);
+
 // progress bar on stderr: "label [=====>     ] 45%"
 void Progress(const std::string& label, int done, int total);
 
 // a Markdown table
 std::string MarkdownTable(const std::vector<std::string>& header,
                           const std::vector<std::vector<std::string>>& rows);
+
+// non-empty items of a separated list ("a,b,,c" -> a, b, c)
+std::vector<std::string> Split(const std::string& s, char sep);
 
 // number formatting helpers
 std::string Fmt(double v, const char* fmt = "%.3g");

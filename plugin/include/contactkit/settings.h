@@ -36,6 +36,7 @@ typedef struct ckComfreeSettings_ {
   double damping;     // d_user: dimensionless damping of the impedance update
   int facets;         // tangential facet directions per contact (4: MuJoCo's pyramid)
   int parallel_min;   // contacts above which the facet loop runs with OpenMP
+  double relax_limit;  // largest summed velocity correction of the facets on one tree (0: off)
 } ckComfreeSettings;
 
 // LCP settings

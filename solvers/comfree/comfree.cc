@@ -1,0 +1,349 @@
+// Copyright 2026 The contactkit developers.
+#include "solvers/comfree/comfree.h"
+
+#include <algorithm>
+#include <cmath>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace contactkit {
+namespace {
+
+// rows whose inverse mass is below this fraction of MuJoCo's estimate cannot move anything
+constexpr double kNoEffect = 1e-12;
+
+int ThreadId() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+// summed facet weight of a contact: 1 facet (condim 1), else 4 tangential plus 2 per axis of
+// torsion and rolling
+double WeightSum(int dim) { return dim == 1 ? 1 : 4 + 2 * (dim - 3); }
+
+// unclamped facet force w G (-k (s h + phi) - d s) / h
+double FacetArg(double w, double G, double k, double d, double h, double s, double phi) {
+  return w * G * (-k * (s * h + phi) - d * s) / h;
+}
+
+}  // namespace
+
+int ComfreeFacets(const Contact& con, int ntangent, double* coef, double* weight) {
+  const int dim = con.dim;
+  int n = 0;
+  auto next = [&](double w) {
+    double* c = coef + 6 * n;
+    if (weight) weight[n] = w;
+    n++;
+    c[0] = 1;
+    for (int r = 1; r < 6; r++) c[r] = 0;
+    return c;
+  };
+  if (dim == 1) {
+    next(1);
+    return n;
+  }
+
+  // tangential: pairs -u, +u at angles pi k / npair; exact axes at right angles
+  const int npair = std::clamp(ntangent / 2, 2, (kComfreeMaxFacets - 6) / 2);
+  const double w = 2.0 / npair;
+  for (int k = 0; k < npair; k++) {
+    double cs, sn;
+    if ((2 * k) % npair == 0) {
+      cs = k == 0 ? 1 : 0;
+      sn = 1 - cs;
+    } else {
+      const double a = M_PI * k / npair;
+      cs = std::cos(a);
+      sn = std::sin(a);
+    }
+    for (int sign = -1; sign <= 1; sign += 2) {
+      double* c = next(w);
+      c[1] = -sign * con.mu[0] * cs;
+      c[2] = -sign * con.mu[1] * sn;
+    }
+  }
+
+  // torsional and rolling: two facets per axis
+  for (int r = 3; r < dim; r++) {
+    for (int sign = -1; sign <= 1; sign += 2) next(1)[r] = -sign * con.mu[r - 1];
+  }
+  return n;
+}
+
+std::unique_ptr<Solver> MakeComfreeSolver() { return std::make_unique<ComfreeSolver>(); }
+
+bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) {
+  dims_ = dims;
+  SetSettings(settings);
+#ifdef _OPENMP
+  nthread_ = std::max(1, omp_get_max_threads());
+#else
+  nthread_ = 1;
+#endif
+  const size_t rows = std::max(dims.max_rows, 1), ncon = std::max(dims.max_contacts, 1);
+  const size_t nv = std::max(dims.nv, 1), ntree = std::max(dims.ntree, 1);
+  gain_.assign(rows, 0.0);
+  cap_.assign(rows, 1.0);
+  invmass_.assign(rows, 0.0);
+  vel_.assign(rows, 0.0);
+  arg_.assign(rows, 0.0);
+  facet_.assign(ncon * kComfreeMaxFacets, 0.0);
+  nfacet_.assign(ncon, 0);
+  edge_.assign(2 * rows, 0.0);
+  relax_.assign(ntree, 0.0);
+  drelax_.assign(ntree, 0.0);
+  scratch_.assign(nthread_ * nv, 0.0);
+  tangent_.assign(nv, 0.0);
+  return true;
+}
+
+void ComfreeSolver::SetSettings(const ckSettings& settings) { settings_ = settings.comfree; }
+
+int ComfreeSolver::FacetForce(int c, double* out) const {
+  const double* arg = facet_.data() + static_cast<size_t>(c) * kComfreeMaxFacets;
+  for (int j = 0; j < nfacet_[c]; j++) out[j] = std::max(arg[j], 0.0);
+  return nfacet_[c];
+}
+
+void ComfreeSolver::Measure(const Problem& p, int row, int dim, double* x) {
+  for (int r = 0; r < dim; r++) vel_[row + r] = p.J.Dot(row + r, p.v_free);
+  const double A = RowInvMass(p, row, x), diag = p.diag_approx[row];
+  invmass_[row] = A;
+
+  // r / (1 - r) = diag_approx / R (MuJoCo's R = (1 - r) / r diag_approx)
+  gain_[row] = diag > 0 && A > kNoEffect * diag ? diag / p.R[row] / A : 0;
+}
+
+double ComfreeSolver::CapFactor(double relax) const {
+  const double limit = settings_.relax_limit;
+  return limit > 0 && relax > limit ? limit / relax : 1;
+}
+
+int ComfreeSolver::SolveContact(const Problem& p, int c, Solution* sol) {
+  const Contact& con = p.con[c];
+  const int dim = con.dim, row = con.row;
+  const double h = p.h, k = settings_.stiffness, d = settings_.damping;
+  const double G = gain_[row] * cap_[row], phi = p.pos[row] - p.margin[row];
+  const double* s = vel_.data() + row;
+
+  // facet forces, summed into frame forces
+  double coef[6 * kComfreeMaxFacets], weight[kComfreeMaxFacets];
+  const int nf = ComfreeFacets(con, settings_.facets, coef, weight);
+  nfacet_[c] = nf;
+  double f[6] = {0, 0, 0, 0, 0, 0};
+  double* arg = facet_.data() + static_cast<size_t>(c) * kComfreeMaxFacets;
+  int nactive = 0;
+  for (int j = 0; j < nf; j++) {
+    const double* cj = coef + 6 * j;
+    double sj = 0;
+    for (int r = 0; r < dim; r++) sj += cj[r] * s[r];
+    arg[j] = FacetArg(weight[j], G, k, d, h, sj, phi);
+    if (arg[j] > 0) {
+      for (int r = 0; r < dim; r++) f[r] += cj[r] * arg[j];
+      nactive++;
+    }
+  }
+  for (int r = 0; r < dim; r++) sol->force[row + r] = f[r];
+
+  // the facets are MuJoCo's pyramid edges
+  if (settings_.facets == 4) {
+    for (int j = 0; j < nf; j++) edge_[2 * row + j] = std::max(arg[j], 0.0);
+  }
+  return nactive;
+}
+
+void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
+  const double h = p.h, k = settings_.stiffness, d = settings_.damping;
+  const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon, nv = p.nv;
+  const bool parallel = ncon > settings_.parallel_min && nthread_ > 1;
+
+  // pass 1: inverse masses, gains and smooth row velocities
+  auto measure = [&](int c) {
+    Measure(p, p.con[c].row, p.con[c].dim, scratch_.data() + static_cast<size_t>(ThreadId()) * nv);
+  };
+  if (parallel) {
+#pragma omp parallel for schedule(static) num_threads(nthread_)
+    for (int c = 0; c < ncon; c++) measure(c);
+  } else {
+    for (int c = 0; c < ncon; c++) measure(c);
+  }
+  for (int i = 0; i < nplain; i++) Measure(p, i, 1, scratch_.data());
+
+  // relaxation: each facet's share of a step's full correction along its normal, per tree
+  const double cv = k * h + d;
+  for (int t = 0; t < p.islands.ntree; t++) relax_[t] = 0;
+  for (int i = 0; i < nplain; i++) {
+    const double w = gain_[i] * invmass_[i] * cv;
+    ForEachRowTree(p, i, [&](int t, int, int) { relax_[t] += w; });
+  }
+  for (int c = 0; c < ncon; c++) {
+    const Contact& con = p.con[c];
+    const double w = WeightSum(con.dim) * gain_[con.row] * invmass_[con.row] * cv;
+    if (con.tree[0] >= 0) relax_[con.tree[0]] += w;
+    if (con.tree[1] >= 0) relax_[con.tree[1]] += w;
+  }
+
+  // pass 2: facet forces
+  // (a serialized OpenMP region would allocate its team on every call: branch instead)
+  int nactive = 0;
+  auto solve = [&](int c) {
+    const Contact& con = p.con[c];
+    double w = 0;
+    if (con.tree[0] >= 0) w = std::max(w, relax_[con.tree[0]]);
+    if (con.tree[1] >= 0) w = std::max(w, relax_[con.tree[1]]);
+    cap_[con.row] = CapFactor(w);
+    return SolveContact(p, c, sol);
+  };
+  if (parallel) {
+#pragma omp parallel for schedule(static) num_threads(nthread_) reduction(+ : nactive)
+    for (int c = 0; c < ncon; c++) nactive += solve(c);
+  } else {
+    for (int c = 0; c < ncon; c++) nactive += solve(c);
+  }
+  for (int i = 0; i < nplain; i++) {
+    double w = 0;
+    ForEachRowTree(p, i, [&](int t, int, int) { w = std::max(w, relax_[t]); });
+    cap_[i] = CapFactor(w);
+    const double phi = p.kind[i] == kRowFriction ? 0 : p.pos[i] - p.margin[i];
+    arg_[i] = FacetArg(1, gain_[i] * cap_[i], k, d, h, vel_[i], phi);
+    double f = arg_[i];
+    if (p.kind[i] == kRowLimit) f = std::max(f, 0.0);
+    if (p.kind[i] == kRowFriction) f = std::clamp(f, -p.floss[i], p.floss[i]);
+    sol->force[i] = f;
+  }
+
+  // statistics
+  stats_.nactive = nactive;
+  stats_.nfacet = stats_.ncapped = 0;
+  for (int c = 0; c < ncon; c++) {
+    stats_.nfacet += nfacet_[c];
+    stats_.ncapped += cap_[p.con[c].row] < 1;
+  }
+  for (int i = 0; i < nplain; i++) stats_.ncapped += cap_[i] < 1;
+
+  // v+ = v_smooth + h M^-1 J' f (eq. 9)
+  VelocityFromForce(p, sol->force, sol->v_next, nullptr);
+  sol->edge_force = settings_.facets == 4 ? edge_.data() : nullptr;
+  sol->status = 0;  // ckSTATUS_SOLVED: the closed form cannot fail
+  sol->iterations = 1;
+  sol->residual = 0;
+}
+
+double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTangent& dir) {
+  if (!dir.J && !dir.M) return 0;
+  const SparseRows& J = p.J;
+  const TreeMass& mass = p.mass;
+  const int adr = J.rowadr[row];
+  double* w = tangent_.data();
+  for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
+
+  // dA = 2 dJ w - w' dM w with w = M^-1 J', tree by tree
+  double dA = 0;
+  ForEachRowTree(p, row, [&](int t, int q0, int q1) {
+    const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
+    mass.Solve(w, begin, end);
+    if (dir.J) {
+      for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * w[J.colind[adr + q]];
+    }
+    if (dir.M) {
+      for (int i = begin; i < end; i++) {
+        dA -= dir.M[mass.madr[i]] * w[i] * w[i];
+        int madr = mass.madr[i] + 1;
+        for (int j = mass.parent[i]; j >= 0; j = mass.parent[j]) {
+          dA -= 2 * dir.M[madr++] * w[i] * w[j];
+        }
+      }
+    }
+    for (int i = begin; i < end; i++) w[i] = 0;
+  });
+  return dA;
+}
+
+bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                                 double* dforce) {
+  const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
+  const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon;
+  for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
+
+  // relative tangent of r / (1 - r) = diag_approx / R
+  auto dratio = [&](int row) { return dir.R ? -dir.R[row] / p.R[row] : 0.0; };
+
+  // tangent of the relaxation per tree
+  for (int t = 0; t < p.islands.ntree; t++) drelax_[t] = 0;
+  for (int i = 0; i < nplain; i++) {
+    const double dw = gain_[i] * invmass_[i] * cv * dratio(i);
+    ForEachRowTree(p, i, [&](int t, int, int) { drelax_[t] += dw; });
+  }
+  for (int c = 0; c < ncon; c++) {
+    const Contact& con = p.con[c];
+    const double dw =
+        WeightSum(con.dim) * gain_[con.row] * invmass_[con.row] * cv * dratio(con.row);
+    if (con.tree[0] >= 0) drelax_[con.tree[0]] += dw;
+    if (con.tree[1] >= 0) drelax_[con.tree[1]] += dw;
+  }
+
+  // tangent of J_r v_smooth
+  auto dvel = [&](int row) {
+    double ds = dir.v_free ? p.J.Dot(row, dir.v_free) : 0;
+    if (dir.J) {
+      const int adr = p.J.rowadr[row];
+      for (int q = 0; q < p.J.rownnz[row]; q++)
+        ds += dir.J[adr + q] * p.v_free[p.J.colind[adr + q]];
+    }
+    return ds;
+  };
+
+  // relative tangent of a gain: ratio, inverse mass and, where it binds, the cap set by tree t
+  auto dgain = [&](int row, int t) {
+    double rel = dratio(row) - InvMassTangent(p, row, dir) / invmass_[row];
+    if (cap_[row] < 1) rel -= drelax_[t] / relax_[t];
+    return rel;
+  };
+
+  // contacts
+  double coef[6 * kComfreeMaxFacets], weight[kComfreeMaxFacets];
+  for (int c = 0; c < ncon; c++) {
+    const Contact& con = p.con[c];
+    const int row = con.row, dim = con.dim;
+    if (gain_[row] == 0) continue;
+    const int t0 = con.tree[0], t1 = con.tree[1];
+    const double rel = dgain(row, t1 >= 0 && (t0 < 0 || relax_[t1] > relax_[t0]) ? t1 : t0);
+    const double G = gain_[row] * cap_[row], dphi = dir.pos ? dir.pos[row] : 0;
+    double ds[6];
+    for (int r = 0; r < dim; r++) ds[r] = dvel(row + r);
+    const int nf = ComfreeFacets(con, settings_.facets, coef, weight);
+    const double* arg = facet_.data() + static_cast<size_t>(c) * kComfreeMaxFacets;
+    for (int j = 0; j < nf; j++) {
+      if (!(arg[j] > 0)) continue;
+      const double* cj = coef + 6 * j;
+      double dsj = 0;
+      for (int r = 0; r < dim; r++) dsj += cj[r] * ds[r];
+      const double darg = rel * arg[j] + weight[j] * G * (-cv * dsj - k * dphi) / h;
+      for (int r = 0; r < dim; r++) dforce[row + r] += cj[r] * darg;
+    }
+  }
+
+  // plain rows
+  for (int i = 0; i < nplain; i++) {
+    const double a = arg_[i];
+    const bool active = p.kind[i] == kRowLimit      ? a > 0
+                        : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
+                                                    : true;
+    if (gain_[i] == 0 || !active) continue;
+    int tmax = -1;
+    ForEachRowTree(p, i, [&](int t, int, int) {
+      if (tmax < 0 || relax_[t] > relax_[tmax]) tmax = t;
+    });
+    const double dphi = p.kind[i] != kRowFriction && dir.pos ? dir.pos[i] : 0;
+    dforce[i] = dgain(i, tmax) * a + gain_[i] * cap_[i] * (-cv * dvel(i) - k * dphi) / h;
+  }
+  return true;
+}
+
+}  // namespace contactkit

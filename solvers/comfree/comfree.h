@@ -1,0 +1,106 @@
+// Copyright 2026 The contactkit developers.
+//
+// Complementarity-free analytic contact (ComFree-Sim: Borse, Xie, Huang and Jin, section III).
+// Every contact becomes dual-cone facets J~ = J_n - mu_s d' J_s, one family per kind of friction
+// present at its condim (tangential, torsional, rolling), and each facet gets the closed-form
+// force of eq. 8 from the smooth prediction v_smooth:
+//   lambda = max(-K (J~ v_smooth h + phi) - D J~ v_smooth, 0),  K = k M / h,  D = d M / h,
+//   M = r / (1 - r) / A   (eq. 12: r the impedance of |phi|, A the contact's inverse mass).
+// The facets decouple across contacts, so one pass over them and one M^-1 solve give the next
+// velocity (eq. 9). Limits take the same update on one facet, friction loss clamps it to the
+// loss, and equality rows use it without a clamp.
+//
+// Choices of ours, beyond the paper:
+//  - A is the exact J_n M^-1 J_n' of the contact's normal row (half solves on the trees it
+//    touches: no full solve), which is eq. 12's sum over both bodies of their inverse inertia seen
+//    at the contact, along the normal;
+//  - facets within a family share its weight: with n tangential directions each tangential facet
+//    counts 4/n, so the facet count shapes the cone without stiffening the contact;
+//  - relax_limit: the explicit update over-corrects when many facets push on one tree at a large
+//    step. Each facet's share of a step's full velocity correction is (k h + d) r / (1 - r) along
+//    its normal (per tree this sum bounds the largest eigenvalue of the velocity update, normal
+//    parts only); where it exceeds the limit the tree's gains are scaled down to it. On the
+//    paper's dense drop it never binds at d_user = 0.001 and adds 7-10% penetration at 0.005.
+#ifndef CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
+#define CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "solvers/common/solver.h"
+
+namespace contactkit {
+
+std::unique_ptr<Solver> MakeComfreeSolver();
+
+// most facets a contact can have: 64 tangential, 2 torsional, 4 rolling
+constexpr int kComfreeMaxFacets = 70;
+
+// Facets of a contact with ntangent tangential directions (even, 4 .. 64, clamped): writes the row
+// of each facet over the contact's frame rows, coef[6 j + r] (facet j's row is sum_r coef[6 j + r]
+// J_r), and its weight, and returns the number of facets. With ntangent = 4 the facets are MuJoCo's
+// pyramid edges in MuJoCo's order, J_n + mu_i J_i then J_n - mu_i J_i for i = 1 .. dim-1, all of
+// weight 1. The weight (nullable) is 4 / ntangent for tangential facets, 1 for the others.
+int ComfreeFacets(const Contact& con, int ntangent, double* coef, double* weight);
+
+class ComfreeSolver final : public Solver {
+ public:
+  // statistics of the last solve
+  struct Stats {
+    int nfacet = 0;   // contact facets
+    int nactive = 0;  // contact facets with a positive force
+    int ncapped = 0;  // contacts and rows whose gain relax_limit scaled down
+  };
+
+  bool Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) override;
+  void SetSettings(const ckSettings& settings) override;
+  void Solve(const Problem& p, Solution* sol) override;
+  bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                    double* dforce) override;
+
+  const Stats& stats() const { return stats_; }
+
+  // facet forces (impulse / h, >= 0) of contact c in the last solve into out (70), in
+  // ComfreeFacets' order; returns their number
+  int FacetForce(int c, double* out) const;
+
+  // gain M(phi) of a contact's normal row or of a plain row in the last solve, after relax_limit
+  double Gain(int row) const { return gain_[row] * cap_[row]; }
+
+ private:
+  // pass 1 for a contact or plain row at row: inverse mass, gain, smooth row velocities
+  void Measure(const Problem& p, int row, int dim, double* x);
+
+  // factor of the gains on a tree whose facets sum to this relaxation (relax_limit)
+  double CapFactor(double relax) const;
+
+  // pass 2 for contact c: facet forces, frame forces, pyramid edge forces; returns active facets
+  int SolveContact(const Problem& p, int c, Solution* sol);
+
+  // tangent of the inverse mass A of a row along dir (dJ, dM)
+  double InvMassTangent(const Problem& p, int row, const ProblemTangent& dir);
+
+  ckComfreeSettings settings_{};
+  ProblemDims dims_;
+  int nthread_ = 1;
+  Stats stats_;
+
+  // workspace
+  std::vector<double> gain_;     // gain M(phi) = r / (1 - r) / A, by row            (max_rows)
+  std::vector<double> cap_;      // relax_limit factor of the gain, by row           (max_rows)
+  std::vector<double> invmass_;  // A = J M^-1 J' of the normal / plain row          (max_rows)
+  std::vector<double> vel_;      // J v_smooth of every row                          (max_rows)
+  std::vector<double> arg_;      // unclamped force of every plain row               (max_rows)
+  std::vector<double> facet_;    // unclamped facet forces, by contact (max_contacts x 70)
+  std::vector<int> nfacet_;      // facets of each contact                           (max_contacts)
+  std::vector<double> edge_;     // pyramid edge forces, contact at 2 row            (2 max_rows)
+  std::vector<double> relax_;    // relaxation of the facets on each tree            (ntree)
+  std::vector<double> drelax_;   // its tangent                                      (ntree)
+  std::vector<double> scratch_;  // zeroed vectors, one per thread                   (nthread x nv)
+  std::vector<double> tangent_;  // ForceTangent scratch                              (nv)
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_

@@ -1,0 +1,340 @@
+// Copyright 2026 The contactkit developers.
+//
+// The comfree solver in MuJoCo's pipeline: ComFree-Sim's dense drop, torsional and rolling
+// friction and stability sweep (section IV), resting contact, and every non-contact constraint
+// type MuJoCo produces.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "support/fixture.h"
+
+namespace contactkit::test {
+namespace {
+
+ckSettings Comfree(double stiffness = 0.2, double damping = 0.001) {
+  ckSettings s;
+  ck_defaultSettings(&s);
+  s.solver = ckSOL_COMFREE;
+  s.comfree.stiffness = stiffness;
+  s.comfree.damping = damping;
+  return s;
+}
+
+// set the friction entry `which` (0 slide, 1 torsion, 2 roll) of every geom
+void SetFriction(mjModel* m, int which, double value) {
+  for (int g = 0; g < m->ngeom; g++) m->geom_friction[3 * g + which] = value;
+}
+
+double Speed(const double* v) { return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]); }
+
+// Dense drop (the paper's Fig. 3): 60 primitives of all five kinds fall onto a box. Nothing falls
+// through the ground or leaves the walls, the pile comes to rest without gaining energy beyond
+// what the (MPR) collision normals of deep cylinder and ellipsoid contacts can inject, and the
+// mean penetration falls as k_user rises.
+TEST_F(MujocoTest, DenseDropHoldsAndPenetrationFallsWithStiffness) {
+  ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
+  ASSERT_TRUE(m);
+  m->opt.enableflags |= mjENBL_ENERGY;
+  const int steps = TestSteps(1000);
+  const int wall = mj_name2id(m.get(), mjOBJ_GEOM, "wall_xpos");
+  const int ground = mj_name2id(m.get(), mjOBJ_GEOM, "ground");
+  ASSERT_GE(wall, 0);
+  ASSERT_GE(ground, 0);
+  const double xmax = m->geom_pos[3 * wall],
+               ymax = m->geom_pos[3 * mj_name2id(m.get(), mjOBJ_GEOM, "wall_ypos") + 1];
+  std::vector<double> mean;
+  for (double k : {0.1, 0.3, 0.5}) {
+    ckSettings s = Comfree(k);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    mj_forward(m.get(), d.get());
+    const double e0 = d->energy[0] + d->energy[1];
+    double sum = 0, emax = e0;
+    long n = 0;
+    for (int t = 0; t < steps; t++) {
+      ck_step(ck.get(), m.get(), d.get());
+      ASSERT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED);
+      for (int i = 0; i < d->ncon; i++) {
+        if (d->contact[i].efc_address < 0) continue;
+        sum += std::max(0.0, -static_cast<double>(d->contact[i].dist));
+        n++;
+      }
+      emax = std::max(emax, static_cast<double>(d->energy[0] + d->energy[1]));
+    }
+    ASSERT_GT(n, 0);
+    mean.push_back(sum / n);
+    ExpectNoDataWarnings(d.get());
+
+    // every body above the ground's top face (z = 0) and inside the walls
+    for (int b = 1; b < m->nbody; b++) {
+      const double* x = d->xipos + 3 * b;
+      EXPECT_GT(x[2], 0) << mj_id2name(m.get(), mjOBJ_BODY, b) << " k " << k;
+      EXPECT_LT(x[0], xmax) << mj_id2name(m.get(), mjOBJ_BODY, b);
+      EXPECT_LT(x[1], ymax) << mj_id2name(m.get(), mjOBJ_BODY, b);
+      EXPECT_GT(x[0], -xmax + 2 * m->geom_pos[3 * ground]);
+    }
+
+    // no energy from nowhere beyond a quarter of the potential energy released, and at rest
+    const double released = e0 - (d->energy[0] + d->energy[1]);
+    if (steps >= 1000) {
+      EXPECT_GT(released, 0.5 * e0) << "the pile should have fallen, k " << k;
+      EXPECT_LT(emax - e0, 0.25 * released) << "k " << k;
+      EXPECT_LT(d->energy[1], 0.05 * released) << "kinetic energy left, k " << k;
+    }
+  }
+  EXPECT_GT(mean[0], mean[1]);
+  EXPECT_GT(mean[1], mean[2]);
+}
+
+// decay of one velocity component under a friction coefficient: the component at 1 s, and
+// whether it never grew from one step to the next
+struct Decay {
+  double start = 0, end = 0;
+  bool monotone = true;
+};
+
+Decay RunDecay(const std::string& model, int which, double mu, int dof) {
+  Decay out;
+  char error[1024] = "";
+  mjModel* m = ck_loadXML(BundledModel(model).c_str(), nullptr, error, sizeof(error));
+  EXPECT_NE(m, nullptr) << error;
+  if (!m) return out;
+  SetFriction(m, which, mu);
+  ckSettings s = Comfree();
+  ckHandle* ck = ck_make(m, &s, error, sizeof(error));
+  mjData* d = mj_makeData(m);
+  mj_resetDataKeyframe(m, d, 0);
+  out.start = d->qvel[dof];
+  double prev = out.start;
+  const int steps = static_cast<int>(std::lround(1.0 / m->opt.timestep));
+  for (int t = 0; t < steps; t++) {
+    ck_step(ck, m, d);
+    if (std::fabs(d->qvel[dof]) > std::fabs(prev) + 1e-12) out.monotone = false;
+    prev = d->qvel[dof];
+  }
+  out.end = d->qvel[dof];
+  mj_deleteData(d);
+  ck_free(ck);
+  mj_deleteModel(m);
+  return out;
+}
+
+// a sphere spinning on a plane slows monotonically, faster for a larger torsional coefficient,
+// and keeps its spin without one
+TEST_F(MujocoTest, TorsionalFrictionSlowsASpin) {
+  const Decay none = RunDecay("sphere_spinning.xml", 1, 0, 5);
+  const Decay low = RunDecay("sphere_spinning.xml", 1, 0.005, 5);
+  const Decay high = RunDecay("sphere_spinning.xml", 1, 0.02, 5);
+  ASSERT_EQ(none.start, 10);
+  EXPECT_GE(none.end, 0.99 * none.start);
+  for (const Decay& dc : {low, high}) {
+    EXPECT_TRUE(dc.monotone);
+    EXPECT_GE(dc.end, 0);
+  }
+  EXPECT_LT(low.end, 0.9 * none.end);
+  EXPECT_LT(high.end, 0.5 * low.end);
+}
+
+// a rolling sphere and a rolling cylinder slow monotonically, faster for a larger rolling
+// coefficient, and keep >= 99% of their speed over 1 s without one
+TEST_F(MujocoTest, RollingFrictionSlowsRolling) {
+  for (const char* model : {"sphere_rolling.xml", "cylinder_rolling.xml"}) {
+    const Decay none = RunDecay(model, 2, 0, 0);
+    const Decay low = RunDecay(model, 2, 0.005, 0);
+    const Decay high = RunDecay(model, 2, 0.02, 0);
+    ASSERT_EQ(none.start, 1) << model;
+    EXPECT_GE(none.end, 0.99 * none.start) << model;
+    for (const Decay& dc : {none, low, high}) EXPECT_TRUE(dc.monotone) << model;
+    EXPECT_LT(low.end, none.end - 0.02) << model;
+    EXPECT_LT(high.end, low.end - 0.1) << model;
+    EXPECT_GT(high.end, 0) << model;
+  }
+}
+
+// The paper's Fig. 6: a cube dropped with v = (2, 0, 0), w = (0.1, 0.1, 0.1) over time steps and
+// impedances: its horizontal speed decays below 1 mm/s without growing, and it neither sinks nor
+// flies off. (The softest setting at the largest steps takes the landing deep: k 0.1, h 0.02 dips
+// to 3/4 of the half-size for a moment and rests 31 mm deep.)
+TEST_F(MujocoTest, StabilitySweepOfADroppedSlidingCube) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  const bool quick = TestSteps(10) < 10;  // sanitizer runs: the largest step only
+  const double half = 0.1, z0 = 0.3;
+  for (double h : {0.002, 0.005, 0.01, 0.02}) {
+    if (quick && h < 0.02) continue;
+    for (double k : {0.1, 0.3, 0.5}) {
+      for (double dmp : {0.001, 0.005}) {
+        m->opt.timestep = h;
+        ckSettings s = Comfree(k, dmp);
+        HandlePtr ck = Make(m.get(), &s);
+        DataPtr d(mj_makeData(m.get()));
+        d->qpos[2] = z0;
+        d->qvel[0] = 2;
+        d->qvel[3] = d->qvel[4] = d->qvel[5] = 0.1;
+        double vmin = 2, growth = 0, zmin = z0, zmax_after = 0;
+        bool landed = false;
+        const int steps = static_cast<int>(std::lround(8.0 / h));
+        for (int t = 0; t < steps; t++) {
+          ck_step(ck.get(), m.get(), d.get());
+          const double v = std::hypot(d->qvel[0], d->qvel[1]);
+          growth = std::max(growth, v - vmin);
+          vmin = std::min(vmin, v);
+          landed = landed || d->ncon > 0;
+          if (landed) {
+            zmin = std::min(zmin, static_cast<double>(d->qpos[2]));
+            zmax_after = std::max(zmax_after, static_cast<double>(d->qpos[2]));
+          }
+        }
+        const std::string tag =
+            "h " + std::to_string(h) + " k " + std::to_string(k) + " d " + std::to_string(dmp);
+        ASSERT_TRUE(landed) << tag;
+        EXPECT_LT(std::hypot(d->qvel[0], d->qvel[1]), 1e-3) << tag;
+        EXPECT_LT(growth, 0.01) << tag;
+        EXPECT_GT(zmin, 0) << tag;                 // its centre never passes the plane
+        EXPECT_LT(zmax_after, z0) << tag;          // never bounces back to the drop height
+        EXPECT_GT(d->qpos[2], 0.5 * half) << tag;  // rests less than half its half-size deep
+        EXPECT_LT(std::fabs(d->qvel[2]), 1e-3) << tag;
+        ExpectNoDataWarnings(d.get());
+      }
+    }
+  }
+}
+
+// a box resting on a plane holds still: drift below 0.1 mm over 5 s once settled
+TEST_F(MujocoTest, RestingBoxHoldsStill) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  for (int cone : {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC}) {
+    m->opt.cone = cone;
+    ckSettings s = Comfree();
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+    const double x0[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
+    for (int t = 0; t < 2500; t++) ck_step(ck.get(), m.get(), d.get());
+    const double dx[3] = {d->qpos[0] - x0[0], d->qpos[1] - x0[1], d->qpos[2] - x0[2]};
+    EXPECT_LT(Speed(dx), 1e-4) << "cone " << cone;
+    EXPECT_EQ(d->ncon, 4);
+
+    // it rests on its contacts: the normal forces carry its weight
+    double fn = 0;
+    for (int i = 0; i < d->ncon; i++) {
+      mjtNum f[6];
+      mj_contactForce(m.get(), d.get(), i, f);
+      fn += f[0];
+    }
+    EXPECT_NEAR(fn, 9.81, 0.01) << "cone " << cone;
+  }
+}
+
+// On the 10 degree incline (mu = 0.5 > tan 10) the closed form's stick is viscous: with every facet
+// active the tangential force is linear in the slip velocity, so the box creeps at a steady speed
+// set by the velocity gain (k h + d) M instead of holding still; the creep falls as d_user rises.
+TEST_F(MujocoTest, InclineStickIsASteadyCreepThatFallsWithDamping) {
+  ModelPtr m = Load(BundledModel("box_incline.xml"));
+  ASSERT_TRUE(m);
+  std::vector<double> creep;
+  for (double dmp : {0.001, 0.003, 0.005}) {
+    ckSettings s = Comfree(0.2, dmp);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < 1000; t++) ck_step(ck.get(), m.get(), d.get());
+    const double v2 = Speed(d->qvel);
+    for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+    const double v3 = Speed(d->qvel);
+    EXPECT_EQ(d->ncon, 4);
+    EXPECT_NEAR(v3, v2, 0.02 * v2) << "d " << dmp;  // steady: no acceleration
+    creep.push_back(v3);
+  }
+  EXPECT_LT(creep[1], 0.8 * creep[0]);
+  EXPECT_LT(creep[2], 0.8 * creep[1]);
+}
+
+// equality constraints (connect, weld, joint coupling) hold as bilateral impedances
+TEST_F(MujocoTest, EqualityConstraintsHold) {
+  ModelPtr m = Load(BundledModel("mechanism.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Comfree();
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  const int steps = TestSteps(2000);
+  double first = 0, second = 0;
+  for (int t = 0; t < steps; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    ASSERT_EQ(d->ne, 10);
+    double worst = 0;
+    for (int i = 0; i < d->ne; i++) {
+      worst = std::max(worst, std::fabs(static_cast<double>(d->efc_pos[i])));
+    }
+    double& half = t < steps / 2 ? first : second;
+    half = std::max(half, worst);
+  }
+  ExpectNoDataWarnings(d.get());
+  EXPECT_LT(first, 0.03);
+  EXPECT_LT(second, 0.03);
+  EXPECT_LT(second, 1.5 * first + 1e-3);  // the violation does not build up
+  const int qa = m->jnt_qposadr[mj_name2id(m.get(), mjOBJ_JOINT, "gear_a_hinge")];
+  const int qb = m->jnt_qposadr[mj_name2id(m.get(), mjOBJ_JOINT, "gear_b_hinge")];
+  EXPECT_NEAR(d->qpos[qb], 0.5 * d->qpos[qa], 0.03);
+}
+
+// friction loss is clamped to its bound in every step; joint and tendon limits hold
+TEST_F(MujocoTest, FrictionLossAndLimitsHold) {
+  ModelPtr m = Load(BundledModel("joint_friction_limits.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Comfree();
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  int friction_rows = 0, limit_rows = 0;
+  for (int t = 0; t < 2000; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    for (int i = 0; i < d->nefc; i++) {
+      const int type = d->efc_type[i];
+      if (type == mjCNSTR_FRICTION_DOF || type == mjCNSTR_FRICTION_TENDON) {
+        ASSERT_LE(std::fabs(d->efc_force[i]), d->efc_frictionloss[i] * (1 + 1e-12));
+        friction_rows++;
+      }
+      if (type == mjCNSTR_LIMIT_JOINT || type == mjCNSTR_LIMIT_TENDON) {
+        ASSERT_GE(d->efc_force[i], 0);
+        limit_rows++;
+      }
+    }
+  }
+  ExpectNoDataWarnings(d.get());
+  EXPECT_EQ(friction_rows, 3 * 2000);
+  EXPECT_GT(limit_rows, 2000);
+  auto q = [&](const char* joint) {
+    return d->qpos[m->jnt_qposadr[mj_name2id(m.get(), mjOBJ_JOINT, joint)]];
+  };
+
+  // the arm and the slider rest on their upper limits; the tendon limit holds the pendulums at
+  // their equilibrium q_p2 = pi/4 - 0.25, q_p1 = q_p2 + 0.5
+  EXPECT_NEAR(q("hinge"), M_PI / 3, 0.02);
+  EXPECT_NEAR(q("slide"), 0.3, 0.01);
+  EXPECT_LT(d->ten_length[0], 0.5 + 0.03);
+  EXPECT_NEAR(q("p2_hinge"), M_PI / 4 - 0.25, 0.03);
+  EXPECT_NEAR(q("p1_hinge"), M_PI / 4 + 0.25, 0.03);
+}
+
+// an articulated robot with contacts and limits walks through 1000 steps without warnings
+TEST_F(MujocoTest, HumanoidRunsWithoutWarnings) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Comfree();
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  int contacts = 0;
+  for (int t = 0; t < TestSteps(1000); t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    contacts += d->ncon;
+  }
+  ExpectNoDataWarnings(d.get());
+  EXPECT_GT(contacts, 0);
+  for (int i = 0; i < m->nv; i++) ASSERT_TRUE(std::isfinite(d->qvel[i]));
+  EXPECT_GT(d->qpos[2], 0);  // the torso stays above the floor
+}
+
+}  // namespace
+}  // namespace contactkit::test

@@ -1,0 +1,153 @@
+// Copyright 2026 The contactkit developers.
+#include "tools/common/bench_measure.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "tools/common/derivatives.h"
+#include "tools/common/tool_util.h"
+#include "tools/gen_stack.h"
+
+namespace contactkit::tools {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+mjModel* LoadXMLString(const std::string& xml, std::string* error) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/ck_model_XXXXXX.xml";
+  std::vector<char> buf(path.begin(), path.end());
+  buf.push_back(0);
+  const int fd = mkstemps(buf.data(), 4);
+  if (fd < 0) {
+    *error = "cannot create a temporary model file";
+    return nullptr;
+  }
+  const ssize_t n = write(fd, xml.data(), xml.size());
+  close(fd);
+  mjModel* m = nullptr;
+  if (n == static_cast<ssize_t>(xml.size())) {
+    char err[1024] = "";
+    m = ck_loadXML(buf.data(), nullptr, err, sizeof(err));
+    if (!m) *error = err;
+  } else {
+    *error = "cannot write a temporary model file";
+  }
+  std::remove(buf.data());
+  return m;
+}
+
+PenetrationStats MeasurePenetration(mjModel* m, const ckSettings& settings, int steps,
+                                    bool progress) {
+  PenetrationStats ps;
+  double sum = 0, sum2 = 0;
+  RunOptions opts;
+  opts.steps = steps;
+  opts.progress = progress;
+  opts.on_step = [&](const mjModel*, const mjData* d, const ckHandle*, int) {
+    for (int i = 0; i < d->ncon; i++) {
+      const double depth = std::max(0.0, -static_cast<double>(d->contact[i].dist));
+      sum += depth;
+      sum2 += depth * depth;
+      ps.max = std::max(ps.max, depth);
+      ps.samples++;
+    }
+  };
+  const RunStats rs = Run(m, settings, opts);
+  ps.error = rs.error;
+  ps.diverged = rs.diverged;
+  ps.step_time = rs.step_time;
+  if (ps.samples > 0) {
+    ps.mean = sum / static_cast<double>(ps.samples);
+    ps.std = std::sqrt(std::max(0.0, sum2 / static_cast<double>(ps.samples) - ps.mean * ps.mean));
+  }
+  return ps;
+}
+
+ScalingPoint MeasureStackScaling(int nx, int ny, int nlayers, const ckSettings& settings,
+                                 int warmup, int steps) {
+  ScalingPoint sp;
+  sp.nbody = nx * ny * nlayers;
+  mjModel* m = LoadXMLString(StackedPrimitivesXML(nx, ny, nlayers, 0.002), &sp.error);
+  if (!m) return sp;
+  m->opt.solver = mjSOL_CG;
+  double contacts = 0, step_time = 0, solve_time = 0;
+  RunOptions opts;
+  opts.steps = warmup + steps;
+  // wall time between consecutive callbacks: one whole step (collision, solve, integration)
+  auto last = std::chrono::steady_clock::now();
+  opts.on_step = [&](const mjModel*, const mjData*, const ckHandle* ck, int t) {
+    if (t >= warmup) {
+      const ckStats* st = ck_stats(ck);
+      contacts += st->ncon;
+      solve_time += st->solve_time;
+      step_time += Seconds(last);
+    }
+    last = std::chrono::steady_clock::now();
+  };
+  const RunStats rs = Run(m, settings, opts);
+  sp.error = rs.error;
+  sp.diverged = rs.diverged;
+  if (rs.error.empty() && steps > 0) {
+    sp.contacts = contacts / steps;
+    sp.solve_time = solve_time / steps;
+    sp.step_time = step_time / steps;
+  }
+  mj_deleteModel(m);
+  return sp;
+}
+
+JacobianTiming MeasureJacobians(mjModel* m, const ckSettings& settings, int warmup, int states,
+                                bool centered) {
+  JacobianTiming jt;
+  char err[1024] = "";
+  ckHandle* ck = ck_make(m, &settings, err, sizeof(err));
+  if (!ck) {
+    jt.error = err;
+    return jt;
+  }
+  mjData* d = mj_makeData(m);
+  if (m->nkey > 0) mj_resetDataKeyframe(m, d, 0);
+  const int nx = 2 * m->nv + m->na;
+  std::vector<mjtNum> A(static_cast<size_t>(nx) * nx), B(static_cast<size_t>(nx) * m->nu + 1);
+  const mjtNum eps = 1e-6;
+  double t_mj = 0, t_ours = 0, t_ours_fd = 0, contacts = 0;
+  bool have = HaveDerivatives();
+  for (int s = 0; s < warmup; s++) ck_step(ck, m, d);
+  for (int s = 0; s < states; s++) {
+    ck_step(ck, m, d);
+    contacts += d->ncon;
+    auto t0 = std::chrono::steady_clock::now();
+    MujocoTransitionFD(m, d, eps, centered, A.data(), B.data());
+    t_mj += Seconds(t0);
+    if (have) {
+      t0 = std::chrono::steady_clock::now();
+      have = TransitionJacobian(ck, m, d, A.data(), B.data());
+      t_ours += Seconds(t0);
+      t0 = std::chrono::steady_clock::now();
+      have = have && TransitionFiniteDiff(ck, m, d, eps, centered, A.data(), B.data());
+      t_ours_fd += Seconds(t0);
+    }
+  }
+  const double n = std::max(1, states);
+  jt.mujoco_fd = t_mj / n;
+  if (have) {
+    jt.ours = t_ours / n;
+    jt.ours_fd = t_ours_fd / n;
+  }
+  jt.contacts = contacts / n;
+  mj_deleteData(d);
+  ck_free(ck);
+  return jt;
+}
+
+}  // namespace contactkit::tools
