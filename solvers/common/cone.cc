@@ -5,56 +5,15 @@
 
 namespace contactkit {
 namespace cone {
-namespace {
+double SocDet(const double* x, int n) { return DetAny(x, n); }
 
-double Norm1(const double* x, int n) {
-  double s = 0;
-  for (int i = 1; i < n; i++) s += x[i] * x[i];
-  return std::sqrt(s);
-}
+void SocProduct(const double* x, const double* z, int n, double* out) { ProductAny(x, z, n, out); }
 
-}  // namespace
-
-double SocDet(const double* x, int n) {
-  if (n == 2) return DetN<2>(x);
-  if (n == 3) return DetN<3>(x);
-  const double r = Norm1(x, n);
-  return (x[0] - r) * (x[0] + r);
-}
-
-void SocProduct(const double* x, const double* z, int n, double* out) {
-  double dot = 0;
-  for (int i = 0; i < n; i++) dot += x[i] * z[i];
-  const double x0 = x[0], z0 = z[0];
-  for (int i = 1; i < n; i++) out[i] = x0 * z[i] + z0 * x[i];
-  out[0] = dot;
-}
-
-void SocDivide(const double* lam, const double* r, int n, double* y) {
-  // y0 = (lam0 r0 - lam1'r1) / det(lam), y1 = (r1 - y0 lam1) / lam0
-  double dot = 0;
-  for (int i = 1; i < n; i++) dot += lam[i] * r[i];
-  const double y0 = (lam[0] * r[0] - dot) / SocDet(lam, n);
-  const double inv = 1 / lam[0];
-  for (int i = 1; i < n; i++) y[i] = (r[i] - y0 * lam[i]) * inv;
-  y[0] = y0;
-}
+void SocDivide(const double* lam, const double* r, int n, double* y) { DivideAny(lam, r, n, y); }
 
 double SocStep(const double* y, const double* dy, int n) {
   if (n == 1) return dy[0] < 0 ? -y[0] / dy[0] : kInfStep;
-  const double nu = SocDet(y, n);
-  const double snu = std::sqrt(nu);
-  double zeta = y[0] * dy[0];
-  for (int i = 1; i < n; i++) zeta -= y[i] * dy[i];
-  const double rho0 = zeta / nu;
-  const double c = (zeta / snu + dy[0]) / (y[0] * snu + nu);
-  double rho1 = 0;
-  for (int i = 1; i < n; i++) {
-    const double r = dy[i] / snu - c * y[i];
-    rho1 += r * r;
-  }
-  rho1 = std::sqrt(rho1);
-  return rho1 > rho0 ? 1 / (rho1 - rho0) : kInfStep;
+  return StepAny(y, dy, n);
 }
 
 double OrthantStep(const double* y, const double* dy, int n) {

@@ -60,49 +60,65 @@ void SocW2(const SocScaling& s, double* G);
 // Arrow matrix of x: Arw(x) y = x o y (n x n, row-major)
 void SocArrow(const double* x, int n, double* A);
 
-// fixed-size versions of the above for inner loops (N >= 2)
-template <int N>
-inline double DetN(const double* x) {
+// the above for any n as inline code, and fixed-size versions for inner loops (N >= 2), which
+// compilers unroll
+inline double DetAny(const double* x, int n) {
   double r = 0;
-  for (int i = 1; i < N; i++) r += x[i] * x[i];
+  for (int i = 1; i < n; i++) r += x[i] * x[i];
   r = std::sqrt(r);
   return (x[0] - r) * (x[0] + r);
 }
 
-template <int N>
-inline void ProductN(const double* x, const double* z, double* out) {
+inline void ProductAny(const double* x, const double* z, int n, double* out) {
   double dot = 0;
-  for (int i = 0; i < N; i++) dot += x[i] * z[i];
+  for (int i = 0; i < n; i++) dot += x[i] * z[i];
   const double x0 = x[0], z0 = z[0];
-  for (int i = 1; i < N; i++) out[i] = x0 * z[i] + z0 * x[i];
+  for (int i = 1; i < n; i++) out[i] = x0 * z[i] + z0 * x[i];
   out[0] = dot;
 }
 
-template <int N>
-inline void DivideN(const double* lam, const double* r, double* y) {
+inline void DivideAny(const double* lam, const double* r, int n, double* y) {
+  // y0 = (lam0 r0 - lam1'r1) / det(lam), y1 = (r1 - y0 lam1) / lam0
   double dot = 0;
-  for (int i = 1; i < N; i++) dot += lam[i] * r[i];
-  const double y0 = (lam[0] * r[0] - dot) / DetN<N>(lam);
+  for (int i = 1; i < n; i++) dot += lam[i] * r[i];
+  const double y0 = (lam[0] * r[0] - dot) / DetAny(lam, n);
   const double inv = 1 / lam[0];
-  for (int i = 1; i < N; i++) y[i] = (r[i] - y0 * lam[i]) * inv;
+  for (int i = 1; i < n; i++) y[i] = (r[i] - y0 * lam[i]) * inv;
   y[0] = y0;
 }
 
-template <int N>
-inline double StepN(const double* y, const double* dy) {
-  const double nu = DetN<N>(y);
+inline double StepAny(const double* y, const double* dy, int n) {
+  // Dojo (42)-(46): nu, zeta, rho; the step is 1 / (|rho_1| - rho_0) when positive
+  const double nu = DetAny(y, n);
   const double snu = std::sqrt(nu);
   double zeta = y[0] * dy[0];
-  for (int i = 1; i < N; i++) zeta -= y[i] * dy[i];
+  for (int i = 1; i < n; i++) zeta -= y[i] * dy[i];
   const double rho0 = zeta / nu;
   const double c = (zeta / snu + dy[0]) / (y[0] * snu + nu);
   double rho1 = 0;
-  for (int i = 1; i < N; i++) {
+  for (int i = 1; i < n; i++) {
     const double r = dy[i] / snu - c * y[i];
     rho1 += r * r;
   }
   rho1 = std::sqrt(rho1);
   return rho1 > rho0 ? 1 / (rho1 - rho0) : kInfStep;
+}
+
+template <int N>
+inline double DetN(const double* x) {
+  return DetAny(x, N);
+}
+template <int N>
+inline void ProductN(const double* x, const double* z, double* out) {
+  ProductAny(x, z, N, out);
+}
+template <int N>
+inline void DivideN(const double* lam, const double* r, double* y) {
+  DivideAny(lam, r, N, y);
+}
+template <int N>
+inline double StepN(const double* y, const double* dy) {
+  return StepAny(y, dy, N);
 }
 
 }  // namespace cone

@@ -1,5 +1,6 @@
 // Copyright 2026 The contactkit developers.
 #include <algorithm>
+#include <initializer_list>
 #include <cmath>
 #include <new>
 #include <string>
@@ -136,7 +137,8 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     at += n;
     return p;
   };
-  for (State* s : {&cur_, &trial_, &best_, &grad_, &cen_}) {
+  for (Vectors* s : std::initializer_list<Vectors*>{&cur_, &trial_, &best_, &grad_, &cen_, &aff_,
+                                                   &dir_}) {
     s->v = take(V);
     s->rv = take(V);
     s->x = take(R);
@@ -145,16 +147,6 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     s->lam = take(R);
     s->u = take(R);
     s->rz = take(R);
-  }
-  for (Direction* d : {&aff_, &dir_}) {
-    d->v = take(V);
-    d->rv = take(V);
-    d->x = take(R);
-    d->z = take(R);
-    d->z0 = take(R);
-    d->lam = take(R);
-    d->u = take(R);
-    d->rz = take(R);
   }
   return true;
 }

@@ -16,33 +16,28 @@
 namespace contactkit {
 namespace ipm {
 
-// an iterate, indexed by global dof and row
-struct State {
-  double* v;             // velocity v+                                                 (nv)
-  double* rv;            // dynamics residual M (v - v_free) - J' lambda                (nv)
-  double* x;             // force side: gamma, xi_j = lambda_j / mu_j, equality lambda   (rows)
-  double* z;             // velocity side: s = pos/h + J v, eta_j = mu_j J_j v           (rows)
-  double* z0;            // eta0 of the second-order cone whose first row is the index  (rows)
-  double* lam;           // impulse of each row                                         (rows)
-  double* u;             // J v                                                         (rows)
-  double* rz;            // row residual: z - scale J v - target, equality residual     (rows)
+// the vectors of an iterate or of a search direction (then the changes of the residuals),
+// indexed by global dof and row
+struct Vectors {
+  double* v;    // velocity v+                                                 (nv)
+  double* rv;   // dynamics residual M (v - v_free) - J' lambda                (nv)
+  double* x;    // force side: gamma, xi_j = lambda_j / mu_j, equality lambda   (rows)
+  double* z;    // velocity side: s = pos/h + J v, eta_j = mu_j J_j v           (rows)
+  double* z0;   // eta0 of the second-order cone whose first row is the index  (rows)
+  double* lam;  // impulse of each row                                         (rows)
+  double* u;    // J v                                                         (rows)
+  double* rz;   // row residual: z - scale J v - target, equality residual     (rows)
+};
+
+// an iterate and its measures
+struct State : Vectors {
   double rvio = 0;       // residual violation (velocity units)
   double kvio = 0;       // largest complementarity entry
   double mu = 0;         // mean complementarity x'z per cone
   bool interior = true;  // every cone strictly inside, with a margin above rounding
 };
 
-// a search direction; rv and rz are the changes of the residuals along it
-struct Direction {
-  double* v;    // (nv)
-  double* rv;   // (nv)
-  double* x;    // (rows)
-  double* z;    // (rows)
-  double* z0;   // (rows)
-  double* lam;  // (rows)
-  double* u;    // (rows)
-  double* rz;   // (rows)
-};
+using Direction = Vectors;
 
 // index ranges of one island's constraint lists
 struct IslandLists {

@@ -254,15 +254,9 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space
     uint64_t* row = adjbits_.data() + static_cast<size_t>(l) * words_;
     for (int w = 0; w < words; w++) row[w] = 0;
   }
-  const SparseRows& J = p.J;
   for (int r = 0; r < nrows; r++) {
-    const int i = rows[r], adr = J.rowadr[i], n = J.rownnz[i];
-    int nt = 0, last = -1;
-    for (int k = 0; k < n; k++) {
-      const int t = p.dof_tree[J.colind[adr + k]];
-      if (t != last) scratch_[nt++] = local_tree_[t];
-      last = t;
-    }
+    int nt = 0;
+    ForEachRowTree(p, rows[r], [&](int t, int, int) { scratch_[nt++] = local_tree_[t]; });
     for (int a = 0; a < nt; a++) {
       uint64_t* row = adjbits_.data() + static_cast<size_t>(scratch_[a]) * words_;
       for (int b = 0; b < nt; b++) {
@@ -271,18 +265,23 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space
     }
   }
 
-  // weighted degree: dofs of the uneliminated neighbours
-  auto weigh = [&](int l) {
+  // f(m) for the uneliminated neighbours m of node l
+  auto neighbours = [&](int l, auto f) {
     const uint64_t* row = adjbits_.data() + static_cast<size_t>(l) * words_;
-    int w = 0;
     for (int wd = 0; wd < words; wd++) {
       uint64_t bits = row[wd];
       while (bits) {
         const int m = wd * 64 + __builtin_ctzll(bits);
         bits &= bits - 1;
-        if (!done_[m]) w += is.tree_dofnum[node_tree_[m]];
+        if (!done_[m]) f(m);
       }
     }
+  };
+
+  // weighted degree: dofs of the uneliminated neighbours
+  auto weigh = [&](int l) {
+    int w = 0;
+    neighbours(l, [&](int m) { w += is.tree_dofnum[node_tree_[m]]; });
     return w;
   };
   for (int l = 0; l < T; l++) weight_[l] = weigh(l);
@@ -299,17 +298,16 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space
     elim_adr_[step] = nedge;
     uint64_t* rowb = adjbits_.data() + static_cast<size_t>(best) * words_;
     int cnt = 0;
-    for (int wd = 0; wd < words; wd++) {
-      uint64_t bits = rowb[wd];
-      while (bits) {
-        const int m = wd * 64 + __builtin_ctzll(bits);
-        bits &= bits - 1;
-        if (done_[m]) continue;
-        if (nedge >= max_edges_) return false;
-        adj_[nedge++] = m;
-        cnt++;
+    bool full = false;
+    neighbours(best, [&](int m) {
+      if (nedge >= max_edges_) {
+        full = true;
+        return;
       }
-    }
+      adj_[nedge++] = m;
+      cnt++;
+    });
+    if (full) return false;
     elim_num_[step] = cnt;
 
     // neighbours become a clique
@@ -736,35 +734,52 @@ bool IslandLU::Factor(double* min_pivot, double* max_pivot) {
   return ok;
 }
 
-void IslandLU::Solve(double* x) {
+void IslandLU::Solve(double* x) { SolveAny(x, false); }
+
+void IslandLU::SolveTranspose(double* x) { SolveAny(x, true); }
+
+void IslandLU::SolveAny(double* x, bool transpose) {
   if (cspace_) {
-    SolveConstraintSpace(x, false);
+    SolveConstraintSpace(x, transpose);
     return;
   }
   if (tree_sparse_) {
-    const double* lo = lo_.data();
-    const double* up = up_.data();
+    // A' swaps the roles of the two triangles
+    const double* fwd = transpose ? lo_.data() : up_.data();
+    const double* bwd = transpose ? up_.data() : lo_.data();
     for (int k = end_ - 1; k >= begin_; k--) {
       const double xk = x[k];
       if (xk == 0) continue;
       int adr = madr_[k] + 1;
-      for (int i = parent_[k]; i >= 0; i = parent_[i]) x[i] -= up[adr++] * xk;
+      for (int i = parent_[k]; i >= 0; i = parent_[i]) x[i] -= fwd[adr++] * xk;
     }
     for (int k = begin_; k < end_; k++) {
       double s = x[k] * dinv_[k];
       int adr = madr_[k] + 1;
-      for (int j = parent_[k]; j >= 0; j = parent_[j]) s -= lo[adr++] * x[j];
+      for (int j = parent_[k]; j >= 0; j = parent_[j]) s -= bwd[adr++] * x[j];
       x[k] = s;
     }
     return;
   }
 
-  // gather in position order, L then U, scatter back
+  // gather in position order, solve, scatter back
   double* y = work_.data();
-  const double* pool = pool_.data();
   for (int k = 0; k < npos_; k++) {
     for (int j = 0; j < pos_size_[k]; j++) y[pos_vadr_[k] + j] = x[pos_dof_[k] + j];
   }
+  if (transpose) {
+    SolveBlocksTranspose(y);
+  } else {
+    SolveBlocks(y);
+  }
+  for (int k = 0; k < npos_; k++) {
+    for (int j = 0; j < pos_size_[k]; j++) x[pos_dof_[k] + j] = y[pos_vadr_[k] + j];
+  }
+}
+
+void IslandLU::SolveBlocks(double* y) const {
+  // L (unit lower) forward, then U backward
+  const double* pool = pool_.data();
   for (int k = 0; k < npos_; k++) {
     const int nk = pos_size_[k];
     double* yk = y + pos_vadr_[k];
@@ -788,41 +803,11 @@ void IslandLU::Solve(double* x) {
       yk[r] = s / D[r * nk + r];
     }
   }
-  for (int k = 0; k < npos_; k++) {
-    for (int j = 0; j < pos_size_[k]; j++) x[pos_dof_[k] + j] = y[pos_vadr_[k] + j];
-  }
 }
 
-void IslandLU::SolveTranspose(double* x) {
-  if (cspace_) {
-    SolveConstraintSpace(x, true);
-    return;
-  }
-  if (tree_sparse_) {
-    // A' swaps the roles of the two triangles
-    const double* lo = lo_.data();
-    const double* up = up_.data();
-    for (int k = end_ - 1; k >= begin_; k--) {
-      const double xk = x[k];
-      if (xk == 0) continue;
-      int adr = madr_[k] + 1;
-      for (int i = parent_[k]; i >= 0; i = parent_[i]) x[i] -= lo[adr++] * xk;
-    }
-    for (int k = begin_; k < end_; k++) {
-      double s = x[k] * dinv_[k];
-      int adr = madr_[k] + 1;
-      for (int j = parent_[k]; j >= 0; j = parent_[j]) s -= up[adr++] * x[j];
-      x[k] = s;
-    }
-    return;
-  }
-
-  // A' = U' L': solve with U' (lower) forward, then L' (unit upper) backward
-  double* y = work_.data();
+void IslandLU::SolveBlocksTranspose(double* y) const {
+  // A' = U' L': U' (lower) forward, then L' (unit upper) backward
   const double* pool = pool_.data();
-  for (int k = 0; k < npos_; k++) {
-    for (int j = 0; j < pos_size_[k]; j++) y[pos_vadr_[k] + j] = x[pos_dof_[k] + j];
-  }
   for (int k = 0; k < npos_; k++) {
     const int nk = pos_size_[k];
     double* yk = y + pos_vadr_[k];
@@ -850,9 +835,6 @@ void IslandLU::SolveTranspose(double* x) {
       for (int c = r + 1; c < nk; c++) s -= D[c * nk + r] * yk[c];
       yk[r] = s;
     }
-  }
-  for (int k = 0; k < npos_; k++) {
-    for (int j = 0; j < pos_size_[k]; j++) x[pos_dof_[k] + j] = y[pos_vadr_[k] + j];
   }
 }
 

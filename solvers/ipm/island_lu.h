@@ -128,6 +128,9 @@ class IslandLU {
   std::vector<int> dof_loc_;  // local index of each island dof           (nv)
 
   void FactorConstraintSpace(double* min_pivot, double* max_pivot, bool* ok);
+  void SolveAny(double* x, bool transpose);
+  void SolveBlocks(double* y) const;
+  void SolveBlocksTranspose(double* y) const;
   void SolveConstraintSpace(double* x, bool transpose);
 
   // minimum-degree ordering on trees

@@ -35,31 +35,6 @@ std::vector<Scene> Scenes() {
           {"stacked_primitives", BundledModel("stacked_primitives.xml"), 300, nullptr}};
 }
 
-// a model stepped by MuJoCo and its extracted constraint problem
-class ProblemAt {
- public:
-  ProblemAt(const Scene& s, ModelPtr m) : m_(std::move(m)), e_(m_.get()) {
-    d_.reset(mj_makeData(m_.get()));
-    if (s.key) mj_resetDataKeyframe(m_.get(), d_.get(), mj_name2id(m_.get(), mjOBJ_KEY, s.key));
-    // step, then on until the problem has an island
-    for (int i = 0; i < s.steps; i++) mj_step(m_.get(), d_.get());
-    for (int i = 0; i < 200; i++) {
-      mj_forward(m_.get(), d_.get());
-      e_.Extract(m_.get(), d_.get());
-      if (e_.problem().islands.nisland > 0) break;
-      mj_step(m_.get(), d_.get());
-    }
-  }
-  Problem& p() { return e_.problem(); }
-  Solution& sol() { return e_.solution(); }
-  const ProblemDims& dims() const { return e_.ex.dims(); }
-
- private:
-  ModelPtr m_;
-  DataPtr d_;
-  ExtractedProblem e_;
-};
-
 class IpmAlgebra : public MujocoTest, public ::testing::WithParamInterface<Scene> {};
 
 // along the reduced Newton direction, every residual changes at the rate -residual (the
@@ -68,7 +43,7 @@ TEST_P(IpmAlgebra, NewtonDirectionSolvesTheFullLinearization) {
   const Scene& s = GetParam();
   ModelPtr m = Load(s.path);
   ASSERT_TRUE(m);
-  ProblemAt at(s, std::move(m));
+  SteppedProblem at(std::move(m), s.steps, s.key);
   Problem& p = at.p();
   ASSERT_GT(p.islands.nisland, 0);
   ipm::IpmSolver solver;
@@ -123,7 +98,7 @@ TEST_P(IpmAlgebra, ForceTangentMatchesFiniteDifferences) {
   const Scene& s = GetParam();
   ModelPtr m = Load(s.path);
   ASSERT_TRUE(m);
-  ProblemAt at(s, std::move(m));
+  SteppedProblem at(std::move(m), s.steps, s.key);
   Problem& p = at.p();
   Solution& sol = at.sol();
   ipm::IpmSolver solver;

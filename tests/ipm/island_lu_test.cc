@@ -30,18 +30,14 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
   const LuCase& c = GetParam();
   ModelPtr m = Load(c.model);
   ASSERT_TRUE(m);
-  DataPtr d(mj_makeData(m.get()));
-  for (int t = 0; t < c.steps; t++) mj_step(m.get(), d.get());
-  mj_forward(m.get(), d.get());
-  ExtractedProblem e(m.get());
-  ASSERT_TRUE(e.ok);
-  ASSERT_EQ(e.Extract(m.get(), d.get()), 0);
-  Problem& p = e.problem();
+  SteppedProblem at(std::move(m), c.steps);
+  ASSERT_EQ(at.dropped(), 0);
+  Problem& p = at.p();
   ASSERT_GT(p.islands.nisland, 0);
 
   IslandLU lu;
   std::string err;
-  ASSERT_TRUE(lu.Allocate(e.ex.dims(), 1 << 22, &err)) << err;
+  ASSERT_TRUE(lu.Allocate(at.dims(), 1 << 22, &err)) << err;
   std::vector<uint8_t> chain(p.nrow);
   for (int i = 0; i < p.nrow; i++) {
     chain[i] = RowIsChain(p.J.colind + p.J.rowadr[i], p.J.rownnz[i], p.mass.parent);
