@@ -40,7 +40,7 @@ const KeyInfo kKeys[] = {
    "re-solves with gaps and Jacobians re-measured at q+ (Newton on phi(q+); 0: off)"},
   {"soft_equality", "ipm", kKeyBool, CK_OFF(ipm.soft_equality), 0, 1, false, false, "0",
    "soften equality constraints with their solref/solimp"},
-  {"rest_depth", "ipm", kKeyReal, CK_OFF(ipm.rest_depth), 0, 0.01, false, false, "1e-4",
+  {"rest_depth", "ipm", kKeyReal, CK_OFF(ipm.rest_depth), 0, 0.01, false, false, "3e-5",
    "depth (m) at which contacts/limits without margin rest, so MuJoCo keeps reporting them"},
   {"recovery_speed", "ipm", kKeyReal, CK_OFF(ipm.recovery_speed), 0, kInf, true, true, "0.1",
    "largest speed (m/s) at which a penetration or violated limit is undone per step"},
