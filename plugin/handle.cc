@@ -41,6 +41,13 @@ bool PrepareSolver(ckHandle* ck, const ckSettings& s, std::unique_ptr<Solver>* o
 
 }  // namespace
 
+bool PrepareRegap(ckHandle* ck, const mjModel* m, const ckSettings& s) {
+  // one extra mjData for the ipm's gap re-check (its memory is MuJoCo's mjData size)
+  if (s.solver != ckSOL_IPM || s.ipm.gap_recheck <= 0 || ck->regap.scratch) return true;
+  ck->regap.scratch = mj_makeData(m);
+  return ck->regap.scratch != nullptr;
+}
+
 void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg) {
   ck->stats.nwarning++;
   if (ck->warned[kind]) return;
@@ -88,6 +95,11 @@ ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* error, int
       delete ck;
       return nullptr;
     }
+    if (!PrepareRegap(ck, m, s)) {
+      SetError(error, error_sz, "ck_make: could not make the mjData of the gap re-check");
+      delete ck;
+      return nullptr;
+    }
     ck->rk.assign(4 * static_cast<size_t>(m->nq + 2 * m->nv + 2 * m->na) + 2 * m->nv + m->na + 1,
                   0);
   } catch (const std::bad_alloc&) {
@@ -126,6 +138,10 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
     ck->solver = std::move(solver);
   } else if (ck->solver) {
     ck->solver->SetSettings(*settings);
+  }
+  if (m && !PrepareRegap(ck, m, *settings)) {
+    SetError(error, error_sz, "ck_setSettings: could not make the mjData of the gap re-check");
+    return -1;
   }
   ck->settings = *settings;
   return 0;

@@ -30,6 +30,14 @@ enum WarnOnce : int {
 
 }  // namespace contactkit
 
+// what the gap re-check needs from MuJoCo during one constraint stage
+struct ckRegap_ {
+  const mjModel* m = nullptr;
+  const mjData* d = nullptr;
+  mjData* scratch = nullptr;  // q+ and its rows (owned by the handle)
+  contactkit::Extractor* extractor = nullptr;
+};
+
 struct ckHandle_ {
   ckSettings settings;                          // current settings
   ckStats stats;                                // statistics of the last forward pass
@@ -39,6 +47,14 @@ struct ckHandle_ {
   std::unique_ptr<contactkit::Solver> solver;   // null for the "mujoco" pass-through
   std::vector<double> rk;                       // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
   bool warned[contactkit::kNumWarnOnce] = {};   // warn-once flags
+  ckRegap_ regap;                               // gap re-check context (ipm gap_recheck > 0)
+
+  ckHandle_() = default;
+  ckHandle_(const ckHandle_&) = delete;
+  ckHandle_& operator=(const ckHandle_&) = delete;
+  ~ckHandle_() {
+    if (regap.scratch) mj_deleteData(regap.scratch);
+  }
 };
 
 namespace contactkit {
@@ -48,6 +64,10 @@ void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg);
 
 // the constraint stage: the selected solver where MuJoCo calls mj_fwdConstraint
 void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d);
+
+// make the gap re-check's scratch mjData if the settings ask for it (ck_make, ck_setSettings);
+// false if out of memory
+bool PrepareRegap(ckHandle* ck, const mjModel* m, const ckSettings& s);
 
 }  // namespace contactkit
 

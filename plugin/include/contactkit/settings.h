@@ -26,6 +26,8 @@ typedef struct ckIpmSettings_ {
   int max_iter;         // maximum number of predictor-corrector iterations
   int gap_recheck;      // number of re-solves with gaps re-measured at q+ (0: off)
   int soft_equality;    // 1: soften equality rows with their solref/solimp
+  double rest_depth;      // depth (m) a resting contact or limit without margin settles at
+  double recovery_speed;  // largest speed (m/s) at which a penetration is pushed out per step
 } ckIpmSettings;
 
 // complementarity-free settings
