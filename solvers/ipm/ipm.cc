@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "contactkit/contactkit.h"  // ckStatus (header only)
+#include "contactkit/settings.h"
 #include "solvers/common/cone.h"
 #include "solvers/ipm/ipm_solver.h"
 

@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 //
-// Settings of every contactkit solver, as plain C structs without MuJoCo types, so that the
-// solvers in solvers/ (which do not depend on MuJoCo) share them with the C API.
+// Settings of every contactkit solver and the status of a solve, as plain C types without MuJoCo
+// types, so that the solvers in solvers/ (which do not depend on MuJoCo) share them with the C API.
 #ifndef CONTACTKIT_SETTINGS_H_
 #define CONTACTKIT_SETTINGS_H_
 
@@ -17,6 +17,16 @@ typedef enum ckSolver_ {
   ckSOL_LCP,         // boxed LCP with clamping-set stabilization (Nimble)
   ckNSOLVER
 } ckSolver;
+
+// outcome of one constraint solve
+typedef enum ckStatus_ {
+  ckSTATUS_SOLVED = 0,     // converged to the requested tolerances
+  ckSTATUS_INACCURATE,     // stopped close to, but not within, the tolerances
+  ckSTATUS_MAX_ITER,       // iteration limit reached; best iterate kept
+  ckSTATUS_NUMERICAL,      // numerical failure (factorization, non-finite); best iterate kept
+  ckSTATUS_INVALID_INPUT,  // non-finite problem data; constraint forces set to zero
+  ckNSTATUS
+} ckStatus;
 
 // interior-point settings
 typedef struct ckIpmSettings_ {
