@@ -11,6 +11,7 @@ namespace contactkit {
 namespace {
 
 constexpr double kMinVal = 1e-15;  // mjMINVAL
+constexpr int kMaxPairContacts = 64;  // contacts of one geom pair matched by the gap re-check
 
 // number of rows MuJoCo can make from equality, friction and limit constraints
 int NonContactRows(const mjModel* m) {
@@ -98,6 +99,7 @@ bool Extractor::Setup(const mjModel* m, int max_contacts, std::string* error) {
   int maxchain = 0;
   for (int b = 1; b < m->nbody; b++) maxchain = std::max(maxchain, BodyChain(m, b, chain1_.data()));
   jac_.assign(6 * static_cast<size_t>(std::max(nv, 1)), 0);
+  chain_cols_.assign(std::max(nv, 1), 0);
 
   // capacities
   int ncon = max_contacts;
@@ -341,6 +343,142 @@ int Extractor::Extract(const mjModel* m, const mjData* d, Problem* p) {
 
   p->islands.Build(J, p->dof_tree);
   return dropped;
+}
+
+namespace {
+
+// sign of the first nonzero of MuJoCo's efc_J row i (limits: +1 lower, -1 upper)
+int EfcSign(const mjModel* m, const mjData* d, int i) {
+  if (mj_isSparse(m)) {
+    return d->efc_J_rownnz[i] > 0 && d->efc_J[d->efc_J_rowadr[i]] < 0 ? -1 : 1;
+  }
+  const mjtNum* row = d->efc_J + static_cast<size_t>(i) * m->nv;
+  for (int k = 0; k < m->nv; k++) {
+    if (row[k] != 0) return row[k] < 0 ? -1 : 1;
+  }
+  return 1;
+}
+
+}  // namespace
+
+bool Extractor::Regap(const mjModel* m, const mjData* d, mjData* scratch, const Problem& p,
+                      const double* v_next, double* pos_next, double* jac_next) {
+  // q+ and MuJoCo's position stage up to the constraint rows
+  mju_copy(scratch->qpos, d->qpos, m->nq);
+  mju_copy(scratch->mocap_pos, d->mocap_pos, 3 * m->nmocap);
+  mju_copy(scratch->mocap_quat, d->mocap_quat, 4 * m->nmocap);
+  mj_integratePos(m, scratch->qpos, v_next, m->opt.timestep);
+  mj_kinematics(m, scratch);
+  mj_comPos(m, scratch);
+  mj_tendon(m, scratch);
+  mj_collision(m, scratch);
+  mj_makeConstraint(m, scratch);
+  if (scratch->ne != p.ne) return false;
+
+  // MuJoCo's row b at our row i's columns (entries outside our pattern are dropped)
+  const bool sparse = mj_isSparse(m);
+  auto take_row = [&](int i, int b) {
+    for (int k = 0; k < p.J.rownnz[i]; k++) {
+      const int col = p.J.colind[p.J.rowadr[i] + k];
+      double v = 0;
+      if (sparse) {
+        for (int e = 0; e < scratch->efc_J_rownnz[b]; e++) {
+          const int adr = scratch->efc_J_rowadr[b] + e;
+          if (scratch->efc_J_colind[adr] == col) v = scratch->efc_J[adr];
+        }
+      } else {
+        v = scratch->efc_J[static_cast<size_t>(b) * m->nv + col];
+      }
+      jac_next[p.J.rowadr[i] + k] = v;
+    }
+  };
+
+  // equality rows in order; friction loss has no position
+  for (int k = 0; k < p.J.nnz; k++) jac_next[k] = p.J.val[k];
+  for (int i = 0; i < p.nrow; i++) pos_next[i] = p.margin[i];
+  for (int i = 0; i < p.ne; i++) {
+    pos_next[i] = scratch->efc_pos[i];
+    take_row(i, i);
+  }
+
+  // limits: both lists are in MuJoCo's order of (type, id); direction from the Jacobian's sign
+  int a = 0;
+  for (int i = p.ne + p.nf; i < p.ne + p.nf + p.nl; i++) {
+    const int sign = p.J.rownnz[i] > 0 && p.J.val[p.J.rowadr[i]] < 0 ? -1 : 1;
+    for (; a < scratch->nefc; a++) {
+      const int t = scratch->efc_type[a];
+      if (t != mjCNSTR_LIMIT_JOINT && t != mjCNSTR_LIMIT_TENDON) continue;
+      if (t > p.mj_type[i] || (t == p.mj_type[i] && scratch->efc_id[a] >= p.mj_id[i])) break;
+    }
+    for (int b = a; b < scratch->nefc && scratch->efc_type[b] == p.mj_type[i] &&
+                    scratch->efc_id[b] == p.mj_id[i];
+         b++) {
+      if (EfcSign(m, scratch, b) == sign) {
+        pos_next[i] = scratch->efc_pos[b];
+        take_row(i, b);
+      }
+    }
+  }
+
+  // contacts: the same geom pair; within a pair, new and old contacts are paired one to one by
+  // the distance between the new point and the old point moved by its relative velocity
+  for (int c0 = 0; c0 < p.ncon;) {
+    const int g0 = p.con[c0].geom[0], g1 = p.con[c0].geom[1];
+    int c1 = c0 + 1;
+    while (c1 < p.ncon && p.con[c1].geom[0] == g0 && p.con[c1].geom[1] == g1) c1++;
+    int k0 = 0;
+    while (k0 < scratch->ncon && !(ContactGeom(scratch->contact + k0, 0) == g0 &&
+                                   ContactGeom(scratch->contact + k0, 1) == g1)) {
+      k0++;
+    }
+    int k1 = k0;
+    while (k1 < scratch->ncon && ContactGeom(scratch->contact + k1, 0) == g0 &&
+           ContactGeom(scratch->contact + k1, 1) == g1) {
+      k1++;
+    }
+    const int nold = std::min(c1 - c0, kMaxPairContacts),
+              nnew = std::min(k1 - k0, kMaxPairContacts);
+    double pred[kMaxPairContacts][3];
+    for (int a = 0; a < nold; a++) {
+      // old point moved by h times its relative velocity (frame rows: J v)
+      const Contact& con = p.con[c0 + a];
+      for (int r = 0; r < 3; r++) pred[a][r] = con.pos[r];
+      for (int r = 0; r < std::min(con.dim, 3); r++) {
+        const double ur = p.J.Dot(con.row + r, v_next) * m->opt.timestep;
+        for (int x = 0; x < 3; x++) pred[a][x] += ur * con.frame[3 * r + x];
+      }
+    }
+    bool used_old[kMaxPairContacts] = {}, used_new[kMaxPairContacts] = {};
+    for (int pairs = std::min(nold, nnew); pairs > 0; pairs--) {
+      int ba = -1, bk = -1;
+      double best = HUGE_VAL;
+      for (int a = 0; a < nold; a++) {
+        if (used_old[a]) continue;
+        for (int k = 0; k < nnew; k++) {
+          if (used_new[k]) continue;
+          const mjtNum* q = scratch->contact[k0 + k].pos;
+          double d2 = 0;
+          for (int r = 0; r < 3; r++) d2 += (q[r] - pred[a][r]) * (q[r] - pred[a][r]);
+          if (d2 < best) {
+            best = d2;
+            ba = a;
+            bk = k;
+          }
+        }
+      }
+      used_old[ba] = used_new[bk] = true;
+      const Contact& con = p.con[c0 + ba];
+      const mjContact* match = scratch->contact + k0 + bk;
+      pos_next[con.row] = match->dist;
+      const int n = ContactRows(m, scratch, con.body[0], con.body[1], match->pos, match->frame, 1,
+                                chain_cols_.data(), jac_.data(), m->nv);
+      if (n == p.J.rownnz[con.row]) {
+        for (int x = 0; x < n; x++) jac_next[p.J.rowadr[con.row] + x] = jac_[x];
+      }
+    }
+    c0 = c1;
+  }
+  return true;
 }
 
 void Extractor::WriteBack(const mjModel* m, mjData* d, const Problem& p, const Solution& sol) {

@@ -30,6 +30,15 @@ class Extractor {
   // write a solution into d: efc_force, efc_state, qfrc_constraint, qacc, qacc_warmstart
   void WriteBack(const mjModel* m, mjData* d, const Problem& p, const Solution& sol);
 
+  // Row positions and Jacobians at q+ = q (+) h v_next for the gap re-check (Problem::regap):
+  // scratch gets q+, kinematics, tendons, collision and MuJoCo's constraint rows; equality rows
+  // are taken in order, limits by (type, id, direction), contacts by geom pair and nearest point
+  // (their normal row at q+ from ContactRows). Rows whose counterpart vanished (separated beyond
+  // the margin) get their margin and keep their Jacobian. Allocation-free; costs about one
+  // position stage of MuJoCo. False if the rows cannot be matched.
+  bool Regap(const mjModel* m, const mjData* d, mjData* scratch, const Problem& p,
+             const double* v_next, double* pos_next, double* jac_next);
+
   // Jacobian rows of contact rows in their frame, for a point on two bodies: rows (dim x nnz) at
   // cols (nnz); returns nnz. Used by extraction and by derivative code.
   int ContactRows(const mjModel* m, const mjData* d, int body1, int body2, const double pos[3],
@@ -43,11 +52,12 @@ class Extractor {
  private:
   ProblemDims dims_;
   int ntree_ = 0;
-  int maxpair_ = 0;            // most dofs a contact row can touch
-  std::vector<int> dof_tree_;  // tree of each dof                           (nv)
-  std::vector<int> chain1_;    // dof chain of body 1, descending            (nv)
-  std::vector<int> chain2_;    // dof chain of body 2, descending            (nv)
-  std::vector<double> jac_;    // translational/rotational Jacobian scratch  (6 x nv)
+  int maxpair_ = 0;               // most dofs a contact row can touch
+  std::vector<int> dof_tree_;     // tree of each dof                           (nv)
+  std::vector<int> chain1_;       // dof chain of body 1, descending            (nv)
+  std::vector<int> chain2_;       // dof chain of body 2, descending            (nv)
+  std::vector<double> jac_;       // translational/rotational Jacobian scratch  (6 x nv)
+  std::vector<int> chain_cols_;   // columns of a contact row (gap re-check)    (nv)
 };
 
 }  // namespace contactkit

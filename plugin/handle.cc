@@ -43,6 +43,13 @@ bool PrepareSolver(ckHandle* ck, const ckSettings& s, std::unique_ptr<Solver>* o
 
 }  // namespace
 
+bool PrepareRegap(ckHandle* ck, const mjModel* m, const ckSettings& s) {
+  // one extra mjData for the ipm's gap re-check (its memory is MuJoCo's mjData size)
+  if (s.solver != ckSOL_IPM || s.ipm.gap_recheck <= 0 || ck->regap.scratch) return true;
+  ck->regap.scratch = mj_makeData(m);
+  return ck->regap.scratch != nullptr;
+}
+
 void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg) {
   ck->stats.nwarning++;
   if (ck->warned[kind]) return;
@@ -65,6 +72,11 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative
     ck->storage.Allocate(ck->extractor.dims(), m->dof_parentid, m->dof_Madr,
                          ck->extractor.dof_tree().data(), ck->extractor.ntree());
     if (!PrepareSolver(ck, s, &ck->solver, err)) {
+      delete ck;
+      return nullptr;
+    }
+    if (!PrepareRegap(ck, m, s)) {
+      *err = "could not make the mjData of the gap re-check";
       delete ck;
       return nullptr;
     }
@@ -96,7 +108,9 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative
 }  // namespace contactkit
 
 ckHandle_::ckHandle_() = default;
-ckHandle_::~ckHandle_() = default;
+ckHandle_::~ckHandle_() {
+  if (regap.scratch) mj_deleteData(regap.scratch);
+}
 
 extern "C" {
 
@@ -141,6 +155,10 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
   }
   if (ck->deriv && !ck->deriv->SetSettings(m, *settings, &err)) {
     SetError(error, error_sz, "ck_setSettings: " + err);
+    return -1;
+  }
+  if (m && !PrepareRegap(ck, m, *settings)) {
+    SetError(error, error_sz, "ck_setSettings: could not make the mjData of the gap re-check");
     return -1;
   }
   if (switch_solver) {

@@ -32,6 +32,14 @@ enum WarnOnce : int {
 
 }  // namespace contactkit
 
+// what the gap re-check needs from MuJoCo during one constraint stage
+struct ckRegap_ {
+  const mjModel* m = nullptr;
+  const mjData* d = nullptr;
+  mjData* scratch = nullptr;  // q+ and its rows (owned by the handle)
+  contactkit::Extractor* extractor = nullptr;
+};
+
 struct ckHandle_ {
   ckSettings settings;                            // current settings
   ckStats stats;                                  // statistics of the last forward pass
@@ -41,6 +49,7 @@ struct ckHandle_ {
   std::unique_ptr<contactkit::Solver> solver;     // null for the "mujoco" pass-through
   std::vector<double> rk;                         // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
   bool warned[contactkit::kNumWarnOnce] = {};     // warn-once flags
+  ckRegap_ regap;                                 // gap re-check context (ipm gap_recheck > 0)
   std::unique_ptr<contactkit::Derivative> deriv;  // derivative workspace (plugin/derivative.h)
 
   ckHandle_();
@@ -64,6 +73,10 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative
 // the position / velocity results already in d (and the integrator's factorization, as
 // mj_EulerSkip and mj_implicitSkip do); RK4 runs every stage.
 void StepSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor);
+
+// make the gap re-check's scratch mjData if the settings ask for it (ck_make, ck_setSettings);
+// false if out of memory
+bool PrepareRegap(ckHandle* ck, const mjModel* m, const ckSettings& s);
 
 }  // namespace contactkit
 

@@ -36,6 +36,13 @@ bool Matches(ckHandle* ck, const mjModel* m) {
   return false;
 }
 
+// Problem::regap through the handle's extractor and scratch mjData
+bool Regap(void* context, const Problem& p, const double* v_next, double* pos_next,
+           double* jac_next) {
+  ckRegap_* r = static_cast<ckRegap_*>(context);
+  return r->extractor->Regap(r->m, r->d, r->scratch, p, v_next, pos_next, jac_next);
+}
+
 bool AllFinite(const double* x, int n) {
   for (int i = 0; i < n; i++) {
     if (!std::isfinite(x[i])) return false;
@@ -220,6 +227,14 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     sol.residual = sol.kappa = sol.condition = 0;
     sol.pivots = sol.guess_hit = sol.guess_tried = 0;
     sol.edge_force = nullptr;
+    p.regap = nullptr;
+    if (ck->regap.scratch) {
+      ck->regap.m = m;
+      ck->regap.d = d;
+      ck->regap.extractor = &ck->extractor;
+      p.regap = &Regap;
+      p.regap_context = &ck->regap;
+    }
     bool ok = ProblemIsFinite(p);
     if (!ok) {
       sol.status = ckSTATUS_INVALID_INPUT;

@@ -2,6 +2,7 @@
 //
 // ck-run: run a model headless under one solver, or under several side by side from the same
 // initial state, and print time per step, contacts, penetration, iterations and energy drift.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,8 @@ const char kUsage[] =
     "  --steps N           steps to run (default 1000)\n"
     "  --timestep H        override the model's timestep (s)\n"
     "  --integrator I      override the integrator: euler, rk4, implicit\n"
+    "  --margin M          set every geom's margin to M (m) and gap to 0: speculative contacts,\n"
+    "                      seen up to M before touching (raises nconmax/njmax to fit)\n"
     "  --key K             start from keyframe K (default: keyframe 0 if the model has one)\n"
     "  --set KEY=VALUE     set a solver setting (repeatable), e.g. --set kappa_tol=1e-6\n"
     "  --csv FILE          write per-step statistics (FILE gets the solver name appended when\n"
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   contactkit::tools::RunOptions opts;
   int integrator = -1;
+  double margin = -1;
   bool quiet = false;
 
   for (int i = 1; i < argc; i++) {
@@ -72,6 +76,9 @@ int main(int argc, char** argv) {
     } else if (a == "--timestep") {
       opts.timestep = std::atof(value("--timestep").c_str());
       if (!(opts.timestep > 0)) return Fail("--timestep must be a positive number of seconds");
+    } else if (a == "--margin") {
+      margin = std::atof(value("--margin").c_str());
+      if (!(margin >= 0)) return Fail("--margin must be a non-negative distance in meters");
     } else if (a == "--integrator") {
       const std::string v = value("--integrator");
       integrator = v == "euler" ? mjINT_EULER : v == "rk4" ? mjINT_RK4 : v == "implicit" ? mjINT_IMPLICIT : -2;
@@ -113,6 +120,15 @@ int main(int argc, char** argv) {
   mjModel* m = contactkit::tools::LoadModel(model_arg, &err);
   if (!m) return Fail(err);
   if (integrator >= 0) m->opt.integrator = integrator;
+  if (margin >= 0) {
+    for (int g = 0; g < m->ngeom; g++) {
+      m->geom_margin[g] = margin;
+      m->geom_gap[g] = 0;
+    }
+    // speculative contacts need room: up to 20 per geom, 6 rows each
+    m->nconmax = std::max(m->nconmax, 20 * m->ngeom);
+    m->njmax = std::max(m->njmax, 6 * m->nconmax);
+  }
   if (opts.keyframe >= m->nkey && opts.keyframe >= 0) {
     return Fail("model has " + std::to_string(m->nkey) + " keyframes; --key " +
                 std::to_string(opts.keyframe) + " is out of range");

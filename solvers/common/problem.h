@@ -54,6 +54,16 @@ struct ProblemDims {
   int max_nnz = 0;      // nonzeros of the constraint Jacobian
 };
 
+struct Problem;
+
+// Row positions at the end of the step (optional, for solvers that re-check gaps): given the
+// solution's v+, write for every row the pos it has at q+ = q (+) h v+ (contact distances from
+// collision of the same geom pairs, a pair that separated beyond its margin reporting its margin;
+// limit distances; equality residuals) and, in J's sparsity pattern, the rows' Jacobian at q+
+// (d pos / d q+; contacts: the normal at q+). Returns false if it could not.
+typedef bool (*RegapFunction)(void* context, const Problem& p, const double* v_next,
+                              double* pos_next, double* jac_next);
+
 // one step's constraint problem (all arrays owned by a ProblemStorage)
 struct Problem {
   // dynamics: M_eff (v+ - v) = h qfrc_smooth + h J' f
@@ -92,6 +102,10 @@ struct Problem {
   // structure
   Islands islands;                 // trees coupled by rows
   const int* dof_tree = nullptr;   // tree of each dof                           (nv)
+
+  // gap re-check at q+ (null: not available)
+  RegapFunction regap = nullptr;
+  void* regap_context = nullptr;
 };
 
 // solver output, in the problem's rows

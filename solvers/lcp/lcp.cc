@@ -6,7 +6,7 @@
 #include <new>
 #include <utility>
 
-#include "contactkit/contactkit.h"  // ckStatus
+#include "contactkit/settings.h"
 
 namespace contactkit {
 namespace {

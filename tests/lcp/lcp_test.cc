@@ -182,8 +182,11 @@ TEST_F(MujocoTest, FrictionlessLcpMatchesIpm) {
   sl.lcp.erp = 1;
   sl.lcp.slop = 0;
   ckSettings si = Settings(ckSOL_IPM);
-  si.ipm.kappa_tol = 1e-10;
-  si.ipm.residual_tol = 1e-10;
+  si.ipm.kappa_tol = 1e-14;
+  si.ipm.kappa_grad = 1e-14;
+  si.ipm.residual_tol = 1e-12;
+  si.ipm.rest_depth = 0;        // the same gap term as lcp's erp = 1, slop = 0:
+  si.ipm.recovery_speed = 1e6;  // s = pos/h + J_n v+ without ipm's resting depth or speed cap
   HandlePtr lcp = Make(m.get(), &sl), ipm = Make(m.get(), &si);
   DataPtr d(mj_makeData(m.get())), di(mj_makeData(m.get()));
   int compared = 0;

@@ -78,6 +78,7 @@ struct Entry {
   int solver = ckSOL_MUJOCO;
   long solves = 0;             // constraint stages run
   double max_penetration = 0;  // deepest contact seen (m)
+  double last_penetration = 0; // deepest contact of the last solve (m): the resting depth
   double contacts = 0;         // sum of contacts over solves
   double solve_time = 0;       // wall time in the constraint stage (s)
 };
@@ -212,9 +213,9 @@ bool SameShape(const Entry& e, const mjModel* m) {
 void Report(const Entry& e) {
   if (!Cfg().report || e.solves == 0) return;
   Message(
-      "mjData #%d: %ld constraint solves by %s, max penetration %.3g m, %.3g contacts per "
-      "solve, %.3g ms per solve",
-      e.index, e.solves, ck_solverName(e.solver), e.max_penetration,
+      "mjData #%d: %ld constraint solves by %s, max penetration %.3g m, final penetration "
+      "%.3g m, %.3g contacts per solve, %.3g ms per solve",
+      e.index, e.solves, ck_solverName(e.solver), e.max_penetration, e.last_penetration,
       e.contacts / static_cast<double>(e.solves),
       1e3 * e.solve_time / static_cast<double>(e.solves));
 }
@@ -392,6 +393,7 @@ __attribute__((visibility("default"))) void mj_fwdConstraint(const mjModel* m, m
   e->contacts += st->ncon;
   e->solve_time += st->solve_time;
   if (st->max_penetration > e->max_penetration) e->max_penetration = st->max_penetration;
+  e->last_penetration = st->max_penetration;
   g_total_solves++;
 }
 

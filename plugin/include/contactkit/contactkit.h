@@ -25,15 +25,6 @@ extern "C" {
 
 #define ckVERSION "0.1.0"
 
-// outcome of one constraint solve
-typedef enum ckStatus_ {
-  ckSTATUS_SOLVED = 0,     // converged to the requested tolerances
-  ckSTATUS_INACCURATE,     // stopped close to, but not within, the tolerances
-  ckSTATUS_MAX_ITER,       // iteration limit reached; best iterate kept
-  ckSTATUS_NUMERICAL,      // numerical failure (factorization, non-finite); best iterate kept
-  ckSTATUS_INVALID_INPUT,  // non-finite problem data; constraint forces set to zero
-  ckNSTATUS
-} ckStatus;
 
 // statistics of the last ck_forward / ck_step (the last RK4 stage for RK4)
 typedef struct ckStats_ {

@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 //
-// Settings of every contactkit solver, as plain C structs without MuJoCo types, so that the
-// solvers in solvers/ (which do not depend on MuJoCo) share them with the C API.
+// Settings of every contactkit solver and the status of a solve, as plain C types without MuJoCo
+// types, so that the solvers in solvers/ (which do not depend on MuJoCo) share them with the C API.
 #ifndef CONTACTKIT_SETTINGS_H_
 #define CONTACTKIT_SETTINGS_H_
 
@@ -18,6 +18,16 @@ typedef enum ckSolver_ {
   ckNSOLVER
 } ckSolver;
 
+// outcome of one constraint solve
+typedef enum ckStatus_ {
+  ckSTATUS_SOLVED = 0,     // converged to the requested tolerances
+  ckSTATUS_INACCURATE,     // stopped close to, but not within, the tolerances
+  ckSTATUS_MAX_ITER,       // iteration limit reached; best iterate kept
+  ckSTATUS_NUMERICAL,      // numerical failure (factorization, non-finite); best iterate kept
+  ckSTATUS_INVALID_INPUT,  // non-finite problem data; constraint forces set to zero
+  ckNSTATUS
+} ckStatus;
+
 // interior-point settings
 typedef struct ckIpmSettings_ {
   double kappa_tol;     // final complementarity (central-path value) for hard contact
@@ -26,6 +36,8 @@ typedef struct ckIpmSettings_ {
   int max_iter;         // maximum number of predictor-corrector iterations
   int gap_recheck;      // number of re-solves with gaps re-measured at q+ (0: off)
   int soft_equality;    // 1: soften equality rows with their solref/solimp
+  double rest_depth;      // depth (m) a resting contact or limit without margin settles at
+  double recovery_speed;  // largest speed (m/s) at which a penetration is pushed out per step
 } ckIpmSettings;
 
 // complementarity-free settings

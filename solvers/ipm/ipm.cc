@@ -1,0 +1,1170 @@
+// Copyright 2026 The contactkit developers.
+#include <algorithm>
+#include <initializer_list>
+#include <cmath>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "contactkit/settings.h"
+#include "solvers/common/cone.h"
+#include "solvers/ipm/ipm_solver.h"
+
+namespace contactkit {
+namespace ipm {
+namespace {
+
+constexpr double kEqualityReg = 1e-10;     // regularizer of hard equality rows, x diag_approx
+constexpr double kTauMax = 0.99;           // fraction to the boundary while mu is large
+constexpr double kTauGain = 100;           // tau = max(kTauMax, 1 - kTauGain mu)
+constexpr double kBacktrack = 0.5;         // Dojo's beta
+constexpr int kMaxBacktrack = 12;          // halvings of a step
+constexpr double kTargetFraction = 0.1;    // final central-path target, fraction of kappa_tol
+constexpr double kVelFloor = 3e-3;         // velocity scale of the cold start (m/s)
+constexpr double kColdSlack = 0.1;         // cold-start gap slack, fraction of that scale
+constexpr double kRetryFloor = 1;          // the same for the retry of a failed solve
+constexpr double kSoftFactor = 1e3;        // tolerances of the last, softer retry
+constexpr double kStallStep = 0.05;        // steps shorter than this are blocked
+constexpr int kStallIter = 3;              // blocked steps in a row that end a solve
+constexpr double kInteriorMargin = 1e-13;  // det(y) / y0^2 of an interior point
+constexpr double kInaccurate = 1000;       // "inaccurate": within this factor of both tolerances
+constexpr long kMaxPool = 1L << 22;        // dense block pool bound for large models (doubles)
+constexpr int kCenterIter = 30;            // Newton steps onto the central point at kappa_grad
+constexpr double kCenterTol = 1e-10;       // relative complementarity accuracy of that point
+constexpr double kCenterResidual = 1e-12;  // and its residual violation
+constexpr double kWarmMu = 1e-5;     // complementarity of a warm start (gap re-check)           //
+                                     // complementarity of a warm start
+constexpr double kWarmSpeed = 1e-3;  // smallest gap speed of a warm start (m/s)
+
+// fixed-size cone operations for the cones here (2 or 3 entries)
+inline double Det(const double* y, int n) { return n == 3 ? cone::DetN<3>(y) : cone::DetN<2>(y); }
+inline double ConeStep(const double* y, const double* dy, int n) {
+  return n == 3 ? cone::StepN<3>(y, dy) : cone::StepN<2>(y, dy);
+}
+inline void Divide(const double* l, const double* r, int n, double* y) {
+  n == 3 ? cone::DivideN<3>(l, r, y) : cone::DivideN<2>(l, r, y);
+}
+inline void Product(const double* x, const double* z, int n, double* out) {
+  n == 3 ? cone::ProductN<3>(x, z, out) : cone::ProductN<2>(x, z, out);
+}
+
+// entries of cone c of an iterate: x = (x0, x_R), z = (z0, z_R)
+inline int ConeVectors(const State& s, int f, int cnt, double x0, double* x, double* z) {
+  x[0] = x0;
+  z[0] = s.z0[f];
+  for (int r = 0; r < cnt; r++) {
+    x[r + 1] = s.x[f + r];
+    z[r + 1] = s.z[f + r];
+  }
+  return cnt + 1;
+}
+
+// friction cones of a contact of dimension dim: (first row offset, rows)
+int FrictionGroups(int dim, int* first, int* count) {
+  int n = 0;
+  if (dim >= 3) first[n] = 1, count[n++] = 2;
+  if (dim >= 4) first[n] = 3, count[n++] = 1;
+  if (dim >= 6) first[n] = 4, count[n++] = 2;
+  return n;
+}
+
+// y = A x for a tree-layout matrix with values A (MuJoCo's mass layout) on dofs [b, e)
+void TreeMul(const TreeMass& mass, const double* A, const double* x, double* y, int b, int e) {
+  for (int i = b; i < e; i++) y[i] = A[mass.madr[i]] * x[i];
+  for (int i = b; i < e; i++) {
+    int adr = mass.madr[i] + 1;
+    for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+      y[i] += A[adr] * x[j];
+      y[j] += A[adr] * x[i];
+    }
+  }
+}
+
+}  // namespace
+
+bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) {
+  dims_ = dims;
+  settings_ = settings;
+  const size_t R = std::max(1, dims.max_rows), V = std::max(1, dims.nv);
+  const size_t T = std::max(1, dims.ntree);
+  if (!lu_.Allocate(dims, kMaxPool, error)) return false;
+  try {
+    scale_.assign(R, 1);
+    target_.assign(R, 0);
+    capped_.assign(R, 0);
+    reg_.assign(R, 0);
+    bound_.assign(R, 0);
+    chain_.assign(R, 0);
+    pos_.assign(R, 0);
+    pos_next_.assign(R, 0);
+    jac_next_.assign(std::max(1, dims.max_nnz), 0);
+    lists_.assign(T, IslandLists());
+    for (auto* v : {&orth_, &eq_, &lim_, &con_, &fl_, &con_dim_, &con_soc_, &soc_row_, &soc_cnt_,
+                    &soc_nrm_, &con_of_row_}) {
+      v->assign(R, 0);
+    }
+    og_.assign(R, 0);
+    od_.assign(R, 0);
+    sG_.assign(9 * R, 0);
+    sq_.assign(2 * R, 0);
+    sS_.assign(4 * R, 0);
+    sd_.assign(3 * R, 0);
+    c_.assign(R, 0);
+    rhs_.assign(V, 0);
+    tmp_.assign(V, 0);
+    mdiag_.assign(V, 1);
+    jc_.assign(6 * V, 0);
+    tw_.assign(6 * V, 0);
+    out_lam_.assign(R, 0);
+    cen_force_.assign(R, 0);
+    grad_ok_.assign(T, 0);
+    centered_.assign(T, 0);
+    drz_.assign(R, 0);
+    drv_.assign(V, 0);
+    warm_lam_.assign(R, 0);
+    warm_ok_.assign(R, 0);
+
+    // 5 states of (2 nv + 6 rows), 2 directions of (2 nv + 6 rows)
+    store_.assign(7 * (2 * V + 6 * R), 0);
+  } catch (const std::bad_alloc&) {
+    *error = "ipm: out of memory for the solver workspace";
+    return false;
+  }
+  double* at = store_.data();
+  auto take = [&at](size_t n) {
+    double* p = at;
+    at += n;
+    return p;
+  };
+  for (Vectors* s : std::initializer_list<Vectors*>{&cur_, &trial_, &best_, &grad_, &cen_, &aff_,
+                                                   &dir_}) {
+    s->v = take(V);
+    s->rv = take(V);
+    s->x = take(R);
+    s->z = take(R);
+    s->z0 = take(R);
+    s->lam = take(R);
+    s->u = take(R);
+    s->rz = take(R);
+  }
+  return true;
+}
+
+void IpmSolver::Prepare(const Problem& p, const double* pos) {
+  const double h = p.h;
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const ckIpmSettings& st = settings_.ipm;
+
+  // rows: scale, target, regularizer, bound
+  for (int i = 0; i < p.nrow; i++) {
+    scale_[i] = 1;
+    target_[i] = 0;
+    capped_[i] = 0;
+    reg_[i] = 0;
+    bound_[i] = 0;
+    switch (p.kind[i]) {
+      case kRowEquality:
+        if (st.soft_equality) {
+          reg_[i] = std::max(p.R[i], 1e-15);
+          target_[i] = p.vel[i] + h * p.aref[i];
+        } else {
+          reg_[i] = std::max(kEqualityReg * p.diag_approx[i], 1e-300);
+          target_[i] = -pos[i] / h;
+        }
+        break;
+      case kRowFriction:
+        bound_[i] = h * p.floss[i];
+        break;
+      case kRowLimit:
+      case kRowContactNormal:
+        // without margin, rest slightly inside so that MuJoCo keeps reporting the contact; undo
+        // deep penetration (late detection, collision glitches) at a bounded speed
+        target_[i] = (pos[i] - std::min(p.margin[i] - st.rest_depth, 0.0)) / h;
+        if (target_[i] < -st.recovery_speed) {
+          target_[i] = -st.recovery_speed;
+          capped_[i] = 1;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    con_of_row_[con.row] = c;
+    for (int r = 1; r < con.dim; r++) scale_[con.row + r] = con.mu[r - 1];
+  }
+  for (int j = 0; j < p.nv; j++) mdiag_[j] = p.mass.M[p.mass.madr[j]];
+
+  // constraint lists per island; chain flags for single-tree islands
+  int north = 0, nsoc = 0, neq = 0, nlim = 0, ncon = 0, nfl = 0;
+  for (int k = 0; k < is.nisland; k++) {
+    IslandLists& L = lists_[k];
+    L.orth_adr = north;
+    L.soc_adr = nsoc;
+    L.eq_adr = neq;
+    L.lim_adr = nlim;
+    L.con_adr = ncon;
+    L.fl_adr = nfl;
+    const int* rows = Rows(p, k);
+    const int nr = NumRows(p, k);
+    const bool single = is.ntrees[k] == 1;
+    for (int a = 0; a < nr; a++) {
+      const int i = rows[a];
+      if (single) chain_[i] = RowIsChain(J.colind + J.rowadr[i], J.rownnz[i], p.mass.parent);
+      switch (p.kind[i]) {
+        case kRowEquality:
+          eq_[neq++] = i;
+          break;
+        case kRowFriction:
+          fl_[nfl++] = nsoc;
+          soc_row_[nsoc] = i;
+          soc_cnt_[nsoc] = 1;
+          soc_nrm_[nsoc++] = -1;
+          break;
+        case kRowLimit:
+          orth_[north++] = i;
+          lim_[nlim++] = i;
+          break;
+        case kRowContactNormal: {
+          const int c = con_of_row_[i];
+          orth_[north++] = i;
+          con_[ncon] = i;
+          con_dim_[ncon] = p.con[c].dim;
+          con_soc_[ncon++] = nsoc;
+          int first[3], count[3];
+          const int ng = FrictionGroups(p.con[c].dim, first, count);
+          for (int g = 0; g < ng; g++) {
+            soc_row_[nsoc] = i + first[g];
+            soc_cnt_[nsoc] = count[g];
+            soc_nrm_[nsoc++] = i;
+          }
+          break;
+        }
+        default:
+          break;  // friction rows belong to their contact's cones
+      }
+    }
+    L.orth_num = north - L.orth_adr;
+    L.soc_num = nsoc - L.soc_adr;
+    L.eq_num = neq - L.eq_adr;
+    L.lim_num = nlim - L.lim_adr;
+    L.con_num = ncon - L.con_adr;
+    L.fl_num = nfl - L.fl_adr;
+  }
+}
+
+void IpmSolver::ColdStart(const Problem& p, int k, double floor, State* s) {
+  const SparseRows& G = *gapJ_;
+  const IslandLists& L = lists_[k];
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) s->v[dofs[a]] = p.v_free[dofs[a]];
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a];
+    s->u[i] = G.Dot(i, s->v);
+    s->x[i] = s->lam[i] = 0;
+  }
+
+  // orthant pairs: gap velocity without force g; s ~ max(g, vs), gamma ~ vs / A
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    const double g = s->u[i] + target_[i];
+    const double vs = std::fabs(g) + floor;
+    const double A = std::max(p.diag_approx[i], 1e-12);
+    s->z[i] = std::max(g, 0.0) + kColdSlack * vs;
+    s->x[i] = s->lam[i] = (std::max(-g, 0.0) + 0.5 * vs) / A;
+  }
+
+  // cones centered: eta0 = 2 |eta_R| + vs, xi_R = -xi0 eta_R / eta0 (xi o eta = (., 0))
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], n = soc_nrm_[e];
+    double nz = 0;
+    for (int r = f; r < f + cnt; r++) {
+      s->z[r] = scale_[r] * s->u[r];
+      nz += s->z[r] * s->z[r];
+    }
+    nz = std::sqrt(nz);
+    const double vs = n >= 0 ? std::fabs(s->u[n] + target_[n]) + floor : nz + floor;
+    const double x0 = n >= 0 ? s->x[n] : bound_[f];
+    s->z0[f] = 2 * nz + vs;
+    for (int r = f; r < f + cnt; r++) {
+      s->x[r] = -x0 * s->z[r] / s->z0[f];
+      s->lam[r] = scale_[r] * s->x[r];
+    }
+  }
+  Residuals(p, k, s);
+}
+
+void IpmSolver::WarmStart(const Problem& p, int k, double mu, State* s) {
+  // the cold start for rows without a warm impulse; the others from the previous impulses
+  ColdStart(p, k, kVelFloor, s);
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const IslandLists& L = lists_[k];
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+
+  // velocity consistent with the warm impulses: v = v_free + M^-1 J' lambda
+  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = 0;
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    if (warm_ok_[i] && warm_lam_[i] != 0) J.AddRowTo(i, warm_lam_[i], tmp_.data());
+  }
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Solve(tmp_.data(), b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  for (int a = 0; a < nd; a++) s->v[dofs[a]] = p.v_free[dofs[a]] + tmp_[dofs[a]];
+  for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
+
+  // orthant pairs: previous gamma, gap at v; complementarity at least mu
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (!warm_ok_[i]) continue;
+    double z = std::max(s->u[i] + target_[i], 0.0);
+    double x = std::max(warm_lam_[i], mu / std::max(z, kWarmSpeed));
+    s->x[i] = s->lam[i] = x;
+    s->z[i] = std::max(z, mu / x);
+  }
+
+  // cones with a warm normal: the central friction law at mu for the slip at v,
+  // eta0 = (a + sqrt(a^2 + 4 |eta_R|^2)) / 2 with a = mu / xi0, xi_R = -xi0 eta_R / eta0
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], n = soc_nrm_[e];
+    if (!warm_ok_[n >= 0 ? n : f]) continue;
+    const double x0 = n >= 0 ? s->x[n] : bound_[f];
+    double r2 = 0;
+    for (int r = f; r < f + cnt; r++) {
+      s->z[r] = scale_[r] * s->u[r];
+      r2 += s->z[r] * s->z[r];
+    }
+    const double a = mu / x0;
+    s->z0[f] = 0.5 * (a + std::sqrt(a * a + 4 * r2));
+    for (int r = f; r < f + cnt; r++) {
+      s->x[r] = -x0 * s->z[r] / s->z0[f];
+      s->lam[r] = scale_[r] * s->x[r];
+    }
+  }
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    if (warm_ok_[i]) s->x[i] = s->lam[i] = warm_lam_[i];
+  }
+  Residuals(p, k, s);
+}
+
+void IpmSolver::Residuals(const Problem& p, int k, State* s) {
+  // row velocities; dynamics residual M (v - v_free) - J' lambda; row residuals
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const IslandLists& L = lists_[k];
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = s->v[dofs[a]] - p.v_free[dofs[a]];
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Mul(tmp_.data(), s->rv, b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    if (s->lam[i] != 0) J.AddRowTo(i, -s->lam[i], s->rv);
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    s->rz[i] = s->z[i] - s->u[i] - target_[i];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) {
+      s->rz[r] = s->z[r] - scale_[r] * s->u[r];
+    }
+  }
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    s->rz[i] = s->u[i] - target_[i] + reg_[i] * s->lam[i];
+  }
+  Measures(p, k, s);
+}
+
+void IpmSolver::Measures(const Problem& p, int k, State* s) const {
+  // residual violation, largest complementarity entry, mean complementarity, interior
+  const IslandLists& L = lists_[k];
+  double rvio = 0, kvio = 0, gap = 0;
+  bool interior = true;
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) {
+    rvio = std::max(rvio, std::fabs(s->rv[dofs[a]]) / mdiag_[dofs[a]]);
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) rvio = std::max(rvio, std::fabs(s->rz[rows[a]]));
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    const double xz = s->x[i] * s->z[i];
+    kvio = std::max(kvio, std::fabs(xz));
+    gap += xz;
+    interior = interior && s->x[i] > 0 && s->z[i] > 0;
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], nrm = soc_nrm_[e];
+    double x[3], z[3], c[3];
+    const int n = ConeVectors(*s, f, soc_cnt_[e], nrm >= 0 ? s->x[nrm] : bound_[f], x, z);
+    Product(x, z, n, c);
+    for (int r = 0; r < n; r++) kvio = std::max(kvio, std::fabs(c[r]));
+    gap += c[0];
+    interior = interior && x[0] > 0 && z[0] > 0 && Det(x, n) > kInteriorMargin * x[0] * x[0] &&
+               Det(z, n) > kInteriorMargin * z[0] * z[0];
+  }
+  s->rvio = rvio;
+  s->kvio = kvio;
+  const int ncone = L.orth_num + L.soc_num;
+  s->mu = ncone ? gap / ncone : 0;
+  s->interior = interior;
+}
+
+bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s) {
+  // complementarity linearized: dx = d - G dz, G = Arw(z)^-1 Arw(x) (x/z for an orthant pair)
+  const IslandLists& L = lists_[k];
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (!(s.x[i] > 0 && s.z[i] > 0)) return false;
+    og_[i] = s.x[i] / s.z[i];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    double x[3], z[3], col[3], out[3];
+    const int n = ConeVectors(s, f, cnt, nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
+    if (!(x[0] > 0 && z[0] > 0 && Det(x, n) > 0 && Det(z, n) > 0)) return false;
+    double* G = sG_.data() + 9 * e;
+    for (int c = 0; c < n; c++) {
+      // column c of Arw(x): (x_c, x0 e_c) for c > 0, x for c = 0
+      for (int r = 0; r < n; r++) col[r] = c == 0 ? x[r] : (r == 0 ? x[c] : (r == c ? x[0] : 0));
+      Divide(z, col, n, out);
+      for (int r = 0; r < n; r++) G[r * n + c] = out[r];
+    }
+
+    // eliminate eta0: q = G_10 / G_00, S = G_11 - q G_01
+    double* q = sq_.data() + 2 * e;
+    double* S = sS_.data() + 4 * e;
+    for (int a = 0; a < cnt; a++) q[a] = G[(a + 1) * n] / G[0];
+    for (int a = 0; a < cnt; a++) {
+      for (int b = 0; b < cnt; b++) S[a * cnt + b] = G[(a + 1) * n + b + 1] - q[a] * G[b + 1];
+    }
+  }
+  return true;
+}
+
+bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
+  // M + J' W J: W per row (limits, friction loss, equality) or per contact (dim x dim)
+  const SparseRows& J = p.J;
+  const IslandLists& L = lists_[k];
+  lu_.SetMass(p);
+  double* jc = jc_.data();
+  double* tw = tw_.data();
+  const double* gval = gapJ_->val;  // right factor: the rows that measure velocities
+  const bool cspace = lu_.constraint_space();
+  auto single = [&](int i, double w) {
+    if (cspace) {
+      lu_.AddW(i, 1, &w);
+      return;
+    }
+    const int n = J.rownnz[i];
+    const double* ji = J.val + J.rowadr[i];
+    const double* gi = gval + J.rowadr[i];
+    for (int b = 0; b < n; b++) tw[b] = w * gi[b];
+    lu_.AddJtT(J.colind + J.rowadr[i], n, 1, ji, tw);
+  };
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) single(eq_[e], 1 / reg_[eq_[e]]);
+  for (int e = L.lim_adr; e < L.lim_adr + L.lim_num; e++) single(lim_[e], og_[lim_[e]]);
+  for (int e = L.fl_adr; e < L.fl_adr + L.fl_num; e++) {
+    single(soc_row_[fl_[e]], sS_[4 * fl_[e]]);
+  }
+  for (int e = L.con_adr; e < L.con_adr + L.con_num; e++) {
+    // contact block: normal a; friction D S D and coupling D q a
+    const int i = con_[e], dim = con_dim_[e], n = J.rownnz[i];
+    double W[36] = {0};
+    const double a = og_[i];
+    W[0] = a;
+    for (int g = con_soc_[e]; g < con_soc_[e] + (dim >= 6   ? 3
+                                                 : dim >= 4 ? 2
+                                                 : dim >= 3 ? 1
+                                                            : 0);
+         g++) {
+      const int f = soc_row_[g] - i, cnt = soc_cnt_[g];
+      const double* S = sS_.data() + 4 * g;
+      const double* q = sq_.data() + 2 * g;
+      for (int r = 0; r < cnt; r++) {
+        const double dr = scale_[i + f + r];
+        if (coupled) W[(f + r) * dim] = dr * q[r] * a;
+        for (int c = 0; c < cnt; c++) {
+          W[(f + r) * dim + f + c] = dr * S[r * cnt + c] * scale_[i + f + c];
+        }
+      }
+    }
+    if (cspace) {
+      lu_.AddW(i, dim, W);
+      continue;
+    }
+    for (int r = 0; r < dim; r++) {
+      const double* jr = J.val + J.rowadr[i + r];
+      for (int b = 0; b < n; b++) jc[r * n + b] = jr[b];
+    }
+    for (int r = 0; r < dim; r++) {
+      double* tr = tw + r * n;
+      for (int b = 0; b < n; b++) tr[b] = 0;
+      for (int c = 0; c < dim; c++) {
+        const double wrc = W[r * dim + c];
+        if (wrc == 0) continue;
+        const double* jr = gval + J.rowadr[i + c];
+        for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
+      }
+    }
+    lu_.AddJtT(J.colind + J.rowadr[i], n, dim, jc, tw);
+  }
+  return Factor(p, k, cond);
+}
+
+bool IpmSolver::Factor(const Problem& p, int k, double* cond) {
+  double mn, mx;
+  if (!lu_.Factor(&mn, &mx)) return false;
+  *cond = mx / mn;
+  info_.factorizations++;
+  return true;
+}
+
+void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction* aff,
+                        double kappa) {
+  // d = z \ rc per cone, rc = kappa e - x o z - dx_a o dz_a (Mehrotra's second-order term)
+  const IslandLists& L = lists_[k];
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    double rc = kappa - s.x[i] * s.z[i];
+    if (aff) rc -= aff->x[i] * aff->z[i];
+    od_[i] = rc / s.z[i];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    double x[3], z[3], rc[3];
+    const int n = ConeVectors(s, f, cnt, nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
+    Product(x, z, n, rc);
+    for (int r = 0; r < n; r++) rc[r] = -rc[r];
+    rc[0] += kappa;
+    if (aff) {
+      double dx[3], dz[3], prod[3];
+      dx[0] = nrm >= 0 ? aff->x[nrm] : 0;
+      dz[0] = aff->z0[f];
+      for (int r = 0; r < cnt; r++) {
+        dx[r + 1] = aff->x[f + r];
+        dz[r + 1] = aff->z[f + r];
+      }
+      Product(dx, dz, n, prod);
+      for (int r = 0; r < n; r++) rc[r] -= prod[r];
+    }
+    Divide(z, rc, n, sd_.data() + 3 * e);
+  }
+}
+
+void IpmSolver::Constants(const Problem& p, int k, const double* rz, const double* rv,
+                          bool with_d) {
+  // c per row (dlam = c - W J dv) and the right-hand side -rv + J' c
+  const SparseRows& J = p.J;
+  const IslandLists& L = lists_[k];
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) rhs_[dofs[a]] = -rv[dofs[a]];
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    c_[i] = -rz[i] / reg_[i];
+    J.AddRowTo(i, c_[i], rhs_.data());
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    c_[i] = (with_d ? od_[i] : 0) + og_[i] * rz[i];
+    J.AddRowTo(i, c_[i], rhs_.data());
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    const double cn = nrm >= 0 ? c_[nrm] : 0;
+    const double* q = sq_.data() + 2 * e;
+    const double* S = sS_.data() + 4 * e;
+    const double* d = sd_.data() + 3 * e;
+    for (int r = 0; r < cnt; r++) {
+      double v = q[r] * cn;
+      if (with_d) v += d[r + 1] - q[r] * d[0];
+      for (int c = 0; c < cnt; c++) v += S[r * cnt + c] * rz[f + c];
+      c_[f + r] = scale_[f + r] * v;
+      J.AddRowTo(f + r, c_[f + r], rhs_.data());
+    }
+  }
+}
+
+void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d,
+                       Direction* d) {
+  // solve for dv, then every row's and cone's change and the change of the row residuals
+  const IslandLists& L = lists_[k];
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) d->v[dofs[a]] = rhs_[dofs[a]];
+  lu_.Solve(d->v);
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) d->u[rows[a]] = gapJ_->Dot(rows[a], d->v);
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    d->x[i] = d->lam[i] = c_[i] - d->u[i] / reg_[i];
+    d->rz[i] = d->u[i] + reg_[i] * d->lam[i];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    d->z[i] = d->u[i] - rz[i];
+    d->x[i] = d->lam[i] = c_[i] - og_[i] * d->u[i];
+    d->rz[i] = d->z[i] - d->u[i];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e], n = cnt + 1;
+    const double* G = sG_.data() + 9 * e;
+    const double* dd = sd_.data() + 3 * e;
+    const double dx0 = nrm >= 0 ? d->x[nrm] : 0;
+    for (int r = f; r < f + cnt; r++) {
+      d->z[r] = scale_[r] * d->u[r] - rz[r];
+      d->rz[r] = d->z[r] - scale_[r] * d->u[r];
+    }
+    double z0 = (with_d ? dd[0] : 0) - dx0;
+    for (int c = 0; c < cnt; c++) z0 -= G[c + 1] * d->z[f + c];
+    z0 /= G[0];
+    d->z0[f] = z0;
+    for (int r = 0; r < cnt; r++) {
+      double v = (with_d ? dd[r + 1] : 0) - G[(r + 1) * n] * z0;
+      for (int c = 0; c < cnt; c++) v -= G[(r + 1) * n + c + 1] * d->z[f + c];
+      d->x[f + r] = v;
+      d->lam[f + r] = scale_[f + r] * v;
+    }
+  }
+}
+
+void IpmSolver::DynamicsChange(const Problem& p, int k, Direction* d) {
+  // change of M (v - v_free) - J' lambda along the direction
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Mul(d->v, d->rv, b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a];
+    if (d->lam[i] != 0) J.AddRowTo(i, -d->lam[i], d->rv);
+  }
+}
+
+double IpmSolver::MaxStep(const Problem& p, int k, const State& s, const Direction& d,
+                          double tau) const {
+  // analytical step to the boundary of every cone (Dojo 41-46), times tau, at most 1
+  const IslandLists& L = lists_[k];
+  double a = cone::kInfStep;
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (d.x[i] < 0) a = std::min(a, -s.x[i] / d.x[i]);
+    if (d.z[i] < 0) a = std::min(a, -s.z[i] / d.z[i]);
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    double x[3], z[3], dx[3], dz[3];
+    const int n = ConeVectors(s, f, cnt, nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
+    dx[0] = nrm >= 0 ? d.x[nrm] : 0;
+    dz[0] = d.z0[f];
+    for (int r = 0; r < cnt; r++) {
+      dx[r + 1] = d.x[f + r];
+      dz[r + 1] = d.z[f + r];
+    }
+    a = std::min(a, std::min(ConeStep(x, dx, n), ConeStep(z, dz, n)));
+  }
+  return std::min(1.0, tau * a);
+}
+
+double IpmSolver::MuAt(const Problem& p, int k, const State& s, const Direction& d,
+                       double alpha) const {
+  const IslandLists& L = lists_[k];
+  const int ncone = L.orth_num + L.soc_num;
+  if (!ncone) return 0;
+  double gap = 0;
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    gap += (s.x[i] + alpha * d.x[i]) * (s.z[i] + alpha * d.z[i]);
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], nrm = soc_nrm_[e];
+    const double x0 = nrm >= 0 ? s.x[nrm] + alpha * d.x[nrm] : bound_[f];
+    gap += x0 * (s.z0[f] + alpha * d.z0[f]);
+    for (int r = f; r < f + soc_cnt_[e]; r++) {
+      gap += (s.x[r] + alpha * d.x[r]) * (s.z[r] + alpha * d.z[r]);
+    }
+  }
+  return gap / ncone;
+}
+
+void IpmSolver::Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
+                     State* out) const {
+  // every residual is linear in the step: update it with the step
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) {
+    const int j = dofs[a];
+    out->v[j] = s.v[j] + alpha * d.v[j];
+    out->rv[j] = s.rv[j] + alpha * d.rv[j];
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a];
+    out->x[i] = s.x[i] + alpha * d.x[i];
+    out->z[i] = s.z[i] + alpha * d.z[i];
+    out->z0[i] = s.z0[i] + alpha * d.z0[i];
+    out->lam[i] = s.lam[i] + alpha * d.lam[i];
+    out->u[i] = s.u[i] + alpha * d.u[i];
+    out->rz[i] = s.rz[i] + alpha * d.rz[i];
+  }
+  Measures(p, k, out);
+}
+
+void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) const {
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) {
+    const int j = dofs[a];
+    to->v[j] = from.v[j];
+    to->rv[j] = from.rv[j];
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a];
+    to->x[i] = from.x[i];
+    to->z[i] = from.z[i];
+    to->z0[i] = from.z0[i];
+    to->lam[i] = from.lam[i];
+    to->u[i] = from.u[i];
+    to->rz[i] = from.rz[i];
+  }
+  to->rvio = from.rvio;
+  to->kvio = from.kvio;
+  to->mu = from.mu;
+  to->interior = from.interior;
+}
+
+int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, double rtol,
+                       double ktol, int* status, double* cond, const State** fin) {
+  const ckIpmSettings& st = settings_.ipm;
+  auto merit = [&](const State& s) { return std::max(s.rvio / rtol, s.kvio / ktol); };
+  const bool cones = lists_[k].orth_num + lists_[k].soc_num > 0;
+  State* cur = &cur_;
+  State* trial = &trial_;
+  if (warm_mu > 0) {
+    WarmStart(p, k, warm_mu, cur);
+  } else {
+    ColdStart(p, k, floor, cur);
+  }
+  Copy(p, k, *cur, &best_);
+  double best = merit(*cur);
+  grad_ok_[k] = 0;
+  *status = ckSTATUS_MAX_ITER;
+  int it = 0, stalled = 0;
+  for (; it <= st.max_iter; it++) {
+    if (cur->rvio < rtol && cur->kvio < ktol) {
+      *status = ckSTATUS_SOLVED;
+      break;
+    }
+    if (it == st.max_iter) break;
+
+    // cone linearization, Newton matrix; without the friction coupling if that fails
+    if (!ConeJacobians(p, k, *cur)) {
+      *status = ckSTATUS_NUMERICAL;
+      break;
+    }
+    bool exact = true;
+    if (!Linearize(p, k, true, cond)) {
+      info_.sym_fallbacks++;
+      exact = false;
+      if (!Linearize(p, k, false, cond)) {
+        *status = ckSTATUS_NUMERICAL;
+        break;
+      }
+    }
+
+    // predictor: the affine direction gives the centering sigma = (mu_aff / mu)^3
+    double kappa = ktol * kTargetFraction;
+    if (cones) {
+      Targets(p, k, *cur, nullptr, 0);
+      Constants(p, k, cur->rz, cur->rv, true);
+      Direct(p, k, *cur, cur->rz, true, &aff_);
+      const double alpha_aff = MaxStep(p, k, *cur, aff_, 1);
+      const double mu = cur->mu, mu_aff = MuAt(p, k, *cur, aff_, alpha_aff);
+      const double ratio = std::min(1.0, std::max(0.0, mu > 0 ? mu_aff / mu : 0));
+      kappa = std::max(ratio * ratio * ratio * mu, kappa);
+    }
+
+    // corrector with the second-order term
+    Targets(p, k, *cur, cones ? &aff_ : nullptr, kappa);
+    Constants(p, k, cur->rz, cur->rv, true);
+    Direct(p, k, *cur, cur->rz, true, &dir_);
+    if (exact && lists_[k].eq_num == 0) {
+      // the exact Newton system makes M dv - J' dlam = -rv by construction (equality rows, with
+      // their tiny regularizer, leave a rounding residual worth tracking)
+      const int* dofs = Dofs(p, k);
+      for (int a = 0; a < NumDofs(p, k); a++) dir_.rv[dofs[a]] = -cur->rv[dofs[a]];
+    } else {
+      DynamicsChange(p, k, &dir_);
+    }
+
+    // fraction to the boundary, tending to 1 as mu vanishes; backtrack until a violation
+    // decreases
+    const double tau = std::max(kTauMax, 1 - kTauGain * cur->mu);
+    double alpha = MaxStep(p, k, *cur, dir_, tau);
+    for (int bt = 0; bt <= kMaxBacktrack; bt++) {
+      Step(p, k, *cur, dir_, alpha, trial);
+      if (trial->interior && (trial->rvio <= cur->rvio || trial->kvio <= cur->kvio)) break;
+      alpha *= kBacktrack;
+    }
+    if (trial->interior) {
+      std::swap(cur, trial);
+    } else {
+      alpha = 0;
+    }
+
+    // keep the iterate where the central path crosses kappa_grad, and the best one
+    if (!grad_ok_[k] && cones && cur->mu <= st.kappa_grad) {
+      Copy(p, k, *cur, &grad_);
+      grad_ok_[k] = 1;
+    }
+    const double m = merit(*cur);
+    if (m < best) {
+      best = m;
+      Copy(p, k, *cur, &best_);
+    }
+
+    // blocked steps: stop once close to the tolerances, or when hopeless
+    stalled = alpha < kStallStep ? stalled + 1 : 0;
+    if (stalled >= kStallIter && (best < kInaccurate || stalled >= 3 * kStallIter)) {
+      it++;
+      break;
+    }
+  }
+  if (!grad_ok_[k]) {
+    Copy(p, k, *cur, &grad_);
+    grad_ok_[k] = 1;
+  }
+
+  // the converged iterate, else the best one
+  *fin = *status == ckSTATUS_SOLVED ? cur : &best_;
+  if (*status == ckSTATUS_MAX_ITER && merit(**fin) < kInaccurate) *status = ckSTATUS_INACCURATE;
+  return it;
+}
+
+void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
+  const ckIpmSettings& st = settings_.ipm;
+  auto merit = [&](const State& s) {
+    return std::max(s.rvio / st.residual_tol, s.kvio / st.kappa_tol);
+  };
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+
+  // warm start in a re-solve from the first solve's impulses
+  bool warm = false;
+  for (int a = 0; a < nr && !warm; a++) warm = warm_ok_[rows[a]];
+  if (warm) info_.warm_islands++;
+
+  // a failed attempt is retried from a more central start, then with softer contact
+  int status = ckSTATUS_MAX_ITER, iterations = 0;
+  double cond = 0, best = HUGE_VAL, rvio = 0, kvio = 0;
+  // attempts: warm (if any), cold, cold from a more central point, softer contact
+  struct Plan {
+    double floor, warm_mu, soft;
+  };
+  const Plan plans[4] = {{kVelFloor, kWarmMu, 1},
+                         {kVelFloor, 0, 1},
+                         {kRetryFloor, 0, 1},
+                         {kRetryFloor, 0, kSoftFactor}};
+  for (int attempt = warm ? 0 : 1, first = attempt; attempt < 4; attempt++) {
+    const Plan& plan = plans[attempt];
+    int result;
+    double c = 0;
+    const State* fin = nullptr;
+    iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.soft * st.residual_tol,
+                          plan.soft * st.kappa_tol, &result, &c, &fin);
+    const bool soft = plan.soft > 1;
+    if (soft && result != ckSTATUS_NUMERICAL) result = ckSTATUS_INACCURATE;
+    const double m = soft && result == ckSTATUS_INACCURATE ? kInaccurate : merit(*fin);
+    if (attempt == first || m < best) {
+      best = m;
+      status = result;
+      cond = c;
+      rvio = fin->rvio;
+      kvio = fin->kvio;
+      for (int a = 0; a < nr; a++) out_lam_[rows[a]] = fin->lam[rows[a]];
+    }
+    if (status == ckSTATUS_SOLVED || status == ckSTATUS_INACCURATE) break;
+    info_.retries++;
+  }
+
+  info_.iterations = std::max(info_.iterations, iterations);
+  info_.total_iterations += iterations;
+  sol->iterations = std::max(sol->iterations, iterations);
+  sol->residual = std::max(sol->residual, rvio);
+  sol->kappa = std::max(sol->kappa, kvio);
+  sol->condition = std::max(sol->condition, cond);
+  if (status != ckSTATUS_SOLVED && (sol->status == ckSTATUS_SOLVED || status > sol->status)) {
+    sol->status = status;
+  }
+}
+
+void IpmSolver::SolveAll(const Problem& p, Solution* sol) {
+  const Islands& is = p.islands;
+  for (int i = 0; i < p.nrow; i++) out_lam_[i] = 0;
+  lu_island_ = -1;
+  for (int k = 0; k < is.nisland; k++) {
+    centered_[k] = 0;
+    if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_)) {
+      // fill beyond the preallocated pool: no force on this island
+      sol->status = ckSTATUS_NUMERICAL;
+      grad_ok_[k] = 0;
+      continue;
+    }
+    info_.tree_sparse += lu_.tree_sparse();
+    info_.islands++;
+    SolveIsland(p, k, sol);
+  }
+  for (int i = 0; i < p.nrow; i++) sol->force[i] = out_lam_[i] / p.h;
+  VelocityFromForce(p, sol->force, sol->v_next, nullptr);
+}
+
+void IpmSolver::Solve(const Problem& p, Solution* sol) {
+  info_ = IpmInfo();
+  sol->status = ckSTATUS_SOLVED;
+  sol->iterations = 0;
+  sol->residual = sol->kappa = sol->condition = 0;
+  for (int i = 0; i < p.nrow; i++) {
+    pos_[i] = p.pos[i];
+    warm_ok_[i] = 0;
+  }
+  gapJ_ = &p.J;
+  Prepare(p, pos_.data());
+  SolveAll(p, sol);
+
+  // gap re-check: Newton on the gap function phi(q(v+)) (Dojo's phi(z+)): the gap rows measure
+  // s = phi(q+_k)/h + J(q+_k) (v - v+_k), the forces keep acting along J(q)
+  for (int r = 0; r < settings_.ipm.gap_recheck && p.regap; r++) {
+    if (!p.regap(p.regap_context, p, sol->v_next, pos_next_.data(), jac_next_.data())) break;
+    gap_rows_ = p.J;
+    gap_rows_.val = jac_next_.data();
+    gapJ_ = &gap_rows_;
+    for (int i = 0; i < p.nrow; i++) {
+      const int kind = p.kind[i];
+      if (kind == kRowLimit || kind == kRowContactNormal ||
+          (kind == kRowEquality && !settings_.ipm.soft_equality)) {
+        pos_[i] = pos_next_[i] - p.h * gap_rows_.Dot(i, sol->v_next);
+      }
+    }
+    Prepare(p, pos_.data());
+    for (int i = 0; i < p.nrow; i++) {
+      warm_ok_[i] = 1;
+      warm_lam_[i] = out_lam_[i];
+    }
+    const int iterations = sol->iterations;
+    SolveAll(p, sol);
+    sol->iterations += iterations;
+    info_.rechecks++;
+  }
+  info_.grad_islands = p.islands.nisland;
+}
+
+//---------------------------------- gradients ---------------------------------------------------
+
+bool IpmSolver::Center(const Problem& p, int k) {
+  // Newton steps at fixed kappa = kappa_grad from the stored iterate onto the central point
+  if (centered_[k]) return true;
+  if (!grad_ok_[k] || !gapJ_) return false;
+  const double kg = settings_.ipm.kappa_grad;
+  if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_)) return false;
+  State* cur = &cen_;
+  State* trial = &trial_;
+  Copy(p, k, grad_, cur);
+  const IslandLists& L = lists_[k];
+  auto deviation = [&](const State& s) {
+    // largest |x o z - kappa e| entry, relative to kappa
+    double dev = 0;
+    for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+      dev = std::max(dev, std::fabs(s.x[orth_[e]] * s.z[orth_[e]] - kg));
+    }
+    for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+      const int f = soc_row_[e], nrm = soc_nrm_[e];
+      double x[3], z[3], c[3];
+      const int n = ConeVectors(s, f, soc_cnt_[e], nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
+      Product(x, z, n, c);
+      c[0] -= kg;
+      for (int r = 0; r < n; r++) dev = std::max(dev, std::fabs(c[r]));
+    }
+    return dev / kg;
+  };
+  double cond;
+  for (int it = 0; it < kCenterIter; it++) {
+    if (cur->rvio < kCenterResidual && deviation(*cur) < kCenterTol) break;
+    if (!ConeJacobians(p, k, *cur) || !Linearize(p, k, true, &cond)) return false;
+    Targets(p, k, *cur, nullptr, kg);
+    Constants(p, k, cur->rz, cur->rv, true);
+    Direct(p, k, *cur, cur->rz, true, &dir_);
+    DynamicsChange(p, k, &dir_);
+    double alpha = MaxStep(p, k, *cur, dir_, kTauMax);
+    for (int bt = 0; bt <= kMaxBacktrack; bt++) {
+      Step(p, k, *cur, dir_, alpha, trial);
+      if (trial->interior) break;
+      alpha *= kBacktrack;
+    }
+    if (!trial->interior) break;
+    Copy(p, k, *trial, cur);
+  }
+  if (!(cur->rvio < 1e3 * kCenterResidual && deviation(*cur) < 1e3 * kCenterTol)) return false;
+
+  // the exact Jacobian at the central point, factored for ForceTangent
+  if (!ConeJacobians(p, k, *cur) || !Linearize(p, k, true, &cond)) return false;
+  centered_[k] = 1;
+  lu_island_ = k;
+  return true;
+}
+
+const double* IpmSolver::CentralForce(const Problem& p) {
+  for (int i = 0; i < p.nrow; i++) cen_force_[i] = 0;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    if (!Center(p, k)) return nullptr;
+    const int* rows = Rows(p, k);
+    for (int a = 0; a < NumRows(p, k); a++) cen_force_[rows[a]] = cen_.lam[rows[a]] / p.h;
+  }
+  return cen_force_.data();
+}
+
+void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& dir,
+                                 const State& s) {
+  // derivative of the residual along the data perturbation at fixed unknowns
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const IslandLists& L = lists_[k];
+  const double h = p.h;
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+
+  // dynamics: dM (v - v_free) - M dv_free - dJ' lambda
+  for (int a = 0; a < nd; a++) drv_[dofs[a]] = 0;
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    if (dir.M) {
+      for (int j = b; j < e; j++) tmp_[j] = s.v[j] - p.v_free[j];
+      TreeMul(p.mass, dir.M, tmp_.data(), drv_.data(), b, e);
+    }
+    if (dir.v_free) {
+      p.mass.Mul(dir.v_free, rhs_.data(), b, e);
+      for (int j = b; j < e; j++) drv_[j] -= rhs_[j];
+    }
+  }
+
+  // rows: dJ v and dJ' lambda
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a], adr = J.rowadr[i], n = J.rownnz[i];
+    double djv = 0;
+    if (dir.J) {
+      for (int c = 0; c < n; c++) {
+        djv += dir.J[adr + c] * s.v[J.colind[adr + c]];
+        drv_[J.colind[adr + c]] -= dir.J[adr + c] * s.lam[i];
+      }
+    }
+    drz_[i] = -scale_[i] * djv;
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (dir.pos && !capped_[i]) drz_[i] -= dir.pos[i] / h;
+  }
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    // r_e = J v - target + R lambda: hard target -pos/h, soft vel + h aref (and R)
+    const int i = eq_[e];
+    drz_[i] = -drz_[i];
+    if (settings_.ipm.soft_equality) {
+      if (dir.vel) drz_[i] -= dir.vel[i];
+      if (dir.aref) drz_[i] -= h * dir.aref[i];
+      if (dir.R && p.R[i] > 1e-15) drz_[i] += dir.R[i] * s.lam[i];
+    } else if (dir.pos) {
+      drz_[i] += dir.pos[i] / h;
+    }
+  }
+}
+
+bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                             double* dforce) {
+  // implicit function theorem at the central point kappa_grad: R dw = -dF/dtheta dir
+  for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    if (!Center(p, k)) return false;
+    if (lu_island_ != k) {
+      // the island's exact Jacobian at its central point (its cone terms are still in place)
+      double cond;
+      if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) ||
+          !Linearize(p, k, true, &cond))
+        return false;
+      lu_island_ = k;
+    }
+    TangentResiduals(p, k, dir, cen_);
+    Constants(p, k, drz_.data(), drv_.data(), false);
+    Direct(p, k, cen_, drz_.data(), false, &dir_);
+    const int* rows = Rows(p, k);
+    for (int a = 0; a < NumRows(p, k); a++) dforce[rows[a]] = dir_.lam[rows[a]] / p.h;
+  }
+  return true;
+}
+
+//---------------------------------- test hooks --------------------------------------------------
+
+bool IpmSolver::NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam) {
+  info_ = IpmInfo();
+  for (int i = 0; i < p.nrow; i++) pos_[i] = p.pos[i];
+  gapJ_ = &p.J;
+  Prepare(p, pos_.data());
+  if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_)) return false;
+  ColdStart(p, k, kVelFloor, &cur_);
+  double cond;
+  if (!ConeJacobians(p, k, cur_) || !Linearize(p, k, true, &cond)) return false;
+  Targets(p, k, cur_, nullptr, kappa);
+  Constants(p, k, cur_.rz, cur_.rv, true);
+  Direct(p, k, cur_, cur_.rz, true, &dir_);
+  DynamicsChange(p, k, &dir_);
+  for (int j = 0; j < p.nv; j++) dv[j] = dir_.v[j];
+  for (int i = 0; i < p.nrow; i++) dlam[i] = dir_.lam[i];
+  return true;
+}
+
+void IpmSolver::ResidualAlong(const Problem& p, int k, double alpha, double kappa, double* rv,
+                              double* rz, double* comp, double* comp0) {
+  Step(p, k, cur_, dir_, alpha, &trial_);
+  Residuals(p, k, &trial_);  // from scratch, not by the linear update
+  for (int j = 0; j < p.nv; j++) rv[j] = trial_.rv[j];
+  for (int i = 0; i < p.nrow; i++) rz[i] = trial_.rz[i], comp[i] = comp0[i] = 0;
+  const IslandLists& L = lists_[k];
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    comp[orth_[e]] = trial_.x[orth_[e]] * trial_.z[orth_[e]] - kappa;
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], nrm = soc_nrm_[e];
+    double x[3], z[3], c[3];
+    const int n = ConeVectors(trial_, f, soc_cnt_[e], nrm >= 0 ? trial_.x[nrm] : bound_[f], x, z);
+    Product(x, z, n, c);
+    comp0[f] = c[0] - kappa;
+    for (int r = 1; r < n; r++) comp[f + r - 1] = c[r];
+  }
+}
+
+}  // namespace ipm
+
+std::unique_ptr<Solver> MakeIpmSolver() { return std::make_unique<ipm::IpmSolver>(); }
+
+const IpmInfo* IpmSolverInfo(const Solver* solver) {
+  const ipm::IpmSolver* s = dynamic_cast<const ipm::IpmSolver*>(solver);
+  return s ? &s->info() : nullptr;
+}
+
+}  // namespace contactkit

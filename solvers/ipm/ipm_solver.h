@@ -1,0 +1,166 @@
+// Copyright 2026 The contactkit developers.
+//
+// The interior-point solver's class (the method is described in ipm.h). Internal: tests reach
+// the Newton step, the central-path point and the island lists through it.
+#ifndef CONTACTKIT_SOLVERS_IPM_IPM_SOLVER_H_
+#define CONTACTKIT_SOLVERS_IPM_IPM_SOLVER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "solvers/common/solver.h"
+#include "solvers/ipm/ipm.h"
+#include "solvers/ipm/island_lu.h"
+
+namespace contactkit {
+namespace ipm {
+
+// the vectors of an iterate or of a search direction (then the changes of the residuals),
+// indexed by global dof and row
+struct Vectors {
+  double* v;    // velocity v+                                                 (nv)
+  double* rv;   // dynamics residual M (v - v_free) - J' lambda                (nv)
+  double* x;    // force side: gamma, xi_j = lambda_j / mu_j, equality lambda   (rows)
+  double* z;    // velocity side: s = pos/h + J v, eta_j = mu_j J_j v           (rows)
+  double* z0;   // eta0 of the second-order cone whose first row is the index  (rows)
+  double* lam;  // impulse of each row                                         (rows)
+  double* u;    // J v                                                         (rows)
+  double* rz;   // row residual: z - scale J v - target, equality residual     (rows)
+};
+
+// an iterate and its measures
+struct State : Vectors {
+  double rvio = 0;       // residual violation (velocity units)
+  double kvio = 0;       // largest complementarity entry
+  double mu = 0;         // mean complementarity x'z per cone
+  bool interior = true;  // every cone strictly inside, with a margin above rounding
+};
+
+using Direction = Vectors;
+
+// index ranges of one island's constraint lists
+struct IslandLists {
+  int orth_adr, orth_num;  // orthant pairs (limits, contact normals)
+  int soc_adr, soc_num;    // second-order cones (friction groups, friction loss)
+  int eq_adr, eq_num;      // equality rows
+  int lim_adr, lim_num;    // limit rows (assembled one by one)
+  int con_adr, con_num;    // contacts (assembled as blocks)
+  int fl_adr, fl_num;      // friction-loss cones (assembled one by one)
+};
+
+class IpmSolver final : public Solver {
+ public:
+  bool Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) override;
+  void SetSettings(const ckSettings& settings) override { settings_ = settings; }
+  void Solve(const Problem& p, Solution* sol) override;
+  bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                    double* dforce) override;
+
+  const IpmInfo& info() const { return info_; }
+
+  // the force (nrow) at the central-path point kappa_grad of the last solve, where ForceTangent
+  // differentiates; null if that point could not be reached
+  const double* CentralForce(const Problem& p);
+
+  // for tests: one Newton direction at the cold start of island k for complementarity target
+  // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
+  bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);
+
+  // for tests: the residual at the cold start moved by alpha along the last Newton direction:
+  // dynamics (nv), rows (nrow) and complementarity x o z - kappa e per row (nrow; eta0 entries at
+  // the first row of a cone go to comp0)
+  void ResidualAlong(const Problem& p, int k, double alpha, double kappa, double* rv, double* rz,
+                     double* comp, double* comp0);
+
+ private:
+  // per step
+  void Prepare(const Problem& p, const double* pos);
+  void SolveAll(const Problem& p, Solution* sol);
+  void SolveIsland(const Problem& p, int k, Solution* sol);
+  int Attempt(const Problem& p, int k, double floor, double warm_mu, double rtol, double ktol,
+              int* status, double* cond, const State** fin);
+  bool Center(const Problem& p, int k);
+
+  // per island
+  void ColdStart(const Problem& p, int k, double floor, State* s);
+  void WarmStart(const Problem& p, int k, double mu, State* s);
+  void Residuals(const Problem& p, int k, State* s);
+  void Measures(const Problem& p, int k, State* s) const;
+  bool ConeJacobians(const Problem& p, int k, const State& s);
+  bool Linearize(const Problem& p, int k, bool coupled, double* cond);
+  bool Factor(const Problem& p, int k, double* cond);
+  void Targets(const Problem& p, int k, const State& s, const Direction* aff, double kappa);
+  void Constants(const Problem& p, int k, const double* rz, const double* rv, bool with_d);
+  void Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d, Direction* d);
+  void DynamicsChange(const Problem& p, int k, Direction* d);
+  double MaxStep(const Problem& p, int k, const State& s, const Direction& d, double tau) const;
+  double MuAt(const Problem& p, int k, const State& s, const Direction& d, double alpha) const;
+  void Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
+            State* out) const;
+  void Copy(const Problem& p, int k, const State& from, State* to) const;
+  void TangentResiduals(const Problem& p, int k, const ProblemTangent& dir, const State& s);
+
+  // island ranges
+  const int* Rows(const Problem& p, int k) const { return p.islands.rows + p.islands.rowadr[k]; }
+  int NumRows(const Problem& p, int k) const { return p.islands.nrows[k]; }
+  const int* Dofs(const Problem& p, int k) const { return p.islands.dofs + p.islands.dofadr[k]; }
+  int NumDofs(const Problem& p, int k) const { return p.islands.ndofs[k]; }
+
+  ckSettings settings_;
+  ProblemDims dims_;
+  IpmInfo info_;
+  IslandLU lu_;
+
+  // per row, per step
+  std::vector<double> scale_;         // lambda = scale x: mu_j for friction rows, else 1    (rows)
+  std::vector<double> target_;        // unilateral: pos/h (shifted, capped); equality target (rows)
+  std::vector<uint8_t> capped_;       // target limited by recovery_speed                    (rows)
+  std::vector<double> reg_;           // equality regularizer R                              (rows)
+  std::vector<double> bound_;         // friction-loss impulse bound h floss                 (rows)
+  std::vector<uint8_t> chain_;        // row lies on one dof chain                           (rows)
+  std::vector<double> pos_;           // positions used for the targets                      (rows)
+  std::vector<double> pos_next_;      // positions at q+ from the gap re-check               (rows)
+  std::vector<double> jac_next_;      // Jacobian values at q+ from the gap re-check         (nnz)
+  SparseRows gap_rows_;               // J with the values at q+ (gap re-check)
+  const SparseRows* gapJ_ = nullptr;  // rows that measure velocities: p.J or gap_rows_
+
+  // constraint lists (rows), grouped by island
+  std::vector<IslandLists> lists_;                //                               (ntree)
+  std::vector<int> orth_, eq_, lim_, con_, fl_;   //                               (rows)
+  std::vector<int> con_dim_, con_soc_;            // contact dim, first cone       (rows)
+  std::vector<int> soc_row_, soc_cnt_, soc_nrm_;  // first row, rows, normal row   (rows)
+  std::vector<int> con_of_row_;                   // contact of a normal row       (rows)
+
+  // linearization: orthant rows (by row), second-order cones (by cone): dx = d - G dz
+  std::vector<double> og_, od_;  // x / z and d of an orthant row                       (rows)
+  std::vector<double> sG_;       // Arw(z)^-1 Arw(x)                                    (cones x 9)
+  std::vector<double> sq_;       // G_10 / G_00                                         (cones x 2)
+  std::vector<double> sS_;       // G_11 - q G_01                                       (cones x 4)
+  std::vector<double> sd_;       // z \ (kappa e - x o z - second-order term)            (cones x 3)
+  std::vector<double> c_;        // constant of a row impulse: dlam = c - W J dv        (rows)
+
+  // iterates and directions
+  std::vector<double> store_;  // all State and Direction arrays
+  State cur_, trial_, best_, grad_, cen_;
+  Direction aff_, dir_;
+  std::vector<double> rhs_;        // Newton right-hand side                              (nv)
+  std::vector<double> tmp_;        // scratch                                             (nv)
+  std::vector<double> mdiag_;      // diagonal of M_eff                                   (nv)
+  std::vector<double> jc_, tw_;    // contact rows and W-weighted rows                    (6 x nv)
+  std::vector<double> out_lam_;    // final impulses                                      (rows)
+  std::vector<double> cen_force_;  // central-path force at kappa_grad                   (rows)
+  std::vector<uint8_t> grad_ok_;   // island has a kappa_grad iterate                   (ntree)
+  std::vector<uint8_t> centered_;  // cen_ holds the island's central point             (ntree)
+  int lu_island_ = -1;             // island whose central-point Jacobian lu_ holds
+  std::vector<double> drz_, drv_;  // residual perturbations for ForceTangent          (rows, nv)
+
+  // warm start of a re-solve within one step
+  std::vector<double> warm_lam_;  // warm impulse of each row of this step            (rows)
+  std::vector<uint8_t> warm_ok_;  // row has a warm impulse                            (rows)
+};
+
+}  // namespace ipm
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_IPM_IPM_SOLVER_H_

@@ -1,0 +1,841 @@
+// Copyright 2026 The contactkit developers.
+#include "solvers/ipm/island_lu.h"
+
+#include <algorithm>
+#include <cmath>
+#include <new>
+#include <utility>
+
+namespace contactkit {
+namespace {
+
+constexpr double kTinyPivot = 1e-300;
+
+// Doolittle LU of a dense n x n row-major block in place: unit L below, U on and above
+void DenseLU(double* D, int n, double* mn, double* mx, bool* ok) {
+  for (int c = 0; c < n; c++) {
+    const double p = D[c * n + c];
+    const double ap = std::fabs(p);
+    if (!(ap > kTinyPivot) || !std::isfinite(p)) {
+      *ok = false;
+      return;
+    }
+    *mn = std::fmin(*mn, ap);
+    *mx = std::fmax(*mx, ap);
+    const double ip = 1 / p;
+    const double* rowc = D + c * n;
+    for (int r = c + 1; r < n; r++) {
+      double* rowr = D + r * n;
+      const double l = rowr[c] * ip;
+      rowr[c] = l;
+      if (l == 0) continue;
+      for (int s = c + 1; s < n; s++) rowr[s] -= l * rowc[s];
+    }
+  }
+}
+
+// B <- L^-1 B, L the unit lower part of D (n x n); B is n x m row-major
+void LowerSolve(const double* D, int n, double* B, int m) {
+  for (int r = 1; r < n; r++) {
+    double* br = B + r * m;
+    for (int c = 0; c < r; c++) {
+      const double l = D[r * n + c];
+      if (l == 0) continue;
+      const double* bc = B + c * m;
+      for (int s = 0; s < m; s++) br[s] -= l * bc[s];
+    }
+  }
+}
+
+// B <- B U^-1, U the upper part of D (n x n); B is m x n row-major
+void UpperSolveRight(const double* D, int n, double* B, int m) {
+  for (int r = 0; r < m; r++) {
+    double* b = B + r * n;
+    for (int c = 0; c < n; c++) {
+      double s = b[c];
+      for (int k = 0; k < c; k++) s -= b[k] * D[k * n + c];
+      b[c] = s / D[c * n + c];
+    }
+  }
+}
+
+// C -= A B with A (m x k), B (k x n), C (m x n), all row-major
+void GemmSub(double* C, const double* A, const double* B, int m, int k, int n) {
+  for (int i = 0; i < m; i++) {
+    double* ci = C + i * n;
+    const double* ai = A + i * k;
+    for (int l = 0; l < k; l++) {
+      const double a = ai[l];
+      if (a == 0) continue;
+      const double* bl = B + l * n;
+      for (int j = 0; j < n; j++) ci[j] -= a * bl[j];
+    }
+  }
+}
+
+// y -= A x with A (m x n) row-major
+void GemvSub(double* y, const double* A, const double* x, int m, int n) {
+  for (int i = 0; i < m; i++) {
+    double s = 0;
+    const double* ai = A + i * n;
+    for (int j = 0; j < n; j++) s += ai[j] * x[j];
+    y[i] -= s;
+  }
+}
+
+// y -= A' x with A (m x n) row-major, x (m), y (n)
+void GemvTSub(double* y, const double* A, const double* x, int m, int n) {
+  for (int i = 0; i < m; i++) {
+    const double xi = x[i];
+    if (xi == 0) continue;
+    const double* ai = A + i * n;
+    for (int j = 0; j < n; j++) y[j] -= ai[j] * xi;
+  }
+}
+
+}  // namespace
+
+bool RowIsChain(const int* cols, int n, const int* parent) {
+  for (int a = n - 1; a > 0; a--) {
+    int j = cols[a];
+    while (j > cols[a - 1]) j = parent[j];
+    if (j != cols[a - 1]) return false;
+  }
+  return true;
+}
+
+bool IslandLU::Allocate(const ProblemDims& dims, long max_pool, std::string* error) {
+  nv_ = dims.nv;
+  const int nv = std::max(1, dims.nv), ntree = std::max(1, dims.ntree);
+  const long nv2 = static_cast<long>(nv) * nv;
+  const long pool = std::min(nv2, std::max(max_pool, 64L * nv));
+  max_edges_ = static_cast<int>(std::min(static_cast<long>(ntree) * (ntree - 1) / 2 + 1, pool / 2));
+  words_ = (ntree + 63) / 64;
+  try {
+    depth_.assign(nv, 0);
+    lo_.assign(std::max(1, dims.nM), 0);
+    up_.assign(std::max(1, dims.nM), 0);
+    dinv_.assign(nv, 0);
+    pos_size_.assign(ntree, 0);
+    pos_dof_.assign(ntree, 0);
+    pos_vadr_.assign(ntree, 0);
+    diag_adr_.assign(ntree, 0);
+    adj_adr_.assign(ntree, 0);
+    adj_num_.assign(ntree, 0);
+    adj_.assign(max_edges_, 0);
+    lblk_.assign(max_edges_, 0);
+    ublk_.assign(max_edges_, 0);
+    dof_pos_.assign(nv, 0);
+    dof_off_.assign(nv, 0);
+    where_.assign(ntree, -1);
+    add_.assign(kMaxDenseAdd * kMaxDenseAdd + 12 * static_cast<size_t>(nv), 0);
+    row_loc_.assign(std::max(1, dims.max_rows), -1);
+    Y_.assign(static_cast<size_t>(kMaxConstraintRows) * nv, 0);
+    D_.assign(kMaxConstraintRows * kMaxConstraintRows, 0);
+    W_.assign(kMaxConstraintRows * kMaxConstraintRows, 0);
+    K_.assign(kMaxConstraintRows * kMaxConstraintRows, 0);
+    piv_.assign(kMaxConstraintRows, 0);
+    cvec_.assign(3 * kMaxConstraintRows, 0);
+    dof_loc_.assign(nv, -1);
+    pool_.assign(pool, 0);
+    work_.assign(nv, 0);
+    adjbits_.assign(static_cast<size_t>(ntree) * words_, 0);
+    local_tree_.assign(ntree, -1);
+    node_tree_.assign(ntree, 0);
+    node_pos_.assign(ntree, 0);
+    weight_.assign(ntree, 0);
+    done_.assign(ntree, 0);
+    elim_adr_.assign(ntree, 0);
+    elim_num_.assign(ntree, 0);
+    scratch_.assign(ntree, 0);
+  } catch (const std::bad_alloc&) {
+    *error = "ipm: out of memory for the factorization workspace";
+    return false;
+  }
+  return true;
+}
+
+bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space space,
+                       const SparseRows* right) {
+  const Islands& is = p.islands;
+  parent_ = p.mass.parent;
+  madr_ = p.mass.madr;
+  problem_ = &p;
+  right_ = right ? right : &p.J;
+  island_ = island;
+  const int ntr = is.ntrees[island];
+  const int* trees = is.trees + is.treeadr[island];
+  const int* rows = is.rows + is.rowadr[island];
+  const int nrows = is.nrows[island];
+  const int nd = is.ndofs[island];
+  const int* dofs = is.dofs + is.dofadr[island];
+  cspace_ = false;
+  bool chains = ntr == 1;
+  for (int r = 0; r < nrows && chains; r++) chains = chain[rows[r]] != 0;
+
+  // estimated instructions per iteration (calibrated on the humanoid): dof space assembles J'WJ
+  // (sum of row widths squared) and factors the tree (sum of depth^2) or the dense tree blocks;
+  // constraint space factors an m x m dense matrix and pays M^-1 and Y products in each solve
+  if (space != kDofSpace && nrows <= kMaxConstraintRows) {
+    double assembly = 0, factor = 0;
+    for (int r = 0; r < nrows; r++)
+      assembly += static_cast<double>(p.J.rownnz[rows[r]]) * p.J.rownnz[rows[r]];
+    if (chains) {
+      for (int a = 0; a < nd; a++) {
+        const int j = dofs[a];
+        depth_[j] = parent_[j] < 0 ? 0 : depth_[parent_[j]] + 1;
+        factor += static_cast<double>(depth_[j]) * (depth_[j] + 1);
+      }
+      factor *= 10;
+    } else {
+      for (int t = 0; t < ntr; t++) {
+        const double n = is.tree_dofnum[trees[t]];
+        factor += 2 * (2.0 / 3.0) * n * n * n;
+      }
+    }
+    const double m = nrows;
+    const double dof_cost = 6 * assembly + factor;
+    const double cs_cost = 5 * (2.0 / 3.0) * m * m * m + 2 * (11 * 2 * m * nd + 8 * p.mass.nM);
+    if (space == kConstraintSpace || cs_cost < dof_cost) {
+      cspace_ = true;
+      m_ = nrows;
+      nd_ = nd;
+      for (int r = 0; r < nrows; r++) row_loc_[rows[r]] = r;
+      for (int a = 0; a < nd; a++) dof_loc_[dofs[a]] = a;
+
+      // Y = M^-1 J' (row r of Y is M^-1 J_r'), D = R Y for the right rows R
+      double* col = work_.data();
+      for (int r = 0; r < nrows; r++) {
+        for (int a = 0; a < nd; a++) col[dofs[a]] = 0;
+        p.J.AddRowTo(rows[r], 1, col);
+        for (int t = 0; t < ntr; t++) {
+          const int b = is.tree_dofadr[trees[t]];
+          p.mass.Solve(col, b, b + is.tree_dofnum[trees[t]]);
+        }
+        double* y = Y_.data() + static_cast<size_t>(r) * nd;
+        for (int a = 0; a < nd; a++) y[a] = col[dofs[a]];
+      }
+      const SparseRows& R = *right_;
+      for (int r = 0; r < nrows; r++) {
+        const int i = rows[r], adr = R.rowadr[i];
+        for (int c = 0; c < nrows; c++) {
+          const double* y = Y_.data() + static_cast<size_t>(c) * nd;
+          double v = 0;
+          for (int k = 0; k < R.rownnz[i]; k++)
+            v += R.val[adr + k] * y[dof_loc_[R.colind[adr + k]]];
+          D_[r * nrows + c] = v;
+        }
+      }
+      return true;
+    }
+  }
+
+  // one tree whose rows are all chains: tree-sparse
+  tree_sparse_ = false;
+  if (ntr == 1) {
+    if (chains) {
+      tree_sparse_ = true;
+      begin_ = is.tree_dofadr[trees[0]];
+      end_ = begin_ + is.tree_dofnum[trees[0]];
+      for (int i = begin_; i < end_; i++) {
+        depth_[i] = parent_[i] < 0 ? 0 : depth_[parent_[i]] + 1;
+      }
+      return true;
+    }
+  }
+
+  // adjacency of the island's trees from the rows
+  const int T = ntr;
+  const int words = (T + 63) / 64;
+  for (int l = 0; l < T; l++) {
+    local_tree_[trees[l]] = l;
+    node_tree_[l] = trees[l];
+    done_[l] = 0;
+    uint64_t* row = adjbits_.data() + static_cast<size_t>(l) * words_;
+    for (int w = 0; w < words; w++) row[w] = 0;
+  }
+  for (int r = 0; r < nrows; r++) {
+    int nt = 0;
+    ForEachRowTree(p, rows[r], [&](int t, int, int) { scratch_[nt++] = local_tree_[t]; });
+    for (int a = 0; a < nt; a++) {
+      uint64_t* row = adjbits_.data() + static_cast<size_t>(scratch_[a]) * words_;
+      for (int b = 0; b < nt; b++) {
+        if (a != b) row[scratch_[b] >> 6] |= uint64_t{1} << (scratch_[b] & 63);
+      }
+    }
+  }
+
+  // f(m) for the uneliminated neighbours m of node l
+  auto neighbours = [&](int l, auto f) {
+    const uint64_t* row = adjbits_.data() + static_cast<size_t>(l) * words_;
+    for (int wd = 0; wd < words; wd++) {
+      uint64_t bits = row[wd];
+      while (bits) {
+        const int m = wd * 64 + __builtin_ctzll(bits);
+        bits &= bits - 1;
+        if (!done_[m]) f(m);
+      }
+    }
+  };
+
+  // weighted degree: dofs of the uneliminated neighbours
+  auto weigh = [&](int l) {
+    int w = 0;
+    neighbours(l, [&](int m) { w += is.tree_dofnum[node_tree_[m]]; });
+    return w;
+  };
+  for (int l = 0; l < T; l++) weight_[l] = weigh(l);
+
+  // minimum degree elimination; each step records its uneliminated neighbours (the fill)
+  int nedge = 0;
+  for (int step = 0; step < T; step++) {
+    int best = -1;
+    for (int l = 0; l < T; l++) {
+      if (!done_[l] && (best < 0 || weight_[l] < weight_[best])) best = l;
+    }
+    done_[best] = 1;
+    node_pos_[best] = step;
+    elim_adr_[step] = nedge;
+    uint64_t* rowb = adjbits_.data() + static_cast<size_t>(best) * words_;
+    int cnt = 0;
+    bool full = false;
+    neighbours(best, [&](int m) {
+      if (nedge >= max_edges_) {
+        full = true;
+        return;
+      }
+      adj_[nedge++] = m;
+      cnt++;
+    });
+    if (full) return false;
+    elim_num_[step] = cnt;
+
+    // neighbours become a clique
+    for (int e = elim_adr_[step]; e < nedge; e++) {
+      const int m = adj_[e];
+      uint64_t* rowm = adjbits_.data() + static_cast<size_t>(m) * words_;
+      for (int wd = 0; wd < words; wd++) rowm[wd] |= rowb[wd];
+      rowm[m >> 6] &= ~(uint64_t{1} << (m & 63));
+    }
+    for (int e = elim_adr_[step]; e < nedge; e++) weight_[adj_[e]] = weigh(adj_[e]);
+  }
+
+  // positions, neighbour lists in positions (ascending), pool addresses
+  npos_ = T;
+  int vadr = 0;
+  long pool = 0;
+  for (int l = 0; l < T; l++) {
+    const int k = node_pos_[l], t = node_tree_[l];
+    pos_size_[k] = is.tree_dofnum[t];
+    pos_dof_[k] = is.tree_dofadr[t];
+  }
+  for (int k = 0; k < T; k++) {
+    pos_vadr_[k] = vadr;
+    vadr += pos_size_[k];
+    diag_adr_[k] = static_cast<int>(pool);
+    pool += static_cast<long>(pos_size_[k]) * pos_size_[k];
+    for (int j = 0; j < pos_size_[k]; j++) {
+      dof_pos_[pos_dof_[k] + j] = k;
+      dof_off_[pos_dof_[k] + j] = j;
+    }
+  }
+  for (int k = 0; k < T; k++) {
+    adj_adr_[k] = elim_adr_[k];
+    adj_num_[k] = elim_num_[k];
+    int* a = adj_.data() + adj_adr_[k];
+    const int n = adj_num_[k];
+    for (int e = 0; e < n; e++) a[e] = node_pos_[a[e]];
+    std::sort(a, a + n);
+    for (int e = 0; e < n; e++) {
+      const long blk = static_cast<long>(pos_size_[k]) * pos_size_[a[e]];
+      lblk_[adj_adr_[k] + e] = static_cast<int>(pool);
+      ublk_[adj_adr_[k] + e] = static_cast<int>(pool + blk);
+      pool += 2 * blk;
+    }
+  }
+  if (pool > static_cast<long>(pool_.size())) return false;
+  pool_used_ = static_cast<int>(pool);
+  return true;
+}
+
+void IslandLU::SetMass(const Problem& p) {
+  if (cspace_) {
+    for (int a = 0; a < m_ * m_; a++) W_[a] = 0;
+    return;
+  }
+  if (tree_sparse_) {
+    const int a = madr_[begin_], b = end_ < p.nv ? madr_[end_] : p.mass.nM;
+    for (int i = a; i < b; i++) lo_[i] = up_[i] = p.mass.M[i];
+    return;
+  }
+  for (int i = 0; i < pool_used_; i++) pool_[i] = 0;
+  for (int k = 0; k < npos_; k++) {
+    p.mass.Dense(pos_dof_[k], pos_dof_[k] + pos_size_[k], pool_.data() + diag_adr_[k],
+                 pos_size_[k]);
+  }
+}
+
+double* IslandLU::Block(int i, int j) {
+  if (i == j) return pool_.data() + diag_adr_[i];
+  const int k = std::min(i, j), other = std::max(i, j);
+  const int* a = adj_.data() + adj_adr_[k];
+  const int e = static_cast<int>(std::lower_bound(a, a + adj_num_[k], other) - a) + adj_adr_[k];
+  return pool_.data() + (i > j ? lblk_[e] : ublk_[e]);
+}
+
+void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T) {
+  if (tree_sparse_ && depth_[cols[n - 1]] - depth_[cols[0]] == n - 1) {
+    AddJtTChain(cols, n, dim, Jc, T);
+    return;
+  }
+  if (n > kMaxDenseAdd) {
+    AddJtTLarge(cols, n, dim, Jc, T);
+    return;
+  }
+
+  // G = Jc' T, dense (n x n), row by row
+  double* G = add_.data();
+  for (int a = 0; a < n * n; a++) G[a] = 0;
+  for (int r = 0; r < dim; r++) {
+    const double* jr = Jc + r * n;
+    const double* tr = T + r * n;
+    for (int a = 0; a < n; a++) {
+      const double ja = jr[a];
+      if (ja == 0) continue;
+      double* ga = G + a * n;
+      for (int b = 0; b < n; b++) ga[b] += ja * tr[b];
+    }
+  }
+
+  if (tree_sparse_) {
+    // cb < ca is an ancestor of ca: A(ca, cb) in lo, A(cb, ca) in up, at depth(ca) - depth(cb)
+    for (int a = 0; a < n; a++) {
+      const int ca = cols[a], base = madr_[ca], da = depth_[ca];
+      const double* ga = G + a * n;
+      lo_[base] += ga[a];
+      for (int b = 0; b < a; b++) {
+        const int adr = base + da - depth_[cols[b]];
+        lo_[adr] += ga[b];
+        up_[adr] += G[b * n + a];
+      }
+    }
+    return;
+  }
+
+  // segments of cols by tree position
+  for (int a0 = 0; a0 < n;) {
+    const int pa = dof_pos_[cols[a0]];
+    int a1 = a0 + 1;
+    while (a1 < n && dof_pos_[cols[a1]] == pa) a1++;
+    for (int b0 = 0; b0 < n;) {
+      const int pb = dof_pos_[cols[b0]];
+      int b1 = b0 + 1;
+      while (b1 < n && dof_pos_[cols[b1]] == pb) b1++;
+      double* blk = Block(pa, pb);
+      const int wb = pos_size_[pb];
+      for (int a = a0; a < a1; a++) {
+        double* row = blk + dof_off_[cols[a]] * wb;
+        const double* ga = G + a * n;
+        for (int b = b0; b < b1; b++) row[dof_off_[cols[b]]] += ga[b];
+      }
+      b0 = b1;
+    }
+    a0 = a1;
+  }
+}
+
+namespace {
+
+// chain rows: lo[t] += sum_r J(r, a) T(r, a - t), up[t] += sum_r T(r, a) J(r, a - t), t = 0..a,
+// with J and T read reversed (jr, tr) so that every loop is contiguous
+template <int D>
+void ChainRows(int n, const double* Jc, const double* T, const double* jr, const double* tr,
+               const int* cols, const int* madr, double* lo_all, double* up_all) {
+  for (int a = 0; a < n; a++) {
+    double* lo = lo_all + madr[cols[a]];
+    double* up = up_all + madr[cols[a]];
+    const int off = n - 1 - a;
+    double ja[D], ta[D];
+    for (int r = 0; r < D; r++) {
+      ja[r] = Jc[r * n + a];
+      ta[r] = T[r * n + a];
+    }
+    double l0 = 0;
+    for (int r = 0; r < D; r++) l0 += ja[r] * tr[r * n + off];
+    lo[0] += l0;
+    for (int t = 1; t <= a; t++) {
+      double l = 0, u = 0;
+      for (int r = 0; r < D; r++) {
+        l += ja[r] * tr[r * n + off + t];
+        u += ta[r] * jr[r * n + off + t];
+      }
+      lo[t] += l;
+      up[t] += u;
+    }
+  }
+}
+
+}  // namespace
+
+void IslandLU::AddJtTChain(const int* cols, int n, int dim, const double* Jc, const double* T) {
+  // cols are consecutive ancestors: A(ca, c(a-t)) sits at madr[ca] + t
+  double* jr = add_.data();
+  double* tr = jr + dim * n;
+  for (int r = 0; r < dim; r++) {
+    for (int j = 0; j < n; j++) {
+      jr[r * n + j] = Jc[r * n + n - 1 - j];
+      tr[r * n + j] = T[r * n + n - 1 - j];
+    }
+  }
+  double* lo = lo_.data();
+  double* up = up_.data();
+  switch (dim) {
+    case 1:
+      ChainRows<1>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      break;
+    case 3:
+      ChainRows<3>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      break;
+    case 4:
+      ChainRows<4>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      break;
+    case 6:
+      ChainRows<6>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      break;
+    default:
+      AddJtTLarge(cols, n, dim, Jc, T);
+      break;
+  }
+}
+
+void IslandLU::AddJtTLarge(const int* cols, int n, int dim, const double* Jc, const double* T) {
+  // rows touching many dofs (tendons, long chains): entry by entry
+  for (int a = 0; a < n; a++) {
+    const int ca = cols[a];
+    for (int b = 0; b < n; b++) {
+      double v = 0;
+      for (int r = 0; r < dim; r++) v += Jc[r * n + a] * T[r * n + b];
+      if (tree_sparse_) {
+        if (a == b) {
+          lo_[madr_[ca]] += v;
+        } else if (b < a) {
+          lo_[madr_[ca] + depth_[ca] - depth_[cols[b]]] += v;
+        } else {
+          up_[madr_[cols[b]] + depth_[cols[b]] - depth_[ca]] += v;
+        }
+      } else {
+        const int cb = cols[b];
+        Block(dof_pos_[ca], dof_pos_[cb])[dof_off_[ca] * pos_size_[dof_pos_[cb]] + dof_off_[cb]] +=
+            v;
+      }
+    }
+  }
+}
+
+void IslandLU::FactorTree(double* mn, double* mx, bool* ok) {
+  double* lo = lo_.data();
+  double* up = up_.data();
+  for (int k = end_ - 1; k >= begin_; k--) {
+    const int kk = madr_[k];
+    const double d = lo[kk];
+    const double ad = std::fabs(d);
+    if (!(ad > kTinyPivot) || !std::isfinite(d)) {
+      *ok = false;
+      return;
+    }
+    *mn = std::fmin(*mn, ad);
+    *mx = std::fmax(*mx, ad);
+    const double id = 1 / d;
+    dinv_[k] = id;
+    int ki = kk + 1;
+    for (int i = parent_[k]; i >= 0; i = parent_[i], ki++) {
+      // pairs (i, j), j = i and its ancestors: A(i,j) -= A(i,k) A(k,j) / d, A(j,i) likewise
+      const double aik = up[ki] * id, aki = lo[ki] * id;
+      const int cnt = depth_[i] + 1;
+      double* loi = lo + madr_[i];
+      double* upi = up + madr_[i];
+      const double* lok = lo + ki;
+      const double* upk = up + ki;
+      loi[0] -= aik * lok[0];
+      for (int c = 1; c < cnt; c++) {
+        loi[c] -= aik * lok[c];
+        upi[c] -= aki * upk[c];
+      }
+      lo[ki] = aki;
+      up[ki] = aik;
+    }
+  }
+}
+
+void IslandLU::FactorBlocks(double* mn, double* mx, bool* ok) {
+  double* pool = pool_.data();
+  for (int k = 0; k < npos_ && *ok; k++) {
+    const int nk = pos_size_[k];
+    double* D = pool + diag_adr_[k];
+    DenseLU(D, nk, mn, mx, ok);
+    if (!*ok) return;
+    const int a0 = adj_adr_[k], na = adj_num_[k];
+
+    // off-diagonal blocks of position k
+    for (int e = a0; e < a0 + na; e++) {
+      const int nj = pos_size_[adj_[e]];
+      LowerSolve(D, nk, pool + ublk_[e], nj);
+      UpperSolveRight(D, nk, pool + lblk_[e], nj);
+    }
+
+    // Schur complement on the later neighbours
+    for (int e1 = a0; e1 < a0 + na; e1++) {
+      const int i = adj_[e1], ni = pos_size_[i];
+      const double* Lik = pool + lblk_[e1];  // ni x nk
+      const double* Uki = pool + ublk_[e1];  // nk x ni
+      GemmSub(pool + diag_adr_[i], Lik, Uki, ni, nk, ni);
+      if (e1 + 1 == a0 + na) continue;
+
+      // blocks (i, j) and (j, i) for later j: edges of i
+      const int b0 = adj_adr_[i], nb = adj_num_[i];
+      for (int e = b0; e < b0 + nb; e++) where_[adj_[e]] = e;
+      for (int e2 = e1 + 1; e2 < a0 + na; e2++) {
+        const int j = adj_[e2], nj = pos_size_[j];
+        const int e = where_[j];
+        const double* Ljk = pool + lblk_[e2];            // nj x nk
+        const double* Ukj = pool + ublk_[e2];            // nk x nj
+        GemmSub(pool + ublk_[e], Lik, Ukj, ni, nk, nj);  // U(i, j)
+        GemmSub(pool + lblk_[e], Ljk, Uki, nj, nk, ni);  // L(j, i)
+      }
+      for (int e = b0; e < b0 + nb; e++) where_[adj_[e]] = -1;
+    }
+  }
+}
+
+void IslandLU::AddW(int row, int dim, const double* Wb) {
+  const int r0 = row_loc_[row];
+  for (int r = 0; r < dim; r++) {
+    for (int c = 0; c < dim; c++) W_[(r0 + r) * m_ + r0 + c] += Wb[r * dim + c];
+  }
+}
+
+void IslandLU::FactorConstraintSpace(double* mn, double* mx, bool* ok) {
+  // K = I + W D, LU with partial pivoting (rows of W are sparse: its blocks)
+  const int m = m_;
+  double* K = K_.data();
+  for (int r = 0; r < m; r++) {
+    double* kr = K + r * m;
+    for (int c = 0; c < m; c++) kr[c] = r == c;
+    const double* wr = W_.data() + r * m;
+    for (int j = 0; j < m; j++) {
+      const double w = wr[j];
+      if (w == 0) continue;
+      const double* dj = D_.data() + j * m;
+      for (int c = 0; c < m; c++) kr[c] += w * dj[c];
+    }
+  }
+  for (int c = 0; c < m; c++) {
+    int best = c;
+    for (int r = c + 1; r < m; r++) {
+      if (std::fabs(K[r * m + c]) > std::fabs(K[best * m + c])) best = r;
+    }
+    piv_[c] = best;
+    if (best != c) {
+      for (int k = 0; k < m; k++) std::swap(K[c * m + k], K[best * m + k]);
+    }
+    const double p = K[c * m + c];
+    const double ap = std::fabs(p);
+    if (!(ap > kTinyPivot) || !std::isfinite(p)) {
+      *ok = false;
+      return;
+    }
+    *mn = std::fmin(*mn, ap);
+    *mx = std::fmax(*mx, ap);
+    const double ip = 1 / p;
+    for (int r = c + 1; r < m; r++) {
+      double* kr = K + r * m;
+      const double l = kr[c] * ip;
+      kr[c] = l;
+      if (l == 0) continue;
+      const double* kc = K + c * m;
+      for (int k = c + 1; k < m; k++) kr[k] -= l * kc[k];
+    }
+  }
+}
+
+void IslandLU::SolveConstraintSpace(double* x, bool transpose) {
+  // x <- M^-1 x - Y K^-1 W J M^-1 x; the transpose uses W' and K' (with the right rows equal
+  // to J, D is symmetric and Y serves both)
+  const Problem& p = *problem_;
+  const Islands& is = p.islands;
+  const int m = m_, nd = nd_;
+  const int* dofs = is.dofs + is.dofadr[island_];
+  const int* rows = is.rows + is.rowadr[island_];
+  for (int t = is.treeadr[island_]; t < is.treeadr[island_] + is.ntrees[island_]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Solve(x, b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  double* g = cvec_.data();
+  double* z = g + kMaxConstraintRows;
+  const double* K = K_.data();
+  for (int r = 0; r < m; r++) g[r] = (transpose ? p.J : *right_).Dot(rows[r], x);
+  if (!transpose) {
+    // z = W g, then K^-1 z
+    for (int r = 0; r < m; r++) {
+      double v = 0;
+      const double* wr = W_.data() + r * m;
+      for (int c = 0; c < m; c++) v += wr[c] * g[c];
+      z[r] = v;
+    }
+    for (int c = 0; c < m; c++) {
+      if (piv_[c] != c) std::swap(z[c], z[piv_[c]]);
+    }
+    for (int c = 0; c < m; c++) {
+      for (int r = c + 1; r < m; r++) z[r] -= K[r * m + c] * z[c];
+    }
+    for (int r = m - 1; r >= 0; r--) {
+      double v = z[r];
+      for (int c = r + 1; c < m; c++) v -= K[r * m + c] * z[c];
+      z[r] = v / K[r * m + r];
+    }
+  } else {
+    // z = K'^-1 g, then W' z
+    for (int r = 0; r < m; r++) {
+      double v = g[r];
+      for (int c = 0; c < r; c++) v -= K[c * m + r] * g[c];
+      g[r] = v / K[r * m + r];
+    }
+    for (int c = m - 1; c >= 0; c--) {
+      for (int r = c + 1; r < m; r++) g[c] -= K[r * m + c] * g[r];
+    }
+    for (int c = m - 1; c >= 0; c--) {
+      if (piv_[c] != c) std::swap(g[c], g[piv_[c]]);
+    }
+    for (int r = 0; r < m; r++) {
+      double v = 0;
+      for (int c = 0; c < m; c++) v += W_[c * m + r] * g[c];
+      z[r] = v;
+    }
+  }
+  for (int a = 0; a < nd; a++) {
+    double v = 0;
+    for (int r = 0; r < m; r++) v += Y_[static_cast<size_t>(r) * nd + a] * z[r];
+    x[dofs[a]] -= v;
+  }
+}
+
+bool IslandLU::Factor(double* min_pivot, double* max_pivot) {
+  double mn = HUGE_VAL, mx = 0;
+  bool ok = true;
+  if (cspace_) {
+    FactorConstraintSpace(&mn, &mx, &ok);
+  } else if (tree_sparse_) {
+    FactorTree(&mn, &mx, &ok);
+  } else {
+    FactorBlocks(&mn, &mx, &ok);
+  }
+  *min_pivot = mn;
+  *max_pivot = mx;
+  return ok;
+}
+
+void IslandLU::Solve(double* x) { SolveAny(x, false); }
+
+void IslandLU::SolveTranspose(double* x) { SolveAny(x, true); }
+
+void IslandLU::SolveAny(double* x, bool transpose) {
+  if (cspace_) {
+    SolveConstraintSpace(x, transpose);
+    return;
+  }
+  if (tree_sparse_) {
+    // A' swaps the roles of the two triangles
+    const double* fwd = transpose ? lo_.data() : up_.data();
+    const double* bwd = transpose ? up_.data() : lo_.data();
+    for (int k = end_ - 1; k >= begin_; k--) {
+      const double xk = x[k];
+      if (xk == 0) continue;
+      int adr = madr_[k] + 1;
+      for (int i = parent_[k]; i >= 0; i = parent_[i]) x[i] -= fwd[adr++] * xk;
+    }
+    for (int k = begin_; k < end_; k++) {
+      double s = x[k] * dinv_[k];
+      int adr = madr_[k] + 1;
+      for (int j = parent_[k]; j >= 0; j = parent_[j]) s -= bwd[adr++] * x[j];
+      x[k] = s;
+    }
+    return;
+  }
+
+  // gather in position order, solve, scatter back
+  double* y = work_.data();
+  for (int k = 0; k < npos_; k++) {
+    for (int j = 0; j < pos_size_[k]; j++) y[pos_vadr_[k] + j] = x[pos_dof_[k] + j];
+  }
+  if (transpose) {
+    SolveBlocksTranspose(y);
+  } else {
+    SolveBlocks(y);
+  }
+  for (int k = 0; k < npos_; k++) {
+    for (int j = 0; j < pos_size_[k]; j++) x[pos_dof_[k] + j] = y[pos_vadr_[k] + j];
+  }
+}
+
+void IslandLU::SolveBlocks(double* y) const {
+  // L (unit lower) forward, then U backward
+  const double* pool = pool_.data();
+  for (int k = 0; k < npos_; k++) {
+    const int nk = pos_size_[k];
+    double* yk = y + pos_vadr_[k];
+    LowerSolve(pool + diag_adr_[k], nk, yk, 1);
+    for (int e = adj_adr_[k]; e < adj_adr_[k] + adj_num_[k]; e++) {
+      const int j = adj_[e];
+      GemvSub(y + pos_vadr_[j], pool + lblk_[e], yk, pos_size_[j], nk);
+    }
+  }
+  for (int k = npos_ - 1; k >= 0; k--) {
+    const int nk = pos_size_[k];
+    double* yk = y + pos_vadr_[k];
+    for (int e = adj_adr_[k]; e < adj_adr_[k] + adj_num_[k]; e++) {
+      const int j = adj_[e];
+      GemvSub(yk, pool + ublk_[e], y + pos_vadr_[j], nk, pos_size_[j]);
+    }
+    const double* D = pool + diag_adr_[k];
+    for (int r = nk - 1; r >= 0; r--) {
+      double s = yk[r];
+      for (int c = r + 1; c < nk; c++) s -= D[r * nk + c] * yk[c];
+      yk[r] = s / D[r * nk + r];
+    }
+  }
+}
+
+void IslandLU::SolveBlocksTranspose(double* y) const {
+  // A' = U' L': U' (lower) forward, then L' (unit upper) backward
+  const double* pool = pool_.data();
+  for (int k = 0; k < npos_; k++) {
+    const int nk = pos_size_[k];
+    double* yk = y + pos_vadr_[k];
+    const double* D = pool + diag_adr_[k];
+    for (int r = 0; r < nk; r++) {
+      double s = yk[r];
+      for (int c = 0; c < r; c++) s -= D[c * nk + r] * yk[c];
+      yk[r] = s / D[r * nk + r];
+    }
+    for (int e = adj_adr_[k]; e < adj_adr_[k] + adj_num_[k]; e++) {
+      const int j = adj_[e];
+      GemvTSub(y + pos_vadr_[j], pool + ublk_[e], yk, nk, pos_size_[j]);
+    }
+  }
+  for (int k = npos_ - 1; k >= 0; k--) {
+    const int nk = pos_size_[k];
+    double* yk = y + pos_vadr_[k];
+    for (int e = adj_adr_[k]; e < adj_adr_[k] + adj_num_[k]; e++) {
+      const int j = adj_[e];
+      GemvTSub(yk, pool + lblk_[e], y + pos_vadr_[j], pos_size_[j], nk);
+    }
+    const double* D = pool + diag_adr_[k];
+    for (int r = nk - 1; r >= 0; r--) {
+      double s = yk[r];
+      for (int c = r + 1; c < nk; c++) s -= D[c * nk + r] * yk[c];
+      yk[r] = s;
+    }
+  }
+}
+
+}  // namespace contactkit
