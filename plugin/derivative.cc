@@ -124,6 +124,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   settings_ = s;
   shadow_ = MakeHandle(m, s, false, error);
   if (!shadow_) return false;
+  shadow_->extractor.set_structural(true);
   d0_ = mj_makeData(m);
   d1_ = mj_makeData(m);
   if (!d0_ || !d1_) {
@@ -131,6 +132,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
     return false;
   }
   if (!extractor_.Setup(m, 0, error)) return false;
+  extractor_.set_structural(true);
   if (!MakeCfdModel(m, s, error)) return false;
   const ProblemDims& dims = extractor_.dims();
   storage_.Allocate(dims, m->dof_parentid, m->dof_Madr, extractor_.dof_tree().data(),

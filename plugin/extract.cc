@@ -20,8 +20,7 @@ int NonContactRows(const mjModel* m) {
     n += m->eq_type[i] == mjEQ_CONNECT ? 3 : m->eq_type[i] == mjEQ_WELD ? 6 : 1;
   }
   for (int i = 0; i < m->nv; i++) n += m->dof_frictionloss[i] > 0;
-  for (int i = 0; i < m->ntendon; i++)
-    n += (m->tendon_frictionloss[i] > 0) + 2 * m->tendon_limited[i];
+  for (int i = 0; i < m->ntendon; i++) n += (m->tendon_frictionloss[i] > 0) + 2 * m->tendon_limited[i];
   for (int i = 0; i < m->njnt; i++) {
     if (m->jnt_limited[i]) n += m->jnt_type[i] == mjJNT_BALL ? 1 : 2;
   }
@@ -33,8 +32,7 @@ int BodyChain(const mjModel* m, int body, int* chain) {
   while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
   if (body <= 0) return 0;
   int n = 0;
-  for (int da = m->body_dofadr[body] + m->body_dofnum[body] - 1; da >= 0;
-       da = m->dof_parentid[da]) {
+  for (int da = m->body_dofadr[body] + m->body_dofnum[body] - 1; da >= 0; da = m->dof_parentid[da]) {
     chain[n++] = da;
   }
   return n;
@@ -208,7 +206,7 @@ int Extractor::Extract(const mjModel* m, const mjData* d, Problem* p) {
         // derivative has a place even where the value happens to be zero)
         const double* row = d->efc_J + static_cast<size_t>(i) * nv;
         int* cols = J.colind + nnz;
-        const int n = StructuralColumns(m, type, d->efc_id[i], cols);
+        const int n = structural_ ? StructuralColumns(m, type, d->efc_id[i], cols) : -1;
         if (n >= 0 && nnz + n <= dims_.max_nnz) {
           for (int k = 0; k < n; k++) J.val[nnz + k] = row[cols[k]];
           nnz += n;

@@ -44,6 +44,11 @@ class Extractor {
   int ContactRows(const mjModel* m, const mjData* d, int body1, int body2, const double pos[3],
                   const double frame[9], int dim, int* cols, double* rows, int ld);
 
+  // with on, Extract keeps the structural pattern of rows whose Jacobian changes with q
+  // (StructuralColumns; explicit zeros included) instead of their nonzeros, so that a derivative
+  // of the values has a place where a value happens to be zero (the derivative module's problems)
+  void set_structural(bool on) { structural_ = on; }
+
   // ascending columns a row of MuJoCo constraint type / id can touch when its Jacobian changes
   // with q (connect and weld: the dofs moving either body; ball limits: the ball's dofs); -1 if
   // the row's Jacobian is kept as its nonzeros
@@ -52,6 +57,7 @@ class Extractor {
  private:
   ProblemDims dims_;
   int ntree_ = 0;
+  bool structural_ = false;  // Extract keeps structural patterns
   int maxpair_ = 0;               // most dofs a contact row can touch
   std::vector<int> dof_tree_;     // tree of each dof                           (nv)
   std::vector<int> chain1_;       // dof chain of body 1, descending            (nv)
