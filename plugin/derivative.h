@@ -123,6 +123,8 @@ class Derivative {
   // impedance, regularizer and reference acceleration tangents from dpos_, dvel_; the contacts'
   // impedance slopes and position terms of the stage
   void RowTangents();
+  // dvel_ = dJ_ v (with_dJ) + J dv (nullable dv), then RowTangents
+  void RowVelocityTangents(bool with_dJ, const double* dv);
   void PrepareRowSlopes();
   // sensor tangents of the current direction (after SolveTangent)
   void SensorTangent(const mjModel* m, int kind, double* ds);

@@ -569,13 +569,7 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     dpos_[i] = p.kind[i] == kRowFriction ? 0 : J.Dot(i, dq_.data());
   }
   has_dJ_ = has_dpos_ = has_dvel_ = true;
-  for (int i = 0; i < J.nrow; i++) {
-    double s = 0;
-    for (int q = 0; q < J.rownnz[i]; q++)
-      s += dJ_[J.rowadr[i] + q] * v0_[J.colind[J.rowadr[i] + q]];
-    dvel_[i] = s;
-  }
-  RowTangents();
+  RowVelocityTangents(true, nullptr);
 }
 
 }  // namespace contactkit

@@ -163,17 +163,8 @@ void Derivative::VelocityTangent(const mjModel* m, int index) {
 
   // rows: dvel = J e_index
   if (has_rows_) {
-    const SparseRows& J = p_->J;
-    for (int i = 0; i < J.nrow; i++) {
-      double s = 0;
-      const int adr = J.rowadr[i];
-      for (int k = 0; k < J.rownnz[i]; k++) {
-        if (J.colind[adr + k] == index) s = J.val[adr + k];
-      }
-      dvel_[i] = s;
-    }
     has_dvel_ = true;
-    RowTangents();
+    RowVelocityTangents(false, dv_.data());
   }
 }
 
@@ -230,20 +221,7 @@ void Derivative::PositionPass(const mjModel* m, const double* dq, const double* 
     }
   }
 
-  if (has_rows_) {
-    // dvel = dJ v + J dv
-    const SparseRows& J = p_->J;
-    for (int i = 0; i < J.nrow; i++) {
-      double s = 0;
-      const int adr = J.rowadr[i];
-      for (int k = 0; k < J.rownnz[i]; k++) {
-        const int c = J.colind[adr + k];
-        s += dJ_[adr + k] * v0_[c] + (dv ? J.val[adr + k] * dv[c] : 0);
-      }
-      dvel_[i] = s;
-    }
-    RowTangents();
-  }
+  if (has_rows_) RowVelocityTangents(true, dv);
 }
 
 void Derivative::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out) {
@@ -442,6 +420,21 @@ void Derivative::PrepareRowSlopes() {
       con_dposition_[c] = 1;
     }
   }
+}
+
+void Derivative::RowVelocityTangents(bool with_dJ, const double* dv) {
+  const SparseRows& J = p_->J;
+  for (int i = 0; i < J.nrow; i++) {
+    double s = 0;
+    const int adr = J.rowadr[i];
+    for (int k = 0; k < J.rownnz[i]; k++) {
+      const int c = J.colind[adr + k];
+      if (with_dJ) s += dJ_[adr + k] * v0_[c];
+      if (dv) s += J.val[adr + k] * dv[c];
+    }
+    dvel_[i] = s;
+  }
+  RowTangents();
 }
 
 void Derivative::RowTangents() {
