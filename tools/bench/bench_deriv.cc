@@ -41,8 +41,12 @@ const Registrar kRegister([] {
     AddJacobian(sc.group, "mjd_centered", s, -1, DefaultSettings(), JacMethod::kMujocoCentered);
     for (int solver = 0; solver < ckNSOLVER; solver++) {
       if (!ck_solverAvailable(solver)) continue;
-      AddJacobian(sc.group, std::string("ck_jac_") + ck_solverName(solver), s, solver,
-                  DefaultSettings(), JacMethod::kAnalytic);
+      // ipm at kappa_grad = kappa_tol: the derivative of the step it takes (its default
+      // kappa_grad gives smoothed gradients that differ from differences by design)
+      ckSettings settings = DefaultSettings();
+      settings.ipm.kappa_grad = settings.ipm.kappa_tol;
+      AddJacobian(sc.group, std::string("ck_jac_") + ck_solverName(solver), s, solver, settings,
+                  JacMethod::kAnalytic);
     }
   }
 });
