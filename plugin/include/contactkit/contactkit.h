@@ -144,11 +144,13 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 //   D: nsensordata x nu        d(sensordata) / d(ctrl)
 // all row-major and nullable. Computed by the implicit function theorem on the solver's
 // optimality conditions, reusing one factorization for every direction; the smooth dynamics
-// by MuJoCo's analytic velocity derivatives and forward differences of its position stages.
-// Settings "cfd_width" and "elastic_correction" change the Jacobian (not the step). d is left
-// exactly as it was; all memory was allocated by ck_make. Returns 0 if the analytic path was
-// taken, 1 if finite differences were used instead (ck_transitionFD, forward, eps 1e-6: for
-// solvers without a force tangent and options it does not cover), -1 on bad arguments.
+// analytically (Newton-Euler tangents, MuJoCo's qDeriv) where the model allows it, otherwise by
+// forward differences of MuJoCo's position stages, never of the constraint solve. Settings
+// "cfd_width" and "elastic_correction" change the Jacobian (not the step). d is left exactly as
+// it was; all memory was allocated by ck_make. Returns 0 if the analytic path was taken, 1 if
+// finite differences through ck_step were used instead (forward, eps 1e-6: a solver without a
+// force tangent, noslip iterations, more rows than the handle holds, a singular Hessian),
+// -1 on bad arguments.
 CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                            mjtNum* C, mjtNum* D);
 
