@@ -86,8 +86,7 @@ class IslandLU {
   // current island
   bool tree_sparse_ = false;
   int begin_ = 0, end_ = 0;   // dof range of the island's tree (tree-sparse)
-  std::vector<double> lo_;    // A(i, ancestor) in MuJoCo's layout         (nM)
-  std::vector<double> up_;    // A(ancestor, i) in MuJoCo's layout         (nM)
+  std::vector<double> lu_;    // pairs (A(i, ancestor), A(ancestor, i)) in MuJoCo's layout (2 nM)
   std::vector<double> dinv_;  // inverse pivots                            (nv)
 
   // block-sparse structure, by elimination position
