@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 #include <algorithm>
-#include <initializer_list>
 #include <cmath>
+#include <initializer_list>
 #include <new>
 #include <string>
 #include <utility>
@@ -137,8 +137,8 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     at += n;
     return p;
   };
-  for (Vectors* s : std::initializer_list<Vectors*>{&cur_, &trial_, &best_, &grad_, &cen_, &aff_,
-                                                   &dir_}) {
+  for (Vectors* s :
+       std::initializer_list<Vectors*>{&cur_, &trial_, &best_, &grad_, &cen_, &aff_, &dir_}) {
     s->v = take(V);
     s->rv = take(V);
     s->x = take(R);
@@ -425,6 +425,41 @@ void IpmSolver::Measures(const Problem& p, int k, State* s) const {
   const int ncone = L.orth_num + L.soc_num;
   s->mu = ncone ? gap / ncone : 0;
   s->interior = interior;
+}
+
+void IpmSolver::RecenterEta0(const Problem& p, int k, State* s) const {
+  // eta0 enters no linear residual: on the central path through the contact's normal pair
+  // (gamma s_n = kappa) it is (s_n + sqrt(s_n^2 + 4 |eta_R|^2)) / 2. A feasible iterate's s_n is
+  // final, but eta0 follows only through the linearized product gamma eta0, which lags by a
+  // factor of ten per iteration when gamma collapses (separating contacts). Lower eta0 to that
+  // value where this lowers the cone's largest complementarity entry.
+  const IslandLists& L = lists_[k];
+  bool changed = false;
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    if (nrm < 0) continue;
+    double r2 = 0;
+    for (int r = f; r < f + cnt; r++) r2 += s->z[r] * s->z[r];
+    const double a = s->z[nrm];
+    const double eta0 = 0.5 * (a + std::sqrt(a * a + 4 * r2));
+    if (!(eta0 < s->z0[f])) continue;
+    double x[3], z[3], before[3], after[3];
+    const int n = ConeVectors(*s, f, cnt, s->x[nrm], x, z);
+    Product(x, z, n, before);
+    z[0] = eta0;
+    if (!(Det(z, n) > kInteriorMargin * eta0 * eta0)) continue;
+    Product(x, z, n, after);
+    double mb = 0, ma = 0;
+    for (int r = 0; r < n; r++) {
+      mb = std::max(mb, std::fabs(before[r]));
+      ma = std::max(ma, std::fabs(after[r]));
+    }
+    if (ma < mb) {
+      s->z0[f] = eta0;
+      changed = true;
+    }
+  }
+  if (changed) Measures(p, k, s);
 }
 
 bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s) {
@@ -823,6 +858,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
       if (trial->interior && (trial->rvio <= cur->rvio || trial->kvio <= cur->kvio)) break;
       alpha *= kBacktrack;
     }
+    if (trial->interior && trial->rvio < rtol) RecenterEta0(p, k, trial);
     if (trial->interior) {
       std::swap(cur, trial);
     } else {

@@ -87,6 +87,7 @@ class IpmSolver final : public Solver {
   void WarmStart(const Problem& p, int k, double mu, State* s);
   void Residuals(const Problem& p, int k, State* s);
   void Measures(const Problem& p, int k, State* s) const;
+  void RecenterEta0(const Problem& p, int k, State* s) const;
   bool ConeJacobians(const Problem& p, int k, const State& s);
   bool Linearize(const Problem& p, int k, bool coupled, double* cond);
   bool Factor(const Problem& p, int k, double* cond);
