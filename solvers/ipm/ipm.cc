@@ -81,6 +81,83 @@ void TreeMul(const TreeMass& mass, const double* A, const double* x, double* y, 
   }
 }
 
+// rows [i, i + NB) share one column pattern and are stored one after another (a contact's rows):
+// y[r] = J_(i+r) x
+template <int NB>
+inline void BlockDotN(const SparseRows& J, int i, const double* x, double* y) {
+  const int adr = J.rowadr[i], n = J.rownnz[i];
+  const int* col = J.colind + adr;
+  const double* v = J.val + adr;
+  double acc[NB] = {0};
+  for (int c = 0; c < n; c++) {
+    const double xc = x[col[c]];
+    for (int r = 0; r < NB; r++) acc[r] += v[r * n + c] * xc;
+  }
+  for (int r = 0; r < NB; r++) y[r] = acc[r];
+}
+
+// the same rows: x += sum_r f[r] J_(i+r)'
+template <int NB>
+inline void BlockAddN(const SparseRows& J, int i, const double* f, double* x) {
+  const int adr = J.rowadr[i], n = J.rownnz[i];
+  const int* col = J.colind + adr;
+  const double* v = J.val + adr;
+  for (int c = 0; c < n; c++) {
+    double sum = 0;
+    for (int r = 0; r < NB; r++) sum += f[r] * v[r * n + c];
+    x[col[c]] += sum;
+  }
+}
+
+// y (rows) = J x for the rows of a list; block[i] rows from row i share a pattern (0: inside a
+// block)
+void BlockDot(const SparseRows& J, const int* rows, int nr, const uint8_t* block, const double* x,
+              double* y) {
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    switch (block[i]) {
+      case 1:
+        y[i] = J.Dot(i, x);
+        break;
+      case 3:
+        BlockDotN<3>(J, i, x, y + i);
+        break;
+      case 4:
+        BlockDotN<4>(J, i, x, y + i);
+        break;
+      case 6:
+        BlockDotN<6>(J, i, x, y + i);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// x += J' f for the rows of a list (blocks as in BlockDot)
+void BlockAdd(const SparseRows& J, const int* rows, int nr, const uint8_t* block, const double* f,
+              double* x) {
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    switch (block[i]) {
+      case 1:
+        if (f[i] != 0) J.AddRowTo(i, f[i], x);
+        break;
+      case 3:
+        BlockAddN<3>(J, i, f + i, x);
+        break;
+      case 4:
+        BlockAddN<4>(J, i, f + i, x);
+        break;
+      case 6:
+        BlockAddN<6>(J, i, f + i, x);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 }  // namespace
 
 bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) {
@@ -96,6 +173,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     reg_.assign(R, 0);
     bound_.assign(R, 0);
     chain_.assign(R, 0);
+    block_.assign(R, 1);
     pos_.assign(R, 0);
     pos_next_.assign(R, 0);
     jac_next_.assign(std::max(1, dims.max_nnz), 0);
@@ -191,10 +269,25 @@ void IpmSolver::Prepare(const Problem& p, const double* pos) {
         break;
     }
   }
+  for (int i = 0; i < p.nrow; i++) block_[i] = 1;
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     con_of_row_[con.row] = c;
     for (int r = 1; r < con.dim; r++) scale_[con.row + r] = con.mu[r - 1];
+
+    // a contact's rows as one block when they share their columns, stored one after another
+    const int i = con.row, n = J.rownnz[i];
+    bool same = con.dim == 3 || con.dim == 4 || con.dim == 6;
+    for (int r = 1; r < con.dim && same; r++) {
+      same = J.rownnz[i + r] == n && J.rowadr[i + r] == J.rowadr[i] + r * n;
+      for (int b = 0; b < n && same; b++) {
+        same = J.colind[J.rowadr[i + r] + b] == J.colind[J.rowadr[i] + b];
+      }
+    }
+    if (same) {
+      block_[i] = static_cast<uint8_t>(con.dim);
+      for (int r = 1; r < con.dim; r++) block_[i + r] = 0;
+    }
   }
   for (int j = 0; j < p.nv; j++) mdiag_[j] = p.mass.M[p.mass.madr[j]];
 
@@ -213,7 +306,11 @@ void IpmSolver::Prepare(const Problem& p, const double* pos) {
     const bool single = is.ntrees[k] == 1;
     for (int a = 0; a < nr; a++) {
       const int i = rows[a];
-      if (single) chain_[i] = RowIsChain(J.colind + J.rowadr[i], J.rownnz[i], p.mass.parent);
+      if (single) {
+        // the rows of a block share the first row's columns
+        chain_[i] = block_[i] ? RowIsChain(J.colind + J.rowadr[i], J.rownnz[i], p.mass.parent)
+                              : chain_[i - 1];
+      }
       switch (p.kind[i]) {
         case kRowEquality:
           eq_[neq++] = i;
@@ -545,6 +642,9 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
       lu_.AddW(i, dim, W);
       continue;
     }
+    const int* cols = J.colind + J.rowadr[i];
+    if (block_[i] == dim && lu_.AddJtWG(cols, n, dim, J.val + J.rowadr[i], W, gval + J.rowadr[i]))
+      continue;
     for (int r = 0; r < dim; r++) {
       const double* jr = J.val + J.rowadr[i + r];
       for (int b = 0; b < n; b++) jc[r * n + b] = jr[b];
@@ -559,7 +659,7 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
         for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
       }
     }
-    lu_.AddJtT(J.colind + J.rowadr[i], n, dim, jc, tw);
+    lu_.AddJtT(cols, n, dim, jc, tw);
   }
   return Factor(p, k, cond);
 }
@@ -614,12 +714,10 @@ void IpmSolver::Constants(const Problem& p, int k, const double* rz, const doubl
   for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
     const int i = eq_[e];
     c_[i] = -rz[i] / reg_[i];
-    J.AddRowTo(i, c_[i], rhs_.data());
   }
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
     c_[i] = (with_d ? od_[i] : 0) + og_[i] * rz[i];
-    J.AddRowTo(i, c_[i], rhs_.data());
   }
   for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
     const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
@@ -632,9 +730,9 @@ void IpmSolver::Constants(const Problem& p, int k, const double* rz, const doubl
       if (with_d) v += d[r + 1] - q[r] * d[0];
       for (int c = 0; c < cnt; c++) v += S[r * cnt + c] * rz[f + c];
       c_[f + r] = scale_[f + r] * v;
-      J.AddRowTo(f + r, c_[f + r], rhs_.data());
     }
   }
+  BlockAdd(J, Rows(p, k), NumRows(p, k), block_.data(), c_.data(), rhs_.data());
 }
 
 void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d,
@@ -645,7 +743,7 @@ void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz
   for (int a = 0; a < NumDofs(p, k); a++) d->v[dofs[a]] = rhs_[dofs[a]];
   lu_.Solve(d->v);
   const int* rows = Rows(p, k);
-  for (int a = 0; a < NumRows(p, k); a++) d->u[rows[a]] = gapJ_->Dot(rows[a], d->v);
+  BlockDot(*gapJ_, rows, NumRows(p, k), block_.data(), d->v, d->u);
   for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
     const int i = eq_[e];
     d->x[i] = d->lam[i] = c_[i] - d->u[i] / reg_[i];

@@ -120,6 +120,7 @@ class IpmSolver final : public Solver {
   std::vector<double> reg_;           // equality regularizer R                              (rows)
   std::vector<double> bound_;         // friction-loss impulse bound h floss                 (rows)
   std::vector<uint8_t> chain_;        // row lies on one dof chain                           (rows)
+  std::vector<uint8_t> block_;        // rows from this one sharing its columns; 0: inside   (rows)
   std::vector<double> pos_;           // positions used for the targets                      (rows)
   std::vector<double> pos_next_;      // positions at q+ from the gap re-check               (rows)
   std::vector<double> jac_next_;      // Jacobian values at q+ from the gap re-check         (nnz)

@@ -459,12 +459,11 @@ namespace {
 // chain rows: the pair at madr[cols[a]] + t gains (sum_r J(r, a) T(r, b), sum_r T(r, a) J(r, b))
 // for b = a - t, t = 0..a; q holds the pairs (T(r, b), J(r, b)) row by row (D x 2n)
 template <int D>
-void ChainRows(int n, const double* Jc, const double* T, const double* q, const int* cols,
-               const int* madr, double* lu) {
+void ChainRows(int n, const double* q, const int* cols, const int* madr, double* lu) {
   for (int a = 0; a < n; a++) {
     double* out = lu + 2 * madr[cols[a]];
     Pair c[D];
-    for (int r = 0; r < D; r++) c[r] = Pair{Jc[r * n + a], T[r * n + a]};
+    for (int r = 0; r < D; r++) c[r] = Pair{q[2 * (r * n + a) + 1], q[2 * (r * n + a)]};
     for (int t = 0, b = a; b >= 0; t++, b--) {
       Pair acc = LoadPair(out + 2 * t);
       for (int r = 0; r < D; r++) acc += c[r] * LoadPair(q + 2 * (r * n + b));
@@ -473,7 +472,50 @@ void ChainRows(int n, const double* Jc, const double* T, const double* q, const 
   }
 }
 
+// the pairs ((W G)(r, b), J(r, b)) of D rows J, G (D x n) and W (D x D), into q (D x 2n)
+template <int D>
+void WeightedPairs(int n, const double* Jc, const double* W, const double* G, double* q) {
+  for (int r = 0; r < D; r++) {
+    const double* w = W + r * D;
+    double* qr = q + 2 * r * n;
+    const double* jr = Jc + r * n;
+    for (int b = 0; b < n; b++) {
+      double t = 0;
+      for (int c = 0; c < D; c++) t += w[c] * G[c * n + b];
+      qr[2 * b] = t;
+      qr[2 * b + 1] = jr[b];
+    }
+  }
+}
+
 }  // namespace
+
+bool IslandLU::AddJtWG(const int* cols, int n, int dim, const double* Jc, const double* W,
+                       const double* G) {
+  if (!(tree_sparse_ && depth_[cols[n - 1]] - depth_[cols[0]] == n - 1)) return false;
+  double* q = add_.data();
+  double* lu = lu_.data();
+  switch (dim) {
+    case 1:
+      WeightedPairs<1>(n, Jc, W, G, q);
+      ChainRows<1>(n, q, cols, madr_, lu);
+      return true;
+    case 3:
+      WeightedPairs<3>(n, Jc, W, G, q);
+      ChainRows<3>(n, q, cols, madr_, lu);
+      return true;
+    case 4:
+      WeightedPairs<4>(n, Jc, W, G, q);
+      ChainRows<4>(n, q, cols, madr_, lu);
+      return true;
+    case 6:
+      WeightedPairs<6>(n, Jc, W, G, q);
+      ChainRows<6>(n, q, cols, madr_, lu);
+      return true;
+    default:
+      return false;
+  }
+}
 
 void IslandLU::AddJtTChain(const int* cols, int n, int dim, const double* Jc, const double* T) {
   // cols are consecutive ancestors: A(ca, c(a-t)) sits at madr[ca] + t
@@ -489,16 +531,16 @@ void IslandLU::AddJtTChain(const int* cols, int n, int dim, const double* Jc, co
   double* lu = lu_.data();
   switch (dim) {
     case 1:
-      ChainRows<1>(n, Jc, T, q, cols, madr_, lu);
+      ChainRows<1>(n, q, cols, madr_, lu);
       break;
     case 3:
-      ChainRows<3>(n, Jc, T, q, cols, madr_, lu);
+      ChainRows<3>(n, q, cols, madr_, lu);
       break;
     case 4:
-      ChainRows<4>(n, Jc, T, q, cols, madr_, lu);
+      ChainRows<4>(n, q, cols, madr_, lu);
       break;
     case 6:
-      ChainRows<6>(n, Jc, T, q, cols, madr_, lu);
+      ChainRows<6>(n, q, cols, madr_, lu);
       break;
     default:
       AddJtTLarge(cols, n, dim, Jc, T);

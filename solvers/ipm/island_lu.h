@@ -53,6 +53,11 @@ class IslandLU {
   // (dof-space layouts)
   void AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T);
 
+  // A(cols, cols) += Jc' W G for dim rows Jc and G (dim x n, row-major) on ascending global dofs
+  // cols and W (dim x dim, row-major), in one pass when the rows lie on one chain of a
+  // tree-sparse island and dim is 1, 3, 4 or 6; false (nothing added) otherwise
+  bool AddJtWG(const int* cols, int n, int dim, const double* Jc, const double* W, const double* G);
+
   // W(rows, rows) = Wb for consecutive rows [row, row + dim) (dim x dim, row-major), so that
   // A = M + J'WJ (constraint-space layout)
   void AddW(int row, int dim, const double* Wb);
