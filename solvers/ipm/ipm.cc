@@ -96,15 +96,17 @@ inline void BlockDotN(const SparseRows& J, int i, const double* x, double* y) {
   for (int r = 0; r < NB; r++) y[r] = acc[r];
 }
 
-// the same rows: x += sum_r f[r] J_(i+r)'
+// the same rows: x += a sum_r f[r] J_(i+r)'
 template <int NB>
-inline void BlockAddN(const SparseRows& J, int i, const double* f, double* x) {
+inline void BlockAddN(const SparseRows& J, int i, double a, const double* f, double* x) {
   const int adr = J.rowadr[i], n = J.rownnz[i];
   const int* col = J.colind + adr;
   const double* v = J.val + adr;
+  double af[NB];
+  for (int r = 0; r < NB; r++) af[r] = a * f[r];
   for (int c = 0; c < n; c++) {
     double sum = 0;
-    for (int r = 0; r < NB; r++) sum += f[r] * v[r * n + c];
+    for (int r = 0; r < NB; r++) sum += af[r] * v[r * n + c];
     x[col[c]] += sum;
   }
 }
@@ -134,23 +136,23 @@ void BlockDot(const SparseRows& J, const int* rows, int nr, const uint8_t* block
   }
 }
 
-// x += J' f for the rows of a list (blocks as in BlockDot)
-void BlockAdd(const SparseRows& J, const int* rows, int nr, const uint8_t* block, const double* f,
-              double* x) {
+// x += s J' f for the rows of a list (blocks as in BlockDot)
+void BlockAdd(const SparseRows& J, const int* rows, int nr, const uint8_t* block, double s,
+              const double* f, double* x) {
   for (int a = 0; a < nr; a++) {
     const int i = rows[a];
     switch (block[i]) {
       case 1:
-        if (f[i] != 0) J.AddRowTo(i, f[i], x);
+        if (f[i] != 0) J.AddRowTo(i, s * f[i], x);
         break;
       case 3:
-        BlockAddN<3>(J, i, f + i, x);
+        BlockAddN<3>(J, i, s, f + i, x);
         break;
       case 4:
-        BlockAddN<4>(J, i, f + i, x);
+        BlockAddN<4>(J, i, s, f + i, x);
         break;
       case 6:
-        BlockAddN<6>(J, i, f + i, x);
+        BlockAddN<6>(J, i, s, f + i, x);
         break;
       default:
         break;
@@ -359,11 +361,8 @@ void IpmSolver::ColdStart(const Problem& p, int k, double floor, State* s) {
   const int* dofs = Dofs(p, k);
   for (int a = 0; a < NumDofs(p, k); a++) s->v[dofs[a]] = p.v_free[dofs[a]];
   const int* rows = Rows(p, k);
-  for (int a = 0; a < NumRows(p, k); a++) {
-    const int i = rows[a];
-    s->u[i] = G.Dot(i, s->v);
-    s->x[i] = s->lam[i] = 0;
-  }
+  BlockDot(G, rows, NumRows(p, k), block_.data(), s->v, s->u);
+  for (int a = 0; a < NumRows(p, k); a++) s->x[rows[a]] = s->lam[rows[a]] = 0;
 
   // orthant pairs: gap velocity without force g; s ~ max(g, vs), gamma ~ vs / A
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
@@ -461,18 +460,23 @@ void IpmSolver::Residuals(const Problem& p, int k, State* s) {
   const IslandLists& L = lists_[k];
   const int* rows = Rows(p, k);
   const int nr = NumRows(p, k);
-  for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
+  BlockDot(*gapJ_, rows, nr, block_.data(), s->v, s->u);
   const int* dofs = Dofs(p, k);
   const int nd = NumDofs(p, k);
-  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = s->v[dofs[a]] - p.v_free[dofs[a]];
-  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
-    const int b = is.tree_dofadr[is.trees[t]];
-    p.mass.Mul(tmp_.data(), s->rv, b, b + is.tree_dofnum[is.trees[t]]);
+  bool moved = false;
+  for (int a = 0; a < nd; a++) {
+    tmp_[dofs[a]] = s->v[dofs[a]] - p.v_free[dofs[a]];
+    moved = moved || tmp_[dofs[a]] != 0;
   }
-  for (int a = 0; a < nr; a++) {
-    const int i = rows[a];
-    if (s->lam[i] != 0) J.AddRowTo(i, -s->lam[i], s->rv);
+  if (moved) {
+    for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+      const int b = is.tree_dofadr[is.trees[t]];
+      p.mass.Mul(tmp_.data(), s->rv, b, b + is.tree_dofnum[is.trees[t]]);
+    }
+  } else {
+    for (int a = 0; a < nd; a++) s->rv[dofs[a]] = 0;  // the cold start's v_free
   }
+  BlockAdd(J, rows, nr, block_.data(), -1, s->lam, s->rv);
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
     s->rz[i] = s->z[i] - s->u[i] - target_[i];
@@ -732,7 +736,7 @@ void IpmSolver::Constants(const Problem& p, int k, const double* rz, const doubl
       c_[f + r] = scale_[f + r] * v;
     }
   }
-  BlockAdd(J, Rows(p, k), NumRows(p, k), block_.data(), c_.data(), rhs_.data());
+  BlockAdd(J, Rows(p, k), NumRows(p, k), block_.data(), 1, c_.data(), rhs_.data());
 }
 
 void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d,
@@ -895,8 +899,10 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
   } else {
     ColdStart(p, k, floor, cur);
   }
-  Copy(p, k, *cur, &best_);
+  // the best iterate: cur itself while cur_best, else a copy in best_ (made when cur is replaced
+  // by a worse one)
   double best = merit(*cur);
+  bool cur_best = true;
   grad_ok_[k] = 0;
   *status = ckSTATUS_MAX_ITER;
   int it = 0, stalled = 0;
@@ -958,6 +964,8 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
     }
     if (trial->interior && trial->rvio < rtol) RecenterEta0(p, k, trial);
     if (trial->interior) {
+      if (cur_best && !(merit(*trial) < best)) Copy(p, k, *cur, &best_);
+      cur_best = false;
       std::swap(cur, trial);
     } else {
       alpha = 0;
@@ -971,7 +979,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
     const double m = merit(*cur);
     if (m < best) {
       best = m;
-      Copy(p, k, *cur, &best_);
+      cur_best = true;
     }
 
     // blocked steps: stop once close to the tolerances, or when hopeless
@@ -987,7 +995,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
   }
 
   // the converged iterate, else the best one
-  *fin = *status == ckSTATUS_SOLVED ? cur : &best_;
+  *fin = *status == ckSTATUS_SOLVED || cur_best ? cur : &best_;
   if (*status == ckSTATUS_MAX_ITER && merit(**fin) < kInaccurate) *status = ckSTATUS_INACCURATE;
   return it;
 }

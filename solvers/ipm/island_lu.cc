@@ -583,8 +583,8 @@ void IslandLU::FactorTree(double* mn, double* mx, bool* ok) {
       *ok = false;
       return;
     }
-    *mn = std::fmin(*mn, ad);
-    *mx = std::fmax(*mx, ad);
+    if (ad < *mn) *mn = ad;
+    if (ad > *mx) *mx = ad;
     const double id = 1 / d;
     dinv_[k] = id;
     int ki = kk + 1;
