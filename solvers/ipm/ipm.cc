@@ -620,10 +620,59 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
   for (int e = L.fl_adr; e < L.fl_adr + L.fl_num; e++) {
     single(soc_row_[fl_[e]], sS_[4 * fl_[e]]);
   }
+  // contact blocks W: normal a; friction D S D and coupling D q a. Consecutive contacts of
+  // dimension 3 on the same columns, stored one after another (a geom pair's contacts), are added
+  // as one group
+  double Wg[IslandLU::kMaxGroup * 9];
+  int g0 = 0, gm = 0;  // group: first contact entry, contacts
+  auto flush = [&]() {
+    if (!gm) return;
+    const int i0 = con_[g0], dim = con_dim_[g0], n = J.rownnz[i0], adr = J.rowadr[i0];
+    if (!(block_[i0] == dim &&
+          lu_.AddJtWG(J.colind + adr, n, dim, gm, J.val + adr, Wg, gval + adr))) {
+      for (int m = 0; m < gm; m++) {
+        const int i = con_[g0 + m];
+        const double* W = Wg + m * dim * dim;
+        for (int r = 0; r < dim; r++) {
+          const double* jr = J.val + J.rowadr[i + r];
+          for (int b = 0; b < n; b++) jc[r * n + b] = jr[b];
+        }
+        for (int r = 0; r < dim; r++) {
+          double* tr = tw + r * n;
+          for (int b = 0; b < n; b++) tr[b] = 0;
+          for (int c = 0; c < dim; c++) {
+            const double wrc = W[r * dim + c];
+            if (wrc == 0) continue;
+            const double* jr = gval + J.rowadr[i + c];
+            for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
+          }
+        }
+        lu_.AddJtT(J.colind + J.rowadr[i], n, dim, jc, tw);
+      }
+    }
+    gm = 0;
+  };
+  double Wc[36];
   for (int e = L.con_adr; e < L.con_adr + L.con_num; e++) {
-    // contact block: normal a; friction D S D and coupling D q a
     const int i = con_[e], dim = con_dim_[e], n = J.rownnz[i];
-    double W[36] = {0};
+    double* W = Wc;
+    if (!cspace) {
+      // join the open group (dimension-3 blocks on the same columns, stored right after it), or
+      // start a new one
+      const int i0 = con_[g0];
+      bool join = gm > 0 && gm < IslandLU::kMaxGroup && dim == 3 && block_[i] == 3 &&
+                  con_dim_[g0] == 3 && block_[i0] == 3 && n == J.rownnz[i0] &&
+                  J.rowadr[i] == J.rowadr[i0] + 3 * gm * n;
+      for (int b = 0; b < n && join; b++)
+        join = J.colind[J.rowadr[i] + b] == J.colind[J.rowadr[i0] + b];
+      if (!join) {
+        flush();
+        g0 = e;
+      }
+      W = Wg + gm * dim * dim;
+      gm++;
+    }
+    for (int a = 0; a < dim * dim; a++) W[a] = 0;
     const double a = og_[i];
     W[0] = a;
     for (int g = con_soc_[e]; g < con_soc_[e] + (dim >= 6   ? 3
@@ -642,29 +691,10 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
         }
       }
     }
-    if (cspace) {
-      lu_.AddW(i, dim, W);
-      continue;
-    }
-    const int* cols = J.colind + J.rowadr[i];
-    if (block_[i] == dim && lu_.AddJtWG(cols, n, dim, J.val + J.rowadr[i], W, gval + J.rowadr[i]))
-      continue;
-    for (int r = 0; r < dim; r++) {
-      const double* jr = J.val + J.rowadr[i + r];
-      for (int b = 0; b < n; b++) jc[r * n + b] = jr[b];
-    }
-    for (int r = 0; r < dim; r++) {
-      double* tr = tw + r * n;
-      for (int b = 0; b < n; b++) tr[b] = 0;
-      for (int c = 0; c < dim; c++) {
-        const double wrc = W[r * dim + c];
-        if (wrc == 0) continue;
-        const double* jr = gval + J.rowadr[i + c];
-        for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
-      }
-    }
-    lu_.AddJtT(cols, n, dim, jc, tw);
+    if (cspace) lu_.AddW(i, dim, W);
+    if (!cspace && !(dim == 3 && block_[i] == 3)) flush();  // only dimension-3 blocks group
   }
+  flush();
   return Factor(p, k, cond);
 }
 

@@ -472,44 +472,59 @@ void ChainRows(int n, const double* q, const int* cols, const int* madr, double*
   }
 }
 
-// the pairs ((W G)(r, b), J(r, b)) of D rows J, G (D x n) and W (D x D), into q (D x 2n)
+// the pairs ((W G)(r, b), J(r, b)) of m blocks of D rows J, G (m D x n) with their weights W
+// (m blocks of D x D), into q (m D x 2n)
 template <int D>
-void WeightedPairs(int n, const double* Jc, const double* W, const double* G, double* q) {
-  for (int r = 0; r < D; r++) {
-    const double* w = W + r * D;
-    double* qr = q + 2 * r * n;
-    const double* jr = Jc + r * n;
-    for (int b = 0; b < n; b++) {
-      double t = 0;
-      for (int c = 0; c < D; c++) t += w[c] * G[c * n + b];
-      qr[2 * b] = t;
-      qr[2 * b + 1] = jr[b];
+void WeightedPairs(int n, int m, const double* Jc, const double* W, const double* G, double* q) {
+  for (int blk = 0; blk < m; blk++, Jc += D * n, G += D * n, W += D * D, q += 2 * D * n) {
+    for (int r = 0; r < D; r++) {
+      const double* w = W + r * D;
+      double* qr = q + 2 * r * n;
+      const double* jr = Jc + r * n;
+      for (int b = 0; b < n; b++) {
+        double t = 0;
+        for (int c = 0; c < D; c++) t += w[c] * G[c * n + b];
+        qr[2 * b] = t;
+        qr[2 * b + 1] = jr[b];
+      }
     }
   }
 }
 
 }  // namespace
 
-bool IslandLU::AddJtWG(const int* cols, int n, int dim, const double* Jc, const double* W,
+bool IslandLU::AddJtWG(const int* cols, int n, int dim, int m, const double* Jc, const double* W,
                        const double* G) {
   if (!(tree_sparse_ && depth_[cols[n - 1]] - depth_[cols[0]] == n - 1)) return false;
   double* q = add_.data();
   double* lu = lu_.data();
-  switch (dim) {
-    case 1:
-      WeightedPairs<1>(n, Jc, W, G, q);
+  switch (dim * 8 + m) {
+    case 1 * 8 + 1:
+      WeightedPairs<1>(n, 1, Jc, W, G, q);
       ChainRows<1>(n, q, cols, madr_, lu);
       return true;
-    case 3:
-      WeightedPairs<3>(n, Jc, W, G, q);
+    case 3 * 8 + 1:
+      WeightedPairs<3>(n, 1, Jc, W, G, q);
       ChainRows<3>(n, q, cols, madr_, lu);
       return true;
-    case 4:
-      WeightedPairs<4>(n, Jc, W, G, q);
+    case 3 * 8 + 2:
+      WeightedPairs<3>(n, 2, Jc, W, G, q);
+      ChainRows<6>(n, q, cols, madr_, lu);
+      return true;
+    case 3 * 8 + 3:
+      WeightedPairs<3>(n, 3, Jc, W, G, q);
+      ChainRows<9>(n, q, cols, madr_, lu);
+      return true;
+    case 3 * 8 + 4:
+      WeightedPairs<3>(n, 4, Jc, W, G, q);
+      ChainRows<12>(n, q, cols, madr_, lu);
+      return true;
+    case 4 * 8 + 1:
+      WeightedPairs<4>(n, 1, Jc, W, G, q);
       ChainRows<4>(n, q, cols, madr_, lu);
       return true;
-    case 6:
-      WeightedPairs<6>(n, Jc, W, G, q);
+    case 6 * 8 + 1:
+      WeightedPairs<6>(n, 1, Jc, W, G, q);
       ChainRows<6>(n, q, cols, madr_, lu);
       return true;
     default:

@@ -53,10 +53,13 @@ class IslandLU {
   // (dof-space layouts)
   void AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T);
 
-  // A(cols, cols) += Jc' W G for dim rows Jc and G (dim x n, row-major) on ascending global dofs
-  // cols and W (dim x dim, row-major), in one pass when the rows lie on one chain of a
-  // tree-sparse island and dim is 1, 3, 4 or 6; false (nothing added) otherwise
-  bool AddJtWG(const int* cols, int n, int dim, const double* Jc, const double* W, const double* G);
+  // A(cols, cols) += sum_b Jc_b' W_b G_b over m blocks of dim rows Jc_b and G_b (m dim x n,
+  // row-major, blocks one after another) on ascending global dofs cols and weights W_b (m blocks
+  // of dim x dim, row-major), in one pass when the rows lie on one chain of a tree-sparse island
+  // and (dim, m) is (1, 1), (3, 1..kMaxGroup), (4, 1) or (6, 1); false (nothing added) otherwise
+  static constexpr int kMaxGroup = 4;
+  bool AddJtWG(const int* cols, int n, int dim, int m, const double* Jc, const double* W,
+               const double* G);
 
   // W(rows, rows) = Wb for consecutive rows [row, row + dim) (dim x dim, row-major), so that
   // A = M + J'WJ (constraint-space layout)
