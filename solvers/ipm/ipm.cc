@@ -49,14 +49,18 @@ inline void Product(const double* x, const double* z, int n, double* out) {
   n == 3 ? cone::ProductN<3>(x, z, out) : cone::ProductN<2>(x, z, out);
 }
 
+// out[1..cnt] = v[f..f+cnt) for the cones here (cnt 1 or 2; no loop of unknown length)
+inline void Tail(const double* v, int f, int cnt, double* out) {
+  out[1] = v[f];
+  out[2] = cnt == 2 ? v[f + 1] : 0;  // unused for cnt 1
+}
+
 // entries of cone c of an iterate: x = (x0, x_R), z = (z0, z_R)
 inline int ConeVectors(const State& s, int f, int cnt, double x0, double* x, double* z) {
   x[0] = x0;
   z[0] = s.z0[f];
-  for (int r = 0; r < cnt; r++) {
-    x[r + 1] = s.x[f + r];
-    z[r + 1] = s.z[f + r];
-  }
+  Tail(s.x, f, cnt, x);
+  Tail(s.z, f, cnt, z);
   return cnt + 1;
 }
 
@@ -727,10 +731,8 @@ void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction
       double dx[3], dz[3], prod[3];
       dx[0] = nrm >= 0 ? aff->x[nrm] : 0;
       dz[0] = aff->z0[f];
-      for (int r = 0; r < cnt; r++) {
-        dx[r + 1] = aff->x[f + r];
-        dz[r + 1] = aff->z[f + r];
-      }
+      Tail(aff->x, f, cnt, dx);
+      Tail(aff->z, f, cnt, dz);
       Product(dx, dz, n, prod);
       for (int r = 0; r < n; r++) rc[r] -= prod[r];
     }
@@ -842,10 +844,8 @@ double IpmSolver::MaxStep(const Problem& p, int k, const State& s, const Directi
     const int n = ConeVectors(s, f, cnt, nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
     dx[0] = nrm >= 0 ? d.x[nrm] : 0;
     dz[0] = d.z0[f];
-    for (int r = 0; r < cnt; r++) {
-      dx[r + 1] = d.x[f + r];
-      dz[r + 1] = d.z[f + r];
-    }
+    Tail(d.x, f, cnt, dx);
+    Tail(d.z, f, cnt, dz);
     a = std::min(a, std::min(ConeStep(x, dx, n), ConeStep(z, dz, n)));
   }
   return std::min(1.0, tau * a);
