@@ -349,6 +349,7 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space
       dof_off_[pos_dof_[k] + j] = j;
     }
   }
+  diag_end_ = static_cast<int>(pool);
   for (int k = 0; k < T; k++) {
     adj_adr_[k] = elim_adr_[k];
     adj_num_[k] = elim_num_[k];
@@ -378,7 +379,8 @@ void IslandLU::SetMass(const Problem& p) {
     for (int i = a; i < b; i++) lu_[2 * i] = lu_[2 * i + 1] = p.mass.M[i];
     return;
   }
-  for (int i = 0; i < pool_used_; i++) pool_[i] = 0;
+  // the diagonal blocks are written whole; the coupling blocks start at zero
+  for (int i = diag_end_; i < pool_used_; i++) pool_[i] = 0;
   for (int k = 0; k < npos_; k++) {
     p.mass.Dense(pos_dof_[k], pos_dof_[k] + pos_size_[k], pool_.data() + diag_adr_[k],
                  pos_size_[k]);
@@ -443,10 +445,20 @@ void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const d
       while (b1 < n && dof_pos_[cols[b1]] == pb) b1++;
       double* blk = Block(pa, pb);
       const int wb = pos_size_[pb];
-      for (int a = a0; a < a1; a++) {
-        double* row = blk + dof_off_[cols[a]] * wb;
-        const double* ga = G + a * n;
-        for (int b = b0; b < b1; b++) row[dof_off_[cols[b]]] += ga[b];
+      if (cols[b1 - 1] - cols[b0] == b1 - 1 - b0) {
+        // consecutive dofs (a free body's): one contiguous run per row
+        const int off = dof_off_[cols[b0]];
+        for (int a = a0; a < a1; a++) {
+          double* row = blk + dof_off_[cols[a]] * wb + off;
+          const double* ga = G + a * n + b0;
+          for (int b = 0; b < b1 - b0; b++) row[b] += ga[b];
+        }
+      } else {
+        for (int a = a0; a < a1; a++) {
+          double* row = blk + dof_off_[cols[a]] * wb;
+          const double* ga = G + a * n;
+          for (int b = b0; b < b1; b++) row[dof_off_[cols[b]]] += ga[b];
+        }
       }
       b0 = b1;
     }

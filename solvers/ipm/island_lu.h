@@ -115,6 +115,7 @@ class IslandLU {
   std::vector<double> work_;   // gathered vector in position order         (nv)
   std::vector<double> add_;    // Jc' T of one row group                    (96 x 96 + 12 nv)
   int pool_used_ = 0;
+  int diag_end_ = 0;  // pool entries of the diagonal blocks (the coupling blocks follow)
   int max_edges_ = 0;
 
   // constraint space
