@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 #include <algorithm>
-#include <initializer_list>
 #include <cmath>
+#include <initializer_list>
 #include <new>
 #include <string>
 #include <utility>
@@ -49,14 +49,18 @@ inline void Product(const double* x, const double* z, int n, double* out) {
   n == 3 ? cone::ProductN<3>(x, z, out) : cone::ProductN<2>(x, z, out);
 }
 
+// out[1..cnt] = v[f..f+cnt) for the cones here (cnt 1 or 2; no loop of unknown length)
+inline void Tail(const double* v, int f, int cnt, double* out) {
+  out[1] = v[f];
+  out[2] = cnt == 2 ? v[f + 1] : 0;  // unused for cnt 1
+}
+
 // entries of cone c of an iterate: x = (x0, x_R), z = (z0, z_R)
 inline int ConeVectors(const State& s, int f, int cnt, double x0, double* x, double* z) {
   x[0] = x0;
   z[0] = s.z0[f];
-  for (int r = 0; r < cnt; r++) {
-    x[r + 1] = s.x[f + r];
-    z[r + 1] = s.z[f + r];
-  }
+  Tail(s.x, f, cnt, x);
+  Tail(s.z, f, cnt, z);
   return cnt + 1;
 }
 
@@ -81,6 +85,85 @@ void TreeMul(const TreeMass& mass, const double* A, const double* x, double* y, 
   }
 }
 
+// rows [i, i + NB) share one column pattern and are stored one after another (a contact's rows):
+// y[r] = J_(i+r) x
+template <int NB>
+inline void BlockDotN(const SparseRows& J, int i, const double* x, double* y) {
+  const int adr = J.rowadr[i], n = J.rownnz[i];
+  const int* col = J.colind + adr;
+  const double* v = J.val + adr;
+  double acc[NB] = {0};
+  for (int c = 0; c < n; c++) {
+    const double xc = x[col[c]];
+    for (int r = 0; r < NB; r++) acc[r] += v[r * n + c] * xc;
+  }
+  for (int r = 0; r < NB; r++) y[r] = acc[r];
+}
+
+// the same rows: x += a sum_r f[r] J_(i+r)'
+template <int NB>
+inline void BlockAddN(const SparseRows& J, int i, double a, const double* f, double* x) {
+  const int adr = J.rowadr[i], n = J.rownnz[i];
+  const int* col = J.colind + adr;
+  const double* v = J.val + adr;
+  double af[NB];
+  for (int r = 0; r < NB; r++) af[r] = a * f[r];
+  for (int c = 0; c < n; c++) {
+    double sum = 0;
+    for (int r = 0; r < NB; r++) sum += af[r] * v[r * n + c];
+    x[col[c]] += sum;
+  }
+}
+
+// y (rows) = J x for the rows of a list; block[i] rows from row i share a pattern (0: inside a
+// block)
+void BlockDot(const SparseRows& J, const int* rows, int nr, const uint8_t* block, const double* x,
+              double* y) {
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    switch (block[i]) {
+      case 1:
+        y[i] = J.Dot(i, x);
+        break;
+      case 3:
+        BlockDotN<3>(J, i, x, y + i);
+        break;
+      case 4:
+        BlockDotN<4>(J, i, x, y + i);
+        break;
+      case 6:
+        BlockDotN<6>(J, i, x, y + i);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// x += s J' f for the rows of a list (blocks as in BlockDot)
+void BlockAdd(const SparseRows& J, const int* rows, int nr, const uint8_t* block, double s,
+              const double* f, double* x) {
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    switch (block[i]) {
+      case 1:
+        if (f[i] != 0) J.AddRowTo(i, s * f[i], x);
+        break;
+      case 3:
+        BlockAddN<3>(J, i, s, f + i, x);
+        break;
+      case 4:
+        BlockAddN<4>(J, i, s, f + i, x);
+        break;
+      case 6:
+        BlockAddN<6>(J, i, s, f + i, x);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 }  // namespace
 
 bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) {
@@ -96,6 +179,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     reg_.assign(R, 0);
     bound_.assign(R, 0);
     chain_.assign(R, 0);
+    block_.assign(R, 1);
     pos_.assign(R, 0);
     pos_next_.assign(R, 0);
     jac_next_.assign(std::max(1, dims.max_nnz), 0);
@@ -137,8 +221,8 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     at += n;
     return p;
   };
-  for (Vectors* s : std::initializer_list<Vectors*>{&cur_, &trial_, &best_, &grad_, &cen_, &aff_,
-                                                   &dir_}) {
+  for (Vectors* s :
+       std::initializer_list<Vectors*>{&cur_, &trial_, &best_, &grad_, &cen_, &aff_, &dir_}) {
     s->v = take(V);
     s->rv = take(V);
     s->x = take(R);
@@ -191,10 +275,25 @@ void IpmSolver::Prepare(const Problem& p, const double* pos) {
         break;
     }
   }
+  for (int i = 0; i < p.nrow; i++) block_[i] = 1;
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     con_of_row_[con.row] = c;
     for (int r = 1; r < con.dim; r++) scale_[con.row + r] = con.mu[r - 1];
+
+    // a contact's rows as one block when they share their columns, stored one after another
+    const int i = con.row, n = J.rownnz[i];
+    bool same = con.dim == 3 || con.dim == 4 || con.dim == 6;
+    for (int r = 1; r < con.dim && same; r++) {
+      same = J.rownnz[i + r] == n && J.rowadr[i + r] == J.rowadr[i] + r * n;
+      for (int b = 0; b < n && same; b++) {
+        same = J.colind[J.rowadr[i + r] + b] == J.colind[J.rowadr[i] + b];
+      }
+    }
+    if (same) {
+      block_[i] = static_cast<uint8_t>(con.dim);
+      for (int r = 1; r < con.dim; r++) block_[i + r] = 0;
+    }
   }
   for (int j = 0; j < p.nv; j++) mdiag_[j] = p.mass.M[p.mass.madr[j]];
 
@@ -213,7 +312,11 @@ void IpmSolver::Prepare(const Problem& p, const double* pos) {
     const bool single = is.ntrees[k] == 1;
     for (int a = 0; a < nr; a++) {
       const int i = rows[a];
-      if (single) chain_[i] = RowIsChain(J.colind + J.rowadr[i], J.rownnz[i], p.mass.parent);
+      if (single) {
+        // the rows of a block share the first row's columns
+        chain_[i] = block_[i] ? RowIsChain(J.colind + J.rowadr[i], J.rownnz[i], p.mass.parent)
+                              : chain_[i - 1];
+      }
       switch (p.kind[i]) {
         case kRowEquality:
           eq_[neq++] = i;
@@ -262,11 +365,8 @@ void IpmSolver::ColdStart(const Problem& p, int k, double floor, State* s) {
   const int* dofs = Dofs(p, k);
   for (int a = 0; a < NumDofs(p, k); a++) s->v[dofs[a]] = p.v_free[dofs[a]];
   const int* rows = Rows(p, k);
-  for (int a = 0; a < NumRows(p, k); a++) {
-    const int i = rows[a];
-    s->u[i] = G.Dot(i, s->v);
-    s->x[i] = s->lam[i] = 0;
-  }
+  BlockDot(G, rows, NumRows(p, k), block_.data(), s->v, s->u);
+  for (int a = 0; a < NumRows(p, k); a++) s->x[rows[a]] = s->lam[rows[a]] = 0;
 
   // orthant pairs: gap velocity without force g; s ~ max(g, vs), gamma ~ vs / A
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
@@ -364,18 +464,23 @@ void IpmSolver::Residuals(const Problem& p, int k, State* s) {
   const IslandLists& L = lists_[k];
   const int* rows = Rows(p, k);
   const int nr = NumRows(p, k);
-  for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
+  BlockDot(*gapJ_, rows, nr, block_.data(), s->v, s->u);
   const int* dofs = Dofs(p, k);
   const int nd = NumDofs(p, k);
-  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = s->v[dofs[a]] - p.v_free[dofs[a]];
-  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
-    const int b = is.tree_dofadr[is.trees[t]];
-    p.mass.Mul(tmp_.data(), s->rv, b, b + is.tree_dofnum[is.trees[t]]);
+  bool moved = false;
+  for (int a = 0; a < nd; a++) {
+    tmp_[dofs[a]] = s->v[dofs[a]] - p.v_free[dofs[a]];
+    moved = moved || tmp_[dofs[a]] != 0;
   }
-  for (int a = 0; a < nr; a++) {
-    const int i = rows[a];
-    if (s->lam[i] != 0) J.AddRowTo(i, -s->lam[i], s->rv);
+  if (moved) {
+    for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+      const int b = is.tree_dofadr[is.trees[t]];
+      p.mass.Mul(tmp_.data(), s->rv, b, b + is.tree_dofnum[is.trees[t]]);
+    }
+  } else {
+    for (int a = 0; a < nd; a++) s->rv[dofs[a]] = 0;  // the cold start's v_free
   }
+  BlockAdd(J, rows, nr, block_.data(), -1, s->lam, s->rv);
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
     s->rz[i] = s->z[i] - s->u[i] - target_[i];
@@ -425,6 +530,41 @@ void IpmSolver::Measures(const Problem& p, int k, State* s) const {
   const int ncone = L.orth_num + L.soc_num;
   s->mu = ncone ? gap / ncone : 0;
   s->interior = interior;
+}
+
+void IpmSolver::RecenterEta0(const Problem& p, int k, State* s) const {
+  // eta0 enters no linear residual: on the central path through the contact's normal pair
+  // (gamma s_n = kappa) it is (s_n + sqrt(s_n^2 + 4 |eta_R|^2)) / 2. A feasible iterate's s_n is
+  // final, but eta0 follows only through the linearized product gamma eta0, which lags by a
+  // factor of ten per iteration when gamma collapses (separating contacts). Lower eta0 to that
+  // value where this lowers the cone's largest complementarity entry.
+  const IslandLists& L = lists_[k];
+  bool changed = false;
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    if (nrm < 0) continue;
+    double r2 = 0;
+    for (int r = f; r < f + cnt; r++) r2 += s->z[r] * s->z[r];
+    const double a = s->z[nrm];
+    const double eta0 = 0.5 * (a + std::sqrt(a * a + 4 * r2));
+    if (!(eta0 < s->z0[f])) continue;
+    double x[3], z[3], before[3], after[3];
+    const int n = ConeVectors(*s, f, cnt, s->x[nrm], x, z);
+    Product(x, z, n, before);
+    z[0] = eta0;
+    if (!(Det(z, n) > kInteriorMargin * eta0 * eta0)) continue;
+    Product(x, z, n, after);
+    double mb = 0, ma = 0;
+    for (int r = 0; r < n; r++) {
+      mb = std::max(mb, std::fabs(before[r]));
+      ma = std::max(ma, std::fabs(after[r]));
+    }
+    if (ma < mb) {
+      s->z0[f] = eta0;
+      changed = true;
+    }
+  }
+  if (changed) Measures(p, k, s);
 }
 
 bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s) {
@@ -484,10 +624,59 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
   for (int e = L.fl_adr; e < L.fl_adr + L.fl_num; e++) {
     single(soc_row_[fl_[e]], sS_[4 * fl_[e]]);
   }
+  // contact blocks W: normal a; friction D S D and coupling D q a. Consecutive contacts of
+  // dimension 3 on the same columns, stored one after another (a geom pair's contacts), are added
+  // as one group
+  double Wg[IslandLU::kMaxGroup * 9];
+  int g0 = 0, gm = 0;  // group: first contact entry, contacts
+  auto flush = [&]() {
+    if (!gm) return;
+    const int i0 = con_[g0], dim = con_dim_[g0], n = J.rownnz[i0], adr = J.rowadr[i0];
+    if (!(block_[i0] == dim &&
+          lu_.AddJtWG(J.colind + adr, n, dim, gm, J.val + adr, Wg, gval + adr))) {
+      for (int m = 0; m < gm; m++) {
+        const int i = con_[g0 + m];
+        const double* W = Wg + m * dim * dim;
+        for (int r = 0; r < dim; r++) {
+          const double* jr = J.val + J.rowadr[i + r];
+          for (int b = 0; b < n; b++) jc[r * n + b] = jr[b];
+        }
+        for (int r = 0; r < dim; r++) {
+          double* tr = tw + r * n;
+          for (int b = 0; b < n; b++) tr[b] = 0;
+          for (int c = 0; c < dim; c++) {
+            const double wrc = W[r * dim + c];
+            if (wrc == 0) continue;
+            const double* jr = gval + J.rowadr[i + c];
+            for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
+          }
+        }
+        lu_.AddJtT(J.colind + J.rowadr[i], n, dim, jc, tw);
+      }
+    }
+    gm = 0;
+  };
+  double Wc[36];
   for (int e = L.con_adr; e < L.con_adr + L.con_num; e++) {
-    // contact block: normal a; friction D S D and coupling D q a
     const int i = con_[e], dim = con_dim_[e], n = J.rownnz[i];
-    double W[36] = {0};
+    double* W = Wc;
+    if (!cspace) {
+      // join the open group (dimension-3 blocks on the same columns, stored right after it), or
+      // start a new one
+      const int i0 = con_[g0];
+      bool join = gm > 0 && gm < IslandLU::kMaxGroup && dim == 3 && block_[i] == 3 &&
+                  con_dim_[g0] == 3 && block_[i0] == 3 && n == J.rownnz[i0] &&
+                  J.rowadr[i] == J.rowadr[i0] + 3 * gm * n;
+      for (int b = 0; b < n && join; b++)
+        join = J.colind[J.rowadr[i] + b] == J.colind[J.rowadr[i0] + b];
+      if (!join) {
+        flush();
+        g0 = e;
+      }
+      W = Wg + gm * dim * dim;
+      gm++;
+    }
+    for (int a = 0; a < dim * dim; a++) W[a] = 0;
     const double a = og_[i];
     W[0] = a;
     for (int g = con_soc_[e]; g < con_soc_[e] + (dim >= 6   ? 3
@@ -506,26 +695,10 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
         }
       }
     }
-    if (cspace) {
-      lu_.AddW(i, dim, W);
-      continue;
-    }
-    for (int r = 0; r < dim; r++) {
-      const double* jr = J.val + J.rowadr[i + r];
-      for (int b = 0; b < n; b++) jc[r * n + b] = jr[b];
-    }
-    for (int r = 0; r < dim; r++) {
-      double* tr = tw + r * n;
-      for (int b = 0; b < n; b++) tr[b] = 0;
-      for (int c = 0; c < dim; c++) {
-        const double wrc = W[r * dim + c];
-        if (wrc == 0) continue;
-        const double* jr = gval + J.rowadr[i + c];
-        for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
-      }
-    }
-    lu_.AddJtT(J.colind + J.rowadr[i], n, dim, jc, tw);
+    if (cspace) lu_.AddW(i, dim, W);
+    if (!cspace && !(dim == 3 && block_[i] == 3)) flush();  // only dimension-3 blocks group
   }
+  flush();
   return Factor(p, k, cond);
 }
 
@@ -558,10 +731,8 @@ void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction
       double dx[3], dz[3], prod[3];
       dx[0] = nrm >= 0 ? aff->x[nrm] : 0;
       dz[0] = aff->z0[f];
-      for (int r = 0; r < cnt; r++) {
-        dx[r + 1] = aff->x[f + r];
-        dz[r + 1] = aff->z[f + r];
-      }
+      Tail(aff->x, f, cnt, dx);
+      Tail(aff->z, f, cnt, dz);
       Product(dx, dz, n, prod);
       for (int r = 0; r < n; r++) rc[r] -= prod[r];
     }
@@ -579,12 +750,10 @@ void IpmSolver::Constants(const Problem& p, int k, const double* rz, const doubl
   for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
     const int i = eq_[e];
     c_[i] = -rz[i] / reg_[i];
-    J.AddRowTo(i, c_[i], rhs_.data());
   }
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
     c_[i] = (with_d ? od_[i] : 0) + og_[i] * rz[i];
-    J.AddRowTo(i, c_[i], rhs_.data());
   }
   for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
     const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
@@ -597,9 +766,9 @@ void IpmSolver::Constants(const Problem& p, int k, const double* rz, const doubl
       if (with_d) v += d[r + 1] - q[r] * d[0];
       for (int c = 0; c < cnt; c++) v += S[r * cnt + c] * rz[f + c];
       c_[f + r] = scale_[f + r] * v;
-      J.AddRowTo(f + r, c_[f + r], rhs_.data());
     }
   }
+  BlockAdd(J, Rows(p, k), NumRows(p, k), block_.data(), 1, c_.data(), rhs_.data());
 }
 
 void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d,
@@ -610,7 +779,7 @@ void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz
   for (int a = 0; a < NumDofs(p, k); a++) d->v[dofs[a]] = rhs_[dofs[a]];
   lu_.Solve(d->v);
   const int* rows = Rows(p, k);
-  for (int a = 0; a < NumRows(p, k); a++) d->u[rows[a]] = gapJ_->Dot(rows[a], d->v);
+  BlockDot(*gapJ_, rows, NumRows(p, k), block_.data(), d->v, d->u);
   for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
     const int i = eq_[e];
     d->x[i] = d->lam[i] = c_[i] - d->u[i] / reg_[i];
@@ -675,10 +844,8 @@ double IpmSolver::MaxStep(const Problem& p, int k, const State& s, const Directi
     const int n = ConeVectors(s, f, cnt, nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
     dx[0] = nrm >= 0 ? d.x[nrm] : 0;
     dz[0] = d.z0[f];
-    for (int r = 0; r < cnt; r++) {
-      dx[r + 1] = d.x[f + r];
-      dz[r + 1] = d.z[f + r];
-    }
+    Tail(d.x, f, cnt, dx);
+    Tail(d.z, f, cnt, dz);
     a = std::min(a, std::min(ConeStep(x, dx, n), ConeStep(z, dz, n)));
   }
   return std::min(1.0, tau * a);
@@ -762,8 +929,10 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
   } else {
     ColdStart(p, k, floor, cur);
   }
-  Copy(p, k, *cur, &best_);
+  // the best iterate: cur itself while cur_best, else a copy in best_ (made when cur is replaced
+  // by a worse one)
   double best = merit(*cur);
+  bool cur_best = true;
   grad_ok_[k] = 0;
   *status = ckSTATUS_MAX_ITER;
   int it = 0, stalled = 0;
@@ -823,7 +992,10 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
       if (trial->interior && (trial->rvio <= cur->rvio || trial->kvio <= cur->kvio)) break;
       alpha *= kBacktrack;
     }
+    if (trial->interior && trial->rvio < rtol) RecenterEta0(p, k, trial);
     if (trial->interior) {
+      if (cur_best && !(merit(*trial) < best)) Copy(p, k, *cur, &best_);
+      cur_best = false;
       std::swap(cur, trial);
     } else {
       alpha = 0;
@@ -837,7 +1009,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
     const double m = merit(*cur);
     if (m < best) {
       best = m;
-      Copy(p, k, *cur, &best_);
+      cur_best = true;
     }
 
     // blocked steps: stop once close to the tolerances, or when hopeless
@@ -853,7 +1025,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
   }
 
   // the converged iterate, else the best one
-  *fin = *status == ckSTATUS_SOLVED ? cur : &best_;
+  *fin = *status == ckSTATUS_SOLVED || cur_best ? cur : &best_;
   if (*status == ckSTATUS_MAX_ITER && merit(**fin) < kInaccurate) *status = ckSTATUS_INACCURATE;
   return it;
 }

@@ -87,6 +87,7 @@ class IpmSolver final : public Solver {
   void WarmStart(const Problem& p, int k, double mu, State* s);
   void Residuals(const Problem& p, int k, State* s);
   void Measures(const Problem& p, int k, State* s) const;
+  void RecenterEta0(const Problem& p, int k, State* s) const;
   bool ConeJacobians(const Problem& p, int k, const State& s);
   bool Linearize(const Problem& p, int k, bool coupled, double* cond);
   bool Factor(const Problem& p, int k, double* cond);
@@ -119,6 +120,7 @@ class IpmSolver final : public Solver {
   std::vector<double> reg_;           // equality regularizer R                              (rows)
   std::vector<double> bound_;         // friction-loss impulse bound h floss                 (rows)
   std::vector<uint8_t> chain_;        // row lies on one dof chain                           (rows)
+  std::vector<uint8_t> block_;        // rows from this one sharing its columns; 0: inside   (rows)
   std::vector<double> pos_;           // positions used for the targets                      (rows)
   std::vector<double> pos_next_;      // positions at q+ from the gap re-check               (rows)
   std::vector<double> jac_next_;      // Jacobian values at q+ from the gap re-check         (nnz)

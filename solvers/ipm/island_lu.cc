@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -10,6 +11,16 @@ namespace contactkit {
 namespace {
 
 constexpr double kTinyPivot = 1e-300;
+
+// the two members of a tree-sparse entry (A(i, j), A(j, i)) as one SIMD value (GCC/Clang vector
+// extension); unaligned loads and stores through memcpy
+typedef double Pair __attribute__((vector_size(16)));
+inline Pair LoadPair(const double* p) {
+  Pair v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+inline void StorePair(double* p, Pair v) { std::memcpy(p, &v, sizeof(v)); }
 
 // Doolittle LU of a dense n x n row-major block in place: unit L below, U on and above
 void DenseLU(double* D, int n, double* mn, double* mx, bool* ok) {
@@ -113,8 +124,7 @@ bool IslandLU::Allocate(const ProblemDims& dims, long max_pool, std::string* err
   words_ = (ntree + 63) / 64;
   try {
     depth_.assign(nv, 0);
-    lo_.assign(std::max(1, dims.nM), 0);
-    up_.assign(std::max(1, dims.nM), 0);
+    lu_.assign(2 * static_cast<size_t>(std::max(1, dims.nM)), 0);
     dinv_.assign(nv, 0);
     pos_size_.assign(ntree, 0);
     pos_dof_.assign(ntree, 0);
@@ -339,6 +349,7 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space
       dof_off_[pos_dof_[k] + j] = j;
     }
   }
+  diag_end_ = static_cast<int>(pool);
   for (int k = 0; k < T; k++) {
     adj_adr_[k] = elim_adr_[k];
     adj_num_[k] = elim_num_[k];
@@ -365,10 +376,11 @@ void IslandLU::SetMass(const Problem& p) {
   }
   if (tree_sparse_) {
     const int a = madr_[begin_], b = end_ < p.nv ? madr_[end_] : p.mass.nM;
-    for (int i = a; i < b; i++) lo_[i] = up_[i] = p.mass.M[i];
+    for (int i = a; i < b; i++) lu_[2 * i] = lu_[2 * i + 1] = p.mass.M[i];
     return;
   }
-  for (int i = 0; i < pool_used_; i++) pool_[i] = 0;
+  // the diagonal blocks are written whole; the coupling blocks start at zero
+  for (int i = diag_end_; i < pool_used_; i++) pool_[i] = 0;
   for (int k = 0; k < npos_; k++) {
     p.mass.Dense(pos_dof_[k], pos_dof_[k] + pos_size_[k], pool_.data() + diag_adr_[k],
                  pos_size_[k]);
@@ -408,15 +420,15 @@ void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const d
   }
 
   if (tree_sparse_) {
-    // cb < ca is an ancestor of ca: A(ca, cb) in lo, A(cb, ca) in up, at depth(ca) - depth(cb)
+    // cb < ca is an ancestor of ca: the pair (A(ca, cb), A(cb, ca)) at depth(ca) - depth(cb)
     for (int a = 0; a < n; a++) {
       const int ca = cols[a], base = madr_[ca], da = depth_[ca];
       const double* ga = G + a * n;
-      lo_[base] += ga[a];
+      lu_[2 * base] += ga[a];
       for (int b = 0; b < a; b++) {
         const int adr = base + da - depth_[cols[b]];
-        lo_[adr] += ga[b];
-        up_[adr] += G[b * n + a];
+        lu_[2 * adr] += ga[b];
+        lu_[2 * adr + 1] += G[b * n + a];
       }
     }
     return;
@@ -433,10 +445,20 @@ void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const d
       while (b1 < n && dof_pos_[cols[b1]] == pb) b1++;
       double* blk = Block(pa, pb);
       const int wb = pos_size_[pb];
-      for (int a = a0; a < a1; a++) {
-        double* row = blk + dof_off_[cols[a]] * wb;
-        const double* ga = G + a * n;
-        for (int b = b0; b < b1; b++) row[dof_off_[cols[b]]] += ga[b];
+      if (cols[b1 - 1] - cols[b0] == b1 - 1 - b0) {
+        // consecutive dofs (a free body's): one contiguous run per row
+        const int off = dof_off_[cols[b0]];
+        for (int a = a0; a < a1; a++) {
+          double* row = blk + dof_off_[cols[a]] * wb + off;
+          const double* ga = G + a * n + b0;
+          for (int b = 0; b < b1 - b0; b++) row[b] += ga[b];
+        }
+      } else {
+        for (int a = a0; a < a1; a++) {
+          double* row = blk + dof_off_[cols[a]] * wb;
+          const double* ga = G + a * n;
+          for (int b = b0; b < b1; b++) row[dof_off_[cols[b]]] += ga[b];
+        }
       }
       b0 = b1;
     }
@@ -446,61 +468,106 @@ void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const d
 
 namespace {
 
-// chain rows: lo[t] += sum_r J(r, a) T(r, a - t), up[t] += sum_r T(r, a) J(r, a - t), t = 0..a,
-// with J and T read reversed (jr, tr) so that every loop is contiguous
+// chain rows: the pair at madr[cols[a]] + t gains (sum_r J(r, a) T(r, b), sum_r T(r, a) J(r, b))
+// for b = a - t, t = 0..a; q holds the pairs (T(r, b), J(r, b)) row by row (D x 2n)
 template <int D>
-void ChainRows(int n, const double* Jc, const double* T, const double* jr, const double* tr,
-               const int* cols, const int* madr, double* lo_all, double* up_all) {
+void ChainRows(int n, const double* q, const int* cols, const int* madr, double* lu) {
   for (int a = 0; a < n; a++) {
-    double* lo = lo_all + madr[cols[a]];
-    double* up = up_all + madr[cols[a]];
-    const int off = n - 1 - a;
-    double ja[D], ta[D];
-    for (int r = 0; r < D; r++) {
-      ja[r] = Jc[r * n + a];
-      ta[r] = T[r * n + a];
+    double* out = lu + 2 * madr[cols[a]];
+    Pair c[D];
+    for (int r = 0; r < D; r++) c[r] = Pair{q[2 * (r * n + a) + 1], q[2 * (r * n + a)]};
+    for (int t = 0, b = a; b >= 0; t++, b--) {
+      Pair acc = LoadPair(out + 2 * t);
+      for (int r = 0; r < D; r++) acc += c[r] * LoadPair(q + 2 * (r * n + b));
+      StorePair(out + 2 * t, acc);
     }
-    double l0 = 0;
-    for (int r = 0; r < D; r++) l0 += ja[r] * tr[r * n + off];
-    lo[0] += l0;
-    for (int t = 1; t <= a; t++) {
-      double l = 0, u = 0;
-      for (int r = 0; r < D; r++) {
-        l += ja[r] * tr[r * n + off + t];
-        u += ta[r] * jr[r * n + off + t];
+  }
+}
+
+// the pairs ((W G)(r, b), J(r, b)) of m blocks of D rows J, G (m D x n) with their weights W
+// (m blocks of D x D), into q (m D x 2n)
+template <int D>
+void WeightedPairs(int n, int m, const double* Jc, const double* W, const double* G, double* q) {
+  for (int blk = 0; blk < m; blk++, Jc += D * n, G += D * n, W += D * D, q += 2 * D * n) {
+    for (int r = 0; r < D; r++) {
+      const double* w = W + r * D;
+      double* qr = q + 2 * r * n;
+      const double* jr = Jc + r * n;
+      for (int b = 0; b < n; b++) {
+        double t = 0;
+        for (int c = 0; c < D; c++) t += w[c] * G[c * n + b];
+        qr[2 * b] = t;
+        qr[2 * b + 1] = jr[b];
       }
-      lo[t] += l;
-      up[t] += u;
     }
   }
 }
 
 }  // namespace
 
+bool IslandLU::AddJtWG(const int* cols, int n, int dim, int m, const double* Jc, const double* W,
+                       const double* G) {
+  if (!(tree_sparse_ && depth_[cols[n - 1]] - depth_[cols[0]] == n - 1)) return false;
+  double* q = add_.data();
+  double* lu = lu_.data();
+  switch (dim * 8 + m) {
+    case 1 * 8 + 1:
+      WeightedPairs<1>(n, 1, Jc, W, G, q);
+      ChainRows<1>(n, q, cols, madr_, lu);
+      return true;
+    case 3 * 8 + 1:
+      WeightedPairs<3>(n, 1, Jc, W, G, q);
+      ChainRows<3>(n, q, cols, madr_, lu);
+      return true;
+    case 3 * 8 + 2:
+      WeightedPairs<3>(n, 2, Jc, W, G, q);
+      ChainRows<6>(n, q, cols, madr_, lu);
+      return true;
+    case 3 * 8 + 3:
+      WeightedPairs<3>(n, 3, Jc, W, G, q);
+      ChainRows<9>(n, q, cols, madr_, lu);
+      return true;
+    case 3 * 8 + 4:
+      WeightedPairs<3>(n, 4, Jc, W, G, q);
+      ChainRows<12>(n, q, cols, madr_, lu);
+      return true;
+    case 4 * 8 + 1:
+      WeightedPairs<4>(n, 1, Jc, W, G, q);
+      ChainRows<4>(n, q, cols, madr_, lu);
+      return true;
+    case 6 * 8 + 1:
+      WeightedPairs<6>(n, 1, Jc, W, G, q);
+      ChainRows<6>(n, q, cols, madr_, lu);
+      return true;
+    default:
+      return false;
+  }
+}
+
 void IslandLU::AddJtTChain(const int* cols, int n, int dim, const double* Jc, const double* T) {
   // cols are consecutive ancestors: A(ca, c(a-t)) sits at madr[ca] + t
-  double* jr = add_.data();
-  double* tr = jr + dim * n;
-  for (int r = 0; r < dim; r++) {
-    for (int j = 0; j < n; j++) {
-      jr[r * n + j] = Jc[r * n + n - 1 - j];
-      tr[r * n + j] = T[r * n + n - 1 - j];
-    }
+  if (n == 1 && dim == 1) {
+    lu_[2 * madr_[cols[0]]] += Jc[0] * T[0];
+    return;
   }
-  double* lo = lo_.data();
-  double* up = up_.data();
+  double* q = add_.data();
+  for (int r = 0; r < dim * n; r++) {
+    q[2 * r] = T[r];
+    q[2 * r + 1] = Jc[r];
+  }
+  double* lu = lu_.data();
   switch (dim) {
     case 1:
-      ChainRows<1>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      ChainRows<1>(n, q, cols, madr_, lu);
       break;
     case 3:
-      ChainRows<3>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      ChainRows<3>(n, q, cols, madr_, lu);
       break;
     case 4:
-      ChainRows<4>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      ChainRows<4>(n, q, cols, madr_, lu);
       break;
     case 6:
-      ChainRows<6>(n, Jc, T, jr, tr, cols, madr_, lo, up);
+      ChainRows<6>(n, q, cols, madr_, lu);
       break;
     default:
       AddJtTLarge(cols, n, dim, Jc, T);
@@ -517,11 +584,11 @@ void IslandLU::AddJtTLarge(const int* cols, int n, int dim, const double* Jc, co
       for (int r = 0; r < dim; r++) v += Jc[r * n + a] * T[r * n + b];
       if (tree_sparse_) {
         if (a == b) {
-          lo_[madr_[ca]] += v;
+          lu_[2 * madr_[ca]] += v;
         } else if (b < a) {
-          lo_[madr_[ca] + depth_[ca] - depth_[cols[b]]] += v;
+          lu_[2 * (madr_[ca] + depth_[ca] - depth_[cols[b]])] += v;
         } else {
-          up_[madr_[cols[b]] + depth_[cols[b]] - depth_[ca]] += v;
+          lu_[2 * (madr_[cols[b]] + depth_[cols[b]] - depth_[ca]) + 1] += v;
         }
       } else {
         const int cb = cols[b];
@@ -533,36 +600,33 @@ void IslandLU::AddJtTLarge(const int* cols, int n, int dim, const double* Jc, co
 }
 
 void IslandLU::FactorTree(double* mn, double* mx, bool* ok) {
-  double* lo = lo_.data();
-  double* up = up_.data();
+  // pairs (L, U) of each entry: lu[2 adr] below the diagonal, lu[2 adr + 1] above
+  double* lu = lu_.data();
   for (int k = end_ - 1; k >= begin_; k--) {
     const int kk = madr_[k];
-    const double d = lo[kk];
+    const double d = lu[2 * kk];
     const double ad = std::fabs(d);
     if (!(ad > kTinyPivot) || !std::isfinite(d)) {
       *ok = false;
       return;
     }
-    *mn = std::fmin(*mn, ad);
-    *mx = std::fmax(*mx, ad);
+    if (ad < *mn) *mn = ad;
+    if (ad > *mx) *mx = ad;
     const double id = 1 / d;
     dinv_[k] = id;
     int ki = kk + 1;
     for (int i = parent_[k]; i >= 0; i = parent_[i], ki++) {
-      // pairs (i, j), j = i and its ancestors: A(i,j) -= A(i,k) A(k,j) / d, A(j,i) likewise
-      const double aik = up[ki] * id, aki = lo[ki] * id;
+      // pairs (i, j), j = i and its ancestors: A(i,j) -= A(i,k) A(k,j) / d, A(j,i) likewise (the
+      // diagonal's upper member is never read)
+      const double aik = lu[2 * ki + 1] * id, aki = lu[2 * ki] * id;
+      const Pair f = {aik, aki};
       const int cnt = depth_[i] + 1;
-      double* loi = lo + madr_[i];
-      double* upi = up + madr_[i];
-      const double* lok = lo + ki;
-      const double* upk = up + ki;
-      loi[0] -= aik * lok[0];
-      for (int c = 1; c < cnt; c++) {
-        loi[c] -= aik * lok[c];
-        upi[c] -= aki * upk[c];
-      }
-      lo[ki] = aki;
-      up[ki] = aik;
+      double* li = lu + 2 * madr_[i];
+      const double* lk = lu + 2 * ki;
+      for (int c = 0; c < cnt; c++)
+        StorePair(li + 2 * c, LoadPair(li + 2 * c) - f * LoadPair(lk + 2 * c));
+      lu[2 * ki] = aki;
+      lu[2 * ki + 1] = aik;
     }
   }
 }
@@ -744,19 +808,19 @@ void IslandLU::SolveAny(double* x, bool transpose) {
     return;
   }
   if (tree_sparse_) {
-    // A' swaps the roles of the two triangles
-    const double* fwd = transpose ? lo_.data() : up_.data();
-    const double* bwd = transpose ? up_.data() : lo_.data();
+    // A' swaps the roles of the two triangles (members of the pairs)
+    const double* fwd = lu_.data() + (transpose ? 0 : 1);
+    const double* bwd = lu_.data() + (transpose ? 1 : 0);
     for (int k = end_ - 1; k >= begin_; k--) {
       const double xk = x[k];
       if (xk == 0) continue;
-      int adr = madr_[k] + 1;
-      for (int i = parent_[k]; i >= 0; i = parent_[i]) x[i] -= fwd[adr++] * xk;
+      int adr = 2 * (madr_[k] + 1);
+      for (int i = parent_[k]; i >= 0; i = parent_[i], adr += 2) x[i] -= fwd[adr] * xk;
     }
     for (int k = begin_; k < end_; k++) {
       double s = x[k] * dinv_[k];
-      int adr = madr_[k] + 1;
-      for (int j = parent_[k]; j >= 0; j = parent_[j]) s -= bwd[adr++] * x[j];
+      int adr = 2 * (madr_[k] + 1);
+      for (int j = parent_[k]; j >= 0; j = parent_[j], adr += 2) s -= bwd[adr] * x[j];
       x[k] = s;
     }
     return;

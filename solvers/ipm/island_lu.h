@@ -53,6 +53,14 @@ class IslandLU {
   // (dof-space layouts)
   void AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T);
 
+  // A(cols, cols) += sum_b Jc_b' W_b G_b over m blocks of dim rows Jc_b and G_b (m dim x n,
+  // row-major, blocks one after another) on ascending global dofs cols and weights W_b (m blocks
+  // of dim x dim, row-major), in one pass when the rows lie on one chain of a tree-sparse island
+  // and (dim, m) is (1, 1), (3, 1..kMaxGroup), (4, 1) or (6, 1); false (nothing added) otherwise
+  static constexpr int kMaxGroup = 4;
+  bool AddJtWG(const int* cols, int n, int dim, int m, const double* Jc, const double* W,
+               const double* G);
+
   // W(rows, rows) = Wb for consecutive rows [row, row + dim) (dim x dim, row-major), so that
   // A = M + J'WJ (constraint-space layout)
   void AddW(int row, int dim, const double* Wb);
@@ -86,8 +94,7 @@ class IslandLU {
   // current island
   bool tree_sparse_ = false;
   int begin_ = 0, end_ = 0;   // dof range of the island's tree (tree-sparse)
-  std::vector<double> lo_;    // A(i, ancestor) in MuJoCo's layout         (nM)
-  std::vector<double> up_;    // A(ancestor, i) in MuJoCo's layout         (nM)
+  std::vector<double> lu_;    // pairs (A(i, ancestor), A(ancestor, i)) in MuJoCo's layout (2 nM)
   std::vector<double> dinv_;  // inverse pivots                            (nv)
 
   // block-sparse structure, by elimination position
@@ -108,6 +115,7 @@ class IslandLU {
   std::vector<double> work_;   // gathered vector in position order         (nv)
   std::vector<double> add_;    // Jc' T of one row group                    (96 x 96 + 12 nv)
   int pool_used_ = 0;
+  int diag_end_ = 0;  // pool entries of the diagonal blocks (the coupling blocks follow)
   int max_edges_ = 0;
 
   // constraint space
