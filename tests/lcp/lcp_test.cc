@@ -189,8 +189,9 @@ TEST_F(MujocoTest, FrictionlessLcpMatchesIpm) {
   si.ipm.recovery_speed = 1e6;  // s = pos/h + J_n v+ without ipm's resting depth or speed cap
   HandlePtr lcp = Make(m.get(), &sl), ipm = Make(m.get(), &si);
   DataPtr d(mj_makeData(m.get())), di(mj_makeData(m.get()));
+  // all 300 steps even in a quick run: the bodies touch down only after about 20 (0.05 s)
   int compared = 0;
-  for (int t = 0; t < TestSteps(300); t++) {
+  for (int t = 0; t < 300; t++) {
     ck_step(lcp.get(), m.get(), d.get());
     mj_copyData(di.get(), m.get(), d.get());
     ck_forward(lcp.get(), m.get(), d.get());
@@ -201,7 +202,7 @@ TEST_F(MujocoTest, FrictionlessLcpMatchesIpm) {
     }
     compared += d->nefc > 0;
   }
-  EXPECT_GT(compared, 10);
+  EXPECT_GT(compared, 150);
 }
 
 // fraction of steps whose classification guess was accepted, over steps [from, from + n)
