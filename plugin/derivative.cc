@@ -247,17 +247,35 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
     dof_act_vel_[j] |=
         other || (gain == mjGAIN_AFFINE && gp[2] != 0) || (bias == mjBIAS_AFFINE && bp[2] != 0);
   }
-  alloc(rne_pre_, 6 * static_cast<size_t>(nv));
   alloc(rne_cacc_, 12 * static_cast<size_t>(m->nbody));
   alloc(rne_cfrc_, 12 * static_cast<size_t>(m->nbody));
-  alloc(rne_icacc_, 12 * static_cast<size_t>(m->nbody));
   alloc(rne_icvel_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dvel_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dacc_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dfrc_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dacc2_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dfrc2_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dcdof_, 6 * static_cast<size_t>(nv));
+  alloc(rne_vpre_, 6 * static_cast<size_t>(nv));
+  alloc(rne_apre_, 12 * static_cast<size_t>(nv));
+  alloc(rne_p_, 6 * static_cast<size_t>(nv));
+  alloc(rne_q_, 6 * static_cast<size_t>(nv));
+  alloc(rne_bsub_, 36 * static_cast<size_t>(m->nbody));
+
+  // per dof: where the suffix of its body's dofs starts that a perturbation of its position
+  // carries (a free joint's rotations, else its own joint onward), and that sees its velocity in
+  // cdof_dot (the joints after it; a free joint's translations: its rotations onward)
+  carry_start_.assign(std::max(nv, 1), 0);
+  later_start_.assign(std::max(nv, 1), 0);
+  for (int k = 0; k < nv; k++) {
+    const int jnt = m->dof_jntid[k], adr = m->jnt_dofadr[jnt], type = m->jnt_type[jnt];
+    carry_start_[k] = type == mjJNT_FREE ? adr + 3 : adr;
+    later_start_[k] = type == mjJNT_FREE   ? (k < adr + 3 ? adr + 3 : adr + 6)
+                      : type == mjJNT_BALL ? adr + 3
+                                           : k + 1;
+  }
+  subtree_dofend_.assign(std::max(m->nbody, 1), 0);
+  for (int b = 0; b < m->nbody; b++) {
+    subtree_dofend_[b] = m->body_dofnum[b] ? m->body_dofadr[b] + m->body_dofnum[b] : 0;
+  }
+  for (int b = m->nbody - 1; b > 0; b--) {
+    int& end = subtree_dofend_[m->body_parentid[b]];
+    end = std::max(end, subtree_dofend_[b]);
+  }
   collide_buf_.assign(mjMAXCONPAIR, mjContact());
 
   pairs_.assign(ncon, Pair());

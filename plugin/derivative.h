@@ -157,8 +157,6 @@ class Derivative {
   bool AnalyticScope(const mjModel* m) const;
   void DecideAnalytic(const mjModel* m);
   void PrepareAnalytic(const mjModel* m);
-  // does perturbing dof k move the axis of dof j (j in the subtree of k's body)
-  bool Carried(const mjModel* m, int k, int j) const;
   // d(M a + bias)/dq_k into dtau and, if dtau2 is not null, d(M (a - aint))/dq_k into dtau2
   void RneTangent(const mjModel* m, int k, double* dtau, double* dtau2);
   // d bias / dv_k into dtau (nv)
@@ -279,13 +277,16 @@ class Derivative {
   std::vector<int> subtree_last_;                           // last body of each subtree (nbody)
   std::vector<int> dof_act_count_, dof_act_adr_, dof_act_;  // actuators of each dof (nv, nv, nu)
   std::vector<char> dof_act_len_, dof_act_vel_;  // their forces depend on length / velocity (nv)
-  std::vector<double> rne_pre_;                  // velocity of each dof's cdof_dot (6 nv)
   std::vector<double> rne_cacc_, rne_cfrc_;      // accelerations, subtree forces (2 x 6 nbody)
-  std::vector<double> rne_icacc_, rne_icvel_;    // I cacc (2 x 6 nbody), I cvel (6 nbody)
-  std::vector<double> rne_dvel_, rne_dacc_, rne_dfrc_;  // their tangents (6 nbody)
-  std::vector<double> rne_dacc2_, rne_dfrc2_;           // tangents of the second pass (6 nbody)
-  std::vector<double> rne_dcdof_;                       // tangents of the carried axes (6 nv)
-  std::vector<mjContact> collide_buf_;                  // collision output (mjMAXCONPAIR)
+  std::vector<double> rne_icvel_;                // I cvel (6 nbody)
+  std::vector<int> carry_start_;        // first dof of its body that moving dof k carries    (nv)
+  std::vector<int> later_start_;        // first dof of its body whose cdof_dot sees qvel k   (nv)
+  std::vector<int> subtree_dofend_;     // one past the last dof of each subtree            (nbody)
+  std::vector<double> rne_vpre_;        // cvel before each dof within its body             (6 nv)
+  std::vector<double> rne_apre_;        // cacc of both passes before each dof              (12 nv)
+  std::vector<double> rne_p_, rne_q_;   // crb cdof and Bsub' cdof of each dof            (6 nv)
+  std::vector<double> rne_bsub_;        // B of the subtree of each body (see PrepareAnalytic)
+  std::vector<mjContact> collide_buf_;  // collision output (mjMAXCONPAIR)
 
   // blocks of directions ("mujoco")
   std::vector<double> blk_r_;       // right-hand sides, then dv+, row-major      (nv x kBlock)

@@ -120,32 +120,6 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
   const double* cdof = d->cdof;
   const double* cvel = d->cvel;
 
-  // velocity each dof's cdof_dot was computed with (mj_comVel's convention)
-  for (int b = 1; b < nbody; b++) {
-    double run[6];
-    Copy6(run, cvel + 6 * m->body_parentid[b]);
-    const int bda = m->body_dofadr[b];
-    for (int j = bda; j < bda + m->body_dofnum[b];) {
-      const int type = m->jnt_type[m->dof_jntid[j]];
-      if (type == mjJNT_FREE) {
-        for (int q = 0; q < 3; q++) {
-          mju_copy(rne_pre_.data() + 6 * (j + q), run, 6);
-          AddScl6(run, cdof + 6 * (j + q), v0_[j + q]);
-        }
-        j += 3;
-      }
-      if (type == mjJNT_FREE || type == mjJNT_BALL) {
-        for (int q = 0; q < 3; q++) mju_copy(rne_pre_.data() + 6 * (j + q), run, 6);
-        for (int q = 0; q < 3; q++) AddScl6(run, cdof + 6 * (j + q), v0_[j + q]);
-        j += 3;
-      } else {
-        mju_copy(rne_pre_.data() + 6 * j, run, 6);
-        AddScl6(run, cdof + 6 * j, v0_[j]);
-        j++;
-      }
-    }
-  }
-
   // Newton-Euler at (v, a, gravity) and, for Euler's implicit damping, at (0, a - aint, 0):
   // accelerations, body forces, subtree forces
   const double* a = d->qacc;
@@ -167,7 +141,6 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
       }
       double* fb = cfrc + 6 * b;
       MulInert(fb, d->cinert + 10 * b, cb);
-      mju_copy(rne_icacc_.data() + pass * 6 * nbody + 6 * b, fb, 6);
       if (pass == 0) {
         double* iv = rne_icvel_.data() + 6 * b;
         double t[6];
@@ -180,215 +153,134 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
       if (m->body_parentid[b]) AddScl6(cfrc + 6 * m->body_parentid[b], cfrc + 6 * b, 1);
     }
   }
-}
 
-bool Derivative::Carried(const mjModel* m, int k, int j) const {
-  // does perturbing dof k rotate or move the axis of dof j (j in the subtree of k's body)?
-  const int bk = m->dof_bodyid[k], bj = m->dof_bodyid[j];
-  if (bj != bk) return true;
-  const int jk = m->dof_jntid[k], jj = m->dof_jntid[j];
-  if (jj != jk) return jj > jk;
-  if (m->jnt_type[jk] == mjJNT_FREE) return j - m->jnt_dofadr[jj] >= 3;  // the rotations
-  return true;
+  // velocity and accelerations before each dof of a body (the part a perturbation leaves)
+  const int nv = nv_;
+  for (int b = 1; b < nbody; b++) {
+    const int parent = m->body_parentid[b];
+    double v[6], a0[6], a2[6];
+    Copy6(v, cvel + 6 * parent);
+    Copy6(a0, rne_cacc_.data() + 6 * parent);
+    Copy6(a2, rne_cacc_.data() + 6 * nbody + 6 * parent);
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      Copy6(rne_vpre_.data() + 6 * j, v);
+      Copy6(rne_apre_.data() + 6 * j, a0);
+      Copy6(rne_apre_.data() + 6 * (nv + j), a2);
+      AddScl6(v, cdof + 6 * j, v0_[j]);
+      AddScl6(a0, d->cdof_dot + 6 * j, v0_[j]);
+      AddScl6(a0, cdof + 6 * j, a[j]);
+      if (damped_) AddScl6(a2, cdof + 6 * j, a[j] - aint_[j]);
+    }
+  }
+
+  // B w = I (w x v) + w x* (I v) + v x* (I w) of each body (row-major 6 x 6), summed over subtrees
+  double* bsub = rne_bsub_.data();
+  for (int b = 1; b < nbody; b++) {
+    const double* inert = d->cinert + 10 * b;
+    const double* v = cvel + 6 * b;
+    const double* iv = rne_icvel_.data() + 6 * b;
+    double* B = bsub + 36 * b;
+    for (int i = 0; i < 6; i++) {
+      double x[6] = {0, 0, 0, 0, 0, 0}, t[6], col[6], ix[6];
+      x[i] = 1;
+      CrossMotion(t, x, v);
+      MulInert(col, inert, t);
+      CrossForce(t, x, iv);
+      for (int r = 0; r < 6; r++) col[r] += t[r];
+      MulInert(ix, inert, x);
+      CrossForce(t, v, ix);
+      for (int r = 0; r < 6; r++) B[6 * r + i] = col[r] + t[r];
+    }
+  }
+  for (int b = nbody - 1; b > 0; b--) {
+    const int parent = m->body_parentid[b];
+    if (parent == 0) continue;
+    for (int r = 0; r < 36; r++) bsub[36 * parent + r] += bsub[36 * b + r];
+  }
+
+  // per dof: crb cdof and Bsub' cdof of its body
+  for (int j = 0; j < nv; j++) {
+    const int b = m->dof_bodyid[j];
+    const double* c = cdof + 6 * j;
+    const double* B = bsub + 36 * b;
+    MulInert(rne_p_.data() + 6 * j, d->crb + 10 * b, c);
+    double* q = rne_q_.data() + 6 * j;
+    for (int i = 0; i < 6; i++) {
+      q[i] = B[i] * c[0] + B[6 + i] * c[1] + B[12 + i] * c[2] + B[18 + i] * c[3] +
+             B[24 + i] * c[4] + B[30 + i] * c[5];
+    }
+  }
 }
 
 void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2) {
+  // Moving dof k carries the subtree rigidly by S = cdof_k: carried axes, inertias and the
+  // carried parts of velocities and accelerations change by S x, forces by S x*, and the terms
+  // left are those of the part it does not carry, u (velocity) and a_u (acceleration) before the
+  // carried dofs. With w = S x u and c = S x a_u - w x u, each body force changes by
+  // S x* f - I c - B w, so a subtree's by S x* F - crb c - Bsub w, and the S terms cancel against
+  // the carried axes in dtau = d(cdof . F)
   const mjData* d = d0_;
   const int nv = nv_, nbody = m->nbody;
-  const double* cdof = d->cdof;
-  const double* cvel = d->cvel;
-  const double* S = cdof + 6 * k;
-  const int b0 = m->dof_bodyid[k], last = subtree_last_[b0];
-  const double* cacc = rne_cacc_.data();
-  const double* cfrc = rne_cfrc_.data();
-  const double* cacc2 = rne_cacc_.data() + 6 * nbody;
-  const double* cfrc2 = rne_cfrc_.data() + 6 * nbody;
-  const double* a = d->qacc;
-  double* dvel = rne_dvel_.data();
-  double* dacc = rne_dacc_.data();
-  double* dfrc = rne_dfrc_.data();
-  double* dacc2 = rne_dacc2_.data();
-  double* dfrc2 = rne_dfrc2_.data();
-  double* dcdof = rne_dcdof_.data();
-
-  // forward over the subtree: tangents of the carried axes, cvel, cacc and the body forces
-  for (int b = b0; b <= last; b++) {
-    double run[6], racc[6], racc2[6];
-    const int parent = m->body_parentid[b];
-    if (b == b0) {
-      Zero6(run);
-      Zero6(racc);
-      Zero6(racc2);
-    } else {
-      Copy6(run, dvel + 6 * parent);
-      Copy6(racc, dacc + 6 * parent);
-      Copy6(racc2, dacc2 + 6 * parent);
-    }
-    const int bda = m->body_dofadr[b];
-    for (int j = bda; j < bda + m->body_dofnum[b];) {
-      const int type = m->jnt_type[m->dof_jntid[j]];
-      const int n = type == mjJNT_FREE ? 6 : type == mjJNT_BALL ? 3 : 1;
-
-      // the velocity tangent MuJoCo's cdof_dot of this joint's dofs sees: before the joint, or
-      // for a free joint's rotations after its translations
-      double pre[6], pre_rot[6];
-      Copy6(pre, run);
-      for (int q = 0; q < n; q++) {
-        const int dof = j + q;
-        double* dc = dcdof + 6 * dof;
-        if (Carried(m, k, dof)) {
-          CrossMotion(dc, S, cdof + 6 * dof);
-        } else {
-          Zero6(dc);
-        }
-        AddScl6(racc, dc, a[dof]);
-        if (dtau2) AddScl6(racc2, dc, a[dof] - aint_[dof]);
-
-        // d cdof_dot = d pre x cdof + pre x d cdof (free translations: cdof_dot = 0)
-        if (type == mjJNT_FREE && q == 3) Copy6(pre_rot, run);
-        if (!(type == mjJNT_FREE && q < 3)) {
-          const double* dp = type == mjJNT_FREE ? pre_rot : pre;
-          double t1[6], t2[6];
-          CrossMotion(t1, dp, cdof + 6 * dof);
-          CrossMotion(t2, rne_pre_.data() + 6 * dof, dc);
-          for (int r = 0; r < 6; r++) racc[r] += v0_[dof] * (t1[r] + t2[r]);
-        }
-        AddScl6(run, dc, v0_[dof]);
-        if (type != mjJNT_FREE && type != mjJNT_BALL) Copy6(pre, run);
-      }
-      j += n;
-    }
-    Copy6(dvel + 6 * b, run);
-    Copy6(dacc + 6 * b, racc);
-
-    // d cfrc_body = dI cacc + I dcacc + dcvel x* I cvel + cvel x* (dI cvel + I dcvel), with
-    // dI x = S x* (I x) - I (S x x) and the products I cacc, I cvel of the nominal pass
-    const double* inert = d->cinert + 10 * b;
-    const double* icv = rne_icvel_.data() + 6 * b;
-    double* f = dfrc + 6 * b;
-    double t[6], u[6], w[6];
-    CrossMotion(t, S, cacc + 6 * b);
-    for (int r = 0; r < 6; r++) u[r] = racc[r] - t[r];
-    MulInert(f, inert, u);  // I (dcacc - S x cacc)
-    CrossForce(t, S, rne_icacc_.data() + 6 * b);
-    for (int r = 0; r < 6; r++) f[r] += t[r];
-    CrossForce(t, run, icv);
-    for (int r = 0; r < 6; r++) f[r] += t[r];
-    CrossMotion(t, S, cvel + 6 * b);
-    for (int r = 0; r < 6; r++) u[r] = run[r] - t[r];
-    MulInert(w, inert, u);  // I (dcvel - S x cvel)
-    CrossForce(t, S, icv);
-    for (int r = 0; r < 6; r++) w[r] += t[r];
-    CrossForce(t, cvel + 6 * b, w);
-    for (int r = 0; r < 6; r++) f[r] += t[r];
-
-    // the second pass (no velocity, no gravity): d cfrc_body = dI cacc2 + I dcacc2
-    if (dtau2) {
-      Copy6(dacc2 + 6 * b, racc2);
-      double* f2 = dfrc2 + 6 * b;
-      CrossMotion(t, S, cacc2 + 6 * b);
-      for (int r = 0; r < 6; r++) u[r] = racc2[r] - t[r];
-      MulInert(f2, inert, u);
-      CrossForce(t, S, rne_icacc_.data() + 6 * nbody + 6 * b);
-      for (int r = 0; r < 6; r++) f2[r] += t[r];
-    }
-  }
-
-  // backward over the subtree: subtree force tangents; ancestors see the subtree's total
-  for (int b = last; b > b0; b--) {
-    AddScl6(dfrc + 6 * m->body_parentid[b], dfrc + 6 * b, 1);
-    if (dtau2) AddScl6(dfrc2 + 6 * m->body_parentid[b], dfrc2 + 6 * b, 1);
-  }
-
-  // dtau_j = dcdof_j . cfrc_sub + cdof_j . dcfrc_sub for the subtree's dofs and the ancestors'
+  const double* S = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], s = carry_start_[k], end = subtree_dofend_[b0];
+  const double* u = rne_vpre_.data() + 6 * s;
+  const double* inert = d->crb + 10 * b0;
+  const double* B = rne_bsub_.data() + 36 * b0;
   mju_zero(dtau, nv);
   if (dtau2) mju_zero(dtau2, nv);
-  for (int b = b0; b <= last; b++) {
-    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      const double* dc = dcdof + 6 * j;
-      dtau[j] = Dot6(dc, cfrc + 6 * b) + Dot6(cdof + 6 * j, dfrc + 6 * b);
-      if (dtau2) {
-        dtau2[j] = Dot6(dc, cfrc2 + 6 * b) + Dot6(cdof + 6 * j, dfrc2 + 6 * b);
-      }
+  for (int pass = 0; pass < (dtau2 ? 2 : 1); pass++) {
+    double* out = pass == 0 ? dtau : dtau2;
+    const double* au = rne_apre_.data() + 6 * (pass * nv + s);
+    double w[6] = {0, 0, 0, 0, 0, 0}, c[6], t[6];
+    CrossMotion(c, S, au);
+    if (pass == 0) {
+      CrossMotion(w, S, u);
+      CrossMotion(t, w, u);
+      for (int r = 0; r < 6; r++) c[r] -= t[r];
     }
-  }
-  for (int b = m->body_parentid[b0]; b > 0; b = m->body_parentid[b]) {
-    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      dtau[j] = Dot6(cdof + 6 * j, dfrc + 6 * b0);
-      if (dtau2) dtau2[j] = Dot6(cdof + 6 * j, dfrc2 + 6 * b0);
+
+    // carried dofs: -(crb cdof) . c - (Bsub' cdof) . w
+    for (int j = s; j < end; j++) {
+      out[j] = -Dot6(rne_p_.data() + 6 * j, c) - (pass == 0 ? Dot6(rne_q_.data() + 6 * j, w) : 0);
+    }
+
+    // the others on the chain: cdof . dF of the subtree
+    double dF[6];
+    CrossForce(dF, S, rne_cfrc_.data() + pass * 6 * nbody + 6 * b0);
+    MulInert(t, inert, c);
+    for (int r = 0; r < 6; r++) {
+      dF[r] -= t[r];
+      if (pass == 0) dF[r] -= Dot6(B + 6 * r, w);
+    }
+    for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
+      out[j] = Dot6(d->cdof + 6 * j, dF);
     }
   }
 }
 
 void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
+  // velocity of dof k: every body of the subtree moves by C = cdof_k more, and the cdof_dot of
+  // the later dofs by C x cdof_j; a body force changes by B C + I e with e = cdof_dot_k - C x U
+  // (U the velocity before the later dofs), a subtree's by Bsub C + crb e
   const mjData* d = d0_;
   const int nv = nv_;
-  const double* cdof = d->cdof;
-  const double* cvel = d->cvel;
-  const int b0 = m->dof_bodyid[k], last = subtree_last_[b0];
-  double* dvel = rne_dvel_.data();
-  double* dacc = rne_dacc_.data();
-  double* dfrc = rne_dfrc_.data();
-
-  // forward over the subtree: cvel changes by cdof_k after dof k, cdof_dot through its velocity
-  for (int b = b0; b <= last; b++) {
-    double run[6], racc[6];
-    if (b == b0) {
-      Zero6(run);
-      Zero6(racc);
-    } else {
-      Copy6(run, dvel + 6 * m->body_parentid[b]);
-      Copy6(racc, dacc + 6 * m->body_parentid[b]);
-    }
-    const int bda = m->body_dofadr[b];
-    for (int j = bda; j < bda + m->body_dofnum[b];) {
-      const int type = m->jnt_type[m->dof_jntid[j]];
-      const int n = type == mjJNT_FREE ? 6 : type == mjJNT_BALL ? 3 : 1;
-      double pre[6];
-      Copy6(pre, run);
-      for (int q = 0; q < n; q++) {
-        const int dof = j + q;
-        if (type == mjJNT_FREE && q == 3) Copy6(pre, run);
-        if (!(type == mjJNT_FREE && q < 3)) {
-          double t[6];
-          CrossMotion(t, pre, cdof + 6 * dof);
-          AddScl6(racc, t, v0_[dof]);
-        }
-        if (dof == k) {
-          AddScl6(racc, d->cdof_dot + 6 * dof, 1);
-          AddScl6(run, cdof + 6 * dof, 1);
-        }
-        if (type != mjJNT_FREE && type != mjJNT_BALL) Copy6(pre, run);
-      }
-      j += n;
-    }
-    Copy6(dvel + 6 * b, run);
-    Copy6(dacc + 6 * b, racc);
-
-    // d cfrc_body = I dcacc + dcvel x* I cvel + cvel x* I dcvel
-    const double* inert = d->cinert + 10 * b;
-    double* f = dfrc + 6 * b;
-    double iv[6], t[6];
-    MulInert(f, inert, racc);
-    CrossForce(t, run, rne_icvel_.data() + 6 * b);
-    for (int r = 0; r < 6; r++) f[r] += t[r];
-    MulInert(iv, inert, run);
-    CrossForce(t, cvel + 6 * b, iv);
-    for (int r = 0; r < 6; r++) f[r] += t[r];
-  }
-  for (int b = last; b > b0; b--) AddScl6(dfrc + 6 * m->body_parentid[b], dfrc + 6 * b, 1);
-
-  // dtau_j = cdof_j . dcfrc_sub over the subtree and the ancestors
+  const double* C = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], l = later_start_[k], end = subtree_dofend_[b0];
+  const int bend = m->body_dofadr[b0] + m->body_dofnum[b0];
+  const double* U = l < bend ? rne_vpre_.data() + 6 * l : d->cvel + 6 * b0;
+  double e[6], t[6];
+  CrossMotion(t, C, U);
+  for (int r = 0; r < 6; r++) e[r] = d->cdof_dot[6 * k + r] - t[r];
   mju_zero(dtau, nv);
-  for (int b = b0; b <= last; b++) {
-    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      dtau[j] = Dot6(cdof + 6 * j, dfrc + 6 * b);
-    }
+  for (int j = m->body_dofadr[b0]; j < end; j++) {
+    dtau[j] = Dot6(rne_q_.data() + 6 * j, C) + Dot6(rne_p_.data() + 6 * j, e);
   }
-  for (int b = m->body_parentid[b0]; b > 0; b = m->body_parentid[b]) {
-    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      dtau[j] = Dot6(cdof + 6 * j, dfrc + 6 * b0);
-    }
+  const double* B = rne_bsub_.data() + 36 * b0;
+  double dF[6];
+  MulInert(dF, d->crb + 10 * b0, e);
+  for (int r = 0; r < 6; r++) dF[r] += Dot6(B + 6 * r, C);
+  for (int j = m->dof_parentid[m->body_dofadr[b0]]; j >= 0; j = m->dof_parentid[j]) {
+    dtau[j] = Dot6(d->cdof + 6 * j, dF);
   }
 }
 
@@ -423,6 +315,7 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
   mjData* d = d0_;
   const int nv = nv_, na = na_;
   const int b0 = m->dof_bodyid[k], last = subtree_last_[b0];
+  const int carry = carry_start_[k], carry_end = subtree_dofend_[b0];  // dofs it carries
 
   // smooth forces: -d(M a + bias) + springs + actuators (dM a folded in: no dM tangent)
   double* dtau = tmp2_.data();
@@ -535,9 +428,8 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
       for (int j = m->body_dofadr[body] + m->body_dofnum[body] - 1; j >= 0;
            j = m->dof_parentid[j]) {
         const double* cd = d->cdof + 6 * j;
-        const double zero[6] = {0, 0, 0, 0, 0, 0};
-        const bool carried = moved && m->dof_bodyid[j] >= b0 && m->dof_bodyid[j] <= last;
-        const double* dc = carried ? rne_dcdof_.data() + 6 * j : zero;  // from RneTangent
+        double dc[6] = {0, 0, 0, 0, 0, 0};
+        if (moved && j >= carry && j < carry_end) CrossMotion(dc, S, cd);
         // translation rows: lin + rot x off; their tangent with the point and axes moving
         double jp[3], djp[3], t[3];
         Cross3(t, cd, off);
