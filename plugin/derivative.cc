@@ -298,6 +298,11 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(dfs_, nv);
   alloc(dactdot_, na);
   alloc(dJ_, nnz);
+  alloc(dJv_, rows);
+  alloc(dJf_, nv);
+  con_sign_.assign(nnz, 0);
+  con_written_.assign(ncon, 0);
+  chain_mark_.assign(std::max(nv, 1), 0);
   alloc(dpos_, rows);
   alloc(dvel_, rows);
   alloc(dimp_, rows);
@@ -703,7 +708,9 @@ bool Derivative::SolveTangent(const mjModel* m) {
       soft_.ForceTangent(p, dir, df_.data(), nullptr);
     }
     p.J.MulT(df_.data(), dqc_.data());
-    if (has_dJ_) {
+    if (has_dJf_) {
+      for (int i = 0; i < nv; i++) dqc_[i] += dJf_[i];
+    } else if (has_dJ_) {
       const SparseRows& J = p.J;
       for (int i = 0; i < J.nrow; i++) {
         const double fi = sol_->force[i];
@@ -837,7 +844,10 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
     }
   }
   ProblemTangent dir;
-  if (has_dJ_) {
+  if (has_dJf_) {
+    for (int i = 0; i < nv; i++) r[i] += h * dJf_[i];
+    dir.J = dJ_.data();
+  } else if (has_dJ_) {
     const SparseRows& J = p.J;
     for (int i = 0; i < J.nrow; i++) {
       const double fi = h * sol_->force[i];
@@ -850,7 +860,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   dir.vel = has_dvel_ ? dvel_.data() : nullptr;
   dir.R = has_dpos_ ? dR_.data() : nullptr;
   dir.aref = has_dvel_ || has_dpos_ ? daref_.data() : nullptr;
-  if (has_dJ_ || has_dvel_ || has_dpos_) soft_.RowRhs(p, dir, r);
+  if (has_dJ_ || has_dvel_ || has_dpos_) soft_.RowRhs(p, dir, r, has_dJf_ ? dJv_.data() : nullptr);
   for (int i = 0; i < nv; i++) blk_r_[static_cast<size_t>(i) * nb + slot] = r[i];
 
   // what the columns need after the solve

@@ -115,6 +115,8 @@ class Derivative {
   bool Recollide(const mjModel* m, mjData* d);
   // the collision of pair k on the geometry in d into con1_; false if its contact count changed
   bool RecollidePair(const mjModel* m, mjData* d, int k);
+  // match the n contacts in collide_buf_ with pair k's nominal ones into con1_ (as RecollidePair)
+  bool MatchPair(const mjModel* m, int k, int n);
   // contact rows at the geometry of the pass
   void ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps);
   // rows before the contacts (constant Jacobian, or MuJoCo's rows at the perturbed state)
@@ -308,7 +310,12 @@ class Derivative {
   std::vector<double> dq_, dv_, dact_, du_;  // input tangent    (nv, nv, na, nu)
   std::vector<double> dM_, dfs_, dactdot_;   // (nM, nv, na)
   bool has_dM_ = false, has_dJ_ = false, has_dpos_ = false, has_dvel_ = false;
-  std::vector<double> dJ_;                                    // (nnz)
+  bool has_dJf_ = false;           // dJv_, dJf_ hold dJ v+ and dJ' f (analytic position tangents)
+  std::vector<double> dJv_, dJf_;  // dJ v+ (rows), dJ' f (nv)
+  std::vector<signed char> con_sign_;  // side of each contact row nonzero: -1 body 1, 1 body 2
+  std::vector<char> con_written_;      // dJ_ of the contact holds a direction's values (ncon)
+  std::vector<char> chain_mark_;       // scratch (nv)
+  std::vector<double> dJ_;             // (nnz)
   std::vector<double> dpos_, dvel_, dimp_, dR_, daref_, df_;  // (rows)
   std::vector<double> dvfree_, dqc_, dacc_, dqderiv_a_;       // (nv)
   std::vector<double> tmp_, tmp2_, vplus_;                    // (nv + na, nv + na, nv)

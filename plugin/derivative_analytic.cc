@@ -198,6 +198,26 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
     for (int r = 0; r < 36; r++) bsub[36 * parent + r] += bsub[36 * b + r];
   }
 
+  // contact rows: no derivative yet, and the side of each column
+  if (has_rows_) {
+    const Problem& p = *p_;
+    const SparseRows& J = p.J;
+    mju_zero(dJ_.data(), J.nnz);
+    for (int c = 0; c < p.ncon; c++) {
+      const Contact& con = p.con[c];
+      con_written_[c] = 0;
+      int body = con.body[1];
+      while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
+      const int last = body > 0 ? m->body_dofadr[body] + m->body_dofnum[body] - 1 : -1;
+      for (int j = last; j >= 0; j = m->dof_parentid[j]) chain_mark_[j] = 1;
+      const int adr = J.rowadr[con.row];
+      for (int q = 0; q < J.rownnz[con.row]; q++) {
+        con_sign_[adr + q] = chain_mark_[J.colind[adr + q]] ? 1 : -1;
+      }
+      for (int j = last; j >= 0; j = m->dof_parentid[j]) chain_mark_[j] = 0;
+    }
+  }
+
   // per dof: crb cdof and Bsub' cdof of its body
   for (int j = 0; j < nv; j++) {
     const int b = m->dof_bodyid[j];
@@ -382,86 +402,111 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     }
   }
 
-  // contact rows: frame and point from the collision, axes carried by the subtree
+  // contact rows: J_rj = sign rho_r . cdof_j with rho_r = [off x F_r; F_r] (rotation rows
+  // [F_r; 0]), off the point from the side's tree center; along S the point and frame move as the
+  // collision says and the carried axes by S x, so d J_rj = sign (d rho_r - [j carried] S x* rho_r)
+  // . cdof_j, written into the row with d(J v), d(J v+) and dJ' f of the same pass
   const Problem& p = *p_;
   const SparseRows& J = p.J;
-  double* dense = jrows_.data();  // dim x nv
+  const double* vnext = sol_->v_next;
+  const double* force = sol_->force;
+  double* dJf = dJf_.data();
+  mju_zero(dJf, nv);
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    const int adr0 = J.rowadr[con.row], n0 = J.rownnz[con.row];
+    const int row = con.row, dim = con.dim;
+    for (int r = 0; r < dim; r++) dpos_[row + r] = dvel_[row + r] = dJv_[row + r] = 0;
     if (!body_moved_[con.body[0]] && !body_moved_[con.body[1]]) {
-      for (int r = 0; r < con.dim; r++) {
-        for (int q = 0; q < n0; q++) dJ_[J.rowadr[con.row + r] + q] = 0;
+      if (con_written_[c]) {
+        for (int r = 0; r < dim; r++) mju_zero(dJ_.data() + J.rowadr[row + r], J.rownnz[row + r]);
+        con_written_[c] = 0;
       }
-      for (int r = 0; r < con.dim; r++) dpos_[con.row + r] = 0;
       continue;
     }
+    con_written_[c] = 1;
     const mjContact& g0 = con0_[con.mj_index];
     const mjContact& g1 = con1_[con.mj_index];
     double dp[3], dF[9];
     for (int i = 0; i < 3; i++) dp[i] = (g1.pos[i] - g0.pos[i]) / kPoseStep;
     for (int i = 0; i < 9; i++) dF[i] = (g1.frame[i] - g0.frame[i]) / kPoseStep;
-    dpos_[con.row] = (g1.dist - g0.dist) / kPoseStep;
-    for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
+    dpos_[row] = (g1.dist - g0.dist) / kPoseStep;
 
-    // the two sides' chains, dense: -side 1 + side 2 (dofs on both cancel)
+    // per side and row: d rho (uncarried dofs) and d rho - S x* rho (carried)
+    double tan[2][2][6][6];
     for (int side = 0; side < 2; side++) {
-      int body = con.body[side];
-      while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
-      if (body <= 0) continue;
-      for (int j = m->body_dofadr[body] + m->body_dofnum[body] - 1; j >= 0;
-           j = m->dof_parentid[j]) {
-        for (int r = 0; r < con.dim; r++) dense[r * nv + j] = 0;
-      }
-    }
-    (void)adr0;
-    (void)n0;
-    for (int side = 0; side < 2; side++) {
-      int body = con.body[side];
-      while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
-      if (body <= 0) continue;
-      const double sign = side == 0 ? -1 : 1;
-      const double* cc = d->subtree_com + 3 * m->body_rootid[body];
-      double off[3];
-      mju_sub3(off, g0.pos, cc);
-      const bool moved = body_moved_[body];
-      for (int j = m->body_dofadr[body] + m->body_dofnum[body] - 1; j >= 0;
-           j = m->dof_parentid[j]) {
-        const double* cd = d->cdof + 6 * j;
-        double dc[6] = {0, 0, 0, 0, 0, 0};
-        if (moved && j >= carry && j < carry_end) CrossMotion(dc, S, cd);
-        // translation rows: lin + rot x off; their tangent with the point and axes moving
-        double jp[3], djp[3], t[3];
-        Cross3(t, cd, off);
-        for (int i = 0; i < 3; i++) jp[i] = cd[3 + i] + t[i];
-        Cross3(djp, cd, dp);
-        Cross3(t, dc, off);
-        for (int i = 0; i < 3; i++) djp[i] += dc[3 + i] + t[i];
-        for (int r = 0; r < con.dim; r++) {
-          const int ax = r < 3 ? r : r - 3;
-          const double* Fr = g0.frame + 3 * ax;
-          const double* dFr = dF + 3 * ax;
-          const double val = r < 3 ? Dot3(dFr, jp) + Dot3(Fr, djp) : Dot3(dFr, cd) + Dot3(Fr, dc);
-          dense[r * nv + j] += sign * val;
+      const int body = con.body[side];
+      const double* com = d->subtree_com + 3 * m->body_rootid[body];
+      const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
+      for (int r = 0; r < dim; r++) {
+        const int ax = r < 3 ? r : r - 3;
+        const double* Fr = g0.frame + 3 * ax;
+        const double* dFr = dF + 3 * ax;
+        double rho[6], t[3], u[3];
+        double* a = tan[side][0][r];
+        if (r < 3) {
+          Cross3(rho, off, Fr);
+          for (int i = 0; i < 3; i++) rho[3 + i] = Fr[i];
+          Cross3(t, dp, Fr);
+          Cross3(u, off, dFr);
+          for (int i = 0; i < 3; i++) {
+            a[i] = t[i] + u[i];
+            a[3 + i] = dFr[i];
+          }
+        } else {
+          for (int i = 0; i < 3; i++) {
+            rho[i] = Fr[i];
+            rho[3 + i] = 0;
+            a[i] = dFr[i];
+            a[3 + i] = 0;
+          }
+        }
+        if (body_moved_[body]) {
+          double sr[6];
+          CrossForce(sr, S, rho);
+          for (int i = 0; i < 6; i++) tan[side][1][r][i] = a[i] - sr[i];
         }
       }
     }
-    for (int r = 0; r < con.dim; r++) {
-      const int adr = J.rowadr[con.row + r];
-      for (int q = 0; q < J.rownnz[con.row + r]; q++) {
-        dJ_[adr + q] = dense[r * nv + J.colind[adr + q]];
+
+    // the row's columns: each on one side's chain (dofs on both cancel)
+    const int adr0 = J.rowadr[row], n = J.rownnz[row];
+    double dvel[6] = {0, 0, 0, 0, 0, 0}, djv[6] = {0, 0, 0, 0, 0, 0};
+    for (int q = 0; q < n; q++) {
+      const int j = J.colind[adr0 + q];
+      const int sign = con_sign_[adr0 + q];
+      const double(*vec)[6] = tan[sign > 0][j >= carry && j < carry_end];
+      const double* cd = d->cdof + 6 * j;
+      double fj = 0;
+      for (int r = 0; r < dim; r++) {
+        const double val = sign * Dot6(vec[r], cd);
+        dJ_[J.rowadr[row + r] + q] = val;
+        dvel[r] += val * v0_[j];
+        djv[r] += val * vnext[j];
+        fj += val * force[row + r];
       }
+      dJf[j] += fj;
+    }
+    for (int r = 0; r < dim; r++) {
+      dvel_[row + r] = dvel[r];
+      dJv_[row + r] = djv[r];
     }
   }
 
-  // rows before the contacts: constant Jacobians (the scope), gaps J dq
+  // rows before the contacts: constant Jacobians (the scope; dJ zero from PrepareAnalytic), gaps
+  // J dq
   const int nplain = p.ne + p.nf + p.nl;
   for (int i = 0; i < nplain; i++) {
-    for (int q = 0; q < J.rownnz[i]; q++) dJ_[J.rowadr[i] + q] = 0;
-    dpos_[i] = p.kind[i] == kRowFriction ? 0 : J.Dot(i, dq_.data());
+    double g = 0;
+    if (p.kind[i] != kRowFriction) {
+      for (int q = 0; q < J.rownnz[i]; q++) {
+        if (J.colind[J.rowadr[i] + q] == k) g = J.val[J.rowadr[i] + q];
+      }
+    }
+    dpos_[i] = g;
+    dvel_[i] = dJv_[i] = 0;
   }
-  has_dJ_ = has_dpos_ = has_dvel_ = true;
-  RowVelocityTangents(true, nullptr);
+  has_dJ_ = has_dpos_ = has_dvel_ = has_dJf_ = true;
+  RowTangents();
 }
 
 }  // namespace contactkit

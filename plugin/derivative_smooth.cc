@@ -50,7 +50,7 @@ void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
   mju_zero(dact_.data(), na_);
   mju_zero(du_.data(), nu_);
   mju_zero(dqderiv_a_.data(), nv);
-  has_dM_ = has_dJ_ = has_dpos_ = has_dvel_ = false;
+  has_dM_ = has_dJ_ = has_dpos_ = has_dvel_ = has_dJf_ = false;
 
   switch (kind) {
     case kCtrl:
@@ -261,10 +261,21 @@ bool Derivative::Recollide(const mjModel* m, mjData* d) {
 
 bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k) {
   const Pair& pr = pairs_[k];
+  // the buffer's frames have no tangent (zero from Setup, and again after each use)
   mjContact* buf = collide_buf_.data();
-  for (int i = 0; i < mjMAXCONPAIR; i++) mju_zero(buf[i].frame + 3, 6);  // no tangent given
   const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
-  int n = mjCOLLISIONFUNC[t1][t2](m, d, buf, pr.g1, pr.g2, pr.margin);
+  const int nraw = mjCOLLISIONFUNC[t1][t2](m, d, buf, pr.g1, pr.g2, pr.margin);
+  const bool same = MatchPair(m, k, nraw);
+  for (int i = 0; i < nraw; i++) {
+    for (int q = 3; q < 9; q++) buf[i].frame[q] = 0;
+  }
+  return same;
+}
+
+bool Derivative::MatchPair(const mjModel* m, int k, int n) {
+  const Pair& pr = pairs_[k];
+  mjContact* buf = collide_buf_.data();
+  const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
 
   // box-box repeats, as mj_collideGeoms removes them
   if (t1 == mjGEOM_BOX && t2 == mjGEOM_BOX) {

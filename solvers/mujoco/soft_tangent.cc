@@ -284,7 +284,7 @@ void SoftTangent::Solve(const Problem& p, double* x) {
   }
 }
 
-void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir) {
+void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir, const double* dJv) {
   const SparseRows& J = p.J;
   const double h = h_;
   const double* vn = v_next_;
@@ -292,7 +292,9 @@ void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir) {
   // frame rows: t = dJ v+ - dvel - h daref, rho = dR / R (a contact's rows share the normal's)
   for (int i = 0; i < p.nrow; i++) {
     double t = 0;
-    if (dir.J) {
+    if (dJv) {
+      t = dJv[i];
+    } else if (dir.J) {
       const int adr = J.rowadr[i];
       for (int k = 0; k < J.rownnz[i]; k++) t += dir.J[adr + k] * vn[J.colind[adr + k]];
     }
@@ -324,8 +326,9 @@ void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir) {
   ConeAdd(p, te_.data(), -1, ge_.data());
 }
 
-void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs) {
-  RowTerms(p, dir);
+void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs,
+                         const double* dJv) {
+  RowTerms(p, dir, dJv);
   RowsAdd(p, ge_.data(), rhs);
 }
 
@@ -390,7 +393,7 @@ void SoftTangent::ForceTangent(const Problem& p, const ProblemTangent& dir, doub
   const SparseRows& J = p.J;
   const double h = h_;
   const double* vn = v_next_;
-  RowTerms(p, dir);
+  RowTerms(p, dir, nullptr);
 
   // rhs = M dv_free - dM (v+ - v_free) + h dJ' f + sum J_e' g_e
   double* rhs = rhs_.data();
