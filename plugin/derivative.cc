@@ -251,6 +251,8 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(rne_cfrc_, 12 * static_cast<size_t>(m->nbody));
   alloc(rne_icvel_, 6 * static_cast<size_t>(m->nbody));
   alloc(rne_vpre_, 6 * static_cast<size_t>(nv));
+  alloc(rne_vn_, 6 * static_cast<size_t>(m->nbody));
+  alloc(rne_vnpre_, 6 * static_cast<size_t>(nv));
   alloc(rne_apre_, 12 * static_cast<size_t>(nv));
   alloc(rne_p_, 6 * static_cast<size_t>(nv));
   alloc(rne_q_, 6 * static_cast<size_t>(nv));
@@ -845,8 +847,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   }
   ProblemTangent dir;
   if (has_dJf_) {
-    for (int i = 0; i < nv; i++) r[i] += h * dJf_[i];
-    dir.J = dJ_.data();
+    for (int i = 0; i < nv; i++) r[i] += h * dJf_[i];  // (dJ itself: not written, dJv_ has dJ v+)
   } else if (has_dJ_) {
     const SparseRows& J = p.J;
     for (int i = 0; i < J.nrow; i++) {

@@ -198,8 +198,20 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
     for (int r = 0; r < 36; r++) bsub[36 * parent + r] += bsub[36 * b + r];
   }
 
-  // contact rows: no derivative yet, and the side of each column
+  // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
+  // side of each column
   if (has_rows_) {
+    const double* vnext = sol_->v_next;
+    Zero6(rne_vn_.data());
+    for (int b = 1; b < nbody; b++) {
+      double v[6];
+      Copy6(v, rne_vn_.data() + 6 * m->body_parentid[b]);
+      for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+        Copy6(rne_vnpre_.data() + 6 * j, v);
+        AddScl6(v, cdof + 6 * j, vnext[j]);
+      }
+      Copy6(rne_vn_.data() + 6 * b, v);
+    }
     const Problem& p = *p_;
     const SparseRows& J = p.J;
     mju_zero(dJ_.data(), J.nnz);
@@ -412,12 +424,14 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
   const double* force = sol_->force;
   double* dJf = dJf_.data();
   mju_zero(dJf, nv);
+  const double* u = rne_vpre_.data() + 6 * carry;  // velocity and v+ before the carried dofs
+  const double* un = rne_vnpre_.data() + 6 * carry;
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     const int row = con.row, dim = con.dim;
     for (int r = 0; r < dim; r++) dpos_[row + r] = dvel_[row + r] = dJv_[row + r] = 0;
     if (!body_moved_[con.body[0]] && !body_moved_[con.body[1]]) {
-      if (con_written_[c]) {
+      if (!batch_ && con_written_[c]) {
         for (int r = 0; r < dim; r++) mju_zero(dJ_.data() + J.rowadr[row + r], J.rownnz[row + r]);
         con_written_[c] = 0;
       }
@@ -468,8 +482,46 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
       }
     }
 
-    // the row's columns: each on one side's chain (dofs on both cancel)
+    // the blocked path needs only dJ v, dJ v+ and dJ' f: chain sums of cdof v are body velocities
+    // (V, from u before the carried dofs), and the rows combine with their forces first
     const int adr0 = J.rowadr[row], n = J.rownnz[row];
+    if (batch_) {
+      double wrench[2][2][6] = {};
+      for (int side = 0; side < 2; side++) {
+        const int body = con.body[side];
+        const double sg = side ? 1 : -1;
+        const bool carried = body_moved_[body];
+        const double* V = d->cvel + 6 * body;
+        const double* Vn = rne_vn_.data() + 6 * body;
+        for (int r = 0; r < dim; r++) {
+          const double* a = tan[side][0][r];
+          const double fr = force[row + r];
+          if (carried) {
+            const double* b = tan[side][1][r];
+            double dv = Dot6(a, u), dn = Dot6(a, un);
+            for (int i = 0; i < 6; i++) {
+              dv += b[i] * (V[i] - u[i]);
+              dn += b[i] * (Vn[i] - un[i]);
+              wrench[side][1][i] += fr * b[i];
+            }
+            dvel_[row + r] += sg * dv;
+            dJv_[row + r] += sg * dn;
+          } else {
+            dvel_[row + r] += sg * Dot6(a, V);
+            dJv_[row + r] += sg * Dot6(a, Vn);
+          }
+          for (int i = 0; i < 6; i++) wrench[side][0][i] += fr * a[i];
+        }
+      }
+      for (int q = 0; q < n; q++) {
+        const int j = J.colind[adr0 + q];
+        const int sign = con_sign_[adr0 + q];
+        dJf[j] += sign * Dot6(wrench[sign > 0][j >= carry && j < carry_end], d->cdof + 6 * j);
+      }
+      continue;
+    }
+
+    // the row's columns: each on one side's chain (dofs on both cancel)
     double dvel[6] = {0, 0, 0, 0, 0, 0}, djv[6] = {0, 0, 0, 0, 0, 0};
     for (int q = 0; q < n; q++) {
       const int j = J.colind[adr0 + q];
