@@ -874,8 +874,22 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
 template <typename Fn>
 void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
   const Problem& p = *p_;
-  const int nv = nv_, nb = SoftTangent::kBlock;
+  const int nv = nv_;
   const double h = p.h;
+
+  // a partial block: its columns (rounded up to the solves' chunks of 8) packed to that stride
+  const int nb = std::min(SoftTangent::kBlock, (nslot + 7) / 8 * 8);
+  if (nb < SoftTangent::kBlock) {
+    for (int i = 1; i < nv; i++) {
+      for (int c = 0; c < nb; c++) {
+        blk_r_[static_cast<size_t>(i) * nb + c] =
+            blk_r_[static_cast<size_t>(i) * SoftTangent::kBlock + c];
+      }
+    }
+  }
+  for (int i = 0; i < nv; i++) {
+    for (int c = nslot; c < nb; c++) blk_r_[static_cast<size_t>(i) * nb + c] = 0;
+  }
   soft_.SolveBlock(p, blk_r_.data(), nb);
 
   // M_int dacc = M x / h + P with x = dv+ - dv: dacc = x / h when M_int = M (P = 0), and
@@ -890,6 +904,9 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
             blk_r_[static_cast<size_t>(i) * nb + slot] - (kind == kVel && index == i ? 1 : 0);
         Y[static_cast<size_t>(i) * nb + slot] = pc[i] - m->dof_damping[i] * x;
       }
+    }
+    for (int i = 0; i < nv; i++) {
+      for (int c = nslot; c < nb; c++) Y[static_cast<size_t>(i) * nb + c] = 0;
     }
     mint_.SolveBlock(Y, nb);
   }

@@ -332,6 +332,42 @@ void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rh
   RowsAdd(p, ge_.data(), rhs);
 }
 
+namespace {
+
+// CholSolve on W columns of the row-major block y (stride ld), both sweeps pulling into registers
+template <int W>
+void CholSolveColumns(const double* L, int n, double* y, int ld) {
+  for (int i = 0; i < n; i++) {
+    double* yi = y + static_cast<size_t>(i) * ld;
+    double acc[W];
+    for (int c = 0; c < W; c++) acc[c] = yi[c];
+    for (int q = 0; q < i; q++) {
+      const double l = L[q * n + i];
+      if (l == 0) continue;
+      const double* yq = y + static_cast<size_t>(q) * ld;
+      for (int c = 0; c < W; c++) acc[c] -= l * yq[c];
+    }
+    const double inv = 1 / L[i * n + i];
+    for (int c = 0; c < W; c++) yi[c] = acc[c] * inv;
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double* yi = y + static_cast<size_t>(i) * ld;
+    const double* Li = L + i * n;
+    double acc[W];
+    for (int c = 0; c < W; c++) acc[c] = yi[c];
+    for (int q = i + 1; q < n; q++) {
+      const double l = Li[q];
+      if (l == 0) continue;
+      const double* yq = y + static_cast<size_t>(q) * ld;
+      for (int c = 0; c < W; c++) acc[c] -= l * yq[c];
+    }
+    const double inv = 1 / Li[i];
+    for (int c = 0; c < W; c++) yi[c] = acc[c] * inv;
+  }
+}
+
+}  // namespace
+
 void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
   const Islands& is = p.islands;
   double* blk = block_.data();
@@ -344,30 +380,10 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
       for (int c = 0; c < nb; c++) blk[la * nb + c] = x[dofs[a] * nb + c];
     }
 
-    // L L' y = b: forward, then backward substitution, all columns at once
-    for (int i = 0; i < n; i++) {
-      double* yi = blk + i * nb;
-      for (int q = 0; q < i; q++) {
-        const double l = L[q * n + i];
-        if (l == 0) continue;
-        const double* yq = blk + q * nb;
-        for (int c = 0; c < nb; c++) yi[c] -= l * yq[c];
-      }
-      const double inv = 1 / L[i * n + i];
-      for (int c = 0; c < nb; c++) yi[c] *= inv;
-    }
-    for (int i = n - 1; i >= 0; i--) {
-      double* yi = blk + i * nb;
-      const double* Li = L + i * n;
-      for (int q = i + 1; q < n; q++) {
-        const double l = Li[q];
-        if (l == 0) continue;
-        const double* yq = blk + q * nb;
-        for (int c = 0; c < nb; c++) yi[c] -= l * yq[c];
-      }
-      const double inv = 1 / Li[i];
-      for (int c = 0; c < nb; c++) yi[c] *= inv;
-    }
+    // L L' y = b: chunks of 8 columns, then the rest one by one
+    int c = 0;
+    for (; c + 8 <= nb; c += 8) CholSolveColumns<8>(L, n, blk + c, nb);
+    for (; c < nb; c++) CholSolveColumns<1>(L, n, blk + c, nb);
     for (int a = 0; a < n; a++) {
       const int la = local_[dofs[a]];
       for (int c = 0; c < nb; c++) x[dofs[a] * nb + c] = blk[la * nb + c];
@@ -375,15 +391,10 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
   }
 
   // trees outside the islands: M^-1
-  double* col = loc_.data();
   for (int t = 0; t < is.ntree; t++) {
     if (is.tree_island[t] >= 0) continue;
-    const int begin = is.tree_dofadr[t], end = begin + is.tree_dofnum[t];
-    for (int c = 0; c < nb; c++) {
-      for (int i = begin; i < end; i++) col[i] = x[i * nb + c];
-      p.mass.Solve(col, begin, end);
-      for (int i = begin; i < end; i++) x[i * nb + c] = col[i];
-    }
+    const int begin = is.tree_dofadr[t];
+    p.mass.SolveBlock(x, nb, begin, begin + is.tree_dofnum[t]);
   }
 }
 
