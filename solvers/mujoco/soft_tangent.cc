@@ -95,6 +95,8 @@ void SoftTangent::Setup(const ProblemDims& dims) {
   block_.assign(static_cast<size_t>(std::max(dims.nv, 1)) * kBlock, 0);
   tmp_.assign(std::max(dims.nv, 1), 0);
   loc_.assign(std::max(dims.nv, 1), 0);
+  loc_cols_.assign(std::max(dims.nv, 1), 0);
+  gbuf_.assign(6 * static_cast<size_t>(std::max(dims.nv, 1)), 0);
 }
 
 double SoftTangent::RowDot(const Problem& p, int e, const double* x) const {
@@ -213,50 +215,74 @@ bool SoftTangent::Prepare(const Problem& p, const SoftRows& rows, const double* 
     adr += n * n;
   }
 
-  // active rows: D J_e' J_e (frame rows of one group share their columns)
-  for (int e = 0; e < nrow_; e++) {
+  // the factor reads the lower triangle only (local row >= local column; columns ascend, local
+  // indices descend): rows before the contacts one by one, contacts as J_c' W J_c with W the
+  // curvature of their MuJoCo rows (quadratic rows, pyramid edges, cone) in their frame rows
+  const int* loc = loc_cols_.data();
+  double* G = gbuf_.data();
+  for (int e = 0; e < nplain; e++) {
     if (st_[e] != kSoftQuadratic) continue;
-    const int a = ra_[e], k = is.row_island[a];
+    const int k = is.row_island[e];
     if (k < 0) continue;
-    const int n = is.ndofs[k], nnz = J.rownnz[a];
-    const int* cols = J.colind + J.rowadr[a];
-    const double* va = J.val + J.rowadr[a];
-    const double* vb = rb_[e] >= 0 ? J.val + J.rowadr[rb_[e]] : nullptr;
+    const int n = is.ndofs[k], nnz = J.rownnz[e];
+    const int* cols = J.colind + J.rowadr[e];
+    const double* va = J.val + J.rowadr[e];
     double* Hk = H_.data() + hadr_[k];
     for (int x = 0; x < nnz; x++) {
-      const double jx = vb ? va[x] + rc_[e] * vb[x] : va[x];
-      const double djx = D_[e] * jx;
+      const double djx = D_[e] * va[x];
       const int lx = local_[cols[x]];
-      for (int y = 0; y < nnz; y++) {
-        const double jy = vb ? va[y] + rc_[e] * vb[y] : va[y];
-        Hk[lx * n + local_[cols[y]]] += djx * jy;
-      }
+      for (int y = 0; y <= x; y++) Hk[lx * n + local_[cols[y]]] += djx * va[y];
     }
   }
-
-  // cone rows: J_c' Hc J_c
-  if (rows.elliptic) {
-    for (int c = 0; c < p.ncon; c++) {
-      const Contact& con = p.con[c];
-      if (con.dim == 1 || st_[con.efc_address] != kSoftCone) continue;
-      const int k = is.row_island[con.row];
-      if (k < 0) continue;
-      const int n = is.ndofs[k], nnz = J.rownnz[con.row], dim = con.dim;
-      const int* cols = J.colind + J.rowadr[con.row];
-      const double* hc = hcone_.data() + 36 * c;
-      double* Hk = H_.data() + hadr_[k];
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int adr = con.efc_address, dim = con.dim, row = con.row;
+    const int k = is.row_island[row];
+    if (k < 0) continue;
+    double W[36] = {};
+    bool any = false;
+    if (dim == 1 || rb_[adr] < 0) {
       for (int r = 0; r < dim; r++) {
-        const double* vr = J.val + J.rowadr[con.row + r];
-        for (int s = 0; s < dim; s++) {
-          const double w = hc[r * dim + s];
-          if (w == 0) continue;
-          const double* vs = J.val + J.rowadr[con.row + s];
-          for (int x = 0; x < nnz; x++) {
-            const double wx = w * vr[x];
-            const int lx = local_[cols[x]];
-            for (int y = 0; y < nnz; y++) Hk[lx * n + local_[cols[y]]] += wx * vs[y];
-          }
-        }
+        if (st_[adr + r] != kSoftQuadratic) continue;
+        W[r * dim + r] += D_[adr + r];
+        any = true;
+      }
+      if (rows.elliptic && dim > 1 && st_[adr] == kSoftCone) {
+        const double* hc = hcone_.data() + 36 * c;
+        for (int q = 0; q < dim * dim; q++) W[q] += hc[q];
+        any = true;
+      }
+    } else {
+      for (int e = adr; e < adr + 2 * (dim - 1); e++) {
+        if (st_[e] != kSoftQuadratic) continue;
+        const int b = rb_[e] - row;
+        const double De = D_[e], ce = rc_[e];
+        W[0] += De;
+        W[b] += De * ce;
+        W[b * dim] += De * ce;
+        W[b * dim + b] += De * ce * ce;
+        any = true;
+      }
+    }
+    if (!any) continue;
+    const int n = is.ndofs[k], nnz = J.rownnz[row];
+    const int* cols = J.colind + J.rowadr[row];
+    double* Hk = H_.data() + hadr_[k];
+    for (int x = 0; x < nnz; x++) loc_cols_[x] = local_[cols[x]];
+    for (int r = 0; r < dim; r++) {
+      for (int y = 0; y < nnz; y++) {
+        double g = 0;
+        for (int q = 0; q < dim; q++) g += W[r * dim + q] * J.val[J.rowadr[row + q] + y];
+        G[r * nnz + y] = g;
+      }
+    }
+    for (int x = 0; x < nnz; x++) {
+      double* hx = Hk + loc[x] * n;
+      for (int r = 0; r < dim; r++) {
+        const double jrx = J.val[J.rowadr[row + r] + x];
+        if (jrx == 0) continue;
+        const double* gr = G + r * nnz;
+        for (int y = 0; y <= x; y++) hx[loc[y]] += jrx * gr[y];
       }
     }
   }

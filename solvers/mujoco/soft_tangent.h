@@ -108,6 +108,8 @@ class SoftTangent {
   std::vector<double> fold_;             // RowsAdd coefficients per frame row  (max_rows)
   std::vector<double> te_, ge_;          // MuJoCo rows                      (max efc)
   std::vector<double> rhs_, tmp_, loc_;  //                                  (nv)
+  std::vector<int> loc_cols_;            // local indices of a row's columns   (nv)
+  std::vector<double> gbuf_;             // W J_c of a contact                  (6 nv)
 };
 
 }  // namespace contactkit
