@@ -160,6 +160,10 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(con_slope_, ncon);
   alloc(con_position_, ncon);
   alloc(con_dposition_, ncon);
+  alloc(row_dR_, rows);
+  jcol_adr_.assign(nv + 1, 0);
+  jcol_row_.assign(nnz, 0);
+  alloc(jcol_val_, nnz);
   alloc(elastic_J_, static_cast<size_t>(kMaxBounce) * nv);
   alloc(elastic_norm2_, kMaxBounce);
   alloc(elastic_sigma_, kMaxBounce);

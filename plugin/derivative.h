@@ -122,8 +122,8 @@ class Derivative {
   // rows before the contacts (constant Jacobian, or MuJoCo's rows at the perturbed state)
   void PlainRowTangent(const mjModel* m, const double* dq, double eps);
   bool PlainRowVaries(const mjModel* m, int i) const;
-  // impedance, regularizer and reference acceleration tangents from dpos_, dvel_; the contacts'
-  // impedance slopes and position terms of the stage
+  // impedance, regularizer and reference acceleration tangents from dpos_, dvel_; the rows'
+  // regularizer slopes, J by columns, the contacts' impedance slopes and position terms
   void RowTangents();
   // dvel_ = dJ_ v (with_dJ) + J dv (nullable dv), then RowTangents
   void RowVelocityTangents(bool with_dJ, const double* dv);
@@ -229,6 +229,9 @@ class Derivative {
   bool cfd_ = false;              // the current stage solves the contacts-from-distance problem
   std::vector<double> cfd_r_;     // distance of each problem contact beyond its margin (ncon)
   std::vector<double> con_slope_, con_position_, con_dposition_;  // PrepareRowSlopes (ncon)
+  std::vector<double> row_dR_;                                    // dR / dimp       (rows)
+  std::vector<int> jcol_adr_, jcol_row_;  // J by columns: start (nv + 1), row of each (nnz)
+  std::vector<double> jcol_val_;          // value of each                             (nnz)
   std::vector<signed char> modes_;        // contact classification of the second VJP       (ncon)
   bool apply_modes_ = false;              // stages hand modes_ to the solver after solving
   bool complementarity_applied_ = false;  // see complementarity_applied()

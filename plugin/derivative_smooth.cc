@@ -161,10 +161,13 @@ void Derivative::VelocityTangent(const mjModel* m, int index) {
     for (int i = 0; i < n; i++) dqderiv_a_[b + i] = m->opt.timestep * blk2[i];
   }
 
-  // rows: dvel = J e_index
+  // rows: dvel = J e_index, the column of J
   if (has_rows_) {
     has_dvel_ = true;
-    RowVelocityTangents(false, dv_.data());
+    mju_zero(dvel_.data(), p_->nrow);
+    for (int q = jcol_adr_[index]; q < jcol_adr_[index + 1]; q++)
+      dvel_[jcol_row_[q]] = jcol_val_[q];
+    RowTangents();
   }
 }
 
@@ -418,8 +421,24 @@ bool Derivative::PlainRowVaries(const mjModel* m, int i) const {
 }
 
 void Derivative::PrepareRowSlopes() {
-  // per contact: d imp / d dist, the position term of aref and its slope (1, or the softplus')
+  // per row: dR / dimp = -R / (imp (1 - imp)); J by columns
   const Problem& p = *p_;
+  const SparseRows& J = p.J;
+  for (int i = 0; i < p.nrow; i++) row_dR_[i] = -p.R[i] / (p.imp[i] * (1 - p.imp[i]));
+  for (int j = 0; j <= nv_; j++) jcol_adr_[j] = 0;
+  for (int q = 0; q < J.nnz; q++) jcol_adr_[J.colind[q] + 1]++;
+  for (int j = 0; j < nv_; j++) jcol_adr_[j + 1] += jcol_adr_[j];
+  for (int i = 0; i < J.nrow; i++) {
+    for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
+      const int at = jcol_adr_[J.colind[q]]++;
+      jcol_row_[at] = i;
+      jcol_val_[at] = J.val[q];
+    }
+  }
+  for (int j = nv_; j > 0; j--) jcol_adr_[j] = jcol_adr_[j - 1];
+  jcol_adr_[0] = 0;
+
+  // per contact: d imp / d dist, the position term of aref and its slope (1, or the softplus')
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     if (cfd_ && cfd_r_[c] >= 0) {
@@ -451,13 +470,22 @@ void Derivative::RowVelocityTangents(bool with_dJ, const double* dv) {
 void Derivative::RowTangents() {
   const Problem& p = *p_;
   const int nplain = p.ne + p.nf + p.nl;
+
+  // velocities only (no position tangent): aref = -B vel
+  if (!has_dpos_) {
+    for (int i = 0; i < p.nrow; i++) {
+      dimp_[i] = dR_[i] = 0;
+      daref_[i] = has_dvel_ ? -p.KB[2 * i + 1] * dvel_[i] : 0;
+    }
+    return;
+  }
   const mjData* d = d0_;
 
   // impedance and regularizer of the plain rows: imp' (MuJoCo's KBIP[3]) times the change of
   // the impedance's argument: the row's own distance, or the norm of a connect / weld residual
   for (int i = 0; i < nplain;) {
     int n = 1;
-    double darg = has_dpos_ ? dpos_[i] : 0;
+    double darg = dpos_[i];
     if (p.kind[i] == kRowEquality &&
         (eq_type_[p.mj_id[i]] == mjEQ_CONNECT || eq_type_[p.mj_id[i]] == mjEQ_WELD)) {
       const bool weld = eq_type_[p.mj_id[i]] == mjEQ_WELD;
@@ -466,13 +494,13 @@ void Derivative::RowTangents() {
       for (int k = 0; k < n; k++) {
         const double s = k < 3 ? 1 : eq_torquescale_[p.mj_id[i]];
         rr += s * s * p.pos[i + k] * p.pos[i + k];
-        rdr += has_dpos_ ? s * s * p.pos[i + k] * dpos_[i + k] : 0;
+        rdr += s * s * p.pos[i + k] * dpos_[i + k];
       }
       darg = rr > 0 ? rdr / std::sqrt(rr) : 0;
     }
     for (int k = i; k < i + n; k++) {
       dimp_[k] = d->efc_KBIP[4 * k + 3] * darg;
-      dR_[k] = -p.R[k] * dimp_[k] / (p.imp[k] * (1 - p.imp[k]));
+      dR_[k] = row_dR_[k] * dimp_[k];
     }
     i += n;
   }
@@ -481,16 +509,14 @@ void Derivative::RowTangents() {
   // continued impedance and the softplus position term
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    const double dposition = has_dpos_ ? con_dposition_[c] * dpos_[con.row] : 0;
-    const double dimp = has_dpos_ ? con_slope_[c] * dpos_[con.row] : 0;
+    const double dposition = con_dposition_[c] * dpos_[con.row];
+    const double dimp = con_slope_[c] * dpos_[con.row];
     for (int r = 0; r < con.dim; r++) {
       const int i = con.row + r;
       dimp_[i] = dimp;
-      dR_[i] = -p.R[i] * dimp / (p.imp[i] * (1 - p.imp[i]));
+      dR_[i] = row_dR_[i] * dimp;
       double da = has_dvel_ ? -p.KB[2 * i + 1] * dvel_[i] : 0;
-      if (r == 0 && has_dpos_) {
-        da -= p.KB[2 * i] * (dimp * con_position_[c] + p.imp[i] * dposition);
-      }
+      if (r == 0) da -= p.KB[2 * i] * (dimp * con_position_[c] + p.imp[i] * dposition);
       daref_[i] = da;
     }
   }
@@ -499,7 +525,7 @@ void Derivative::RowTangents() {
   for (int i = 0; i < nplain; i++) {
     const double K = p.KB[2 * i], B = p.KB[2 * i + 1];
     double da = has_dvel_ ? -B * dvel_[i] : 0;
-    if (has_dpos_) da -= K * (dimp_[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * dpos_[i]);
+    da -= K * (dimp_[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * dpos_[i]);
     daref_[i] = da;
   }
 }
