@@ -105,6 +105,8 @@ class Derivative {
   // controls and activations: differences of mj_fwdActuation on d0_
   void ActuationTangent(const mjModel* m, int kind, int index);
   void RestoreActuation();
+  // actuator i's force is linear in its control across the nudge e (tangent: gain moment)
+  bool LinearInCtrl(const mjModel* m, int i, double e) const;
   // velocities: qDeriv and J
   void VelocityTangent(const mjModel* m, int index);
   // positions: a pass on d1_ at q0 (+) eps dq (and v0 + eps dv, nullable)

@@ -115,12 +115,20 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
     mju_zero(dactdot_.data(), na);
     return;
   }
-  const double saved = *target;
-  *target = saved + e;
-  mj_fwdActuation(m, d);
-  *target = saved;
-  for (int i = 0; i < nv; i++) dfs_[i] = (d->qfrc_actuator[i] - qfrc_act0_[i]) / e;
-  for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
+  if (kind == kCtrl && LinearInCtrl(m, index, e)) {
+    // force = gain ctrl + bias(length, velocity) on both sides of the nudge: moment' gain
+    const double gain = m->actuator_gainprm[mjNGAIN * index];
+    const double* moment = d->actuator_moment + static_cast<size_t>(index) * nv;
+    for (int i = 0; i < nv; i++) dfs_[i] = gain * moment[i];
+    mju_zero(dactdot_.data(), na);
+  } else {
+    const double saved = *target;
+    *target = saved + e;
+    mj_fwdActuation(m, d);
+    *target = saved;
+    for (int i = 0; i < nv; i++) dfs_[i] = (d->qfrc_actuator[i] - qfrc_act0_[i]) / e;
+    for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
+  }
 
   // implicit: qDeriv holds gain_vel * (ctrl or act) moment' moment of affine-gain actuators
   if (implicit_) {
@@ -133,6 +141,21 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
       for (int i = 0; i < nv; i++) dqderiv_a_[i] = m->opt.timestep * gain_vel * moment[i] * ma;
     }
   }
+}
+
+bool Derivative::LinearInCtrl(const mjModel* m, int i, double e) const {
+  // mj_fwdActuation's force of actuator i is gain ctrl + bias with a fixed gain, no activation and
+  // no force clamp between ctrl and ctrl + e (the nudge keeps ctrl in its range)
+  if (mjDISABLED(mjDSBL_ACTUATION) || m->actuator_dyntype[i] != mjDYN_NONE ||
+      m->actuator_gaintype[i] != mjGAIN_FIXED || (m->actuator_biastype[i] == mjBIAS_USER)) {
+    return false;
+  }
+  if (m->actuator_forcelimited[i]) {
+    const double* range = m->actuator_forcerange + 2 * i;
+    const double f = act_force0_[i], f1 = f + m->actuator_gainprm[mjNGAIN * i] * e;
+    if (!(f > range[0] && f < range[1] && f1 > range[0] && f1 < range[1])) return false;
+  }
+  return true;
 }
 
 void Derivative::RestoreActuation() {
