@@ -259,6 +259,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(rne_vnpre_, 6 * static_cast<size_t>(nv));
   alloc(rne_apre_, 12 * static_cast<size_t>(nv));
   alloc(rne_p_, 6 * static_cast<size_t>(nv));
+  alloc(rne_sc_, 6 * static_cast<size_t>(nv));
   alloc(rne_q_, 6 * static_cast<size_t>(nv));
   alloc(rne_bsub_, 36 * static_cast<size_t>(m->nbody));
 

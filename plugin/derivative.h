@@ -163,6 +163,8 @@ class Derivative {
   void PrepareAnalytic(const mjModel* m);
   // d(M a + bias)/dq_k into dtau and, if dtau2 is not null, d(M (a - aint))/dq_k into dtau2
   void RneTangent(const mjModel* m, int k, double* dtau, double* dtau2);
+  // d M / dq_k (nM)
+  void MassTangent(const mjModel* m, int k, double* dM);
   // d bias / dv_k into dtau (nv)
   void RneVelTangent(const mjModel* m, int k, double* dtau);
   // the tangents of the smooth data (and rows) along position / velocity dof k
@@ -292,6 +294,7 @@ class Derivative {
   std::vector<double> rne_vpre_;     // cvel before each dof within its body             (6 nv)
   std::vector<double> rne_vn_, rne_vnpre_;  // the same for v+: per body (6 nbody), dof (6 nv)
   std::vector<double> rne_apre_;        // cacc of both passes before each dof              (12 nv)
+  std::vector<double> rne_sc_;          // S x cdof of the chain above a direction (6 nv)
   std::vector<double> rne_p_, rne_q_;   // crb cdof and Bsub' cdof of each dof            (6 nv)
   std::vector<double> rne_bsub_;        // B of the subtree of each body (see PrepareAnalytic)
   std::vector<mjContact> collide_buf_;  // collision output (mjMAXCONPAIR)

@@ -109,8 +109,7 @@ bool Derivative::AnalyticScope(const mjModel* m) const {
 }
 
 void Derivative::DecideAnalytic(const mjModel* m) {
-  analytic_ = !sensors_ && (batch_ || !has_rows_) && !implicit_ && !(has_rows_ && plain_varying_) &&
-              AnalyticScope(m);
+  analytic_ = !sensors_ && !implicit_ && !(has_rows_ && plain_varying_) && AnalyticScope(m);
   for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = d0_->xfrc_applied[i] == 0;
 }
 
@@ -316,6 +315,42 @@ void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
   }
 }
 
+void Derivative::MassTangent(const mjModel* m, int k, double* dM) {
+  // M_ij = cdof_j . crb_i cdof_i (j an ancestor of i, crb_i the composite inertia of i's body).
+  // Moving dof k carries its subtree rigidly (S = cdof_k): an entry between carried dofs does not
+  // change, one between carried i and an uncarried ancestor j changes by cdof_j . S x* (crb
+  // cdof_i), and one between uncarried i, j on the chain above by cdof_j . (S x* (crb_0 cdof_i) -
+  // crb_0 (S x cdof_i)), crb_0 the composite inertia of the subtree
+  const mjData* d = d0_;
+  const double* S = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], s = carry_start_[k], end = subtree_dofend_[b0];
+  const double* inert = d->crb + 10 * b0;
+  double* sc = rne_sc_.data();
+  mju_zero(dM, nM_);
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
+    CrossMotion(sc + 6 * j, S, d->cdof + 6 * j);
+  }
+  for (int i = s; i < end; i++) {
+    int adr = m->dof_Madr[i] + 1;
+    for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+      if (j < s) dM[adr] = -Dot6(sc + 6 * j, rne_p_.data() + 6 * i);
+    }
+  }
+  for (int i = m->dof_parentid[s]; i >= 0; i = m->dof_parentid[i]) {
+    const double* ci = d->cdof + 6 * i;
+    double t[6], g[6];
+    MulInert(t, inert, ci);
+    CrossForce(g, S, t);
+    MulInert(t, inert, sc + 6 * i);
+    for (int r = 0; r < 6; r++) g[r] -= t[r];
+    int adr = m->dof_Madr[i];
+    dM[adr++] = Dot6(ci, g);
+    for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+      dM[adr] = Dot6(d->cdof + 6 * j, g);
+    }
+  }
+}
+
 void Derivative::AnalyticVelocity(const mjModel* m, int k) {
   mjData* d = d0_;
   const int nv = nv_, na = na_;
@@ -349,10 +384,25 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
   const int b0 = m->dof_bodyid[k], last = subtree_last_[b0];
   const int carry = carry_start_[k], carry_end = subtree_dofend_[b0];  // dofs it carries
 
-  // smooth forces: -d(M a + bias) + springs + actuators (dM a folded in: no dM tangent)
+  // smooth forces: -d(M a + bias) + springs + actuators, with dM a folded in (the blocked path
+  // and no rows) or dM itself and the force's own tangent (the solvers' force tangents)
+  const bool with_dM = has_rows_ && !batch_;
   double* dtau = tmp2_.data();
-  RneTangent(m, k, dtau, damped_ ? dqderiv_a_.data() : nullptr);  // with dM (a - aint), for P
+  RneTangent(m, k, dtau, damped_ && !with_dM ? dqderiv_a_.data() : nullptr);  // dM (a - aint)
   for (int i = 0; i < nv; i++) dfs_[i] = -dtau[i];
+  has_dM_ = with_dM;
+  if (with_dM) {
+    MassTangent(m, k, dM_.data());
+    const double* a = d->qacc;
+    for (int i = 0; i < nv; i++) {
+      int adr = m->dof_Madr[i];
+      dfs_[i] += dM_[adr++] * a[i];
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        dfs_[i] += dM_[adr] * a[j];
+        dfs_[j] += dM_[adr] * a[i];
+      }
+    }
+  }
   mju_zero(dactdot_.data(), na);
   const int jnt = m->dof_jntid[k];
   if (!SpringsDisabled(m) && (m->jnt_type[jnt] == mjJNT_HINGE || m->jnt_type[jnt] == mjJNT_SLIDE)) {
@@ -374,7 +424,6 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
     RestoreActuation();
   }
-  has_dM_ = false;
   if (!has_rows_) return;
 
   // contact pairs the subtree touches: collision on rigidly moved geom poses
