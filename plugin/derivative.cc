@@ -160,6 +160,10 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(con_slope_, ncon);
   alloc(con_position_, ncon);
   alloc(con_dposition_, ncon);
+  alloc(row_dR_, rows);
+  jcol_adr_.assign(nv + 1, 0);
+  jcol_row_.assign(nnz, 0);
+  alloc(jcol_val_, nnz);
   alloc(elastic_J_, static_cast<size_t>(kMaxBounce) * nv);
   alloc(elastic_norm2_, kMaxBounce);
   alloc(elastic_sigma_, kMaxBounce);
@@ -247,17 +251,38 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
     dof_act_vel_[j] |=
         other || (gain == mjGAIN_AFFINE && gp[2] != 0) || (bias == mjBIAS_AFFINE && bp[2] != 0);
   }
-  alloc(rne_pre_, 6 * static_cast<size_t>(nv));
   alloc(rne_cacc_, 12 * static_cast<size_t>(m->nbody));
   alloc(rne_cfrc_, 12 * static_cast<size_t>(m->nbody));
-  alloc(rne_icacc_, 12 * static_cast<size_t>(m->nbody));
   alloc(rne_icvel_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dvel_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dacc_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dfrc_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dacc2_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dfrc2_, 6 * static_cast<size_t>(m->nbody));
-  alloc(rne_dcdof_, 6 * static_cast<size_t>(nv));
+  alloc(rne_vpre_, 6 * static_cast<size_t>(nv));
+  alloc(rne_vn_, 6 * static_cast<size_t>(m->nbody));
+  alloc(rne_vnpre_, 6 * static_cast<size_t>(nv));
+  alloc(rne_apre_, 12 * static_cast<size_t>(nv));
+  alloc(rne_p_, 6 * static_cast<size_t>(nv));
+  alloc(rne_sc_, 6 * static_cast<size_t>(nv));
+  alloc(rne_q_, 6 * static_cast<size_t>(nv));
+  alloc(rne_bsub_, 36 * static_cast<size_t>(m->nbody));
+
+  // per dof: where the suffix of its body's dofs starts that a perturbation of its position
+  // carries (a free joint's rotations, else its own joint onward), and that sees its velocity in
+  // cdof_dot (the joints after it; a free joint's translations: its rotations onward)
+  carry_start_.assign(std::max(nv, 1), 0);
+  later_start_.assign(std::max(nv, 1), 0);
+  for (int k = 0; k < nv; k++) {
+    const int jnt = m->dof_jntid[k], adr = m->jnt_dofadr[jnt], type = m->jnt_type[jnt];
+    carry_start_[k] = type == mjJNT_FREE ? adr + 3 : adr;
+    later_start_[k] = type == mjJNT_FREE   ? (k < adr + 3 ? adr + 3 : adr + 6)
+                      : type == mjJNT_BALL ? adr + 3
+                                           : k + 1;
+  }
+  subtree_dofend_.assign(std::max(m->nbody, 1), 0);
+  for (int b = 0; b < m->nbody; b++) {
+    subtree_dofend_[b] = m->body_dofnum[b] ? m->body_dofadr[b] + m->body_dofnum[b] : 0;
+  }
+  for (int b = m->nbody - 1; b > 0; b--) {
+    int& end = subtree_dofend_[m->body_parentid[b]];
+    end = std::max(end, subtree_dofend_[b]);
+  }
   collide_buf_.assign(mjMAXCONPAIR, mjContact());
 
   pairs_.assign(ncon, Pair());
@@ -280,6 +305,11 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(dfs_, nv);
   alloc(dactdot_, na);
   alloc(dJ_, nnz);
+  alloc(dJv_, rows);
+  alloc(dJf_, nv);
+  con_sign_.assign(nnz, 0);
+  con_written_.assign(ncon, 0);
+  chain_mark_.assign(std::max(nv, 1), 0);
   alloc(dpos_, rows);
   alloc(dvel_, rows);
   alloc(dimp_, rows);
@@ -685,7 +715,9 @@ bool Derivative::SolveTangent(const mjModel* m) {
       soft_.ForceTangent(p, dir, df_.data(), nullptr);
     }
     p.J.MulT(df_.data(), dqc_.data());
-    if (has_dJ_) {
+    if (has_dJf_) {
+      for (int i = 0; i < nv; i++) dqc_[i] += dJf_[i];
+    } else if (has_dJ_) {
       const SparseRows& J = p.J;
       for (int i = 0; i < J.nrow; i++) {
         const double fi = sol_->force[i];
@@ -819,7 +851,9 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
     }
   }
   ProblemTangent dir;
-  if (has_dJ_) {
+  if (has_dJf_) {
+    for (int i = 0; i < nv; i++) r[i] += h * dJf_[i];  // (dJ itself: not written, dJv_ has dJ v+)
+  } else if (has_dJ_) {
     const SparseRows& J = p.J;
     for (int i = 0; i < J.nrow; i++) {
       const double fi = h * sol_->force[i];
@@ -832,7 +866,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   dir.vel = has_dvel_ ? dvel_.data() : nullptr;
   dir.R = has_dpos_ ? dR_.data() : nullptr;
   dir.aref = has_dvel_ || has_dpos_ ? daref_.data() : nullptr;
-  if (has_dJ_ || has_dvel_ || has_dpos_) soft_.RowRhs(p, dir, r);
+  if (has_dJ_ || has_dvel_ || has_dpos_) soft_.RowRhs(p, dir, r, has_dJf_ ? dJv_.data() : nullptr);
   for (int i = 0; i < nv; i++) blk_r_[static_cast<size_t>(i) * nb + slot] = r[i];
 
   // what the columns need after the solve
@@ -845,8 +879,22 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
 template <typename Fn>
 void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
   const Problem& p = *p_;
-  const int nv = nv_, nb = SoftTangent::kBlock;
+  const int nv = nv_;
   const double h = p.h;
+
+  // a partial block: its columns (rounded up to the solves' chunks of 8) packed to that stride
+  const int nb = std::min(SoftTangent::kBlock, (nslot + 7) / 8 * 8);
+  if (nb < SoftTangent::kBlock) {
+    for (int i = 1; i < nv; i++) {
+      for (int c = 0; c < nb; c++) {
+        blk_r_[static_cast<size_t>(i) * nb + c] =
+            blk_r_[static_cast<size_t>(i) * SoftTangent::kBlock + c];
+      }
+    }
+  }
+  for (int i = 0; i < nv; i++) {
+    for (int c = nslot; c < nb; c++) blk_r_[static_cast<size_t>(i) * nb + c] = 0;
+  }
   soft_.SolveBlock(p, blk_r_.data(), nb);
 
   // M_int dacc = M x / h + P with x = dv+ - dv: dacc = x / h when M_int = M (P = 0), and
@@ -861,6 +909,9 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
             blk_r_[static_cast<size_t>(i) * nb + slot] - (kind == kVel && index == i ? 1 : 0);
         Y[static_cast<size_t>(i) * nb + slot] = pc[i] - m->dof_damping[i] * x;
       }
+    }
+    for (int i = 0; i < nv; i++) {
+      for (int c = nslot; c < nb; c++) Y[static_cast<size_t>(i) * nb + c] = 0;
     }
     mint_.SolveBlock(Y, nb);
   }

@@ -105,6 +105,8 @@ class Derivative {
   // controls and activations: differences of mj_fwdActuation on d0_
   void ActuationTangent(const mjModel* m, int kind, int index);
   void RestoreActuation();
+  // actuator i's force is linear in its control across the nudge e (tangent: gain moment)
+  bool LinearInCtrl(const mjModel* m, int i, double e) const;
   // velocities: qDeriv and J
   void VelocityTangent(const mjModel* m, int index);
   // positions: a pass on d1_ at q0 (+) eps dq (and v0 + eps dv, nullable)
@@ -115,13 +117,15 @@ class Derivative {
   bool Recollide(const mjModel* m, mjData* d);
   // the collision of pair k on the geometry in d into con1_; false if its contact count changed
   bool RecollidePair(const mjModel* m, mjData* d, int k);
+  // match the n contacts in collide_buf_ with pair k's nominal ones into con1_ (as RecollidePair)
+  bool MatchPair(const mjModel* m, int k, int n);
   // contact rows at the geometry of the pass
   void ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps);
   // rows before the contacts (constant Jacobian, or MuJoCo's rows at the perturbed state)
   void PlainRowTangent(const mjModel* m, const double* dq, double eps);
   bool PlainRowVaries(const mjModel* m, int i) const;
-  // impedance, regularizer and reference acceleration tangents from dpos_, dvel_; the contacts'
-  // impedance slopes and position terms of the stage
+  // impedance, regularizer and reference acceleration tangents from dpos_, dvel_; the rows'
+  // regularizer slopes, J by columns, the contacts' impedance slopes and position terms
   void RowTangents();
   // dvel_ = dJ_ v (with_dJ) + J dv (nullable dv), then RowTangents
   void RowVelocityTangents(bool with_dJ, const double* dv);
@@ -157,10 +161,10 @@ class Derivative {
   bool AnalyticScope(const mjModel* m) const;
   void DecideAnalytic(const mjModel* m);
   void PrepareAnalytic(const mjModel* m);
-  // does perturbing dof k move the axis of dof j (j in the subtree of k's body)
-  bool Carried(const mjModel* m, int k, int j) const;
   // d(M a + bias)/dq_k into dtau and, if dtau2 is not null, d(M (a - aint))/dq_k into dtau2
   void RneTangent(const mjModel* m, int k, double* dtau, double* dtau2);
+  // d M / dq_k (nM)
+  void MassTangent(const mjModel* m, int k, double* dM);
   // d bias / dv_k into dtau (nv)
   void RneVelTangent(const mjModel* m, int k, double* dtau);
   // the tangents of the smooth data (and rows) along position / velocity dof k
@@ -229,6 +233,9 @@ class Derivative {
   bool cfd_ = false;              // the current stage solves the contacts-from-distance problem
   std::vector<double> cfd_r_;     // distance of each problem contact beyond its margin (ncon)
   std::vector<double> con_slope_, con_position_, con_dposition_;  // PrepareRowSlopes (ncon)
+  std::vector<double> row_dR_;                                    // dR / dimp       (rows)
+  std::vector<int> jcol_adr_, jcol_row_;  // J by columns: start (nv + 1), row of each (nnz)
+  std::vector<double> jcol_val_;          // value of each                             (nnz)
   std::vector<signed char> modes_;        // contact classification of the second VJP       (ncon)
   bool apply_modes_ = false;              // stages hand modes_ to the solver after solving
   bool complementarity_applied_ = false;  // see complementarity_applied()
@@ -279,13 +286,18 @@ class Derivative {
   std::vector<int> subtree_last_;                           // last body of each subtree (nbody)
   std::vector<int> dof_act_count_, dof_act_adr_, dof_act_;  // actuators of each dof (nv, nv, nu)
   std::vector<char> dof_act_len_, dof_act_vel_;  // their forces depend on length / velocity (nv)
-  std::vector<double> rne_pre_;                  // velocity of each dof's cdof_dot (6 nv)
   std::vector<double> rne_cacc_, rne_cfrc_;      // accelerations, subtree forces (2 x 6 nbody)
-  std::vector<double> rne_icacc_, rne_icvel_;    // I cacc (2 x 6 nbody), I cvel (6 nbody)
-  std::vector<double> rne_dvel_, rne_dacc_, rne_dfrc_;  // their tangents (6 nbody)
-  std::vector<double> rne_dacc2_, rne_dfrc2_;           // tangents of the second pass (6 nbody)
-  std::vector<double> rne_dcdof_;                       // tangents of the carried axes (6 nv)
-  std::vector<mjContact> collide_buf_;                  // collision output (mjMAXCONPAIR)
+  std::vector<double> rne_icvel_;                // I cvel (6 nbody)
+  std::vector<int> carry_start_;     // first dof of its body that moving dof k carries    (nv)
+  std::vector<int> later_start_;     // first dof of its body whose cdof_dot sees qvel k   (nv)
+  std::vector<int> subtree_dofend_;  // one past the last dof of each subtree            (nbody)
+  std::vector<double> rne_vpre_;     // cvel before each dof within its body             (6 nv)
+  std::vector<double> rne_vn_, rne_vnpre_;  // the same for v+: per body (6 nbody), dof (6 nv)
+  std::vector<double> rne_apre_;        // cacc of both passes before each dof              (12 nv)
+  std::vector<double> rne_sc_;          // S x cdof of the chain above a direction (6 nv)
+  std::vector<double> rne_p_, rne_q_;   // crb cdof and Bsub' cdof of each dof            (6 nv)
+  std::vector<double> rne_bsub_;        // B of the subtree of each body (see PrepareAnalytic)
+  std::vector<mjContact> collide_buf_;  // collision output (mjMAXCONPAIR)
 
   // blocks of directions ("mujoco")
   std::vector<double> blk_r_;       // right-hand sides, then dv+, row-major      (nv x kBlock)
@@ -307,7 +319,12 @@ class Derivative {
   std::vector<double> dq_, dv_, dact_, du_;  // input tangent    (nv, nv, na, nu)
   std::vector<double> dM_, dfs_, dactdot_;   // (nM, nv, na)
   bool has_dM_ = false, has_dJ_ = false, has_dpos_ = false, has_dvel_ = false;
-  std::vector<double> dJ_;                                    // (nnz)
+  bool has_dJf_ = false;           // dJv_, dJf_ hold dJ v+ and dJ' f (analytic position tangents)
+  std::vector<double> dJv_, dJf_;  // dJ v+ (rows), dJ' f (nv)
+  std::vector<signed char> con_sign_;  // side of each contact row nonzero: -1 body 1, 1 body 2
+  std::vector<char> con_written_;      // dJ_ of the contact holds a direction's values (ncon)
+  std::vector<char> chain_mark_;       // scratch (nv)
+  std::vector<double> dJ_;             // (nnz)
   std::vector<double> dpos_, dvel_, dimp_, dR_, daref_, df_;  // (rows)
   std::vector<double> dvfree_, dqc_, dacc_, dqderiv_a_;       // (nv)
   std::vector<double> tmp_, tmp2_, vplus_;                    // (nv + na, nv + na, nv)

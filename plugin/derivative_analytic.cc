@@ -109,8 +109,7 @@ bool Derivative::AnalyticScope(const mjModel* m) const {
 }
 
 void Derivative::DecideAnalytic(const mjModel* m) {
-  analytic_ = !sensors_ && (batch_ || !has_rows_) && !implicit_ && !(has_rows_ && plain_varying_) &&
-              AnalyticScope(m);
+  analytic_ = !sensors_ && !implicit_ && !(has_rows_ && plain_varying_) && AnalyticScope(m);
   for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = d0_->xfrc_applied[i] == 0;
 }
 
@@ -119,32 +118,6 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
   const int nbody = m->nbody;
   const double* cdof = d->cdof;
   const double* cvel = d->cvel;
-
-  // velocity each dof's cdof_dot was computed with (mj_comVel's convention)
-  for (int b = 1; b < nbody; b++) {
-    double run[6];
-    Copy6(run, cvel + 6 * m->body_parentid[b]);
-    const int bda = m->body_dofadr[b];
-    for (int j = bda; j < bda + m->body_dofnum[b];) {
-      const int type = m->jnt_type[m->dof_jntid[j]];
-      if (type == mjJNT_FREE) {
-        for (int q = 0; q < 3; q++) {
-          mju_copy(rne_pre_.data() + 6 * (j + q), run, 6);
-          AddScl6(run, cdof + 6 * (j + q), v0_[j + q]);
-        }
-        j += 3;
-      }
-      if (type == mjJNT_FREE || type == mjJNT_BALL) {
-        for (int q = 0; q < 3; q++) mju_copy(rne_pre_.data() + 6 * (j + q), run, 6);
-        for (int q = 0; q < 3; q++) AddScl6(run, cdof + 6 * (j + q), v0_[j + q]);
-        j += 3;
-      } else {
-        mju_copy(rne_pre_.data() + 6 * j, run, 6);
-        AddScl6(run, cdof + 6 * j, v0_[j]);
-        j++;
-      }
-    }
-  }
 
   // Newton-Euler at (v, a, gravity) and, for Euler's implicit damping, at (0, a - aint, 0):
   // accelerations, body forces, subtree forces
@@ -167,7 +140,6 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
       }
       double* fb = cfrc + 6 * b;
       MulInert(fb, d->cinert + 10 * b, cb);
-      mju_copy(rne_icacc_.data() + pass * 6 * nbody + 6 * b, fb, 6);
       if (pass == 0) {
         double* iv = rne_icvel_.data() + 6 * b;
         double t[6];
@@ -180,214 +152,201 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
       if (m->body_parentid[b]) AddScl6(cfrc + 6 * m->body_parentid[b], cfrc + 6 * b, 1);
     }
   }
-}
 
-bool Derivative::Carried(const mjModel* m, int k, int j) const {
-  // does perturbing dof k rotate or move the axis of dof j (j in the subtree of k's body)?
-  const int bk = m->dof_bodyid[k], bj = m->dof_bodyid[j];
-  if (bj != bk) return true;
-  const int jk = m->dof_jntid[k], jj = m->dof_jntid[j];
-  if (jj != jk) return jj > jk;
-  if (m->jnt_type[jk] == mjJNT_FREE) return j - m->jnt_dofadr[jj] >= 3;  // the rotations
-  return true;
+  // velocity and accelerations before each dof of a body (the part a perturbation leaves)
+  const int nv = nv_;
+  for (int b = 1; b < nbody; b++) {
+    const int parent = m->body_parentid[b];
+    double v[6], a0[6], a2[6];
+    Copy6(v, cvel + 6 * parent);
+    Copy6(a0, rne_cacc_.data() + 6 * parent);
+    Copy6(a2, rne_cacc_.data() + 6 * nbody + 6 * parent);
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      Copy6(rne_vpre_.data() + 6 * j, v);
+      Copy6(rne_apre_.data() + 6 * j, a0);
+      Copy6(rne_apre_.data() + 6 * (nv + j), a2);
+      AddScl6(v, cdof + 6 * j, v0_[j]);
+      AddScl6(a0, d->cdof_dot + 6 * j, v0_[j]);
+      AddScl6(a0, cdof + 6 * j, a[j]);
+      if (damped_) AddScl6(a2, cdof + 6 * j, a[j] - aint_[j]);
+    }
+  }
+
+  // B w = I (w x v) + w x* (I v) + v x* (I w) of each body (row-major 6 x 6), summed over subtrees
+  double* bsub = rne_bsub_.data();
+  for (int b = 1; b < nbody; b++) {
+    const double* inert = d->cinert + 10 * b;
+    const double* v = cvel + 6 * b;
+    const double* iv = rne_icvel_.data() + 6 * b;
+    double* B = bsub + 36 * b;
+    for (int i = 0; i < 6; i++) {
+      double x[6] = {0, 0, 0, 0, 0, 0}, t[6], col[6], ix[6];
+      x[i] = 1;
+      CrossMotion(t, x, v);
+      MulInert(col, inert, t);
+      CrossForce(t, x, iv);
+      for (int r = 0; r < 6; r++) col[r] += t[r];
+      MulInert(ix, inert, x);
+      CrossForce(t, v, ix);
+      for (int r = 0; r < 6; r++) B[6 * r + i] = col[r] + t[r];
+    }
+  }
+  for (int b = nbody - 1; b > 0; b--) {
+    const int parent = m->body_parentid[b];
+    if (parent == 0) continue;
+    for (int r = 0; r < 36; r++) bsub[36 * parent + r] += bsub[36 * b + r];
+  }
+
+  // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
+  // side of each column
+  if (has_rows_) {
+    const double* vnext = sol_->v_next;
+    Zero6(rne_vn_.data());
+    for (int b = 1; b < nbody; b++) {
+      double v[6];
+      Copy6(v, rne_vn_.data() + 6 * m->body_parentid[b]);
+      for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+        Copy6(rne_vnpre_.data() + 6 * j, v);
+        AddScl6(v, cdof + 6 * j, vnext[j]);
+      }
+      Copy6(rne_vn_.data() + 6 * b, v);
+    }
+    const Problem& p = *p_;
+    const SparseRows& J = p.J;
+    mju_zero(dJ_.data(), J.nnz);
+    for (int c = 0; c < p.ncon; c++) {
+      const Contact& con = p.con[c];
+      con_written_[c] = 0;
+      int body = con.body[1];
+      while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
+      const int last = body > 0 ? m->body_dofadr[body] + m->body_dofnum[body] - 1 : -1;
+      for (int j = last; j >= 0; j = m->dof_parentid[j]) chain_mark_[j] = 1;
+      const int adr = J.rowadr[con.row];
+      for (int q = 0; q < J.rownnz[con.row]; q++) {
+        con_sign_[adr + q] = chain_mark_[J.colind[adr + q]] ? 1 : -1;
+      }
+      for (int j = last; j >= 0; j = m->dof_parentid[j]) chain_mark_[j] = 0;
+    }
+  }
+
+  // per dof: crb cdof and Bsub' cdof of its body
+  for (int j = 0; j < nv; j++) {
+    const int b = m->dof_bodyid[j];
+    const double* c = cdof + 6 * j;
+    const double* B = bsub + 36 * b;
+    MulInert(rne_p_.data() + 6 * j, d->crb + 10 * b, c);
+    double* q = rne_q_.data() + 6 * j;
+    for (int i = 0; i < 6; i++) {
+      q[i] = B[i] * c[0] + B[6 + i] * c[1] + B[12 + i] * c[2] + B[18 + i] * c[3] +
+             B[24 + i] * c[4] + B[30 + i] * c[5];
+    }
+  }
 }
 
 void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2) {
+  // Moving dof k carries the subtree rigidly by S = cdof_k: carried axes, inertias and the
+  // carried parts of velocities and accelerations change by S x, forces by S x*, and the terms
+  // left are those of the part it does not carry, u (velocity) and a_u (acceleration) before the
+  // carried dofs. With w = S x u and c = S x a_u - w x u, each body force changes by
+  // S x* f - I c - B w, so a subtree's by S x* F - crb c - Bsub w, and the S terms cancel against
+  // the carried axes in dtau = d(cdof . F)
   const mjData* d = d0_;
   const int nv = nv_, nbody = m->nbody;
-  const double* cdof = d->cdof;
-  const double* cvel = d->cvel;
-  const double* S = cdof + 6 * k;
-  const int b0 = m->dof_bodyid[k], last = subtree_last_[b0];
-  const double* cacc = rne_cacc_.data();
-  const double* cfrc = rne_cfrc_.data();
-  const double* cacc2 = rne_cacc_.data() + 6 * nbody;
-  const double* cfrc2 = rne_cfrc_.data() + 6 * nbody;
-  const double* a = d->qacc;
-  double* dvel = rne_dvel_.data();
-  double* dacc = rne_dacc_.data();
-  double* dfrc = rne_dfrc_.data();
-  double* dacc2 = rne_dacc2_.data();
-  double* dfrc2 = rne_dfrc2_.data();
-  double* dcdof = rne_dcdof_.data();
-
-  // forward over the subtree: tangents of the carried axes, cvel, cacc and the body forces
-  for (int b = b0; b <= last; b++) {
-    double run[6], racc[6], racc2[6];
-    const int parent = m->body_parentid[b];
-    if (b == b0) {
-      Zero6(run);
-      Zero6(racc);
-      Zero6(racc2);
-    } else {
-      Copy6(run, dvel + 6 * parent);
-      Copy6(racc, dacc + 6 * parent);
-      Copy6(racc2, dacc2 + 6 * parent);
-    }
-    const int bda = m->body_dofadr[b];
-    for (int j = bda; j < bda + m->body_dofnum[b];) {
-      const int type = m->jnt_type[m->dof_jntid[j]];
-      const int n = type == mjJNT_FREE ? 6 : type == mjJNT_BALL ? 3 : 1;
-
-      // the velocity tangent MuJoCo's cdof_dot of this joint's dofs sees: before the joint, or
-      // for a free joint's rotations after its translations
-      double pre[6], pre_rot[6];
-      Copy6(pre, run);
-      for (int q = 0; q < n; q++) {
-        const int dof = j + q;
-        double* dc = dcdof + 6 * dof;
-        if (Carried(m, k, dof)) {
-          CrossMotion(dc, S, cdof + 6 * dof);
-        } else {
-          Zero6(dc);
-        }
-        AddScl6(racc, dc, a[dof]);
-        if (dtau2) AddScl6(racc2, dc, a[dof] - aint_[dof]);
-
-        // d cdof_dot = d pre x cdof + pre x d cdof (free translations: cdof_dot = 0)
-        if (type == mjJNT_FREE && q == 3) Copy6(pre_rot, run);
-        if (!(type == mjJNT_FREE && q < 3)) {
-          const double* dp = type == mjJNT_FREE ? pre_rot : pre;
-          double t1[6], t2[6];
-          CrossMotion(t1, dp, cdof + 6 * dof);
-          CrossMotion(t2, rne_pre_.data() + 6 * dof, dc);
-          for (int r = 0; r < 6; r++) racc[r] += v0_[dof] * (t1[r] + t2[r]);
-        }
-        AddScl6(run, dc, v0_[dof]);
-        if (type != mjJNT_FREE && type != mjJNT_BALL) Copy6(pre, run);
-      }
-      j += n;
-    }
-    Copy6(dvel + 6 * b, run);
-    Copy6(dacc + 6 * b, racc);
-
-    // d cfrc_body = dI cacc + I dcacc + dcvel x* I cvel + cvel x* (dI cvel + I dcvel), with
-    // dI x = S x* (I x) - I (S x x) and the products I cacc, I cvel of the nominal pass
-    const double* inert = d->cinert + 10 * b;
-    const double* icv = rne_icvel_.data() + 6 * b;
-    double* f = dfrc + 6 * b;
-    double t[6], u[6], w[6];
-    CrossMotion(t, S, cacc + 6 * b);
-    for (int r = 0; r < 6; r++) u[r] = racc[r] - t[r];
-    MulInert(f, inert, u);  // I (dcacc - S x cacc)
-    CrossForce(t, S, rne_icacc_.data() + 6 * b);
-    for (int r = 0; r < 6; r++) f[r] += t[r];
-    CrossForce(t, run, icv);
-    for (int r = 0; r < 6; r++) f[r] += t[r];
-    CrossMotion(t, S, cvel + 6 * b);
-    for (int r = 0; r < 6; r++) u[r] = run[r] - t[r];
-    MulInert(w, inert, u);  // I (dcvel - S x cvel)
-    CrossForce(t, S, icv);
-    for (int r = 0; r < 6; r++) w[r] += t[r];
-    CrossForce(t, cvel + 6 * b, w);
-    for (int r = 0; r < 6; r++) f[r] += t[r];
-
-    // the second pass (no velocity, no gravity): d cfrc_body = dI cacc2 + I dcacc2
-    if (dtau2) {
-      Copy6(dacc2 + 6 * b, racc2);
-      double* f2 = dfrc2 + 6 * b;
-      CrossMotion(t, S, cacc2 + 6 * b);
-      for (int r = 0; r < 6; r++) u[r] = racc2[r] - t[r];
-      MulInert(f2, inert, u);
-      CrossForce(t, S, rne_icacc_.data() + 6 * nbody + 6 * b);
-      for (int r = 0; r < 6; r++) f2[r] += t[r];
-    }
-  }
-
-  // backward over the subtree: subtree force tangents; ancestors see the subtree's total
-  for (int b = last; b > b0; b--) {
-    AddScl6(dfrc + 6 * m->body_parentid[b], dfrc + 6 * b, 1);
-    if (dtau2) AddScl6(dfrc2 + 6 * m->body_parentid[b], dfrc2 + 6 * b, 1);
-  }
-
-  // dtau_j = dcdof_j . cfrc_sub + cdof_j . dcfrc_sub for the subtree's dofs and the ancestors'
+  const double* S = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], s = carry_start_[k], end = subtree_dofend_[b0];
+  const double* u = rne_vpre_.data() + 6 * s;
+  const double* inert = d->crb + 10 * b0;
+  const double* B = rne_bsub_.data() + 36 * b0;
   mju_zero(dtau, nv);
   if (dtau2) mju_zero(dtau2, nv);
-  for (int b = b0; b <= last; b++) {
-    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      const double* dc = dcdof + 6 * j;
-      dtau[j] = Dot6(dc, cfrc + 6 * b) + Dot6(cdof + 6 * j, dfrc + 6 * b);
-      if (dtau2) {
-        dtau2[j] = Dot6(dc, cfrc2 + 6 * b) + Dot6(cdof + 6 * j, dfrc2 + 6 * b);
-      }
+  for (int pass = 0; pass < (dtau2 ? 2 : 1); pass++) {
+    double* out = pass == 0 ? dtau : dtau2;
+    const double* au = rne_apre_.data() + 6 * (pass * nv + s);
+    double w[6] = {0, 0, 0, 0, 0, 0}, c[6], t[6];
+    CrossMotion(c, S, au);
+    if (pass == 0) {
+      CrossMotion(w, S, u);
+      CrossMotion(t, w, u);
+      for (int r = 0; r < 6; r++) c[r] -= t[r];
     }
-  }
-  for (int b = m->body_parentid[b0]; b > 0; b = m->body_parentid[b]) {
-    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      dtau[j] = Dot6(cdof + 6 * j, dfrc + 6 * b0);
-      if (dtau2) dtau2[j] = Dot6(cdof + 6 * j, dfrc2 + 6 * b0);
+
+    // carried dofs: -(crb cdof) . c - (Bsub' cdof) . w
+    for (int j = s; j < end; j++) {
+      out[j] = -Dot6(rne_p_.data() + 6 * j, c) - (pass == 0 ? Dot6(rne_q_.data() + 6 * j, w) : 0);
+    }
+
+    // the others on the chain: cdof . dF of the subtree
+    double dF[6];
+    CrossForce(dF, S, rne_cfrc_.data() + pass * 6 * nbody + 6 * b0);
+    MulInert(t, inert, c);
+    for (int r = 0; r < 6; r++) {
+      dF[r] -= t[r];
+      if (pass == 0) dF[r] -= Dot6(B + 6 * r, w);
+    }
+    for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
+      out[j] = Dot6(d->cdof + 6 * j, dF);
     }
   }
 }
 
 void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
+  // velocity of dof k: every body of the subtree moves by C = cdof_k more, and the cdof_dot of
+  // the later dofs by C x cdof_j; a body force changes by B C + I e with e = cdof_dot_k - C x U
+  // (U the velocity before the later dofs), a subtree's by Bsub C + crb e
   const mjData* d = d0_;
   const int nv = nv_;
-  const double* cdof = d->cdof;
-  const double* cvel = d->cvel;
-  const int b0 = m->dof_bodyid[k], last = subtree_last_[b0];
-  double* dvel = rne_dvel_.data();
-  double* dacc = rne_dacc_.data();
-  double* dfrc = rne_dfrc_.data();
-
-  // forward over the subtree: cvel changes by cdof_k after dof k, cdof_dot through its velocity
-  for (int b = b0; b <= last; b++) {
-    double run[6], racc[6];
-    if (b == b0) {
-      Zero6(run);
-      Zero6(racc);
-    } else {
-      Copy6(run, dvel + 6 * m->body_parentid[b]);
-      Copy6(racc, dacc + 6 * m->body_parentid[b]);
-    }
-    const int bda = m->body_dofadr[b];
-    for (int j = bda; j < bda + m->body_dofnum[b];) {
-      const int type = m->jnt_type[m->dof_jntid[j]];
-      const int n = type == mjJNT_FREE ? 6 : type == mjJNT_BALL ? 3 : 1;
-      double pre[6];
-      Copy6(pre, run);
-      for (int q = 0; q < n; q++) {
-        const int dof = j + q;
-        if (type == mjJNT_FREE && q == 3) Copy6(pre, run);
-        if (!(type == mjJNT_FREE && q < 3)) {
-          double t[6];
-          CrossMotion(t, pre, cdof + 6 * dof);
-          AddScl6(racc, t, v0_[dof]);
-        }
-        if (dof == k) {
-          AddScl6(racc, d->cdof_dot + 6 * dof, 1);
-          AddScl6(run, cdof + 6 * dof, 1);
-        }
-        if (type != mjJNT_FREE && type != mjJNT_BALL) Copy6(pre, run);
-      }
-      j += n;
-    }
-    Copy6(dvel + 6 * b, run);
-    Copy6(dacc + 6 * b, racc);
-
-    // d cfrc_body = I dcacc + dcvel x* I cvel + cvel x* I dcvel
-    const double* inert = d->cinert + 10 * b;
-    double* f = dfrc + 6 * b;
-    double iv[6], t[6];
-    MulInert(f, inert, racc);
-    CrossForce(t, run, rne_icvel_.data() + 6 * b);
-    for (int r = 0; r < 6; r++) f[r] += t[r];
-    MulInert(iv, inert, run);
-    CrossForce(t, cvel + 6 * b, iv);
-    for (int r = 0; r < 6; r++) f[r] += t[r];
-  }
-  for (int b = last; b > b0; b--) AddScl6(dfrc + 6 * m->body_parentid[b], dfrc + 6 * b, 1);
-
-  // dtau_j = cdof_j . dcfrc_sub over the subtree and the ancestors
+  const double* C = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], l = later_start_[k], end = subtree_dofend_[b0];
+  const int bend = m->body_dofadr[b0] + m->body_dofnum[b0];
+  const double* U = l < bend ? rne_vpre_.data() + 6 * l : d->cvel + 6 * b0;
+  double e[6], t[6];
+  CrossMotion(t, C, U);
+  for (int r = 0; r < 6; r++) e[r] = d->cdof_dot[6 * k + r] - t[r];
   mju_zero(dtau, nv);
-  for (int b = b0; b <= last; b++) {
-    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      dtau[j] = Dot6(cdof + 6 * j, dfrc + 6 * b);
+  for (int j = m->body_dofadr[b0]; j < end; j++) {
+    dtau[j] = Dot6(rne_q_.data() + 6 * j, C) + Dot6(rne_p_.data() + 6 * j, e);
+  }
+  const double* B = rne_bsub_.data() + 36 * b0;
+  double dF[6];
+  MulInert(dF, d->crb + 10 * b0, e);
+  for (int r = 0; r < 6; r++) dF[r] += Dot6(B + 6 * r, C);
+  for (int j = m->dof_parentid[m->body_dofadr[b0]]; j >= 0; j = m->dof_parentid[j]) {
+    dtau[j] = Dot6(d->cdof + 6 * j, dF);
+  }
+}
+
+void Derivative::MassTangent(const mjModel* m, int k, double* dM) {
+  // M_ij = cdof_j . crb_i cdof_i (j an ancestor of i, crb_i the composite inertia of i's body).
+  // Moving dof k carries its subtree rigidly (S = cdof_k): an entry between carried dofs does not
+  // change, one between carried i and an uncarried ancestor j changes by cdof_j . S x* (crb
+  // cdof_i), and one between uncarried i, j on the chain above by cdof_j . (S x* (crb_0 cdof_i) -
+  // crb_0 (S x cdof_i)), crb_0 the composite inertia of the subtree
+  const mjData* d = d0_;
+  const double* S = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], s = carry_start_[k], end = subtree_dofend_[b0];
+  const double* inert = d->crb + 10 * b0;
+  double* sc = rne_sc_.data();
+  mju_zero(dM, nM_);
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
+    CrossMotion(sc + 6 * j, S, d->cdof + 6 * j);
+  }
+  for (int i = s; i < end; i++) {
+    int adr = m->dof_Madr[i] + 1;
+    for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+      if (j < s) dM[adr] = -Dot6(sc + 6 * j, rne_p_.data() + 6 * i);
     }
   }
-  for (int b = m->body_parentid[b0]; b > 0; b = m->body_parentid[b]) {
-    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      dtau[j] = Dot6(cdof + 6 * j, dfrc + 6 * b0);
+  for (int i = m->dof_parentid[s]; i >= 0; i = m->dof_parentid[i]) {
+    const double* ci = d->cdof + 6 * i;
+    double t[6], g[6];
+    MulInert(t, inert, ci);
+    CrossForce(g, S, t);
+    MulInert(t, inert, sc + 6 * i);
+    for (int r = 0; r < 6; r++) g[r] -= t[r];
+    int adr = m->dof_Madr[i];
+    dM[adr++] = Dot6(ci, g);
+    for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+      dM[adr] = Dot6(d->cdof + 6 * j, g);
     }
   }
 }
@@ -423,11 +382,27 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
   mjData* d = d0_;
   const int nv = nv_, na = na_;
   const int b0 = m->dof_bodyid[k], last = subtree_last_[b0];
+  const int carry = carry_start_[k], carry_end = subtree_dofend_[b0];  // dofs it carries
 
-  // smooth forces: -d(M a + bias) + springs + actuators (dM a folded in: no dM tangent)
+  // smooth forces: -d(M a + bias) + springs + actuators, with dM a folded in (the blocked path
+  // and no rows) or dM itself and the force's own tangent (the solvers' force tangents)
+  const bool with_dM = has_rows_ && !batch_;
   double* dtau = tmp2_.data();
-  RneTangent(m, k, dtau, damped_ ? dqderiv_a_.data() : nullptr);  // with dM (a - aint), for P
+  RneTangent(m, k, dtau, damped_ && !with_dM ? dqderiv_a_.data() : nullptr);  // dM (a - aint)
   for (int i = 0; i < nv; i++) dfs_[i] = -dtau[i];
+  has_dM_ = with_dM;
+  if (with_dM) {
+    MassTangent(m, k, dM_.data());
+    const double* a = d->qacc;
+    for (int i = 0; i < nv; i++) {
+      int adr = m->dof_Madr[i];
+      dfs_[i] += dM_[adr++] * a[i];
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        dfs_[i] += dM_[adr] * a[j];
+        dfs_[j] += dM_[adr] * a[i];
+      }
+    }
+  }
   mju_zero(dactdot_.data(), na);
   const int jnt = m->dof_jntid[k];
   if (!SpringsDisabled(m) && (m->jnt_type[jnt] == mjJNT_HINGE || m->jnt_type[jnt] == mjJNT_SLIDE)) {
@@ -449,7 +424,6 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
     RestoreActuation();
   }
-  has_dM_ = false;
   if (!has_rows_) return;
 
   // contact pairs the subtree touches: collision on rigidly moved geom poses
@@ -489,87 +463,151 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     }
   }
 
-  // contact rows: frame and point from the collision, axes carried by the subtree
+  // contact rows: J_rj = sign rho_r . cdof_j with rho_r = [off x F_r; F_r] (rotation rows
+  // [F_r; 0]), off the point from the side's tree center; along S the point and frame move as the
+  // collision says and the carried axes by S x, so d J_rj = sign (d rho_r - [j carried] S x* rho_r)
+  // . cdof_j, written into the row with d(J v), d(J v+) and dJ' f of the same pass
   const Problem& p = *p_;
   const SparseRows& J = p.J;
-  double* dense = jrows_.data();  // dim x nv
+  const double* vnext = sol_->v_next;
+  const double* force = sol_->force;
+  double* dJf = dJf_.data();
+  mju_zero(dJf, nv);
+  const double* u = rne_vpre_.data() + 6 * carry;  // velocity and v+ before the carried dofs
+  const double* un = rne_vnpre_.data() + 6 * carry;
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    const int adr0 = J.rowadr[con.row], n0 = J.rownnz[con.row];
+    const int row = con.row, dim = con.dim;
+    for (int r = 0; r < dim; r++) dpos_[row + r] = dvel_[row + r] = dJv_[row + r] = 0;
     if (!body_moved_[con.body[0]] && !body_moved_[con.body[1]]) {
-      for (int r = 0; r < con.dim; r++) {
-        for (int q = 0; q < n0; q++) dJ_[J.rowadr[con.row + r] + q] = 0;
+      if (!batch_ && con_written_[c]) {
+        for (int r = 0; r < dim; r++) mju_zero(dJ_.data() + J.rowadr[row + r], J.rownnz[row + r]);
+        con_written_[c] = 0;
       }
-      for (int r = 0; r < con.dim; r++) dpos_[con.row + r] = 0;
       continue;
     }
+    con_written_[c] = 1;
     const mjContact& g0 = con0_[con.mj_index];
     const mjContact& g1 = con1_[con.mj_index];
     double dp[3], dF[9];
     for (int i = 0; i < 3; i++) dp[i] = (g1.pos[i] - g0.pos[i]) / kPoseStep;
     for (int i = 0; i < 9; i++) dF[i] = (g1.frame[i] - g0.frame[i]) / kPoseStep;
-    dpos_[con.row] = (g1.dist - g0.dist) / kPoseStep;
-    for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
+    dpos_[row] = (g1.dist - g0.dist) / kPoseStep;
 
-    // the two sides' chains, dense: -side 1 + side 2 (dofs on both cancel)
+    // per side and row: d rho (uncarried dofs) and d rho - S x* rho (carried)
+    double tan[2][2][6][6];
     for (int side = 0; side < 2; side++) {
-      int body = con.body[side];
-      while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
-      if (body <= 0) continue;
-      for (int j = m->body_dofadr[body] + m->body_dofnum[body] - 1; j >= 0;
-           j = m->dof_parentid[j]) {
-        for (int r = 0; r < con.dim; r++) dense[r * nv + j] = 0;
-      }
-    }
-    (void)adr0;
-    (void)n0;
-    for (int side = 0; side < 2; side++) {
-      int body = con.body[side];
-      while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
-      if (body <= 0) continue;
-      const double sign = side == 0 ? -1 : 1;
-      const double* cc = d->subtree_com + 3 * m->body_rootid[body];
-      double off[3];
-      mju_sub3(off, g0.pos, cc);
-      const bool moved = body_moved_[body];
-      for (int j = m->body_dofadr[body] + m->body_dofnum[body] - 1; j >= 0;
-           j = m->dof_parentid[j]) {
-        const double* cd = d->cdof + 6 * j;
-        const double zero[6] = {0, 0, 0, 0, 0, 0};
-        const bool carried = moved && m->dof_bodyid[j] >= b0 && m->dof_bodyid[j] <= last;
-        const double* dc = carried ? rne_dcdof_.data() + 6 * j : zero;  // from RneTangent
-        // translation rows: lin + rot x off; their tangent with the point and axes moving
-        double jp[3], djp[3], t[3];
-        Cross3(t, cd, off);
-        for (int i = 0; i < 3; i++) jp[i] = cd[3 + i] + t[i];
-        Cross3(djp, cd, dp);
-        Cross3(t, dc, off);
-        for (int i = 0; i < 3; i++) djp[i] += dc[3 + i] + t[i];
-        for (int r = 0; r < con.dim; r++) {
-          const int ax = r < 3 ? r : r - 3;
-          const double* Fr = g0.frame + 3 * ax;
-          const double* dFr = dF + 3 * ax;
-          const double val = r < 3 ? Dot3(dFr, jp) + Dot3(Fr, djp) : Dot3(dFr, cd) + Dot3(Fr, dc);
-          dense[r * nv + j] += sign * val;
+      const int body = con.body[side];
+      const double* com = d->subtree_com + 3 * m->body_rootid[body];
+      const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
+      for (int r = 0; r < dim; r++) {
+        const int ax = r < 3 ? r : r - 3;
+        const double* Fr = g0.frame + 3 * ax;
+        const double* dFr = dF + 3 * ax;
+        double rho[6], t[3], u[3];
+        double* a = tan[side][0][r];
+        if (r < 3) {
+          Cross3(rho, off, Fr);
+          for (int i = 0; i < 3; i++) rho[3 + i] = Fr[i];
+          Cross3(t, dp, Fr);
+          Cross3(u, off, dFr);
+          for (int i = 0; i < 3; i++) {
+            a[i] = t[i] + u[i];
+            a[3 + i] = dFr[i];
+          }
+        } else {
+          for (int i = 0; i < 3; i++) {
+            rho[i] = Fr[i];
+            rho[3 + i] = 0;
+            a[i] = dFr[i];
+            a[3 + i] = 0;
+          }
+        }
+        if (body_moved_[body]) {
+          double sr[6];
+          CrossForce(sr, S, rho);
+          for (int i = 0; i < 6; i++) tan[side][1][r][i] = a[i] - sr[i];
         }
       }
     }
-    for (int r = 0; r < con.dim; r++) {
-      const int adr = J.rowadr[con.row + r];
-      for (int q = 0; q < J.rownnz[con.row + r]; q++) {
-        dJ_[adr + q] = dense[r * nv + J.colind[adr + q]];
+
+    // the blocked path needs only dJ v, dJ v+ and dJ' f: chain sums of cdof v are body velocities
+    // (V, from u before the carried dofs), and the rows combine with their forces first
+    const int adr0 = J.rowadr[row], n = J.rownnz[row];
+    if (batch_) {
+      double wrench[2][2][6] = {};
+      for (int side = 0; side < 2; side++) {
+        const int body = con.body[side];
+        const double sg = side ? 1 : -1;
+        const bool carried = body_moved_[body];
+        const double* V = d->cvel + 6 * body;
+        const double* Vn = rne_vn_.data() + 6 * body;
+        for (int r = 0; r < dim; r++) {
+          const double* a = tan[side][0][r];
+          const double fr = force[row + r];
+          if (carried) {
+            const double* b = tan[side][1][r];
+            double dv = Dot6(a, u), dn = Dot6(a, un);
+            for (int i = 0; i < 6; i++) {
+              dv += b[i] * (V[i] - u[i]);
+              dn += b[i] * (Vn[i] - un[i]);
+              wrench[side][1][i] += fr * b[i];
+            }
+            dvel_[row + r] += sg * dv;
+            dJv_[row + r] += sg * dn;
+          } else {
+            dvel_[row + r] += sg * Dot6(a, V);
+            dJv_[row + r] += sg * Dot6(a, Vn);
+          }
+          for (int i = 0; i < 6; i++) wrench[side][0][i] += fr * a[i];
+        }
       }
+      for (int q = 0; q < n; q++) {
+        const int j = J.colind[adr0 + q];
+        const int sign = con_sign_[adr0 + q];
+        dJf[j] += sign * Dot6(wrench[sign > 0][j >= carry && j < carry_end], d->cdof + 6 * j);
+      }
+      continue;
+    }
+
+    // the row's columns: each on one side's chain (dofs on both cancel)
+    double dvel[6] = {0, 0, 0, 0, 0, 0}, djv[6] = {0, 0, 0, 0, 0, 0};
+    for (int q = 0; q < n; q++) {
+      const int j = J.colind[adr0 + q];
+      const int sign = con_sign_[adr0 + q];
+      const double(*vec)[6] = tan[sign > 0][j >= carry && j < carry_end];
+      const double* cd = d->cdof + 6 * j;
+      double fj = 0;
+      for (int r = 0; r < dim; r++) {
+        const double val = sign * Dot6(vec[r], cd);
+        dJ_[J.rowadr[row + r] + q] = val;
+        dvel[r] += val * v0_[j];
+        djv[r] += val * vnext[j];
+        fj += val * force[row + r];
+      }
+      dJf[j] += fj;
+    }
+    for (int r = 0; r < dim; r++) {
+      dvel_[row + r] = dvel[r];
+      dJv_[row + r] = djv[r];
     }
   }
 
-  // rows before the contacts: constant Jacobians (the scope), gaps J dq
+  // rows before the contacts: constant Jacobians (the scope; dJ zero from PrepareAnalytic), gaps
+  // J dq
   const int nplain = p.ne + p.nf + p.nl;
   for (int i = 0; i < nplain; i++) {
-    for (int q = 0; q < J.rownnz[i]; q++) dJ_[J.rowadr[i] + q] = 0;
-    dpos_[i] = p.kind[i] == kRowFriction ? 0 : J.Dot(i, dq_.data());
+    double g = 0;
+    if (p.kind[i] != kRowFriction) {
+      for (int q = 0; q < J.rownnz[i]; q++) {
+        if (J.colind[J.rowadr[i] + q] == k) g = J.val[J.rowadr[i] + q];
+      }
+    }
+    dpos_[i] = g;
+    dvel_[i] = dJv_[i] = 0;
   }
-  has_dJ_ = has_dpos_ = has_dvel_ = true;
-  RowVelocityTangents(true, nullptr);
+  has_dJ_ = has_dpos_ = has_dvel_ = has_dJf_ = true;
+  RowTangents();
 }
 
 }  // namespace contactkit

@@ -50,7 +50,7 @@ void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
   mju_zero(dact_.data(), na_);
   mju_zero(du_.data(), nu_);
   mju_zero(dqderiv_a_.data(), nv);
-  has_dM_ = has_dJ_ = has_dpos_ = has_dvel_ = false;
+  has_dM_ = has_dJ_ = has_dpos_ = has_dvel_ = has_dJf_ = false;
 
   switch (kind) {
     case kCtrl:
@@ -115,12 +115,20 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
     mju_zero(dactdot_.data(), na);
     return;
   }
-  const double saved = *target;
-  *target = saved + e;
-  mj_fwdActuation(m, d);
-  *target = saved;
-  for (int i = 0; i < nv; i++) dfs_[i] = (d->qfrc_actuator[i] - qfrc_act0_[i]) / e;
-  for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
+  if (kind == kCtrl && LinearInCtrl(m, index, e)) {
+    // force = gain ctrl + bias(length, velocity) on both sides of the nudge: moment' gain
+    const double gain = m->actuator_gainprm[mjNGAIN * index];
+    const double* moment = d->actuator_moment + static_cast<size_t>(index) * nv;
+    for (int i = 0; i < nv; i++) dfs_[i] = gain * moment[i];
+    mju_zero(dactdot_.data(), na);
+  } else {
+    const double saved = *target;
+    *target = saved + e;
+    mj_fwdActuation(m, d);
+    *target = saved;
+    for (int i = 0; i < nv; i++) dfs_[i] = (d->qfrc_actuator[i] - qfrc_act0_[i]) / e;
+    for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
+  }
 
   // implicit: qDeriv holds gain_vel * (ctrl or act) moment' moment of affine-gain actuators
   if (implicit_) {
@@ -133,6 +141,21 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
       for (int i = 0; i < nv; i++) dqderiv_a_[i] = m->opt.timestep * gain_vel * moment[i] * ma;
     }
   }
+}
+
+bool Derivative::LinearInCtrl(const mjModel* m, int i, double e) const {
+  // mj_fwdActuation's force of actuator i is gain ctrl + bias with a fixed gain, no activation and
+  // no force clamp between ctrl and ctrl + e (the nudge keeps ctrl in its range)
+  if (mjDISABLED(mjDSBL_ACTUATION) || m->actuator_dyntype[i] != mjDYN_NONE ||
+      m->actuator_gaintype[i] != mjGAIN_FIXED || (m->actuator_biastype[i] == mjBIAS_USER)) {
+    return false;
+  }
+  if (m->actuator_forcelimited[i]) {
+    const double* range = m->actuator_forcerange + 2 * i;
+    const double f = act_force0_[i], f1 = f + m->actuator_gainprm[mjNGAIN * i] * e;
+    if (!(f > range[0] && f < range[1] && f1 > range[0] && f1 < range[1])) return false;
+  }
+  return true;
 }
 
 void Derivative::RestoreActuation() {
@@ -161,10 +184,13 @@ void Derivative::VelocityTangent(const mjModel* m, int index) {
     for (int i = 0; i < n; i++) dqderiv_a_[b + i] = m->opt.timestep * blk2[i];
   }
 
-  // rows: dvel = J e_index
+  // rows: dvel = J e_index, the column of J
   if (has_rows_) {
     has_dvel_ = true;
-    RowVelocityTangents(false, dv_.data());
+    mju_zero(dvel_.data(), p_->nrow);
+    for (int q = jcol_adr_[index]; q < jcol_adr_[index + 1]; q++)
+      dvel_[jcol_row_[q]] = jcol_val_[q];
+    RowTangents();
   }
 }
 
@@ -261,10 +287,21 @@ bool Derivative::Recollide(const mjModel* m, mjData* d) {
 
 bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k) {
   const Pair& pr = pairs_[k];
+  // the buffer's frames have no tangent (zero from Setup, and again after each use)
   mjContact* buf = collide_buf_.data();
-  for (int i = 0; i < mjMAXCONPAIR; i++) mju_zero(buf[i].frame + 3, 6);  // no tangent given
   const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
-  int n = mjCOLLISIONFUNC[t1][t2](m, d, buf, pr.g1, pr.g2, pr.margin);
+  const int nraw = mjCOLLISIONFUNC[t1][t2](m, d, buf, pr.g1, pr.g2, pr.margin);
+  const bool same = MatchPair(m, k, nraw);
+  for (int i = 0; i < nraw; i++) {
+    for (int q = 3; q < 9; q++) buf[i].frame[q] = 0;
+  }
+  return same;
+}
+
+bool Derivative::MatchPair(const mjModel* m, int k, int n) {
+  const Pair& pr = pairs_[k];
+  mjContact* buf = collide_buf_.data();
+  const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
 
   // box-box repeats, as mj_collideGeoms removes them
   if (t1 == mjGEOM_BOX && t2 == mjGEOM_BOX) {
@@ -407,8 +444,24 @@ bool Derivative::PlainRowVaries(const mjModel* m, int i) const {
 }
 
 void Derivative::PrepareRowSlopes() {
-  // per contact: d imp / d dist, the position term of aref and its slope (1, or the softplus')
+  // per row: dR / dimp = -R / (imp (1 - imp)); J by columns
   const Problem& p = *p_;
+  const SparseRows& J = p.J;
+  for (int i = 0; i < p.nrow; i++) row_dR_[i] = -p.R[i] / (p.imp[i] * (1 - p.imp[i]));
+  for (int j = 0; j <= nv_; j++) jcol_adr_[j] = 0;
+  for (int q = 0; q < J.nnz; q++) jcol_adr_[J.colind[q] + 1]++;
+  for (int j = 0; j < nv_; j++) jcol_adr_[j + 1] += jcol_adr_[j];
+  for (int i = 0; i < J.nrow; i++) {
+    for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
+      const int at = jcol_adr_[J.colind[q]]++;
+      jcol_row_[at] = i;
+      jcol_val_[at] = J.val[q];
+    }
+  }
+  for (int j = nv_; j > 0; j--) jcol_adr_[j] = jcol_adr_[j - 1];
+  jcol_adr_[0] = 0;
+
+  // per contact: d imp / d dist, the position term of aref and its slope (1, or the softplus')
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     if (cfd_ && cfd_r_[c] >= 0) {
@@ -440,13 +493,22 @@ void Derivative::RowVelocityTangents(bool with_dJ, const double* dv) {
 void Derivative::RowTangents() {
   const Problem& p = *p_;
   const int nplain = p.ne + p.nf + p.nl;
+
+  // velocities only (no position tangent): aref = -B vel
+  if (!has_dpos_) {
+    for (int i = 0; i < p.nrow; i++) {
+      dimp_[i] = dR_[i] = 0;
+      daref_[i] = has_dvel_ ? -p.KB[2 * i + 1] * dvel_[i] : 0;
+    }
+    return;
+  }
   const mjData* d = d0_;
 
   // impedance and regularizer of the plain rows: imp' (MuJoCo's KBIP[3]) times the change of
   // the impedance's argument: the row's own distance, or the norm of a connect / weld residual
   for (int i = 0; i < nplain;) {
     int n = 1;
-    double darg = has_dpos_ ? dpos_[i] : 0;
+    double darg = dpos_[i];
     if (p.kind[i] == kRowEquality &&
         (eq_type_[p.mj_id[i]] == mjEQ_CONNECT || eq_type_[p.mj_id[i]] == mjEQ_WELD)) {
       const bool weld = eq_type_[p.mj_id[i]] == mjEQ_WELD;
@@ -455,13 +517,13 @@ void Derivative::RowTangents() {
       for (int k = 0; k < n; k++) {
         const double s = k < 3 ? 1 : eq_torquescale_[p.mj_id[i]];
         rr += s * s * p.pos[i + k] * p.pos[i + k];
-        rdr += has_dpos_ ? s * s * p.pos[i + k] * dpos_[i + k] : 0;
+        rdr += s * s * p.pos[i + k] * dpos_[i + k];
       }
       darg = rr > 0 ? rdr / std::sqrt(rr) : 0;
     }
     for (int k = i; k < i + n; k++) {
       dimp_[k] = d->efc_KBIP[4 * k + 3] * darg;
-      dR_[k] = -p.R[k] * dimp_[k] / (p.imp[k] * (1 - p.imp[k]));
+      dR_[k] = row_dR_[k] * dimp_[k];
     }
     i += n;
   }
@@ -470,16 +532,14 @@ void Derivative::RowTangents() {
   // continued impedance and the softplus position term
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    const double dposition = has_dpos_ ? con_dposition_[c] * dpos_[con.row] : 0;
-    const double dimp = has_dpos_ ? con_slope_[c] * dpos_[con.row] : 0;
+    const double dposition = con_dposition_[c] * dpos_[con.row];
+    const double dimp = con_slope_[c] * dpos_[con.row];
     for (int r = 0; r < con.dim; r++) {
       const int i = con.row + r;
       dimp_[i] = dimp;
-      dR_[i] = -p.R[i] * dimp / (p.imp[i] * (1 - p.imp[i]));
+      dR_[i] = row_dR_[i] * dimp;
       double da = has_dvel_ ? -p.KB[2 * i + 1] * dvel_[i] : 0;
-      if (r == 0 && has_dpos_) {
-        da -= p.KB[2 * i] * (dimp * con_position_[c] + p.imp[i] * dposition);
-      }
+      if (r == 0) da -= p.KB[2 * i] * (dimp * con_position_[c] + p.imp[i] * dposition);
       daref_[i] = da;
     }
   }
@@ -488,7 +548,7 @@ void Derivative::RowTangents() {
   for (int i = 0; i < nplain; i++) {
     const double K = p.KB[2 * i], B = p.KB[2 * i + 1];
     double da = has_dvel_ ? -B * dvel_[i] : 0;
-    if (has_dpos_) da -= K * (dimp_[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * dpos_[i]);
+    da -= K * (dimp_[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * dpos_[i]);
     daref_[i] = da;
   }
 }

@@ -10,7 +10,7 @@
 namespace contactkit {
 namespace {
 
-constexpr double kMinVal = 1e-15;  // mjMINVAL
+constexpr double kMinVal = 1e-15;     // mjMINVAL
 constexpr int kMaxPairContacts = 64;  // contacts of one geom pair matched by the gap re-check
 
 // number of rows MuJoCo can make from equality, friction and limit constraints
@@ -20,7 +20,8 @@ int NonContactRows(const mjModel* m) {
     n += m->eq_type[i] == mjEQ_CONNECT ? 3 : m->eq_type[i] == mjEQ_WELD ? 6 : 1;
   }
   for (int i = 0; i < m->nv; i++) n += m->dof_frictionloss[i] > 0;
-  for (int i = 0; i < m->ntendon; i++) n += (m->tendon_frictionloss[i] > 0) + 2 * m->tendon_limited[i];
+  for (int i = 0; i < m->ntendon; i++)
+    n += (m->tendon_frictionloss[i] > 0) + 2 * m->tendon_limited[i];
   for (int i = 0; i < m->njnt; i++) {
     if (m->jnt_limited[i]) n += m->jnt_type[i] == mjJNT_BALL ? 1 : 2;
   }
@@ -32,7 +33,8 @@ int BodyChain(const mjModel* m, int body, int* chain) {
   while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
   if (body <= 0) return 0;
   int n = 0;
-  for (int da = m->body_dofadr[body] + m->body_dofnum[body] - 1; da >= 0; da = m->dof_parentid[da]) {
+  for (int da = m->body_dofadr[body] + m->body_dofnum[body] - 1; da >= 0;
+       da = m->dof_parentid[da]) {
     chain[n++] = da;
   }
   return n;

@@ -57,13 +57,13 @@ class Extractor {
  private:
   ProblemDims dims_;
   int ntree_ = 0;
-  bool structural_ = false;  // Extract keeps structural patterns
-  int maxpair_ = 0;               // most dofs a contact row can touch
-  std::vector<int> dof_tree_;     // tree of each dof                           (nv)
-  std::vector<int> chain1_;       // dof chain of body 1, descending            (nv)
-  std::vector<int> chain2_;       // dof chain of body 2, descending            (nv)
-  std::vector<double> jac_;       // translational/rotational Jacobian scratch  (6 x nv)
-  std::vector<int> chain_cols_;   // columns of a contact row (gap re-check)    (nv)
+  bool structural_ = false;      // Extract keeps structural patterns
+  int maxpair_ = 0;              // most dofs a contact row can touch
+  std::vector<int> dof_tree_;    // tree of each dof                           (nv)
+  std::vector<int> chain1_;      // dof chain of body 1, descending            (nv)
+  std::vector<int> chain2_;      // dof chain of body 2, descending            (nv)
+  std::vector<double> jac_;      // translational/rotational Jacobian scratch  (6 x nv)
+  std::vector<int> chain_cols_;  // columns of a contact row (gap re-check)    (nv)
 };
 
 }  // namespace contactkit

@@ -278,8 +278,7 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     st.guess_tries += sol.guess_tried;
   }
   ContactStats(&st, d);
-  st.solve_time =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  st.solve_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // MuJoCo's constraint timer, as mj_fwdConstraint keeps it (it times itself when passed through)
   if (ck->solver) {
@@ -336,7 +335,8 @@ void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, in
   if (skipstage < mjSTAGE_VEL) {
     mj_fwdVelocity(m, d);
     if (!skipsensor) mj_sensorVel(m, d);
-    if (mjENABLED(mjENBL_ENERGY) && !(!skipsensor && contactkit::EnergyFromSensor(m, CK_SENS_E_KINETIC))) {
+    if (mjENABLED(mjENBL_ENERGY) &&
+        !(!skipsensor && contactkit::EnergyFromSensor(m, CK_SENS_E_KINETIC))) {
       mj_energyVel(m, d);
     }
   }

@@ -437,7 +437,8 @@ int ck_getSetting(const ckSettings* settings, const char* key, char* buf, int bu
       std::snprintf(buf, buf_sz, "%d", *reinterpret_cast<const int*>(f));
       break;
     case kKeyReal:
-      std::snprintf(buf, buf_sz, "%s", contactkit::ShortestText(*reinterpret_cast<const double*>(f)).c_str());
+      std::snprintf(buf, buf_sz, "%s",
+                    contactkit::ShortestText(*reinterpret_cast<const double*>(f)).c_str());
       break;
     case kKeyReal5: {
       const double* x = reinterpret_cast<const double*>(f);

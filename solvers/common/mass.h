@@ -30,8 +30,10 @@ struct TreeMass {
   void SolveHalf(double* x, int begin, int end) const;
   void Solve(double* x) const { Solve(x, 0, nv); }
 
-  // x = M^-1 x for nb right-hand sides stored row-major (x[i * nb + c]), all dofs
-  void SolveBlock(double* x, int nb) const;
+  // x = M^-1 x for nb right-hand sides stored row-major (x[i * nb + c]), dofs [begin, end)
+  // (whole trees); the same operations as Solve on each column
+  void SolveBlock(double* x, int nb, int begin, int end) const;
+  void SolveBlock(double* x, int nb) const { SolveBlock(x, nb, 0, nv); }
 
   // y = M x for dofs [begin, end) (whole trees); y and x must differ
   void Mul(const double* x, double* y, int begin, int end) const;

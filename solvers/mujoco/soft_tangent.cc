@@ -95,6 +95,8 @@ void SoftTangent::Setup(const ProblemDims& dims) {
   block_.assign(static_cast<size_t>(std::max(dims.nv, 1)) * kBlock, 0);
   tmp_.assign(std::max(dims.nv, 1), 0);
   loc_.assign(std::max(dims.nv, 1), 0);
+  loc_cols_.assign(std::max(dims.nv, 1), 0);
+  gbuf_.assign(6 * static_cast<size_t>(std::max(dims.nv, 1)), 0);
 }
 
 double SoftTangent::RowDot(const Problem& p, int e, const double* x) const {
@@ -213,50 +215,74 @@ bool SoftTangent::Prepare(const Problem& p, const SoftRows& rows, const double* 
     adr += n * n;
   }
 
-  // active rows: D J_e' J_e (frame rows of one group share their columns)
-  for (int e = 0; e < nrow_; e++) {
+  // the factor reads the lower triangle only (local row >= local column; columns ascend, local
+  // indices descend): rows before the contacts one by one, contacts as J_c' W J_c with W the
+  // curvature of their MuJoCo rows (quadratic rows, pyramid edges, cone) in their frame rows
+  const int* loc = loc_cols_.data();
+  double* G = gbuf_.data();
+  for (int e = 0; e < nplain; e++) {
     if (st_[e] != kSoftQuadratic) continue;
-    const int a = ra_[e], k = is.row_island[a];
+    const int k = is.row_island[e];
     if (k < 0) continue;
-    const int n = is.ndofs[k], nnz = J.rownnz[a];
-    const int* cols = J.colind + J.rowadr[a];
-    const double* va = J.val + J.rowadr[a];
-    const double* vb = rb_[e] >= 0 ? J.val + J.rowadr[rb_[e]] : nullptr;
+    const int n = is.ndofs[k], nnz = J.rownnz[e];
+    const int* cols = J.colind + J.rowadr[e];
+    const double* va = J.val + J.rowadr[e];
     double* Hk = H_.data() + hadr_[k];
     for (int x = 0; x < nnz; x++) {
-      const double jx = vb ? va[x] + rc_[e] * vb[x] : va[x];
-      const double djx = D_[e] * jx;
+      const double djx = D_[e] * va[x];
       const int lx = local_[cols[x]];
-      for (int y = 0; y < nnz; y++) {
-        const double jy = vb ? va[y] + rc_[e] * vb[y] : va[y];
-        Hk[lx * n + local_[cols[y]]] += djx * jy;
-      }
+      for (int y = 0; y <= x; y++) Hk[lx * n + local_[cols[y]]] += djx * va[y];
     }
   }
-
-  // cone rows: J_c' Hc J_c
-  if (rows.elliptic) {
-    for (int c = 0; c < p.ncon; c++) {
-      const Contact& con = p.con[c];
-      if (con.dim == 1 || st_[con.efc_address] != kSoftCone) continue;
-      const int k = is.row_island[con.row];
-      if (k < 0) continue;
-      const int n = is.ndofs[k], nnz = J.rownnz[con.row], dim = con.dim;
-      const int* cols = J.colind + J.rowadr[con.row];
-      const double* hc = hcone_.data() + 36 * c;
-      double* Hk = H_.data() + hadr_[k];
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int adr = con.efc_address, dim = con.dim, row = con.row;
+    const int k = is.row_island[row];
+    if (k < 0) continue;
+    double W[36] = {};
+    bool any = false;
+    if (dim == 1 || rb_[adr] < 0) {
       for (int r = 0; r < dim; r++) {
-        const double* vr = J.val + J.rowadr[con.row + r];
-        for (int s = 0; s < dim; s++) {
-          const double w = hc[r * dim + s];
-          if (w == 0) continue;
-          const double* vs = J.val + J.rowadr[con.row + s];
-          for (int x = 0; x < nnz; x++) {
-            const double wx = w * vr[x];
-            const int lx = local_[cols[x]];
-            for (int y = 0; y < nnz; y++) Hk[lx * n + local_[cols[y]]] += wx * vs[y];
-          }
-        }
+        if (st_[adr + r] != kSoftQuadratic) continue;
+        W[r * dim + r] += D_[adr + r];
+        any = true;
+      }
+      if (rows.elliptic && dim > 1 && st_[adr] == kSoftCone) {
+        const double* hc = hcone_.data() + 36 * c;
+        for (int q = 0; q < dim * dim; q++) W[q] += hc[q];
+        any = true;
+      }
+    } else {
+      for (int e = adr; e < adr + 2 * (dim - 1); e++) {
+        if (st_[e] != kSoftQuadratic) continue;
+        const int b = rb_[e] - row;
+        const double De = D_[e], ce = rc_[e];
+        W[0] += De;
+        W[b] += De * ce;
+        W[b * dim] += De * ce;
+        W[b * dim + b] += De * ce * ce;
+        any = true;
+      }
+    }
+    if (!any) continue;
+    const int n = is.ndofs[k], nnz = J.rownnz[row];
+    const int* cols = J.colind + J.rowadr[row];
+    double* Hk = H_.data() + hadr_[k];
+    for (int x = 0; x < nnz; x++) loc_cols_[x] = local_[cols[x]];
+    for (int r = 0; r < dim; r++) {
+      for (int y = 0; y < nnz; y++) {
+        double g = 0;
+        for (int q = 0; q < dim; q++) g += W[r * dim + q] * J.val[J.rowadr[row + q] + y];
+        G[r * nnz + y] = g;
+      }
+    }
+    for (int x = 0; x < nnz; x++) {
+      double* hx = Hk + loc[x] * n;
+      for (int r = 0; r < dim; r++) {
+        const double jrx = J.val[J.rowadr[row + r] + x];
+        if (jrx == 0) continue;
+        const double* gr = G + r * nnz;
+        for (int y = 0; y <= x; y++) hx[loc[y]] += jrx * gr[y];
       }
     }
   }
@@ -284,7 +310,7 @@ void SoftTangent::Solve(const Problem& p, double* x) {
   }
 }
 
-void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir) {
+void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir, const double* dJv) {
   const SparseRows& J = p.J;
   const double h = h_;
   const double* vn = v_next_;
@@ -292,7 +318,9 @@ void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir) {
   // frame rows: t = dJ v+ - dvel - h daref, rho = dR / R (a contact's rows share the normal's)
   for (int i = 0; i < p.nrow; i++) {
     double t = 0;
-    if (dir.J) {
+    if (dJv) {
+      t = dJv[i];
+    } else if (dir.J) {
       const int adr = J.rowadr[i];
       for (int k = 0; k < J.rownnz[i]; k++) t += dir.J[adr + k] * vn[J.colind[adr + k]];
     }
@@ -324,10 +352,47 @@ void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir) {
   ConeAdd(p, te_.data(), -1, ge_.data());
 }
 
-void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs) {
-  RowTerms(p, dir);
+void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs,
+                         const double* dJv) {
+  RowTerms(p, dir, dJv);
   RowsAdd(p, ge_.data(), rhs);
 }
+
+namespace {
+
+// CholSolve on W columns of the row-major block y (stride ld), both sweeps pulling into registers
+template <int W>
+void CholSolveColumns(const double* L, int n, double* y, int ld) {
+  for (int i = 0; i < n; i++) {
+    double* yi = y + static_cast<size_t>(i) * ld;
+    double acc[W];
+    for (int c = 0; c < W; c++) acc[c] = yi[c];
+    for (int q = 0; q < i; q++) {
+      const double l = L[q * n + i];
+      if (l == 0) continue;
+      const double* yq = y + static_cast<size_t>(q) * ld;
+      for (int c = 0; c < W; c++) acc[c] -= l * yq[c];
+    }
+    const double inv = 1 / L[i * n + i];
+    for (int c = 0; c < W; c++) yi[c] = acc[c] * inv;
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double* yi = y + static_cast<size_t>(i) * ld;
+    const double* Li = L + i * n;
+    double acc[W];
+    for (int c = 0; c < W; c++) acc[c] = yi[c];
+    for (int q = i + 1; q < n; q++) {
+      const double l = Li[q];
+      if (l == 0) continue;
+      const double* yq = y + static_cast<size_t>(q) * ld;
+      for (int c = 0; c < W; c++) acc[c] -= l * yq[c];
+    }
+    const double inv = 1 / Li[i];
+    for (int c = 0; c < W; c++) yi[c] = acc[c] * inv;
+  }
+}
+
+}  // namespace
 
 void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
   const Islands& is = p.islands;
@@ -341,30 +406,10 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
       for (int c = 0; c < nb; c++) blk[la * nb + c] = x[dofs[a] * nb + c];
     }
 
-    // L L' y = b: forward, then backward substitution, all columns at once
-    for (int i = 0; i < n; i++) {
-      double* yi = blk + i * nb;
-      for (int q = 0; q < i; q++) {
-        const double l = L[q * n + i];
-        if (l == 0) continue;
-        const double* yq = blk + q * nb;
-        for (int c = 0; c < nb; c++) yi[c] -= l * yq[c];
-      }
-      const double inv = 1 / L[i * n + i];
-      for (int c = 0; c < nb; c++) yi[c] *= inv;
-    }
-    for (int i = n - 1; i >= 0; i--) {
-      double* yi = blk + i * nb;
-      const double* Li = L + i * n;
-      for (int q = i + 1; q < n; q++) {
-        const double l = Li[q];
-        if (l == 0) continue;
-        const double* yq = blk + q * nb;
-        for (int c = 0; c < nb; c++) yi[c] -= l * yq[c];
-      }
-      const double inv = 1 / Li[i];
-      for (int c = 0; c < nb; c++) yi[c] *= inv;
-    }
+    // L L' y = b: chunks of 8 columns, then the rest one by one
+    int c = 0;
+    for (; c + 8 <= nb; c += 8) CholSolveColumns<8>(L, n, blk + c, nb);
+    for (; c < nb; c++) CholSolveColumns<1>(L, n, blk + c, nb);
     for (int a = 0; a < n; a++) {
       const int la = local_[dofs[a]];
       for (int c = 0; c < nb; c++) x[dofs[a] * nb + c] = blk[la * nb + c];
@@ -372,15 +417,10 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
   }
 
   // trees outside the islands: M^-1
-  double* col = loc_.data();
   for (int t = 0; t < is.ntree; t++) {
     if (is.tree_island[t] >= 0) continue;
-    const int begin = is.tree_dofadr[t], end = begin + is.tree_dofnum[t];
-    for (int c = 0; c < nb; c++) {
-      for (int i = begin; i < end; i++) col[i] = x[i * nb + c];
-      p.mass.Solve(col, begin, end);
-      for (int i = begin; i < end; i++) x[i * nb + c] = col[i];
-    }
+    const int begin = is.tree_dofadr[t];
+    p.mass.SolveBlock(x, nb, begin, begin + is.tree_dofnum[t]);
   }
 }
 
@@ -390,7 +430,7 @@ void SoftTangent::ForceTangent(const Problem& p, const ProblemTangent& dir, doub
   const SparseRows& J = p.J;
   const double h = h_;
   const double* vn = v_next_;
-  RowTerms(p, dir);
+  RowTerms(p, dir, nullptr);
 
   // rhs = M dv_free - dM (v+ - v_free) + h dJ' f + sum J_e' g_e
   double* rhs = rhs_.data();

@@ -64,7 +64,9 @@ class SoftTangent {
   // RowRhs adds the last term for the row tangents of dir (J, vel, aref, R), and SolveBlock
   // applies H^-1 to nb columns stored row-major (x[i * nb + c], i < nv, nb <= kBlock).
   static constexpr int kBlock = 32;
-  void RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs);
+  // dJv (nrow, nullable) is dir.J v+ if the caller has it already
+  void RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs,
+              const double* dJv = nullptr);
   void SolveBlock(const Problem& p, double* x, int nb);
 
   // MuJoCo rows in the last Prepare
@@ -72,7 +74,7 @@ class SoftTangent {
 
  private:
   // t, rho of the frame rows and g = Phi t - h f rho of MuJoCo's rows (in ge_) for dir
-  void RowTerms(const Problem& p, const ProblemTangent& dir);
+  void RowTerms(const Problem& p, const ProblemTangent& dir, const double* dJv);
   // J_e x for MuJoCo row e
   double RowDot(const Problem& p, int e, const double* x) const;
   // out += scale Hc in on the rows of each contact in the cone zone
@@ -106,6 +108,8 @@ class SoftTangent {
   std::vector<double> fold_;             // RowsAdd coefficients per frame row  (max_rows)
   std::vector<double> te_, ge_;          // MuJoCo rows                      (max efc)
   std::vector<double> rhs_, tmp_, loc_;  //                                  (nv)
+  std::vector<int> loc_cols_;            // local indices of a row's columns   (nv)
+  std::vector<double> gbuf_;             // W J_c of a contact                  (6 nv)
 };
 
 }  // namespace contactkit
