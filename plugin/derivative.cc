@@ -311,6 +311,8 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   con_written_.assign(ncon, 0);
   chain_mark_.assign(std::max(nv, 1), 0);
   alloc(dpos_, rows);
+  alloc(ddisp_, rows);
+  alloc(dframe_, 6 * ncon);
   alloc(dvel_, rows);
   alloc(dimp_, rows);
   alloc(dR_, rows);
@@ -563,13 +565,22 @@ void Derivative::IntegratorSolveT(double* x) const {
   }
 }
 
+void Derivative::ResetShadow() {
+  if (shadow_->solver) shadow_->solver->Reset();
+  if (anchor_source_) {
+    shadow_->anchors.CopyFrom(*anchor_source_);
+  } else {
+    shadow_->anchors.Clear();
+  }
+}
+
 bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   mjData* d = d0_;
   const int nv = nv_;
 
-  // nominal forward with the derivative's own handle (cold solver: reproducible), on the
-  // contacts-from-distance problem if that is on
-  if (shadow_->solver) shadow_->solver->Reset();
+  // nominal forward with the derivative's own handle (cold solver: reproducible, the caller's
+  // anchors), on the contacts-from-distance problem if that is on
+  ResetShadow();
   cfd_ = cfd_model_ != nullptr;
   if (cfd_) {
     CfdForward(m);
@@ -691,6 +702,48 @@ int Derivative::CountIncluded(const mjData* d) const {
 
 //---------------------------------- (b) and (c) ---------------------------------------------------
 
+void Derivative::AnchorTangent(const mjModel* m) {
+  const Problem& p = *p_;
+  const mjData* d = d0_;
+  const int nv = nv_;
+  bool position = false;
+  for (int i = 0; i < nv && !position; i++) position = dq_[i] != 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    for (int r = 1; r < con.dim; r++) ddisp_[con.row + r] = 0;
+    const double* w = shadow_->anchors.Anchored(c);
+    if (!w || !position || con.dim < 3) continue;
+
+    // angular velocity tangent of each body along dq (its ancestors' dofs)
+    const double* x = shadow_->anchors.Points(c);
+    double dw[2][3] = {{0, 0, 0}, {0, 0, 0}};
+    for (int k = 0; k < nv; k++) {
+      if (dq_[k] == 0) continue;
+      for (int side = 0; side < 2; side++) {
+        int b = con.body[side];
+        while (b > 0 && b != m->dof_bodyid[k]) b = m->body_parentid[b];
+        if (b > 0) {
+          for (int i = 0; i < 3; i++) dw[side][i] += dq_[k] * d->cdof[6 * k + i];
+        }
+      }
+    }
+    for (int r = 1; r < 3; r++) {
+      // J_t dq moves the material points at the contact point; the anchor's points lie off it
+      // by o_i = x_i - pos: + dw_2 x o_2 - dw_1 x o_1; and the frame turns under disp
+      const double* F = con.frame + 3 * r;
+      const double* dF = dframe_.data() + 6 * c + 3 * (r - 1);
+      double dd = p.J.Dot(con.row + r, dq_.data()) + mju_dot3(dF, w);
+      for (int side = 0; side < 2; side++) {
+        double o[3], t[3];
+        for (int i = 0; i < 3; i++) o[i] = x[3 * side + i] - con.pos[i];
+        mju_cross(t, dw[side], o);
+        dd += (side == 1 ? 1 : -1) * mju_dot3(F, t);
+      }
+      ddisp_[con.row + r] = dd;
+    }
+  }
+}
+
 bool Derivative::SolveTangent(const mjModel* m) {
   const int nv = nv_;
 
@@ -706,6 +759,10 @@ bool Derivative::SolveTangent(const mjModel* m) {
     dir.vel = has_dvel_ ? dvel_.data() : nullptr;
     dir.R = has_dpos_ ? dR_.data() : nullptr;
     dir.aref = has_dvel_ || has_dpos_ ? daref_.data() : nullptr;
+    if (solver_ && p.disp) {
+      AnchorTangent(m);
+      dir.disp = ddisp_.data();
+    }
     if (solver_) {
       if (!solver_->ForceTangent(p, *sol_, dir, df_.data())) {
         fallback_ = "the solver has no analytic force tangent";

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "plugin/anchor.h"
 #include "plugin/extract.h"
 #include "solvers/common/problem.h"
 #include "solvers/common/solver.h"
@@ -62,6 +63,9 @@ class Derivative {
   void FiniteDiff(const mjModel* m, const mjData* d, mjtNum eps, int centered, mjtNum* A, mjtNum* B,
                   mjtNum* C, mjtNum* D);
 
+  // the owning handle's contact anchors: every evaluation starts the shadow handle from them
+  void set_anchor_source(const Anchors* anchors) { anchor_source_ = anchors; }
+
   // why the last Jacobian or VJP fell back to finite differences (empty if it did not)
   const char* fallback_reason() const { return fallback_; }
 
@@ -82,6 +86,9 @@ class Derivative {
   };
 
   // ---- stages (derivative.cc) ----
+  // the shadow handle as the caller's handle stands: cold solver (reproducible), the caller's
+  // committed contact anchors
+  void ResetShadow();
   // copy the integration state of src into dst
   void LoadState(const mjModel* m, const mjData* src, mjData* dst);
   // nominal forward at the state in d0_ and everything the tangents reuse; false if the
@@ -134,6 +141,9 @@ class Derivative {
   void SensorTangent(const mjModel* m, int kind, double* ds);
 
   // ---- parts (b), (c) (derivative.cc) ----
+  // ddisp_: tangent of the anchored contacts' displacements along the current direction (anchors
+  // held: their material points move with the bodies, the contact frame turns)
+  void AnchorTangent(const mjModel* m);
   // force tangent and integrator acceleration tangent dacc_; false if the solver has none
   bool SolveTangent(const mjModel* m);
   // tangent of q (+) h w for tangents dq, dw of q, w: out (nv); maps (18 njnt) from
@@ -326,6 +336,10 @@ class Derivative {
   std::vector<char> chain_mark_;       // scratch (nv)
   std::vector<double> dJ_;             // (nnz)
   std::vector<double> dpos_, dvel_, dimp_, dR_, daref_, df_;  // (rows)
+  std::vector<double> ddisp_;   // anchor displacement tangent, contact tangent rows     (rows)
+  std::vector<double> dframe_;  // tangent of each contact's tangent axes (position directions,
+                                // frame rows 1, 2)                                 (6 ncon cap)
+  const Anchors* anchor_source_ = nullptr;  // the owning handle's anchors
   std::vector<double> dvfree_, dqc_, dacc_, dqderiv_a_;       // (nv)
   std::vector<double> tmp_, tmp2_, vplus_;                    // (nv + na, nv + na, nv)
   std::vector<double>

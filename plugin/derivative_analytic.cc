@@ -479,6 +479,7 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     const Contact& con = p.con[c];
     const int row = con.row, dim = con.dim;
     for (int r = 0; r < dim; r++) dpos_[row + r] = dvel_[row + r] = dJv_[row + r] = 0;
+    for (int i = 0; i < 6; i++) dframe_[6 * c + i] = 0;
     if (!body_moved_[con.body[0]] && !body_moved_[con.body[1]]) {
       if (!batch_ && con_written_[c]) {
         for (int r = 0; r < dim; r++) mju_zero(dJ_.data() + J.rowadr[row + r], J.rownnz[row + r]);
@@ -492,6 +493,7 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     double dp[3], dF[9];
     for (int i = 0; i < 3; i++) dp[i] = (g1.pos[i] - g0.pos[i]) / kPoseStep;
     for (int i = 0; i < 9; i++) dF[i] = (g1.frame[i] - g0.frame[i]) / kPoseStep;
+    for (int i = 0; i < 6; i++) dframe_[6 * c + i] = dF[3 + i];
     dpos_[row] = (g1.dist - g0.dist) / kPoseStep;
 
     // per side and row: d rho (uncarried dofs) and d rho - S x* rho (carried)

@@ -170,6 +170,7 @@ void Derivative::CfdForward(const mjModel* m) {
     Solution& sol = shadow_->storage.solution();
     shadow_->extractor.Extract(m, d, &p);
     CfdAdjustProblem(m, &p);
+    p.disp = UsesAnchors(shadow_) ? shadow_->anchors.Displacements(d, p) : nullptr;
     sol.status = ckSTATUS_SOLVED;
     shadow_->solver->Solve(p, &sol);
     shadow_->extractor.WriteBack(m, d, p, sol);

@@ -53,7 +53,7 @@ bool InRange(double x1, double x2, const double* range) {
 
 void Derivative::FdStep(const mjModel* m, int skipstage, int skipsensor, double* next,
                         double* sensor) {
-  if (shadow_->solver) shadow_->solver->Reset();
+  ResetShadow();
   StepSkip(shadow_, m, d0_, skipstage, skipsensor);
   mju_copy(next, d0_->qpos, nq_);
   mju_copy(next + nq_, d0_->qvel, nv_);

@@ -366,6 +366,7 @@ void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, d
       }
       dpos_[con.row] = 0;
       for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
+      for (int i = 0; i < 6; i++) dframe_[6 * c + i] = 0;
       continue;
     }
     const int n = extractor_.ContactRows(m, d, con.body[0], con.body[1], g.pos, g.frame, con.dim,
@@ -381,6 +382,9 @@ void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, d
     // distance whose gradient is the normal row)
     dpos_[con.row] = (g.dist - con0_[con.mj_index].dist) / eps;
     for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
+    for (int i = 0; i < 6; i++) {
+      dframe_[6 * c + i] = (g.frame[3 + i] - con0_[con.mj_index].frame[3 + i]) / eps;
+    }
   }
 }
 

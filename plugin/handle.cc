@@ -80,6 +80,7 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative
       delete ck;
       return nullptr;
     }
+    ck->anchors.Allocate(ck->extractor.dims().max_contacts, ck->extractor.dims().max_rows);
     ck->rk.assign(4 * static_cast<size_t>(m->nq + 2 * m->nv + 2 * m->na) + 2 * m->nv + m->na + 1,
                   0);
     ck->settings = s;
@@ -96,6 +97,7 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative
         delete ck;
         return nullptr;
       }
+      ck->deriv->set_anchor_source(&ck->anchors);
     }
   } catch (const std::bad_alloc&) {
     *err = "out of memory";
@@ -161,6 +163,7 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
     SetError(error, error_sz, "ck_setSettings: could not make the mjData of the gap re-check");
     return -1;
   }
+  if (switch_solver || !settings->comfree.anchor) ck->anchors.Clear();
   if (switch_solver) {
     ck->solver = std::move(solver);
   } else if (ck->solver) {
@@ -168,6 +171,12 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
   }
   ck->settings = *settings;
   return 0;
+}
+
+void ck_reset(ckHandle* ck) {
+  if (!ck) return;
+  if (ck->solver) ck->solver->Reset();
+  ck->anchors.Clear();
 }
 
 void ck_getSettings(const ckHandle* ck, ckSettings* settings) { *settings = ck->settings; }

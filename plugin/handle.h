@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "plugin/anchor.h"
 #include "plugin/extract.h"
 #include "solvers/common/problem.h"
 #include "solvers/common/solver.h"
@@ -48,6 +49,7 @@ struct ckHandle_ {
   contactkit::ProblemStorage storage;             // problem and solution arrays
   std::unique_ptr<contactkit::Solver> solver;     // null for the "mujoco" pass-through
   std::vector<double> rk;                         // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
+  contactkit::Anchors anchors;                    // comfree contact anchors (comfree.anchor)
   bool warned[contactkit::kNumWarnOnce] = {};     // warn-once flags
   ckRegap_ regap;                                 // gap re-check context (ipm gap_recheck > 0)
   std::unique_ptr<contactkit::Derivative> deriv;  // derivative workspace (plugin/derivative.h)
@@ -60,6 +62,9 @@ namespace contactkit {
 
 // raise a warning through MuJoCo's mechanism once per handle and kind
 void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg);
+
+// the handle keeps contact anchors (comfree with anchor = 1)
+bool UsesAnchors(const ckHandle* ck);
 
 // the constraint stage: the selected solver where MuJoCo calls mj_fwdConstraint
 void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d);

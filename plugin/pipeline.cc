@@ -141,6 +141,9 @@ void RungeKutta4(ckHandle* ck, const mjModel* m, mjData* d) {
   }
   mjtNum* dX = buf;
 
+  // the stages after the first do not record contact anchors: those of the step's start stand
+  ck->anchors.set_hold(true);
+
   for (int i = 1; i < N; i++) {
     C[i - 1] = 0;
     for (int j = 0; j < i; j++) C[i - 1] += A[(i - 1) * (N - 1) + j];
@@ -187,14 +190,21 @@ void RungeKutta4(ckHandle* ck, const mjModel* m, mjData* d) {
   mju_copy(d->qvel, X[0] + nq, nv);
   mju_copy(d->act, X[0] + nq + nv, na);
   Advance(m, d, dX + 2 * nv, dX + nv, dX);
+  ck->anchors.set_hold(false);
 }
 
 }  // namespace
+
+bool UsesAnchors(const ckHandle* ck) {
+  return ck->solver && ck->settings.solver == ckSOL_COMFREE && ck->settings.comfree.anchor;
+}
 
 void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
   const auto start = std::chrono::steady_clock::now();
   ckStats& st = ck->stats;
   st.solver = ck->settings.solver;
+  const bool anchored = UsesAnchors(ck);
+  if (anchored) ck->anchors.RecordNone();  // replaced below by the solve's contacts
 
   // MuJoCo's own solver
   if (!ck->solver) {
@@ -227,6 +237,8 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     sol.residual = sol.kappa = sol.condition = 0;
     sol.pivots = sol.guess_hit = sol.guess_tried = 0;
     sol.edge_force = nullptr;
+    sol.anchor_disp = nullptr;
+    p.disp = anchored ? ck->anchors.Displacements(d, p) : nullptr;
     p.regap = nullptr;
     if (ck->regap.scratch) {
       ck->regap.m = m;
@@ -255,6 +267,7 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
                         : "solver reached its iteration limit; best iterate kept");
       }
     }
+    if (anchored && ok) ck->anchors.Record(d, p, sol.anchor_disp);
     if (!ok) {
       sol.edge_force = nullptr;
       for (int i = 0; i < p.nrow; i++) sol.force[i] = 0;
@@ -306,6 +319,9 @@ void StepSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skip
       mj_implicitSkip(m, d, skipstage >= mjSTAGE_VEL);
       break;
   }
+
+  // the step is taken: the anchors of its constraint stage become the contacts' anchors
+  if (UsesAnchors(ck)) ck->anchors.Commit();
 }
 
 }  // namespace contactkit

@@ -34,19 +34,23 @@ TEST_P(EverySolver, StepDoesNotAllocate) {
     ModelPtr m = Load(Scene(which));
     ASSERT_TRUE(m);
     for (int integrator : {mjINT_EULER, mjINT_RK4, mjINT_IMPLICIT}) {
-      m->opt.integrator = integrator;
-      DataPtr d(mj_makeData(m.get()));
-      ckSettings s = Settings(GetParam());
-      HandlePtr ck = Make(m.get(), &s);
-      ASSERT_TRUE(ck);
-      for (int t = 0; t < 20; t++) ck_step(ck.get(), m.get(), d.get());  // warm (thread pools)
-      AllocationCounter counter;
-      counter.Start();
-      for (int t = 0; t < 100; t++) ck_step(ck.get(), m.get(), d.get());
-      const long n = counter.Stop();
-      EXPECT_EQ(n, 0) << ck_solverName(GetParam()) << " allocated " << n << " times in 100 steps on "
-                      << Scene(which) << " with integrator " << integrator;
-      EXPECT_GT(ck_stats(ck.get())->ncon + d->nefc, 0);
+      for (int anchor = 0; anchor < (GetParam() == ckSOL_COMFREE ? 2 : 1); anchor++) {
+        m->opt.integrator = integrator;
+        DataPtr d(mj_makeData(m.get()));
+        ckSettings s = Settings(GetParam());
+        s.comfree.anchor = anchor;  // comfree: also with contact anchors
+        HandlePtr ck = Make(m.get(), &s);
+        ASSERT_TRUE(ck);
+        for (int t = 0; t < 20; t++) ck_step(ck.get(), m.get(), d.get());  // warm (thread pools)
+        AllocationCounter counter;
+        counter.Start();
+        for (int t = 0; t < 100; t++) ck_step(ck.get(), m.get(), d.get());
+        const long n = counter.Stop();
+        EXPECT_EQ(n, 0) << ck_solverName(GetParam()) << " allocated " << n
+                        << " times in 100 steps on " << Scene(which) << " with integrator "
+                        << integrator << " anchor " << anchor;
+        EXPECT_GT(ck_stats(ck.get())->ncon + d->nefc, 0);
+      }
     }
   }
 }

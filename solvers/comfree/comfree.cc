@@ -96,6 +96,7 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   facet_.assign(ncon * kComfreeMaxFacets, 0.0);
   nfacet_.assign(ncon, 0);
   edge_.assign(2 * rows, 0.0);
+  anchor_.assign(rows, 0.0);
   relax_.assign(ntree, 0.0);
   drelax_.assign(ntree, 0.0);
   scratch_.assign(nthread_ * nv, 0.0);
@@ -131,6 +132,7 @@ int ComfreeSolver::SolveContact(const Problem& p, int c, Solution* sol) {
   const double h = p.h, k = settings_.stiffness, d = settings_.damping;
   const double G = gain_[row] * cap_[row], phi = p.pos[row] - p.margin[row];
   const double* s = vel_.data() + row;
+  const double* disp = anchored_ && dim >= 3 ? p.disp + row : nullptr;
 
   // facet forces, summed into frame forces
   double coef[6 * kComfreeMaxFacets], weight[kComfreeMaxFacets];
@@ -143,7 +145,9 @@ int ComfreeSolver::SolveContact(const Problem& p, int c, Solution* sol) {
     const double* cj = coef + 6 * j;
     double sj = 0;
     for (int r = 0; r < dim; r++) sj += cj[r] * s[r];
-    arg[j] = FacetArg(weight[j], G, k, d, h, sj, phi);
+    // anchored: the facet's own gap phi_j = phi - mu d_j . disp (cj[1], cj[2] = -mu d_j)
+    const double phij = disp ? phi + cj[1] * disp[1] + cj[2] * disp[2] : phi;
+    arg[j] = FacetArg(weight[j], G, k, d, h, sj, phij);
     if (arg[j] > 0) {
       for (int r = 0; r < dim; r++) f[r] += cj[r] * arg[j];
       nactive++;
@@ -158,9 +162,38 @@ int ComfreeSolver::SolveContact(const Problem& p, int c, Solution* sol) {
   return nactive;
 }
 
+void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
+  const Contact& con = p.con[c];
+  const int row = con.row;
+  double* out = anchor_.data() + row;
+  if (con.dim < 3) return;
+
+  // displacement and gap predicted at the end of the step
+  const double h = p.h, phi = p.pos[row] - p.margin[row] + h * p.J.Dot(row, v_next);
+  const double x[2] = {p.disp[row + 1] + h * p.J.Dot(row + 1, v_next),
+                       p.disp[row + 2] + h * p.J.Dot(row + 2, v_next)};
+
+  // largest position-level facet term max_j -mu d_j . x over the tangential facets (>= 0: they
+  // come in opposite pairs); inside the cone while phi + that <= 0 (every facet still pressed)
+  double coef[6 * kComfreeMaxFacets];
+  const int nf = ComfreeFacets(con, settings_.facets, coef, nullptr);
+  double edge = 0;
+  for (int j = 0; j < nf; j++) {
+    const double* cj = coef + 6 * j;
+    edge = std::max(edge, cj[1] * x[0] + cj[2] * x[1]);
+  }
+  double scale = 1;
+  if (phi + edge > 0) scale = phi < 0 && edge > 0 ? std::min(1.0, -phi / edge) : 0;
+
+  // slide the anchor by what lies beyond the edge: disp + (scale - 1) x
+  out[1] = p.disp[row + 1] + (scale - 1) * x[0];
+  out[2] = p.disp[row + 2] + (scale - 1) * x[1];
+}
+
 void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   const double h = p.h, k = settings_.stiffness, d = settings_.damping;
   const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon, nv = p.nv;
+  anchored_ = settings_.anchor && p.disp;
   const bool parallel = ncon > settings_.parallel_min && nthread_ > 1;
 
   // pass 1: inverse masses, gains and smooth row velocities
@@ -230,6 +263,13 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   // v+ = v_smooth + h M^-1 J' f (eq. 9)
   VelocityFromForce(p, sol->force, sol->v_next, nullptr);
   sol->edge_force = settings_.facets == 4 ? edge_.data() : nullptr;
+
+  // anchors for the next step
+  sol->anchor_disp = nullptr;
+  if (anchored_) {
+    for (int c = 0; c < ncon; c++) SlideAnchor(p, c, sol->v_next);
+    sol->anchor_disp = anchor_.data();
+  }
   sol->status = 0;  // ckSTATUS_SOLVED: the closed form cannot fail
   sol->iterations = 1;
   sol->residual = 0;
@@ -315,6 +355,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     const int t0 = con.tree[0], t1 = con.tree[1];
     const double rel = dgain(row, t1 >= 0 && (t0 < 0 || relax_[t1] > relax_[t0]) ? t1 : t0);
     const double G = gain_[row] * cap_[row], dphi = dir.pos ? dir.pos[row] : 0;
+    const double* ddisp = anchored_ && dim >= 3 && dir.disp ? dir.disp + row : nullptr;
     double ds[6];
     for (int r = 0; r < dim; r++) ds[r] = dvel(row + r);
     const int nf = ComfreeFacets(con, settings_.facets, coef, weight);
@@ -324,7 +365,8 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
       const double* cj = coef + 6 * j;
       double dsj = 0;
       for (int r = 0; r < dim; r++) dsj += cj[r] * ds[r];
-      const double darg = rel * arg[j] + weight[j] * G * (-cv * dsj - k * dphi) / h;
+      const double dphij = ddisp ? dphi + cj[1] * ddisp[1] + cj[2] * ddisp[2] : dphi;
+      const double darg = rel * arg[j] + weight[j] * G * (-cv * dsj - k * dphij) / h;
       for (int r = 0; r < dim; r++) dforce[row + r] += cj[r] * darg;
     }
   }

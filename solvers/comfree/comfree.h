@@ -20,7 +20,14 @@
 //    step. Each facet's share of a step's full velocity correction is (k h + d) r / (1 - r) along
 //    its normal (per tree this sum bounds the largest eigenvalue of the velocity update, normal
 //    parts only); where it exceeds the limit the tree's gains are scaled down to it. On the
-//    paper's dense drop it never binds at d_user = 0.001 and adds 7-10% penetration at 0.005.
+//    paper's dense drop it never binds at d_user = 0.001 and adds 7-10% penetration at 0.005;
+//  - anchor (opt-in): position-level stick. The problem brings each contact's tangential
+//    displacement disp from an anchor kept across steps (plugin/anchor.h), and each tangential
+//    facet takes its own gap phi_j = phi - mu d_j . disp, so that a sticking contact is a spring
+//    in position rather than a viscous creep. After the solve, the displacement predicted for the
+//    step's end, disp + h J_t v+, is pulled back to the cone's edge (where the facet across from
+//    the slip stops pressing: phi+ + max_j (-mu d_j . x) = 0, phi+ = phi + h J_n v+) and the
+//    anchor slides by the excess; Solution::anchor_disp returns what the contact keeps.
 #ifndef CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 #define CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 
@@ -78,12 +85,17 @@ class ComfreeSolver final : public Solver {
   // pass 2 for contact c: facet forces, frame forces, pyramid edge forces; returns active facets
   int SolveContact(const Problem& p, int c, Solution* sol);
 
+  // anchored contact c: the displacement it keeps for the next step (anchor_), the predicted one
+  // h J_t v+ further on, pulled back to the cone's edge where it lies beyond
+  void SlideAnchor(const Problem& p, int c, const double* v_next);
+
   // tangent of the inverse mass A of a row along dir (dJ, dM)
   double InvMassTangent(const Problem& p, int row, const ProblemTangent& dir);
 
   ckComfreeSettings settings_{};
   ProblemDims dims_;
   int nthread_ = 1;
+  bool anchored_ = false;  // the last Solve used the problem's anchor displacements
   Stats stats_;
 
   // workspace
@@ -95,6 +107,7 @@ class ComfreeSolver final : public Solver {
   std::vector<double> facet_;    // unclamped facet forces, by contact (max_contacts x 70)
   std::vector<int> nfacet_;      // facets of each contact                           (max_contacts)
   std::vector<double> edge_;     // pyramid edge forces, contact at 2 row            (2 max_rows)
+  std::vector<double> anchor_;   // anchor displacement for the next step, by row    (max_rows)
   std::vector<double> relax_;    // relaxation of the facets on each tree            (ntree)
   std::vector<double> drelax_;   // its tangent                                      (ntree)
   std::vector<double> scratch_;  // zeroed vectors, one per thread                   (nthread x nv)

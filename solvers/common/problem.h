@@ -103,6 +103,10 @@ struct Problem {
   Islands islands;                 // trees coupled by rows
   const int* dof_tree = nullptr;   // tree of each dof                           (nv)
 
+  // tangential displacement of each contact from its anchor (comfree's position-level stick), in
+  // the contact frame at rows row + 1, row + 2 of contacts with dim >= 3 (null: no anchors)
+  const double* disp = nullptr;    //                                            (nrow)
+
   // gap re-check at q+ (null: not available)
   RegapFunction regap = nullptr;
   void* regap_context = nullptr;
@@ -126,6 +130,11 @@ struct Solution {
   // the write-back then stores them in efc_force of pyramidal models instead of splitting the
   // frame force evenly. The solver owns the array and sets the pointer in each Solve.
   const double* edge_force = nullptr;  //                                         (2 max_rows)
+
+  // optional (null: unused): for problems with disp, the displacement each contact keeps as its
+  // anchor for the next step, at the rows of disp: disp after the anchor slid to the friction
+  // cone's edge. The solver owns the array and sets the pointer in each Solve.
+  const double* anchor_disp = nullptr;  //                                        (max_rows)
 };
 
 // a perturbation of the problem data along one direction; null members do not change. Rows,
@@ -138,6 +147,7 @@ struct ProblemTangent {
   const double* vel = nullptr;     // d (J v)                                     (nrow)
   const double* R = nullptr;       // d R                                         (nrow)
   const double* aref = nullptr;    // d aref                                      (nrow)
+  const double* disp = nullptr;    // d disp (anchor held fixed)                  (nrow)
 };
 
 // owns a Problem's and a Solution's arrays, allocated once

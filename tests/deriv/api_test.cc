@@ -52,37 +52,43 @@ TEST_F(DerivativeApiTest, LeavesDataAndStepSequenceUntouched) {
   ASSERT_TRUE(m);
   for (int solver : Solvers()) {
     for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4}) {
-      m->opt.integrator = integrator;
-      ckSettings s = Settings(solver);
-      HandlePtr ck = Make(m.get(), &s), reference = Make(m.get(), &s);
-      DataPtr d(mj_makeData(m.get())), e(mj_makeData(m.get()));
-      for (int t = 0; t < 150; t++) {
-        ck_step(ck.get(), m.get(), d.get());
-        ck_step(reference.get(), m.get(), e.get());
-      }
-      Jacobians jac(m.get());
-      std::vector<double> dx(2 * m->nv + m->na, 1.0), gx(dx.size()), gu(m->nu);
-      for (int t = 0; t < 20; t++) {
-        for (int i = 0; i < m->nu; i++) d->ctrl[i] = e->ctrl[i] = 0.2 * std::cos(t + i);
-        d->xfrc_applied[6 + 2] = e->xfrc_applied[6 + 2] = 5.0;
-        const Snapshot before(m.get(), d.get());
-        ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr);
-        ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), gu.data());
-        if (t == 0) {
-          ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, jac.A.data(), nullptr, nullptr,
-                          nullptr);
+      // comfree also with contact anchors: the derivatives start from the handle's anchors and
+      // must not advance them
+      for (int anchor = 0; anchor < (solver == ckSOL_COMFREE ? 2 : 1); anchor++) {
+        m->opt.integrator = integrator;
+        ckSettings s = Settings(solver);
+        s.comfree.anchor = anchor;
+        HandlePtr ck = Make(m.get(), &s), reference = Make(m.get(), &s);
+        DataPtr d(mj_makeData(m.get())), e(mj_makeData(m.get()));
+        for (int t = 0; t < 150; t++) {
+          ck_step(ck.get(), m.get(), d.get());
+          ck_step(reference.get(), m.get(), e.get());
         }
-        ASSERT_TRUE(Snapshot(m.get(), d.get()) == before)
-            << ck_solverName(solver) << " integrator " << integrator << " step " << t;
-        ck_step(ck.get(), m.get(), d.get());
-        ck_step(reference.get(), m.get(), e.get());
+        Jacobians jac(m.get());
+        std::vector<double> dx(2 * m->nv + m->na, 1.0), gx(dx.size()), gu(m->nu);
+        for (int t = 0; t < 20; t++) {
+          for (int i = 0; i < m->nu; i++) d->ctrl[i] = e->ctrl[i] = 0.2 * std::cos(t + i);
+          d->xfrc_applied[6 + 2] = e->xfrc_applied[6 + 2] = 5.0;
+          const Snapshot before(m.get(), d.get());
+          ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                           nullptr);
+          ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), gu.data());
+          if (t == 0) {
+            ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, jac.A.data(), nullptr, nullptr,
+                            nullptr);
+          }
+          ASSERT_TRUE(Snapshot(m.get(), d.get()) == before)
+              << ck_solverName(solver) << " integrator " << integrator << " step " << t;
+          ck_step(ck.get(), m.get(), d.get());
+          ck_step(reference.get(), m.get(), e.get());
+        }
+        EXPECT_EQ(0, std::memcmp(d->qpos, e->qpos, sizeof(mjtNum) * m->nq))
+            << ck_solverName(solver) << " integrator " << integrator;
+        EXPECT_EQ(0, std::memcmp(d->qvel, e->qvel, sizeof(mjtNum) * m->nv))
+            << ck_solverName(solver) << " integrator " << integrator;
+        EXPECT_EQ(0, std::memcmp(ck_stats(ck.get()), ck_stats(reference.get()),
+                                 offsetof(ckStats, solve_time)));
       }
-      EXPECT_EQ(0, std::memcmp(d->qpos, e->qpos, sizeof(mjtNum) * m->nq))
-          << ck_solverName(solver) << " integrator " << integrator;
-      EXPECT_EQ(0, std::memcmp(d->qvel, e->qvel, sizeof(mjtNum) * m->nv))
-          << ck_solverName(solver) << " integrator " << integrator;
-      EXPECT_EQ(0, std::memcmp(ck_stats(ck.get()), ck_stats(reference.get()),
-                               offsetof(ckStats, solve_time)));
     }
   }
 }
@@ -95,22 +101,27 @@ TEST_F(DerivativeApiTest, JacobianAndVjpDoNotAllocate) {
     ASSERT_TRUE(m);
     for (int solver : Solvers()) {
       for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4}) {
-        m->opt.integrator = integrator;
-        DataPtr d(mj_makeData(m.get()));
-        Settle(m.get(), d.get(), 100);
-        ckSettings s = Settings(solver);
-        HandlePtr ck = Make(m.get(), &s);
-        Jacobians jac(m.get());
-        std::vector<double> dx(2 * m->nv + m->na, 1.0), gx(dx.size()), gu(m->nu + 1);
-        ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
-                         nullptr);  // warm (thread pools)
-        AllocationCounter counter;
-        counter.Start();
-        ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr);
-        ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), gu.data());
-        const long n = counter.Stop();
-        EXPECT_EQ(n, 0) << ck_solverName(solver) << " allocated " << n << " times on " << path
-                        << " with integrator " << integrator;
+        for (int anchor = 0; anchor < (solver == ckSOL_COMFREE ? 2 : 1); anchor++) {
+          m->opt.integrator = integrator;
+          DataPtr d(mj_makeData(m.get()));
+          Settle(m.get(), d.get(), 100);
+          ckSettings s = Settings(solver);
+          s.comfree.anchor = anchor;
+          HandlePtr ck = Make(m.get(), &s);
+          for (int t = 0; t < 5; t++) ck_step(ck.get(), m.get(), d.get());  // anchors in place
+          Jacobians jac(m.get());
+          std::vector<double> dx(2 * m->nv + m->na, 1.0), gx(dx.size()), gu(m->nu + 1);
+          ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                           nullptr);  // warm (thread pools)
+          AllocationCounter counter;
+          counter.Start();
+          ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                           nullptr);
+          ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), gu.data());
+          const long n = counter.Stop();
+          EXPECT_EQ(n, 0) << ck_solverName(solver) << " allocated " << n << " times on " << path
+                          << " with integrator " << integrator << " anchor " << anchor;
+        }
       }
     }
   }

@@ -23,8 +23,10 @@ class TransitionTest : public MujocoTest {
  protected:
   // ck_transitionJac against centered ck_transitionFD on every scene (and integrator, or only
   // the given ones), the analytic path taken; tolerance 1e-5 unless loose names the scene
+  // anchor: comfree with contact anchors (a few steps first, so that the contacts have them),
+  // and the box held on the 10 degree incline as one more scene
   void CheckScenes(int solver, const std::vector<int>& only_integrators,
-                   const std::vector<std::string>& loose = {});
+                   const std::vector<std::string>& loose = {}, int anchor = 0);
 };
 
 TEST_F(TransitionTest, FiniteDifferencesMatchMujocoForThePassThrough) {
@@ -136,8 +138,13 @@ std::vector<Scene> Scenes() {
 }
 
 void TransitionTest::CheckScenes(int solver, const std::vector<int>& only_integrators,
-                                 const std::vector<std::string>& loose) {
-  for (const Scene& scene : Scenes()) {
+                                 const std::vector<std::string>& loose, int anchor) {
+  std::vector<Scene> scenes = Scenes();
+  if (anchor) {
+    scenes.push_back({"incline_box", BundledModel("box_incline.xml"), nullptr,
+                      [](const mjModel* m, mjData* d) { Settle(m, d, 300); }});
+  }
+  for (const Scene& scene : scenes) {
     for (int integrator : scene.integrators) {
       if (!only_integrators.empty() && std::find(only_integrators.begin(), only_integrators.end(),
                                                  integrator) == only_integrators.end()) {
@@ -155,7 +162,11 @@ void TransitionTest::CheckScenes(int solver, const std::vector<int>& only_integr
       ck_defaultSettings(&s);
       s.solver = solver;
       s.ipm.kappa_grad = s.ipm.kappa_tol;  // ipm: the hard-contact derivative the step has
+      s.comfree.anchor = anchor;
       HandlePtr ck = Make(m.get(), &s);
+      if (anchor) {
+        for (int t = 0; t < 3; t++) ck_step(ck.get(), m.get(), d.get());
+      }
       Jacobians jac(m.get()), fd(m.get());
       EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
                                     nullptr))
@@ -166,8 +177,8 @@ void TransitionTest::CheckScenes(int solver, const std::vector<int>& only_integr
       const char* name = ck_solverName(solver);
       const bool is_loose = std::find(loose.begin(), loose.end(), scene.name) != loose.end();
       const double tol = is_loose ? 1e-3 : 1e-5;
-      EXPECT_LT(ea, tol) << name << " " << scene.name << " integrator " << integrator << " ncon "
-                         << d->ncon << "\n"
+      EXPECT_LT(ea, tol) << name << (anchor ? " anchored " : " ") << scene.name << " integrator "
+                         << integrator << " ncon " << d->ncon << "\n"
                          << WorstEntries(m.get(), jac.A, fd.A, 2 * m->nv + m->na);
       if (m->nu) {
         EXPECT_LT(eb, tol) << name << " " << scene.name << " integrator " << integrator << "\n"
@@ -195,6 +206,12 @@ TEST_F(TransitionTest, IpmMatchesFiniteDifferences) {
 TEST_F(TransitionTest, ComfreeMatchesFiniteDifferences) {
   if (!ck_solverAvailable(ckSOL_COMFREE)) GTEST_SKIP() << "solver comfree is not in this build";
   CheckScenes(ckSOL_COMFREE, {mjINT_EULER});
+}
+
+// with contact anchors: the facet gaps move with the contacts' material points (anchors held)
+TEST_F(TransitionTest, AnchoredComfreeMatchesFiniteDifferences) {
+  if (!ck_solverAvailable(ckSOL_COMFREE)) GTEST_SKIP() << "solver comfree is not in this build";
+  CheckScenes(ckSOL_COMFREE, {mjINT_EULER, mjINT_RK4}, {}, 1);
 }
 
 TEST_F(TransitionTest, LcpMatchesFiniteDifferences) {

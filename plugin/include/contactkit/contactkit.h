@@ -115,6 +115,10 @@ CKAPI void ck_free(ckHandle* ck);
 CKAPI int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings,
                          char* error, int error_sz);
 
+// Forget what the handle carries from one step to the next (solver warm starts, comfree's contact
+// anchors). Call it after mj_resetData or any other jump of the state that the handle steps.
+CKAPI void ck_reset(ckHandle* ck);
+
 // Copy the handle's current settings into settings.
 CKAPI void ck_getSettings(const ckHandle* ck, ckSettings* settings);
 

@@ -47,6 +47,7 @@ typedef struct ckComfreeSettings_ {
   int facets;         // tangential facet directions per contact (4: MuJoCo's pyramid)
   int parallel_min;   // contacts above which the facet loop runs with OpenMP
   double relax_limit;  // largest summed velocity correction of the facets on one tree (0: off)
+  int anchor;          // 1: position-level stick from per-contact anchors kept across steps
 } ckComfreeSettings;
 
 // LCP settings

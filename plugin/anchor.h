@@ -1,0 +1,89 @@
+// Copyright 2026 The contactkit developers.
+//
+// Contact anchors for comfree's position-level stick (setting comfree.anchor). An anchor is the
+// pair of material points, one on each body, that coincided at a contact's point when its step
+// was solved, plus the displacement the solver kept for the contact (disp after sliding to the
+// friction cone's edge, world frame). At the next solve a contact of the same geom pair near the
+// anchor's points takes the displacement disp + x2 - x1 (x_i the anchor's material point on body i
+// now; J's sign: body 2 minus body 1) in its own tangent frame; a contact with no anchor starts at
+// zero. Anchors are re-based on the current contact points every step, so rolling does not wind
+// them up: only slip of the material points at the contact does.
+//
+// Life cycle, driven by the pipeline: each constraint stage reads the committed anchors
+// (Displacements) and, unless held (RK4 stages after the first), records the solve's anchors as
+// pending (Record); ck_step commits the pending ones after the integrator (Commit). ck_forward
+// alone never changes the committed anchors. All memory is allocated by Allocate.
+#ifndef CONTACTKIT_PLUGIN_ANCHOR_H_
+#define CONTACTKIT_PLUGIN_ANCHOR_H_
+
+#include <mujoco/mujoco.h>
+
+#include <vector>
+
+#include "solvers/common/problem.h"
+
+namespace contactkit {
+
+class Anchors {
+ public:
+  // a contact farther than this from every anchor of its geom pair gets a fresh one (m)
+  static constexpr double kMatchRadius = 0.01;
+
+  // room for max_contacts anchors and a problem of max_rows rows
+  void Allocate(int max_contacts, int max_rows);
+
+  // forget every anchor (committed and pending)
+  void Clear();
+
+  // the displacement of each contact of p from its committed anchor at the geometry in d, in
+  // p's rows (Problem::disp layout); the array lives here until the next call
+  const double* Displacements(const mjData* d, const Problem& p);
+
+  // pending anchors: the contacts of p with the solver's anchor displacements (Solution::
+  // anchor_disp; null: none), or no contacts at all (RecordNone); ignored while held
+  void Record(const mjData* d, const Problem& p, const double* anchor_disp);
+  void RecordNone();
+
+  // the step is taken: the pending anchors become the committed ones (nothing pending: kept)
+  void Commit();
+
+  // committed anchors of another table (the derivative's shadow handle takes the caller's);
+  // pending ones are dropped
+  void CopyFrom(const Anchors& other);
+
+  // RK4 stages after the first do not record
+  void set_hold(bool hold) { hold_ = hold; }
+
+  int size() const { return ncommitted_; }
+
+  // problem contact c of the last Displacements had an anchor: its displacement disp + x2 - x1
+  // in the world frame (the contact's disp is its projection on the contact's tangent axes);
+  // null if it had none (its displacement is then zero whatever the state)
+  const double* Anchored(int c) const { return matched_[c] ? world_.data() + 3 * c : nullptr; }
+
+  // ... and the anchor's material points x1, x2 then (world frame, 6), if it had one
+  const double* Points(int c) const { return points_.data() + 6 * c; }
+
+ private:
+  struct Record_ {
+    int geom[2];         // geom pair (MuJoCo's order)
+    int body[2];         // their bodies
+    double local[2][3];  // the material point on each body, in the body's frame
+    double disp[3];      // displacement kept (world frame)
+  };
+
+  std::vector<Record_> committed_, pending_;  // (max_contacts)
+  std::vector<int> order_;                    // committed anchors sorted by geom pair
+  std::vector<char> used_;                    // committed anchor taken in this match
+  std::vector<double> disp_;                  // Displacements' output (max_rows)
+  std::vector<double> world_;                 // ... world displacement by contact (3 max_contacts)
+  std::vector<double> points_;                // ... material points x1, x2    (6 max_contacts)
+  std::vector<char> matched_;                 // ... the contact had an anchor (max_contacts)
+  int ncommitted_ = 0, npending_ = 0;
+  bool pending_valid_ = false;
+  bool hold_ = false;
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_PLUGIN_ANCHOR_H_
