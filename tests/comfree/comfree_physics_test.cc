@@ -295,6 +295,35 @@ TEST_F(MujocoTest, AnchorsHoldTheBoxOnTheIncline) {
   }
 }
 
+// The anchored static friction reaches mu / 2 (any facet count): at the cone's edge the facet
+// opposite the slip stops pressing and the one along it doubles, while every facet keeps its share
+// of the normal load. With mu = 0.4 (tan 10 / mu = 0.44) the box holds; with mu = 0.3 (0.59) it
+// slides, slower than without anchors.
+TEST_F(MujocoTest, AnchoredStaticFrictionReachesHalfMu) {
+  ModelPtr m = Load(BundledModel("box_incline.xml"));
+  ASSERT_TRUE(m);
+  for (double mu : {0.4, 0.3}) {
+    SetFriction(m.get(), 0, mu);
+    double dx[2];
+    for (int anchor = 0; anchor < 2; anchor++) {
+      ckSettings s = Comfree();
+      s.comfree.anchor = anchor;
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+      const double x0 = d->qpos[0];
+      for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+      dx[anchor] = d->qpos[0] - x0;
+    }
+    if (mu == 0.4) {
+      EXPECT_LT(std::fabs(dx[1]), 1e-4);
+    } else {
+      EXPECT_GT(dx[1], 0.1);
+      EXPECT_LT(dx[1], 0.6 * dx[0]);
+    }
+  }
+}
+
 // the resting box holds still with anchors too, on its weight
 TEST_F(MujocoTest, AnchorsHoldTheRestingBox) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
