@@ -135,5 +135,51 @@ TEST_F(MujocoTest, ForwardMatchesMujoco) {
   EXPECT_EQ(ck_stats(ck.get())->ncon, d1->ncon);
 }
 
+// Our solvers do not need efc_AR, which MuJoCo 2.x's position stage computes for PGS and noslip
+// models (mj_projectConstraint): ck_step leaves it out there and otherwise runs the same position
+// stage, so a PGS model steps exactly as the same model with Newton
+TEST_F(MujocoTest, OurSolversSkipTheProjectionOnlyPgsNeeds) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  for (int solver = ckSOL_IPM; solver < ckNSOLVER; solver++) {
+    if (!ck_solverAvailable(solver)) continue;
+    ckSettings s;
+    ck_defaultSettings(&s);
+    s.solver = solver;
+    DataPtr d[2] = {DataPtr(mj_makeData(m.get())), DataPtr(mj_makeData(m.get()))};
+    for (int k = 0; k < 2; k++) {
+      m->opt.solver = k == 0 ? mjSOL_NEWTON : mjSOL_PGS;
+      HandlePtr ck = Make(m.get(), &s);
+      for (int t = 0; t < 100; t++) ck_step(ck.get(), m.get(), d[k].get());
+    }
+    const char* name = ck_solverName(solver);
+    EXPECT_TRUE(SameBits(d[0]->qpos, d[1]->qpos, m->nq)) << name;
+    EXPECT_TRUE(SameBits(d[0]->qvel, d[1]->qvel, m->nv)) << name;
+    EXPECT_TRUE(SameBits(d[0]->xpos, d[1]->xpos, 3 * m->nbody)) << name;
+    EXPECT_TRUE(SameBits(d[0]->cam_xpos, d[1]->cam_xpos, 3 * m->ncam)) << name;
+    EXPECT_TRUE(SameBits(d[0]->light_xpos, d[1]->light_xpos, 3 * m->nlight)) << name;
+    EXPECT_TRUE(SameBits(d[0]->ten_length, d[1]->ten_length, m->ntendon)) << name;
+    EXPECT_TRUE(SameBits(d[0]->actuator_length, d[1]->actuator_length, m->nu)) << name;
+    EXPECT_TRUE(SameBits(d[0]->qM, d[1]->qM, m->nM)) << name;
+    EXPECT_TRUE(SameBits(d[0]->qLD, d[1]->qLD, m->nM)) << name;
+    EXPECT_EQ(d[0]->ncon, d[1]->ncon) << name;
+    EXPECT_EQ(d[0]->nefc, d[1]->nefc) << name;
+#if mjVERSION_HEADER < 300
+    EXPECT_EQ(d[1]->timer[mjTIMER_POS_PROJECT].number, 0) << name;
+    for (int timer : {mjTIMER_POSITION, mjTIMER_POS_KINEMATICS, mjTIMER_POS_INERTIA,
+                      mjTIMER_POS_COLLISION, mjTIMER_POS_MAKE}) {
+      EXPECT_EQ(d[1]->timer[timer].number, d[0]->timer[timer].number) << timer;
+    }
+#endif
+  }
+
+  // the pass-through keeps MuJoCo's stage (its PGS needs efc_AR)
+  m->opt.solver = mjSOL_PGS;
+  HandlePtr ck = Make(m.get());
+  DataPtr d(mj_makeData(m.get()));
+  for (int t = 0; t < 10; t++) ck_step(ck.get(), m.get(), d.get());
+  EXPECT_GT(d->timer[mjTIMER_POS_PROJECT].number, 0);
+}
+
 }  // namespace
 }  // namespace contactkit::test
