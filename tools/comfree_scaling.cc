@@ -34,7 +34,8 @@ const char kUsage[] =
     "options:\n"
     "  --sizes LIST     scenes as NXxNYxLAYERS, comma separated (default: 3x2x1,3x3x2,5x4x3,\n"
     "                   6x6x4,7x7x4,8x8x4,8x8x6,8x8x8,7x7x14: about 10 to 2000+ contacts)\n"
-    "  --solvers LIST   among comfree, newton, pgs, cg, ipm, comfree_serial (default:\n"
+    "  --solvers LIST   among comfree, newton, pgs, cg, ipm, comfree_serial, comfree_anchor,\n"
+    "                   comfree_pgsmodel (comfree on the model with opt.solver PGS) (default:\n"
     "                   comfree,newton,pgs,ipm; ipm only if this build has it)\n"
     "  --settle N       CG steps before timing (default 1000: the piles have landed and\n"
     "                   compacted; 7x7x14 then has 2000+ contacts)\n"
@@ -64,6 +65,7 @@ struct Variant {
   int solver;     // ckSolver
   int mj_solver;  // mjtSolver for ckSOL_MUJOCO
   int parallel_min;
+  int anchor = 0;  // comfree contact anchors
 };
 
 bool MakeVariant(const std::string& name, Variant* v) {
@@ -71,6 +73,10 @@ bool MakeVariant(const std::string& name, Variant* v) {
     *v = {name, ckSOL_COMFREE, mjSOL_NEWTON, 0};
   else if (name == "comfree_serial")
     *v = {name, ckSOL_COMFREE, mjSOL_NEWTON, 1000000000};
+  else if (name == "comfree_pgsmodel")  // a model that names PGS (MuJoCo 2.x then projects)
+    *v = {name, ckSOL_COMFREE, mjSOL_PGS, 0};
+  else if (name == "comfree_anchor")
+    *v = {name, ckSOL_COMFREE, mjSOL_NEWTON, 0, 1};
   else if (name == "newton")
     *v = {name, ckSOL_MUJOCO, mjSOL_NEWTON, 0};
   else if (name == "pgs")
@@ -149,6 +155,7 @@ Result Measure(mjModel* m, mjData* d, const State& settled, const Variant& v, in
   ck_defaultSettings(&s);
   s.solver = v.solver;
   if (v.parallel_min > 0) s.comfree.parallel_min = v.parallel_min;
+  s.comfree.anchor = v.anchor;
   char err[1024] = "";
   ckHandle* ck = ck_make(m, &s, err, sizeof(err));
   if (!ck) {
@@ -273,8 +280,10 @@ int main(int argc, char** argv) {
   for (const std::string& s : Split(solvers_arg, ',')) {
     Variant v;
     if (!MakeVariant(s, &v)) {
-      return Fail("unknown solver '" + s +
-                  "'; allowed: comfree, comfree_serial, newton, pgs, cg, ipm");
+      return Fail(
+          "unknown solver '" + s +
+          "'; allowed: comfree, comfree_serial, comfree_anchor, comfree_pgsmodel, newton, pgs, cg, "
+          "ipm");
     }
     if (!ck_solverAvailable(v.solver)) {
       std::fprintf(stderr, "ck-comfree-scaling: %s is not in this build; skipped\n", s.c_str());
