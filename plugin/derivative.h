@@ -21,7 +21,8 @@
 //   (c) the integrator, differentiated exactly: Euler with implicit joint damping, implicit
 //       (M - h qDeriv), and RK4 by chaining four stage Jacobians.
 // Everything runs on scratch mjData and a shadow handle owned here, so the caller's mjData and
-// handle stay untouched; all memory is allocated by Setup (ck_make).
+// handle stay untouched (the shadow handle takes the caller's committed contact anchors before
+// every evaluation); all memory is allocated by Setup (ck_make).
 #ifndef CONTACTKIT_PLUGIN_DERIVATIVE_H_
 #define CONTACTKIT_PLUGIN_DERIVATIVE_H_
 

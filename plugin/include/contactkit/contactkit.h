@@ -154,7 +154,9 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // it was; all memory was allocated by ck_make. Returns 0 if the analytic path was taken, 1 if
 // finite differences through ck_step were used instead (forward, eps 1e-6: a solver without a
 // force tangent, noslip iterations, more rows than the handle holds, a singular Hessian),
-// -1 on bad arguments.
+// -1 on bad arguments. With comfree's contact anchors (setting "anchor") the step starts from
+// the handle's anchors and the Jacobian holds them fixed (the state does not include them); the
+// handle's anchors are left as they were.
 CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                            mjtNum* C, mjtNum* D);
 
