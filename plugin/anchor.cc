@@ -8,8 +8,19 @@ namespace {
 
 // world position of a point given in body b's frame
 void WorldPoint(const mjData* d, int b, const double local[3], double out[3]) {
-  mju_rotVecMat(out, local, d->xmat + 9 * b);
-  for (int i = 0; i < 3; i++) out[i] += d->xpos[3 * b + i];
+  const double* R = d->xmat + 9 * b;
+  for (int i = 0; i < 3; i++) {
+    out[i] = d->xpos[3 * b + i] + R[3 * i] * local[0] + R[3 * i + 1] * local[1] +
+             R[3 * i + 2] * local[2];
+  }
+}
+
+// a world point in body b's frame
+void LocalPoint(const mjData* d, int b, const double world[3], double out[3]) {
+  const double* R = d->xmat + 9 * b;
+  double rel[3];
+  for (int i = 0; i < 3; i++) rel[i] = world[i] - d->xpos[3 * b + i];
+  for (int i = 0; i < 3; i++) out[i] = R[i] * rel[0] + R[3 + i] * rel[1] + R[6 + i] * rel[2];
 }
 
 bool PairLess(const int a[2], const int b[2]) {
@@ -99,9 +110,7 @@ void Anchors::Record(const mjData* d, const Problem& p, const double* anchor_dis
       const int b = con.body[s];
       r.geom[s] = con.geom[s];
       r.body[s] = b;
-      double rel[3];
-      for (int i = 0; i < 3; i++) rel[i] = con.pos[i] - d->xpos[3 * b + i];
-      mju_mulMatTVec(r.local[s], d->xmat + 9 * b, rel, 3, 3);
+      LocalPoint(d, b, con.pos, r.local[s]);
     }
     const double a1 = anchor_disp[con.row + 1], a2 = anchor_disp[con.row + 2];
     for (int i = 0; i < 3; i++) r.disp[i] = a1 * con.frame[3 + i] + a2 * con.frame[6 + i];

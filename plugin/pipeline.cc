@@ -20,6 +20,7 @@
 namespace contactkit {
 namespace {
 
+#if !CK_MJ3
 // MuJoCo's timer clock (0 without mjcb_time, as MuJoCo's own timers)
 mjtNum TimerNow() { return mjcb_time ? mjcb_time() : 0; }
 
@@ -27,6 +28,7 @@ void AddTimer(mjData* d, int timer, mjtNum start) {
   d->timer[timer].duration += TimerNow() - start;
   d->timer[timer].number++;
 }
+#endif
 
 // MuJoCo's position stage. With one of our solvers it leaves out mj_projectConstraint, which
 // MuJoCo 2.x runs for PGS and noslip models only: efc_AR = J M^-1 J' (dense nefc x nefc, or a
