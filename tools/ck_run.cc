@@ -203,14 +203,14 @@ int main(int argc, char** argv) {
     rows.push_back({st.solver, Fmt(st.step_time * 1e6, "%.1f"), Fmt(st.mean_contacts, "%.1f"),
                     std::to_string(st.max_contacts), Fmt(st.max_penetration * 1e3, "%.4f"),
                     Fmt(st.mean_iterations, "%.1f"), Fmt(st.median_iterations, "%.0f"),
-                    Fmt(st.energy_drift, "%.3g"),
+                    Fmt(st.energy_drift, "%.3g"), std::to_string(st.inexact),
                     st.diverged ? "diverged" : std::to_string(st.warnings)});
     if (st.diverged) status = 1;
   }
   std::printf("%s", contactkit::tools::MarkdownTable(
                         {"solver", "us/step", "contacts", "max contacts", "max penetration (mm)",
                          "iterations (mean)", "iterations (median)", "energy drift (J)",
-                         "warnings"},
+                         "inexact solves", "warnings"},
                         rows)
                         .c_str());
   mj_deleteModel(m);

@@ -992,7 +992,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
       if (trial->interior && (trial->rvio <= cur->rvio || trial->kvio <= cur->kvio)) break;
       alpha *= kBacktrack;
     }
-    if (trial->interior && trial->rvio < rtol) RecenterEta0(p, k, trial);
+    if (recenter_ && trial->interior && trial->rvio < rtol) RecenterEta0(p, k, trial);
     if (trial->interior) {
       if (cur_best && !(merit(*trial) < best)) Copy(p, k, *cur, &best_);
       cur_best = false;
@@ -1046,19 +1046,22 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   // a failed attempt is retried from a more central start, then with softer contact
   int status = ckSTATUS_MAX_ITER, iterations = 0;
   double cond = 0, best = HUGE_VAL, rvio = 0, kvio = 0;
-  // attempts: warm (if any), cold, cold from a more central point, softer contact
+  // attempts: warm (if any), cold, cold from a more central point without eta0 re-centering
+  // (which can stall a pile's iterates near the cone boundary), softer contact
   struct Plan {
     double floor, warm_mu, soft;
+    bool recenter;
   };
-  const Plan plans[4] = {{kVelFloor, kWarmMu, 1},
-                         {kVelFloor, 0, 1},
-                         {kRetryFloor, 0, 1},
-                         {kRetryFloor, 0, kSoftFactor}};
+  const Plan plans[4] = {{kVelFloor, kWarmMu, 1, true},
+                         {kVelFloor, 0, 1, true},
+                         {kRetryFloor, 0, 1, false},
+                         {kRetryFloor, 0, kSoftFactor, false}};
   for (int attempt = warm ? 0 : 1, first = attempt; attempt < 4; attempt++) {
     const Plan& plan = plans[attempt];
     int result;
     double c = 0;
     const State* fin = nullptr;
+    recenter_ = plan.recenter;
     iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.soft * st.residual_tol,
                           plan.soft * st.kappa_tol, &result, &c, &fin);
     const bool soft = plan.soft > 1;
@@ -1072,7 +1075,9 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       kvio = fin->kvio;
       for (int a = 0; a < nr; a++) out_lam_[rows[a]] = fin->lam[rows[a]];
     }
-    if (status == ckSTATUS_SOLVED || status == ckSTATUS_INACCURATE) break;
+    if (status == ckSTATUS_SOLVED || (status == ckSTATUS_INACCURATE && !plan.recenter)) break;
+    // a stall with re-centering goes straight to the attempt without it
+    if (status == ckSTATUS_INACCURATE) attempt = 1;
     info_.retries++;
   }
 

@@ -88,6 +88,7 @@ class IpmSolver final : public Solver {
   void Residuals(const Problem& p, int k, State* s);
   void Measures(const Problem& p, int k, State* s) const;
   void RecenterEta0(const Problem& p, int k, State* s) const;
+  bool recenter_ = true;  // this attempt re-centers eta0 (off on the retries after a stall)
   bool ConeJacobians(const Problem& p, int k, const State& s);
   bool Linearize(const Problem& p, int k, bool coupled, double* cond);
   bool Factor(const Problem& p, int k, double* cond);
