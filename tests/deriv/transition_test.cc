@@ -180,16 +180,13 @@ void TransitionTest::CheckScenes(int solver, const std::vector<int>& only_integr
 TEST_F(TransitionTest, MujocoSolverMatchesFiniteDifferences) { CheckScenes(ckSOL_MUJOCO, {}); }
 
 // the other solvers (Euler; their force tangents are tested in their own suites); ipm with
-// kappa_grad = kappa_tol, the derivative of the hard contact its steps take. Known gaps of ipm,
-// held to 1e-3 (measured 1.4e-5 to 2e-4): its step ends at a tenth of kappa_tol while
-// ForceTangent differentiates the central point at kappa_grad >= kappa_tol (the boxes' resting
-// and sliding contacts; the gap closes with the final target at kappa_tol), the hopper's B, and
-// the redundant (identically zero) equality row of the mechanism's planar loop
+// kappa_grad = kappa_tol, the derivative of the hard contact its steps take (the step ends on the
+// central point at kappa_tol that ForceTangent differentiates; measured 1e-9 to 3e-6). The
+// hopper is held to 1e-3: its B by differences is itself unsettled (centered differences of its
+// controls move by 1e-5 to 2e-3 between steps 1e-5 and 1e-8; A agrees to 4e-10)
 TEST_F(TransitionTest, IpmMatchesFiniteDifferences) {
   if (!ck_solverAvailable(ckSOL_IPM)) GTEST_SKIP() << "solver ipm is not in this build";
-  CheckScenes(
-      ckSOL_IPM, {mjINT_EULER},
-      {"resting_box", "sliding_box_elliptic", "sliding_box_pyramidal", "mechanism", "hopper"});
+  CheckScenes(ckSOL_IPM, {mjINT_EULER}, {"hopper"});
 }
 
 TEST_F(TransitionTest, ComfreeMatchesFiniteDifferences) {

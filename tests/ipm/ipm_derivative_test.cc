@@ -191,6 +191,64 @@ TEST_P(IpmAlgebra, ForceTangentMatchesFiniteDifferences) {
   apply(-1, 0);
 }
 
+// kappa_grad = kappa_tol, the hard-contact derivative: ForceTangent against central differences
+// of the force the solve itself returns (it ends on the central point at kappa_tol)
+TEST_P(IpmAlgebra, HardContactTangentIsTheSolvesDerivative) {
+  const Scene& s = GetParam();
+  ModelPtr m = Load(s.path);
+  ASSERT_TRUE(m);
+  SteppedProblem at(std::move(m), s.steps, s.key);
+  Problem& p = at.p();
+  Solution& sol = at.sol();
+  ipm::IpmSolver solver;
+  ckSettings settings = Settings(ckSOL_IPM);
+  settings.ipm.kappa_grad = settings.ipm.kappa_tol;
+  settings.ipm.recovery_speed = 1e3;
+  std::string err;
+  ASSERT_TRUE(solver.Setup(at.dims(), settings, &err)) << err;
+
+  const int nv = p.nv, nr = p.nrow;
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  std::vector<double> dvf(nv), vf0(p.v_free, p.v_free + nv);
+  for (double& x : dvf) x = 0.1 * uni(rng);
+  auto apply = [&](double t) {
+    for (int j = 0; j < nv; j++) p.v_free[j] = vf0[j] + t * dvf[j];
+  };
+  apply(0);
+  solver.Solve(p, &sol);
+  ASSERT_EQ(sol.status, ckSTATUS_SOLVED) << s.name;
+  ProblemTangent dir;
+  dir.v_free = dvf.data();
+  std::vector<double> df(nr), fp(nr), fm(nr), fdiff(nr);
+  ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name;
+  const double eps = 1e-6;
+  apply(eps);
+  solver.Solve(p, &sol);
+  std::copy(sol.force, sol.force + nr, fp.begin());
+  apply(-eps);
+  solver.Solve(p, &sol);
+  std::copy(sol.force, sol.force + nr, fm.begin());
+  apply(0);
+  // generalized forces J' f: the split of a contact set's force among its rows is
+  // indeterminate for hard contact (fixed only through kappa, so rounding moves it by 1e-6
+  // relative and differences of it are noise); J' f is what the dynamics sees
+  for (int i = 0; i < nr; i++) fdiff[i] = (fp[i] - fm[i]) / (2 * eps);
+  std::vector<double> gt(nv), gd(nv), g0(nv);
+  p.J.MulT(df.data(), gt.data());
+  p.J.MulT(fdiff.data(), gd.data());
+  p.J.MulT(fp.data(), g0.data());
+  double gscale = 1e-9, dscale = 0;
+  for (int j = 0; j < nv; j++) {
+    gscale = std::max(gscale, std::fabs(g0[j]));
+    dscale = std::max(dscale, std::fabs(gt[j]));
+  }
+  EXPECT_GT(dscale, 1e-6 * gscale) << s.name;
+  for (int j = 0; j < nv; j++) {
+    EXPECT_NEAR(gt[j], gd[j], 1e-6 * (dscale + gscale)) << s.name << " dof " << j;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Scenes, IpmAlgebra, ::testing::ValuesIn(Scenes()),
                          [](const ::testing::TestParamInfo<Scene>& info) {
                            return info.param.name;
