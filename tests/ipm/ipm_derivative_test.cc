@@ -222,7 +222,9 @@ TEST_P(IpmAlgebra, HardContactTangentIsTheSolvesDerivative) {
   dir.v_free = dvf.data();
   std::vector<double> df(nr), fp(nr), fm(nr), fdiff(nr);
   ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name;
-  const double eps = 1e-6;
+  // the solve's force carries rounding of ~1e-12 relative (60-contact pile): a step of 1e-5
+  // keeps the differences' noise near 1e-7 (at 1e-7 it reaches 2e-5 there)
+  const double eps = 1e-5;
   apply(eps);
   solver.Solve(p, &sol);
   std::copy(sol.force, sol.force + nr, fp.begin());
