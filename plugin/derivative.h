@@ -327,6 +327,7 @@ class Derivative {
   std::vector<double> dJ_;             // (nnz)
   std::vector<double> dpos_, dvel_, dimp_, dR_, daref_, df_;  // (rows)
   std::vector<double> dvfree_, dqc_, dacc_, dqderiv_a_;       // (nv)
+  std::vector<double> moment_;  // a dense actuator moment row                                (nv)
   std::vector<double> tmp_, tmp2_, vplus_;                    // (nv + na, nv + na, nv)
   std::vector<double>
       maps_;  // IntegrateMaps of the current stage (18 njnt)                    // (nv)

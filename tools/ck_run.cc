@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "plugin/compat.h"
 #include "tools/common/tool_util.h"
 
 namespace {
@@ -125,6 +126,7 @@ int main(int argc, char** argv) {
       m->geom_margin[g] = margin;
       m->geom_gap[g] = 0;
     }
+    contactkit::SyncBodyMargins(m);
     // speculative contacts need room: up to 20 per geom, 6 rows each
     m->nconmax = std::max(m->nconmax, 20 * m->ngeom);
     m->njmax = std::max(m->njmax, 6 * m->nconmax);

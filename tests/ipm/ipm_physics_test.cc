@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin/compat.h"
 #include "solvers/ipm/ipm.h"
 #include "support/fixture.h"
 
@@ -26,6 +27,7 @@ void SetMargins(mjModel* m, double vmax) {
     m->geom_margin[g] = margin;
     m->geom_gap[g] = 0;
   }
+  SyncBodyMargins(m);  // MuJoCo 3.x's broadphase reads the bodies' margins
 }
 
 ckSettings IpmSettings() {
@@ -321,6 +323,7 @@ TEST_F(MujocoTest, KappaSoftensContactMonotonically) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   for (int g = 0; g < m->ngeom; g++) m->geom_margin[g] = 0.01;
+  SyncBodyMargins(m.get());
   double previous = -1;
   for (const double kappa : {1e-10, 1e-8, 1e-6, 1e-4, 1e-3}) {
     DataPtr d(mj_makeData(m.get()));
