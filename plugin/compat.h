@@ -118,6 +118,56 @@ inline bool DampersDisabled(const mjModel* m) {
 #endif
 }
 
+// dense row i (nv) of the actuator moment matrix (sparse on 3.x, dense nu x nv on 2.x)
+inline void ActuatorMoment(const mjModel* m, const mjData* d, int i, mjtNum* out) {
+#if CK_MJ3
+  mju_zero(out, m->nv);
+  const int adr = d->moment_rowadr[i];
+  for (int k = 0; k < d->moment_rownnz[i]; k++) {
+    out[d->moment_colind[adr + k]] = d->actuator_moment[adr + k];
+  }
+#else
+  mju_copy(out, d->actuator_moment + static_cast<size_t>(i) * m->nv, m->nv);
+#endif
+}
+
+// 1 if actuator i's force reaches qfrc_actuator unclamped and unmasked: no actuator group
+// disabled for it and no joint or tendon actuator-force limit in the model (3.x only)
+inline bool ActuatorForcePassesThrough(const mjModel* m, int i) {
+#if CK_MJ3
+  const int group = m->actuator_group[i];
+  if (group >= 0 && group <= 30 && (m->opt.disableactuator & (1 << group))) return false;
+  for (int j = 0; j < m->njnt; j++) {
+    if (m->jnt_actfrclimited[j]) return false;
+  }
+  for (int t = 0; t < m->ntendon; t++) {
+    if (m->tendon_actfrclimited[t]) return false;
+  }
+#else
+  (void)m;
+  (void)i;
+#endif
+  return true;
+}
+
+// after geom margins were changed in a compiled model: MuJoCo 3.x's broadphase tests bodies'
+// bounding volumes with body_margin, the largest geom margin of each body, which the compiler
+// fills in and nothing updates afterwards (pairs beyond the old margin are never seen); 2.x tests
+// geoms directly
+inline void SyncBodyMargins(mjModel* m) {
+#if CK_MJ3
+  for (int b = 0; b < m->nbody; b++) {
+    mjtNum margin = 0;
+    for (int g = m->body_geomadr[b]; g >= 0 && g < m->body_geomadr[b] + m->body_geomnum[b]; g++) {
+      margin = mju_max(margin, m->geom_margin[g]);
+    }
+    m->body_margin[b] = margin;
+  }
+#else
+  (void)m;
+#endif
+}
+
 // composite rigid body inertia into qM (mj_crb on 2.x, mj_makeM on 3.x)
 inline void MassMatrix(const mjModel* m, mjData* d) {
 #if CK_MJ3

@@ -322,6 +322,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(dqc_, nv);
   alloc(dacc_, nv);
   alloc(dqderiv_a_, nv);
+  alloc(moment_, nv);
   alloc(qderiv_a0_, nv);
   alloc(tmp_, nv + na);
   alloc(tmp2_, nv + na);

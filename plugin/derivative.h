@@ -342,6 +342,7 @@ class Derivative {
                                 // frame rows 1, 2)                                 (6 ncon cap)
   const Anchors* anchor_source_ = nullptr;  // the owning handle's anchors
   std::vector<double> dvfree_, dqc_, dacc_, dqderiv_a_;       // (nv)
+  std::vector<double> moment_;  // a dense actuator moment row                                (nv)
   std::vector<double> tmp_, tmp2_, vplus_;                    // (nv + na, nv + na, nv)
   std::vector<double>
       maps_;  // IntegrateMaps of the current stage (18 njnt)                    // (nv)

@@ -42,6 +42,7 @@ bool Derivative::MakeCfdModel(const mjModel* m, const ckSettings& s, std::string
   for (int i = 0; i < m->ngeom; i++) cfd_model_->geom_margin[i] += cfd_width_;
   for (int i = 0; i < m->npair; i++) cfd_model_->pair_margin[i] += cfd_width_;
   cfd_model_->opt.o_margin += cfd_width_;
+  SyncBodyMargins(cfd_model_);
   return true;
 }
 

@@ -118,8 +118,8 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
   if (kind == kCtrl && LinearInCtrl(m, index, e)) {
     // force = gain ctrl + bias(length, velocity) on both sides of the nudge: moment' gain
     const double gain = m->actuator_gainprm[mjNGAIN * index];
-    const double* moment = d->actuator_moment + static_cast<size_t>(index) * nv;
-    for (int i = 0; i < nv; i++) dfs_[i] = gain * moment[i];
+    ActuatorMoment(m, d, index, dfs_.data());
+    for (int i = 0; i < nv; i++) dfs_[i] *= gain;
     mju_zero(dactdot_.data(), na);
   } else {
     const double saved = *target;
@@ -136,7 +136,8 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
     const bool direct = m->actuator_dyntype[iu] == mjDYN_NONE;
     if (m->actuator_gaintype[iu] == mjGAIN_AFFINE && direct == (kind == kCtrl)) {
       const double gain_vel = m->actuator_gainprm[mjNGAIN * iu + 2];
-      const double* moment = d->actuator_moment + static_cast<size_t>(iu) * nv;
+      double* moment = moment_.data();
+      ActuatorMoment(m, d, iu, moment);
       const double ma = mju_dot(moment, aint_.data(), nv);
       for (int i = 0; i < nv; i++) dqderiv_a_[i] = m->opt.timestep * gain_vel * moment[i] * ma;
     }
@@ -147,7 +148,8 @@ bool Derivative::LinearInCtrl(const mjModel* m, int i, double e) const {
   // mj_fwdActuation's force of actuator i is gain ctrl + bias with a fixed gain, no activation and
   // no force clamp between ctrl and ctrl + e (the nudge keeps ctrl in its range)
   if (mjDISABLED(mjDSBL_ACTUATION) || m->actuator_dyntype[i] != mjDYN_NONE ||
-      m->actuator_gaintype[i] != mjGAIN_FIXED || (m->actuator_biastype[i] == mjBIAS_USER)) {
+      m->actuator_gaintype[i] != mjGAIN_FIXED || (m->actuator_biastype[i] == mjBIAS_USER) ||
+      !ActuatorForcePassesThrough(m, i)) {
     return false;
   }
   if (m->actuator_forcelimited[i]) {

@@ -33,7 +33,7 @@ const KeyInfo kKeys[] = {
   {"residual_tol", "ipm", kKeyReal, CK_OFF(ipm.residual_tol), 0, 1, true, true, "1e-8",
    "final residual infinity norm of the optimality conditions"},
   {"kappa_grad", "ipm", kKeyReal, CK_OFF(ipm.kappa_grad), 0, 1, true, true, "1e-4",
-   "central-path value at which gradients are taken (>= kappa_tol)"},
+   "central-path value of gradients (>= kappa_tol; = kappa_tol: exact derivative of the step)"},
   {"max_iter", "ipm", kKeyInt, CK_OFF(ipm.max_iter), 1, 1000, false, false, "50",
    "maximum predictor-corrector iterations per solve"},
   {"gap_recheck", "ipm", kKeyInt, CK_OFF(ipm.gap_recheck), 0, 3, false, false, "0",

@@ -46,6 +46,7 @@ struct IpmInfo {
   int tree_sparse = 0;       // islands factored in the tree-sparse layout
   int warm_islands = 0;      // islands of a re-solve started from the first solve
   int grad_islands = 0;      // islands with a stored kappa_grad iterate
+  int refinements = 0;       // island force tangents refined since the solve
 };
 
 // the solver's last IpmInfo (null if solver is not an ipm solver)

@@ -81,6 +81,10 @@ class IpmSolver final : public Solver {
   int Attempt(const Problem& p, int k, double floor, double warm_mu, double rtol, double ktol,
               int* status, double* cond, const State** fin);
   bool Center(const Problem& p, int k);
+  // kappa_grad at (or below) kappa_tol asks for the derivative of the hard-contact step itself:
+  // the step then ends on the central point at kappa_tol (its own final target undershoots it),
+  // and that point is differentiated
+  bool GradAtEnd() const { return settings_.ipm.kappa_grad <= settings_.ipm.kappa_tol; }
 
   // per island
   void ColdStart(const Problem& p, int k, double floor, State* s);
@@ -88,6 +92,7 @@ class IpmSolver final : public Solver {
   void Residuals(const Problem& p, int k, State* s);
   void Measures(const Problem& p, int k, State* s) const;
   void RecenterEta0(const Problem& p, int k, State* s) const;
+  bool recenter_ = true;  // this attempt re-centers eta0 (off on the retries after a stall)
   bool ConeJacobians(const Problem& p, int k, const State& s);
   bool Linearize(const Problem& p, int k, bool coupled, double* cond);
   bool Factor(const Problem& p, int k, double* cond);
@@ -153,7 +158,9 @@ class IpmSolver final : public Solver {
   std::vector<double> out_lam_;    // final impulses                                      (rows)
   std::vector<double> cen_force_;  // central-path force at kappa_grad                   (rows)
   std::vector<uint8_t> grad_ok_;   // island has a kappa_grad iterate                   (ntree)
+  std::vector<double> grad_kappa_;  // central-path value Center goes to                (ntree)
   std::vector<uint8_t> centered_;  // cen_ holds the island's central point             (ntree)
+  int center_iterations_ = 0;     // Newton steps of the last Center
   int lu_island_ = -1;             // island whose central-point Jacobian lu_ holds
   std::vector<double> drz_, drv_;  // residual perturbations for ForceTangent          (rows, nv)
 

@@ -503,45 +503,33 @@ void WeightedPairs(int n, int m, const double* Jc, const double* W, const double
   }
 }
 
+// the weighted pairs of n rows of dim entries with m right-hand columns, added along the chain
+template <int kDim, int kM>
+void PairsOnChain(int n, const double* Jc, const double* W, const double* G, double* q,
+                  const int* cols, const int* madr, double* lu) {
+  WeightedPairs<kDim>(n, kM, Jc, W, G, q);
+  ChainRows<kDim * kM>(n, q, cols, madr, lu);
+}
+
 }  // namespace
 
 bool IslandLU::AddJtWG(const int* cols, int n, int dim, int m, const double* Jc, const double* W,
                        const double* G) {
   if (!(tree_sparse_ && depth_[cols[n - 1]] - depth_[cols[0]] == n - 1)) return false;
-  double* q = add_.data();
-  double* lu = lu_.data();
+  void (*add)(int, const double*, const double*, const double*, double*, const int*, const int*,
+              double*) = nullptr;
   switch (dim * 8 + m) {
-    case 1 * 8 + 1:
-      WeightedPairs<1>(n, 1, Jc, W, G, q);
-      ChainRows<1>(n, q, cols, madr_, lu);
-      return true;
-    case 3 * 8 + 1:
-      WeightedPairs<3>(n, 1, Jc, W, G, q);
-      ChainRows<3>(n, q, cols, madr_, lu);
-      return true;
-    case 3 * 8 + 2:
-      WeightedPairs<3>(n, 2, Jc, W, G, q);
-      ChainRows<6>(n, q, cols, madr_, lu);
-      return true;
-    case 3 * 8 + 3:
-      WeightedPairs<3>(n, 3, Jc, W, G, q);
-      ChainRows<9>(n, q, cols, madr_, lu);
-      return true;
-    case 3 * 8 + 4:
-      WeightedPairs<3>(n, 4, Jc, W, G, q);
-      ChainRows<12>(n, q, cols, madr_, lu);
-      return true;
-    case 4 * 8 + 1:
-      WeightedPairs<4>(n, 1, Jc, W, G, q);
-      ChainRows<4>(n, q, cols, madr_, lu);
-      return true;
-    case 6 * 8 + 1:
-      WeightedPairs<6>(n, 1, Jc, W, G, q);
-      ChainRows<6>(n, q, cols, madr_, lu);
-      return true;
-    default:
-      return false;
+    case 1 * 8 + 1: add = PairsOnChain<1, 1>; break;
+    case 3 * 8 + 1: add = PairsOnChain<3, 1>; break;
+    case 3 * 8 + 2: add = PairsOnChain<3, 2>; break;
+    case 3 * 8 + 3: add = PairsOnChain<3, 3>; break;
+    case 3 * 8 + 4: add = PairsOnChain<3, 4>; break;
+    case 4 * 8 + 1: add = PairsOnChain<4, 1>; break;
+    case 6 * 8 + 1: add = PairsOnChain<6, 1>; break;
+    default: return false;
   }
+  add(n, Jc, W, G, add_.data(), cols, madr_, lu_.data());
+  return true;
 }
 
 void IslandLU::AddJtTChain(const int* cols, int n, int dim, const double* Jc, const double* T) {

@@ -616,15 +616,25 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   const double pgs_res = Residual(lcp, xs, ws, nullptr);
   const double loose = std::max(opt.tol, 1e-3 * pgs_res);
   Classify(lcp, xs, ws, loose, state);
+  // the Gauss-Seidel answer is kept as the best one if it is (xs_ is scratch of the loops below,
+  // which overwrote it before)
+  if (pgs_res < best_res_) {
+    best_res_ = pgs_res;
+    std::copy(xs, xs + n, xb_.begin());
+    std::copy(ws, ws + n, wb_.begin());
+  }
+  // its classification solved exactly, else the frozen loop from it (Dantzig starts from x = 0
+  // and may not find it again)
   std::copy(xs, xs + n, x);
-  if (FrozenLoop(lcp, opt, ridge, state, cod, x, w, stats)) {
+  if (Exact(lcp, opt, state, cod, x, w, stats) ||
+      FrozenLoop(lcp, opt, ridge, state, cod, x, w, stats)) {
     stats->pivot_ok = true;
     return finish(true);
   }
 
-  // no exact answer: keep the Gauss-Seidel one unless an exact solve came closer, and factor the
+  // no exact answer: keep the best one (Gauss-Seidel's or an exact solve's), and factor the
   // classification of what is returned
-  std::copy(best_res_ < pgs_res ? xb_.data() : xs, (best_res_ < pgs_res ? xb_.data() : xs) + n, x);
+  if (std::isfinite(best_res_)) std::copy(xb_.begin(), xb_.begin() + n, x);
   Project(lcp, x);
   Velocity(lcp, x, w);
   Classify(lcp, x, w, loose, state);

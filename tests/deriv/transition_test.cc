@@ -60,6 +60,7 @@ struct Scene {
   std::function<void(mjModel*)> edit;
   std::function<void(const mjModel*, mjData*)> prepare;
   std::vector<int> integrators = {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4};
+  double fd_eps = 1e-6;  // step of the centered differences
 };
 
 std::vector<Scene> Scenes() {
@@ -132,7 +133,11 @@ std::vector<Scene> Scenes() {
                      }
                      Settle(m, d, 300);
                    },
-                   {mjINT_EULER, mjINT_IMPLICIT}});
+                   {mjINT_EULER, mjINT_IMPLICIT},
+                   // the fingertip contacts curve sharply: under MuJoCo 3.3.7 the centered
+                   // differences' truncation error is 1.3e-2 at 1e-5, 1.4e-4 at 1e-6 and ~1e-6 at
+                   // 1e-7 (those at 1e-7 and 1e-8 agree with ck_transitionJac to 1.6e-6, 8e-7)
+                   1e-7});
   }
   return out;
 }
@@ -171,8 +176,8 @@ void TransitionTest::CheckScenes(int solver, const std::vector<int>& only_integr
       EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
                                     nullptr))
           << scene.name;
-      ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, fd.A.data(), fd.B.data(),
-                                   nullptr, nullptr));
+      ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), scene.fd_eps, 1, fd.A.data(),
+                                   fd.B.data(), nullptr, nullptr));
       const double ea = RelativeError(jac.A, fd.A), eb = RelativeError(jac.B, fd.B);
       const char* name = ck_solverName(solver);
       const bool is_loose = std::find(loose.begin(), loose.end(), scene.name) != loose.end();
@@ -191,16 +196,13 @@ void TransitionTest::CheckScenes(int solver, const std::vector<int>& only_integr
 TEST_F(TransitionTest, MujocoSolverMatchesFiniteDifferences) { CheckScenes(ckSOL_MUJOCO, {}); }
 
 // the other solvers (Euler; their force tangents are tested in their own suites); ipm with
-// kappa_grad = kappa_tol, the derivative of the hard contact its steps take. Known gaps of ipm,
-// held to 1e-3 (measured 1.4e-5 to 2e-4): its step ends at a tenth of kappa_tol while
-// ForceTangent differentiates the central point at kappa_grad >= kappa_tol (the boxes' resting
-// and sliding contacts; the gap closes with the final target at kappa_tol), the hopper's B, and
-// the redundant (identically zero) equality row of the mechanism's planar loop
+// kappa_grad = kappa_tol, the derivative of the hard contact its steps take (the step ends on the
+// central point at kappa_tol that ForceTangent differentiates; measured 1e-9 to 3e-6). The
+// hopper is held to 1e-3: its B by differences is itself unsettled (centered differences of its
+// controls move by 1e-5 to 2e-3 between steps 1e-5 and 1e-8; A agrees to 4e-10)
 TEST_F(TransitionTest, IpmMatchesFiniteDifferences) {
   if (!ck_solverAvailable(ckSOL_IPM)) GTEST_SKIP() << "solver ipm is not in this build";
-  CheckScenes(
-      ckSOL_IPM, {mjINT_EULER},
-      {"resting_box", "sliding_box_elliptic", "sliding_box_pyramidal", "mechanism", "hopper"});
+  CheckScenes(ckSOL_IPM, {mjINT_EULER}, {"hopper"});
 }
 
 TEST_F(TransitionTest, ComfreeMatchesFiniteDifferences) {

@@ -86,7 +86,15 @@ TEST_P(IpmAlgebra, NewtonDirectionSolvesTheFullLinearization) {
       }
     };
     const double noise = 1e-16 / eps * 1e3;  // rounding of a term, amplified by the difference
-    check(rv0, rvp, rvm, noise * (terms * mmax + lmax), "dynamics");
+    // hard equality rows enter the reduced matrix M + J' W J with W = 1 / (1e-10 diag_approx)
+    // (the solver's kEqualityReg): dv, and with it the dynamics change M dv - J' dlam, carry the
+    // rounding of a system of condition ~1e10, independent of eps (measured 1.0e-7 relative on
+    // the mechanism under MuJoCo 3.3.7, just above the difference floor): 3 eps_mach / 1e-10
+    const bool hard_equality = !settings.ipm.soft_equality;
+    bool has_equality = false;
+    for (int i = 0; i < nr; i++) has_equality |= in_row[i] && p.kind[i] == kRowEquality;
+    const double solve_noise = hard_equality && has_equality ? 3 * 2.2e-16 / 1e-10 : 0;
+    check(rv0, rvp, rvm, std::max(noise, solve_noise) * (terms * mmax + lmax), "dynamics");
     check(rz0, rzp, rzm, noise * terms, "rows");
     check(c0, cp, cm, 0, "complementarity");
     check(q0, qp, qm, 0, "complementarity (first entries)");
@@ -181,6 +189,66 @@ TEST_P(IpmAlgebra, ForceTangentMatchesFiniteDifferences) {
     }
   }
   apply(-1, 0);
+}
+
+// kappa_grad = kappa_tol, the hard-contact derivative: ForceTangent against central differences
+// of the force the solve itself returns (it ends on the central point at kappa_tol)
+TEST_P(IpmAlgebra, HardContactTangentIsTheSolvesDerivative) {
+  const Scene& s = GetParam();
+  ModelPtr m = Load(s.path);
+  ASSERT_TRUE(m);
+  SteppedProblem at(std::move(m), s.steps, s.key);
+  Problem& p = at.p();
+  Solution& sol = at.sol();
+  ipm::IpmSolver solver;
+  ckSettings settings = Settings(ckSOL_IPM);
+  settings.ipm.kappa_grad = settings.ipm.kappa_tol;
+  settings.ipm.recovery_speed = 1e3;
+  std::string err;
+  ASSERT_TRUE(solver.Setup(at.dims(), settings, &err)) << err;
+
+  const int nv = p.nv, nr = p.nrow;
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  std::vector<double> dvf(nv), vf0(p.v_free, p.v_free + nv);
+  for (double& x : dvf) x = 0.1 * uni(rng);
+  auto apply = [&](double t) {
+    for (int j = 0; j < nv; j++) p.v_free[j] = vf0[j] + t * dvf[j];
+  };
+  apply(0);
+  solver.Solve(p, &sol);
+  ASSERT_EQ(sol.status, ckSTATUS_SOLVED) << s.name;
+  ProblemTangent dir;
+  dir.v_free = dvf.data();
+  std::vector<double> df(nr), fp(nr), fm(nr), fdiff(nr);
+  ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name;
+  // the solve's force carries rounding of ~1e-12 relative (60-contact pile): a step of 1e-5
+  // keeps the differences' noise near 1e-7 (at 1e-7 it reaches 2e-5 there)
+  const double eps = 1e-5;
+  apply(eps);
+  solver.Solve(p, &sol);
+  std::copy(sol.force, sol.force + nr, fp.begin());
+  apply(-eps);
+  solver.Solve(p, &sol);
+  std::copy(sol.force, sol.force + nr, fm.begin());
+  apply(0);
+  // generalized forces J' f: the split of a contact set's force among its rows is
+  // indeterminate for hard contact (fixed only through kappa, so rounding moves it by 1e-6
+  // relative and differences of it are noise); J' f is what the dynamics sees
+  for (int i = 0; i < nr; i++) fdiff[i] = (fp[i] - fm[i]) / (2 * eps);
+  std::vector<double> gt(nv), gd(nv), g0(nv);
+  p.J.MulT(df.data(), gt.data());
+  p.J.MulT(fdiff.data(), gd.data());
+  p.J.MulT(fp.data(), g0.data());
+  double gscale = 1e-9, dscale = 0;
+  for (int j = 0; j < nv; j++) {
+    gscale = std::max(gscale, std::fabs(g0[j]));
+    dscale = std::max(dscale, std::fabs(gt[j]));
+  }
+  EXPECT_GT(dscale, 1e-6 * gscale) << s.name;
+  for (int j = 0; j < nv; j++) {
+    EXPECT_NEAR(gt[j], gd[j], 1e-6 * (dscale + gscale)) << s.name << " dof " << j;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Scenes, IpmAlgebra, ::testing::ValuesIn(Scenes()),

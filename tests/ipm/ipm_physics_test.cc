@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin/compat.h"
 #include "solvers/ipm/ipm.h"
 #include "support/fixture.h"
 
@@ -26,6 +27,7 @@ void SetMargins(mjModel* m, double vmax) {
     m->geom_margin[g] = margin;
     m->geom_gap[g] = 0;
   }
+  SyncBodyMargins(m);  // MuJoCo 3.x's broadphase reads the bodies' margins
 }
 
 ckSettings IpmSettings() {
@@ -321,6 +323,7 @@ TEST_F(MujocoTest, KappaSoftensContactMonotonically) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   for (int g = 0; g < m->ngeom; g++) m->geom_margin[g] = 0.01;
+  SyncBodyMargins(m.get());
   double previous = -1;
   for (const double kappa : {1e-10, 1e-8, 1e-6, 1e-4, 1e-3}) {
     DataPtr d(mj_makeData(m.get()));
@@ -353,6 +356,8 @@ double Median(std::vector<int> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// median iterations per step stay at or below 20, and few steps end short of the tolerances
+// (a stalled solve that is retried and still ends within 1000x of them is INACCURATE)
 TEST_F(MujocoTest, MedianIterationsOnHumanoidAndStackedPrimitives) {
   for (const std::string& path :
        {MujocoModel("humanoid/humanoid.xml"), BundledModel("stacked_primitives.xml")}) {
@@ -362,12 +367,15 @@ TEST_F(MujocoTest, MedianIterationsOnHumanoidAndStackedPrimitives) {
     const ckSettings s = IpmSettings();
     HandlePtr ck = Make(m.get(), &s);
     std::vector<int> iterations;
+    int inexact = 0;
     for (int t = 0; t < TestSteps(1000); t++) {
       ck_step(ck.get(), m.get(), d.get());
       if (ck_stats(ck.get())->ncon > 0) iterations.push_back(ck_stats(ck.get())->iterations);
+      inexact += ck_stats(ck.get())->status != ckSTATUS_SOLVED;
     }
     ASSERT_FALSE(iterations.empty()) << path;
     EXPECT_LE(Median(iterations), 20) << path;
+    EXPECT_LE(inexact, static_cast<int>(0.05 * iterations.size()) + 1) << path;
   }
 }
 

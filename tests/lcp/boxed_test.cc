@@ -265,6 +265,35 @@ TEST(BoxedLcpTest, GaussSeidelFallbackKeepsAFeasibleAnswer) {
   EXPECT_GT(inexact, 0) << "the fallback was never needed: the test does not test it";
 }
 
+// pivoting disabled, Gauss-Seidel run to convergence: its classification is solved exactly and
+// accepted (the pivoting loops cannot find it again from x = 0), and the answer is Gauss-Seidel's,
+// not what the failed loops left in their scratch
+TEST(BoxedLcpTest, ConvergedGaussSeidelClassificationIsSolvedExactly) {
+  std::mt19937 rng(11);
+  Workspace ws(40);
+  int used = 0;
+  for (int trial = 0; trial < 20; trial++) {
+    RandomLcp p(1 + trial % 2, 2, 0, trial % 2, &rng);
+    BoxedOptions opt;
+    BoxedStats st;
+    ASSERT_TRUE(
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
+    const std::vector<double> x0(ws.x.begin(), ws.x.begin() + p.n);
+    opt.max_pivots = 1;
+    opt.pgs_iter = 100000;
+    const bool ok =
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+    if (!st.used_pgs) continue;
+    used++;
+    EXPECT_TRUE(ok) << "trial " << trial << " residual " << st.residual;
+    EXPECT_LE(st.residual, 1e-10) << "trial " << trial;
+    for (int i = 0; i < p.n; i++) {
+      EXPECT_NEAR(ws.x[i], x0[i], 1e-8 * (1 + std::fabs(x0[i]))) << "trial " << trial;
+    }
+  }
+  EXPECT_GT(used, 5) << "the fallback was rarely needed: the test does not test it";
+}
+
 TEST(BoxedLcpTest, SolveDoesNotAllocate) {
   if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
   std::mt19937 rng(8);

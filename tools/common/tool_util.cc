@@ -94,6 +94,7 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
     st.max_contacts = std::max(st.max_contacts, s->ncon);
     st.max_penetration = std::max(st.max_penetration, static_cast<double>(s->max_penetration));
     iters.push_back(s->iterations);
+    st.inexact += s->status != ckSTATUS_SOLVED;
     st.energy_drift = std::max(st.energy_drift, std::fabs(Energy(d) - e0));
     st.steps = t + 1;
     if (csv.is_open()) {

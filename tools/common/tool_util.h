@@ -34,6 +34,7 @@ struct RunStats {
   double median_iterations = 0;  // median solver iterations per step
   double energy_drift = 0;     // largest |E(t) - E(0)| over the run (J)
   int warnings = 0;            // MuJoCo warnings raised in mjData
+  int inexact = 0;             // steps whose solve ended short of its tolerances (status != SOLVED)
   bool diverged = false;       // state became non-finite or was reset by MuJoCo
   std::string error;           // non-empty if the run could not start
 };

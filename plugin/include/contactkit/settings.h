@@ -32,7 +32,9 @@ typedef enum ckStatus_ {
 typedef struct ckIpmSettings_ {
   double kappa_tol;     // final complementarity (central-path value) for hard contact
   double residual_tol;  // final residual infinity norm of the optimality conditions
-  double kappa_grad;    // central-path value at which gradients are taken
+  double kappa_grad;    // central-path value at which gradients are taken; = kappa_tol: the
+                        // step ends on the central point at kappa_tol (a few extra Newton
+                        // steps) and gradients are the exact derivative of that step
   int max_iter;         // maximum number of predictor-corrector iterations
   int gap_recheck;      // number of re-solves with gaps re-measured at q+ (0: off)
   int soft_equality;    // 1: soften equality rows with their solref/solimp
