@@ -33,6 +33,7 @@ constexpr long kMaxPool = 1L << 22;        // dense block pool bound for large m
 constexpr int kCenterIter = 30;            // Newton steps onto the central point at kappa_grad
 constexpr double kCenterTol = 1e-10;       // relative complementarity accuracy of that point
 constexpr double kCenterResidual = 1e-12;  // and its residual violation
+constexpr double kCenterStall = 1;         // largest relative deviation accepted when stalled
 constexpr double kCenterRounding = 1e-15;  // rounding of a cone product, times |x| |z|
 constexpr double kRefineTol = 1e-12;       // relative dynamics defect left unrefined (rounding)
 constexpr double kWarmMu = 1e-5;     // complementarity of a warm start (gap re-check)           //
@@ -1236,7 +1237,10 @@ bool IpmSolver::Center(const Problem& p, int k) {
     if (!trial->interior) break;
     Copy(p, k, *trial, cur);
   }
-  if (!(cur->rvio < 1e3 * kCenterResidual && deviation(*cur) < 1e3 * kCenterTol)) return false;
+  // a point whose products stall within a factor of two of kappa (a near-degenerate pair whose
+  // product rounding exceeds kappa) is still differentiated: close to the central point and far
+  // better than differences of a non-smooth step
+  if (!(cur->rvio < 1e3 * kCenterResidual && deviation(*cur) < kCenterStall)) return false;
 
   // the exact Jacobian at the central point, factored for ForceTangent
   if (!ConeJacobians(p, k, *cur) || !Linearize(p, k, true, &cond)) return false;
