@@ -133,7 +133,7 @@ ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* error, int
     return nullptr;
   }
   std::string err;
-  ckHandle* ck = MakeHandle(m, s, true, &err);
+  ckHandle* ck = MakeHandle(m, s, s.deriv.enabled != 0, &err);
   if (!ck) SetError(error, error_sz, "ck_make: " + err);
   return ck;
 }
@@ -155,7 +155,26 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
     SetError(error, error_sz, "ck_setSettings: " + err);
     return -1;
   }
-  if (ck->deriv && !ck->deriv->SetSettings(m, *settings, &err)) {
+  // the derivative workspace follows `derivatives`: made here when turned on, freed when off
+  std::unique_ptr<Derivative> deriv;
+  if (settings->deriv.enabled && !ck->deriv) {
+    if (!m) {
+      SetError(error, error_sz, "ck_setSettings: turning derivatives on needs the model (m is NULL)");
+      return -1;
+    }
+    deriv = std::make_unique<Derivative>();
+    bool ok = false;
+    try {
+      ok = deriv->Setup(m, *settings, &err);
+    } catch (const std::bad_alloc&) {
+      err = "out of memory";
+    }
+    if (!ok) {
+      SetError(error, error_sz, "ck_setSettings: " + err);
+      return -1;
+    }
+    deriv->set_anchor_source(&ck->anchors);
+  } else if (ck->deriv && settings->deriv.enabled && !ck->deriv->SetSettings(m, *settings, &err)) {
     SetError(error, error_sz, "ck_setSettings: " + err);
     return -1;
   }
@@ -169,6 +188,8 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
   } else if (ck->solver) {
     ck->solver->SetSettings(*settings);
   }
+  if (deriv) ck->deriv = std::move(deriv);
+  if (!settings->deriv.enabled) ck->deriv.reset();
   ck->settings = *settings;
   return 0;
 }

@@ -77,6 +77,8 @@ const KeyInfo kKeys[] = {
   {"max_island_rows", "lcp", kKeyInt, CK_OFF(lcp.max_island_rows), 1, 1e5, false, false, "400",
    "rows of the largest island solved directly (sized at ck_make); larger ones get Gauss-Seidel"},
 
+  {"derivatives", "derivative", kKeyBool, CK_OFF(deriv.enabled), 0, 1, false, false, "1",
+   "handle holds the derivative workspace (0: simulation only, less memory)"},
   {"cfd_width", "derivative", kKeyReal, CK_OFF(deriv.cfd_width), 0, 1, false, false, "0",
    "contacts-from-distance width w_c in meters (0: off)"},
   {"cfd_solimp", "derivative", kKeyReal5, CK_OFF(deriv.cfd_solimp), 0, kInf, false, true,

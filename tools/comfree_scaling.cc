@@ -156,6 +156,7 @@ Result Measure(mjModel* m, mjData* d, const State& settled, const Variant& v, in
   s.solver = v.solver;
   if (v.parallel_min > 0) s.comfree.parallel_min = v.parallel_min;
   s.comfree.anchor = v.anchor;
+  s.deriv.enabled = 0;  // simulation only
   char err[1024] = "";
   ckHandle* ck = ck_make(m, &s, err, sizeof(err));
   if (!ck) {

@@ -261,5 +261,44 @@ TEST_F(DerivativeApiTest, RejectsBadArguments) {
   EXPECT_EQ(0, ck_transitionVJP(ck.get(), m.get(), d.get(), nullptr, nullptr, nullptr, nullptr));
 }
 
+// derivatives = 0: a simulation-only handle steps the same bits and refuses derivatives; turning
+// them on with ck_setSettings gives the Jacobian of a handle made with them
+TEST_F(DerivativeApiTest, SimulationOnlyHandle) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Settings(ckSOL_MUJOCO);
+  s.deriv.enabled = 0;
+  HandlePtr lean = Make(m.get(), &s), full = Make(m.get());
+  DataPtr a(mj_makeData(m.get())), b(mj_makeData(m.get()));
+  for (int t = 0; t < 100; t++) {
+    ck_step(lean.get(), m.get(), a.get());
+    ck_step(full.get(), m.get(), b.get());
+  }
+  ASSERT_EQ(0, std::memcmp(a->qpos, b->qpos, sizeof(mjtNum) * m->nq));
+  ASSERT_EQ(0, std::memcmp(a->qvel, b->qvel, sizeof(mjtNum) * m->nv));
+  Jacobians ja(m.get()), jb(m.get());
+  EXPECT_EQ(-1, ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), ja.B.data(), nullptr,
+                                 nullptr));
+  EXPECT_EQ(-1, ck_transitionFD(lean.get(), m.get(), a.get(), 1e-6, 0, ja.A.data(), nullptr,
+                                nullptr, nullptr));
+
+  char err[200] = "";
+  s.deriv.enabled = 1;
+  EXPECT_EQ(-1, ck_setSettings(lean.get(), nullptr, &s, err, sizeof(err)));
+  EXPECT_NE(std::string(err).find("needs the model"), std::string::npos) << err;
+  ASSERT_EQ(0, ck_setSettings(lean.get(), m.get(), &s, err, sizeof(err))) << err;
+  ASSERT_EQ(0, ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), ja.B.data(), nullptr,
+                                nullptr));
+  ASSERT_EQ(0, ck_transitionJac(full.get(), m.get(), b.get(), jb.A.data(), jb.B.data(), nullptr,
+                                nullptr));
+  EXPECT_EQ(ja.A, jb.A);
+  EXPECT_EQ(ja.B, jb.B);
+
+  s.deriv.enabled = 0;  // and off again: the workspace is freed, derivatives refused
+  ASSERT_EQ(0, ck_setSettings(lean.get(), m.get(), &s, err, sizeof(err))) << err;
+  EXPECT_EQ(-1, ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), nullptr, nullptr,
+                                 nullptr));
+}
+
 }  // namespace
 }  // namespace contactkit::test

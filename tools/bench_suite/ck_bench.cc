@@ -161,7 +161,8 @@ int DojoDrop(const Options& o, std::string* report) {
       m->opt.timestep = h;
       const int floor = mj_name2id(m, mjOBJ_GEOM, "floor");
       char cerr[512];
-      const ckSettings s = SettingsFor(solver);
+      ckSettings s = SettingsFor(solver);
+      s.deriv.enabled = 0;  // simulation only
       ckHandle* ck = ck_make(m, &s, cerr, sizeof(cerr));
       if (!ck) return Fail(cerr);
       mjData* d = mj_makeData(m);

@@ -63,7 +63,9 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
   m->opt.enableflags |= mjENBL_ENERGY;
 
   char err[1024] = "";
-  ckHandle* ck = ck_make(m, &settings, err, sizeof(err));
+  ckSettings sim = settings;
+  sim.deriv.enabled = 0;  // a run takes no derivatives: no workspace for them
+  ckHandle* ck = ck_make(m, &sim, err, sizeof(err));
   if (!ck) {
     st.error = err;
     m->opt.enableflags = saved_flags;

@@ -160,6 +160,7 @@ int App::NextSolver(int solver) const {
 bool App::SetSolver(int i, int solver) {
   ckSettings s = base_;
   s.solver = solver;
+  s.deriv.enabled = 0;  // the viewer only simulates
   for (const Slider& sl : sliders_) {
     char err[256];
     ck_setSetting(&s, sl.key, Fmt(sl.value, "%.17g").c_str(), err, sizeof(err));

@@ -110,8 +110,8 @@ CKAPI ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* erro
 // Free a handle (NULL is allowed).
 CKAPI void ck_free(ckHandle* ck);
 
-// Change settings between steps (solver switch included); allocates the new solver's workspace.
-// Returns 0, or -1 with a message, in which case the handle keeps its previous settings.
+// Change settings between steps (solver switch included); allocates the new solver's workspace,
+// and the derivative workspace when "derivatives" is turned on (m is then required). Returns 0, or -1 with a message, in which case the handle keeps its previous settings.
 CKAPI int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings,
                          char* error, int error_sz);
 
@@ -154,7 +154,7 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // it was; all memory was allocated by ck_make. Returns 0 if the analytic path was taken, 1 if
 // finite differences through ck_step were used instead (forward, eps 1e-6: a solver without a
 // force tangent, noslip iterations, more rows than the handle holds, a singular Hessian),
-// -1 on bad arguments. With comfree's contact anchors (setting "anchor") the step starts from
+// -1 on bad arguments or a handle without derivatives (setting "derivatives" = 0). With comfree's contact anchors (setting "anchor") the step starts from
 // the handle's anchors and the Jacobian holds them fixed (the state does not include them); the
 // handle's anchors are left as they were.
 CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,

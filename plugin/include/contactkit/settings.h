@@ -67,6 +67,8 @@ typedef struct ckLcpSettings_ {
 
 // derivative settings
 typedef struct ckDerivSettings_ {
+  int enabled;                   // 1: the handle holds the derivative workspace (0: simulation
+                                 // only, less memory; ck_transition* then return -1)
   double cfd_width;              // contacts-from-distance width w_c in meters (0: off)
   double cfd_solimp[5];          // CFD impedance beyond the margin: (d_c at the width, d_0 at
                                  // zero distance (0: the contact's own), width (0: cfd_width),
