@@ -10,11 +10,7 @@ namespace {
 constexpr double kPivotTol = 1e-9;   // smallest usable pivot, relative to the column's largest
 constexpr int kRefactor = 64;        // fewest pivots between periodic refactorizations
 constexpr double kWeakPivot = 1e-1;  // pivots below this fraction of the column refactor soon
-constexpr double kTieTol =
-    1e-12;  // relative tolerance for ties in the ratio test     // relative tolerance for ties in
-            // the ratio test     // relative tolerance for ties in the ratio test     // relative
-            // tolerance for ties in the ratio test     // relative tolerance for ties in the ratio
-            // test     // relative tolerance for ties in the ratio test
+constexpr double kTieTol = 1e-12;    // relative tolerance for ties in the ratio test
 
 enum Role { kRoleX = 0, kRoleP, kRoleM, kRoleS };
 enum Kind { kUnilateral = 0, kBilateral, kBox };
