@@ -340,10 +340,10 @@ class Derivative {
   std::vector<double> ddisp_;   // anchor displacement tangent, contact tangent rows     (rows)
   std::vector<double> dframe_;  // tangent of each contact's tangent axes (position directions,
                                 // frame rows 1, 2)                                 (6 ncon cap)
-  const Anchors* anchor_source_ = nullptr;  // the owning handle's anchors
-  std::vector<double> dvfree_, dqc_, dacc_, dqderiv_a_;       // (nv)
+  const Anchors* anchor_source_ = nullptr;               // the owning handle's anchors
+  std::vector<double> dvfree_, dqc_, dacc_, dqderiv_a_;  // (nv)
   std::vector<double> moment_;  // a dense actuator moment row                                (nv)
-  std::vector<double> tmp_, tmp2_, vplus_;                    // (nv + na, nv + na, nv)
+  std::vector<double> tmp_, tmp2_, vplus_;  // (nv + na, nv + na, nv)
   std::vector<double>
       maps_;  // IntegrateMaps of the current stage (18 njnt)                    // (nv)
   std::vector<int> cols_;      // contact row columns           (nv)

@@ -159,7 +159,8 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
   std::unique_ptr<Derivative> deriv;
   if (settings->deriv.enabled && !ck->deriv) {
     if (!m) {
-      SetError(error, error_sz, "ck_setSettings: turning derivatives on needs the model (m is NULL)");
+      SetError(error, error_sz,
+               "ck_setSettings: turning derivatives on needs the model (m is NULL)");
       return -1;
     }
     deriv = std::make_unique<Derivative>();

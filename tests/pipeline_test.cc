@@ -84,8 +84,8 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   const char* integ[] = {"euler", "rk4", "implicit"};
   const char* jac[] = {"dense", "sparse"};
   const char* sol[] = {"pgs", "cg", "newton"};
-  std::string out = name + "_" + integ[integrator] + "_" + jac[jacobian] + "_" + sol[solver] +
-                    "_" + std::to_string(nstep);
+  std::string out = name + "_" + integ[integrator] + "_" + jac[jacobian] + "_" + sol[solver] + "_" +
+                    std::to_string(nstep);
   for (char& c : out) {
     if (!isalnum(static_cast<unsigned char>(c))) c = '_';
   }
@@ -96,12 +96,11 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
 const auto kIntegrators = ::testing::Values(mjINT_EULER, mjINT_RK4, mjINT_IMPLICIT);
 const auto kJacobians = ::testing::Values(mjJAC_DENSE, mjJAC_SPARSE);
 const auto kSolvers = ::testing::Values(mjSOL_PGS, mjSOL_CG, mjSOL_NEWTON);
-INSTANTIATE_TEST_SUITE_P(SmallModels, PassThroughTest,
-                         ::testing::Combine(::testing::Values("humanoid/humanoid.xml",
-                                                              "composite/grid2pin.xml"),
-                                            kIntegrators, kJacobians, kSolvers,
-                                            ::testing::Values(1000)),
-                         CaseName);
+INSTANTIATE_TEST_SUITE_P(
+    SmallModels, PassThroughTest,
+    ::testing::Combine(::testing::Values("humanoid/humanoid.xml", "composite/grid2pin.xml"),
+                       kIntegrators, kJacobians, kSolvers, ::testing::Values(1000)),
+    CaseName);
 
 // the large scenes: 1000 steps with MuJoCo's own choice for them (sparse, Newton) in every
 // integrator, and every other combination over 100 steps (dense PGS on 600 dofs costs ~30 ms

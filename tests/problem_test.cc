@@ -175,7 +175,8 @@ TEST_F(MujocoTest, IslandsSeparateTrees) {
   for (int k = 0; k < is.nisland; k++) {
     rows += is.nrows[k];
     dofs += is.ndofs[k];
-    for (int j = 1; j < is.ndofs[k]; j++) EXPECT_LT(is.dofs[is.dofadr[k] + j - 1], is.dofs[is.dofadr[k] + j]);
+    for (int j = 1; j < is.ndofs[k]; j++)
+      EXPECT_LT(is.dofs[is.dofadr[k] + j - 1], is.dofs[is.dofadr[k] + j]);
   }
   EXPECT_EQ(rows, p.nrow);
   EXPECT_LE(dofs, m->nv);

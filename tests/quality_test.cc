@@ -124,7 +124,8 @@ TEST_P(EverySolver, SensorsAndEfcArraysSeeTheForces) {
   for (const char* cone : {"pyramidal", "elliptic"}) {
     const std::string xml = std::string(R"(
 <mujoco>
-  <option timestep="0.002" cone=")") + cone + R"("/>
+  <option timestep="0.002" cone=")") +
+                            cone + R"("/>
   <worldbody>
     <geom type="plane" size="2 2 0.1" friction="0.8"/>
     <body name="box" pos="0 0 0.1">

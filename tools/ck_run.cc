@@ -82,8 +82,12 @@ int main(int argc, char** argv) {
       if (!(margin >= 0)) return Fail("--margin must be a non-negative distance in meters");
     } else if (a == "--integrator") {
       const std::string v = value("--integrator");
-      integrator = v == "euler" ? mjINT_EULER : v == "rk4" ? mjINT_RK4 : v == "implicit" ? mjINT_IMPLICIT : -2;
-      if (integrator == -2) return Fail("unknown integrator '" + v + "'; allowed: euler, rk4, implicit");
+      integrator = v == "euler"      ? mjINT_EULER
+                   : v == "rk4"      ? mjINT_RK4
+                   : v == "implicit" ? mjINT_IMPLICIT
+                                     : -2;
+      if (integrator == -2)
+        return Fail("unknown integrator '" + v + "'; allowed: euler, rk4, implicit");
     } else if (a == "--key") {
       opts.keyframe = std::atoi(value("--key").c_str());
     } else if (a == "--set") {
@@ -101,7 +105,8 @@ int main(int argc, char** argv) {
         ck_getSetting(&defaults, ck_settingKey(k), value, sizeof(value));
         rows.push_back({std::string("`") + ck_settingKey(k) + "`", value, ck_settingDoc(k)});
       }
-      std::printf("%s", contactkit::tools::MarkdownTable({"key", "default", "meaning"}, rows).c_str());
+      std::printf("%s",
+                  contactkit::tools::MarkdownTable({"key", "default", "meaning"}, rows).c_str());
       return 0;
     } else if (!a.empty() && a[0] == '-') {
       return Fail("unknown option '" + a + "'\n\n" + kUsage);
@@ -115,7 +120,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
-  if (!solver_arg.empty() && !compare_arg.empty()) return Fail("give --solver or --compare, not both");
+  if (!solver_arg.empty() && !compare_arg.empty())
+    return Fail("give --solver or --compare, not both");
 
   std::string err;
   mjModel* m = contactkit::tools::LoadModel(model_arg, &err);
@@ -185,8 +191,8 @@ int main(int argc, char** argv) {
   const char* integ[] = {"euler", "rk4", "implicit", "implicitfast"};
   std::printf("model %s: nv=%d, timestep %g s, integrator %s, %s cone, %d steps\n\n",
               contactkit::tools::ResolveModel(model_arg).c_str(), m->nv, h,
-              integ[m->opt.integrator % 4], m->opt.cone == mjCONE_ELLIPTIC ? "elliptic" : "pyramidal",
-              opts.steps);
+              integ[m->opt.integrator % 4],
+              m->opt.cone == mjCONE_ELLIPTIC ? "elliptic" : "pyramidal", opts.steps);
 
   std::vector<std::vector<std::string>> rows;
   int status = 0;

@@ -6,7 +6,7 @@
 
 namespace contactkit {
 namespace {
-constexpr double kMinVal = 1e-15;  // MuJoCo's mjMINVAL
+constexpr double kMinVal = 1e-15;   // MuJoCo's mjMINVAL
 constexpr double kMinImp = 0.0001;  // mjMINIMP
 constexpr double kMaxImp = 0.9999;  // mjMAXIMP
 }  // namespace

@@ -81,8 +81,8 @@ void Carve(Carver& c, const ProblemDims& d, Problem* p, Solution* s, TreeArrays*
 
 ProblemStorage::~ProblemStorage() { std::free(block_); }
 
-void ProblemStorage::Allocate(const ProblemDims& dims, const int* dof_parent,
-                              const int* dof_madr, const int* dof_tree, int ntree) {
+void ProblemStorage::Allocate(const ProblemDims& dims, const int* dof_parent, const int* dof_madr,
+                              const int* dof_tree, int ntree) {
   std::free(block_);
   dims_ = dims;
   dims_.ntree = ntree;
@@ -162,7 +162,8 @@ void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent
     for (int i = 0; i < J.nrow; i++) {
       const double fi = sol.force[i];
       if (fi == 0) continue;
-      for (int k = 0; k < J.rownnz[i]; k++) dv[J.colind[J.rowadr[i] + k]] += dir.J[J.rowadr[i] + k] * fi;
+      for (int k = 0; k < J.rownnz[i]; k++)
+        dv[J.colind[J.rowadr[i] + k]] += dir.J[J.rowadr[i] + k] * fi;
     }
   }
 
@@ -192,9 +193,9 @@ bool ProblemIsFinite(const Problem& p) {
     }
     return true;
   };
-  return finite(p.v_free, p.nv) && finite(p.mass.M, p.mass.nM) &&
-         finite(p.J.val, p.J.nnz) && finite(p.pos, p.nrow) && finite(p.aref, p.nrow) &&
-         finite(p.R, p.nrow) && finite(p.floss, p.nrow) && std::isfinite(p.h);
+  return finite(p.v_free, p.nv) && finite(p.mass.M, p.mass.nM) && finite(p.J.val, p.J.nnz) &&
+         finite(p.pos, p.nrow) && finite(p.aref, p.nrow) && finite(p.R, p.nrow) &&
+         finite(p.floss, p.nrow) && std::isfinite(p.h);
 }
 
 }  // namespace contactkit

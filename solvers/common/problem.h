@@ -19,39 +19,39 @@ namespace contactkit {
 
 // row kinds, in MuJoCo's order (equality, friction loss, limits, contacts)
 enum RowKind : int {
-  kRowEquality = 0,   // bilateral: J v+ + pos/h = 0
-  kRowFriction,       // friction loss: |f| <= floss
-  kRowLimit,          // unilateral joint or tendon limit: dist = pos
-  kRowContactNormal,  // contact normal: dist = pos
+  kRowEquality = 0,     // bilateral: J v+ + pos/h = 0
+  kRowFriction,         // friction loss: |f| <= floss
+  kRowLimit,            // unilateral joint or tendon limit: dist = pos
+  kRowContactNormal,    // contact normal: dist = pos
   kRowContactFriction,  // contact tangent (2), torsion (1) or rolling (2) direction
 };
 
 // one contact; its rows are [row, row + dim) in the contact frame
 struct Contact {
-  int row;             // first row (normal)
-  int dim;             // 1, 3, 4 or 6: normal, tangent1, tangent2, torsion, roll1, roll2
-  double dist;         // signed distance (m); negative: penetration
-  double margin;       // inclusion margin (m): contact exists while dist < margin
-  double mu[5];        // friction: tangent1, tangent2, torsion, roll1, roll2
-  double frame[9];     // rows: normal, tangent1, tangent2 (world frame)
-  double pos[3];       // contact point (world frame)
-  double solref[2];    // MuJoCo solref (after MuJoCo's safety clamps)
-  double solimp[5];    // MuJoCo solimp (after MuJoCo's clamps)
-  int tree[2];         // kinematic trees of the two bodies (-1: world / static)
-  int geom[2];         // MuJoCo geom ids (stable across steps: match contacts for warm starts)
-  int body[2];         // MuJoCo body ids
-  int efc_address;     // first row of this contact in MuJoCo's efc arrays
-  int mj_index;        // index in MuJoCo's contact list
+  int row;           // first row (normal)
+  int dim;           // 1, 3, 4 or 6: normal, tangent1, tangent2, torsion, roll1, roll2
+  double dist;       // signed distance (m); negative: penetration
+  double margin;     // inclusion margin (m): contact exists while dist < margin
+  double mu[5];      // friction: tangent1, tangent2, torsion, roll1, roll2
+  double frame[9];   // rows: normal, tangent1, tangent2 (world frame)
+  double pos[3];     // contact point (world frame)
+  double solref[2];  // MuJoCo solref (after MuJoCo's safety clamps)
+  double solimp[5];  // MuJoCo solimp (after MuJoCo's clamps)
+  int tree[2];       // kinematic trees of the two bodies (-1: world / static)
+  int geom[2];       // MuJoCo geom ids (stable across steps: match contacts for warm starts)
+  int body[2];       // MuJoCo body ids
+  int efc_address;   // first row of this contact in MuJoCo's efc arrays
+  int mj_index;      // index in MuJoCo's contact list
 };
 
 // sizes fixed at setup; everything in a Problem fits in them
 struct ProblemDims {
-  int nv = 0;           // degrees of freedom
-  int nM = 0;           // entries of the tree-sparse mass matrix
-  int ntree = 0;        // kinematic trees
-  int max_rows = 0;     // constraint rows
-  int max_contacts = 0; // contacts
-  int max_nnz = 0;      // nonzeros of the constraint Jacobian
+  int nv = 0;            // degrees of freedom
+  int nM = 0;            // entries of the tree-sparse mass matrix
+  int ntree = 0;         // kinematic trees
+  int max_rows = 0;      // constraint rows
+  int max_contacts = 0;  // contacts
+  int max_nnz = 0;       // nonzeros of the constraint Jacobian
 };
 
 struct Problem;
@@ -67,45 +67,45 @@ typedef bool (*RegapFunction)(void* context, const Problem& p, const double* v_n
 // one step's constraint problem (all arrays owned by a ProblemStorage)
 struct Problem {
   // dynamics: M_eff (v+ - v) = h qfrc_smooth + h J' f
-  int nv = 0;                      // degrees of freedom
-  double h = 0;                    // timestep (s)
-  const double* qvel = nullptr;    // current velocity v                        (nv)
+  int nv = 0;                           // degrees of freedom
+  double h = 0;                         // timestep (s)
+  const double* qvel = nullptr;         // current velocity v                        (nv)
   const double* qfrc_smooth = nullptr;  // smooth generalized force            (nv)
-  double* v_free = nullptr;        // v + h M_eff^-1 qfrc_smooth                 (nv)
-  TreeMass mass;                   // M_eff = M + h*(implicit damping), factored
+  double* v_free = nullptr;             // v + h M_eff^-1 qfrc_smooth                 (nv)
+  TreeMass mass;                        // M_eff = M + h*(implicit damping), factored
 
   // constraint rows: equality [0, ne), friction [ne, ne+nf), limits, then contacts
-  int nrow = 0;                    // rows in total
-  int ne = 0;                      // equality rows
-  int nf = 0;                      // friction-loss rows
-  int nl = 0;                      // limit rows
-  SparseRows J;                    // constraint Jacobian, contact rows in contact frames
-  int* kind = nullptr;             // RowKind                                    (nrow)
-  int* mj_type = nullptr;          // MuJoCo's mjtConstraint of the row          (nrow)
-  int* mj_id = nullptr;            // MuJoCo object id (contact: index in con)   (nrow)
-  double* pos = nullptr;           // equality residual, limit/contact distance  (nrow)
-  double* margin = nullptr;        // limit/contact inclusion margin             (nrow)
-  double* floss = nullptr;         // friction-loss bound (friction rows)        (nrow)
-  double* vel = nullptr;           // J v                                        (nrow)
+  int nrow = 0;              // rows in total
+  int ne = 0;                // equality rows
+  int nf = 0;                // friction-loss rows
+  int nl = 0;                // limit rows
+  SparseRows J;              // constraint Jacobian, contact rows in contact frames
+  int* kind = nullptr;       // RowKind                                    (nrow)
+  int* mj_type = nullptr;    // MuJoCo's mjtConstraint of the row          (nrow)
+  int* mj_id = nullptr;      // MuJoCo object id (contact: index in con)   (nrow)
+  double* pos = nullptr;     // equality residual, limit/contact distance  (nrow)
+  double* margin = nullptr;  // limit/contact inclusion margin             (nrow)
+  double* floss = nullptr;   // friction-loss bound (friction rows)        (nrow)
+  double* vel = nullptr;     // J v                                        (nrow)
 
   // MuJoCo's soft-constraint quantities for every row (elliptic-cone convention for contacts)
-  double* diag_approx = nullptr;   // MuJoCo's approximation of diag(J M^-1 J')  (nrow)
-  double* imp = nullptr;           // impedance d(pos) in (0, 1)                 (nrow)
-  double* R = nullptr;             // regularizer (1-d)/d * diag_approx          (nrow)
-  double* aref = nullptr;          // reference acceleration -B vel - K d (pos-margin) (nrow)
-  double* KB = nullptr;            // stiffness K and damping B of the reference (nrow x 2)
+  double* diag_approx = nullptr;  // MuJoCo's approximation of diag(J M^-1 J')  (nrow)
+  double* imp = nullptr;          // impedance d(pos) in (0, 1)                 (nrow)
+  double* R = nullptr;            // regularizer (1-d)/d * diag_approx          (nrow)
+  double* aref = nullptr;         // reference acceleration -B vel - K d (pos-margin) (nrow)
+  double* KB = nullptr;           // stiffness K and damping B of the reference (nrow x 2)
 
   // contacts
-  int ncon = 0;                    // contacts
-  Contact* con = nullptr;          // contacts in row order                     (ncon)
+  int ncon = 0;            // contacts
+  Contact* con = nullptr;  // contacts in row order                     (ncon)
 
   // structure
-  Islands islands;                 // trees coupled by rows
-  const int* dof_tree = nullptr;   // tree of each dof                           (nv)
+  Islands islands;                // trees coupled by rows
+  const int* dof_tree = nullptr;  // tree of each dof                           (nv)
 
   // tangential displacement of each contact from its anchor (comfree's position-level stick), in
   // the contact frame at rows row + 1, row + 2 of contacts with dim >= 3 (null: no anchors)
-  const double* disp = nullptr;    //                                            (nrow)
+  const double* disp = nullptr;  //                                            (nrow)
 
   // gap re-check at q+ (null: not available)
   RegapFunction regap = nullptr;

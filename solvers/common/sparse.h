@@ -8,13 +8,13 @@ namespace contactkit {
 
 // nrow x ncol matrix, rows stored one after another; column indices ascending in each row
 struct SparseRows {
-  int nrow = 0;              // rows in use
-  int ncol = 0;              // columns
-  int nnz = 0;               // nonzeros in use
-  int* rownnz = nullptr;     // nonzeros of each row                    (max_rows)
-  int* rowadr = nullptr;     // address of each row's first nonzero     (max_rows)
-  int* colind = nullptr;     // column of each nonzero                  (max_nnz)
-  double* val = nullptr;     // value of each nonzero                   (max_nnz)
+  int nrow = 0;           // rows in use
+  int ncol = 0;           // columns
+  int nnz = 0;            // nonzeros in use
+  int* rownnz = nullptr;  // nonzeros of each row                    (max_rows)
+  int* rowadr = nullptr;  // address of each row's first nonzero     (max_rows)
+  int* colind = nullptr;  // column of each nonzero                  (max_nnz)
+  double* val = nullptr;  // value of each nonzero                   (max_nnz)
 
   // row i times dense x
   double Dot(int i, const double* x) const {

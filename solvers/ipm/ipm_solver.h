@@ -151,18 +151,18 @@ class IpmSolver final : public Solver {
   std::vector<double> store_;  // all State and Direction arrays
   State cur_, trial_, best_, grad_, cen_;
   Direction aff_, dir_;
-  std::vector<double> rhs_;        // Newton right-hand side                              (nv)
-  std::vector<double> tmp_;        // scratch                                             (nv)
-  std::vector<double> mdiag_;      // diagonal of M_eff                                   (nv)
-  std::vector<double> jc_, tw_;    // contact rows and W-weighted rows                    (6 x nv)
-  std::vector<double> out_lam_;    // final impulses                                      (rows)
-  std::vector<double> cen_force_;  // central-path force at kappa_grad                   (rows)
-  std::vector<uint8_t> grad_ok_;   // island has a kappa_grad iterate                   (ntree)
+  std::vector<double> rhs_;         // Newton right-hand side                              (nv)
+  std::vector<double> tmp_;         // scratch                                             (nv)
+  std::vector<double> mdiag_;       // diagonal of M_eff                                   (nv)
+  std::vector<double> jc_, tw_;     // contact rows and W-weighted rows                    (6 x nv)
+  std::vector<double> out_lam_;     // final impulses                                      (rows)
+  std::vector<double> cen_force_;   // central-path force at kappa_grad                   (rows)
+  std::vector<uint8_t> grad_ok_;    // island has a kappa_grad iterate                   (ntree)
   std::vector<double> grad_kappa_;  // central-path value Center goes to                (ntree)
-  std::vector<uint8_t> centered_;  // cen_ holds the island's central point             (ntree)
-  int center_iterations_ = 0;     // Newton steps of the last Center
-  int lu_island_ = -1;             // island whose central-point Jacobian lu_ holds
-  std::vector<double> drz_, drv_;  // residual perturbations for ForceTangent          (rows, nv)
+  std::vector<uint8_t> centered_;   // cen_ holds the island's central point             (ntree)
+  int center_iterations_ = 0;       // Newton steps of the last Center
+  int lu_island_ = -1;              // island whose central-point Jacobian lu_ holds
+  std::vector<double> drz_, drv_;   // residual perturbations for ForceTangent          (rows, nv)
 
   // warm start of a re-solve within one step
   std::vector<double> warm_lam_;  // warm impulse of each row of this step            (rows)

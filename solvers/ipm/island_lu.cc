@@ -519,14 +519,29 @@ bool IslandLU::AddJtWG(const int* cols, int n, int dim, int m, const double* Jc,
   void (*add)(int, const double*, const double*, const double*, double*, const int*, const int*,
               double*) = nullptr;
   switch (dim * 8 + m) {
-    case 1 * 8 + 1: add = PairsOnChain<1, 1>; break;
-    case 3 * 8 + 1: add = PairsOnChain<3, 1>; break;
-    case 3 * 8 + 2: add = PairsOnChain<3, 2>; break;
-    case 3 * 8 + 3: add = PairsOnChain<3, 3>; break;
-    case 3 * 8 + 4: add = PairsOnChain<3, 4>; break;
-    case 4 * 8 + 1: add = PairsOnChain<4, 1>; break;
-    case 6 * 8 + 1: add = PairsOnChain<6, 1>; break;
-    default: return false;
+    case 1 * 8 + 1:
+      add = PairsOnChain<1, 1>;
+      break;
+    case 3 * 8 + 1:
+      add = PairsOnChain<3, 1>;
+      break;
+    case 3 * 8 + 2:
+      add = PairsOnChain<3, 2>;
+      break;
+    case 3 * 8 + 3:
+      add = PairsOnChain<3, 3>;
+      break;
+    case 3 * 8 + 4:
+      add = PairsOnChain<3, 4>;
+      break;
+    case 4 * 8 + 1:
+      add = PairsOnChain<4, 1>;
+      break;
+    case 6 * 8 + 1:
+      add = PairsOnChain<6, 1>;
+      break;
+    default:
+      return false;
   }
   add(n, Jc, W, G, add_.data(), cols, madr_, lu_.data());
   return true;

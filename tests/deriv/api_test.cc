@@ -296,8 +296,8 @@ TEST_F(DerivativeApiTest, SimulationOnlyHandle) {
 
   s.deriv.enabled = 0;  // and off again: the workspace is freed, derivatives refused
   ASSERT_EQ(0, ck_setSettings(lean.get(), m.get(), &s, err, sizeof(err))) << err;
-  EXPECT_EQ(-1, ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), nullptr, nullptr,
-                                 nullptr));
+  EXPECT_EQ(-1,
+            ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), nullptr, nullptr, nullptr));
 }
 
 }  // namespace

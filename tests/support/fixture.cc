@@ -32,7 +32,9 @@ std::string BundledModel(const std::string& name) {
   return std::string(CK_SOURCE_DIR) + "/mjcf_models/" + name;
 }
 
-std::string MujocoModel(const std::string& rel) { return std::string(CK_MUJOCO_MODELS) + "/" + rel; }
+std::string MujocoModel(const std::string& rel) {
+  return std::string(CK_MUJOCO_MODELS) + "/" + rel;
+}
 
 std::string SharedModel(const std::string& rel) {
   std::string path = std::string(CK_SHARED_MODELS) + "/" + rel;

@@ -19,9 +19,9 @@ namespace contactkit::bench {
 
 // a model and how to bring it into the state that is timed
 struct Scenario {
-  std::string model;                       // model argument (path or short name)
-  int warmup_steps = 200;                  // mj_step steps before timing (to be in contact)
-  std::function<void(mjModel*)> edit;      // optional model edit (options, timestep)
+  std::string model;                   // model argument (path or short name)
+  int warmup_steps = 200;              // mj_step steps before timing (to be in contact)
+  std::function<void(mjModel*)> edit;  // optional model edit (options, timestep)
 };
 
 // Register benchmark "step/<group>/<variant>". solver < 0 times mj_step (the group's reference);

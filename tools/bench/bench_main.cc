@@ -120,10 +120,10 @@ class RatioReporter : public benchmark::ConsoleReporter {
                         ref > 0 ? tools::Fmt(t / ref, "%.2f") : "-", extra});
       }
     }
-    std::printf("%s", tools::MarkdownTable({"scene", "variant", "time/step (us)", "ratio to mj_step",
-                                            "counters"},
-                                           rows)
-                          .c_str());
+    std::printf("%s",
+                tools::MarkdownTable(
+                    {"scene", "variant", "time/step (us)", "ratio to mj_step", "counters"}, rows)
+                    .c_str());
   }
 
   // Jacobian groups: time, speedup over mjd_transitionFD forward and centered, accuracy
@@ -194,105 +194,112 @@ Registrar::Registrar(const std::function<void()>& f) { Registry().push_back(f); 
 void AddJacobian(const std::string& group, const std::string& variant, const Scenario& scenario,
                  int solver, const ckSettings& settings, JacMethod method) {
   const std::string name = "jac/" + group + "/" + variant;
-  benchmark::RegisterBenchmark(name.c_str(), [scenario, solver, settings,
-                                              method](benchmark::State& state) {
-    std::string err;
-    std::unique_ptr<Prepared> p = Prepare(scenario, &err);
-    if (!p) {
-      state.SkipWithError(err.c_str());
-      return;
-    }
-    const mjModel* m = p->m;
-    const size_t nx = 2 * m->nv + m->na;
-    std::vector<mjtNum> A(nx * nx), B(nx * std::max(m->nu, 1));
-    ckHandle* ck = nullptr;
-    if (method == JacMethod::kAnalytic) {
-      ck = MakeOrSkip(state, p->m, solver, settings);
-      if (!ck) return;
+  benchmark::RegisterBenchmark(
+      name.c_str(),
+      [scenario, solver, settings, method](benchmark::State& state) {
+        std::string err;
+        std::unique_ptr<Prepared> p = Prepare(scenario, &err);
+        if (!p) {
+          state.SkipWithError(err.c_str());
+          return;
+        }
+        const mjModel* m = p->m;
+        const size_t nx = 2 * m->nv + m->na;
+        std::vector<mjtNum> A(nx * nx), B(nx * std::max(m->nu, 1));
+        ckHandle* ck = nullptr;
+        if (method == JacMethod::kAnalytic) {
+          ck = MakeOrSkip(state, p->m, solver, settings);
+          if (!ck) return;
 
-      // accuracy against centered differences through ck_step, and which path was taken
-      std::vector<mjtNum> Afd(A.size()), Bfd(B.size());
-      const int path = ck_transitionJac(ck, m, p->d, A.data(), B.data(), nullptr, nullptr);
-      ck_transitionFD(ck, m, p->d, 1e-6, 1, Afd.data(), Bfd.data(), nullptr, nullptr);
-      state.counters["err_A"] = RelativeError(A, Afd);
-      state.counters["err_B"] = m->nu ? RelativeError(B, Bfd) : 0;
-      state.counters["analytic"] = path == 0;
-    }
-    for (auto _ : state) {
-      state.PauseTiming();
-      Restore(*p);
-      state.ResumeTiming();
-      if (ck) {
-        ck_transitionJac(ck, m, p->d, A.data(), B.data(), nullptr, nullptr);
-      } else {
-        mjd_transitionFD(m, p->d, 1e-6, method == JacMethod::kMujocoCentered, A.data(), B.data(),
-                         nullptr, nullptr);
-      }
-    }
-    if (ck) ck_free(ck);
-  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+          // accuracy against centered differences through ck_step, and which path was taken
+          std::vector<mjtNum> Afd(A.size()), Bfd(B.size());
+          const int path = ck_transitionJac(ck, m, p->d, A.data(), B.data(), nullptr, nullptr);
+          ck_transitionFD(ck, m, p->d, 1e-6, 1, Afd.data(), Bfd.data(), nullptr, nullptr);
+          state.counters["err_A"] = RelativeError(A, Afd);
+          state.counters["err_B"] = m->nu ? RelativeError(B, Bfd) : 0;
+          state.counters["analytic"] = path == 0;
+        }
+        for (auto _ : state) {
+          state.PauseTiming();
+          Restore(*p);
+          state.ResumeTiming();
+          if (ck) {
+            ck_transitionJac(ck, m, p->d, A.data(), B.data(), nullptr, nullptr);
+          } else {
+            mjd_transitionFD(m, p->d, 1e-6, method == JacMethod::kMujocoCentered, A.data(),
+                             B.data(), nullptr, nullptr);
+          }
+        }
+        if (ck) ck_free(ck);
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
 }
 
 void AddStep(const std::string& group, const std::string& variant, const Scenario& scenario,
              int solver, const ckSettings& settings) {
   const std::string name = "step/" + group + "/" + variant;
-  benchmark::RegisterBenchmark(name.c_str(), [scenario, solver, settings](benchmark::State& state) {
-    std::string err;
-    std::unique_ptr<Prepared> p = Prepare(scenario, &err);
-    if (!p) {
-      state.SkipWithError(err.c_str());
-      return;
-    }
-    ckHandle* ck = nullptr;
-    if (solver >= 0) {
-      ck = MakeOrSkip(state, p->m, solver, settings);
-      if (!ck) return;
-      // one untimed step so warm-start data exist
-      ck_step(ck, p->m, p->d);
-    }
-    double iters = 0, pen = 0, con = 0;
-    long n = 0;
-    for (auto _ : state) {
-      state.PauseTiming();
-      Restore(*p);
-      state.ResumeTiming();
-      if (ck) {
-        ck_step(ck, p->m, p->d);
-      } else {
-        mj_step(p->m, p->d);
-      }
-      state.PauseTiming();
-      if (ck) {
-        iters += ck_stats(ck)->iterations;
-        pen = std::max(pen, static_cast<double>(ck_stats(ck)->max_penetration));
-        con += ck_stats(ck)->ncon;
-      } else {
-        con += p->d->ncon;
-        for (int i = 0; i < p->d->ncon; i++) pen = std::max(pen, -p->d->contact[i].dist);
+  benchmark::RegisterBenchmark(
+      name.c_str(),
+      [scenario, solver, settings](benchmark::State& state) {
+        std::string err;
+        std::unique_ptr<Prepared> p = Prepare(scenario, &err);
+        if (!p) {
+          state.SkipWithError(err.c_str());
+          return;
+        }
+        ckHandle* ck = nullptr;
+        if (solver >= 0) {
+          ck = MakeOrSkip(state, p->m, solver, settings);
+          if (!ck) return;
+          // one untimed step so warm-start data exist
+          ck_step(ck, p->m, p->d);
+        }
+        double iters = 0, pen = 0, con = 0;
+        long n = 0;
+        for (auto _ : state) {
+          state.PauseTiming();
+          Restore(*p);
+          state.ResumeTiming();
+          if (ck) {
+            ck_step(ck, p->m, p->d);
+          } else {
+            mj_step(p->m, p->d);
+          }
+          state.PauseTiming();
+          if (ck) {
+            iters += ck_stats(ck)->iterations;
+            pen = std::max(pen, static_cast<double>(ck_stats(ck)->max_penetration));
+            con += ck_stats(ck)->ncon;
+          } else {
+            con += p->d->ncon;
+            for (int i = 0; i < p->d->ncon; i++) pen = std::max(pen, -p->d->contact[i].dist);
 #if mjVERSION_HEADER >= 300
-        iters += p->d->solver_niter[0];
+            iters += p->d->solver_niter[0];
 #else
-        iters += p->d->solver_iter;
+            iters += p->d->solver_iter;
 #endif
-      }
-      n++;
-      state.ResumeTiming();
-    }
-    state.counters["iter"] = n ? iters / n : 0;
-    state.counters["contacts"] = n ? con / n : 0;
-    state.counters["pen_mm"] = pen * 1e3;
-    if (ck) {
-      // solvers that guess an active set: hit rate over consecutive steps from the state
-      Restore(*p);
-      const int hits = ck_stats(ck)->guess_hits, tries = ck_stats(ck)->guess_tries;
-      for (int t = 0; t < 200; t++) ck_step(ck, p->m, p->d);
-      if (ck_stats(ck)->guess_tries > tries) {
-        state.counters["hit_rate"] = static_cast<double>(ck_stats(ck)->guess_hits - hits) /
-                                     (ck_stats(ck)->guess_tries - tries);
-      }
-      ck_free(ck);
-    }
-  })->Unit(benchmark::kMicrosecond)->UseRealTime();
+          }
+          n++;
+          state.ResumeTiming();
+        }
+        state.counters["iter"] = n ? iters / n : 0;
+        state.counters["contacts"] = n ? con / n : 0;
+        state.counters["pen_mm"] = pen * 1e3;
+        if (ck) {
+          // solvers that guess an active set: hit rate over consecutive steps from the state
+          Restore(*p);
+          const int hits = ck_stats(ck)->guess_hits, tries = ck_stats(ck)->guess_tries;
+          for (int t = 0; t < 200; t++) ck_step(ck, p->m, p->d);
+          if (ck_stats(ck)->guess_tries > tries) {
+            state.counters["hit_rate"] = static_cast<double>(ck_stats(ck)->guess_hits - hits) /
+                                         (ck_stats(ck)->guess_tries - tries);
+          }
+          ck_free(ck);
+        }
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
 }
 
 }  // namespace contactkit::bench

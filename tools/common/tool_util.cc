@@ -45,7 +45,8 @@ std::string ResolveModel(const std::string& arg) {
 mjModel* LoadModel(const std::string& arg, std::string* error) {
   const std::string path = ResolveModel(arg);
   if (!Exists(path)) {
-    *error = "model '" + arg + "' not found (give a path, a bundled model name such as "
+    *error = "model '" + arg +
+             "' not found (give a path, a bundled model name such as "
              "box_sliding, or humanoid / humanoid100 / 22_humanoids)";
     return nullptr;
   }
@@ -104,10 +105,10 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
           << s->iterations << "," << s->status << "," << Energy(d) << "," << dt << "\n";
     }
     if (opts.on_step) opts.on_step(m, d, ck, t);
-    if (opts.progress && (t % 50 == 0 || t + 1 == opts.steps)) Progress(st.solver, t + 1, opts.steps);
-    if (!Finite(d->qpos, m->nq) || !Finite(d->qvel, m->nv) ||
-        d->warning[mjWARN_BADQACC].number || d->warning[mjWARN_BADQVEL].number ||
-        d->warning[mjWARN_BADQPOS].number) {
+    if (opts.progress && (t % 50 == 0 || t + 1 == opts.steps))
+      Progress(st.solver, t + 1, opts.steps);
+    if (!Finite(d->qpos, m->nq) || !Finite(d->qvel, m->nv) || d->warning[mjWARN_BADQACC].number ||
+        d->warning[mjWARN_BADQVEL].number || d->warning[mjWARN_BADQPOS].number) {
       st.diverged = true;
     }
   }

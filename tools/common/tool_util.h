@@ -24,28 +24,28 @@ mjModel* LoadModel(const std::string& arg, std::string* error);
 
 // statistics of one headless run
 struct RunStats {
-  std::string solver;          // solver name
-  int steps = 0;               // steps taken
-  double step_time = 0;        // mean wall time per step (s)
-  double mean_contacts = 0;    // mean contacts per step
-  int max_contacts = 0;        // most contacts in a step
-  double max_penetration = 0;  // deepest penetration over the run (m, >= 0)
-  double mean_iterations = 0;  // mean solver iterations per step
+  std::string solver;            // solver name
+  int steps = 0;                 // steps taken
+  double step_time = 0;          // mean wall time per step (s)
+  double mean_contacts = 0;      // mean contacts per step
+  int max_contacts = 0;          // most contacts in a step
+  double max_penetration = 0;    // deepest penetration over the run (m, >= 0)
+  double mean_iterations = 0;    // mean solver iterations per step
   double median_iterations = 0;  // median solver iterations per step
-  double energy_drift = 0;     // largest |E(t) - E(0)| over the run (J)
-  int warnings = 0;            // MuJoCo warnings raised in mjData
-  int inexact = 0;             // steps whose solve ended short of its tolerances (status != SOLVED)
-  bool diverged = false;       // state became non-finite or was reset by MuJoCo
-  std::string error;           // non-empty if the run could not start
+  double energy_drift = 0;       // largest |E(t) - E(0)| over the run (J)
+  int warnings = 0;              // MuJoCo warnings raised in mjData
+  int inexact = 0;        // steps whose solve ended short of its tolerances (status != SOLVED)
+  bool diverged = false;  // state became non-finite or was reset by MuJoCo
+  std::string error;      // non-empty if the run could not start
 };
 
 // options of a run
 struct RunOptions {
   int steps = 1000;
-  double timestep = 0;         // 0: model's own
-  int keyframe = -1;           // -1: keyframe 0 if the model has one, else the default pose
-  bool progress = false;       // show a progress bar on stderr
-  std::string csv;             // per-step CSV output (empty: none)
+  double timestep = 0;    // 0: model's own
+  int keyframe = -1;      // -1: keyframe 0 if the model has one, else the default pose
+  bool progress = false;  // show a progress bar on stderr
+  std::string csv;        // per-step CSV output (empty: none)
   // called after each step (for tools that record more)
   std::function<void(const mjModel*, const mjData*, const ckHandle*, int)> on_step;
 };

@@ -76,11 +76,11 @@ struct Entry {
   int nq = 0, nv = 0, nbody = 0, ngeom = 0, njmax = 0, nconmax = 0;  // its shape
   int index = 0;                                                     // order of first sight
   int solver = ckSOL_MUJOCO;
-  long solves = 0;             // constraint stages run
-  double max_penetration = 0;  // deepest contact seen (m)
-  double last_penetration = 0; // deepest contact of the last solve (m): the resting depth
-  double contacts = 0;         // sum of contacts over solves
-  double solve_time = 0;       // wall time in the constraint stage (s)
+  long solves = 0;              // constraint stages run
+  double max_penetration = 0;   // deepest contact seen (m)
+  double last_penetration = 0;  // deepest contact of the last solve (m): the resting depth
+  double contacts = 0;          // sum of contacts over solves
+  double solve_time = 0;        // wall time in the constraint stage (s)
 };
 
 // process-wide state, allocated once and never destroyed: MuJoCo calls may still arrive while

@@ -506,10 +506,9 @@ void App::OnButton(int button, int action, int mods) {
   int selgeom = -1, selskin = -1;
 #if mjVERSION_HEADER >= 300
   int selflex = -1;  // MuJoCo 3.x also reports flex selections
-  const int selbody =
-      mjv_select(m_, s.d, &opt_, static_cast<mjtNum>(r.width) / r.height, (fx - r.left) / r.width,
-                 (fb_height_ - fy - r.bottom) / r.height, &s.scn, selpnt, &selgeom, &selflex,
-                 &selskin);
+  const int selbody = mjv_select(m_, s.d, &opt_, static_cast<mjtNum>(r.width) / r.height,
+                                 (fx - r.left) / r.width, (fb_height_ - fy - r.bottom) / r.height,
+                                 &s.scn, selpnt, &selgeom, &selflex, &selskin);
 #else
   const int selbody =
       mjv_select(m_, s.d, &opt_, static_cast<mjtNum>(r.width) / r.height, (fx - r.left) / r.width,

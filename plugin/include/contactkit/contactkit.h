@@ -25,7 +25,6 @@ extern "C" {
 
 #define ckVERSION "0.1.0"
 
-
 // statistics of the last ck_forward / ck_step (the last RK4 stage for RK4)
 typedef struct ckStats_ {
   int solver;              // ckSolver that produced the forces
@@ -55,8 +54,8 @@ CKAPI void ck_defaultSettings(ckSettings* settings);
 
 // Set one setting from text, as in an MJCF plugin config or <custom> field ("kappa_tol", "1e-8").
 // Returns 0 on success, -1 with a message naming the key, the value and what is allowed.
-CKAPI int ck_setSetting(ckSettings* settings, const char* key, const char* value,
-                        char* error, int error_sz);
+CKAPI int ck_setSetting(ckSettings* settings, const char* key, const char* value, char* error,
+                        int error_sz);
 
 // Write the value of one setting as text into buf. Returns 0, or -1 for an unknown key.
 CKAPI int ck_getSetting(const ckSettings* settings, const char* key, char* buf, int buf_sz);
@@ -111,9 +110,10 @@ CKAPI ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* erro
 CKAPI void ck_free(ckHandle* ck);
 
 // Change settings between steps (solver switch included); allocates the new solver's workspace,
-// and the derivative workspace when "derivatives" is turned on (m is then required). Returns 0, or -1 with a message, in which case the handle keeps its previous settings.
-CKAPI int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings,
-                         char* error, int error_sz);
+// and the derivative workspace when "derivatives" is turned on (m is then required). Returns 0, or
+// -1 with a message, in which case the handle keeps its previous settings.
+CKAPI int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, char* error,
+                         int error_sz);
 
 // Forget what the handle carries from one step to the next (solver warm starts, comfree's contact
 // anchors). Call it after mj_resetData or any other jump of the state that the handle steps.
@@ -131,8 +131,7 @@ CKAPI const ckStats* ck_stats(const ckHandle* ck);
 CKAPI void ck_forward(ckHandle* ck, const mjModel* m, mjData* d);
 
 // Same as ck_forward but skip stages (mjSTAGE_POS, mjSTAGE_VEL) and sensors, as mj_forwardSkip.
-CKAPI void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage,
-                          int skipsensor);
+CKAPI void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor);
 
 // Drop-in replacement for mj_step: checks, ck_forward, then the model's integrator (Euler with
 // implicit joint damping, implicit, or RK4 whose four stages all use the selected solver).
@@ -154,9 +153,9 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // it was; all memory was allocated by ck_make. Returns 0 if the analytic path was taken, 1 if
 // finite differences through ck_step were used instead (forward, eps 1e-6: a solver without a
 // force tangent, noslip iterations, more rows than the handle holds, a singular Hessian),
-// -1 on bad arguments or a handle without derivatives (setting "derivatives" = 0). With comfree's contact anchors (setting "anchor") the step starts from
-// the handle's anchors and the Jacobian holds them fixed (the state does not include them); the
-// handle's anchors are left as they were.
+// -1 on bad arguments or a handle without derivatives (setting "derivatives" = 0). With comfree's
+// contact anchors (setting "anchor") the step starts from the handle's anchors and the Jacobian
+// holds them fixed (the state does not include them); the handle's anchors are left as they were.
 CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                            mjtNum* C, mjtNum* D);
 
@@ -173,8 +172,8 @@ CKAPI int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, cons
 // restored, forward or centered differences with step eps), on a scratch copy of d. The
 // reference for ck_transitionJac. Outputs as ck_transitionJac. Returns 0, or -1 on bad
 // arguments.
-CKAPI int ck_transitionFD(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum eps,
-                          int centered, mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
+CKAPI int ck_transitionFD(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum eps, int centered,
+                          mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -30,24 +30,24 @@ typedef enum ckStatus_ {
 
 // interior-point settings
 typedef struct ckIpmSettings_ {
-  double kappa_tol;     // final complementarity (central-path value) for hard contact
-  double residual_tol;  // final residual infinity norm of the optimality conditions
-  double kappa_grad;    // central-path value at which gradients are taken; = kappa_tol: the
-                        // step ends on the central point at kappa_tol (a few extra Newton
-                        // steps) and gradients are the exact derivative of that step
-  int max_iter;         // maximum number of predictor-corrector iterations
-  int gap_recheck;      // number of re-solves with gaps re-measured at q+ (0: off)
-  int soft_equality;    // 1: soften equality rows with their solref/solimp
+  double kappa_tol;       // final complementarity (central-path value) for hard contact
+  double residual_tol;    // final residual infinity norm of the optimality conditions
+  double kappa_grad;      // central-path value at which gradients are taken; = kappa_tol: the
+                          // step ends on the central point at kappa_tol (a few extra Newton
+                          // steps) and gradients are the exact derivative of that step
+  int max_iter;           // maximum number of predictor-corrector iterations
+  int gap_recheck;        // number of re-solves with gaps re-measured at q+ (0: off)
+  int soft_equality;      // 1: soften equality rows with their solref/solimp
   double rest_depth;      // depth (m) a resting contact or limit without margin settles at
   double recovery_speed;  // largest speed (m/s) at which a penetration is pushed out per step
 } ckIpmSettings;
 
 // complementarity-free settings
 typedef struct ckComfreeSettings_ {
-  double stiffness;   // k_user: dimensionless stiffness of the impedance update
-  double damping;     // d_user: dimensionless damping of the impedance update
-  int facets;         // tangential facet directions per contact (4: MuJoCo's pyramid)
-  int parallel_min;   // contacts above which the facet loop runs with OpenMP
+  double stiffness;    // k_user: dimensionless stiffness of the impedance update
+  double damping;      // d_user: dimensionless damping of the impedance update
+  int facets;          // tangential facet directions per contact (4: MuJoCo's pyramid)
+  int parallel_min;    // contacts above which the facet loop runs with OpenMP
   double relax_limit;  // largest summed velocity correction of the facets on one tree (0: off)
   int anchor;          // 1: position-level stick from per-contact anchors kept across steps
 } ckComfreeSettings;
@@ -67,24 +67,24 @@ typedef struct ckLcpSettings_ {
 
 // derivative settings
 typedef struct ckDerivSettings_ {
-  int enabled;                   // 1: the handle holds the derivative workspace (0: simulation
-                                 // only, less memory; ck_transition* then return -1)
-  double cfd_width;              // contacts-from-distance width w_c in meters (0: off)
-  double cfd_solimp[5];          // CFD impedance beyond the margin: (d_c at the width, d_0 at
-                                 // zero distance (0: the contact's own), width (0: cfd_width),
-                                 // midpoint, power), MuJoCo's spline from d_0 to d_c
-  int elastic_correction;        // 1: Nimble's bounce correction of the position Jacobian
-  int complementarity_aware;     // 1: complementarity-aware VJP for the lcp solver
+  int enabled;                // 1: the handle holds the derivative workspace (0: simulation
+                              // only, less memory; ck_transition* then return -1)
+  double cfd_width;           // contacts-from-distance width w_c in meters (0: off)
+  double cfd_solimp[5];       // CFD impedance beyond the margin: (d_c at the width, d_0 at
+                              // zero distance (0: the contact's own), width (0: cfd_width),
+                              // midpoint, power), MuJoCo's spline from d_0 to d_c
+  int elastic_correction;     // 1: Nimble's bounce correction of the position Jacobian
+  int complementarity_aware;  // 1: complementarity-aware VJP for the lcp solver
 } ckDerivSettings;
 
 // all settings of one handle
 typedef struct ckSettings_ {
-  int solver;                    // ckSolver
-  int warmstart;                 // 1: warm-start from the previous step where it helps
-  ckIpmSettings ipm;             // solver "ipm"
-  ckComfreeSettings comfree;     // solver "comfree"
-  ckLcpSettings lcp;             // solver "lcp"
-  ckDerivSettings deriv;         // derivative module
+  int solver;                 // ckSolver
+  int warmstart;              // 1: warm-start from the previous step where it helps
+  ckIpmSettings ipm;          // solver "ipm"
+  ckComfreeSettings comfree;  // solver "comfree"
+  ckLcpSettings lcp;          // solver "lcp"
+  ckDerivSettings deriv;      // derivative module
 } ckSettings;
 
 #ifdef __cplusplus
