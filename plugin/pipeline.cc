@@ -40,22 +40,23 @@ void FwdPosition(const ckHandle* ck, const mjModel* m, mjData* d) {
   if (ck->solver && (m->opt.solver == mjSOL_PGS || m->opt.noslip_iterations > 0)) {
     const mjtNum start = TimerNow();
     mjtNum t = start;
+    auto lap = [&](int timer) {  // the time since the last lap into MuJoCo's timer
+      AddTimer(d, timer, t);
+      t = TimerNow();
+    };
     mj_kinematics(m, d);
     mj_comPos(m, d);
     mj_camlight(m, d);
     mj_tendon(m, d);
-    AddTimer(d, mjTIMER_POS_KINEMATICS, t);
-    t = TimerNow();
+    lap(mjTIMER_POS_KINEMATICS);
     mj_crb(m, d);
     mj_factorM(m, d);
-    AddTimer(d, mjTIMER_POS_INERTIA, t);
-    t = TimerNow();
+    lap(mjTIMER_POS_INERTIA);
     mj_collision(m, d);
-    AddTimer(d, mjTIMER_POS_COLLISION, t);
-    t = TimerNow();
+    lap(mjTIMER_POS_COLLISION);
     mj_makeConstraint(m, d);
     mj_transmission(m, d);
-    AddTimer(d, mjTIMER_POS_MAKE, t);
+    lap(mjTIMER_POS_MAKE);
     AddTimer(d, mjTIMER_POSITION, start);
     return;
   }

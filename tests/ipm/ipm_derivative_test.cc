@@ -6,6 +6,7 @@
 // kappa_grad along perturbations of v_free, the gaps, the Jacobian and the mass matrix.
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,21 +36,37 @@ std::vector<Scene> Scenes() {
           {"stacked_primitives", BundledModel("stacked_primitives.xml"), 300, nullptr}};
 }
 
-class IpmAlgebra : public MujocoTest, public ::testing::WithParamInterface<Scene> {};
+class IpmAlgebra : public MujocoTest, public ::testing::WithParamInterface<Scene> {
+ protected:
+  // the scene's problem after its steps (at_), and solver_ set up for it with these settings
+  void Prepare(const ckSettings& settings) {
+    const Scene& s = GetParam();
+    ModelPtr m = Load(s.path);
+    ASSERT_TRUE(m);
+    at_ = std::make_unique<SteppedProblem>(std::move(m), s.steps, s.key);
+    std::string err;
+    ASSERT_TRUE(solver_.Setup(at_->dims(), settings, &err)) << err;
+  }
+  // ipm with gradients at kappa_grad; MuJoCo's soft penetrations stay within the uncapped range
+  static ckSettings TangentSettings(double kappa_grad) {
+    ckSettings settings = Settings(ckSOL_IPM);
+    settings.ipm.kappa_grad = kappa_grad;
+    settings.ipm.recovery_speed = 1e3;
+    return settings;
+  }
+  std::unique_ptr<SteppedProblem> at_;
+  ipm::IpmSolver solver_;
+};
 
 // along the reduced Newton direction, every residual changes at the rate -residual (the
 // complementarity at the rate -(x o z - kappa e)): central differences of the full residual
 TEST_P(IpmAlgebra, NewtonDirectionSolvesTheFullLinearization) {
   const Scene& s = GetParam();
-  ModelPtr m = Load(s.path);
-  ASSERT_TRUE(m);
-  SteppedProblem at(std::move(m), s.steps, s.key);
-  Problem& p = at.p();
+  const ckSettings settings = Settings(ckSOL_IPM);
+  ASSERT_NO_FATAL_FAILURE(Prepare(settings));
+  Problem& p = at_->p();
   ASSERT_GT(p.islands.nisland, 0);
-  ipm::IpmSolver solver;
-  ckSettings settings = Settings(ckSOL_IPM);
-  std::string err;
-  ASSERT_TRUE(solver.Setup(at.dims(), settings, &err)) << err;
+  ipm::IpmSolver& solver = solver_;
 
   const int nv = p.nv, nr = p.nrow;
   std::vector<double> dv(nv), dl(nr);
@@ -104,17 +121,10 @@ TEST_P(IpmAlgebra, NewtonDirectionSolvesTheFullLinearization) {
 // ForceTangent against central differences of the central-path force at kappa_grad
 TEST_P(IpmAlgebra, ForceTangentMatchesFiniteDifferences) {
   const Scene& s = GetParam();
-  ModelPtr m = Load(s.path);
-  ASSERT_TRUE(m);
-  SteppedProblem at(std::move(m), s.steps, s.key);
-  Problem& p = at.p();
-  Solution& sol = at.sol();
-  ipm::IpmSolver solver;
-  ckSettings settings = Settings(ckSOL_IPM);
-  settings.ipm.kappa_grad = 1e-3;
-  settings.ipm.recovery_speed = 1e3;  // MuJoCo's soft penetrations stay within the uncapped range
-  std::string err;
-  ASSERT_TRUE(solver.Setup(at.dims(), settings, &err)) << err;
+  ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(1e-3)));
+  Problem& p = at_->p();
+  Solution& sol = at_->sol();
+  ipm::IpmSolver& solver = solver_;
 
   const int nv = p.nv, nr = p.nrow, nnz = p.J.nnz, nM = p.mass.nM;
   std::mt19937 rng(11);
@@ -195,17 +205,10 @@ TEST_P(IpmAlgebra, ForceTangentMatchesFiniteDifferences) {
 // of the force the solve itself returns (it ends on the central point at kappa_tol)
 TEST_P(IpmAlgebra, HardContactTangentIsTheSolvesDerivative) {
   const Scene& s = GetParam();
-  ModelPtr m = Load(s.path);
-  ASSERT_TRUE(m);
-  SteppedProblem at(std::move(m), s.steps, s.key);
-  Problem& p = at.p();
-  Solution& sol = at.sol();
-  ipm::IpmSolver solver;
-  ckSettings settings = Settings(ckSOL_IPM);
-  settings.ipm.kappa_grad = settings.ipm.kappa_tol;
-  settings.ipm.recovery_speed = 1e3;
-  std::string err;
-  ASSERT_TRUE(solver.Setup(at.dims(), settings, &err)) << err;
+  ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol)));
+  Problem& p = at_->p();
+  Solution& sol = at_->sol();
+  ipm::IpmSolver& solver = solver_;
 
   const int nv = p.nv, nr = p.nrow;
   std::mt19937 rng(13);
