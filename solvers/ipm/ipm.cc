@@ -921,8 +921,8 @@ void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) cons
   to->interior = from.interior;
 }
 
-int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, double rtol,
-                       double ktol, int* status, double* cond, const State** fin) {
+int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter,
+                       double rtol, double ktol, int* status, double* cond, const State** fin) {
   const ckIpmSettings& st = settings_.ipm;
   auto merit = [&](const State& s) { return std::max(s.rvio / rtol, s.kvio / ktol); };
   const bool cones = lists_[k].orth_num + lists_[k].soc_num > 0;
@@ -997,7 +997,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, do
       if (trial->interior && (trial->rvio <= cur->rvio || trial->kvio <= cur->kvio)) break;
       alpha *= kBacktrack;
     }
-    if (recenter_ && trial->interior && trial->rvio < rtol) RecenterEta0(p, k, trial);
+    if (recenter && trial->interior && trial->rvio < rtol) RecenterEta0(p, k, trial);
     if (trial->interior) {
       if (cur_best && !(merit(*trial) < best)) Copy(p, k, *cur, &best_);
       cur_best = false;
@@ -1067,9 +1067,8 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
     int result;
     double c = 0;
     const State* fin = nullptr;
-    recenter_ = plan.recenter;
-    iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.soft * st.residual_tol,
-                          plan.soft * st.kappa_tol, &result, &c, &fin);
+    iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter,
+                          plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
     const bool soft = plan.soft > 1;
     if (soft && result != ckSTATUS_NUMERICAL) result = ckSTATUS_INACCURATE;
     const double m = soft && result == ckSTATUS_INACCURATE ? kInaccurate : merit(*fin);

@@ -78,8 +78,10 @@ class IpmSolver final : public Solver {
   void Prepare(const Problem& p, const double* pos);
   void SolveAll(const Problem& p, Solution* sol);
   void SolveIsland(const Problem& p, int k, Solution* sol);
-  int Attempt(const Problem& p, int k, double floor, double warm_mu, double rtol, double ktol,
-              int* status, double* cond, const State** fin);
+  // one solve attempt from a cold (warm_mu = 0) or warm start; recenter: re-center eta0 of
+  // friction cones on feasible iterates
+  int Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter, double rtol,
+              double ktol, int* status, double* cond, const State** fin);
   bool Center(const Problem& p, int k);
   // kappa_grad at (or below) kappa_tol asks for the derivative of the hard-contact step itself:
   // the step then ends on the central point at kappa_tol (its own final target undershoots it),
@@ -92,7 +94,6 @@ class IpmSolver final : public Solver {
   void Residuals(const Problem& p, int k, State* s);
   void Measures(const Problem& p, int k, State* s) const;
   void RecenterEta0(const Problem& p, int k, State* s) const;
-  bool recenter_ = true;  // this attempt re-centers eta0 (off on the retries after a stall)
   bool ConeJacobians(const Problem& p, int k, const State& s);
   bool Linearize(const Problem& p, int k, bool coupled, double* cond);
   bool Factor(const Problem& p, int k, double* cond);
