@@ -373,8 +373,9 @@ TEST_F(MujocoTest, AnchoredStaticFrictionReachesHalfMu) {
   }
 }
 
-// Above the friction angle (mu = 0.1 < tan 10) the anchored box still slides and accelerates: the
-// anchors slide at the cone's edge and store nothing beyond it. The closed form's sliding
+// Above the friction angle (mu = 0.1 < tan 10) the anchored box still slides and accelerates: its
+// sliding contacts keep no more than the cone's edge (1.25 times their share of the load lies
+// beyond it) and store nothing beyond. The closed form's sliding
 // friction at these slip speeds is below mu with or without anchors (the facets across the slip
 // carry normal load without friction): between 0.5 and 0.9 s the box gains 1.41 m/s^2 without
 // anchors and 1.17 m/s^2 with them, against g (sin - mu cos) = 0.74 for Coulomb friction (and
