@@ -90,6 +90,7 @@ const double* Anchors::Displacements(const mjData* d, const Problem& p) {
     mju_copy(points_.data() + 6 * c, best_x[0], 6);
     double* w = world_.data() + 3 * c;
     for (int i = 0; i < 3; i++) w[i] = committed_[best].disp[i] + best_x[1][i] - best_x[0][i];
+    disp[con.row] = committed_[best].state;
     disp[con.row + 1] = mju_dot3(w, con.frame + 3);
     disp[con.row + 2] = mju_dot3(w, con.frame + 6);
   }
@@ -112,6 +113,7 @@ void Anchors::Record(const mjData* d, const Problem& p, const double* anchor_dis
       r.body[s] = b;
       LocalPoint(d, b, con.pos, r.local[s]);
     }
+    r.state = anchor_disp[con.row];
     const double a1 = anchor_disp[con.row + 1], a2 = anchor_disp[con.row + 2];
     for (int i = 0; i < 3; i++) r.disp[i] = a1 * con.frame[3 + i] + a2 * con.frame[6 + i];
   }

@@ -2,12 +2,13 @@
 //
 // Contact anchors for comfree's position-level stick (setting comfree.anchor). An anchor is the
 // pair of material points, one on each body, that coincided at a contact's point when its step
-// was solved, plus the displacement the solver kept for the contact (disp after sliding to the
-// friction cone's edge, world frame). At the next solve a contact of the same geom pair near the
-// anchor's points takes the displacement disp + x2 - x1 (x_i the anchor's material point on body i
-// now; J's sign: body 2 minus body 1) in its own tangent frame; a contact with no anchor starts at
-// zero. Anchors are re-based on the current contact points every step, so rolling does not wind
-// them up: only slip of the material points at the contact does.
+// was solved, plus the displacement the solver kept for the contact (world frame) and a state
+// number of the solver's (comfree: whether, and how fast, the contact slides). At the next solve a
+// contact of the same geom pair near the anchor's points takes the displacement disp + x2 - x1 (x_i
+// the anchor's material point on body i now; J's sign: body 2 minus body 1) in its own tangent
+// frame; a contact with no anchor starts at zero. Anchors are re-based on the current contact
+// points every step, so rolling does not wind them up: only slip of the material points at the
+// contact does.
 //
 // Life cycle, driven by the pipeline: each constraint stage reads the committed anchors
 // (Displacements) and, unless held (RK4 stages after the first), records the solve's anchors as
@@ -70,6 +71,7 @@ class Anchors {
     int body[2];         // their bodies
     double local[2][3];  // the material point on each body, in the body's frame
     double disp[3];      // displacement kept (world frame)
+    double state;        // the solver's state of the anchor (at disp's normal row)
   };
 
   std::vector<Record_> committed_, pending_;  // (max_contacts)

@@ -55,8 +55,9 @@ const KeyInfo kKeys[] = {
    "contacts above which the facet passes run in parallel (OpenMP; did not pay on 2 cores)"},
   {"relax_limit", "comfree", kKeyReal, CK_OFF(comfree.relax_limit), 0, 100, false, false, "2",
    "largest summed velocity correction of the facets on one tree, in full steps (0: off)"},
-  {"anchor", "comfree", kKeyBool, CK_OFF(comfree.anchor), 0, 1, false, false, "0",
-   "1: position-level stick: contacts keep anchors across ck_step; facet gap phi - mu d.disp"},
+  {"anchor", "comfree", kKeyBool, CK_OFF(comfree.anchor), 0, 1, false, false, "1",
+   "1: position-level stick from contact anchors kept across ck_step (0: the paper's viscous "
+   "stick)"},
 
   {"erp", "lcp", kKeyReal, CK_OFF(lcp.erp), 0, 1, false, false, "0.2",
    "fraction of a penetration or limit violation corrected per step (1: all within the step)"},

@@ -168,26 +168,67 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
   double* out = anchor_.data() + row;
   if (con.dim < 3) return;
 
-  // displacement and gap predicted at the end of the step
+  // displacement and gap predicted at the end of the step, and the slip speed over it
   const double h = p.h, phi = p.pos[row] - p.margin[row] + h * p.J.Dot(row, v_next);
-  const double x[2] = {p.disp[row + 1] + h * p.J.Dot(row + 1, v_next),
-                       p.disp[row + 2] + h * p.J.Dot(row + 2, v_next)};
+  const double slip[2] = {h * p.J.Dot(row + 1, v_next), h * p.J.Dot(row + 2, v_next)};
+  const double x[2] = {p.disp[row + 1] + slip[0], p.disp[row + 2] + slip[1]};
+  const double speed = std::hypot(slip[0], slip[1]) / h;
 
-  // largest position-level facet term max_j -mu d_j . x over the tangential facets (>= 0: they
-  // come in opposite pairs); inside the cone while phi + that <= 0 (every facet still pressed)
+  // largest position-level facet term max_j -mu d_j . y over the tangential facets (>= 0: they
+  // come in opposite pairs); y lies inside the cone while phi + that <= 0 (every facet pressed),
+  // and scale(y) is the factor that brings it back to the edge
   double coef[6 * kComfreeMaxFacets];
   const int nf = ComfreeFacets(con, settings_.facets, coef, nullptr);
-  double edge = 0;
-  for (int j = 0; j < nf; j++) {
-    const double* cj = coef + 6 * j;
-    edge = std::max(edge, cj[1] * x[0] + cj[2] * x[1]);
-  }
-  double scale = 1;
-  if (phi + edge > 0) scale = phi < 0 && edge > 0 ? std::min(1.0, -phi / edge) : 0;
+  auto scale = [&](const double y[2]) {
+    double edge = 0;
+    for (int j = 0; j < nf; j++)
+      edge = std::max(edge, coef[6 * j + 1] * y[0] + coef[6 * j + 2] * y[1]);
+    if (phi + edge <= 0) return 1.0;
+    return phi < 0 && edge > 0 ? std::min(1.0, -phi / edge) : 0.0;
+  };
 
-  // slide the anchor by what lies beyond the edge: disp + (scale - 1) x
-  out[1] = p.disp[row + 1] + (scale - 1) * x[0];
-  out[2] = p.disp[row + 2] + (scale - 1) * x[1];
+  // sliding (the state at disp's normal row: the envelope of the slip speed, 0 when sticking):
+  // the contact slipped beyond the edge, or did and its slip still decays. The envelope decays at
+  // 1 / kComfreeSlideDecay of the viscous rate a / h of the facets, a = 2 mu^2 G A (k h + d), so a
+  // steady creep (the stick force kept falls short of the load) sticks again; so does a contact
+  // slower than kComfreeStickSpeed
+  const double G = gain_[row] * cap_[row], k = settings_.stiffness, dmp = settings_.damping;
+  const double a = 2 * con.mu[0] * con.mu[1] * G * invmass_[row] * (k * h + dmp);
+  const double s = scale(x), ref = p.disp[row] * std::exp(-a / kComfreeSlideDecay);
+  const bool sliding = speed >= kComfreeStickSpeed && (s < 1 || speed < ref);
+  out[0] = sliding ? std::max(ref, speed) : 0;
+
+  // a sticking contact keeps its displacement, pulled back to the edge; a sliding one only the
+  // displacement whose stick force carries the smooth load u = J_t (v_smooth - v) (none on level
+  // ground), so that stopping releases nothing
+  double keep[2] = {s * x[0], s * x[1]};
+  if (sliding) {
+    // the stick impulse of displacement y on axis r is 2 mu_r^2 G k y_r, its velocity change at
+    // the contact A_r times that; A_r = min(normal, tangential inverse mass) over-estimates the
+    // share a contact must carry rather than under-estimating it (cube, tall and flat boxes,
+    // capsule, cylinder), and kComfreeLoadShare lets the more loaded contacts of a body make up
+    // for those that reach the edge
+    for (int r = 1; r < 3; r++) {
+      const double mu = con.mu[r - 1];
+      const double A = std::min(invmass_[row], RowInvMass(p, row + r, scratch_.data()));
+      const double den = 2 * mu * mu * G * A * k;
+      keep[r - 1] = den > 0 ? kComfreeLoadShare * (vel_[row + r] - p.vel[row + r]) / den : 0;
+    }
+    // friction must not drive the slip: the stick force (against keep) does no work along it
+    const double ks = keep[0] * slip[0] + keep[1] * slip[1];
+    if (ks < 0) {
+      const double s2 = slip[0] * slip[0] + slip[1] * slip[1];
+      keep[0] -= ks / s2 * slip[0];
+      keep[1] -= ks / s2 * slip[1];
+    }
+    const double sk = scale(keep);
+    keep[0] *= sk;
+    keep[1] *= sk;
+  }
+
+  // what the contact keeps, at the step's start: the next step adds the slip h J_t v+
+  out[1] = keep[0] - slip[0];
+  out[2] = keep[1] - slip[1];
 }
 
 void ComfreeSolver::Solve(const Problem& p, Solution* sol) {

@@ -21,13 +21,16 @@
 //    its normal (per tree this sum bounds the largest eigenvalue of the velocity update, normal
 //    parts only); where it exceeds the limit the tree's gains are scaled down to it. On the
 //    paper's dense drop it never binds at d_user = 0.001 and adds 7-10% penetration at 0.005;
-//  - anchor (opt-in): position-level stick. The problem brings each contact's tangential
-//    displacement disp from an anchor kept across steps (plugin/anchor.h), and each tangential
-//    facet takes its own gap phi_j = phi - mu d_j . disp, so that a sticking contact is a spring
-//    in position rather than a viscous creep. After the solve, the displacement predicted for the
-//    step's end, disp + h J_t v+, is pulled back to the cone's edge (where the facet across from
-//    the slip stops pressing: phi+ + max_j (-mu d_j . x) = 0, phi+ = phi + h J_n v+) and the
-//    anchor slides by the excess; Solution::anchor_disp returns what the contact keeps.
+//  - anchor: position-level stick. The problem brings each contact's tangential displacement
+//    disp from an anchor kept across steps (plugin/anchor.h), and each tangential facet takes its
+//    own gap phi_j = phi - mu d_j . disp, so that a sticking contact is a spring in position
+//    rather than a viscous creep. After the solve, a sticking contact keeps the displacement
+//    predicted for the step's end, disp + h J_t v+, pulled back to the cone's edge (where the facet
+//    across from the slip stops pressing: phi+ + max_j (-mu d_j . x) = 0, phi+ = phi + h J_n v+).
+//    A contact that slips beyond the edge slides: it keeps only the displacement whose stick force
+//    carries its share of the smooth load (none on level ground), so that a slide that stops
+//    releases nothing, until its slip falls below kComfreeStickSpeed or stops decaying. Solution::
+//    anchor_disp returns what each contact keeps, and its state.
 #ifndef CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 #define CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 
@@ -40,6 +43,17 @@
 namespace contactkit {
 
 std::unique_ptr<Solver> MakeComfreeSolver();
+
+// slip speed (m/s) below which a sliding anchored contact sticks again
+constexpr double kComfreeStickSpeed = 1e-3;
+
+// a sliding anchored contact keeps the displacement whose stick force carries this multiple of
+// its share of the smooth load (up to the cone's edge)
+constexpr double kComfreeLoadShare = 1.25;
+
+// a sliding contact whose slip decays more slowly than its facets' viscous rate over this factor
+// sticks again
+constexpr double kComfreeSlideDecay = 10;
 
 // most facets a contact can have: 64 tangential, 2 torsional, 4 rolling
 constexpr int kComfreeMaxFacets = 70;
@@ -85,8 +99,7 @@ class ComfreeSolver final : public Solver {
   // pass 2 for contact c: facet forces, frame forces, pyramid edge forces; returns active facets
   int SolveContact(const Problem& p, int c, Solution* sol);
 
-  // anchored contact c: the displacement it keeps for the next step (anchor_), the predicted one
-  // h J_t v+ further on, pulled back to the cone's edge where it lies beyond
+  // anchored contact c: the displacement it keeps for the next step and its state (anchor_)
   void SlideAnchor(const Problem& p, int c, const double* v_next);
 
   // tangent of the inverse mass A of a row along dir (dJ, dM)

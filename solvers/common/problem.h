@@ -104,7 +104,9 @@ struct Problem {
   const int* dof_tree = nullptr;  // tree of each dof                           (nv)
 
   // tangential displacement of each contact from its anchor (comfree's position-level stick), in
-  // the contact frame at rows row + 1, row + 2 of contacts with dim >= 3 (null: no anchors)
+  // the contact frame at rows row + 1, row + 2 of contacts with dim >= 3, and at row the state
+  // the solver kept with the anchor (comfree: the slip-speed envelope while it slides, else 0; 0
+  // for a new anchor) (null: no anchors)
   const double* disp = nullptr;  //                                            (nrow)
 
   // gap re-check at q+ (null: not available)
@@ -132,8 +134,8 @@ struct Solution {
   const double* edge_force = nullptr;  //                                         (2 max_rows)
 
   // optional (null: unused): for problems with disp, the displacement each contact keeps as its
-  // anchor for the next step, at the rows of disp: disp after the anchor slid to the friction
-  // cone's edge. The solver owns the array and sets the pointer in each Solve.
+  // anchor for the next step and its state, at the rows of disp. The solver owns the array and
+  // sets the pointer in each Solve.
   const double* anchor_disp = nullptr;  //                                        (max_rows)
 };
 

@@ -14,6 +14,7 @@
 namespace contactkit::test {
 namespace {
 
+// comfree at its defaults (with contact anchors: position-level stick)
 ckSettings Comfree(double stiffness = 0.2, double damping = 0.001) {
   ckSettings s;
   ck_defaultSettings(&s);
@@ -23,7 +24,14 @@ ckSettings Comfree(double stiffness = 0.2, double damping = 0.001) {
   return s;
 }
 
-// comfree with contact anchors (position-level stick)
+// the paper's exact scheme: no anchors (viscous stick)
+ckSettings Paper(double stiffness = 0.2, double damping = 0.001) {
+  ckSettings s = Comfree(stiffness, damping);
+  s.comfree.anchor = 0;
+  return s;
+}
+
+// comfree with contact anchors (the default) and a facet count
 ckSettings Anchored(int facets = 4) {
   ckSettings s = Comfree();
   s.comfree.anchor = 1;
@@ -41,7 +49,7 @@ double Speed(const double* v) { return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2
 // Dense drop (the paper's Fig. 3): 60 primitives of all five kinds fall onto a box. Nothing falls
 // through the ground or leaves the walls, the pile comes to rest without gaining energy beyond
 // what the (MPR) collision normals of deep cylinder and ellipsoid contacts can inject, and the
-// mean penetration falls as k_user rises.
+// mean penetration falls as k_user rises; with anchors (the default) and without (the paper's).
 TEST_F(MujocoTest, DenseDropHoldsAndPenetrationFallsWithStiffness) {
   ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
   ASSERT_TRUE(m);
@@ -53,48 +61,51 @@ TEST_F(MujocoTest, DenseDropHoldsAndPenetrationFallsWithStiffness) {
   ASSERT_GE(ground, 0);
   const double xmax = m->geom_pos[3 * wall],
                ymax = m->geom_pos[3 * mj_name2id(m.get(), mjOBJ_GEOM, "wall_ypos") + 1];
-  std::vector<double> mean;
-  for (double k : {0.1, 0.3, 0.5}) {
-    ckSettings s = Comfree(k);
-    HandlePtr ck = Make(m.get(), &s);
-    DataPtr d(mj_makeData(m.get()));
-    mj_forward(m.get(), d.get());
-    const double e0 = d->energy[0] + d->energy[1];
-    double sum = 0, emax = e0;
-    long n = 0;
-    for (int t = 0; t < steps; t++) {
-      ck_step(ck.get(), m.get(), d.get());
-      ASSERT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED);
-      for (int i = 0; i < d->ncon; i++) {
-        if (d->contact[i].efc_address < 0) continue;
-        sum += std::max(0.0, -static_cast<double>(d->contact[i].dist));
-        n++;
+  for (int anchor : {1, 0}) {
+    SCOPED_TRACE(anchor ? "anchored" : "the paper's");
+    std::vector<double> mean;
+    for (double k : {0.1, 0.3, 0.5}) {
+      ckSettings s = anchor ? Comfree(k) : Paper(k);
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      mj_forward(m.get(), d.get());
+      const double e0 = d->energy[0] + d->energy[1];
+      double sum = 0, emax = e0;
+      long n = 0;
+      for (int t = 0; t < steps; t++) {
+        ck_step(ck.get(), m.get(), d.get());
+        ASSERT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED);
+        for (int i = 0; i < d->ncon; i++) {
+          if (d->contact[i].efc_address < 0) continue;
+          sum += std::max(0.0, -static_cast<double>(d->contact[i].dist));
+          n++;
+        }
+        emax = std::max(emax, static_cast<double>(d->energy[0] + d->energy[1]));
       }
-      emax = std::max(emax, static_cast<double>(d->energy[0] + d->energy[1]));
-    }
-    ASSERT_GT(n, 0);
-    mean.push_back(sum / n);
-    ExpectNoDataWarnings(d.get());
+      ASSERT_GT(n, 0);
+      mean.push_back(sum / n);
+      ExpectNoDataWarnings(d.get());
 
-    // every body above the ground's top face (z = 0) and inside the walls
-    for (int b = 1; b < m->nbody; b++) {
-      const double* x = d->xipos + 3 * b;
-      EXPECT_GT(x[2], 0) << mj_id2name(m.get(), mjOBJ_BODY, b) << " k " << k;
-      EXPECT_LT(x[0], xmax) << mj_id2name(m.get(), mjOBJ_BODY, b);
-      EXPECT_LT(x[1], ymax) << mj_id2name(m.get(), mjOBJ_BODY, b);
-      EXPECT_GT(x[0], -xmax + 2 * m->geom_pos[3 * ground]);
-    }
+      // every body above the ground's top face (z = 0) and inside the walls
+      for (int b = 1; b < m->nbody; b++) {
+        const double* x = d->xipos + 3 * b;
+        EXPECT_GT(x[2], 0) << mj_id2name(m.get(), mjOBJ_BODY, b) << " k " << k;
+        EXPECT_LT(x[0], xmax) << mj_id2name(m.get(), mjOBJ_BODY, b);
+        EXPECT_LT(x[1], ymax) << mj_id2name(m.get(), mjOBJ_BODY, b);
+        EXPECT_GT(x[0], -xmax + 2 * m->geom_pos[3 * ground]);
+      }
 
-    // no energy from nowhere beyond a quarter of the potential energy released, and at rest
-    const double released = e0 - (d->energy[0] + d->energy[1]);
-    if (steps >= 1000) {
-      EXPECT_GT(released, 0.5 * e0) << "the pile should have fallen, k " << k;
-      EXPECT_LT(emax - e0, 0.25 * released) << "k " << k;
-      EXPECT_LT(d->energy[1], 0.05 * released) << "kinetic energy left, k " << k;
+      // no energy from nowhere beyond a quarter of the potential energy released, and at rest
+      const double released = e0 - (d->energy[0] + d->energy[1]);
+      if (steps >= 1000) {
+        EXPECT_GT(released, 0.5 * e0) << "the pile should have fallen, k " << k;
+        EXPECT_LT(emax - e0, 0.25 * released) << "k " << k;
+        EXPECT_LT(d->energy[1], 0.05 * released) << "kinetic energy left, k " << k;
+      }
     }
+    EXPECT_GT(mean[0], mean[1]);
+    EXPECT_GT(mean[1], mean[2]);
   }
-  EXPECT_GT(mean[0], mean[1]);
-  EXPECT_GT(mean[1], mean[2]);
 }
 
 // decay of one velocity component under a friction coefficient: the component at 1 s, and
@@ -233,56 +244,58 @@ TEST_F(MujocoTest, StabilitySweepOfADroppedSlidingCube) {
   StabilitySweep(m.get(), 0, 0.01, 1e-3);
 }
 
-// The same with anchors: stable, no energy gained at landing, but a cube that slides to a stop
-// springs back once from what its contacts stored inside the cone (up to penetration / mu each):
-// the horizontal speed rises again to 0.03-0.24 m/s (softest contact and largest step worst)
-// before it settles, and the softest, largest-step case still moves at 2 mm/s after 8 s
-TEST_F(MujocoTest, AnchoredStabilitySweepSpringsBackOnce) {
+// The same with anchors: a contact that slides keeps no displacement beyond what its load needs,
+// so the cube that slides to a stop does not spring back and the same bounds hold
+TEST_F(MujocoTest, AnchoredStabilitySweepOfADroppedSlidingCube) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
-  StabilitySweep(m.get(), 1, 0.3, 5e-3);
+  StabilitySweep(m.get(), 1, 0.01, 1e-3);
 }
 
 // a box resting on a plane holds still, with and without anchors: drift below 0.1 mm over 5 s
-// once settled
+// once settled (anchored: with every integrator)
 TEST_F(MujocoTest, RestingBoxHoldsStill) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
-  for (int cone : {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC})
-    for (bool anchored : {false, true}) {
-      SCOPED_TRACE(anchored ? "anchored" : "not anchored");
-      m->opt.cone = cone;
-      ckSettings s = anchored ? Anchored() : Comfree();
-      HandlePtr ck = Make(m.get(), &s);
-      DataPtr d(mj_makeData(m.get()));
-      for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
-      const double x0[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
-      for (int t = 0; t < 2500; t++) ck_step(ck.get(), m.get(), d.get());
-      const double dx[3] = {d->qpos[0] - x0[0], d->qpos[1] - x0[1], d->qpos[2] - x0[2]};
-      EXPECT_LT(Speed(dx), 1e-4) << "cone " << cone;
-      EXPECT_EQ(d->ncon, 4);
+  for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4})
+    for (int cone : {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC})
+      for (bool anchored : {false, true}) {
+        if (!anchored && integrator != mjINT_EULER) continue;
+        SCOPED_TRACE((anchored ? "anchored, integrator " : "not anchored, integrator ") +
+                     std::to_string(integrator));
+        m->opt.integrator = integrator;
+        m->opt.cone = cone;
+        ckSettings s = anchored ? Anchored() : Paper();
+        HandlePtr ck = Make(m.get(), &s);
+        DataPtr d(mj_makeData(m.get()));
+        for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+        const double x0[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
+        for (int t = 0; t < 2500; t++) ck_step(ck.get(), m.get(), d.get());
+        const double dx[3] = {d->qpos[0] - x0[0], d->qpos[1] - x0[1], d->qpos[2] - x0[2]};
+        EXPECT_LT(Speed(dx), 1e-4) << "cone " << cone;
+        EXPECT_EQ(d->ncon, 4);
 
-      // it rests on its contacts: the normal forces carry its weight
-      double fn = 0;
-      for (int i = 0; i < d->ncon; i++) {
-        mjtNum f[6];
-        mj_contactForce(m.get(), d.get(), i, f);
-        fn += f[0];
+        // it rests on its contacts: the normal forces carry its weight
+        double fn = 0;
+        for (int i = 0; i < d->ncon; i++) {
+          mjtNum f[6];
+          mj_contactForce(m.get(), d.get(), i, f);
+          fn += f[0];
+        }
+        EXPECT_NEAR(fn, 9.81, 0.01) << "cone " << cone;
       }
-      EXPECT_NEAR(fn, 9.81, 0.01) << "cone " << cone;
-    }
 }
 
 // On the 10 degree incline (mu = 0.5 > tan 10) the closed form's stick is viscous: with every facet
 // active the tangential force is linear in the slip velocity, so the box creeps at a steady speed
 // set by the velocity gain (k h + d) M instead of holding still; the creep falls as d_user rises.
-// (The anchor setting gives position-level stick instead: AnchorsHoldTheBoxOnTheIncline.)
+// (Anchors, the default, give position-level stick instead: AnchorsHoldTheBoxOnTheIncline.)
 TEST_F(MujocoTest, InclineStickIsASteadyCreepThatFallsWithDamping) {
   ModelPtr m = Load(BundledModel("box_incline.xml"));
   ASSERT_TRUE(m);
   std::vector<double> creep;
   for (double dmp : {0.001, 0.003, 0.005}) {
-    ckSettings s = Comfree(0.2, dmp);
+    ckSettings s = Paper(0.2, dmp);
     HandlePtr ck = Make(m.get(), &s);
     DataPtr d(mj_makeData(m.get()));
     for (int t = 0; t < 1000; t++) ck_step(ck.get(), m.get(), d.get());
@@ -331,6 +344,42 @@ TEST_F(MujocoTest, AnchorsHoldTheBoxOnTheIncline) {
   }
 }
 
+// A box launched down or up the 10 degree incline (mu = 0.5) with anchors comes to rest and holds:
+// its sliding contacts keep their share of the load (never a part that would push along the
+// slip: launched up-slope it turns and never climbs again), and stick again once the slip stops
+// decaying. Drift below 0.1 mm over 2 s once stopped; the box stays near where it stopped.
+TEST_F(MujocoTest, AnchoredBoxLaunchedOnTheInclineStopsAndHolds) {
+  ModelPtr m = Load(BundledModel("box_incline.xml"));
+  ASSERT_TRUE(m);
+  const double a = 10 * M_PI / 180, t[3] = {std::cos(a), 0, -std::sin(a)};
+  for (double v0 : {1.0, -1.0}) {
+    ckSettings s = Anchored();
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int k = 0; k < 250; k++) ck_step(ck.get(), m.get(), d.get());
+    for (int i = 0; i < 3; i++) d->qvel[i] = v0 * t[i];
+    auto along = [&]() { return d->qpos[0] * t[0] + d->qpos[2] * t[2]; };
+    int n = 0;
+    for (; n < 1500 && DownSlope(d.get()) * v0 > 0; n++) ck_step(ck.get(), m.get(), d.get());
+    ASSERT_LT(n, 1500) << "v0 " << v0;
+    const double turn = along();
+    double lo = turn, hi = turn;
+    for (int k = 0; k < 1500; k++) {
+      ck_step(ck.get(), m.get(), d.get());
+      lo = std::min(lo, along());
+      hi = std::max(hi, along());
+    }
+    EXPECT_LT(hi - lo, 0.02) << "v0 " << v0;  // at rest near where it stopped
+    if (v0 < 0) {
+      EXPECT_GE(lo, turn - 1e-6);  // launched up: it never climbs past its turn
+    }
+    const double x1 = along();
+    for (int k = 0; k < 1000; k++) ck_step(ck.get(), m.get(), d.get());
+    EXPECT_LT(std::fabs(along() - x1), 1e-4) << "v0 " << v0;
+    EXPECT_LT(Speed(d->qvel), 1e-6) << "v0 " << v0;
+  }
+}
+
 // The anchored static friction reaches mu / 2 (any facet count): at the cone's edge the facet
 // opposite the slip stops pressing and the one along it doubles, while every facet keeps its share
 // of the normal load. With mu = 0.4 (tan 10 / mu = 0.44) the box holds; with mu = 0.3 (0.59) it
@@ -360,8 +409,9 @@ TEST_F(MujocoTest, AnchoredStaticFrictionReachesHalfMu) {
   }
 }
 
-// Above the friction angle (mu = 0.1 < tan 10) the anchored box still slides and accelerates: the
-// anchors slide at the cone's edge and store nothing beyond it. The closed form's sliding
+// Above the friction angle (mu = 0.1 < tan 10) the anchored box still slides and accelerates: its
+// sliding contacts keep no more than the cone's edge (1.25 times their share of the load lies
+// beyond it) and store nothing beyond. The closed form's sliding
 // friction at these slip speeds is below mu with or without anchors (the facets across the slip
 // carry normal load without friction): between 0.5 and 0.9 s the box gains 1.41 m/s^2 without
 // anchors and 1.17 m/s^2 with them, against g (sin - mu cos) = 0.74 for Coulomb friction (and
@@ -389,37 +439,49 @@ TEST_F(MujocoTest, AnchoredBoxAboveTheFrictionAngleSlides) {
   EXPECT_GT(accel[1], 0.5 * accel[0]);
 }
 
-// A box launched along the plane still stops with anchors, then holds still. On stopping, the
-// displacement stored inside the cone (at most penetration / mu per contact: 2.3 mm here, where
-// the box rests 1.15 mm deep at k_user = 0.2) springs back once: a recoil of a few millimeters,
-// rocking that dies out within about 2 s.
-TEST_F(MujocoTest, AnchoredSlidingBoxStopsAndHolds) {
+// A box launched along the plane with anchors stops without springing back: a contact that slips
+// beyond the cone slides, keeping only the displacement its smooth load needs (none on level
+// ground), so stopping releases nothing stored. Within 1 s of stopping it moves back less than
+// 0.5 mm and no faster than 1 mm/s, then holds still; soft and stiff contact, every integrator.
+TEST_F(MujocoTest, AnchoredSlidingBoxStopsWithoutSpringBack) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
-  ckSettings s = Anchored();
-  HandlePtr ck = Make(m.get(), &s);
-  DataPtr d(mj_makeData(m.get()));
-  for (int t = 0; t < 250; t++) ck_step(ck.get(), m.get(), d.get());
-  d->qvel[0] = 2;
-  double xmax = d->qpos[0];
-  int t = 0;
-  for (; t < 1000 && d->qvel[0] > 0; t++) {
-    ck_step(ck.get(), m.get(), d.get());
-    xmax = std::max(xmax, static_cast<double>(d->qpos[0]));
+  const double kd[3][2] = {{0.2, 0.001}, {0.1, 0.001}, {0.5, 0.005}};
+  for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4}) {
+    for (const auto& c : kd) {
+      const std::string tag = "integrator " + std::to_string(integrator) + " k " +
+                              std::to_string(c[0]) + " d " + std::to_string(c[1]);
+      m->opt.integrator = integrator;
+      ckSettings s = Anchored();
+      s.comfree.stiffness = c[0];
+      s.comfree.damping = c[1];
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      for (int t = 0; t < 250; t++) ck_step(ck.get(), m.get(), d.get());
+      d->qvel[0] = 2;
+      double xmax = d->qpos[0];
+      int t = 0;
+      for (; t < 2000 && d->qvel[0] > 0; t++) {
+        ck_step(ck.get(), m.get(), d.get());
+        xmax = std::max(xmax, static_cast<double>(d->qpos[0]));
+      }
+      ASSERT_LT(t, 2000) << "did not stop, " << tag;
+      EXPECT_GT(t * m->opt.timestep, 0.3) << tag;  // mu g = 4.9 m/s^2 would stop it in 0.41 s
+      double xmin = xmax, vmax = 0;
+      for (int k = 0; k < 500; k++) {
+        ck_step(ck.get(), m.get(), d.get());
+        xmin = std::min(xmin, static_cast<double>(d->qpos[0]));
+        vmax = std::max(vmax, Speed(d->qvel));
+      }
+      EXPECT_LT(xmax - xmin, 5e-4) << tag;  // spring-back
+      EXPECT_LT(vmax, 1e-3) << tag;
+      const double x1[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
+      for (int k = 0; k < 2500; k++) ck_step(ck.get(), m.get(), d.get());
+      const double dx[3] = {d->qpos[0] - x1[0], d->qpos[1] - x1[1], d->qpos[2] - x1[2]};
+      EXPECT_LT(Speed(dx), 1e-4) << tag;  // then it holds
+      ExpectNoDataWarnings(d.get());
+    }
   }
-  ASSERT_LT(t, 1000) << "did not stop";
-  EXPECT_GT(t * m->opt.timestep, 0.3);  // mu g = 4.9 m/s^2 would stop it in 0.41 s
-  double xmin = xmax;
-  for (int k = 0; k < 1500; k++) {
-    ck_step(ck.get(), m.get(), d.get());
-    xmin = std::min(xmin, static_cast<double>(d->qpos[0]));
-  }
-  EXPECT_LT(xmax - xmin, 5e-3);  // recoil
-  const double x1[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
-  for (int k = 0; k < 1000; k++) ck_step(ck.get(), m.get(), d.get());
-  const double dx[3] = {d->qpos[0] - x1[0], d->qpos[1] - x1[1], d->qpos[2] - x1[2]};
-  EXPECT_LT(Speed(dx), 1e-4);  // then it holds
-  ExpectNoDataWarnings(d.get());
 }
 
 // anchors advance only in ck_step: extra ck_forward calls between steps change nothing, and

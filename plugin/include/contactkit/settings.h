@@ -49,7 +49,8 @@ typedef struct ckComfreeSettings_ {
   int facets;          // tangential facet directions per contact (4: MuJoCo's pyramid)
   int parallel_min;    // contacts above which the facet loop runs with OpenMP
   double relax_limit;  // largest summed velocity correction of the facets on one tree (0: off)
-  int anchor;          // 1: position-level stick from per-contact anchors kept across steps
+  int anchor;          // 1 (default): position-level stick from contact anchors kept across
+                       // steps; 0: the paper's viscous stick
 } ckComfreeSettings;
 
 // LCP settings
