@@ -34,10 +34,10 @@ const char kUsage[] =
     "options:\n"
     "  --sizes LIST     scenes as NXxNYxLAYERS, comma separated (default: 3x2x1,3x3x2,5x4x3,\n"
     "                   6x6x4,7x7x4,8x8x4,8x8x6,8x8x8,7x7x14: about 10 to 2000+ contacts)\n"
-    "  --solvers LIST   among comfree (without anchors: the paper's scheme), newton, pgs, cg,\n"
-    "                   ipm, comfree_serial, comfree_anchor (with anchors: the default setting),\n"
-    "                   comfree_pgsmodel (comfree on the model with opt.solver PGS) (default:\n"
-    "                   comfree,newton,pgs,ipm; ipm only if this build has it)\n"
+    "  --solvers LIST   among comfree (default settings: with anchors), comfree_paper (anchor 0:\n"
+    "                   the paper's scheme), comfree_serial (no OpenMP), comfree_pgsmodel\n"
+    "                   (comfree on the model with opt.solver PGS), newton, pgs, cg, ipm\n"
+    "                   (default: comfree,newton,pgs,ipm; ipm only if this build has it)\n"
     "  --settle N       CG steps before timing (default 1000: the piles have landed and\n"
     "                   compacted; 7x7x14 then has 2000+ contacts)\n"
     "  --steps N        timed steps per solver and scene (default 20)\n"
@@ -66,7 +66,7 @@ struct Variant {
   int solver;     // ckSolver
   int mj_solver;  // mjtSolver for ckSOL_MUJOCO
   int parallel_min;
-  int anchor = 0;  // comfree contact anchors
+  int anchor = -1;  // comfree contact anchors (-1: the default setting)
 };
 
 bool MakeVariant(const std::string& name, Variant* v) {
@@ -76,8 +76,8 @@ bool MakeVariant(const std::string& name, Variant* v) {
     *v = {name, ckSOL_COMFREE, mjSOL_NEWTON, 1000000000};
   else if (name == "comfree_pgsmodel")  // a model that names PGS (MuJoCo 2.x then projects)
     *v = {name, ckSOL_COMFREE, mjSOL_PGS, 0};
-  else if (name == "comfree_anchor")
-    *v = {name, ckSOL_COMFREE, mjSOL_NEWTON, 0, 1};
+  else if (name == "comfree_paper")
+    *v = {name, ckSOL_COMFREE, mjSOL_NEWTON, 0, 0};
   else if (name == "newton")
     *v = {name, ckSOL_MUJOCO, mjSOL_NEWTON, 0};
   else if (name == "pgs")
@@ -157,7 +157,7 @@ Result Measure(mjModel* m, mjData* d, const State& settled, const Variant& v, in
   ck_defaultSettings(&s);
   s.solver = v.solver;
   if (v.parallel_min > 0) s.comfree.parallel_min = v.parallel_min;
-  s.comfree.anchor = v.anchor;
+  if (v.anchor >= 0) s.comfree.anchor = v.anchor;
   s.deriv.enabled = 0;  // simulation only
   char err[1024] = "";
   ckHandle* ck = ck_make(m, &s, err, sizeof(err));
@@ -295,7 +295,7 @@ int main(int argc, char** argv) {
     if (!MakeVariant(s, &v)) {
       return Fail(
           "unknown solver '" + s +
-          "'; allowed: comfree, comfree_serial, comfree_anchor, comfree_pgsmodel, newton, pgs, cg, "
+          "'; allowed: comfree, comfree_paper, comfree_serial, comfree_pgsmodel, newton, pgs, cg, "
           "ipm");
     }
     if (!ck_solverAvailable(v.solver)) {
