@@ -327,7 +327,10 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   alloc(tmp_, nv + na);
   alloc(tmp2_, nv + na);
   alloc(vplus_, nv);
+  alloc(dup_, nv);
+  alloc(wpos_, nv);
   alloc(maps_, 18 * static_cast<size_t>(m->njnt));
+  alloc(maps_pos_, 18 * static_cast<size_t>(m->njnt));
   alloc(blk_r_, static_cast<size_t>(nv) * SoftTangent::kBlock);
   alloc(blk_p_, static_cast<size_t>(nv) * SoftTangent::kBlock);
   alloc(blk_y_, static_cast<size_t>(nv) * SoftTangent::kBlock);
@@ -750,6 +753,7 @@ bool Derivative::SolveTangent(const mjModel* m) {
 
   // (b) force tangent and the constraint force's tangent J' df + dJ' f
   for (int i = 0; i < nv; i++) dqc_[i] = 0;
+  has_dup_ = false;
   if (has_rows_) {
     const Problem& p = *p_;
     ProblemTangent dir;
@@ -769,6 +773,8 @@ bool Derivative::SolveTangent(const mjModel* m) {
         fallback_ = "the solver has no analytic force tangent";
         return false;
       }
+      // lcp's split impulse: the tangent of the position correction
+      has_dup_ = sol_->position_correction && solver_->PositionTangent(p, dir, dup_.data());
     } else {
       soft_.ForceTangent(p, dir, df_.data(), nullptr);
     }
@@ -1023,11 +1029,14 @@ bool Derivative::SingleStage(const mjModel* m) {
   sensors_ = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
   if (!PrepareStage(m, false)) return false;
 
-  // v+ of the step (the velocity the positions integrate)
+  // v+ of the step (the velocity the positions integrate), and lcp's position correction u
+  // after it (split impulse: q+ = (q (+) h v+) (+) h u)
   double* vplus = vplus_.data();
   for (int i = 0; i < nv; i++) vplus[i] = v0_[i] + h * aint_[i];
+  const double* up = has_rows_ && solver_ ? sol_->position_correction : nullptr;
   double* maps = maps_.data();
   IntegrateMaps(m, vplus, h, maps);
+  if (up) IntegrateMaps(m, up, h, maps_pos_.data());
   ElasticPrepare(m);
   ElasticSelect(vplus);
   double* out = out_col_.data();
@@ -1036,7 +1045,14 @@ bool Derivative::SingleStage(const mjModel* m) {
       Directions(m, sink_.WantsState(), sink_.WantsCtrl(), [&](int kind, int index, int col) {
         // next state: dv+ = dv + h daint, dq+ through the position update, dact+
         for (int i = 0; i < nv; i++) out[nv + i] = dv_[i] + h * dacc_[i];
-        IntegrateTangent(m, maps, h, dq_.data(), out + nv, out);
+        if (up) {
+          double* mid = wpos_.data();
+          IntegrateTangent(m, maps, h, dq_.data(), out + nv, mid);
+          if (!has_dup_) mju_zero(dup_.data(), nv);
+          IntegrateTangent(m, maps_pos_.data(), h, mid, dup_.data(), out);
+        } else {
+          IntegrateTangent(m, maps, h, dq_.data(), out + nv, out);
+        }
         ActNext(m, act0_.data(), actdot0_.data(), dact_.data(), dactdot_.data(), h, out + 2 * nv);
         EmitState(col, out);
         if (sensors_) {
@@ -1126,6 +1142,10 @@ bool Derivative::RungeKutta(const mjModel* m) {
     d0_->time = time + kC[stage] * h;
     sensors_ = stage == 0 && sensor_out;
     if (!PrepareStage(m, true)) return false;
+    if (stage == 0 && has_rows_ && solver_ && sol_->position_correction) {
+      fallback_ = "lcp's position correction (split impulse) is not differentiated under RK4";
+      return false;
+    }
     if (stage == 0) ElasticPrepare(m);
     mju_copy(Fi, aint_.data(), nv);
     mju_copy(Fi + nv, actdot0_.data(), na);

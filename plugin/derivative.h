@@ -344,6 +344,9 @@ class Derivative {
   std::vector<double> dvfree_, dqc_, dacc_, dqderiv_a_;  // (nv)
   std::vector<double> moment_;  // a dense actuator moment row                                (nv)
   std::vector<double> tmp_, tmp2_, vplus_;  // (nv + na, nv + na, nv)
+  std::vector<double> dup_, wpos_;          // position correction's tangent, scratch       (nv, nv)
+  std::vector<double> maps_pos_;            // IntegrateMaps of the position correction (18 njnt)
+  bool has_dup_ = false;                    // dup_ holds the current direction's
   std::vector<double>
       maps_;  // IntegrateMaps of the current stage (18 njnt)                    // (nv)
   std::vector<int> cols_;      // contact row columns           (nv)

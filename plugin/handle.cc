@@ -81,6 +81,7 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative
       return nullptr;
     }
     ck->anchors.Allocate(ck->extractor.dims().max_contacts, ck->extractor.dims().max_rows);
+    ck->position_fix.assign(m->nv, 0);
     ck->rk.assign(4 * static_cast<size_t>(m->nq + 2 * m->nv + 2 * m->na) + 2 * m->nv + m->na + 1,
                   0);
     ck->settings = s;
@@ -199,6 +200,7 @@ void ck_reset(ckHandle* ck) {
   if (!ck) return;
   if (ck->solver) ck->solver->Reset();
   ck->anchors.Clear();
+  ck->position_pending = false;
 }
 
 void ck_getSettings(const ckHandle* ck, ckSettings* settings) { *settings = ck->settings; }

@@ -50,6 +50,9 @@ struct ckHandle_ {
   std::unique_ptr<contactkit::Solver> solver;     // null for the "mujoco" pass-through
   std::vector<double> rk;                         // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
   contactkit::Anchors anchors;                    // comfree contact anchors (comfree.anchor)
+  std::vector<double> position_fix;               // pseudo-velocity for after the step    (nv)
+  bool position_pending = false;                  // position_fix holds this step's correction
+  bool hold_stage = false;                        // RK4 stages after the first: record nothing
   bool warned[contactkit::kNumWarnOnce] = {};     // warn-once flags
   ckRegap_ regap;                                 // gap re-check context (ipm gap_recheck > 0)
   std::unique_ptr<contactkit::Derivative> deriv;  // derivative workspace (plugin/derivative.h)

@@ -187,6 +187,7 @@ void RungeKutta4(ckHandle* ck, const mjModel* m, mjData* d) {
 
   // the stages after the first do not record contact anchors: those of the step's start stand
   ck->anchors.set_hold(true);
+  ck->hold_stage = true;
 
   for (int i = 1; i < N; i++) {
     C[i - 1] = 0;
@@ -235,6 +236,7 @@ void RungeKutta4(ckHandle* ck, const mjModel* m, mjData* d) {
   mju_copy(d->act, X[0] + nq + nv, na);
   Advance(m, d, dX + 2 * nv, dX + nv, dX);
   ck->anchors.set_hold(false);
+  ck->hold_stage = false;
 }
 
 }  // namespace
@@ -249,6 +251,7 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
   st.solver = ck->settings.solver;
   const bool anchored = UsesAnchors(ck);
   if (anchored) ck->anchors.RecordNone();  // replaced below by the solve's contacts
+  if (!ck->hold_stage) ck->position_pending = false;
 
   // MuJoCo's own solver
   if (!ck->solver) {
@@ -282,6 +285,7 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     sol.pivots = sol.guess_hit = sol.guess_tried = 0;
     sol.edge_force = nullptr;
     sol.anchor_disp = nullptr;
+    sol.position_correction = nullptr;
     p.disp = anchored ? ck->anchors.Displacements(d, p) : nullptr;
     p.regap = nullptr;
     if (ck->regap.scratch) {
@@ -312,6 +316,11 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
       }
     }
     if (anchored && ok) ck->anchors.Record(d, p, sol.anchor_disp);
+    if (!ck->hold_stage) {
+      // the step's position correction (lcp's split impulse), applied after the integrator
+      ck->position_pending = ok && sol.position_correction;
+      if (ck->position_pending) mju_copy(ck->position_fix.data(), sol.position_correction, p.nv);
+    }
     if (!ok) {
       sol.edge_force = nullptr;
       for (int i = 0; i < p.nrow; i++) sol.force[i] = 0;
@@ -364,8 +373,13 @@ void StepSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skip
       break;
   }
 
-  // the step is taken: the anchors of its constraint stage become the contacts' anchors
+  // the step is taken: the anchors of its constraint stage become the contacts' anchors, and
+  // its penetrations are projected out of the positions (lcp's split impulse: no velocity)
   if (UsesAnchors(ck)) ck->anchors.Commit();
+  if (ck->position_pending) {
+    mj_integratePos(m, d->qpos, ck->position_fix.data(), m->opt.timestep);
+    ck->position_pending = false;
+  }
 }
 
 }  // namespace contactkit

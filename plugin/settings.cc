@@ -59,9 +59,12 @@ const KeyInfo kKeys[] = {
    "1: position-level stick from contact anchors kept across ck_step (0: the paper's viscous "
    "stick)"},
 
-  {"erp", "lcp", kKeyReal, CK_OFF(lcp.erp), 0, 1, false, false, "0.2",
+  {"erp", "lcp", kKeyReal, CK_OFF(lcp.erp), 0, 1, false, false, "1",
    "fraction of a penetration or limit violation corrected per step (1: all within the step)"},
-  {"max_correction", "lcp", kKeyReal, CK_OFF(lcp.max_correction), 0, kInf, true, false, "inf",
+  {"split_impulse", "lcp", kKeyBool, CK_OFF(lcp.split_impulse), 0, 1, false, false, "1",
+   "1: penetrations are corrected by a position projection after the step, which adds no "
+   "velocity; 0: by the velocity target (Baumgarte)"},
+  {"max_correction", "lcp", kKeyReal, CK_OFF(lcp.max_correction), 0, kInf, true, false, "0.1",
    "largest speed (m/s; rad/s for limits) at which a violation is corrected"},
   {"slop", "lcp", kKeyReal, CK_OFF(lcp.slop), 0, 1, false, false, "1e-5",
    "penetration (m; rad for limits) that resting contacts keep, so MuJoCo keeps reporting them"},

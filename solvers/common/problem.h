@@ -137,6 +137,11 @@ struct Solution {
   // anchor for the next step and its state, at the rows of disp. The solver owns the array and
   // sets the pointer in each Solve.
   const double* anchor_disp = nullptr;  //                                        (max_rows)
+
+  // optional (null: none): a pseudo-velocity that moves the positions only, after the step's
+  // integration: q+ = q+ (+) h position_correction (lcp's split impulse). Owned by the solver,
+  // set in each Solve.
+  const double* position_correction = nullptr;  //                                (nv)
 };
 
 // a perturbation of the problem data along one direction; null members do not change. Rows,

@@ -43,6 +43,13 @@ class Solver {
   // (no force), -1 as solved, for each problem contact c; null restores the solver's own
   // classification. Returns false if the solver has no such notion. Must not allocate.
   virtual bool SetTangentModes(const Problem& p, const signed char* mode) { return false; }
+
+  // Optional, for solvers that set Solution::position_correction: its tangent along dir into
+  // du (nv), for the classification of the last solve. Returns false if it has none. Must not
+  // allocate.
+  virtual bool PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) {
+    return false;
+  }
 };
 
 }  // namespace contactkit

@@ -101,17 +101,24 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     next_.Allocate(dims.max_rows);
     factors_.assign(std::max(dims.ntree, 1), IslandFactor());
     changed_.assign(std::max(dims.ntree, 1), 0);
+    exact_.assign(std::max(dims.ntree, 1), 0);
     arena_d_.assign(2 * Cod::Doubles(cap_), 0);
     arena_i_.assign(2 * Cod::Ints(cap_), 0);
     scratch_d_.assign(Cod::Doubles(cap_), 0);
     scratch_i_.assign(Cod::Ints(cap_), 0);
     scratch_cod_.Bind(scratch_d_.data(), scratch_i_.data(), cap_);
+    up_.assign(nv, 0);
+    prow_.assign(rows, 0);
+    px_.assign(rows, 0);
+    pz_.assign(nv, 0);
+    prowadr_.assign(std::max(dims.ntree, 1) + 1, 0);
   } catch (const std::bad_alloc&) {
     *error = "lcp: out of memory for the dense workspace (lower max_island_rows)";
     return false;
   }
   have_prev_ = false;
   nisland_ = 0;
+  position_active_ = false;
   return true;
 }
 
@@ -131,8 +138,8 @@ Cod* LcpSolver::factorization(int island) {
 
 //------------------------------------- problem data -----------------------------------------------
 
-double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos,
-                                double* dvel) const {
+double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos, double* dvel,
+                                bool split) const {
   const double h = p.h, erp = settings_.lcp.erp;
   *dpos = *dvel = 0;
   double pos;
@@ -157,11 +164,34 @@ double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos
       return 0;
   }
 
+  // split impulse: a gap (speculative contact, limit ahead) closes exactly within the step, a
+  // penetration is the position pass's
+  if (split && settings_.lcp.split_impulse && p.kind[i] != kRowEquality) {
+    if (pos < 0) return 0;
+    *dpos = 1 / h;
+    return pos / h;
+  }
+
   // the fraction erp of the gap (beyond the slop) closes within the step; corrections of a
   // violation are capped at max_correction
   const double s = erp * pos / h;
   if (s < -settings_.lcp.max_correction) return -settings_.lcp.max_correction;
   *dpos = erp / h;
+  return s;
+}
+
+double LcpSolver::PositionTarget(const Problem& p, int i, double* dpos) const {
+  *dpos = 0;
+  if (!settings_.lcp.split_impulse || settings_.lcp.erp <= 0) return 0;
+  if (p.kind[i] != kRowContactNormal && p.kind[i] != kRowLimit) return 0;
+  // penetrations beyond 2 slop are brought back to 1.5 slop: resting contacts then sit inside
+  // the band [slop, 2 slop] where neither the gap term of the velocity rows nor this pass acts,
+  // so that the step is smooth there (no kink between the two corrections at rest)
+  const double slop = settings_.lcp.slop;
+  if (p.pos[i] + 2 * slop >= 0) return 0;
+  const double s = settings_.lcp.erp * (p.pos[i] + 1.5 * slop) / p.h;
+  if (s < -settings_.lcp.max_correction) return -settings_.lcp.max_correction;
+  *dpos = settings_.lcp.erp / p.h;
   return s;
 }
 
@@ -256,6 +286,12 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   for (int k = 0; k < nisland_; k++) SolveIsland(p, k, sol);
   VelocityFromForce(p, sol->force, sol->v_next, nullptr);
 
+  // split impulse: the penetrations, removed by a pseudo-velocity of the positions alone
+  position_active_ = false;
+  prowadr_[0] = 0;
+  for (int k = 0; k < nisland_; k++) PositionIsland(p, k);
+  sol->position_correction = position_active_ ? up_.data() : nullptr;
+
   // remember the classification for the next step's guess
   next_.Clear();
   for (int i = 0; i < nrow; i++) next_.Put(keya_[i], keyb_[i], state_[i]);
@@ -313,6 +349,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   const double h = p.h;
   IslandFactor& fac = factors_[island];
   fac.stored = false;
+  exact_[island] = 0;
   if (n > cap_) {
     const bool converged = LargeIsland(p, island, sol);
     sol->status = std::max(sol->status, converged ? static_cast<int>(ckSTATUS_INACCURATE)
@@ -354,6 +391,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   }
   BoxedStats st;
   const bool exact = boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, &st);
+  exact_[island] = exact;
   // results and statistics
   for (int j = 0; j < n; j++) {
     sol->force[rows[j]] = x_[j] / h;
@@ -393,7 +431,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
     const int g = rows[j];
     const double b0 = p.J.Dot(g, p.v_free);
     double dpos, dvel;
-    bfull_[g] = Stabilization(p, g, b0, &dpos, &dvel);
+    bfull_[g] = Stabilization(p, g, b0, &dpos, &dvel, false);
     vscale = std::max(vscale, std::fabs(b0 + bfull_[g]));
     diag_[g] = RowInvMass(p, g, yv_.data()) + cfm;
     lam[g] = 0;
@@ -439,6 +477,134 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
     lam[g] /= h;
   }
   return converged;
+}
+
+void LcpSolver::PositionIsland(const Problem& p, int island) {
+  const Islands& is = p.islands;
+  const int n = is.nrows[island];
+  const int* rows = is.rows + is.rowadr[island];
+  int* prow = prow_.data() + prowadr_[island];
+  prowadr_[island + 1] = prowadr_[island];
+  // large islands correct by the velocity target (LargeIsland); an island whose velocity solve
+  // failed moves no position (its velocities are only the best answer)
+  if (n > cap_ || !exact_[island]) return;
+
+  // the penetrating normals and limits
+  int np = 0;
+  double vscale = 0;
+  for (int j = 0; j < n; j++) {
+    double dpos;
+    const double t = PositionTarget(p, rows[j], &dpos);
+    if (t < 0) {
+      prow[np] = rows[j];
+      b_[np] = t;
+      vscale = std::max(vscale, -t);
+      np++;
+    }
+  }
+  if (!np) return;
+  if (!position_active_) {
+    std::fill(up_.begin(), up_.end(), 0.0);
+    position_active_ = true;
+  }
+
+  // x >= 0 _|_ A x + b >= 0 on those rows alone (frictionless: no tangential pseudo-motion)
+  BuildA(p, prow, np);
+  for (int j = 0; j < np; j++) {
+    lo_[j] = 0;
+    hi_[j] = kInf;
+    findex_[j] = -1;
+    mu_[j] = 0;
+  }
+  const DenseLcp lcp{np,         np,         A_.data(),      b_.data(),
+                     lo_.data(), hi_.data(), findex_.data(), mu_.data()};
+  // (the default limits, not the settings': this small problem always gets its pivots)
+  BoxedOptions opt;
+  opt.tol = kTol * std::max(1.0, vscale);
+  signed char* state = lstate_.data();
+  BoxedLcpSolver::ColdState(lcp, state);
+  opt.use_guess = true;
+  BoxedStats st;
+  if (!boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), &scratch_cod_, &st)) {
+    // no exact answer: each row's own correction shared among the rows, which never overshoots
+    for (int j = 0; j < np; j++) {
+      const double a = A_[j + j * np];
+      x_[j] = a > 0 ? -b_[j] / (a * np) : 0;
+      state[j] = x_[j] > 0 ? kLcpClamped : kLcpLower;
+    }
+  }
+
+  // the pseudo-velocity, and the clamped rows for PositionTangent
+  int nc = 0;
+  for (int j = 0; j < np; j++) {
+    if (!(x_[j] > 0) || state[j] != kLcpClamped) continue;
+    SolveRow(p, prow[j], x_[j]);
+    ForTreeRanges(p, prow[j], [&](int begin, int end) {
+      for (int k = begin; k < end; k++) up_[k] += yv_[k];
+    });
+    ClearY(p, prow[j]);
+    px_[prowadr_[island] + nc] = x_[j];
+    prow[nc++] = prow[j];
+  }
+  prowadr_[island + 1] = prowadr_[island] + nc;
+}
+
+bool LcpSolver::PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) {
+  // u = M^-1 J_C' x with A_CC x = -t_C: du = z + M^-1 J_C' dx, z = M^-1 (dJ_C' x - dM u), and
+  // A_CC dx = -(dt_C + dJ_C u + J_C z)
+  if (!position_active_) return false;
+  const int nv = p.nv;
+  const SparseRows& J = p.J;
+  double* z = pz_.data();
+  std::fill(z, z + nv, 0.0);
+  const int nall = prowadr_[nisland_];
+  if (dir.J) {
+    for (int a = 0; a < nall; a++) {
+      const int g = prow_[a], adr = J.rowadr[g];
+      for (int q = 0; q < J.rownnz[g]; q++) z[J.colind[adr + q]] += dir.J[adr + q] * px_[a];
+    }
+  }
+  if (dir.M) {
+    const TreeMass& mass = p.mass;
+    for (int i = 0; i < nv; i++) {
+      z[i] -= dir.M[mass.madr[i]] * up_[i];
+      int adr = mass.madr[i] + 1;
+      for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+        z[i] -= dir.M[adr] * up_[j];
+        z[j] -= dir.M[adr] * up_[i];
+      }
+    }
+  }
+  p.mass.Solve(z);
+  std::copy(z, z + nv, du);
+
+  for (int k = 0; k < nisland_; k++) {
+    const int* rows = prow_.data() + prowadr_[k];
+    const int nc = prowadr_[k + 1] - prowadr_[k];
+    if (!nc) continue;
+    BuildA(p, rows, nc);
+    for (int j = 0; j < nc; j++) {
+      const int g = rows[j];
+      double dpos;
+      PositionTarget(p, g, &dpos);
+      double r = (dir.pos ? dpos * dir.pos[g] : 0) + J.Dot(g, z);
+      if (dir.J) {
+        const int adr = J.rowadr[g];
+        for (int q = 0; q < J.rownnz[g]; q++) r += dir.J[adr + q] * up_[J.colind[adr + q]];
+      }
+      rc_[j] = -r;
+    }
+    scratch_cod_.Factor(A_.data(), nc, nc, 1e-13);
+    scratch_cod_.Solve(rc_.data(), dy_.data());
+    for (int j = 0; j < nc; j++) {
+      SolveRow(p, rows[j], dy_[j]);
+      ForTreeRanges(p, rows[j], [&](int begin, int end) {
+        for (int q = begin; q < end; q++) du[q] += yv_[q];
+      });
+      ClearY(p, rows[j]);
+    }
+  }
+  return true;
 }
 
 }  // namespace contactkit

@@ -5,18 +5,23 @@
 //
 // Unknowns are the impulses x = h f of the island's rows; with u = M_eff^-1 J' x,
 //   w = A x + b,  A = J M_eff^-1 J' + cfm I,  b = J v_free + stabilization,  v+ = v_free + u,
-// so w is the row velocity after the step plus its stabilization, erp times the gap per step:
+// so w is the row velocity after the step plus its stabilization:
 //   equality rows   bilateral (x free, w = 0), b += erp pos / h
 //   friction loss   |x| <= h floss
-//   limits, normals x >= 0 complementary to w >= 0, b += erp (pos + slop) / h: with erp = 1 and
-//                   slop = 0 this is the gap at the end of the step, pos + h J v+ >= 0; erp < 1
-//                   corrects a penetration (MuJoCo reports contacts only once they touch, so the
-//                   first contact step penetrates) over several steps instead of turning it into
-//                   an outward velocity, and slop > 0 keeps resting contacts slightly inside, where
-//                   MuJoCo keeps reporting them (a contact at exactly zero distance is dropped);
-//                   the outward correction speed is capped at max_correction. A contact that
-//                   approaches faster than restitution_threshold and closes within the step is
-//                   reflected instead: b += sigma J_n v, so that J_n v+ >= -sigma J_n v
+//   limits, normals x >= 0 complementary to w >= 0. With split_impulse (the default) b holds
+//                   only a gap ahead, b += max(pos + slop, 0) / h, so that a speculative contact
+//                   closes exactly to slop within the step, and a penetration deeper than
+//                   2 slop is removed after the step by positions alone: the position pass
+//                   solves the frictionless LCP x_p >= 0 _|_ A_PP x_p + t_P >= 0 on those rows,
+//                   t = max(erp (pos + 1.5 slop) / h, -max_correction), and the pipeline moves
+//                   q+ by h M^-1 J_P' x_p (Solution::position_correction) without touching v+, so
+//                   no velocity is injected (MuJoCo reports a contact only once it penetrates).
+//                   Resting contacts sit in the band [slop, 2 slop] deep where neither acts, so
+//                   the step stays smooth at rest. Without split_impulse, b += erp (pos + slop)
+//                   / h (Baumgarte): the correction speed stays in the body as velocity, capped
+//                   at max_correction. A contact that approaches faster than
+//                   restitution_threshold and closes within the step is reflected instead:
+//                   b += sigma J_n v, so that J_n v+ >= -sigma J_n v
 //   contact frame   |x_j| <= mu_j x_n for each tangent, torsional and rolling row: a box in the
 //                   contact frame (a pyramid aligned with the frame axes), whatever MuJoCo's cone;
 //                   motion between the tangent axes is therefore braked along the diagonal of the
@@ -60,6 +65,7 @@ class LcpSolver : public Solver {
   bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                     double* dforce) override;
   bool SetTangentModes(const Problem& p, const signed char* mode) override;
+  bool PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) override;
 
   // classification of every row in the last solve (LcpRowState; normals and limits at their
   // lower bound are separating; rows outside islands are kLcpLower)                    (nrow)
@@ -70,8 +76,15 @@ class LcpSolver : public Solver {
   Cod* factorization(int island);
 
   // stabilization part of b for row i of p (velocity units) and its derivatives with respect to
-  // pos and vel of that row; b0 = J_i v_free decides whether a contact bounces
-  double Stabilization(const Problem& p, int i, double b0, double* dpos, double* dvel) const;
+  // pos and vel of that row; b0 = J_i v_free decides whether a contact bounces. With
+  // split_impulse a penetration is left to the position pass (split = false: Baumgarte anyway,
+  // for islands too large for it)
+  double Stabilization(const Problem& p, int i, double b0, double* dpos, double* dvel,
+                       bool split = true) const;
+
+  // with split_impulse, the penetration of normal or limit row i that the position pass removes
+  // (velocity units, < 0; 0 if none) and its derivative with respect to pos
+  double PositionTarget(const Problem& p, int i, double* dpos) const;
 
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
@@ -97,6 +110,11 @@ class LcpSolver : public Solver {
 
   // matrix-free Gauss-Seidel for islands above max_island_rows; true if converged
   bool LargeIsland(const Problem& p, int island, Solution* sol);
+
+  // split impulse: the frictionless LCP of the island's penetrating normal and limit rows,
+  // x >= 0 _|_ A x + PositionTarget >= 0, into up_ (pseudo-velocity M^-1 J' x) and the island's
+  // clamped rows into prow_
+  void PositionIsland(const Problem& p, int island);
 
   // open-addressing table from row keys to states (no allocation after Allocate)
   struct StateTable {
@@ -144,12 +162,20 @@ class LcpSolver : public Solver {
   bool have_prev_ = false;
 
   // factorizations of the last solve, in a store of two decompositions of the largest island
-  std::vector<IslandFactor> factors_;       // (ntree)
-  std::vector<double> arena_d_;             // (2 Cod::Doubles(cap))
-  std::vector<int> arena_i_;                // (2 Cod::Ints(cap))
-  Cod scratch_cod_;                         // for islands that do not fit in the store
-  std::vector<double> scratch_d_;           // (Cod::Doubles(cap))
-  std::vector<int> scratch_i_;              // (Cod::Ints(cap))
+  std::vector<IslandFactor> factors_;  // (ntree)
+  std::vector<double> arena_d_;        // (2 Cod::Doubles(cap))
+  std::vector<int> arena_i_;           // (2 Cod::Ints(cap))
+  Cod scratch_cod_;                    // for islands that do not fit in the store
+
+  // split impulse (position pass) of the last solve
+  std::vector<double> up_;         // pseudo-velocity of the positions                 (nv)
+  std::vector<int> prow_;          // clamped rows of the position pass, by island     (max_rows)
+  std::vector<double> px_;         // their impulses                                   (max_rows)
+  std::vector<double> pz_;         // PositionTangent scratch                          (nv)
+  std::vector<int> prowadr_;       // first of island k in prow_                       (ntree + 1)
+  bool position_active_ = false;   // some island has a position correction
+  std::vector<double> scratch_d_;  // (Cod::Doubles(cap))
+  std::vector<int> scratch_i_;     // (Cod::Ints(cap))
   size_t arena_doff_ = 0, arena_ioff_ = 0;  // used part of the store
   int nisland_ = 0;                         // islands of the last solve
   bool tried_ = false;                      // a guess was checked in the last solve
@@ -158,6 +184,7 @@ class LcpSolver : public Solver {
   // classification of the solve while SetTangentModes holds another one
   std::vector<signed char> saved_state_;  // (max_rows)
   std::vector<unsigned char> changed_;    // island refactored for other modes  (ntree)
+  std::vector<unsigned char> exact_;      // island's velocity solve was exact   (ntree)
   bool modes_set_ = false;
 
   // ForceTangent scratch

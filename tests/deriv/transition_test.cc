@@ -226,5 +226,47 @@ TEST_F(TransitionTest, LcpMatchesFiniteDifferences) {
   CheckScenes(ckSOL_LCP, {mjINT_EULER});
 }
 
+// lcp's position correction (split impulse) in the step's Jacobian: a tilted box 2 mm inside the
+// floor, uncapped so that the correction follows the gaps; RK4 steps with a correction fall
+// back to finite differences
+TEST_F(TransitionTest, LcpPositionCorrectionMatchesFiniteDifferences) {
+  if (!ck_solverAvailable(ckSOL_LCP)) GTEST_SKIP() << "solver lcp is not in this build";
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s;
+  ck_defaultSettings(&s);
+  s.solver = ckSOL_LCP;
+  s.lcp.max_correction = HUGE_VAL;
+  for (int integrator : {mjINT_EULER, mjINT_RK4}) {
+    m->opt.integrator = integrator;
+    DataPtr d(mj_makeData(m.get()));
+    const double tilt = 0.05;  // rad about x: one edge deeper
+    d->qpos[2] = 0.1 - 2e-3;
+    d->qpos[3] = std::cos(tilt / 2);
+    d->qpos[4] = std::sin(tilt / 2);
+    d->qvel[0] = 0.3;  // sliding, turning
+    d->qvel[5] = 0.5;
+    HandlePtr ck = Make(m.get(), &s);
+    Jacobians jac(m.get()), fd(m.get());
+    const int rc =
+        ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), nullptr, nullptr, nullptr);
+    ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-7, 1, fd.A.data(), nullptr, nullptr,
+                                 nullptr));
+    if (integrator == mjINT_RK4) {
+      EXPECT_EQ(rc, 1);  // the finite-difference fallback, named in the handle's stats
+      continue;
+    }
+    EXPECT_EQ(rc, 0);
+    const double ea = RelativeError(jac.A, fd.A);
+    EXPECT_LT(ea, 1e-5) << WorstEntries(m.get(), jac.A, fd.A, 2 * m->nv);
+    // the correction is there: the box rises within the step at rest velocity
+    DataPtr d2(mj_makeData(m.get()));
+    mj_copyData(d2.get(), m.get(), d.get());
+    ck_step(ck.get(), m.get(), d2.get());
+    EXPECT_GT(d2->qpos[2] - d->qpos[2], 1e-3);
+    EXPECT_LT(d2->qvel[2], 1e-9);
+  }
+}
+
 }  // namespace
 }  // namespace contactkit::test

@@ -96,10 +96,14 @@ TEST_F(MujocoTest, BoxOnFourCornersSharesTheLoadEqually) {
     for (int c = 0; c < p.ncon; c++) fn.push_back(e.sol().force[p.con[c].row]);
     for (int c = 1; c < 4; c++) EXPECT_NEAR(fn[c], fn[0], 1e-9 * fn[0]) << "pass " << pass;
     EXPECT_GT(fn[0], 0);
-    // the four carry the box (plus the push that removes the correction's share of penetration)
+    // the four carry the box: its velocity stops at zero, and the penetration beyond 1.5 slop is
+    // the position pass's, straight up (split impulse: no push in the velocity)
     const double h = p.h, total = fn[0] + fn[1] + fn[2] + fn[3];
-    const double vz = s.lcp.erp * (2e-4 - s.lcp.slop) / h;
-    EXPECT_NEAR(total, (vz - p.v_free[2]) / h, 1e-9 * total);
+    EXPECT_NEAR(total, -p.v_free[2] / h, 1e-9 * total);
+    ASSERT_NE(e.sol().position_correction, nullptr);
+    const double* u = e.sol().position_correction;
+    EXPECT_NEAR(u[2], s.lcp.erp * (2e-4 - 1.5 * s.lcp.slop) / h, 1e-12);
+    for (int i : {0, 1, 3, 4, 5}) EXPECT_NEAR(u[i], 0, 1e-12) << i;
     if (pass == 0) first = fn;
     for (int c = 0; c < 4; c++) EXPECT_NEAR(fn[c], first[c], 1e-12 * first[c]);
   }
@@ -164,6 +168,71 @@ TEST_F(MujocoTest, BallReboundsWithSigmaTimesItsImpactSpeed) {
   EXPECT_TRUE(slow.contact_kept);
 }
 
+// erp = 1 with split impulse (the defaults): the first contact step's penetration is removed by the
+// position pass, not by velocity, so a sigma = 0 ball never rises above its resting height,
+// whatever depth its drop height gives the first contact; the velocity-level correction at erp 1
+// turns the same depth into an outward speed of depth / h and the ball hops
+TEST_F(MujocoTest, SplitImpulseRemovesPenetrationWithoutAHop) {
+  ModelPtr m = Load(BundledModel("ball_bounce.xml"));
+  ASSERT_TRUE(m);
+  const double radius = m->geom_size[3 * 1];
+  ckSettings split = LcpSettings();
+  ckSettings velocity = LcpSettings();
+  velocity.lcp.split_impulse = 0;
+  velocity.lcp.max_correction = HUGE_VAL;
+  double rise_split = 0, rise_velocity = 0;
+  for (int k = 0; k < TestSteps(40); k++) {
+    const double z0 = 0.5 + 3e-4 * k;
+    for (int variant = 0; variant < 2; variant++) {
+      ckSettings s = variant ? velocity : split;
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      d->qpos[2] = z0;
+      int impact = -1;
+      double rise = 0;
+      for (int t = 0; t < 400; t++) {
+        ck_step(ck.get(), m.get(), d.get());
+        if (impact < 0 && ck_stats(ck.get())->ncon > 0) impact = t;
+        if (impact >= 0 && t > impact) rise = std::max(rise, d->qpos[2] - radius);
+        if (variant == 0 && impact >= 0) {
+          ASSERT_LE(d->qvel[2], 1e-9) << "z0 " << z0 << " step " << t;  // never moving up
+        }
+      }
+      ASSERT_GE(impact, 0);
+      (variant ? rise_velocity : rise_split) = std::max(variant ? rise_velocity : rise_split, rise);
+    }
+  }
+  std::printf("largest rise after impact: split impulse %.3g m, velocity-level erp 1 %.3g m\n",
+              rise_split, rise_velocity);
+  EXPECT_LE(rise_split, 0);        // at or below touching: resting inside the slop band
+  EXPECT_GT(rise_velocity, 1e-3);  // the hop this replaces
+}
+
+// a box started 5 mm inside the floor: the penetration is removed at max_correction (m/s) by
+// positions alone, the box's velocity staying at rest; the tangent of the position correction
+// matches central differences of the step
+TEST_F(MujocoTest, DeepPenetrationLeavesAtTheCapWithoutVelocity) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  const double depth = 5e-3, h = m->opt.timestep;
+  d->qpos[2] = 0.1 - depth;
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  double z = d->qpos[2];
+  int steps = 0;
+  while (d->qpos[2] < 0.1 - 2 * s.lcp.slop && steps < 1000) {
+    ck_step(ck.get(), m.get(), d.get());
+    steps++;
+    EXPECT_NEAR(d->qvel[2], 0, 1e-9) << "step " << steps;
+    EXPECT_LE(d->qpos[2] - z, s.lcp.max_correction * h * (1 + 1e-9)) << "step " << steps;
+    z = d->qpos[2];
+  }
+  const double expected = (depth - 1.5 * s.lcp.slop) / (s.lcp.max_correction * h);
+  EXPECT_NEAR(steps, expected, 2);
+  EXPECT_GE(d->qpos[2], 0.1 - 2 * s.lcp.slop);
+}
+
 // frictionless scenes: lcp (erp 1, no slop, no restitution: the gap at the end of the step) and
 // ipm at a small central-path value solve the same complementarity problem
 TEST_F(MujocoTest, FrictionlessLcpMatchesIpm) {
@@ -180,6 +249,7 @@ TEST_F(MujocoTest, FrictionlessLcpMatchesIpm) {
   ASSERT_TRUE(m);
   ckSettings sl = LcpSettings();
   sl.lcp.erp = 1;
+  sl.lcp.split_impulse = 0;  // the gap at the end of the step in the velocity problem, as ipm's
   sl.lcp.slop = 0;
   sl.lcp.max_correction = HUGE_VAL;  // ipm's recovery_speed is lifted below: no speed cap either
   ckSettings si = Settings(ckSOL_IPM);
@@ -392,6 +462,7 @@ TEST_F(MujocoTest, StabilizationAndCfmClosedForm) {
     for (double cfm : {0.0, 0.1}) {
       ckSettings s = LcpSettings();
       s.lcp.erp = erp;
+      s.lcp.split_impulse = 0;  // the velocity-level correction's closed form
       s.lcp.cfm = cfm;
       s.lcp.slop = 2e-4;
       s.lcp.max_correction = HUGE_VAL;  // the closed form has no cap (erp 1 asks for 0.4 m/s here)
@@ -405,14 +476,23 @@ TEST_F(MujocoTest, StabilizationAndCfmClosedForm) {
       EXPECT_NEAR(e.sol().v_next[2], e.p().v_free[2] + x / 2, 1e-12);
     }
   }
-  // the correction speed is capped
+  // the correction speed is capped: in the velocity (split_impulse = 0), or in the position
+  // correction, which leaves the velocity at rest (split impulse, the default)
   ckSettings s = LcpSettings();
   s.lcp.erp = 1;
   s.lcp.slop = 0;
   s.lcp.max_correction = 0.1;
+  s.lcp.split_impulse = 0;
   auto solver = MakeLcp(e, s);
   solver->Solve(e.p(), &e.sol());
   EXPECT_NEAR(e.sol().v_next[2], 0.1, 1e-12);
+  EXPECT_EQ(e.sol().position_correction, nullptr);
+  s.lcp.split_impulse = 1;
+  solver = MakeLcp(e, s);
+  solver->Solve(e.p(), &e.sol());
+  EXPECT_NEAR(e.sol().v_next[2], 0, 1e-12);
+  ASSERT_NE(e.sol().position_correction, nullptr);
+  EXPECT_NEAR(e.sol().position_correction[2], 0.1, 1e-12);
 }
 
 // no exact answer within the limits: the best answer is kept, the status says so, the pipeline
@@ -448,6 +528,7 @@ TEST_F(MujocoTest, IslandsAboveTheDenseLimitGetGaussSeidel) {
   ASSERT_GT(e.p().nrow, 6);
   s.lcp.max_island_rows = 4;
   s.lcp.pgs_iter = 2000;
+  s.lcp.split_impulse = 0;  // Gauss-Seidel islands correct by the velocity target: compare alike
   auto small = MakeLcp(e, s);
   small->Solve(e.p(), &e.sol());
   EXPECT_NE(e.sol().status, ckSTATUS_SOLVED);

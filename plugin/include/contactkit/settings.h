@@ -56,6 +56,8 @@ typedef struct ckComfreeSettings_ {
 // LCP settings
 typedef struct ckLcpSettings_ {
   double erp;                    // fraction of a penetration or limit violation corrected per step
+  int split_impulse;             // 1: corrected by a position projection after the step (adds no
+                                 // velocity); 0: by the velocity target (Baumgarte)
   double max_correction;         // largest correction speed (m/s; rad/s for limits)
   double slop;                   // penetration kept by resting contacts and limits (m or rad)
   double restitution;            // normal restitution coefficient sigma
