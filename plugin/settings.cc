@@ -64,10 +64,11 @@ const KeyInfo kKeys[] = {
   {"split_impulse", "lcp", kKeyBool, CK_OFF(lcp.split_impulse), 0, 1, false, false, "1",
    "1: penetrations are corrected by a position projection after the step, which adds no "
    "velocity; 0: by the velocity target (Baumgarte)"},
-  {"max_correction", "lcp", kKeyReal, CK_OFF(lcp.max_correction), 0, kInf, true, false, "0.1",
+  {"max_correction", "lcp", kKeyReal, CK_OFF(lcp.max_correction), 0, kInf, true, false, "inf",
    "largest speed (m/s; rad/s for limits) at which a violation is corrected"},
-  {"slop", "lcp", kKeyReal, CK_OFF(lcp.slop), 0, 1, false, false, "1e-5",
-   "penetration (m; rad for limits) that resting contacts keep, so MuJoCo keeps reporting them"},
+  {"slop", "lcp", kKeyReal, CK_OFF(lcp.slop), 0, 1, false, false, "1e-4",
+   "penetration (m; rad for limits) that resting contacts keep, so MuJoCo keeps reporting them "
+   "(with split_impulse they rest between slop and 2 slop)"},
   {"restitution", "lcp", kKeyReal, CK_OFF(lcp.restitution), 0, 1, false, false, "0",
    "restitution sigma: a contact approaching faster than the threshold leaves at sigma times"},
   {"restitution_threshold", "lcp", kKeyReal, CK_OFF(lcp.restitution_threshold), 0, kInf, false,

@@ -110,6 +110,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     up_.assign(nv, 0);
     prow_.assign(rows, 0);
     px_.assign(rows, 0);
+    plam_.assign(rows, 0);
     pz_.assign(nv, 0);
     prowadr_.assign(std::max(dims.ntree, 1) + 1, 0);
   } catch (const std::bad_alloc&) {
@@ -138,8 +139,8 @@ Cod* LcpSolver::factorization(int island) {
 
 //------------------------------------- problem data -----------------------------------------------
 
-double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos, double* dvel,
-                                bool split) const {
+double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos,
+                                double* dvel) const {
   const double h = p.h, erp = settings_.lcp.erp;
   *dpos = *dvel = 0;
   double pos;
@@ -166,7 +167,7 @@ double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos
 
   // split impulse: a gap (speculative contact, limit ahead) closes exactly within the step, a
   // penetration is the position pass's
-  if (split && settings_.lcp.split_impulse && p.kind[i] != kRowEquality) {
+  if (settings_.lcp.split_impulse && p.kind[i] != kRowEquality) {
     if (pos < 0) return 0;
     *dpos = 1 / h;
     return pos / h;
@@ -431,7 +432,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
     const int g = rows[j];
     const double b0 = p.J.Dot(g, p.v_free);
     double dpos, dvel;
-    bfull_[g] = Stabilization(p, g, b0, &dpos, &dvel, false);
+    bfull_[g] = Stabilization(p, g, b0, &dpos, &dvel);
     vscale = std::max(vscale, std::fabs(b0 + bfull_[g]));
     diag_[g] = RowInvMass(p, g, yv_.data()) + cfm;
     lam[g] = 0;
@@ -485,9 +486,13 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
   const int* rows = is.rows + is.rowadr[island];
   int* prow = prow_.data() + prowadr_[island];
   prowadr_[island + 1] = prowadr_[island];
-  // large islands correct by the velocity target (LargeIsland); an island whose velocity solve
-  // failed moves no position (its velocities are only the best answer)
-  if (n > cap_ || !exact_[island]) return;
+  // an island whose velocity solve failed moves no position (its velocities are only the best
+  // answer); large islands get Gauss-Seidel
+  if (n > cap_) {
+    LargePositionIsland(p, island);
+    return;
+  }
+  if (!exact_[island]) return;
 
   // the penetrating normals and limits
   int np = 0;
@@ -547,6 +552,57 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
     prow[nc++] = prow[j];
   }
   prowadr_[island + 1] = prowadr_[island] + nc;
+}
+
+void LcpSolver::LargePositionIsland(const Problem& p, int island) {
+  const Islands& is = p.islands;
+  const int n = is.nrows[island];
+  const int* rows = is.rows + is.rowadr[island];
+  const double cfm = settings_.lcp.cfm;
+  double* lam = plam_.data();
+  bool any = false;
+  for (int j = 0; j < n; j++) {
+    double dpos;
+    const int g = rows[j];
+    lam[g] = 0;
+    if (PositionTarget(p, g, &dpos) < 0) any = true;
+  }
+  if (!any) return;
+  if (!position_active_) {
+    std::fill(up_.begin(), up_.end(), 0.0);
+    position_active_ = true;
+  }
+  // projected Gauss-Seidel on x >= 0 _|_ J u + t >= 0, u accumulated in up_ (diag_ holds the
+  // rows' inverse masses from the velocity pass)
+  double vscale = 0;
+  for (int j = 0; j < n; j++) {
+    double dpos;
+    vscale = std::max(vscale, -PositionTarget(p, rows[j], &dpos));
+  }
+  const double tol = kTol * std::max(1.0, vscale);
+  for (int sweep = 0; sweep < settings_.lcp.pgs_iter; sweep++) {
+    double change = 0;
+    for (int j = 0; j < n; j++) {
+      const int g = rows[j];
+      double dpos;
+      const double t = PositionTarget(p, g, &dpos);
+      if (t == 0 && lam[g] == 0) continue;
+      const double d = diag_[g];
+      if (!(d > 0)) continue;
+      const double w = p.J.Dot(g, up_.data()) + t + cfm * lam[g];
+      const double next = std::max(lam[g] - w / d, 0.0);
+      const double delta = next - lam[g];
+      if (delta == 0) continue;
+      change = std::max(change, std::fabs(delta) * d);
+      lam[g] = next;
+      SolveRow(p, g, delta);
+      ForTreeRanges(p, g, [&](int begin, int end) {
+        for (int k = begin; k < end; k++) up_[k] += yv_[k];
+      });
+      ClearY(p, g);
+    }
+    if (change <= tol) break;
+  }
 }
 
 bool LcpSolver::PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) {

@@ -77,10 +77,8 @@ class LcpSolver : public Solver {
 
   // stabilization part of b for row i of p (velocity units) and its derivatives with respect to
   // pos and vel of that row; b0 = J_i v_free decides whether a contact bounces. With
-  // split_impulse a penetration is left to the position pass (split = false: Baumgarte anyway,
-  // for islands too large for it)
-  double Stabilization(const Problem& p, int i, double b0, double* dpos, double* dvel,
-                       bool split = true) const;
+  // split_impulse a penetration is left to the position pass
+  double Stabilization(const Problem& p, int i, double b0, double* dpos, double* dvel) const;
 
   // with split_impulse, the penetration of normal or limit row i that the position pass removes
   // (velocity units, < 0; 0 if none) and its derivative with respect to pos
@@ -115,6 +113,9 @@ class LcpSolver : public Solver {
   // x >= 0 _|_ A x + PositionTarget >= 0, into up_ (pseudo-velocity M^-1 J' x) and the island's
   // clamped rows into prow_
   void PositionIsland(const Problem& p, int island);
+
+  // the same by projected Gauss-Seidel, for islands above max_island_rows (no tangent)
+  void LargePositionIsland(const Problem& p, int island);
 
   // open-addressing table from row keys to states (no allocation after Allocate)
   struct StateTable {
@@ -171,6 +172,7 @@ class LcpSolver : public Solver {
   std::vector<double> up_;         // pseudo-velocity of the positions                 (nv)
   std::vector<int> prow_;          // clamped rows of the position pass, by island     (max_rows)
   std::vector<double> px_;         // their impulses                                   (max_rows)
+  std::vector<double> plam_;       // impulses of LargePositionIsland, by row          (max_rows)
   std::vector<double> pz_;         // PositionTangent scratch                          (nv)
   std::vector<int> prowadr_;       // first of island k in prow_                       (ntree + 1)
   bool position_active_ = false;   // some island has a position correction

@@ -67,10 +67,12 @@ void Apply(Problem* p, const Direction& d, double eps) {
 }
 
 // the velocity problem with its gap terms (split_impulse = 0: every gap, penetrating or not, in
-// b), so that a perturbation of the gaps moves the forces; the position pass has its own test
+// b), so that a perturbation of the gaps moves the forces, and no slop (states settled by
+// MuJoCo's soft contact rest less deep than the default slop); the position pass has its own test
 inline ckSettings TangentSettings() {
   ckSettings s = LcpSettings();
   s.lcp.split_impulse = 0;
+  s.lcp.slop = 0;
   return s;
 }
 
@@ -177,7 +179,7 @@ TEST_F(TangentTest, MovedContactNullSpaceTerm) {
   for (int k = 0; k < p.J.nnz; k++) dJ[k] = (ep.p().J.val[k] - em.p().J.val[k]) / (2 * eps);
   ProblemTangent dir;
   dir.J = dJ.data();
-  auto solver = MakeLcp(e0, LcpSettings());
+  auto solver = MakeLcp(e0, TangentSettings());
   std::vector<double> df(p.nrow);
   solver->Solve(ep.p(), &ep.sol());
   solver->Solve(em.p(), &em.sol());

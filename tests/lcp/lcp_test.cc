@@ -208,29 +208,35 @@ TEST_F(MujocoTest, SplitImpulseRemovesPenetrationWithoutAHop) {
   EXPECT_GT(rise_velocity, 1e-3);  // the hop this replaces
 }
 
-// a box started 5 mm inside the floor: the penetration is removed at max_correction (m/s) by
-// positions alone, the box's velocity staying at rest; the tangent of the position correction
-// matches central differences of the step
-TEST_F(MujocoTest, DeepPenetrationLeavesAtTheCapWithoutVelocity) {
+// a box started 5 mm inside the floor: the penetration is removed by positions alone, the box's
+// velocity staying at rest: within one step by default (erp 1), at max_correction (m/s) when
+// that is set
+TEST_F(MujocoTest, DeepPenetrationLeavesWithoutVelocity) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
-  DataPtr d(mj_makeData(m.get()));
   const double depth = 5e-3, h = m->opt.timestep;
-  d->qpos[2] = 0.1 - depth;
-  ckSettings s = LcpSettings();
-  HandlePtr ck = Make(m.get(), &s);
-  double z = d->qpos[2];
-  int steps = 0;
-  while (d->qpos[2] < 0.1 - 2 * s.lcp.slop && steps < 1000) {
-    ck_step(ck.get(), m.get(), d.get());
-    steps++;
-    EXPECT_NEAR(d->qvel[2], 0, 1e-9) << "step " << steps;
-    EXPECT_LE(d->qpos[2] - z, s.lcp.max_correction * h * (1 + 1e-9)) << "step " << steps;
-    z = d->qpos[2];
+  for (double cap : {HUGE_VAL, 0.1}) {
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[2] = 0.1 - depth;
+    ckSettings s = LcpSettings();
+    s.lcp.max_correction = cap;
+    HandlePtr ck = Make(m.get(), &s);
+    double z = d->qpos[2];
+    int steps = 0;
+    while (d->qpos[2] < 0.1 - 2 * s.lcp.slop && steps < 1000) {
+      ck_step(ck.get(), m.get(), d.get());
+      steps++;
+      EXPECT_NEAR(d->qvel[2], 0, 1e-9) << "step " << steps;
+      EXPECT_LE(d->qpos[2] - z, cap * h * (1 + 1e-9)) << "step " << steps;
+      z = d->qpos[2];
+    }
+    const double expected = std::isinf(cap) ? 1 : std::ceil((depth - 1.5 * s.lcp.slop) / (cap * h));
+    EXPECT_NEAR(steps, expected, 1) << "cap " << cap;
+    // resting in the band: one more second changes nothing
+    for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+    EXPECT_NEAR(d->qpos[2], 0.1 - 1.5 * s.lcp.slop, 0.5 * s.lcp.slop) << "cap " << cap;
+    EXPECT_LT(std::fabs(d->qvel[2]), 1e-9);
   }
-  const double expected = (depth - 1.5 * s.lcp.slop) / (s.lcp.max_correction * h);
-  EXPECT_NEAR(steps, expected, 2);
-  EXPECT_GE(d->qpos[2], 0.1 - 2 * s.lcp.slop);
 }
 
 // frictionless scenes: lcp (erp 1, no slop, no restitution: the gap at the end of the step) and
@@ -379,7 +385,7 @@ TEST_F(MujocoTest, InclineSticksBelowAndSlidesAboveTheFrictionAngle) {
     for (int t = 0; t < TestSteps(2500); t++) ck_step(ck.get(), m.get(), d.get());
     const double creep = std::hypot(d->qpos[0] - q0[0], d->qpos[1] - q0[1], d->qpos[2] - q0[2]);
     EXPECT_LT(creep, 1e-8);
-    EXPECT_EQ(ck_stats(ck.get())->ncon, 4);
+    EXPECT_GE(ck_stats(ck.get())->ncon, 4);
   }
   {
     ModelPtr m = Load(BundledModel("box_incline_steep.xml"));
@@ -441,8 +447,8 @@ TEST_F(MujocoTest, EqualityLimitAndFrictionLossRows) {
     // the arm rests on its 60 degree limit and the slider on its 0.3 m limit (slop inside)
     const int hinge = mj_name2id(m.get(), mjOBJ_JOINT, "hinge");
     const int slide = mj_name2id(m.get(), mjOBJ_JOINT, "slide");
-    EXPECT_NEAR(d->qpos[m->jnt_qposadr[hinge]], M_PI / 3, 1e-4);
-    EXPECT_NEAR(d->qpos[m->jnt_qposadr[slide]], 0.3, 1e-4);
+    EXPECT_NEAR(d->qpos[m->jnt_qposadr[hinge]], M_PI / 3, 2 * s.lcp.slop);
+    EXPECT_NEAR(d->qpos[m->jnt_qposadr[slide]], 0.3, 2 * s.lcp.slop);
   }
 }
 
@@ -523,30 +529,42 @@ TEST_F(MujocoTest, IslandsAboveTheDenseLimitGetGaussSeidel) {
   ckSettings s = LcpSettings();
   HandlePtr ck = Make(m.get(), &s);
   for (int t = 0; t < 300; t++) ck_step(ck.get(), m.get(), d.get());
+  d->qpos[2] -= 3e-3;  // 3 mm lower: penetrations for the position pass
   Extracted e(m.get());
   e.Extract(m.get(), d.get());
   ASSERT_GT(e.p().nrow, 6);
   s.lcp.max_island_rows = 4;
   s.lcp.pgs_iter = 2000;
-  s.lcp.split_impulse = 0;  // Gauss-Seidel islands correct by the velocity target: compare alike
+
   auto small = MakeLcp(e, s);
   small->Solve(e.p(), &e.sol());
   EXPECT_NE(e.sol().status, ckSTATUS_SOLVED);
   EXPECT_EQ(small->factorization(0), nullptr);
   std::vector<double> dummy(e.p().nrow);
   EXPECT_FALSE(small->ForceTangent(e.p(), e.sol(), ProblemTangent(), dummy.data()));
-  // close to the exact answer of the dense solver
-  std::vector<double> f(e.sol().force, e.sol().force + e.p().nrow);
+  // close to the exact answer of the dense solver: the velocity after the step (unique; the
+  // forces of redundant contacts are not) and the position correction
+  const int nv = m->nv;
+  std::vector<double> v(e.sol().v_next, e.sol().v_next + nv);
+  ASSERT_NE(e.sol().position_correction, nullptr);
+  std::vector<double> u(e.sol().position_correction, e.sol().position_correction + nv);
   s.lcp.max_island_rows = 400;
   auto dense = MakeLcp(e, s);
   dense->Solve(e.p(), &e.sol());
   ASSERT_EQ(e.sol().status, ckSTATUS_SOLVED);
-  double err = 0, scale = 0;
-  for (int i = 0; i < e.p().nrow; i++) {
-    err = std::max(err, std::fabs(f[i] - e.sol().force[i]));
-    scale = std::max(scale, std::fabs(e.sol().force[i]));
+  ASSERT_NE(e.sol().position_correction, nullptr);
+  double err = 0, scale = 0, uerr = 0, uscale = 0;
+  for (int i = 0; i < nv; i++) {
+    err = std::max(err, std::fabs(v[i] - e.sol().v_next[i]));
+    scale = std::max(scale, std::fabs(e.sol().v_next[i] - e.p().v_free[i]));
+    uerr = std::max(uerr, std::fabs(u[i] - e.sol().position_correction[i]));
+    uscale = std::max(uscale, std::fabs(e.sol().position_correction[i]));
   }
+  std::printf(
+      "Gauss-Seidel against the dense solve: velocity %.3g of %.3g, position %.3g of %.3g\n", err,
+      scale, uerr, uscale);
   EXPECT_LT(err, 0.05 * scale);
+  EXPECT_LT(uerr, 0.05 * uscale);
 }
 
 }  // namespace
