@@ -111,6 +111,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     prow_.assign(rows, 0);
     px_.assign(rows, 0);
     plam_.assign(rows, 0);
+    pA_.assign(cap * cap, 0);
     pz_.assign(nv, 0);
     prowadr_.assign(std::max(dims.ntree, 1) + 1, 0);
   } catch (const std::bad_alloc&) {
@@ -284,13 +285,15 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   arena_doff_ = arena_ioff_ = 0;
   tried_ = false;
   all_hit_ = true;
-  for (int k = 0; k < nisland_; k++) SolveIsland(p, k, sol);
-  VelocityFromForce(p, sol->force, sol->v_next, nullptr);
-
-  // split impulse: the penetrations, removed by a pseudo-velocity of the positions alone
+  // each island's velocity problem, then (split impulse) its position pass: the penetrations,
+  // removed by a pseudo-velocity of the positions alone, while A_ still holds the island
   position_active_ = false;
   prowadr_[0] = 0;
-  for (int k = 0; k < nisland_; k++) PositionIsland(p, k);
+  for (int k = 0; k < nisland_; k++) {
+    SolveIsland(p, k, sol);
+    PositionIsland(p, k);
+  }
+  VelocityFromForce(p, sol->force, sol->v_next, nullptr);
   sol->position_correction = position_active_ ? up_.data() : nullptr;
 
   // remember the classification for the next step's guess
@@ -494,13 +497,15 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
   }
   if (!exact_[island]) return;
 
-  // the penetrating normals and limits
+  // the penetrating normals and limits (local indices into the island's A_)
   int np = 0;
   double vscale = 0;
+  int* local = cidx_.data();
   for (int j = 0; j < n; j++) {
     double dpos;
     const double t = PositionTarget(p, rows[j], &dpos);
     if (t < 0) {
+      local[np] = j;
       prow[np] = rows[j];
       b_[np] = t;
       vscale = std::max(vscale, -t);
@@ -513,45 +518,72 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
     position_active_ = true;
   }
 
-  // x >= 0 _|_ A x + b >= 0 on those rows alone (frictionless: no tangential pseudo-motion)
-  BuildA(p, prow, np);
+  // x >= 0 _|_ A x + b >= 0 on those rows alone (frictionless: no tangential pseudo-motion),
+  // A_PP from the island's A_ of the velocity solve
+  double* Ap = pA_.data();
+  for (int c = 0; c < np; c++) {
+    for (int r = 0; r < np; r++) Ap[r + c * np] = A_[local[r] + local[c] * n];
+  }
   for (int j = 0; j < np; j++) {
     lo_[j] = 0;
     hi_[j] = kInf;
     findex_[j] = -1;
     mu_[j] = 0;
   }
-  const DenseLcp lcp{np,         np,         A_.data(),      b_.data(),
-                     lo_.data(), hi_.data(), findex_.data(), mu_.data()};
-  // (the default limits, not the settings': this small problem always gets its pivots)
-  BoxedOptions opt;
-  opt.tol = kTol * std::max(1.0, vscale);
+  const DenseLcp lcp{np, np, Ap, b_.data(), lo_.data(), hi_.data(), findex_.data(), mu_.data()};
+  // usually every penetrating row pushes: the minimum-norm solution of A_PP x = -b, accepted
+  // when it is nonnegative; otherwise the boxed solver (with the default limits, not the
+  // settings': this small problem always gets its pivots)
   signed char* state = lstate_.data();
-  BoxedLcpSolver::ColdState(lcp, state);
-  opt.use_guess = true;
-  BoxedStats st;
-  if (!boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), &scratch_cod_, &st)) {
+  for (int j = 0; j < np; j++) rc_[j] = -b_[j];
+  scratch_cod_.Factor(Ap, np, np, 1e-13);
+  scratch_cod_.Solve(rc_.data(), x_.data());
+  bool pushing = true;
+  const double tol = kTol * std::max(1.0, vscale);
+  for (int j = 0; j < np; j++) {
+    state[j] = kLcpClamped;
+    double w = b_[j];
+    for (int k = 0; k < np; k++) w += Ap[j + k * np] * x_[k];
+    pushing = pushing && x_[j] >= 0 && std::fabs(w) <= tol;
+  }
+  bool solved = pushing;
+  if (!solved) {
+    BoxedOptions opt;
+    opt.tol = tol;
+    BoxedLcpSolver::ColdState(lcp, state);
+    opt.use_guess = true;
+    BoxedStats st;
+    solved = boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), &scratch_cod_, &st);
+  }
+  if (!solved) {
     // no exact answer: each row's own correction shared among the rows, which never overshoots
     for (int j = 0; j < np; j++) {
-      const double a = A_[j + j * np];
+      const double a = Ap[j + j * np];
       x_[j] = a > 0 ? -b_[j] / (a * np) : 0;
       state[j] = x_[j] > 0 ? kLcpClamped : kLcpLower;
     }
   }
 
-  // the pseudo-velocity, and the clamped rows for PositionTangent
+  // the pseudo-velocity M^-1 J_C' x (one solve per tree of the island), and the clamped rows
+  // for PositionTangent
+  double* y = yv_.data();
   int nc = 0;
   for (int j = 0; j < np; j++) {
     if (!(x_[j] > 0) || state[j] != kLcpClamped) continue;
-    SolveRow(p, prow[j], x_[j]);
-    ForTreeRanges(p, prow[j], [&](int begin, int end) {
-      for (int k = begin; k < end; k++) up_[k] += yv_[k];
-    });
-    ClearY(p, prow[j]);
+    p.J.AddRowTo(prow[j], x_[j], y);
     px_[prowadr_[island] + nc] = x_[j];
     prow[nc++] = prow[j];
   }
   prowadr_[island + 1] = prowadr_[island] + nc;
+  for (int k = 0; k < is.ntrees[island]; k++) {
+    const int t = is.trees[is.treeadr[island] + k];
+    const int begin = is.tree_dofadr[t], end = begin + is.tree_dofnum[t];
+    p.mass.Solve(y, begin, end);
+    for (int i = begin; i < end; i++) {
+      up_[i] += y[i];
+      y[i] = 0;
+    }
+  }
 }
 
 void LcpSolver::LargePositionIsland(const Problem& p, int island) {

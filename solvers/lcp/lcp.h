@@ -172,6 +172,7 @@ class LcpSolver : public Solver {
   std::vector<double> up_;         // pseudo-velocity of the positions                 (nv)
   std::vector<int> prow_;          // clamped rows of the position pass, by island     (max_rows)
   std::vector<double> px_;         // their impulses                                   (max_rows)
+  std::vector<double> pA_;         // A_PP of the position pass                        (cap x cap)
   std::vector<double> plam_;       // impulses of LargePositionIsland, by row          (max_rows)
   std::vector<double> pz_;         // PositionTangent scratch                          (nv)
   std::vector<int> prowadr_;       // first of island k in prow_                       (ntree + 1)
