@@ -95,8 +95,8 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     guess_.assign(rows, -1);
     keya_.assign(rows, 0);
     keyb_.assign(rows, 0);
-    for (auto* v : {&bfull_, &diag_, &zero_, &ytil_}) v->assign(rows, 0);
-    for (auto* v : {&yv_, &vis_, &dv0_, &dvp_, &vfake_, &tmp_}) v->assign(nv, 0);
+    for (auto* v : {&bfull_, &diag_, &zero_, &ytil_, &px_, &plam_}) v->assign(rows, 0);
+    for (auto* v : {&yv_, &vis_, &dv0_, &dvp_, &vfake_, &tmp_, &up_, &pz_}) v->assign(nv, 0);
     prev_.Allocate(dims.max_rows);
     next_.Allocate(dims.max_rows);
     factors_.assign(std::max(dims.ntree, 1), IslandFactor());
@@ -107,12 +107,8 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     scratch_d_.assign(Cod::Doubles(cap_), 0);
     scratch_i_.assign(Cod::Ints(cap_), 0);
     scratch_cod_.Bind(scratch_d_.data(), scratch_i_.data(), cap_);
-    up_.assign(nv, 0);
     prow_.assign(rows, 0);
-    px_.assign(rows, 0);
-    plam_.assign(rows, 0);
     pA_.assign(cap * cap, 0);
-    pz_.assign(nv, 0);
     prowadr_.assign(std::max(dims.ntree, 1) + 1, 0);
   } catch (const std::bad_alloc&) {
     *error = "lcp: out of memory for the dense workspace (lower max_island_rows)";
@@ -417,6 +413,18 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   }
 }
 
+double LcpSolver::GsMove(const Problem& p, int g, double next, double* x, double* v) {
+  const double delta = next - x[g];
+  if (delta == 0) return 0;
+  x[g] = next;
+  SolveRow(p, g, delta);
+  ForTreeRanges(p, g, [&](int begin, int end) {
+    for (int k = begin; k < end; k++) v[k] += yv_[k];
+  });
+  ClearY(p, g);
+  return std::fabs(delta) * diag_[g];
+}
+
 bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
   const Islands& is = p.islands;
   const int n = is.nrows[island];
@@ -462,16 +470,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
         l = -u;
       }
       const double wg = p.J.Dot(g, v) + bfull_[g] + cfm * lam[g];
-      const double next = std::min(std::max(lam[g] - wg / d, l), u);
-      const double delta = next - lam[g];
-      if (delta == 0) continue;
-      change = std::max(change, std::fabs(delta) * d);
-      lam[g] = next;
-      SolveRow(p, g, delta);
-      ForTreeRanges(p, g, [&](int begin, int end) {
-        for (int k = begin; k < end; k++) v[k] += yv_[k];
-      });
-      ClearY(p, g);
+      change = std::max(change, GsMove(p, g, std::min(std::max(lam[g] - wg / d, l), u), lam, v));
     }
     converged = change <= tol;
   }
@@ -622,16 +621,7 @@ void LcpSolver::LargePositionIsland(const Problem& p, int island) {
       const double d = diag_[g];
       if (!(d > 0)) continue;
       const double w = p.J.Dot(g, up_.data()) + t + cfm * lam[g];
-      const double next = std::max(lam[g] - w / d, 0.0);
-      const double delta = next - lam[g];
-      if (delta == 0) continue;
-      change = std::max(change, std::fabs(delta) * d);
-      lam[g] = next;
-      SolveRow(p, g, delta);
-      ForTreeRanges(p, g, [&](int begin, int end) {
-        for (int k = begin; k < end; k++) up_[k] += yv_[k];
-      });
-      ClearY(p, g);
+      change = std::max(change, GsMove(p, g, std::max(lam[g] - w / d, 0.0), lam, up_.data()));
     }
     if (change <= tol) break;
   }

@@ -106,6 +106,10 @@ class LcpSolver : public Solver {
   void SolveRow(const Problem& p, int i, double scale);
   void ClearY(const Problem& p, int i);
 
+  // one Gauss-Seidel move of row g's impulse x[g] to next: v += M^-1 J_g' (next - x[g]); returns
+  // the change in velocity units (times diag_[g])
+  double GsMove(const Problem& p, int g, double next, double* x, double* v);
+
   // matrix-free Gauss-Seidel for islands above max_island_rows; true if converged
   bool LargeIsland(const Problem& p, int island, Solution* sol);
 

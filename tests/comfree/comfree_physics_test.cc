@@ -46,6 +46,15 @@ void SetFriction(mjModel* m, int which, double value) {
 
 double Speed(const double* v) { return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]); }
 
+// 1 s to settle (500 steps of 2 ms), then how far the free body moves over the next 5 s (m)
+double SettledDrift(const mjModel* m, ckHandle* ck, mjData* d) {
+  for (int t = 0; t < 500; t++) ck_step(ck, m, d);
+  const double x0[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
+  for (int t = 0; t < 2500; t++) ck_step(ck, m, d);
+  const double dx[3] = {d->qpos[0] - x0[0], d->qpos[1] - x0[1], d->qpos[2] - x0[2]};
+  return Speed(dx);
+}
+
 // Dense drop (the paper's Fig. 3): 60 primitives of all five kinds fall onto a box. Nothing falls
 // through the ground or leaves the walls, the pile comes to rest without gaining energy beyond
 // what the (MPR) collision normals of deep cylinder and ellipsoid contacts can inject, and the
@@ -268,11 +277,7 @@ TEST_F(MujocoTest, RestingBoxHoldsStill) {
         ckSettings s = anchored ? Anchored() : Paper();
         HandlePtr ck = Make(m.get(), &s);
         DataPtr d(mj_makeData(m.get()));
-        for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
-        const double x0[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
-        for (int t = 0; t < 2500; t++) ck_step(ck.get(), m.get(), d.get());
-        const double dx[3] = {d->qpos[0] - x0[0], d->qpos[1] - x0[1], d->qpos[2] - x0[2]};
-        EXPECT_LT(Speed(dx), 1e-4) << "cone " << cone;
+        EXPECT_LT(SettledDrift(m.get(), ck.get(), d.get()), 1e-4) << "cone " << cone;
         EXPECT_EQ(d->ncon, 4);
 
         // it rests on its contacts: the normal forces carry its weight
@@ -329,13 +334,10 @@ TEST_F(MujocoTest, AnchorsHoldTheBoxOnTheIncline) {
         ckSettings s = Anchored(facets);
         HandlePtr ck = Make(m.get(), &s);
         DataPtr d(mj_makeData(m.get()));
-        for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
-        const double x0[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
-        for (int t = 0; t < 2500; t++) ck_step(ck.get(), m.get(), d.get());
-        const double dx[3] = {d->qpos[0] - x0[0], d->qpos[1] - x0[1], d->qpos[2] - x0[2]};
+        const double drift = SettledDrift(m.get(), ck.get(), d.get());
         const std::string tag = "integrator " + std::to_string(integrator) + " cone " +
                                 std::to_string(cone) + " facets " + std::to_string(facets);
-        EXPECT_LT(Speed(dx), 1e-4) << tag;
+        EXPECT_LT(drift, 1e-4) << tag;
         EXPECT_LT(Speed(d->qvel), 1e-6) << tag;
         EXPECT_EQ(d->ncon, 4) << tag;
         EXPECT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED);
