@@ -109,6 +109,10 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     scratch_cod_.Bind(scratch_d_.data(), scratch_i_.data(), cap_);
     prow_.assign(rows, 0);
     pA_.assign(cap * cap, 0);
+    pcod_.assign(std::max(dims.ntree, 1), Cod());
+    pcod_ok_.assign(std::max(dims.ntree, 1), 0);
+    pcod_d_.assign(2 * Cod::Doubles(cap_), 0);
+    pcod_i_.assign(2 * Cod::Ints(cap_), 0);
     prowadr_.assign(std::max(dims.ntree, 1) + 1, 0);
   } catch (const std::bad_alloc&) {
     *error = "lcp: out of memory for the dense workspace (lower max_island_rows)";
@@ -284,6 +288,7 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   // each island's velocity problem, then (split impulse) its position pass: the penetrations,
   // removed by a pseudo-velocity of the positions alone, while A_ still holds the island
   position_active_ = false;
+  ptan_ready_ = false;
   prowadr_[0] = 0;
   for (int k = 0; k < nisland_; k++) {
     SolveIsland(p, k, sol);
@@ -656,11 +661,36 @@ bool LcpSolver::PositionTangent(const Problem& p, const ProblemTangent& dir, dou
   p.mass.Solve(z);
   std::copy(z, z + nv, du);
 
+  // the clamped sets' A_CC, factored once per solve (into the store while it fits)
+  if (!ptan_ready_) {
+    size_t doff = 0, ioff = 0;
+    for (int k = 0; k < nisland_; k++) {
+      const int nc = prowadr_[k + 1] - prowadr_[k];
+      pcod_ok_[k] = 0;
+      if (!nc) continue;
+      const size_t nd = Cod::Doubles(nc), ni = Cod::Ints(nc);
+      if (doff + nd > pcod_d_.size() || ioff + ni > pcod_i_.size()) continue;
+      pcod_[k].Bind(pcod_d_.data() + doff, pcod_i_.data() + ioff, nc);
+      doff += nd;
+      ioff += ni;
+      BuildA(p, prow_.data() + prowadr_[k], nc);
+      pcod_[k].Factor(A_.data(), nc, nc, 1e-13);
+      pcod_ok_[k] = 1;
+    }
+    ptan_ready_ = true;
+  }
+
+  double* y = yv_.data();
   for (int k = 0; k < nisland_; k++) {
     const int* rows = prow_.data() + prowadr_[k];
     const int nc = prowadr_[k + 1] - prowadr_[k];
     if (!nc) continue;
-    BuildA(p, rows, nc);
+    Cod* cod = &pcod_[k];
+    if (!pcod_ok_[k]) {
+      BuildA(p, rows, nc);
+      scratch_cod_.Factor(A_.data(), nc, nc, 1e-13);
+      cod = &scratch_cod_;
+    }
     for (int j = 0; j < nc; j++) {
       const int g = rows[j];
       double dpos;
@@ -672,14 +702,18 @@ bool LcpSolver::PositionTangent(const Problem& p, const ProblemTangent& dir, dou
       }
       rc_[j] = -r;
     }
-    scratch_cod_.Factor(A_.data(), nc, nc, 1e-13);
-    scratch_cod_.Solve(rc_.data(), dy_.data());
-    for (int j = 0; j < nc; j++) {
-      SolveRow(p, rows[j], dy_[j]);
-      ForTreeRanges(p, rows[j], [&](int begin, int end) {
-        for (int q = begin; q < end; q++) du[q] += yv_[q];
-      });
-      ClearY(p, rows[j]);
+    cod->Solve(rc_.data(), dy_.data());
+    // du += M^-1 J_C' dx, one solve per tree of the island
+    for (int j = 0; j < nc; j++) J.AddRowTo(rows[j], dy_[j], y);
+    const Islands& is = p.islands;
+    for (int t = 0; t < is.ntrees[k]; t++) {
+      const int tree = is.trees[is.treeadr[k] + t];
+      const int begin = is.tree_dofadr[tree], end = begin + is.tree_dofnum[tree];
+      p.mass.Solve(y, begin, end);
+      for (int i = begin; i < end; i++) {
+        du[i] += y[i];
+        y[i] = 0;
+      }
     }
   }
   return true;

@@ -173,14 +173,19 @@ class LcpSolver : public Solver {
   Cod scratch_cod_;                    // for islands that do not fit in the store
 
   // split impulse (position pass) of the last solve
-  std::vector<double> up_;         // pseudo-velocity of the positions                 (nv)
-  std::vector<int> prow_;          // clamped rows of the position pass, by island     (max_rows)
-  std::vector<double> px_;         // their impulses                                   (max_rows)
-  std::vector<double> pA_;         // A_PP of the position pass                        (cap x cap)
-  std::vector<double> plam_;       // impulses of LargePositionIsland, by row          (max_rows)
-  std::vector<double> pz_;         // PositionTangent scratch                          (nv)
-  std::vector<int> prowadr_;       // first of island k in prow_                       (ntree + 1)
-  bool position_active_ = false;   // some island has a position correction
+  std::vector<double> up_;        // pseudo-velocity of the positions                 (nv)
+  std::vector<int> prow_;         // clamped rows of the position pass, by island     (max_rows)
+  std::vector<double> px_;        // their impulses                                   (max_rows)
+  std::vector<double> pA_;        // A_PP of the position pass                        (cap x cap)
+  std::vector<double> plam_;      // impulses of LargePositionIsland, by row          (max_rows)
+  std::vector<double> pz_;        // PositionTangent scratch                          (nv)
+  std::vector<int> prowadr_;      // first of island k in prow_                       (ntree + 1)
+  bool position_active_ = false;  // some island has a position correction
+  std::vector<Cod> pcod_;         // PositionTangent: A_CC of each island, factored (ntree)
+  std::vector<unsigned char> pcod_ok_;  // ... factored into the store                  (ntree)
+  std::vector<double> pcod_d_;     // ... store                            (2 Cod::Doubles(cap))
+  std::vector<int> pcod_i_;        //                                      (2 Cod::Ints(cap))
+  bool ptan_ready_ = false;        // pcod_ holds this solve's factorizations
   std::vector<double> scratch_d_;  // (Cod::Doubles(cap))
   std::vector<int> scratch_i_;     // (Cod::Ints(cap))
   size_t arena_doff_ = 0, arena_ioff_ = 0;  // used part of the store
