@@ -111,6 +111,17 @@ void TreeMass::Mul(const double* x, double* y, int begin, int end) const {
   }
 }
 
+void TreeMass::SubMulValues(const double* V, const double* x, double* y) const {
+  for (int i = 0; i < nv; i++) {
+    y[i] -= V[madr[i]] * x[i];
+    int adr = madr[i] + 1;
+    for (int j = parent[i]; j >= 0; j = parent[j], adr++) {
+      y[i] -= V[adr] * x[j];
+      y[j] -= V[adr] * x[i];
+    }
+  }
+}
+
 void TreeMass::Dense(int begin, int end, double* out, int ld) const {
   const int n = end - begin;
   for (int c = 0; c < n; c++) {

@@ -39,6 +39,9 @@ struct TreeMass {
   void Mul(const double* x, double* y, int begin, int end) const;
   void Mul(const double* x, double* y) const { Mul(x, y, 0, nv); }
 
+  // y -= V x for a matrix V with this layout's sparsity (e.g. a tangent dM), all dofs
+  void SubMulValues(const double* V, const double* x, double* y) const;
+
   // dense block of dofs [begin, end) (whole trees), both triangles: out[(i-begin) + (j-begin)*ld]
   void Dense(int begin, int end, double* out, int ld) const;
 };

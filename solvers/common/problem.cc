@@ -170,15 +170,7 @@ void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent
   // - dM M^-1 J' f, with M^-1 J' f = (v+ - v_free) / h
   if (dir.M) {
     for (int j = 0; j < nv; j++) scratch[j] = (sol.v_next[j] - p.v_free[j]) / p.h;
-    const double* tmp = scratch;
-    for (int i = 0; i < nv; i++) {
-      dv[i] -= dir.M[p.mass.madr[i]] * tmp[i];
-      int adr = p.mass.madr[i] + 1;
-      for (int j = p.mass.parent[i]; j >= 0; j = p.mass.parent[j], adr++) {
-        dv[i] -= dir.M[adr] * tmp[j];
-        dv[j] -= dir.M[adr] * tmp[i];
-      }
-    }
+    p.mass.SubMulValues(dir.M, scratch, dv);
   }
 
   // dv = dv_free + h M^-1 (...)

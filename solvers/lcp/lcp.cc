@@ -418,6 +418,19 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   }
 }
 
+void LcpSolver::AddIslandSolve(const Problem& p, int island, double* y, double* out) const {
+  const Islands& is = p.islands;
+  for (int k = 0; k < is.ntrees[island]; k++) {
+    const int t = is.trees[is.treeadr[island] + k];
+    const int begin = is.tree_dofadr[t], end = begin + is.tree_dofnum[t];
+    p.mass.Solve(y, begin, end);
+    for (int i = begin; i < end; i++) {
+      out[i] += y[i];
+      y[i] = 0;
+    }
+  }
+}
+
 double LcpSolver::GsMove(const Problem& p, int g, double next, double* x, double* v) {
   const double delta = next - x[g];
   if (delta == 0) return 0;
@@ -579,15 +592,7 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
     prow[nc++] = prow[j];
   }
   prowadr_[island + 1] = prowadr_[island] + nc;
-  for (int k = 0; k < is.ntrees[island]; k++) {
-    const int t = is.trees[is.treeadr[island] + k];
-    const int begin = is.tree_dofadr[t], end = begin + is.tree_dofnum[t];
-    p.mass.Solve(y, begin, end);
-    for (int i = begin; i < end; i++) {
-      up_[i] += y[i];
-      y[i] = 0;
-    }
-  }
+  AddIslandSolve(p, island, y, up_.data());
 }
 
 void LcpSolver::LargePositionIsland(const Problem& p, int island) {
@@ -596,25 +601,20 @@ void LcpSolver::LargePositionIsland(const Problem& p, int island) {
   const int* rows = is.rows + is.rowadr[island];
   const double cfm = settings_.lcp.cfm;
   double* lam = plam_.data();
-  bool any = false;
+  double vscale = 0;  // largest correction speed asked for (0: none)
   for (int j = 0; j < n; j++) {
     double dpos;
     const int g = rows[j];
     lam[g] = 0;
-    if (PositionTarget(p, g, &dpos) < 0) any = true;
+    vscale = std::max(vscale, -PositionTarget(p, g, &dpos));
   }
-  if (!any) return;
+  if (!(vscale > 0)) return;
   if (!position_active_) {
     std::fill(up_.begin(), up_.end(), 0.0);
     position_active_ = true;
   }
   // projected Gauss-Seidel on x >= 0 _|_ J u + t >= 0, u accumulated in up_ (diag_ holds the
   // rows' inverse masses from the velocity pass)
-  double vscale = 0;
-  for (int j = 0; j < n; j++) {
-    double dpos;
-    vscale = std::max(vscale, -PositionTarget(p, rows[j], &dpos));
-  }
   const double tol = kTol * std::max(1.0, vscale);
   for (int sweep = 0; sweep < settings_.lcp.pgs_iter; sweep++) {
     double change = 0;
@@ -647,17 +647,7 @@ bool LcpSolver::PositionTangent(const Problem& p, const ProblemTangent& dir, dou
       for (int q = 0; q < J.rownnz[g]; q++) z[J.colind[adr + q]] += dir.J[adr + q] * px_[a];
     }
   }
-  if (dir.M) {
-    const TreeMass& mass = p.mass;
-    for (int i = 0; i < nv; i++) {
-      z[i] -= dir.M[mass.madr[i]] * up_[i];
-      int adr = mass.madr[i] + 1;
-      for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
-        z[i] -= dir.M[adr] * up_[j];
-        z[j] -= dir.M[adr] * up_[i];
-      }
-    }
-  }
+  if (dir.M) p.mass.SubMulValues(dir.M, up_.data(), z);
   p.mass.Solve(z);
   std::copy(z, z + nv, du);
 
@@ -705,16 +695,7 @@ bool LcpSolver::PositionTangent(const Problem& p, const ProblemTangent& dir, dou
     cod->Solve(rc_.data(), dy_.data());
     // du += M^-1 J_C' dx, one solve per tree of the island
     for (int j = 0; j < nc; j++) J.AddRowTo(rows[j], dy_[j], y);
-    const Islands& is = p.islands;
-    for (int t = 0; t < is.ntrees[k]; t++) {
-      const int tree = is.trees[is.treeadr[k] + t];
-      const int begin = is.tree_dofadr[tree], end = begin + is.tree_dofnum[tree];
-      p.mass.Solve(y, begin, end);
-      for (int i = begin; i < end; i++) {
-        du[i] += y[i];
-        y[i] = 0;
-      }
-    }
+    AddIslandSolve(p, k, y, du);
   }
   return true;
 }

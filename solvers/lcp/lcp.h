@@ -106,6 +106,9 @@ class LcpSolver : public Solver {
   void SolveRow(const Problem& p, int i, double scale);
   void ClearY(const Problem& p, int i);
 
+  // out += M^-1 y on the trees of island (one solve per tree); y is zero there afterwards
+  void AddIslandSolve(const Problem& p, int island, double* y, double* out) const;
+
   // one Gauss-Seidel move of row g's impulse x[g] to next: v += M^-1 J_g' (next - x[g]); returns
   // the change in velocity units (times diag_[g])
   double GsMove(const Problem& p, int g, double next, double* x, double* v);
