@@ -98,7 +98,6 @@ const double* Anchors::Displacements(const mjData* d, const Problem& p) {
 }
 
 void Anchors::Record(const mjData* d, const Problem& p, const double* anchor_disp) {
-  if (hold_) return;
   npending_ = 0;
   pending_valid_ = true;
   if (!anchor_disp) return;
@@ -120,7 +119,6 @@ void Anchors::Record(const mjData* d, const Problem& p, const double* anchor_dis
 }
 
 void Anchors::RecordNone() {
-  if (hold_) return;
   npending_ = 0;
   pending_valid_ = true;
 }

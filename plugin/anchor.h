@@ -11,9 +11,10 @@
 // contact does.
 //
 // Life cycle, driven by the pipeline: each constraint stage reads the committed anchors
-// (Displacements) and, unless held (RK4 stages after the first), records the solve's anchors as
-// pending (Record); ck_step commits the pending ones after the integrator (Commit). ck_forward
-// alone never changes the committed anchors. All memory is allocated by Allocate.
+// (Displacements) and, except in RK4 stages after the first (the pipeline skips those), records
+// the solve's anchors as pending (Record); ck_step commits the pending ones after the integrator
+// (Commit). ck_forward alone never changes the committed anchors. All memory is allocated by
+// Allocate.
 #ifndef CONTACTKIT_PLUGIN_ANCHOR_H_
 #define CONTACTKIT_PLUGIN_ANCHOR_H_
 
@@ -52,9 +53,6 @@ class Anchors {
   // pending ones are dropped
   void CopyFrom(const Anchors& other);
 
-  // RK4 stages after the first do not record
-  void set_hold(bool hold) { hold_ = hold; }
-
   int size() const { return ncommitted_; }
 
   // problem contact c of the last Displacements had an anchor: its displacement disp + x2 - x1
@@ -83,7 +81,6 @@ class Anchors {
   std::vector<char> matched_;                 // ... the contact had an anchor (max_contacts)
   int ncommitted_ = 0, npending_ = 0;
   bool pending_valid_ = false;
-  bool hold_ = false;
 };
 
 }  // namespace contactkit

@@ -185,8 +185,8 @@ void RungeKutta4(ckHandle* ck, const mjModel* m, mjData* d) {
   }
   mjtNum* dX = buf;
 
-  // the stages after the first do not record contact anchors: those of the step's start stand
-  ck->anchors.set_hold(true);
+  // the stages after the first record neither contact anchors nor a position correction: those
+  // of the step's start stand
   ck->hold_stage = true;
 
   for (int i = 1; i < N; i++) {
@@ -235,7 +235,6 @@ void RungeKutta4(ckHandle* ck, const mjModel* m, mjData* d) {
   mju_copy(d->qvel, X[0] + nq, nv);
   mju_copy(d->act, X[0] + nq + nv, na);
   Advance(m, d, dX + 2 * nv, dX + nv, dX);
-  ck->anchors.set_hold(false);
   ck->hold_stage = false;
 }
 
@@ -249,9 +248,11 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
   const auto start = std::chrono::steady_clock::now();
   ckStats& st = ck->stats;
   st.solver = ck->settings.solver;
-  const bool anchored = UsesAnchors(ck);
-  if (anchored) ck->anchors.RecordNone();  // replaced below by the solve's contacts
-  if (!ck->hold_stage) ck->position_pending = false;
+  // RK4 stages after the first (hold_stage) record nothing: the step keeps its start's anchors
+  // and position correction
+  const bool anchored = UsesAnchors(ck), record = !ck->hold_stage;
+  if (anchored && record) ck->anchors.RecordNone();  // replaced below by the solve's contacts
+  if (record) ck->position_pending = false;
 
   // MuJoCo's own solver
   if (!ck->solver) {
@@ -315,8 +316,8 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
                         : "solver reached its iteration limit; best iterate kept");
       }
     }
-    if (anchored && ok) ck->anchors.Record(d, p, sol.anchor_disp);
-    if (!ck->hold_stage) {
+    if (anchored && ok && record) ck->anchors.Record(d, p, sol.anchor_disp);
+    if (record) {
       // the step's position correction (lcp's split impulse), applied after the integrator
       ck->position_pending = ok && sol.position_correction;
       if (ck->position_pending) mju_copy(ck->position_fix.data(), sol.position_correction, p.nv);
