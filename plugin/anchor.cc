@@ -2,6 +2,7 @@
 #include "plugin/anchor.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace contactkit {
 namespace {
@@ -23,8 +24,11 @@ void LocalPoint(const mjData* d, int b, const double world[3], double out[3]) {
   for (int i = 0; i < 3; i++) out[i] = R[i] * rel[0] + R[3 + i] * rel[1] + R[6 + i] * rel[2];
 }
 
-bool PairLess(const int a[2], const int b[2]) {
-  return a[0] < b[0] || (a[0] == b[0] && a[1] < b[1]);
+// smallest power of two >= n (n >= 1)
+int PowerOfTwoAtLeast(int n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
 }
 
 }  // namespace
@@ -33,7 +37,8 @@ void Anchors::Allocate(int max_contacts, int max_rows) {
   const size_t n = std::max(max_contacts, 1);
   committed_.assign(n, Record_{});
   pending_.assign(n, Record_{});
-  order_.assign(n, 0);
+  head_.assign(PowerOfTwoAtLeast(2 * static_cast<int>(n)), -1);
+  next_.assign(n, -1);
   used_.assign(n, 0);
   disp_.assign(std::max(max_rows, 1), 0.0);
   world_.assign(3 * n, 0.0);
@@ -45,29 +50,42 @@ void Anchors::Allocate(int max_contacts, int max_rows) {
 void Anchors::Clear() {
   ncommitted_ = npending_ = 0;
   pending_valid_ = false;
+  Index();
+}
+
+int Anchors::Bucket(const int geom[2]) const {
+  uint32_t h = static_cast<uint32_t>(geom[0]) * 0x9E3779B1u ^ static_cast<uint32_t>(geom[1]);
+  h *= 0x85EBCA77u;
+  h ^= h >> 15;
+  return static_cast<int>(h & static_cast<uint32_t>(nbucket_ - 1));
+}
+
+void Anchors::Index() {
+  if (head_.empty()) return;  // not allocated yet
+  nbucket_ = PowerOfTwoAtLeast(std::max(2 * ncommitted_, 1));
+  std::fill(head_.begin(), head_.begin() + nbucket_, -1);
+  for (int i = ncommitted_ - 1; i >= 0; i--) {  // each bucket lists its anchors in order
+    const int b = Bucket(committed_[i].geom);
+    next_[i] = head_[b];
+    head_[b] = i;
+  }
 }
 
 const double* Anchors::Displacements(const mjData* d, const Problem& p) {
   double* disp = disp_.data();
   for (int i = 0; i < p.nrow; i++) disp[i] = 0;
   for (int i = 0; i < ncommitted_; i++) used_[i] = 0;
-  const int* begin = order_.data();
-  const int* end = begin + ncommitted_;
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     matched_[c] = 0;
     if (con.dim < 3 || ncommitted_ == 0) continue;
 
     // the nearest unused anchor of the pair
-    const int* first = std::lower_bound(begin, end, con.geom, [&](int a, const int* key) {
-      return PairLess(committed_[a].geom, key);
-    });
     int best = -1;
     double best_d2 = kMatchRadius * kMatchRadius, best_x[2][3] = {};
-    for (const int* it = first; it != end; ++it) {
-      const Record_& r = committed_[*it];
-      if (r.geom[0] != con.geom[0] || r.geom[1] != con.geom[1]) break;
-      if (used_[*it]) continue;
+    for (int a = head_[Bucket(con.geom)]; a >= 0; a = next_[a]) {
+      const Record_& r = committed_[a];
+      if (r.geom[0] != con.geom[0] || r.geom[1] != con.geom[1] || used_[a]) continue;
       double x[2][3];
       WorldPoint(d, r.body[0], r.local[0], x[0]);
       WorldPoint(d, r.body[1], r.local[1], x[1]);
@@ -77,7 +95,7 @@ const double* Anchors::Displacements(const mjData* d, const Problem& p) {
         d2 += e * e;
       }
       if (d2 < best_d2) {
-        best = *it;
+        best = a;
         best_d2 = d2;
         mju_copy(best_x[0], x[0], 6);
       }
@@ -129,18 +147,16 @@ void Anchors::Commit() {
   ncommitted_ = npending_;
   npending_ = 0;
   pending_valid_ = false;
-  for (int i = 0; i < ncommitted_; i++) order_[i] = i;
-  std::sort(order_.begin(), order_.begin() + ncommitted_,
-            [&](int a, int b) { return PairLess(committed_[a].geom, committed_[b].geom); });
+  Index();
 }
 
 void Anchors::CopyFrom(const Anchors& other) {
   const int n = std::min(other.ncommitted_, static_cast<int>(committed_.size()));
   std::copy(other.committed_.begin(), other.committed_.begin() + n, committed_.begin());
-  std::copy(other.order_.begin(), other.order_.begin() + n, order_.begin());
   ncommitted_ = n;
   npending_ = 0;
   pending_valid_ = false;
+  Index();
 }
 
 }  // namespace contactkit

@@ -73,13 +73,22 @@ class Anchors {
   };
 
   std::vector<Record_> committed_, pending_;  // (max_contacts)
-  std::vector<int> order_;                    // committed anchors sorted by geom pair
+  std::vector<int> head_;                     // hash bucket -> first committed anchor, or -1
+                                              //   (power of two >= 2 max_contacts)
+  std::vector<int> next_;                     // committed anchor -> next in its bucket, or -1
   std::vector<char> used_;                    // committed anchor taken in this match
   std::vector<double> disp_;                  // Displacements' output (max_rows)
   std::vector<double> world_;                 // ... world displacement by contact (3 max_contacts)
   std::vector<double> points_;                // ... material points x1, x2    (6 max_contacts)
   std::vector<char> matched_;                 // ... the contact had an anchor (max_contacts)
   int ncommitted_ = 0, npending_ = 0;
+  int nbucket_ = 1;  // buckets in use: a power of two >= 2 ncommitted_
+
+  // bucket of a geom pair among nbucket_
+  int Bucket(const int geom[2]) const;
+
+  // hash the committed anchors by geom pair (linear in their number)
+  void Index();
   bool pending_valid_ = false;
 };
 
