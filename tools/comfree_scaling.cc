@@ -121,6 +121,7 @@ struct Result {
   double step_ms = 0;        // median wall time of ck_step
   double constraint_ms = 0;  // median time of the constraint stage (extraction, solve, write-back)
   double collision_ms = 0;   // median time of MuJoCo's mj_collision in the step
+  double assembly_ms = 0;    // median time of MuJoCo's mj_makeConstraint (rows, Jacobian)
   bool ok = true;
 };
 
@@ -170,10 +171,11 @@ Result Measure(mjModel* m, mjData* d, const State& settled, const Variant& v, in
   settled.Restore(m, d);
   ck_step(ck, m, d);  // untimed: touch the workspace once
   settled.Restore(m, d);
-  std::vector<double> times, stage, collision;
+  std::vector<double> times, stage, collision, assembly;
   double contacts = 0, spent = 0;
   for (int t = 0; t < steps && (t < 3 || spent < budget); t++) {
     d->timer[mjTIMER_POS_COLLISION].duration = 0;
+    d->timer[mjTIMER_POS_MAKE].duration = 0;
     const auto t0 = std::chrono::steady_clock::now();
     ck_step(ck, m, d);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -181,6 +183,7 @@ Result Measure(mjModel* m, mjData* d, const State& settled, const Variant& v, in
     times.push_back(1e3 * dt);
     stage.push_back(1e3 * ck_stats(ck)->solve_time);
     collision.push_back(d->timer[mjTIMER_POS_COLLISION].duration);
+    assembly.push_back(d->timer[mjTIMER_POS_MAKE].duration);
     contacts += ck_stats(ck)->ncon;
     for (int i = 0; i < m->nv; i++) {
       if (!std::isfinite(d->qvel[i])) r.ok = false;
@@ -191,6 +194,7 @@ Result Measure(mjModel* m, mjData* d, const State& settled, const Variant& v, in
   r.step_ms = Median(times);
   r.constraint_ms = Median(stage);
   r.collision_ms = Median(collision);
+  r.assembly_ms = Median(assembly);
   for (int i = 0; i < mjNWARNING; i++) {
     if (d->warning[i].number) r.ok = false;
   }
@@ -398,6 +402,38 @@ int main(int argc, char** argv) {
                           slopes)
                           .c_str());
 
+  // comfree's step split by stage: time per contact at both ends of the range and each stage's
+  // slope (MuJoCo's stages are the same for every solver; "rest" is kinematics, inertia,
+  // velocity, actuation, smooth acceleration and the integrator)
+  {
+    std::vector<double> x;
+    std::vector<std::vector<double>> part(5);
+    const char* names[5] = {
+        "MuJoCo collision (mj_collision)", "MuJoCo constraint assembly (mj_makeConstraint)",
+        "contactkit constraint stage (extract, solve, write back)", "rest", "whole step"};
+    for (const Size& z : sizes) {
+      const Result* r = find(z.name(), "comfree");
+      if (!r || r->contacts <= 0) continue;
+      x.push_back(r->contacts);
+      const double rest = r->step_ms - r->collision_ms - r->assembly_ms - r->constraint_ms;
+      const double p[5] = {r->collision_ms, r->assembly_ms, r->constraint_ms, rest, r->step_ms};
+      for (int k = 0; k < 5; k++) part[k].push_back(p[k]);
+    }
+    if (x.size() >= 2) {
+      std::vector<std::vector<std::string>> split;
+      for (int k = 0; k < 5; k++) {
+        split.push_back({names[k], Fmt(1e3 * part[k].front() / x.front(), "%.2f"),
+                         Fmt(1e3 * part[k].back() / x.back(), "%.2f"),
+                         Fmt(LogSlope(x, part[k]), "%.2f")});
+      }
+      std::printf("%s\n", contactkit::tools::MarkdownTable(
+                              {"comfree step, by stage", "us/contact at " + Fmt(x.front(), "%.0f"),
+                               "us/contact at " + Fmt(x.back(), "%.0f"), "slope"},
+                              split)
+                              .c_str());
+    }
+  }
+
   // targets
   double worst = INFINITY;
   for (const Size& z : sizes) {
@@ -416,11 +452,12 @@ int main(int argc, char** argv) {
 
   // CSV, and a data file grouped by solver for gnuplot
   std::ofstream out(csv);
-  out << "scene,bodies,nv,solver,contacts,step_ms,collision_ms,constraint_ms,steps,ok\n";
+  out << "scene,bodies,nv,solver,contacts,step_ms,collision_ms,assembly_ms,constraint_ms,steps,"
+         "ok\n";
   for (const Result& r : results) {
     out << r.scene << "," << r.bodies << "," << r.nv << "," << r.solver << "," << r.contacts << ","
-        << r.step_ms << "," << r.collision_ms << "," << r.constraint_ms << "," << r.steps << ","
-        << (r.ok ? 1 : 0) << "\n";
+        << r.step_ms << "," << r.collision_ms << "," << r.assembly_ms << "," << r.constraint_ms
+        << "," << r.steps << "," << (r.ok ? 1 : 0) << "\n";
   }
   out.close();
   std::printf("csv: %s\n", csv.c_str());
