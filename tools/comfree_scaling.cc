@@ -431,6 +431,16 @@ int main(int argc, char** argv) {
                                "us/contact at " + Fmt(x.back(), "%.0f"), "slope"},
                               split)
                               .c_str());
+
+      // the floor MuJoCo's shared stages set: the step's slope if contactkit's stage and the rest
+      // cost at every size what they cost per contact in the smallest scene
+      const double own = (part[2].front() + part[3].front()) / x.front();
+      std::vector<double> floor;
+      for (size_t i = 0; i < x.size(); i++) floor.push_back(part[0][i] + part[1][i] + own * x[i]);
+      std::printf(
+          "MuJoCo's collision and assembly alone, with the rest at a constant cost per contact: "
+          "slope %.2f\n",
+          LogSlope(x, floor));
     }
   }
 
