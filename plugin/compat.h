@@ -177,6 +177,94 @@ inline void MassMatrix(const mjModel* m, mjData* d) {
 #endif
 }
 
+// MuJoCo's joint-space inertia in its legacy sparse layout (m->nM values; row i at dof_Madr[i],
+// then its ancestors): d->qM before 3.11; from 3.11 (qM removed) gathered from the CSR d->M through
+// m->mapM2M, which names each CSR entry's legacy index
+inline void CopyLegacyM(const mjModel* m, const mjData* d, mjtNum* dst) {
+#if mjVERSION_HEADER >= 3011000
+  mju_zero(dst, static_cast<int>(m->nM));
+  for (int k = 0; k < m->nC; k++) dst[m->mapM2M[k]] = d->M[k];
+#else
+  mju_copy(dst, d->qM, static_cast<int>(m->nM));
+#endif
+}
+
+// entries of d->qLD (nM on 2.x; the CSR pattern's nC on 3.x)
+inline int InertiaFactorSize(const mjModel* m) {
+#if CK_MJ3
+  return static_cast<int>(m->nC);
+#else
+  return m->nM;
+#endif
+}
+
+// dense nv x nv joint-space inertia of d (mj_fullM; its arguments changed in 3.10)
+inline void FullInertia(const mjModel* m, const mjData* d, mjtNum* dst) {
+#if mjVERSION_HEADER >= 3010000
+  mj_fullM(m, d, dst);
+#else
+  mj_fullM(m, dst, d->qM);
+#endif
+}
+
+// MuJoCo's estimate of diag(J M^-1 J') for constraint row i (efc_diagApprox; efc_diagA from 3.10)
+inline mjtNum EfcDiagApprox(const mjData* d, int i) {
+#if mjVERSION_HEADER >= 3010000
+  return d->efc_diagA[i];
+#else
+  return d->efc_diagApprox[i];
+#endif
+}
+
+// narrowphase of geoms g1, g2 (mjCOLLISIONFUNC) into con (mjMAXCONPAIR): dist, pos and the frame's
+// normal and first tangent as the collider set them (the rest of the frame zero); from 3.9 the
+// colliders write mjPreContact, copied here
+inline int CollideGeomPair(const mjModel* m, mjData* d, int g1, int g2, mjtNum margin,
+                           mjContact* con) {
+  const int t1 = m->geom_type[g1], t2 = m->geom_type[g2];
+#if mjVERSION_HEADER >= 3009000
+  mjPreContact pre[mjMAXCONPAIR];
+  const int n = mjCOLLISIONFUNC[t1][t2](m, d, pre, g1, g2, margin);
+  for (int i = 0; i < n; i++) {
+    con[i].dist = pre[i].dist;
+    mju_copy3(con[i].pos, pre[i].pos);
+    mju_copy3(con[i].frame, pre[i].normal);
+    mju_copy3(con[i].frame + 3, pre[i].tangent);
+    mju_zero3(con[i].frame + 6);
+  }
+  return n;
+#else
+  return mjCOLLISIONFUNC[t1][t2](m, d, con, g1, g2, margin);
+#endif
+}
+
+// the type of mjd_transitionFD's flg_centered (mjtByte before 3.9, then mjtBool)
+#if mjVERSION_HEADER >= 3009000
+using CenteredFlag = mjtBool;
+#else
+using CenteredFlag = mjtByte;
+#endif
+
+// mjv_moveCamera (its scene argument went away in 3.11)
+inline void MoveCamera(const mjModel* m, int action, mjtNum dx, mjtNum dy, const mjvScene* scn,
+                       mjvCamera* cam) {
+#if mjVERSION_HEADER >= 3011000
+  (void)scn;
+  mjv_moveCamera(m, action, dx, dy, cam);
+#else
+  mjv_moveCamera(m, action, dx, dy, scn, cam);
+#endif
+}
+
+// a MuJoCo warning with contactkit's prefix
+inline void Warn(const char* msg) {
+#if CK_MJ3
+  mju_warning("contactkit: %s", msg);
+#else
+  mju_warning_s("contactkit: %s", msg);
+#endif
+}
+
 }  // namespace contactkit
 
 #endif  // CONTACTKIT_PLUGIN_COMPAT_H_

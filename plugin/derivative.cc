@@ -207,7 +207,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
 
   // subtrees (MuJoCo orders bodies depth first, so a subtree is a range) and the
   // joint-transmission actuators of each dof
-  subtree_last_.assign(std::max(m->nbody, 1), 0);
+  subtree_last_.assign(std::max(static_cast<int>(m->nbody), 1), 0);
   for (int b = m->nbody - 1; b >= 0; b--) {
     subtree_last_[b] = std::max(subtree_last_[b], b);
     if (b > 0) {
@@ -275,7 +275,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
                       : type == mjJNT_BALL ? adr + 3
                                            : k + 1;
   }
-  subtree_dofend_.assign(std::max(m->nbody, 1), 0);
+  subtree_dofend_.assign(std::max(static_cast<int>(m->nbody), 1), 0);
   for (int b = 0; b < m->nbody; b++) {
     subtree_dofend_[b] = m->body_dofnum[b] ? m->body_dofadr[b] + m->body_dofnum[b] : 0;
   }
@@ -289,9 +289,9 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   con_pair_.assign(ncon, -1);
   con0_.assign(ncon, mjContact());
   con1_.assign(ncon, mjContact());
-  body_moved_.assign(std::max(m->nbody, 1), 0);
-  eq_type_.assign(std::max(m->neq, 1), 0);
-  eq_torquescale_.assign(std::max(m->neq, 1), 1.0);
+  body_moved_.assign(std::max(static_cast<int>(m->nbody), 1), 0);
+  eq_type_.assign(std::max(static_cast<int>(m->neq), 1), 0);
+  eq_torquescale_.assign(std::max(static_cast<int>(m->neq), 1), 1.0);
   for (int i = 0; i < m->neq; i++) {
     eq_type_[i] = m->eq_type[i];
     eq_torquescale_[i] = m->eq_data[mjNEQDATA * i + 10];
@@ -408,7 +408,7 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   if (cfd_) CfdAdjustProblem(m, &p);
 
   // MuJoCo's solver works with M itself (Extract folds implicit damping in)
-  for (int i = 0; i < nM_; i++) p.mass.M[i] = d->qM[i];
+  for (int i = 0; i < nM_; i++) p.mass.M[i] = M0_[i];  // d's inertia (PrepareStage)
   p.mass.Factor();
   for (int i = 0; i < nv_; i++) p.v_free[i] = d->qfrc_smooth[i];
   p.mass.Solve(p.v_free);
@@ -517,11 +517,11 @@ bool Derivative::PrepareIntegrator(const mjModel* m, bool rk4) {
         const int j = colind[rowadr[i] + k];
         blk[(j - b) * n + (i - b)] -= h * d->qDeriv[rowadr[i] + k];
       }
-      blk[(i - b) * n + (i - b)] += d->qM[m->dof_Madr[i]];
+      blk[(i - b) * n + (i - b)] += M0_[m->dof_Madr[i]];
       int adr = m->dof_Madr[i] + 1;
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-        blk[(j - b) * n + (i - b)] += d->qM[adr];
-        blk[(i - b) * n + (j - b)] += d->qM[adr];
+        blk[(j - b) * n + (i - b)] += M0_[adr];
+        blk[(i - b) * n + (j - b)] += M0_[adr];
       }
     }
     for (int t = 0; t < extractor_.ntree(); t++) {
@@ -533,7 +533,7 @@ bool Derivative::PrepareIntegrator(const mjModel* m, bool rk4) {
     IntegratorSolve(aint_.data());
   } else {
     // M, plus h diag(damping) for Euler's implicit damping
-    for (int i = 0; i < nM_; i++) mint_M_[i] = d->qM[i];
+    for (int i = 0; i < nM_; i++) mint_M_[i] = M0_[i];
     if (damped_) {
       for (int i = 0; i < nv; i++) mint_M_[m->dof_Madr[i]] += h * m->dof_damping[i];
     }
@@ -597,7 +597,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   mju_copy(v0_.data(), d->qvel, nv);
   mju_copy(act0_.data(), d->act, na_);
   mju_copy(u0_.data(), d->ctrl, nu_);
-  mju_copy(M0_.data(), d->qM, nM_);
+  CopyLegacyM(m, d, M0_.data());
   mju_copy(fs0_.data(), d->qfrc_smooth, nv);
   mju_copy(actdot0_.data(), d->act_dot, na_);
   mju_copy(qc0_.data(), d->qfrc_constraint, nv);

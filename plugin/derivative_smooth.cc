@@ -212,7 +212,8 @@ void Derivative::PositionPass(const mjModel* m, const double* dq, const double* 
   mj_tendon(m, d);
   MassMatrix(m, d);
   mj_transmission(m, d);
-  for (int i = 0; i < nM_; i++) dM_[i] = (d->qM[i] - M0_[i]) / eps;
+  CopyLegacyM(m, d, dM_.data());
+  for (int i = 0; i < nM_; i++) dM_[i] = (dM_[i] - M0_[i]) / eps;
   has_dM_ = true;
 
   // bodies the perturbation moves
@@ -291,8 +292,7 @@ bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k) {
   const Pair& pr = pairs_[k];
   // the buffer's frames have no tangent (zero from Setup, and again after each use)
   mjContact* buf = collide_buf_.data();
-  const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
-  const int nraw = mjCOLLISIONFUNC[t1][t2](m, d, buf, pr.g1, pr.g2, pr.margin);
+  const int nraw = CollideGeomPair(m, d, pr.g1, pr.g2, pr.margin, buf);
   const bool same = MatchPair(m, k, nraw);
   for (int i = 0; i < nraw; i++) {
     for (int q = 3; q < 9; q++) buf[i].frame[q] = 0;

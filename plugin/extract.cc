@@ -103,10 +103,11 @@ bool Extractor::Setup(const mjModel* m, int max_contacts, std::string* error) {
 
   // capacities
   int ncon = max_contacts;
-  if (ncon <= 0) ncon = m->nconmax > 0 ? m->nconmax : std::max(1000, 20 * m->ngeom);
+  if (ncon <= 0)
+    ncon = m->nconmax > 0 ? m->nconmax : std::max(1000, 20 * static_cast<int>(m->ngeom));
   const int noncontact = NonContactRows(m);
   int rows = noncontact + 6 * ncon;
-  if (m->njmax > 0) rows = std::min(rows, m->njmax);
+  if (m->njmax > 0) rows = std::min(rows, static_cast<int>(m->njmax));
   dims_.nv = nv;
   dims_.nM = m->nM;
   dims_.ntree = ntree_;
@@ -172,7 +173,7 @@ int Extractor::Extract(const mjModel* m, const mjData* d, Problem* p) {
   p->h = h;
   p->qvel = d->qvel;
   p->qfrc_smooth = d->qfrc_smooth;
-  for (int i = 0; i < m->nM; i++) p->mass.M[i] = d->qM[i];
+  CopyLegacyM(m, d, p->mass.M);
   if ((m->opt.integrator == mjINT_EULER && EulerDampingImplicit(m)) || IsImplicit(m)) {
     for (int i = 0; i < nv; i++) p->mass.M[m->dof_Madr[i]] += h * m->dof_damping[i];
   }
@@ -232,9 +233,9 @@ int Extractor::Extract(const mjModel* m, const mjData* d, Problem* p) {
       p->margin[nrow] = d->efc_margin[i];
       p->floss[nrow] = d->efc_frictionloss[i];
 #if CK_MJ3
-      p->diag_approx[nrow] = d->efc_diagApprox[i];
+      p->diag_approx[nrow] = EfcDiagApprox(d, i);
 #else
-      p->diag_approx[nrow] = d->efc_diagApprox[i];
+      p->diag_approx[nrow] = EfcDiagApprox(d, i);
 #endif
       p->R[nrow] = d->efc_R[i];
       p->KB[2 * nrow] = d->efc_KBIP[4 * i];

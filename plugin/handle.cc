@@ -54,7 +54,7 @@ void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg) {
   ck->stats.nwarning++;
   if (ck->warned[kind]) return;
   ck->warned[kind] = true;
-  mju_warning_s("contactkit: %s", msg);
+  Warn(msg);
 }
 
 ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative,

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "plugin/compat.h"
 #include "plugin/extract.h"
 #include "support/extracted.h"
 #include "support/fixture.h"
@@ -141,7 +142,7 @@ TEST_F(MujocoTest, TreeMassAgreesWithMujoco) {
 
   // dense block of the first tree against mj_fullM
   std::vector<double> full(nv * nv), block(nv * nv);
-  mj_fullM(m.get(), full.data(), d->qM);
+  FullInertia(m.get(), d.get(), full.data());
   const int n = p.islands.tree_dofnum[0];
   p.mass.Dense(0, n, block.data(), n);
   for (int r = 0; r < n; r++) {

@@ -19,9 +19,9 @@ struct Jacobians {
   std::vector<double> A, B, C, D;
   explicit Jacobians(const mjModel* m)
       : A((2 * m->nv + m->na) * (2 * m->nv + m->na)),
-        B((2 * m->nv + m->na) * std::max(m->nu, 1)),
-        C(std::max(m->nsensordata, 1) * (2 * m->nv + m->na)),
-        D(std::max(m->nsensordata, 1) * std::max(m->nu, 1)) {}
+        B((2 * m->nv + m->na) * std::max(static_cast<int>(m->nu), 1)),
+        C(std::max(static_cast<int>(m->nsensordata), 1) * (2 * m->nv + m->na)),
+        D(std::max(static_cast<int>(m->nsensordata), 1) * std::max(static_cast<int>(m->nu), 1)) {}
 };
 
 // ||a - b||_F / ||b||_F

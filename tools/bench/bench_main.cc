@@ -205,7 +205,7 @@ void AddJacobian(const std::string& group, const std::string& variant, const Sce
         }
         const mjModel* m = p->m;
         const size_t nx = 2 * m->nv + m->na;
-        std::vector<mjtNum> A(nx * nx), B(nx * std::max(m->nu, 1));
+        std::vector<mjtNum> A(nx * nx), B(nx * std::max(static_cast<int>(m->nu), 1));
         ckHandle* ck = nullptr;
         if (method == JacMethod::kAnalytic) {
           ck = MakeOrSkip(state, p->m, solver, settings);

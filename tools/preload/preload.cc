@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "plugin/compat.h"
 #include "plugin/handle.h"
 #include "tools/common/derivatives.h"
 #include "tools/preload/elf_check.h"
@@ -432,7 +433,8 @@ __attribute__((visibility("default"))) void mj_deleteModel(mjModel* m) {
 }
 
 __attribute__((visibility("default"))) void mjd_transitionFD(const mjModel* m, mjData* d,
-                                                             mjtNum eps, mjtByte centered,
+                                                             mjtNum eps,
+                                                             contactkit::CenteredFlag centered,
                                                              mjtNum* A, mjtNum* B, mjtNum* C,
                                                              mjtNum* D) {
   using namespace contactkit::preload;

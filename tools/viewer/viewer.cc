@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "plugin/compat.h"
 #include "tools/common/tool_util.h"
 #include "tools/viewer/frame_writer.h"
 
@@ -554,12 +555,12 @@ void App::OnMove(double wx, double wy) {
   if (pert_.active) {
     mjv_movePerturb(m_, s.d, action, dx / h, -dy / h, &s.scn, &pert_);
   } else {
-    mjv_moveCamera(m_, action, dx / h, -dy / h, &s.scn, &cam_);
+    contactkit::MoveCamera(m_, action, dx / h, -dy / h, &s.scn, &cam_);
   }
 }
 
 void App::OnScroll(double dy) {
-  mjv_moveCamera(m_, mjMOUSE_ZOOM, 0, -0.05 * dy, &side_[0].scn, &cam_);
+  contactkit::MoveCamera(m_, mjMOUSE_ZOOM, 0, -0.05 * dy, &side_[0].scn, &cam_);
 }
 
 int App::Interactive() {
