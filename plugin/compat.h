@@ -256,6 +256,16 @@ inline void MoveCamera(const mjModel* m, int action, mjtNum dx, mjtNum dy, const
 #endif
 }
 
+// acceleration-stage sensors; from 3.5 mj_sensorAcc runs mj_rnePostConstraint only while
+// flg_rnepost is clear (mj_forward clears it first), so without this the accelerometer, force,
+// torque and user sensors would keep their first values
+inline void SensorAcc(const mjModel* m, mjData* d) {
+#if mjVERSION_HEADER >= 3005000
+  d->flg_rnepost = 0;
+#endif
+  mj_sensorAcc(m, d);
+}
+
 // a MuJoCo warning with contactkit's prefix
 inline void Warn(const char* msg) {
 #if CK_MJ3

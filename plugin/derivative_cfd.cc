@@ -176,7 +176,7 @@ void Derivative::CfdForward(const mjModel* m) {
     shadow_->solver->Solve(p, &sol);
     shadow_->extractor.WriteBack(m, d, p, sol);
   }
-  if (sensors_) mj_sensorAcc(m, d);
+  if (sensors_) SensorAcc(m, d);
 }
 
 }  // namespace contactkit

@@ -649,7 +649,7 @@ void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
     mode_changes_++;
     for (int i = 0; i < d->nefc; i++) d->efc_force[i] = 0;
   }
-  mj_sensorAcc(m, d);
+  SensorAcc(m, d);
   for (int i = 0; i < ns_; i++) ds[i] = (d->sensordata[i] - d0->sensordata[i]) / e;
 
   // back to the nominal inputs

@@ -421,7 +421,7 @@ void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, in
   mj_fwdActuation(m, d);
   mj_fwdAcceleration(m, d);
   contactkit::ConstraintStage(ck, m, d);
-  if (!skipsensor) mj_sensorAcc(m, d);
+  if (!skipsensor) contactkit::SensorAcc(m, d);
 }
 
 void ck_forward(ckHandle* ck, const mjModel* m, mjData* d) {

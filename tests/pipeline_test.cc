@@ -3,6 +3,7 @@
 // The pipeline: with the "mujoco" pass-through, ck_step reproduces mj_step bit for bit for every
 // integrator, Jacobian storage and MuJoCo solver; ck_forward matches mj_forward.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -133,6 +134,51 @@ TEST_F(MujocoTest, ForwardMatchesMujoco) {
   EXPECT_TRUE(SameBits(d1->qfrc_constraint, d2->qfrc_constraint, m->nv));
   EXPECT_EQ(ck_stats(ck.get())->solver, ckSOL_MUJOCO);
   EXPECT_EQ(ck_stats(ck.get())->ncon, d1->ncon);
+}
+
+// Acceleration-stage sensors (accelerometer, force, torque, touch) follow every step exactly as
+// under mj_step: MuJoCo 3.5+ evaluates their post-constraint quantities lazily, once per forward
+// pass, so a pipeline that does not clear that flag would keep the first step's readings
+TEST_F(MujocoTest, AccelerationSensorsFollowEveryStep) {
+  ModelPtr m = LoadString(R"(
+<mujoco>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body pos="0 0 0.3">
+      <freejoint/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/>
+      <site name="imu" pos="0.05 0 0"/>
+      <site name="bottom" pos="0 0 -0.1" size="0.15 0.15 0.02" type="box"/>
+      <body name="arm" pos="0 0 0.1">
+        <joint name="arm" type="hinge" axis="0 1 0" damping="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" mass="0.2"/>
+        <site name="hinge" pos="0 0 0"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="arm" gear="2"/>
+  </actuator>
+  <sensor>
+    <accelerometer site="imu"/>
+    <force site="hinge"/>
+    <torque site="hinge"/>
+    <touch site="bottom"/>
+  </sensor>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  DataPtr d1(mj_makeData(m.get())), d2(mj_makeData(m.get()));
+  HandlePtr ck = Make(m.get());
+  double first = 0, changed = 0;
+  for (int t = 0; t < 300; t++) {
+    d1->ctrl[0] = d2->ctrl[0] = 0.2 * std::sin(0.05 * t);
+    mj_step(m.get(), d1.get());
+    ck_step(ck.get(), m.get(), d2.get());
+    ASSERT_TRUE(SameBits(d1->sensordata, d2->sensordata, m->nsensordata)) << "step " << t;
+    if (t == 0) first = d2->sensordata[2];
+    changed = std::max(changed, std::fabs(d2->sensordata[2] - first));
+  }
+  EXPECT_GT(changed, 1.0);  // the box lands: the accelerometer's z reading moves
 }
 
 // Our solvers do not need efc_AR, which MuJoCo 2.x's position stage computes for PGS and noslip

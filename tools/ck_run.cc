@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   const double h = opts.timestep > 0 ? opts.timestep : m->opt.timestep;
   const char* integ[] = {"euler", "rk4", "implicit", "implicitfast"};
   std::printf("model %s: nv=%d, timestep %g s, integrator %s, %s cone, %d steps\n\n",
-              contactkit::tools::ResolveModel(model_arg).c_str(), m->nv, h,
+              contactkit::tools::ResolveModel(model_arg).c_str(), static_cast<int>(m->nv), h,
               integ[m->opt.integrator % 4],
               m->opt.cone == mjCONE_ELLIPTIC ? "elliptic" : "pyramidal", opts.steps);
 

@@ -322,7 +322,7 @@ int main(int argc, char** argv) {
     if (!d) return Fail(z.name() + ": could not make mjData");
     m->opt.solver = mjSOL_CG;
     std::fprintf(stderr, "%s: %d bodies, settling %d CG steps ...\n", z.name().c_str(),
-                 m->nbody - 1, settle);
+                 static_cast<int>(m->nbody) - 1, settle);
     for (int t = 0; t < settle; t++) mj_step(m, d);
     State settled;
     settled.Save(m, d);
