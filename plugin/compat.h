@@ -266,6 +266,22 @@ inline void SensorAcc(const mjModel* m, mjData* d) {
   mj_sensorAcc(m, d);
 }
 
+// 1 if MuJoCo subtracts Jdot v from the reference acceleration of an active connect or weld
+// equality of d (3.7 on)
+inline bool JdotvInReference(const mjModel* m, const mjData* d) {
+#if mjVERSION_HEADER >= 3007000
+  for (int i = 0; i < m->neq; i++) {
+    if (d->eq_active[i] && (m->eq_type[i] == mjEQ_CONNECT || m->eq_type[i] == mjEQ_WELD)) {
+      return true;
+    }
+  }
+#else
+  (void)m;
+  (void)d;
+#endif
+  return false;
+}
+
 // a MuJoCo warning with contactkit's prefix
 inline void Warn(const char* msg) {
 #if CK_MJ3

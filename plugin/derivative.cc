@@ -1245,6 +1245,12 @@ int Derivative::Run(const mjModel* m, const mjData* d) {
     fallback_ = "noslip iterations are not differentiated";
     ok = false;
   }
+  if (ok && JdotvInReference(m, d)) {
+    fallback_ =
+        "MuJoCo 3.7+ subtracts Jdot v from connect and weld rows' reference, which the "
+        "analytic tangents leave out";
+    ok = false;
+  }
   if (ok) {
     LoadState(m, d, d0_);
     ok = m->opt.integrator == mjINT_RK4 ? RungeKutta(m) : SingleStage(m);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "deriv/deriv_util.h"
+#include "plugin/compat.h"
 #include "tools/gen_stack.h"
 
 namespace contactkit::test {
@@ -173,8 +174,11 @@ void TransitionTest::CheckScenes(int solver, const std::vector<int>& only_integr
         for (int t = 0; t < 3; t++) ck_step(ck.get(), m.get(), d.get());
       }
       Jacobians jac(m.get()), fd(m.get());
-      EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
-                                    nullptr))
+      // MuJoCo 3.7+ puts Jdot v into connect and weld rows' reference: ck_transitionJac falls
+      // back to forward differences there (return 1), compared at the loose tolerance
+      const bool fallback = JdotvInReference(m.get(), d.get());
+      EXPECT_EQ(fallback ? 1 : 0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(),
+                                                   jac.B.data(), nullptr, nullptr))
           << scene.name;
       // anchored: 1e-7. The humanoid under RK4 after three anchored steps is not smooth on the
       // scale of 1e-6 (a facet near its kink): centered differences at 1e-5, 1e-6, 1e-7, 1e-8
@@ -186,7 +190,7 @@ void TransitionTest::CheckScenes(int solver, const std::vector<int>& only_integr
       const double ea = RelativeError(jac.A, fd.A), eb = RelativeError(jac.B, fd.B);
       const char* name = ck_solverName(solver);
       const bool is_loose = std::find(loose.begin(), loose.end(), scene.name) != loose.end();
-      const double tol = is_loose ? 1e-3 : 1e-5;
+      const double tol = is_loose || fallback ? 1e-3 : 1e-5;
       EXPECT_LT(ea, tol) << name << (anchor ? " anchored " : " ") << scene.name << " integrator "
                          << integrator << " ncon " << d->ncon << "\n"
                          << WorstEntries(m.get(), jac.A, fd.A, 2 * m->nv + m->na);
