@@ -152,7 +152,8 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // "cfd_width" and "elastic_correction" change the Jacobian (not the step). d is left exactly as
 // it was; all memory was allocated by ck_make. Returns 0 if the analytic path was taken, 1 if
 // finite differences through ck_step were used instead (forward, eps 1e-6: a solver without a
-// force tangent, noslip iterations, more rows than the handle holds, a singular Hessian),
+// force tangent, noslip iterations, more rows than the handle holds, a singular Hessian, an
+// active connect or weld equality on MuJoCo 3.7+, whose reference holds Jdot v),
 // -1 on bad arguments or a handle without derivatives (setting "derivatives" = 0). With comfree's
 // contact anchors (setting "anchor") the step starts from the handle's anchors and the Jacobian
 // holds them fixed (the state does not include them); the handle's anchors are left as they were.
