@@ -282,6 +282,16 @@ inline bool JdotvInReference(const mjModel* m, const mjData* d) {
   return false;
 }
 
+// what to add to every geom's margin so that each geom pair's inclusion margin grows by w: a
+// pair's margin is the larger of its geoms' before MuJoCo 3.5 and their sum from 3.5 on
+inline double GeomMarginShare(double w) {
+#if mjVERSION_HEADER >= 3005000
+  return 0.5 * w;
+#else
+  return w;
+#endif
+}
+
 // a MuJoCo warning with contactkit's prefix
 inline void Warn(const char* msg) {
 #if CK_MJ3
