@@ -1,53 +1,125 @@
 #!/usr/bin/env bash
-# One entry point for a fresh Debian machine:
-#   tools/ck.sh demo   set up, build, and compare every available solver on a bundled scene
-#   tools/ck.sh test   set up, build with warnings as errors, run the whole test suite, then
-#                      build with AddressSanitizer + UndefinedBehaviorSanitizer and run it again
-#                      (long tests shortened with CK_TEST_QUICK)
-#   tools/ck.sh build  set up and build only
-#   tools/ck.sh bench  set up, build, and run every benchmark of ck-bench into bench_out/
-# Environment: CK_BUILD_DIR (default build), CK_JOBS (default: number of cores),
-#              CK_SKIP_SANITIZE=1 to skip the sanitizer pass.
+# One entry point for a fresh Debian 12 machine (installs what is missing with tools/setup.sh):
+#   tools/ck.sh demo    build against the pinned MuJoCo 3.x and compare every solver on a bundled
+#                       scene
+#   tools/ck.sh test    the whole suite on both MuJoCo versions: Debian's 2.2.2 and the 3.x pinned
+#                       in tools/requirements.txt, each built with warnings as errors, then both
+#                       again with AddressSanitizer + UndefinedBehaviorSanitizer (long tests
+#                       shortened with CK_TEST_QUICK)
+#   tools/ck.sh build   build only
+#   tools/ck.sh bench   build and run every benchmark of ck-bench into bench_out/
+# Option: --mujoco VERSION  one MuJoCo only: 2.2.2 (Debian's) or any 3.x release on PyPI (e.g.
+#                           3.3.7, installed into .venvs/mujoco-3.3.7)
+# Environment: CK_BUILD_DIR (default build; each MuJoCo gets build/mujoco-<version>[-sanitize]),
+#              CK_JOBS (default: number of cores), CK_SKIP_SANITIZE=1 to skip the sanitizer pass.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 cmd="${1:-demo}"
+shift || true
+versions=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --mujoco) versions+=("${2:?--mujoco needs a version: 2.2.2 or a 3.x release such as 3.3.7}"); shift 2 ;;
+    *) echo "ck.sh: unknown argument '$1'; usage: tools/ck.sh demo|test|build|bench [--mujoco VERSION]" >&2; exit 2 ;;
+  esac
+done
 build="${CK_BUILD_DIR:-build}"
 jobs="${CK_JOBS:-$(nproc)}"
+pinned="$(sed -n 's/^mujoco==\([0-9.]*\).*/\1/p' tools/requirements.txt)"
+debian_version=2.2.2
 
-"$here/tools/setup.sh"
+if [ ${#versions[@]} -eq 0 ]; then
+  case "$cmd" in
+    test) versions=("$debian_version" "$pinned") ;;
+    *) versions=("$pinned") ;;
+  esac
+fi
+
+# the set-up: Debian packages, and a venv for each 3.x asked for
+for v in "${versions[@]}"; do
+  case "$v" in
+    2.2.2) ;;
+    2.*) echo "ck.sh: MuJoCo $v: the only 2.x is Debian's 2.2.2" >&2; exit 2 ;;
+  esac
+  "$here/tools/setup.sh" --mujoco "$v"
+done
+
+# the cmake arguments that select MuJoCo version v
+mujoco_args() {
+  case "$1" in
+    2.*) echo "-DCK_MUJOCO=system" ;;
+    *) echo "-DCK_MUJOCO=python -DCK_MUJOCO_PYTHON=$here/.venvs/mujoco-$1/bin/python" \
+            "-DCK_MUJOCO_MODELS=/usr/share/mujoco/model" ;;
+  esac
+}
 
 configure() {  # dir, extra cmake args...
   local dir="$1"; shift
+  mkdir -p "$(dirname "$dir")"
   cmake -S "$here" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" > "$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log"; exit 1; }
+  grep "contactkit:" "$dir.configure.log" || true
   cmake --build "$dir" -j "$jobs"
+}
+
+# runs ctest in dir with a label; records "label: N passed, N failed, N skipped"
+summary=()
+failed=0
+run_tests() {  # label, dir, env...
+  local label="$1" dir="$2"; shift 2
+  local log="$dir.ctest.log" rc=0
+  env "$@" ctest --test-dir "$dir" -j "$jobs" --output-on-failure --timeout 900 2>&1 | tee "$log" ||
+    rc=$?
+  local counts nfail total nskip
+  # "100% tests passed out of N" or "98% tests passed, F tests failed out of N"
+  counts="$(sed -n -e 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' \
+                   -e 's/.*100% tests passed out of \([0-9]*\).*/0 \1/p' "$log" | tail -1)"
+  read -r nfail total <<< "${counts:-0 0}"
+  nskip="$(grep -c '(Skipped)' "$log" || true)"
+  summary+=("$label: $((total - nfail - nskip)) passed, $nfail failed, $nskip skipped")
+  if [ "$rc" != 0 ] || [ "$nfail" != 0 ] || [ "$total" = 0 ]; then failed=1; fi
 }
 
 case "$cmd" in
   demo)
-    configure "$build"
-    "$build/tools/ck-run" stacked_primitives --compare all --steps 1000
+    configure "$build/mujoco-${versions[0]}" $(mujoco_args "${versions[0]}")
+    "$build/mujoco-${versions[0]}/tools/ck-run" stacked_primitives --compare all --steps 1000
     ;;
   build)
-    configure "$build"
+    for v in "${versions[@]}"; do configure "$build/mujoco-$v" $(mujoco_args "$v"); done
     ;;
   bench)
-    configure "$build"
-    "$build/tools/ck-bench" all --out "${CK_BENCH_OUT:-bench_out}"
+    configure "$build/mujoco-${versions[0]}" $(mujoco_args "${versions[0]}")
+    "$build/mujoco-${versions[0]}/tools/ck-bench" all --out "${CK_BENCH_OUT:-bench_out}"
     ;;
   test)
-    configure "$build" -DCK_WERROR=ON
-    ctest --test-dir "$build" -j "$jobs" --output-on-failure --timeout 900
+    for v in "${versions[@]}"; do
+      echo "=== MuJoCo $v: build with warnings as errors, run every test"
+      configure "$build/mujoco-$v" $(mujoco_args "$v") -DCK_WERROR=ON
+      run_tests "MuJoCo $v" "$build/mujoco-$v"
+    done
     if [ "${CK_SKIP_SANITIZE:-0}" != "1" ]; then
-      configure "$build-sanitize" -DCK_WERROR=ON -DCK_SANITIZE=address,undefined \
-        -DCMAKE_BUILD_TYPE=RelWithDebInfo
-      CK_TEST_QUICK=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        ctest --test-dir "$build-sanitize" -j "$jobs" --output-on-failure --timeout 900
+      for v in "${versions[@]}"; do
+        echo "=== MuJoCo $v: AddressSanitizer + UndefinedBehaviorSanitizer, CK_TEST_QUICK=1"
+        configure "$build/mujoco-$v-sanitize" $(mujoco_args "$v") -DCK_WERROR=ON \
+          -DCK_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo
+        run_tests "MuJoCo $v sanitizers" "$build/mujoco-$v-sanitize" CK_TEST_QUICK=1 \
+          ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+      done
     fi
+    echo "=== summary"
+    np=0; nf=0; ns=0
+    for line in "${summary[@]}"; do
+      echo "  $line"
+      read -r p f s <<< "$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped/\1 \2 \3/')"
+      np=$((np + p)); nf=$((nf + f)); ns=$((ns + s))
+    done
+    echo "all: $np passed, $nf failed, $ns skipped"
+    exit "$failed"
     ;;
   *)
-    echo "usage: tools/ck.sh demo|test|build|bench" >&2
+    echo "usage: tools/ck.sh demo|test|build|bench [--mujoco VERSION]" >&2
     exit 2
     ;;
 esac

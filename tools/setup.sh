@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# Installs the Debian packages contactkit needs, if any are missing. Runs apt-get as root
-# directly, through sudo otherwise, and says what to do when neither is possible.
+# Installs what contactkit needs on a fresh Debian 12 machine:
+#   - the Debian packages (compilers, Debian's MuJoCo 2.2.2 and its example models, test and tool
+#     libraries), if any are missing: apt-get as root, through sudo otherwise;
+#   - MuJoCo 3.x from PyPI: a virtual environment .venvs/mujoco-<version> with the pinned
+#     packages of tools/requirements.txt, or with `mujoco==<version>` for --mujoco <version>.
+# usage: tools/setup.sh [--mujoco VERSION]   (prints nothing else on stdout than progress)
 set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mujoco_version=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --mujoco) mujoco_version="${2:?--mujoco needs a version, e.g. 3.3.7}"; shift 2 ;;
+    *) echo "setup: unknown argument '$1'; usage: tools/setup.sh [--mujoco VERSION]" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   g++ cmake ninja-build pkg-config
@@ -10,6 +22,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libglfw3-dev libgl1-mesa-dri libpng-dev xvfb xauth
   gnuplot-nox
+  python3 python3-venv python3-pip
 )
 
 missing=()
@@ -19,9 +32,10 @@ for p in "${packages[@]}"; do
   fi
 done
 
+install_debian() {
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} Debian packages are installed"
-  exit 0
+  return 0
 fi
 
 echo "setup: installing ${missing[*]}"
@@ -40,4 +54,32 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${run[@]}" apt-get update -qq
 "${run[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: Debian packages installed"
+}
+install_debian
+
+# MuJoCo 3.x from PyPI, in a venv per version (the pinned one gets all of tools/requirements.txt)
+pinned="$(sed -n 's/^mujoco==\([0-9.]*\).*/\1/p' "$here/tools/requirements.txt")"
+version="${mujoco_version:-$pinned}"
+case "$version" in
+  2.*) exit 0 ;;  # MuJoCo 2.x comes from Debian
+  3.*) ;;
+  *) echo "setup: MuJoCo version '$version' is not a 3.x release (e.g. 3.3.7); 2.2.2 comes from Debian" >&2; exit 2 ;;
+esac
+venv="$here/.venvs/mujoco-$version"
+if [ "$version" = "$pinned" ]; then
+  want=(-r "$here/tools/requirements.txt")
+else
+  want=("mujoco==$version")
+fi
+have="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mujoco"))' 2>/dev/null || true)"
+stamp="$venv/.ck-requirements"
+if [ "$have" = "$version" ] && { [ "$version" != "$pinned" ] || cmp -s "$here/tools/requirements.txt" "$stamp"; }; then
+  echo "setup: MuJoCo $version is installed in $venv"
+  exit 0
+fi
+echo "setup: installing MuJoCo $version from PyPI into $venv"
+python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "${want[@]}"
+[ "$version" = "$pinned" ] && cp "$here/tools/requirements.txt" "$stamp"
 echo "setup: done"

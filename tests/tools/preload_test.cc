@@ -21,6 +21,7 @@ namespace {
 
 const char kTestspeed[] = "/usr/bin/mujoco-testspeed";
 const char kLibmujoco[] = "/usr/lib/x86_64-linux-gnu/libmujoco.so";
+#define CK_TEST_MJ2 (mjVERSION_HEADER < 300)
 
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kAsan = true;
@@ -28,6 +29,10 @@ constexpr bool kAsan = true;
 constexpr bool kAsan = false;
 #endif
 
+#if CK_TEST_MJ2
+// The shim replaces mj_fwdConstraint only in a libmujoco whose internal calls go through the
+// dynamic symbol table: Debian's 2.2.2 (the process tests below run its mujoco-testspeed). The
+// 3.x wheel binds them inside the library; its test is at the end of this file.
 // one "mjData #k: N constraint solves by S, max penetration P m" line of the report
 struct DataReport {
   int index = -1;
@@ -79,7 +84,7 @@ int SolverUnderTest() {
   return -1;
 }
 
-class PreloadTest : public ::testing::Test {
+class PreloadMuJoCo2Test : public ::testing::Test {
  protected:
   void SetUp() override {
 #ifndef CK_PRELOAD_LIB
@@ -87,11 +92,6 @@ class PreloadTest : public ::testing::Test {
 #else
     if (!FileExists(kTestspeed)) {
       GTEST_SKIP() << kTestspeed << " is absent (Debian package libmujoco-samples)";
-    }
-    if (mjVERSION_HEADER != 222) {
-      GTEST_SKIP() << kTestspeed << " links Debian's MuJoCo 2.2.2 and this build uses MuJoCo "
-                   << mjVERSION_HEADER << ": a shim can only be preloaded into a program built "
-                   << "against the MuJoCo it was built for";
     }
     preload_ = CK_PRELOAD_LIB;
     if (kAsan) {
@@ -123,6 +123,8 @@ class PreloadTest : public ::testing::Test {
   std::string preload_;
 };
 
+#endif  // CK_TEST_MJ2
+
 TEST(ElfCheckTest, DebianLibmujocoCallsFwdConstraintThroughThePlt) {
   if (!FileExists(kLibmujoco)) GTEST_SKIP() << kLibmujoco << " is absent";
   std::string err;
@@ -149,8 +151,9 @@ TEST(ElfCheckTest, BadFilesAreReported) {
   EXPECT_NE(err.find("not a 64-bit ELF"), std::string::npos) << err;
 }
 
+#if CK_TEST_MJ2
 // the "mujoco" solver through the shim: every step goes through it and nothing changes
-TEST_F(PreloadTest, MujocoPassThroughChangesNothing) {
+TEST_F(PreloadMuJoCo2Test, MujocoPassThroughChangesNothing) {
   const std::string model = BundledModel("box_on_plane.xml");
   const int nstep = TestSteps(500);
   const ProcessResult plain = Testspeed(model, nstep, 1, false);
@@ -166,7 +169,7 @@ TEST_F(PreloadTest, MujocoPassThroughChangesNothing) {
 }
 
 // one handle per mjData: two threads, two reports with every step of each
-TEST_F(PreloadTest, OneWorkspacePerDataInThreads) {
+TEST_F(PreloadMuJoCo2Test, OneWorkspacePerDataInThreads) {
   const int solver = SolverUnderTest();
   const std::string name = ck_solverName(solver < 0 ? ckSOL_MUJOCO : solver);
   const int nstep = TestSteps(300);
@@ -188,7 +191,7 @@ TEST_F(PreloadTest, OneWorkspacePerDataInThreads) {
 }
 
 // the acceptance test: an unmodified sample binary runs hard contact through the shim
-TEST_F(PreloadTest, HardContactDiffersFromMujoco) {
+TEST_F(PreloadMuJoCo2Test, HardContactDiffersFromMujoco) {
   const int solver = SolverUnderTest();
   if (solver < 0) {
     GTEST_SKIP() << "no contactkit solver besides 'mujoco' is in this build yet (the test runs "
@@ -218,7 +221,7 @@ TEST_F(PreloadTest, HardContactDiffersFromMujoco) {
 }
 
 // settings from the model's <custom> fields, read by the shim in a program that knows nothing
-TEST_F(PreloadTest, ModelCustomFieldsAreRead) {
+TEST_F(PreloadMuJoCo2Test, ModelCustomFieldsAreRead) {
   const std::string dir = MakeTempDir("preload_custom");
   std::string xml = ReadFile(BundledModel("box_on_plane.xml"));
   const size_t end = xml.rfind("</mujoco>");
@@ -253,7 +256,7 @@ TEST_F(PreloadTest, ModelCustomFieldsAreRead) {
   rmdir(dir.c_str());
 }
 
-TEST_F(PreloadTest, BadEnvironmentIsNamedAndMujocoRuns) {
+TEST_F(PreloadMuJoCo2Test, BadEnvironmentIsNamedAndMujocoRuns) {
   const std::string model = BundledModel("box_on_plane.xml");
   ProcessResult r = Testspeed(model, 20, 1, true, {{"CONTACTKIT_SOLVER", "fast"}});
   EXPECT_NE(r.err.find("CONTACTKIT_SOLVER"), std::string::npos) << r.err;
@@ -266,6 +269,40 @@ TEST_F(PreloadTest, BadEnvironmentIsNamedAndMujocoRuns) {
   r = Testspeed(model, 20, 1, true, {{"CONTACTKIT_DERIVATIVES", "exact"}});
   EXPECT_NE(r.err.find("allowed: fd"), std::string::npos) << r.err;
 }
+
+#endif  // CK_TEST_MJ2
+
+// the libmujoco this build links: Debian's 2.2.2 calls mj_fwdConstraint through the PLT, MuJoCo
+// 3.x's wheel (and its default build) binds it inside the library, so the shim cannot replace it
+TEST(ElfCheckTest, LinkedLibmujocoIsClassified) {
+  std::string err;
+  EXPECT_EQ(preload::HasDynamicRelocation(CK_LIBMUJOCO, "mj_fwdConstraint", &err),
+            CK_TEST_MJ2 ? 1 : 0)
+      << CK_LIBMUJOCO << ": " << err;
+}
+
+#if !CK_TEST_MJ2
+// MuJoCo 3.x: preloaded into a plain MuJoCo program, the shim detects that it cannot replace the
+// solver, says so, and the program runs MuJoCo's own solver bit for bit
+TEST(PreloadMuJoCo3Test, ShimSaysItCannotReplaceTheSolverAndChangesNothing) {
+  const std::string model = BundledModel("box_on_plane.xml");
+  std::vector<std::pair<std::string, std::string>> env = {{"CONTACTKIT_SOLVER", "ipm"}};
+  std::string preload = CK_PRELOAD_LIB;
+#ifdef CK_ASAN_RUNTIME
+  preload = std::string(CK_ASAN_RUNTIME) + ":" + preload;
+#endif
+  env.emplace_back("LD_PRELOAD", preload);
+  if (kAsan) env.emplace_back("ASAN_OPTIONS", "detect_leaks=0");
+  const ProcessResult plain = RunProcess({CK_MINI_SIM, model, "200"}, {}, "mini_sim");
+  const ProcessResult shim = RunProcess({CK_MINI_SIM, model, "200"}, env, "mini_sim");
+  ASSERT_EQ(plain.status, 0) << plain.out << plain.err;
+  ASSERT_EQ(shim.status, 0) << shim.out << shim.err;
+  EXPECT_NE(shim.err.find("binds mj_fwdConstraint internally"), std::string::npos) << shim.err;
+  EXPECT_NE(shim.err.find("MuJoCo's own solver runs unchanged"), std::string::npos) << shim.err;
+  EXPECT_NE(plain.out.find("steps 200"), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out, shim.out);
+}
+#endif
 
 }  // namespace
 }  // namespace contactkit::test

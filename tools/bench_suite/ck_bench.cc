@@ -113,13 +113,16 @@ struct Robot {
   std::string name, path;
 };
 
-// the Dojo Table V set: MuJoCo's humanoid and three real robots from the models folder
+// the Dojo Table V set: MuJoCo's humanoid and three real robots from the models folder, in
+// their original Menagerie files on MuJoCo 3.x and the _mj222 variants on 2.x (the Unitree A1's
+// original lacks two visual meshes here, so it runs its variant, which drops them, on both)
 std::vector<Robot> Robots(const Options& o, std::string* notes) {
+  const std::string scene = mjVERSION_HEADER >= 300 ? "/scene.xml" : "/scene_mj222.xml";
   std::vector<Robot> all = {
       {"Humanoid", tools::ResolveModel("humanoid")},
       {"Unitree A1", o.models_dir + "/unitree_a1/scene_mj222.xml"},
-      {"Franka Panda", o.models_dir + "/franka_emika_panda/scene_mj222.xml"},
-      {"Skydio X2", o.models_dir + "/skydio_x2/scene_mj222.xml"},
+      {"Franka Panda", o.models_dir + "/franka_emika_panda" + scene},
+      {"Skydio X2", o.models_dir + "/skydio_x2" + scene},
   };
   std::vector<Robot> out;
   for (const Robot& r : all) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 namespace contactkit::tools {
@@ -25,10 +26,15 @@ bool Finite(const mjtNum* x, int n) {
 
 }  // namespace
 
+std::string MujocoModelsDir() {
+  const char* env = std::getenv("CK_MUJOCO_MODELS");
+  return env && env[0] ? env : CK_MUJOCO_MODELS;
+}
+
 std::string ResolveModel(const std::string& arg) {
   if (Exists(arg)) return arg;
   const std::string src = CK_SOURCE_DIR;
-  const std::string mj = CK_MUJOCO_MODELS;
+  const std::string mj = MujocoModelsDir();
   const std::vector<std::string> candidates = {
       src + "/mjcf_models/" + arg,
       src + "/mjcf_models/" + arg + ".xml",
@@ -47,7 +53,8 @@ mjModel* LoadModel(const std::string& arg, std::string* error) {
   if (!Exists(path)) {
     *error = "model '" + arg +
              "' not found (give a path, a bundled model name such as "
-             "box_sliding, or humanoid / humanoid100 / 22_humanoids)";
+             "box_sliding, or humanoid / humanoid100 / 22_humanoids from MuJoCo's example models in '" +
+             MujocoModelsDir() + "', set by the environment variable CK_MUJOCO_MODELS)";
     return nullptr;
   }
   char err[1024] = "";

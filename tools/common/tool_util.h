@@ -15,6 +15,9 @@
 
 namespace contactkit::tools {
 
+// folder of MuJoCo's example models: $CK_MUJOCO_MODELS, else the build's CK_MUJOCO_MODELS
+std::string MujocoModelsDir();
+
 // Resolve a model argument: an existing path, a bundled model name ("box_sliding"), or one of
 // MuJoCo's examples by short name ("humanoid", "humanoid100", "22_humanoids").
 std::string ResolveModel(const std::string& arg);
