@@ -5,6 +5,9 @@
 if(TARGET mujoco::mujoco)
   return()
 endif()
+if(NOT CK_MUJOCO_PYTHON AND Python_EXECUTABLE)
+  set(CK_MUJOCO_PYTHON "${Python_EXECUTABLE}")  # scikit-build-core's interpreter
+endif()
 if(NOT CK_MUJOCO_PYTHON)
   find_package(Python3 COMPONENTS Interpreter REQUIRED)
   set(CK_MUJOCO_PYTHON "${Python3_EXECUTABLE}")

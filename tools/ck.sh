@@ -3,7 +3,8 @@
 #   tools/ck.sh demo    build against the pinned MuJoCo 3.x and compare every solver on a bundled
 #                       scene
 #   tools/ck.sh test    the whole suite on both MuJoCo versions: Debian's 2.2.2 and the 3.x pinned
-#                       in tools/requirements.txt, each built with warnings as errors, then both
+#                       in pyproject.toml, each built with warnings as errors (on 3.x also the
+#                       Python package, pip-installed into its venv, with pytest), then both
 #                       again with AddressSanitizer + UndefinedBehaviorSanitizer (long tests
 #                       shortened with CK_TEST_QUICK)
 #   tools/ck.sh build   build only
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
 done
 build="${CK_BUILD_DIR:-build}"
 jobs="${CK_JOBS:-$(nproc)}"
-pinned="$(sed -n 's/^mujoco==\([0-9.]*\).*/\1/p' tools/requirements.txt)"
+pinned="$(sed -n 's/^dependencies = \["mujoco==\([0-9.]*\)".*/\1/p' pyproject.toml)"
 debian_version=2.2.2
 
 if [ ${#versions[@]} -eq 0 ]; then
@@ -81,6 +82,24 @@ run_tests() {  # label, dir, env...
   if [ "$rc" != 0 ] || [ "$nfail" != 0 ] || [ "$total" = 0 ]; then failed=1; fi
 }
 
+# builds and installs the Python package into MuJoCo v's venv (against that MuJoCo), runs pytest
+run_python_tests() {  # version
+  local v="$1" py="$here/.venvs/mujoco-$1/bin/python" log="$build/python-mujoco-$1.pytest.log"
+  echo "=== MuJoCo $v: pip install . (the Python package), pytest python/tests"
+  # --no-deps: the package pins the newest MuJoCo; here it is built against this venv's
+  "$py" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps \
+    -C build-dir="$build/python-mujoco-$v" "$here" || { summary+=("Python on MuJoCo $v: 0 passed, 1 failed, 0 skipped (pip install failed)"); failed=1; return; }
+  local rc=0
+  (cd "$here" && "$py" -m pytest -q -p no:cacheprovider python/tests) 2>&1 | tee "$log" || rc=$?
+  local last np nf ns
+  last="$(grep -E '[0-9]+ (passed|failed)' "$log" | tail -1)"
+  nf="$(echo "$last" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || true)"
+  ns="$(echo "$last" | grep -oE '[0-9]+ skipped' | grep -oE '[0-9]+' || true)"
+  np="$(echo "$last" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || true)"
+  summary+=("Python on MuJoCo $v: ${np:-0} passed, ${nf:-0} failed, ${ns:-0} skipped")
+  if [ "$rc" != 0 ] || [ -z "$np" ]; then failed=1; fi
+}
+
 case "$cmd" in
   demo)
     configure "$build/mujoco-${versions[0]}" $(mujoco_args "${versions[0]}")
@@ -98,6 +117,7 @@ case "$cmd" in
       echo "=== MuJoCo $v: build with warnings as errors, run every test"
       configure "$build/mujoco-$v" $(mujoco_args "$v") -DCK_WERROR=ON
       run_tests "MuJoCo $v" "$build/mujoco-$v"
+      case "$v" in 3.*) run_python_tests "$v" ;; esac
     done
     if [ "${CK_SKIP_SANITIZE:-0}" != "1" ]; then
       for v in "${versions[@]}"; do

@@ -2,8 +2,8 @@
 # Installs what contactkit needs on a fresh Debian 12 machine:
 #   - the Debian packages (compilers, Debian's MuJoCo 2.2.2 and its example models, test and tool
 #     libraries), if any are missing: apt-get as root, through sudo otherwise;
-#   - MuJoCo 3.x from PyPI: a virtual environment .venvs/mujoco-<version> with the pinned
-#     packages of tools/requirements.txt, or with `mujoco==<version>` for --mujoco <version>.
+#   - MuJoCo 3.x from PyPI: a virtual environment .venvs/mujoco-<version> with mujoco==<version>
+#     (default: the version pinned in pyproject.toml) and the packages of tools/requirements.txt.
 # usage: tools/setup.sh [--mujoco VERSION]   (prints nothing else on stdout than progress)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -58,8 +58,8 @@ echo "setup: Debian packages installed"
 }
 install_debian
 
-# MuJoCo 3.x from PyPI, in a venv per version (the pinned one gets all of tools/requirements.txt)
-pinned="$(sed -n 's/^mujoco==\([0-9.]*\).*/\1/p' "$here/tools/requirements.txt")"
+# MuJoCo 3.x from PyPI, in a venv per version, with what the Python package's build and tests need
+pinned="$(sed -n 's/^dependencies = \["mujoco==\([0-9.]*\)".*/\1/p' "$here/pyproject.toml")"
 version="${mujoco_version:-$pinned}"
 case "$version" in
   2.*) exit 0 ;;  # MuJoCo 2.x comes from Debian
@@ -67,19 +67,15 @@ case "$version" in
   *) echo "setup: MuJoCo version '$version' is not a 3.x release (e.g. 3.3.7); 2.2.2 comes from Debian" >&2; exit 2 ;;
 esac
 venv="$here/.venvs/mujoco-$version"
-if [ "$version" = "$pinned" ]; then
-  want=(-r "$here/tools/requirements.txt")
-else
-  want=("mujoco==$version")
-fi
+want=("mujoco==$version" -r "$here/tools/requirements.txt")
 have="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mujoco"))' 2>/dev/null || true)"
 stamp="$venv/.ck-requirements"
-if [ "$have" = "$version" ] && { [ "$version" != "$pinned" ] || cmp -s "$here/tools/requirements.txt" "$stamp"; }; then
+if [ "$have" = "$version" ] && cmp -s "$here/tools/requirements.txt" "$stamp"; then
   echo "setup: MuJoCo $version is installed in $venv"
   exit 0
 fi
 echo "setup: installing MuJoCo $version from PyPI into $venv"
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "${want[@]}"
-[ "$version" = "$pinned" ] && cp "$here/tools/requirements.txt" "$stamp"
+cp "$here/tools/requirements.txt" "$stamp"
 echo "setup: done"

@@ -1,0 +1,258 @@
+"""contactkit.Handle: one solver workspace for one (model, data) pair, as ckHandle in C."""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import Any, Mapping, Optional, Tuple
+
+import mujoco
+import numpy as np
+
+from . import _core
+
+# sizes that a handle's workspace depends on (the C side checks the model's full structure too)
+_SIGNATURE = ("nq", "nv", "na", "nu", "nbody", "njnt", "ngeom", "nsensordata", "neq", "ntendon")
+
+
+def _signature(model: mujoco.MjModel) -> Tuple[int, ...]:
+    return tuple(int(getattr(model, k)) for k in _SIGNATURE)
+
+
+def _text(value: Any) -> str:
+    """A setting value as the C API's text (bool: 0/1, sequences: space separated)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "1" if value else "0"
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return " ".join(repr(float(v)) for v in np.asarray(value, dtype=float).ravel())
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _value(text: str) -> Any:
+    """A setting's text as int, float, tuple of floats or str."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    parts = text.split()
+    if len(parts) > 1:
+        try:
+            return tuple(float(p) for p in parts)
+        except ValueError:
+            pass
+    return text
+
+
+def _settings_dict(raw: Mapping[str, str]) -> dict:
+    return {k: _value(v) for k, v in raw.items()}
+
+
+def setting_keys() -> dict:
+    """Every setting key with its one-line documentation."""
+    return dict(_core.setting_keys())
+
+
+def solver_available(name: str) -> bool:
+    """True if solver `name` ("mujoco", "ipm", "comfree", "lcp") is in this build."""
+    return bool(_core.solver_available(name))
+
+
+def settings_from_model(model: mujoco.MjModel) -> dict:
+    """The settings a model names (plugin tag or <custom> fields) on top of the defaults.
+
+    Raises ValueError naming the key and where it was given on bad input."""
+    _check_model(model)
+    return _settings_dict(_core.settings_from_model(model._address))
+
+
+def _check_model(model: Any) -> None:
+    if not isinstance(model, mujoco.MjModel):
+        raise TypeError(f"expected a mujoco.MjModel, got {type(model).__name__}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Stats:
+    """Statistics of the last forward pass (ckStats)."""
+
+    solver: str  # solver that produced the forces
+    status: int  # ckStatus of the last solve (0 solved, 1 inaccurate, 2 max_iter, 3 numerical, 4 invalid input)
+    iterations: int  # solver iterations
+    nrow: int  # constraint rows in contact frames
+    ncon: int  # contacts included in the problem
+    nisland: int  # independent groups of interacting trees
+    residual: float  # final residual (solver-specific norm)
+    kappa: float  # final complementarity / central-path value (ipm, lcp)
+    condition: float  # conditioning estimate of the last factorization (0: unknown)
+    max_penetration: float  # largest penetration among included contacts (m)
+    solve_time: float  # wall time of the constraint stage (s)
+    pivots: int  # lcp: pivots of the direct solver
+    guess_hits: int  # lcp: accepted active-set guesses (cumulative)
+    guess_tries: int  # lcp: tried guesses (cumulative)
+    nwarning: int  # warnings this handle has raised (cumulative)
+
+
+class Handle:
+    """The workspace of one contactkit solver for one mujoco.MjData (use one per data and thread).
+
+    Args:
+      model: the mujoco.MjModel the handle is for; any model it is later used with must have the
+        same structure.
+      solver: "mujoco", "ipm", "comfree" or "lcp"; None keeps the model's choice (default "mujoco").
+      **settings: any C setting key (see `setting_keys()`), e.g. kappa_tol=1e-8. With neither
+        solver nor settings the handle takes its settings from the model, as ck_make(m, NULL).
+        Given keys apply on top of the model's own settings.
+
+    Raises:
+      ValueError: an unknown key or a bad value (the message names it and what is allowed).
+      TypeError: model is not a mujoco.MjModel.
+    """
+
+    def __init__(self, model: mujoco.MjModel, solver: Optional[str] = None, **settings: Any):
+        _check_model(model)
+        if solver is not None:
+            settings = {"solver": solver, **settings}
+        self._core = _core.Handle(model._address, {k: _text(v) for k, v in settings.items()})
+        self._signature = _signature(model)
+        self._model_address = model._address
+        self._data_ref: Optional[weakref.ref] = None
+        self._data_address = 0
+        self.last_jacobian_method: Optional[str] = None
+
+    # ------------------------------------------------------------------------------- checks
+    def _check(self, model: Any, data: Any) -> None:
+        if not isinstance(model, mujoco.MjModel) or model._address != self._model_address:
+            _check_model(model)
+            if _signature(model) != self._signature:
+                raise ValueError(
+                    "this handle was made for another model: sizes "
+                    f"{dict(zip(_SIGNATURE, self._signature))}, got {dict(zip(_SIGNATURE, _signature(model)))}")
+            self._model_address = model._address
+            self._data_ref = None
+        if self._data_ref is None or self._data_ref() is not data or data._address != self._data_address:
+            if not isinstance(data, mujoco.MjData):
+                raise TypeError(f"expected a mujoco.MjData, got {type(data).__name__}")
+            if _signature(data.model) != self._signature:
+                raise ValueError("data belongs to another model than the handle's")
+            self._data_ref = weakref.ref(data)
+            self._data_address = data._address
+
+    # ----------------------------------------------------------------------------- pipeline
+    def step(self, model: mujoco.MjModel, data: mujoco.MjData, nstep: int = 1) -> None:
+        """Replace mujoco.mj_step: nstep steps with the handle's solver (GIL released)."""
+        self._check(model, data)
+        if nstep < 0:
+            raise ValueError(f"nstep must be >= 0, got {nstep}")
+        self._core.step(model._address, data._address, int(nstep))
+
+    def forward(self, model: mujoco.MjModel, data: mujoco.MjData) -> None:
+        """Replace mujoco.mj_forward."""
+        self._check(model, data)
+        self._core.forward(model._address, data._address)
+
+    def reset(self) -> None:
+        """Forget warm starts and contact anchors; call after mj_resetData or a jump of state."""
+        self._core.reset()
+
+    # ----------------------------------------------------------------------------- settings
+    @property
+    def settings(self) -> dict:
+        """Every setting with its current value."""
+        return _settings_dict(self._core.settings())
+
+    def set(self, model: Optional[mujoco.MjModel] = None, **settings: Any) -> None:
+        """Change settings between steps (solver switch included); validated first.
+
+        model is needed only when turning derivatives on. Raises ValueError and keeps the
+        previous settings on bad input."""
+        address = 0
+        if model is not None:
+            _check_model(model)
+            if _signature(model) != self._signature:
+                raise ValueError("this handle was made for another model")
+            address = model._address
+        self._core.set(address, {k: _text(v) for k, v in settings.items()})
+
+    @property
+    def stats(self) -> Stats:
+        """Statistics of the last forward pass."""
+        return Stats(**self._core.stats())
+
+    # -------------------------------------------------------------------------- derivatives
+    def _outputs(self, model, A, B, C, D):
+        nx = 2 * model.nv + model.na
+        shapes = {"A": (nx, nx), "B": (nx, model.nu), "C": (model.nsensordata, nx),
+                  "D": (model.nsensordata, model.nu)}
+        given = {"A": A, "B": B, "C": C, "D": D}
+        if all(v is None for v in given.values()):
+            given = {k: np.zeros(s) for k, s in shapes.items()}
+        for k, v in given.items():
+            if v is None:
+                continue
+            if not isinstance(v, np.ndarray) or v.dtype != np.float64 or not v.flags.c_contiguous:
+                raise TypeError(f"{k} must be a C-contiguous float64 numpy array")
+            if v.shape != shapes[k]:
+                raise ValueError(f"{k} must have shape {shapes[k]}, got {v.shape}")
+        return given
+
+    def _method(self, rc: int, what: str) -> None:
+        if rc < 0:
+            raise RuntimeError(
+                f"{what} failed (code {rc}): the handle has derivatives off (setting "
+                "'derivatives'), or the arguments do not fit the handle's model")
+        self.last_jacobian_method = "analytic" if rc == 0 else "finite_differences"
+
+    def transition_jac(self, model: mujoco.MjModel, data: mujoco.MjData, A=None, B=None, C=None,
+                       D=None):
+        """Jacobians of the step `step` would take, with mjd_transitionFD's shapes and meaning.
+
+        A (2nv+na, 2nv+na) = d next state / d state, B (2nv+na, nu) = d next state / d ctrl,
+        C (nsensordata, 2nv+na), D (nsensordata, nu) for the sensors; state = [dqpos (tangent),
+        qvel, act]. Arrays given are written in place (others are not computed); with none
+        given all four are returned newly allocated. `last_jacobian_method` says whether the
+        analytic path ("analytic") or finite differences through the step
+        ("finite_differences") produced them. data is left unchanged.
+        """
+        self._check(model, data)
+        out = self._outputs(model, A, B, C, D)
+        rc = self._core.transition_jac(model._address, data._address, out["A"], out["B"], out["C"],
+                                       out["D"])
+        self._method(rc, "transition_jac")
+        return out["A"], out["B"], out["C"], out["D"]
+
+    def transition_vjp(self, model: mujoco.MjModel, data: mujoco.MjData, dx=None, ds=None):
+        """Vector-Jacobian product of the step without forming Jacobians.
+
+        dx (2nv+na,) adjoint of the next state, ds (nsensordata,) adjoint of the sensors (None:
+        zero). Returns gx = A' dx + C' ds (2nv+na,) and gu = B' dx + D' ds (nu,)."""
+        self._check(model, data)
+        nx = 2 * model.nv + model.na
+
+        def vec(v, n, name):
+            if v is None:
+                return None
+            v = np.ascontiguousarray(v, dtype=np.float64)
+            if v.shape != (n,):
+                raise ValueError(f"{name} must have shape ({n},), got {v.shape}")
+            return v
+
+        dx, ds = vec(dx, nx, "dx"), vec(ds, model.nsensordata, "ds")
+        gx, gu = np.zeros(nx), np.zeros(model.nu)
+        rc = self._core.transition_vjp(model._address, data._address, dx, ds, gx, gu)
+        self._method(rc, "transition_vjp")
+        return gx, gu
+
+    def transition_fd(self, model: mujoco.MjModel, data: mujoco.MjData, eps: float = 1e-6,
+                      centered: bool = False, A=None, B=None, C=None, D=None):
+        """Finite-difference Jacobians through `step` with mjd_transitionFD's conventions."""
+        self._check(model, data)
+        if not eps > 0:
+            raise ValueError(f"eps must be > 0, got {eps}")
+        out = self._outputs(model, A, B, C, D)
+        rc = self._core.transition_fd(model._address, data._address, float(eps), bool(centered),
+                                      out["A"], out["B"], out["C"], out["D"])
+        if rc < 0:
+            raise RuntimeError(f"transition_fd failed (code {rc})")
+        return out["A"], out["B"], out["C"], out["D"]

@@ -1,0 +1,198 @@
+// Copyright 2026 The contactkit developers.
+//
+// contactkit._core: the C API on the `mujoco` package's own MjModel / MjData. Python passes the
+// structs' addresses (MjModel._address); contactkit/__init__.py checks types and shapes first.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "contactkit/contactkit.h"
+
+namespace py = pybind11;
+
+namespace {
+
+const mjModel* M(std::uintptr_t a) { return reinterpret_cast<const mjModel*>(a); }
+mjData* D(std::uintptr_t a) { return reinterpret_cast<mjData*>(a); }
+
+// data of an optional array (None: NULL) that must be float64, C-contiguous and hold n numbers:
+// never a converted copy, which would leave the caller's array unwritten
+mjtNum* Buffer(const py::object& a, long n, const char* name, bool write) {
+  if (a.is_none()) return nullptr;
+  if (!py::isinstance<py::array>(a)) {
+    throw py::type_error(std::string(name) + ": expected a numpy array of float64");
+  }
+  py::array arr = a.cast<py::array>();
+  if (!arr.dtype().is(py::dtype::of<mjtNum>()) ||
+      !(arr.flags() & py::array::c_style) || (write && !arr.writeable())) {
+    throw py::type_error(std::string(name) + ": expected a writeable C-contiguous float64 array");
+  }
+  if (arr.size() != n) {
+    throw py::value_error(std::string(name) + ": expected " + std::to_string(n) +
+                          " numbers, got " + std::to_string(arr.size()));
+  }
+  return static_cast<mjtNum*>(arr.mutable_data());
+}
+
+// settings from text pairs on top of base; throws ValueError with the C message
+void Apply(ckSettings* s, const py::dict& kv) {
+  char err[1024];
+  for (const auto& item : kv) {
+    const std::string key = py::str(item.first), value = py::str(item.second);
+    if (ck_setSetting(s, key.c_str(), value.c_str(), err, sizeof(err)) != 0) {
+      throw py::value_error(err);
+    }
+  }
+}
+
+class Handle {
+ public:
+  // settings from the model, then the given keys on top (none given: exactly ck_make(m, NULL))
+  Handle(std::uintptr_t m, const py::dict& settings) {
+    char err[1024] = "";
+    if (settings.empty()) {
+      ck_ = ck_make(M(m), nullptr, err, sizeof(err));
+    } else {
+      ckSettings s;
+      ck_defaultSettings(&s);
+      if (ck_settingsFromModel(M(m), &s, err, sizeof(err)) < 0) throw py::value_error(err);
+      Apply(&s, settings);
+      ck_ = ck_make(M(m), &s, err, sizeof(err));
+    }
+    if (!ck_) throw py::value_error(err);
+  }
+  ~Handle() { ck_free(ck_); }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  void Step(std::uintptr_t m, std::uintptr_t d, int nstep) {
+    py::gil_scoped_release release;
+    for (int i = 0; i < nstep; i++) ck_step(ck_, M(m), D(d));
+  }
+  void Forward(std::uintptr_t m, std::uintptr_t d) {
+    py::gil_scoped_release release;
+    ck_forward(ck_, M(m), D(d));
+  }
+  void Reset() { ck_reset(ck_); }
+
+  // every setting as text
+  py::dict Settings() const {
+    ckSettings s;
+    ck_getSettings(ck_, &s);
+    py::dict out;
+    char buf[256];
+    for (int i = 0; i < ck_numSettingKeys(); i++) {
+      if (ck_getSetting(&s, ck_settingKey(i), buf, sizeof(buf)) == 0) out[ck_settingKey(i)] = buf;
+    }
+    return out;
+  }
+
+  // the handle's settings with the given keys changed; the handle keeps its own on error
+  void Set(std::uintptr_t m, const py::dict& kv) {
+    ckSettings s;
+    ck_getSettings(ck_, &s);
+    Apply(&s, kv);
+    char err[1024] = "";
+    if (ck_setSettings(ck_, M(m), &s, err, sizeof(err)) != 0) throw py::value_error(err);
+  }
+
+  py::dict Stats() const {
+    const ckStats* st = ck_stats(ck_);
+    py::dict o;
+    o["solver"] = ck_solverName(st->solver);
+    o["status"] = st->status;
+    o["iterations"] = st->iterations;
+    o["nrow"] = st->nrow;
+    o["ncon"] = st->ncon;
+    o["nisland"] = st->nisland;
+    o["residual"] = st->residual;
+    o["kappa"] = st->kappa;
+    o["condition"] = st->condition;
+    o["max_penetration"] = st->max_penetration;
+    o["solve_time"] = st->solve_time;
+    o["pivots"] = st->pivots;
+    o["guess_hits"] = st->guess_hits;
+    o["guess_tries"] = st->guess_tries;
+    o["nwarning"] = st->nwarning;
+    return o;
+  }
+
+  int TransitionJac(std::uintptr_t m, std::uintptr_t d, py::object A, py::object B, py::object C,
+                    py::object Dm) {
+    const long nx = 2 * M(m)->nv + M(m)->na, nu = M(m)->nu, ns = M(m)->nsensordata;
+    mjtNum* a = Buffer(A, nx * nx, "A", true);
+    mjtNum* b = Buffer(B, nx * nu, "B", true);
+    mjtNum* c = Buffer(C, ns * nx, "C", true);
+    mjtNum* dd = Buffer(Dm, ns * nu, "D", true);
+    py::gil_scoped_release release;
+    return ck_transitionJac(ck_, M(m), D(d), a, b, c, dd);
+  }
+  int TransitionVJP(std::uintptr_t m, std::uintptr_t d, py::object dx, py::object ds,
+                    py::object gx, py::object gu) {
+    const long nx = 2 * M(m)->nv + M(m)->na, nu = M(m)->nu, ns = M(m)->nsensordata;
+    const mjtNum* x = Buffer(dx, nx, "dx", false);
+    const mjtNum* s = Buffer(ds, ns, "ds", false);
+    mjtNum* ox = Buffer(gx, nx, "gx", true);
+    mjtNum* ou = Buffer(gu, nu, "gu", true);
+    py::gil_scoped_release release;
+    return ck_transitionVJP(ck_, M(m), D(d), x, s, ox, ou);
+  }
+  int TransitionFD(std::uintptr_t m, std::uintptr_t d, double eps, bool centered, py::object A,
+                   py::object B, py::object C, py::object Dm) {
+    const long nx = 2 * M(m)->nv + M(m)->na, nu = M(m)->nu, ns = M(m)->nsensordata;
+    mjtNum* a = Buffer(A, nx * nx, "A", true);
+    mjtNum* b = Buffer(B, nx * nu, "B", true);
+    mjtNum* c = Buffer(C, ns * nx, "C", true);
+    mjtNum* dd = Buffer(Dm, ns * nu, "D", true);
+    py::gil_scoped_release release;
+    return ck_transitionFD(ck_, M(m), D(d), eps, centered ? 1 : 0, a, b, c, dd);
+  }
+
+ private:
+  ckHandle* ck_ = nullptr;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_core, mod) {
+  mod.doc() = "contactkit's C API on mujoco.MjModel / mujoco.MjData addresses (internal)";
+  mod.attr("mujoco_version_built") = mj_versionString();
+  mod.attr("version") = ckVERSION;
+  mod.def("mujoco_version_loaded", [] { return std::string(mj_versionString()); });
+  mod.def("setting_keys", [] {
+    py::list out;
+    for (int i = 0; i < ck_numSettingKeys(); i++) {
+      out.append(py::make_tuple(ck_settingKey(i), ck_settingDoc(i)));
+    }
+    return out;
+  });
+  mod.def("solver_available", [](const std::string& name) {
+    const int id = ck_solverId(name.c_str());
+    return id >= 0 && ck_solverAvailable(id) == 1;
+  });
+  mod.def("settings_from_model", [](std::uintptr_t m) {
+    ckSettings s;
+    char err[1024] = "";
+    if (ck_settingsFromModel(M(m), &s, err, sizeof(err)) < 0) throw py::value_error(err);
+    py::dict out;
+    char buf[256];
+    for (int i = 0; i < ck_numSettingKeys(); i++) {
+      if (ck_getSetting(&s, ck_settingKey(i), buf, sizeof(buf)) == 0) out[ck_settingKey(i)] = buf;
+    }
+    return out;
+  });
+  py::class_<Handle>(mod, "Handle")
+      .def(py::init<std::uintptr_t, const py::dict&>())
+      .def("step", &Handle::Step)
+      .def("forward", &Handle::Forward)
+      .def("reset", &Handle::Reset)
+      .def("settings", &Handle::Settings)
+      .def("set", &Handle::Set)
+      .def("stats", &Handle::Stats)
+      .def("transition_jac", &Handle::TransitionJac)
+      .def("transition_vjp", &Handle::TransitionVJP)
+      .def("transition_fd", &Handle::TransitionFD);
+}
