@@ -29,6 +29,7 @@ if _mujoco.__version__ != _core.mujoco_version_built:
 
 from ._handle import Handle, Stats, setting_keys, solver_available, settings_from_model  # noqa: E402
 from ._patch import handle_for, is_patched, patch, patched, unpatch  # noqa: E402
+from ._rollout import rollout, transition_jacs  # noqa: E402
 
 __all__ = [
     "Handle",
@@ -41,4 +42,6 @@ __all__ = [
     "unpatch",
     "is_patched",
     "handle_for",
+    "rollout",
+    "transition_jacs",
 ]

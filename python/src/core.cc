@@ -4,10 +4,12 @@
 // structs' addresses (MjModel._address); contactkit/__init__.py checks types and shapes first.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "contactkit/contactkit.h"
 
@@ -34,7 +36,8 @@ mjtNum* Buffer(const py::object& a, long n, const char* name, bool write) {
     throw py::value_error(std::string(name) + ": expected " + std::to_string(n) +
                           " numbers, got " + std::to_string(arr.size()));
   }
-  return static_cast<mjtNum*>(arr.mutable_data());
+  return write ? static_cast<mjtNum*>(arr.mutable_data())
+               : const_cast<mjtNum*>(static_cast<const mjtNum*>(arr.data()));
 }
 
 // settings from text pairs on top of base; throws ValueError with the C message
@@ -65,6 +68,7 @@ class Handle {
     if (!ck_) throw py::value_error(err);
   }
   ~Handle() { ck_free(ck_); }
+  ckHandle* get() const { return ck_; }
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
 
@@ -157,6 +161,40 @@ class Handle {
 
 }  // namespace
 
+// ck_rollout on float64 C-contiguous arrays whose sizes contactkit/_rollout.py checked
+void Rollout(std::uintptr_t m, const std::vector<Handle*>& handles,
+             const std::vector<std::uintptr_t>& datas, int nroll, int nstep, int control_spec,
+             py::object state0, py::object warmstart0, py::object control, py::object state,
+             py::object sensordata) {
+  const mjModel* model = M(m);
+  const long nstate = mj_stateSize(model, mjSTATE_FULLPHYSICS);
+  const long ncontrol = mj_stateSize(model, control_spec);
+  const long n = static_cast<long>(nroll) * nstep;
+  const mjtNum* s0 = Buffer(state0, nroll * nstate, "initial_state", false);
+  const mjtNum* w0 = Buffer(warmstart0, static_cast<long>(nroll) * model->nv, "initial_warmstart",
+                            false);
+  const mjtNum* u = Buffer(control, n * ncontrol, "control", false);
+  mjtNum* so = Buffer(state, n * nstate, "state", true);
+  mjtNum* sd = Buffer(sensordata, n * model->nsensordata, "sensordata", true);
+  if (handles.size() != datas.size() || handles.empty()) {
+    throw py::value_error("rollout: one handle per data is needed");
+  }
+  std::vector<ckHandle*> hs;
+  std::vector<mjData*> ds;
+  for (size_t k = 0; k < handles.size(); k++) {
+    hs.push_back(handles[k]->get());
+    ds.push_back(D(datas[k]));
+  }
+  char err[1024] = "";
+  int rc;
+  {
+    py::gil_scoped_release release;
+    rc = ck_rollout(model, hs.data(), ds.data(), static_cast<int>(hs.size()), nroll, nstep,
+                    control_spec, s0, w0, u, so, sd, err, sizeof(err));
+  }
+  if (rc != 0) throw py::value_error(err);
+}
+
 PYBIND11_MODULE(_core, mod) {
   mod.doc() = "contactkit's C API on mujoco.MjModel / mujoco.MjData addresses (internal)";
   mod.attr("mujoco_version_built") = mj_versionString();
@@ -184,6 +222,8 @@ PYBIND11_MODULE(_core, mod) {
     }
     return out;
   });
+  mod.def("rollout", &Rollout);
+  mod.def("state_size", [](std::uintptr_t m, int spec) { return mj_stateSize(M(m), spec); });
   py::class_<Handle>(mod, "Handle")
       .def(py::init<std::uintptr_t, const py::dict&>())
       .def("step", &Handle::Step)

@@ -176,6 +176,26 @@ CKAPI int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, cons
 CKAPI int ck_transitionFD(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum eps, int centered,
                           mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
 
+//---------------------------------- batched rollouts ----------------------------------------------
+
+// Roll out nroll open-loop trajectories of nstep steps with ck_step, as MuJoCo's Python
+// mujoco.rollout does with mj_step (MuJoCo 3.x; returns -1 on 2.x, which has no mj_getState):
+//   state0      nroll x nstate                 initial states, nstate = mj_stateSize(m,
+//                                              mjSTATE_FULLPHYSICS)
+//   warmstart0  nroll x nv                     initial qacc_warmstart (nullable: zero)
+//   control     nroll x nstep x ncontrol       inputs of control_spec (a subset of
+//                                              mjSTATE_USER) before each step (nullable)
+//   state       nroll x nstep x nstate         output: the state after each step (nullable)
+//   sensordata  nroll x nstep x nsensordata    output: sensors after each step (nullable)
+// Inputs outside control_spec take the model's defaults. handles[k] and datas[k] (k < nthread,
+// each handle made for m) serve thread k; rollouts are handed to nthread threads one at a time,
+// and each starts with ck_reset, so results do not depend on nthread. A rollout whose data raises
+// a MuJoCo warning stops stepping and repeats its last outputs. Returns 0, or -1 with a message.
+CKAPI int ck_rollout(const mjModel* m, ckHandle** handles, mjData** datas, int nthread, int nroll,
+                     int nstep, int control_spec, const mjtNum* state0, const mjtNum* warmstart0,
+                     const mjtNum* control, mjtNum* state, mjtNum* sensordata, char* error,
+                     int error_sz);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif
