@@ -344,12 +344,13 @@ TEST_F(TransitionTest, PatchesMatchFiniteDifferencesBodyByBody) {
           0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), nullptr, nullptr, nullptr));
       ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, fd.A.data(), nullptr,
                                    nullptr, nullptr));
-      const int n = 2 * m->nv;
+      const int nv = m->nv, n = 2 * nv;
       for (int b = 1; b < m->nbody; b++) {
         std::vector<double> a, r;
         for (int i = 0; i < n; i++) {
           for (int k = 0; k < m->body_dofnum[b]; k++) {
-            for (int j : {m->body_dofadr[b] + k, m->nv + m->body_dofadr[b] + k}) {
+            const int dof = m->body_dofadr[b] + k;
+            for (int j : {dof, nv + dof}) {
               a.push_back(jac.A[i * n + j]);
               r.push_back(fd.A[i * n + j]);
             }
