@@ -289,6 +289,8 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   con_pair_.assign(ncon, -1);
   con0_.assign(ncon, mjContact());
   con1_.assign(ncon, mjContact());
+  con2_.assign(ncon, mjContact());
+  con_sides_.assign(ncon, 0);
   body_moved_.assign(std::max(static_cast<int>(m->nbody), 1), 0);
   eq_type_.assign(std::max(static_cast<int>(m->neq), 1), 0);
   eq_torquescale_.assign(std::max(static_cast<int>(m->neq), 1), 1.0);

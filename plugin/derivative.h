@@ -77,6 +77,18 @@ class Derivative {
   // kinds of unit directions, in the order they are processed
   enum Kind : int { kCtrl = 0, kAct, kVel, kPos };
 
+  // rigid motion of a body per unit of a direction: angular w, linear v at point o
+  struct Twist {
+    double w[3], v[3], o[3];
+    // motion of the body's point x: w x (x - o) + v
+    void PointMotion(const double* x, double* u) const {
+      const double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+      u[0] = w[1] * r[2] - w[2] * r[1] + v[0];
+      u[1] = w[2] * r[0] - w[0] * r[2] + v[1];
+      u[2] = w[0] * r[1] - w[1] * r[0] + v[2];
+    }
+  };
+
   // a geom pair of the nominal contact list and how to re-run its collision
   struct Pair {
     int g1 = 0, g2 = 0;  // geoms in MuJoCo's order (type of g1 <= type of g2)
@@ -121,12 +133,16 @@ class Derivative {
   void PositionPass(const mjModel* m, const double* dq, const double* dv, double eps);
   // qDeriv aint of the polynomial velocity terms at the position stage in d (out: nv)
   void SmoothVelocityProduct(const mjModel* m, mjData* d, double* out);
-  // re-run the collision of the pairs the pass moved; false if a pair's contact count changed
-  bool Recollide(const mjModel* m, mjData* d);
-  // the collision of pair k on the geometry in d into con1_; false if its contact count changed
-  bool RecollidePair(const mjModel* m, mjData* d, int k);
-  // match the n contacts in collide_buf_ with pair k's nominal ones into con1_ (as RecollidePair)
-  bool MatchPair(const mjModel* m, int k, int n);
+  // re-run the collision of the pairs the pass (step eps) moved into con1_; false if a pair's
+  // contact count changed or its patch switched points (those contacts are held, PatchTangent)
+  bool Recollide(const mjModel* m, mjData* d, double eps);
+  // the collision of pair k on the geometry in d, moved by step along a unit direction, into
+  // out (con1_ or con2_), marking bit in con_sides_ of each contact found again; false if its
+  // contact count changed or a contact jumped (those keep the nominal geometry in out)
+  bool RecollidePair(const mjModel* m, mjData* d, int k, double step, int bit, mjContact* out);
+  // match the n contacts in collide_buf_ with pair k's nominal ones into out (as RecollidePair);
+  // jump: largest distance a contact point may move from its nominal one
+  bool MatchPair(const mjModel* m, int k, int n, double jump, int bit, mjContact* out);
   // contact rows at the geometry of the pass
   void ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps);
   // rows before the contacts (constant Jacobian, or MuJoCo's rows at the perturbed state)
@@ -180,6 +196,13 @@ class Derivative {
   void RneVelTangent(const mjModel* m, int k, double* dtau);
   // the tangents of the smooth data (and rows) along position / velocity dof k
   void AnalyticPosition(const mjModel* m, int k);
+  // point, frame and distance tangents of contact i from the collisions nudged by step
+  // (con1_ forward, con2_ backward, as con_sides_ marks); false if neither found it again
+  bool GeometryTangent(int i, double step, double dp[3], double dF[9], double* ddist) const;
+  // the same for a contact of a patch that switched points on every nudge, with its point held
+  // and its bodies' rigid motions along the direction
+  void PatchTangent(int i, double step, const Twist& t1, const Twist& t2, double dp[3],
+                    double dF[9], double* ddist) const;
   void AnalyticVelocity(const mjModel* m, int k);
 
   // ---- contacts from distance (derivative_cfd.cc) ----
@@ -257,7 +280,7 @@ class Derivative {
   std::vector<double> elastic_s_;  // <W_i, X0> of dq+/dq and dq+/dv     (2 kMaxBounce)
   const char* fallback_ = "";
   Sink sink_;
-  int mode_changes_ = 0;  // pairs whose contact count changed within a nudge
+  int mode_changes_ = 0;  // pairs whose contacts changed (count, or a jump) within a nudge
   bool sensors_ = false;  // sensor Jacobians wanted in this stage
 
   // sizes
@@ -322,8 +345,10 @@ class Derivative {
   std::vector<Pair> pairs_;             // (ncon cap)
   std::vector<int> con_pair_;           // pair of each mjContact        (ncon cap)
   std::vector<mjContact> con0_, con1_;  // nominal, perturbed geometry   (ncon cap)
-  std::vector<char> body_moved_;        // bodies moved by the pass      (nbody)
-  std::vector<int> eq_type_;            // equality type                 (neq)
+  std::vector<mjContact> con2_;         // geometry perturbed backwards  (ncon cap)
+  std::vector<char> con_sides_;   // nudges that found a contact again: 1 forward, 2 back (ncon cap)
+  std::vector<char> body_moved_;  // bodies moved by the pass      (nbody)
+  std::vector<int> eq_type_;      // equality type                 (neq)
   std::vector<double> eq_torquescale_;  // weld rotation-to-translation  (neq)
 
   // tangent of the current direction

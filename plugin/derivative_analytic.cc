@@ -378,6 +378,65 @@ void Derivative::AnalyticVelocity(const mjModel* m, int k) {
   }
 }
 
+bool Derivative::GeometryTangent(int i, double step, double dp[3], double dF[9],
+                                 double* ddist) const {
+  // centered differences if both nudges found contact i again, else one-sided
+  const int sides = con_sides_[i];
+  if (!sides) return false;
+  const mjContact& up = sides & 1 ? con1_[i] : con0_[i];
+  const mjContact& down = sides & 2 ? con2_[i] : con0_[i];
+  const double w = (sides == 3 ? 0.5 : 1) / step;
+  for (int r = 0; r < 3; r++) dp[r] = w * (up.pos[r] - down.pos[r]);
+  for (int r = 0; r < 9; r++) dF[r] = w * (up.frame[r] - down.frame[r]);
+  *ddist = w * (up.dist - down.dist);
+  return true;
+}
+
+void Derivative::PatchTangent(int i, double step, const Twist& t1, const Twist& t2, double dp[3],
+                              double dF[9], double* ddist) const {
+  // no nudge found contact i again (its patch switched points on both sides, a tie, or the
+  // pair's count changed): hold its point, a vertex of one geom (moving with it) on a face of
+  // the other (the normal turns with it)
+  const Pair& pr = pairs_[con_pair_[i]];
+  const mjContact& g0 = con0_[i];
+  const Twist* tw[2] = {&t1, &t2};
+
+  // a point of the same patch found again tells whose vertex it is, the normal's and the
+  // shared depth's rates; without one the vertex is the faster geom's
+  int sib = -1;
+  double sdp[3] = {0, 0, 0}, sdF[9] = {0}, sdist = 0;
+  for (int c = pr.first; c < pr.first + pr.count && sib < 0; c++) {
+    if (GeometryTangent(c, step, sdp, sdF, &sdist)) sib = c;
+  }
+  double err[2], u[2][3];
+  for (int b = 0; b < 2; b++) {
+    double su[3];
+    tw[b]->PointMotion(sib >= 0 ? con0_[sib].pos : g0.pos, su);
+    tw[b]->PointMotion(g0.pos, u[b]);
+    err[b] = 0;
+    for (int k = 0; k < 3; k++) {
+      const double e = sib >= 0 ? sdp[k] - su[k] : su[k];
+      err[b] += e * e;
+    }
+  }
+  const int owner = sib >= 0 ? err[1] < err[0] : err[1] > err[0];
+
+  // the point is midway between the vertex and the face: half the face's normal motion
+  const double* n = g0.frame;
+  const double half = 0.5 * (Dot3(n, u[owner]) - Dot3(n, u[1 - owner]));
+  for (int k = 0; k < 3; k++) dp[k] = u[owner][k] - half * n[k];
+  if (sib >= 0 && con0_[sib].dist == g0.dist) {
+    *ddist = sdist;
+  } else {
+    *ddist = Dot3(g0.frame, u[1]) - Dot3(g0.frame, u[0]);
+  }
+  if (sib >= 0) {
+    mju_copy(dF, sdF, 9);
+  } else {
+    for (int a = 0; a < 3; a++) Cross3(dF + 3 * a, tw[1 - owner]->w, g0.frame + 3 * a);
+  }
+}
+
 void Derivative::AnalyticPosition(const mjModel* m, int k) {
   mjData* d = d0_;
   const int nv = nv_, na = na_;
@@ -426,7 +485,9 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
   }
   if (!has_rows_) return;
 
-  // contact pairs the subtree touches: collision on rigidly moved geom poses
+  // contact pairs the subtree touches: collision on rigidly moved geom poses, forward and
+  // backward (centered differences: a cylinder's patch slides along its rim at r / tilt, a
+  // curvature that forward differences of the step would miss by 1e-4)
   const double* S = d->cdof + 6 * k;
   const double* com = d->subtree_com + 3 * m->body_rootid[b0];
   for (int b = 0; b < m->nbody; b++) body_moved_[b] = b >= b0 && b <= last;
@@ -437,24 +498,33 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     for (int g = 0; g < 2; g++) {
       const int geom = g == 0 ? pr.g1 : pr.g2;
       if (!body_moved_[m->geom_bodyid[geom]]) continue;
-      double* pos = d->geom_xpos + 3 * geom;
-      double* mat = d->geom_xmat + 9 * geom;
-      mju_copy3(saved[g], pos);
-      mju_copy(saved[g] + 3, mat, 9);
-
-      // x += eps (w x (x - c) + v), R += eps [w]x R
-      double r[3], wr[3];
-      mju_sub3(r, pos, com);
-      Cross3(wr, S, r);
-      for (int i = 0; i < 3; i++) pos[i] += kPoseStep * (wr[i] + S[3 + i]);
-      double col[3], wc[3];
-      for (int c = 0; c < 3; c++) {
-        for (int i = 0; i < 3; i++) col[i] = saved[g][3 + 3 * i + c];
-        Cross3(wc, S, col);
-        for (int i = 0; i < 3; i++) mat[3 * i + c] += kPoseStep * wc[i];
-      }
+      mju_copy3(saved[g], d->geom_xpos + 3 * geom);
+      mju_copy(saved[g] + 3, d->geom_xmat + 9 * geom, 9);
     }
-    if (!RecollidePair(m, d, q)) mode_changes_++;
+    for (int c = pr.first; c < pr.first + pr.count; c++) con_sides_[c] = 0;
+    for (int side = 0; side < 2; side++) {
+      const double e = side == 0 ? kPoseStep : -kPoseStep;
+      for (int g = 0; g < 2; g++) {
+        const int geom = g == 0 ? pr.g1 : pr.g2;
+        if (!body_moved_[m->geom_bodyid[geom]]) continue;
+        double* pos = d->geom_xpos + 3 * geom;
+        double* mat = d->geom_xmat + 9 * geom;
+
+        // x += e (w x (x - c) + v), R += e [w]x R
+        double r[3], wr[3];
+        mju_sub3(r, saved[g], com);
+        Cross3(wr, S, r);
+        for (int i = 0; i < 3; i++) pos[i] = saved[g][i] + e * (wr[i] + S[3 + i]);
+        double col[3], wc[3];
+        for (int c = 0; c < 3; c++) {
+          for (int i = 0; i < 3; i++) col[i] = saved[g][3 + 3 * i + c];
+          Cross3(wc, S, col);
+          for (int i = 0; i < 3; i++) mat[3 * i + c] = saved[g][3 + 3 * i + c] + e * wc[i];
+        }
+      }
+      mjContact* out = side == 0 ? con1_.data() : con2_.data();
+      if (!RecollidePair(m, d, q, kPoseStep, 1 << side, out)) mode_changes_++;
+    }
     for (int g = 0; g < 2; g++) {
       const int geom = g == 0 ? pr.g1 : pr.g2;
       if (!body_moved_[m->geom_bodyid[geom]]) continue;
@@ -489,12 +559,24 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     }
     con_written_[c] = 1;
     const mjContact& g0 = con0_[con.mj_index];
-    const mjContact& g1 = con1_[con.mj_index];
-    double dp[3], dF[9];
-    for (int i = 0; i < 3; i++) dp[i] = (g1.pos[i] - g0.pos[i]) / kPoseStep;
-    for (int i = 0; i < 9; i++) dF[i] = (g1.frame[i] - g0.frame[i]) / kPoseStep;
+    double dp[3], dF[9], ddist;
+    if (!GeometryTangent(con.mj_index, kPoseStep, dp, dF, &ddist)) {
+      // both bodies that move turn with S about the subtree's center
+      Twist tw[2];
+      for (int side = 0; side < 2; side++) {
+        const int body =
+            side ? pairs_[con_pair_[con.mj_index]].body2 : pairs_[con_pair_[con.mj_index]].body1;
+        const bool moved = body_moved_[body];
+        for (int r = 0; r < 3; r++) {
+          tw[side].w[r] = moved ? S[r] : 0;
+          tw[side].v[r] = moved ? S[3 + r] : 0;
+          tw[side].o[r] = com[r];
+        }
+      }
+      PatchTangent(con.mj_index, kPoseStep, tw[0], tw[1], dp, dF, &ddist);
+    }
     for (int i = 0; i < 6; i++) dframe_[6 * c + i] = dF[3 + i];
-    dpos_[row] = (g1.dist - g0.dist) / kPoseStep;
+    dpos_[row] = ddist;
 
     // per side and row: d rho (uncarried dofs) and d rho - S x* rho (carried)
     double tan[2][2][6][6];

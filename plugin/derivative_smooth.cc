@@ -18,6 +18,8 @@ namespace {
 constexpr double kNudge = 1e-6;    // forward-difference step of actuation and sensors
 constexpr double kPosStep = 1e-7;  // forward-difference step of the position passes (their
                                    // truncation error, not rounding, limits the accuracy)
+constexpr double kJumpRate = 1e4;  // fastest a contact point moves per unit of a direction
+                                   // (m); faster is a jump to other points (a new patch)
 
 bool InRange(double x1, double x2, const double* range) {
   return x1 >= range[0] && x1 <= range[1] && x2 >= range[0] && x2 <= range[1];
@@ -227,7 +229,7 @@ void Derivative::PositionPass(const mjModel* m, const double* dq, const double* 
 
   // constraint rows
   if (has_rows_) {
-    Recollide(m, d);
+    Recollide(m, d, eps);
     ContactTangent(m, d, dq, eps);
     PlainRowTangent(m, dq, eps);
     has_dJ_ = has_dpos_ = has_dvel_ = true;
@@ -272,7 +274,7 @@ void Derivative::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out)
   mju_copy(d->qvel, save, nv);
 }
 
-bool Derivative::Recollide(const mjModel* m, mjData* d) {
+bool Derivative::Recollide(const mjModel* m, mjData* d, double eps) {
   bool same = true;
   for (int k = 0; k < npair_; k++) {
     const Pair& pr = pairs_[k];
@@ -280,27 +282,84 @@ bool Derivative::Recollide(const mjModel* m, mjData* d) {
       for (int c = pr.first; c < pr.first + pr.count; c++) con1_[c] = con0_[c];
       continue;
     }
-    if (!RecollidePair(m, d, k)) {
+    for (int c = pr.first; c < pr.first + pr.count; c++) con_sides_[c] = 0;
+    bool found = RecollidePair(m, d, k, eps, 1, con1_.data());
+
+    // backward: the geom poses reflected through the nominal ones (centered differences, as
+    // AnalyticPosition; the path's own curvature costs eps times the tangent, not the patch's)
+    double saved[2][12];
+    for (int g = 0; g < 2; g++) {
+      const int geom = g ? pr.g2 : pr.g1;
+      double* pos = d->geom_xpos + 3 * geom;
+      double* mat = d->geom_xmat + 9 * geom;
+      mju_copy3(saved[g], pos);
+      mju_copy(saved[g] + 3, mat, 9);
+      for (int r = 0; r < 3; r++) pos[r] = 2 * d0_->geom_xpos[3 * geom + r] - saved[g][r];
+      for (int r = 0; r < 9; r++) mat[r] = 2 * d0_->geom_xmat[9 * geom + r] - saved[g][3 + r];
+    }
+    found &= RecollidePair(m, d, k, eps, 2, con2_.data());
+    for (int g = 0; g < 2; g++) {
+      const int geom = g ? pr.g2 : pr.g1;
+      mju_copy3(d->geom_xpos + 3 * geom, saved[g]);
+      mju_copy(d->geom_xmat + 9 * geom, saved[g] + 3, 9);
+    }
+    if (!found) {
       same = false;
       mode_changes_++;
+    }
+
+    // contacts not found again (a patch that switched points, a changed count) are held and
+    // move with their bodies from d0_ to d
+    Twist tw[2];
+    for (int side = 0; side < 2 && !found; side++) {
+      const int b = side ? pr.body2 : pr.body1;
+      const double* R0 = d0_->xmat + 9 * b;
+      const double* R1 = d->xmat + 9 * b;
+      double W[9];  // (R1 R0' - I) / eps
+      for (int r = 0; r < 3; r++) {
+        for (int c = 0; c < 3; c++) {
+          W[3 * r + c] = (mju_dot3(R1 + 3 * r, R0 + 3 * c) - (r == c)) / eps;
+        }
+      }
+      tw[side].w[0] = 0.5 * (W[7] - W[5]);
+      tw[side].w[1] = 0.5 * (W[2] - W[6]);
+      tw[side].w[2] = 0.5 * (W[3] - W[1]);
+      for (int r = 0; r < 3; r++) {
+        tw[side].o[r] = d0_->xpos[3 * b + r];
+        tw[side].v[r] = (d->xpos[3 * b + r] - d0_->xpos[3 * b + r]) / eps;
+      }
+    }
+
+    // the pass's geometry: nominal plus eps times the tangent
+    for (int c = pr.first; c < pr.first + pr.count; c++) {
+      double dp[3], dF[9], ddist;
+      if (!GeometryTangent(c, eps, dp, dF, &ddist)) {
+        PatchTangent(c, eps, tw[0], tw[1], dp, dF, &ddist);
+      }
+      mjContact& o = con1_[c];
+      o = con0_[c];
+      for (int r = 0; r < 3; r++) o.pos[r] += eps * dp[r];
+      for (int r = 0; r < 9; r++) o.frame[r] += eps * dF[r];
+      o.dist += eps * ddist;
     }
   }
   return same;
 }
 
-bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k) {
+bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k, double step, int bit,
+                               mjContact* out) {
   const Pair& pr = pairs_[k];
   // the buffer's frames have no tangent (zero from Setup, and again after each use)
   mjContact* buf = collide_buf_.data();
   const int nraw = CollideGeomPair(m, d, pr.g1, pr.g2, pr.margin, buf);
-  const bool same = MatchPair(m, k, nraw);
+  const bool same = MatchPair(m, k, nraw, kJumpRate * step, bit, out);
   for (int i = 0; i < nraw; i++) {
     for (int q = 3; q < 9; q++) buf[i].frame[q] = 0;
   }
   return same;
 }
 
-bool Derivative::MatchPair(const mjModel* m, int k, int n) {
+bool Derivative::MatchPair(const mjModel* m, int k, int n, double jump, int bit, mjContact* out) {
   const Pair& pr = pairs_[k];
   mjContact* buf = collide_buf_.data();
   const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
@@ -320,34 +379,43 @@ bool Derivative::MatchPair(const mjModel* m, int k, int n) {
   }
   if (n != pr.count) {
     // the contact set changes within the nudge: keep the nominal geometry of this pair
-    for (int c = pr.first; c < pr.first + pr.count; c++) con1_[c] = con0_[c];
+    for (int c = pr.first; c < pr.first + pr.count; c++) out[c] = con0_[c];
     return false;
   }
 
-  // match each nominal contact with the nearest new one (colliders may reorder contacts of equal
-  // depth, e.g. a capsule's two ends, as the pose changes)
+  // match each nominal contact with the nearest new one within jump (colliders may reorder
+  // contacts of equal depth, e.g. a capsule's two ends, as the pose changes); one farther away
+  // is another point of a patch (MuJoCo 3.x picks a flat cylinder cap's patch among the
+  // vertices of a polygon, ties broken by rounding): it keeps its nominal geometry, unmarked
   bool taken[mjMAXCONPAIR] = {};
+  bool all = true;
   for (int i = 0; i < n; i++) {
-    const mjContact& nominal = con0_[pr.first + i];
+    const int c = pr.first + i;
     int best = -1;
     double best_dist = 0;
     for (int j = 0; j < n; j++) {
       if (taken[j]) continue;
-      const double dd = mju_dist3(buf[j].pos, nominal.pos);
+      const double dd = mju_dist3(buf[j].pos, con0_[c].pos);
       if (best < 0 || dd < best_dist) {
         best = j;
         best_dist = dd;
       }
     }
+    mjContact& o = out[c];
+    o = con0_[c];
+    if (best_dist > jump) {
+      all = false;
+      continue;
+    }
     taken[best] = true;
-    mjContact& out = con1_[pr.first + i];
-    out = nominal;
-    MakeFrame(buf[best].frame);
-    out.dist = buf[best].dist;
-    mju_copy3(out.pos, buf[best].pos);
-    mju_copy(out.frame, buf[best].frame, 9);
+    con_sides_[c] |= bit;
+    mjContact& b = buf[best];
+    MakeFrame(b.frame);
+    o.dist = b.dist;
+    mju_copy3(o.pos, b.pos);
+    mju_copy(o.frame, b.frame, 9);
   }
-  return true;
+  return all;
 }
 
 void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps) {
