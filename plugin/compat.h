@@ -36,14 +36,27 @@ inline int ContactGeom(const mjContact* con, int k) {
 #endif
 }
 
-// solver iterations of the last mj_fwdConstraint (island 0 on 3.x, summed over islands)
+// iterations of the last constraint solve in mjData: on 3.x MuJoCo solves each island on its own
+// and counts per island (solver_niter, kept for the first mjNISLAND islands), so this is the
+// slowest island's count, which without islands (2.x, or 3.x with islands disabled) is the one
+// solve's solver_iter / solver_niter[0]
 inline int SolverIterations(const mjData* d) {
 #if CK_MJ3
   int n = 0;
-  for (int i = 0; i < mjNISLAND; i++) n += d->solver_niter[i];
+  for (int i = 0; i < mjNISLAND; i++) n = d->solver_niter[i] > n ? d->solver_niter[i] : n;
   return n;
 #else
   return d->solver_iter;
+#endif
+}
+
+// records the iterations of a solve that was not MuJoCo's (one count, no islands)
+inline void SetSolverIterations(mjData* d, int n) {
+#if CK_MJ3
+  d->solver_niter[0] = n;
+  for (int i = 1; i < mjNISLAND; i++) d->solver_niter[i] = 0;
+#else
+  d->solver_iter = n;
 #endif
 }
 
