@@ -36,14 +36,27 @@ inline int ContactGeom(const mjContact* con, int k) {
 #endif
 }
 
-// solver iterations of the last mj_fwdConstraint (island 0 on 3.x, summed over islands)
+// iterations of the last constraint solve in mjData: on 3.x MuJoCo solves each island on its own
+// and counts per island (solver_niter, kept for the first mjNISLAND islands), so this is the
+// slowest island's count, which without islands (2.x, or 3.x with islands disabled) is the one
+// solve's solver_iter / solver_niter[0]
 inline int SolverIterations(const mjData* d) {
 #if CK_MJ3
   int n = 0;
-  for (int i = 0; i < mjNISLAND; i++) n += d->solver_niter[i];
+  for (int i = 0; i < mjNISLAND; i++) n = d->solver_niter[i] > n ? d->solver_niter[i] : n;
   return n;
 #else
   return d->solver_iter;
+#endif
+}
+
+// records the iterations of a solve that was not MuJoCo's (one count, no islands)
+inline void SetSolverIterations(mjData* d, int n) {
+#if CK_MJ3
+  d->solver_niter[0] = n;
+  for (int i = 1; i < mjNISLAND; i++) d->solver_niter[i] = 0;
+#else
+  d->solver_iter = n;
 #endif
 }
 
@@ -150,16 +163,21 @@ inline bool ActuatorForcePassesThrough(const mjModel* m, int i) {
   return true;
 }
 
-// after geom margins were changed in a compiled model: MuJoCo 3.x's broadphase tests bodies'
-// bounding volumes with body_margin, the largest geom margin of each body, which the compiler
-// fills in and nothing updates afterwards (pairs beyond the old margin are never seen); 2.x tests
-// geoms directly
+// after geom margins or gaps were changed in a compiled model: MuJoCo 3.x's midphase tests bodies'
+// bounding volumes with body_margin, which the compiler fills in and nothing updates afterwards
+// (pairs beyond the old margin are never seen): the largest geom margin of each body, from 3.11
+// the largest margin + gap (contacts are detected up to margin + gap from 3.9); 2.x tests geoms
+// directly
 inline void SyncBodyMargins(mjModel* m) {
 #if CK_MJ3
   for (int b = 0; b < m->nbody; b++) {
     mjtNum margin = 0;
     for (int g = m->body_geomadr[b]; g >= 0 && g < m->body_geomadr[b] + m->body_geomnum[b]; g++) {
+#if mjVERSION_HEADER >= 3011000
+      margin = mju_max(margin, m->geom_margin[g] + m->geom_gap[g]);
+#else
       margin = mju_max(margin, m->geom_margin[g]);
+#endif
     }
     m->body_margin[b] = margin;
   }
@@ -282,14 +300,76 @@ inline bool JdotvInReference(const mjModel* m, const mjData* d) {
   return false;
 }
 
-// what to add to every geom's margin so that each geom pair's inclusion margin grows by w: a
-// pair's margin is the larger of its geoms' before MuJoCo 3.5 and their sum from 3.5 on
+// Margins and gaps of geom pairs, the one rule of contactkit for every MuJoCo version. A pair's
+// margin and gap are an explicit <pair>'s, else combined from its geoms: the larger of the two
+// before MuJoCo 3.5, their sum from 3.5 on; opt.o_margin replaces the margin under the override
+// flag. Contacts are reported up to the detection distance (the margin before 3.9, margin + gap
+// from 3.9) and carry force below the inclusion margin (margin - gap before 3.9, the margin from
+// 3.9). contactkit's own margins (ck-run --margin, contacts from distance) are per pair: each geom
+// gets GeomMarginShare of it, so that a pair of such geoms gets the whole.
+struct PairMargins {
+  double detect;   // distance up to which the colliders report contacts
+  double include;  // distance below which a contact is a constraint (mjContact.includemargin)
+};
+
+// margin of a pair whose geoms have margins (or gaps) a and b
+inline double CombineGeomMargins(double a, double b) {
+#if mjVERSION_HEADER >= 3005000
+  return a + b;
+#else
+  return a > b ? a : b;
+#endif
+}
+
+// what to give every geom so that a pair of such geoms gets w (the whole w before 3.5, half after)
 inline double GeomMarginShare(double w) {
 #if mjVERSION_HEADER >= 3005000
   return 0.5 * w;
 #else
   return w;
 #endif
+}
+
+// margins of the contacts of geoms g1, g2 as mj_collision sets them
+inline PairMargins GeomPairMargins(const mjModel* m, int g1, int g2) {
+  double margin = CombineGeomMargins(m->geom_margin[g1], m->geom_margin[g2]);
+  double gap = CombineGeomMargins(m->geom_gap[g1], m->geom_gap[g2]);
+  for (int k = 0; k < m->npair; k++) {
+    if ((m->pair_geom1[k] == g1 && m->pair_geom2[k] == g2) ||
+        (m->pair_geom1[k] == g2 && m->pair_geom2[k] == g1)) {
+      margin = m->pair_margin[k];
+      gap = m->pair_gap[k];
+      break;
+    }
+  }
+  if (mjENABLED(mjENBL_OVERRIDE)) margin = m->opt.o_margin;
+#if mjVERSION_HEADER >= 3009000
+  return {margin + gap, margin};
+#else
+  return {margin, margin - gap};
+#endif
+}
+
+// every geom pair (dynamic, explicit, overridden) detects and includes contacts closer than margin
+inline void SetPairMargins(mjModel* m, double margin) {
+  for (int g = 0; g < m->ngeom; g++) {
+    m->geom_margin[g] = GeomMarginShare(margin);
+    m->geom_gap[g] = 0;
+  }
+  for (int k = 0; k < m->npair; k++) {
+    m->pair_margin[k] = margin;
+    m->pair_gap[k] = 0;
+  }
+  m->opt.o_margin = margin;
+  SyncBodyMargins(m);
+}
+
+// every geom pair's detection distance and inclusion margin grow by w (gaps unchanged)
+inline void WidenPairMargins(mjModel* m, double w) {
+  for (int g = 0; g < m->ngeom; g++) m->geom_margin[g] += GeomMarginShare(w);
+  for (int k = 0; k < m->npair; k++) m->pair_margin[k] += w;
+  m->opt.o_margin += w;
+  SyncBodyMargins(m);
 }
 
 // a MuJoCo warning with contactkit's prefix

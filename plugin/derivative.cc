@@ -479,17 +479,8 @@ void Derivative::PreparePairs(const mjModel* m) {
     pr.body1 = m->geom_bodyid[g1];
     pr.body2 = m->geom_bodyid[g2];
 
-    // margin as mj_collideGeoms sets it: an explicit pair's, else the larger geom margin
-    double margin = std::max(m->geom_margin[g1], m->geom_margin[g2]);
-    for (int k = 0; k < m->npair; k++) {
-      if ((m->pair_geom1[k] == g1 && m->pair_geom2[k] == g2) ||
-          (m->pair_geom1[k] == g2 && m->pair_geom2[k] == g1)) {
-        margin = m->pair_margin[k];
-        break;
-      }
-    }
-    if (mjENABLED(mjENBL_OVERRIDE)) margin = m->opt.o_margin;
-    pr.margin = margin;
+    // distance up to which mj_collideGeoms asks the collider for contacts
+    pr.margin = GeomPairMargins(m, g1, g2).detect;
     con_pair_[c] = npair_++;
   }
   for (int c = 0; c < d->ncon; c++) con0_[c] = d->contact[c];

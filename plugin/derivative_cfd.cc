@@ -39,11 +39,7 @@ bool Derivative::MakeCfdModel(const mjModel* m, const ckSettings& s, std::string
 
   // every pair's margin (from its geoms, explicit pairs, the override) enlarged by w_c; gaps
   // unchanged, so MuJoCo includes every pair closer than its own inclusion margin plus w_c
-  const double share = GeomMarginShare(cfd_width_);
-  for (int i = 0; i < m->ngeom; i++) cfd_model_->geom_margin[i] += share;
-  for (int i = 0; i < m->npair; i++) cfd_model_->pair_margin[i] += cfd_width_;
-  cfd_model_->opt.o_margin += cfd_width_;
-  SyncBodyMargins(cfd_model_);
+  WidenPairMargins(cfd_model_, cfd_width_);
   return true;
 }
 

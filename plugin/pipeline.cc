@@ -328,11 +328,7 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
       for (int i = 0; i < p.nv; i++) sol.v_next[i] = p.v_free[i];
     }
     ck->extractor.WriteBack(m, d, p, sol);
-#if CK_MJ3
-    d->solver_niter[0] = sol.iterations;
-#else
-    d->solver_iter = sol.iterations;
-#endif
+    SetSolverIterations(d, sol.iterations);
     st.status = sol.status;
     st.iterations = sol.iterations;
     st.nrow = p.nrow;

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -226,6 +228,46 @@ TEST_F(MujocoTest, OurSolversSkipTheProjectionOnlyPgsNeeds) {
   DataPtr d(mj_makeData(m.get()));
   for (int t = 0; t < 10; t++) ck_step(ck.get(), m.get(), d.get());
   EXPECT_GT(d->timer[mjTIMER_POS_PROJECT].number, 0);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// ckStats.iterations of the pass-through means one solve's iterations on every version: a box on
+// a plane and the same scene with a second, identical box 1 m away (two islands, which MuJoCo 3.x
+// solves one by one) report the same count at every step (3.x summed the islands' counts before)
+TEST_F(MujocoTest, PassThroughIterationsAreTheSlowestIslands) {
+  const std::string one = ReadFile(BundledModel("box_on_plane.xml"));
+  const size_t begin = one.find("<body name=\"box\""), end = one.find("</body>", begin) + 7;
+  ASSERT_NE(begin, std::string::npos);
+  std::string box2 = one.substr(begin, end - begin);
+  for (const char* name : {"box", "box_free", "box_geom"}) {
+    const std::string attr = std::string("name=\"") + name + "\"";
+    box2.replace(box2.find(attr), attr.size(), std::string("name=\"") + name + "2\"");
+  }
+  box2.replace(box2.find("pos=\"0 0 "), 9, "pos=\"1 0 ");
+  const std::string two = one.substr(0, end) + "\n" + box2 + one.substr(end);
+  for (int solver : {mjSOL_PGS, mjSOL_NEWTON}) {
+    ModelPtr m1 = LoadString(one), m2 = LoadString(two);
+    ASSERT_TRUE(m1 && m2);
+    ASSERT_EQ(m2->nv, 2 * m1->nv);
+    m1->opt.solver = m2->opt.solver = solver;
+    HandlePtr ck1 = Make(m1.get()), ck2 = Make(m2.get());
+    DataPtr d1(mj_makeData(m1.get())), d2(mj_makeData(m2.get()));
+    int most = 0;
+    for (int t = 0; t < 300; t++) {
+      ck_step(ck1.get(), m1.get(), d1.get());
+      ck_step(ck2.get(), m2.get(), d2.get());
+      ASSERT_EQ(ck_stats(ck2.get())->iterations, ck_stats(ck1.get())->iterations)
+          << "solver " << solver << " step " << t;
+      most = std::max(most, ck_stats(ck1.get())->iterations);
+    }
+    EXPECT_GT(most, 0) << "solver " << solver;
+  }
 }
 
 }  // namespace

@@ -31,8 +31,9 @@ const char kUsage[] =
     "  --steps N           steps to run (default 1000)\n"
     "  --timestep H        override the model's timestep (s)\n"
     "  --integrator I      override the integrator: euler, rk4, implicit\n"
-    "  --margin M          set every geom's margin to M (m) and gap to 0: speculative contacts,\n"
-    "                      seen up to M before touching (raises nconmax/njmax to fit)\n"
+    "  --margin M          every geom pair's margin M (m), gaps 0, on every MuJoCo version:\n"
+    "                      speculative contacts, seen up to M before touching (raises\n"
+    "                      nconmax/njmax to fit)\n"
     "  --key K             start from keyframe K (default: keyframe 0 if the model has one)\n"
     "  --set KEY=VALUE     set a solver setting (repeatable), e.g. --set kappa_tol=1e-6\n"
     "  --csv FILE          write per-step statistics (FILE gets the solver name appended when\n"
@@ -129,11 +130,7 @@ int main(int argc, char** argv) {
   if (!m) return Fail(err);
   if (integrator >= 0) m->opt.integrator = integrator;
   if (margin >= 0) {
-    for (int g = 0; g < m->ngeom; g++) {
-      m->geom_margin[g] = margin;
-      m->geom_gap[g] = 0;
-    }
-    contactkit::SyncBodyMargins(m);
+    contactkit::SetPairMargins(m, margin);
     // speculative contacts need room: up to 20 per geom, 6 rows each
     m->nconmax = std::max(m->nconmax, 20 * m->ngeom);
     m->njmax = std::max(m->njmax, 6 * m->nconmax);

@@ -18,16 +18,12 @@ namespace {
 
 constexpr double kG = 9.81;
 
-// geom margins for speculative contacts: a body approaching at up to vmax m/s, accelerated by
-// gravity over one step, must be seen one step before it touches
+// pair margins for speculative contacts (every MuJoCo version): a body approaching at up to vmax
+// m/s, accelerated by gravity over one step, must be seen one step before it touches
 void SetMargins(mjModel* m, double vmax) {
   const double h = m->opt.timestep;
   const double margin = std::max(1e-3, 2 * (vmax + kG * h) * h);
-  for (int g = 0; g < m->ngeom; g++) {
-    m->geom_margin[g] = margin;
-    m->geom_gap[g] = 0;
-  }
-  SyncBodyMargins(m);  // MuJoCo 3.x's broadphase reads the bodies' margins
+  SetPairMargins(m, margin);
 }
 
 ckSettings IpmSettings() {
@@ -322,8 +318,7 @@ TEST_F(MujocoTest, FrictionLossAndLimits) {
 TEST_F(MujocoTest, KappaSoftensContactMonotonically) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
-  for (int g = 0; g < m->ngeom; g++) m->geom_margin[g] = 0.01;
-  SyncBodyMargins(m.get());
+  SetPairMargins(m.get(), 0.01);
   double previous = -1;
   for (const double kappa : {1e-10, 1e-8, 1e-6, 1e-4, 1e-3}) {
     DataPtr d(mj_makeData(m.get()));

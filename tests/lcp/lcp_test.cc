@@ -502,10 +502,15 @@ TEST_F(MujocoTest, StabilizationAndCfmClosedForm) {
 }
 
 // no exact answer within the limits: the best answer is kept, the status says so, the pipeline
-// warns once, nothing is NaN
+// warns once, nothing is NaN. Single contacts per convex pair, as on every MuJoCo before 3.8:
+// with MuJoCo 3.12's multi-contact patches (a resting cylinder gets 5 points at one depth,
+// 1 from 3.13) the crippled solver gains energy until MuJoCo resets the state (see README)
 TEST_F(MujocoTest, FailureKeepsTheBestAnswerAndWarns) {
   ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
   ASSERT_TRUE(m);
+#if mjVERSION_HEADER >= 3008000
+  m->opt.disableflags |= mjDSBL_MULTICCD;
+#endif
   ckSettings s = LcpSettings();
   s.lcp.max_pivots = 1;
   s.lcp.pgs_iter = 2;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin/compat.h"
 #include "tools/bench/bench.h"
 #include "tools/common/tool_util.h"
 
@@ -274,11 +275,7 @@ void AddStep(const std::string& group, const std::string& variant, const Scenari
           } else {
             con += p->d->ncon;
             for (int i = 0; i < p->d->ncon; i++) pen = std::max(pen, -p->d->contact[i].dist);
-#if mjVERSION_HEADER >= 300
-            iters += p->d->solver_niter[0];
-#else
-            iters += p->d->solver_iter;
-#endif
+            iters += contactkit::SolverIterations(p->d);
           }
           n++;
           state.ResumeTiming();

@@ -29,7 +29,8 @@ extern "C" {
 typedef struct ckStats_ {
   int solver;              // ckSolver that produced the forces
   int status;              // ckStatus of the last solve
-  int iterations;          // solver iterations (MuJoCo's solver_iter for "mujoco")
+  int iterations;          // solver iterations; "mujoco": the slowest island's on MuJoCo 3.x
+                           // (max of solver_niter), the one solve's solver_iter on 2.x
   int nrow;                // constraint rows in contact frames (contacts: 1, 3, 4 or 6 rows)
   int ncon;                // contacts included in the problem
   int nisland;             // independent groups of interacting trees
