@@ -18,6 +18,9 @@ namespace {
 constexpr double kEqualityReg = 1e-10;     // regularizer of hard equality rows, x diag_approx
 constexpr double kTauMax = 0.99;           // fraction to the boundary while mu is large
 constexpr double kTauGain = 100;           // tau = max(kTauMax, 1 - kTauGain mu)
+constexpr double kTauCap = 0.999;          // ... at most this, once a step was short or while
+constexpr double kCapFade = 1000;          // mu > kCapFade kappa_tol (fading below)
+constexpr double kCenterAfter = 0.2;       // a step shorter than this makes the next one centering
 constexpr double kBacktrack = 0.5;         // Dojo's beta
 constexpr int kMaxBacktrack = 12;          // halvings of a step
 constexpr double kTargetFraction = 0.1;    // final central-path target, fraction of kappa_tol
@@ -941,6 +944,8 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   grad_ok_[k] = 0;
   *status = ckSTATUS_MAX_ITER;
   int it = 0, stalled = 0;
+  double last_alpha = 1;
+  bool short_step = false;  // some step of this attempt was short
   for (; it <= st.max_iter; it++) {
     if (cur->rvio < rtol && cur->kvio < ktol) {
       *status = ckSTATUS_SOLVED;
@@ -965,7 +970,13 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
 
     // predictor: the affine direction gives the centering sigma = (mu_aff / mu)^3
     double kappa = ktol * kTargetFraction;
-    if (cones) {
+    // after a short step, a pure centering step (sigma = 1, no second-order term): a cone whose
+    // velocity reached its boundary while its force did not (a sliding contact beside sticking
+    // ones) blocks the predictor-corrector direction until it is centered again
+    const bool centering = cones && last_alpha < kCenterAfter;
+    if (centering) {
+      kappa = std::max(cur->mu, kappa);
+    } else if (cones) {
       Targets(p, k, *cur, nullptr, 0);
       Constants(p, k, cur->rz, cur->rv, true);
       Direct(p, k, *cur, cur->rz, true, &aff_);
@@ -976,7 +987,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     }
 
     // corrector with the second-order term
-    Targets(p, k, *cur, cones ? &aff_ : nullptr, kappa);
+    Targets(p, k, *cur, cones && !centering ? &aff_ : nullptr, kappa);
     Constants(p, k, cur->rz, cur->rv, true);
     Direct(p, k, *cur, cur->rz, true, &dir_);
     if (exact && lists_[k].eq_num == 0) {
@@ -988,9 +999,14 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
       DynamicsChange(p, k, &dir_);
     }
 
-    // fraction to the boundary, tending to 1 as mu vanishes; backtrack until a violation
-    // decreases
-    const double tau = std::max(kTauMax, 1 - kTauGain * cur->mu);
+    // fraction to the boundary, tending to 1 as mu vanishes, but kept off the boundary by a
+    // thousandth until mu nears the tolerance (and for the rest of an attempt that had a short
+    // step): a last step to within 1e-6 of the boundary left the velocity of a sliding contact
+    // on its cone's boundary with its force inside, where no Newton direction moves (the blocked
+    // steps of piles with patch contacts); backtrack until a violation decreases
+    const double tau =
+        std::min(1 - (1 - kTauCap) * (short_step ? 1 : std::min(1.0, cur->mu / (kCapFade * ktol))),
+                 std::max(kTauMax, 1 - kTauGain * cur->mu));
     double alpha = MaxStep(p, k, *cur, dir_, tau);
     for (int bt = 0; bt <= kMaxBacktrack; bt++) {
       Step(p, k, *cur, dir_, alpha, trial);
@@ -1020,6 +1036,8 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
 
     // blocked steps: stop once close to the tolerances, or when hopeless
     stalled = alpha < kStallStep ? stalled + 1 : 0;
+    last_alpha = alpha;
+    short_step = short_step || alpha < kCenterAfter;
     if (stalled >= kStallIter && (best < kInaccurate || stalled >= 3 * kStallIter)) {
       it++;
       break;

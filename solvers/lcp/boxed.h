@@ -74,7 +74,9 @@ class BoxedLcpSolver {
   bool Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, double* x, double* w,
              Cod* cod, BoxedStats* stats);
 
-  // reduced solve for a classification with A + ridge I: x, w (n); false if not finite
+  // reduced solve for a classification with A + ridge I: x, w (n); false if not finite. With
+  // ridge > 0 (pivoting) the system is regular and solved by LU, leaving cod as it was; else cod
+  // gets its complete orthogonal decomposition and x the minimum-norm solution
   bool Reduced(const DenseLcp& lcp, const signed char* state, double ridge, double rtol, Cod* cod,
                double* x, double* w);
 
@@ -135,6 +137,8 @@ class BoxedLcpSolver {
 
   int nmax_ = 0;
   std::vector<double> K_;            // reduced matrix                                (nmax x nmax)
+  std::vector<double> lu_;           // its LU factors (pivoting systems)             (nmax x nmax)
+  std::vector<int> piv_;             // their row interchanges                        (nmax)
   std::vector<double> c_;            // reduced right-hand side                       (nmax)
   std::vector<double> y_;            // reduced solution and refinement               (2 nmax)
   std::vector<double> xb_;           // best answer so far                            (nmax)
