@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libglfw3-dev libgl1-mesa-dri libpng-dev xvfb xauth
   gnuplot-nox
+  clang
 )
 
 missing=()
