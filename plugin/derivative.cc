@@ -1456,6 +1456,8 @@ extern "C" {
 int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                      mjtNum* C, mjtNum* D) {
   using namespace contactkit;
+  InUse guard(ck, "ck_transitionJac");
+  if (!guard.ok()) return -1;
   const int check = CheckTransition(ck, m, d, "ck_transitionJac");
   if (check) return check;
   const size_t ndx = 2 * m->nv + m->na, nu = m->nu, ns = m->nsensordata;
@@ -1468,6 +1470,8 @@ int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A,
 int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
                      const mjtNum* ds, mjtNum* gx, mjtNum* gu) {
   using namespace contactkit;
+  InUse guard(ck, "ck_transitionVJP");
+  if (!guard.ok()) return -1;
   const int check = CheckTransition(ck, m, d, "ck_transitionVJP");
   if (check) return check;
   const size_t ndx = 2 * m->nv + m->na, nu = m->nu;
@@ -1479,6 +1483,8 @@ int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, const mjtN
 int ck_transitionFD(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum eps, int centered,
                     mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D) {
   using namespace contactkit;
+  InUse guard(ck, "ck_transitionFD");
+  if (!guard.ok()) return -1;
   const int check = CheckTransition(ck, m, d, "ck_transitionFD");
   if (check) return check;
   if (!(eps > 0) || !std::isfinite(eps)) {

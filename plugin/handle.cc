@@ -119,6 +119,24 @@ bool CheckModel(ckHandle* ck, const mjModel* m, const char* fn, bool warn) {
   return false;
 }
 
+InUse::InUse(ckHandle* ck, const char* fn) : ck_(ck) {
+  if (!ck) return;
+  ok_ = !ck->in_use.exchange(true, std::memory_order_acquire);
+  if (!ok_) {
+    // not WarnOnceMsg: its flags and counter belong to the thread using the handle
+    char msg[200];
+    std::snprintf(msg, sizeof(msg),
+                  "%s: the handle is in use by another thread; refused (use one "
+                  "handle per thread)",
+                  fn);
+    Warn(msg);
+  }
+}
+
+InUse::~InUse() {
+  if (ok_) ck_->in_use.store(false, std::memory_order_release);
+}
+
 bool PrepareRegap(ckHandle* ck, const mjModel* m, const ckSettings& s) {
   // one extra mjData for the ipm's gap re-check (its memory is MuJoCo's mjData size)
   if (s.solver != ckSOL_IPM || s.ipm.gap_recheck <= 0 || ck->regap.scratch) return true;
@@ -221,6 +239,11 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
     SetError(error, error_sz, "ck_setSettings: handle and settings must not be NULL");
     return -1;
   }
+  InUse guard(ck, "ck_setSettings");
+  if (!guard.ok()) {
+    SetError(error, error_sz, "ck_setSettings: the handle is in use by another thread");
+    return -1;
+  }
   auto fail = [&](const std::string& msg) {
     SetLastError(ck, "ck_setSettings", "%s", msg.c_str());
     SetError(error, error_sz, ck->error);
@@ -279,7 +302,8 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
 }
 
 void ck_reset(ckHandle* ck) {
-  if (!ck) return;
+  contactkit::InUse guard(ck, "ck_reset");
+  if (!guard.ok()) return;
   if (ck->solver) ck->solver->Reset();
   ck->anchors.Clear();
   ck->position_pending = false;

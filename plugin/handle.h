@@ -5,6 +5,7 @@
 #ifndef CONTACTKIT_PLUGIN_HANDLE_H_
 #define CONTACTKIT_PLUGIN_HANDLE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,6 +48,7 @@ struct ckHandle_ {
   ckStats stats;                                  // statistics of the last forward pass
   uint64_t fingerprint = 0;                       // ModelFingerprint of the handle's model
   char error[512] = "";                           // ck_lastError: why the last call failed
+  std::atomic<bool> in_use{false};                // an entry point is running on the handle
   contactkit::Extractor extractor;                // model structure and capacities
   contactkit::ProblemStorage storage;             // problem and solution arrays
   std::unique_ptr<contactkit::Solver> solver;     // null for the "mujoco" pass-through
@@ -86,6 +88,22 @@ void SetLastError(ckHandle* ck, const char* fn, const char* fmt, ...)
 // for (by ModelFingerprint); otherwise ck_lastError says why (and, with warn, a MuJoCo warning
 // once per handle) and the result is false
 bool CheckModel(ckHandle* ck, const mjModel* m, const char* fn, bool warn);
+
+// marks a handle in use for the lifetime of the guard (every public entry point that works on the
+// handle); a second concurrent user finds it taken and is refused with a MuJoCo warning. The
+// other thread owns the handle's error text, so the refused call leaves ck_lastError alone.
+class InUse {
+ public:
+  InUse(ckHandle* ck, const char* fn);
+  ~InUse();
+  InUse(const InUse&) = delete;
+  InUse& operator=(const InUse&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  ckHandle* ck_;
+  bool ok_ = false;
+};
 
 // a handle for m with validated settings s; with_derivative also allocates the derivative
 // workspace. Null with a message on error.

@@ -207,7 +207,7 @@ void RungeKutta4(ckHandle* ck, const mjModel* m, mjData* d) {
     if (na) mju_copy(d->act, X[i] + nq + nv, na);
     d->time = T[i - 1];
 
-    ck_forwardSkip(ck, m, d, mjSTAGE_NONE, 1);
+    ForwardSkip(ck, m, d, mjSTAGE_NONE, 1);
     mju_copy(F[i], d->qacc, nv);
     if (na) mju_copy(F[i] + nv, d->act_dot, na);
   }
@@ -419,7 +419,8 @@ void ForwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int s
 extern "C" {
 
 void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor) {
-  if (!contactkit::CheckModel(ck, m, "ck_forward", true)) return;
+  contactkit::InUse guard(ck, "ck_forward");
+  if (!guard.ok() || !contactkit::CheckModel(ck, m, "ck_forward", true)) return;
   if (!d) {
     contactkit::SetLastError(ck, "ck_forward", "data is NULL");
     return;
@@ -433,7 +434,8 @@ void ck_forward(ckHandle* ck, const mjModel* m, mjData* d) {
 }
 
 void ck_step(ckHandle* ck, const mjModel* m, mjData* d) {
-  if (!contactkit::CheckModel(ck, m, "ck_step", true)) return;
+  contactkit::InUse guard(ck, "ck_step");
+  if (!guard.ok() || !contactkit::CheckModel(ck, m, "ck_step", true)) return;
   if (!d) {
     contactkit::SetLastError(ck, "ck_step", "data is NULL");
     return;

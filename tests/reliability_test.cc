@@ -342,6 +342,32 @@ TEST_F(ReliabilityTest, ModelWithoutDofs) {
   }
 }
 
+// a handle in use by another thread refuses a second user instead of sharing its workspace (the
+// flag is set by hand here, as a second thread would find it)
+TEST_F(ReliabilityTest, HandleInUseIsRefused) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  HandlePtr ck = Make(m.get());
+  DataPtr d(mj_makeData(m.get()));
+  ck->in_use = true;
+  ck_step(ck.get(), m.get(), d.get());
+  ck_forward(ck.get(), m.get(), d.get());
+  EXPECT_EQ(d->time, 0);
+  EXPECT_EQ(d->ncon, 0);  // no forward pass either
+  const int ndx = 2 * m->nv + m->na;
+  std::vector<mjtNum> A(ndx * ndx);
+  EXPECT_EQ(-1, ck_transitionJac(ck.get(), m.get(), d.get(), A.data(), nullptr, nullptr, nullptr));
+  ckSettings s = Settings(ckSOL_IPM);
+  char err[256];
+  EXPECT_EQ(-1, ck_setSettings(ck.get(), m.get(), &s, err, sizeof(err)));
+  EXPECT_TRUE(Mentions(err, "in use")) << err;
+  EXPECT_EQ(4, TakeWarnings("in use by another thread"));
+  ck->in_use = false;
+  ck_step(ck.get(), m.get(), d.get());
+  EXPECT_GT(d->time, 0);
+  EXPECT_FALSE(ck->in_use);  // released after the call
+}
+
 // every public function with each pointer NULL: no crash, the documented error value
 TEST_F(ReliabilityTest, NullArguments) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));

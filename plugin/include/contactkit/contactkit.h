@@ -20,6 +20,10 @@
 // other: ck_forward / ck_step then leave d untouched and raise a MuJoCo warning once per handle,
 // the others return -1; ck_lastError says why. Parameters that do not change the workspace
 // (masses, lengths, gains, options) may be edited between calls.
+//
+// One handle is for one thread at a time. A call that finds the handle in use by another thread
+// (ck_forward, ck_step, ck_setSettings, ck_reset, ck_transition*) does nothing but raise a MuJoCo
+// warning and return -1 where it returns a value; it leaves ck_lastError to the other thread.
 #ifndef CONTACTKIT_CONTACTKIT_H_
 #define CONTACTKIT_CONTACTKIT_H_
 
