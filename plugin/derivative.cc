@@ -1385,7 +1385,12 @@ int FirstBad(const mjtNum* x, int n) {
 }
 
 // the checks of every derivative entry point: 0, or -1 (bad arguments, another model, no
-// derivative workspace) or -2 (a state MuJoCo would reset) with ck_lastError saying why
+// derivative workspace) or -2 (a state MuJoCo would reset) with ck_lastError saying why.
+// A state MuJoCo would reset is refused here, and StepSkip never reuses stages a reset cleared,
+// so no path hands MuJoCo a state on which it reaches mju_error. We chose this over catching
+// mju_error with a temporary handler and longjmp: mju_user_error is one process-wide pointer
+// (not per thread, and the caller's own handler), and a longjmp across our C++ frames would skip
+// their destructors, which is undefined behaviour.
 int CheckTransition(ckHandle* ck, const mjModel* m, const mjData* d, const char* fn) {
   if (!CheckModel(ck, m, fn, false)) return -1;
   if (!d) {
