@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <new>
+#include <utility>
 
 #include "plugin/compat.h"
 #include "plugin/handle.h"
@@ -122,7 +124,9 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   nM_ = m->nM;
   ns_ = m->nsensordata;
   settings_ = s;
-  shadow_ = MakeHandle(m, s, false, error);
+  ckSettings inner = s;
+  inner.deriv.enabled = 0;
+  shadow_ = MakeHandle(m, inner, false, error);
   if (!shadow_) return false;
   shadow_->extractor.set_structural(true);
   d0_ = mj_makeData(m);
@@ -367,14 +371,26 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
 }
 
 bool Derivative::SetSettings(const mjModel* m, const ckSettings& s, std::string* error) {
-  if (ck_setSettings(shadow_, m, &s, nullptr, 0) != 0) {
-    *error = "derivative workspace rejected the settings";
+  // contacts from distance copy the model: a new width needs it
+  const bool width_changed = settings_.deriv.cfd_width != s.deriv.cfd_width;
+  if (width_changed && s.deriv.cfd_width > 0 && !m) {
+    *error = "changing cfd_width needs the model (m is NULL)";
     return false;
   }
-  const ckDerivSettings &a = settings_.deriv, &b = s.deriv;
-  bool cfd_changed = a.cfd_width != b.cfd_width;
-  for (int i = 0; i < 5; i++) cfd_changed |= a.cfd_solimp[i] != b.cfd_solimp[i];
-  if (cfd_changed && !MakeCfdModel(m, s, error)) return false;
+  // the shadow handle only steps: it never holds a derivative workspace of its own (with
+  // derivatives on it would make one, nested one level deeper on every call)
+  ckSettings inner = s;
+  inner.deriv.enabled = 0;
+  char buf[512];
+  if (ck_setSettings(shadow_, m, &inner, buf, sizeof(buf)) != 0) {
+    *error = std::string("derivative workspace: ") + buf;
+    return false;
+  }
+  if (width_changed) {
+    if (!MakeCfdModel(m, s, error)) return false;
+  } else {
+    for (int i = 0; i < 5; i++) cfd_solimp_[i] = s.deriv.cfd_solimp[i];
+  }
   settings_ = s;
   return true;
 }
@@ -391,7 +407,7 @@ void Derivative::LoadState(const mjModel* m, const mjData* src, mjData* dst) {
   mju_copy(dst->mocap_quat, src->mocap_quat, 4 * m->nmocap);
   mju_copy(dst->userdata, src->userdata, m->nuserdata);
 #if CK_MJ3
-  std::memcpy(dst->eq_active, src->eq_active, m->neq * sizeof(mjtByte));
+  if (m->neq) std::memcpy(dst->eq_active, src->eq_active, m->neq * sizeof(mjtByte));
   mju_copy(dst->plugin_state, src->plugin_state, m->npluginstate);
 #endif
   dst->time = src->time;
@@ -582,7 +598,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   if (cfd_) {
     CfdForward(m);
   } else {
-    ck_forwardSkip(shadow_, m, d, mjSTAGE_NONE, !sensors_);
+    ForwardSkip(shadow_, m, d, mjSTAGE_NONE, !sensors_);
   }
 
   // state and smooth data
@@ -1350,34 +1366,135 @@ void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
 
 //---------------------------------- C API ---------------------------------------------------------
 
+namespace contactkit {
+namespace {
+
+// the first of n values that MuJoCo's checks would call bad (NaN, inf, or beyond mjMAXVAL), or -1
+int FirstBad(const mjtNum* x, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!(std::fabs(x[i]) <= mjMAXVAL)) return i;
+  }
+  return -1;
+}
+
+// the checks of every derivative entry point: 0, or -1 (bad arguments, another model, no
+// derivative workspace) or -2 (a state MuJoCo would reset) with ck_lastError saying why.
+// A state MuJoCo would reset is refused here, and StepSkip never reuses stages a reset cleared,
+// so no path hands MuJoCo a state on which it reaches mju_error. We chose this over catching
+// mju_error with a temporary handler and longjmp: mju_user_error is one process-wide pointer
+// (not per thread, and the caller's own handler), and a longjmp across our C++ frames would skip
+// their destructors, which is undefined behaviour.
+int CheckTransition(ckHandle* ck, const mjModel* m, const mjData* d, const char* fn) {
+  if (!CheckModel(ck, m, fn, false)) return -1;
+  if (!d) {
+    SetLastError(ck, fn, "data is NULL");
+    return -1;
+  }
+  if (!ck->deriv) {
+    SetLastError(ck, fn,
+                 "the handle has no derivative workspace (setting 'derivatives' is 0; turn it on "
+                 "with ck_setSettings)");
+    return -1;
+  }
+  const struct {
+    const char* name;
+    const mjtNum* x;
+    int n;
+  } state[] = {{"qpos", d->qpos, static_cast<int>(m->nq)},
+               {"qvel", d->qvel, static_cast<int>(m->nv)},
+               {"act", d->act, static_cast<int>(m->na)},
+               {"ctrl", d->ctrl, static_cast<int>(m->nu)},
+               {"qacc_warmstart", d->qacc_warmstart, static_cast<int>(m->nv)},
+               {"qfrc_applied", d->qfrc_applied, static_cast<int>(m->nv)},
+               {"xfrc_applied", d->xfrc_applied, 6 * static_cast<int>(m->nbody)},
+               {"mocap_pos", d->mocap_pos, 3 * static_cast<int>(m->nmocap)},
+               {"mocap_quat", d->mocap_quat, 4 * static_cast<int>(m->nmocap)}};
+  for (const auto& s : state) {
+    const int i = FirstBad(s.x, s.n);
+    if (i >= 0) {
+      SetLastError(ck, fn,
+                   "d->%s[%d] = %g is not finite or beyond 1e10; MuJoCo would reset such a "
+                   "state, which has no Jacobian",
+                   s.name, i, static_cast<double>(s.x[i]));
+      return -2;
+    }
+  }
+  ck->error[0] = 0;
+  return 0;
+}
+
+// the result of an evaluation: -2 if MuJoCo reset a scratch mjData in it (the state leaves
+// MuJoCo's range within the step) or an output is not finite; otherwise ret (1: ck_lastError
+// says why finite differences were used)
+int Finish(ckHandle* ck, const char* fn, int ret, int resets,
+           std::initializer_list<std::pair<const mjtNum*, size_t>> outputs) {
+  if (ck->deriv->ScratchResets() != resets) {
+    SetLastError(ck, fn,
+                 "MuJoCo reset the state within the step (NaN, inf or beyond 1e10); no Jacobian");
+    return -2;
+  }
+  for (const auto& o : outputs) {
+    for (size_t i = 0; o.first && i < o.second; i++) {
+      if (!std::isfinite(o.first[i])) {
+        SetLastError(ck, fn,
+                     "the result is not finite (entry %zu); the step from this state is not", i);
+        return -2;
+      }
+    }
+  }
+  if (ret == 1) SetLastError(ck, fn, "finite differences: %s", ck->deriv->fallback_reason());
+  return ret;
+}
+
+}  // namespace
+}  // namespace contactkit
+
 extern "C" {
 
 int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                      mjtNum* C, mjtNum* D) {
-  if (!ck || !m || !d || !ck->deriv || ck->nv != m->nv || ck->nq != m->nq || ck->na != m->na ||
-      ck->nu != m->nu || ck->nbody != m->nbody) {
-    return -1;
-  }
-  return ck->deriv->Jacobian(m, d, A, B, C, D);
+  using namespace contactkit;
+  InUse guard(ck, "ck_transitionJac");
+  if (!guard.ok()) return -1;
+  const int check = CheckTransition(ck, m, d, "ck_transitionJac");
+  if (check) return check;
+  const size_t ndx = 2 * m->nv + m->na, nu = m->nu, ns = m->nsensordata;
+  const int resets = ck->deriv->ScratchResets();
+  const int ret = ck->deriv->Jacobian(m, d, A, B, C, D);
+  return Finish(ck, "ck_transitionJac", ret, resets,
+                {{A, ndx * ndx}, {B, ndx * nu}, {C, ns * ndx}, {D, ns * nu}});
 }
 
 int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
                      const mjtNum* ds, mjtNum* gx, mjtNum* gu) {
-  if (!ck || !m || !d || !ck->deriv || ck->nv != m->nv || ck->nq != m->nq || ck->na != m->na ||
-      ck->nu != m->nu || ck->nbody != m->nbody) {
-    return -1;
-  }
-  return ck->deriv->Vjp(m, d, dx, ds, gx, gu);
+  using namespace contactkit;
+  InUse guard(ck, "ck_transitionVJP");
+  if (!guard.ok()) return -1;
+  const int check = CheckTransition(ck, m, d, "ck_transitionVJP");
+  if (check) return check;
+  const size_t ndx = 2 * m->nv + m->na, nu = m->nu;
+  const int resets = ck->deriv->ScratchResets();
+  const int ret = ck->deriv->Vjp(m, d, dx, ds, gx, gu);
+  return Finish(ck, "ck_transitionVJP", ret, resets, {{gx, ndx}, {gu, nu}});
 }
 
 int ck_transitionFD(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum eps, int centered,
                     mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D) {
-  if (!ck || !m || !d || !ck->deriv || ck->nv != m->nv || ck->nq != m->nq || ck->na != m->na ||
-      ck->nu != m->nu || ck->nbody != m->nbody || !(eps > 0)) {
+  using namespace contactkit;
+  InUse guard(ck, "ck_transitionFD");
+  if (!guard.ok()) return -1;
+  const int check = CheckTransition(ck, m, d, "ck_transitionFD");
+  if (check) return check;
+  if (!(eps > 0) || !std::isfinite(eps)) {
+    SetLastError(ck, "ck_transitionFD", "eps = %g; allowed: a finite number > 0",
+                 static_cast<double>(eps));
     return -1;
   }
+  const size_t ndx = 2 * m->nv + m->na, nu = m->nu, ns = m->nsensordata;
+  const int resets = ck->deriv->ScratchResets();
   ck->deriv->FiniteDiff(m, d, eps, centered, A, B, C, D);
-  return 0;
+  return Finish(ck, "ck_transitionFD", 0, resets,
+                {{A, ndx * ndx}, {B, ndx * nu}, {C, ns * ndx}, {D, ns * nu}});
 }
 
 }  // extern "C"

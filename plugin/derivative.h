@@ -34,6 +34,7 @@
 #include "contactkit/contactkit.h"
 #include "plugin/anchor.h"
 #include "plugin/extract.h"
+#include "plugin/handle.h"
 #include "solvers/common/problem.h"
 #include "solvers/common/solver.h"
 #include "solvers/mujoco/soft_tangent.h"
@@ -69,6 +70,9 @@ class Derivative {
 
   // why the last Jacobian or VJP fell back to finite differences (empty if it did not)
   const char* fallback_reason() const { return fallback_; }
+
+  // MuJoCo's resets of the scratch mjData so far (a bad state reached within the evaluation)
+  int ScratchResets() const { return Resets(d0_) + Resets(d1_); }
 
   // the last VJP asked for complementarity-aware gradients and the solver could reclassify
   bool complementarity_applied() const { return complementarity_applied_; }

@@ -2,7 +2,10 @@
 #include "plugin/extract.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
+#include <string>
 
 #include "plugin/compat.h"
 #include "solvers/common/impedance.h"
@@ -105,16 +108,23 @@ bool Extractor::Setup(const mjModel* m, int max_contacts, std::string* error) {
   int ncon = max_contacts;
   if (ncon <= 0)
     ncon = m->nconmax > 0 ? m->nconmax : std::max(1000, 20 * static_cast<int>(m->ngeom));
+  // sizes in 64 bits: the products overflow int for large nconmax or long chains
   const int noncontact = NonContactRows(m);
-  int rows = noncontact + 6 * ncon;
-  if (m->njmax > 0) rows = std::min(rows, static_cast<int>(m->njmax));
+  int64_t rows = noncontact + 6 * static_cast<int64_t>(ncon);
+  if (m->njmax > 0) rows = std::min<int64_t>(rows, m->njmax);
+  maxpair_ = std::min(nv, 2 * maxchain);
+  const int64_t nnz = static_cast<int64_t>(noncontact) * nv + rows * maxpair_;
+  if (nnz > INT_MAX || rows > INT_MAX / 6) {
+    *error = "model too large: its constraint rows (" + std::to_string(rows) + ") or Jacobian (" +
+             std::to_string(nnz) + " non-zeros) exceed the 32-bit sizes; lower nconmax or njmax";
+    return false;
+  }
   dims_.nv = nv;
   dims_.nM = m->nM;
   dims_.ntree = ntree_;
   dims_.max_contacts = ncon;
-  dims_.max_rows = rows;
-  maxpair_ = std::min(nv, 2 * maxchain);
-  dims_.max_nnz = noncontact * nv + rows * maxpair_;
+  dims_.max_rows = static_cast<int>(rows);
+  dims_.max_nnz = static_cast<int>(nnz);
   return true;
 }
 

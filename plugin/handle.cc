@@ -3,6 +3,7 @@
 // ck_make, ck_free, settings on a live handle, statistics.
 #include "plugin/handle.h"
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -42,6 +43,99 @@ bool PrepareSolver(ckHandle* ck, const ckSettings& s, std::unique_ptr<Solver>* o
 }
 
 }  // namespace
+
+uint64_t ModelFingerprint(const mjModel* m) {
+  // FNV-1a over 32-bit values
+  uint64_t h = 1469598103934665603ull;
+  auto add = [&h](int64_t x) {
+    for (int k = 0; k < 8; k++) {
+      h ^= static_cast<uint64_t>(x >> (8 * k)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  auto ints = [&add](const int* a, int n) {
+    add(n);
+    for (int i = 0; i < n; i++) add(a[i]);
+  };
+  const int64_t sizes[] = {m->nq,      m->nv,       m->nu,        m->na,          m->nbody,
+                           m->njnt,    m->ngeom,    m->nsite,     m->nmocap,      m->neq,
+                           m->ntendon, m->nwrap,    m->nsensor,   m->nsensordata, m->nM,
+                           m->npair,   m->nexclude, m->nuserdata, m->nconmax,     m->njmax};
+  for (int64_t x : sizes) add(x);
+  // kinematic tree and the mass matrix's sparsity
+  ints(m->body_parentid, m->nbody);
+  ints(m->body_rootid, m->nbody);
+  ints(m->body_jntnum, m->nbody);
+  ints(m->body_dofnum, m->nbody);
+  ints(m->body_geomnum, m->nbody);
+  ints(m->jnt_type, m->njnt);
+  ints(m->dof_parentid, m->nv);
+  ints(m->dof_bodyid, m->nv);
+  ints(m->dof_Madr, m->nv);
+  ints(m->geom_type, m->ngeom);
+  ints(m->geom_bodyid, m->ngeom);
+  ints(m->eq_type, m->neq);
+  ints(m->eq_obj1id, m->neq);
+  ints(m->eq_obj2id, m->neq);
+  ints(m->tendon_num, m->ntendon);
+  ints(m->actuator_trntype, m->nu);
+  ints(m->actuator_dyntype, m->nu);
+  ints(m->actuator_trnid, 2 * m->nu);
+  ints(m->sensor_type, m->nsensor);
+  ints(m->sensor_dim, m->nsensor);
+  ints(m->sensor_adr, m->nsensor);
+  ints(m->sensor_objid, m->nsensor);
+  // the rows besides contacts that the workspace holds (limits, friction loss)
+  for (int i = 0; i < m->njnt; i++) add(m->jnt_limited[i]);
+  for (int i = 0; i < m->ntendon; i++)
+    add(2 * m->tendon_limited[i] + (m->tendon_frictionloss[i] > 0));
+  for (int i = 0; i < m->nv; i++) add(m->dof_frictionloss[i] > 0);
+  return h;
+}
+
+void SetLastError(ckHandle* ck, const char* fn, const char* fmt, ...) {
+  const int n = std::snprintf(ck->error, sizeof(ck->error), "%s: ", fn);
+  if (n < 0 || n >= static_cast<int>(sizeof(ck->error))) return;
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(ck->error + n, sizeof(ck->error) - n, fmt, args);
+  va_end(args);
+}
+
+bool CheckModel(ckHandle* ck, const mjModel* m, const char* fn, bool warn) {
+  if (!ck) return false;
+  if (!m) {
+    SetLastError(ck, fn, "model is NULL");
+    return false;
+  }
+  if (ModelFingerprint(m) == ck->fingerprint) return true;
+  SetLastError(ck, fn,
+               "the handle was made for a different model (sizes or structure differ: nq %d, "
+               "nv %d, nbody %d, ngeom %d, nsensordata %d); refused. Make one handle per model "
+               "with ck_make.",
+               static_cast<int>(m->nq), static_cast<int>(m->nv), static_cast<int>(m->nbody),
+               static_cast<int>(m->ngeom), static_cast<int>(m->nsensordata));
+  if (warn) WarnOnceMsg(ck, kWarnModel, ck->error);
+  return false;
+}
+
+InUse::InUse(ckHandle* ck, const char* fn) : ck_(ck) {
+  if (!ck) return;
+  ok_ = !ck->in_use.exchange(true, std::memory_order_acquire);
+  if (!ok_) {
+    // not WarnOnceMsg: its flags and counter belong to the thread using the handle
+    char msg[200];
+    std::snprintf(msg, sizeof(msg),
+                  "%s: the handle is in use by another thread; refused (use one "
+                  "handle per thread)",
+                  fn);
+    Warn(msg);
+  }
+}
+
+InUse::~InUse() {
+  if (ok_) ck_->in_use.store(false, std::memory_order_release);
+}
 
 bool PrepareRegap(ckHandle* ck, const mjModel* m, const ckSettings& s) {
   // one extra mjData for the ipm's gap re-check (its memory is MuJoCo's mjData size)
@@ -87,11 +181,7 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative
     ck->settings = s;
     std::memset(&ck->stats, 0, sizeof(ckStats));
     ck->stats.solver = s.solver;
-    ck->nq = m->nq;
-    ck->nv = m->nv;
-    ck->na = m->na;
-    ck->nu = m->nu;
-    ck->nbody = m->nbody;
+    ck->fingerprint = ModelFingerprint(m);
     if (with_derivative) {
       ck->deriv = std::make_unique<Derivative>();
       if (!ck->deriv->Setup(m, s, err)) {
@@ -144,26 +234,41 @@ void ck_free(ckHandle* ck) { delete ck; }
 int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, char* error,
                    int error_sz) {
   using namespace contactkit;
+  if (error && error_sz > 0) error[0] = 0;
   if (!ck || !settings) {
     SetError(error, error_sz, "ck_setSettings: handle and settings must not be NULL");
     return -1;
   }
-  if (ck_validateSettings(settings, error, error_sz) != 0) return -1;
-  std::string err;
-  const bool switch_solver = settings->solver != ck->settings.solver;
-  std::unique_ptr<Solver> solver;
-  if (switch_solver && !PrepareSolver(ck, *settings, &solver, &err)) {
-    SetError(error, error_sz, "ck_setSettings: " + err);
+  InUse guard(ck, "ck_setSettings");
+  if (!guard.ok()) {
+    SetError(error, error_sz, "ck_setSettings: the handle is in use by another thread");
     return -1;
   }
+  auto fail = [&](const std::string& msg) {
+    SetLastError(ck, "ck_setSettings", "%s", msg.c_str());
+    SetError(error, error_sz, ck->error);
+    return -1;
+  };
+  if (m && !CheckModel(ck, m, "ck_setSettings", false)) {
+    SetError(error, error_sz, ck->error);
+    return -1;
+  }
+  char verr[512];
+  if (ck_validateSettings(settings, verr, sizeof(verr)) != 0) return fail(verr);
+  std::string err;
+
+  // a new solver, or lcp's dense workspace re-sized (max_island_rows is its size)
+  const bool switch_solver = settings->solver != ck->settings.solver;
+  const bool rebuild =
+      switch_solver || (settings->solver == ckSOL_LCP &&
+                        settings->lcp.max_island_rows != ck->settings.lcp.max_island_rows);
+  std::unique_ptr<Solver> solver;
+  if (rebuild && !PrepareSolver(ck, *settings, &solver, &err)) return fail(err);
+
   // the derivative workspace follows `derivatives`: made here when turned on, freed when off
   std::unique_ptr<Derivative> deriv;
   if (settings->deriv.enabled && !ck->deriv) {
-    if (!m) {
-      SetError(error, error_sz,
-               "ck_setSettings: turning derivatives on needs the model (m is NULL)");
-      return -1;
-    }
+    if (!m) return fail("turning derivatives on needs the model (m is NULL)");
     deriv = std::make_unique<Derivative>();
     bool ok = false;
     try {
@@ -171,21 +276,20 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
     } catch (const std::bad_alloc&) {
       err = "out of memory";
     }
-    if (!ok) {
-      SetError(error, error_sz, "ck_setSettings: " + err);
-      return -1;
-    }
+    if (!ok) return fail(err);
     deriv->set_anchor_source(&ck->anchors);
   } else if (ck->deriv && settings->deriv.enabled && !ck->deriv->SetSettings(m, *settings, &err)) {
-    SetError(error, error_sz, "ck_setSettings: " + err);
-    return -1;
+    return fail(err);
+  }
+  const bool regap = settings->solver == ckSOL_IPM && settings->ipm.gap_recheck > 0;
+  if (regap && !ck->regap.scratch && !m) {
+    return fail("turning gap_recheck on needs the model (m is NULL)");
   }
   if (m && !PrepareRegap(ck, m, *settings)) {
-    SetError(error, error_sz, "ck_setSettings: could not make the mjData of the gap re-check");
-    return -1;
+    return fail("could not make the mjData of the gap re-check");
   }
   if (switch_solver || !settings->comfree.anchor) ck->anchors.Clear();
-  if (switch_solver) {
+  if (rebuild) {
     ck->solver = std::move(solver);
   } else if (ck->solver) {
     ck->solver->SetSettings(*settings);
@@ -193,18 +297,24 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
   if (deriv) ck->deriv = std::move(deriv);
   if (!settings->deriv.enabled) ck->deriv.reset();
   ck->settings = *settings;
+  ck->error[0] = 0;
   return 0;
 }
 
 void ck_reset(ckHandle* ck) {
-  if (!ck) return;
+  contactkit::InUse guard(ck, "ck_reset");
+  if (!guard.ok()) return;
   if (ck->solver) ck->solver->Reset();
   ck->anchors.Clear();
   ck->position_pending = false;
 }
 
-void ck_getSettings(const ckHandle* ck, ckSettings* settings) { *settings = ck->settings; }
+void ck_getSettings(const ckHandle* ck, ckSettings* settings) {
+  if (ck && settings) *settings = ck->settings;
+}
 
-const ckStats* ck_stats(const ckHandle* ck) { return &ck->stats; }
+const ckStats* ck_stats(const ckHandle* ck) { return ck ? &ck->stats : nullptr; }
+
+const char* ck_lastError(const ckHandle* ck) { return ck ? ck->error : ""; }
 
 }  // extern "C"

@@ -5,6 +5,8 @@
 #ifndef CONTACTKIT_PLUGIN_HANDLE_H_
 #define CONTACTKIT_PLUGIN_HANDLE_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,7 +46,9 @@ struct ckRegap_ {
 struct ckHandle_ {
   ckSettings settings;                            // current settings
   ckStats stats;                                  // statistics of the last forward pass
-  int nq = 0, nv = 0, na = 0, nu = 0, nbody = 0;  // sizes of the model the handle was made for
+  uint64_t fingerprint = 0;                       // ModelFingerprint of the handle's model
+  char error[512] = "";                           // ck_lastError: why the last call failed
+  std::atomic<bool> in_use{false};                // an entry point is running on the handle
   contactkit::Extractor extractor;                // model structure and capacities
   contactkit::ProblemStorage storage;             // problem and solution arrays
   std::unique_ptr<contactkit::Solver> solver;     // null for the "mujoco" pass-through
@@ -72,10 +76,45 @@ bool UsesAnchors(const ckHandle* ck);
 // the constraint stage: the selected solver where MuJoCo calls mj_fwdConstraint
 void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d);
 
+// hash of everything a handle's workspace is sized from: sizes, kinematic tree, joint / geom /
+// equality / tendon / actuator / sensor structure, the rows a model has besides contacts
+uint64_t ModelFingerprint(const mjModel* m);
+
+// ck_lastError's message: "fn: msg" (printf-style)
+void SetLastError(ckHandle* ck, const char* fn, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// the one model check of every entry point: ck and m are not NULL and m is the model ck was made
+// for (by ModelFingerprint); otherwise ck_lastError says why (and, with warn, a MuJoCo warning
+// once per handle) and the result is false
+bool CheckModel(ckHandle* ck, const mjModel* m, const char* fn, bool warn);
+
+// marks a handle in use for the lifetime of the guard (every public entry point that works on the
+// handle); a second concurrent user finds it taken and is refused with a MuJoCo warning. The
+// other thread owns the handle's error text, so the refused call leaves ck_lastError alone.
+class InUse {
+ public:
+  InUse(ckHandle* ck, const char* fn);
+  ~InUse();
+  InUse(const InUse&) = delete;
+  InUse& operator=(const InUse&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  ckHandle* ck_;
+  bool ok_ = false;
+};
+
 // a handle for m with validated settings s; with_derivative also allocates the derivative
 // workspace. Null with a message on error.
 ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative,
                      std::string* error);
+
+// MuJoCo's resets of d for a bad state so far (mj_checkPos, mj_checkVel, mj_checkAcc)
+int Resets(const mjData* d);
+
+// ck_forwardSkip without the checks of the C API (the derivative's shadow handle)
+void ForwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor);
 
 // ck_step with MuJoCo's skip stages (mj_stepSkip): skipstage mjSTAGE_POS / mjSTAGE_VEL reuses
 // the position / velocity results already in d (and the integrator's factorization, as

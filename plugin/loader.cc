@@ -772,6 +772,20 @@ extern "C" mjModel* ck_loadXMLString(const char* xml, char* error, int error_sz)
   mjModel* m = nullptr;
   if (written) {
     m = ck_loadXML(name.data(), nullptr, error, error_sz);
+    // the message names the string, not the temporary file (deleted below): "<xml string>:6: ..."
+    if (!m && error && error_sz > 0) {
+      std::string msg = error;
+      const std::string full = name.data();
+      const std::string base = full.substr(full.rfind('/') + 1);
+      if (msg.find(base) == std::string::npos) msg = "<xml string>: " + msg;
+      for (const std::string& from : {full, base}) {
+        for (size_t at = msg.find(from); at != std::string::npos; at = msg.find(from, at)) {
+          msg.replace(at, from.size(), "<xml string>");
+          at += 12;
+        }
+      }
+      std::snprintf(error, error_sz, "%s", msg.c_str());
+    }
   } else if (error && error_sz > 0) {
     std::snprintf(error, error_sz, "ck_loadXMLString: cannot write the temporary file %s",
                   name.data());

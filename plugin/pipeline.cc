@@ -68,18 +68,6 @@ void FwdPosition(const ckHandle* ck, const mjModel* m, mjData* d) {
 const mjtNum kRK4A[9] = {0.5, 0, 0, 0, 0.5, 0, 0, 0, 1};
 const mjtNum kRK4B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
 
-// the handle was made for a model of this shape
-bool Matches(ckHandle* ck, const mjModel* m) {
-  if (ck->nq == m->nq && ck->nv == m->nv && ck->na == m->na && ck->nu == m->nu &&
-      ck->nbody == m->nbody) {
-    return true;
-  }
-  WarnOnceMsg(ck, kWarnModel,
-              "handle was made for a different model (nq/nv/na/nu/nbody differ); running "
-              "MuJoCo's own solver instead. Make one handle per model with ck_make.");
-  return false;
-}
-
 // Problem::regap through the handle's extractor and scratch mjData
 bool Regap(void* context, const Problem& p, const double* v_next, double* pos_next,
            double* jac_next) {
@@ -219,7 +207,7 @@ void RungeKutta4(ckHandle* ck, const mjModel* m, mjData* d) {
     if (na) mju_copy(d->act, X[i] + nq + nv, na);
     d->time = T[i - 1];
 
-    ck_forwardSkip(ck, m, d, mjSTAGE_NONE, 1);
+    ForwardSkip(ck, m, d, mjSTAGE_NONE, 1);
     mju_copy(F[i], d->qacc, nv);
     if (na) mju_copy(F[i] + nv, d->act_dot, na);
   }
@@ -350,11 +338,22 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
   }
 }
 
+int Resets(const mjData* d) {
+  return d->warning[mjWARN_BADQPOS].number + d->warning[mjWARN_BADQVEL].number +
+         d->warning[mjWARN_BADQACC].number;
+}
+
 void StepSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor) {
+  // a reset (mj_resetData) clears the position and velocity results and the integrator's
+  // factorization that skipped stages reuse (the implicit integrator would then factor
+  // M - h D with M = 0, a fatal mju_error): after a reset nothing is skipped
+  const int resets = Resets(d);
   mj_checkPos(m, d);
   mj_checkVel(m, d);
-  ck_forwardSkip(ck, m, d, skipstage, skipsensor);
+  if (Resets(d) != resets) skipstage = mjSTAGE_NONE;
+  ForwardSkip(ck, m, d, skipstage, skipsensor);
   mj_checkAcc(m, d);
+  if (Resets(d) != resets) skipstage = mjSTAGE_NONE;
   if (mjENABLED(mjENBL_FWDINV)) mj_compareFwdInv(m, d);
 
   switch (m->opt.integrator) {
@@ -379,16 +378,7 @@ void StepSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skip
   }
 }
 
-}  // namespace contactkit
-
-extern "C" {
-
-void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor) {
-  if (!contactkit::Matches(ck, m)) {
-    mj_forwardSkip(m, d, skipstage, skipsensor);
-    return;
-  }
-
+void ForwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor) {
   // position-dependent
   if (skipstage < mjSTAGE_POS) {
     contactkit::FwdPosition(ck, m, d);
@@ -420,15 +410,33 @@ void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, in
   if (!skipsensor) contactkit::SensorAcc(m, d);
 }
 
+}  // namespace contactkit
+
+extern "C" {
+
+void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor) {
+  contactkit::InUse guard(ck, "ck_forward");
+  if (!guard.ok() || !contactkit::CheckModel(ck, m, "ck_forward", true)) return;
+  if (!d) {
+    contactkit::SetLastError(ck, "ck_forward", "data is NULL");
+    return;
+  }
+  ck->error[0] = 0;
+  contactkit::ForwardSkip(ck, m, d, skipstage, skipsensor);
+}
+
 void ck_forward(ckHandle* ck, const mjModel* m, mjData* d) {
   ck_forwardSkip(ck, m, d, mjSTAGE_NONE, 0);
 }
 
 void ck_step(ckHandle* ck, const mjModel* m, mjData* d) {
-  if (!contactkit::Matches(ck, m)) {
-    mj_step(m, d);
+  contactkit::InUse guard(ck, "ck_step");
+  if (!guard.ok() || !contactkit::CheckModel(ck, m, "ck_step", true)) return;
+  if (!d) {
+    contactkit::SetLastError(ck, "ck_step", "data is NULL");
     return;
   }
+  ck->error[0] = 0;
   contactkit::StepSkip(ck, m, d, mjSTAGE_NONE, 0);
 }
 

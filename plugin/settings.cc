@@ -408,6 +408,7 @@ struct ModelSettings {
 extern "C" {
 
 void ck_defaultSettings(ckSettings* settings) {
+  if (!settings) return;
   std::memset(settings, 0, sizeof(ckSettings));
   int n;
   const KeyInfo* keys = contactkit::SettingKeys(&n);
@@ -417,6 +418,10 @@ void ck_defaultSettings(ckSettings* settings) {
 
 int ck_setSetting(ckSettings* settings, const char* key, const char* value, char* error,
                   int error_sz) {
+  if (!settings) {
+    contactkit::SetError(error, error_sz, "ck_setSetting: settings is NULL");
+    return -1;
+  }
   const KeyInfo* k = FindSettingKey(key);
   if (!k) {
     contactkit::SetError(
@@ -429,13 +434,15 @@ int ck_setSetting(ckSettings* settings, const char* key, const char* value, char
     contactkit::SetError(error, error_sz, err);
     return -1;
   }
+  // success: no message from an earlier call stays in the buffer
+  if (error && error_sz > 0) error[0] = 0;
   return 0;
 }
 
 int ck_getSetting(const ckSettings* settings, const char* key, char* buf, int buf_sz) {
   using namespace contactkit;
   const KeyInfo* k = FindSettingKey(key);
-  if (!k || !buf || buf_sz <= 0) return -1;
+  if (!settings || !k || !buf || buf_sz <= 0) return -1;
   const char* f = Field(settings, *k);
   switch (k->type) {
     case kKeySolver:
@@ -464,6 +471,10 @@ int ck_validateSettings(const ckSettings* settings, char* error, int error_sz) {
   using namespace contactkit;
   int n;
   const KeyInfo* keys = SettingKeys(&n);
+  if (!settings) {
+    SetError(error, error_sz, "ck_validateSettings: settings is NULL");
+    return -1;
+  }
   char text[256];
   ckSettings copy = *settings;
   for (int i = 0; i < n; i++) {
@@ -530,6 +541,10 @@ int ck_solverId(const char* name) {
 
 int ck_settingsFromModel(const mjModel* m, ckSettings* settings, char* error, int error_sz) {
   using namespace contactkit;
+  if (!m || !settings) {
+    SetError(error, error_sz, "ck_settingsFromModel: model and settings must not be NULL");
+    return -1;
+  }
   ck_defaultSettings(settings);
   ModelSettings ms(settings);
   if (!ms.ReadPluginTag(m) || !ms.ReadCustom(m)) {

@@ -6,13 +6,14 @@
 #                       in pyproject.toml, each built with warnings as errors (on 3.x also the
 #                       Python package, pip-installed into its venv, with pytest), then both
 #                       again with AddressSanitizer + UndefinedBehaviorSanitizer (long tests
-#                       shortened with CK_TEST_QUICK)
+#                       shortened with CK_TEST_QUICK), then each fuzz target for a minute
 #   tools/ck.sh build   build only
 #   tools/ck.sh bench   build and run every benchmark of ck-bench into bench_out/
 # Option: --mujoco VERSION  one MuJoCo only: 2.2.2 (Debian's) or any 3.x release on PyPI (e.g.
 #                           3.3.7, installed into .venvs/mujoco-3.3.7)
 # Environment: CK_BUILD_DIR (default build; each MuJoCo gets build/mujoco-<version>[-sanitize]),
-#              CK_JOBS (default: number of cores), CK_SKIP_SANITIZE=1 to skip the sanitizer pass.
+#              CK_JOBS (default: number of cores), CK_SKIP_SANITIZE=1 to skip the sanitizer pass,
+#              CK_SKIP_FUZZ=1 to skip fuzzing, CK_FUZZ_SECONDS per fuzz target (default 60).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -127,6 +128,18 @@ case "$cmd" in
         run_tests "MuJoCo $v sanitizers" "$build/mujoco-$v-sanitize" CK_TEST_QUICK=1 \
           ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
       done
+    fi
+    if [ "${CK_SKIP_FUZZ:-0}" != "1" ]; then
+      secs="${CK_FUZZ_SECONDS:-60}"
+      echo "=== fuzzing: each libFuzzer target ${secs} s under ASan+UBSan (tools/fuzz.sh, MuJoCo 2.2.2)"
+      frc=0
+      CK_FUZZ_CMAKE_ARGS="-DCK_MUJOCO=system" "$here/tools/fuzz.sh" "$secs" "$build/fuzz" || frc=$?
+      if [ "$frc" = 0 ]; then
+        summary+=("fuzzing: 3 passed, 0 failed, 0 skipped")
+      else
+        summary+=("fuzzing: 0 passed, 1 failed, 0 skipped (see $build/fuzz/findings)")
+        failed=1
+      fi
     fi
     echo "=== summary"
     np=0; nf=0; ns=0

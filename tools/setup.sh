@@ -23,6 +23,7 @@ packages=(
   libglfw3-dev libgl1-mesa-dri libpng-dev xvfb xauth
   gnuplot-nox
   python3 python3-venv python3-pip
+  clang
 )
 
 missing=()

@@ -102,9 +102,12 @@ void ProblemStorage::Allocate(const ProblemDims& dims, const int* dof_parent, co
   // tree structure (copied so the problem does not point into the model)
   int *parent = t.parent, *madr = t.madr, *dtree = t.dof_tree;
   int *tadr = t.tree_dofadr, *tnum = t.tree_dofnum;
-  std::memcpy(parent, dof_parent, sizeof(int) * dims.nv);
-  std::memcpy(madr, dof_madr, sizeof(int) * dims.nv);
-  std::memcpy(dtree, dof_tree, sizeof(int) * dims.nv);
+  // a model without dofs has null arrays, which memcpy may not be given even for 0 bytes
+  if (dims.nv > 0) {
+    std::memcpy(parent, dof_parent, sizeof(int) * dims.nv);
+    std::memcpy(madr, dof_madr, sizeof(int) * dims.nv);
+    std::memcpy(dtree, dof_tree, sizeof(int) * dims.nv);
+  }
   for (int t = 0; t < ntree; t++) tnum[t] = 0;
   for (int j = dims.nv - 1; j >= 0; j--) {
     tadr[dtree[j]] = j;

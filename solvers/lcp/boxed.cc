@@ -531,7 +531,7 @@ bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, do
                                 BoxedStats* stats) {
   const int n = lcp.n;
   double* fix = fixv_.data();
-  for (int round = 0; round < kFreezes && stats->pivots <= 4 * opt.max_pivots; round++) {
+  for (int round = 0; round < kFreezes && stats->pivots <= 4LL * opt.max_pivots; round++) {
     // freeze the friction bounds at the current normal forces (averaged with the previous
     // round's after the first rounds, which damps alternating classifications) and pivot
     for (int i = 0; i < n; i++) {

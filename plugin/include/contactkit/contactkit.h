@@ -6,6 +6,24 @@
 // last, optional outputs may be NULL, and errors are reported through an (error, error_sz) buffer
 // and a NULL or negative return value. A handle owns all workspace for one mjData; create one
 // handle per mjData (and per thread), exactly as with mjData.
+//
+// NULL pointers, one rule for every function: a pointer documented as optional ("may be NULL",
+// "nullable") may be NULL; any other NULL pointer makes the function do nothing but report it:
+// an int function returns -1, a pointer function NULL, with a message in its error buffer (or, for
+// functions of a handle, in ck_lastError) where it has one; a void function returns without
+// effect. error may always be NULL (error_sz is then ignored). Nothing ever dereferences NULL.
+//
+// A handle is made for one model: every function that takes the handle and a model (ck_forward,
+// ck_step, ck_setSettings, ck_transition*) compares the model with the one of ck_make by a
+// fingerprint of everything the workspace was sized from (sizes, kinematic tree, joint, geom,
+// equality, tendon, actuator and sensor structure, limits and friction loss) and refuses any
+// other: ck_forward / ck_step then leave d untouched and raise a MuJoCo warning once per handle,
+// the others return -1; ck_lastError says why. Parameters that do not change the workspace
+// (masses, lengths, gains, options) may be edited between calls.
+//
+// One handle is for one thread at a time. A call that finds the handle in use by another thread
+// (ck_forward, ck_step, ck_setSettings, ck_reset, ck_transition*) does nothing but raise a MuJoCo
+// warning and return -1 where it returns a value; it leaves ck_lastError to the other thread.
 #ifndef CONTACTKIT_CONTACTKIT_H_
 #define CONTACTKIT_CONTACTKIT_H_
 
@@ -54,7 +72,8 @@ typedef struct ckHandle_ ckHandle;
 CKAPI void ck_defaultSettings(ckSettings* settings);
 
 // Set one setting from text, as in an MJCF plugin config or <custom> field ("kappa_tol", "1e-8").
-// Returns 0 on success, -1 with a message naming the key, the value and what is allowed.
+// Returns 0 on success (the error buffer is then empty), -1 with a message naming the key, the
+// value and what is allowed.
 CKAPI int ck_setSetting(ckSettings* settings, const char* key, const char* value, char* error,
                         int error_sz);
 
@@ -97,10 +116,17 @@ CKAPI int ck_solverAvailable(int solver);
 CKAPI mjModel* ck_loadXML(const char* filename, const mjVFS* vfs, char* error, int error_sz);
 
 // Load an MJCF held in a string, as ck_loadXML does for a file (through a temporary file in
-// $TMPDIR or /tmp; relative asset paths resolve from there). Returns NULL with a message on error.
+// $TMPDIR or /tmp; relative asset paths resolve from there). Returns NULL with a message on error,
+// naming the place as "<xml string>:line".
 CKAPI mjModel* ck_loadXMLString(const char* xml, char* error, int error_sz);
 
 //---------------------------------- handle --------------------------------------------------------
+
+// Why the last call of a function taking this handle (ck_forward, ck_step, ck_setSettings,
+// ck_transition*) failed or was refused, or why ck_transitionJac / ck_transitionVJP used finite
+// differences (return 1); "" after a success. Never NULL ("" for a NULL handle). Valid until the
+// next call with the handle.
+CKAPI const char* ck_lastError(const ckHandle* ck);
 
 // Create a handle for model m. settings may be NULL: the handle then takes its settings from the
 // model (ck_settingsFromModel), and a model without any gets the "mujoco" pass-through.
@@ -110,9 +136,12 @@ CKAPI ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* erro
 // Free a handle (NULL is allowed).
 CKAPI void ck_free(ckHandle* ck);
 
-// Change settings between steps (solver switch included); allocates the new solver's workspace,
-// and the derivative workspace when "derivatives" is turned on (m is then required). Returns 0, or
-// -1 with a message, in which case the handle keeps its previous settings.
+// Change settings between steps (solver switch included); allocates the new solver's workspace
+// (also lcp's when max_island_rows changes, which sizes it), and the derivative workspace when
+// "derivatives" is turned on. m may be NULL unless the change needs the model: turning
+// "derivatives" on, turning ipm's "gap_recheck" on, or changing "cfd_width" to a positive value
+// with derivatives on; if given, it must be the handle's model. Returns 0 (the error buffer is
+// then empty), or -1 with a message, in which case the handle keeps its previous settings.
 CKAPI int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, char* error,
                          int error_sz);
 
@@ -120,10 +149,10 @@ CKAPI int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* setti
 // anchors). Call it after mj_resetData or any other jump of the state that the handle steps.
 CKAPI void ck_reset(ckHandle* ck);
 
-// Copy the handle's current settings into settings.
+// Copy the handle's current settings into settings (every value is the one in effect).
 CKAPI void ck_getSettings(const ckHandle* ck, ckSettings* settings);
 
-// Statistics of the last forward pass.
+// Statistics of the last forward pass (NULL for a NULL handle).
 CKAPI const ckStats* ck_stats(const ckHandle* ck);
 
 //---------------------------------- pipeline ------------------------------------------------------
@@ -155,7 +184,10 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // finite differences through ck_step were used instead (forward, eps 1e-6: a solver without a
 // force tangent, noslip iterations, more rows than the handle holds, a singular Hessian, an
 // active connect or weld equality on MuJoCo 3.7+, whose reference holds Jdot v),
-// -1 on bad arguments or a handle without derivatives (setting "derivatives" = 0). With comfree's
+// -1 on bad arguments, a model other than the handle's, or a handle without derivatives (setting
+// "derivatives" = 0), -2 for a state MuJoCo would reset (NaN, inf or beyond 1e10 in qpos, qvel,
+// act, ctrl, qacc_warmstart, qfrc_applied, xfrc_applied or mocap; nothing written) or one whose
+// step leaves that range (outputs then not meaningful); ck_lastError says why. With comfree's
 // contact anchors (setting "anchor") the step starts from the handle's anchors and the Jacobian
 // holds them fixed (the state does not include them); the handle's anchors are left as they were.
 CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
@@ -172,8 +204,8 @@ CKAPI int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, cons
 // Finite-difference Jacobians through ck_step with mjd_transitionFD's conventions (perturbation
 // order, qpos perturbed in the tangent space, controls kept inside ctrlrange, warm start
 // restored, forward or centered differences with step eps), on a scratch copy of d. The
-// reference for ck_transitionJac. Outputs as ck_transitionJac. Returns 0, or -1 on bad
-// arguments.
+// reference for ck_transitionJac. Outputs as ck_transitionJac. Returns 0, or -1 / -2 as
+// ck_transitionJac (and -1 for eps not > 0).
 CKAPI int ck_transitionFD(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum eps, int centered,
                           mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
 
