@@ -120,6 +120,7 @@ class Handle:
         self._data_ref: Optional[weakref.ref] = None
         self._data_address = 0
         self.last_jacobian_method: Optional[str] = None
+        self.last_jacobian_reason: str = ""
 
     # ------------------------------------------------------------------------------- checks
     def _check(self, model: Any, data: Any) -> None:
@@ -198,11 +199,13 @@ class Handle:
         return given
 
     def _method(self, rc: int, what: str) -> None:
+        reason = self._core.last_error()
+        if rc == -2:
+            raise ValueError(f"{what}: the state is one MuJoCo would reset: {reason}")
         if rc < 0:
-            raise RuntimeError(
-                f"{what} failed (code {rc}): the handle has derivatives off (setting "
-                "'derivatives'), or the arguments do not fit the handle's model")
+            raise RuntimeError(f"{what} failed: {reason}")
         self.last_jacobian_method = "analytic" if rc == 0 else "finite_differences"
+        self.last_jacobian_reason = reason
 
     def transition_jac(self, model: mujoco.MjModel, data: mujoco.MjData, A=None, B=None, C=None,
                        D=None):
@@ -213,7 +216,9 @@ class Handle:
         qvel, act]. Arrays given are written in place (others are not computed); with none
         given all four are returned newly allocated. `last_jacobian_method` says whether the
         analytic path ("analytic") or finite differences through the step
-        ("finite_differences") produced them. data is left unchanged.
+        ("finite_differences") produced them, `last_jacobian_reason` why differences were used.
+        data is left unchanged. Raises ValueError for a state MuJoCo would reset (NaN, inf or
+        huge values), RuntimeError (with the reason) when the handle cannot differentiate.
         """
         self._check(model, data)
         out = self._outputs(model, A, B, C, D)
@@ -254,5 +259,6 @@ class Handle:
         rc = self._core.transition_fd(model._address, data._address, float(eps), bool(centered),
                                       out["A"], out["B"], out["C"], out["D"])
         if rc < 0:
-            raise RuntimeError(f"transition_fd failed (code {rc})")
+            reason = self._core.last_error()
+            raise (ValueError if rc == -2 else RuntimeError)(f"transition_fd failed: {reason}")
         return out["A"], out["B"], out["C"], out["D"]

@@ -81,6 +81,7 @@ class Handle {
     ck_forward(ck_, M(m), D(d));
   }
   void Reset() { ck_reset(ck_); }
+  std::string LastError() const { return ck_lastError(ck_); }
 
   // every setting as text
   py::dict Settings() const {
@@ -229,6 +230,7 @@ PYBIND11_MODULE(_core, mod) {
       .def("step", &Handle::Step)
       .def("forward", &Handle::Forward)
       .def("reset", &Handle::Reset)
+      .def("last_error", &Handle::LastError)
       .def("settings", &Handle::Settings)
       .def("set", &Handle::Set)
       .def("stats", &Handle::Stats)

@@ -171,12 +171,29 @@ def test_bad_input_raises_with_the_reason():
     assert np.array_equal(d.qpos, mujoco.MjData(m).qpos)
 
 
-def test_derivatives_off_is_reported():
+def test_derivatives_off_and_bad_states_are_reported():
     m = load("box_on_plane.xml")
     d = mujoco.MjData(m)
     h = contactkit.Handle(m, solver="ipm", derivatives=False)
     with pytest.raises(RuntimeError, match="derivatives"):
         h.transition_jac(m, d)
+    h = contactkit.Handle(m, solver="ipm")
+    d.qvel[0] = np.nan
+    with pytest.raises(ValueError, match="reset"):
+        h.transition_jac(m, d)
+    assert np.isnan(d.qvel[0]), "the state is left as it was"
+
+
+def test_finite_difference_fallback_says_why():
+    # noslip iterations have no analytic tangent: the Jacobian comes from differences, with why
+    m = load("box_sliding.xml")
+    m.opt.noslip_iterations = 3
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    h = contactkit.Handle(m, solver="mujoco")
+    h.transition_jac(m, d)
+    assert h.last_jacobian_method == "finite_differences"
+    assert "noslip" in h.last_jacobian_reason
 
 
 def rss_kb():
