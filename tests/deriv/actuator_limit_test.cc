@@ -29,7 +29,8 @@ constexpr char kServoXML[] = R"(
     </body>
   </worldbody>
   <actuator>
-    <general joint="hinge" biastype="affine" gainprm="100" biasprm="0 -100 -10" forcerange="-2 2"
+    <general joint="hinge" biastype="affine" gainprm="100" biasprm="0 -100 -10" forcelimited="true"
+             forcerange="-2 2"
              ctrllimited="true" ctrlrange="-1 1"/>
   </actuator>
 </mujoco>)";
