@@ -177,12 +177,21 @@ void Derivative::CorrectActuatorVel(const mjModel* m, const mjData* d) {
     const double* bp = m->actuator_biasprm + mjNBIAS * i;
     const double bias_vel = m->actuator_biastype[i] == mjBIAS_AFFINE ? bp[2] : 0;
     const double gain_vel = m->actuator_gaintype[i] == mjGAIN_AFFINE ? gp[2] : 0;
-    if (m->actuator_dyntype[i] != mjDYN_NONE || (bias_vel == 0 && gain_vel == 0)) continue;
-    if (!ActuatorForcePassesThrough(m, i)) continue;
-    const double u = d->ctrl[i];
-    double uc = u;
-    if (m->actuator_ctrllimited[i] && !mjDISABLED(mjDSBL_CLAMPCTRL)) {
-      uc = mju_clip(u, m->actuator_ctrlrange[2 * i], m->actuator_ctrlrange[2 * i + 1]);
+    if ((bias_vel == 0 && gain_vel == 0) || !ActuatorForcePassesThrough(m, i)) continue;
+    double u, uc;
+    if (m->actuator_dyntype[i] == mjDYN_NONE) {
+      u = uc = d->ctrl[i];
+      if (m->actuator_ctrllimited[i] && !mjDISABLED(mjDSBL_CLAMPCTRL)) {
+        uc = mju_clip(u, m->actuator_ctrlrange[2 * i], m->actuator_ctrlrange[2 * i + 1]);
+      }
+    } else {
+#if CK_MJ3
+      // actearly: MuJoCo's term uses the next activation; left as MuJoCo has it
+      if (m->actuator_actearly[i] && gain_vel != 0) continue;
+      u = uc = d->act[m->actuator_actadr[i] + m->actuator_actnum[i] - 1];
+#else
+      u = uc = d->act[i - (m->nu - m->na)];
+#endif
     }
     const bool clamped = ActuatorForceClamped(m, i, act_force0_[i]);
     const double mujoco = clamped && kQDerivSkipsClamped ? 0 : bias_vel + gain_vel * u;

@@ -13,7 +13,8 @@
 namespace contactkit::test {
 namespace {
 
-// a hinge with a position servo (force and control limits) and a box resting on the floor
+// hinges with position servos (force and control limits; one through a filter's activation)
+// and a box resting on the floor
 constexpr char kServoXML[] = R"(
 <mujoco>
   <option timestep="0.002"/>
@@ -22,6 +23,10 @@ constexpr char kServoXML[] = R"(
     <body pos="0 0 1">
       <joint name="hinge" type="hinge" axis="0 1 0" damping="0.1"/>
       <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1"/>
+    </body>
+    <body pos="0 0.5 1">
+      <joint name="hinge2" type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.03" mass="0.5"/>
     </body>
     <body pos="1 0 0.1">
       <freejoint/>
@@ -32,6 +37,9 @@ constexpr char kServoXML[] = R"(
     <general joint="hinge" biastype="affine" gainprm="100" biasprm="0 -100 -10" forcelimited="true"
              forcerange="-2 2"
              ctrllimited="true" ctrlrange="-1 1"/>
+    <general joint="hinge2" dyntype="filter" dynprm="0.05" biastype="affine" gainprm="50"
+             biasprm="0 -50 -5" forcelimited="true" forcerange="-1 1" ctrllimited="true"
+             ctrlrange="-1 1"/>
   </actuator>
 </mujoco>)";
 
@@ -76,8 +84,11 @@ void Prepare(const mjModel* m, mjData* d, Mode mode) {
     const double* b = m->actuator_biasprm + mjNBIAS * i;
     const double bias = b[0] + b[1] * d->actuator_length[i] + b[2] * d->actuator_velocity[i];
     d->ctrl[i] = (force - bias) / g[0];
-    if (m->actuator_ctrllimited[i])
+    if (m->actuator_ctrllimited[i]) {
       d->ctrl[i] = std::fmin(range[1], std::fmax(range[0], d->ctrl[i]));
+    }
+    // a filter's force follows its activation: the same input there
+    if (m->actuator_dyntype[i] != mjDYN_NONE) d->act[i - (m->nu - m->na)] = d->ctrl[i];
   }
   mj_forward(m, d);
 }
