@@ -84,6 +84,15 @@ inline bool EulerDampingImplicit(const mjModel* m) {
 // mj_advance copies qacc into it once per step instead
 constexpr bool kStageWritesWarmstart = mjVERSION_HEADER < 336;
 
+// 1 if mjd_smooth_vel leaves out actuators whose force is clamped by forcerange (MuJoCo 3.5+)
+constexpr bool kQDerivSkipsClamped = mjVERSION_HEADER >= 350;
+
+// 1 if actuator i's force is at or beyond its forcerange (the force does not move with v or u)
+inline bool ActuatorForceClamped(const mjModel* m, int i, double force) {
+  const double* range = m->actuator_forcerange + 2 * i;
+  return m->actuator_forcelimited[i] && (force <= range[0] || force >= range[1]);
+}
+
 // 1 if an energy sensor computes the energy term (MuJoCo 3.x skips mj_energyPos/Vel then)
 inline bool EnergyFromSensor(const mjModel* m, int type) {
 #if CK_MJ3

@@ -659,7 +659,10 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
       }
     }
   };
-  if (!analytic_) dense(d, qderiv_.data(), 1, true);
+  if (!analytic_) {
+    dense(d, qderiv_.data(), 1, true);
+    CorrectActuatorVel(m, d);
+  }
 
   // the blocked path's velocity columns M e_k from the dense per-tree mass matrix
   if (batch_) {
@@ -697,6 +700,8 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
       for (int i = 0; i < nv; i++) d1_->qvel[i] = side == 0 ? aint_[i] : 0;
       mj_fwdVelocity(m, d1_);
       mj_fwdActuation(m, d1_);
+      // the nominal clamp states on both sides: the actuator terms cancel (piecewise constant)
+      mju_copy(d1_->actuator_force, act_force0_.data(), nu_);
       SmoothVelDerivative(m, d1_);
       dense(d1_, qderiv_rne_.data(), side == 0 ? 1 : -1, side == 0);
     }

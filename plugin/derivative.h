@@ -129,6 +129,8 @@ class Derivative {
   // controls and activations: differences of mj_fwdActuation on d0_
   void ActuationTangent(const mjModel* m, int kind, int index);
   void RestoreActuation();
+  // qderiv_'s affine actuator terms made d actuator force / d qvel: zero where clamped
+  void CorrectActuatorVel(const mjModel* m, const mjData* d);
   // actuator i's force is linear in its control across the nudge e (tangent: gain moment)
   bool LinearInCtrl(const mjModel* m, int i, double e) const;
   // velocities: qDeriv and J

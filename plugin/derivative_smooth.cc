@@ -136,7 +136,8 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
   if (implicit_) {
     const int iu = kind == kCtrl ? index : index + m->nu - na;
     const bool direct = m->actuator_dyntype[iu] == mjDYN_NONE;
-    if (m->actuator_gaintype[iu] == mjGAIN_AFFINE && direct == (kind == kCtrl)) {
+    const bool skipped = kQDerivSkipsClamped && ActuatorForceClamped(m, iu, act_force0_[iu]);
+    if (m->actuator_gaintype[iu] == mjGAIN_AFFINE && direct == (kind == kCtrl) && !skipped) {
       const double gain_vel = m->actuator_gainprm[mjNGAIN * iu + 2];
       double* moment = moment_.data();
       ActuatorMoment(m, d, iu, moment);
@@ -160,6 +161,54 @@ bool Derivative::LinearInCtrl(const mjModel* m, int i, double e) const {
     if (!(f > range[0] && f < range[1] && f1 > range[0] && f1 < range[1])) return false;
   }
   return true;
+}
+
+void Derivative::CorrectActuatorVel(const mjModel* m, const mjData* d) {
+  if (mjDISABLED(mjDSBL_ACTUATION)) return;
+  const std::vector<int>& dof_tree = extractor_.dof_tree();
+  const int* rownnz = DRowNnz(m, d);
+  const int* rowadr = DRowAdr(m, d);
+  const int* colind = DColInd(m, d);
+  for (int i = 0; i < nu_; i++) {
+    // MuJoCo's term: bias kv + gain kv times the raw control, also when clamped before 3.5, and
+    // only in M's pattern (not between sibling dofs of a tendon); the force's: zero when clamped,
+    // the clamped control otherwise, between every pair of dofs of a tree
+    const double* gp = m->actuator_gainprm + mjNGAIN * i;
+    const double* bp = m->actuator_biasprm + mjNBIAS * i;
+    const double bias_vel = m->actuator_biastype[i] == mjBIAS_AFFINE ? bp[2] : 0;
+    const double gain_vel = m->actuator_gaintype[i] == mjGAIN_AFFINE ? gp[2] : 0;
+    if ((bias_vel == 0 && gain_vel == 0) || !ActuatorForcePassesThrough(m, i)) continue;
+    double u, uc;
+    if (m->actuator_dyntype[i] == mjDYN_NONE) {
+      u = uc = d->ctrl[i];
+      if (m->actuator_ctrllimited[i] && !mjDISABLED(mjDSBL_CLAMPCTRL)) {
+        uc = mju_clip(u, m->actuator_ctrlrange[2 * i], m->actuator_ctrlrange[2 * i + 1]);
+      }
+    } else {
+#if CK_MJ3
+      // actearly: MuJoCo's term uses the next activation; left as MuJoCo has it
+      if (m->actuator_actearly[i] && gain_vel != 0) continue;
+      u = uc = d->act[m->actuator_actadr[i] + m->actuator_actnum[i] - 1];
+#else
+      u = uc = d->act[i - (m->nu - m->na)];
+#endif
+    }
+    const bool clamped = ActuatorForceClamped(m, i, act_force0_[i]);
+    const double mujoco = clamped && kQDerivSkipsClamped ? 0 : bias_vel + gain_vel * u;
+    const double wanted = clamped ? 0 : bias_vel + gain_vel * uc;
+    double* moment = moment_.data();
+    ActuatorMoment(m, d, i, moment);
+    for (int r = 0; r < nv_; r++) {
+      if (moment[r] == 0) continue;
+      const int t = dof_tree[r], n = tree_size_[t], b = tree_begin_[t];
+      double* col = qderiv_.data() + tree_adr_[t] - b;  // entry (r, c) at col[(c - b) n + r]
+      for (int k = 0; k < rownnz[r]; k++) {
+        const int c = colind[rowadr[r] + k];
+        col[(c - b) * n + r] -= mujoco * moment[r] * moment[c];
+      }
+      for (int c = b; c < b + n; c++) col[(c - b) * n + r] += wanted * moment[r] * moment[c];
+    }
+  }
 }
 
 void Derivative::RestoreActuation() {
