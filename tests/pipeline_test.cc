@@ -100,8 +100,8 @@ const auto kJacobians = ::testing::Values(mjJAC_DENSE, mjJAC_SPARSE);
 const auto kSolvers = ::testing::Values(mjSOL_PGS, mjSOL_CG, mjSOL_NEWTON);
 INSTANTIATE_TEST_SUITE_P(
     SmallModels, PassThroughTest,
-    ::testing::Combine(::testing::Values("humanoid/humanoid.xml", "grid_pinned"),
-                       kIntegrators, kJacobians, kSolvers, ::testing::Values(1000)),
+    ::testing::Combine(::testing::Values("humanoid/humanoid.xml", "grid_pinned"), kIntegrators,
+                       kJacobians, kSolvers, ::testing::Values(1000)),
     CaseName);
 
 // the large scenes: 1000 steps with MuJoCo's own choice for them (sparse, Newton) in every

@@ -28,13 +28,13 @@ mjtNum* Buffer(const py::object& a, long n, const char* name, bool write) {
     throw py::type_error(std::string(name) + ": expected a numpy array of float64");
   }
   py::array arr = a.cast<py::array>();
-  if (!arr.dtype().is(py::dtype::of<mjtNum>()) ||
-      !(arr.flags() & py::array::c_style) || (write && !arr.writeable())) {
+  if (!arr.dtype().is(py::dtype::of<mjtNum>()) || !(arr.flags() & py::array::c_style) ||
+      (write && !arr.writeable())) {
     throw py::type_error(std::string(name) + ": expected a writeable C-contiguous float64 array");
   }
   if (arr.size() != n) {
-    throw py::value_error(std::string(name) + ": expected " + std::to_string(n) +
-                          " numbers, got " + std::to_string(arr.size()));
+    throw py::value_error(std::string(name) + ": expected " + std::to_string(n) + " numbers, got " +
+                          std::to_string(arr.size()));
   }
   return write ? static_cast<mjtNum*>(arr.mutable_data())
                : const_cast<mjtNum*>(static_cast<const mjtNum*>(arr.data()));
@@ -125,18 +125,25 @@ class Handle {
     return o;
   }
 
+  // the four Jacobian outputs of m's sizes (each nullable)
+  struct Jacobians {
+    mjtNum *a, *b, *c, *d;
+  };
+  static Jacobians Outputs(const mjModel* m, const py::object& A, const py::object& B,
+                           const py::object& C, const py::object& Dm) {
+    const long nx = 2 * m->nv + m->na, nu = m->nu, ns = m->nsensordata;
+    return {Buffer(A, nx * nx, "A", true), Buffer(B, nx * nu, "B", true),
+            Buffer(C, ns * nx, "C", true), Buffer(Dm, ns * nu, "D", true)};
+  }
+
   int TransitionJac(std::uintptr_t m, std::uintptr_t d, py::object A, py::object B, py::object C,
                     py::object Dm) {
-    const long nx = 2 * M(m)->nv + M(m)->na, nu = M(m)->nu, ns = M(m)->nsensordata;
-    mjtNum* a = Buffer(A, nx * nx, "A", true);
-    mjtNum* b = Buffer(B, nx * nu, "B", true);
-    mjtNum* c = Buffer(C, ns * nx, "C", true);
-    mjtNum* dd = Buffer(Dm, ns * nu, "D", true);
+    const Jacobians j = Outputs(M(m), A, B, C, Dm);
     py::gil_scoped_release release;
-    return ck_transitionJac(ck_, M(m), D(d), a, b, c, dd);
+    return ck_transitionJac(ck_, M(m), D(d), j.a, j.b, j.c, j.d);
   }
-  int TransitionVJP(std::uintptr_t m, std::uintptr_t d, py::object dx, py::object ds,
-                    py::object gx, py::object gu) {
+  int TransitionVJP(std::uintptr_t m, std::uintptr_t d, py::object dx, py::object ds, py::object gx,
+                    py::object gu) {
     const long nx = 2 * M(m)->nv + M(m)->na, nu = M(m)->nu, ns = M(m)->nsensordata;
     const mjtNum* x = Buffer(dx, nx, "dx", false);
     const mjtNum* s = Buffer(ds, ns, "ds", false);
@@ -147,13 +154,9 @@ class Handle {
   }
   int TransitionFD(std::uintptr_t m, std::uintptr_t d, double eps, bool centered, py::object A,
                    py::object B, py::object C, py::object Dm) {
-    const long nx = 2 * M(m)->nv + M(m)->na, nu = M(m)->nu, ns = M(m)->nsensordata;
-    mjtNum* a = Buffer(A, nx * nx, "A", true);
-    mjtNum* b = Buffer(B, nx * nu, "B", true);
-    mjtNum* c = Buffer(C, ns * nx, "C", true);
-    mjtNum* dd = Buffer(Dm, ns * nu, "D", true);
+    const Jacobians j = Outputs(M(m), A, B, C, Dm);
     py::gil_scoped_release release;
-    return ck_transitionFD(ck_, M(m), D(d), eps, centered ? 1 : 0, a, b, c, dd);
+    return ck_transitionFD(ck_, M(m), D(d), eps, centered ? 1 : 0, j.a, j.b, j.c, j.d);
   }
 
  private:
@@ -172,8 +175,8 @@ void Rollout(std::uintptr_t m, const std::vector<Handle*>& handles,
   const long ncontrol = mj_stateSize(model, control_spec);
   const long n = static_cast<long>(nroll) * nstep;
   const mjtNum* s0 = Buffer(state0, nroll * nstate, "initial_state", false);
-  const mjtNum* w0 = Buffer(warmstart0, static_cast<long>(nroll) * model->nv, "initial_warmstart",
-                            false);
+  const mjtNum* w0 =
+      Buffer(warmstart0, static_cast<long>(nroll) * model->nv, "initial_warmstart", false);
   const mjtNum* u = Buffer(control, n * ncontrol, "control", false);
   mjtNum* so = Buffer(state, n * nstate, "state", true);
   mjtNum* sd = Buffer(sensordata, n * model->nsensordata, "sensordata", true);

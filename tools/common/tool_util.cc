@@ -51,10 +51,11 @@ std::string ResolveModel(const std::string& arg) {
 mjModel* LoadModel(const std::string& arg, std::string* error) {
   const std::string path = ResolveModel(arg);
   if (!Exists(path)) {
-    *error = "model '" + arg +
-             "' not found (give a path, a bundled model name such as "
-             "box_sliding, or humanoid / humanoid100 / 22_humanoids from MuJoCo's example models in '" +
-             MujocoModelsDir() + "', set by the environment variable CK_MUJOCO_MODELS)";
+    *error =
+        "model '" + arg +
+        "' not found (give a path, a bundled model name such as "
+        "box_sliding, or humanoid / humanoid100 / 22_humanoids from MuJoCo's example models in '" +
+        MujocoModelsDir() + "', set by the environment variable CK_MUJOCO_MODELS)";
     return nullptr;
   }
   char err[1024] = "";
