@@ -23,7 +23,8 @@ const char kUsage[] =
     "\n"
     "MODEL is a path, a bundled model name (e.g. box_sliding, stacked_primitives) or one of\n"
     "MuJoCo's examples (humanoid, humanoid100, 22_humanoids) from the folder in the\n"
-    "environment variable CK_MUJOCO_MODELS (default: the build's, " CK_MUJOCO_MODELS ").\n"
+    "environment variable CK_MUJOCO_MODELS (default: the build's, " CK_MUJOCO_MODELS
+    ").\n"
     "\n"
     "options:\n"
     "  --solver S          solver: mujoco, ipm, comfree, lcp (default: the model's, else mujoco)\n"

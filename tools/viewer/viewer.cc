@@ -29,7 +29,8 @@ const char kUsage[] =
     "\n"
     "MODEL is a path, a bundled model name (e.g. stacked_primitives, box_sliding) or one of\n"
     "MuJoCo's examples (humanoid, humanoid100, 22_humanoids) from the folder in the\n"
-    "environment variable CK_MUJOCO_MODELS (default: the build's, " CK_MUJOCO_MODELS ").\n"
+    "environment variable CK_MUJOCO_MODELS (default: the build's, " CK_MUJOCO_MODELS
+    ").\n"
     "\n"
     "options:\n"
     "  --left S            solver of the left view (default mujoco)\n"
