@@ -11,13 +11,10 @@
 
 #include "plugin/compat.h"
 #include "plugin/derivative.h"
+#include "plugin/settings_table.h"
 
 namespace contactkit {
 namespace {
-
-void SetError(char* error, int error_sz, const std::string& msg) {
-  if (error && error_sz > 0) std::snprintf(error, error_sz, "%s", msg.c_str());
-}
 
 // construct and set up the solver named in settings (null for "mujoco")
 bool PrepareSolver(ckHandle* ck, const ckSettings& s, std::unique_ptr<Solver>* out,

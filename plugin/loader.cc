@@ -43,10 +43,6 @@ struct SourceText {
   std::string text;  // contents
 };
 
-void SetError(char* error, int error_sz, const std::string& msg) {
-  if (error && error_sz > 0) std::snprintf(error, error_sz, "%s", msg.c_str());
-}
-
 std::string KnownKeys() {
   int n;
   const KeyInfo* keys = SettingKeys(&n);

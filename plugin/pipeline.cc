@@ -410,18 +410,25 @@ void ForwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int s
   if (!skipsensor) contactkit::SensorAcc(m, d);
 }
 
+// the checks of a pipeline entry point fn: the handle free, the model its own, data given (the
+// reason goes to ck_lastError); clears the last error when the call may go ahead
+bool EntryOk(const InUse& guard, ckHandle* ck, const mjModel* m, const mjData* d, const char* fn) {
+  if (!guard.ok() || !CheckModel(ck, m, fn, true)) return false;
+  if (!d) {
+    SetLastError(ck, fn, "data is NULL");
+    return false;
+  }
+  ck->error[0] = 0;
+  return true;
+}
+
 }  // namespace contactkit
 
 extern "C" {
 
 void ck_forwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skipsensor) {
   contactkit::InUse guard(ck, "ck_forward");
-  if (!guard.ok() || !contactkit::CheckModel(ck, m, "ck_forward", true)) return;
-  if (!d) {
-    contactkit::SetLastError(ck, "ck_forward", "data is NULL");
-    return;
-  }
-  ck->error[0] = 0;
+  if (!contactkit::EntryOk(guard, ck, m, d, "ck_forward")) return;
   contactkit::ForwardSkip(ck, m, d, skipstage, skipsensor);
 }
 
@@ -431,12 +438,7 @@ void ck_forward(ckHandle* ck, const mjModel* m, mjData* d) {
 
 void ck_step(ckHandle* ck, const mjModel* m, mjData* d) {
   contactkit::InUse guard(ck, "ck_step");
-  if (!guard.ok() || !contactkit::CheckModel(ck, m, "ck_step", true)) return;
-  if (!d) {
-    contactkit::SetLastError(ck, "ck_step", "data is NULL");
-    return;
-  }
-  ck->error[0] = 0;
+  if (!contactkit::EntryOk(guard, ck, m, d, "ck_step")) return;
   contactkit::StepSkip(ck, m, d, mjSTAGE_NONE, 0);
 }
 

@@ -12,12 +12,11 @@
 
 #include "contactkit/contactkit.h"
 #include "plugin/compat.h"
+#include "plugin/settings_table.h"
 
 namespace {
 
-void SetError(char* error, int error_sz, const std::string& msg) {
-  if (error && error_sz > 0) std::snprintf(error, error_sz, "%s", msg.c_str());
-}
+using contactkit::SetError;
 
 #if CK_MJ3
 bool AnyWarning(const mjData* d) {

@@ -99,10 +99,6 @@ constexpr int kNumKeys = sizeof(kKeys) / sizeof(kKeys[0]);
 
 const char* const kSolverNames[ckNSOLVER] = {"mujoco", "ipm", "comfree", "lcp"};
 
-void SetError(char* error, int error_sz, const std::string& msg) {
-  if (error && error_sz > 0) std::snprintf(error, error_sz, "%s", msg.c_str());
-}
-
 std::string Trim(const char* s) {
   std::string t(s ? s : "");
   const size_t b = t.find_first_not_of(" \t\r\n");
@@ -185,10 +181,15 @@ const KeyInfo* FindSettingKey(const char* name) {
   return nullptr;
 }
 
+void SetError(char* error, int error_sz, const std::string& msg) {
+  if (error && error_sz > 0) std::snprintf(error, error_sz, "%s", msg.c_str());
+}
+
 }  // namespace contactkit
 
 using contactkit::FindSettingKey;
 using contactkit::KeyInfo;
+using contactkit::SetError;
 
 namespace {
 

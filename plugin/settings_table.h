@@ -7,6 +7,7 @@
 #define CONTACTKIT_PLUGIN_SETTINGS_TABLE_H_
 
 #include <cstddef>
+#include <string>
 
 #include "contactkit/settings.h"
 
@@ -38,6 +39,9 @@ const KeyInfo* SettingKeys(int* n);
 const KeyInfo* FindSettingKey(const char* name);
 
 // prefix of <custom> field names that carry settings
+// copy msg into an (error, error_sz) buffer of the C API (error may be NULL)
+void SetError(char* error, int error_sz, const std::string& msg);
+
 constexpr const char kCustomPrefix[] = "contactkit:";
 
 // name of the MJCF plugin (<extension><plugin plugin="contactkit.solver">)
