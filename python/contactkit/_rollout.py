@@ -162,8 +162,8 @@ def transition_jacs(model: mujoco.MjModel, states: Any, controls: Any = None, *,
     config = dict(settings)
     if solver is not None:
         config["solver"] = solver
-    workers = [(mujoco.MjData(model), None) for _ in range(min(nthread, max(T, 1)))]
-    workers = [(d, Handle(model, **config)) for d, _ in workers]
+    workers = [(mujoco.MjData(model), Handle(model, **config))
+               for _ in range(min(nthread, max(T, 1)))]
     counter = iter(range(T))
     lock = threading.Lock()
     methods = [None] * T

@@ -54,6 +54,11 @@ def batch(model, nbatch, nstep, seed=0):
     return s0, u
 
 
+def diverged(states) -> bool:
+    """non-finite or exploding states (a diverged run's time is not reported)"""
+    return not np.isfinite(states).all() or np.abs(states).max() > 1e6
+
+
 def bench_rollout(models, nbatch, nstep, repeat):
     rows = []
     for name, m in models.items():
@@ -61,6 +66,10 @@ def bench_rollout(models, nbatch, nstep, repeat):
         d = mujoco.MjData(m)
         ours = best_time(lambda: contactkit.rollout(m, d, s0, u, solver="mujoco"), repeat)
         theirs = best_time(lambda: mujoco.rollout.rollout(m, d, s0, u), repeat)
+        if diverged(contactkit.rollout(m, d, s0, u, solver="mujoco")[0]):
+            rows.append((f"rollout/{name}", f"{nbatch}x{nstep}", theirs, float("nan"),
+                         float("nan"), "DIVERGED"))
+            continue
         rows.append((f"rollout/{name}", f"{nbatch}x{nstep}", theirs, ours, ours / theirs,
                      "<= 1.1"))
     return rows
@@ -74,6 +83,10 @@ def bench_threads(models, nstep, repeat):
         for solver in ("mujoco", "ipm"):
             one = best_time(lambda: contactkit.rollout(m, datas[:1], s0, u, solver=solver), repeat)
             two = best_time(lambda: contactkit.rollout(m, datas, s0, u, solver=solver), repeat)
+            if diverged(contactkit.rollout(m, datas, s0, u, solver=solver)[0]):
+                rows.append((f"threads/{name}/{solver}", f"64x{nstep}", float("nan"),
+                             float("nan"), float("nan"), "DIVERGED"))
+                continue
             rows.append((f"threads/{name}/{solver}", f"64x{nstep}", one, two, one / two,
                          ">= 1.8 (speedup)"))
     return rows
@@ -97,6 +110,10 @@ def bench_step(models, nstep, repeat):
         plain()  # settle into contact
         t_plain = best_time(plain, repeat)
         t_ours = best_time(ours, repeat)
+        if diverged(np.concatenate([d.qpos, d.qvel])):
+            rows.append((f"step/{name}", f"{nstep} calls", float("nan"), float("nan"),
+                         float("nan"), "DIVERGED"))
+            continue
         rows.append((f"step/{name}", f"{nstep} calls", t_plain, t_ours, t_ours / t_plain,
                      "<= 1.2"))
     return rows
