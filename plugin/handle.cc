@@ -39,55 +39,89 @@ bool PrepareSolver(ckHandle* ck, const ckSettings& s, std::unique_ptr<Solver>* o
   return true;
 }
 
+// a 64-bit running hash fed eight bytes at a time (one multiply per word: the check runs in every
+// step, so it must cost far less than the step)
+class WordHash {
+ public:
+  void Add(uint64_t x) {
+    h_ ^= x * 0x9E3779B97F4A7C15ull;
+    h_ = ((h_ << 31) | (h_ >> 33)) * 0xC2B2AE3D27D4EB4Full;
+  }
+  // n, then a[0..n) two 32-bit values a word
+  void Ints(const int* a, int64_t n) {
+    Add(static_cast<uint64_t>(n));
+    int64_t i = 0;
+    for (; i + 1 < n; i += 2) {
+      Add(static_cast<uint32_t>(a[i]) | static_cast<uint64_t>(static_cast<uint32_t>(a[i + 1]))
+                                            << 32);
+    }
+    if (i < n) Add(static_cast<uint32_t>(a[i]));
+  }
+  // one bit a flag, 64 flags a word
+  void Bit(bool b) {
+    bits_ |= static_cast<uint64_t>(b) << nbit_;
+    if (++nbit_ == 64) Flush();
+  }
+  uint64_t Finish() {
+    Flush();
+    uint64_t h = h_;
+    h ^= h >> 33;
+    h *= 0xFF51AFD7ED558CCDull;
+    return h ^ (h >> 33);
+  }
+
+ private:
+  void Flush() {
+    if (nbit_ == 0) return;
+    Add(bits_ ^ (static_cast<uint64_t>(nbit_) << 56));
+    bits_ = 0;
+    nbit_ = 0;
+  }
+  uint64_t h_ = 1469598103934665603ull;
+  uint64_t bits_ = 0;
+  int nbit_ = 0;
+};
+
 }  // namespace
 
 uint64_t ModelFingerprint(const mjModel* m) {
-  // FNV-1a over 32-bit values
-  uint64_t h = 1469598103934665603ull;
-  auto add = [&h](int64_t x) {
-    for (int k = 0; k < 8; k++) {
-      h ^= static_cast<uint64_t>(x >> (8 * k)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  auto ints = [&add](const int* a, int n) {
-    add(n);
-    for (int i = 0; i < n; i++) add(a[i]);
-  };
+  WordHash h;
   const int64_t sizes[] = {m->nq,      m->nv,       m->nu,        m->na,          m->nbody,
                            m->njnt,    m->ngeom,    m->nsite,     m->nmocap,      m->neq,
                            m->ntendon, m->nwrap,    m->nsensor,   m->nsensordata, m->nM,
                            m->npair,   m->nexclude, m->nuserdata, m->nconmax,     m->njmax};
-  for (int64_t x : sizes) add(x);
+  for (int64_t x : sizes) h.Add(static_cast<uint64_t>(x));
   // kinematic tree and the mass matrix's sparsity
-  ints(m->body_parentid, m->nbody);
-  ints(m->body_rootid, m->nbody);
-  ints(m->body_jntnum, m->nbody);
-  ints(m->body_dofnum, m->nbody);
-  ints(m->body_geomnum, m->nbody);
-  ints(m->jnt_type, m->njnt);
-  ints(m->dof_parentid, m->nv);
-  ints(m->dof_bodyid, m->nv);
-  ints(m->dof_Madr, m->nv);
-  ints(m->geom_type, m->ngeom);
-  ints(m->geom_bodyid, m->ngeom);
-  ints(m->eq_type, m->neq);
-  ints(m->eq_obj1id, m->neq);
-  ints(m->eq_obj2id, m->neq);
-  ints(m->tendon_num, m->ntendon);
-  ints(m->actuator_trntype, m->nu);
-  ints(m->actuator_dyntype, m->nu);
-  ints(m->actuator_trnid, 2 * m->nu);
-  ints(m->sensor_type, m->nsensor);
-  ints(m->sensor_dim, m->nsensor);
-  ints(m->sensor_adr, m->nsensor);
-  ints(m->sensor_objid, m->nsensor);
+  h.Ints(m->body_parentid, m->nbody);
+  h.Ints(m->body_rootid, m->nbody);
+  h.Ints(m->body_jntnum, m->nbody);
+  h.Ints(m->body_dofnum, m->nbody);
+  h.Ints(m->body_geomnum, m->nbody);
+  h.Ints(m->jnt_type, m->njnt);
+  h.Ints(m->dof_parentid, m->nv);
+  h.Ints(m->dof_bodyid, m->nv);
+  h.Ints(m->dof_Madr, m->nv);
+  h.Ints(m->geom_type, m->ngeom);
+  h.Ints(m->geom_bodyid, m->ngeom);
+  h.Ints(m->eq_type, m->neq);
+  h.Ints(m->eq_obj1id, m->neq);
+  h.Ints(m->eq_obj2id, m->neq);
+  h.Ints(m->tendon_num, m->ntendon);
+  h.Ints(m->actuator_trntype, m->nu);
+  h.Ints(m->actuator_dyntype, m->nu);
+  h.Ints(m->actuator_trnid, 2 * m->nu);
+  h.Ints(m->sensor_type, m->nsensor);
+  h.Ints(m->sensor_dim, m->nsensor);
+  h.Ints(m->sensor_adr, m->nsensor);
+  h.Ints(m->sensor_objid, m->nsensor);
   // the rows besides contacts that the workspace holds (limits, friction loss)
-  for (int i = 0; i < m->njnt; i++) add(m->jnt_limited[i]);
-  for (int i = 0; i < m->ntendon; i++)
-    add(2 * m->tendon_limited[i] + (m->tendon_frictionloss[i] > 0));
-  for (int i = 0; i < m->nv; i++) add(m->dof_frictionloss[i] > 0);
-  return h;
+  for (int i = 0; i < m->njnt; i++) h.Bit(m->jnt_limited[i]);
+  for (int i = 0; i < m->ntendon; i++) {
+    h.Bit(m->tendon_limited[i]);
+    h.Bit(m->tendon_frictionloss[i] > 0);
+  }
+  for (int i = 0; i < m->nv; i++) h.Bit(m->dof_frictionloss[i] > 0);
+  return h.Finish();
 }
 
 void SetLastError(ckHandle* ck, const char* fn, const char* fmt, ...) {
