@@ -29,6 +29,7 @@ constexpr double kColdSlack = 0.1;         // cold-start gap slack, fraction of 
 constexpr double kRetryFloor = 1;          // the same for the retry of a failed solve
 constexpr double kSoftFactor = 1e3;        // tolerances of the last, softer retry
 constexpr double kStallStep = 0.05;        // steps shorter than this are blocked
+constexpr double kLiftDet = 1e-6;          // det(eta) / eta0^2 of a velocity cone blocking a step
 constexpr int kStallIter = 3;              // blocked steps in a row that end a solve
 constexpr double kInteriorMargin = 1e-13;  // det(y) / y0^2 of an interior point
 constexpr double kInaccurate = 1000;       // "inaccurate": within this factor of both tolerances
@@ -574,6 +575,30 @@ void IpmSolver::RecenterEta0(const Problem& p, int k, State* s) const {
   if (changed) Measures(p, k, s);
 }
 
+bool IpmSolver::LiftEta0(const Problem& p, int k, State* s) const {
+  // a blocked step: a cone whose velocity reached its boundary while its force is inside (a
+  // contact between sticking and sliding) admits no Newton step. eta0 enters no linear residual,
+  // so raise it to its central-path value through the normal pair, back inside the cone
+  const IslandLists& L = lists_[k];
+  bool changed = false;
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    if (nrm < 0) continue;
+    double x[3], z[3];
+    const int n = ConeVectors(*s, f, cnt, s->x[nrm], x, z);
+    if (Det(z, n) > kLiftDet * z[0] * z[0]) continue;
+    double r2 = 0;
+    for (int r = f; r < f + cnt; r++) r2 += s->z[r] * s->z[r];
+    const double a = s->z[nrm];
+    const double eta0 = 0.5 * (a + std::sqrt(a * a + 4 * r2));
+    if (!(eta0 > s->z0[f])) continue;
+    s->z0[f] = eta0;
+    changed = true;
+  }
+  if (changed) Measures(p, k, s);
+  return changed;
+}
+
 bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s) {
   // complementarity linearized: dx = d - G dz, G = Arw(z)^-1 Arw(x) (x/z for an orthant pair)
   const IslandLists& L = lists_[k];
@@ -1035,6 +1060,13 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     }
 
     // blocked steps: stop once close to the tolerances, or when hopeless
+    if (alpha < kStallStep && cones && cur->rvio < rtol) {
+      if (cur_best) Copy(p, k, *cur, &best_);  // the best iterate stays the one before a lift
+      if (LiftEta0(p, k, cur)) {
+        info_.lifts++;
+        cur_best = false;
+      }
+    }
     stalled = alpha < kStallStep ? stalled + 1 : 0;
     last_alpha = alpha;
     short_step = short_step || alpha < kCenterAfter;

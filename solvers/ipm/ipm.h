@@ -43,6 +43,7 @@ struct IpmInfo {
   int sym_fallbacks = 0;     // factorizations redone without the friction coupling
   int retries = 0;           // failed island solves retried (central start, then softer)
   int rechecks = 0;          // re-solves with gaps re-measured at q+
+  int lifts = 0;             // blocked steps after which velocity cones were lifted inside
   int tree_sparse = 0;       // islands factored in the tree-sparse layout
   int warm_islands = 0;      // islands of a re-solve started from the first solve
   int grad_islands = 0;      // islands with a stored kappa_grad iterate

@@ -94,6 +94,8 @@ class IpmSolver final : public Solver {
   void Residuals(const Problem& p, int k, State* s);
   void Measures(const Problem& p, int k, State* s) const;
   void RecenterEta0(const Problem& p, int k, State* s) const;
+  // raises eta0 of velocity cones on their boundary after a blocked step; true if any changed
+  bool LiftEta0(const Problem& p, int k, State* s) const;
   bool ConeJacobians(const Problem& p, int k, const State& s);
   bool Linearize(const Problem& p, int k, bool coupled, double* cond);
   bool Factor(const Problem& p, int k, double* cond);
