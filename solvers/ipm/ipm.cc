@@ -56,6 +56,33 @@ inline void Product(const double* x, const double* z, int n, double* out) {
   n == 3 ? cone::ProductN<3>(x, z, out) : cone::ProductN<2>(x, z, out);
 }
 
+// spectral power y^p of a cone vector (eigenvalues y0 +- |y_R|)
+void ConePower(const double* y, int n, double pw, double* out) {
+  double r2 = 0;
+  for (int i = 1; i < n; i++) r2 += y[i] * y[i];
+  const double r = std::sqrt(r2);
+  const double l1 = std::pow(y[0] + r, pw), l2 = std::pow(y[0] - r, pw);
+  out[0] = 0.5 * (l1 + l2);
+  const double b = r > 0 ? 0.5 * (l1 - l2) / r : 0;
+  for (int i = 1; i < n; i++) out[i] = b * y[i];
+}
+
+// quadratic representation P(y) = 2 y y' - det(y) J of a cone vector (n x n, row-major)
+void QuadRep(const double* y, int n, double* P) {
+  const double d = Det(y, n);
+  for (int r = 0; r < n; r++) {
+    for (int c = 0; c < n; c++) P[r * n + c] = 2 * y[r] * y[c] - (r != c ? 0 : r == 0 ? d : -d);
+  }
+}
+
+// y = A x (n x n, row-major)
+void MatVec(const double* A, const double* x, int n, double* y) {
+  for (int r = 0; r < n; r++) {
+    y[r] = 0;
+    for (int c = 0; c < n; c++) y[r] += A[r * n + c] * x[c];
+  }
+}
+
 // out[1..cnt] = v[f..f+cnt) for the cones here (cnt 1 or 2; no loop of unknown length)
 inline void Tail(const double* v, int f, int cnt, double* out) {
   out[1] = v[f];
@@ -201,6 +228,9 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     sq_.assign(2 * R, 0);
     sS_.assign(4 * R, 0);
     sd_.assign(3 * R, 0);
+    sW_.assign(9 * R, 0);
+    sWi_.assign(9 * R, 0);
+    sl_.assign(3 * R, 0);
     c_.assign(R, 0);
     rhs_.assign(V, 0);
     tmp_.assign(V, 0);
@@ -599,9 +629,11 @@ bool IpmSolver::LiftEta0(const Problem& p, int k, State* s) const {
   return changed;
 }
 
-bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s) {
-  // complementarity linearized: dx = d - G dz, G = Arw(z)^-1 Arw(x) (x/z for an orthant pair)
+bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s, bool scaled) {
+  // complementarity linearized: dx = d - G dz, G = Arw(z)^-1 Arw(x) (x/z for an orthant pair);
+  // scaled: Nesterov-Todd's G = W^2 with W z = W^-1 x = l, W = P(w^1/2), P(w) z = x
   const IslandLists& L = lists_[k];
+  scaled_ = scaled;
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
     if (!(s.x[i] > 0 && s.z[i] > 0)) return false;
@@ -613,11 +645,27 @@ bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s) {
     const int n = ConeVectors(s, f, cnt, nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
     if (!(x[0] > 0 && z[0] > 0 && Det(x, n) > 0 && Det(z, n) > 0)) return false;
     double* G = sG_.data() + 9 * e;
-    for (int c = 0; c < n; c++) {
-      // column c of Arw(x): (x_c, x0 e_c) for c > 0, x for c = 0
-      for (int r = 0; r < n; r++) col[r] = c == 0 ? x[r] : (r == 0 ? x[c] : (r == c ? x[0] : 0));
-      Divide(z, col, n, out);
-      for (int r = 0; r < n; r++) G[r * n + c] = out[r];
+    if (scaled) {
+      // w = P(x^1/2) (P(x^1/2) z)^-1/2
+      double xh[3], u[3], w[3], P[9];
+      ConePower(x, n, 0.5, xh);
+      QuadRep(xh, n, P);
+      MatVec(P, z, n, u);
+      ConePower(u, n, -0.5, out);
+      MatVec(P, out, n, w);
+      QuadRep(w, n, G);
+      ConePower(w, n, 0.5, out);
+      QuadRep(out, n, sW_.data() + 9 * e);
+      ConePower(w, n, -0.5, out);
+      QuadRep(out, n, sWi_.data() + 9 * e);
+      MatVec(sW_.data() + 9 * e, z, n, sl_.data() + 3 * e);
+    } else {
+      for (int c = 0; c < n; c++) {
+        // column c of Arw(x): (x_c, x0 e_c) for c > 0, x for c = 0
+        for (int r = 0; r < n; r++) col[r] = c == 0 ? x[r] : (r == 0 ? x[c] : (r == c ? x[0] : 0));
+        Divide(z, col, n, out);
+        for (int r = 0; r < n; r++) G[r * n + c] = out[r];
+      }
     }
 
     // eliminate eta0: q = G_10 / G_00, S = G_11 - q G_01
@@ -756,7 +804,9 @@ void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction
     const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
     double x[3], z[3], rc[3];
     const int n = ConeVectors(s, f, cnt, nrm >= 0 ? s.x[nrm] : bound_[f], x, z);
-    Product(x, z, n, rc);
+    // scaled: rc = kappa e - l o l - (W^-1 dx_a) o (W dz_a), d = W (l \ rc)
+    const double* l = sl_.data() + 3 * e;
+    Product(scaled_ ? l : x, scaled_ ? l : z, n, rc);
     for (int r = 0; r < n; r++) rc[r] = -rc[r];
     rc[0] += kappa;
     if (aff) {
@@ -765,10 +815,23 @@ void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction
       dz[0] = aff->z0[f];
       Tail(aff->x, f, cnt, dx);
       Tail(aff->z, f, cnt, dz);
-      Product(dx, dz, n, prod);
+      if (scaled_) {
+        double sx[3], sz[3];
+        MatVec(sWi_.data() + 9 * e, dx, n, sx);
+        MatVec(sW_.data() + 9 * e, dz, n, sz);
+        Product(sx, sz, n, prod);
+      } else {
+        Product(dx, dz, n, prod);
+      }
       for (int r = 0; r < n; r++) rc[r] -= prod[r];
     }
-    Divide(z, rc, n, sd_.data() + 3 * e);
+    if (scaled_) {
+      double t[3];
+      Divide(l, rc, n, t);
+      MatVec(sW_.data() + 9 * e, t, n, sd_.data() + 3 * e);
+    } else {
+      Divide(z, rc, n, sd_.data() + 3 * e);
+    }
   }
 }
 
@@ -950,7 +1013,8 @@ void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) cons
 }
 
 int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter,
-                       double rtol, double ktol, int* status, double* cond, const State** fin) {
+                       bool scaled, double rtol, double ktol, int* status, double* cond,
+                       const State** fin) {
   const ckIpmSettings& st = settings_.ipm;
   auto merit = [&](const State& s) { return std::max(s.rvio / rtol, s.kvio / ktol); };
   const bool cones = lists_[k].orth_num + lists_[k].soc_num > 0;
@@ -979,7 +1043,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     if (it == st.max_iter) break;
 
     // cone linearization, Newton matrix; without the friction coupling if that fails
-    if (!ConeJacobians(p, k, *cur)) {
+    if (!ConeJacobians(p, k, *cur, scaled)) {
       *status = ckSTATUS_NUMERICAL;
       break;
     }
@@ -1102,22 +1166,27 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   // a failed attempt is retried from a more central start, then with softer contact
   int status = ckSTATUS_MAX_ITER, iterations = 0;
   double cond = 0, best = HUGE_VAL, rvio = 0, kvio = 0;
-  // attempts: warm (if any), cold, cold from a more central point without eta0 re-centering
-  // (which can stall a pile's iterates near the cone boundary), softer contact
+  // attempts: warm (if any), cold, cold with Nesterov-Todd scaling (whose directions stay well
+  // defined where a cone's force or velocity nears its boundary: sliding contacts in large
+  // piles), cold from a more central point without eta0 re-centering (which can stall a pile's
+  // iterates near the cone boundary), softer contact. A stall (inaccurate) goes to the attempt
+  // named in next; a failure to the following one
   struct Plan {
     double floor, warm_mu, soft;
-    bool recenter;
+    bool recenter, scaled;
+    int next;  // the attempt after a stall (-1: stop)
   };
-  const Plan plans[4] = {{kVelFloor, kWarmMu, 1, true},
-                         {kVelFloor, 0, 1, true},
-                         {kRetryFloor, 0, 1, false},
-                         {kRetryFloor, 0, kSoftFactor, false}};
-  for (int attempt = warm ? 0 : 1, first = attempt; attempt < 4; attempt++) {
+  const Plan plans[5] = {{kVelFloor, kWarmMu, 1, true, false, 2},
+                         {kVelFloor, 0, 1, true, false, 2},
+                         {kVelFloor, 0, 1, true, true, 3},
+                         {kRetryFloor, 0, 1, false, false, -1},
+                         {kRetryFloor, 0, kSoftFactor, false, false, -1}};
+  for (int attempt = warm ? 0 : 1, first = attempt; attempt >= 0 && attempt < 5;) {
     const Plan& plan = plans[attempt];
     int result;
     double c = 0;
     const State* fin = nullptr;
-    iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter,
+    iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled,
                           plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
     const bool soft = plan.soft > 1;
     if (soft && result != ckSTATUS_NUMERICAL) result = ckSTATUS_INACCURATE;
@@ -1137,10 +1206,9 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
         grad_kappa_[k] = plan.soft * st.kappa_tol;
       }
     }
-    if (status == ckSTATUS_SOLVED || (status == ckSTATUS_INACCURATE && !plan.recenter)) break;
-    // a stall with re-centering goes straight to the attempt without it
-    if (status == ckSTATUS_INACCURATE) attempt = 1;
-    info_.retries++;
+    if (status == ckSTATUS_SOLVED) break;
+    attempt = result == ckSTATUS_INACCURATE ? plan.next : attempt + 1;
+    if (attempt >= 0) info_.retries++;
   }
   // hard-contact derivatives: the final iterate (whose last target undershoots kappa_tol, a
   // different point for every perturbation) moved onto the central point at kappa_tol, a smooth
@@ -1272,7 +1340,7 @@ bool IpmSolver::Center(const Problem& p, int k) {
     // acceptable and no longer halving: at the rounding floor
     if (cur->rvio < kCenterResidual && dev < 1e3 * kCenterTol && dev > 0.5 * last) break;
     last = dev;
-    if (!ConeJacobians(p, k, *cur) || !Linearize(p, k, true, &cond)) return false;
+    if (!ConeJacobians(p, k, *cur, false) || !Linearize(p, k, true, &cond)) return false;
     Targets(p, k, *cur, nullptr, kg);
     Constants(p, k, cur->rz, cur->rv, true);
     Direct(p, k, *cur, cur->rz, true, &dir_);
@@ -1292,7 +1360,7 @@ bool IpmSolver::Center(const Problem& p, int k) {
   if (!(cur->rvio < 1e3 * kCenterResidual && deviation(*cur) < kCenterStall)) return false;
 
   // the exact Jacobian at the central point, factored for ForceTangent
-  if (!ConeJacobians(p, k, *cur) || !Linearize(p, k, true, &cond)) return false;
+  if (!ConeJacobians(p, k, *cur, false) || !Linearize(p, k, true, &cond)) return false;
   centered_[k] = 1;
   lu_island_ = k;
   return true;
@@ -1419,7 +1487,7 @@ bool IpmSolver::NewtonAtColdStart(const Problem& p, int k, double kappa, double*
   if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_)) return false;
   ColdStart(p, k, kVelFloor, &cur_);
   double cond;
-  if (!ConeJacobians(p, k, cur_) || !Linearize(p, k, true, &cond)) return false;
+  if (!ConeJacobians(p, k, cur_, false) || !Linearize(p, k, true, &cond)) return false;
   Targets(p, k, cur_, nullptr, kappa);
   Constants(p, k, cur_.rz, cur_.rv, true);
   Direct(p, k, cur_, cur_.rz, true, &dir_);

@@ -18,10 +18,11 @@
 // (M_eff + J' W J) dv = r, with W block diagonal per contact but nonsymmetric (the friction
 // bound mu gamma couples the friction cones to the normal). It is factored by an LU without
 // pivoting over the island's tree structure, or in constraint space for islands with few rows
-// (island_lu.h). eta0 enters no linear residual: on feasible iterates it moves down to its
-// central-path value given the contact's normal slack, where that lowers the cone's
-// complementarity. ForceTangent differentiates the central-path point kappa_grad by the implicit
-// function theorem.
+// (island_lu.h). A solve that stalls is retried with Nesterov-Todd scaled directions, which stay
+// defined where a force or velocity nears its cone's boundary. eta0 enters no linear residual: on
+// feasible iterates it moves down to its central-path value given the contact's normal slack, where
+// that lowers the cone's complementarity. ForceTangent differentiates the central-path point
+// kappa_grad by the implicit function theorem.
 #ifndef CONTACTKIT_SOLVERS_IPM_IPM_H_
 #define CONTACTKIT_SOLVERS_IPM_IPM_H_
 

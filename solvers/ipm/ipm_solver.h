@@ -80,8 +80,8 @@ class IpmSolver final : public Solver {
   void SolveIsland(const Problem& p, int k, Solution* sol);
   // one solve attempt from a cold (warm_mu = 0) or warm start; recenter: re-center eta0 of
   // friction cones on feasible iterates
-  int Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter, double rtol,
-              double ktol, int* status, double* cond, const State** fin);
+  int Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter, bool scaled,
+              double rtol, double ktol, int* status, double* cond, const State** fin);
   bool Center(const Problem& p, int k);
   // kappa_grad at (or below) kappa_tol asks for the derivative of the hard-contact step itself:
   // the step then ends on the central point at kappa_tol (its own final target undershoots it),
@@ -96,7 +96,7 @@ class IpmSolver final : public Solver {
   void RecenterEta0(const Problem& p, int k, State* s) const;
   // raises eta0 of velocity cones on their boundary after a blocked step; true if any changed
   bool LiftEta0(const Problem& p, int k, State* s) const;
-  bool ConeJacobians(const Problem& p, int k, const State& s);
+  bool ConeJacobians(const Problem& p, int k, const State& s, bool scaled);
   bool Linearize(const Problem& p, int k, bool coupled, double* cond);
   bool Factor(const Problem& p, int k, double* cond);
   void Targets(const Problem& p, int k, const State& s, const Direction* aff, double kappa);
@@ -148,6 +148,10 @@ class IpmSolver final : public Solver {
   std::vector<double> sq_;       // G_10 / G_00                                         (cones x 2)
   std::vector<double> sS_;       // G_11 - q G_01                                       (cones x 4)
   std::vector<double> sd_;       // z \ (kappa e - x o z - second-order term)            (cones x 3)
+  std::vector<double> sW_;       // Nesterov-Todd scaling W of a scaled linearization   (cones x 9)
+  std::vector<double> sWi_;      // W^-1                                                (cones x 9)
+  std::vector<double> sl_;       // scaled point l = W z                                (cones x 3)
+  bool scaled_ = false;          // the last ConeJacobians was Nesterov-Todd scaled
   std::vector<double> c_;        // constant of a row impulse: dlam = c - W J dv        (rows)
 
   // iterates and directions

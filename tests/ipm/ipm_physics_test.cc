@@ -370,8 +370,26 @@ TEST_F(MujocoTest, MedianIterationsOnHumanoidAndStackedPrimitives) {
     }
     ASSERT_FALSE(iterations.empty()) << path;
     EXPECT_LE(Median(iterations), 20) << path;
-    EXPECT_LE(inexact, static_cast<int>(0.05 * iterations.size()) + 1) << path;
+    EXPECT_LE(inexact, static_cast<int>(0.02 * iterations.size()) + 1) << path;
   }
+}
+
+// a pile of 100 humanoids (MuJoCo 3.17 reports contacts whose sliding forces stall unscaled
+// directions: 61% of the first 700 steps ended inexact before the Nesterov-Todd attempt)
+TEST_F(MujocoTest, FewInexactSolvesOnAPileOfHumanoids) {
+  ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  const ckSettings s = IpmSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  const int steps = TestSteps(700);
+  int inexact = 0;
+  for (int t = 0; t < steps; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    inexact += ck_stats(ck.get())->status != ckSTATUS_SOLVED;
+  }
+  EXPECT_GT(ck_stats(ck.get())->ncon, 0);
+  EXPECT_LE(inexact, static_cast<int>(0.05 * steps) + 1);
 }
 
 }  // namespace
