@@ -91,6 +91,8 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   gain_.assign(rows, 0.0);
   cap_.assign(rows, 1.0);
   invmass_.assign(rows, 0.0);
+  arow_.assign(rows, 0);
+  amul_.assign(rows, 1.0);
   vel_.assign(rows, 0.0);
   arg_.assign(rows, 0.0);
   facet_.assign(ncon * kComfreeMaxFacets, 0.0);
@@ -112,9 +114,24 @@ int ComfreeSolver::FacetForce(int c, double* out) const {
   return nfacet_[c];
 }
 
-void ComfreeSolver::Measure(const Problem& p, int row, int dim, double* x) {
+void ComfreeSolver::Measure(const Problem& p, int row, int dim, const Contact* con, double* x) {
   for (int r = 0; r < dim; r++) vel_[row + r] = p.J.Dot(row + r, p.v_free);
-  const double A = RowInvMass(p, row, x), diag = p.diag_approx[row];
+  double A = RowInvMass(p, row, x);
+  const double diag = p.diag_approx[row];
+
+  // a contact far lighter along a tangent than along its normal (a finger on its slide joint,
+  // pressed by the arm) takes the tangent's inverse mass: its facets' explicit update would
+  // otherwise over-correct by their ratio and diverge
+  arow_[row] = row;
+  amul_[row] = 1;
+  for (int r = 1; con && r < std::min(dim, 3); r++) {
+    const double mu2 = con->mu[r - 1] * con->mu[r - 1], At = RowInvMass(p, row + r, x);
+    if (mu2 * At > kComfreeLightTangent * A) {
+      A = mu2 * At / kComfreeLightTangent;
+      arow_[row] = row + r;
+      amul_[row] = mu2 / kComfreeLightTangent;
+    }
+  }
   invmass_[row] = A;
 
   // r / (1 - r) = diag_approx / R (MuJoCo's R = (1 - r) / r diag_approx)
@@ -239,7 +256,8 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
 
   // pass 1: inverse masses, gains and smooth row velocities
   auto measure = [&](int c) {
-    Measure(p, p.con[c].row, p.con[c].dim, scratch_.data() + static_cast<size_t>(ThreadId()) * nv);
+    Measure(p, p.con[c].row, p.con[c].dim, &p.con[c],
+            scratch_.data() + static_cast<size_t>(ThreadId()) * nv);
   };
   if (parallel) {
 #pragma omp parallel for schedule(static) num_threads(nthread_)
@@ -247,7 +265,7 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   } else {
     for (int c = 0; c < ncon; c++) measure(c);
   }
-  for (int i = 0; i < nplain; i++) Measure(p, i, 1, scratch_.data());
+  for (int i = 0; i < nplain; i++) Measure(p, i, 1, nullptr, scratch_.data());
 
   // relaxation: each facet's share of a step's full correction along its normal, per tree
   const double cv = k * h + d;
@@ -382,7 +400,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
 
   // relative tangent of a gain: ratio, inverse mass and, where it binds, the cap set by tree t
   auto dgain = [&](int row, int t) {
-    double rel = dratio(row) - InvMassTangent(p, row, dir) / invmass_[row];
+    double rel = dratio(row) - amul_[row] * InvMassTangent(p, arow_[row], dir) / invmass_[row];
     if (cap_[row] < 1) rel -= drelax_[t] / relax_[t];
     return rel;
   };

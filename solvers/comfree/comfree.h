@@ -14,6 +14,10 @@
 //  - A is the exact J_n M^-1 J_n' of the contact's normal row (half solves on the trees it
 //    touches: no full solve), which is eq. 12's sum over both bodies of their inverse inertia seen
 //    at the contact, along the normal;
+//  - a contact whose tangential inverse mass times mu^2 exceeds kComfreeLightTangent times A
+//    takes that (divided by kComfreeLightTangent) as A: a light link pressed by a heavy one (a
+//    Panda finger on its slide joint) would otherwise get facet updates far stiffer than eq. 12
+//    means, and the explicit update diverges;
 //  - facets within a family share its weight: with n tangential directions each tangential facet
 //    counts 4/n, so the facet count shapes the cone without stiffening the contact;
 //  - relax_limit: the explicit update over-corrects when many facets push on one tree at a large
@@ -55,6 +59,10 @@ constexpr double kComfreeLoadShare = 1.25;
 // sticks again
 constexpr double kComfreeSlideDecay = 10;
 
+// a contact whose tangential inverse mass times mu^2 exceeds this multiple of its normal one
+// takes gains from the tangent (Panda fingers: the explicit update diverged at h >= 5 ms)
+constexpr double kComfreeLightTangent = 4;
+
 // most facets a contact can have: 64 tangential, 2 torsional, 4 rolling
 constexpr int kComfreeMaxFacets = 70;
 
@@ -91,7 +99,7 @@ class ComfreeSolver final : public Solver {
 
  private:
   // pass 1 for a contact or plain row at row: inverse mass, gain, smooth row velocities
-  void Measure(const Problem& p, int row, int dim, double* x);
+  void Measure(const Problem& p, int row, int dim, const Contact* con, double* x);
 
   // factor of the gains on a tree whose facets sum to this relaxation (relax_limit)
   double CapFactor(double relax) const;
@@ -114,7 +122,10 @@ class ComfreeSolver final : public Solver {
   // workspace
   std::vector<double> gain_;     // gain M(phi) = r / (1 - r) / A, by row            (max_rows)
   std::vector<double> cap_;      // relax_limit factor of the gain, by row           (max_rows)
-  std::vector<double> invmass_;  // A = J M^-1 J' of the normal / plain row          (max_rows)
+  std::vector<double> invmass_;  // A = J M^-1 J' of the normal / plain row, or amul_
+                                 // times a much lighter tangent's                   (max_rows)
+  std::vector<int> arow_;        // the row whose inverse mass A is                   (max_rows)
+  std::vector<double> amul_;     // A / (inverse mass of arow_)                       (max_rows)
   std::vector<double> vel_;      // J v_smooth of every row                          (max_rows)
   std::vector<double> arg_;      // unclamped force of every plain row               (max_rows)
   std::vector<double> facet_;    // unclamped facet forces, by contact (max_contacts x 70)
