@@ -260,6 +260,7 @@ int main(int argc, char** argv) {
   size_t name_width = header[0].size();
   for (int s : solvers) name_width = std::max(name_width, std::strlen(ck_solverName(s)));
   header[0].resize(name_width, ' ');
+  header[1].resize(std::strlen("DIVERGED"), ' ');
   std::printf("%s", contactkit::tools::MarkdownTable(header, {}).c_str());
   std::fflush(stdout);
   std::vector<std::string> notes;
