@@ -25,71 +25,49 @@ using tools::DivergenceLimits;
 using tools::RunOptions;
 using tools::RunStats;
 
-// 1 kg point-like bob on a 0.5 m massless rod, started horizontal, no friction or damping
-const char kPendulum[] = R"(
-<mujoco>
-  <option timestep="0.0005" integrator="RK4"/>
-  <worldbody>
-    <body>
-      <joint type="hinge" axis="0 1 0"/>
-      <geom type="sphere" size="0.01" pos="0.5 0 0" mass="1"/>
-    </body>
-  </worldbody>
-</mujoco>)";
+// one body on one joint: <option> attributes, the joint's and the geom's, and what follows
+// <worldbody>
+std::string JointScene(const std::string& option, const std::string& joint, const std::string& geom,
+                       const std::string& tail = "") {
+  return "<mujoco>\n  <option " + option + "/>\n  <worldbody>\n    <body>\n      <joint " + joint +
+         "/>\n      <geom " + geom + " mass=\"1\"/>\n    </body>\n  </worldbody>\n" + tail +
+         "</mujoco>\n";
+}
 
-// 1 kg box dropped from 0.5 m onto the floor
-const char kDrop[] = R"(
-<mujoco>
-  <option timestep="0.002"/>
-  <worldbody>
-    <geom type="plane" size="2 2 .1"/>
-    <body pos="0 0 0.55">
-      <freejoint/>
-      <geom type="box" size="0.05 0.05 0.05" mass="1"/>
-    </body>
-  </worldbody>
-</mujoco>)";
+// a 1 kg free body at height z above the floor, optionally with a keyframe
+std::string FloorScene(double h, double z, const std::string& geom, const std::string& key = "") {
+  return "<mujoco>\n  <option timestep=\"" + std::to_string(h) +
+         "\"/>\n  <worldbody>\n    <geom type=\"plane\" size=\"2 2 .1\"/>\n    <body pos=\"0 0 " +
+         std::to_string(z) + "\">\n      <freejoint/>\n      <geom " + geom +
+         " mass=\"1\"/>\n    </body>\n  </worldbody>\n" + key + "</mujoco>\n";
+}
+
+const char kBox[] = "type=\"box\" size=\"0.05 0.05 0.05\"";
+
+// point-like bob on a 0.5 m massless rod, started horizontal, no friction or damping
+const std::string kPendulum =
+    JointScene("timestep=\"0.0005\" integrator=\"RK4\"", "type=\"hinge\" axis=\"0 1 0\"",
+               "type=\"sphere\" size=\"0.01\" pos=\"0.5 0 0\"");
+
+// box dropped from 0.5 m onto the floor
+const std::string kDrop = FloorScene(0.002, 0.55, kBox);
 
 // a wheel driven by a constant 1 N m torque, no gravity
-const char kWheel[] = R"(
-<mujoco>
-  <option gravity="0 0 0" timestep="0.001"/>
-  <worldbody>
-    <body>
-      <joint name="axle" type="hinge" axis="0 0 1"/>
-      <geom type="cylinder" size="0.2 0.02" mass="1"/>
-    </body>
-  </worldbody>
-  <actuator><motor joint="axle" gear="1"/></actuator>
-  <keyframe><key ctrl="1"/></keyframe>
-</mujoco>)";
+const std::string kWheel =
+    JointScene("gravity=\"0 0 0\" timestep=\"0.001\"",
+               "name=\"axle\" type=\"hinge\" axis=\"0 0 1\"", "type=\"cylinder\" size=\"0.2 0.02\"",
+               "  <actuator><motor joint=\"axle\" gear=\"1\"/></actuator>\n"
+               "  <keyframe><key ctrl=\"1\"/></keyframe>\n");
 
 // a stiff joint spring, integrated explicitly far beyond its stability limit (h w = 100)
-const char kUnstable[] = R"(
-<mujoco>
-  <option timestep="0.01" gravity="0 0 0"/>
-  <worldbody>
-    <body>
-      <joint type="hinge" axis="0 0 1" stiffness="1e6"/>
-      <geom type="sphere" size="0.1" pos="0.1 0 0" mass="1"/>
-    </body>
-  </worldbody>
-  <keyframe><key qpos="0.1"/></keyframe>
-</mujoco>)";
+const std::string kUnstable = JointScene(
+    "timestep=\"0.01\" gravity=\"0 0 0\"", "type=\"hinge\" axis=\"0 0 1\" stiffness=\"1e6\"",
+    "type=\"sphere\" size=\"0.1\" pos=\"0.1 0 0\"", "  <keyframe><key qpos=\"0.1\"/></keyframe>\n");
 
 // a ball thrown at the floor at 20 m/s: at h = 0.02 it is 0.4 m deep before it is seen
-const char kThrown[] = R"(
-<mujoco>
-  <option timestep="0.02"/>
-  <worldbody>
-    <geom type="plane" size="2 2 .1"/>
-    <body pos="0 0 0.3">
-      <freejoint/>
-      <geom type="sphere" size="0.05" mass="1"/>
-    </body>
-  </worldbody>
-  <keyframe><key qpos="0 0 0.3 1 0 0 0" qvel="0 0 -20 0 0 0"/></keyframe>
-</mujoco>)";
+const std::string kThrown =
+    FloorScene(0.02, 0.3, "type=\"sphere\" size=\"0.05\"",
+               "  <keyframe><key qpos=\"0 0 0.3 1 0 0 0\" qvel=\"0 0 -20 0 0 0\"/></keyframe>\n");
 
 class RunTest : public MujocoTest {
  protected:
@@ -151,18 +129,7 @@ TEST_F(RunTest, FallThatComesToRestIsNotDrift) {
 // throws it up at about 2.5 m/s, energy the solver created; the position pass only lifts it out
 TEST_F(RunTest, EnergyCreatedBySolverIsDrift) {
   if (!ck_solverAvailable(ckSOL_LCP)) GTEST_SKIP() << "solver lcp is not in this build";
-  const char xml[] = R"(
-<mujoco>
-  <option timestep="0.002"/>
-  <worldbody>
-    <geom type="plane" size="2 2 .1"/>
-    <body pos="0 0 0.045">
-      <freejoint/>
-      <geom type="box" size="0.05 0.05 0.05" mass="1"/>
-    </body>
-  </worldbody>
-</mujoco>)";
-  ModelPtr m = LoadString(xml);
+  ModelPtr m = LoadString(FloorScene(0.002, 0.045, kBox));
   ASSERT_TRUE(m);
   RunOptions o;
   o.steps = 500;
@@ -233,7 +200,7 @@ TEST_F(RunTest, DeepPenetrationIsDiverged) {
 TEST_F(RunTest, NormalRunsAreNotDiverged) {
   for (int s = 0; s < ckNSOLVER; s++) {
     if (!ck_solverAvailable(s)) continue;
-    for (const char* xml : {kDrop, kPendulum}) {
+    for (const std::string& xml : {kDrop, kPendulum}) {
       const RunStats st = RunModel(xml, s, 500);
       EXPECT_FALSE(st.diverged) << ck_solverName(s) << ": " << st.why;
       EXPECT_EQ(st.steps, 500);
