@@ -69,6 +69,19 @@ const std::string kThrown =
     FloorScene(0.02, 0.3, "type=\"sphere\" size=\"0.05\"",
                "  <keyframe><key qpos=\"0 0 0.3 1 0 0 0\" qvel=\"0 0 -20 0 0 0\"/></keyframe>\n");
 
+// ck_step from d's state, following its energy drift
+void StepWithEnergy(const mjModel* m, mjData* d, ckHandle* ck, int steps,
+                    tools::EnergyDrift* energy) {
+  mj_forward(m, d);
+  energy->Start(m, d);
+  std::vector<mjtNum> v(m->nv);
+  for (int t = 0; t < steps; t++) {
+    mju_copy(v.data(), d->qvel, m->nv);
+    ck_step(ck, m, d);
+    energy->Step(m, d, v.data());
+  }
+}
+
 class RunTest : public MujocoTest {
  protected:
   RunStats RunModel(const std::string& xml, int solver, int steps,
@@ -108,15 +121,8 @@ TEST_F(RunTest, FallThatComesToRestIsNotDrift) {
     mjData* d = mj_makeData(m.get());
     ckSettings settings = Settings(s);
     HandlePtr ck = Make(m.get(), &settings);
-    mj_forward(m.get(), d);
     tools::EnergyDrift energy;
-    energy.Start(m.get(), d);
-    std::vector<mjtNum> v(m->nv);
-    for (int t = 0; t < 1000; t++) {
-      mju_copy(v.data(), d->qvel, m->nv);
-      ck_step(ck.get(), m.get(), d);
-      energy.Step(m.get(), d, v.data());
-    }
+    StepWithEnergy(m.get(), d, ck.get(), 1000, &energy);
     const double lost = -energy.current();
     mj_deleteData(d);
     EXPECT_GT(lost, 0.9 * fall) << ck_solverName(s) << ": the box came to rest";
@@ -149,15 +155,8 @@ TEST_F(RunTest, ActuatorWorkIsNotDrift) {
   mjData* d = mj_makeData(m.get());
   mj_resetDataKeyframe(m.get(), d, 0);
   HandlePtr ck = Make(m.get());
-  mj_forward(m.get(), d);
   tools::EnergyDrift energy;
-  energy.Start(m.get(), d);
-  std::vector<mjtNum> v(m->nv);
-  for (int t = 0; t < 1000; t++) {
-    mju_copy(v.data(), d->qvel, m->nv);
-    ck_step(ck.get(), m.get(), d);
-    energy.Step(m.get(), d, v.data());
-  }
+  StepWithEnergy(m.get(), d, ck.get(), 1000, &energy);
   // 1 N m for 1 s on I = 0.02 kg m^2: 25 J of kinetic energy, all of it put in by the motor
   const double kinetic = 0.5 * 0.02 * d->qvel[0] * d->qvel[0];
   EXPECT_GT(kinetic, 20);
