@@ -80,7 +80,8 @@ mjModel* LoadModel(const std::string& arg, std::string* error) {
   }
   char err[1024] = "";
   mjModel* m = ck_loadXML(path.c_str(), nullptr, err, sizeof(err));
-  if (!m) *error = path + ": " + err;
+  // messages that start with the file's name already say where
+  if (!m) *error = std::string(err).rfind(path, 0) == 0 ? err : path + ": " + err;
   return m;
 }
 
