@@ -3,8 +3,6 @@
 // ck-run: run a model headless under one solver, or under several side by side from the same
 // initial state, and print time per step, contacts, penetration, iterations, energy drift,
 // inexact solves, warnings, and whether the run diverged.
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -29,8 +27,8 @@ const char kUsage[] =
     "MuJoCo's examples (humanoid, humanoid100, 22_humanoids) from the folder in the\n"
     "environment variable CK_MUJOCO_MODELS (default: the build's, " CK_MUJOCO_MODELS
     "),\n"
-    "or a Menagerie model (e.g. unitree_a1/scene) from the folder given by --menagerie DIR or\n"
-    "the environment variable CK_MENAGERIE.\n"
+    "or a Menagerie model (e.g. franka_emika_panda/scene) from the folder given by --menagerie\n"
+    "DIR or the environment variable CK_MENAGERIE (on MuJoCo 2.x its _mj222 variant first).\n"
     "\n"
     "options:\n"
     "  --solver S          solver: mujoco, ipm, comfree, lcp (default: the model's, else mujoco)\n"

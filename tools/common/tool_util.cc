@@ -72,7 +72,7 @@ mjModel* LoadModel(const std::string& arg, std::string* error) {
              "humanoid100 / 22_humanoids from MuJoCo's example models in '" +
              MujocoModelsDir() +
              "' (environment variable CK_MUJOCO_MODELS), or a Menagerie model such as "
-             "unitree_a1/scene in " +
+             "franka_emika_panda/scene in " +
              (MenagerieDir().empty() ? std::string("the folder set by CK_MENAGERIE (not set)")
                                      : "'" + MenagerieDir() + "' (CK_MENAGERIE)") +
              ")";
