@@ -66,6 +66,88 @@ int LineOf(const std::string& text, size_t pos) {
   return line;
 }
 
+// The first place where text is not well-formed XML that the parser's own line misses (it gives
+// the line where the unclosed element opened, or the root's): "line: what", or "" if none found.
+// Finds a closing tag that does not match the open element or closes none, a tag or comment
+// left open, and elements still open at the end of the file.
+std::string FindMalformed(const std::string& text) {
+  struct Open {
+    std::string name;
+    int line;
+  };
+  std::vector<Open> open;
+  auto at = [&](size_t pos, const std::string& what) {
+    return std::to_string(LineOf(text, pos)) + ": " + what;
+  };
+  size_t i = 0;
+  while ((i = text.find('<', i)) != std::string::npos) {
+    // comments, CDATA, declarations and processing instructions
+    const std::pair<const char*, const char*> skips[] = {
+        {"<!--", "-->"}, {"<![CDATA[", "]]>"}, {"<?", "?>"}, {"<!", ">"}};
+    bool skipped = false;
+    for (const auto& [begin, end] : skips) {
+      if (text.compare(i, std::strlen(begin), begin) != 0) continue;
+      const size_t e = text.find(end, i + std::strlen(begin));
+      if (e == std::string::npos) return at(i, std::string(begin) + " is never closed");
+      i = e + std::strlen(end);
+      skipped = true;
+      break;
+    }
+    if (skipped) continue;
+    // the tag's end, outside quoted attribute values
+    size_t j = i + 1;
+    char quote = 0;
+    for (; j < text.size(); j++) {
+      const char c = text[j];
+      if (quote) {
+        quote = c == quote ? 0 : quote;
+      } else if (c == '"' || c == '\'') {
+        quote = c;
+      } else if (c == '>' || c == '<') {
+        break;
+      }
+    }
+    const bool closing = j > i + 1 && text[i + 1] == '/';
+    size_t n = i + 1 + closing;
+    while (n < j && !std::isspace(static_cast<unsigned char>(text[n])) && text[n] != '/' &&
+           text[n] != '>') {
+      n++;
+    }
+    const std::string name = text.substr(i + 1 + closing, n - i - 1 - closing);
+    if (j >= text.size() || text[j] == '<') {
+      return at(i, "<" + std::string(closing ? "/" : "") + name + " is not closed by '>'" +
+                       (quote ? " (an attribute's quote is open)" : ""));
+    }
+    if (closing) {
+      if (open.empty()) return at(i, "</" + name + "> closes no open element");
+      if (open.back().name != name) {
+        return at(i, "</" + name + "> does not match <" + open.back().name + "> opened at line " +
+                         std::to_string(open.back().line));
+      }
+      open.pop_back();
+    } else if (text[j - 1] != '/') {
+      open.push_back({name, LineOf(text, i)});
+    }
+    i = j + 1;
+  }
+  if (!open.empty()) {
+    const size_t end = text.empty() || text.back() != '\n' ? text.size() : text.size() - 1;
+    return at(end, "end of file with <" + open.back().name + "> opened at line " +
+                       std::to_string(open.back().line) + " still open");
+  }
+  return "";
+}
+
+// a parser's malformed-XML message for path, pointed at the line of the error when FindMalformed
+// finds it in text (else the parser's message as it is)
+std::string MalformedMessage(const std::string& path, const std::string& text,
+                             const std::string& parser_msg) {
+  const std::string found = FindMalformed(text);
+  if (found.empty()) return parser_msg;
+  const size_t colon = found.find(": ");
+  return path + ":" + found.substr(0, colon) + ": malformed XML: " + found.substr(colon + 2);
+}
+
 // the text between prefix and the next quote of msg, searching from the first (or last) prefix
 std::string Quoted(const std::string& msg, const std::string& prefix, char quote, bool last) {
   const size_t at = last ? msg.rfind(prefix) : msg.find(prefix);
@@ -161,6 +243,10 @@ mjModel* LoadXML(const char* filename, const mjVFS* vfs, char* error, int error_
   if (!m) {
     // MuJoCo points an unknown key at the <plugin>: point at the <config> and list known keys
     std::string msg = err;
+    std::string text;
+    if (msg.find("XML parse error") != std::string::npos && ReadDisk(filename, &text)) {
+      msg = MalformedMessage(filename, text, msg);
+    }
     if (msg.find("unrecognized attribute 'plugin:") != std::string::npos &&
         msg.find(kPluginName) != std::string::npos) {
       msg = Locate(msg, MainSource(filename)) + msg + "\nknown settings: " + KnownKeys();
@@ -421,8 +507,9 @@ class TagRewriter {
     XmlFile* f = files_.back().get();
     f->source = {path, text};
     if (f->doc.Parse(text.data(), text.size()) != tinyxml2::XML_SUCCESS) {
-      *err = path + ":" + std::to_string(f->doc.ErrorLineNum()) +
-             ": malformed XML: " + f->doc.ErrorStr();
+      *err = MalformedMessage(path, text,
+                              path + ":" + std::to_string(f->doc.ErrorLineNum()) +
+                                  ": malformed XML: " + f->doc.ErrorStr());
       return nullptr;
     }
     return f;
@@ -711,6 +798,9 @@ mjModel* LoadXML(const char* filename, const mjVFS* vfs, char* error, int error_
   if (text.find("<extension") == std::string::npos && text.find("<include") == std::string::npos &&
       text.find("<plugin") == std::string::npos) {
     mjModel* m = mj_loadXML(filename, vfs, error, error_sz);
+    if (!m && error && std::strstr(error, "XML parse error")) {
+      SetError(error, error_sz, MalformedMessage(filename, text, error));
+    }
     return m ? CheckSettings(m, filename, files, error, error_sz) : nullptr;
   }
 

@@ -377,11 +377,35 @@ std::vector<BadCase> BadCases() {
              "  </sensor>\n"),
        {"plugin", "sensor"},
        11},
+      // malformed XML: the line of the error, not where the open element (or the file) began
       {"MalformedXml",
        Model(Tag(Config("solver", "ipm")) + "  <worldbody>\n"
                                             "    <body><geom size=\".1\"/>\n"
                                             "  </worldbody>\n"),
-       {},
+       {"malformed XML", "</worldbody> does not match <body> opened at line 10"},
+       11},
+      {"MalformedXmlWithoutTag",
+       Model(scene + "  <worldbody>\n"
+                     "    <body><geom size=\".1\"/>\n"
+                     "  </worldbody>\n"),
+       {"malformed XML", "</worldbody> does not match <body> opened at line 10"},
+       11},
+      {"MalformedStrayClose",
+       Model(scene + "  <worldbody>\n"
+                     "    <geom size=\".1\"/>\n"
+                     "    </body>\n"
+                     "  </worldbody>\n"),
+       {"malformed XML", "</body> does not match <worldbody> opened at line 9"},
+       11},
+      {"MalformedRootNotClosed",
+       "<mujoco>\n" + scene + "  <worldbody>\n    <geom size=\".1\"/>\n  </worldbody>\n",
+       {"malformed XML", "end of file with <mujoco> opened at line 1 still open"},
+       11},
+      {"MalformedTagNotClosed",
+       Model(scene + "  <worldbody>\n"
+                     "    <geom size=\".1\" type=\"sphere\"\n"
+                     "  </worldbody>\n"),
+       {"malformed XML", "<geom is not closed by '>'"},
        10},
       {"BadCustomText",
        Model("  <custom>\n"

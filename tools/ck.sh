@@ -8,7 +8,8 @@
 #                       build again with AddressSanitizer + UndefinedBehaviorSanitizer (long
 #                       tests shortened with CK_TEST_QUICK), then each fuzz target for a minute
 #   tools/ck.sh build   build only
-#   tools/ck.sh bench   build and run every benchmark of ck-bench into bench_out/
+#   tools/ck.sh bench   build and run every benchmark of ck-bench into bench_out/ (Menagerie
+#                       robots from $CK_MENAGERIE, default ../shared/models)
 # Option: --mujoco VERSION  one MuJoCo only: 2.2.2 (Debian's) or any 3.x release on PyPI (e.g.
 #                           3.3.7, installed into .venvs/mujoco-3.3.7)
 # Environment: CK_BUILD_DIR (default build; each MuJoCo gets build/mujoco-<version>[-sanitize]),
@@ -111,7 +112,8 @@ case "$cmd" in
     ;;
   bench)
     configure "$build/mujoco-${versions[0]}" $(mujoco_args "${versions[0]}")
-    "$build/mujoco-${versions[0]}/tools/ck-bench" all --out "${CK_BENCH_OUT:-bench_out}"
+    CK_MENAGERIE="${CK_MENAGERIE:-$(cd "$here/.." && pwd)/shared/models}" \
+      "$build/mujoco-${versions[0]}/tools/ck-bench" all --out "${CK_BENCH_OUT:-bench_out}"
     ;;
   test)
     for v in "${versions[@]}"; do

@@ -219,6 +219,9 @@ class Handle:
         ("finite_differences") produced them, `last_jacobian_reason` why differences were used.
         data is left unchanged. Raises ValueError for a state MuJoCo would reset (NaN, inf or
         huge values), RuntimeError (with the reason) when the handle cannot differentiate.
+        With solver "ipm" the Jacobian is a smoothed gradient taken at kappa_grad (default
+        1e-4), not the derivative of the step solved to kappa_tol (10-100% away from finite
+        differences on contact); set kappa_grad=kappa_tol for the exact derivative of the step.
         """
         self._check(model, data)
         out = self._outputs(model, A, B, C, D)

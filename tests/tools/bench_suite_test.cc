@@ -51,7 +51,10 @@ class BenchSuiteTest : public ::testing::Test {
   }
   ProcessResult Bench(const std::string& cmd) {
 #ifdef CK_BENCH
-    return RunProcess({kBench, cmd, "--out", dir_, "--quick", "--quiet", "--no-plots"});
+    // no Menagerie folder from the environment: robots are skipped unless a test names one
+    return RunProcess({kBench, cmd, "--out", dir_, "--quick", "--quiet", "--no-plots"},
+                      {{ "CK_MENAGERIE",
+                         "" }});
 #else
     return {};
 #endif
@@ -63,11 +66,20 @@ TEST_F(BenchSuiteTest, DojoDropMeasuresMujocoPenetration) {
   const ProcessResult r = Bench("dojo-drop");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("Dojo Table II"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(std::string("MuJoCo ") + mj_versionString() + ","), std::string::npos)
+      << "the version as MuJoCo writes it: " << r.out;
   const auto rows = ReadCsv(dir_ + "/dojo_drop.csv");
   ASSERT_EQ(rows.size(), 1u + 3u * AvailableSolvers());
   EXPECT_EQ(rows[0][0], "solver");
   for (size_t i = 1; i < rows.size(); i++) {
     ASSERT_EQ(rows[i].size(), 5u);
+    // the shared divergence check: a contact deeper than 0.1 m is a diverged run, named as such
+    if (std::stod(rows[i][3]) > 0.1) {
+      EXPECT_EQ(rows[i][4], "1") << rows[i][0] << " at h = " << rows[i][1];
+      EXPECT_NE(r.out.find(std::string("DIVERGED: ") + rows[i][0] + " at h = " + rows[i][1]),
+                std::string::npos)
+          << r.out;
+    }
     // MuJoCo's soft contact penetrates the floor at 0.01 and 0.001 s (Dojo Table II)
     if (rows[i][0] == "mujoco" && rows[i][1] != "0.1") {
       EXPECT_GT(std::stod(rows[i][3]), 1e-3) << rows[i][1];
@@ -116,6 +128,26 @@ TEST_F(BenchSuiteTest, AbsentRobotsAreSkippedByName) {
   const auto rows = ReadCsv(dir_ + "/dojo_speed.csv");
   ASSERT_EQ(rows.size(), 1u + AvailableSolvers()) << "humanoid only";
   EXPECT_EQ(rows[1][1], "Humanoid");
+#endif
+}
+
+TEST_F(BenchSuiteTest, RobotsNeedAMenagerieFolder) {
+#ifdef CK_BENCH
+  // neither --menagerie nor CK_MENAGERIE: no robot, and the message says how to give them
+  ProcessResult r = Bench("dojo-speed");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("skipping Franka Panda: no Menagerie folder (--menagerie or CK_MENAGERIE)"),
+            std::string::npos)
+      << r.err;
+  // the environment variable names the folder
+  const std::string dir = CK_SHARED_MODELS;
+  if (!FileExists(dir + "/skydio_x2")) GTEST_SKIP() << dir << " is absent";
+  r = RunProcess({kBench, "dojo-speed", "--out", dir_, "--quick", "--quiet", "--no-plots",
+                  "--solvers", "mujoco"},
+                 {{"CK_MENAGERIE", dir}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("skipping Skydio X2"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("Skydio X2"), std::string::npos) << r.out;
 #endif
 }
 

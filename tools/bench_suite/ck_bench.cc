@@ -24,6 +24,7 @@
 #include "tools/bench_suite/plot.h"
 #include "tools/common/bench_measure.h"
 #include "tools/common/derivatives.h"
+#include "tools/common/divergence.h"
 #include "tools/common/tool_util.h"
 #include "tools/gen_stack.h"
 
@@ -48,13 +49,18 @@ const char kUsage[] =
     "\n"
     "options:\n"
     "  --out DIR            output folder (default bench_out)\n"
-    "  --models-dir DIR     real robots (default: ../shared/models beside the repository);\n"
-    "                       robots that are absent are skipped\n"
+    "  --menagerie DIR      folder of MuJoCo Menagerie robots (also --models-dir; default: the\n"
+    "                       environment variable CK_MENAGERIE); robots that are absent, or all\n"
+    "                       of them if neither is given, are skipped by name\n"
     "  --solvers A,B,...    solvers to compare (default: every available one)\n"
     "  --quick              a tenth of the steps (smoke runs; figures not for publication)\n"
     "  --no-plots           CSV and tables only\n"
     "  --quiet              no progress bars\n"
-    "  --help               this text\n";
+    "  --help               this text\n"
+    "\n"
+    "A run that diverges (MuJoCo's bad qpos/qvel/qacc reset, |qvel| > 1000 or not finite, a\n"
+    "contact deeper than 0.1 m) is marked DIVERGED in its table, with the reason under it,\n"
+    "instead of a time or a measurement.\n";
 
 struct Options {
   std::string out = "bench_out";
@@ -126,7 +132,12 @@ std::vector<Robot> Robots(const Options& o, std::string* notes) {
   };
   std::vector<Robot> out;
   for (const Robot& r : all) {
-    if (access(r.path.c_str(), R_OK) == 0) {
+    if (r.name != "Humanoid" && o.models_dir.empty()) {
+      *notes += "Skipped " + r.name + ": no Menagerie folder (--menagerie DIR or CK_MENAGERIE).\n";
+      std::fprintf(stderr,
+                   "ck-bench: skipping %s: no Menagerie folder (--menagerie or CK_MENAGERIE)\n",
+                   r.name.c_str());
+    } else if (access(r.path.c_str(), R_OK) == 0) {
       out.push_back(r);
     } else {
       *notes += "Skipped " + r.name + ": " + r.path + " is absent.\n";
@@ -154,6 +165,7 @@ int DojoDrop(const Options& o, std::string* report) {
                 {}};
   const int total = static_cast<int>(o.solvers.size() * timesteps.size());
   int done = 0;
+  std::string diverged;
   for (int solver : o.solvers) {
     std::vector<std::string> row = {ck_solverName(solver)};
     Series series{ck_solverName(solver), {}, {}};
@@ -172,20 +184,24 @@ int DojoDrop(const Options& o, std::string* report) {
       d->qpos[2] += 0.3;
       const int steps = std::max(1, static_cast<int>(std::lround(duration / h)));
       double pen = 0;
-      bool failed = false;
-      for (int t = 0; t < steps && !failed; t++) {
+      tools::DivergenceCheck divergence;
+      divergence.Start(d);
+      for (int t = 0; t < steps; t++) {
         ck_step(ck, m, d);
         for (int i = 0; i < d->ncon; i++) {
           const mjContact& c = d->contact[i];
           if (floor < 0 || c.geom1 == floor || c.geom2 == floor) pen = std::max(pen, -c.dist);
         }
-        for (int i = 0; i < m->nv; i++) failed = failed || !std::isfinite(d->qvel[i]);
-        failed = failed || d->warning[mjWARN_BADQACC].number > 0 ||
-                 d->warning[mjWARN_BADQVEL].number > 0 || d->warning[mjWARN_BADQPOS].number > 0;
+        if (divergence.Check(m, d, t)) break;
       }
+      const bool failed = divergence.diverged();
       csv << ck_solverName(solver) << "," << h << "," << steps << "," << pen << "," << failed
           << "\n";
-      row.push_back(failed ? "failure" : Fmt(1e3 * pen, "%.3g"));
+      row.push_back(failed ? "DIVERGED" : Fmt(1e3 * pen, "%.3g"));
+      if (failed) {
+        diverged += std::string("DIVERGED: ") + ck_solverName(solver) + " at h = " + Fmt(h, "%g") +
+                    ": " + divergence.reason() + ".\n";
+      }
       if (!failed) {
         series.x.push_back(h);
         series.y.push_back(1e3 * pen);
@@ -198,7 +214,7 @@ int DojoDrop(const Options& o, std::string* report) {
     rows.push_back(row);
     spec.series.push_back(series);
   }
-  if (o.progress) std::fprintf(stderr, "\n");
+  if (o.progress) tools::ClearProgress();
   std::vector<std::string> header = {"max penetration (mm) \\ timestep (s)"};
   for (double h : timesteps) header.push_back(Fmt(h, "%g"));
   Output out{"dojo_drop", "Humanoid drop: penetration against timestep (Dojo Table II)",
@@ -206,8 +222,8 @@ int DojoDrop(const Options& o, std::string* report) {
              "MuJoCo's humanoid.xml dropped from 0.3 m above its standing pose, " +
                  Fmt(duration, "%g") +
                  " s simulated; deepest contact with the floor (Dojo reports MuJoCo -28 mm at "
-                 "0.01 s and -46 mm at 0.001 s, Dojo +1e-7 mm; 'failure' = non-finite state or "
-                 "MuJoCo's bad-state warnings).\n"};
+                 "0.01 s and -46 mm at 0.001 s, Dojo +1e-7 mm). DIVERGED: " +
+                 tools::DescribeLimits({}) + ".\n" + diverged};
   MaybePlot(o, "dojo_drop", spec);
   Emit(o, out, report);
   return 0;
@@ -220,7 +236,7 @@ int DojoSpeed(const Options& o, std::string* report) {
   std::string notes;
   const std::vector<Robot> robots = Robots(o, &notes);
   std::ofstream csv(o.out + "/dojo_speed.csv");
-  csv << "solver,robot,steps,sim_s,jacobian_s,total_s,jacobian\n";
+  csv << "solver,robot,steps,sim_s,jacobian_s,total_s,jacobian,diverged\n";
   std::vector<std::vector<std::string>> rows;
   PlotSpec spec{
       "1000 steps at h = 0.01 plus a Jacobian per step", "", "total time (s)", false, true, {}, {}};
@@ -250,6 +266,8 @@ int DojoSpeed(const Options& o, std::string* report) {
       const bool mujoco = solver == ckSOL_MUJOCO;
       const bool jac = mujoco || deriv;
       double t_sim = 0, t_jac = 0;
+      tools::DivergenceCheck divergence;
+      divergence.Start(d);
       for (int t = 0; t < steps; t++) {
         for (int i = 0; i < m->nu; i++) {
           const double lo = m->actuator_ctrllimited[i] ? m->actuator_ctrlrange[2 * i] : -1;
@@ -264,6 +282,10 @@ int DojoSpeed(const Options& o, std::string* report) {
         }
         auto t1 = std::chrono::steady_clock::now();
         t_sim += std::chrono::duration<double>(t1 - t0).count();
+        if (divergence.Check(m, d, t)) {
+          done += steps - t - 1;
+          break;
+        }
         if (jac) {
           if (mujoco) {
             tools::MujocoTransitionFD(m, d, 1e-6, false, A.data(), B.data());
@@ -276,16 +298,23 @@ int DojoSpeed(const Options& o, std::string* report) {
           tools::Progress("dojo-speed", done, total);
         }
       }
+      const bool failed = divergence.diverged();
       csv << ck_solverName(solver) << "," << robots[r].name << "," << steps << "," << t_sim << ","
           << (jac ? t_jac : -1) << "," << (jac ? t_sim + t_jac : -1) << ","
           << (mujoco ? "mjd_transitionFD"
               : jac  ? "analytic"
                      : "none")
-          << "\n";
-      row.push_back(jac ? Fmt(t_sim + t_jac, "%.3f") + " (" + Fmt(t_sim, "%.3f") + " + " +
-                              Fmt(t_jac, "%.3f") + ")"
-                        : "n/a (sim " + Fmt(t_sim, "%.3f") + ")");
-      if (jac) {
+          << "," << failed << "\n";
+      if (failed) {
+        row.push_back("DIVERGED");
+        notes += std::string("DIVERGED: ") + ck_solverName(solver) + " on " + robots[r].name +
+                 ": " + divergence.reason() + ".\n";
+      } else {
+        row.push_back(jac ? Fmt(t_sim + t_jac, "%.3f") + " (" + Fmt(t_sim, "%.3f") + " + " +
+                                Fmt(t_jac, "%.3f") + ")"
+                          : "n/a (sim " + Fmt(t_sim, "%.3f") + ")");
+      }
+      if (jac && !failed) {
         series.x.push_back(static_cast<double>(r));
         series.y.push_back(t_sim + t_jac);
       }
@@ -296,7 +325,7 @@ int DojoSpeed(const Options& o, std::string* report) {
     rows.push_back(row);
     spec.series.push_back(series);
   }
-  if (o.progress) std::fprintf(stderr, "\n");
+  if (o.progress) tools::ClearProgress();
   std::vector<std::string> header = {"total s (sim + Jacobian)"};
   for (const Robot& r : robots) header.push_back(r.name);
   if (!deriv) {
@@ -308,7 +337,8 @@ int DojoSpeed(const Options& o, std::string* report) {
            " steps at h = 0.01 with uniform random controls in each actuator's range (same "
            "seed for every solver); MuJoCo: mj_step + mjd_transitionFD (forward differences, "
            "eps 1e-6); ours: ck_step + ck_transitionJac. Dojo reports MuJoCo 1.51 / 1.11 / 0.34 "
-           "/ 0.05 s and Dojo 1.75 / 5.24 / 1.16 / 0.81 s on its machine.\n";
+           "/ 0.05 s and Dojo 1.75 / 5.24 / 1.16 / 0.81 s on its machine. DIVERGED: " +
+           tools::DescribeLimits({}) + ".\n";
   Output out{"dojo_speed", "Simulation plus a Jacobian per step (Dojo Table V)",
              MarkdownTable(header, rows), notes};
   MaybePlot(o, "dojo_speed", spec);
@@ -343,11 +373,12 @@ int ComfreePenetration(const Options& o, std::string* report) {
     }
   }
   std::ofstream csv(o.out + "/comfree_penetration.csv");
-  csv << "solver,k_user,d_user,anchor,steps,mean_m,std_m,max_m,samples,step_ms\n";
+  csv << "solver,k_user,d_user,anchor,steps,mean_m,std_m,max_m,samples,step_ms,diverged\n";
   std::vector<std::vector<std::string>> rows;
   PlotSpec spec{
       "Dense drop: penetration over all contacts", "", "depth (mm)", false, false, {}, {}};
   Series series{"mean depth", {}, {}}, deep{"max depth / 10", {}, {}};
+  std::string diverged;
   for (size_t c = 0; c < configs.size(); c++) {
     ckSettings s = SettingsFor(configs[c].solver);
     const bool cf = configs[c].solver == ckSOL_COMFREE;
@@ -365,15 +396,21 @@ int ComfreePenetration(const Options& o, std::string* report) {
     if (!ps.error.empty()) return Fail(ps.error);
     csv << ck_solverName(configs[c].solver) << "," << (cf ? configs[c].k : 0) << ","
         << (cf ? configs[c].dmp : 0) << "," << configs[c].anchor << "," << steps << "," << ps.mean
-        << "," << ps.std << "," << ps.max << "," << ps.samples << "," << 1e3 * ps.step_time << "\n";
-    rows.push_back(
-        {name, kd,
-         ps.diverged ? "diverged" : Fmt(1e3 * ps.mean, "%.2f") + " ± " + Fmt(1e3 * ps.std, "%.2f"),
-         Fmt(1e3 * ps.max, "%.2f"), Fmt(1e3 * ps.step_time, "%.2f")});
-    series.x.push_back(static_cast<double>(c));
-    series.y.push_back(1e3 * ps.mean);
-    deep.x.push_back(static_cast<double>(c));
-    deep.y.push_back(1e2 * ps.max);
+        << "," << ps.std << "," << ps.max << "," << ps.samples << "," << 1e3 * ps.step_time << ","
+        << ps.diverged << "\n";
+    if (ps.diverged) {
+      rows.push_back({name, kd, "DIVERGED", "DIVERGED", "DIVERGED"});
+      diverged += "DIVERGED: " + name + (cf ? " " + kd : "") + ": " + ps.why + ".\n";
+    } else {
+      rows.push_back({name, kd, Fmt(1e3 * ps.mean, "%.2f") + " ± " + Fmt(1e3 * ps.std, "%.2f"),
+                      Fmt(1e3 * ps.max, "%.2f"), Fmt(1e3 * ps.step_time, "%.2f")});
+    }
+    if (!ps.diverged) {
+      series.x.push_back(static_cast<double>(c));
+      series.y.push_back(1e3 * ps.mean);
+      deep.x.push_back(static_cast<double>(c));
+      deep.y.push_back(1e2 * ps.max);
+    }
   }
   mj_deleteModel(m);
   spec.series = {series, deep};
@@ -386,7 +423,8 @@ int ComfreePenetration(const Options& o, std::string* report) {
           std::to_string(steps) +
           " steps; depth of every detected contact at every step. MuJoCo runs its CG "
           "solver. ComFree reports MJWarp 1.7 ± 4.9 mm and ComFree 0.9 ± 1.5 to 3.9 ± "
-          "6.9 mm.\n"};
+          "6.9 mm. DIVERGED: " +
+          tools::DescribeLimits({}) + ".\n" + diverged};
   MaybePlot(o, "comfree_penetration", spec);
   Emit(o, out, report);
   return 0;
@@ -402,12 +440,13 @@ int ComfreeScaling(const Options& o, std::string* report) {
   if (o.quick) sizes.resize(3);
   const int warmup = Steps(o, 150, 60), steps = Steps(o, 150, 5);
   std::ofstream csv(o.out + "/comfree_scaling.csv");
-  csv << "solver,bodies,contacts,step_ms,solve_ms\n";
+  csv << "solver,bodies,contacts,step_ms,solve_ms,diverged\n";
   PlotSpec spec{
       "Step time against contact count", "contacts", "step time (ms)", true, true, {}, {}};
   std::vector<std::vector<std::string>> rows(sizes.size());
   const int total = static_cast<int>(o.solvers.size() * sizes.size());
   int done = 0;
+  std::string diverged;
   for (size_t i = 0; i < sizes.size(); i++) {
     rows[i].push_back(std::to_string(sizes[i].nx * sizes[i].ny * sizes[i].nl));
   }
@@ -418,17 +457,23 @@ int ComfreeScaling(const Options& o, std::string* report) {
           sizes[i].nx, sizes[i].ny, sizes[i].nl, SettingsFor(solver), warmup, steps);
       if (!sp.error.empty()) return Fail(sp.error);
       csv << ck_solverName(solver) << "," << sp.nbody << "," << sp.contacts << ","
-          << 1e3 * sp.step_time << "," << 1e3 * sp.solve_time << "\n";
-      rows[i].push_back(sp.diverged ? "diverged"
+          << 1e3 * sp.step_time << "," << 1e3 * sp.solve_time;
+      csv << "," << sp.diverged << "\n";
+      rows[i].push_back(sp.diverged ? "DIVERGED"
                                     : Fmt(sp.contacts, "%.0f") + " / " +
                                           Fmt(1e3 * sp.step_time, "%.3g") + " ms");
-      series.x.push_back(sp.contacts);
-      series.y.push_back(1e3 * sp.step_time);
+      if (sp.diverged) {
+        diverged += std::string("DIVERGED: ") + ck_solverName(solver) + " with " +
+                    std::to_string(sp.nbody) + " bodies: " + sp.why + ".\n";
+      } else {
+        series.x.push_back(sp.contacts);
+        series.y.push_back(1e3 * sp.step_time);
+      }
       if (o.progress) tools::Progress("scaling", ++done, total);
     }
     spec.series.push_back(series);
   }
-  if (o.progress) std::fprintf(stderr, "\n");
+  if (o.progress) tools::ClearProgress();
   std::vector<std::string> header = {"bodies"};
   for (int s : o.solvers) header.push_back(std::string(ck_solverName(s)) + ": contacts / step");
   Output out{"comfree_scaling", "Step time against contact count (ComFree Fig. 7)",
@@ -436,7 +481,8 @@ int ComfreeScaling(const Options& o, std::string* report) {
              "Stacked primitives (tools/gen_stack.h) at h = 0.002; mean over " +
                  std::to_string(steps) + " steps after " + std::to_string(warmup) +
                  " steps of falling; full step (collision, solve, integration), one core. "
-                 "MuJoCo runs CG.\n"};
+                 "MuJoCo runs CG. DIVERGED: " +
+                 tools::DescribeLimits({}) + ".\n" + diverged};
   MaybePlot(o, "comfree_scaling", spec);
   Emit(o, out, report);
   return 0;
@@ -476,11 +522,16 @@ int NimbleJacobian(const Options& o, std::string* report) {
     // MuJoCo's own: central differences of mj_step
     const tools::JacobianTiming base =
         tools::MeasureJacobians(m, SettingsFor(ckSOL_MUJOCO), warmup, states, true);
+    if (!base.error.empty()) return Fail(base.error);
+    if (base.diverged) {
+      notes += "DIVERGED: mujoco on " + models[k].name + ": " + base.why + ".\n";
+    }
+    const std::string mj_fd = base.diverged ? "DIVERGED" : Fmt(1e3 * base.mujoco_fd, "%.3g");
     mj_series.x.push_back(static_cast<double>(k));
     mj_series.y.push_back(1e3 * base.mujoco_fd);
     if (ours_solvers.empty()) {
       rows.push_back({models[k].name, std::to_string(m->nv), Fmt(base.contacts, "%.1f"), "-", "-",
-                      Fmt(1e3 * base.mujoco_fd, "%.3g"), "-"});
+                      mj_fd, "-"});
       csv << models[k].name << "," << m->nv << ",mujoco," << base.contacts << ",,,"
           << 1e3 * base.mujoco_fd << "\n";
       if (o.progress) tools::Progress("jacobian", ++done, total);
@@ -489,13 +540,18 @@ int NimbleJacobian(const Options& o, std::string* report) {
       const tools::JacobianTiming jt =
           tools::MeasureJacobians(m, SettingsFor(ours_solvers[j]), warmup, states, true);
       if (!jt.error.empty()) return Fail(jt.error);
-      const bool have = jt.ours >= 0;
+      const bool have = jt.ours >= 0 && !jt.diverged;
+      const std::string name = ck_solverName(ours_solvers[j]);
+      if (jt.diverged)
+        notes += "DIVERGED: " + name + " on " + models[k].name + ": " + jt.why + ".\n";
+      const std::string missing = jt.diverged ? "DIVERGED" : "n/a";
       rows.push_back({models[k].name, std::to_string(m->nv), Fmt(jt.contacts, "%.1f"),
-                      std::string(ck_solverName(ours_solvers[j])) + ": " +
-                          (have ? Fmt(1e3 * jt.ours, "%.3g") : "not available in this build"),
-                      have ? Fmt(1e3 * jt.ours_fd, "%.3g") : "n/a",
-                      Fmt(1e3 * base.mujoco_fd, "%.3g"),
-                      have ? Fmt(jt.ours_fd / jt.ours, "%.1f") + "x" : "n/a"});
+                      name + ": " +
+                          (have          ? Fmt(1e3 * jt.ours, "%.3g")
+                           : jt.diverged ? "DIVERGED"
+                                         : "not available in this build"),
+                      have ? Fmt(1e3 * jt.ours_fd, "%.3g") : missing, mj_fd,
+                      have ? Fmt(jt.ours_fd / jt.ours, "%.1f") + "x" : missing});
       csv << models[k].name << "," << m->nv << "," << ck_solverName(ours_solvers[j]) << ","
           << jt.contacts << "," << (have ? 1e3 * jt.ours : -1) << ","
           << (have ? 1e3 * jt.ours_fd : -1) << "," << 1e3 * base.mujoco_fd << "\n";
@@ -507,7 +563,7 @@ int NimbleJacobian(const Options& o, std::string* report) {
     }
     mj_deleteModel(m);
   }
-  if (o.progress) std::fprintf(stderr, "\n");
+  if (o.progress) tools::ClearProgress();
   spec.series = {mj_series};
   for (const Series& s : ours) spec.series.push_back(s);
   if (!deriv) {
@@ -518,7 +574,9 @@ int NimbleJacobian(const Options& o, std::string* report) {
   notes += "Time per Jacobian (A and B of one step, ms) at " + std::to_string(states) +
            " states of a run from the model's initial state, after " + std::to_string(warmup) +
            " steps (robots fall and touch the ground). Speedup = our central differences "
-           "/ our analytic. Nimble reports 8.6x to 46x (Atlas: 16.1 ms against 737 ms).\n";
+           "/ our analytic. Nimble reports 8.6x to 46x (Atlas: 16.1 ms against 737 ms). "
+           "DIVERGED: " +
+           tools::DescribeLimits({}) + ".\n";
   Output out{"nimble_jacobian", "Jacobian time against central differences (Nimble Table II)",
              MarkdownTable({"model", "nv", "contacts", "analytic (ms)", "our central diff (ms)",
                             "MuJoCo central diff (ms)", "speedup"},
@@ -544,8 +602,8 @@ std::string Machine() {
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
   return "Measured on " + cpu + ", " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) +
-         " cores (one used), MuJoCo " + std::to_string(mj_version()) + ", contactkit " + ckVERSION +
-         ", " + date + ".";
+         " cores (one used), MuJoCo " + mj_versionString() + ", contactkit " + ckVERSION + ", " +
+         date + ".";
 }
 
 }  // namespace
@@ -591,7 +649,7 @@ int Main(int argc, char** argv) {
     };
     if (a == "--out") {
       o.out = value();
-    } else if (a == "--models-dir") {
+    } else if (a == "--models-dir" || a == "--menagerie") {
       o.models_dir = value();
     } else if (a == "--solvers") {
       solvers_arg = value();
@@ -625,15 +683,7 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  if (o.models_dir.empty()) {
-    // ../shared/models beside the repository, or beside a worktree's parent
-    const std::string src = CK_SOURCE_DIR;
-    o.models_dir = src + "/../shared/models";
-    if (access(o.models_dir.c_str(), R_OK) != 0 &&
-        access((src + "/../../shared/models").c_str(), R_OK) == 0) {
-      o.models_dir = src + "/../../shared/models";
-    }
-  }
+  if (o.models_dir.empty()) o.models_dir = tools::MenagerieDir();
   if (mkdir(o.out.c_str(), 0755) != 0 && access(o.out.c_str(), W_OK) != 0) {
     return Fail("cannot create the output folder '" + o.out + "'");
   }

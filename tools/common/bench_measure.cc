@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tools/common/derivatives.h"
+#include "tools/common/divergence.h"
 #include "tools/common/tool_util.h"
 #include "tools/gen_stack.h"
 
@@ -48,6 +49,7 @@ PenetrationStats MeasurePenetration(mjModel* m, const ckSettings& settings, int 
   const RunStats rs = Run(m, settings, opts);
   ps.error = rs.error;
   ps.diverged = rs.diverged;
+  ps.why = rs.why;
   ps.step_time = rs.step_time;
   if (ps.samples > 0) {
     ps.mean = sum / static_cast<double>(ps.samples);
@@ -80,6 +82,7 @@ ScalingPoint MeasureStackScaling(int nx, int ny, int nlayers, const ckSettings& 
   const RunStats rs = Run(m, settings, opts);
   sp.error = rs.error;
   sp.diverged = rs.diverged;
+  sp.why = rs.why;
   if (rs.error.empty() && steps > 0) {
     sp.contacts = contacts / steps;
     sp.solve_time = solve_time / steps;
@@ -105,9 +108,11 @@ JacobianTiming MeasureJacobians(mjModel* m, const ckSettings& settings, int warm
   const mjtNum eps = 1e-6;
   double t_mj = 0, t_ours = 0, t_ours_fd = 0, contacts = 0;
   bool have = HaveDerivatives();
-  for (int s = 0; s < warmup; s++) ck_step(ck, m, d);
-  for (int s = 0; s < states; s++) {
+  DivergenceCheck divergence;
+  divergence.Start(d);
+  for (int s = 0; s < warmup + states && !divergence.diverged(); s++) {
     ck_step(ck, m, d);
+    if (divergence.Check(m, d, s) || s < warmup) continue;
     contacts += d->ncon;
     auto t0 = std::chrono::steady_clock::now();
     MujocoTransitionFD(m, d, eps, centered, A.data(), B.data());
@@ -121,6 +126,8 @@ JacobianTiming MeasureJacobians(mjModel* m, const ckSettings& settings, int warm
       t_ours_fd += Seconds(t0);
     }
   }
+  jt.diverged = divergence.diverged();
+  jt.why = divergence.reason();
   const double n = std::max(1, states);
   jt.mujoco_fd = t_mj / n;
   if (have) {

@@ -24,7 +24,8 @@ struct PenetrationStats {
   double max = 0;            // deepest sample (m)
   long samples = 0;          // (step, contact) pairs
   double step_time = 0;      // mean wall time per step (s)
-  bool diverged = false;
+  bool diverged = false;     // see DivergenceCheck; statistics then cover the steps before
+  std::string why;           // why it diverged
   std::string error;
 };
 PenetrationStats MeasurePenetration(mjModel* m, const ckSettings& settings, int steps,
@@ -36,7 +37,8 @@ struct ScalingPoint {
   double contacts = 0;    // mean contacts per step over the measured steps
   double step_time = 0;   // mean wall time of a full step (collision, solve, integration; s)
   double solve_time = 0;  // mean wall time of the constraint stage (s)
-  bool diverged = false;
+  bool diverged = false;  // see DivergenceCheck
+  std::string why;        // why it diverged
   std::string error;
 };
 // run an nx x ny x nlayers stacked-primitives scene (tools/gen_stack.h) for warmup + steps steps
@@ -47,10 +49,12 @@ ScalingPoint MeasureStackScaling(int nx, int ny, int nlayers, const ckSettings& 
 
 // time of one transition Jacobian (A and B of a step) at the states of a short run
 struct JacobianTiming {
-  double mujoco_fd = 0;  // MuJoCo's mjd_transitionFD (s per Jacobian; centered or forward)
-  double ours = -1;      // contactkit analytic (s; -1: not available in this build)
-  double ours_fd = -1;   // contactkit finite differences of ck_step (s; -1: not available)
-  double contacts = 0;   // mean contacts at the sampled states
+  double mujoco_fd = 0;   // MuJoCo's mjd_transitionFD (s per Jacobian; centered or forward)
+  double ours = -1;       // contactkit analytic (s; -1: not available in this build)
+  double ours_fd = -1;    // contactkit finite differences of ck_step (s; -1: not available)
+  double contacts = 0;    // mean contacts at the sampled states
+  bool diverged = false;  // the run diverged (DivergenceCheck): no timings
+  std::string why;        // why it diverged
   std::string error;
 };
 // from the model's initial state (keyframe 0 if any) run `warmup` steps under settings, then

@@ -15,15 +15,6 @@ namespace {
 
 bool Exists(const std::string& p) { return access(p.c_str(), R_OK) == 0; }
 
-double Energy(const mjData* d) { return d->energy[0] + d->energy[1]; }
-
-bool Finite(const mjtNum* x, int n) {
-  for (int i = 0; i < n; i++) {
-    if (!std::isfinite(x[i])) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string MujocoModelsDir() {
@@ -31,17 +22,42 @@ std::string MujocoModelsDir() {
   return env && env[0] ? env : CK_MUJOCO_MODELS;
 }
 
+std::string MenagerieDir() {
+  const char* env = std::getenv("CK_MENAGERIE");
+  return env && env[0] ? env : "";
+}
+
+std::string BundledModelsDir() {
+  // an installed tool: <prefix>/bin/tool and <prefix>/share/contactkit/models
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    const std::string path(exe, n);
+    const std::string bin = path.substr(0, path.rfind('/'));
+    const std::string installed = bin.substr(0, bin.rfind('/')) + "/share/contactkit/models";
+    if (Exists(installed)) return installed;
+  }
+  return std::string(CK_SOURCE_DIR) + "/mjcf_models";
+}
+
 std::string ResolveModel(const std::string& arg) {
   if (Exists(arg)) return arg;
-  const std::string src = CK_SOURCE_DIR;
+  const std::string bundled = BundledModelsDir();
   const std::string mj = MujocoModelsDir();
-  const std::vector<std::string> candidates = {
-      src + "/mjcf_models/" + arg,
-      src + "/mjcf_models/" + arg + ".xml",
+  std::vector<std::string> candidates = {
+      bundled + "/" + arg,
+      bundled + "/" + arg + ".xml",
       mj + "/" + arg + "/" + arg + ".xml",
       mj + "/humanoid/" + arg + ".xml",
       mj + "/" + arg,
   };
+  // Menagerie: on MuJoCo 2.x the _mj222 variant first
+  const std::string men = MenagerieDir();
+  if (!men.empty()) {
+    if (mjVERSION_HEADER < 300) candidates.push_back(men + "/" + arg + "_mj222.xml");
+    candidates.push_back(men + "/" + arg + ".xml");
+    candidates.push_back(men + "/" + arg);
+  }
   for (const std::string& c : candidates) {
     if (Exists(c)) return c;
   }
@@ -51,25 +67,80 @@ std::string ResolveModel(const std::string& arg) {
 mjModel* LoadModel(const std::string& arg, std::string* error) {
   const std::string path = ResolveModel(arg);
   if (!Exists(path)) {
-    *error =
-        "model '" + arg +
-        "' not found (give a path, a bundled model name such as "
-        "box_sliding, or humanoid / humanoid100 / 22_humanoids from MuJoCo's example models in '" +
-        MujocoModelsDir() + "', set by the environment variable CK_MUJOCO_MODELS)";
+    *error = "model '" + arg +
+             "' not found (give a path, a bundled model name such as box_sliding, humanoid / "
+             "humanoid100 / 22_humanoids from MuJoCo's example models in '" +
+             MujocoModelsDir() +
+             "' (environment variable CK_MUJOCO_MODELS), or a Menagerie model such as "
+             "franka_emika_panda/scene in " +
+             (MenagerieDir().empty() ? std::string("the folder set by CK_MENAGERIE (not set)")
+                                     : "'" + MenagerieDir() + "' (CK_MENAGERIE)") +
+             ")";
     return nullptr;
   }
   char err[1024] = "";
   mjModel* m = ck_loadXML(path.c_str(), nullptr, err, sizeof(err));
-  if (!m) *error = path + ": " + err;
+  // messages that start with the file's name already say where
+  if (!m) *error = std::string(err).rfind(path, 0) == 0 ? err : path + ": " + err;
   return m;
+}
+
+EnergyDrift::~EnergyDrift() {
+  if (scratch_) mj_deleteData(scratch_);
+}
+
+double EnergyDrift::Mechanical(const mjModel* m, const mjData* d) {
+  // kinematics and body velocities of d's state on the scratch data
+  mjData* s = scratch_;
+  mju_copy(s->qpos, d->qpos, m->nq);
+  mju_copy(s->qvel, d->qvel, m->nv);
+  mju_copy(s->mocap_pos, d->mocap_pos, 3 * m->nmocap);
+  mju_copy(s->mocap_quat, d->mocap_quat, 4 * m->nmocap);
+  mj_kinematics(m, s);
+  mj_comPos(m, s);
+  mj_comVel(m, s);
+  double e = 0;
+  for (int b = 1; b < m->nbody; b++) {
+    const mjtNum* w = s->cvel + 6 * b;  // [angular; linear at the subtree com of b's root]
+    mjtNum r[3], v[3], wl[3];
+    mju_sub3(r, s->xipos + 3 * b, s->subtree_com + 3 * m->body_rootid[b]);
+    mju_cross(v, w, r);
+    mju_addTo3(v, w + 3);
+    mju_mulMatTVec(wl, s->ximat + 9 * b, w, 3, 3);  // angular velocity in the inertia frame
+    const mjtNum* inertia = m->body_inertia + 3 * b;
+    e += 0.5 * m->body_mass[b] * mju_dot3(v, v) +
+         0.5 *
+             (inertia[0] * wl[0] * wl[0] + inertia[1] * wl[1] * wl[1] + inertia[2] * wl[2] * wl[2]);
+    // potential of gravity
+    e -= m->body_mass[b] * mju_dot3(m->opt.gravity, s->xipos + 3 * b);
+  }
+  for (int i = 0; i < m->nv; i++) e += 0.5 * m->dof_armature[i] * d->qvel[i] * d->qvel[i];
+  return e;
+}
+
+void EnergyDrift::Start(const mjModel* m, const mjData* d) {
+  if (scratch_) mj_deleteData(scratch_);
+  scratch_ = mj_makeData(m);
+  e0_ = Mechanical(m, d);
+  work_ = current_ = max_ = 0;
+}
+
+void EnergyDrift::Step(const mjModel* m, const mjData* d, const mjtNum* v_before) {
+  // work of the step's actuator, passive and applied forces over its mean velocity
+  double power = 0;
+  for (int i = 0; i < m->nv; i++) {
+    const double f = d->qfrc_actuator[i] + d->qfrc_passive[i] + d->qfrc_applied[i];
+    power += f * 0.5 * (v_before[i] + d->qvel[i]);
+  }
+  work_ += m->opt.timestep * power;
+  current_ = Mechanical(m, d) - e0_ - work_;
+  max_ = std::max(max_, current_);
 }
 
 RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
   RunStats st;
   st.solver = ck_solverName(settings.solver);
   if (opts.timestep > 0) m->opt.timestep = opts.timestep;
-  const int saved_flags = m->opt.enableflags;
-  m->opt.enableflags |= mjENBL_ENERGY;
 
   char err[1024] = "";
   ckSettings sim = settings;
@@ -77,25 +148,30 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
   ckHandle* ck = ck_make(m, &sim, err, sizeof(err));
   if (!ck) {
     st.error = err;
-    m->opt.enableflags = saved_flags;
     return st;
   }
   mjData* d = mj_makeData(m);
   const int key = opts.keyframe >= 0 ? opts.keyframe : (m->nkey > 0 ? 0 : -1);
   if (key >= 0 && key < m->nkey) mj_resetDataKeyframe(m, d, key);
   mj_forward(m, d);
-  const double e0 = Energy(d);
+  EnergyDrift energy;
+  energy.Start(m, d);
+  DivergenceCheck divergence(opts.limits);
+  divergence.Start(d);
 
   std::ofstream csv;
   if (!opts.csv.empty()) {
     csv.open(opts.csv);
-    csv << "step,time,contacts,max_penetration,iterations,status,energy,step_time\n";
+    csv << "step,time,contacts,max_penetration,iterations,status,energy_drift,step_time\n";
   }
 
   std::vector<int> iters;
   iters.reserve(opts.steps);
+  std::vector<mjtNum> v_before(m->nv);
   double total_time = 0, contacts = 0;
   for (int t = 0; t < opts.steps; t++) {
+    mju_copy(v_before.data(), d->qvel, m->nv);
+    const double time = d->time;
     const auto t0 = std::chrono::steady_clock::now();
     ck_step(ck, m, d);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -106,22 +182,22 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
     st.max_penetration = std::max(st.max_penetration, static_cast<double>(s->max_penetration));
     iters.push_back(s->iterations);
     st.inexact += s->status != ckSTATUS_SOLVED;
-    st.energy_drift = std::max(st.energy_drift, std::fabs(Energy(d) - e0));
     st.steps = t + 1;
+    if (divergence.Check(m, d, t)) break;
+    energy.Step(m, d, v_before.data());
     if (csv.is_open()) {
-      csv << t << "," << d->time << "," << s->ncon << "," << s->max_penetration << ","
-          << s->iterations << "," << s->status << "," << Energy(d) << "," << dt << "\n";
+      csv << t << "," << time << "," << s->ncon << "," << s->max_penetration << "," << s->iterations
+          << "," << s->status << "," << energy.current() << "," << dt << "\n";
     }
     if (opts.on_step) opts.on_step(m, d, ck, t);
     if (opts.progress && (t % 50 == 0 || t + 1 == opts.steps))
       Progress(st.solver, t + 1, opts.steps);
-    if (!Finite(d->qpos, m->nq) || !Finite(d->qvel, m->nv) || d->warning[mjWARN_BADQACC].number ||
-        d->warning[mjWARN_BADQVEL].number || d->warning[mjWARN_BADQPOS].number) {
-      st.diverged = true;
-    }
   }
-  if (opts.progress) std::fprintf(stderr, "\n");
+  if (opts.progress) ClearProgress();
 
+  st.diverged = divergence.diverged();
+  st.why = divergence.reason();
+  st.energy_drift = energy.max();
   st.step_time = st.steps ? total_time / st.steps : 0;
   st.mean_contacts = st.steps ? contacts / st.steps : 0;
   if (!iters.empty()) {
@@ -132,9 +208,9 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
     st.median_iterations = iters[iters.size() / 2];
   }
   for (int i = 0; i < mjNWARNING; i++) st.warnings += d->warning[i].number;
+  st.ck_warnings = ck_stats(ck)->nwarning;
   mj_deleteData(d);
   ck_free(ck);
-  m->opt.enableflags = saved_flags;
   return st;
 }
 
@@ -157,6 +233,7 @@ int SolverFromName(const std::string& name, std::string* error) {
 }
 
 void Progress(const std::string& label, int done, int total) {
+  if (!isatty(STDERR_FILENO)) return;
   const int width = 30;
   const int filled = total ? done * width / total : width;
   std::string bar(filled, '=');
@@ -164,6 +241,10 @@ void Progress(const std::string& label, int done, int total) {
   std::fprintf(stderr, "\r%-10s [%s] %3d%%", label.c_str(), bar.c_str(),
                total ? 100 * done / total : 100);
   std::fflush(stderr);
+}
+
+void ClearProgress() {
+  if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r\033[K");
 }
 
 std::string MarkdownTable(const std::vector<std::string>& header,

@@ -190,6 +190,13 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // step leaves that range (outputs then not meaningful); ck_lastError says why. With comfree's
 // contact anchors (setting "anchor") the step starts from the handle's anchors and the Jacobian
 // holds them fixed (the state does not include them); the handle's anchors are left as they were.
+// Solver ipm: the Jacobian is NOT the derivative of the step taken. It is taken at the central-
+// path point kappa_grad (default 1e-4), a smoothed gradient of softened contact, while the step
+// is solved to kappa_tol (default 1e-10); with the defaults it lies 10-100% away from finite
+// differences of ck_step on states with contact. For the exact derivative of the step set
+// kappa_grad = kappa_tol: each solve then ends on the central point at kappa_tol (a few extra
+// Newton steps; the step is that point) and that point is differentiated, which agrees with
+// ck_transitionFD.
 CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                            mjtNum* C, mjtNum* D);
 
