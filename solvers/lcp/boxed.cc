@@ -540,6 +540,7 @@ bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, do
       fix[i] = round >= 2 ? 0.5 * (fix[i] + m) : m;
     }
     fix_ = fix;
+    stats->frozen_rounds++;
     const bool ok = Dantzig(lcp, opt, ridge, state, x, w, stats);
     fix_ = nullptr;
     if (!ok) return false;
