@@ -5,10 +5,12 @@
 // sizes that overflowed int.
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "plugin/handle.h"
@@ -366,6 +368,47 @@ TEST_F(ReliabilityTest, HandleInUseIsRefused) {
   ck_step(ck.get(), m.get(), d.get());
   EXPECT_GT(d->time, 0);
   EXPECT_FALSE(ck->in_use);  // released after the call
+}
+
+// one handle stepped by two threads at once (documented misuse): every call either runs alone or
+// is refused with a warning, never both at once (this corrupted the workspace before the flag;
+// tools/fuzz.sh runs it under ThreadSanitizer, which reports a workspace race if the flag does not
+// order the users)
+TEST_F(ReliabilityTest, HandleSharedByTwoThreadsRunsOneCallAtATime) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  for (int solver : {ckSOL_IPM, ckSOL_LCP, ckSOL_COMFREE}) {
+    if (!ck_solverAvailable(solver)) continue;
+    ckSettings s = Settings(solver);
+    s.deriv.enabled = 0;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr a(mj_makeData(m.get())), b(mj_makeData(m.get()));
+    const int calls = TestSteps(200);
+    // relaxed counters: only the handle's flag may order the two threads' use of its workspace
+    std::atomic<int> inside(0), overlap(0);
+    auto run = [&](mjData* d) {
+      for (int t = 0; t < calls; t++) {
+        if (inside.fetch_add(1, std::memory_order_relaxed) > 0) {
+          overlap.fetch_add(1, std::memory_order_relaxed);
+        }
+        ck_step(ck.get(), m.get(), d);
+        inside.fetch_sub(1, std::memory_order_relaxed);
+      }
+    };
+    std::thread t1(run, a.get()), t2(run, b.get());
+    t1.join();
+    t2.join();
+    // each call stepped its data or was refused (data untouched) with one warning
+    const int stepped = static_cast<int>(std::lround(a->time / m->opt.timestep)) +
+                        static_cast<int>(std::lround(b->time / m->opt.timestep));
+    const int refused = TakeWarnings("in use by another thread");
+    EXPECT_EQ(stepped + refused, 2 * calls) << "solver " << solver;
+    EXPECT_LE(refused, overlap.load()) << "a call was refused while no other one ran";
+    EXPECT_FALSE(ck->in_use);
+    for (const mjData* d : {a.get(), b.get()}) {
+      for (int i = 0; i < m->nq; i++) ASSERT_TRUE(std::isfinite(d->qpos[i]));
+    }
+  }
 }
 
 // every public function with each pointer NULL: no crash, the documented error value

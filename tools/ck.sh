@@ -7,14 +7,16 @@
 #                       Python package, pip-installed into its venv, with pytest), then the 3.x
 #                       build again with AddressSanitizer + UndefinedBehaviorSanitizer (long
 #                       tests shortened with CK_TEST_QUICK), then each fuzz target for a minute
+#                       and the threaded tests under ThreadSanitizer (tools/fuzz.sh)
 #   tools/ck.sh build   build only
 #   tools/ck.sh bench   build and run every benchmark of ck-bench into bench_out/ (Menagerie
 #                       robots from $CK_MENAGERIE, default ../shared/models)
 # Option: --mujoco VERSION  one MuJoCo only: 2.2.2 (Debian's) or any 3.x release on PyPI (e.g.
 #                           3.3.7, installed into .venvs/mujoco-3.3.7)
-# Environment: CK_BUILD_DIR (default build; each MuJoCo gets build/mujoco-<version>[-sanitize]),
+# Environment: CK_BUILD_DIR (default build; each MuJoCo gets build/mujoco-<version>[-sanitize|-tsan]),
 #              CK_JOBS (default: number of cores), CK_SKIP_SANITIZE=1 to skip the sanitizer pass,
-#              CK_SKIP_FUZZ=1 to skip fuzzing, CK_FUZZ_SECONDS per fuzz target (default 60).
+#              CK_SKIP_FUZZ=1 to skip fuzzing and ThreadSanitizer (CK_SKIP_TSAN=1 the latter
+#              only), CK_FUZZ_SECONDS per fuzz target (default 60).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
@@ -134,15 +136,22 @@ case "$cmd" in
     fi
     if [ "${CK_SKIP_FUZZ:-0}" != "1" ]; then
       secs="${CK_FUZZ_SECONDS:-60}"
-      echo "=== fuzzing: each libFuzzer target ${secs} s under ASan+UBSan (tools/fuzz.sh, MuJoCo 2.2.2)"
+      v="${versions[*]: -1}"
+      echo "=== fuzzing: each libFuzzer target ${secs} s under ASan+UBSan (MuJoCo 2.2.2), then the"
+      echo "    threaded tests under ThreadSanitizer (MuJoCo $v; tools/fuzz.sh)"
       frc=0
-      CK_FUZZ_CMAKE_ARGS="-DCK_MUJOCO=system" "$here/tools/fuzz.sh" "$secs" "$build/fuzz" || frc=$?
-      if [ "$frc" = 0 ]; then
-        summary+=("fuzzing: 3 passed, 0 failed, 0 skipped")
-      else
-        summary+=("fuzzing: 0 passed, 1 failed, 0 skipped (see $build/fuzz/findings)")
-        failed=1
+      CK_FUZZ_CMAKE_ARGS="-DCK_MUJOCO=system" CK_TSAN_CMAKE_ARGS="$(mujoco_args "$v")" \
+        "$here/tools/fuzz.sh" "$secs" "$build/fuzz" "$build/mujoco-$v-tsan" 2>&1 |
+        tee "$build/fuzz.log" || frc=$?
+      # targets run, less those that found something (none ran if the build failed)
+      nran="$(grep -c "^fuzz: [a-z]* for " "$build/fuzz.log" || true)"
+      nfound="$(grep -c "FOUND a problem" "$build/fuzz.log" || true)"
+      summary+=("fuzzing: $((nran - nfound)) passed, $((3 - nran + nfound)) failed, 0 skipped")
+      tsan_counts="$(sed -n 's/^ThreadSanitizer: //p' "$build/fuzz.log")"
+      if [ "${CK_SKIP_TSAN:-0}" != "1" ]; then
+        summary+=("ThreadSanitizer (MuJoCo $v): ${tsan_counts:-0 passed, 1 failed, 0 skipped}")
       fi
+      [ "$frc" = 0 ] || failed=1
     fi
     echo "=== summary"
     np=0; nf=0; ns=0

@@ -23,7 +23,7 @@ packages=(
   libglfw3-dev libgl1-mesa-dri libpng-dev xvfb xauth
   gnuplot-nox
   python3 python3-venv python3-pip
-  clang
+  clang libclang-rt-14-dev libomp-14-dev
 )
 
 missing=()

@@ -50,16 +50,17 @@ void Cod::Bind(double* dmem, int* imem, int nmax) {
 
 int Cod::Factor(const double* a, int lda, int n, double rtol) {
   n_ = n;
+  const size_t ld = n;  // column stride (n * n can exceed int)
   double* q = qr_;
   for (int c = 0; c < n; c++) {
-    for (int r = 0; r < n; r++) q[r + c * n] = a[r + c * lda];
+    for (int r = 0; r < n; r++) q[r + c * ld] = a[r + c * static_cast<size_t>(lda)];
   }
 
   // column norms (current and at the last exact evaluation)
   double* norm0 = work_;
   for (int c = 0; c < n; c++) {
     double s = 0;
-    for (int r = 0; r < n; r++) s += q[r + c * n] * q[r + c * n];
+    for (int r = 0; r < n; r++) s += q[r + c * ld] * q[r + c * ld];
     norm_[c] = norm0[c] = std::sqrt(s);
     perm_[c] = c;
   }
@@ -75,26 +76,26 @@ int Cod::Factor(const double* a, int lda, int n, double rtol) {
     if (j == 0) r00 = norm_[p];
     if (!(norm_[p] > rtol * r00) || r00 == 0) break;
     if (p != j) {
-      for (int r = 0; r < n; r++) std::swap(q[r + j * n], q[r + p * n]);
+      for (int r = 0; r < n; r++) std::swap(q[r + j * ld], q[r + p * ld]);
       std::swap(perm_[j], perm_[p]);
       std::swap(norm_[j], norm_[p]);
       std::swap(norm0[j], norm0[p]);
     }
-    double* col = q + j + j * n;
+    double* col = q + j + j * ld;
     tau_[j] = MakeReflector(col, n - j);
-    for (int c = j + 1; c < n; c++) ApplyReflector(col, tau_[j], n - j, q + j + c * n);
+    for (int c = j + 1; c < n; c++) ApplyReflector(col, tau_[j], n - j, q + j + c * ld);
     rank = j + 1;
 
     // downdate the remaining norms; recompute where cancellation makes them unreliable
     for (int c = j + 1; c < n; c++) {
       if (norm_[c] == 0) continue;
-      const double ratio = std::fabs(q[j + c * n]) / norm_[c];
+      const double ratio = std::fabs(q[j + c * ld]) / norm_[c];
       double t = 1 - ratio * ratio;
       t = t < 0 ? 0 : t;
       const double rel = norm_[c] / norm0[c];
       if (t * rel * rel <= 1e-8) {
         double s = 0;
-        for (int r = j + 1; r < n; r++) s += q[r + c * n] * q[r + c * n];
+        for (int r = j + 1; r < n; r++) s += q[r + c * ld] * q[r + c * ld];
         norm_[c] = norm0[c] = std::sqrt(s);
       } else {
         norm_[c] *= std::sqrt(t);
@@ -102,18 +103,18 @@ int Cod::Factor(const double* a, int lda, int n, double rtol) {
     }
   }
   rank_ = rank;
-  cond_ = rank > 0 ? std::fabs(q[0]) / std::fabs(q[(rank - 1) * (n + 1)]) : 0;
+  cond_ = rank > 0 ? std::fabs(q[0]) / std::fabs(q[(rank - 1) * (ld + 1)]) : 0;
 
   // rank deficient: QR of [R11 R12]' (n x r) into qr2
   if (rank < n && rank > 0) {
     double* b = qr2_;
     for (int c = 0; c < rank; c++) {
-      for (int i = 0; i < n; i++) b[i + c * n] = i < c ? 0 : q[c + i * n];
+      for (int i = 0; i < n; i++) b[i + c * ld] = i < c ? 0 : q[c + i * ld];
     }
     for (int c = 0; c < rank; c++) {
-      double* col = b + c + c * n;
+      double* col = b + c + c * ld;
       tau2_[c] = MakeReflector(col, n - c);
-      for (int k = c + 1; k < rank; k++) ApplyReflector(col, tau2_[c], n - c, b + c + k * n);
+      for (int k = c + 1; k < rank; k++) ApplyReflector(col, tau2_[c], n - c, b + c + k * ld);
     }
   }
   return rank;
@@ -121,16 +122,19 @@ int Cod::Factor(const double* a, int lda, int n, double rtol) {
 
 void Cod::ApplyQt(const double* q, const double* tau, int m, double* x) const {
   const int n = n_;
-  for (int j = 0; j < m; j++) ApplyReflector(q + j + j * n, tau[j], n - j, x + j);
+  const size_t ld = n;
+  for (int j = 0; j < m; j++) ApplyReflector(q + j + j * ld, tau[j], n - j, x + j);
 }
 
 void Cod::ApplyQ(const double* q, const double* tau, int m, double* x) const {
   const int n = n_;
-  for (int j = m - 1; j >= 0; j--) ApplyReflector(q + j + j * n, tau[j], n - j, x + j);
+  const size_t ld = n;
+  for (int j = m - 1; j >= 0; j--) ApplyReflector(q + j + j * ld, tau[j], n - j, x + j);
 }
 
 void Cod::Solve(const double* c, double* x) {
   const int n = n_, r = rank_;
+  const size_t ld = n;
   double* y = work_;
   double* xt = work_ + n;
   for (int i = 0; i < n; i++) y[i] = c[i];
@@ -140,15 +144,15 @@ void Cod::Solve(const double* c, double* x) {
     // R z = Q' c
     for (int i = n - 1; i >= 0; i--) {
       double s = y[i];
-      for (int k = i + 1; k < n; k++) s -= qr_[i + k * n] * xt[k];
-      xt[i] = s / qr_[i + i * n];
+      for (int k = i + 1; k < n; k++) s -= qr_[i + k * ld] * xt[k];
+      xt[i] = s / qr_[i + i * ld];
     }
   } else if (r > 0) {
     // S' z = (Q1' c), then W [z; 0]
     for (int i = 0; i < r; i++) {
       double s = y[i];
-      for (int k = 0; k < i; k++) s -= qr2_[k + i * n] * xt[k];
-      xt[i] = s / qr2_[i + i * n];
+      for (int k = 0; k < i; k++) s -= qr2_[k + i * ld] * xt[k];
+      xt[i] = s / qr2_[i + i * ld];
     }
     ApplyQ(qr2_, tau2_, r, xt);
   }
@@ -157,6 +161,7 @@ void Cod::Solve(const double* c, double* x) {
 
 void Cod::SolveT(const double* c, double* x) {
   const int n = n_, r = rank_;
+  const size_t ld = n;
   double* t = work_;
   double* s = work_ + n;
   for (int j = 0; j < n; j++) t[j] = c[perm_[j]];
@@ -165,16 +170,16 @@ void Cod::SolveT(const double* c, double* x) {
     // R' s = P' c, then Q s
     for (int i = 0; i < n; i++) {
       double v = t[i];
-      for (int k = 0; k < i; k++) v -= qr_[k + i * n] * s[k];
-      s[i] = v / qr_[i + i * n];
+      for (int k = 0; k < i; k++) v -= qr_[k + i * ld] * s[k];
+      s[i] = v / qr_[i + i * ld];
     }
   } else if (r > 0) {
     // S s = (W' P' c)[0:r], then Q1 s
     ApplyQt(qr2_, tau2_, r, t);
     for (int i = r - 1; i >= 0; i--) {
       double v = t[i];
-      for (int k = i + 1; k < r; k++) v -= qr2_[i + k * n] * s[k];
-      s[i] = v / qr2_[i + i * n];
+      for (int k = i + 1; k < r; k++) v -= qr2_[i + k * ld] * s[k];
+      s[i] = v / qr2_[i + i * ld];
     }
   }
   ApplyQ(qr_, tau_, r, s);

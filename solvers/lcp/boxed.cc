@@ -202,14 +202,15 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
   int* cidx = cidx_.data();
   int* pos = pos_.data();
   const int k = ClampedSet(lcp, state, cidx, pos);
+  const size_t ks = k;  // column stride of K (k * k can exceed int)
   double* K = K_.data();
   double* c = c_.data();
 
   // K = A_CC + A_CB E + ridge I, c = -(b_C + A_CB g)
   for (int b = 0; b < k; b++) {
     const double* col = A + cidx[b] * ld;
-    for (int a = 0; a < k; a++) K[a + b * k] = col[cidx[a]];
-    K[b + b * k] += ridge;
+    for (int a = 0; a < k; a++) K[a + b * ks] = col[cidx[a]];
+    K[b + b * ks] += ridge;
   }
   for (int a = 0; a < k; a++) c[a] = -lcp.b[cidx[a]];
   for (int j = 0; j < n; j++) {
@@ -218,7 +219,7 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
     Value(lcp, state, j, &coef, &g);
     const double* col = A + j * ld;
     if (coef != 0) {
-      double* kc = K + pos[lcp.findex[j]] * k;
+      double* kc = K + pos[lcp.findex[j]] * ks;
       for (int a = 0; a < k; a++) kc[a] += coef * col[cidx[a]];
     }
     if (g != 0) {
@@ -241,7 +242,7 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
     LuSolve(lu_.data(), piv_.data(), k, y);
     for (int a = 0; a < k; a++) {
       double s = c[a];
-      for (int b = 0; b < k; b++) s -= K[a + b * k] * y[b];
+      for (int b = 0; b < k; b++) s -= K[a + b * ks] * y[b];
       r[a] = s;
     }
     LuSolve(lu_.data(), piv_.data(), k, r);
@@ -253,7 +254,7 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
     cod->Solve(c, y);
     for (int a = 0; a < k; a++) {
       double s = c[a];
-      for (int b = 0; b < k; b++) s -= K[a + b * k] * y[b];
+      for (int b = 0; b < k; b++) s -= K[a + b * ks] * y[b];
       r[a] = s;
     }
     cod->Solve(r, r);
@@ -452,10 +453,11 @@ bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, doubl
         for (int j = 0; j < n; j++) {
           if (done[j] && j != i && state[j] == kLcpClamped) cidx[k++] = j;
         }
+        const size_t ks = k;  // column stride of K
         for (int b = 0; b < k; b++) {
           const double* cb = A + cidx[b] * ld;
-          for (int a = 0; a < k; a++) K[a + b * k] = cb[cidx[a]];
-          K[b + b * k] += ridge;
+          for (int a = 0; a < k; a++) K[a + b * ks] = cb[cidx[a]];
+          K[b + b * ks] += ridge;
           col[b] = -dir * A[cidx[b] + i * ld];
         }
         stats->iterations++;
@@ -540,6 +542,7 @@ bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, do
       fix[i] = round >= 2 ? 0.5 * (fix[i] + m) : m;
     }
     fix_ = fix;
+    stats->frozen_rounds++;
     const bool ok = Dantzig(lcp, opt, ridge, state, x, w, stats);
     fix_ = nullptr;
     if (!ok) return false;

@@ -44,6 +44,7 @@ namespace contactkit {
 struct BoxedStats {
   int iterations = 0;      // reduced solves
   int pivots = 0;          // rows flipped
+  int frozen_rounds = 0;   // rounds of Dantzig's method with frozen friction bounds
   bool guess_hit = false;  // the guessed classification was accepted
   bool pivot_ok = false;   // pivoting found an exact classification
   bool used_pgs = false;   // the Gauss-Seidel fallback ran

@@ -244,14 +244,15 @@ void LcpSolver::ClearY(const Problem& p, int i) {
 void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
   double* A = A_.data();
   const double cfm = settings_.lcp.cfm;
+  const size_t ld = n;  // column stride (n * n can exceed int)
   for (int j = 0; j < n; j++) {
     SolveRow(p, rows[j], 1);
     for (int i = j; i < n; i++) {
       const double v = p.J.Dot(rows[i], yv_.data());
-      A[i + j * n] = v;
-      A[j + i * n] = v;
+      A[i + j * ld] = v;
+      A[j + i * ld] = v;
     }
-    A[j + j * n] += cfm;
+    A[j + j * ld] += cfm;
     ClearY(p, rows[j]);
   }
 }
@@ -538,8 +539,9 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
   // x >= 0 _|_ A x + b >= 0 on those rows alone (frictionless: no tangential pseudo-motion),
   // A_PP from the island's A_ of the velocity solve
   double* Ap = pA_.data();
+  const size_t lp = np, ld = n;  // column strides of A_PP and A_ (their sizes can exceed int)
   for (int c = 0; c < np; c++) {
-    for (int r = 0; r < np; r++) Ap[r + c * np] = A_[local[r] + local[c] * n];
+    for (int r = 0; r < np; r++) Ap[r + c * lp] = A_[local[r] + local[c] * ld];
   }
   for (int j = 0; j < np; j++) {
     lo_[j] = 0;
@@ -560,7 +562,7 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
   for (int j = 0; j < np; j++) {
     state[j] = kLcpClamped;
     double w = b_[j];
-    for (int k = 0; k < np; k++) w += Ap[j + k * np] * x_[k];
+    for (int k = 0; k < np; k++) w += Ap[j + k * lp] * x_[k];
     pushing = pushing && x_[j] >= 0 && std::fabs(w) <= tol;
   }
   bool solved = pushing;
@@ -575,7 +577,7 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
   if (!solved) {
     // no exact answer: each row's own correction shared among the rows, which never overshoots
     for (int j = 0; j < np; j++) {
-      const double a = Ap[j + j * np];
+      const double a = Ap[j + j * lp];
       x_[j] = a > 0 ? -b_[j] / (a * np) : 0;
       state[j] = x_[j] > 0 ? kLcpClamped : kLcpLower;
     }
