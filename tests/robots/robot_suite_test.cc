@@ -27,53 +27,58 @@ struct Known {
   int solver;
   int timestep_scale;  // 1 or 5; 0: both
   int control;         // kControlHeld or kControlRandom; -1: both (runs only)
-  bool mj3_only;       // the defect shows on MuJoCo 3.x only
 };
 
 // runs that diverge or break a bound
 const Known kKnownRuns[] = {
     // comfree diverges on the Panda with random controls at h = 0.002 (|qvel| 1.1e5)
-    {"panda", ckSOL_COMFREE, 1, tools::kControlRandom, false},
+    {"panda", ckSOL_COMFREE, 1, tools::kControlRandom},
     // MuJoCo's own solver: the Allegro's and LEAP's fingers blow up at 5h (|qvel| 1035, 1070)
-    {"allegro", ckSOL_MUJOCO, 5, tools::kControlRandom, false},
-    {"leap", ckSOL_MUJOCO, 5, tools::kControlRandom, false},
+    {"allegro", ckSOL_MUJOCO, 5, tools::kControlRandom},
+    {"leap", ckSOL_MUJOCO, 5, tools::kControlRandom},
     // comfree and lcp: LEAP's fingers blow up with random controls (|qvel| 2305; lcp 1774 at h)
-    {"leap", ckSOL_COMFREE, 5, tools::kControlRandom, false},
-    {"leap", ckSOL_LCP, 0, tools::kControlRandom, false},
-    // ipm: the humanoid blows up at 5h = 0.025 with random controls (|qvel| 1.6e3, 2.6e4)
-    {"humanoid", ckSOL_IPM, 5, tools::kControlRandom, false},
+    {"leap", ckSOL_COMFREE, 5, tools::kControlRandom},
+    {"leap", ckSOL_LCP, 0, tools::kControlRandom},
+    // ipm blows up at 5h with random controls: the humanoid (|qvel| 1.6e3, 2.6e4), LEAP on 2.2.2
+    // (1.2e3)
+    {"humanoid", ckSOL_IPM, 5, tools::kControlRandom},
+    {"leap", ckSOL_IPM, 5, tools::kControlRandom},
     // comfree does not hold the A1, the Shadow hand (drift 9-61 mm, 7-68 mm) and at 5h the
     // Allegro's cube (1.3 mm) at rest
-    {"a1", ckSOL_COMFREE, 0, tools::kControlHeld, false},
-    {"allegro", ckSOL_COMFREE, 5, tools::kControlHeld, false},
-    {"shadow", ckSOL_COMFREE, 0, tools::kControlHeld, false},
+    {"a1", ckSOL_COMFREE, 0, tools::kControlHeld},
+    {"allegro", ckSOL_COMFREE, 5, tools::kControlHeld},
+    {"shadow", ckSOL_COMFREE, 0, tools::kControlHeld},
     // comfree at 5h: the X2 sinks 275 mm into the floor, the humanoid 191-286 mm
-    {"x2", ckSOL_COMFREE, 5, tools::kControlHeld, false},
-    {"humanoid", ckSOL_COMFREE, 5, tools::kControlHeld, false},
+    {"x2", ckSOL_COMFREE, 5, tools::kControlHeld},
+    {"humanoid", ckSOL_COMFREE, 5, tools::kControlHeld},
 };
 
 // Jacobians that disagree with centered differences (relative error of A unless B is named)
 const Known kKnownJacobians[] = {
-    // implicitfast (the Panda's and LEAP's integrator on 3.x): A 0.17 (mujoco), 1.3e-3 (ipm) at 5h
-    {"panda", ckSOL_MUJOCO, 5, -1, true},
-    {"panda", ckSOL_IPM, 5, -1, true},
-    {"leap", ckSOL_IPM, 5, -1, true},  // B 1.2e-4
+    // the Panda at 5h = 0.01 without contacts, implicitfast (3.x) and implicit (2.2.2) alike:
+    // A 0.17 (mujoco), 1.3e-3 (ipm); LEAP under ipm at 5h: B 1.2e-4
+    {"panda", ckSOL_MUJOCO, 5, -1},
+    {"panda", ckSOL_IPM, 5, -1},
+    {"leap", ckSOL_IPM, 5, -1},
     // ipm with contacts at kappa_grad = kappa_tol: A1 0.073, Allegro 0.20, Shadow 0.036, mug 0.47
-    {"a1", ckSOL_IPM, 0, -1, false},
-    {"allegro", ckSOL_IPM, 0, -1, false},
-    {"shadow", ckSOL_IPM, 0, -1, false},
-    {"mug", ckSOL_IPM, 0, -1, false},
-    // lcp: A1 (4 contacts) A 1.0, mug A 1.0, LEAP without contacts B 1.0
-    {"a1", ckSOL_LCP, 0, -1, false},
-    {"mug", ckSOL_LCP, 0, -1, false},
-    {"leap", ckSOL_LCP, 0, -1, false},
-    // MuJoCo's solver on the Allegro at 5h (one contact): A 1.0
-    {"allegro", ckSOL_MUJOCO, 5, -1, false},
+    {"a1", ckSOL_IPM, 0, -1},
+    {"allegro", ckSOL_IPM, 0, -1},
+    {"shadow", ckSOL_IPM, 0, -1},
+    {"mug", ckSOL_IPM, 0, -1},
+    // lcp: A1 (4 contacts) A 1.0, mug A 1.0, LEAP without contacts B 1.0; on 2.2.2 also the
+    // Allegro A 0.99 and the Shadow hand B 1.0
+    {"a1", ckSOL_LCP, 0, -1},
+    {"mug", ckSOL_LCP, 0, -1},
+    {"leap", ckSOL_LCP, 0, -1},
+    {"allegro", ckSOL_LCP, 0, -1},
+    {"shadow", ckSOL_LCP, 0, -1},
+    // MuJoCo's solver on the Allegro (one or two contacts): A 1.0 at 5h (3.17), 0.51 at h (2.2.2)
+    {"allegro", ckSOL_MUJOCO, 0, -1},
     // the muscle arm, every solver, no contact: A 0.39 at h, 0.42-0.57 at 5h
-    {"arm26", ckSOL_MUJOCO, 0, -1, false},
-    {"arm26", ckSOL_IPM, 0, -1, false},
-    {"arm26", ckSOL_COMFREE, 0, -1, false},
-    {"arm26", ckSOL_LCP, 0, -1, false},
+    {"arm26", ckSOL_MUJOCO, 0, -1},
+    {"arm26", ckSOL_IPM, 0, -1},
+    {"arm26", ckSOL_COMFREE, 0, -1},
+    {"arm26", ckSOL_LCP, 0, -1},
 };
 
 template <size_t N>
@@ -81,7 +86,7 @@ bool IsKnown(const Known (&list)[N], const std::string& model, int solver, int s
   for (const Known& k : list) {
     if (model == k.model && solver == k.solver &&
         (!k.timestep_scale || k.timestep_scale == scale) &&
-        (k.control < 0 || k.control == control) && (!k.mj3_only || mjVERSION_HEADER >= 300)) {
+        (k.control < 0 || k.control == control)) {
       return true;
     }
   }
