@@ -53,9 +53,10 @@ int RobotsBench(const RobotsOptions& o, std::string* report) {
 
   std::vector<std::vector<std::string>> rows;
   std::string failures;
+  // gnuplot titles are single-quoted: no apostrophes
   PlotSpec time_plot{
-      "ck_step time / mj_step time at the model's timestep (geometric mean of "
-      "cases; no bar: every case diverged)",
+      "ck_step time / mj_step time at h (geometric mean over the cases; no bar: every case "
+      "diverged)",
       "",
       "ratio",
       false,
@@ -204,11 +205,13 @@ int RobotsBench(const RobotsOptions& o, std::string* report) {
   std::string text = "### Robot suite: every model, solver and case\n\n" + table + "\n" + notes;
   if (o.plots) {
     std::string perr;
-    if (!Plot(o.out + "/robots_time.png", time_plot, &perr) ||
-        !Plot(o.out + "/robots_penetration.png", pen_plot, &perr)) {
-      std::fprintf(stderr, "ck-bench: robots plot skipped: %s\n", perr.c_str());
-    } else {
-      text += "\n![time](robots_time.png)\n![penetration](robots_penetration.png)\n";
+    for (const auto& [name, spec] : {std::make_pair("robots_time", &time_plot),
+                                     std::make_pair("robots_penetration", &pen_plot)}) {
+      if (Plot(o.out + "/" + name + ".png", *spec, &perr)) {
+        text += "\n![" + std::string(name) + "](" + name + ".png)\n";
+      } else {
+        std::fprintf(stderr, "ck-bench: plot %s skipped: %s\n", name, perr.c_str());
+      }
     }
   }
   std::ofstream(o.out + "/robots.md") << text;
