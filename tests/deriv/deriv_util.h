@@ -24,14 +24,15 @@ struct Jacobians {
         D(std::max(static_cast<int>(m->nsensordata), 1) * std::max(static_cast<int>(m->nu), 1)) {}
 };
 
-// ||a - b||_F / ||b||_F
-inline double RelativeError(const std::vector<double>& a, const std::vector<double>& b) {
+// ||a - b||_F / max(||b||_F, floor)
+inline double RelativeError(const std::vector<double>& a, const std::vector<double>& b,
+                            double floor = 1e-150) {
   double num = 0, den = 0;
   for (size_t i = 0; i < a.size(); i++) {
     num += (a[i] - b[i]) * (a[i] - b[i]);
     den += b[i] * b[i];
   }
-  return std::sqrt(num / std::max(den, 1e-300));
+  return std::sqrt(num / std::max(den, floor * floor));
 }
 
 // the largest differences of a row-major matrix with ncol columns, for failure messages

@@ -22,6 +22,7 @@
 
 #include "contactkit/contactkit.h"
 #include "tools/bench_suite/plot.h"
+#include "tools/bench_suite/robots.h"
 #include "tools/common/bench_measure.h"
 #include "tools/common/derivatives.h"
 #include "tools/common/divergence.h"
@@ -46,6 +47,9 @@ const char kUsage[] =
     "                       (ComFree Fig. 3b)\n"
     "  comfree-scaling      step time against contact count on growing stacks (ComFree Fig. 7)\n"
     "  nimble-jacobian      Jacobian time: analytic against central differences (Nimble Table II)\n"
+    "  robots               robot suite: every Menagerie robot and example model, solver, timestep\n"
+    "                       (h, 5h), start and controls; divergence, drift, penetration, Jacobian\n"
+    "                       against differences, time against mj_step (long: not part of all)\n"
     "\n"
     "options:\n"
     "  --out DIR            output folder (default bench_out)\n"
@@ -625,10 +629,14 @@ int Main(int argc, char** argv) {
       {"comfree-penetration", ComfreePenetration},
       {"comfree-scaling", ComfreeScaling},
       {"nimble-jacobian", NimbleJacobian},
+      {"robots",
+       [](const Options& o, std::string* r) {
+         return RobotsBench({o.out, o.models_dir, o.solvers, o.quick, o.plots, o.progress}, r);
+       }},
   };
   std::vector<std::pair<std::string, Bench>> run;
   for (const auto& b : benches) {
-    if (cmd == "all" || cmd == b.first) run.push_back(b);
+    if ((cmd == "all" && b.first != "robots") || cmd == b.first) run.push_back(b);
   }
   if (run.empty()) {
     std::string names = "all";

@@ -15,7 +15,17 @@ bool Plot(const std::string& png, const PlotSpec& spec, std::string* error) {
   int nblock = 0;
   {
     std::ofstream f(dat);
+    // bars: one row per x tic, one column per series ("-" where a bar is missing)
+    for (size_t k = 0; spec.bars && k < spec.xtics.size(); k++) {
+      f << "\"" << spec.xtics[k] << "\"";
+      for (const Series& s : spec.series) {
+        const bool ok = k < s.y.size() && std::isfinite(s.y[k]) && !(spec.logy && s.y[k] <= 0);
+        f << " " << (ok ? std::to_string(s.y[k]) : "-");
+      }
+      f << "\n";
+    }
     for (const Series& s : spec.series) {
+      if (spec.bars) break;
       f << "# " << s.name << "\n";
       for (size_t i = 0; i < s.x.size() && i < s.y.size(); i++) {
         // log axes cannot show zeros or negatives
@@ -39,7 +49,11 @@ bool Plot(const std::string& png, const PlotSpec& spec, std::string* error) {
   g << "set xlabel '" << spec.xlabel << "'\nset ylabel '" << spec.ylabel << "'\n";
   g << "set grid\nset key outside right top\n";
   if (spec.logx) g << "set logscale x\n";
-  if (!spec.xtics.empty()) {
+  if (spec.bars) {
+    g << "set style data histogram\nset style histogram cluster gap 1\n"
+      << "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset datafile missing '-'\n"
+      << "set xtics rotate by -30\n";
+  } else if (!spec.xtics.empty()) {
     g << "set xrange [-0.5:" << spec.xtics.size() - 0.5 << "]\nset xtics rotate by -30 (";
     for (size_t i = 0; i < spec.xtics.size(); i++) {
       g << (i ? ", " : "") << "'" << spec.xtics[i] << "' " << i;
@@ -48,6 +62,10 @@ bool Plot(const std::string& png, const PlotSpec& spec, std::string* error) {
   }
   if (spec.logy) g << "set logscale y\n";
   g << "plot ";
+  for (size_t i = 0; spec.bars && i < spec.series.size(); i++) {
+    g << (i ? ", " : "") << "'" << dat << "' using " << i + 2 << (i ? "" : ":xtic(1)") << " title '"
+      << spec.series[i].name << "'";
+  }
   for (int i = 0; i < nblock; i++) {
     g << (i ? ", " : "") << "'" << dat << "' index " << i
       << " using 1:2 with linespoints lw 2 pt 7 title '" << spec.series[i].name << "'";

@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 //
-// PNG line plots through gnuplot (Debian's gnuplot-nox, png terminal), skipped with a message when
-// gnuplot is absent.
+// PNG line and bar plots through gnuplot (Debian's gnuplot-nox, png terminal), skipped with a
+// message when gnuplot is absent.
 #ifndef CONTACTKIT_TOOLS_BENCH_SUITE_PLOT_H_
 #define CONTACTKIT_TOOLS_BENCH_SUITE_PLOT_H_
 
@@ -20,6 +20,7 @@ struct PlotSpec {
   bool logx = false, logy = false;
   std::vector<Series> series;
   std::vector<std::string> xtics;  // names of x = 0, 1, 2, ... (empty: numeric axis)
+  bool bars = false;               // clustered bars: series[i].y[k] over xtics[k] (NaN: no bar)
 };
 
 // true if gnuplot is on PATH

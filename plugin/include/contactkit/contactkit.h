@@ -183,7 +183,8 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // it was; all memory was allocated by ck_make. Returns 0 if the analytic path was taken, 1 if
 // finite differences through ck_step were used instead (forward, eps 1e-6: a solver without a
 // force tangent, noslip iterations, more rows than the handle holds, a singular Hessian, an
-// active connect or weld equality on MuJoCo 3.7+, whose reference holds Jdot v),
+// active connect or weld equality on MuJoCo 3.7+, whose reference holds Jdot v, fluid forces
+// under the implicit integrators),
 // -1 on bad arguments, a model other than the handle's, or a handle without derivatives (setting
 // "derivatives" = 0), -2 for a state MuJoCo would reset (NaN, inf or beyond 1e10 in qpos, qvel,
 // act, ctrl, qacc_warmstart, qfrc_applied, xfrc_applied or mocap; nothing written) or one whose
