@@ -8,10 +8,8 @@
 namespace contactkit {
 namespace {
 
-constexpr int kBlockTries = 3;    // non-improving block flips before single pivots
-constexpr int kFreezes = 12;      // rounds of frozen friction bounds per loop
-constexpr int kSmallIsland = 64;  // rows up to which the first repair gets kSmallRepair n pivots
-constexpr int kSmallRepair = 8;
+constexpr int kBlockTries = 3;  // non-improving block flips before single pivots
+constexpr int kFreezes = 12;    // rounds of frozen friction bounds per loop
 
 bool Bilateral(const DenseLcp& lcp, int i) {
   return lcp.findex[i] < 0 && std::isinf(lcp.lo[i]) && std::isinf(lcp.hi[i]);
@@ -646,11 +644,7 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   } else {
     ColdState(lcp, state);
   }
-  // small islands (legs, hands) pivot longer before Lemke: each reduced solve costs O(n^2)
-  // there, Lemke's method O(n^2) per pivot on about three times as many variables
-  BoxedOptions first = local;
-  if (n <= kSmallIsland) first.max_pivots = std::min(opt.max_pivots, kSmallRepair * n + 2);
-  if (Pivot(lcp, first, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats)) {
+  if (repair()) {
     stats->pivot_ok = true;
     return finish(true);
   }
