@@ -15,6 +15,44 @@ constexpr double kTieTol = 1e-12;    // relative tolerance for ties in the ratio
 enum Role { kRoleX = 0, kRoleP, kRoleM, kRoleS };
 enum Kind { kUnilateral = 0, kBilateral, kBox };
 
+// inverse of the k x k row-major matrix a in place by Gauss-Jordan elimination with partial
+// pivoting (perm: k row interchanges); false if a pivot is zero
+bool InvertInPlace(double* a, int k, int* perm) {
+  for (int c = 0; c < k; c++) {
+    int p = c;
+    for (int i = c + 1; i < k; i++) {
+      if (std::fabs(a[static_cast<size_t>(i) * k + c]) >
+          std::fabs(a[static_cast<size_t>(p) * k + c]))
+        p = i;
+    }
+    perm[c] = p;
+    if (!(std::fabs(a[static_cast<size_t>(p) * k + c]) > 0)) return false;
+    if (p != c) {
+      for (int j = 0; j < k; j++)
+        std::swap(a[static_cast<size_t>(c) * k + j], a[static_cast<size_t>(p) * k + j]);
+    }
+    double* ac = a + static_cast<size_t>(c) * k;
+    const double inv = 1 / ac[c];
+    ac[c] = 1;
+    for (int j = 0; j < k; j++) ac[j] *= inv;
+    for (int i = 0; i < k; i++) {
+      if (i == c) continue;
+      double* ai = a + static_cast<size_t>(i) * k;
+      const double f = ai[c];
+      if (f == 0) continue;
+      ai[c] = 0;
+      for (int j = 0; j < k; j++) ai[j] -= f * ac[j];
+    }
+  }
+  // undo the row interchanges as column interchanges of the inverse
+  for (int c = k - 1; c >= 0; c--) {
+    if (perm[c] == c) continue;
+    for (int i = 0; i < k; i++)
+      std::swap(a[static_cast<size_t>(i) * k + c], a[static_cast<size_t>(i) * k + perm[c]]);
+  }
+  return true;
+}
+
 }  // namespace
 
 void Lemke::Allocate(int nmax) {
@@ -33,6 +71,9 @@ void Lemke::Allocate(int nmax) {
   tmp_.assign(N, 0);
   z_.assign(2 * N + 1, 0);
   cand_.assign(N, 0);
+  rowpos_.assign(N, 0);
+  perm_.assign(N, 0);
+  g_.assign(N * N, 0);
 }
 
 void Lemke::Column(const DenseLcp& lcp, int v, double* col) const {
@@ -75,48 +116,62 @@ void Lemke::Column(const DenseLcp& lcp, int v, double* col) const {
 }
 
 bool Lemke::Refactor(const DenseLcp& lcp) {
-  // B (row-major in Binv_) from the basic columns, inverted in place by Gauss-Jordan elimination
-  // with partial pivoting, then xB = B^-1 q
+  // the basis has identity columns e_j for its basic slacks w_j (rows J) and k structural
+  // columns S (z and z0) whose rows R are the rows no slack covers: B x = y gives
+  // S_R x_T = y_R and x_J = y_J - S_J x_T, so only the k x k block S_R is inverted
   const int N = N_;
   double* B = Binv_.data();
-  double* c = tmp_.data();
+  int* spos = cand_.data();  // position of each structural column
+  std::fill(where_.begin(), where_.begin() + N, -1);
   for (int r = 0; r < N; r++) {
-    Column(lcp, basic_[r], c);
-    for (int i = 0; i < N; i++) B[static_cast<size_t>(i) * N + r] = c[i];
+    if (basic_[r] < N) where_[basic_[r]] = r;
   }
-  int* perm = cand_.data();
-  for (int k = 0; k < N; k++) {
-    int p = k;
-    for (int i = k + 1; i < N; i++) {
-      if (std::fabs(B[static_cast<size_t>(i) * N + k]) >
-          std::fabs(B[static_cast<size_t>(p) * N + k]))
-        p = i;
+  int k = 0;
+  for (int j = 0; j < N; j++) {
+    if (where_[j] < 0) rowpos_[j] = k++;
+  }
+  // structural columns into their positions' rows of B, S_R (row-major) into G
+  double* G = g_.data();
+  int t = 0;
+  for (int r = 0; r < N; r++) {
+    if (basic_[r] < N) continue;
+    double* sr = B + static_cast<size_t>(r) * N;
+    Column(lcp, basic_[r], sr);
+    spos[t] = r;
+    for (int j = 0; j < N; j++) {
+      if (where_[j] < 0) G[static_cast<size_t>(rowpos_[j]) * k + t] = sr[j];
     }
-    perm[k] = p;
-    if (!(std::fabs(B[static_cast<size_t>(p) * N + k]) > 0)) return false;
-    if (p != k) {
-      for (int j = 0; j < N; j++)
-        std::swap(B[static_cast<size_t>(k) * N + j], B[static_cast<size_t>(p) * N + j]);
+    t++;
+  }
+  if (t != k || !InvertInPlace(G, k, perm_.data())) return false;
+
+  // slack rows: e_j' - S_j G on the uncovered columns
+  for (int r = 0; r < N; r++) {
+    const int j = basic_[r];
+    if (j >= N) continue;
+    double* br = B + static_cast<size_t>(r) * N;
+    double* acc = tmp_.data();  // (k)
+    std::fill(acc, acc + k, 0.0);
+    for (int s = 0; s < k; s++) {
+      const double c = B[static_cast<size_t>(spos[s]) * N + j];
+      if (c == 0) continue;
+      const double* gs = G + static_cast<size_t>(s) * k;
+      for (int a = 0; a < k; a++) acc[a] -= c * gs[a];
     }
-    double* bk = B + static_cast<size_t>(k) * N;
-    const double inv = 1 / bk[k];
-    bk[k] = 1;
-    for (int j = 0; j < N; j++) bk[j] *= inv;
-    for (int i = 0; i < N; i++) {
-      if (i == k) continue;
-      double* bi = B + static_cast<size_t>(i) * N;
-      const double f = bi[k];
-      if (f == 0) continue;
-      bi[k] = 0;
-      for (int j = 0; j < N; j++) bi[j] -= f * bk[j];
+    std::fill(br, br + N, 0.0);
+    br[j] = 1;
+    for (int jj = 0; jj < N; jj++) {
+      if (where_[jj] < 0) br[jj] = acc[rowpos_[jj]];
     }
   }
-  // undo the row interchanges as column interchanges of the inverse
-  for (int k = N - 1; k >= 0; k--) {
-    if (perm[k] == k) continue;
-    for (int i = 0; i < N; i++)
-      std::swap(B[static_cast<size_t>(i) * N + k], B[static_cast<size_t>(i) * N + perm[k]]);
+  // structural rows: G's rows on the uncovered columns
+  for (int s = 0; s < k; s++) {
+    double* br = B + static_cast<size_t>(spos[s]) * N;
+    const double* gs = G + static_cast<size_t>(s) * k;
+    for (int j = 0; j < N; j++) br[j] = where_[j] < 0 ? gs[rowpos_[j]] : 0;
   }
+  for (int j = 0; j < N; j++) where_[j] = -1;
+  for (int r = 0; r < N; r++) where_[basic_[r]] = r;
   for (int i = 0; i < N; i++) {
     const double* bi = B + static_cast<size_t>(i) * N;
     double s = 0;

@@ -33,7 +33,8 @@ class Lemke {
   // column of [I, -M, -d] for variable v (w: 0..N-1, z: N..2N-1, z0: 2N) into col (N)
   void Column(const DenseLcp& lcp, int v, double* col) const;
 
-  // recompute the basis inverse and the basic solution from the basic columns; false if singular
+  // recompute the basis inverse and the basic solution from the basic columns (only the block of
+  // the structural columns is inverted); false if singular
   bool Refactor(const DenseLcp& lcp);
 
   int nmax_ = 0;              // standard variables capacity (3 nmax rows)
@@ -51,6 +52,9 @@ class Lemke {
   std::vector<double> tmp_;   // scratch                                        (N)
   std::vector<double> z_;     // standard solution                              (2N + 1)
   std::vector<int> cand_;     // ratio-test candidates                          (N)
+  std::vector<int> rowpos_;   // Refactor: place of a row no basic slack covers (N)
+  std::vector<int> perm_;     // Refactor: row interchanges                     (N)
+  std::vector<double> g_;     // Refactor: inverse of the structural block      (N x N)
 };
 
 }  // namespace contactkit
