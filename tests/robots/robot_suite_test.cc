@@ -21,7 +21,7 @@ using tools::SuiteCase;
 using tools::SuiteControl;
 using tools::SuiteStart;
 
-// a case kept out of CI because of an open defect (issue 14); ck-bench robots shows it failing
+// a case kept out of CI because of an open defect; ck-bench robots shows it failing
 struct Known {
   const char* model;
   int solver;
@@ -31,8 +31,6 @@ struct Known {
 
 // runs that diverge or break a bound
 const Known kKnownRuns[] = {
-    // comfree diverges on the Panda with random controls at h = 0.002 (|qvel| 1.1e5)
-    {"panda", ckSOL_COMFREE, 1, tools::kControlRandom},
     // MuJoCo's own solver: the Allegro's and LEAP's fingers blow up at 5h (|qvel| 1035, 1070)
     {"allegro", ckSOL_MUJOCO, 5, tools::kControlRandom},
     {"leap", ckSOL_MUJOCO, 5, tools::kControlRandom},
