@@ -8,6 +8,8 @@
 #include <cmath>
 #include <random>
 
+#include "tools/common/divergence.h"
+
 namespace contactkit::tools {
 namespace {
 
@@ -82,25 +84,6 @@ bool HasFreeBody(const mjModel* m) {
 }
 
 namespace {
-
-// the first reason the state has diverged, or empty
-std::string Divergence(const mjModel* m, const mjData* d) {
-  for (int w : {mjWARN_BADQACC, mjWARN_BADQVEL, mjWARN_BADQPOS}) {
-    if (d->warning[w].number) {
-      return "MuJoCo reset (warning " + std::to_string(w) + ") at t = " + std::to_string(d->time);
-    }
-  }
-  for (int i = 0; i < m->nq; i++) {
-    if (!std::isfinite(d->qpos[i])) return "non-finite qpos at t = " + std::to_string(d->time);
-  }
-  for (int i = 0; i < m->nv; i++) {
-    if (!std::isfinite(d->qvel[i]) || std::fabs(d->qvel[i]) > kSuiteMaxQvel) {
-      return "|qvel| " + std::to_string(std::fabs(d->qvel[i])) +
-             " at t = " + std::to_string(d->time);
-    }
-  }
-  return "";
-}
 
 // largest |qvel|
 double MaxQvel(const mjModel* m, const mjData* d) {
@@ -228,6 +211,9 @@ SuiteResult RunSuiteCase(mjModel* m, const SuiteModel& model, const SuiteCase& c
   auto run = [&](bool ours) {
     Reset(m, d, c.start);
     Controls controls(m, model, c.start, c.control);
+    // penetration has its own bound per solver (SuiteFailure)
+    DivergenceCheck diverged({kSuiteMaxQvel, HUGE_VAL});
+    diverged.Start(d);
     double time = 0;
     for (int t = 0; t < nstep; t++) {
       controls.Apply(d);
@@ -244,8 +230,8 @@ SuiteResult RunSuiteCase(mjModel* m, const SuiteModel& model, const SuiteCase& c
       r.max_penetration = std::max(r.max_penetration, static_cast<double>(st->max_penetration));
       r.inexact += st->status != ckSTATUS_SOLVED;
       r.max_qvel = std::max(r.max_qvel, MaxQvel(m, d));
-      r.why = Divergence(m, d);
-      if (!r.why.empty()) {
+      if (diverged.Check(m, d, t)) {
+        r.why = diverged.reason();
         r.diverged = true;
         break;
       }
