@@ -570,6 +570,19 @@ void IpmSolver::Measures(const Problem& p, int k, State* s) const {
   s->interior = interior;
 }
 
+namespace {
+
+// eta0 on the central path through the normal pair (gamma s_n = kappa) of the cone at row f:
+// (s_n + sqrt(s_n^2 + 4 |eta_R|^2)) / 2
+double CentralEta0(const State& s, int f, int cnt, int nrm) {
+  double r2 = 0;
+  for (int r = f; r < f + cnt; r++) r2 += s.z[r] * s.z[r];
+  const double a = s.z[nrm];
+  return 0.5 * (a + std::sqrt(a * a + 4 * r2));
+}
+
+}  // namespace
+
 void IpmSolver::RecenterEta0(const Problem& p, int k, State* s) const {
   // eta0 enters no linear residual: on the central path through the contact's normal pair
   // (gamma s_n = kappa) it is (s_n + sqrt(s_n^2 + 4 |eta_R|^2)) / 2. A feasible iterate's s_n is
@@ -581,10 +594,7 @@ void IpmSolver::RecenterEta0(const Problem& p, int k, State* s) const {
   for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
     const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
     if (nrm < 0) continue;
-    double r2 = 0;
-    for (int r = f; r < f + cnt; r++) r2 += s->z[r] * s->z[r];
-    const double a = s->z[nrm];
-    const double eta0 = 0.5 * (a + std::sqrt(a * a + 4 * r2));
+    const double eta0 = CentralEta0(*s, f, cnt, nrm);
     if (!(eta0 < s->z0[f])) continue;
     double x[3], z[3], before[3], after[3];
     const int n = ConeVectors(*s, f, cnt, s->x[nrm], x, z);
@@ -617,10 +627,7 @@ bool IpmSolver::LiftEta0(const Problem& p, int k, State* s) const {
     double x[3], z[3];
     const int n = ConeVectors(*s, f, cnt, s->x[nrm], x, z);
     if (Det(z, n) > kLiftDet * z[0] * z[0]) continue;
-    double r2 = 0;
-    for (int r = f; r < f + cnt; r++) r2 += s->z[r] * s->z[r];
-    const double a = s->z[nrm];
-    const double eta0 = 0.5 * (a + std::sqrt(a * a + 4 * r2));
+    const double eta0 = CentralEta0(*s, f, cnt, nrm);
     if (!(eta0 > s->z0[f])) continue;
     s->z0[f] = eta0;
     changed = true;
