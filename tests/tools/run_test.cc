@@ -245,6 +245,16 @@ TEST_F(CkRunTest, DivergedRowSaysWhyInsteadOfATime) {
   }
 }
 
+// docs/settings.md holds the table that ck-run --list-settings prints from the one settings table
+TEST_F(CkRunTest, SettingsDocIsCurrent) {
+  const ProcessResult r = RunProcess({kRun, "--list-settings"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_NE(r.out.find("| `solver`"), std::string::npos) << r.out;
+  const std::string doc = ReadFile(std::string(CK_SOURCE_DIR) + "/docs/settings.md");
+  EXPECT_NE(doc.find(r.out), std::string::npos)
+      << "docs/settings.md is not current: paste the output of ck-run --list-settings into it";
+}
+
 TEST_F(CkRunTest, NormalRunPrintsTimes) {
   const ProcessResult r =
       RunProcess({kRun, "box_sliding", "--compare", "all", "--steps", "300", "--quiet"});
