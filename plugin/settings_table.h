@@ -2,7 +2,7 @@
 //
 // The one table of setting keys: name, type, place in ckSettings, allowed range, default and
 // documentation. The MJCF plugin tag, <custom> fields, the CLI's --set, MuJoCo 3.x plugin
-// registration and the README's table all read it.
+// registration and docs/settings.md (via ck-run --list-settings) all read it.
 #ifndef CONTACTKIT_PLUGIN_SETTINGS_TABLE_H_
 #define CONTACTKIT_PLUGIN_SETTINGS_TABLE_H_
 

@@ -504,7 +504,7 @@ TEST_F(MujocoTest, StabilizationAndCfmClosedForm) {
 // no exact answer within the limits: the best answer is kept, the status says so, the pipeline
 // warns once, nothing is NaN. Single contacts per convex pair, as on every MuJoCo before 3.8:
 // with MuJoCo 3.12's multi-contact patches (a resting cylinder gets 5 points at one depth,
-// 1 from 3.13) the crippled solver gains energy until MuJoCo resets the state (see README)
+// 1 from 3.13) the crippled solver gains energy until MuJoCo resets the state (see docs/solvers.md)
 TEST_F(MujocoTest, FailureKeepsTheBestAnswerAndWarns) {
   ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
   ASSERT_TRUE(m);

@@ -20,7 +20,7 @@
 //                                     differences, which step through the interposed solver)
 //   CONTACTKIT_REPORT=1               a line per mjData on stderr when it is deleted (or at exit)
 //   CONTACTKIT_QUIET=1                no messages except errors
-// The model's own settings (<custom> fields contactkit:<key>, see README) come first; the
+// The model's own settings (<custom> fields contactkit:<key>, see docs/mjcf.md) come first; the
 // environment overrides them key by key. A model and environment naming nothing run MuJoCo's
 // solver.
 #include <dlfcn.h>
