@@ -91,6 +91,7 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   gain_.assign(rows, 0.0);
   cap_.assign(rows, 1.0);
   invmass_.assign(rows, 0.0);
+  rowinv_.assign(rows, 0.0);
   arow_.assign(rows, 0);
   amul_.assign(rows, 1.0);
   vel_.assign(rows, 0.0);
@@ -117,6 +118,7 @@ int ComfreeSolver::FacetForce(int c, double* out) const {
 void ComfreeSolver::Measure(const Problem& p, int row, int dim, const Contact* con, double* x) {
   for (int r = 0; r < dim; r++) vel_[row + r] = p.J.Dot(row + r, p.v_free);
   double A = RowInvMass(p, row, x);
+  rowinv_[row] = A;
   const double diag = p.diag_approx[row];
 
   // a contact far lighter along a tangent than along its normal (a finger on its slide joint,
@@ -126,6 +128,7 @@ void ComfreeSolver::Measure(const Problem& p, int row, int dim, const Contact* c
   amul_[row] = 1;
   for (int r = 1; con && r < std::min(dim, 3); r++) {
     const double mu2 = con->mu[r - 1] * con->mu[r - 1], At = RowInvMass(p, row + r, x);
+    rowinv_[row + r] = At;
     if (mu2 * At > kComfreeLightTangent * A) {
       A = mu2 * At / kComfreeLightTangent;
       arow_[row] = row + r;
@@ -227,7 +230,7 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
     // for those that reach the edge
     for (int r = 1; r < 3; r++) {
       const double mu = con.mu[r - 1];
-      const double A = std::min(invmass_[row], RowInvMass(p, row + r, scratch_.data()));
+      const double A = std::min(rowinv_[row], rowinv_[row + r]);
       const double den = 2 * mu * mu * G * A * k;
       keep[r - 1] = den > 0 ? kComfreeLoadShare * (vel_[row + r] - p.vel[row + r]) / den : 0;
     }
