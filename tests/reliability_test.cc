@@ -3,6 +3,7 @@
 // Reliability of the C API (issue 13): settings changes that keep memory flat, the model
 // fingerprint in every entry point, states MuJoCo resets, NULL arguments, error messages,
 // sizes that overflowed int.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,8 +22,10 @@ namespace {
 
 class ReliabilityTest : public MujocoTest {};
 
-// resident memory of this process in bytes
+// resident memory of this process in bytes, after the allocator returned its free memory (so
+// that what glibc keeps cached from the large workspaces of a solver just freed does not count)
 long ResidentBytes() {
+  malloc_trim(0);
   long pages = 0, resident = 0;
   FILE* f = std::fopen("/proc/self/statm", "r");
   if (!f) return -1;

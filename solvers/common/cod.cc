@@ -1,6 +1,7 @@
 // Copyright 2026 The contactkit developers.
 #include "solvers/common/cod.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -118,6 +119,20 @@ int Cod::Factor(const double* a, int lda, int n, double rtol) {
     }
   }
   return rank;
+}
+
+bool Cod::CopyFrom(const Cod& o) {
+  if (o.n_ > nmax_) return false;
+  const size_t n = o.n_;
+  n_ = o.n_;
+  rank_ = o.rank_;
+  cond_ = o.cond_;
+  std::copy(o.qr_, o.qr_ + n * n, qr_);
+  if (rank_ < n_ && rank_ > 0) std::copy(o.qr2_, o.qr2_ + n * rank_, qr2_);
+  std::copy(o.tau_, o.tau_ + n, tau_);
+  std::copy(o.tau2_, o.tau2_ + n, tau2_);
+  std::copy(o.perm_, o.perm_ + n, perm_);
+  return true;
 }
 
 void Cod::ApplyQt(const double* q, const double* tau, int m, double* x) const {

@@ -8,8 +8,9 @@
 namespace contactkit {
 namespace {
 
-constexpr int kBlockTries = 3;  // non-improving block flips before single pivots
-constexpr int kFreezes = 12;    // rounds of frozen friction bounds per loop
+constexpr int kBlockTries = 3;      // non-improving block flips before single pivots
+constexpr int kFreezes = 12;        // rounds of frozen friction bounds per loop
+constexpr int kRepairSolves = 100;  // reduced solves of a repair before Lemke takes over
 
 bool Bilateral(const DenseLcp& lcp, int i) {
   return lcp.findex[i] < 0 && std::isinf(lcp.lo[i]) && std::isinf(lcp.hi[i]);
@@ -378,7 +379,8 @@ bool BoxedLcpSolver::Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double 
   int best = INT_MAX, tries = kBlockTries, pivots = 0;
   int* list = list_.data();
   signed char* target = target_.data();
-  while (true) {
+  for (int solves = 0;; solves++) {
+    if (solves >= opt.max_solves) return false;
     stats->iterations++;
     if (!Reduced(lcp, state, ridge, opt.rtol, &cod_, x, w)) return false;
     const int m = Infeasible(lcp, state, x, w, opt.tol, list, target);
@@ -605,11 +607,14 @@ void BoxedLcpSolver::Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, sig
   Normalize(lcp, nullptr, s2);
   double* xs = xs_.data();
   double* ws = ws_.data();
-  if (Exact(lcp, opt, s2, cod, xs, ws, stats)) {
+  // the larger system is factored aside, so that cod keeps state's factorization if it fails
+  Cod* trial = cod_.capacity() >= n ? &cod_ : cod;
+  if (Exact(lcp, opt, s2, trial, xs, ws, stats)) {
     std::copy(s2, s2 + n, state);
     std::copy(xs, xs + n, x);
     std::copy(ws, ws + n, w);
-  } else {
+    if (trial != cod) cod->CopyFrom(*trial);
+  } else if (trial == cod) {
     Exact(lcp, opt, state, cod, x, w, stats);  // restore the factorization of state
   }
 }
@@ -633,6 +638,7 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   // a few coupled pivots from a classification, then its exact solve
   BoxedOptions local = opt;
   local.max_pivots = std::min(opt.max_pivots, 2 * n + 2);
+  local.max_solves = kRepairSolves;
   auto repair = [&]() {
     return Pivot(lcp, local, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats);
   };

@@ -16,7 +16,8 @@
 // solver tries, in this order, until one classification is exact:
 //   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start),
 //      then a few coupled principal pivots from it (block principal pivoting, Judice & Pires:
-//      flip every infeasible row while their count falls, then Murty's single pivots),
+//      flip every infeasible row while their count falls, then Murty's single pivots; at most
+//      100 reduced solves, each O(|C|^3), before the cheaper pivots of Lemke take over),
 //   2. Lemke's complementary pivoting on the coupled problem (lemke.h) and the exact solve of the
 //      classification of its final basis,
 //   3. Dantzig's principal pivoting (Baraff; boxed as in ODE) with the friction bounds frozen at
@@ -54,12 +55,13 @@ struct BoxedStats {
 
 // options of one solve
 struct BoxedOptions {
-  bool use_guess = false;  // state holds a classification to check first
-  double tol = 1e-10;      // feasibility tolerance in velocity units (w, and x scaled by A_ii)
-  double ridge = 1e-12;    // relative regularization of the pivoting systems (times max A_ii)
-  double rtol = 1e-13;     // relative rank threshold of the decomposition
-  int max_pivots = 1000;   // flips per pivoting run
-  int pgs_iter = 200;      // Gauss-Seidel sweeps of the fallback
+  bool use_guess = false;    // state holds a classification to check first
+  double tol = 1e-10;        // feasibility tolerance in velocity units (w, and x scaled by A_ii)
+  double ridge = 1e-12;      // relative regularization of the pivoting systems (times max A_ii)
+  double rtol = 1e-13;       // relative rank threshold of the decomposition
+  int max_pivots = 1000;     // flips per pivoting run
+  int max_solves = 1 << 30;  // reduced solves per pivoting run
+  int pgs_iter = 200;        // Gauss-Seidel sweeps of the fallback
 };
 
 class BoxedLcpSolver {

@@ -7,10 +7,11 @@
 namespace contactkit {
 namespace {
 
-constexpr double kPivotTol = 1e-9;   // smallest usable pivot, relative to the column's largest
-constexpr int kRefactor = 64;        // fewest pivots between periodic refactorizations
-constexpr double kWeakPivot = 1e-1;  // pivots below this fraction of the column refactor soon
-constexpr double kTieTol = 1e-12;    // relative tolerance for ties in the ratio test
+constexpr double kPivotTol = 1e-9;      // smallest usable pivot, relative to the column's largest
+constexpr int kRefactor = 64;           // fewest pivots between periodic refactorizations
+constexpr double kWeakPivot = 1e-1;     // pivots below this fraction of the column refactor soon
+constexpr double kTieTol = 1e-12;       // relative tolerance for ties in the ratio test
+constexpr double kResidualTol = 1e-13;  // relative residual of the basic solution kept
 
 enum Role { kRoleX = 0, kRoleP, kRoleM, kRoleS };
 enum Kind { kUnilateral = 0, kBilateral, kBox };
@@ -62,15 +63,17 @@ void Lemke::Allocate(int nmax) {
   var_.assign(rows, 0);
   row_.assign(N, 0);
   role_.assign(N, 0);
-  Binv_.assign(N * N, 0);
+  bu_.assign(N * N, 0);
   xB_.assign(N, 0);
   q_.assign(N, 0);
   basic_.assign(N, 0);
   where_.assign(2 * N + 1, -1);
   col_.assign(N, 0);
-  tmp_.assign(N, 0);
+  tmp_.assign(2 * N, 0);
   z_.assign(2 * N + 1, 0);
   cand_.assign(N, 0);
+  ucol_.assign(N, 0);
+  upos_.assign(N, -1);
   rowpos_.assign(N, 0);
   perm_.assign(N, 0);
   g_.assign(N * N, 0);
@@ -118,67 +121,95 @@ void Lemke::Column(const DenseLcp& lcp, int v, double* col) const {
 bool Lemke::Refactor(const DenseLcp& lcp) {
   // the basis has identity columns e_j for its basic slacks w_j (rows J) and k structural
   // columns S (z and z0) whose rows R are the rows no slack covers: B x = y gives
-  // S_R x_T = y_R and x_J = y_J - S_J x_T, so only the k x k block S_R is inverted
+  // S_R x_T = y_R and x_J = y_J - S_J x_T, so only the k x k block S_R is inverted. The
+  // inverse's columns R (the uncovered ones) go to BU, in the order of R
   const int N = N_;
-  double* B = Binv_.data();
-  int* spos = cand_.data();  // position of each structural column
+  double* col = tmp_.data();  // one structural column                 (N)
+  int* spos = cand_.data();   // row of the basis of each structural column
   std::fill(where_.begin(), where_.begin() + N, -1);
   for (int r = 0; r < N; r++) {
     if (basic_[r] < N) where_[basic_[r]] = r;
   }
   int k = 0;
   for (int j = 0; j < N; j++) {
-    if (where_[j] < 0) rowpos_[j] = k++;
+    upos_[j] = -1;
+    if (where_[j] < 0) {
+      ucol_[k] = j;
+      upos_[j] = k++;
+    }
   }
-  // structural columns into their positions' rows of B, S_R (row-major) into G
+  // S_R (row-major) into G
   double* G = g_.data();
   int t = 0;
   for (int r = 0; r < N; r++) {
     if (basic_[r] < N) continue;
-    double* sr = B + static_cast<size_t>(r) * N;
-    Column(lcp, basic_[r], sr);
+    if (t == k) return false;
+    Column(lcp, basic_[r], col);
     spos[t] = r;
-    for (int j = 0; j < N; j++) {
-      if (where_[j] < 0) G[static_cast<size_t>(rowpos_[j]) * k + t] = sr[j];
-    }
+    for (int a = 0; a < k; a++) G[static_cast<size_t>(a) * k + t] = col[ucol_[a]];
     t++;
   }
   if (t != k || !InvertInPlace(G, k, perm_.data())) return false;
 
-  // slack rows: e_j' - S_j G on the uncovered columns
+  // slack rows: e_j' - S_j G (the unit part implicit), one structural column at a time (formed
+  // again rather than stored); structural rows: G's rows
+  double* BU = bu_.data();
   for (int r = 0; r < N; r++) {
-    const int j = basic_[r];
-    if (j >= N) continue;
-    double* br = B + static_cast<size_t>(r) * N;
-    double* acc = tmp_.data();  // (k)
-    std::fill(acc, acc + k, 0.0);
-    for (int s = 0; s < k; s++) {
-      const double c = B[static_cast<size_t>(spos[s]) * N + j];
-      if (c == 0) continue;
-      const double* gs = G + static_cast<size_t>(s) * k;
-      for (int a = 0; a < k; a++) acc[a] -= c * gs[a];
-    }
-    std::fill(br, br + N, 0.0);
-    br[j] = 1;
-    for (int jj = 0; jj < N; jj++) {
-      if (where_[jj] < 0) br[jj] = acc[rowpos_[jj]];
-    }
+    if (basic_[r] < N)
+      std::fill(BU + static_cast<size_t>(r) * N, BU + static_cast<size_t>(r) * N + k, 0.0);
   }
-  // structural rows: G's rows on the uncovered columns
   for (int s = 0; s < k; s++) {
-    double* br = B + static_cast<size_t>(spos[s]) * N;
+    Column(lcp, basic_[spos[s]], col);
     const double* gs = G + static_cast<size_t>(s) * k;
-    for (int j = 0; j < N; j++) br[j] = where_[j] < 0 ? gs[rowpos_[j]] : 0;
+    for (int r = 0; r < N; r++) {
+      const int j = basic_[r];
+      if (j >= N || col[j] == 0) continue;
+      const double c = col[j];
+      double* br = BU + static_cast<size_t>(r) * N;
+      for (int a = 0; a < k; a++) br[a] -= c * gs[a];
+    }
   }
+  for (int s = 0; s < k; s++) {
+    std::copy(G + static_cast<size_t>(s) * k, G + static_cast<size_t>(s + 1) * k,
+              BU + static_cast<size_t>(spos[s]) * N);
+  }
+  nu_ = k;
   for (int j = 0; j < N; j++) where_[j] = -1;
   for (int r = 0; r < N; r++) where_[basic_[r]] = r;
-  for (int i = 0; i < N; i++) {
-    const double* bi = B + static_cast<size_t>(i) * N;
-    double s = 0;
-    for (int j = 0; j < N; j++) s += bi[j] * q_[j];
-    xB_[i] = s;
+  // basic solution B^-1 q
+  double* qu = tmp_.data();
+  for (int a = 0; a < k; a++) qu[a] = q_[ucol_[a]];
+  for (int r = 0; r < N; r++) {
+    const double* br = BU + static_cast<size_t>(r) * N;
+    double v = basic_[r] < N ? q_[basic_[r]] : 0;
+    for (int a = 0; a < k; a++) v += br[a] * qu[a];
+    xB_[r] = v;
   }
   return true;
+}
+
+double Lemke::Residual(const DenseLcp& lcp) {
+  // r = q - B xB over the basic columns: slacks are unit columns, structural ones are computed
+  const int N = N_;
+  double* r = tmp_.data();
+  double* col = tmp_.data() + N;
+  double scale = 1;
+  for (int i = 0; i < N; i++) {
+    r[i] = q_[i];
+    scale = std::max(scale, std::fabs(q_[i]));
+  }
+  for (int i = 0; i < N; i++) {
+    const int v = basic_[i];
+    if (v < N) {
+      r[v] -= xB_[i];
+      continue;
+    }
+    Column(lcp, v, col);
+    for (int j = 0; j < N; j++) r[j] -= col[j] * xB_[i];
+  }
+  double res = 0;
+  for (int i = 0; i < N; i++) res = std::max(res, std::fabs(r[i]));
+  return res / scale;
 }
 
 bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* state, int* pivots) {
@@ -219,7 +250,6 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
 
   // q and the all-slack basis
   double* xB = xB_.data();
-  double* Binv = Binv_.data();
   for (int i = 0; i < n; i++) {
     const int v = var_[i];
     xB[v] = lcp.b[i];
@@ -227,47 +257,84 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
     if (kind_[i] == kBox) xB[v + 2] = lcp.findex[i] >= 0 ? 0 : lcp.hi[i];
   }
   std::copy(xB, xB + N, q_.begin());
-  std::fill(Binv, Binv + static_cast<size_t>(N) * N, 0.0);
-  for (int r = 0; r < N; r++) {
-    Binv[static_cast<size_t>(r) * N + r] = 1;
-    basic_[r] = r;
-  }
+  for (int r = 0; r < N; r++) basic_[r] = r;  // Binv = I (held by BU below: no column)
   std::fill(where_.begin(), where_.begin() + 2 * N + 1, -1);
   for (int r = 0; r < N; r++) where_[r] = r;
+
+  // The basis inverse is dense only in the columns U of the nonbasic slacks: the column of a
+  // basic slack w_j is the unit vector of its row. Those columns are kept packed, row by row, in
+  // BU (N x |U|, row stride N), so that products and updates cost O(N |U|) per pivot
+  double* BU = bu_.data();
+  int* ucol = ucol_.data();  // column of the inverse held in BU's column q
+  int* upos = upos_.data();  // BU's column of the inverse's column j, -1 for a basic slack
+  int& nu = nu_;
+  nu = 0;
+  std::fill(upos, upos + N, -1);
+  auto binv = [&](int i, int j) {  // entry (i, j) of the basis inverse
+    return upos[j] >= 0 ? BU[static_cast<size_t>(i) * N + upos[j]] : where_[j] == i ? 1.0 : 0.0;
+  };
 
   // pivot on row r with the entering column col_ (in basis coordinates)
   auto pivot = [&](int r, int entering) {
     const double* c = col_.data();
-    double* br = Binv + static_cast<size_t>(r) * N;
+    const int own = basic_[r] < N ? basic_[r] : -1;  // the leaving slack's column
+    if (own >= 0) {
+      // nonbasic from now on: its column (the unit vector of row r) joins BU
+      for (int i = 0; i < N; i++) BU[static_cast<size_t>(i) * N + nu] = i == r ? 1 : 0;
+      ucol[nu] = own;
+      upos[own] = nu++;
+    }
+    double* br = BU + static_cast<size_t>(r) * N;
     const double inv = 1 / c[r];
-    for (int j = 0; j < N; j++) br[j] *= inv;
+    for (int q = 0; q < nu; q++) br[q] *= inv;
     xB[r] *= inv;
     for (int i = 0; i < N; i++) {
       if (i == r || c[i] == 0) continue;
-      double* bi = Binv + static_cast<size_t>(i) * N;
+      double* bi = BU + static_cast<size_t>(i) * N;
       const double f = c[i];
-      for (int j = 0; j < N; j++) bi[j] -= f * br[j];
+      for (int q = 0; q < nu; q++) bi[q] -= f * br[q];
       xB[i] -= f * xB[r];
     }
     where_[basic_[r]] = -1;
     basic_[r] = entering;
     where_[entering] = r;
+    if (entering < N) {
+      // a basic slack: its column is the unit vector of row r, no longer kept in BU
+      const int q = upos[entering], last = --nu;
+      if (q != last) {
+        for (int i = 0; i < N; i++) {
+          BU[static_cast<size_t>(i) * N + q] = BU[static_cast<size_t>(i) * N + last];
+        }
+        ucol[q] = ucol[last];
+        upos[ucol[q]] = q;
+      }
+      upos[entering] = -1;
+    }
   };
 
   // entering column in basis coordinates: col_ = Binv [I, -M, -d]_v
   auto enter = [&](int v) {
     if (v < N) {
-      // a slack column: the basis inverse's column v
-      for (int i = 0; i < N; i++) col_[i] = Binv[static_cast<size_t>(i) * N + v];
+      // a nonbasic slack: the basis inverse's column v
+      for (int i = 0; i < N; i++) col_[i] = BU[static_cast<size_t>(i) * N + upos[v]];
       return;
     }
     double* a = tmp_.data();
+    double* au = a + N;  // a on the columns of BU
     Column(lcp, v, a);
+    for (int q = 0; q < nu; q++) au[q] = a[ucol[q]];
     for (int i = 0; i < N; i++) {
-      const double* bi = Binv + static_cast<size_t>(i) * N;
-      double s = 0;
-      for (int j = 0; j < N; j++) s += bi[j] * a[j];
-      col_[i] = s;
+      const double* bi = BU + static_cast<size_t>(i) * N;
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      int q = 0;
+      for (; q + 4 <= nu; q += 4) {
+        s0 += bi[q] * au[q];
+        s1 += bi[q + 1] * au[q + 1];
+        s2 += bi[q + 2] * au[q + 2];
+        s3 += bi[q + 3] * au[q + 3];
+      }
+      for (; q < nu; q++) s0 += bi[q] * au[q];
+      col_[i] = (basic_[i] < N ? a[basic_[i]] : 0) + ((s0 + s1) + (s2 + s3));
     }
   };
 
@@ -310,11 +377,11 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
       for (int j = 0; j < N && m > 1 && r < 0; j++) {
         double lo = HUGE_VAL;
         for (int q = 0; q < m; q++) {
-          lo = std::min(lo, Binv[static_cast<size_t>(cand_[q]) * N + j] / col_[cand_[q]]);
+          lo = std::min(lo, binv(cand_[q], j) / col_[cand_[q]]);
         }
         int keep = 0;
         for (int q = 0; q < m; q++) {
-          const double t = Binv[static_cast<size_t>(cand_[q]) * N + j] / col_[cand_[q]];
+          const double t = binv(cand_[q], j) / col_[cand_[q]];
           if (t <= lo + kTieTol * (1 + std::fabs(lo))) cand_[keep++] = cand_[q];
         }
         m = keep;
@@ -324,9 +391,10 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
       const bool weak = col_[r] < kWeakPivot * cmax;
       pivot(r, entering);
       ++*pivots;
-      // the updated inverse loses accuracy on weak pivots and slowly on every pivot
+      // the updated inverse loses accuracy on weak pivots and slowly on every pivot: checked
+      // now and then by the basic solution's residual (O(N k)), refactored (O(k^3)) when lost
       if (++since >= (weak ? std::max(1, N / 16) : std::max(kRefactor, N / 2))) {
-        if (!Refactor(lcp)) return false;
+        if (Residual(lcp) > kResidualTol && !Refactor(lcp)) return false;
         since = 0;
       }
       if (leaving == z0) {

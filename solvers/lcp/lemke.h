@@ -7,9 +7,12 @@
 //   bilateral row i (unbounded):         x_i = p - m,      w_p = (A x + b)_i, w_m = -(A x + b)_i
 //   box row i (|x_i| <= mu x_f or <= hi): x_i = p - m and a slack s:
 //       w_p = (A x + b)_i + s,  w_m = -(A x + b)_i + s,  w_s = mu x_f - p - m  (or hi - p - m)
-// so the friction bounds stay coupled to the normal forces. The covering vector is all ones, the
-// basis inverse is kept explicitly and updated by each pivot, and ties in the ratio test are
-// broken lexicographically. Columns of M are formed from A on demand.
+// so the friction bounds stay coupled to the normal forces. The covering vector is all ones and
+// ties in the ratio test are broken lexicographically. The basis inverse is kept explicitly and
+// updated by each pivot, but only its columns of nonbasic slacks (the others are unit vectors),
+// so a pivot costs O(N k) with k structural variables in the basis; it is refactored (O(k^3))
+// only when the basic solution's residual shows lost accuracy. Columns of M are formed from A
+// on demand.
 #ifndef CONTACTKIT_SOLVERS_LCP_LEMKE_H_
 #define CONTACTKIT_SOLVERS_LCP_LEMKE_H_
 
@@ -37,24 +40,30 @@ class Lemke {
   // the structural columns is inverted); false if singular
   bool Refactor(const DenseLcp& lcp);
 
-  int nmax_ = 0;              // standard variables capacity (3 nmax rows)
-  int N_ = 0;                 // standard variables of the current problem
-  std::vector<int> kind_;     // per row: 0 unilateral, 1 bilateral, 2 box      (nmax)
-  std::vector<int> var_;      // per row: first standard variable               (nmax)
-  std::vector<int> row_;      // per standard variable: its row                 (3 nmax)
-  std::vector<int> role_;     // per standard variable: 0 x, 1 p, 2 m, 3 slack  (3 nmax)
-  std::vector<double> Binv_;  // basis inverse                                  (N x N)
-  std::vector<double> xB_;    // basic solution                                 (N)
-  std::vector<double> q_;     // right-hand side                                (N)
-  std::vector<int> basic_;    // basic variable of each row                     (N)
-  std::vector<int> where_;    // row of each basic variable, -1: nonbasic       (2N + 1)
-  std::vector<double> col_;   // entering column in basis coordinates           (N)
-  std::vector<double> tmp_;   // scratch                                        (N)
-  std::vector<double> z_;     // standard solution                              (2N + 1)
-  std::vector<int> cand_;     // ratio-test candidates                          (N)
-  std::vector<int> rowpos_;   // Refactor: place of a row no basic slack covers (N)
-  std::vector<int> perm_;     // Refactor: row interchanges                     (N)
-  std::vector<double> g_;     // Refactor: inverse of the structural block      (N x N)
+  // largest |q - B xB| of the current basis, relative to max(1, |q|) (uses tmp_)
+  double Residual(const DenseLcp& lcp);
+
+  int nmax_ = 0;             // standard variables capacity (3 nmax rows)
+  int N_ = 0;                // standard variables of the current problem
+  std::vector<int> kind_;    // per row: 0 unilateral, 1 bilateral, 2 box      (nmax)
+  std::vector<int> var_;     // per row: first standard variable               (nmax)
+  std::vector<int> row_;     // per standard variable: its row                 (3 nmax)
+  std::vector<int> role_;    // per standard variable: 0 x, 1 p, 2 m, 3 slack  (3 nmax)
+  std::vector<double> xB_;   // basic solution                                 (N)
+  std::vector<double> q_;    // right-hand side                                (N)
+  std::vector<int> basic_;   // basic variable of each row                     (N)
+  std::vector<int> where_;   // row of each basic variable, -1: nonbasic       (2N + 1)
+  std::vector<double> col_;  // entering column in basis coordinates           (N)
+  std::vector<double> tmp_;  // scratch                                        (2N)
+  std::vector<double> z_;    // standard solution                              (2N + 1)
+  std::vector<int> cand_;    // ratio-test candidates                          (N)
+  std::vector<double> bu_;   // basis inverse on the columns of nonbasic slacks (N x N)
+  std::vector<int> ucol_;    // column of the inverse in each column of bu_     (N)
+  std::vector<int> upos_;    // column of bu_ holding column j, -1: unit vector (N)
+  int nu_ = 0;               // columns in bu_
+  std::vector<int> rowpos_;  // Refactor: place of a row no basic slack covers (N)
+  std::vector<int> perm_;    // Refactor: row interchanges                     (N)
+  std::vector<double> g_;    // Refactor: inverse of the structural block      (N x N)
 };
 
 }  // namespace contactkit
