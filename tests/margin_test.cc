@@ -1,15 +1,15 @@
 // Copyright 2026 The contactkit developers.
 //
-// Margins and gaps of geom pairs on every MuJoCo version (plugin/compat.h): MuJoCo's own contacts
-// follow GeomPairMargins, SetPairMargins (ck-run --margin) gives every pair the margin asked for,
-// SyncBodyMargins keeps what the compiler set, and the derivative recollides pairs with MuJoCo's
-// detection distance.
+// Margins and gaps of geom pairs on every MuJoCo version (plugin/step/compat.h): MuJoCo's own
+// contacts follow GeomPairMargins, SetPairMargins (ck-run --margin) gives every pair the margin
+// asked for, SyncBodyMargins keeps what the compiler set, and the derivative recollides pairs with
+// MuJoCo's detection distance.
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "deriv/deriv_util.h"
-#include "plugin/compat.h"
+#include "plugin/step/compat.h"
 
 namespace contactkit::test {
 namespace {

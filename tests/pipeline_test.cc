@@ -12,7 +12,7 @@
 #include <string>
 #include <tuple>
 
-#include "plugin/compat.h"
+#include "plugin/step/compat.h"
 #include "support/fixture.h"
 #include "support/grid_scene.h"
 

@@ -8,8 +8,8 @@
 #include <tuple>
 #include <vector>
 
-#include "plugin/compat.h"
-#include "plugin/extract.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/extract.h"
 #include "support/extracted.h"
 #include "support/fixture.h"
 

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "plugin/anchor.h"
+#include "plugin/step/anchor.h"
 #include "support/fixture.h"
 
 namespace contactkit::test {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/extract.h"
+#include "plugin/step/extract.h"
 #include "solvers/comfree/comfree.h"
 #include "solvers/common/impedance.h"
 #include "support/fixture.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "deriv/deriv_util.h"
-#include "plugin/compat.h"
+#include "plugin/step/compat.h"
 
 namespace contactkit::test {
 namespace {

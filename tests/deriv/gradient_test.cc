@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "deriv/deriv_util.h"
-#include "plugin/derivative.h"
-#include "plugin/handle.h"
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/handle.h"
 
 namespace contactkit::test {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "deriv/deriv_util.h"
-#include "plugin/compat.h"
+#include "plugin/step/compat.h"
 #include "tools/gen_stack.h"
 
 namespace contactkit::test {

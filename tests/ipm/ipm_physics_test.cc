@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/compat.h"
+#include "plugin/step/compat.h"
 #include "solvers/ipm/ipm.h"
 #include "support/fixture.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "plugin/extract.h"
+#include "plugin/step/extract.h"
 #include "solvers/common/problem.h"
 #include "support/fixture.h"
 

@@ -1,10 +1,9 @@
 // Copyright 2026 The contactkit developers.
 //
 // The one place where the tools reach contactkit's transition Jacobians (ck_transitionJac and
-// ck_transitionFD of the derivative module). CK_HAVE_DERIVATIVES is defined by tools/CMakeLists.txt
-// only when plugin/derivative.cc exists and the calls in derivatives.cc compile against
-// contactkit.h; otherwise these functions report that the build has no derivatives and the tools
-// print "not available in this build" for our columns while MuJoCo's (mjd_transitionFD) still run.
+// ck_transitionFD of the derivative module). tools/CMakeLists.txt defines CK_HAVE_DERIVATIVES;
+// without it these functions report that the build has no derivatives and the tools print "not
+// available in this build" for our columns while MuJoCo's (mjd_transitionFD) still run.
 #ifndef CONTACTKIT_TOOLS_COMMON_DERIVATIVES_H_
 #define CONTACTKIT_TOOLS_COMMON_DERIVATIVES_H_
 

@@ -39,8 +39,8 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
-#include "plugin/compat.h"
-#include "plugin/handle.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
 #include "tools/common/derivatives.h"
 #include "tools/preload/elf_check.h"
 

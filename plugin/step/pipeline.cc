@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "plugin/compat.h"
-#include "plugin/handle.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
 
 #if CK_MJ3
 #define CK_SENS_E_POTENTIAL mjSENS_E_POTENTIAL

@@ -1,5 +1,5 @@
 // Copyright 2026 The contactkit developers.
-#include "plugin/extract.h"
+#include "plugin/step/extract.h"
 
 #include <algorithm>
 #include <climits>
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "plugin/compat.h"
+#include "plugin/step/compat.h"
 #include "solvers/common/impedance.h"
 
 namespace contactkit {

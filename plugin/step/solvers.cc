@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 //
 // Constructs the solvers this build has (each solver folder defines CK_HAVE_<NAME>).
-#include "plugin/handle.h"
+#include "plugin/step/handle.h"
 
 #ifdef CK_HAVE_IPM
 #include "solvers/ipm/ipm.h"

@@ -1,5 +1,5 @@
 // Copyright 2026 The contactkit developers.
-#include "plugin/anchor.h"
+#include "plugin/step/anchor.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -2,7 +2,7 @@
 //
 // The derivative workspace, the stages of a step, (b) the solver's force tangent, (c) the
 // integrators, and the C API.
-#include "plugin/derivative.h"
+#include "plugin/deriv/derivative.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,8 +11,8 @@
 #include <new>
 #include <utility>
 
-#include "plugin/compat.h"
-#include "plugin/handle.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
 
 namespace contactkit {
 namespace {

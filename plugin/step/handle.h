@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
-#include "plugin/anchor.h"
-#include "plugin/extract.h"
+#include "plugin/step/anchor.h"
+#include "plugin/step/extract.h"
 #include "solvers/common/problem.h"
 #include "solvers/common/solver.h"
 
@@ -59,7 +59,7 @@ struct ckHandle_ {
   bool hold_stage = false;                        // RK4 stages after the first: record nothing
   bool warned[contactkit::kNumWarnOnce] = {};     // warn-once flags
   ckRegap_ regap;                                 // gap re-check context (ipm gap_recheck > 0)
-  std::unique_ptr<contactkit::Derivative> deriv;  // derivative workspace (plugin/derivative.h)
+  std::unique_ptr<contactkit::Derivative> deriv;  // derivative workspace (deriv/derivative.h)
 
   ckHandle_();
   ~ckHandle_();

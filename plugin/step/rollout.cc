@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
-#include "plugin/compat.h"
-#include "plugin/settings_table.h"
+#include "plugin/config/settings_table.h"
+#include "plugin/step/compat.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 // never skip stages (MuJoCo's RK4 stages overwrite the position results its skips reuse).
 #include <cstring>
 
-#include "plugin/compat.h"
-#include "plugin/derivative.h"
-#include "plugin/handle.h"
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
 
 namespace contactkit {
 namespace {

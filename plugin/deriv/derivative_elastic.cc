@@ -16,9 +16,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "plugin/compat.h"
-#include "plugin/derivative.h"
-#include "plugin/handle.h"
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
 
 namespace contactkit {
 

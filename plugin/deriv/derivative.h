@@ -32,9 +32,9 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
-#include "plugin/anchor.h"
-#include "plugin/extract.h"
-#include "plugin/handle.h"
+#include "plugin/step/anchor.h"
+#include "plugin/step/extract.h"
+#include "plugin/step/handle.h"
 #include "solvers/common/problem.h"
 #include "solvers/common/solver.h"
 #include "solvers/mujoco/soft_tangent.h"

@@ -20,9 +20,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "plugin/compat.h"
-#include "plugin/derivative.h"
-#include "plugin/handle.h"
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
 
 namespace contactkit {
 namespace {

@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 //
 // ck_make, ck_free, settings on a live handle, statistics.
-#include "plugin/handle.h"
+#include "plugin/step/handle.h"
 
 #include <cstdarg>
 #include <cstdio>
@@ -9,9 +9,9 @@
 #include <new>
 #include <string>
 
-#include "plugin/compat.h"
-#include "plugin/derivative.h"
-#include "plugin/settings_table.h"
+#include "plugin/config/settings_table.h"
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/compat.h"
 
 namespace contactkit {
 namespace {

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "plugin/compat.h"
-#include "plugin/derivative.h"
-#include "plugin/handle.h"
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
 #include "solvers/common/impedance.h"
 
 namespace contactkit {
