@@ -1,34 +1,21 @@
 // Copyright 2026 The contactkit developers.
 //
-// Constructs the solvers this build has (each solver folder defines CK_HAVE_<NAME>).
+// Constructs a solver by its ckSOL_ number.
 #include "plugin/step/handle.h"
-
-#ifdef CK_HAVE_IPM
-#include "solvers/ipm/ipm.h"
-#endif
-#ifdef CK_HAVE_COMFREE
 #include "solvers/comfree/comfree.h"
-#endif
-#ifdef CK_HAVE_LCP
+#include "solvers/ipm/ipm.h"
 #include "solvers/lcp/lcp.h"
-#endif
 
 namespace contactkit {
 
 std::unique_ptr<Solver> MakeSolver(int solver) {
   switch (solver) {
-#ifdef CK_HAVE_IPM
     case ckSOL_IPM:
       return MakeIpmSolver();
-#endif
-#ifdef CK_HAVE_COMFREE
     case ckSOL_COMFREE:
       return MakeComfreeSolver();
-#endif
-#ifdef CK_HAVE_LCP
     case ckSOL_LCP:
       return MakeLcpSolver();
-#endif
     default:
       return nullptr;
   }

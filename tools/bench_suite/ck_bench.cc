@@ -24,7 +24,6 @@
 #include "tools/bench_suite/plot.h"
 #include "tools/bench_suite/robots.h"
 #include "tools/common/bench_measure.h"
-#include "tools/common/derivatives.h"
 #include "tools/common/divergence.h"
 #include "tools/common/tool_util.h"
 #include "tools/gen_stack.h"
@@ -246,7 +245,6 @@ int DojoSpeed(const Options& o, std::string* report) {
   PlotSpec spec{
       "1000 steps at h = 0.01 plus a Jacobian per step", "", "total time (s)", false, true, {}, {}};
   for (const Robot& r : robots) spec.xtics.push_back(r.name);
-  const bool deriv = tools::HaveDerivatives();
   const int total = static_cast<int>(o.solvers.size() * robots.size()) * steps;
   int done = 0;
   for (int solver : o.solvers) {
@@ -267,9 +265,8 @@ int DojoSpeed(const Options& o, std::string* report) {
       std::vector<mjtNum> A(static_cast<size_t>(nx) * nx), B(static_cast<size_t>(nx) * m->nu + 1);
       std::mt19937 rng(12345);
       std::uniform_real_distribution<double> unit(0.0, 1.0);
-      // MuJoCo's row is MuJoCo itself (mj_step + mjd_transitionFD); ours need the derivative module
+      // MuJoCo's row is MuJoCo itself (mj_step + mjd_transitionFD)
       const bool mujoco = solver == ckSOL_MUJOCO;
-      const bool jac = mujoco || deriv;
       double t_sim = 0, t_jac = 0;
       tools::DivergenceCheck divergence;
       divergence.Start(d);
@@ -291,35 +288,29 @@ int DojoSpeed(const Options& o, std::string* report) {
           done += steps - t - 1;
           break;
         }
-        if (jac) {
-          if (mujoco) {
-            tools::MujocoTransitionFD(m, d, 1e-6, false, A.data(), B.data());
-          } else {
-            tools::TransitionJacobian(ck, m, d, A.data(), B.data());
-          }
-          t_jac += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        if (mujoco) {
+          mjd_transitionFD(m, d, 1e-6, 0, A.data(), B.data(), nullptr, nullptr);
+        } else {
+          ck_transitionJac(ck, m, d, A.data(), B.data(), nullptr, nullptr);
         }
+        t_jac += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
         if (o.progress && (++done % 50 == 0 || done == total)) {
           tools::Progress("dojo-speed", done, total);
         }
       }
       const bool failed = divergence.diverged();
       csv << ck_solverName(solver) << "," << robots[r].name << "," << steps << "," << t_sim << ","
-          << (jac ? t_jac : -1) << "," << (jac ? t_sim + t_jac : -1) << ","
-          << (mujoco ? "mjd_transitionFD"
-              : jac  ? "analytic"
-                     : "none")
+          << t_jac << "," << t_sim + t_jac << "," << (mujoco ? "mjd_transitionFD" : "analytic")
           << "," << failed << "\n";
       if (failed) {
         row.push_back("DIVERGED");
         notes += std::string("DIVERGED: ") + ck_solverName(solver) + " on " + robots[r].name +
                  ": " + divergence.reason() + ".\n";
       } else {
-        row.push_back(jac ? Fmt(t_sim + t_jac, "%.3f") + " (" + Fmt(t_sim, "%.3f") + " + " +
-                                Fmt(t_jac, "%.3f") + ")"
-                          : "n/a (sim " + Fmt(t_sim, "%.3f") + ")");
+        row.push_back(Fmt(t_sim + t_jac, "%.3f") + " (" + Fmt(t_sim, "%.3f") + " + " +
+                      Fmt(t_jac, "%.3f") + ")");
       }
-      if (jac && !failed) {
+      if (!failed) {
         series.x.push_back(static_cast<double>(r));
         series.y.push_back(t_sim + t_jac);
       }
@@ -333,11 +324,6 @@ int DojoSpeed(const Options& o, std::string* report) {
   if (o.progress) tools::ClearProgress();
   std::vector<std::string> header = {"total s (sim + Jacobian)"};
   for (const Robot& r : robots) header.push_back(r.name);
-  if (!deriv) {
-    notes +=
-        "Our solvers' Jacobians are not available in this build (derivative module): their "
-        "cells give the simulation time only.\n";
-  }
   notes += std::to_string(steps) +
            " steps at h = 0.01 with uniform random controls in each actuator's range (same "
            "seed for every solver); MuJoCo: mj_step + mjd_transitionFD (forward differences, "
@@ -503,7 +489,6 @@ int NimbleJacobian(const Options& o, std::string* report) {
   for (const Robot& r : Robots(o, &notes)) {
     if (r.name != "Humanoid") models.push_back(r);
   }
-  const bool deriv = tools::HaveDerivatives();
   std::ofstream csv(o.out + "/nimble_jacobian.csv");
   csv << "model,nv,solver,contacts,analytic_ms,central_ms,mujoco_central_ms\n";
   std::vector<std::vector<std::string>> rows;
@@ -554,7 +539,7 @@ int NimbleJacobian(const Options& o, std::string* report) {
                       name + ": " +
                           (have          ? Fmt(1e3 * jt.ours, "%.3g")
                            : jt.diverged ? "DIVERGED"
-                                         : "not available in this build"),
+                                         : "failed"),
                       have ? Fmt(1e3 * jt.ours_fd, "%.3g") : missing, mj_fd,
                       have ? Fmt(jt.ours_fd / jt.ours, "%.1f") + "x" : missing});
       csv << models[k].name << "," << m->nv << "," << ck_solverName(ours_solvers[j]) << ","
@@ -571,11 +556,6 @@ int NimbleJacobian(const Options& o, std::string* report) {
   if (o.progress) tools::ClearProgress();
   spec.series = {mj_series};
   for (const Series& s : ours) spec.series.push_back(s);
-  if (!deriv) {
-    notes +=
-        "Our analytic and finite-difference Jacobians are not available in this build "
-        "(derivative module); MuJoCo's central differences are measured.\n";
-  }
   notes += "Time per Jacobian (A and B of one step, ms) at " + std::to_string(states) +
            " states of a run from the model's initial state, after " + std::to_string(warmup) +
            " steps (robots fall and touch the ground). Speedup = our central differences "
