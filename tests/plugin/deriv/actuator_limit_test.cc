@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "deriv/deriv_util.h"
 #include "plugin/step/compat.h"
+#include "tests/plugin/deriv/deriv_util.h"
 
 namespace contactkit::test {
 namespace {

@@ -1,8 +1,8 @@
 // Copyright 2026 The contactkit developers.
 //
 // Helpers for the ipm tests: a problem extracted from a MuJoCo state without the pipeline.
-#ifndef CONTACTKIT_TESTS_IPM_IPM_SUPPORT_H_
-#define CONTACTKIT_TESTS_IPM_IPM_SUPPORT_H_
+#ifndef CONTACTKIT_TESTS_SOLVERS_IPM_IPM_SUPPORT_H_
+#define CONTACTKIT_TESTS_SOLVERS_IPM_IPM_SUPPORT_H_
 
 #include <mujoco/mujoco.h>
 
@@ -63,4 +63,4 @@ class SteppedProblem {
 
 }  // namespace contactkit::test
 
-#endif  // CONTACTKIT_TESTS_IPM_IPM_SUPPORT_H_
+#endif  // CONTACTKIT_TESTS_SOLVERS_IPM_IPM_SUPPORT_H_

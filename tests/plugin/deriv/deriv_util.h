@@ -1,8 +1,8 @@
 // Copyright 2026 The contactkit developers.
 //
 // Helpers of the derivative tests: Jacobian storage, relative errors, tightened solvers.
-#ifndef CONTACTKIT_TESTS_DERIV_DERIV_UTIL_H_
-#define CONTACTKIT_TESTS_DERIV_DERIV_UTIL_H_
+#ifndef CONTACTKIT_TESTS_PLUGIN_DERIV_DERIV_UTIL_H_
+#define CONTACTKIT_TESTS_PLUGIN_DERIV_DERIV_UTIL_H_
 
 #include <algorithm>
 #include <cmath>
@@ -69,4 +69,4 @@ inline void Tighten(mjModel* m) {
 
 }  // namespace contactkit::test
 
-#endif  // CONTACTKIT_TESTS_DERIV_DERIV_UTIL_H_
+#endif  // CONTACTKIT_TESTS_PLUGIN_DERIV_DERIV_UTIL_H_

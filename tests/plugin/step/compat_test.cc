@@ -4,12 +4,13 @@
 // contacts follow GeomPairMargins, SetPairMargins (ck-run --margin) gives every pair the margin
 // asked for, SyncBodyMargins keeps what the compiler set, and the derivative recollides pairs with
 // MuJoCo's detection distance.
+#include "plugin/step/compat.h"
+
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "deriv/deriv_util.h"
-#include "plugin/step/compat.h"
+#include "tests/plugin/deriv/deriv_util.h"
 
 namespace contactkit::test {
 namespace {

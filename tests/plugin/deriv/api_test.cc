@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "deriv/deriv_util.h"
+#include "tests/plugin/deriv/deriv_util.h"
 
 namespace contactkit::test {
 namespace {

@@ -11,10 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "lcp/lcp_util.h"
+#include "tests/solvers/lcp/lcp_util.h"
 
 namespace contactkit::test {
 namespace {
+
+using LcpTest = MujocoTest;
 
 constexpr double kG = 9.81;
 
@@ -42,7 +44,7 @@ std::string RandomScene(int seed) {
   return xml + "</worldbody></mujoco>";
 }
 
-TEST_F(MujocoTest, RandomScenesAreExactlyComplementary) {
+TEST_F(LcpTest, RandomScenesAreExactlyComplementary) {
   ckSettings s = LcpSettings();
   int checked = 0;
   for (int seed = 0; seed < 4; seed++) {
@@ -75,7 +77,7 @@ TEST_F(MujocoTest, RandomScenesAreExactlyComplementary) {
 
 // a box resting flat on four corners: 4 normals of rank 3; the stabilized answer shares the
 // load equally, whether pivoting found the classification or the previous step's guess did
-TEST_F(MujocoTest, BoxOnFourCornersSharesTheLoadEqually) {
+TEST_F(LcpTest, BoxOnFourCornersSharesTheLoadEqually) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));
@@ -139,7 +141,7 @@ Bounce DropBall(const mjModel* m, ckHandle* ck, int after_steps) {
   return b;
 }
 
-TEST_F(MujocoTest, BallReboundsWithSigmaTimesItsImpactSpeed) {
+TEST_F(LcpTest, BallReboundsWithSigmaTimesItsImpactSpeed) {
   ModelPtr m = Load(BundledModel("ball_bounce.xml"));
   ASSERT_TRUE(m);
   for (double sigma : {0.3, 0.6, 0.9}) {
@@ -172,7 +174,7 @@ TEST_F(MujocoTest, BallReboundsWithSigmaTimesItsImpactSpeed) {
 // position pass, not by velocity, so a sigma = 0 ball never rises above its resting height,
 // whatever depth its drop height gives the first contact; the velocity-level correction at erp 1
 // turns the same depth into an outward speed of depth / h and the ball hops
-TEST_F(MujocoTest, SplitImpulseRemovesPenetrationWithoutAHop) {
+TEST_F(LcpTest, SplitImpulseRemovesPenetrationWithoutAHop) {
   ModelPtr m = Load(BundledModel("ball_bounce.xml"));
   ASSERT_TRUE(m);
   const double radius = m->geom_size[3 * 1];
@@ -211,7 +213,7 @@ TEST_F(MujocoTest, SplitImpulseRemovesPenetrationWithoutAHop) {
 // a box started 5 mm inside the floor: the penetration is removed by positions alone, the box's
 // velocity staying at rest: within one step by default (erp 1), at max_correction (m/s) when
 // that is set
-TEST_F(MujocoTest, DeepPenetrationLeavesWithoutVelocity) {
+TEST_F(LcpTest, DeepPenetrationLeavesWithoutVelocity) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   const double depth = 5e-3, h = m->opt.timestep;
@@ -241,7 +243,7 @@ TEST_F(MujocoTest, DeepPenetrationLeavesWithoutVelocity) {
 
 // frictionless scenes: lcp (erp 1, no slop, no restitution: the gap at the end of the step) and
 // ipm at a small central-path value solve the same complementarity problem
-TEST_F(MujocoTest, FrictionlessLcpMatchesIpm) {
+TEST_F(LcpTest, FrictionlessLcpMatchesIpm) {
   if (!ck_solverAvailable(ckSOL_IPM)) GTEST_SKIP() << "ipm is not in this build";
   const std::string xml =
       "<mujoco><option timestep='0.002'/><worldbody>"
@@ -292,7 +294,7 @@ double HitRate(const mjModel* m, mjData* d, ckHandle* ck, int from, int n) {
   return tries ? static_cast<double>(ck_stats(ck)->guess_hits - h0) / tries : 0;
 }
 
-TEST_F(MujocoTest, GuessHitRateOnARestingBoxStack) {
+TEST_F(LcpTest, GuessHitRateOnARestingBoxStack) {
   const std::string xml =
       "<mujoco><option timestep='0.002'/><worldbody>"
       "<geom type='plane' size='2 2 0.1' condim='3' friction='0.6'/>"
@@ -312,7 +314,7 @@ TEST_F(MujocoTest, GuessHitRateOnARestingBoxStack) {
   std::printf("box stack guess hit rate %.4f\n", rate);
 }
 
-TEST_F(MujocoTest, GuessHitRateOnAHumanoidLyingOnTheFloor) {
+TEST_F(LcpTest, GuessHitRateOnAHumanoidLyingOnTheFloor) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
   ASSERT_TRUE(m);
   ckSettings s = LcpSettings();
@@ -338,7 +340,7 @@ std::vector<double> Slide(const mjModel* m, ckHandle* ck, double vx, double vy) 
 }
 
 // the friction box is exact along its axes (MuJoCo's frame for a +z normal: t1 = y, t2 = -x)
-TEST_F(MujocoTest, SlidingAlongATangentAxisStopsAtCoulombsDistance) {
+TEST_F(LcpTest, SlidingAlongATangentAxisStopsAtCoulombsDistance) {
   ModelPtr m = Load(BundledModel("box_sliding.xml"));
   ASSERT_TRUE(m);
   ckSettings s = LcpSettings();
@@ -355,7 +357,7 @@ TEST_F(MujocoTest, SlidingAlongATangentAxisStopsAtCoulombsDistance) {
 // is mu f_n along each axis while both slide: a pyramid aligned with the contact frame, not a
 // cone), so the slide bends toward the faster component and stops short of Coulomb's
 // v0^2 / (2 mu g): the drift that motivates the ipm and comfree solvers.
-TEST_F(MujocoTest, SlidingBetweenTheAxesDriftsSideways) {
+TEST_F(LcpTest, SlidingBetweenTheAxesDriftsSideways) {
   ModelPtr m = Load(BundledModel("box_sliding.xml"));
   ASSERT_TRUE(m);
   ckSettings s = LcpSettings();
@@ -373,7 +375,7 @@ TEST_F(MujocoTest, SlidingBetweenTheAxesDriftsSideways) {
 
 // box on an incline below its friction angle does not creep; above it accelerates at
 // g (sin(theta) - mu cos(theta)) along the slope
-TEST_F(MujocoTest, InclineSticksBelowAndSlidesAboveTheFrictionAngle) {
+TEST_F(LcpTest, InclineSticksBelowAndSlidesAboveTheFrictionAngle) {
   ckSettings s = LcpSettings();
   {
     ModelPtr m = Load(BundledModel("box_incline.xml"));
@@ -405,7 +407,7 @@ TEST_F(MujocoTest, InclineSticksBelowAndSlidesAboveTheFrictionAngle) {
 }
 
 // equality rows (connect, weld, joint coupling), joint and tendon limits, friction loss
-TEST_F(MujocoTest, EqualityLimitAndFrictionLossRows) {
+TEST_F(LcpTest, EqualityLimitAndFrictionLossRows) {
   ckSettings s = LcpSettings();
   {
     ModelPtr m = Load(BundledModel("mechanism.xml"));
@@ -453,7 +455,7 @@ TEST_F(MujocoTest, EqualityLimitAndFrictionLossRows) {
 }
 
 // one frictionless contact: x = -(b0 + erp (pos + slop) / h) / (A + cfm) in closed form
-TEST_F(MujocoTest, StabilizationAndCfmClosedForm) {
+TEST_F(LcpTest, StabilizationAndCfmClosedForm) {
   const std::string xml =
       "<mujoco><option timestep='0.002'/><worldbody><geom type='plane' size='1 1 0.1' condim='1'/>"
       "<body pos='0 0 0.049'><freejoint/><geom type='sphere' size='0.05' mass='2' condim='1'/>"
@@ -505,7 +507,7 @@ TEST_F(MujocoTest, StabilizationAndCfmClosedForm) {
 // warns once, nothing is NaN. Single contacts per convex pair, as on every MuJoCo before 3.8:
 // with MuJoCo 3.12's multi-contact patches (a resting cylinder gets 5 points at one depth,
 // 1 from 3.13) the crippled solver gains energy until MuJoCo resets the state (see docs/solvers.md)
-TEST_F(MujocoTest, FailureKeepsTheBestAnswerAndWarns) {
+TEST_F(LcpTest, FailureKeepsTheBestAnswerAndWarns) {
   ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
   ASSERT_TRUE(m);
 #if mjVERSION_HEADER >= 3008000
@@ -527,7 +529,7 @@ TEST_F(MujocoTest, FailureKeepsTheBestAnswerAndWarns) {
 }
 
 // islands above max_island_rows are solved by Gauss-Seidel on velocities, within the bounds
-TEST_F(MujocoTest, IslandsAboveTheDenseLimitGetGaussSeidel) {
+TEST_F(LcpTest, IslandsAboveTheDenseLimitGetGaussSeidel) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));

@@ -10,7 +10,7 @@
 
 #include "contactkit/contactkit.h"
 #include "support/fixture.h"
-#include "tools/process.h"
+#include "tests/tools/process.h"
 
 namespace contactkit::test {
 namespace {

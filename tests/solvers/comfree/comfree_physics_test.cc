@@ -15,6 +15,8 @@
 namespace contactkit::test {
 namespace {
 
+using ComfreePhysicsTest = MujocoTest;
+
 // comfree at its defaults (with contact anchors: position-level stick)
 ckSettings Comfree(double stiffness = 0.2, double damping = 0.001) {
   ckSettings s;
@@ -60,7 +62,7 @@ double SettledDrift(const mjModel* m, ckHandle* ck, mjData* d) {
 // through the ground or leaves the walls, the pile comes to rest without gaining energy beyond
 // what the (MPR) collision normals of deep cylinder and ellipsoid contacts can inject, and the
 // mean penetration falls as k_user rises; with anchors (the default) and without (the paper's).
-TEST_F(MujocoTest, DenseDropHoldsAndPenetrationFallsWithStiffness) {
+TEST_F(ComfreePhysicsTest, DenseDropHoldsAndPenetrationFallsWithStiffness) {
   ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
   ASSERT_TRUE(m);
   m->opt.enableflags |= mjENBL_ENERGY;
@@ -156,7 +158,7 @@ Decay RunDecay(const std::string& model, int which, double mu, int dof, int anch
 
 // a sphere spinning on a plane slows monotonically, faster for a larger torsional coefficient,
 // and keeps its spin without one
-TEST_F(MujocoTest, TorsionalFrictionSlowsASpin) {
+TEST_F(ComfreePhysicsTest, TorsionalFrictionSlowsASpin) {
   for (int anchor = 0; anchor < 2; anchor++) {  // anchors hold the tangential slip only
     const Decay none = RunDecay("sphere_spinning.xml", 1, 0, 5, anchor);
     const Decay low = RunDecay("sphere_spinning.xml", 1, 0.005, 5, anchor);
@@ -174,7 +176,7 @@ TEST_F(MujocoTest, TorsionalFrictionSlowsASpin) {
 
 // a rolling sphere and a rolling cylinder slow monotonically, faster for a larger rolling
 // coefficient, and keep >= 99% of their speed over 1 s without one
-TEST_F(MujocoTest, RollingFrictionSlowsRolling) {
+TEST_F(ComfreePhysicsTest, RollingFrictionSlowsRolling) {
   for (const char* model : {"sphere_rolling.xml", "cylinder_rolling.xml"}) {
     Decay end[2][3];
     for (int anchor = 0; anchor < 2; anchor++) {
@@ -248,7 +250,7 @@ void StabilitySweep(mjModel* m, int anchor, double max_growth, double max_speed)
   }
 }
 
-TEST_F(MujocoTest, StabilitySweepOfADroppedSlidingCube) {
+TEST_F(ComfreePhysicsTest, StabilitySweepOfADroppedSlidingCube) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   StabilitySweep(m.get(), 0, 0.01, 1e-3);
@@ -256,7 +258,7 @@ TEST_F(MujocoTest, StabilitySweepOfADroppedSlidingCube) {
 
 // The same with anchors: a contact that slides keeps no displacement beyond what its load needs,
 // so the cube that slides to a stop does not spring back and the same bounds hold
-TEST_F(MujocoTest, AnchoredStabilitySweepOfADroppedSlidingCube) {
+TEST_F(ComfreePhysicsTest, AnchoredStabilitySweepOfADroppedSlidingCube) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   StabilitySweep(m.get(), 1, 0.01, 1e-3);
@@ -264,7 +266,7 @@ TEST_F(MujocoTest, AnchoredStabilitySweepOfADroppedSlidingCube) {
 
 // a box resting on a plane holds still, with and without anchors: drift below 0.1 mm over 5 s
 // once settled (anchored: with every integrator)
-TEST_F(MujocoTest, RestingBoxHoldsStill) {
+TEST_F(ComfreePhysicsTest, RestingBoxHoldsStill) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4})
@@ -296,7 +298,7 @@ TEST_F(MujocoTest, RestingBoxHoldsStill) {
 // active the tangential force is linear in the slip velocity, so the box creeps at a steady speed
 // set by the velocity gain (k h + d) M instead of holding still; the creep falls as d_user rises.
 // (Anchors, the default, give position-level stick instead: AnchorsHoldTheBoxOnTheIncline.)
-TEST_F(MujocoTest, InclineStickIsASteadyCreepThatFallsWithDamping) {
+TEST_F(ComfreePhysicsTest, InclineStickIsASteadyCreepThatFallsWithDamping) {
   ModelPtr m = Load(BundledModel("box_incline.xml"));
   ASSERT_TRUE(m);
   std::vector<double> creep;
@@ -324,7 +326,7 @@ double DownSlope(const mjData* d) {
 
 // With anchors (position-level stick) the box on the 10 degree incline holds still: drift below
 // 0.1 mm over 5 s once settled, with every integrator, cone and a rounder facet set
-TEST_F(MujocoTest, AnchorsHoldTheBoxOnTheIncline) {
+TEST_F(ComfreePhysicsTest, AnchorsHoldTheBoxOnTheIncline) {
   ModelPtr m = Load(BundledModel("box_incline.xml"));
   ASSERT_TRUE(m);
   for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4}) {
@@ -351,7 +353,7 @@ TEST_F(MujocoTest, AnchorsHoldTheBoxOnTheIncline) {
 // its sliding contacts keep their share of the load (never a part that would push along the
 // slip: launched up-slope it turns and never climbs again), and stick again once the slip stops
 // decaying. Drift below 0.1 mm over 2 s once stopped; the box stays near where it stopped.
-TEST_F(MujocoTest, AnchoredBoxLaunchedOnTheInclineStopsAndHolds) {
+TEST_F(ComfreePhysicsTest, AnchoredBoxLaunchedOnTheInclineStopsAndHolds) {
   ModelPtr m = Load(BundledModel("box_incline.xml"));
   ASSERT_TRUE(m);
   const double a = 10 * M_PI / 180, t[3] = {std::cos(a), 0, -std::sin(a)};
@@ -387,7 +389,7 @@ TEST_F(MujocoTest, AnchoredBoxLaunchedOnTheInclineStopsAndHolds) {
 // opposite the slip stops pressing and the one along it doubles, while every facet keeps its share
 // of the normal load. With mu = 0.4 (tan 10 / mu = 0.44) the box holds; with mu = 0.3 (0.59) it
 // slides, slower than without anchors.
-TEST_F(MujocoTest, AnchoredStaticFrictionReachesHalfMu) {
+TEST_F(ComfreePhysicsTest, AnchoredStaticFrictionReachesHalfMu) {
   ModelPtr m = Load(BundledModel("box_incline.xml"));
   ASSERT_TRUE(m);
   for (double mu : {0.4, 0.3}) {
@@ -419,7 +421,7 @@ TEST_F(MujocoTest, AnchoredStaticFrictionReachesHalfMu) {
 // carry normal load without friction): between 0.5 and 0.9 s the box gains 1.41 m/s^2 without
 // anchors and 1.17 m/s^2 with them, against g (sin - mu cos) = 0.74 for Coulomb friction (and
 // g sin = 1.70 frictionless).
-TEST_F(MujocoTest, AnchoredBoxAboveTheFrictionAngleSlides) {
+TEST_F(ComfreePhysicsTest, AnchoredBoxAboveTheFrictionAngleSlides) {
   ModelPtr m = Load(BundledModel("box_incline.xml"));
   ASSERT_TRUE(m);
   SetFriction(m.get(), 0, 0.1);
@@ -446,7 +448,7 @@ TEST_F(MujocoTest, AnchoredBoxAboveTheFrictionAngleSlides) {
 // beyond the cone slides, keeping only the displacement its smooth load needs (none on level
 // ground), so stopping releases nothing stored. Within 1 s of stopping it moves back less than
 // 0.5 mm and no faster than 1 mm/s, then holds still; soft and stiff contact, every integrator.
-TEST_F(MujocoTest, AnchoredSlidingBoxStopsWithoutSpringBack) {
+TEST_F(ComfreePhysicsTest, AnchoredSlidingBoxStopsWithoutSpringBack) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   const double kd[3][2] = {{0.2, 0.001}, {0.1, 0.001}, {0.5, 0.005}};
@@ -489,7 +491,7 @@ TEST_F(MujocoTest, AnchoredSlidingBoxStopsWithoutSpringBack) {
 
 // anchors advance only in ck_step: extra ck_forward calls between steps change nothing, and
 // ck_reset gives a fresh handle's trajectory
-TEST_F(MujocoTest, AnchorsAdvanceOnlyInStep) {
+TEST_F(ComfreePhysicsTest, AnchorsAdvanceOnlyInStep) {
   ModelPtr m = Load(BundledModel("box_incline.xml"));
   ASSERT_TRUE(m);
   for (int integrator : {mjINT_EULER, mjINT_RK4}) {
@@ -525,7 +527,7 @@ TEST_F(MujocoTest, AnchorsAdvanceOnlyInStep) {
 }
 
 // equality constraints (connect, weld, joint coupling) hold as bilateral impedances
-TEST_F(MujocoTest, EqualityConstraintsHold) {
+TEST_F(ComfreePhysicsTest, EqualityConstraintsHold) {
   ModelPtr m = Load(BundledModel("mechanism.xml"));
   ASSERT_TRUE(m);
   ckSettings s = Comfree();
@@ -553,7 +555,7 @@ TEST_F(MujocoTest, EqualityConstraintsHold) {
 }
 
 // friction loss is clamped to its bound in every step; joint and tendon limits hold
-TEST_F(MujocoTest, FrictionLossAndLimitsHold) {
+TEST_F(ComfreePhysicsTest, FrictionLossAndLimitsHold) {
   ModelPtr m = Load(BundledModel("joint_friction_limits.xml"));
   ASSERT_TRUE(m);
   ckSettings s = Comfree();
@@ -591,7 +593,7 @@ TEST_F(MujocoTest, FrictionLossAndLimitsHold) {
 }
 
 // an articulated robot with contacts and limits walks through 1000 steps without warnings
-TEST_F(MujocoTest, HumanoidRunsWithoutWarnings) {
+TEST_F(ComfreePhysicsTest, HumanoidRunsWithoutWarnings) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
   ASSERT_TRUE(m);
   ckSettings s = Comfree();
@@ -611,7 +613,7 @@ TEST_F(MujocoTest, HumanoidRunsWithoutWarnings) {
 // the Franka Panda of Menagerie under random position targets held for 10 steps: its 15 g
 // fingers, pressed by the arm, are far lighter along their slide than along the contact normal
 // (before the tangent's inverse mass entered the gains, comfree diverged after 54 steps at 5 ms)
-TEST_F(MujocoTest, PandaWithRandomControlsStaysBounded) {
+TEST_F(ComfreePhysicsTest, PandaWithRandomControlsStaysBounded) {
   const std::string path =
       SharedModel(mjVERSION_HEADER >= 300 ? "franka_emika_panda/scene.xml"
                                           : "franka_emika_panda/scene_mj222.xml");

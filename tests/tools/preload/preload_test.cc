@@ -13,8 +13,8 @@
 
 #include "contactkit/contactkit.h"
 #include "support/fixture.h"
+#include "tests/tools/process.h"
 #include "tools/preload/elf_check.h"
-#include "tools/process.h"
 
 namespace contactkit::test {
 namespace {

@@ -2,8 +2,8 @@
 //
 // Helpers for the lcp tests: a problem extracted from a MuJoCo state, an lcp solver set up for
 // it, and an independent check of the boxed complementarity of a solution.
-#ifndef CONTACTKIT_TESTS_LCP_LCP_UTIL_H_
-#define CONTACTKIT_TESTS_LCP_LCP_UTIL_H_
+#ifndef CONTACTKIT_TESTS_SOLVERS_LCP_LCP_UTIL_H_
+#define CONTACTKIT_TESTS_SOLVERS_LCP_LCP_UTIL_H_
 
 #include <algorithm>
 #include <cmath>
@@ -86,4 +86,4 @@ inline int BodyId(const mjModel* m, const char* name) { return mj_name2id(m, mjO
 
 }  // namespace contactkit::test
 
-#endif  // CONTACTKIT_TESTS_LCP_LCP_UTIL_H_
+#endif  // CONTACTKIT_TESTS_SOLVERS_LCP_LCP_UTIL_H_

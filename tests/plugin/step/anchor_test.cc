@@ -3,6 +3,8 @@
 // The anchor table on its own: contacts find the anchor of their geom pair recorded at their
 // point (the nearest unused one within kMatchRadius), whatever their order, with many anchors per
 // pair and many pairs; contacts of other pairs, or far from every anchor, find none.
+#include "plugin/step/anchor.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,11 +12,12 @@
 #include <random>
 #include <vector>
 
-#include "plugin/step/anchor.h"
 #include "support/fixture.h"
 
 namespace contactkit::test {
 namespace {
+
+using AnchorTest = MujocoTest;
 
 // a problem holding contacts only (dim 3, identity frames, rows 3c .. 3c + 2)
 struct ContactSet {
@@ -40,7 +43,7 @@ Contact MakeContact(const mjModel* m, int g1, int g2, const double pos[3]) {
   return c;
 }
 
-TEST_F(MujocoTest, AnchorsMatchTheirPairAndPointInAnyOrder) {
+TEST_F(AnchorTest, AnchorsMatchTheirPairAndPointInAnyOrder) {
   ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "lcp/lcp_util.h"
+#include "tests/solvers/lcp/lcp_util.h"
 
 namespace contactkit::test {
 namespace {
@@ -76,7 +76,7 @@ inline ckSettings TangentSettings() {
   return s;
 }
 
-class TangentTest : public MujocoTest {
+class LcpTangentTest : public MujocoTest {
  protected:
   // compares ForceTangent with central differences of Solve along random directions
   void Check(const mjModel* m, mjData* d, const Perturb& which, int ndir, double tol,
@@ -134,7 +134,7 @@ class TangentTest : public MujocoTest {
 };
 
 // a box resting on four corners: 12 clamped rows of rank 6 (minimum-norm derivative)
-TEST_F(TangentTest, BoxOnFourCornersRankDeficient) {
+TEST_F(LcpTangentTest, BoxOnFourCornersRankDeficient) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));
@@ -150,7 +150,7 @@ TEST_F(TangentTest, BoxOnFourCornersRankDeficient) {
 // the resting box with one contact point moved within the plane: the Jacobian changes, its rank
 // (6 of 12) does not, and the minimum-norm solution moves along the null space of the clamped
 // system too (the (I - K^+ K) dK' K^+' x term)
-TEST_F(TangentTest, MovedContactNullSpaceTerm) {
+TEST_F(LcpTangentTest, MovedContactNullSpaceTerm) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   // centre of mass off the middle: the corners carry different forces and the clamped system's
@@ -199,7 +199,7 @@ TEST_F(TangentTest, MovedContactNullSpaceTerm) {
 }
 
 // a sliding box: friction rows at their bounds couple to the normals through E
-TEST_F(TangentTest, SlidingBoxBoundFriction) {
+TEST_F(LcpTangentTest, SlidingBoxBoundFriction) {
   ModelPtr m = Load(BundledModel("box_sliding.xml"));
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));
@@ -211,7 +211,7 @@ TEST_F(TangentTest, SlidingBoxBoundFriction) {
 }
 
 // a single contact with a changing Jacobian and mass (full rank)
-TEST_F(TangentTest, SphereJacobianAndMass) {
+TEST_F(LcpTangentTest, SphereJacobianAndMass) {
   ModelPtr m = Load(BundledModel("sphere_rolling.xml"));
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));
@@ -225,7 +225,7 @@ TEST_F(TangentTest, SphereJacobianAndMass) {
 }
 
 // articulated: humanoid contacts and joint limits
-TEST_F(TangentTest, HumanoidContactsAndLimits) {
+TEST_F(LcpTangentTest, HumanoidContactsAndLimits) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));
@@ -236,7 +236,7 @@ TEST_F(TangentTest, HumanoidContactsAndLimits) {
 }
 
 // equality rows (bilateral) and joint friction loss (constant bounds)
-TEST_F(TangentTest, EqualityAndFrictionLoss) {
+TEST_F(LcpTangentTest, EqualityAndFrictionLoss) {
   for (const char* model : {"mechanism.xml", "joint_friction_limits.xml"}) {
     ModelPtr m = Load(BundledModel(model));
     ASSERT_TRUE(m);

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "ipm/ipm_support.h"
 #include "solvers/ipm/ipm_solver.h"
 #include "support/fixture.h"
+#include "tests/solvers/ipm/ipm_support.h"
 
 namespace contactkit::test {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "ipm/ipm_support.h"
 #include "support/fixture.h"
+#include "tests/solvers/ipm/ipm_support.h"
 
 namespace contactkit::test {
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "deriv/deriv_util.h"
 #include "plugin/deriv/derivative.h"
 #include "plugin/step/handle.h"
+#include "tests/plugin/deriv/deriv_util.h"
 
 namespace contactkit::test {
 namespace {

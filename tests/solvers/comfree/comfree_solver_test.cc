@@ -20,6 +20,8 @@
 namespace contactkit::test {
 namespace {
 
+using ComfreeSolverTest = MujocoTest;
+
 // spheres of condim 1, 3, 4 and 6, a box, a hinge arm with friction loss hitting its limit and a
 // connect to a free bob: every kind of row in one problem
 const char kAllRows[] = R"(
@@ -94,7 +96,7 @@ std::vector<double> FacetRow(const Problem& p, const Contact& con, const double*
 
 // the facets of the default setting are MuJoCo's pyramid edges; the write-back stores the facet
 // forces themselves in efc_force, and efc_J' efc_force is J' f
-TEST_F(MujocoTest, DefaultFacetsAreMujocosPyramidEdges) {
+TEST_F(ComfreeSolverTest, DefaultFacetsAreMujocosPyramidEdges) {
   ModelPtr m = LoadString(kAllRows);
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));
@@ -139,7 +141,7 @@ TEST_F(MujocoTest, DefaultFacetsAreMujocosPyramidEdges) {
 
 // rounder cones: symmetric unit directions scaled by the contact's mu; tangential facets share a
 // total weight of 4, so a contact without tangential motion gets the same force for any count
-TEST_F(MujocoTest, MoreTangentialFacetsShapeTheConeNotTheStiffness) {
+TEST_F(ComfreeSolverTest, MoreTangentialFacetsShapeTheConeNotTheStiffness) {
   Contact con{};
   con.dim = 6;
   const double mu[5] = {0.6, 0.4, 0.01, 0.002, 0.003};
@@ -195,7 +197,7 @@ TEST_F(MujocoTest, MoreTangentialFacetsShapeTheConeNotTheStiffness) {
 }
 
 // eq. 8 and 12 for one sliding contact, from MuJoCo's own mass matrix and impedance
-TEST_F(MujocoTest, ContactForceIsTheClosedForm) {
+TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
   ModelPtr m = LoadString(kAllRows);
   ASSERT_TRUE(m);
   for (int i = 0; i < m->nv; i++) m->dof_damping[i] = 0;  // M_eff = M
@@ -268,7 +270,7 @@ TEST_F(MujocoTest, ContactForceIsTheClosedForm) {
 
 // by construction the frame force of every contact lies in MuJoCo's elliptic cone (all friction
 // families at once) and the pyramid edge forces are non-negative: random scenes, every step
-TEST_F(MujocoTest, ForcesStayInTheFrictionCone) {
+TEST_F(ComfreeSolverTest, ForcesStayInTheFrictionCone) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> uni(0, 1);
   const int condims[4] = {1, 3, 4, 6};
@@ -363,7 +365,7 @@ std::vector<int> Pattern(const Problem& p, const ComfreeSolver& solver, const So
 
 // the force tangent is the derivative of Solve: central differences along random directions of
 // every input, with the relaxation limit off and binding
-TEST_F(MujocoTest, ForceTangentMatchesCentralDifferences) {
+TEST_F(ComfreeSolverTest, ForceTangentMatchesCentralDifferences) {
   ModelPtr m = LoadString(kAllRows);
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));
@@ -423,7 +425,7 @@ TEST_F(MujocoTest, ForceTangentMatchesCentralDifferences) {
 }
 
 // OpenMP over contacts gives the serial result bit for bit, and allocates nothing once warm
-TEST_F(MujocoTest, ParallelContactsMatchSerialWithoutAllocating) {
+TEST_F(ComfreeSolverTest, ParallelContactsMatchSerialWithoutAllocating) {
   ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
   ASSERT_TRUE(m);
   ckSettings serial = Settings(ckSOL_COMFREE), parallel = serial;

@@ -16,6 +16,8 @@
 namespace contactkit::test {
 namespace {
 
+using IpmPhysicsTest = MujocoTest;
+
 constexpr double kG = 9.81;
 
 // pair margins for speculative contacts (every MuJoCo version): a body approaching at up to vmax
@@ -51,10 +53,10 @@ double MaxAbs(const double* x, int n) {
 //---------------------------------- hard contact
 //----------------------------------------------------
 
-class BoxDrop : public MujocoTest, public ::testing::WithParamInterface<double> {};
+class IpmBoxDrop : public MujocoTest, public ::testing::WithParamInterface<double> {};
 
 // a box dropped on a plane comes to rest on the surface, without penetration, at any time step
-TEST_P(BoxDrop, RestsOnTheSurfaceWithoutPenetration) {
+TEST_P(IpmBoxDrop, RestsOnTheSurfaceWithoutPenetration) {
   const double h = GetParam();
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
@@ -86,14 +88,14 @@ TEST_P(BoxDrop, RestsOnTheSurfaceWithoutPenetration) {
   EXPECT_NEAR(normal, kG, 1e-6 * kG) << "h = " << h;
 }
 
-INSTANTIATE_TEST_SUITE_P(Timesteps, BoxDrop, ::testing::Values(0.1, 0.05, 0.01, 0.005));
+INSTANTIATE_TEST_SUITE_P(Timesteps, IpmBoxDrop, ::testing::Values(0.1, 0.05, 0.01, 0.005));
 
-class HumanoidDrop : public MujocoTest, public ::testing::WithParamInterface<double> {};
+class IpmHumanoidDrop : public MujocoTest, public ::testing::WithParamInterface<double> {};
 
 // MuJoCo's humanoid dropped from standing: with margins for its speeds (limbs up to 3 m/s) and
 // the gap re-check (Newton on the distances at q+), the smallest signed distance of any contact
 // over the whole run stays above -1e-5 m, and the run stays bounded
-TEST_P(HumanoidDrop, NoPenetrationAtAnyTimestep) {
+TEST_P(IpmHumanoidDrop, NoPenetrationAtAnyTimestep) {
   const double h = GetParam();
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
   ASSERT_TRUE(m);
@@ -120,13 +122,13 @@ TEST_P(HumanoidDrop, NoPenetrationAtAnyTimestep) {
   EXPECT_LT(MaxAbs(d->qvel, m->nv), 1.0) << "h = " << h;
 }
 
-INSTANTIATE_TEST_SUITE_P(Timesteps, HumanoidDrop, ::testing::Values(0.1, 0.01, 0.001));
+INSTANTIATE_TEST_SUITE_P(Timesteps, IpmHumanoidDrop, ::testing::Values(0.1, 0.01, 0.001));
 
 //---------------------------------- friction
 //---------------------------------------------------------
 
 // a box sliding between the tangent axes moves on a straight line and stops at v0^2 / (2 mu g)
-TEST_F(MujocoTest, SlidingBoxStopsOnAStraightLine) {
+TEST_F(IpmPhysicsTest, SlidingBoxStopsOnAStraightLine) {
   ModelPtr m = Load(BundledModel("box_sliding.xml"));
   ASSERT_TRUE(m);
   SetMargins(m.get(), 2.0);
@@ -151,7 +153,7 @@ TEST_F(MujocoTest, SlidingBoxStopsOnAStraightLine) {
 }
 
 // below the friction angle a box on an incline does not creep
-TEST_F(MujocoTest, BoxOnInclineBelowFrictionAngleDoesNotCreep) {
+TEST_F(IpmPhysicsTest, BoxOnInclineBelowFrictionAngleDoesNotCreep) {
   ModelPtr m = Load(BundledModel("box_incline.xml"));
   ASSERT_TRUE(m);
   SetMargins(m.get(), 0.1);
@@ -172,7 +174,7 @@ TEST_F(MujocoTest, BoxOnInclineBelowFrictionAngleDoesNotCreep) {
 }
 
 // above the friction angle it accelerates at g (sin - mu cos)
-TEST_F(MujocoTest, BoxOnSteepInclineAcceleratesAtTheCoulombRate) {
+TEST_F(IpmPhysicsTest, BoxOnSteepInclineAcceleratesAtTheCoulombRate) {
   ModelPtr m = Load(BundledModel("box_incline_steep.xml"));
   ASSERT_TRUE(m);
   SetMargins(m.get(), 2.0);
@@ -198,7 +200,7 @@ void SetFriction(mjModel* m, int k, double value) {
 }
 
 // a spinning sphere with torsional friction stops; without it, it keeps spinning
-TEST_F(MujocoTest, TorsionalFrictionStopsASpinningSphere) {
+TEST_F(IpmPhysicsTest, TorsionalFrictionStopsASpinningSphere) {
   for (const double torsion : {0.005, 0.0}) {
     ModelPtr m = Load(BundledModel("sphere_spinning.xml"));
     ASSERT_TRUE(m);
@@ -223,7 +225,7 @@ TEST_F(MujocoTest, TorsionalFrictionStopsASpinningSphere) {
 }
 
 // a rolling sphere with rolling friction stops; without it, it keeps rolling
-TEST_F(MujocoTest, RollingFrictionStopsARollingSphere) {
+TEST_F(IpmPhysicsTest, RollingFrictionStopsARollingSphere) {
   for (const double roll : {0.001, 0.0}) {
     ModelPtr m = Load(BundledModel("sphere_rolling.xml"));
     ASSERT_TRUE(m);
@@ -253,7 +255,7 @@ TEST_F(MujocoTest, RollingFrictionStopsARollingSphere) {
 // position-level violation is one step's curvature error (h^2 |w|^2 r), which the next step
 // removes, so it stays below MuJoCo's soft violation (0.25 mm here); with the gap re-check
 // (Newton on the equality residual at q+) it is below 1e-6
-TEST_F(MujocoTest, EqualityConstraintsHold) {
+TEST_F(IpmPhysicsTest, EqualityConstraintsHold) {
   for (const int recheck : {0, 1}) {
     ModelPtr m = Load(BundledModel("mechanism.xml"));
     ASSERT_TRUE(m);
@@ -277,7 +279,7 @@ TEST_F(MujocoTest, EqualityConstraintsHold) {
 
 // dof friction loss and limits: the slider accelerates at g sin45 - 2 and every joint ends on its
 // limit without passing it
-TEST_F(MujocoTest, FrictionLossAndLimits) {
+TEST_F(IpmPhysicsTest, FrictionLossAndLimits) {
   ModelPtr m = Load(BundledModel("joint_friction_limits.xml"));
   ASSERT_TRUE(m);
   // speculative limits: rows exist before the limit is reached (a few steps of travel)
@@ -315,7 +317,7 @@ TEST_F(MujocoTest, FrictionLossAndLimits) {
 
 // a box held just above a plane, inside the margin: the contact force at that positive distance
 // grows with kappa_tol; with the default it is negligible (hard contact)
-TEST_F(MujocoTest, KappaSoftensContactMonotonically) {
+TEST_F(IpmPhysicsTest, KappaSoftensContactMonotonically) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
   SetPairMargins(m.get(), 0.01);
@@ -353,7 +355,7 @@ double Median(std::vector<int> v) {
 
 // median iterations per step stay at or below 20, and few steps end short of the tolerances
 // (a stalled solve that is retried and still ends within 1000x of them is INACCURATE)
-TEST_F(MujocoTest, MedianIterationsOnHumanoidAndStackedPrimitives) {
+TEST_F(IpmPhysicsTest, MedianIterationsOnHumanoidAndStackedPrimitives) {
   for (const std::string& path :
        {MujocoModel("humanoid/humanoid.xml"), BundledModel("stacked_primitives.xml")}) {
     ModelPtr m = Load(path);
@@ -376,7 +378,7 @@ TEST_F(MujocoTest, MedianIterationsOnHumanoidAndStackedPrimitives) {
 
 // a pile of 100 humanoids (MuJoCo 3.17 reports contacts whose sliding forces stall unscaled
 // directions: 61% of the first 700 steps ended inexact before the Nesterov-Todd attempt)
-TEST_F(MujocoTest, FewInexactSolvesOnAPileOfHumanoids) {
+TEST_F(IpmPhysicsTest, FewInexactSolvesOnAPileOfHumanoids) {
   ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
   ASSERT_TRUE(m);
   DataPtr d(mj_makeData(m.get()));

@@ -14,9 +14,9 @@
 
 #include "contactkit/contactkit.h"
 #include "support/fixture.h"
+#include "tests/tools/process.h"
 #include "tools/common/divergence.h"
 #include "tools/common/tool_util.h"
-#include "tools/process.h"
 
 namespace contactkit::test {
 namespace {

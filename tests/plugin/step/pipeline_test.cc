@@ -19,6 +19,8 @@
 namespace contactkit::test {
 namespace {
 
+using PipelineTest = MujocoTest;
+
 bool SameBits(const mjtNum* a, const mjtNum* b, int n) {
   return n == 0 || std::memcmp(a, b, sizeof(mjtNum) * n) == 0;
 }
@@ -119,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(LargeModelsAll, PassThroughTest,
                          CaseName);
 
 // ck_forward leaves the same data as mj_forward
-TEST_F(MujocoTest, ForwardMatchesMujoco) {
+TEST_F(PipelineTest, ForwardMatchesMujoco) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
   ASSERT_TRUE(m);
   DataPtr d1(mj_makeData(m.get())), d2(mj_makeData(m.get()));
@@ -139,7 +141,7 @@ TEST_F(MujocoTest, ForwardMatchesMujoco) {
 // Acceleration-stage sensors (accelerometer, force, torque, touch) follow every step exactly as
 // under mj_step: MuJoCo 3.5+ evaluates their post-constraint quantities lazily, once per forward
 // pass, so a pipeline that does not clear that flag would keep the first step's readings
-TEST_F(MujocoTest, AccelerationSensorsFollowEveryStep) {
+TEST_F(PipelineTest, AccelerationSensorsFollowEveryStep) {
   ModelPtr m = LoadString(R"(
 <mujoco>
   <worldbody>
@@ -184,7 +186,7 @@ TEST_F(MujocoTest, AccelerationSensorsFollowEveryStep) {
 // Our solvers do not need efc_AR, which MuJoCo 2.x's position stage computes for PGS and noslip
 // models (mj_projectConstraint): ck_step leaves it out there and otherwise runs the same position
 // stage, so a PGS model steps exactly as the same model with Newton
-TEST_F(MujocoTest, OurSolversSkipTheProjectionOnlyPgsNeeds) {
+TEST_F(PipelineTest, OurSolversSkipTheProjectionOnlyPgsNeeds) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
   ASSERT_TRUE(m);
   for (int solver = ckSOL_IPM; solver < ckNSOLVER; solver++) {
@@ -240,7 +242,7 @@ std::string ReadFile(const std::string& path) {
 // ckStats.iterations of the pass-through means one solve's iterations on every version: a box on
 // a plane and the same scene with a second, identical box 1 m away (two islands, which MuJoCo 3.x
 // solves one by one) report the same count at every step (3.x summed the islands' counts before)
-TEST_F(MujocoTest, PassThroughIterationsAreTheSlowestIslands) {
+TEST_F(PipelineTest, PassThroughIterationsAreTheSlowestIslands) {
   const std::string one = ReadFile(BundledModel("box_on_plane.xml"));
   const size_t begin = one.find("<body name=\"box\""), end = one.find("</body>", begin) + 7;
   ASSERT_NE(begin, std::string::npos);

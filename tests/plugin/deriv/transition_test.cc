@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "deriv/deriv_util.h"
 #include "plugin/step/compat.h"
+#include "tests/plugin/deriv/deriv_util.h"
 #include "tools/gen_stack.h"
 
 namespace contactkit::test {
