@@ -1,10 +1,10 @@
 // Copyright 2026 The contactkit developers.
 //
 // ck-comfree-scaling: step time against the number of contacts (ComFree-Sim's Fig. 7) on stacked
-// primitives of growing size (tools/gen_stack.h), for comfree, MuJoCo's Newton and PGS, and ipm
-// when the build has it. Every scene is settled once with MuJoCo's CG; each solver then steps from
-// that same state in this process (ck_step: MuJoCo's collision and integrator for all), and the
-// tool prints median times, log-log slopes and ratios, and writes a CSV and a PNG (gnuplot).
+// primitives of growing size (tools/common/gen_stack.h), for comfree, MuJoCo's Newton and PGS, and
+// ipm when the build has it. Every scene is settled once with MuJoCo's CG; each solver then steps
+// from that same state in this process (ck_step: MuJoCo's collision and integrator for all), and
+// the tool prints median times, log-log slopes and ratios, and writes a CSV and a PNG (gnuplot).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,8 +16,8 @@
 
 #include "contactkit/contactkit.h"
 #include "tools/common/bench_measure.h"
+#include "tools/common/gen_stack.h"
 #include "tools/common/tool_util.h"
-#include "tools/gen_stack.h"
 
 namespace {
 
@@ -27,7 +27,8 @@ using contactkit::tools::Split;
 const char kUsage[] =
     "usage: ck-comfree-scaling [options]\n"
     "\n"
-    "Step time against contacts on stacked primitives (tools/gen_stack.h): each scene is settled\n"
+    "Step time against contacts on stacked primitives (tools/common/gen_stack.h): each scene is "
+    "settled\n"
     "with MuJoCo's CG, then every solver steps from the same state; prints median times, log-log\n"
     "slopes and ratios to comfree, and writes a CSV and a PNG plot.\n"
     "\n"

@@ -25,8 +25,8 @@
 #include "tools/bench_suite/robots.h"
 #include "tools/common/bench_measure.h"
 #include "tools/common/divergence.h"
+#include "tools/common/gen_stack.h"
 #include "tools/common/tool_util.h"
-#include "tools/gen_stack.h"
 
 namespace contactkit::bench {
 namespace {
@@ -409,7 +409,7 @@ int ComfreePenetration(const Options& o, std::string* report) {
       "comfree_penetration", "Dense drop: penetration depth (ComFree Fig. 3b)",
       MarkdownTable({"solver", "k_user, d_user", "depth (mm) mean ± std", "max (mm)", "ms / step"},
                     rows),
-      "125 primitives (5 layers of 5 x 5, tools/gen_stack.h) dropped onto a box at h = "
+      "125 primitives (5 layers of 5 x 5, tools/common/gen_stack.h) dropped onto a box at h = "
       "0.002, " +
           std::to_string(steps) +
           " steps; depth of every detected contact at every step. MuJoCo runs its CG "
@@ -469,7 +469,7 @@ int ComfreeScaling(const Options& o, std::string* report) {
   for (int s : o.solvers) header.push_back(std::string(ck_solverName(s)) + ": contacts / step");
   Output out{"comfree_scaling", "Step time against contact count (ComFree Fig. 7)",
              MarkdownTable(header, rows),
-             "Stacked primitives (tools/gen_stack.h) at h = 0.002; mean over " +
+             "Stacked primitives (tools/common/gen_stack.h) at h = 0.002; mean over " +
                  std::to_string(steps) + " steps after " + std::to_string(warmup) +
                  " steps of falling; full step (collision, solve, integration), one core. "
                  "MuJoCo runs CG. DIVERGED: " +

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "tools/common/divergence.h"
+#include "tools/common/gen_stack.h"
 #include "tools/common/tool_util.h"
-#include "tools/gen_stack.h"
 
 namespace contactkit::tools {
 namespace {

@@ -41,9 +41,9 @@ struct ScalingPoint {
   std::string why;        // why it diverged
   std::string error;
 };
-// run an nx x ny x nlayers stacked-primitives scene (tools/gen_stack.h) for warmup + steps steps
-// at h = 0.002 and average over the last steps; MuJoCo's own solver runs CG (its dense Newton is
-// impractical beyond a few hundred bodies on MuJoCo 2.2.2)
+// run an nx x ny x nlayers stacked-primitives scene (tools/common/gen_stack.h) for warmup + steps
+// steps at h = 0.002 and average over the last steps; MuJoCo's own solver runs CG (its dense Newton
+// is impractical beyond a few hundred bodies on MuJoCo 2.2.2)
 ScalingPoint MeasureStackScaling(int nx, int ny, int nlayers, const ckSettings& settings,
                                  int warmup, int steps);
 

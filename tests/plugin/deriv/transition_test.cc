@@ -13,7 +13,7 @@
 
 #include "plugin/step/compat.h"
 #include "tests/plugin/deriv/deriv_util.h"
-#include "tools/gen_stack.h"
+#include "tools/common/gen_stack.h"
 
 namespace contactkit::test {
 namespace {

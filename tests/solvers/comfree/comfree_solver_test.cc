@@ -15,7 +15,7 @@
 #include "solvers/comfree/comfree.h"
 #include "solvers/common/impedance.h"
 #include "support/fixture.h"
-#include "tools/gen_stack.h"
+#include "tools/common/gen_stack.h"
 
 namespace contactkit::test {
 namespace {
