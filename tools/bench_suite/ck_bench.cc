@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "tools/bench_suite/comfree_slopes.h"
 #include "tools/bench_suite/plot.h"
 #include "tools/bench_suite/robots.h"
 #include "tools/common/bench_measure.h"
@@ -45,6 +46,9 @@ const char kUsage[] =
     "  comfree-penetration  dense drop of 5 x 5 x 5 primitives: penetration mean +- std\n"
     "                       (ComFree Fig. 3b)\n"
     "  comfree-scaling      step time against contact count on growing stacks (ComFree Fig. 7)\n"
+    "  comfree-slopes       the same in detail: piles settled with CG, then every solver variant\n"
+    "                       from the same state; median step and stage times, log-log slopes,\n"
+    "                       ratios to comfree (long: not part of all)\n"
     "  nimble-jacobian      Jacobian time: analytic against central differences (Nimble Table II)\n"
     "  robots               robot suite: every Menagerie robot and example model, solver, "
     "timestep\n"
@@ -58,6 +62,19 @@ const char kUsage[] =
     "                       of them if neither is given, are skipped by name\n"
     "  --solvers A,B,...    solvers to compare (default: every available one)\n"
     "  --quick              a tenth of the steps (smoke runs; figures not for publication)\n"
+    "  --sizes LIST         comfree-slopes: scenes as NXxNYxLAYERS, comma separated (default:\n"
+    "                       3x2x1,3x3x2,5x4x3,6x6x4,7x7x4,8x8x4,8x8x6,8x8x8,7x7x14: about 10 to\n"
+    "                       2000+ contacts)\n"
+    "  --variants LIST      comfree-slopes: among comfree (default settings: with anchors),\n"
+    "                       comfree_paper (anchor 0: the paper's scheme), comfree_serial (no\n"
+    "                       OpenMP), comfree_pgsmodel (comfree on the model with opt.solver PGS),\n"
+    "                       newton, pgs, cg, ipm (default: comfree, newton, pgs, ipm among\n"
+    "                       --solvers)\n"
+    "  --settle N           comfree-slopes: CG steps before timing (default 1000: the piles have\n"
+    "                       landed and compacted; 7x7x14 then has 2000+ contacts)\n"
+    "  --steps N            comfree-slopes: timed steps per variant and scene (default 20)\n"
+    "  --budget S           comfree-slopes: seconds per variant and scene after which timing\n"
+    "                       stops (default 15; at least 3 steps are timed)\n"
     "  --no-plots           CSV and tables only\n"
     "  --quiet              no progress bars\n"
     "  --help               this text\n"
@@ -71,6 +88,7 @@ struct Options {
   std::string models_dir;
   std::vector<int> solvers;
   bool quick = false, plots = true, progress = true;
+  SlopesOptions slopes;  // comfree-slopes' own options
 };
 
 int Fail(const std::string& msg) {
@@ -614,10 +632,21 @@ int Main(int argc, char** argv) {
        [](const Options& o, std::string* r) {
          return RobotsBench({o.out, o.models_dir, o.solvers, o.quick, o.plots, o.progress}, r);
        }},
+      {"comfree-slopes",
+       [](const Options& o, std::string* r) {
+         SlopesOptions so = o.slopes;
+         so.out = o.out;
+         so.solvers = o.solvers;
+         so.quick = o.quick;
+         so.plots = o.plots;
+         so.progress = o.progress;
+         return ComfreeSlopes(so, r);
+       }},
   };
   std::vector<std::pair<std::string, Bench>> run;
   for (const auto& b : benches) {
-    if ((cmd == "all" && b.first != "robots") || cmd == b.first) run.push_back(b);
+    const bool long_run = b.first == "robots" || b.first == "comfree-slopes";
+    if ((cmd == "all" && !long_run) || cmd == b.first) run.push_back(b);
   }
   if (run.empty()) {
     std::string names = "all";
@@ -644,6 +673,19 @@ int Main(int argc, char** argv) {
       solvers_arg = value();
     } else if (a == "--quick") {
       o.quick = true;
+    } else if (a == "--sizes") {
+      o.slopes.sizes = value();
+    } else if (a == "--variants") {
+      o.slopes.variants = value();
+    } else if (a == "--settle") {
+      o.slopes.settle = std::atoi(value().c_str());
+      if (o.slopes.settle < 0) return Fail("bad --settle (want 0 or more steps)");
+    } else if (a == "--steps") {
+      o.slopes.steps = std::atoi(value().c_str());
+      if (o.slopes.steps < 1) return Fail("bad --steps (want 1 or more)");
+    } else if (a == "--budget") {
+      o.slopes.budget = std::atof(value().c_str());
+      if (!(o.slopes.budget > 0)) return Fail("bad --budget (want seconds > 0)");
     } else if (a == "--no-plots") {
       o.plots = false;
     } else if (a == "--quiet") {

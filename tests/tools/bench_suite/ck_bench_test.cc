@@ -106,6 +106,28 @@ TEST_F(BenchSuiteTest, ScalingGrowsWithContacts) {
   EXPECT_GT(ms[2], ms[0]);
 }
 
+// comfree-slopes: every variant on every scene from the same settled state, with the slopes
+TEST_F(BenchSuiteTest, SlopesTimeEveryVariantOnEveryScene) {
+  const ProcessResult r = Bench("comfree-slopes");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("slope, constraint stage"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Target: comfree slope <= 1.1"), std::string::npos) << r.out;
+  const auto rows = ReadCsv(dir_ + "/comfree_slopes.csv");
+  ASSERT_EQ(rows.size(), 1u + 3u * 4u) << "3 scenes x comfree, newton, pgs, ipm";
+  EXPECT_EQ(rows[0][3], "solver");
+  for (size_t i = 1; i < rows.size(); i++) {
+    ASSERT_EQ(rows[i].size(), 11u);
+    EXPECT_GT(std::stod(rows[i][4]), 0) << rows[i][0] << " " << rows[i][3] << ": contacts";
+    EXPECT_GT(std::stod(rows[i][5]), 0) << rows[i][0] << " " << rows[i][3] << ": step time";
+    EXPECT_EQ(rows[i][9], "3") << rows[i][0] << " " << rows[i][3] << ": timed steps";
+  }
+#ifdef CK_BENCH
+  const ProcessResult bad = RunProcess({kBench, "comfree-slopes", "--variants", "comfree,fast"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("unknown variant 'fast'"), std::string::npos) << bad.err;
+#endif
+}
+
 TEST_F(BenchSuiteTest, JacobianTableHasEveryModel) {
   const ProcessResult r = Bench("nimble-jacobian");
   ASSERT_EQ(r.status, 0) << r.err;
