@@ -13,6 +13,8 @@
 namespace contactkit::test {
 namespace {
 
+using QualityTest = MujocoTest;
+
 std::vector<int> AvailableSolvers() {
   std::vector<int> out;
   for (int s = 0; s < ckNSOLVER; s++) {
@@ -183,7 +185,7 @@ TEST(AllocationCounterTest, CountsAllocations) {
   EXPECT_EQ(n, 3);
 }
 
-TEST_F(MujocoTest, HandleOfAnotherModelIsRefusedWithAWarning) {
+TEST_F(QualityTest, HandleOfAnotherModelIsRefusedWithAWarning) {
   ModelPtr a = Load(MujocoModel("humanoid/humanoid.xml"));
   ModelPtr b = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(a && b);
@@ -195,7 +197,7 @@ TEST_F(MujocoTest, HandleOfAnotherModelIsRefusedWithAWarning) {
   EXPECT_EQ(d->time, 0);
 }
 
-TEST_F(MujocoTest, MakeRejectsBadInput) {
+TEST_F(QualityTest, MakeRejectsBadInput) {
   char err[512];
   EXPECT_EQ(ck_make(nullptr, nullptr, err, sizeof(err)), nullptr);
   EXPECT_NE(std::string(err).find("NULL"), std::string::npos);

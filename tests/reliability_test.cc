@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "plugin/handle.h"
+#include "plugin/step/handle.h"
 #include "support/fixture.h"
 
 namespace contactkit::test {

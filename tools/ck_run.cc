@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
-#include "plugin/compat.h"
+#include "plugin/step/compat.h"
 #include "tools/common/tool_util.h"
 
 namespace {

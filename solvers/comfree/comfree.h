@@ -26,8 +26,8 @@
 //    parts only); where it exceeds the limit the tree's gains are scaled down to it. On the
 //    paper's dense drop it never binds at d_user = 0.001 and adds 7-10% penetration at 0.005;
 //  - anchor: position-level stick. The problem brings each contact's tangential displacement
-//    disp from an anchor kept across steps (plugin/anchor.h), and each tangential facet takes its
-//    own gap phi_j = phi - mu d_j . disp, so that a sticking contact is a spring in position
+//    disp from an anchor kept across steps (plugin/step/anchor.h), and each tangential facet takes
+//    its own gap phi_j = phi - mu d_j . disp, so that a sticking contact is a spring in position
 //    rather than a viscous creep. After the solve, a sticking contact keeps the displacement
 //    predicted for the step's end, disp + h J_t v+, pulled back to the cone's edge (where the facet
 //    across from the slip stops pressing: phi+ + max_j (-mu d_j . x) = 0, phi+ = phi + h J_n v+).

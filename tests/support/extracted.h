@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "plugin/extract.h"
+#include "plugin/step/extract.h"
 
 namespace contactkit::test {
 

@@ -2,7 +2,7 @@
 //
 // comfree against mj_step (Newton) and against MuJoCo's PGS through the pass-through, on the
 // dense drop and on articulated models; the step-time sweep over contact counts is
-// ck-comfree-scaling (tools/comfree_scaling.cc).
+// ck-bench comfree-slopes (tools/bench_suite/comfree_slopes.cc).
 #include "tools/bench/bench.h"
 
 namespace contactkit::bench {

@@ -4,15 +4,15 @@
 // mjd_transitionFD (forward and centered) on the same model and state, with the accuracy of
 // ck_transitionJac against centered ck_transitionFD beside the speedups. Targets (issue 6): on
 // the humanoid in contact >= 10x faster than forward and >= 20x faster than centered differences.
-// Scenes: the humanoid in contact, a pile of 20 primitives (tools/gen_stack.h, 5 x 4 x 1) after
-// settling, and humanoid100 (slow: mjd_transitionFD takes seconds there; select it with
+// Scenes: the humanoid in contact, a pile of 20 primitives (tools/common/gen_stack.h, 5 x 4 x 1)
+// after settling, and humanoid100 (slow: mjd_transitionFD takes seconds there; select it with
 // --benchmark_filter=humanoid100).
 #include <cstdio>
 #include <fstream>
 #include <string>
 
 #include "tools/bench/bench.h"
-#include "tools/gen_stack.h"
+#include "tools/common/gen_stack.h"
 
 namespace contactkit::bench {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/compat.h"
+#include "plugin/step/compat.h"
 #include "tools/bench/bench.h"
 #include "tools/common/tool_util.h"
 

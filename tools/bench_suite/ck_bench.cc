@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "tools/bench_suite/comfree_slopes.h"
 #include "tools/bench_suite/plot.h"
 #include "tools/bench_suite/robots.h"
 #include "tools/common/bench_measure.h"
-#include "tools/common/derivatives.h"
 #include "tools/common/divergence.h"
+#include "tools/common/gen_stack.h"
 #include "tools/common/tool_util.h"
-#include "tools/gen_stack.h"
 
 namespace contactkit::bench {
 namespace {
@@ -46,6 +46,9 @@ const char kUsage[] =
     "  comfree-penetration  dense drop of 5 x 5 x 5 primitives: penetration mean +- std\n"
     "                       (ComFree Fig. 3b)\n"
     "  comfree-scaling      step time against contact count on growing stacks (ComFree Fig. 7)\n"
+    "  comfree-slopes       the same in detail: piles settled with CG, then every solver variant\n"
+    "                       from the same state; median step and stage times, log-log slopes,\n"
+    "                       ratios to comfree (long: not part of all)\n"
     "  nimble-jacobian      Jacobian time: analytic against central differences (Nimble Table II)\n"
     "  robots               robot suite: every Menagerie robot and example model, solver, "
     "timestep\n"
@@ -59,6 +62,19 @@ const char kUsage[] =
     "                       of them if neither is given, are skipped by name\n"
     "  --solvers A,B,...    solvers to compare (default: every available one)\n"
     "  --quick              a tenth of the steps (smoke runs; figures not for publication)\n"
+    "  --sizes LIST         comfree-slopes: scenes as NXxNYxLAYERS, comma separated (default:\n"
+    "                       3x2x1,3x3x2,5x4x3,6x6x4,7x7x4,8x8x4,8x8x6,8x8x8,7x7x14: about 10 to\n"
+    "                       2000+ contacts)\n"
+    "  --variants LIST      comfree-slopes: among comfree (default settings: with anchors),\n"
+    "                       comfree_paper (anchor 0: the paper's scheme), comfree_serial (no\n"
+    "                       OpenMP), comfree_pgsmodel (comfree on the model with opt.solver PGS),\n"
+    "                       newton, pgs, cg, ipm (default: comfree, newton, pgs, ipm among\n"
+    "                       --solvers)\n"
+    "  --settle N           comfree-slopes: CG steps before timing (default 1000: the piles have\n"
+    "                       landed and compacted; 7x7x14 then has 2000+ contacts)\n"
+    "  --steps N            comfree-slopes: timed steps per variant and scene (default 20)\n"
+    "  --budget S           comfree-slopes: seconds per variant and scene after which timing\n"
+    "                       stops (default 15; at least 3 steps are timed)\n"
     "  --no-plots           CSV and tables only\n"
     "  --quiet              no progress bars\n"
     "  --help               this text\n"
@@ -72,6 +88,7 @@ struct Options {
   std::string models_dir;
   std::vector<int> solvers;
   bool quick = false, plots = true, progress = true;
+  SlopesOptions slopes;  // comfree-slopes' own options
 };
 
 int Fail(const std::string& msg) {
@@ -246,7 +263,6 @@ int DojoSpeed(const Options& o, std::string* report) {
   PlotSpec spec{
       "1000 steps at h = 0.01 plus a Jacobian per step", "", "total time (s)", false, true, {}, {}};
   for (const Robot& r : robots) spec.xtics.push_back(r.name);
-  const bool deriv = tools::HaveDerivatives();
   const int total = static_cast<int>(o.solvers.size() * robots.size()) * steps;
   int done = 0;
   for (int solver : o.solvers) {
@@ -267,9 +283,8 @@ int DojoSpeed(const Options& o, std::string* report) {
       std::vector<mjtNum> A(static_cast<size_t>(nx) * nx), B(static_cast<size_t>(nx) * m->nu + 1);
       std::mt19937 rng(12345);
       std::uniform_real_distribution<double> unit(0.0, 1.0);
-      // MuJoCo's row is MuJoCo itself (mj_step + mjd_transitionFD); ours need the derivative module
+      // MuJoCo's row is MuJoCo itself (mj_step + mjd_transitionFD)
       const bool mujoco = solver == ckSOL_MUJOCO;
-      const bool jac = mujoco || deriv;
       double t_sim = 0, t_jac = 0;
       tools::DivergenceCheck divergence;
       divergence.Start(d);
@@ -291,35 +306,29 @@ int DojoSpeed(const Options& o, std::string* report) {
           done += steps - t - 1;
           break;
         }
-        if (jac) {
-          if (mujoco) {
-            tools::MujocoTransitionFD(m, d, 1e-6, false, A.data(), B.data());
-          } else {
-            tools::TransitionJacobian(ck, m, d, A.data(), B.data());
-          }
-          t_jac += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        if (mujoco) {
+          mjd_transitionFD(m, d, 1e-6, 0, A.data(), B.data(), nullptr, nullptr);
+        } else {
+          ck_transitionJac(ck, m, d, A.data(), B.data(), nullptr, nullptr);
         }
+        t_jac += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
         if (o.progress && (++done % 50 == 0 || done == total)) {
           tools::Progress("dojo-speed", done, total);
         }
       }
       const bool failed = divergence.diverged();
       csv << ck_solverName(solver) << "," << robots[r].name << "," << steps << "," << t_sim << ","
-          << (jac ? t_jac : -1) << "," << (jac ? t_sim + t_jac : -1) << ","
-          << (mujoco ? "mjd_transitionFD"
-              : jac  ? "analytic"
-                     : "none")
+          << t_jac << "," << t_sim + t_jac << "," << (mujoco ? "mjd_transitionFD" : "analytic")
           << "," << failed << "\n";
       if (failed) {
         row.push_back("DIVERGED");
         notes += std::string("DIVERGED: ") + ck_solverName(solver) + " on " + robots[r].name +
                  ": " + divergence.reason() + ".\n";
       } else {
-        row.push_back(jac ? Fmt(t_sim + t_jac, "%.3f") + " (" + Fmt(t_sim, "%.3f") + " + " +
-                                Fmt(t_jac, "%.3f") + ")"
-                          : "n/a (sim " + Fmt(t_sim, "%.3f") + ")");
+        row.push_back(Fmt(t_sim + t_jac, "%.3f") + " (" + Fmt(t_sim, "%.3f") + " + " +
+                      Fmt(t_jac, "%.3f") + ")");
       }
-      if (jac && !failed) {
+      if (!failed) {
         series.x.push_back(static_cast<double>(r));
         series.y.push_back(t_sim + t_jac);
       }
@@ -333,11 +342,6 @@ int DojoSpeed(const Options& o, std::string* report) {
   if (o.progress) tools::ClearProgress();
   std::vector<std::string> header = {"total s (sim + Jacobian)"};
   for (const Robot& r : robots) header.push_back(r.name);
-  if (!deriv) {
-    notes +=
-        "Our solvers' Jacobians are not available in this build (derivative module): their "
-        "cells give the simulation time only.\n";
-  }
   notes += std::to_string(steps) +
            " steps at h = 0.01 with uniform random controls in each actuator's range (same "
            "seed for every solver); MuJoCo: mj_step + mjd_transitionFD (forward differences, "
@@ -423,7 +427,7 @@ int ComfreePenetration(const Options& o, std::string* report) {
       "comfree_penetration", "Dense drop: penetration depth (ComFree Fig. 3b)",
       MarkdownTable({"solver", "k_user, d_user", "depth (mm) mean ± std", "max (mm)", "ms / step"},
                     rows),
-      "125 primitives (5 layers of 5 x 5, tools/gen_stack.h) dropped onto a box at h = "
+      "125 primitives (5 layers of 5 x 5, tools/common/gen_stack.h) dropped onto a box at h = "
       "0.002, " +
           std::to_string(steps) +
           " steps; depth of every detected contact at every step. MuJoCo runs its CG "
@@ -483,7 +487,7 @@ int ComfreeScaling(const Options& o, std::string* report) {
   for (int s : o.solvers) header.push_back(std::string(ck_solverName(s)) + ": contacts / step");
   Output out{"comfree_scaling", "Step time against contact count (ComFree Fig. 7)",
              MarkdownTable(header, rows),
-             "Stacked primitives (tools/gen_stack.h) at h = 0.002; mean over " +
+             "Stacked primitives (tools/common/gen_stack.h) at h = 0.002; mean over " +
                  std::to_string(steps) + " steps after " + std::to_string(warmup) +
                  " steps of falling; full step (collision, solve, integration), one core. "
                  "MuJoCo runs CG. DIVERGED: " +
@@ -503,7 +507,6 @@ int NimbleJacobian(const Options& o, std::string* report) {
   for (const Robot& r : Robots(o, &notes)) {
     if (r.name != "Humanoid") models.push_back(r);
   }
-  const bool deriv = tools::HaveDerivatives();
   std::ofstream csv(o.out + "/nimble_jacobian.csv");
   csv << "model,nv,solver,contacts,analytic_ms,central_ms,mujoco_central_ms\n";
   std::vector<std::vector<std::string>> rows;
@@ -554,7 +557,7 @@ int NimbleJacobian(const Options& o, std::string* report) {
                       name + ": " +
                           (have          ? Fmt(1e3 * jt.ours, "%.3g")
                            : jt.diverged ? "DIVERGED"
-                                         : "not available in this build"),
+                                         : "failed"),
                       have ? Fmt(1e3 * jt.ours_fd, "%.3g") : missing, mj_fd,
                       have ? Fmt(jt.ours_fd / jt.ours, "%.1f") + "x" : missing});
       csv << models[k].name << "," << m->nv << "," << ck_solverName(ours_solvers[j]) << ","
@@ -571,11 +574,6 @@ int NimbleJacobian(const Options& o, std::string* report) {
   if (o.progress) tools::ClearProgress();
   spec.series = {mj_series};
   for (const Series& s : ours) spec.series.push_back(s);
-  if (!deriv) {
-    notes +=
-        "Our analytic and finite-difference Jacobians are not available in this build "
-        "(derivative module); MuJoCo's central differences are measured.\n";
-  }
   notes += "Time per Jacobian (A and B of one step, ms) at " + std::to_string(states) +
            " states of a run from the model's initial state, after " + std::to_string(warmup) +
            " steps (robots fall and touch the ground). Speedup = our central differences "
@@ -634,10 +632,21 @@ int Main(int argc, char** argv) {
        [](const Options& o, std::string* r) {
          return RobotsBench({o.out, o.models_dir, o.solvers, o.quick, o.plots, o.progress}, r);
        }},
+      {"comfree-slopes",
+       [](const Options& o, std::string* r) {
+         SlopesOptions so = o.slopes;
+         so.out = o.out;
+         so.solvers = o.solvers;
+         so.quick = o.quick;
+         so.plots = o.plots;
+         so.progress = o.progress;
+         return ComfreeSlopes(so, r);
+       }},
   };
   std::vector<std::pair<std::string, Bench>> run;
   for (const auto& b : benches) {
-    if ((cmd == "all" && b.first != "robots") || cmd == b.first) run.push_back(b);
+    const bool long_run = b.first == "robots" || b.first == "comfree-slopes";
+    if ((cmd == "all" && !long_run) || cmd == b.first) run.push_back(b);
   }
   if (run.empty()) {
     std::string names = "all";
@@ -664,6 +673,19 @@ int Main(int argc, char** argv) {
       solvers_arg = value();
     } else if (a == "--quick") {
       o.quick = true;
+    } else if (a == "--sizes") {
+      o.slopes.sizes = value();
+    } else if (a == "--variants") {
+      o.slopes.variants = value();
+    } else if (a == "--settle") {
+      o.slopes.settle = std::atoi(value().c_str());
+      if (o.slopes.settle < 0) return Fail("bad --settle (want 0 or more steps)");
+    } else if (a == "--steps") {
+      o.slopes.steps = std::atoi(value().c_str());
+      if (o.slopes.steps < 1) return Fail("bad --steps (want 1 or more)");
+    } else if (a == "--budget") {
+      o.slopes.budget = std::atof(value().c_str());
+      if (!(o.slopes.budget > 0)) return Fail("bad --budget (want seconds > 0)");
     } else if (a == "--no-plots") {
       o.plots = false;
     } else if (a == "--quiet") {

@@ -3,16 +3,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#include "tools/common/derivatives.h"
 #include "tools/common/divergence.h"
+#include "tools/common/gen_stack.h"
 #include "tools/common/tool_util.h"
-#include "tools/gen_stack.h"
 
 namespace contactkit::tools {
 namespace {
@@ -21,7 +21,99 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// the part of mjData a step depends on
+struct State {
+  std::vector<mjtNum> qpos, qvel, act, ctrl, warm;
+  mjtNum time = 0;
+  void Save(const mjModel* m, const mjData* d) {
+    qpos.assign(d->qpos, d->qpos + m->nq);
+    qvel.assign(d->qvel, d->qvel + m->nv);
+    act.assign(d->act, d->act + m->na);
+    ctrl.assign(d->ctrl, d->ctrl + m->nu);
+    warm.assign(d->qacc_warmstart, d->qacc_warmstart + m->nv);
+    time = d->time;
+  }
+  void Restore(const mjModel* m, mjData* d) const {
+    std::copy(qpos.begin(), qpos.end(), d->qpos);
+    std::copy(qvel.begin(), qvel.end(), d->qvel);
+    std::copy(act.begin(), act.end(), d->act);
+    std::copy(ctrl.begin(), ctrl.end(), d->ctrl);
+    std::copy(warm.begin(), warm.end(), d->qacc_warmstart);
+    d->time = time;
+  }
+};
+
 }  // namespace
+
+double Median(std::vector<double> x) {
+  if (x.empty()) return 0;
+  std::nth_element(x.begin(), x.begin() + x.size() / 2, x.end());
+  return x[x.size() / 2];
+}
+
+double LogSlope(const std::vector<double>& x, const std::vector<double>& y) {
+  const int n = static_cast<int>(x.size());
+  if (n < 2) return NAN;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int i = 0; i < n; i++) {
+    const double lx = std::log(x[i]), ly = std::log(y[i]);
+    sx += lx;
+    sy += ly;
+    sxx += lx * lx;
+    sxy += lx * ly;
+  }
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+StageTiming MeasureStages(mjModel* m, mjData* d, const ckSettings& settings, int mj_solver,
+                          int steps, double budget) {
+  StageTiming r;
+  const int saved_solver = m->opt.solver;
+  m->opt.solver = mj_solver;
+  char err[1024] = "";
+  ckHandle* ck = ck_make(m, &settings, err, sizeof(err));
+  if (!ck) {
+    r.error = err;
+    r.ok = false;
+    m->opt.solver = saved_solver;
+    return r;
+  }
+  State start;
+  start.Save(m, d);
+  ck_step(ck, m, d);  // untimed: touch the workspace once
+  start.Restore(m, d);
+  std::vector<double> times, stage, collision, assembly;
+  double contacts = 0, spent = 0;
+  for (int t = 0; t < steps && (t < 3 || spent < budget); t++) {
+    d->timer[mjTIMER_POS_COLLISION].duration = 0;
+    d->timer[mjTIMER_POS_MAKE].duration = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    ck_step(ck, m, d);
+    const double dt = Seconds(t0);
+    spent += dt;
+    times.push_back(1e3 * dt);
+    stage.push_back(1e3 * ck_stats(ck)->solve_time);
+    collision.push_back(d->timer[mjTIMER_POS_COLLISION].duration);
+    assembly.push_back(d->timer[mjTIMER_POS_MAKE].duration);
+    contacts += ck_stats(ck)->ncon;
+    for (int i = 0; i < m->nv; i++) {
+      if (!std::isfinite(d->qvel[i])) r.ok = false;
+    }
+  }
+  r.steps = static_cast<int>(times.size());
+  r.contacts = contacts / r.steps;
+  r.step_ms = Median(times);
+  r.constraint_ms = Median(stage);
+  r.collision_ms = Median(collision);
+  r.assembly_ms = Median(assembly);
+  for (int i = 0; i < mjNWARNING; i++) {
+    if (d->warning[i].number) r.ok = false;
+  }
+  ck_free(ck);
+  start.Restore(m, d);
+  m->opt.solver = saved_solver;
+  return r;
+}
 
 mjModel* LoadXMLString(const std::string& xml, std::string* error) {
   char err[1024] = "";
@@ -107,7 +199,7 @@ JacobianTiming MeasureJacobians(mjModel* m, const ckSettings& settings, int warm
   std::vector<mjtNum> A(static_cast<size_t>(nx) * nx), B(static_cast<size_t>(nx) * m->nu + 1);
   const mjtNum eps = 1e-6;
   double t_mj = 0, t_ours = 0, t_ours_fd = 0, contacts = 0;
-  bool have = HaveDerivatives();
+  bool have = true;  // our Jacobians succeeded at every state so far
   DivergenceCheck divergence;
   divergence.Start(d);
   for (int s = 0; s < warmup + states && !divergence.diverged(); s++) {
@@ -115,14 +207,15 @@ JacobianTiming MeasureJacobians(mjModel* m, const ckSettings& settings, int warm
     if (divergence.Check(m, d, s) || s < warmup) continue;
     contacts += d->ncon;
     auto t0 = std::chrono::steady_clock::now();
-    MujocoTransitionFD(m, d, eps, centered, A.data(), B.data());
+    mjd_transitionFD(m, d, eps, centered ? 1 : 0, A.data(), B.data(), nullptr, nullptr);
     t_mj += Seconds(t0);
     if (have) {
       t0 = std::chrono::steady_clock::now();
-      have = TransitionJacobian(ck, m, d, A.data(), B.data());
+      have = ck_transitionJac(ck, m, d, A.data(), B.data(), nullptr, nullptr) == 0;
       t_ours += Seconds(t0);
       t0 = std::chrono::steady_clock::now();
-      have = have && TransitionFiniteDiff(ck, m, d, eps, centered, A.data(), B.data());
+      have = have && ck_transitionFD(ck, m, d, eps, centered ? 1 : 0, A.data(), B.data(), nullptr,
+                                     nullptr) == 0;
       t_ours_fd += Seconds(t0);
     }
   }

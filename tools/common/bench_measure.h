@@ -10,6 +10,7 @@
 #include <mujoco/mujoco.h>
 
 #include <string>
+#include <vector>
 
 #include "contactkit/contactkit.h"
 
@@ -41,11 +42,32 @@ struct ScalingPoint {
   std::string why;        // why it diverged
   std::string error;
 };
-// run an nx x ny x nlayers stacked-primitives scene (tools/gen_stack.h) for warmup + steps steps
-// at h = 0.002 and average over the last steps; MuJoCo's own solver runs CG (its dense Newton is
-// impractical beyond a few hundred bodies on MuJoCo 2.2.2)
+// run an nx x ny x nlayers stacked-primitives scene (tools/common/gen_stack.h) for warmup + steps
+// steps at h = 0.002 and average over the last steps; MuJoCo's own solver runs CG (its dense Newton
+// is impractical beyond a few hundred bodies on MuJoCo 2.2.2)
 ScalingPoint MeasureStackScaling(int nx, int ny, int nlayers, const ckSettings& settings,
                                  int warmup, int steps);
+
+// step and stage times of ck_step from one saved state (ComFree Fig. 7 on settled piles)
+struct StageTiming {
+  int steps = 0;             // timed steps
+  double contacts = 0;       // mean contacts over the timed steps
+  double step_ms = 0;        // median wall time of ck_step
+  double constraint_ms = 0;  // median time of the constraint stage (extraction, solve, write-back)
+  double collision_ms = 0;   // median time of MuJoCo's mj_collision in the step
+  double assembly_ms = 0;    // median time of MuJoCo's mj_makeConstraint (rows, Jacobian)
+  bool ok = true;            // no warning and a finite state throughout
+  std::string error;         // ck_make's message
+};
+// from d's state: one untimed ck_step under settings, back to that state, then `steps` timed
+// steps in a row (at least 3; no more once `budget` seconds are spent), with m->opt.solver =
+// mj_solver meanwhile. m and d's state are restored. MuJoCo's stage timers need mjcb_time set.
+StageTiming MeasureStages(mjModel* m, mjData* d, const ckSettings& settings, int mj_solver,
+                          int steps, double budget);
+
+// median of x (0 if empty); least-squares slope of log(y) against log(x) (NaN below 2 points)
+double Median(std::vector<double> x);
+double LogSlope(const std::vector<double>& x, const std::vector<double>& y);
 
 // time of one transition Jacobian (A and B of a step) at the states of a short run
 struct JacobianTiming {

@@ -92,8 +92,9 @@ double MaxQvel(const mjModel* m, const mjData* d) {
   return v;
 }
 
-// MuJoCo's solver to (near) exact convergence, as tests/deriv/deriv_util.h's Tighten: from 3.11
-// Newton stops on its decrement, which with elliptic cones needs tolerance 0 to see 1e-9 gradients
+// MuJoCo's solver to (near) exact convergence, as tests/plugin/deriv/deriv_util.h's Tighten:
+// from 3.11 Newton stops on its decrement, which with elliptic cones needs tolerance 0 to see 1e-9
+// gradients
 void TightenMujoco(mjModel* m) {
   const bool decrement = mjVERSION_HEADER >= 3011000 && m->opt.cone == mjCONE_ELLIPTIC;
   m->opt.tolerance = decrement ? 0 : 1e-14;
@@ -155,7 +156,7 @@ double SuitePenetrationBound(int solver, double h) {
 
 double SuiteJacobianBound(int solver) {
   // where the step is smooth every solver's Jacobian meets centered differences to 1e-5 or
-  // better (tests/deriv/actuator_limit_test.cc); 1e-4 leaves room for solver tolerances
+  // better (tests/plugin/deriv/actuator_limit_test.cc); 1e-4 leaves room for solver tolerances
   (void)solver;
   return 1e-4;
 }

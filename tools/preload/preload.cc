@@ -39,9 +39,8 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
-#include "plugin/compat.h"
-#include "plugin/handle.h"
-#include "tools/common/derivatives.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
 #include "tools/preload/elf_check.h"
 
 namespace contactkit::preload {
@@ -337,13 +336,6 @@ __attribute__((constructor)) void Init() {
     Cfg().disabled = true;
     return;
   }
-  if (Cfg().analytic && !contactkit::tools::HaveDerivatives()) {
-    Message(
-        "CONTACTKIT_DERIVATIVES=analytic: analytic derivatives are not available in this "
-        "build; mjd_transitionFD stays MuJoCo's finite differences through the contactkit "
-        "solver");
-    Cfg().analytic = false;
-  }
   if (Cfg().report && !Cfg().quiet) {
     std::string s;
     for (const auto& kv : Cfg().settings) s += " " + kv.first + "=" + kv.second;
@@ -441,7 +433,7 @@ __attribute__((visibility("default"))) void mjd_transitionFD(const mjModel* m, m
   // analytic Jacobians of A and B when asked for, available, and no sensor Jacobians are wanted
   if (Cfg().analytic && !Cfg().disabled && !C && !D) {
     Entry* e = Lookup(m, d);
-    if (e->ck && contactkit::tools::TransitionJacobian(e->ck, m, d, A, B)) return;
+    if (e->ck && ck_transitionJac(e->ck, m, d, A, B, nullptr, nullptr) == 0) return;
   }
   g_real.transition_fd(m, d, eps, centered, A, B, C, D);
 }

@@ -1,0 +1,128 @@
+// Copyright 2026 The contactkit developers.
+//
+// Nimble's elastic bounce correction (section VI, appendix E). A contact that approaches at the
+// start of the step (J_n v < 0, faster than lcp.restitution_threshold for "lcp") and separates at
+// its end (J_n v+ > 0) bounces within the step; in continuous time its normal distance obeys
+// dp+/dp = -sigma and dp+/dv = -sigma h, while the discrete step says +1 and +h. The position
+// blocks dq+/dq and dq+/dv are replaced by the matrices nearest (Frobenius) to the discrete ones
+// that satisfy, in the least-squares sense over all bouncing contacts i,
+//   J_i X J_i' / |J_i|^2 = -sigma_i   (X = dq+/dq),   -sigma_i h   (X = dq+/dv),
+// i.e. X = X0 + sum_i lambda_i W_i with W_i = J_i' J_i / |J_i|^2 and G lambda = r,
+// G_ij = <W_i, W_j>, r_i = target_i - <W_i, X0>. (Nimble centers the fit at the identity; the
+// discrete Jacobian keeps the directions no contact constrains.) sigma is lcp.restitution for
+// "lcp", and for the soft models the restitution of MuJoCo's reference spring-damper,
+// exp(-pi z / sqrt(1 - z^2)) with damping ratio z = B / (2 sqrt(K)) (0 when overdamped).
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
+
+namespace contactkit {
+
+void Derivative::ElasticPrepare(const mjModel* m) {
+  elastic_n_ = 0;
+  if (!settings_.deriv.elastic_correction || !has_rows_) return;
+  const Problem& p = *p_;
+  const int nv = nv_;
+  const bool lcp = settings_.solver == ckSOL_LCP;
+  for (int c = 0; c < p.ncon && elastic_n_ < kMaxBounce; c++) {
+    const Contact& con = p.con[c];
+    const double before = p.J.Dot(con.row, v0_.data());
+    const double threshold = lcp ? settings_.lcp.restitution_threshold : 0;
+    if (!(before < -threshold)) continue;
+    double sigma;
+    if (lcp) {
+      sigma = settings_.lcp.restitution;
+    } else {
+      const double K = p.KB[2 * con.row], B = p.KB[2 * con.row + 1];
+      const double z = K > 0 ? B / (2 * std::sqrt(K)) : 1;
+      sigma = z < 1 ? std::exp(-mjPI * z / std::sqrt(1 - z * z)) : 0;
+    }
+
+    // the normal row, dense, and its squared norm
+    double* Ji = elastic_J_.data() + static_cast<size_t>(elastic_n_) * nv;
+    mju_zero(Ji, nv);
+    p.J.AddRowTo(con.row, 1, Ji);
+    const double nn = mju_dot(Ji, Ji, nv);
+    if (!(nn > 0)) continue;
+    elastic_norm2_[elastic_n_] = nn;
+    elastic_sigma_[elastic_n_] = sigma;
+    elastic_s_[2 * elastic_n_] = elastic_s_[2 * elastic_n_ + 1] = 0;
+    elastic_n_++;
+  }
+  (void)m;
+}
+
+void Derivative::ElasticSelect(const double* vnext) {
+  // keep the approaching contacts that separate at the end of the step
+  const int nv = nv_;
+  int kept = 0;
+  for (int i = 0; i < elastic_n_; i++) {
+    const double* Ji = elastic_J_.data() + static_cast<size_t>(i) * nv;
+    if (!(mju_dot(Ji, vnext, nv) > 0)) continue;
+    if (kept != i) {
+      mju_copy(elastic_J_.data() + static_cast<size_t>(kept) * nv, Ji, nv);
+      elastic_norm2_[kept] = elastic_norm2_[i];
+      elastic_sigma_[kept] = elastic_sigma_[i];
+    }
+    kept++;
+  }
+  elastic_n_ = kept;
+}
+
+void Derivative::ElasticColumn(int col, const double* out) {
+  // <W_i, X0> accumulates column by column: W_i[:, col] . out = J_i[col] (J_i . out) / |J_i|^2
+  const int nv = nv_;
+  if (col >= 2 * nv) return;
+  const int block = col < nv ? 0 : 1, b = col % nv;
+  for (int i = 0; i < elastic_n_; i++) {
+    const double* Ji = elastic_J_.data() + static_cast<size_t>(i) * nv;
+    if (Ji[b] == 0) continue;
+    elastic_s_[2 * i + block] += Ji[b] * mju_dot(Ji, out, nv) / elastic_norm2_[i];
+  }
+}
+
+void Derivative::ElasticFinish(double h) {
+  const int n = elastic_n_, nv = nv_, ndx = 2 * nv_ + na_;
+  if (!n) return;
+  using Small = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxBounce, kMaxBounce>;
+  using SmallVec = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, kMaxBounce, 1>;
+  Small G(n, n);
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) {
+      const double dij = mju_dot(elastic_J_.data() + static_cast<size_t>(i) * nv,
+                                 elastic_J_.data() + static_cast<size_t>(j) * nv, nv);
+      G(i, j) = dij * dij / (elastic_norm2_[i] * elastic_norm2_[j]);
+    }
+  }
+  Eigen::CompleteOrthogonalDecomposition<Small> cod(G);
+  for (int block = 0; block < 2; block++) {
+    SmallVec r(n);
+    for (int i = 0; i < n; i++) {
+      const double target = -elastic_sigma_[i] * (block == 0 ? 1 : h);
+      r(i) = target - elastic_s_[2 * i + block];
+    }
+    const SmallVec lambda = cod.solve(r);
+
+    // X += sum lambda_i W_i on the Jacobian, and its effect on the VJP
+    for (int i = 0; i < n; i++) {
+      const double* Ji = elastic_J_.data() + static_cast<size_t>(i) * nv;
+      const double w = lambda(i) / elastic_norm2_[i];
+      if (sink_.A) {
+        for (int a = 0; a < nv; a++) {
+          if (Ji[a] == 0) continue;
+          for (int c = 0; c < nv; c++) sink_.A[a * ndx + block * nv + c] += w * Ji[a] * Ji[c];
+        }
+      }
+      if (sink_.gx && sink_.dx) {
+        const double jd = mju_dot(Ji, sink_.dx, nv);
+        for (int c = 0; c < nv; c++) sink_.gx[block * nv + c] += w * Ji[c] * jd;
+      }
+    }
+  }
+}
+
+}  // namespace contactkit

@@ -1,0 +1,778 @@
+// Copyright 2026 The contactkit developers.
+//
+// Part (a) of the derivative: tangents of the smooth data (mass matrix, smooth forces,
+// activation rates) and of the constraint rows (Jacobian, gaps, velocities, impedance,
+// regularizer, reference acceleration) along one direction of (q, v, act, ctrl).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
+#include "solvers/common/impedance.h"
+
+namespace contactkit {
+namespace {
+
+constexpr double kNudge = 1e-6;    // forward-difference step of actuation and sensors
+constexpr double kPosStep = 1e-7;  // forward-difference step of the position passes (their
+                                   // truncation error, not rounding, limits the accuracy)
+constexpr double kJumpRate = 1e4;  // fastest a contact point moves per unit of a direction
+                                   // (m); faster is a jump to other points (a new patch)
+
+bool InRange(double x1, double x2, const double* range) {
+  return x1 >= range[0] && x1 <= range[1] && x2 >= range[0] && x2 <= range[1];
+}
+
+// MuJoCo's mju_makeFrame (not exported by 2.2.2): complete a contact frame from its normal
+void MakeFrame(double frame[9]) {
+  double tmp[3];
+  mju_normalize3(frame);
+  if (mju_norm3(frame + 3) < 0.5) {
+    mju_zero3(frame + 3);
+    if (frame[1] < 0.5 && frame[1] > -0.5) {
+      frame[4] = 1;
+    } else {
+      frame[5] = 1;
+    }
+  }
+  mju_scl3(tmp, frame, mju_dot3(frame, frame + 3));
+  mju_subFrom3(frame + 3, tmp);
+  mju_normalize3(frame + 3);
+  mju_cross(frame + 6, frame, frame + 3);
+}
+
+}  // namespace
+
+void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
+  const int nv = nv_;
+  mju_zero(dq_.data(), nv);
+  mju_zero(dv_.data(), nv);
+  mju_zero(dact_.data(), na_);
+  mju_zero(du_.data(), nu_);
+  mju_zero(dqderiv_a_.data(), nv);
+  has_dM_ = has_dJ_ = has_dpos_ = has_dvel_ = has_dJf_ = false;
+
+  switch (kind) {
+    case kCtrl:
+    case kAct:
+      ActuationTangent(m, kind, index);
+      break;
+    case kVel:
+      dv_[index] = 1;
+      VelocityTangent(m, index);
+      break;
+    default:
+      dq_[index] = 1;
+      if (analytic_) {
+        AnalyticPosition(m, index);
+      } else {
+        PositionPass(m, dq_.data(), nullptr, kPosStep);
+      }
+  }
+
+  // dv_free = dv + h M_p^-1 (dqfrc_smooth - dM_p (v_free - v) / h), M_p the problem's matrix
+  // (the blocked "mujoco" path builds its right-hand side without it)
+  if (has_rows_ && !batch_) {
+    const Problem& p = *p_;
+    double* x = dvfree_.data();
+    mju_copy(x, dfs_.data(), nv);
+    if (has_dM_) {
+      for (int i = 0; i < nv; i++) tmp_[i] = (p.v_free[i] - v0_[i]) / p.h;
+      for (int i = 0; i < nv; i++) {
+        int adr = m->dof_Madr[i];
+        x[i] -= dM_[adr++] * tmp_[i];
+        for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+          x[i] -= dM_[adr] * tmp_[j];
+          x[j] -= dM_[adr] * tmp_[i];
+        }
+      }
+    }
+    p.mass.Solve(x);
+    for (int i = 0; i < nv; i++) x[i] = dv_[i] + p.h * x[i];
+  }
+}
+
+void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
+  mjData* d = d0_;
+  const int nv = nv_, na = na_;
+  double e = kNudge;
+  double* target;
+  if (kind == kCtrl) {
+    du_[index] = 1;
+    target = d->ctrl + index;
+    if (m->actuator_ctrllimited[index]) {
+      // as mjd_transitionFD: forward if the nudge stays in range, else backward, else zero
+      const double* range = m->actuator_ctrlrange + 2 * index;
+      const double u = *target;
+      e = InRange(u, u + kNudge, range) ? kNudge : InRange(u - kNudge, u, range) ? -kNudge : 0;
+    }
+  } else {
+    dact_[index] = 1;
+    target = d->act + index;
+  }
+  if (e == 0) {
+    mju_zero(dfs_.data(), nv);
+    mju_zero(dactdot_.data(), na);
+    return;
+  }
+  if (kind == kCtrl && LinearInCtrl(m, index, e)) {
+    // force = gain ctrl + bias(length, velocity) on both sides of the nudge: moment' gain
+    const double gain = m->actuator_gainprm[mjNGAIN * index];
+    ActuatorMoment(m, d, index, dfs_.data());
+    for (int i = 0; i < nv; i++) dfs_[i] *= gain;
+    mju_zero(dactdot_.data(), na);
+  } else {
+    const double saved = *target;
+    *target = saved + e;
+    mj_fwdActuation(m, d);
+    *target = saved;
+    for (int i = 0; i < nv; i++) dfs_[i] = (d->qfrc_actuator[i] - qfrc_act0_[i]) / e;
+    for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
+  }
+
+  // implicit: qDeriv holds gain_vel * (ctrl or act) moment' moment of affine-gain actuators
+  if (implicit_) {
+    const int iu = kind == kCtrl ? index : index + m->nu - na;
+    const bool direct = m->actuator_dyntype[iu] == mjDYN_NONE;
+    const bool skipped = kQDerivSkipsClamped && ActuatorForceClamped(m, iu, act_force0_[iu]);
+    if (m->actuator_gaintype[iu] == mjGAIN_AFFINE && direct == (kind == kCtrl) && !skipped) {
+      const double gain_vel = m->actuator_gainprm[mjNGAIN * iu + 2];
+      double* moment = moment_.data();
+      ActuatorMoment(m, d, iu, moment);
+      const double ma = mju_dot(moment, aint_.data(), nv);
+      for (int i = 0; i < nv; i++) dqderiv_a_[i] = m->opt.timestep * gain_vel * moment[i] * ma;
+    }
+  }
+}
+
+bool Derivative::LinearInCtrl(const mjModel* m, int i, double e) const {
+  // mj_fwdActuation's force of actuator i is gain ctrl + bias with a fixed gain, no activation and
+  // no force clamp between ctrl and ctrl + e (the nudge keeps ctrl in its range)
+  if (mjDISABLED(mjDSBL_ACTUATION) || m->actuator_dyntype[i] != mjDYN_NONE ||
+      m->actuator_gaintype[i] != mjGAIN_FIXED || (m->actuator_biastype[i] == mjBIAS_USER) ||
+      !ActuatorForcePassesThrough(m, i)) {
+    return false;
+  }
+  if (m->actuator_forcelimited[i]) {
+    const double* range = m->actuator_forcerange + 2 * i;
+    const double f = act_force0_[i], f1 = f + m->actuator_gainprm[mjNGAIN * i] * e;
+    if (!(f > range[0] && f < range[1] && f1 > range[0] && f1 < range[1])) return false;
+  }
+  return true;
+}
+
+void Derivative::CorrectActuatorVel(const mjModel* m, const mjData* d) {
+  if (mjDISABLED(mjDSBL_ACTUATION)) return;
+  const std::vector<int>& dof_tree = extractor_.dof_tree();
+  const int* rownnz = DRowNnz(m, d);
+  const int* rowadr = DRowAdr(m, d);
+  const int* colind = DColInd(m, d);
+  for (int i = 0; i < nu_; i++) {
+    // MuJoCo's term: bias kv + gain kv times the raw control, also when clamped before 3.5, and
+    // only in M's pattern (not between sibling dofs of a tendon); the force's: zero when clamped,
+    // the clamped control otherwise, between every pair of dofs of a tree
+    const double* gp = m->actuator_gainprm + mjNGAIN * i;
+    const double* bp = m->actuator_biasprm + mjNBIAS * i;
+    const double bias_vel = m->actuator_biastype[i] == mjBIAS_AFFINE ? bp[2] : 0;
+    const double gain_vel = m->actuator_gaintype[i] == mjGAIN_AFFINE ? gp[2] : 0;
+    if ((bias_vel == 0 && gain_vel == 0) || !ActuatorForcePassesThrough(m, i)) continue;
+    double u, uc;
+    if (m->actuator_dyntype[i] == mjDYN_NONE) {
+      u = uc = d->ctrl[i];
+      if (m->actuator_ctrllimited[i] && !mjDISABLED(mjDSBL_CLAMPCTRL)) {
+        uc = mju_clip(u, m->actuator_ctrlrange[2 * i], m->actuator_ctrlrange[2 * i + 1]);
+      }
+    } else {
+#if CK_MJ3
+      // actearly: MuJoCo's term uses the next activation; left as MuJoCo has it
+      if (m->actuator_actearly[i] && gain_vel != 0) continue;
+      u = uc = d->act[m->actuator_actadr[i] + m->actuator_actnum[i] - 1];
+#else
+      u = uc = d->act[i - (m->nu - m->na)];
+#endif
+    }
+    const bool clamped = ActuatorForceClamped(m, i, act_force0_[i]);
+    const double mujoco = clamped && kQDerivSkipsClamped ? 0 : bias_vel + gain_vel * u;
+    const double wanted = clamped ? 0 : bias_vel + gain_vel * uc;
+    double* moment = moment_.data();
+    ActuatorMoment(m, d, i, moment);
+    for (int r = 0; r < nv_; r++) {
+      if (moment[r] == 0) continue;
+      const int t = dof_tree[r], n = tree_size_[t], b = tree_begin_[t];
+      double* col = qderiv_.data() + tree_adr_[t] - b;  // entry (r, c) at col[(c - b) n + r]
+      for (int k = 0; k < rownnz[r]; k++) {
+        const int c = colind[rowadr[r] + k];
+        col[(c - b) * n + r] -= mujoco * moment[r] * moment[c];
+      }
+      for (int c = b; c < b + n; c++) col[(c - b) * n + r] += wanted * moment[r] * moment[c];
+    }
+  }
+}
+
+void Derivative::RestoreActuation() {
+  mju_copy(d0_->actuator_force, act_force0_.data(), nu_);
+  mju_copy(d0_->qfrc_actuator, qfrc_act0_.data(), nv_);
+  mju_copy(d0_->act_dot, actdot0_.data(), na_);
+}
+
+void Derivative::VelocityTangent(const mjModel* m, int index) {
+  const int nv = nv_;
+
+  // smooth forces: column of qDeriv (its tree's dense block), or analytic
+  const int t = extractor_.dof_tree()[index], n = tree_size_[t], b = tree_begin_[t];
+  if (analytic_) {
+    AnalyticVelocity(m, index);
+  } else {
+    mju_zero(dfs_.data(), nv);
+    mju_zero(dactdot_.data(), na_);
+    const double* blk = qderiv_.data() + tree_adr_[t] + (index - b) * n;
+    for (int i = 0; i < n; i++) dfs_[b + i] = blk[i];
+  }
+
+  // implicit: d(qDeriv aint)/dv of the velocity-bilinear RNE part
+  if (implicit_) {
+    const double* blk2 = qderiv_rne_.data() + tree_adr_[t] + (index - b) * n;
+    for (int i = 0; i < n; i++) dqderiv_a_[b + i] = m->opt.timestep * blk2[i];
+  }
+
+  // rows: dvel = J e_index, the column of J
+  if (has_rows_) {
+    has_dvel_ = true;
+    mju_zero(dvel_.data(), p_->nrow);
+    for (int q = jcol_adr_[index]; q < jcol_adr_[index + 1]; q++)
+      dvel_[jcol_row_[q]] = jcol_val_[q];
+    RowTangents();
+  }
+}
+
+void Derivative::PositionPass(const mjModel* m, const double* dq, const double* dv, double eps) {
+  mjData* d = d1_;
+  const int nv = nv_;
+
+  // perturbed state
+  mju_copy(d->qpos, q0_.data(), nq_);
+  mj_integratePos(m, d->qpos, dq, eps);
+  for (int i = 0; i < nv; i++) d->qvel[i] = v0_[i] + (dv ? eps * dv[i] : 0);
+
+  // position stage without collision, constraints and factorization
+  mj_kinematics(m, d);
+  mj_comPos(m, d);
+  if (sensors_) mj_camlight(m, d);
+  mj_tendon(m, d);
+  MassMatrix(m, d);
+  mj_transmission(m, d);
+  CopyLegacyM(m, d, dM_.data());
+  for (int i = 0; i < nM_; i++) dM_[i] = (dM_[i] - M0_[i]) / eps;
+  has_dM_ = true;
+
+  // bodies the perturbation moves
+  for (int b = 0; b < m->nbody; b++) {
+    char moved = b > 0 && body_moved_[m->body_parentid[b]];
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      moved |= dq[j] != 0;
+    }
+    body_moved_[b] = moved;
+  }
+
+  // constraint rows
+  if (has_rows_) {
+    Recollide(m, d, eps);
+    ContactTangent(m, d, dq, eps);
+    PlainRowTangent(m, dq, eps);
+    has_dJ_ = has_dpos_ = has_dvel_ = true;
+  }
+
+  // velocity and actuation stages, smooth force
+  d->nefc = 0;
+  mj_fwdVelocity(m, d);
+  mj_fwdActuation(m, d);
+  mj_fwdAcceleration(m, d);
+  for (int i = 0; i < nv; i++) dfs_[i] = (d->qfrc_smooth[i] - fs0_[i]) / eps;
+  for (int i = 0; i < na_; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / eps;
+
+  // implicit: d(qDeriv aint)/dq by the exact velocity differences of the perturbed RNE
+  if (implicit_ && !dv) {
+    double* x = tmp_.data();
+    SmoothVelocityProduct(m, d, x);
+    for (int i = 0; i < nv; i++) {
+      dqderiv_a_[i] = m->opt.timestep * (x[i] - qderiv_a0_[i]) / eps;
+    }
+  }
+
+  if (has_rows_) RowVelocityTangents(true, dv);
+}
+
+void Derivative::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out) {
+  // qDeriv(q) aint for the polynomial velocity terms (RNE: quadratic, damping and affine
+  // actuators: linear): (F(v + a) - F(v - a)) / 2, F = qfrc_passive + qfrc_actuator - qfrc_bias
+  const int nv = nv_;
+  double* save = tmp2_.data();
+  mju_copy(save, d->qvel, nv);
+  for (int side = 0; side < 2; side++) {
+    const double s = side == 0 ? 1 : -1;
+    for (int i = 0; i < nv; i++) d->qvel[i] = save[i] + s * aint_[i];
+    mj_fwdVelocity(m, d);
+    mj_fwdActuation(m, d);
+    for (int i = 0; i < nv; i++) {
+      const double f = d->qfrc_passive[i] + d->qfrc_actuator[i] - d->qfrc_bias[i];
+      out[i] = side == 0 ? 0.5 * f : out[i] - 0.5 * f;
+    }
+  }
+  mju_copy(d->qvel, save, nv);
+}
+
+bool Derivative::Recollide(const mjModel* m, mjData* d, double eps) {
+  bool same = true;
+  for (int k = 0; k < npair_; k++) {
+    const Pair& pr = pairs_[k];
+    if (!body_moved_[pr.body1] && !body_moved_[pr.body2]) {
+      for (int c = pr.first; c < pr.first + pr.count; c++) con1_[c] = con0_[c];
+      continue;
+    }
+    for (int c = pr.first; c < pr.first + pr.count; c++) con_sides_[c] = 0;
+    bool found = RecollidePair(m, d, k, eps, 1, con1_.data());
+
+    // backward: the geom poses reflected through the nominal ones (centered differences, as
+    // AnalyticPosition; the path's own curvature costs eps times the tangent, not the patch's)
+    double saved[2][12];
+    for (int g = 0; g < 2; g++) {
+      const int geom = g ? pr.g2 : pr.g1;
+      double* pos = d->geom_xpos + 3 * geom;
+      double* mat = d->geom_xmat + 9 * geom;
+      mju_copy3(saved[g], pos);
+      mju_copy(saved[g] + 3, mat, 9);
+      for (int r = 0; r < 3; r++) pos[r] = 2 * d0_->geom_xpos[3 * geom + r] - saved[g][r];
+      for (int r = 0; r < 9; r++) mat[r] = 2 * d0_->geom_xmat[9 * geom + r] - saved[g][3 + r];
+    }
+    found &= RecollidePair(m, d, k, eps, 2, con2_.data());
+    for (int g = 0; g < 2; g++) {
+      const int geom = g ? pr.g2 : pr.g1;
+      mju_copy3(d->geom_xpos + 3 * geom, saved[g]);
+      mju_copy(d->geom_xmat + 9 * geom, saved[g] + 3, 9);
+    }
+    if (!found) {
+      same = false;
+      mode_changes_++;
+    }
+
+    // contacts not found again (a patch that switched points, a changed count) are held and
+    // move with their bodies from d0_ to d
+    Twist tw[2];
+    for (int side = 0; side < 2 && !found; side++) {
+      const int b = side ? pr.body2 : pr.body1;
+      const double* R0 = d0_->xmat + 9 * b;
+      const double* R1 = d->xmat + 9 * b;
+      double W[9];  // (R1 R0' - I) / eps
+      for (int r = 0; r < 3; r++) {
+        for (int c = 0; c < 3; c++) {
+          W[3 * r + c] = (mju_dot3(R1 + 3 * r, R0 + 3 * c) - (r == c)) / eps;
+        }
+      }
+      tw[side].w[0] = 0.5 * (W[7] - W[5]);
+      tw[side].w[1] = 0.5 * (W[2] - W[6]);
+      tw[side].w[2] = 0.5 * (W[3] - W[1]);
+      for (int r = 0; r < 3; r++) {
+        tw[side].o[r] = d0_->xpos[3 * b + r];
+        tw[side].v[r] = (d->xpos[3 * b + r] - d0_->xpos[3 * b + r]) / eps;
+      }
+    }
+
+    // the pass's geometry: nominal plus eps times the tangent
+    for (int c = pr.first; c < pr.first + pr.count; c++) {
+      double dp[3], dF[9], ddist;
+      if (!GeometryTangent(c, eps, dp, dF, &ddist)) {
+        PatchTangent(c, eps, tw[0], tw[1], dp, dF, &ddist);
+      }
+      mjContact& o = con1_[c];
+      o = con0_[c];
+      for (int r = 0; r < 3; r++) o.pos[r] += eps * dp[r];
+      for (int r = 0; r < 9; r++) o.frame[r] += eps * dF[r];
+      o.dist += eps * ddist;
+    }
+  }
+  return same;
+}
+
+bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k, double step, int bit,
+                               mjContact* out) {
+  const Pair& pr = pairs_[k];
+  // the buffer's frames have no tangent (zero from Setup, and again after each use)
+  mjContact* buf = collide_buf_.data();
+  const int nraw = CollideGeomPair(m, d, pr.g1, pr.g2, pr.margin, buf);
+  const bool same = MatchPair(m, k, nraw, kJumpRate * step, bit, out);
+  for (int i = 0; i < nraw; i++) {
+    for (int q = 3; q < 9; q++) buf[i].frame[q] = 0;
+  }
+  return same;
+}
+
+bool Derivative::MatchPair(const mjModel* m, int k, int n, double jump, int bit, mjContact* out) {
+  const Pair& pr = pairs_[k];
+  mjContact* buf = collide_buf_.data();
+  const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
+
+  // box-box repeats, as mj_collideGeoms removes them
+  if (t1 == mjGEOM_BOX && t2 == mjGEOM_BOX) {
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+      bool repeat = false;
+      for (int j = i + 1; j < n && !repeat; j++) {
+        repeat = buf[i].pos[0] == buf[j].pos[0] && buf[i].pos[1] == buf[j].pos[1] &&
+                 buf[i].pos[2] == buf[j].pos[2];
+      }
+      if (!repeat) buf[kept++] = buf[i];
+    }
+    n = kept;
+  }
+  if (n != pr.count) {
+    // the contact set changes within the nudge: keep the nominal geometry of this pair
+    for (int c = pr.first; c < pr.first + pr.count; c++) out[c] = con0_[c];
+    return false;
+  }
+
+  // match each nominal contact with the nearest new one within jump (colliders may reorder
+  // contacts of equal depth, e.g. a capsule's two ends, as the pose changes); one farther away
+  // is another point of a patch (MuJoCo 3.x picks a flat cylinder cap's patch among the
+  // vertices of a polygon, ties broken by rounding): it keeps its nominal geometry, unmarked
+  bool taken[mjMAXCONPAIR] = {};
+  bool all = true;
+  for (int i = 0; i < n; i++) {
+    const int c = pr.first + i;
+    int best = -1;
+    double best_dist = 0;
+    for (int j = 0; j < n; j++) {
+      if (taken[j]) continue;
+      const double dd = mju_dist3(buf[j].pos, con0_[c].pos);
+      if (best < 0 || dd < best_dist) {
+        best = j;
+        best_dist = dd;
+      }
+    }
+    mjContact& o = out[c];
+    o = con0_[c];
+    if (best_dist > jump) {
+      all = false;
+      continue;
+    }
+    taken[best] = true;
+    con_sides_[c] |= bit;
+    mjContact& b = buf[best];
+    MakeFrame(b.frame);
+    o.dist = b.dist;
+    mju_copy3(o.pos, b.pos);
+    mju_copy(o.frame, b.frame, 9);
+  }
+  return all;
+}
+
+void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps) {
+  const Problem& p = *p_;
+  const SparseRows& J = p.J;
+  int* cols = cols_.data();
+  double* rows = jrows_.data();
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const mjContact& g = con1_[con.mj_index];
+    const int pair = con_pair_[con.mj_index];
+    const bool moved = body_moved_[pairs_[pair].body1] || body_moved_[pairs_[pair].body2];
+    const int n0 = J.rownnz[con.row];
+    if (!moved) {
+      for (int r = 0; r < con.dim; r++) {
+        const int adr = J.rowadr[con.row + r];
+        for (int k = 0; k < n0; k++) dJ_[adr + k] = 0;
+      }
+      dpos_[con.row] = 0;
+      for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
+      for (int i = 0; i < 6; i++) dframe_[6 * c + i] = 0;
+      continue;
+    }
+    const int n = extractor_.ContactRows(m, d, con.body[0], con.body[1], g.pos, g.frame, con.dim,
+                                         cols, rows, nv_);
+    for (int r = 0; r < con.dim; r++) {
+      const int adr = J.rowadr[con.row + r];
+      for (int k = 0; k < n0; k++) {
+        dJ_[adr + k] = (n == n0 ? rows[r * nv_ + k] - J.val[adr + k] : 0) / eps;
+      }
+    }
+
+    // gap from the collision itself (some colliders, box-box among them, do not report the
+    // distance whose gradient is the normal row)
+    dpos_[con.row] = (g.dist - con0_[con.mj_index].dist) / eps;
+    for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
+    for (int i = 0; i < 6; i++) {
+      dframe_[6 * c + i] = (g.frame[3 + i] - con0_[con.mj_index].frame[3 + i]) / eps;
+    }
+  }
+}
+
+void Derivative::PlainRowTangent(const mjModel* m, const double* dq, double eps) {
+  const Problem& p = *p_;
+  const SparseRows& J = p.J;
+  const int nplain = p.ne + p.nf + p.nl;
+
+  // rows whose Jacobian is constant: dof friction and hinge / slide limits
+  for (int i = 0; i < nplain; i++) {
+    const int adr = J.rowadr[i];
+    for (int k = 0; k < J.rownnz[i]; k++) dJ_[adr + k] = 0;
+    dpos_[i] = p.kind[i] == kRowFriction ? 0 : J.Dot(i, dq);
+  }
+  if (!plain_varying_) return;
+
+  // the others from MuJoCo's own rows at the perturbed state (contacts left out)
+  mjData* d = d1_;
+  const int ncon = d->ncon;
+  d->ncon = 0;
+  mj_makeConstraint(m, d);
+  d->ncon = ncon;
+  const bool sparse = mj_isSparse(m);
+  int j = 0;
+  for (int i = 0; i < nplain; i++) {
+    if (!PlainRowVaries(m, i)) {
+      // advance past the matching MuJoCo row
+      while (j < d->nefc && !(d->efc_type[j] == p.mj_type[i] && d->efc_id[j] == p.mj_id[i])) j++;
+      if (j < d->nefc) j++;
+      continue;
+    }
+    while (j < d->nefc && !(d->efc_type[j] == p.mj_type[i] && d->efc_id[j] == p.mj_id[i])) j++;
+    if (j >= d->nefc) break;
+    const int adr = J.rowadr[i];
+    for (int k = 0; k < J.rownnz[i]; k++) {
+      const int col = J.colind[adr + k];
+      double val = 0;
+      if (sparse) {
+        const int radr = d->efc_J_rowadr[j];
+        for (int q = 0; q < d->efc_J_rownnz[j]; q++) {
+          if (d->efc_J_colind[radr + q] == col) val = d->efc_J[radr + q];
+        }
+      } else {
+        val = d->efc_J[static_cast<size_t>(j) * nv_ + col];
+      }
+      dJ_[adr + k] = (val - J.val[adr + k]) / eps;
+    }
+    dpos_[i] = (d->efc_pos[j] - p.pos[i]) / eps;
+    j++;
+  }
+  d->nefc = 0;
+}
+
+bool Derivative::PlainRowVaries(const mjModel* m, int i) const {
+  const Problem& p = *p_;
+  if (p.kind[i] == kRowFriction) return p.mj_type[i] != mjCNSTR_FRICTION_DOF;
+  if (p.kind[i] == kRowLimit) {
+    return p.mj_type[i] != mjCNSTR_LIMIT_JOINT || m->jnt_type[p.mj_id[i]] == mjJNT_BALL;
+  }
+  return true;  // equality
+}
+
+void Derivative::PrepareRowSlopes() {
+  // per row: dR / dimp = -R / (imp (1 - imp)); J by columns
+  const Problem& p = *p_;
+  const SparseRows& J = p.J;
+  for (int i = 0; i < p.nrow; i++) row_dR_[i] = -p.R[i] / (p.imp[i] * (1 - p.imp[i]));
+  for (int j = 0; j <= nv_; j++) jcol_adr_[j] = 0;
+  for (int q = 0; q < J.nnz; q++) jcol_adr_[J.colind[q] + 1]++;
+  for (int j = 0; j < nv_; j++) jcol_adr_[j + 1] += jcol_adr_[j];
+  for (int i = 0; i < J.nrow; i++) {
+    for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
+      const int at = jcol_adr_[J.colind[q]]++;
+      jcol_row_[at] = i;
+      jcol_val_[at] = J.val[q];
+    }
+  }
+  for (int j = nv_; j > 0; j--) jcol_adr_[j] = jcol_adr_[j - 1];
+  jcol_adr_[0] = 0;
+
+  // per contact: d imp / d dist, the position term of aref and its slope (1, or the softplus')
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (cfd_ && cfd_r_[c] >= 0) {
+      CfdImpedance(con.solimp, cfd_r_[c], &con_slope_[c]);
+      con_position_[c] = CfdSoftplus(cfd_r_[c], &con_dposition_[c]);
+    } else {
+      Impedance(con.solimp, con.dist, con.margin, &con_slope_[c]);
+      con_position_[c] = con.dist - con.margin;
+      con_dposition_[c] = 1;
+    }
+  }
+}
+
+void Derivative::RowVelocityTangents(bool with_dJ, const double* dv) {
+  const SparseRows& J = p_->J;
+  for (int i = 0; i < J.nrow; i++) {
+    double s = 0;
+    const int adr = J.rowadr[i];
+    for (int k = 0; k < J.rownnz[i]; k++) {
+      const int c = J.colind[adr + k];
+      if (with_dJ) s += dJ_[adr + k] * v0_[c];
+      if (dv) s += J.val[adr + k] * dv[c];
+    }
+    dvel_[i] = s;
+  }
+  RowTangents();
+}
+
+void Derivative::RowTangents() {
+  const Problem& p = *p_;
+  const int nplain = p.ne + p.nf + p.nl;
+
+  // velocities only (no position tangent): aref = -B vel
+  if (!has_dpos_) {
+    for (int i = 0; i < p.nrow; i++) {
+      dimp_[i] = dR_[i] = 0;
+      daref_[i] = has_dvel_ ? -p.KB[2 * i + 1] * dvel_[i] : 0;
+    }
+    return;
+  }
+  const mjData* d = d0_;
+
+  // impedance and regularizer of the plain rows: imp' (MuJoCo's KBIP[3]) times the change of
+  // the impedance's argument: the row's own distance, or the norm of a connect / weld residual
+  for (int i = 0; i < nplain;) {
+    int n = 1;
+    double darg = dpos_[i];
+    if (p.kind[i] == kRowEquality &&
+        (eq_type_[p.mj_id[i]] == mjEQ_CONNECT || eq_type_[p.mj_id[i]] == mjEQ_WELD)) {
+      const bool weld = eq_type_[p.mj_id[i]] == mjEQ_WELD;
+      n = weld ? 6 : 3;
+      double rr = 0, rdr = 0;
+      for (int k = 0; k < n; k++) {
+        const double s = k < 3 ? 1 : eq_torquescale_[p.mj_id[i]];
+        rr += s * s * p.pos[i + k] * p.pos[i + k];
+        rdr += s * s * p.pos[i + k] * dpos_[i + k];
+      }
+      darg = rr > 0 ? rdr / std::sqrt(rr) : 0;
+    }
+    for (int k = i; k < i + n; k++) {
+      dimp_[k] = d->efc_KBIP[4 * k + 3] * darg;
+      dR_[k] = row_dR_[k] * dimp_[k];
+    }
+    i += n;
+  }
+
+  // contacts: one impedance for all rows, d(dist) on the normal; contacts from distance with the
+  // continued impedance and the softplus position term
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const double dposition = con_dposition_[c] * dpos_[con.row];
+    const double dimp = con_slope_[c] * dpos_[con.row];
+    for (int r = 0; r < con.dim; r++) {
+      const int i = con.row + r;
+      dimp_[i] = dimp;
+      dR_[i] = row_dR_[i] * dimp;
+      double da = has_dvel_ ? -p.KB[2 * i + 1] * dvel_[i] : 0;
+      if (r == 0) da -= p.KB[2 * i] * (dimp * con_position_[c] + p.imp[i] * dposition);
+      daref_[i] = da;
+    }
+  }
+
+  // reference acceleration of the plain rows: aref = -B vel - K imp (pos - margin)
+  for (int i = 0; i < nplain; i++) {
+    const double K = p.KB[2 * i], B = p.KB[2 * i + 1];
+    double da = has_dvel_ ? -B * dvel_[i] : 0;
+    da -= K * (dimp_[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * dpos_[i]);
+    daref_[i] = da;
+  }
+}
+
+}  // namespace contactkit
+
+namespace contactkit {
+
+void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
+  mjData* d = d1_;
+  const mjData* d0 = d0_;
+  const int nv = nv_;
+  const double e = kind == kPos ? kPosStep : kNudge;
+
+  // state and controls of this direction (positions: the pass left d1_ there)
+  d->nefc = 0;
+  for (int i = 0; i < nv; i++) d->qvel[i] = v0_[i] + e * dv_[i];
+  for (int i = 0; i < na_; i++) d->act[i] = act0_[i] + e * dact_[i];
+  for (int i = 0; i < nu_; i++) d->ctrl[i] = u0_[i] + e * du_[i];
+  mj_fwdVelocity(m, d);
+  mj_fwdActuation(m, d);
+  mj_sensorPos(m, d);
+  mj_sensorVel(m, d);
+
+  // acceleration stage from the linearized solution: qacc, forces, contacts
+  double* da = tmp_.data();
+  for (int i = 0; i < nv; i++) da[i] = dfs_[i] + dqc_[i];
+  if (has_dM_) {
+    for (int i = 0; i < nv; i++) {
+      int adr = m->dof_Madr[i];
+      da[i] -= dM_[adr++] * d0->qacc[i];
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        da[i] -= dM_[adr] * d0->qacc[j];
+        da[j] -= dM_[adr] * d0->qacc[i];
+      }
+    }
+  }
+  if (has_rows_) {
+    p_->mass.Solve(da);
+  } else {
+    mj_solveM(m, d0_, da, da, 1);
+  }
+  for (int i = 0; i < nv; i++) {
+    d->qacc[i] = d0->qacc[i] + e * da[i];
+    d->qfrc_constraint[i] = qc0_[i] + e * dqc_[i];
+  }
+  // contacts and MuJoCo's rows at this state (in 3.x's arena too), forces of the linearized
+  // solution when the contact set is the nominal one
+  const mjModel* mc = cfd_ ? cfd_model_ : m;
+  mj_collision(mc, d);
+  mj_makeConstraint(mc, d);
+  if (has_rows_ && d->ncon == d0->ncon && d->nefc == d0->nefc) {
+    const Problem& p = *p_;
+    const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
+    for (int i = 0; i < d->nefc; i++) d->efc_force[i] = 0;
+    for (int i = 0; i < p.ne + p.nf + p.nl; i++) d->efc_force[i] = sol_->force[i] + e * df_[i];
+    for (int c = 0; c < p.ncon; c++) {
+      const Contact& pc = p.con[c];
+      double f[6];
+      for (int r = 0; r < pc.dim; r++) f[r] = sol_->force[pc.row + r] + e * df_[pc.row + r];
+
+      // the same contact here: same pair, nearest point (colliders may reorder a pair's contacts)
+      const mjContact& nominal = d0->contact[pc.mj_index];
+      int best = -1;
+      double best_dist = 0;
+      for (int k = 0; k < d->ncon; k++) {
+        const mjContact& cand = d->contact[k];
+        if (ContactGeom(&cand, 0) != pc.geom[0] || ContactGeom(&cand, 1) != pc.geom[1] ||
+            cand.efc_address < 0) {
+          continue;
+        }
+        const double dd = mju_dist3(cand.pos, nominal.pos);
+        if (best < 0 || dd < best_dist) {
+          best = k;
+          best_dist = dd;
+        }
+      }
+      if (best < 0) continue;
+      double* out = d->efc_force + d->contact[best].efc_address;
+      if (pc.dim == 1 || !pyramidal) {
+        for (int r = 0; r < pc.dim; r++) out[r] = f[r];
+      } else {
+        const double share = f[0] / (2 * (pc.dim - 1));
+        for (int j = 1; j < pc.dim; j++) {
+          const double t = f[j] / (2 * pc.mu[j - 1]);
+          out[2 * (j - 1)] = share + t;
+          out[2 * (j - 1) + 1] = share - t;
+        }
+      }
+    }
+  } else {
+    mode_changes_++;
+    for (int i = 0; i < d->nefc; i++) d->efc_force[i] = 0;
+  }
+  SensorAcc(m, d);
+  for (int i = 0; i < ns_; i++) ds[i] = (d->sensordata[i] - d0->sensordata[i]) / e;
+
+  // back to the nominal inputs
+  mju_copy(d->qvel, v0_.data(), nv);
+  mju_copy(d->act, act0_.data(), na_);
+  mju_copy(d->ctrl, u0_.data(), nu_);
+}
+
+}  // namespace contactkit

@@ -1,0 +1,304 @@
+// Copyright 2026 The contactkit developers.
+//
+// The derivative API as a caller sees it: d untouched to the last bit, the step sequence
+// unchanged by derivative calls in between, no heap allocation after ck_make, the VJP equal to
+// the transposed product of the Jacobians, the sensor Jacobians, argument checks.
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tests/plugin/deriv/deriv_util.h"
+
+namespace contactkit::test {
+namespace {
+
+class DerivativeApiTest : public MujocoTest {};
+
+// every byte of an mjData: the struct, its buffer and its stack
+struct Snapshot {
+  std::vector<unsigned char> head, buffer, stack;
+  Snapshot(const mjModel* m, const mjData* d)
+      : head(reinterpret_cast<const unsigned char*>(d),
+             reinterpret_cast<const unsigned char*>(d) + sizeof(mjData)),
+        buffer(static_cast<const unsigned char*>(d->buffer),
+               static_cast<const unsigned char*>(d->buffer) + d->nbuffer),
+        stack(Bytes(d)) {}
+  static std::vector<unsigned char> Bytes(const mjData* d) {
+#if mjVERSION_HEADER >= 300
+    const unsigned char* s = static_cast<const unsigned char*>(d->arena);
+    return std::vector<unsigned char>(s, s + d->narena);
+#else
+    const unsigned char* s = reinterpret_cast<const unsigned char*>(d->stack);
+    return std::vector<unsigned char>(s, s + sizeof(mjtNum) * d->nstack);
+#endif
+  }
+  bool operator==(const Snapshot& o) const {
+    return head == o.head && buffer == o.buffer && stack == o.stack;
+  }
+};
+
+std::vector<int> Solvers() {
+  std::vector<int> out;
+  for (int s = 0; s < ckNSOLVER; s++) {
+    if (ck_solverAvailable(s)) out.push_back(s);
+  }
+  return out;
+}
+
+// humanoid in contact with controls and an applied force, every integrator
+TEST_F(DerivativeApiTest, LeavesDataAndStepSequenceUntouched) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  for (int solver : Solvers()) {
+    for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4}) {
+      // comfree also with contact anchors: the derivatives start from the handle's anchors and
+      // must not advance them
+      for (int anchor = 0; anchor < (solver == ckSOL_COMFREE ? 2 : 1); anchor++) {
+        m->opt.integrator = integrator;
+        ckSettings s = Settings(solver);
+        s.comfree.anchor = anchor;
+        HandlePtr ck = Make(m.get(), &s), reference = Make(m.get(), &s);
+        DataPtr d(mj_makeData(m.get())), e(mj_makeData(m.get()));
+        for (int t = 0; t < 150; t++) {
+          ck_step(ck.get(), m.get(), d.get());
+          ck_step(reference.get(), m.get(), e.get());
+        }
+        Jacobians jac(m.get());
+        std::vector<double> dx(2 * m->nv + m->na, 1.0), gx(dx.size()), gu(m->nu);
+        for (int t = 0; t < 20; t++) {
+          for (int i = 0; i < m->nu; i++) d->ctrl[i] = e->ctrl[i] = 0.2 * std::cos(t + i);
+          d->xfrc_applied[6 + 2] = e->xfrc_applied[6 + 2] = 5.0;
+          const Snapshot before(m.get(), d.get());
+          ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                           nullptr);
+          ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), gu.data());
+          if (t == 0) {
+            ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, jac.A.data(), nullptr, nullptr,
+                            nullptr);
+          }
+          ASSERT_TRUE(Snapshot(m.get(), d.get()) == before)
+              << ck_solverName(solver) << " integrator " << integrator << " step " << t;
+          ck_step(ck.get(), m.get(), d.get());
+          ck_step(reference.get(), m.get(), e.get());
+        }
+        EXPECT_EQ(0, std::memcmp(d->qpos, e->qpos, sizeof(mjtNum) * m->nq))
+            << ck_solverName(solver) << " integrator " << integrator;
+        EXPECT_EQ(0, std::memcmp(d->qvel, e->qvel, sizeof(mjtNum) * m->nv))
+            << ck_solverName(solver) << " integrator " << integrator;
+        EXPECT_EQ(0, std::memcmp(ck_stats(ck.get()), ck_stats(reference.get()),
+                                 offsetof(ckStats, solve_time)));
+      }
+    }
+  }
+}
+
+TEST_F(DerivativeApiTest, JacobianAndVjpDoNotAllocate) {
+  if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
+  for (const std::string& path :
+       {MujocoModel("humanoid/humanoid.xml"), BundledModel("mechanism.xml")}) {
+    ModelPtr m = Load(path);
+    ASSERT_TRUE(m);
+    for (int solver : Solvers()) {
+      for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4}) {
+        for (int anchor = 0; anchor < (solver == ckSOL_COMFREE ? 2 : 1); anchor++) {
+          m->opt.integrator = integrator;
+          DataPtr d(mj_makeData(m.get()));
+          Settle(m.get(), d.get(), 100);
+          ckSettings s = Settings(solver);
+          s.comfree.anchor = anchor;
+          HandlePtr ck = Make(m.get(), &s);
+          for (int t = 0; t < 5; t++) ck_step(ck.get(), m.get(), d.get());  // anchors in place
+          Jacobians jac(m.get());
+          std::vector<double> dx(2 * m->nv + m->na, 1.0), gx(dx.size()), gu(m->nu + 1);
+          ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                           nullptr);  // warm (thread pools)
+          AllocationCounter counter;
+          counter.Start();
+          ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                           nullptr);
+          ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), gu.data());
+          const long n = counter.Stop();
+          EXPECT_EQ(n, 0) << ck_solverName(solver) << " allocated " << n << " times on " << path
+                          << " with integrator " << integrator << " anchor " << anchor;
+        }
+      }
+    }
+  }
+}
+
+// gx = A' dx + C' ds and gu = B' dx + D' ds within 1e-10 (relative)
+TEST_F(DerivativeApiTest, VjpEqualsTransposedJacobians) {
+  const std::string xml = R"(
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="3 3 0.1"/>
+    <body name="torso" pos="0 0 0.3">
+      <freejoint/>
+      <geom type="box" size="0.2 0.1 0.05" mass="2"/>
+      <site name="imu"/>
+      <body pos="0.2 0 0">
+        <joint name="hip" type="hinge" axis="0 1 0" damping="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.04" mass="0.5"/>
+        <site name="toe" pos="0 0 -0.24" size="0.03"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="hipmotor" joint="hip" gear="5"/>
+    <general joint="hip" dyntype="filter" dynprm="0.05" gainprm="3"/>
+  </actuator>
+  <sensor>
+    <accelerometer site="imu"/>
+    <gyro site="imu"/>
+    <jointpos joint="hip"/>
+    <touch site="toe"/>
+    <actuatorfrc actuator="hipmotor"/>
+  </sensor>
+</mujoco>)";
+  ModelPtr m = LoadString(xml);
+  ASSERT_TRUE(m);
+  for (int solver : Solvers()) {
+    for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4}) {
+      m->opt.integrator = integrator;
+      DataPtr d(mj_makeData(m.get()));
+      d->ctrl[0] = 0.3;
+      d->ctrl[1] = -0.2;
+      Settle(m.get(), d.get(), 200);
+      ckSettings s = Settings(solver);
+      HandlePtr ck = Make(m.get(), &s);
+      const int ndx = 2 * m->nv + m->na, ns = m->nsensordata, nu = m->nu;
+      Jacobians jac(m.get());
+      const int r = ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
+                                     jac.C.data(), jac.D.data());
+      std::vector<double> dx(ndx), ds(ns), gx(ndx), gu(nu);
+      for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
+      for (int i = 0; i < ns; i++) ds[i] = std::cos(2.0 + i);
+      EXPECT_EQ(r, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), ds.data(), gx.data(),
+                                    gu.data()));
+      std::vector<double> ex(ndx, 0.0), eu(nu, 0.0);
+      for (int j = 0; j < ndx; j++) {
+        for (int i = 0; i < ndx; i++) ex[j] += jac.A[i * ndx + j] * dx[i];
+        for (int i = 0; i < ns; i++) ex[j] += jac.C[i * ndx + j] * ds[i];
+      }
+      for (int j = 0; j < nu; j++) {
+        for (int i = 0; i < ndx; i++) eu[j] += jac.B[i * nu + j] * dx[i];
+        for (int i = 0; i < ns; i++) eu[j] += jac.D[i * nu + j] * ds[i];
+      }
+      EXPECT_LT(RelativeError(gx, ex), 1e-10) << ck_solverName(solver) << " " << integrator;
+      EXPECT_LT(RelativeError(gu, eu), 1e-10) << ck_solverName(solver) << " " << integrator;
+    }
+  }
+}
+
+// sensors of the step (accelerometer, gyro, joint position, touch, actuator force) against
+// centered differences through ck_step
+TEST_F(DerivativeApiTest, SensorJacobiansMatchFiniteDifferences) {
+  ModelPtr m = LoadString(R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="3 3 0.1"/>
+    <body name="box" pos="0 0 0.1">
+      <freejoint/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/>
+      <site name="imu" pos="0.05 0 0"/>
+      <site name="bottom" pos="0 0 -0.1" size="0.15 0.15 0.02" type="box"/>
+      <body pos="0 0 0.1">
+        <joint name="arm" type="hinge" axis="0 1 0" damping="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.02" mass="0.2"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="armmotor" joint="arm" gear="2"/>
+  </actuator>
+  <sensor>
+    <accelerometer site="imu"/>
+    <gyro site="imu"/>
+    <velocimeter site="imu"/>
+    <jointpos joint="arm"/>
+    <touch site="bottom"/>
+    <framepos objtype="site" objname="imu"/>
+    <actuatorfrc actuator="armmotor"/>
+  </sensor>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  Tighten(m.get());
+  m->opt.cone = mjCONE_ELLIPTIC;
+  DataPtr d(mj_makeData(m.get()));
+  d->ctrl[0] = 0.1;
+  Settle(m.get(), d.get(), 300);
+  d->qvel[0] = 0.4;
+  ASSERT_GT(d->ncon, 0);
+  ckSettings s = Settings(ckSOL_MUJOCO);
+  HandlePtr ck = Make(m.get(), &s);
+  Jacobians jac(m.get()), fd(m.get());
+  ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), nullptr, nullptr, jac.C.data(),
+                                jac.D.data()));
+  ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, nullptr, nullptr, fd.C.data(),
+                               fd.D.data()));
+  const int ndx = 2 * m->nv + m->na;
+  EXPECT_LT(RelativeError(jac.C, fd.C), 1e-5) << WorstEntries(m.get(), jac.C, fd.C, ndx);
+  EXPECT_LT(RelativeError(jac.D, fd.D), 1e-5) << WorstEntries(m.get(), jac.D, fd.D, m->nu);
+}
+
+TEST_F(DerivativeApiTest, RejectsBadArguments) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ModelPtr other = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m && other);
+  DataPtr d(mj_makeData(m.get()));
+  HandlePtr ck = Make(m.get());
+  Jacobians jac(m.get());
+  EXPECT_EQ(-1,
+            ck_transitionJac(nullptr, m.get(), d.get(), jac.A.data(), nullptr, nullptr, nullptr));
+  EXPECT_EQ(-1, ck_transitionJac(ck.get(), other.get(), d.get(), jac.A.data(), nullptr, nullptr,
+                                 nullptr));
+  EXPECT_EQ(-1, ck_transitionFD(ck.get(), m.get(), d.get(), 0, 0, jac.A.data(), nullptr, nullptr,
+                                nullptr));
+  EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), nullptr, nullptr, nullptr, nullptr));
+  EXPECT_EQ(0, ck_transitionVJP(ck.get(), m.get(), d.get(), nullptr, nullptr, nullptr, nullptr));
+}
+
+// derivatives = 0: a simulation-only handle steps the same bits and refuses derivatives; turning
+// them on with ck_setSettings gives the Jacobian of a handle made with them
+TEST_F(DerivativeApiTest, SimulationOnlyHandle) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Settings(ckSOL_MUJOCO);
+  s.deriv.enabled = 0;
+  HandlePtr lean = Make(m.get(), &s), full = Make(m.get());
+  DataPtr a(mj_makeData(m.get())), b(mj_makeData(m.get()));
+  for (int t = 0; t < 100; t++) {
+    ck_step(lean.get(), m.get(), a.get());
+    ck_step(full.get(), m.get(), b.get());
+  }
+  ASSERT_EQ(0, std::memcmp(a->qpos, b->qpos, sizeof(mjtNum) * m->nq));
+  ASSERT_EQ(0, std::memcmp(a->qvel, b->qvel, sizeof(mjtNum) * m->nv));
+  Jacobians ja(m.get()), jb(m.get());
+  EXPECT_EQ(-1, ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), ja.B.data(), nullptr,
+                                 nullptr));
+  EXPECT_EQ(-1, ck_transitionFD(lean.get(), m.get(), a.get(), 1e-6, 0, ja.A.data(), nullptr,
+                                nullptr, nullptr));
+
+  char err[200] = "";
+  s.deriv.enabled = 1;
+  EXPECT_EQ(-1, ck_setSettings(lean.get(), nullptr, &s, err, sizeof(err)));
+  EXPECT_NE(std::string(err).find("needs the model"), std::string::npos) << err;
+  ASSERT_EQ(0, ck_setSettings(lean.get(), m.get(), &s, err, sizeof(err))) << err;
+  ASSERT_EQ(0, ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), ja.B.data(), nullptr,
+                                nullptr));
+  ASSERT_EQ(0, ck_transitionJac(full.get(), m.get(), b.get(), jb.A.data(), jb.B.data(), nullptr,
+                                nullptr));
+  EXPECT_EQ(ja.A, jb.A);
+  EXPECT_EQ(ja.B, jb.B);
+
+  s.deriv.enabled = 0;  // and off again: the workspace is freed, derivatives refused
+  ASSERT_EQ(0, ck_setSettings(lean.get(), m.get(), &s, err, sizeof(err))) << err;
+  EXPECT_EQ(-1,
+            ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), nullptr, nullptr, nullptr));
+}
+
+}  // namespace
+}  // namespace contactkit::test

@@ -1,0 +1,289 @@
+// Copyright 2026 The contactkit developers.
+//
+// The gradient options: contacts from distance (DiffMJX Fig. 8: two billiard balls that miss),
+// the elastic bounce correction (Nimble section VI), and solver-specific gradients.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/handle.h"
+#include "tests/plugin/deriv/deriv_util.h"
+
+namespace contactkit::test {
+namespace {
+
+class GradientTest : public MujocoTest {};
+
+// billiards with a motor pushing ball 1 along +y (towards ball 2's side), world frame
+std::string PushedBilliards() {
+  std::ifstream in(BundledModel("billiards.xml"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string xml = text.str();
+  const std::string tag = "</worldbody>";
+  xml.insert(xml.find(tag) + tag.size(),
+             "\n  <actuator><motor name=\"push\" joint=\"ball1_free\" gear=\"0 1 0 0 0 0\"/>"
+             "</actuator>");
+  return xml;
+}
+
+// d(ball 2's y after a window past the closest approach) / d(push on ball 1 in the window's
+// first step), through the chain of step Jacobians. The balls miss by 1 cm at t = 2 s on every
+// MuJoCo version (the scene has no margins or gaps, whose meaning changed in 3.5 and 3.9): the
+// window starts 0.05 s before the closest approach, and the width is the gap there plus 2 cm
+TEST_F(GradientTest, ContactsFromDistanceGiveGradientsBetweenBallsThatMiss) {
+  ModelPtr m = LoadString(PushedBilliards());
+  ASSERT_TRUE(m);
+  const int nv = m->nv, ndx = 2 * nv, steps = 100;
+  const int y2 = 7;  // tangent index of ball 2's y position
+
+  // closest approach of the balls' surfaces
+  double gap = INFINITY, t_gap = 0;
+  {
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    const int g1 = m->body_geomadr[1], g2 = m->body_geomadr[2];
+    while (d->time < 3) {
+      mj_step(m.get(), d.get());
+      const double c =
+          mju_dist3(d->xpos + 3, d->xpos + 6) - m->geom_size[3 * g1] - m->geom_size[3 * g2];
+      if (c < gap) {
+        gap = c;
+        t_gap = d->time;
+      }
+    }
+  }
+  // they miss by the scene's 1 cm at its 2 s
+  ASSERT_NEAR(gap, 0.01, 1e-3);
+  ASSERT_NEAR(t_gap, 2, 0.01);
+
+  std::vector<double> gradient(2), trajectory[2];
+  for (int cfd = 0; cfd < 2; cfd++) {
+    ckSettings s = Settings(ckSOL_MUJOCO);
+    s.deriv.cfd_width = cfd ? gap + 0.02 : 0;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    while (d->time < t_gap - 0.05) ck_step(ck.get(), m.get(), d.get());
+
+    // Jacobians along the window, then the chain lambda' = e_y2' A_{N-1} ... A_1, lambda' B_0
+    std::vector<double> A(static_cast<size_t>(steps) * ndx * ndx), B0(ndx * m->nu);
+    for (int k = 0; k < steps; k++) {
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), A.data() + k * ndx * ndx,
+                                    k == 0 ? B0.data() : nullptr, nullptr, nullptr));
+      ck_step(ck.get(), m.get(), d.get());
+      trajectory[cfd].insert(trajectory[cfd].end(), d->qpos, d->qpos + m->nq);
+      trajectory[cfd].insert(trajectory[cfd].end(), d->qvel, d->qvel + nv);
+    }
+    std::vector<double> lambda(ndx, 0.0), next(ndx);
+    lambda[y2] = 1;
+    for (int k = steps - 1; k >= 1; k--) {
+      const double* Ak = A.data() + k * ndx * ndx;
+      for (int j = 0; j < ndx; j++) {
+        next[j] = 0;
+        for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
+      }
+      lambda = next;
+    }
+    for (int i = 0; i < ndx; i++) gradient[cfd] += B0[i * m->nu] * lambda[i];
+  }
+
+  // without: ball 2 never feels ball 1; with: pushing ball 1 towards ball 2 pushes ball 2 away
+  EXPECT_EQ(gradient[0], 0);
+  EXPECT_GT(gradient[1], 1e-6);
+
+  // the simulated trajectory does not depend on the option
+  ASSERT_EQ(trajectory[0].size(), trajectory[1].size());
+  EXPECT_EQ(0, std::memcmp(trajectory[0].data(), trajectory[1].data(),
+                           sizeof(double) * trajectory[0].size()));
+}
+
+// with no pair within the width, the contacts-from-distance problem is the plain one
+TEST_F(GradientTest, ContactsFromDistanceChangeNothingWithoutNearbyPairs) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  Settle(m.get(), d.get(), 500);
+  ASSERT_EQ(d->ncon, 4);
+  for (int solver : {ckSOL_MUJOCO}) {
+    ckSettings s = Settings(solver), c = s;
+    c.deriv.cfd_width = 0.05;
+    HandlePtr plain = Make(m.get(), &s), cfd = Make(m.get(), &c);
+    Jacobians a(m.get()), b(m.get());
+    ASSERT_EQ(0, ck_transitionJac(plain.get(), m.get(), d.get(), a.A.data(), a.B.data(), nullptr,
+                                  nullptr));
+    ASSERT_EQ(
+        0, ck_transitionJac(cfd.get(), m.get(), d.get(), b.A.data(), b.B.data(), nullptr, nullptr));
+    EXPECT_LT(RelativeError(b.A, a.A), 1e-10);
+  }
+}
+
+// a ball bouncing on its restitution: dz+/dz = -sigma in the step where it turns around
+TEST_F(GradientTest, ElasticCorrectionGivesMinusSigmaAcrossTheBounce) {
+  ModelPtr m = Load(BundledModel("ball_bounce.xml"));
+  ASSERT_TRUE(m);
+  const int nv = m->nv, ndx = 2 * nv;
+  ckSettings s = Settings(ckSOL_MUJOCO), e = s;
+  e.deriv.elastic_correction = 1;
+  HandlePtr plain = Make(m.get(), &s), elastic = Make(m.get(), &e);
+  DataPtr d(mj_makeData(m.get()));
+
+  // the step in which the ball's vertical velocity turns from down to up in contact
+  int found = 0;
+  for (int t = 0; t < 400 && !found; t++) {
+    DataPtr next(mj_makeData(m.get()));
+    mj_copyData(next.get(), m.get(), d.get());
+    ck_step(plain.get(), m.get(), next.get());
+    if (d->ncon > 0 && d->qvel[2] < 0 && next->qvel[2] > 0) {
+      found = 1;
+      Jacobians a(m.get()), b(m.get());
+      ASSERT_EQ(0, ck_transitionJac(plain.get(), m.get(), d.get(), a.A.data(), nullptr, nullptr,
+                                    nullptr));
+      ASSERT_EQ(0, ck_transitionJac(elastic.get(), m.get(), d.get(), b.A.data(), nullptr, nullptr,
+                                    nullptr));
+
+      // restitution of the contact's damped spring: solref (0.04, 0.2)
+      const double z = 0.2, sigma = std::exp(-mjPI * z / std::sqrt(1 - z * z));
+      EXPECT_NEAR(a.A[2 * ndx + 2], 1, 0.2);  // the discrete step: about +1
+      EXPECT_NEAR(b.A[2 * ndx + 2], -sigma, 1e-9);
+      EXPECT_NEAR(b.A[2 * ndx + nv + 2], -sigma * m->opt.timestep, 1e-9);
+
+      // directions the contact does not constrain keep the discrete Jacobian
+      for (int i = 0; i < ndx; i++) {
+        for (int j = 0; j < ndx; j++) {
+          const bool corrected = i == 2 && (j == 2 || j == nv + 2);
+          if (!corrected) {
+            EXPECT_EQ(a.A[i * ndx + j], b.A[i * ndx + j]) << i << " " << j;
+          }
+        }
+      }
+    }
+    ck_step(plain.get(), m.get(), d.get());
+  }
+  EXPECT_TRUE(found);
+}
+
+class SolverGradientTest : public MujocoTest {
+ protected:
+  // d(x after one step)/d(push) of the pushed box at rest under push force F (ipm, kappa_grad)
+  double PushDerivative(const mjModel* m, double force, double kappa_grad) {
+    ckSettings s = Settings(ckSOL_IPM);
+    s.ipm.kappa_grad = kappa_grad;
+    HandlePtr ck = Make(m, &s);
+    DataPtr d(mj_makeData(m));
+    mj_resetDataKeyframe(m, d.get(), 0);
+    for (int k = 0; k < 200; k++) ck_step(ck.get(), m, d.get());
+    d->ctrl[0] = force;
+    Jacobians jac(m);
+    EXPECT_EQ(0, ck_transitionJac(ck.get(), m, d.get(), nullptr, jac.B.data(), nullptr, nullptr));
+    return jac.B[0 * m->nu + 0];  // row: x position, column: push
+  }
+};
+
+// Dojo Fig. 4: at kappa_grad = 1e-3 the derivative of the pushed box's displacement is nonzero
+// and smooth across the stick/slip threshold (mu m g = 4.905 N); as kappa_grad approaches
+// kappa_tol it approaches the hard contact's step: 0 while sticking, h^2 / m while sliding
+TEST_F(SolverGradientTest, IpmSmoothGradientAcrossStickSlip) {
+  if (!ck_solverAvailable(ckSOL_IPM)) GTEST_SKIP() << "solver ipm is not in this build";
+  ModelPtr m = Load(BundledModel("pushed_box.xml"));
+  ASSERT_TRUE(m);
+  const double h = m->opt.timestep, slide = h * h / 1.0;
+  const double forces[] = {3.5, 4.0, 4.5, 4.8, 5.0, 5.3, 5.8, 6.3};
+  std::vector<double> smooth, hard;
+  ckSettings defaults;
+  ck_defaultSettings(&defaults);
+  for (double f : forces) {
+    smooth.push_back(PushDerivative(m.get(), f, 1e-3));
+    hard.push_back(PushDerivative(m.get(), f, defaults.ipm.kappa_tol));
+  }
+  for (size_t i = 0; i < smooth.size(); i++) {
+    EXPECT_GT(smooth[i], 0.01 * slide) << "F = " << forces[i];
+    EXPECT_LT(smooth[i], 1.5 * slide) << "F = " << forces[i];
+    if (i > 0) {
+      // smooth: no jump between neighbouring forces larger than half the sliding value
+      EXPECT_LT(std::fabs(smooth[i] - smooth[i - 1]), 0.5 * slide) << "F = " << forces[i];
+    }
+  }
+  EXPECT_LT(hard.front(), 0.05 * slide);         // sticking
+  EXPECT_NEAR(hard.back(), slide, 0.1 * slide);  // sliding
+  EXPECT_LT(hard.front(), smooth.front());       // the smooth one leaks into sticking
+}
+
+// Nimble Fig. 8: a box resting on the ground with an upward thruster. The loss is its squared
+// distance from a height above; the plain gradient with respect to the thrust is zero (the
+// contact clamps), the complementarity-aware one points up, and gradient descent with it
+// lifts the box off the ground within a bounded number of iterations
+TEST_F(SolverGradientTest, LcpComplementarityAwareGradientLiftsOff) {
+  if (!ck_solverAvailable(ckSOL_LCP)) GTEST_SKIP() << "solver lcp is not in this build";
+  ModelPtr m = Load(BundledModel("pushed_box.xml"));
+  ASSERT_TRUE(m);
+  const int nv = m->nv, ndx = 2 * nv, steps = 20;
+  const double target = 0.15;
+
+  // loss and gradient of a constant thrust u held for the horizon, from rest
+  auto loss_gradient = [&](ckHandle* ck, double u, double* grad) {
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    for (int k = 0; k < 200; k++) ck_step(ck, m.get(), d.get());
+    std::vector<std::vector<double>> states;
+    std::vector<DataPtr> datas;
+    for (int k = 0; k < steps; k++) {
+      d->ctrl[1] = u;
+      DataPtr copy(mj_makeData(m.get()));
+      mj_copyData(copy.get(), m.get(), d.get());
+      datas.push_back(std::move(copy));
+      ck_step(ck, m.get(), d.get());
+    }
+    const double z = d->qpos[2];
+    std::vector<double> lam(ndx, 0.0), gx(ndx), gu(m->nu);
+    lam[2] = 2 * (z - target);
+    *grad = 0;
+    for (int k = steps - 1; k >= 0; k--) {
+      ck_transitionVJP(ck, m.get(), datas[k].get(), lam.data(), nullptr, gx.data(), gu.data());
+      *grad += gu[1];
+      lam = gx;
+    }
+    return (z - target) * (z - target);
+  };
+
+  ckSettings plain = Settings(ckSOL_LCP), aware = plain;
+  aware.deriv.complementarity_aware = 1;
+  HandlePtr ck_plain = Make(m.get(), &plain), ck_aware = Make(m.get(), &aware);
+  double g_plain, g_aware;
+  loss_gradient(ck_plain.get(), 2.0, &g_plain);
+  EXPECT_NEAR(g_plain, 0, 1e-12);
+  loss_gradient(ck_aware.get(), 2.0, &g_aware);
+  if (!ck_aware->deriv->complementarity_applied()) {
+    GTEST_SKIP() << "this lcp solver cannot differentiate another classification "
+                    "(Solver::SetTangentModes)";
+  }
+  EXPECT_LT(g_aware, 0);  // more thrust lowers the loss
+
+  // gradient descent on the thrust with the complementarity-aware gradient
+  double u = 2.0, lifted = 0;
+  int iterations = 0;
+  for (; iterations < 60 && !lifted; iterations++) {
+    double g;
+    loss_gradient(ck_aware.get(), u, &g);
+    u = std::min(30.0, std::max(0.0, u - 2e4 * g));
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    for (int k = 0; k < 200 + steps; k++) {
+      if (k >= 200) d->ctrl[1] = u;
+      ck_step(ck_aware.get(), m.get(), d.get());
+    }
+    lifted = d->qpos[2] > 0.101;
+  }
+  EXPECT_TRUE(lifted) << "thrust " << u << " after " << iterations << " iterations";
+  std::printf("complementarity-aware thrust gradient %.3g; lifted after %d iterations\n", g_aware,
+              iterations);
+}
+
+}  // namespace
+}  // namespace contactkit::test

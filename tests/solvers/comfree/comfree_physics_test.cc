@@ -1,0 +1,646 @@
+// Copyright 2026 The contactkit developers.
+//
+// The comfree solver in MuJoCo's pipeline: ComFree-Sim's dense drop, torsional and rolling
+// friction and stability sweep (section IV), resting contact, and every non-contact constraint
+// type MuJoCo produces.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support/fixture.h"
+
+namespace contactkit::test {
+namespace {
+
+using ComfreePhysicsTest = MujocoTest;
+
+// comfree at its defaults (with contact anchors: position-level stick)
+ckSettings Comfree(double stiffness = 0.2, double damping = 0.001) {
+  ckSettings s;
+  ck_defaultSettings(&s);
+  s.solver = ckSOL_COMFREE;
+  s.comfree.stiffness = stiffness;
+  s.comfree.damping = damping;
+  return s;
+}
+
+// the paper's exact scheme: no anchors (viscous stick)
+ckSettings Paper(double stiffness = 0.2, double damping = 0.001) {
+  ckSettings s = Comfree(stiffness, damping);
+  s.comfree.anchor = 0;
+  return s;
+}
+
+// comfree with contact anchors (the default) and a facet count
+ckSettings Anchored(int facets = 4) {
+  ckSettings s = Comfree();
+  s.comfree.anchor = 1;
+  s.comfree.facets = facets;
+  return s;
+}
+
+// set the friction entry `which` (0 slide, 1 torsion, 2 roll) of every geom
+void SetFriction(mjModel* m, int which, double value) {
+  for (int g = 0; g < m->ngeom; g++) m->geom_friction[3 * g + which] = value;
+}
+
+double Speed(const double* v) { return std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]); }
+
+// 1 s to settle (500 steps of 2 ms), then how far the free body moves over the next 5 s (m)
+double SettledDrift(const mjModel* m, ckHandle* ck, mjData* d) {
+  for (int t = 0; t < 500; t++) ck_step(ck, m, d);
+  const double x0[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
+  for (int t = 0; t < 2500; t++) ck_step(ck, m, d);
+  const double dx[3] = {d->qpos[0] - x0[0], d->qpos[1] - x0[1], d->qpos[2] - x0[2]};
+  return Speed(dx);
+}
+
+// Dense drop (the paper's Fig. 3): 60 primitives of all five kinds fall onto a box. Nothing falls
+// through the ground or leaves the walls, the pile comes to rest without gaining energy beyond
+// what the (MPR) collision normals of deep cylinder and ellipsoid contacts can inject, and the
+// mean penetration falls as k_user rises; with anchors (the default) and without (the paper's).
+TEST_F(ComfreePhysicsTest, DenseDropHoldsAndPenetrationFallsWithStiffness) {
+  ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
+  ASSERT_TRUE(m);
+  m->opt.enableflags |= mjENBL_ENERGY;
+  const int steps = TestSteps(1000);
+  const int wall = mj_name2id(m.get(), mjOBJ_GEOM, "wall_xpos");
+  const int ground = mj_name2id(m.get(), mjOBJ_GEOM, "ground");
+  ASSERT_GE(wall, 0);
+  ASSERT_GE(ground, 0);
+  const double xmax = m->geom_pos[3 * wall],
+               ymax = m->geom_pos[3 * mj_name2id(m.get(), mjOBJ_GEOM, "wall_ypos") + 1];
+  for (int anchor : {1, 0}) {
+    SCOPED_TRACE(anchor ? "anchored" : "the paper's");
+    std::vector<double> mean;
+    for (double k : {0.1, 0.3, 0.5}) {
+      ckSettings s = anchor ? Comfree(k) : Paper(k);
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      mj_forward(m.get(), d.get());
+      const double e0 = d->energy[0] + d->energy[1];
+      double sum = 0, emax = e0;
+      long n = 0;
+      for (int t = 0; t < steps; t++) {
+        ck_step(ck.get(), m.get(), d.get());
+        ASSERT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED);
+        for (int i = 0; i < d->ncon; i++) {
+          if (d->contact[i].efc_address < 0) continue;
+          sum += std::max(0.0, -static_cast<double>(d->contact[i].dist));
+          n++;
+        }
+        emax = std::max(emax, static_cast<double>(d->energy[0] + d->energy[1]));
+      }
+      ASSERT_GT(n, 0);
+      mean.push_back(sum / n);
+      ExpectNoDataWarnings(d.get());
+
+      // every body above the ground's top face (z = 0) and inside the walls
+      for (int b = 1; b < m->nbody; b++) {
+        const double* x = d->xipos + 3 * b;
+        EXPECT_GT(x[2], 0) << mj_id2name(m.get(), mjOBJ_BODY, b) << " k " << k;
+        EXPECT_LT(x[0], xmax) << mj_id2name(m.get(), mjOBJ_BODY, b);
+        EXPECT_LT(x[1], ymax) << mj_id2name(m.get(), mjOBJ_BODY, b);
+        EXPECT_GT(x[0], -xmax + 2 * m->geom_pos[3 * ground]);
+      }
+
+      // no energy from nowhere beyond a quarter of the potential energy released, and at rest
+      const double released = e0 - (d->energy[0] + d->energy[1]);
+      if (steps >= 1000) {
+        EXPECT_GT(released, 0.5 * e0) << "the pile should have fallen, k " << k;
+        EXPECT_LT(emax - e0, 0.25 * released) << "k " << k;
+        EXPECT_LT(d->energy[1], 0.05 * released) << "kinetic energy left, k " << k;
+      }
+    }
+    EXPECT_GT(mean[0], mean[1]);
+    EXPECT_GT(mean[1], mean[2]);
+  }
+}
+
+// decay of one velocity component under a friction coefficient: the component at 1 s, and
+// whether it never grew from one step to the next
+struct Decay {
+  double start = 0, end = 0;
+  bool monotone = true;
+  double rise = 0;  // largest rise of the speed in one step
+};
+
+Decay RunDecay(const std::string& model, int which, double mu, int dof, int anchor = 0) {
+  Decay out;
+  char error[1024] = "";
+  mjModel* m = ck_loadXML(BundledModel(model).c_str(), nullptr, error, sizeof(error));
+  EXPECT_NE(m, nullptr) << error;
+  if (!m) return out;
+  SetFriction(m, which, mu);
+  ckSettings s = Comfree();
+  s.comfree.anchor = anchor;
+  ckHandle* ck = ck_make(m, &s, error, sizeof(error));
+  mjData* d = mj_makeData(m);
+  mj_resetDataKeyframe(m, d, 0);
+  out.start = d->qvel[dof];
+  double prev = out.start;
+  const int steps = static_cast<int>(std::lround(1.0 / m->opt.timestep));
+  for (int t = 0; t < steps; t++) {
+    ck_step(ck, m, d);
+    out.rise = std::max(out.rise, std::fabs(d->qvel[dof]) - std::fabs(prev));
+    if (std::fabs(d->qvel[dof]) > std::fabs(prev) + 1e-12) out.monotone = false;
+    prev = d->qvel[dof];
+  }
+  out.end = d->qvel[dof];
+  mj_deleteData(d);
+  ck_free(ck);
+  mj_deleteModel(m);
+  return out;
+}
+
+// a sphere spinning on a plane slows monotonically, faster for a larger torsional coefficient,
+// and keeps its spin without one
+TEST_F(ComfreePhysicsTest, TorsionalFrictionSlowsASpin) {
+  for (int anchor = 0; anchor < 2; anchor++) {  // anchors hold the tangential slip only
+    const Decay none = RunDecay("sphere_spinning.xml", 1, 0, 5, anchor);
+    const Decay low = RunDecay("sphere_spinning.xml", 1, 0.005, 5, anchor);
+    const Decay high = RunDecay("sphere_spinning.xml", 1, 0.02, 5, anchor);
+    ASSERT_EQ(none.start, 10);
+    EXPECT_GE(none.end, 0.99 * none.start) << "anchor " << anchor;
+    for (const Decay& dc : {low, high}) {
+      EXPECT_TRUE(dc.monotone) << "anchor " << anchor;
+      EXPECT_GE(dc.end, 0) << "anchor " << anchor;
+    }
+    EXPECT_LT(low.end, 0.9 * none.end) << "anchor " << anchor;
+    EXPECT_LT(high.end, 0.5 * low.end) << "anchor " << anchor;
+  }
+}
+
+// a rolling sphere and a rolling cylinder slow monotonically, faster for a larger rolling
+// coefficient, and keep >= 99% of their speed over 1 s without one
+TEST_F(ComfreePhysicsTest, RollingFrictionSlowsRolling) {
+  for (const char* model : {"sphere_rolling.xml", "cylinder_rolling.xml"}) {
+    Decay end[2][3];
+    for (int anchor = 0; anchor < 2; anchor++) {
+      const Decay none = RunDecay(model, 2, 0, 0, anchor);
+      const Decay low = RunDecay(model, 2, 0.005, 0, anchor);
+      const Decay high = RunDecay(model, 2, 0.02, 0, anchor);
+      const std::string tag = std::string(model) + " anchor " + std::to_string(anchor);
+      ASSERT_EQ(none.start, 1) << tag;
+      EXPECT_GE(none.end, 0.99 * none.start) << tag;
+      // anchors: the stick springs back once as the roll sets in (a rise of 1e-5 m/s)
+      for (const Decay& dc : {none, low, high}) EXPECT_LT(dc.rise, anchor ? 1e-4 : 1e-12) << tag;
+      EXPECT_LT(low.end, none.end - 0.02) << tag;
+      EXPECT_LT(high.end, low.end - 0.1) << tag;
+      EXPECT_GT(high.end, 0) << tag;
+      end[anchor][0] = none;
+      end[anchor][1] = low;
+      end[anchor][2] = high;
+    }
+    // anchors are re-based on the contact point every step, so rolling without slip does not
+    // wind them up: the roll decays as without them (measured within 1.7%)
+    for (int k = 0; k < 3; k++) EXPECT_NEAR(end[1][k].end, end[0][k].end, 0.03 * end[0][k].end);
+  }
+}
+
+// The paper's Fig. 6: a cube dropped with v = (2, 0, 0), w = (0.1, 0.1, 0.1) over time steps and
+// impedances: its horizontal speed decays below 1 mm/s without growing, and it neither sinks nor
+// flies off. (The softest setting at the largest steps takes the landing deep: k 0.1, h 0.02 dips
+// to 3/4 of the half-size for a moment and rests 31 mm deep.)
+void StabilitySweep(mjModel* m, int anchor, double max_growth, double max_speed) {
+  const bool quick = TestSteps(10) < 10;  // sanitizer runs: the largest step only
+  const double half = 0.1, z0 = 0.3;
+  for (double h : {0.002, 0.005, 0.01, 0.02}) {
+    if (quick && h < 0.02) continue;
+    for (double k : {0.1, 0.3, 0.5}) {
+      for (double dmp : {0.001, 0.005}) {
+        m->opt.timestep = h;
+        ckSettings s = Comfree(k, dmp);
+        s.comfree.anchor = anchor;
+        HandlePtr ck(ck_make(m, &s, nullptr, 0));
+        ASSERT_TRUE(ck);
+        DataPtr d(mj_makeData(m));
+        d->qpos[2] = z0;
+        d->qvel[0] = 2;
+        d->qvel[3] = d->qvel[4] = d->qvel[5] = 0.1;
+        double vmin = 2, growth = 0, zmin = z0, zmax_after = 0;
+        bool landed = false;
+        const int steps = static_cast<int>(std::lround(8.0 / h));
+        for (int t = 0; t < steps; t++) {
+          ck_step(ck.get(), m, d.get());
+          const double v = std::hypot(d->qvel[0], d->qvel[1]);
+          growth = std::max(growth, v - vmin);
+          vmin = std::min(vmin, v);
+          landed = landed || d->ncon > 0;
+          if (landed) {
+            zmin = std::min(zmin, static_cast<double>(d->qpos[2]));
+            zmax_after = std::max(zmax_after, static_cast<double>(d->qpos[2]));
+          }
+        }
+        const std::string tag =
+            "h " + std::to_string(h) + " k " + std::to_string(k) + " d " + std::to_string(dmp);
+        ASSERT_TRUE(landed) << tag;
+        EXPECT_LT(std::hypot(d->qvel[0], d->qvel[1]), max_speed) << tag;
+        EXPECT_LT(growth, max_growth) << tag;
+        EXPECT_GT(zmin, 0) << tag;                 // its centre never passes the plane
+        EXPECT_LT(zmax_after, z0) << tag;          // never bounces back to the drop height
+        EXPECT_GT(d->qpos[2], 0.5 * half) << tag;  // rests less than half its half-size deep
+        EXPECT_LT(std::fabs(d->qvel[2]), 1e-3) << tag;
+        for (int i = 0; i < mjNWARNING; i++) EXPECT_EQ(d->warning[i].number, 0) << tag;
+      }
+    }
+  }
+}
+
+TEST_F(ComfreePhysicsTest, StabilitySweepOfADroppedSlidingCube) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  StabilitySweep(m.get(), 0, 0.01, 1e-3);
+}
+
+// The same with anchors: a contact that slides keeps no displacement beyond what its load needs,
+// so the cube that slides to a stop does not spring back and the same bounds hold
+TEST_F(ComfreePhysicsTest, AnchoredStabilitySweepOfADroppedSlidingCube) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  StabilitySweep(m.get(), 1, 0.01, 1e-3);
+}
+
+// a box resting on a plane holds still, with and without anchors: drift below 0.1 mm over 5 s
+// once settled (anchored: with every integrator)
+TEST_F(ComfreePhysicsTest, RestingBoxHoldsStill) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4})
+    for (int cone : {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC})
+      for (bool anchored : {false, true}) {
+        if (!anchored && integrator != mjINT_EULER) continue;
+        SCOPED_TRACE((anchored ? "anchored, integrator " : "not anchored, integrator ") +
+                     std::to_string(integrator));
+        m->opt.integrator = integrator;
+        m->opt.cone = cone;
+        ckSettings s = anchored ? Anchored() : Paper();
+        HandlePtr ck = Make(m.get(), &s);
+        DataPtr d(mj_makeData(m.get()));
+        EXPECT_LT(SettledDrift(m.get(), ck.get(), d.get()), 1e-4) << "cone " << cone;
+        EXPECT_EQ(d->ncon, 4);
+
+        // it rests on its contacts: the normal forces carry its weight
+        double fn = 0;
+        for (int i = 0; i < d->ncon; i++) {
+          mjtNum f[6];
+          mj_contactForce(m.get(), d.get(), i, f);
+          fn += f[0];
+        }
+        EXPECT_NEAR(fn, 9.81, 0.01) << "cone " << cone;
+      }
+}
+
+// On the 10 degree incline (mu = 0.5 > tan 10) the closed form's stick is viscous: with every facet
+// active the tangential force is linear in the slip velocity, so the box creeps at a steady speed
+// set by the velocity gain (k h + d) M instead of holding still; the creep falls as d_user rises.
+// (Anchors, the default, give position-level stick instead: AnchorsHoldTheBoxOnTheIncline.)
+TEST_F(ComfreePhysicsTest, InclineStickIsASteadyCreepThatFallsWithDamping) {
+  ModelPtr m = Load(BundledModel("box_incline.xml"));
+  ASSERT_TRUE(m);
+  std::vector<double> creep;
+  for (double dmp : {0.001, 0.003, 0.005}) {
+    ckSettings s = Paper(0.2, dmp);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < 1000; t++) ck_step(ck.get(), m.get(), d.get());
+    const double v2 = Speed(d->qvel);
+    for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+    const double v3 = Speed(d->qvel);
+    EXPECT_EQ(d->ncon, 4);
+    EXPECT_NEAR(v3, v2, 0.02 * v2) << "d " << dmp;  // steady: no acceleration
+    creep.push_back(v3);
+  }
+  EXPECT_LT(creep[1], 0.8 * creep[0]);
+  EXPECT_LT(creep[2], 0.8 * creep[1]);
+}
+
+// speed of the box down the 10 degree incline (its direction t = (cos 10, 0, -sin 10))
+double DownSlope(const mjData* d) {
+  const double a = 10 * M_PI / 180;
+  return d->qvel[0] * std::cos(a) - d->qvel[2] * std::sin(a);
+}
+
+// With anchors (position-level stick) the box on the 10 degree incline holds still: drift below
+// 0.1 mm over 5 s once settled, with every integrator, cone and a rounder facet set
+TEST_F(ComfreePhysicsTest, AnchorsHoldTheBoxOnTheIncline) {
+  ModelPtr m = Load(BundledModel("box_incline.xml"));
+  ASSERT_TRUE(m);
+  for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4}) {
+    for (int cone : {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC}) {
+      for (int facets : {4, 8}) {
+        m->opt.integrator = integrator;
+        m->opt.cone = cone;
+        ckSettings s = Anchored(facets);
+        HandlePtr ck = Make(m.get(), &s);
+        DataPtr d(mj_makeData(m.get()));
+        const double drift = SettledDrift(m.get(), ck.get(), d.get());
+        const std::string tag = "integrator " + std::to_string(integrator) + " cone " +
+                                std::to_string(cone) + " facets " + std::to_string(facets);
+        EXPECT_LT(drift, 1e-4) << tag;
+        EXPECT_LT(Speed(d->qvel), 1e-6) << tag;
+        EXPECT_EQ(d->ncon, 4) << tag;
+        EXPECT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED);
+      }
+    }
+  }
+}
+
+// A box launched down or up the 10 degree incline (mu = 0.5) with anchors comes to rest and holds:
+// its sliding contacts keep their share of the load (never a part that would push along the
+// slip: launched up-slope it turns and never climbs again), and stick again once the slip stops
+// decaying. Drift below 0.1 mm over 2 s once stopped; the box stays near where it stopped.
+TEST_F(ComfreePhysicsTest, AnchoredBoxLaunchedOnTheInclineStopsAndHolds) {
+  ModelPtr m = Load(BundledModel("box_incline.xml"));
+  ASSERT_TRUE(m);
+  const double a = 10 * M_PI / 180, t[3] = {std::cos(a), 0, -std::sin(a)};
+  for (double v0 : {1.0, -1.0}) {
+    ckSettings s = Anchored();
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int k = 0; k < 250; k++) ck_step(ck.get(), m.get(), d.get());
+    for (int i = 0; i < 3; i++) d->qvel[i] = v0 * t[i];
+    auto along = [&]() { return d->qpos[0] * t[0] + d->qpos[2] * t[2]; };
+    int n = 0;
+    for (; n < 1500 && DownSlope(d.get()) * v0 > 0; n++) ck_step(ck.get(), m.get(), d.get());
+    ASSERT_LT(n, 1500) << "v0 " << v0;
+    const double turn = along();
+    double lo = turn, hi = turn;
+    for (int k = 0; k < 1500; k++) {
+      ck_step(ck.get(), m.get(), d.get());
+      lo = std::min(lo, along());
+      hi = std::max(hi, along());
+    }
+    EXPECT_LT(hi - lo, 0.02) << "v0 " << v0;  // at rest near where it stopped
+    if (v0 < 0) {
+      EXPECT_GE(lo, turn - 1e-6);  // launched up: it never climbs past its turn
+    }
+    const double x1 = along();
+    for (int k = 0; k < 1000; k++) ck_step(ck.get(), m.get(), d.get());
+    EXPECT_LT(std::fabs(along() - x1), 1e-4) << "v0 " << v0;
+    EXPECT_LT(Speed(d->qvel), 1e-6) << "v0 " << v0;
+  }
+}
+
+// The anchored static friction reaches mu / 2 (any facet count): at the cone's edge the facet
+// opposite the slip stops pressing and the one along it doubles, while every facet keeps its share
+// of the normal load. With mu = 0.4 (tan 10 / mu = 0.44) the box holds; with mu = 0.3 (0.59) it
+// slides, slower than without anchors.
+TEST_F(ComfreePhysicsTest, AnchoredStaticFrictionReachesHalfMu) {
+  ModelPtr m = Load(BundledModel("box_incline.xml"));
+  ASSERT_TRUE(m);
+  for (double mu : {0.4, 0.3}) {
+    SetFriction(m.get(), 0, mu);
+    double dx[2];
+    for (int anchor = 0; anchor < 2; anchor++) {
+      ckSettings s = Comfree();
+      s.comfree.anchor = anchor;
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+      const double x0 = d->qpos[0];
+      for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+      dx[anchor] = d->qpos[0] - x0;
+    }
+    if (mu == 0.4) {
+      EXPECT_LT(std::fabs(dx[1]), 1e-4);
+    } else {
+      EXPECT_GT(dx[1], 0.1);
+      EXPECT_LT(dx[1], 0.6 * dx[0]);
+    }
+  }
+}
+
+// Above the friction angle (mu = 0.1 < tan 10) the anchored box still slides and accelerates: its
+// sliding contacts keep no more than the cone's edge (1.25 times their share of the load lies
+// beyond it) and store nothing beyond. The closed form's sliding
+// friction at these slip speeds is below mu with or without anchors (the facets across the slip
+// carry normal load without friction): between 0.5 and 0.9 s the box gains 1.41 m/s^2 without
+// anchors and 1.17 m/s^2 with them, against g (sin - mu cos) = 0.74 for Coulomb friction (and
+// g sin = 1.70 frictionless).
+TEST_F(ComfreePhysicsTest, AnchoredBoxAboveTheFrictionAngleSlides) {
+  ModelPtr m = Load(BundledModel("box_incline.xml"));
+  ASSERT_TRUE(m);
+  SetFriction(m.get(), 0, 0.1);
+  const double th = 10 * M_PI / 180, coulomb = 9.81 * (std::sin(th) - 0.1 * std::cos(th));
+  double accel[2];
+  for (int anchor = 0; anchor < 2; anchor++) {
+    ckSettings s = Comfree();
+    s.comfree.anchor = anchor;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < 250; t++) ck_step(ck.get(), m.get(), d.get());
+    const double v0 = DownSlope(d.get());
+    for (int t = 0; t < 200; t++) ck_step(ck.get(), m.get(), d.get());
+    accel[anchor] = (DownSlope(d.get()) - v0) / (200 * m->opt.timestep);
+    EXPECT_EQ(d->ncon, 4);
+    EXPECT_GT(accel[anchor], 0.98 * coulomb) << "anchor " << anchor;
+    EXPECT_LT(accel[anchor], 9.81 * std::sin(th)) << "anchor " << anchor;
+  }
+  EXPECT_LT(accel[1], accel[0]);  // anchors do not weaken the friction
+  EXPECT_GT(accel[1], 0.5 * accel[0]);
+}
+
+// A box launched along the plane with anchors stops without springing back: a contact that slips
+// beyond the cone slides, keeping only the displacement its smooth load needs (none on level
+// ground), so stopping releases nothing stored. Within 1 s of stopping it moves back less than
+// 0.5 mm and no faster than 1 mm/s, then holds still; soft and stiff contact, every integrator.
+TEST_F(ComfreePhysicsTest, AnchoredSlidingBoxStopsWithoutSpringBack) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  const double kd[3][2] = {{0.2, 0.001}, {0.1, 0.001}, {0.5, 0.005}};
+  for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4}) {
+    for (const auto& c : kd) {
+      const std::string tag = "integrator " + std::to_string(integrator) + " k " +
+                              std::to_string(c[0]) + " d " + std::to_string(c[1]);
+      m->opt.integrator = integrator;
+      ckSettings s = Anchored();
+      s.comfree.stiffness = c[0];
+      s.comfree.damping = c[1];
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      for (int t = 0; t < 250; t++) ck_step(ck.get(), m.get(), d.get());
+      d->qvel[0] = 2;
+      double xmax = d->qpos[0];
+      int t = 0;
+      for (; t < 2000 && d->qvel[0] > 0; t++) {
+        ck_step(ck.get(), m.get(), d.get());
+        xmax = std::max(xmax, static_cast<double>(d->qpos[0]));
+      }
+      ASSERT_LT(t, 2000) << "did not stop, " << tag;
+      EXPECT_GT(t * m->opt.timestep, 0.3) << tag;  // mu g = 4.9 m/s^2 would stop it in 0.41 s
+      double xmin = xmax, vmax = 0;
+      for (int k = 0; k < 500; k++) {
+        ck_step(ck.get(), m.get(), d.get());
+        xmin = std::min(xmin, static_cast<double>(d->qpos[0]));
+        vmax = std::max(vmax, Speed(d->qvel));
+      }
+      EXPECT_LT(xmax - xmin, 5e-4) << tag;  // spring-back
+      EXPECT_LT(vmax, 1e-3) << tag;
+      const double x1[3] = {d->qpos[0], d->qpos[1], d->qpos[2]};
+      for (int k = 0; k < 2500; k++) ck_step(ck.get(), m.get(), d.get());
+      const double dx[3] = {d->qpos[0] - x1[0], d->qpos[1] - x1[1], d->qpos[2] - x1[2]};
+      EXPECT_LT(Speed(dx), 1e-4) << tag;  // then it holds
+      ExpectNoDataWarnings(d.get());
+    }
+  }
+}
+
+// anchors advance only in ck_step: extra ck_forward calls between steps change nothing, and
+// ck_reset gives a fresh handle's trajectory
+TEST_F(ComfreePhysicsTest, AnchorsAdvanceOnlyInStep) {
+  ModelPtr m = Load(BundledModel("box_incline.xml"));
+  ASSERT_TRUE(m);
+  for (int integrator : {mjINT_EULER, mjINT_RK4}) {
+    m->opt.integrator = integrator;
+    ckSettings s = Anchored();
+    HandlePtr a = Make(m.get(), &s), b = Make(m.get(), &s);
+    DataPtr da(mj_makeData(m.get())), db(mj_makeData(m.get()));
+    for (int t = 0; t < 200; t++) {
+      ck_step(a.get(), m.get(), da.get());
+      for (int k = 0; k < 3; k++) ck_forward(b.get(), m.get(), db.get());
+      ck_step(b.get(), m.get(), db.get());
+    }
+    // (not to the bit: extra forward passes change round-off, 2e-8 m here without anchors too)
+    for (int i = 0; i < m->nq; i++) EXPECT_NEAR(da->qpos[i], db->qpos[i], 1e-7) << i;
+    for (int i = 0; i < m->nv; i++) EXPECT_NEAR(da->qvel[i], db->qvel[i], 1e-5) << i;
+
+    // reset: as a new handle from the same state
+    HandlePtr fresh = Make(m.get(), &s);
+    DataPtr dc(mj_makeData(m.get()));
+    mj_copyData(dc.get(), m.get(), da.get());
+    ck_reset(a.get());
+    for (int t = 0; t < 50; t++) {
+      ck_step(a.get(), m.get(), da.get());
+      ck_step(fresh.get(), m.get(), dc.get());
+    }
+    EXPECT_EQ(0, std::memcmp(da->qpos, dc->qpos, sizeof(mjtNum) * m->nq));
+    // and without the reset the anchors make a difference
+    for (int t = 0; t < 50; t++) ck_step(b.get(), m.get(), db.get());
+    double diff = 0;
+    for (int i = 0; i < m->nq; i++) diff = std::max(diff, std::fabs(da->qpos[i] - db->qpos[i]));
+    EXPECT_GT(diff, 1e-4);
+  }
+}
+
+// equality constraints (connect, weld, joint coupling) hold as bilateral impedances
+TEST_F(ComfreePhysicsTest, EqualityConstraintsHold) {
+  ModelPtr m = Load(BundledModel("mechanism.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Comfree();
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  const int steps = TestSteps(2000);
+  double first = 0, second = 0;
+  for (int t = 0; t < steps; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    ASSERT_EQ(d->ne, 10);
+    double worst = 0;
+    for (int i = 0; i < d->ne; i++) {
+      worst = std::max(worst, std::fabs(static_cast<double>(d->efc_pos[i])));
+    }
+    double& half = t < steps / 2 ? first : second;
+    half = std::max(half, worst);
+  }
+  ExpectNoDataWarnings(d.get());
+  EXPECT_LT(first, 0.03);
+  EXPECT_LT(second, 0.03);
+  EXPECT_LT(second, 1.5 * first + 1e-3);  // the violation does not build up
+  const int qa = m->jnt_qposadr[mj_name2id(m.get(), mjOBJ_JOINT, "gear_a_hinge")];
+  const int qb = m->jnt_qposadr[mj_name2id(m.get(), mjOBJ_JOINT, "gear_b_hinge")];
+  EXPECT_NEAR(d->qpos[qb], 0.5 * d->qpos[qa], 0.03);
+}
+
+// friction loss is clamped to its bound in every step; joint and tendon limits hold
+TEST_F(ComfreePhysicsTest, FrictionLossAndLimitsHold) {
+  ModelPtr m = Load(BundledModel("joint_friction_limits.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Comfree();
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  int friction_rows = 0, limit_rows = 0;
+  for (int t = 0; t < 2000; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    for (int i = 0; i < d->nefc; i++) {
+      const int type = d->efc_type[i];
+      if (type == mjCNSTR_FRICTION_DOF || type == mjCNSTR_FRICTION_TENDON) {
+        ASSERT_LE(std::fabs(d->efc_force[i]), d->efc_frictionloss[i] * (1 + 1e-12));
+        friction_rows++;
+      }
+      if (type == mjCNSTR_LIMIT_JOINT || type == mjCNSTR_LIMIT_TENDON) {
+        ASSERT_GE(d->efc_force[i], 0);
+        limit_rows++;
+      }
+    }
+  }
+  ExpectNoDataWarnings(d.get());
+  EXPECT_EQ(friction_rows, 3 * 2000);
+  EXPECT_GT(limit_rows, 2000);
+  auto q = [&](const char* joint) {
+    return d->qpos[m->jnt_qposadr[mj_name2id(m.get(), mjOBJ_JOINT, joint)]];
+  };
+
+  // the arm and the slider rest on their upper limits; the tendon limit holds the pendulums at
+  // their equilibrium q_p2 = pi/4 - 0.25, q_p1 = q_p2 + 0.5
+  EXPECT_NEAR(q("hinge"), M_PI / 3, 0.02);
+  EXPECT_NEAR(q("slide"), 0.3, 0.01);
+  EXPECT_LT(d->ten_length[0], 0.5 + 0.03);
+  EXPECT_NEAR(q("p2_hinge"), M_PI / 4 - 0.25, 0.03);
+  EXPECT_NEAR(q("p1_hinge"), M_PI / 4 + 0.25, 0.03);
+}
+
+// an articulated robot with contacts and limits walks through 1000 steps without warnings
+TEST_F(ComfreePhysicsTest, HumanoidRunsWithoutWarnings) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Comfree();
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  int contacts = 0;
+  for (int t = 0; t < TestSteps(1000); t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    contacts += d->ncon;
+  }
+  ExpectNoDataWarnings(d.get());
+  EXPECT_GT(contacts, 0);
+  for (int i = 0; i < m->nv; i++) ASSERT_TRUE(std::isfinite(d->qvel[i]));
+  EXPECT_GT(d->qpos[2], 0);  // the torso stays above the floor
+}
+
+// the Franka Panda of Menagerie under random position targets held for 10 steps: its 15 g
+// fingers, pressed by the arm, are far lighter along their slide than along the contact normal
+// (before the tangent's inverse mass entered the gains, comfree diverged after 54 steps at 5 ms)
+TEST_F(ComfreePhysicsTest, PandaWithRandomControlsStaysBounded) {
+  const std::string path =
+      SharedModel(mjVERSION_HEADER >= 300 ? "franka_emika_panda/scene.xml"
+                                          : "franka_emika_panda/scene_mj222.xml");
+  if (path.empty()) GTEST_SKIP() << "the Menagerie Panda is absent";
+  for (double h : {0.005, 0.01}) {
+    ModelPtr m = Load(path);
+    ASSERT_TRUE(m);
+    m->opt.timestep = h;
+    ckSettings s = Comfree();
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    if (m->nkey) mj_resetDataKeyframe(m.get(), d.get(), 0);
+    std::mt19937 rng(1);
+    std::uniform_real_distribution<double> unit(0, 1);
+    double vmax = 0;
+    for (int t = 0; t < TestSteps(600); t++) {
+      for (int u = 0; t % 10 == 0 && u < m->nu; u++) {
+        const double* range = m->actuator_ctrlrange + 2 * u;
+        d->ctrl[u] = range[0] + (range[1] - range[0]) * unit(rng);
+      }
+      ck_step(ck.get(), m.get(), d.get());
+      for (int i = 0; i < m->nv; i++) vmax = std::max(vmax, std::fabs(d->qvel[i]));
+    }
+    ExpectNoDataWarnings(d.get());
+    EXPECT_LT(vmax, 100) << "h " << h;  // MuJoCo's own solver: 30 rad/s here
+  }
+}
+
+}  // namespace
+}  // namespace contactkit::test

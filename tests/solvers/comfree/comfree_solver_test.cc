@@ -1,0 +1,453 @@
+// Copyright 2026 The contactkit developers.
+//
+// The comfree solver on extracted problems: its facets are MuJoCo's pyramid edges, its forces
+// are eq. 8 with eq. 12's gain computed independently through MuJoCo, the write-back puts the
+// facet forces into efc_force, forces stay in the friction cone on random scenes, the force
+// tangent matches central differences of Solve, and the parallel path changes nothing.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "plugin/step/extract.h"
+#include "solvers/comfree/comfree.h"
+#include "solvers/common/impedance.h"
+#include "support/fixture.h"
+#include "tools/common/gen_stack.h"
+
+namespace contactkit::test {
+namespace {
+
+using ComfreeSolverTest = MujocoTest;
+
+// spheres of condim 1, 3, 4 and 6, a box, a hinge arm with friction loss hitting its limit and a
+// connect to a free bob: every kind of row in one problem
+const char kAllRows[] = R"(
+<mujoco>
+  <option timestep="0.002" cone="pyramidal"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 .1" condim="1" friction="0 0 0"/>
+    <body pos="0 0 0.1"><freejoint/>
+      <geom type="sphere" size="0.1" condim="1" mass="1"/></body>
+    <body pos="0.5 0 0.1"><freejoint/>
+      <geom type="sphere" size="0.1" condim="3" friction="0.6 0.01 0.002" mass="1"/></body>
+    <body pos="1 0 0.1"><freejoint/>
+      <geom type="sphere" size="0.1" condim="4" friction="0.7 0.02 0.003" mass="1"/></body>
+    <body pos="1.5 0 0.1"><freejoint/>
+      <geom type="sphere" size="0.1" condim="6" friction="0.5 0.01 0.004" mass="1"/></body>
+    <body pos="2 0 0.1" euler="0 0 20"><freejoint/>
+      <geom type="box" size="0.1 0.15 0.1" condim="3" friction="0.8 0.01 0.002" mass="1"/></body>
+    <body name="arm" pos="0 2 1">
+      <joint name="hinge" type="hinge" axis="0 1 0" limited="true" range="-0.5 0.5"
+             frictionloss="0.3" damping="0.2"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1"/>
+      <body name="arm2" pos="0.3 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1"/>
+      </body>
+    </body>
+    <body name="bob" pos="0.6 2 1"><freejoint/>
+      <geom type="sphere" size="0.03" mass="0.5" contype="0" conaffinity="0"/></body>
+  </worldbody>
+  <equality><connect body1="arm2" body2="bob" anchor="0.3 0 0"/></equality>
+</mujoco>)";
+
+// a state with contacts sliding, rolling and spinning, the limit violated, the connect stretched
+void PrepareAllRows(const mjModel* m, mjData* d) {
+  for (int t = 0; t < 150; t++) mj_step(m, d);
+  for (int b = 0; b < 5; b++) {
+    double* v = d->qvel + 6 * b;
+    v[0] += 0.3 + 0.1 * b;
+    v[1] -= 0.2 * b;
+    v[2] -= 0.05;
+    v[3] += 1.0 - 0.3 * b;
+    v[4] += 2.0 + 0.5 * b;
+    v[5] += 3.0 - b;
+  }
+  const int hinge = m->jnt_qposadr[mj_name2id(m, mjOBJ_JOINT, "hinge")];
+  d->qpos[hinge] = 0.52;
+  d->qvel[m->jnt_dofadr[mj_name2id(m, mjOBJ_JOINT, "hinge")]] = 0.4;
+  mj_forward(m, d);
+}
+
+// an extracted problem and a comfree solver set up for it
+struct Fixture {
+  Extractor ex;
+  ProblemStorage storage;
+  ComfreeSolver solver;
+  Fixture(const mjModel* m, const ckSettings& s) {
+    std::string err;
+    EXPECT_TRUE(ex.Setup(m, 0, &err)) << err;
+    storage.Allocate(ex.dims(), m->dof_parentid, m->dof_Madr, ex.dof_tree().data(), ex.ntree());
+    EXPECT_TRUE(solver.Setup(ex.dims(), s, &err)) << err;
+  }
+  Problem& p() { return storage.problem(); }
+  Solution& sol() { return storage.solution(); }
+};
+
+// the facet row sum_r coef[r] J_r of a contact, dense
+std::vector<double> FacetRow(const Problem& p, const Contact& con, const double* coef) {
+  std::vector<double> row(p.nv, 0.0);
+  for (int r = 0; r < con.dim; r++) p.J.AddRowTo(con.row + r, coef[r], row.data());
+  return row;
+}
+
+// the facets of the default setting are MuJoCo's pyramid edges; the write-back stores the facet
+// forces themselves in efc_force, and efc_J' efc_force is J' f
+TEST_F(ComfreeSolverTest, DefaultFacetsAreMujocosPyramidEdges) {
+  ModelPtr m = LoadString(kAllRows);
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  PrepareAllRows(m.get(), d.get());
+  Fixture fx(m.get(), Settings(ckSOL_COMFREE));
+  Problem& p = fx.p();
+  ASSERT_EQ(fx.ex.Extract(m.get(), d.get(), &p), 0);
+  int dims[7] = {0};
+  for (int c = 0; c < p.ncon; c++) dims[p.con[c].dim]++;
+  ASSERT_GT(dims[1] * dims[3] * dims[4] * dims[6], 0) << "scene must have condim 1, 3, 4, 6";
+  ASSERT_GT(p.ne * p.nf * p.nl, 0) << "scene must have equality, friction and limit rows";
+
+  fx.solver.Solve(p, &fx.sol());
+  ASSERT_NE(fx.sol().edge_force, nullptr);
+  fx.ex.WriteBack(m.get(), d.get(), p, fx.sol());
+  int active = 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    double coef[6 * kComfreeMaxFacets], weight[kComfreeMaxFacets], facet[kComfreeMaxFacets];
+    const int nf = ComfreeFacets(con, 4, coef, weight);
+    ASSERT_EQ(nf, con.dim == 1 ? 1 : 2 * (con.dim - 1));
+    ASSERT_EQ(fx.solver.FacetForce(c, facet), nf);
+    for (int j = 0; j < nf; j++) {
+      EXPECT_EQ(weight[j], 1.0);
+      const std::vector<double> ours = FacetRow(p, con, coef + 6 * j);
+      const std::vector<double> theirs = EfcRow(m.get(), d.get(), con.efc_address + j);
+      for (int k = 0; k < m->nv; k++) {
+        ASSERT_NEAR(ours[k], theirs[k], 1e-12) << "contact " << c << " facet " << j;
+      }
+      EXPECT_EQ(d->efc_force[con.efc_address + j], facet[j]) << "contact " << c;
+      active += facet[j] > 0;
+    }
+  }
+  EXPECT_GT(active, 0);
+
+  // efc_J' efc_force equals J' f
+  std::vector<double> a(m->nv), b(m->nv);
+  mj_mulJacTVec(m.get(), d.get(), a.data(), d->efc_force);
+  p.J.MulT(fx.sol().force, b.data());
+  for (int k = 0; k < m->nv; k++) EXPECT_NEAR(a[k], b[k], 1e-9 * (1 + std::fabs(b[k])));
+}
+
+// rounder cones: symmetric unit directions scaled by the contact's mu; tangential facets share a
+// total weight of 4, so a contact without tangential motion gets the same force for any count
+TEST_F(ComfreeSolverTest, MoreTangentialFacetsShapeTheConeNotTheStiffness) {
+  Contact con{};
+  con.dim = 6;
+  const double mu[5] = {0.6, 0.4, 0.01, 0.002, 0.003};
+  for (int i = 0; i < 5; i++) con.mu[i] = mu[i];
+  for (int n : {4, 6, 8, 16, 64}) {
+    double coef[6 * kComfreeMaxFacets], weight[kComfreeMaxFacets];
+    const int nf = ComfreeFacets(con, n, coef, weight);
+    ASSERT_EQ(nf, n + 6);
+    double wsum = 0, sum1 = 0, sum2 = 0;
+    for (int j = 0; j < n; j++) {
+      const double* c = coef + 6 * j;
+      EXPECT_EQ(c[0], 1);
+      EXPECT_NEAR(std::hypot(c[1] / mu[0], c[2] / mu[1]), 1, 1e-14) << n << " " << j;
+      EXPECT_EQ(c[3], 0);
+      wsum += weight[j];
+      sum1 += c[1];
+      sum2 += c[2];
+    }
+    EXPECT_NEAR(wsum, 4, 1e-14);
+    EXPECT_NEAR(sum1, 0, 1e-14);
+    EXPECT_NEAR(sum2, 0, 1e-14);
+    for (int j = n; j < nf; j++) {
+      const int axis = 3 + (j - n) / 2;
+      EXPECT_EQ(weight[j], 1);
+      EXPECT_EQ(std::fabs(coef[6 * j + axis]), mu[axis - 1]);
+    }
+  }
+
+  // a sphere pressed into the plane with no tangential velocity
+  ModelPtr m = LoadString(kAllRows);
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  for (int t = 0; t < 150; t++) mj_step(m.get(), d.get());
+  mju_zero(d->qvel, m->nv);
+  d->qvel[6 * 3 + 2] = -0.1;  // condim-6 sphere
+  mj_forward(m.get(), d.get());
+  std::vector<double> fn;
+  for (int n : {4, 8, 16}) {
+    ckSettings s = Settings(ckSOL_COMFREE);
+    s.comfree.facets = n;
+    Fixture fx(m.get(), s);
+    ASSERT_EQ(fx.ex.Extract(m.get(), d.get(), &fx.p()), 0);
+    fx.solver.Solve(fx.p(), &fx.sol());
+    EXPECT_EQ(fx.sol().edge_force != nullptr, n == 4);
+    for (int c = 0; c < fx.p().ncon; c++) {
+      if (fx.p().con[c].dim == 6) fn.push_back(fx.sol().force[fx.p().con[c].row]);
+    }
+  }
+  ASSERT_EQ(fn.size(), 3u);
+  EXPECT_GT(fn[0], 0);
+  EXPECT_NEAR(fn[1], fn[0], 1e-12 * fn[0]);
+  EXPECT_NEAR(fn[2], fn[0], 1e-12 * fn[0]);
+}
+
+// eq. 8 and 12 for one sliding contact, from MuJoCo's own mass matrix and impedance
+TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
+  ModelPtr m = LoadString(kAllRows);
+  ASSERT_TRUE(m);
+  for (int i = 0; i < m->nv; i++) m->dof_damping[i] = 0;  // M_eff = M
+  DataPtr d(mj_makeData(m.get()));
+  PrepareAllRows(m.get(), d.get());
+  ckSettings s = Settings(ckSOL_COMFREE);
+  s.comfree.stiffness = 0.3;
+  s.comfree.damping = 0.004;
+  s.comfree.relax_limit = 0;
+  Fixture fx(m.get(), s);
+  Problem& p = fx.p();
+  ASSERT_EQ(fx.ex.Extract(m.get(), d.get(), &p), 0);
+  fx.solver.Solve(p, &fx.sol());
+  const double h = m->opt.timestep;
+
+  int checked = 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const mjContact& mc = d->contact[con.mj_index];
+    const int nv = m->nv, dim = mc.dim;
+
+    // MuJoCo's frame rows and v_smooth = v + h M^-1 qfrc_smooth
+    std::vector<double> rows(6 * nv), vs(nv), x(nv);
+    for (int r = 0; r < dim; r++) {
+      std::vector<double> row(nv, 0.0);
+      p.J.AddRowTo(con.row + r, 1, row.data());
+      std::copy(row.begin(), row.end(), rows.begin() + r * nv);
+    }
+    mj_solveM(m.get(), d.get(), vs.data(), d->qfrc_smooth, 1);
+    for (int i = 0; i < nv; i++) vs[i] = d->qvel[i] + h * vs[i];
+    mj_solveM(m.get(), d.get(), x.data(), rows.data(), 1);
+    const double A = mju_dot(rows.data(), x.data(), nv);
+    mjtNum solimp[5];
+    for (int i = 0; i < 5; i++) solimp[i] = mc.solimp[i];
+    const double r = Impedance(solimp, mc.dist, mc.includemargin);
+    const double M = r / (1 - r) / A, phi = mc.dist - mc.includemargin;
+
+    // facets +-mu_i along each axis
+    double f[6] = {0, 0, 0, 0, 0, 0};
+    const double sn = mju_dot(rows.data(), vs.data(), nv);
+    for (int j = 0; j < (dim == 1 ? 1 : 2 * (dim - 1)); j++) {
+      const int axis = 1 + j / 2;
+      const double sign = j % 2 == 0 ? 1 : -1;  // J_n + mu J_i first
+      const double si =
+          dim == 1 ? 0
+                   : sign * mc.friction[axis - 1] * mju_dot(rows.data() + axis * nv, vs.data(), nv);
+      const double s_facet = sn + si;
+      const double lambda = std::max(0.0, M / h * (-0.3 * (s_facet * h + phi) - 0.004 * s_facet));
+      f[0] += lambda;
+      if (dim > 1) f[axis] += sign * mc.friction[axis - 1] * lambda;
+    }
+    for (int q = 0; q < dim; q++) {
+      EXPECT_NEAR(fx.sol().force[con.row + q], f[q], 1e-9 * (1 + std::fabs(f[0])))
+          << "contact " << c << " row " << q;
+    }
+    checked += f[0] > 0;
+  }
+  EXPECT_GE(checked, 4);
+
+  // v+ = v_smooth + h M^-1 J' f
+  std::vector<double> qfrc(m->nv), v(m->nv);
+  p.J.MulT(fx.sol().force, qfrc.data());
+  mj_solveM(m.get(), d.get(), v.data(), qfrc.data(), 1);
+  std::vector<double> vs(m->nv);
+  mj_solveM(m.get(), d.get(), vs.data(), d->qfrc_smooth, 1);
+  for (int i = 0; i < m->nv; i++) {
+    EXPECT_NEAR(fx.sol().v_next[i], d->qvel[i] + h * (vs[i] + v[i]), 1e-9) << "dof " << i;
+  }
+}
+
+// by construction the frame force of every contact lies in MuJoCo's elliptic cone (all friction
+// families at once) and the pyramid edge forces are non-negative: random scenes, every step
+TEST_F(ComfreeSolverTest, ForcesStayInTheFrictionCone) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> uni(0, 1);
+  const int condims[4] = {1, 3, 4, 6};
+  int checked = 0;
+  for (int cone : {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC}) {
+    for (int facets : {4, 8}) {
+      ModelPtr m = LoadString(tools::StackedPrimitivesXML(3, 3, 2, 0.002, cone == mjCONE_ELLIPTIC));
+      ASSERT_TRUE(m);
+      for (int g = 0; g < m->ngeom; g++) {
+        m->geom_condim[g] = condims[rng() % 4];
+        m->geom_friction[3 * g] = 0.2 + uni(rng);
+        m->geom_friction[3 * g + 1] = 0.02 * uni(rng);
+        m->geom_friction[3 * g + 2] = 0.005 * uni(rng);
+      }
+      DataPtr d(mj_makeData(m.get()));
+      for (int i = 0; i < m->nv; i++) d->qvel[i] = 2 * uni(rng) - 1;
+      ckSettings s = Settings(ckSOL_COMFREE);
+      s.comfree.facets = facets;
+      HandlePtr ck = Make(m.get(), &s);
+      for (int t = 0; t < TestSteps(400); t++) {
+        ck_step(ck.get(), m.get(), d.get());
+        for (int i = 0; i < d->ncon; i++) {
+          const mjContact& c = d->contact[i];
+          if (c.efc_address < 0) continue;
+          mjtNum f[6];
+          mj_contactForce(m.get(), d.get(), i, f);
+          ASSERT_GE(f[0], 0) << "step " << t;
+          double q = 0;
+          for (int j = 1; j < c.dim; j++)
+            q += f[j] * f[j] / (c.friction[j - 1] * c.friction[j - 1]);
+          ASSERT_LE(std::sqrt(q), f[0] * (1 + 1e-9) + 1e-12) << "step " << t << " dim " << c.dim;
+          if (cone == mjCONE_PYRAMIDAL && facets == 4 && c.dim > 1) {
+            for (int e = 0; e < 2 * (c.dim - 1); e++) ASSERT_GE(d->efc_force[c.efc_address + e], 0);
+          }
+          checked += f[0] > 0;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, TestSteps(1000));
+}
+
+// a random perturbation of every problem input, sized to the data
+struct Direction {
+  std::vector<double> v_free, J, pos, R, M;
+  ProblemTangent tangent() const {
+    ProblemTangent t;
+    t.v_free = v_free.data();
+    t.J = J.data();
+    t.pos = pos.data();
+    t.R = R.data();
+    t.M = M.data();
+    return t;
+  }
+};
+
+Direction RandomDirection(const Problem& p, std::mt19937* rng) {
+  std::uniform_real_distribution<double> uni(-1, 1);
+  Direction dir;
+  for (int i = 0; i < p.nv; i++) dir.v_free.push_back(uni(*rng));
+  for (int i = 0; i < p.J.nnz; i++) dir.J.push_back(uni(*rng) * (0.1 + std::fabs(p.J.val[i])));
+  for (int i = 0; i < p.nrow; i++) dir.pos.push_back(uni(*rng) * 1e-3);
+  for (int i = 0; i < p.nrow; i++) dir.R.push_back(uni(*rng) * 0.3 * p.R[i]);
+  for (int i = 0; i < p.mass.nM; i++) dir.M.push_back(uni(*rng) * 0.05 * std::fabs(p.mass.M[i]));
+  return dir;
+}
+
+// move the problem's inputs by eps along dir (eps = 0 restores base)
+void Move(Problem* p, const Direction& base, const Direction& dir, double eps) {
+  for (int i = 0; i < p->nv; i++) p->v_free[i] = base.v_free[i] + eps * dir.v_free[i];
+  for (int i = 0; i < p->J.nnz; i++) p->J.val[i] = base.J[i] + eps * dir.J[i];
+  for (int i = 0; i < p->nrow; i++) p->pos[i] = base.pos[i] + eps * dir.pos[i];
+  for (int i = 0; i < p->nrow; i++) p->R[i] = base.R[i] + eps * dir.R[i];
+  for (int i = 0; i < p->mass.nM; i++) p->mass.M[i] = base.M[i] + eps * dir.M[i];
+  p->mass.Factor();
+}
+
+// activation pattern of the last solve: facets with positive force, friction rows within bounds
+std::vector<int> Pattern(const Problem& p, const ComfreeSolver& solver, const Solution& sol) {
+  std::vector<int> out;
+  double facet[kComfreeMaxFacets];
+  for (int c = 0; c < p.ncon; c++) {
+    const int n = solver.FacetForce(c, facet);
+    for (int j = 0; j < n; j++) out.push_back(facet[j] > 0);
+  }
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
+    if (p.kind[i] == kRowLimit) out.push_back(sol.force[i] > 0);
+    if (p.kind[i] == kRowFriction) out.push_back(std::fabs(sol.force[i]) < p.floss[i]);
+  }
+  return out;
+}
+
+// the force tangent is the derivative of Solve: central differences along random directions of
+// every input, with the relaxation limit off and binding
+TEST_F(ComfreeSolverTest, ForceTangentMatchesCentralDifferences) {
+  ModelPtr m = LoadString(kAllRows);
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  PrepareAllRows(m.get(), d.get());
+  std::mt19937 rng(3);
+  for (double limit : {0.0, 0.02}) {
+    ckSettings s = Settings(ckSOL_COMFREE);
+    s.comfree.relax_limit = limit;
+    Fixture fx(m.get(), s);
+    Problem& p = fx.p();
+    Solution& sol = fx.sol();
+    ASSERT_EQ(fx.ex.Extract(m.get(), d.get(), &p), 0);
+    const int nrow = p.nrow, nv = p.nv;
+    Direction base;
+    base.v_free.assign(p.v_free, p.v_free + nv);
+    base.J.assign(p.J.val, p.J.val + p.J.nnz);
+    base.pos.assign(p.pos, p.pos + nrow);
+    base.R.assign(p.R, p.R + nrow);
+    base.M.assign(p.mass.M, p.mass.M + p.mass.nM);
+
+    for (int trial = 0; trial < 4; trial++) {
+      const Direction dir = RandomDirection(p, &rng);
+      const double eps = 1e-7;
+      std::vector<double> fp(nrow), fm(nrow), vp(nv), vm(nv);
+      Move(&p, base, dir, eps);
+      fx.solver.Solve(p, &sol);
+      const std::vector<int> pattern_p = Pattern(p, fx.solver, sol);
+      std::copy(sol.force, sol.force + nrow, fp.begin());
+      std::copy(sol.v_next, sol.v_next + nv, vp.begin());
+      Move(&p, base, dir, -eps);
+      fx.solver.Solve(p, &sol);
+      ASSERT_EQ(Pattern(p, fx.solver, sol), pattern_p) << "a kink lies within eps";
+      std::copy(sol.force, sol.force + nrow, fm.begin());
+      std::copy(sol.v_next, sol.v_next + nv, vm.begin());
+
+      // analytic tangent at the base point
+      Move(&p, base, dir, 0);
+      fx.solver.Solve(p, &sol);
+      EXPECT_EQ(fx.solver.stats().ncapped > 0, limit > 0);
+      std::vector<double> df(nrow), dv(nv), scratch(nv);
+      const ProblemTangent t = dir.tangent();
+      ASSERT_TRUE(fx.solver.ForceTangent(p, sol, t, df.data()));
+      VelocityTangent(p, sol, t, df.data(), dv.data(), scratch.data());
+      double fscale = 0, vscale = 0;
+      for (int i = 0; i < nrow; i++) fscale = std::max(fscale, std::fabs(df[i]));
+      for (int i = 0; i < nv; i++) vscale = std::max(vscale, std::fabs(dv[i]));
+      ASSERT_GT(fscale, 0);
+      for (int i = 0; i < nrow; i++) {
+        EXPECT_NEAR(df[i], (fp[i] - fm[i]) / (2 * eps), 1e-5 * fscale)
+            << "row " << i << " kind " << p.kind[i] << " limit " << limit;
+      }
+      for (int i = 0; i < nv; i++) {
+        EXPECT_NEAR(dv[i], (vp[i] - vm[i]) / (2 * eps), 1e-5 * vscale) << "dof " << i;
+      }
+    }
+  }
+}
+
+// OpenMP over contacts gives the serial result bit for bit, and allocates nothing once warm
+TEST_F(ComfreeSolverTest, ParallelContactsMatchSerialWithoutAllocating) {
+  ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
+  ASSERT_TRUE(m);
+  ckSettings serial = Settings(ckSOL_COMFREE), parallel = serial;
+  serial.comfree.parallel_min = 1000000000;
+  parallel.comfree.parallel_min = 1;
+  DataPtr a(mj_makeData(m.get())), b(mj_makeData(m.get()));
+  HandlePtr ha = Make(m.get(), &serial), hb = Make(m.get(), &parallel);
+  const int steps = std::max(60, TestSteps(150));  // the bottom layer lands after ~30 steps
+  for (int t = 0; t < steps; t++) {
+    ck_step(ha.get(), m.get(), a.get());
+    ck_step(hb.get(), m.get(), b.get());
+  }
+  ASSERT_GT(a->ncon, 20);
+  EXPECT_EQ(0, std::memcmp(a->qpos, b->qpos, sizeof(mjtNum) * m->nq));
+  EXPECT_EQ(0, std::memcmp(a->qvel, b->qvel, sizeof(mjtNum) * m->nv));
+  if (AllocationCounter::Available()) {
+    AllocationCounter counter;
+    counter.Start();
+    for (int t = 0; t < 20; t++) ck_step(hb.get(), m.get(), b.get());
+    EXPECT_EQ(counter.Stop(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace contactkit::test

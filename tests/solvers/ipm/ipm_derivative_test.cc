@@ -1,0 +1,263 @@
+// Copyright 2026 The contactkit developers.
+//
+// The interior-point solver's algebra against finite differences: the reduced Newton direction
+// is the Newton direction of the full residual (dynamics, row definitions, equality rows and the
+// cone complementarity), and ForceTangent is the derivative of the central-path force at
+// kappa_grad along perturbations of v_free, the gaps, the Jacobian and the mass matrix.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "solvers/ipm/ipm_solver.h"
+#include "support/fixture.h"
+#include "tests/solvers/ipm/ipm_support.h"
+
+namespace contactkit::test {
+namespace {
+
+struct Scene {
+  std::string name;
+  std::string path;
+  int steps;        // MuJoCo steps before the problem is taken
+  const char* key;  // keyframe (null: default pose)
+};
+
+std::vector<Scene> Scenes() {
+  return {{"box_on_plane", BundledModel("box_on_plane.xml"), 300, nullptr},
+          {"box_sliding", BundledModel("box_sliding.xml"), 30, "slide"},
+          {"sphere_spinning", BundledModel("sphere_spinning.xml"), 20, "spin"},
+          {"sphere_rolling", BundledModel("sphere_rolling.xml"), 20, "roll"},
+          {"humanoid", MujocoModel("humanoid/humanoid.xml"), 200, nullptr},
+          {"mechanism", BundledModel("mechanism.xml"), 100, nullptr},
+          {"joint_friction_limits", BundledModel("joint_friction_limits.xml"), 1500, nullptr},
+          {"stacked_primitives", BundledModel("stacked_primitives.xml"), 300, nullptr}};
+}
+
+class IpmAlgebra : public MujocoTest, public ::testing::WithParamInterface<Scene> {
+ protected:
+  // the scene's problem after its steps (at_), and solver_ set up for it with these settings
+  void Prepare(const ckSettings& settings) {
+    const Scene& s = GetParam();
+    ModelPtr m = Load(s.path);
+    ASSERT_TRUE(m);
+    at_ = std::make_unique<SteppedProblem>(std::move(m), s.steps, s.key);
+    std::string err;
+    ASSERT_TRUE(solver_.Setup(at_->dims(), settings, &err)) << err;
+  }
+  // ipm with gradients at kappa_grad; MuJoCo's soft penetrations stay within the uncapped range
+  static ckSettings TangentSettings(double kappa_grad) {
+    ckSettings settings = Settings(ckSOL_IPM);
+    settings.ipm.kappa_grad = kappa_grad;
+    settings.ipm.recovery_speed = 1e3;
+    return settings;
+  }
+  std::unique_ptr<SteppedProblem> at_;
+  ipm::IpmSolver solver_;
+};
+
+// along the reduced Newton direction, every residual changes at the rate -residual (the
+// complementarity at the rate -(x o z - kappa e)): central differences of the full residual
+TEST_P(IpmAlgebra, NewtonDirectionSolvesTheFullLinearization) {
+  const Scene& s = GetParam();
+  const ckSettings settings = Settings(ckSOL_IPM);
+  ASSERT_NO_FATAL_FAILURE(Prepare(settings));
+  Problem& p = at_->p();
+  ASSERT_GT(p.islands.nisland, 0);
+  ipm::IpmSolver& solver = solver_;
+
+  const int nv = p.nv, nr = p.nrow;
+  std::vector<double> dv(nv), dl(nr);
+  std::vector<double> rv0(nv), rz0(nr), c0(nr), q0(nr), rvp(nv), rzp(nr), cp(nr), qp(nr), rvm(nv),
+      rzm(nr), cm(nr), qm(nr);
+  const double kappa = 1e-3, eps = 1e-6;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    ASSERT_TRUE(solver.NewtonAtColdStart(p, k, kappa, dv.data(), dl.data())) << s.name;
+    solver.ResidualAlong(p, k, 0, kappa, rv0.data(), rz0.data(), c0.data(), q0.data());
+    solver.ResidualAlong(p, k, eps, kappa, rvp.data(), rzp.data(), cp.data(), qp.data());
+    solver.ResidualAlong(p, k, -eps, kappa, rvm.data(), rzm.data(), cm.data(), qm.data());
+    // rounding floor of the central differences: the size of the terms the residuals are made of
+    double terms = 1;
+    for (int j = 0; j < nv; j++) terms = std::max(terms, std::fabs(p.v_free[j]));
+    for (int j = 0; j < nv; j++) terms = std::max(terms, std::fabs(dv[j]));
+    double mmax = 0;
+    for (int j = 0; j < nv; j++) mmax = std::max(mmax, p.mass.M[p.mass.madr[j]]);
+    double lmax = 0;
+    for (int i = 0; i < nr; i++) lmax = std::max(lmax, std::fabs(dl[i]));
+    // entries of island k only: dofs for the dynamics, rows for the rest
+    std::vector<uint8_t> in_dof(nv, 0), in_row(nr, 0);
+    for (int a = 0; a < p.islands.ndofs[k]; a++)
+      in_dof[p.islands.dofs[p.islands.dofadr[k] + a]] = 1;
+    for (int i = 0; i < nr; i++) in_row[i] = p.islands.row_island[i] == k;
+    auto check = [&](const std::vector<double>& r0, const std::vector<double>& rp,
+                     const std::vector<double>& rm, double floor, const char* what) {
+      const std::vector<uint8_t>& in = r0.size() == static_cast<size_t>(nv) ? in_dof : in_row;
+      double scale = 0;
+      for (size_t i = 0; i < r0.size(); i++) scale = std::max(scale, in[i] ? std::fabs(r0[i]) : 0);
+      for (size_t i = 0; i < r0.size(); i++) {
+        if (!in[i]) continue;
+        const double rate = (rp[i] - rm[i]) / (2 * eps);
+        EXPECT_NEAR(rate, -r0[i], 1e-5 * scale + floor) << s.name << " " << what << " " << i;
+      }
+    };
+    const double noise = 1e-16 / eps * 1e3;  // rounding of a term, amplified by the difference
+    // hard equality rows enter the reduced matrix M + J' W J with W = 1 / (1e-10 diag_approx)
+    // (the solver's kEqualityReg): dv, and with it the dynamics change M dv - J' dlam, carry the
+    // rounding of a system of condition ~1e10, independent of eps (measured 1.0e-7 relative on
+    // the mechanism under MuJoCo 3.3.7, just above the difference floor): 3 eps_mach / 1e-10
+    const bool hard_equality = !settings.ipm.soft_equality;
+    bool has_equality = false;
+    for (int i = 0; i < nr; i++) has_equality |= in_row[i] && p.kind[i] == kRowEquality;
+    const double solve_noise = hard_equality && has_equality ? 3 * 2.2e-16 / 1e-10 : 0;
+    check(rv0, rvp, rvm, std::max(noise, solve_noise) * (terms * mmax + lmax), "dynamics");
+    check(rz0, rzp, rzm, noise * terms, "rows");
+    check(c0, cp, cm, 0, "complementarity");
+    check(q0, qp, qm, 0, "complementarity (first entries)");
+  }
+}
+
+// ForceTangent against central differences of the central-path force at kappa_grad
+TEST_P(IpmAlgebra, ForceTangentMatchesFiniteDifferences) {
+  const Scene& s = GetParam();
+  ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(1e-3)));
+  Problem& p = at_->p();
+  Solution& sol = at_->sol();
+  ipm::IpmSolver& solver = solver_;
+
+  const int nv = p.nv, nr = p.nrow, nnz = p.J.nnz, nM = p.mass.nM;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  std::vector<double> dvf(nv), dpos(nr), dJ(nnz), dM(nM);
+  for (double& x : dvf) x = uni(rng);
+  for (double& x : dpos) x = 1e-3 * uni(rng);
+  for (double& x : dJ) x = 0.1 * uni(rng);
+  for (int i = 0; i < nv; i++) {
+    // symmetric perturbation that keeps M positive definite: scale the diagonal
+    dM[p.mass.madr[i]] = 0.05 * p.mass.M[p.mass.madr[i]] * (1 + uni(rng));
+  }
+
+  // the tangent at the unperturbed problem
+  solver.Solve(p, &sol);
+  ASSERT_NE(solver.CentralForce(p), nullptr) << s.name;
+  std::vector<double> base(solver.CentralForce(p), solver.CentralForce(p) + nr);
+  double fscale = 1e-9;
+  for (double f : base) fscale = std::max(fscale, std::fabs(f));
+
+  // perturb the problem's data in place by t along one of the directions
+  std::vector<double> vf0(p.v_free, p.v_free + nv), pos0(p.pos, p.pos + nr),
+      J0(p.J.val, p.J.val + nnz), M0(p.mass.M, p.mass.M + nM);
+  auto apply = [&](int which, double t) {
+    for (int j = 0; j < nv; j++) p.v_free[j] = vf0[j] + (which == 0 ? t * dvf[j] : 0);
+    for (int i = 0; i < nr; i++) p.pos[i] = pos0[i] + (which == 1 ? t * dpos[i] : 0);
+    for (int i = 0; i < nnz; i++) p.J.val[i] = J0[i] + (which == 2 ? t * dJ[i] : 0);
+    for (int i = 0; i < nM; i++) p.mass.M[i] = M0[i] + (which == 3 ? t * dM[i] : 0);
+    p.mass.Factor();
+  };
+  const char* names[4] = {"v_free", "pos", "J", "M"};
+  for (int which = 0; which < 4; which++) {
+    ProblemTangent dir;
+    if (which == 0) dir.v_free = dvf.data();
+    if (which == 1) dir.pos = dpos.data();
+    if (which == 2) dir.J = dJ.data();
+    if (which == 3) dir.M = dM.data();
+    apply(-1, 0);
+    solver.Solve(p, &sol);
+    std::vector<double> df(nr);
+    AllocationCounter counter;
+    if (AllocationCounter::Available()) counter.Start();
+    ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name << " " << names[which];
+    if (AllocationCounter::Available()) {
+      EXPECT_EQ(counter.Stop(), 0) << s.name;
+    }
+
+    const double eps = 1e-6;
+    std::vector<double> fp(nr), fm(nr);
+    apply(which, eps);
+    solver.Solve(p, &sol);
+    const double* c = solver.CentralForce(p);
+    ASSERT_NE(c, nullptr);
+    std::copy(c, c + nr, fp.begin());
+    apply(which, -eps);
+    solver.Solve(p, &sol);
+    c = solver.CentralForce(p);
+    ASSERT_NE(c, nullptr);
+    std::copy(c, c + nr, fm.begin());
+    double dscale = 0;
+    for (int i = 0; i < nr; i++) dscale = std::max(dscale, std::fabs(df[i]));
+    // every direction moves the force, except gaps when no row depends on them
+    bool gaps = false;
+    for (int i = 0; i < nr; i++) gaps = gaps || p.kind[i] != kRowFriction;
+    if (which != 1 || gaps) {
+      EXPECT_GT(dscale, 1e-6 * fscale) << s.name << " " << names[which];
+    }
+    for (int i = 0; i < nr; i++) {
+      const double fd = (fp[i] - fm[i]) / (2 * eps);
+      EXPECT_NEAR(df[i], fd, 1e-4 * (dscale + fscale))
+          << s.name << " " << names[which] << " row " << i << " kind " << p.kind[i];
+    }
+  }
+  apply(-1, 0);
+}
+
+// kappa_grad = kappa_tol, the hard-contact derivative: ForceTangent against central differences
+// of the force the solve itself returns (it ends on the central point at kappa_tol)
+TEST_P(IpmAlgebra, HardContactTangentIsTheSolvesDerivative) {
+  const Scene& s = GetParam();
+  ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol)));
+  Problem& p = at_->p();
+  Solution& sol = at_->sol();
+  ipm::IpmSolver& solver = solver_;
+
+  const int nv = p.nv, nr = p.nrow;
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  std::vector<double> dvf(nv), vf0(p.v_free, p.v_free + nv);
+  for (double& x : dvf) x = 0.1 * uni(rng);
+  auto apply = [&](double t) {
+    for (int j = 0; j < nv; j++) p.v_free[j] = vf0[j] + t * dvf[j];
+  };
+  apply(0);
+  solver.Solve(p, &sol);
+  ASSERT_EQ(sol.status, ckSTATUS_SOLVED) << s.name;
+  ProblemTangent dir;
+  dir.v_free = dvf.data();
+  std::vector<double> df(nr), fp(nr), fm(nr), fdiff(nr);
+  ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name;
+  // the solve's force carries rounding of ~1e-12 relative (60-contact pile): a step of 1e-5
+  // keeps the differences' noise near 1e-7 (at 1e-7 it reaches 2e-5 there)
+  const double eps = 1e-5;
+  apply(eps);
+  solver.Solve(p, &sol);
+  std::copy(sol.force, sol.force + nr, fp.begin());
+  apply(-eps);
+  solver.Solve(p, &sol);
+  std::copy(sol.force, sol.force + nr, fm.begin());
+  apply(0);
+  // generalized forces J' f: the split of a contact set's force among its rows is
+  // indeterminate for hard contact (fixed only through kappa, so rounding moves it by 1e-6
+  // relative and differences of it are noise); J' f is what the dynamics sees
+  for (int i = 0; i < nr; i++) fdiff[i] = (fp[i] - fm[i]) / (2 * eps);
+  std::vector<double> gt(nv), gd(nv), g0(nv);
+  p.J.MulT(df.data(), gt.data());
+  p.J.MulT(fdiff.data(), gd.data());
+  p.J.MulT(fp.data(), g0.data());
+  double gscale = 1e-9, dscale = 0;
+  for (int j = 0; j < nv; j++) {
+    gscale = std::max(gscale, std::fabs(g0[j]));
+    dscale = std::max(dscale, std::fabs(gt[j]));
+  }
+  EXPECT_GT(dscale, 1e-6 * gscale) << s.name;
+  for (int j = 0; j < nv; j++) {
+    EXPECT_NEAR(gt[j], gd[j], 1e-6 * (dscale + gscale)) << s.name << " dof " << j;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenes, IpmAlgebra, ::testing::ValuesIn(Scenes()),
+                         [](const ::testing::TestParamInfo<Scene>& info) {
+                           return info.param.name;
+                         });
+
+}  // namespace
+}  // namespace contactkit::test

@@ -1,0 +1,398 @@
+// Copyright 2026 The contactkit developers.
+//
+// Physical behaviour of the interior-point solver through ck_step: hard contact at large time
+// steps, Coulomb friction that opposes slip exactly (straight sliding, stopping distance, no creep
+// below the friction angle, the right acceleration above it), torsional and rolling friction,
+// equality constraints, friction loss and limits, and the kappa knob.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "plugin/step/compat.h"
+#include "solvers/ipm/ipm.h"
+#include "support/fixture.h"
+
+namespace contactkit::test {
+namespace {
+
+using IpmPhysicsTest = MujocoTest;
+
+constexpr double kG = 9.81;
+
+// pair margins for speculative contacts (every MuJoCo version): a body approaching at up to vmax
+// m/s, accelerated by gravity over one step, must be seen one step before it touches
+void SetMargins(mjModel* m, double vmax) {
+  const double h = m->opt.timestep;
+  const double margin = std::max(1e-3, 2 * (vmax + kG * h) * h);
+  SetPairMargins(m, margin);
+}
+
+ckSettings IpmSettings() {
+  ckSettings s;
+  ck_defaultSettings(&s);
+  s.solver = ckSOL_IPM;
+  return s;
+}
+
+int Body(const mjModel* m, const char* name) { return mj_name2id(m, mjOBJ_BODY, name); }
+
+// smallest signed distance among the contacts MuJoCo reports (inf without contacts)
+double MinDistance(const mjData* d) {
+  double dist = HUGE_VAL;
+  for (int i = 0; i < d->ncon; i++) dist = std::min(dist, static_cast<double>(d->contact[i].dist));
+  return dist;
+}
+
+double MaxAbs(const double* x, int n) {
+  double a = 0;
+  for (int i = 0; i < n; i++) a = std::max(a, std::fabs(x[i]));
+  return a;
+}
+
+//---------------------------------- hard contact
+//----------------------------------------------------
+
+class IpmBoxDrop : public MujocoTest, public ::testing::WithParamInterface<double> {};
+
+// a box dropped on a plane comes to rest on the surface, without penetration, at any time step
+TEST_P(IpmBoxDrop, RestsOnTheSurfaceWithoutPenetration) {
+  const double h = GetParam();
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  m->opt.timestep = h;
+  SetMargins(m.get(), 0.2);
+  DataPtr d(mj_makeData(m.get()));
+  const ckSettings s = IpmSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  const int box = Body(m.get(), "box");
+  const int steps = static_cast<int>(std::ceil(2.0 / h));
+  double lowest = HUGE_VAL;
+  for (int t = 0; t < steps; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    lowest = std::min(lowest, d->xpos[3 * box + 2] - 0.1);
+  }
+  ck_forward(ck.get(), m.get(), d.get());
+  EXPECT_GE(lowest, -1e-6) << "h = " << h;
+  EXPECT_GE(MinDistance(d.get()), -1e-6) << "h = " << h;
+  EXPECT_LT(MaxAbs(d->qvel, m->nv), 1e-6) << "h = " << h;
+  EXPECT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED);
+
+  // the four corners carry the weight
+  double normal = 0;
+  for (int i = 0; i < d->ncon; i++) {
+    mjtNum f[6];
+    mj_contactForce(m.get(), d.get(), i, f);
+    normal += f[0];
+  }
+  EXPECT_NEAR(normal, kG, 1e-6 * kG) << "h = " << h;
+}
+
+INSTANTIATE_TEST_SUITE_P(Timesteps, IpmBoxDrop, ::testing::Values(0.1, 0.05, 0.01, 0.005));
+
+class IpmHumanoidDrop : public MujocoTest, public ::testing::WithParamInterface<double> {};
+
+// MuJoCo's humanoid dropped from standing: with margins for its speeds (limbs up to 3 m/s) and
+// the gap re-check (Newton on the distances at q+), the smallest signed distance of any contact
+// over the whole run stays above -1e-5 m, and the run stays bounded
+TEST_P(IpmHumanoidDrop, NoPenetrationAtAnyTimestep) {
+  const double h = GetParam();
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  m->opt.timestep = h;
+  m->nconmax = 1000;  // large margins report many (speculative) contacts
+  m->njmax = 5000;
+  SetMargins(m.get(), 3.0);
+  DataPtr d(mj_makeData(m.get()));
+  ckSettings s = IpmSettings();
+  s.ipm.gap_recheck = 2;
+  s.ipm.recovery_speed = 1;  // at h = 0.1 undo what remains of a step's error in one step
+  HandlePtr ck = Make(m.get(), &s);
+  double lowest = HUGE_VAL;
+  const int steps = static_cast<int>(std::ceil(2.5 / h));
+  for (int t = 0; t < steps; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    lowest = std::min(lowest, MinDistance(d.get()));
+    ASSERT_NE(ck_stats(ck.get())->status, ckSTATUS_NUMERICAL) << "h = " << h << " step " << t;
+  }
+  ck_forward(ck.get(), m.get(), d.get());
+  lowest = std::min(lowest, MinDistance(d.get()));
+  EXPECT_GE(lowest, -1e-5) << "h = " << h;
+  EXPECT_LT(d->qpos[2], 0.5) << "h = " << h;  // it fell
+  EXPECT_LT(MaxAbs(d->qvel, m->nv), 1.0) << "h = " << h;
+}
+
+INSTANTIATE_TEST_SUITE_P(Timesteps, IpmHumanoidDrop, ::testing::Values(0.1, 0.01, 0.001));
+
+//---------------------------------- friction
+//---------------------------------------------------------
+
+// a box sliding between the tangent axes moves on a straight line and stops at v0^2 / (2 mu g)
+TEST_F(IpmPhysicsTest, SlidingBoxStopsOnAStraightLine) {
+  ModelPtr m = Load(BundledModel("box_sliding.xml"));
+  ASSERT_TRUE(m);
+  SetMargins(m.get(), 2.0);
+  DataPtr d(mj_makeData(m.get()));
+  mj_resetDataKeyframe(m.get(), d.get(), mj_name2id(m.get(), mjOBJ_KEY, "slide"));
+  const ckSettings s = IpmSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  const double v0 = std::hypot(d->qvel[0], d->qvel[1]);
+  const double ux = d->qvel[0] / v0, uy = d->qvel[1] / v0;
+  const double mu = 0.3;
+  double drift = 0;
+  const int steps = static_cast<int>(1.0 / m->opt.timestep);
+  for (int t = 0; t < steps; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    drift = std::max(drift, std::fabs(d->qpos[0] * uy - d->qpos[1] * ux));
+  }
+  const double distance = d->qpos[0] * ux + d->qpos[1] * uy;
+  const double expected = v0 * v0 / (2 * mu * kG);
+  EXPECT_NEAR(distance, expected, 0.01 * expected);
+  EXPECT_LT(drift, 1e-9);
+  EXPECT_LT(MaxAbs(d->qvel, m->nv), 1e-6);
+}
+
+// below the friction angle a box on an incline does not creep
+TEST_F(IpmPhysicsTest, BoxOnInclineBelowFrictionAngleDoesNotCreep) {
+  ModelPtr m = Load(BundledModel("box_incline.xml"));
+  ASSERT_TRUE(m);
+  SetMargins(m.get(), 0.1);
+  DataPtr d(mj_makeData(m.get()));
+  const ckSettings s = IpmSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  const double th = 10 * M_PI / 180;
+  const double t_dir[3] = {std::cos(th), 0, -std::sin(th)};
+  const int box = Body(m.get(), "box");
+  const double h = m->opt.timestep;
+  for (int t = 0; t < static_cast<int>(0.1 / h); t++) ck_step(ck.get(), m.get(), d.get());
+  const double* p0 = d->xpos + 3 * box;
+  const double start = p0[0] * t_dir[0] + p0[2] * t_dir[2];
+  for (int t = 0; t < static_cast<int>(5.0 / h); t++) ck_step(ck.get(), m.get(), d.get());
+  const double* p1 = d->xpos + 3 * box;
+  const double end = p1[0] * t_dir[0] + p1[2] * t_dir[2];
+  EXPECT_LT(std::fabs(end - start), 1e-8);
+}
+
+// above the friction angle it accelerates at g (sin - mu cos)
+TEST_F(IpmPhysicsTest, BoxOnSteepInclineAcceleratesAtTheCoulombRate) {
+  ModelPtr m = Load(BundledModel("box_incline_steep.xml"));
+  ASSERT_TRUE(m);
+  SetMargins(m.get(), 2.0);
+  DataPtr d(mj_makeData(m.get()));
+  const ckSettings s = IpmSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  const double th = 35 * M_PI / 180, mu = 0.3;
+  const double t_dir[3] = {std::cos(th), 0, -std::sin(th)};
+  const double h = m->opt.timestep;
+  auto speed = [&] { return d->qvel[0] * t_dir[0] + d->qvel[2] * t_dir[2]; };
+  for (int t = 0; t < static_cast<int>(0.2 / h); t++) ck_step(ck.get(), m.get(), d.get());
+  const double v0 = speed();
+  const int n = static_cast<int>(0.8 / h);
+  for (int t = 0; t < n; t++) ck_step(ck.get(), m.get(), d.get());
+  const double a = (speed() - v0) / (n * h);
+  const double expected = kG * (std::sin(th) - mu * std::cos(th));
+  EXPECT_NEAR(a, expected, 0.01 * expected);
+}
+
+// friction coefficient of every geom's slot k (0 slide, 1 torsion, 2 roll)
+void SetFriction(mjModel* m, int k, double value) {
+  for (int g = 0; g < m->ngeom; g++) m->geom_friction[3 * g + k] = value;
+}
+
+// a spinning sphere with torsional friction stops; without it, it keeps spinning
+TEST_F(IpmPhysicsTest, TorsionalFrictionStopsASpinningSphere) {
+  for (const double torsion : {0.005, 0.0}) {
+    ModelPtr m = Load(BundledModel("sphere_spinning.xml"));
+    ASSERT_TRUE(m);
+    SetMargins(m.get(), 0.1);
+    SetFriction(m.get(), 1, torsion);
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), mj_name2id(m.get(), mjOBJ_KEY, "spin"));
+    const ckSettings s = IpmSettings();
+    HandlePtr ck = Make(m.get(), &s);
+    const double w0 = d->qvel[5];
+    const double T = torsion > 0 ? 1.2 : 1.0;  // stops after 0.815 s
+    for (int t = 0; t < static_cast<int>(T / m->opt.timestep); t++) {
+      ck_step(ck.get(), m.get(), d.get());
+    }
+    if (torsion > 0) {
+      EXPECT_LT(std::fabs(d->qvel[5]), 1e-6);
+      EXPECT_LT(MaxAbs(d->qvel, 3), 1e-6);
+    } else {
+      EXPECT_NEAR(d->qvel[5], w0, 0.01 * w0);
+    }
+  }
+}
+
+// a rolling sphere with rolling friction stops; without it, it keeps rolling
+TEST_F(IpmPhysicsTest, RollingFrictionStopsARollingSphere) {
+  for (const double roll : {0.001, 0.0}) {
+    ModelPtr m = Load(BundledModel("sphere_rolling.xml"));
+    ASSERT_TRUE(m);
+    SetMargins(m.get(), 0.1);
+    SetFriction(m.get(), 2, roll);
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), mj_name2id(m.get(), mjOBJ_KEY, "roll"));
+    const ckSettings s = IpmSettings();
+    HandlePtr ck = Make(m.get(), &s);
+    const double v0 = d->qvel[0];
+    const double T = roll > 0 ? 15.0 : 1.0;  // stops after 14.3 s
+    for (int t = 0; t < static_cast<int>(T / m->opt.timestep); t++) {
+      ck_step(ck.get(), m.get(), d.get());
+    }
+    if (roll > 0) {
+      EXPECT_LT(MaxAbs(d->qvel, m->nv), 1e-6);
+    } else {
+      EXPECT_NEAR(d->qvel[0], v0, 0.01 * v0);
+    }
+  }
+}
+
+//---------------------------------- equality, friction loss, limits
+//---------------------------------
+
+// connect, weld and joint coupling hold: the solver's velocity-level residual is tiny; the
+// position-level violation is one step's curvature error (h^2 |w|^2 r), which the next step
+// removes, so it stays below MuJoCo's soft violation (0.25 mm here); with the gap re-check
+// (Newton on the equality residual at q+) it is below 1e-6
+TEST_F(IpmPhysicsTest, EqualityConstraintsHold) {
+  for (const int recheck : {0, 1}) {
+    ModelPtr m = Load(BundledModel("mechanism.xml"));
+    ASSERT_TRUE(m);
+    DataPtr d(mj_makeData(m.get()));
+    ckSettings s = IpmSettings();
+    s.ipm.gap_recheck = recheck;
+    HandlePtr ck = Make(m.get(), &s);
+    double worst = 0, residual = 0;
+    for (int t = 0; t < TestSteps(2000); t++) {
+      ck_step(ck.get(), m.get(), d.get());
+      residual = std::max(residual, static_cast<double>(ck_stats(ck.get())->residual));
+      mj_forward(m.get(), d.get());
+      for (int i = 0; i < d->nefc; i++) {
+        if (d->efc_type[i] == mjCNSTR_EQUALITY) worst = std::max(worst, std::fabs(d->efc_pos[i]));
+      }
+    }
+    EXPECT_LE(residual, 1e-6) << "gap_recheck " << recheck;
+    EXPECT_LE(worst, recheck ? 1e-6 : 5e-5) << "gap_recheck " << recheck;
+  }
+}
+
+// dof friction loss and limits: the slider accelerates at g sin45 - 2 and every joint ends on its
+// limit without passing it
+TEST_F(IpmPhysicsTest, FrictionLossAndLimits) {
+  ModelPtr m = Load(BundledModel("joint_friction_limits.xml"));
+  ASSERT_TRUE(m);
+  // speculative limits: rows exist before the limit is reached (a few steps of travel)
+  for (int j = 0; j < m->njnt; j++) m->jnt_margin[j] = 0.05;
+  for (int t = 0; t < m->ntendon; t++) m->tendon_margin[t] = 0.05;
+  DataPtr d(mj_makeData(m.get()));
+  const ckSettings s = IpmSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  const int slide = m->jnt_dofadr[mj_name2id(m.get(), mjOBJ_JOINT, "slide")];
+  const int hinge = m->jnt_qposadr[mj_name2id(m.get(), mjOBJ_JOINT, "hinge")];
+  const double h = m->opt.timestep;
+  for (int t = 0; t < static_cast<int>(0.1 / h); t++) ck_step(ck.get(), m.get(), d.get());
+  const double v0 = d->qvel[slide];
+  const int n = static_cast<int>(0.1 / h);
+  for (int t = 0; t < n; t++) ck_step(ck.get(), m.get(), d.get());
+  const double a = (d->qvel[slide] - v0) / (n * h);
+  const double expected = kG * std::sqrt(0.5) - 2;
+  EXPECT_NEAR(a, expected, 0.01 * expected);
+
+  double over = 0;
+  for (int t = 0; t < static_cast<int>(4.0 / h); t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    over = std::max(over, d->qpos[hinge] - M_PI / 3);
+    over = std::max(over, d->qpos[m->jnt_qposadr[mj_name2id(m.get(), mjOBJ_JOINT, "slide")]] - 0.3);
+    over = std::max(over, d->ten_length[0] - 0.5);
+  }
+  EXPECT_LE(over, 1e-6);
+  EXPECT_NEAR(d->qpos[hinge], M_PI / 3, 1e-6);
+  EXPECT_NEAR(d->ten_length[0], 0.5, 1e-6);
+  EXPECT_LE(ck_stats(ck.get())->residual, 1e-6);
+}
+
+//---------------------------------- the kappa knob
+//---------------------------------------------------
+
+// a box held just above a plane, inside the margin: the contact force at that positive distance
+// grows with kappa_tol; with the default it is negligible (hard contact)
+TEST_F(IpmPhysicsTest, KappaSoftensContactMonotonically) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  SetPairMargins(m.get(), 0.01);
+  double previous = -1;
+  for (const double kappa : {1e-10, 1e-8, 1e-6, 1e-4, 1e-3}) {
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[2] = 0.103;  // 3 mm above the plane
+    ckSettings s = IpmSettings();
+    s.ipm.kappa_tol = kappa;
+    s.ipm.kappa_grad = std::max(kappa, s.ipm.kappa_grad);
+    HandlePtr ck = Make(m.get(), &s);
+    ck_forward(ck.get(), m.get(), d.get());
+    ASSERT_EQ(d->ncon, 4);
+    double normal = 0;
+    for (int i = 0; i < d->ncon; i++) {
+      mjtNum f[6];
+      mj_contactForce(m.get(), d.get(), i, f);
+      normal += f[0];
+    }
+    EXPECT_GT(normal, previous) << "kappa_tol " << kappa;
+    if (kappa == IpmSettings().ipm.kappa_tol) {
+      EXPECT_LT(normal, 1e-4 * kG);
+    }
+    previous = normal;
+  }
+}
+
+//---------------------------------- iterations
+//-------------------------------------------------------
+
+double Median(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// median iterations per step stay at or below 20, and few steps end short of the tolerances
+// (a stalled solve that is retried and still ends within 1000x of them is INACCURATE)
+TEST_F(IpmPhysicsTest, MedianIterationsOnHumanoidAndStackedPrimitives) {
+  for (const std::string& path :
+       {MujocoModel("humanoid/humanoid.xml"), BundledModel("stacked_primitives.xml")}) {
+    ModelPtr m = Load(path);
+    ASSERT_TRUE(m);
+    DataPtr d(mj_makeData(m.get()));
+    const ckSettings s = IpmSettings();
+    HandlePtr ck = Make(m.get(), &s);
+    std::vector<int> iterations;
+    int inexact = 0;
+    for (int t = 0; t < TestSteps(1000); t++) {
+      ck_step(ck.get(), m.get(), d.get());
+      if (ck_stats(ck.get())->ncon > 0) iterations.push_back(ck_stats(ck.get())->iterations);
+      inexact += ck_stats(ck.get())->status != ckSTATUS_SOLVED;
+    }
+    ASSERT_FALSE(iterations.empty()) << path;
+    EXPECT_LE(Median(iterations), 20) << path;
+    EXPECT_LE(inexact, static_cast<int>(0.02 * iterations.size()) + 1) << path;
+  }
+}
+
+// a pile of 100 humanoids (MuJoCo 3.17 reports contacts whose sliding forces stall unscaled
+// directions: 61% of the first 700 steps ended inexact before the Nesterov-Todd attempt)
+TEST_F(IpmPhysicsTest, FewInexactSolvesOnAPileOfHumanoids) {
+  ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  const ckSettings s = IpmSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  const int steps = TestSteps(700);
+  int inexact = 0;
+  for (int t = 0; t < steps; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    inexact += ck_stats(ck.get())->status != ckSTATUS_SOLVED;
+  }
+  EXPECT_GT(ck_stats(ck.get())->ncon, 0);
+  EXPECT_LE(inexact, static_cast<int>(0.05 * steps) + 1);
+}
+
+}  // namespace
+}  // namespace contactkit::test

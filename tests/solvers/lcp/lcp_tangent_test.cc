@@ -1,0 +1,255 @@
+// Copyright 2026 The contactkit developers.
+//
+// ForceTangent of the lcp solver (Nimble's clamping-set derivative, boxed friction through E,
+// minimum-norm term for rank-deficient clamping sets) against central finite differences of
+// Solve on perturbed problems whose classification does not change.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/solvers/lcp/lcp_util.h"
+
+namespace contactkit::test {
+namespace {
+
+// which problem data a direction perturbs
+struct Perturb {
+  bool v_free = false, pos = false, vel = false, J = false, M = false;
+};
+
+// a random direction for the problem (scaled to the data it perturbs)
+struct Direction {
+  std::vector<double> v_free, pos, vel, J, M;
+  ProblemTangent tangent;
+  Direction(const Problem& p, const Perturb& which, std::mt19937* rng) {
+    std::uniform_real_distribution<double> u(-1, 1);
+    auto fill = [&](std::vector<double>* v, int n, double scale, bool on) {
+      v->assign(n, 0.0);
+      if (!on) return (const double*)nullptr;
+      for (double& x : *v) x = scale * u(*rng);
+      return static_cast<const double*>(v->data());
+    };
+    tangent.v_free = fill(&v_free, p.nv, 1.0, which.v_free);
+    tangent.pos = fill(&pos, p.nrow, 1e-3, which.pos);
+    tangent.vel = fill(&vel, p.nrow, 1.0, which.vel);
+
+    // gaps and velocities of a small motion dq (consistent with the rows' geometry, which keeps
+    // rank-deficient clamped systems consistent)
+    std::vector<double> dq(p.nv);
+    for (double& x : dq) x = u(*rng);
+    for (int i = 0; i < p.nrow; i++) {
+      if (which.pos) pos[i] = 1e-3 * p.J.Dot(i, dq.data());
+      if (which.vel) vel[i] = p.J.Dot(i, dq.data());
+    }
+    tangent.J = fill(&J, p.J.nnz, 0.1, which.J);
+    tangent.M = fill(&M, p.mass.nM, 0.0, which.M);
+    if (which.M) {
+      // a symmetric perturbation that keeps M positive definite: a fraction of M itself plus
+      // small random entries on the stored (lower-triangle) positions
+      for (int k = 0; k < p.mass.nM; k++) M[k] = 0.2 * p.mass.M[k] * u(*rng);
+    }
+  }
+};
+
+// p + eps * dir, in place
+void Apply(Problem* p, const Direction& d, double eps) {
+  for (int j = 0; j < p->nv; j++) p->v_free[j] += eps * d.v_free[j];
+  for (int i = 0; i < p->nrow; i++) {
+    p->pos[i] += eps * d.pos[i];
+    p->vel[i] += eps * d.vel[i];
+  }
+  for (int k = 0; k < p->J.nnz; k++) p->J.val[k] += eps * d.J[k];
+  if (d.tangent.M) {
+    for (int k = 0; k < p->mass.nM; k++) p->mass.M[k] += eps * d.M[k];
+    p->mass.Factor();
+  }
+}
+
+// the velocity problem with its gap terms (split_impulse = 0: every gap, penetrating or not, in
+// b), so that a perturbation of the gaps moves the forces, and no slop (states settled by
+// MuJoCo's soft contact rest less deep than the default slop); the position pass has its own test
+inline ckSettings TangentSettings() {
+  ckSettings s = LcpSettings();
+  s.lcp.split_impulse = 0;
+  s.lcp.slop = 0;
+  return s;
+}
+
+class LcpTangentTest : public MujocoTest {
+ protected:
+  // compares ForceTangent with central differences of Solve along random directions
+  void Check(const mjModel* m, mjData* d, const Perturb& which, int ndir, double tol,
+             const ckSettings& s = TangentSettings()) {
+    Extracted e(m);
+    e.Extract(m, d);
+    Problem& p = e.p();
+    Solution& sol = e.sol();
+    ASSERT_GT(p.nrow, 0);
+    auto solver = MakeLcp(e, s);
+    solver->Solve(p, &sol);
+    ASSERT_EQ(sol.status, ckSTATUS_SOLVED);
+    std::vector<signed char> cls(solver->classification(), solver->classification() + p.nrow);
+    const int nrow = p.nrow;
+    std::vector<double> f0(sol.force, sol.force + nrow), fp(nrow), fm(nrow), df(nrow);
+    double fscale = 0;
+    for (double f : f0) fscale = std::max(fscale, std::fabs(f));
+    std::mt19937 rng(7);
+    for (int k = 0; k < ndir; k++) {
+      Direction dir(p, which, &rng);
+      const double eps = 1e-6;
+      Apply(&p, dir, eps);
+      solver->Solve(p, &sol);
+      fp.assign(sol.force, sol.force + nrow);
+      for (int i = 0; i < nrow; i++) ASSERT_EQ(solver->classification()[i], cls[i]) << "row " << i;
+      Apply(&p, dir, -2 * eps);
+      solver->Solve(p, &sol);
+      fm.assign(sol.force, sol.force + nrow);
+      for (int i = 0; i < nrow; i++) ASSERT_EQ(solver->classification()[i], cls[i]) << "row " << i;
+      Apply(&p, dir, eps);
+      solver->Solve(p, &sol);
+      ASSERT_TRUE(solver->ForceTangent(p, sol, dir.tangent, df.data()));
+      double err = 0, dscale = 0;
+      for (int i = 0; i < nrow; i++) {
+        const double fd = (fp[i] - fm[i]) / (2 * eps);
+        err = std::max(err, std::fabs(fd - df[i]));
+        dscale = std::max(dscale, std::fabs(fd));
+      }
+      EXPECT_GT(dscale, 0) << "direction " << k << " does not change the forces";
+      EXPECT_LE(err, tol * std::max(dscale, 1e-3 * fscale)) << "direction " << k;
+    }
+  }
+
+  // free velocity, gaps and mass, one kind at a time
+  void CheckEachKind(const mjModel* m, mjData* d, double tol) {
+    for (int k = 0; k < 3; k++) {
+      Perturb which;
+      which.v_free = k == 0;
+      which.pos = k == 1;
+      which.M = k == 2;
+      SCOPED_TRACE(k);
+      Check(m, d, which, 2, tol);
+    }
+  }
+};
+
+// a box resting on four corners: 12 clamped rows of rank 6 (minimum-norm derivative)
+TEST_F(LcpTangentTest, BoxOnFourCornersRankDeficient) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  for (int t = 0; t < 300; t++) mj_step(m.get(), d.get());
+  Perturb which;
+  which.v_free = which.pos = true;
+  Check(m.get(), d.get(), which, 4, 1e-6);
+  Perturb mass;
+  mass.M = true;
+  Check(m.get(), d.get(), mass, 4, 1e-6);
+}
+
+// the resting box with one contact point moved within the plane: the Jacobian changes, its rank
+// (6 of 12) does not, and the minimum-norm solution moves along the null space of the clamped
+// system too (the (I - K^+ K) dK' K^+' x term)
+TEST_F(LcpTangentTest, MovedContactNullSpaceTerm) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  // centre of mass off the middle: the corners carry different forces and the clamped system's
+  // solution turns the box, which the moved contact point feels
+  const int box = BodyId(m.get(), "box");
+  m->body_ipos[3 * box] = 0.03;
+  m->body_ipos[3 * box + 1] = -0.02;
+  DataPtr d(mj_makeData(m.get()));
+  for (int t = 0; t < 300; t++) mj_step(m.get(), d.get());
+  mj_forward(m.get(), d.get());
+  ASSERT_EQ(d->ncon, 4);
+  const double eps = 1e-6;
+  auto moved = [&](double dx, Extracted* e) {
+    const double x0 = d->contact[0].pos[0];
+    d->contact[0].pos[0] += dx;
+    EXPECT_EQ(e->ex.Extract(m.get(), d.get(), &e->p()), 0);
+    d->contact[0].pos[0] = x0;
+  };
+  Extracted e0(m.get()), ep(m.get()), em(m.get());
+  moved(0, &e0);
+  moved(eps, &ep);
+  moved(-eps, &em);
+  Problem& p = e0.p();
+  ASSERT_EQ(ep.p().J.nnz, p.J.nnz);
+  std::vector<double> dJ(p.J.nnz);
+  for (int k = 0; k < p.J.nnz; k++) dJ[k] = (ep.p().J.val[k] - em.p().J.val[k]) / (2 * eps);
+  ProblemTangent dir;
+  dir.J = dJ.data();
+  auto solver = MakeLcp(e0, TangentSettings());
+  std::vector<double> df(p.nrow);
+  solver->Solve(ep.p(), &ep.sol());
+  solver->Solve(em.p(), &em.sol());
+  solver->Solve(p, &e0.sol());
+  ASSERT_EQ(e0.sol().status, ckSTATUS_SOLVED);
+  ASSERT_TRUE(solver->ForceTangent(p, e0.sol(), dir, df.data()));
+  ASSERT_NE(solver->factorization(0), nullptr);
+  EXPECT_LT(solver->factorization(0)->rank(), solver->factorization(0)->n());
+  double err = 0, scale = 0;
+  for (int i = 0; i < p.nrow; i++) {
+    const double fd = (ep.sol().force[i] - em.sol().force[i]) / (2 * eps);
+    err = std::max(err, std::fabs(fd - df[i]));
+    scale = std::max(scale, std::fabs(fd));
+  }
+  EXPECT_GT(scale, 1e-3);
+  EXPECT_LE(err, 1e-5 * scale);
+}
+
+// a sliding box: friction rows at their bounds couple to the normals through E
+TEST_F(LcpTangentTest, SlidingBoxBoundFriction) {
+  ModelPtr m = Load(BundledModel("box_sliding.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  mj_resetDataKeyframe(m.get(), d.get(), 0);
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  for (int t = 0; t < 50; t++) ck_step(ck.get(), m.get(), d.get());
+  CheckEachKind(m.get(), d.get(), 1e-6);
+}
+
+// a single contact with a changing Jacobian and mass (full rank)
+TEST_F(LcpTangentTest, SphereJacobianAndMass) {
+  ModelPtr m = Load(BundledModel("sphere_rolling.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  mj_resetDataKeyframe(m.get(), d.get(), 0);
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  for (int t = 0; t < 20; t++) ck_step(ck.get(), m.get(), d.get());
+  Perturb which;
+  which.v_free = which.J = which.M = true;
+  Check(m.get(), d.get(), which, 4, 1e-6);
+}
+
+// articulated: humanoid contacts and joint limits
+TEST_F(LcpTangentTest, HumanoidContactsAndLimits) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  for (int t = 0; t < 400; t++) ck_step(ck.get(), m.get(), d.get());
+  CheckEachKind(m.get(), d.get(), 1e-5);
+}
+
+// equality rows (bilateral) and joint friction loss (constant bounds)
+TEST_F(LcpTangentTest, EqualityAndFrictionLoss) {
+  for (const char* model : {"mechanism.xml", "joint_friction_limits.xml"}) {
+    ModelPtr m = Load(BundledModel(model));
+    ASSERT_TRUE(m);
+    DataPtr d(mj_makeData(m.get()));
+    ckSettings s = LcpSettings();
+    HandlePtr ck = Make(m.get(), &s);
+    for (int t = 0; t < 100; t++) ck_step(ck.get(), m.get(), d.get());
+    Perturb which;
+    which.v_free = which.pos = which.J = which.M = true;
+    SCOPED_TRACE(model);
+    Check(m.get(), d.get(), which, 3, 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace contactkit::test

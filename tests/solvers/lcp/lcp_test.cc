@@ -1,0 +1,578 @@
+// Copyright 2026 The contactkit developers.
+//
+// Solver "lcp" in MuJoCo scenes: exact boxed complementarity on random scenes, the symmetric
+// minimum-norm answer on redundant contacts (by pivoting and by the warm-start guess), restitution,
+// agreement with ipm on frictionless scenes, the guess hit rate at rest, Coulomb's closed forms
+// along the friction box's axes and the sideways drift between them, inclines, equality, limit
+// and friction-loss rows, the stabilization's closed form, and the failure policy.
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/solvers/lcp/lcp_util.h"
+
+namespace contactkit::test {
+namespace {
+
+using LcpTest = MujocoTest;
+
+constexpr double kG = 9.81;
+
+// a scene of free bodies of several shapes and condims dropped onto a plane in two columns
+std::string RandomScene(int seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  const char* types[] = {"box", "sphere", "capsule", "cylinder", "ellipsoid"};
+  const int condims[] = {1, 3, 4, 6};
+  std::string xml =
+      "<mujoco><option timestep='0.002'/><size nconmax='200' njmax='1000'/><worldbody>"
+      "<geom type='plane' size='2 2 0.1' condim='3' friction='0.6 0.01 0.001'/>";
+  char buf[512];
+  for (int k = 0; k < 6; k++) {
+    const char* type = types[(seed + k) % 5];
+    const double x = 0.15 * (k % 2) + 0.03 * (u(rng) - 0.5), y = 0.03 * (u(rng) - 0.5);
+    const double z = 0.12 + 0.16 * (k / 2), a = 40 * (u(rng) - 0.5);
+    std::snprintf(buf, sizeof(buf),
+                  "<body pos='%g %g %g' euler='%g %g 0'><freejoint/><geom type='%s' "
+                  "size='0.05 0.04 0.035' mass='%g' condim='%d' friction='%g 0.01 0.002'/></body>",
+                  x, y, z, a, 0.5 * a, type, 0.3 + u(rng), condims[(seed + 2 * k) % 4],
+                  0.3 + 0.6 * u(rng));
+    xml += buf;
+  }
+  return xml + "</worldbody></mujoco>";
+}
+
+TEST_F(LcpTest, RandomScenesAreExactlyComplementary) {
+  ckSettings s = LcpSettings();
+  int checked = 0;
+  for (int seed = 0; seed < 4; seed++) {
+    ModelPtr m = LoadString(RandomScene(seed));
+    ASSERT_TRUE(m);
+    DataPtr d(mj_makeData(m.get()));
+    HandlePtr ck = Make(m.get(), &s);
+    Extracted e(m.get());
+    auto solver = MakeLcp(e, s);
+    for (int t = 0; t < 100; t++) ck_step(ck.get(), m.get(), d.get());  // into contact
+    const int steps = TestSteps(300);
+    for (int t = 0; t < steps; t++) {
+      ck_step(ck.get(), m.get(), d.get());
+      if (t % std::max(1, steps / 8) != 0) continue;
+      e.Extract(m.get(), d.get());
+      if (e.p().nrow == 0) continue;
+      for (int warm = 0; warm < 2; warm++) {
+        if (!warm) solver->Reset();
+        solver->Solve(e.p(), &e.sol());
+        EXPECT_EQ(e.sol().status, ckSTATUS_SOLVED) << "seed " << seed << " step " << t;
+        EXPECT_LE(BoxedResidual(e.p(), e.sol(), *solver, s.lcp), 1e-10)
+            << "seed " << seed << " step " << t << " warm " << warm;
+        EXPECT_LE(e.sol().residual, 1e-10);
+        checked++;
+      }
+    }
+  }
+  EXPECT_GE(checked, 40);
+}
+
+// a box resting flat on four corners: 4 normals of rank 3; the stabilized answer shares the
+// load equally, whether pivoting found the classification or the previous step's guess did
+TEST_F(LcpTest, BoxOnFourCornersSharesTheLoadEqually) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  d->qpos[2] = 0.1 - 2e-4;  // flat, 0.2 mm into the plane
+  Extracted e(m.get());
+  e.Extract(m.get(), d.get());
+  Problem& p = e.p();
+  ASSERT_EQ(p.ncon, 4);
+  ckSettings s = LcpSettings();
+  auto solver = MakeLcp(e, s);
+  std::vector<double> first;
+  for (int pass = 0; pass < 2; pass++) {
+    solver->Solve(p, &e.sol());
+    ASSERT_EQ(e.sol().status, ckSTATUS_SOLVED);
+    EXPECT_EQ(e.sol().guess_tried, pass);  // pass 0: pivoting; pass 1: the guess
+    EXPECT_EQ(e.sol().guess_hit, pass);
+    std::vector<double> fn;
+    for (int c = 0; c < p.ncon; c++) fn.push_back(e.sol().force[p.con[c].row]);
+    for (int c = 1; c < 4; c++) EXPECT_NEAR(fn[c], fn[0], 1e-9 * fn[0]) << "pass " << pass;
+    EXPECT_GT(fn[0], 0);
+    // the four carry the box: its velocity stops at zero, and the penetration beyond 1.5 slop is
+    // the position pass's, straight up (split impulse: no push in the velocity)
+    const double h = p.h, total = fn[0] + fn[1] + fn[2] + fn[3];
+    EXPECT_NEAR(total, -p.v_free[2] / h, 1e-9 * total);
+    ASSERT_NE(e.sol().position_correction, nullptr);
+    const double* u = e.sol().position_correction;
+    EXPECT_NEAR(u[2], s.lcp.erp * (2e-4 - 1.5 * s.lcp.slop) / h, 1e-12);
+    for (int i : {0, 1, 3, 4, 5}) EXPECT_NEAR(u[i], 0, 1e-12) << i;
+    if (pass == 0) first = fn;
+    for (int c = 0; c < 4; c++) EXPECT_NEAR(fn[c], first[c], 1e-12 * first[c]);
+  }
+  // all rows clamped; the clamped system has rank 6 of 12
+  for (int i = 0; i < p.nrow; i++) EXPECT_EQ(solver->classification()[i], kLcpClamped);
+  ASSERT_NE(solver->factorization(0), nullptr);
+  EXPECT_EQ(solver->factorization(0)->n(), 12);
+  EXPECT_EQ(solver->factorization(0)->rank(), 6);
+}
+
+// drop the ball; the step whose solve sees the contact first is the impact
+struct Bounce {
+  double v_in = 0, v_out = 0, max_z_after = -1;
+  bool contact_kept = true;
+};
+Bounce DropBall(const mjModel* m, ckHandle* ck, int after_steps) {
+  DataPtr d(mj_makeData(m));
+  Bounce b;
+  int impact = -1;
+  for (int t = 0; t < 600; t++) {
+    const double vz = d->qvel[2];
+    ck_step(ck, m, d.get());
+    if (impact < 0 && ck_stats(ck)->ncon > 0) {
+      impact = t;
+      b.v_in = vz;
+      b.v_out = d->qvel[2];
+    } else if (impact >= 0 && t <= impact + after_steps) {
+      b.max_z_after = std::max(b.max_z_after, d->qpos[2]);
+      b.contact_kept = b.contact_kept && ck_stats(ck)->ncon > 0;
+    }
+  }
+  EXPECT_GE(impact, 0);
+  return b;
+}
+
+TEST_F(LcpTest, BallReboundsWithSigmaTimesItsImpactSpeed) {
+  ModelPtr m = Load(BundledModel("ball_bounce.xml"));
+  ASSERT_TRUE(m);
+  for (double sigma : {0.3, 0.6, 0.9}) {
+    ckSettings s = LcpSettings();
+    s.lcp.restitution = sigma;
+    HandlePtr ck = Make(m.get(), &s);
+    const Bounce b = DropBall(m.get(), ck.get(), 10);
+    EXPECT_LT(b.v_in, -2.5);
+    EXPECT_NEAR(b.v_out, -sigma * b.v_in, 1e-6) << "sigma " << sigma;
+  }
+
+  // sigma = 0: the ball stops on the floor and stays there (contact kept, never above rest)
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  const Bounce b = DropBall(m.get(), ck.get(), 250);
+  EXPECT_LT(b.v_out, 0.05 * -b.v_in);
+  EXPECT_TRUE(b.contact_kept);
+  EXPECT_LE(b.max_z_after, 0.05);
+
+  // below the threshold nothing bounces
+  s.lcp.restitution = 0.9;
+  s.lcp.restitution_threshold = 5;
+  ck = Make(m.get(), &s);
+  const Bounce slow = DropBall(m.get(), ck.get(), 250);
+  EXPECT_LT(slow.v_out, 0.05 * -slow.v_in);
+  EXPECT_TRUE(slow.contact_kept);
+}
+
+// erp = 1 with split impulse (the defaults): the first contact step's penetration is removed by the
+// position pass, not by velocity, so a sigma = 0 ball never rises above its resting height,
+// whatever depth its drop height gives the first contact; the velocity-level correction at erp 1
+// turns the same depth into an outward speed of depth / h and the ball hops
+TEST_F(LcpTest, SplitImpulseRemovesPenetrationWithoutAHop) {
+  ModelPtr m = Load(BundledModel("ball_bounce.xml"));
+  ASSERT_TRUE(m);
+  const double radius = m->geom_size[3 * 1];
+  ckSettings split = LcpSettings();
+  ckSettings velocity = LcpSettings();
+  velocity.lcp.split_impulse = 0;
+  velocity.lcp.max_correction = HUGE_VAL;
+  double rise_split = 0, rise_velocity = 0;
+  for (int k = 0; k < TestSteps(40); k++) {
+    const double z0 = 0.5 + 3e-4 * k;
+    for (int variant = 0; variant < 2; variant++) {
+      ckSettings s = variant ? velocity : split;
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      d->qpos[2] = z0;
+      int impact = -1;
+      double rise = 0;
+      for (int t = 0; t < 400; t++) {
+        ck_step(ck.get(), m.get(), d.get());
+        if (impact < 0 && ck_stats(ck.get())->ncon > 0) impact = t;
+        if (impact >= 0 && t > impact) rise = std::max(rise, d->qpos[2] - radius);
+        if (variant == 0 && impact >= 0) {
+          ASSERT_LE(d->qvel[2], 1e-9) << "z0 " << z0 << " step " << t;  // never moving up
+        }
+      }
+      ASSERT_GE(impact, 0);
+      (variant ? rise_velocity : rise_split) = std::max(variant ? rise_velocity : rise_split, rise);
+    }
+  }
+  std::printf("largest rise after impact: split impulse %.3g m, velocity-level erp 1 %.3g m\n",
+              rise_split, rise_velocity);
+  EXPECT_LE(rise_split, 0);        // at or below touching: resting inside the slop band
+  EXPECT_GT(rise_velocity, 1e-3);  // the hop this replaces
+}
+
+// a box started 5 mm inside the floor: the penetration is removed by positions alone, the box's
+// velocity staying at rest: within one step by default (erp 1), at max_correction (m/s) when
+// that is set
+TEST_F(LcpTest, DeepPenetrationLeavesWithoutVelocity) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  const double depth = 5e-3, h = m->opt.timestep;
+  for (double cap : {HUGE_VAL, 0.1}) {
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[2] = 0.1 - depth;
+    ckSettings s = LcpSettings();
+    s.lcp.max_correction = cap;
+    HandlePtr ck = Make(m.get(), &s);
+    double z = d->qpos[2];
+    int steps = 0;
+    while (d->qpos[2] < 0.1 - 2 * s.lcp.slop && steps < 1000) {
+      ck_step(ck.get(), m.get(), d.get());
+      steps++;
+      EXPECT_NEAR(d->qvel[2], 0, 1e-9) << "step " << steps;
+      EXPECT_LE(d->qpos[2] - z, cap * h * (1 + 1e-9)) << "step " << steps;
+      z = d->qpos[2];
+    }
+    const double expected = std::isinf(cap) ? 1 : std::ceil((depth - 1.5 * s.lcp.slop) / (cap * h));
+    EXPECT_NEAR(steps, expected, 1) << "cap " << cap;
+    // resting in the band: one more second changes nothing
+    for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+    EXPECT_NEAR(d->qpos[2], 0.1 - 1.5 * s.lcp.slop, 0.5 * s.lcp.slop) << "cap " << cap;
+    EXPECT_LT(std::fabs(d->qvel[2]), 1e-9);
+  }
+}
+
+// frictionless scenes: lcp (erp 1, no slop, no restitution: the gap at the end of the step) and
+// ipm at a small central-path value solve the same complementarity problem
+TEST_F(LcpTest, FrictionlessLcpMatchesIpm) {
+  if (!ck_solverAvailable(ckSOL_IPM)) GTEST_SKIP() << "ipm is not in this build";
+  const std::string xml =
+      "<mujoco><option timestep='0.002'/><worldbody>"
+      "<geom type='plane' size='2 2 0.1' condim='1'/>"
+      "<body pos='0 0 0.06'><freejoint/><geom type='sphere' size='0.05' condim='1'/></body>"
+      "<body pos='0.02 0.01 0.2'><freejoint/><geom type='sphere' size='0.06' condim='1'/></body>"
+      "<body pos='0.4 0 0.1' euler='0 90 10'><freejoint/>"
+      "<geom type='capsule' size='0.04 0.1' condim='1'/></body>"
+      "</worldbody></mujoco>";
+  ModelPtr m = LoadString(xml);
+  ASSERT_TRUE(m);
+  ckSettings sl = LcpSettings();
+  sl.lcp.erp = 1;
+  sl.lcp.split_impulse = 0;  // the gap at the end of the step in the velocity problem, as ipm's
+  sl.lcp.slop = 0;
+  sl.lcp.max_correction = HUGE_VAL;  // ipm's recovery_speed is lifted below: no speed cap either
+  ckSettings si = Settings(ckSOL_IPM);
+  si.ipm.kappa_tol = 1e-14;
+  si.ipm.kappa_grad = 1e-14;
+  si.ipm.residual_tol = 1e-12;
+  si.ipm.rest_depth = 0;        // the same gap term as lcp's erp = 1, slop = 0:
+  si.ipm.recovery_speed = 1e6;  // s = pos/h + J_n v+ without ipm's resting depth or speed cap
+  HandlePtr lcp = Make(m.get(), &sl), ipm = Make(m.get(), &si);
+  DataPtr d(mj_makeData(m.get())), di(mj_makeData(m.get()));
+  // all 300 steps even in a quick run: the bodies touch down only after about 20 (0.05 s)
+  int compared = 0;
+  for (int t = 0; t < 300; t++) {
+    ck_step(lcp.get(), m.get(), d.get());
+    mj_copyData(di.get(), m.get(), d.get());
+    ck_forward(lcp.get(), m.get(), d.get());
+    ck_forward(ipm.get(), m.get(), di.get());
+    ASSERT_EQ(d->nefc, di->nefc);
+    for (int i = 0; i < d->nefc; i++) {
+      EXPECT_NEAR(d->efc_force[i], di->efc_force[i], 1e-6) << "step " << t << " row " << i;
+    }
+    compared += d->nefc > 0;
+  }
+  EXPECT_GT(compared, 150);
+}
+
+// fraction of steps whose classification guess was accepted, over steps [from, from + n)
+double HitRate(const mjModel* m, mjData* d, ckHandle* ck, int from, int n) {
+  for (int t = 0; t < from; t++) ck_step(ck, m, d);
+  const int h0 = ck_stats(ck)->guess_hits, t0 = ck_stats(ck)->guess_tries;
+  for (int t = 0; t < n; t++) ck_step(ck, m, d);
+  const int tries = ck_stats(ck)->guess_tries - t0;
+  EXPECT_GE(tries, n * 9 / 10);
+  return tries ? static_cast<double>(ck_stats(ck)->guess_hits - h0) / tries : 0;
+}
+
+TEST_F(LcpTest, GuessHitRateOnARestingBoxStack) {
+  const std::string xml =
+      "<mujoco><option timestep='0.002'/><worldbody>"
+      "<geom type='plane' size='2 2 0.1' condim='3' friction='0.6'/>"
+      "<body pos='0 0 0.101'><freejoint/><geom type='box' size='0.1 0.1 0.1' mass='1'/></body>"
+      "<body pos='0.01 0 0.303'><freejoint/><geom type='box' size='0.1 0.1 0.1' mass='1'/></body>"
+      "<body pos='0 0.01 0.505'><freejoint/><geom type='box' size='0.08 0.08 0.1' mass='0.5'/>"
+      "</body></worldbody></mujoco>";
+  ModelPtr m = LoadString(xml);
+  ASSERT_TRUE(m);
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  const double rate = HitRate(m.get(), d.get(), ck.get(), 500, TestSteps(1000));
+  EXPECT_GE(rate, 0.95);
+  EXPECT_GE(ck_stats(ck.get())->ncon, 12);
+  EXPECT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED);
+  std::printf("box stack guess hit rate %.4f\n", rate);
+}
+
+TEST_F(LcpTest, GuessHitRateOnAHumanoidLyingOnTheFloor) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  const double rate = HitRate(m.get(), d.get(), ck.get(), 600, TestSteps(400));  // after 3 s
+  EXPECT_GE(rate, 0.95);
+  EXPECT_GE(ck_stats(ck.get())->ncon, 4);
+  std::printf("humanoid guess hit rate %.4f\n", rate);
+}
+
+// slide the box from v0 until it stops; returns the final displacement
+std::vector<double> Slide(const mjModel* m, ckHandle* ck, double vx, double vy) {
+  DataPtr d(mj_makeData(m));
+  mj_resetDataKeyframe(m, d.get(), 0);
+  d->qvel[0] = vx;
+  d->qvel[1] = vy;
+  const double x0 = d->qpos[0], y0 = d->qpos[1];
+  for (int t = 0; t < 600; t++) ck_step(ck, m, d.get());
+  EXPECT_LT(std::hypot(d->qvel[0], d->qvel[1]), 1e-6);
+  EXPECT_LT(std::fabs(d->qpos[2] - 0.1), 1e-3);  // still upright on its face
+  return {d->qpos[0] - x0, d->qpos[1] - y0};
+}
+
+// the friction box is exact along its axes (MuJoCo's frame for a +z normal: t1 = y, t2 = -x)
+TEST_F(LcpTest, SlidingAlongATangentAxisStopsAtCoulombsDistance) {
+  ModelPtr m = Load(BundledModel("box_sliding.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  const double mu = 0.3, v0 = 2, want = v0 * v0 / (2 * mu * kG);
+  for (int axis = 0; axis < 2; axis++) {
+    const std::vector<double> dx = Slide(m.get(), ck.get(), axis == 0 ? v0 : 0, axis == 1 ? v0 : 0);
+    EXPECT_NEAR(dx[axis], want, 0.01 * want) << "axis " << axis;
+    EXPECT_LT(std::fabs(dx[1 - axis]), 1e-9) << "axis " << axis;
+  }
+}
+
+// Between the axes the box brakes each tangent component at mu g separately (the friction force
+// is mu f_n along each axis while both slide: a pyramid aligned with the contact frame, not a
+// cone), so the slide bends toward the faster component and stops short of Coulomb's
+// v0^2 / (2 mu g): the drift that motivates the ipm and comfree solvers.
+TEST_F(LcpTest, SlidingBetweenTheAxesDriftsSideways) {
+  ModelPtr m = Load(BundledModel("box_sliding.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  const double mu = 0.3, vx = 1.2, vy = 1.6;
+  const std::vector<double> dx = Slide(m.get(), ck.get(), vx, vy);
+  // each component stops on its own: v^2 / (2 mu g)
+  EXPECT_NEAR(dx[0], vx * vx / (2 * mu * kG), 0.02 * vx * vx / (2 * mu * kG));
+  EXPECT_NEAR(dx[1], vy * vy / (2 * mu * kG), 0.02 * vy * vy / (2 * mu * kG));
+  const double drift = std::atan2(dx[1], dx[0]) - std::atan2(vy, vx);
+  EXPECT_GT(drift * 180 / M_PI, 5);
+  const double coulomb = (vx * vx + vy * vy) / (2 * mu * kG);
+  EXPECT_LT(std::hypot(dx[0], dx[1]), 0.9 * coulomb);
+}
+
+// box on an incline below its friction angle does not creep; above it accelerates at
+// g (sin(theta) - mu cos(theta)) along the slope
+TEST_F(LcpTest, InclineSticksBelowAndSlidesAboveTheFrictionAngle) {
+  ckSettings s = LcpSettings();
+  {
+    ModelPtr m = Load(BundledModel("box_incline.xml"));
+    ASSERT_TRUE(m);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < 250; t++) ck_step(ck.get(), m.get(), d.get());  // land and settle
+    const std::vector<double> q0(d->qpos, d->qpos + 3);
+    for (int t = 0; t < TestSteps(2500); t++) ck_step(ck.get(), m.get(), d.get());
+    const double creep = std::hypot(d->qpos[0] - q0[0], d->qpos[1] - q0[1], d->qpos[2] - q0[2]);
+    EXPECT_LT(creep, 1e-8);
+    EXPECT_GE(ck_stats(ck.get())->ncon, 4);
+  }
+  {
+    ModelPtr m = Load(BundledModel("box_incline_steep.xml"));
+    ASSERT_TRUE(m);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    const double th = 35 * M_PI / 180, mu = 0.3;
+    const double t[3] = {std::cos(th), 0, -std::sin(th)};  // downhill
+    auto speed = [&] { return d->qvel[0] * t[0] + d->qvel[1] * t[1] + d->qvel[2] * t[2]; };
+    for (int k = 0; k < 150; k++) ck_step(ck.get(), m.get(), d.get());  // land
+    const double v1 = speed(), t1 = d->time;
+    for (int k = 0; k < 300; k++) ck_step(ck.get(), m.get(), d.get());
+    const double a = (speed() - v1) / (d->time - t1);
+    const double want = kG * (std::sin(th) - mu * std::cos(th));
+    EXPECT_NEAR(a, want, 0.01 * want);
+  }
+}
+
+// equality rows (connect, weld, joint coupling), joint and tendon limits, friction loss
+TEST_F(LcpTest, EqualityLimitAndFrictionLossRows) {
+  ckSettings s = LcpSettings();
+  {
+    ModelPtr m = Load(BundledModel("mechanism.xml"));
+    ASSERT_TRUE(m);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    const int a = mj_name2id(m.get(), mjOBJ_JOINT, "gear_a_hinge");
+    const int b = mj_name2id(m.get(), mjOBJ_JOINT, "gear_b_hinge");
+    double worst = 0;
+    for (int t = 0; t < TestSteps(1000); t++) {
+      ck_step(ck.get(), m.get(), d.get());
+      ASSERT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED) << t;
+      worst =
+          std::max(worst, std::fabs(d->qpos[m->jnt_qposadr[b]] - 0.5 * d->qpos[m->jnt_qposadr[a]]));
+    }
+    EXPECT_LT(worst, 1e-4);
+  }
+  {
+    ModelPtr m = Load(BundledModel("joint_friction_limits.xml"));
+    ASSERT_TRUE(m);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    Extracted e(m.get());
+    auto solver = MakeLcp(e, s);
+    for (int t = 0; t < TestSteps(2000); t++) {
+      ck_step(ck.get(), m.get(), d.get());
+      ASSERT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED) << t;
+      for (int i = 0; i < d->nefc; i++) {
+        if (d->efc_type[i] == mjCNSTR_FRICTION_DOF || d->efc_type[i] == mjCNSTR_FRICTION_TENDON) {
+          EXPECT_LE(std::fabs(d->efc_force[i]), d->efc_frictionloss[i] * (1 + 1e-12));
+        }
+      }
+      if (t % 200 == 0) {
+        e.Extract(m.get(), d.get());
+        solver->Solve(e.p(), &e.sol());
+        EXPECT_LE(BoxedResidual(e.p(), e.sol(), *solver, s.lcp), 1e-10) << t;
+      }
+    }
+    // the arm rests on its 60 degree limit and the slider on its 0.3 m limit (slop inside)
+    const int hinge = mj_name2id(m.get(), mjOBJ_JOINT, "hinge");
+    const int slide = mj_name2id(m.get(), mjOBJ_JOINT, "slide");
+    EXPECT_NEAR(d->qpos[m->jnt_qposadr[hinge]], M_PI / 3, 2 * s.lcp.slop);
+    EXPECT_NEAR(d->qpos[m->jnt_qposadr[slide]], 0.3, 2 * s.lcp.slop);
+  }
+}
+
+// one frictionless contact: x = -(b0 + erp (pos + slop) / h) / (A + cfm) in closed form
+TEST_F(LcpTest, StabilizationAndCfmClosedForm) {
+  const std::string xml =
+      "<mujoco><option timestep='0.002'/><worldbody><geom type='plane' size='1 1 0.1' condim='1'/>"
+      "<body pos='0 0 0.049'><freejoint/><geom type='sphere' size='0.05' mass='2' condim='1'/>"
+      "</body></worldbody></mujoco>";
+  ModelPtr m = LoadString(xml);
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  Extracted e(m.get());
+  e.Extract(m.get(), d.get());
+  ASSERT_EQ(e.p().nrow, 1);
+  for (double erp : {0.2, 0.5, 1.0}) {
+    for (double cfm : {0.0, 0.1}) {
+      ckSettings s = LcpSettings();
+      s.lcp.erp = erp;
+      s.lcp.split_impulse = 0;  // the velocity-level correction's closed form
+      s.lcp.cfm = cfm;
+      s.lcp.slop = 2e-4;
+      s.lcp.max_correction = HUGE_VAL;  // the closed form has no cap (erp 1 asks for 0.4 m/s here)
+      auto solver = MakeLcp(e, s);
+      solver->Solve(e.p(), &e.sol());
+      const double h = e.p().h, pos = -1e-3;
+      const double b = e.p().v_free[2] + erp * (pos + 2e-4) / h;
+      const double x = -b / (1.0 / 2 + cfm);
+      EXPECT_NEAR(e.p().pos[0], pos, 1e-12);
+      EXPECT_NEAR(h * e.sol().force[0], x, 1e-12) << "erp " << erp << " cfm " << cfm;
+      EXPECT_NEAR(e.sol().v_next[2], e.p().v_free[2] + x / 2, 1e-12);
+    }
+  }
+  // the correction speed is capped: in the velocity (split_impulse = 0), or in the position
+  // correction, which leaves the velocity at rest (split impulse, the default)
+  ckSettings s = LcpSettings();
+  s.lcp.erp = 1;
+  s.lcp.slop = 0;
+  s.lcp.max_correction = 0.1;
+  s.lcp.split_impulse = 0;
+  auto solver = MakeLcp(e, s);
+  solver->Solve(e.p(), &e.sol());
+  EXPECT_NEAR(e.sol().v_next[2], 0.1, 1e-12);
+  EXPECT_EQ(e.sol().position_correction, nullptr);
+  s.lcp.split_impulse = 1;
+  solver = MakeLcp(e, s);
+  solver->Solve(e.p(), &e.sol());
+  EXPECT_NEAR(e.sol().v_next[2], 0, 1e-12);
+  ASSERT_NE(e.sol().position_correction, nullptr);
+  EXPECT_NEAR(e.sol().position_correction[2], 0.1, 1e-12);
+}
+
+// no exact answer within the limits: the best answer is kept, the status says so, the pipeline
+// warns once, nothing is NaN. Single contacts per convex pair, as on every MuJoCo before 3.8:
+// with MuJoCo 3.12's multi-contact patches (a resting cylinder gets 5 points at one depth,
+// 1 from 3.13) the crippled solver gains energy until MuJoCo resets the state (see docs/solvers.md)
+TEST_F(LcpTest, FailureKeepsTheBestAnswerAndWarns) {
+  ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
+  ASSERT_TRUE(m);
+#if mjVERSION_HEADER >= 3008000
+  m->opt.disableflags |= mjDSBL_MULTICCD;
+#endif
+  ckSettings s = LcpSettings();
+  s.lcp.max_pivots = 1;
+  s.lcp.pgs_iter = 2;
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  int failed = 0;
+  for (int t = 0; t < 300; t++) {
+    ck_step(ck.get(), m.get(), d.get());
+    failed += ck_stats(ck.get())->status != ckSTATUS_SOLVED;
+  }
+  EXPECT_GT(failed, 0);
+  for (int i = 0; i < m->nv; i++) ASSERT_TRUE(std::isfinite(d->qvel[i]));
+  EXPECT_EQ(TakeWarnings("best iterate kept"), 1);
+}
+
+// islands above max_island_rows are solved by Gauss-Seidel on velocities, within the bounds
+TEST_F(LcpTest, IslandsAboveTheDenseLimitGetGaussSeidel) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  for (int t = 0; t < 300; t++) ck_step(ck.get(), m.get(), d.get());
+  d->qpos[2] -= 3e-3;  // 3 mm lower: penetrations for the position pass
+  Extracted e(m.get());
+  e.Extract(m.get(), d.get());
+  ASSERT_GT(e.p().nrow, 6);
+  s.lcp.max_island_rows = 4;
+  s.lcp.pgs_iter = 2000;
+
+  auto small = MakeLcp(e, s);
+  small->Solve(e.p(), &e.sol());
+  EXPECT_NE(e.sol().status, ckSTATUS_SOLVED);
+  EXPECT_EQ(small->factorization(0), nullptr);
+  std::vector<double> dummy(e.p().nrow);
+  EXPECT_FALSE(small->ForceTangent(e.p(), e.sol(), ProblemTangent(), dummy.data()));
+  // close to the exact answer of the dense solver: the velocity after the step (unique; the
+  // forces of redundant contacts are not) and the position correction
+  const int nv = m->nv;
+  std::vector<double> v(e.sol().v_next, e.sol().v_next + nv);
+  ASSERT_NE(e.sol().position_correction, nullptr);
+  std::vector<double> u(e.sol().position_correction, e.sol().position_correction + nv);
+  s.lcp.max_island_rows = 400;
+  auto dense = MakeLcp(e, s);
+  dense->Solve(e.p(), &e.sol());
+  ASSERT_EQ(e.sol().status, ckSTATUS_SOLVED);
+  ASSERT_NE(e.sol().position_correction, nullptr);
+  double err = 0, scale = 0, uerr = 0, uscale = 0;
+  for (int i = 0; i < nv; i++) {
+    err = std::max(err, std::fabs(v[i] - e.sol().v_next[i]));
+    scale = std::max(scale, std::fabs(e.sol().v_next[i] - e.p().v_free[i]));
+    uerr = std::max(uerr, std::fabs(u[i] - e.sol().position_correction[i]));
+    uscale = std::max(uscale, std::fabs(e.sol().position_correction[i]));
+  }
+  std::printf(
+      "Gauss-Seidel against the dense solve: velocity %.3g of %.3g, position %.3g of %.3g\n", err,
+      scale, uerr, uscale);
+  EXPECT_LT(err, 0.05 * scale);
+  EXPECT_LT(uerr, 0.05 * uscale);
+}
+
+}  // namespace
+}  // namespace contactkit::test

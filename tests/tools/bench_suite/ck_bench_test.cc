@@ -1,0 +1,191 @@
+// Copyright 2026 The contactkit developers.
+//
+// ck-bench smoke runs with --quick: every benchmark writes its CSV (one row per solver and case,
+// numbers that make sense) and its Markdown table; bad input is named.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "contactkit/contactkit.h"
+#include "support/fixture.h"
+#include "tests/tools/process.h"
+
+namespace contactkit::test {
+namespace {
+
+#ifdef CK_BENCH
+const char kBench[] = CK_BENCH;
+#endif
+
+int AvailableSolvers() {
+  int n = 0;
+  for (int s = 0; s < ckNSOLVER; s++) n += ck_solverAvailable(s);
+  return n;
+}
+
+std::vector<std::vector<std::string>> ReadCsv(const std::string& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::stringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> cells;
+    std::stringstream ls(line);
+    for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+class BenchSuiteTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifndef CK_BENCH
+    GTEST_SKIP() << "ck-bench is not built";
+#else
+    dir_ = MakeTempDir("bench");
+#endif
+  }
+  void TearDown() override {
+    if (!dir_.empty()) RunProcess({"rm", "-rf", dir_});
+  }
+  ProcessResult Bench(const std::string& cmd) {
+#ifdef CK_BENCH
+    // no Menagerie folder from the environment: robots are skipped unless a test names one
+    return RunProcess({kBench, cmd, "--out", dir_, "--quick", "--quiet", "--no-plots"},
+                      {{ "CK_MENAGERIE",
+                         "" }});
+#else
+    return {};
+#endif
+  }
+  std::string dir_;
+};
+
+TEST_F(BenchSuiteTest, DojoDropMeasuresMujocoPenetration) {
+  const ProcessResult r = Bench("dojo-drop");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Dojo Table II"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(std::string("MuJoCo ") + mj_versionString() + ","), std::string::npos)
+      << "the version as MuJoCo writes it: " << r.out;
+  const auto rows = ReadCsv(dir_ + "/dojo_drop.csv");
+  ASSERT_EQ(rows.size(), 1u + 3u * AvailableSolvers());
+  EXPECT_EQ(rows[0][0], "solver");
+  for (size_t i = 1; i < rows.size(); i++) {
+    ASSERT_EQ(rows[i].size(), 5u);
+    // the shared divergence check: a contact deeper than 0.1 m is a diverged run, named as such
+    if (std::stod(rows[i][3]) > 0.1) {
+      EXPECT_EQ(rows[i][4], "1") << rows[i][0] << " at h = " << rows[i][1];
+      EXPECT_NE(r.out.find(std::string("DIVERGED: ") + rows[i][0] + " at h = " + rows[i][1]),
+                std::string::npos)
+          << r.out;
+    }
+    // MuJoCo's soft contact penetrates the floor at 0.01 and 0.001 s (Dojo Table II)
+    if (rows[i][0] == "mujoco" && rows[i][1] != "0.1") {
+      EXPECT_GT(std::stod(rows[i][3]), 1e-3) << rows[i][1];
+      EXPECT_EQ(rows[i][4], "0") << "MuJoCo fails at h = " << rows[i][1];
+    }
+  }
+}
+
+TEST_F(BenchSuiteTest, ScalingGrowsWithContacts) {
+  const ProcessResult r = Bench("comfree-scaling");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = ReadCsv(dir_ + "/comfree_scaling.csv");
+  ASSERT_EQ(rows.size(), 1u + 3u * AvailableSolvers());
+  // for MuJoCo: more bodies, more contacts, more time per step
+  std::vector<double> contacts, ms;
+  for (size_t i = 1; i < rows.size(); i++) {
+    if (rows[i][0] != "mujoco") continue;
+    contacts.push_back(std::stod(rows[i][2]));
+    ms.push_back(std::stod(rows[i][3]));
+  }
+  ASSERT_EQ(contacts.size(), 3u);
+  EXPECT_GT(contacts[0], 0);
+  EXPECT_GT(contacts[2], contacts[0]);
+  EXPECT_GT(ms[2], ms[0]);
+}
+
+// comfree-slopes: every variant on every scene from the same settled state, with the slopes
+TEST_F(BenchSuiteTest, SlopesTimeEveryVariantOnEveryScene) {
+  const ProcessResult r = Bench("comfree-slopes");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("slope, constraint stage"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Target: comfree slope <= 1.1"), std::string::npos) << r.out;
+  const auto rows = ReadCsv(dir_ + "/comfree_slopes.csv");
+  ASSERT_EQ(rows.size(), 1u + 3u * 4u) << "3 scenes x comfree, newton, pgs, ipm";
+  EXPECT_EQ(rows[0][3], "solver");
+  for (size_t i = 1; i < rows.size(); i++) {
+    ASSERT_EQ(rows[i].size(), 11u);
+    EXPECT_GT(std::stod(rows[i][4]), 0) << rows[i][0] << " " << rows[i][3] << ": contacts";
+    EXPECT_GT(std::stod(rows[i][5]), 0) << rows[i][0] << " " << rows[i][3] << ": step time";
+    EXPECT_EQ(rows[i][9], "3") << rows[i][0] << " " << rows[i][3] << ": timed steps";
+  }
+#ifdef CK_BENCH
+  const ProcessResult bad = RunProcess({kBench, "comfree-slopes", "--variants", "comfree,fast"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("unknown variant 'fast'"), std::string::npos) << bad.err;
+#endif
+}
+
+TEST_F(BenchSuiteTest, JacobianTableHasEveryModel) {
+  const ProcessResult r = Bench("nimble-jacobian");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("| Humanoid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| Hopper"), std::string::npos) << r.out;
+  const auto rows = ReadCsv(dir_ + "/nimble_jacobian.csv");
+  ASSERT_GE(rows.size(), 3u);
+  for (size_t i = 1; i < rows.size(); i++) {
+    EXPECT_GT(std::stod(rows[i].back()), 0) << "MuJoCo's central differences take time";
+  }
+}
+
+TEST_F(BenchSuiteTest, AbsentRobotsAreSkippedByName) {
+#ifdef CK_BENCH
+  const ProcessResult r = RunProcess({kBench, "dojo-speed", "--out", dir_, "--quick", "--quiet",
+                                      "--no-plots", "--models-dir", "/nonexistent"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("skipping Unitree A1"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("Skipped Skydio X2"), std::string::npos) << r.out;
+  const auto rows = ReadCsv(dir_ + "/dojo_speed.csv");
+  ASSERT_EQ(rows.size(), 1u + AvailableSolvers()) << "humanoid only";
+  EXPECT_EQ(rows[1][1], "Humanoid");
+#endif
+}
+
+TEST_F(BenchSuiteTest, RobotsNeedAMenagerieFolder) {
+#ifdef CK_BENCH
+  // neither --menagerie nor CK_MENAGERIE: no robot, and the message says how to give them
+  ProcessResult r = Bench("dojo-speed");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("skipping Franka Panda: no Menagerie folder (--menagerie or CK_MENAGERIE)"),
+            std::string::npos)
+      << r.err;
+  // the environment variable names the folder
+  const std::string dir = CK_SHARED_MODELS;
+  if (!FileExists(dir + "/skydio_x2")) GTEST_SKIP() << dir << " is absent";
+  r = RunProcess({kBench, "dojo-speed", "--out", dir_, "--quick", "--quiet", "--no-plots",
+                  "--solvers", "mujoco"},
+                 {{"CK_MENAGERIE", dir}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("skipping Skydio X2"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("Skydio X2"), std::string::npos) << r.out;
+#endif
+}
+
+TEST_F(BenchSuiteTest, BadInputIsNamed) {
+#ifdef CK_BENCH
+  ProcessResult r = RunProcess({kBench, "dojo"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("unknown command 'dojo'; allowed: all, dojo-drop"), std::string::npos)
+      << r.err;
+  r = RunProcess({kBench, "all", "--solvers", "mujoco,newton"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("unknown solver 'newton'"), std::string::npos) << r.err;
+  r = RunProcess({kBench, "all", "--fast"});
+  EXPECT_NE(r.err.find("unknown option '--fast'"), std::string::npos) << r.err;
+#endif
+}
+
+}  // namespace
+}  // namespace contactkit::test
