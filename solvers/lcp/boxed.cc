@@ -380,7 +380,7 @@ bool BoxedLcpSolver::Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double 
   int* list = list_.data();
   signed char* target = target_.data();
   for (int solves = 0;; solves++) {
-    if (solves >= opt.max_solves) return false;
+    if (solves >= opt.max_solves || stats->iterations >= opt.budget) return false;
     stats->iterations++;
     if (!Reduced(lcp, state, ridge, opt.rtol, &cod_, x, w)) return false;
     const int m = Infeasible(lcp, state, x, w, opt.tol, list, target);
@@ -462,6 +462,7 @@ bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, doubl
           K[b + b * ks] += ridge;
           col[b] = -dir * A[cidx[b] + i * ld];
         }
+        if (stats->iterations >= opt.budget) return false;
         stats->iterations++;
         cod_.Factor(K, std::max(k, 1), k, opt.rtol);
         if (k > 0) cod_.Solve(col, dx);
@@ -535,7 +536,9 @@ bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, do
                                 BoxedStats* stats) {
   const int n = lcp.n;
   double* fix = fixv_.data();
-  for (int round = 0; round < kFreezes && stats->pivots <= 4LL * opt.max_pivots; round++) {
+  for (int round = 0;
+       round < kFreezes && stats->pivots <= 4LL * opt.max_pivots && stats->iterations < opt.budget;
+       round++) {
     // freeze the friction bounds at the current normal forces (averaged with the previous
     // round's after the first rounds, which damps alternating classifications) and pivot
     for (int i = 0; i < n; i++) {
@@ -631,6 +634,7 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   const double ridge = opt.ridge * (maxdiag > 0 ? maxdiag : 1);
   auto finish = [&](bool exact) {
     if (exact) Stabilize(lcp, opt, state, cod, x, w, stats);
+    stats->over_budget = !exact && stats->iterations >= opt.budget;
     stats->residual = Residual(lcp, x, w, &stats->kappa);
     return exact;
   };
@@ -658,9 +662,11 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     return finish(true);
   }
 
-  // 2. Lemke's method on the coupled problem, 3. exact solve of its classification
+  // 2. Lemke's method on the coupled problem (counted as one solve of the budget), 3. exact solve
+  // of its classification
   int lemke_pivots = 0;
-  const bool lemke_ok = lemke_.Solve(lcp, opt.max_pivots, x, state, &lemke_pivots);
+  const bool lemke_ok = stats->iterations < opt.budget &&
+                        lemke_.Solve(lcp, opt.max_pivots, x, state, &lemke_pivots);
   stats->pivots += lemke_pivots;
   stats->iterations++;
   if (lemke_ok) {

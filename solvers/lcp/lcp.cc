@@ -371,6 +371,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   BoxedOptions opt;
   opt.tol = kTol * std::max(1.0, vscale);
   opt.max_pivots = settings_.lcp.max_pivots;
+  opt.budget = settings_.lcp.max_solves;
   opt.pgs_iter = settings_.lcp.pgs_iter;
   signed char* state = lstate_.data();
   if (settings_.warmstart && have_prev_) {

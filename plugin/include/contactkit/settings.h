@@ -65,6 +65,7 @@ typedef struct ckLcpSettings_ {
   double cfm;                    // constraint force mixing added to the diagonal of A
   int max_pivots;                // pivots per pivoting run, per island
   int pgs_iter;                  // projected Gauss-Seidel sweeps of the fallback
+  int max_solves;                // work budget: factorizations per island per step
   int max_island_rows;           // largest island solved directly (dense workspace size)
 } ckLcpSettings;
 

@@ -295,6 +295,42 @@ TEST(BoxedLcpTest, ConvergedGaussSeidelClassificationIsSolvedExactly) {
   EXPECT_GT(used, 5) << "the fallback was rarely needed: the test does not test it";
 }
 
+// a work budget caps the factorizations of one solve: problems that need more stop there with
+// the best answer found (finite, inside the bounds) and say so; with the budget lifted the same
+// problems are solved exactly
+TEST(BoxedLcpTest, BudgetCapsTheWorkAndSaysSo) {
+  std::mt19937 rng(6);
+  Workspace ws(40);
+  int capped = 0;
+  for (int trial = 0; trial < 40; trial++) {
+    RandomLcp p(3, 4, 0, 1, &rng);
+    BoxedOptions opt;
+    BoxedStats full;
+    ASSERT_TRUE(
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &full));
+    EXPECT_FALSE(full.over_budget);
+    if (full.iterations <= 2) continue;  // the first solve (and its exact one) found it
+    opt.budget = 1;
+    BoxedStats st;
+    const bool ok =
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+    if (ok) continue;  // a cheaper path found it within the budget
+    capped++;
+    EXPECT_TRUE(st.over_budget) << "trial " << trial;
+    // the budget, plus the exact solves of the Gauss-Seidel answer and of what is returned
+    EXPECT_LE(st.iterations, opt.budget + 3) << "trial " << trial << ": " << full.iterations;
+    for (int i = 0; i < p.n; i++) {
+      ASSERT_TRUE(std::isfinite(ws.x[i]));
+      const int f = p.findex[i];
+      const double l = f >= 0 ? -p.mu[i] * std::max(ws.x[f], 0.0) : p.lo[i];
+      const double u = f >= 0 ? p.mu[i] * std::max(ws.x[f], 0.0) : p.hi[i];
+      EXPECT_GE(ws.x[i], l - 1e-12);
+      EXPECT_LE(ws.x[i], u + 1e-12);
+    }
+  }
+  EXPECT_GT(capped, 0) << "no problem needed more than the budget: the test does not test it";
+}
+
 TEST(BoxedLcpTest, SolveDoesNotAllocate) {
   if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
   std::mt19937 rng(8);
