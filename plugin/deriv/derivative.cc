@@ -13,6 +13,7 @@
 
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
+#include "solvers/common/dense.h"
 
 namespace contactkit {
 namespace {
@@ -47,62 +48,6 @@ void RightJacobian(const double phi[3], double Jr[9]) {
   double K2[9];
   mju_mulMatMat(K2, K, K, 3, 3, 3);
   for (int i = 0; i < 9; i++) Jr[i] = (i % 4 == 0 ? 1 : 0) - a * K[i] + b * K2[i];
-}
-
-// x = L^-1... in-place LU with partial pivoting of the column-major n x n matrix a
-bool LuFactor(double* a, int n, int* piv) {
-  for (int k = 0; k < n; k++) {
-    int p = k;
-    double best = std::fabs(a[k * n + k]);
-    for (int i = k + 1; i < n; i++) {
-      if (std::fabs(a[k * n + i]) > best) {
-        best = std::fabs(a[k * n + i]);
-        p = i;
-      }
-    }
-    piv[k] = p;
-    if (!(best > 0)) return false;
-    if (p != k) {
-      for (int j = 0; j < n; j++) std::swap(a[j * n + k], a[j * n + p]);
-    }
-    const double inv = 1 / a[k * n + k];
-    for (int i = k + 1; i < n; i++) a[k * n + i] *= inv;
-    for (int j = k + 1; j < n; j++) {
-      const double akj = a[j * n + k];
-      if (akj == 0) continue;
-      for (int i = k + 1; i < n; i++) a[j * n + i] -= a[k * n + i] * akj;
-    }
-  }
-  return true;
-}
-
-// x = A^-1 x with the factor of LuFactor
-void LuSolve(const double* a, int n, const int* piv, double* x) {
-  for (int k = 0; k < n; k++) std::swap(x[k], x[piv[k]]);
-  for (int j = 0; j < n; j++) {
-    const double xj = x[j];
-    for (int i = j + 1; i < n; i++) x[i] -= a[j * n + i] * xj;
-  }
-  for (int j = n - 1; j >= 0; j--) {
-    x[j] /= a[j * n + j];
-    const double xj = x[j];
-    for (int i = 0; i < j; i++) x[i] -= a[j * n + i] * xj;
-  }
-}
-
-// x = A^-T x with the factor of LuFactor
-void LuSolveT(const double* a, int n, const int* piv, double* x) {
-  for (int j = 0; j < n; j++) {
-    double s = x[j];
-    for (int i = 0; i < j; i++) s -= a[j * n + i] * x[i];
-    x[j] = s / a[j * n + j];
-  }
-  for (int j = n - 1; j >= 0; j--) {
-    double s = x[j];
-    for (int i = j + 1; i < n; i++) s -= a[j * n + i] * x[i];
-    x[j] = s;
-  }
-  for (int k = n - 1; k >= 0; k--) std::swap(x[k], x[piv[k]]);
 }
 
 }  // namespace
@@ -560,7 +505,7 @@ void Derivative::IntegratorSolve(double* x) const {
   if (implicit_) {
     for (int t = 0; t < extractor_.ntree(); t++) {
       const int b = tree_begin_[t];
-      LuSolve(lu_.data() + tree_adr_[t], tree_size_[t], piv_.data() + b, x + b);
+      LuSolve(lu_.data() + tree_adr_[t], piv_.data() + b, tree_size_[t], x + b);
     }
   } else {
     mint_.Solve(x);
@@ -571,7 +516,7 @@ void Derivative::IntegratorSolveT(double* x) const {
   if (implicit_) {
     for (int t = 0; t < extractor_.ntree(); t++) {
       const int b = tree_begin_[t];
-      LuSolveT(lu_.data() + tree_adr_[t], tree_size_[t], piv_.data() + b, x + b);
+      LuSolveT(lu_.data() + tree_adr_[t], piv_.data() + b, tree_size_[t], x + b);
     }
   } else {
     mint_.Solve(x);

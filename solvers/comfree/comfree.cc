@@ -353,15 +353,7 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
     if (dir.J) {
       for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * w[J.colind[adr + q]];
     }
-    if (dir.M) {
-      for (int i = begin; i < end; i++) {
-        dA -= dir.M[mass.madr[i]] * w[i] * w[i];
-        int madr = mass.madr[i] + 1;
-        for (int j = mass.parent[i]; j >= 0; j = mass.parent[j]) {
-          dA -= 2 * dir.M[madr++] * w[i] * w[j];
-        }
-      }
-    }
+    if (dir.M) dA = mass.SubQuadValues(dir.M, w, dA, begin, end);
     for (int i = begin; i < end; i++) w[i] = 0;
   });
   return dA;

@@ -107,18 +107,6 @@ int FrictionGroups(int dim, int* first, int* count) {
   return n;
 }
 
-// y = A x for a tree-layout matrix with values A (MuJoCo's mass layout) on dofs [b, e)
-void TreeMul(const TreeMass& mass, const double* A, const double* x, double* y, int b, int e) {
-  for (int i = b; i < e; i++) y[i] = A[mass.madr[i]] * x[i];
-  for (int i = b; i < e; i++) {
-    int adr = mass.madr[i] + 1;
-    for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
-      y[i] += A[adr] * x[j];
-      y[j] += A[adr] * x[i];
-    }
-  }
-}
-
 // rows [i, i + NB) share one column pattern and are stored one after another (a contact's rows):
 // y[r] = J_(i+r) x
 template <int NB>
@@ -1401,7 +1389,7 @@ void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& 
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
     if (dir.M) {
       for (int j = b; j < e; j++) tmp_[j] = s.v[j] - p.v_free[j];
-      TreeMul(p.mass, dir.M, tmp_.data(), drv_.data(), b, e);
+      p.mass.MulValues(dir.M, tmp_.data(), drv_.data(), b, e);
     }
     if (dir.v_free) {
       p.mass.Mul(dir.v_free, rhs_.data(), b, e);
