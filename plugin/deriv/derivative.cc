@@ -1341,11 +1341,7 @@ int FirstBad(const mjtNum* x, int n) {
 // (not per thread, and the caller's own handler), and a longjmp across our C++ frames would skip
 // their destructors, which is undefined behaviour.
 int CheckTransition(ckHandle* ck, const mjModel* m, const mjData* d, const char* fn) {
-  if (!CheckModel(ck, m, fn, false)) return -1;
-  if (!d) {
-    SetLastError(ck, fn, "data is NULL");
-    return -1;
-  }
+  if (!CheckEntry(ck, m, d, fn, false)) return -1;
   if (!ck->deriv) {
     SetLastError(ck, fn,
                  "the handle has no derivative workspace (setting 'derivatives' is 0; turn it on "

@@ -89,6 +89,9 @@ void SetLastError(ckHandle* ck, const char* fn, const char* fmt, ...)
 // once per handle) and the result is false
 bool CheckModel(ckHandle* ck, const mjModel* m, const char* fn, bool warn);
 
+// CheckModel, and d is not NULL: the checks every entry point on (m, d) starts with
+bool CheckEntry(ckHandle* ck, const mjModel* m, const mjData* d, const char* fn, bool warn);
+
 // marks a handle in use for the lifetime of the guard (every public entry point that works on the
 // handle); a second concurrent user finds it taken and is refused with a MuJoCo warning. The
 // other thread owns the handle's error text, so the refused call leaves ck_lastError alone.

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional
 
 import mujoco
 import numpy as np
 
 from . import _core
-
-# sizes that a handle's workspace depends on (the C side checks the model's full structure too)
-_SIGNATURE = ("nq", "nv", "na", "nu", "nbody", "njnt", "ngeom", "nsensordata", "neq", "ntendon")
-
-
-def _signature(model: mujoco.MjModel) -> Tuple[int, ...]:
-    return tuple(int(getattr(model, k)) for k in _SIGNATURE)
-
 
 def _text(value: Any) -> str:
     """A setting value as the C API's text (bool: 0/1, sequences: space separated)."""
@@ -115,7 +107,6 @@ class Handle:
         if solver is not None:
             settings = {"solver": solver, **settings}
         self._core = _core.Handle(model._address, {k: _text(v) for k, v in settings.items()})
-        self._signature = _signature(model)
         self._model_address = model._address
         self._data_ref: Optional[weakref.ref] = None
         self._data_address = 0
@@ -123,19 +114,21 @@ class Handle:
         self.last_jacobian_reason: str = ""
 
     # ------------------------------------------------------------------------------- checks
+    def _require_model(self, model: Any) -> None:
+        """Raise unless model is the one the handle was made for (ck_sameModel)."""
+        _check_model(model)
+        if not self._core.same_model(model._address):
+            raise ValueError("this handle was made for another model (sizes or structure differ)")
+
     def _check(self, model: Any, data: Any) -> None:
         if not isinstance(model, mujoco.MjModel) or model._address != self._model_address:
-            _check_model(model)
-            if _signature(model) != self._signature:
-                raise ValueError(
-                    "this handle was made for another model: sizes "
-                    f"{dict(zip(_SIGNATURE, self._signature))}, got {dict(zip(_SIGNATURE, _signature(model)))}")
+            self._require_model(model)
             self._model_address = model._address
             self._data_ref = None
         if self._data_ref is None or self._data_ref() is not data or data._address != self._data_address:
             if not isinstance(data, mujoco.MjData):
                 raise TypeError(f"expected a mujoco.MjData, got {type(data).__name__}")
-            if _signature(data.model) != self._signature:
+            if not self._core.same_model(data.model._address):
                 raise ValueError("data belongs to another model than the handle's")
             self._data_ref = weakref.ref(data)
             self._data_address = data._address
@@ -170,9 +163,7 @@ class Handle:
         previous settings on bad input."""
         address = 0
         if model is not None:
-            _check_model(model)
-            if _signature(model) != self._signature:
-                raise ValueError("this handle was made for another model")
+            self._require_model(model)
             address = model._address
         self._core.set(address, {k: _text(v) for k, v in settings.items()})
 

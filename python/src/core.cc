@@ -82,6 +82,7 @@ class Handle {
   }
   void Reset() { ck_reset(ck_); }
   std::string LastError() const { return ck_lastError(ck_); }
+  bool SameModel(std::uintptr_t m) const { return ck_sameModel(ck_, M(m)); }
 
   // every setting as text
   py::dict Settings() const {
@@ -234,6 +235,7 @@ PYBIND11_MODULE(_core, mod) {
       .def("forward", &Handle::Forward)
       .def("reset", &Handle::Reset)
       .def("last_error", &Handle::LastError)
+      .def("same_model", &Handle::SameModel)
       .def("settings", &Handle::Settings)
       .def("set", &Handle::Set)
       .def("stats", &Handle::Stats)

@@ -136,6 +136,10 @@ CKAPI ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* erro
 // Free a handle (NULL is allowed).
 CKAPI void ck_free(ckHandle* ck);
 
+// 1 if m is the model ck was made for (the fingerprint every entry point compares), 0 if it is
+// another model or either is NULL. Changes nothing (ck_lastError included).
+CKAPI int ck_sameModel(const ckHandle* ck, const mjModel* m);
+
 // Change settings between steps (solver switch included); allocates the new solver's workspace
 // (also lcp's when max_island_rows changes, which sizes it), and the derivative workspace when
 // "derivatives" is turned on. m may be NULL unless the change needs the model: turning
