@@ -365,7 +365,7 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   Problem& p = storage_.problem();
   Solution& sol = storage_.solution();
   if (extractor_.Extract(m, d, &p) > 0) {
-    fallback_ = "more constraint rows than the handle's capacity";
+    fallback_ = ckFALLBACK_ROWS;
     return false;
   }
   if (cfd_) CfdAdjustProblem(m, &p);
@@ -412,7 +412,7 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   rows.R = d->efc_R;
   rows.mu = mu_.data();
   if (!soft_.Prepare(p, rows, sol.v_next)) {
-    fallback_ = "the Hessian of MuJoCo's solver is not positive definite";
+    fallback_ = ckFALLBACK_SOFT_HESSIAN;
     return false;
   }
   p_ = &p;
@@ -480,7 +480,7 @@ bool Derivative::PrepareIntegrator(const mjModel* m, bool rk4) {
     }
     for (int t = 0; t < extractor_.ntree(); t++) {
       if (!LuFactor(lu_.data() + tree_adr_[t], tree_size_[t], piv_.data() + tree_begin_[t])) {
-        fallback_ = "M - h qDeriv is singular";
+        fallback_ = ckFALLBACK_IMPLICIT;
         return false;
       }
     }
@@ -569,7 +569,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
       sol_ = &shadow_->storage.solution();
       solver_ = shadow_->solver.get();
       if (p_->ncon < CountIncluded(d)) {
-        fallback_ = "more constraint rows than the handle's capacity";
+        fallback_ = ckFALLBACK_ROWS;
         return false;
       }
     }
@@ -729,7 +729,7 @@ bool Derivative::SolveTangent(const mjModel* m) {
     }
     if (solver_) {
       if (!solver_->ForceTangent(p, *sol_, dir, df_.data())) {
-        fallback_ = "the solver has no analytic force tangent";
+        fallback_ = ckFALLBACK_NO_TANGENT;
         return false;
       }
       // lcp's split impulse: the tangent of the position correction
@@ -1102,7 +1102,7 @@ bool Derivative::RungeKutta(const mjModel* m) {
     sensors_ = stage == 0 && sensor_out;
     if (!PrepareStage(m, true)) return false;
     if (stage == 0 && has_rows_ && solver_ && sol_->position_correction) {
-      fallback_ = "lcp's position correction (split impulse) is not differentiated under RK4";
+      fallback_ = ckFALLBACK_RK4_POSITION;
       return false;
     }
     if (stage == 0) ElasticPrepare(m);
@@ -1198,22 +1198,20 @@ bool Derivative::RungeKutta(const mjModel* m) {
 }
 
 int Derivative::Run(const mjModel* m, const mjData* d) {
-  fallback_ = "";
+  fallback_ = ckFALLBACK_NONE;
   bool ok = true;
   if (m->opt.noslip_iterations > 0) {
-    fallback_ = "noslip iterations are not differentiated";
+    fallback_ = ckFALLBACK_NOSLIP;
     ok = false;
   }
   // the implicit integrators' M - h qDeriv holds fluid drag, whose change with q and v the
   // tangents leave out (Skydio X2 under implicit: A 1.3e-3 off)
   if (ok && IsImplicit(m) && (m->opt.density > 0 || m->opt.viscosity > 0)) {
-    fallback_ = "fluid forces under the implicit integrators are not differentiated";
+    fallback_ = ckFALLBACK_FLUID_IMPLICIT;
     ok = false;
   }
   if (ok && JdotvInReference(m, d)) {
-    fallback_ =
-        "MuJoCo 3.7+ subtracts Jdot v from connect and weld rows' reference, which the "
-        "analytic tangents leave out";
+    fallback_ = ckFALLBACK_JDOTV;
     ok = false;
   }
   if (ok) {
@@ -1394,7 +1392,10 @@ int Finish(ckHandle* ck, const char* fn, int ret, int resets,
       }
     }
   }
-  if (ret == 1) SetLastError(ck, fn, "finite differences: %s", ck->deriv->fallback_reason());
+  if (ret == 1) {
+    ck->fallback = ck->deriv->fallback();
+    SetLastError(ck, fn, "finite differences: %s", ck_fallbackText(ck->fallback));
+  }
   return ret;
 }
 
@@ -1403,11 +1404,28 @@ int Finish(ckHandle* ck, const char* fn, int ret, int resets,
 
 extern "C" {
 
+const char* ck_fallbackText(int reason) {
+  static const char* const kText[ckNFALLBACK] = {
+      "",
+      "more constraint rows than the handle's capacity",
+      "the Hessian of MuJoCo's solver is not positive definite",
+      "M - h qDeriv is singular",
+      "the solver has no analytic force tangent",
+      "lcp's position correction (split impulse) is not differentiated under RK4",
+      "noslip iterations are not differentiated",
+      "fluid forces under the implicit integrators are not differentiated",
+      "MuJoCo 3.7+ subtracts Jdot v from connect and weld rows' reference, which the analytic "
+      "tangents leave out",
+  };
+  return reason >= 0 && reason < ckNFALLBACK ? kText[reason] : nullptr;
+}
+
 int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                      mjtNum* C, mjtNum* D) {
   using namespace contactkit;
   InUse guard(ck, "ck_transitionJac");
   if (!guard.ok()) return -1;
+  ck->fallback = ckFALLBACK_NONE;
   const int check = CheckTransition(ck, m, d, "ck_transitionJac");
   if (check) return check;
   const size_t ndx = 2 * m->nv + m->na, nu = m->nu, ns = m->nsensordata;
@@ -1422,6 +1440,7 @@ int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, const mjtN
   using namespace contactkit;
   InUse guard(ck, "ck_transitionVJP");
   if (!guard.ok()) return -1;
+  ck->fallback = ckFALLBACK_NONE;
   const int check = CheckTransition(ck, m, d, "ck_transitionVJP");
   if (check) return check;
   const size_t ndx = 2 * m->nv + m->na, nu = m->nu;

@@ -357,6 +357,8 @@ const ckStats* ck_stats(const ckHandle* ck) { return ck ? &ck->stats : nullptr; 
 
 const char* ck_lastError(const ckHandle* ck) { return ck ? ck->error : ""; }
 
+int ck_lastFallback(const ckHandle* ck) { return ck ? ck->fallback : ckFALLBACK_NONE; }
+
 int ck_sameModel(const ckHandle* ck, const mjModel* m) {
   return ck && m && contactkit::ModelFingerprint(m) == ck->fingerprint;
 }

@@ -48,6 +48,8 @@ struct ckHandle_ {
   ckStats stats;                                  // statistics of the last forward pass
   uint64_t fingerprint = 0;                       // ModelFingerprint of the handle's model
   char error[512] = "";                           // ck_lastError: why the last call failed
+  int fallback = ckFALLBACK_NONE;                 // ck_lastFallback: ckFallback of the last
+                                                  // ck_transitionJac / ck_transitionVJP
   std::atomic<bool> in_use{false};                // an entry point is running on the handle
   contactkit::Extractor extractor;                // model structure and capacities
   contactkit::ProblemStorage storage;             // problem and solution arrays

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import weakref
 from typing import Any, Mapping, Optional
 
@@ -10,6 +11,28 @@ import mujoco
 import numpy as np
 
 from . import _core
+
+class Fallback(enum.IntEnum):
+    """Why a Jacobian came from finite differences (ckFallback); `fallback_text` says it in words."""
+
+    NONE = 0  # analytic, or no Jacobian (the call failed)
+    ROWS = 1  # more constraint rows than the handle's capacity
+    SOFT_HESSIAN = 2  # the Hessian of MuJoCo's solver is not positive definite
+    IMPLICIT = 3  # M - h qDeriv of the implicit integrator is singular
+    NO_TANGENT = 4  # the solver has no analytic force tangent for this problem
+    RK4_POSITION = 5  # lcp's position correction (split impulse) under RK4
+    NOSLIP = 6  # noslip iterations
+    FLUID_IMPLICIT = 7  # fluid forces under the implicit integrators
+    JDOTV = 8  # MuJoCo 3.7+'s Jdot v in connect and weld rows' reference
+
+
+def fallback_text(reason: int) -> str:
+    """One line saying what a Fallback means (ck_fallbackText; "" for NONE)."""
+    texts = _core.fallback_texts()
+    if not 0 <= int(reason) < len(texts):
+        raise ValueError(f"no fallback reason {reason}; allowed 0 .. {len(texts) - 1}")
+    return texts[int(reason)]
+
 
 def _text(value: Any) -> str:
     """A setting value as the C API's text (bool: 0/1, sequences: space separated)."""
@@ -112,6 +135,7 @@ class Handle:
         self._data_address = 0
         self.last_jacobian_method: Optional[str] = None
         self.last_jacobian_reason: str = ""
+        self.last_jacobian_fallback: Fallback = Fallback.NONE
 
     # ------------------------------------------------------------------------------- checks
     def _require_model(self, model: Any) -> None:
@@ -197,6 +221,7 @@ class Handle:
             raise RuntimeError(f"{what} failed: {reason}")
         self.last_jacobian_method = "analytic" if rc == 0 else "finite_differences"
         self.last_jacobian_reason = reason
+        self.last_jacobian_fallback = Fallback(self._core.last_fallback())
 
     def transition_jac(self, model: mujoco.MjModel, data: mujoco.MjData, A=None, B=None, C=None,
                        D=None):
@@ -207,7 +232,8 @@ class Handle:
         qvel, act]. Arrays given are written in place (others are not computed); with none
         given all four are returned newly allocated. `last_jacobian_method` says whether the
         analytic path ("analytic") or finite differences through the step
-        ("finite_differences") produced them, `last_jacobian_reason` why differences were used.
+        ("finite_differences") produced them, `last_jacobian_fallback` (a Fallback) and
+        `last_jacobian_reason` (in words) why differences were used.
         data is left unchanged. Raises ValueError for a state MuJoCo would reset (NaN, inf or
         huge values), RuntimeError (with the reason) when the handle cannot differentiate.
         With solver "ipm" the Jacobian is a smoothed gradient taken at kappa_grad (default

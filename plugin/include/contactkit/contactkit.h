@@ -43,6 +43,20 @@ extern "C" {
 
 #define ckVERSION "0.1.0"
 
+// why ck_transitionJac / ck_transitionVJP used finite differences (they then return 1)
+typedef enum ckFallback_ {
+  ckFALLBACK_NONE = 0,        // analytic, or no Jacobian (the call failed)
+  ckFALLBACK_ROWS,            // more constraint rows than the handle's capacity
+  ckFALLBACK_SOFT_HESSIAN,    // the Hessian of MuJoCo's solver is not positive definite
+  ckFALLBACK_IMPLICIT,        // M - h qDeriv of the implicit integrator is singular
+  ckFALLBACK_NO_TANGENT,      // the solver has no analytic force tangent for this problem
+  ckFALLBACK_RK4_POSITION,    // lcp's position correction (split impulse) under RK4
+  ckFALLBACK_NOSLIP,          // noslip iterations
+  ckFALLBACK_FLUID_IMPLICIT,  // fluid forces under the implicit integrators
+  ckFALLBACK_JDOTV,           // MuJoCo 3.7+'s Jdot v in connect and weld rows' reference
+  ckNFALLBACK
+} ckFallback;
+
 // statistics of the last ck_forward / ck_step (the last RK4 stage for RK4)
 typedef struct ckStats_ {
   int solver;              // ckSolver that produced the forces
@@ -127,6 +141,14 @@ CKAPI mjModel* ck_loadXMLString(const char* xml, char* error, int error_sz);
 // differences (return 1); "" after a success. Never NULL ("" for a NULL handle). Valid until the
 // next call with the handle.
 CKAPI const char* ck_lastError(const ckHandle* ck);
+
+// The ckFallback of the last ck_transitionJac / ck_transitionVJP with this handle: why it used
+// finite differences (return 1); ckFALLBACK_NONE after an analytic result, a failure or for a
+// NULL handle.
+CKAPI int ck_lastFallback(const ckHandle* ck);
+
+// One line saying what a ckFallback means ("" for ckFALLBACK_NONE, NULL out of range).
+CKAPI const char* ck_fallbackText(int reason);
 
 // Create a handle for model m. settings may be NULL: the handle then takes its settings from the
 // model (ck_settingsFromModel), and a model without any gets the "mujoco" pass-through.
