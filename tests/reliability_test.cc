@@ -121,6 +121,10 @@ TEST_F(ReliabilityTest, LookAlikeModelIsRefusedEverywhere) {
   for (int solver : {ckSOL_MUJOCO, ckSOL_IPM}) {
     ckSettings s = Settings(solver);
     HandlePtr ck = Make(a.get(), &s);
+    EXPECT_EQ(1, ck_sameModel(ck.get(), a.get()));
+    EXPECT_EQ(0, ck_sameModel(ck.get(), b.get()));
+    EXPECT_EQ(0, ck_sameModel(ck.get(), nullptr));
+    EXPECT_EQ(0, ck_sameModel(nullptr, a.get()));
     DataPtr d(mj_makeData(b.get()));
     d->ctrl[0] = 0.5;
     std::vector<mjtNum> qpos(d->qpos, d->qpos + b->nq);
@@ -250,10 +254,24 @@ TEST_F(ReliabilityTest, TransitionSaysWhy) {
   EXPECT_TRUE(Mentions(ck_lastError(ck.get()), "eps")) << ck_lastError(ck.get());
   EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), A.data(), nullptr, nullptr, nullptr));
   EXPECT_STREQ(ck_lastError(ck.get()), "");
-  // noslip: finite differences, and why
+  EXPECT_EQ(ckFALLBACK_NONE, ck_lastFallback(ck.get()));
+  // noslip: finite differences, and why (as a code and in words)
   m->opt.noslip_iterations = 2;
   EXPECT_EQ(1, ck_transitionJac(ck.get(), m.get(), d.get(), A.data(), nullptr, nullptr, nullptr));
   EXPECT_TRUE(Mentions(ck_lastError(ck.get()), "noslip")) << ck_lastError(ck.get());
+  EXPECT_EQ(ckFALLBACK_NOSLIP, ck_lastFallback(ck.get()));
+  EXPECT_TRUE(Mentions(ck_lastError(ck.get()), ck_fallbackText(ckFALLBACK_NOSLIP)));
+  // a refused call clears it
+  EXPECT_EQ(-1, ck_transitionJac(ck.get(), m.get(), nullptr, A.data(), nullptr, nullptr, nullptr));
+  EXPECT_EQ(ckFALLBACK_NONE, ck_lastFallback(ck.get()));
+}
+
+TEST_F(ReliabilityTest, FallbackTextCoversEveryCode) {
+  EXPECT_STREQ("", ck_fallbackText(ckFALLBACK_NONE));
+  for (int i = 1; i < ckNFALLBACK; i++) EXPECT_GT(std::strlen(ck_fallbackText(i)), 0u) << i;
+  EXPECT_EQ(nullptr, ck_fallbackText(ckNFALLBACK));
+  EXPECT_EQ(nullptr, ck_fallbackText(-1));
+  EXPECT_EQ(ckFALLBACK_NONE, ck_lastFallback(nullptr));
 }
 
 TEST_F(ReliabilityTest, LoadXMLStringNamesTheString) {

@@ -1,8 +1,9 @@
 // Copyright 2026 The contactkit developers.
 //
-// The one table of setting keys: name, type, place in ckSettings, allowed range, default and
-// documentation. The MJCF plugin tag, <custom> fields, the CLI's --set, MuJoCo 3.x plugin
-// registration and docs/settings.md (via ck-run --list-settings) all read it.
+// The one table of setting keys (plugin/config/settings.cc): name, type, place in ckSettings,
+// allowed range, default and documentation. The MJCF plugin tag, <custom> fields, the CLI's
+// --set, MuJoCo 3.x plugin registration, ck_settingDoc and
+// docs/settings.md (via ck-run --list-settings) all read it.
 #ifndef CONTACTKIT_PLUGIN_SETTINGS_TABLE_H_
 #define CONTACTKIT_PLUGIN_SETTINGS_TABLE_H_
 
@@ -38,10 +39,10 @@ const KeyInfo* SettingKeys(int* n);
 // the entry for a key, or null
 const KeyInfo* FindSettingKey(const char* name);
 
-// prefix of <custom> field names that carry settings
 // copy msg into an (error, error_sz) buffer of the C API (error may be NULL)
 void SetError(char* error, int error_sz, const std::string& msg);
 
+// prefix of <custom> field names that carry settings
 constexpr const char kCustomPrefix[] = "contactkit:";
 
 // name of the MJCF plugin (<extension><plugin plugin="contactkit.solver">)

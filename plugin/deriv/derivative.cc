@@ -13,6 +13,7 @@
 
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
+#include "solvers/common/dense.h"
 
 namespace contactkit {
 namespace {
@@ -47,62 +48,6 @@ void RightJacobian(const double phi[3], double Jr[9]) {
   double K2[9];
   mju_mulMatMat(K2, K, K, 3, 3, 3);
   for (int i = 0; i < 9; i++) Jr[i] = (i % 4 == 0 ? 1 : 0) - a * K[i] + b * K2[i];
-}
-
-// x = L^-1... in-place LU with partial pivoting of the column-major n x n matrix a
-bool LuFactor(double* a, int n, int* piv) {
-  for (int k = 0; k < n; k++) {
-    int p = k;
-    double best = std::fabs(a[k * n + k]);
-    for (int i = k + 1; i < n; i++) {
-      if (std::fabs(a[k * n + i]) > best) {
-        best = std::fabs(a[k * n + i]);
-        p = i;
-      }
-    }
-    piv[k] = p;
-    if (!(best > 0)) return false;
-    if (p != k) {
-      for (int j = 0; j < n; j++) std::swap(a[j * n + k], a[j * n + p]);
-    }
-    const double inv = 1 / a[k * n + k];
-    for (int i = k + 1; i < n; i++) a[k * n + i] *= inv;
-    for (int j = k + 1; j < n; j++) {
-      const double akj = a[j * n + k];
-      if (akj == 0) continue;
-      for (int i = k + 1; i < n; i++) a[j * n + i] -= a[k * n + i] * akj;
-    }
-  }
-  return true;
-}
-
-// x = A^-1 x with the factor of LuFactor
-void LuSolve(const double* a, int n, const int* piv, double* x) {
-  for (int k = 0; k < n; k++) std::swap(x[k], x[piv[k]]);
-  for (int j = 0; j < n; j++) {
-    const double xj = x[j];
-    for (int i = j + 1; i < n; i++) x[i] -= a[j * n + i] * xj;
-  }
-  for (int j = n - 1; j >= 0; j--) {
-    x[j] /= a[j * n + j];
-    const double xj = x[j];
-    for (int i = 0; i < j; i++) x[i] -= a[j * n + i] * xj;
-  }
-}
-
-// x = A^-T x with the factor of LuFactor
-void LuSolveT(const double* a, int n, const int* piv, double* x) {
-  for (int j = 0; j < n; j++) {
-    double s = x[j];
-    for (int i = 0; i < j; i++) s -= a[j * n + i] * x[i];
-    x[j] = s / a[j * n + j];
-  }
-  for (int j = n - 1; j >= 0; j--) {
-    double s = x[j];
-    for (int i = j + 1; i < n; i++) s -= a[j * n + i] * x[i];
-    x[j] = s;
-  }
-  for (int k = n - 1; k >= 0; k--) std::swap(x[k], x[piv[k]]);
 }
 
 }  // namespace
@@ -420,7 +365,7 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   Problem& p = storage_.problem();
   Solution& sol = storage_.solution();
   if (extractor_.Extract(m, d, &p) > 0) {
-    fallback_ = "more constraint rows than the handle's capacity";
+    fallback_ = ckFALLBACK_ROWS;
     return false;
   }
   if (cfd_) CfdAdjustProblem(m, &p);
@@ -467,7 +412,7 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   rows.R = d->efc_R;
   rows.mu = mu_.data();
   if (!soft_.Prepare(p, rows, sol.v_next)) {
-    fallback_ = "the Hessian of MuJoCo's solver is not positive definite";
+    fallback_ = ckFALLBACK_SOFT_HESSIAN;
     return false;
   }
   p_ = &p;
@@ -535,7 +480,7 @@ bool Derivative::PrepareIntegrator(const mjModel* m, bool rk4) {
     }
     for (int t = 0; t < extractor_.ntree(); t++) {
       if (!LuFactor(lu_.data() + tree_adr_[t], tree_size_[t], piv_.data() + tree_begin_[t])) {
-        fallback_ = "M - h qDeriv is singular";
+        fallback_ = ckFALLBACK_IMPLICIT;
         return false;
       }
     }
@@ -560,7 +505,7 @@ void Derivative::IntegratorSolve(double* x) const {
   if (implicit_) {
     for (int t = 0; t < extractor_.ntree(); t++) {
       const int b = tree_begin_[t];
-      LuSolve(lu_.data() + tree_adr_[t], tree_size_[t], piv_.data() + b, x + b);
+      LuSolve(lu_.data() + tree_adr_[t], piv_.data() + b, tree_size_[t], x + b);
     }
   } else {
     mint_.Solve(x);
@@ -571,7 +516,7 @@ void Derivative::IntegratorSolveT(double* x) const {
   if (implicit_) {
     for (int t = 0; t < extractor_.ntree(); t++) {
       const int b = tree_begin_[t];
-      LuSolveT(lu_.data() + tree_adr_[t], tree_size_[t], piv_.data() + b, x + b);
+      LuSolveT(lu_.data() + tree_adr_[t], piv_.data() + b, tree_size_[t], x + b);
     }
   } else {
     mint_.Solve(x);
@@ -624,7 +569,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
       sol_ = &shadow_->storage.solution();
       solver_ = shadow_->solver.get();
       if (p_->ncon < CountIncluded(d)) {
-        fallback_ = "more constraint rows than the handle's capacity";
+        fallback_ = ckFALLBACK_ROWS;
         return false;
       }
     }
@@ -784,7 +729,7 @@ bool Derivative::SolveTangent(const mjModel* m) {
     }
     if (solver_) {
       if (!solver_->ForceTangent(p, *sol_, dir, df_.data())) {
-        fallback_ = "the solver has no analytic force tangent";
+        fallback_ = ckFALLBACK_NO_TANGENT;
         return false;
       }
       // lcp's split impulse: the tangent of the position correction
@@ -1157,7 +1102,7 @@ bool Derivative::RungeKutta(const mjModel* m) {
     sensors_ = stage == 0 && sensor_out;
     if (!PrepareStage(m, true)) return false;
     if (stage == 0 && has_rows_ && solver_ && sol_->position_correction) {
-      fallback_ = "lcp's position correction (split impulse) is not differentiated under RK4";
+      fallback_ = ckFALLBACK_RK4_POSITION;
       return false;
     }
     if (stage == 0) ElasticPrepare(m);
@@ -1253,22 +1198,20 @@ bool Derivative::RungeKutta(const mjModel* m) {
 }
 
 int Derivative::Run(const mjModel* m, const mjData* d) {
-  fallback_ = "";
+  fallback_ = ckFALLBACK_NONE;
   bool ok = true;
   if (m->opt.noslip_iterations > 0) {
-    fallback_ = "noslip iterations are not differentiated";
+    fallback_ = ckFALLBACK_NOSLIP;
     ok = false;
   }
   // the implicit integrators' M - h qDeriv holds fluid drag, whose change with q and v the
   // tangents leave out (Skydio X2 under implicit: A 1.3e-3 off)
   if (ok && IsImplicit(m) && (m->opt.density > 0 || m->opt.viscosity > 0)) {
-    fallback_ = "fluid forces under the implicit integrators are not differentiated";
+    fallback_ = ckFALLBACK_FLUID_IMPLICIT;
     ok = false;
   }
   if (ok && JdotvInReference(m, d)) {
-    fallback_ =
-        "MuJoCo 3.7+ subtracts Jdot v from connect and weld rows' reference, which the "
-        "analytic tangents leave out";
+    fallback_ = ckFALLBACK_JDOTV;
     ok = false;
   }
   if (ok) {
@@ -1396,11 +1339,7 @@ int FirstBad(const mjtNum* x, int n) {
 // (not per thread, and the caller's own handler), and a longjmp across our C++ frames would skip
 // their destructors, which is undefined behaviour.
 int CheckTransition(ckHandle* ck, const mjModel* m, const mjData* d, const char* fn) {
-  if (!CheckModel(ck, m, fn, false)) return -1;
-  if (!d) {
-    SetLastError(ck, fn, "data is NULL");
-    return -1;
-  }
+  if (!CheckEntry(ck, m, d, fn, false)) return -1;
   if (!ck->deriv) {
     SetLastError(ck, fn,
                  "the handle has no derivative workspace (setting 'derivatives' is 0; turn it on "
@@ -1453,7 +1392,10 @@ int Finish(ckHandle* ck, const char* fn, int ret, int resets,
       }
     }
   }
-  if (ret == 1) SetLastError(ck, fn, "finite differences: %s", ck->deriv->fallback_reason());
+  if (ret == 1) {
+    ck->fallback = ck->deriv->fallback();
+    SetLastError(ck, fn, "finite differences: %s", ck_fallbackText(ck->fallback));
+  }
   return ret;
 }
 
@@ -1462,11 +1404,28 @@ int Finish(ckHandle* ck, const char* fn, int ret, int resets,
 
 extern "C" {
 
+const char* ck_fallbackText(int reason) {
+  static const char* const kText[ckNFALLBACK] = {
+      "",
+      "more constraint rows than the handle's capacity",
+      "the Hessian of MuJoCo's solver is not positive definite",
+      "M - h qDeriv is singular",
+      "the solver has no analytic force tangent",
+      "lcp's position correction (split impulse) is not differentiated under RK4",
+      "noslip iterations are not differentiated",
+      "fluid forces under the implicit integrators are not differentiated",
+      "MuJoCo 3.7+ subtracts Jdot v from connect and weld rows' reference, which the analytic "
+      "tangents leave out",
+  };
+  return reason >= 0 && reason < ckNFALLBACK ? kText[reason] : nullptr;
+}
+
 int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                      mjtNum* C, mjtNum* D) {
   using namespace contactkit;
   InUse guard(ck, "ck_transitionJac");
   if (!guard.ok()) return -1;
+  ck->fallback = ckFALLBACK_NONE;
   const int check = CheckTransition(ck, m, d, "ck_transitionJac");
   if (check) return check;
   const size_t ndx = 2 * m->nv + m->na, nu = m->nu, ns = m->nsensordata;
@@ -1481,6 +1440,7 @@ int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, const mjtN
   using namespace contactkit;
   InUse guard(ck, "ck_transitionVJP");
   if (!guard.ok()) return -1;
+  ck->fallback = ckFALLBACK_NONE;
   const int check = CheckTransition(ck, m, d, "ck_transitionVJP");
   if (check) return check;
   const size_t ndx = 2 * m->nv + m->na, nu = m->nu;

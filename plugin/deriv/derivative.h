@@ -68,8 +68,8 @@ class Derivative {
   // the owning handle's contact anchors: every evaluation starts the shadow handle from them
   void set_anchor_source(const Anchors* anchors) { anchor_source_ = anchors; }
 
-  // why the last Jacobian or VJP fell back to finite differences (empty if it did not)
-  const char* fallback_reason() const { return fallback_; }
+  // why the last Jacobian or VJP fell back to finite differences (ckFallback; NONE if it did not)
+  int fallback() const { return fallback_; }
 
   // MuJoCo's resets of the scratch mjData so far (a bad state reached within the evaluation)
   int ScratchResets() const { return Resets(d0_) + Resets(d1_); }
@@ -284,7 +284,7 @@ class Derivative {
   std::vector<double> elastic_J_;         // their normal rows, dense             (kMaxBounce x nv)
   std::vector<double> elastic_norm2_, elastic_sigma_;  // |J_i|^2, sigma_i     (kMaxBounce)
   std::vector<double> elastic_s_;  // <W_i, X0> of dq+/dq and dq+/dv     (2 kMaxBounce)
-  const char* fallback_ = "";
+  int fallback_ = ckFALLBACK_NONE;
   Sink sink_;
   int mode_changes_ = 0;  // pairs whose contacts changed (count, or a jump) within a nudge
   bool sensors_ = false;  // sensor Jacobians wanted in this stage

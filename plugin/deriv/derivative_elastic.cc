@@ -12,13 +12,14 @@
 // discrete Jacobian keeps the directions no contact constrains.) sigma is lcp.restitution for
 // "lcp", and for the soft models the restitution of MuJoCo's reference spring-damper,
 // exp(-pi z / sqrt(1 - z^2)) with damping ratio z = B / (2 sqrt(K)) (0 when overdamped).
-#include <Eigen/Dense>
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 #include "plugin/deriv/derivative.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
+#include "solvers/common/cod.h"
 
 namespace contactkit {
 
@@ -88,29 +89,32 @@ void Derivative::ElasticColumn(int col, const double* out) {
 void Derivative::ElasticFinish(double h) {
   const int n = elastic_n_, nv = nv_, ndx = 2 * nv_ + na_;
   if (!n) return;
-  using Small = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxBounce, kMaxBounce>;
-  using SmallVec = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, kMaxBounce, 1>;
-  Small G(n, n);
+  double G[kMaxBounce * kMaxBounce];  // column-major (n x n)
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < n; j++) {
       const double dij = mju_dot(elastic_J_.data() + static_cast<size_t>(i) * nv,
                                  elastic_J_.data() + static_cast<size_t>(j) * nv, nv);
-      G(i, j) = dij * dij / (elastic_norm2_[i] * elastic_norm2_[j]);
+      G[i + j * n] = dij * dij / (elastic_norm2_[i] * elastic_norm2_[j]);
     }
   }
-  Eigen::CompleteOrthogonalDecomposition<Small> cod(G);
+  // minimum-norm least squares, rank threshold as Eigen's default (n eps relative)
+  double cod_d[Cod::Doubles(kMaxBounce)];
+  int cod_i[Cod::Ints(kMaxBounce)];
+  Cod cod;
+  cod.Bind(cod_d, cod_i, kMaxBounce);
+  cod.Factor(G, n, n, n * DBL_EPSILON);
   for (int block = 0; block < 2; block++) {
-    SmallVec r(n);
+    double lambda[kMaxBounce];
     for (int i = 0; i < n; i++) {
       const double target = -elastic_sigma_[i] * (block == 0 ? 1 : h);
-      r(i) = target - elastic_s_[2 * i + block];
+      lambda[i] = target - elastic_s_[2 * i + block];
     }
-    const SmallVec lambda = cod.solve(r);
+    cod.Solve(lambda, lambda);
 
     // X += sum lambda_i W_i on the Jacobian, and its effect on the VJP
     for (int i = 0; i < n; i++) {
       const double* Ji = elastic_J_.data() + static_cast<size_t>(i) * nv;
-      const double w = lambda(i) / elastic_norm2_[i];
+      const double w = lambda[i] / elastic_norm2_[i];
       if (sink_.A) {
         for (int a = 0; a < nv; a++) {
           if (Ji[a] == 0) continue;

@@ -139,7 +139,7 @@ bool CheckModel(ckHandle* ck, const mjModel* m, const char* fn, bool warn) {
     SetLastError(ck, fn, "model is NULL");
     return false;
   }
-  if (ModelFingerprint(m) == ck->fingerprint) return true;
+  if (ck_sameModel(ck, m)) return true;
   SetLastError(ck, fn,
                "the handle was made for a different model (sizes or structure differ: nq %d, "
                "nv %d, nbody %d, ngeom %d, nsensordata %d); refused. Make one handle per model "
@@ -148,6 +148,15 @@ bool CheckModel(ckHandle* ck, const mjModel* m, const char* fn, bool warn) {
                static_cast<int>(m->ngeom), static_cast<int>(m->nsensordata));
   if (warn) WarnOnceMsg(ck, kWarnModel, ck->error);
   return false;
+}
+
+bool CheckEntry(ckHandle* ck, const mjModel* m, const mjData* d, const char* fn, bool warn) {
+  if (!CheckModel(ck, m, fn, warn)) return false;
+  if (!d) {
+    SetLastError(ck, fn, "data is NULL");
+    return false;
+  }
+  return true;
 }
 
 InUse::InUse(ckHandle* ck, const char* fn) : ck_(ck) {
@@ -347,5 +356,11 @@ void ck_getSettings(const ckHandle* ck, ckSettings* settings) {
 const ckStats* ck_stats(const ckHandle* ck) { return ck ? &ck->stats : nullptr; }
 
 const char* ck_lastError(const ckHandle* ck) { return ck ? ck->error : ""; }
+
+int ck_lastFallback(const ckHandle* ck) { return ck ? ck->fallback : ckFALLBACK_NONE; }
+
+int ck_sameModel(const ckHandle* ck, const mjModel* m) {
+  return ck && m && contactkit::ModelFingerprint(m) == ck->fingerprint;
+}
 
 }  // extern "C"

@@ -48,6 +48,8 @@ struct ckHandle_ {
   ckStats stats;                                  // statistics of the last forward pass
   uint64_t fingerprint = 0;                       // ModelFingerprint of the handle's model
   char error[512] = "";                           // ck_lastError: why the last call failed
+  int fallback = ckFALLBACK_NONE;                 // ck_lastFallback: ckFallback of the last
+                                                  // ck_transitionJac / ck_transitionVJP
   std::atomic<bool> in_use{false};                // an entry point is running on the handle
   contactkit::Extractor extractor;                // model structure and capacities
   contactkit::ProblemStorage storage;             // problem and solution arrays
@@ -88,6 +90,9 @@ void SetLastError(ckHandle* ck, const char* fn, const char* fmt, ...)
 // for (by ModelFingerprint); otherwise ck_lastError says why (and, with warn, a MuJoCo warning
 // once per handle) and the result is false
 bool CheckModel(ckHandle* ck, const mjModel* m, const char* fn, bool warn);
+
+// CheckModel, and d is not NULL: the checks every entry point on (m, d) starts with
+bool CheckEntry(ckHandle* ck, const mjModel* m, const mjData* d, const char* fn, bool warn);
 
 // marks a handle in use for the lifetime of the guard (every public entry point that works on the
 // handle); a second concurrent user finds it taken and is refused with a MuJoCo warning. The

@@ -413,11 +413,7 @@ void ForwardSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int s
 // the checks of a pipeline entry point fn: the handle free, the model its own, data given (the
 // reason goes to ck_lastError); clears the last error when the call may go ahead
 bool EntryOk(const InUse& guard, ckHandle* ck, const mjModel* m, const mjData* d, const char* fn) {
-  if (!guard.ok() || !CheckModel(ck, m, fn, true)) return false;
-  if (!d) {
-    SetLastError(ck, fn, "data is NULL");
-    return false;
-  }
+  if (!guard.ok() || !CheckEntry(ck, m, d, fn, true)) return false;
   ck->error[0] = 0;
   return true;
 }

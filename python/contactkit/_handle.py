@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import weakref
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional
 
 import mujoco
 import numpy as np
 
 from . import _core
 
-# sizes that a handle's workspace depends on (the C side checks the model's full structure too)
-_SIGNATURE = ("nq", "nv", "na", "nu", "nbody", "njnt", "ngeom", "nsensordata", "neq", "ntendon")
+class Fallback(enum.IntEnum):
+    """Why a Jacobian came from finite differences (ckFallback); `fallback_text` says it in words."""
+
+    NONE = 0  # analytic, or no Jacobian (the call failed)
+    ROWS = 1  # more constraint rows than the handle's capacity
+    SOFT_HESSIAN = 2  # the Hessian of MuJoCo's solver is not positive definite
+    IMPLICIT = 3  # M - h qDeriv of the implicit integrator is singular
+    NO_TANGENT = 4  # the solver has no analytic force tangent for this problem
+    RK4_POSITION = 5  # lcp's position correction (split impulse) under RK4
+    NOSLIP = 6  # noslip iterations
+    FLUID_IMPLICIT = 7  # fluid forces under the implicit integrators
+    JDOTV = 8  # MuJoCo 3.7+'s Jdot v in connect and weld rows' reference
 
 
-def _signature(model: mujoco.MjModel) -> Tuple[int, ...]:
-    return tuple(int(getattr(model, k)) for k in _SIGNATURE)
+def fallback_text(reason: int) -> str:
+    """One line saying what a Fallback means (ck_fallbackText; "" for NONE)."""
+    texts = _core.fallback_texts()
+    if not 0 <= int(reason) < len(texts):
+        raise ValueError(f"no fallback reason {reason}; allowed 0 .. {len(texts) - 1}")
+    return texts[int(reason)]
 
 
 def _text(value: Any) -> str:
@@ -115,27 +130,29 @@ class Handle:
         if solver is not None:
             settings = {"solver": solver, **settings}
         self._core = _core.Handle(model._address, {k: _text(v) for k, v in settings.items()})
-        self._signature = _signature(model)
         self._model_address = model._address
         self._data_ref: Optional[weakref.ref] = None
         self._data_address = 0
         self.last_jacobian_method: Optional[str] = None
         self.last_jacobian_reason: str = ""
+        self.last_jacobian_fallback: Fallback = Fallback.NONE
 
     # ------------------------------------------------------------------------------- checks
+    def _require_model(self, model: Any) -> None:
+        """Raise unless model is the one the handle was made for (ck_sameModel)."""
+        _check_model(model)
+        if not self._core.same_model(model._address):
+            raise ValueError("this handle was made for another model (sizes or structure differ)")
+
     def _check(self, model: Any, data: Any) -> None:
         if not isinstance(model, mujoco.MjModel) or model._address != self._model_address:
-            _check_model(model)
-            if _signature(model) != self._signature:
-                raise ValueError(
-                    "this handle was made for another model: sizes "
-                    f"{dict(zip(_SIGNATURE, self._signature))}, got {dict(zip(_SIGNATURE, _signature(model)))}")
+            self._require_model(model)
             self._model_address = model._address
             self._data_ref = None
         if self._data_ref is None or self._data_ref() is not data or data._address != self._data_address:
             if not isinstance(data, mujoco.MjData):
                 raise TypeError(f"expected a mujoco.MjData, got {type(data).__name__}")
-            if _signature(data.model) != self._signature:
+            if not self._core.same_model(data.model._address):
                 raise ValueError("data belongs to another model than the handle's")
             self._data_ref = weakref.ref(data)
             self._data_address = data._address
@@ -170,9 +187,7 @@ class Handle:
         previous settings on bad input."""
         address = 0
         if model is not None:
-            _check_model(model)
-            if _signature(model) != self._signature:
-                raise ValueError("this handle was made for another model")
+            self._require_model(model)
             address = model._address
         self._core.set(address, {k: _text(v) for k, v in settings.items()})
 
@@ -206,6 +221,7 @@ class Handle:
             raise RuntimeError(f"{what} failed: {reason}")
         self.last_jacobian_method = "analytic" if rc == 0 else "finite_differences"
         self.last_jacobian_reason = reason
+        self.last_jacobian_fallback = Fallback(self._core.last_fallback())
 
     def transition_jac(self, model: mujoco.MjModel, data: mujoco.MjData, A=None, B=None, C=None,
                        D=None):
@@ -216,7 +232,8 @@ class Handle:
         qvel, act]. Arrays given are written in place (others are not computed); with none
         given all four are returned newly allocated. `last_jacobian_method` says whether the
         analytic path ("analytic") or finite differences through the step
-        ("finite_differences") produced them, `last_jacobian_reason` why differences were used.
+        ("finite_differences") produced them, `last_jacobian_fallback` (a Fallback) and
+        `last_jacobian_reason` (in words) why differences were used.
         data is left unchanged. Raises ValueError for a state MuJoCo would reset (NaN, inf or
         huge values), RuntimeError (with the reason) when the handle cannot differentiate.
         With solver "ipm" the Jacobian is a smoothed gradient taken at kappa_grad (default

@@ -9,13 +9,13 @@ from typing import Any, Dict, Iterator, Optional, Tuple
 
 import mujoco
 
-from ._handle import Handle, _signature
+from ._handle import Handle
 
 _lock = threading.Lock()
 _originals: Dict[str, Any] = {}
 _config: Dict[str, Any] = {}
 # id(data) -> (weak reference to the data, model signature, handle); dropped with the data
-_handles: Dict[int, Tuple[weakref.ref, tuple, Handle]] = {}
+_handles: Dict[int, Tuple[weakref.ref, Handle]] = {}
 
 
 def _drop(key: int) -> None:
@@ -27,10 +27,10 @@ def _handle(model: mujoco.MjModel, data: mujoco.MjData) -> Handle:
     key = id(data)
     with _lock:
         entry = _handles.get(key)
-        if entry is not None and entry[0]() is data and entry[1] == _signature(model):
-            return entry[2]
+        if entry is not None and entry[0]() is data and entry[1]._core.same_model(model._address):
+            return entry[1]
         handle = Handle(model, **_config)
-        _handles[key] = (weakref.ref(data), _signature(model), handle)
+        _handles[key] = (weakref.ref(data), handle)
         weakref.finalize(data, _drop, key)
         return handle
 
@@ -51,7 +51,7 @@ def _reset_after(name: str):
         with _lock:
             entry = _handles.get(id(d))
         if entry is not None and entry[0]() is d:
-            entry[2].reset()
+            entry[1].reset()
 
     reset.__name__ = name
     reset.__doc__ = original.__doc__
@@ -103,7 +103,7 @@ def handle_for(data: mujoco.MjData) -> Optional[Handle]:
     """The handle that the patch made for data, if any (for its stats)."""
     with _lock:
         entry = _handles.get(id(data))
-    return entry[2] if entry is not None and entry[0]() is data else None
+    return entry[1] if entry is not None and entry[0]() is data else None
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ import mujoco
 import numpy as np
 
 from . import _core
-from ._handle import Handle, _check_model, _signature
+from ._handle import Handle, _check_model
 
 _FULLPHYSICS = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
 _CTRL = int(mujoco.mjtState.mjSTATE_CTRL)
@@ -24,10 +24,10 @@ _extra: "weakref.WeakKeyDictionary[mujoco.MjModel, list]" = weakref.WeakKeyDicti
 
 
 def _handle_for(model: mujoco.MjModel, data: mujoco.MjData, config: dict) -> Handle:
-    key = (tuple(sorted((k, str(v)) for k, v in config.items())), _signature(model))
+    key = tuple(sorted((k, str(v)) for k, v in config.items()))
     with _cache_lock:
         entry = _cache.get(data)
-        if entry is None or entry[0] != key:
+        if entry is None or entry[0] != key or not entry[1]._core.same_model(model._address):
             entry = (key, Handle(model, **config))
             _cache[data] = entry
         return entry[1]
@@ -41,8 +41,6 @@ def _datas(model: mujoco.MjModel, data: Union[mujoco.MjData, Sequence[mujoco.MjD
     for d in datas:
         if not isinstance(d, mujoco.MjData):
             raise TypeError(f"data: expected mujoco.MjData, got {type(d).__name__}")
-        if _signature(d.model) != _signature(model):
-            raise ValueError("data: an MjData of another model than `model`")
     if nthread is not None:
         if nthread < 1:
             raise ValueError(f"nthread must be >= 1, got {nthread}")
@@ -126,6 +124,9 @@ def rollout(model: mujoco.MjModel, data: Union[mujoco.MjData, Sequence[mujoco.Mj
         config["solver"] = solver
     datas = _datas(model, data, nthread)
     handles = [_handle_for(model, d, config) for d in datas]
+    for d, h in zip(datas, handles):
+        if not h._core.same_model(d.model._address):
+            raise ValueError("data: an MjData of another model than `model`")
     _core.rollout(model._address, [h._core for h in handles], [d._address for d in datas], nbatch,
                   nstep, int(control_spec), s0, w0, u, out["state"], out["sensordata"])
     return out["state"], out["sensordata"]

@@ -82,6 +82,8 @@ class Handle {
   }
   void Reset() { ck_reset(ck_); }
   std::string LastError() const { return ck_lastError(ck_); }
+  bool SameModel(std::uintptr_t m) const { return ck_sameModel(ck_, M(m)); }
+  int LastFallback() const { return ck_lastFallback(ck_); }
 
   // every setting as text
   py::dict Settings() const {
@@ -226,6 +228,11 @@ PYBIND11_MODULE(_core, mod) {
     }
     return out;
   });
+  mod.def("fallback_texts", [] {
+    py::list out;
+    for (int i = 0; ck_fallbackText(i); i++) out.append(ck_fallbackText(i));
+    return out;
+  });
   mod.def("rollout", &Rollout);
   mod.def("state_size", [](std::uintptr_t m, int spec) { return mj_stateSize(M(m), spec); });
   py::class_<Handle>(mod, "Handle")
@@ -234,6 +241,8 @@ PYBIND11_MODULE(_core, mod) {
       .def("forward", &Handle::Forward)
       .def("reset", &Handle::Reset)
       .def("last_error", &Handle::LastError)
+      .def("same_model", &Handle::SameModel)
+      .def("last_fallback", &Handle::LastFallback)
       .def("settings", &Handle::Settings)
       .def("set", &Handle::Set)
       .def("stats", &Handle::Stats)

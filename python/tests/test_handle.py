@@ -103,6 +103,7 @@ def test_transition_jac_matches_centered_differences(solver):
     h = contactkit.Handle(m, solver=solver, **settings)
     A, B, C, D = h.transition_jac(m, d)
     assert h.last_jacobian_method == "analytic"
+    assert h.last_jacobian_fallback == contactkit.Fallback.NONE
     nx = 2 * m.nv + m.na
     assert A.shape == (nx, nx) and B.shape == (nx, m.nu)
     Af, Bf, _, _ = h.transition_fd(m, d, eps=1e-6, centered=True)
@@ -194,6 +195,17 @@ def test_finite_difference_fallback_says_why():
     h.transition_jac(m, d)
     assert h.last_jacobian_method == "finite_differences"
     assert "noslip" in h.last_jacobian_reason
+    assert h.last_jacobian_fallback == contactkit.Fallback.NOSLIP
+    assert contactkit.fallback_text(h.last_jacobian_fallback) in h.last_jacobian_reason
+
+
+def test_fallback_codes_mirror_the_c_api():
+    # one Python name per ckFallback, each with its text; NONE has none
+    assert len(contactkit.Fallback) == len(contactkit._core.fallback_texts())
+    assert contactkit.fallback_text(contactkit.Fallback.NONE) == ""
+    assert all(contactkit.fallback_text(r) for r in contactkit.Fallback if r)
+    with pytest.raises(ValueError):
+        contactkit.fallback_text(len(contactkit.Fallback))
 
 
 def rss_kb():

@@ -22,10 +22,6 @@ int ThreadId() {
 #endif
 }
 
-// summed facet weight of a contact: 1 facet (condim 1), else 4 tangential plus 2 per axis of
-// torsion and rolling
-double WeightSum(int dim) { return dim == 1 ? 1 : 4 + 2 * (dim - 3); }
-
 // unclamped facet force w G (-k (s h + phi) - d s) / h
 double FacetArg(double w, double G, double k, double d, double h, double s, double phi) {
   return w * G * (-k * (s * h + phi) - d * s) / h;
@@ -77,6 +73,11 @@ int ComfreeFacets(const Contact& con, int ntangent, double* coef, double* weight
 }
 
 std::unique_ptr<Solver> MakeComfreeSolver() { return std::make_unique<ComfreeSolver>(); }
+
+const ComfreeStats* ComfreeSolverStats(const Solver* solver) {
+  const ComfreeSolver* s = dynamic_cast<const ComfreeSolver*>(solver);
+  return s ? &s->stats() : nullptr;
+}
 
 bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) {
   dims_ = dims;
@@ -314,8 +315,8 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   }
 
   // statistics
+  stats_.Reset();
   stats_.nactive = nactive;
-  stats_.nfacet = stats_.ncapped = 0;
   for (int c = 0; c < ncon; c++) {
     stats_.nfacet += nfacet_[c];
     stats_.ncapped += cap_[p.con[c].row] < 1;
@@ -335,119 +336,6 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   sol->status = 0;  // ckSTATUS_SOLVED: the closed form cannot fail
   sol->iterations = 1;
   sol->residual = 0;
-}
-
-double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTangent& dir) {
-  if (!dir.J && !dir.M) return 0;
-  const SparseRows& J = p.J;
-  const TreeMass& mass = p.mass;
-  const int adr = J.rowadr[row];
-  double* w = tangent_.data();
-  for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
-
-  // dA = 2 dJ w - w' dM w with w = M^-1 J', tree by tree
-  double dA = 0;
-  ForEachRowTree(p, row, [&](int t, int q0, int q1) {
-    const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
-    mass.Solve(w, begin, end);
-    if (dir.J) {
-      for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * w[J.colind[adr + q]];
-    }
-    if (dir.M) {
-      for (int i = begin; i < end; i++) {
-        dA -= dir.M[mass.madr[i]] * w[i] * w[i];
-        int madr = mass.madr[i] + 1;
-        for (int j = mass.parent[i]; j >= 0; j = mass.parent[j]) {
-          dA -= 2 * dir.M[madr++] * w[i] * w[j];
-        }
-      }
-    }
-    for (int i = begin; i < end; i++) w[i] = 0;
-  });
-  return dA;
-}
-
-bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
-                                 double* dforce) {
-  const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
-  const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon;
-  for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
-
-  // relative tangent of r / (1 - r) = diag_approx / R
-  auto dratio = [&](int row) { return dir.R ? -dir.R[row] / p.R[row] : 0.0; };
-
-  // tangent of the relaxation per tree
-  for (int t = 0; t < p.islands.ntree; t++) drelax_[t] = 0;
-  for (int i = 0; i < nplain; i++) {
-    const double dw = gain_[i] * invmass_[i] * cv * dratio(i);
-    ForEachRowTree(p, i, [&](int t, int, int) { drelax_[t] += dw; });
-  }
-  for (int c = 0; c < ncon; c++) {
-    const Contact& con = p.con[c];
-    const double dw =
-        WeightSum(con.dim) * gain_[con.row] * invmass_[con.row] * cv * dratio(con.row);
-    if (con.tree[0] >= 0) drelax_[con.tree[0]] += dw;
-    if (con.tree[1] >= 0) drelax_[con.tree[1]] += dw;
-  }
-
-  // tangent of J_r v_smooth
-  auto dvel = [&](int row) {
-    double ds = dir.v_free ? p.J.Dot(row, dir.v_free) : 0;
-    if (dir.J) {
-      const int adr = p.J.rowadr[row];
-      for (int q = 0; q < p.J.rownnz[row]; q++)
-        ds += dir.J[adr + q] * p.v_free[p.J.colind[adr + q]];
-    }
-    return ds;
-  };
-
-  // relative tangent of a gain: ratio, inverse mass and, where it binds, the cap set by tree t
-  auto dgain = [&](int row, int t) {
-    double rel = dratio(row) - amul_[row] * InvMassTangent(p, arow_[row], dir) / invmass_[row];
-    if (cap_[row] < 1) rel -= drelax_[t] / relax_[t];
-    return rel;
-  };
-
-  // contacts
-  double coef[6 * kComfreeMaxFacets], weight[kComfreeMaxFacets];
-  for (int c = 0; c < ncon; c++) {
-    const Contact& con = p.con[c];
-    const int row = con.row, dim = con.dim;
-    if (gain_[row] == 0) continue;
-    const int t0 = con.tree[0], t1 = con.tree[1];
-    const double rel = dgain(row, t1 >= 0 && (t0 < 0 || relax_[t1] > relax_[t0]) ? t1 : t0);
-    const double G = gain_[row] * cap_[row], dphi = dir.pos ? dir.pos[row] : 0;
-    const double* ddisp = anchored_ && dim >= 3 && dir.disp ? dir.disp + row : nullptr;
-    double ds[6];
-    for (int r = 0; r < dim; r++) ds[r] = dvel(row + r);
-    const int nf = ComfreeFacets(con, settings_.facets, coef, weight);
-    const double* arg = facet_.data() + static_cast<size_t>(c) * kComfreeMaxFacets;
-    for (int j = 0; j < nf; j++) {
-      if (!(arg[j] > 0)) continue;
-      const double* cj = coef + 6 * j;
-      double dsj = 0;
-      for (int r = 0; r < dim; r++) dsj += cj[r] * ds[r];
-      const double dphij = ddisp ? dphi + cj[1] * ddisp[1] + cj[2] * ddisp[2] : dphi;
-      const double darg = rel * arg[j] + weight[j] * G * (-cv * dsj - k * dphij) / h;
-      for (int r = 0; r < dim; r++) dforce[row + r] += cj[r] * darg;
-    }
-  }
-
-  // plain rows
-  for (int i = 0; i < nplain; i++) {
-    const double a = arg_[i];
-    const bool active = p.kind[i] == kRowLimit      ? a > 0
-                        : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
-                                                    : true;
-    if (gain_[i] == 0 || !active) continue;
-    int tmax = -1;
-    ForEachRowTree(p, i, [&](int t, int, int) {
-      if (tmax < 0 || relax_[t] > relax_[tmax]) tmax = t;
-    });
-    const double dphi = p.kind[i] != kRowFriction && dir.pos ? dir.pos[i] : 0;
-    dforce[i] = dgain(i, tmax) * a + gain_[i] * cap_[i] * (-cv * dvel(i) - k * dphi) / h;
-  }
-  return true;
 }
 
 }  // namespace contactkit

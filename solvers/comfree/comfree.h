@@ -48,6 +48,18 @@ namespace contactkit {
 
 std::unique_ptr<Solver> MakeComfreeSolver();
 
+// statistics of the last solve
+struct ComfreeStats {
+  int nfacet = 0;   // contact facets
+  int nactive = 0;  // contact facets with a positive force
+  int ncapped = 0;  // contacts and rows whose gain relax_limit scaled down
+
+  void Reset() { *this = ComfreeStats(); }
+};
+
+// the solver's last ComfreeStats (null if solver is not a comfree solver)
+const ComfreeStats* ComfreeSolverStats(const Solver* solver);
+
 // slip speed (m/s) below which a sliding anchored contact sticks again
 constexpr double kComfreeStickSpeed = 1e-3;
 
@@ -75,20 +87,13 @@ int ComfreeFacets(const Contact& con, int ntangent, double* coef, double* weight
 
 class ComfreeSolver final : public Solver {
  public:
-  // statistics of the last solve
-  struct Stats {
-    int nfacet = 0;   // contact facets
-    int nactive = 0;  // contact facets with a positive force
-    int ncapped = 0;  // contacts and rows whose gain relax_limit scaled down
-  };
-
   bool Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) override;
   void SetSettings(const ckSettings& settings) override;
   void Solve(const Problem& p, Solution* sol) override;
   bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                     double* dforce) override;
 
-  const Stats& stats() const { return stats_; }
+  const ComfreeStats& stats() const { return stats_; }
 
   // facet forces (impulse / h, >= 0) of contact c in the last solve into out (70), in
   // ComfreeFacets' order; returns their number
@@ -98,6 +103,10 @@ class ComfreeSolver final : public Solver {
   double Gain(int row) const { return gain_[row] * cap_[row]; }
 
  private:
+  // summed facet weight of a contact: 1 facet (condim 1), else 4 tangential plus 2 per axis of
+  // torsion and rolling
+  static double WeightSum(int dim) { return dim == 1 ? 1 : 4 + 2 * (dim - 3); }
+
   // pass 1 for a contact or plain row at row: inverse mass, gain, smooth row velocities
   void Measure(const Problem& p, int row, int dim, const Contact* con, double* x);
 
@@ -117,7 +126,7 @@ class ComfreeSolver final : public Solver {
   ProblemDims dims_;
   int nthread_ = 1;
   bool anchored_ = false;  // the last Solve used the problem's anchor displacements
-  Stats stats_;
+  ComfreeStats stats_;
 
   // workspace
   std::vector<double> gain_;     // gain M(phi) = r / (1 - r) / A, by row            (max_rows)

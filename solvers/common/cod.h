@@ -16,10 +16,10 @@ namespace contactkit {
 class Cod {
  public:
   // storage needed for order n: doubles and ints
-  static size_t Doubles(int n) {
+  static constexpr size_t Doubles(int n) {
     return 2 * static_cast<size_t>(n) * n + 5 * static_cast<size_t>(n);
   }
-  static size_t Ints(int n) { return static_cast<size_t>(n); }
+  static constexpr size_t Ints(int n) { return static_cast<size_t>(n); }
 
   // use storage for matrices up to order nmax (Doubles(nmax) doubles, Ints(nmax) ints)
   void Bind(double* dmem, int* imem, int nmax);

@@ -101,12 +101,16 @@ void TreeMass::SolveBlock(double* x, int nb, int begin, int end) const {
 }
 
 void TreeMass::Mul(const double* x, double* y, int begin, int end) const {
-  for (int i = begin; i < end; i++) y[i] = M[madr[i]] * x[i];
+  MulValues(M, x, y, begin, end);
+}
+
+void TreeMass::MulValues(const double* V, const double* x, double* y, int begin, int end) const {
+  for (int i = begin; i < end; i++) y[i] = V[madr[i]] * x[i];
   for (int i = begin; i < end; i++) {
     int adr = madr[i] + 1;
     for (int j = parent[i]; j >= 0; j = parent[j], adr++) {
-      y[i] += M[adr] * x[j];
-      y[j] += M[adr] * x[i];
+      y[i] += V[adr] * x[j];
+      y[j] += V[adr] * x[i];
     }
   }
 }
@@ -120,6 +124,16 @@ void TreeMass::SubMulValues(const double* V, const double* x, double* y) const {
       y[j] -= V[adr] * x[i];
     }
   }
+}
+
+double TreeMass::SubQuadValues(const double* V, const double* x, double acc, int begin,
+                               int end) const {
+  for (int i = begin; i < end; i++) {
+    acc -= V[madr[i]] * x[i] * x[i];
+    int adr = madr[i] + 1;
+    for (int j = parent[i]; j >= 0; j = parent[j]) acc -= 2 * V[adr++] * x[i] * x[j];
+  }
+  return acc;
 }
 
 void TreeMass::Dense(int begin, int end, double* out, int ld) const {

@@ -39,8 +39,16 @@ struct TreeMass {
   void Mul(const double* x, double* y, int begin, int end) const;
   void Mul(const double* x, double* y) const { Mul(x, y, 0, nv); }
 
+  // y = V x for a matrix V with this layout's sparsity (e.g. a tangent dM), dofs [begin, end)
+  // (whole trees); y and x must differ
+  void MulValues(const double* V, const double* x, double* y, int begin, int end) const;
+
   // y -= V x for a matrix V with this layout's sparsity (e.g. a tangent dM), all dofs
   void SubMulValues(const double* V, const double* x, double* y) const;
+
+  // acc - x' V x for a matrix V with this layout's sparsity, dofs [begin, end) (whole trees),
+  // subtracted from acc term by term
+  double SubQuadValues(const double* V, const double* x, double acc, int begin, int end) const;
 
   // dense block of dofs [begin, end) (whole trees), both triangles: out[(i-begin) + (j-begin)*ld]
   void Dense(int begin, int end, double* out, int ld) const;

@@ -39,7 +39,6 @@ constexpr double kCenterTol = 1e-10;       // relative complementarity accuracy 
 constexpr double kCenterResidual = 1e-12;  // and its residual violation
 constexpr double kCenterStall = 1;         // largest relative deviation accepted when stalled
 constexpr double kCenterRounding = 1e-15;  // rounding of a cone product, times |x| |z|
-constexpr double kRefineTol = 1e-12;       // relative dynamics defect left unrefined (rounding)
 constexpr double kWarmMu = 1e-5;     // complementarity of a warm start (gap re-check)           //
                                      // complementarity of a warm start
 constexpr double kWarmSpeed = 1e-3;  // smallest gap speed of a warm start (m/s)
@@ -105,18 +104,6 @@ int FrictionGroups(int dim, int* first, int* count) {
   if (dim >= 4) first[n] = 3, count[n++] = 1;
   if (dim >= 6) first[n] = 4, count[n++] = 2;
   return n;
-}
-
-// y = A x for a tree-layout matrix with values A (MuJoCo's mass layout) on dofs [b, e)
-void TreeMul(const TreeMass& mass, const double* A, const double* x, double* y, int b, int e) {
-  for (int i = b; i < e; i++) y[i] = A[mass.madr[i]] * x[i];
-  for (int i = b; i < e; i++) {
-    int adr = mass.madr[i] + 1;
-    for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
-      y[i] += A[adr] * x[j];
-      y[j] += A[adr] * x[i];
-    }
-  }
 }
 
 // rows [i, i + NB) share one column pattern and are stored one after another (a contact's rows):
@@ -793,7 +780,7 @@ bool IpmSolver::Factor(const Problem& p, int k, double* cond) {
   double mn, mx;
   if (!lu_.Factor(&mn, &mx)) return false;
   *cond = mx / mn;
-  info_.factorizations++;
+  stats_.factorizations++;
   return true;
 }
 
@@ -1056,7 +1043,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     }
     bool exact = true;
     if (!Linearize(p, k, true, cond)) {
-      info_.sym_fallbacks++;
+      stats_.sym_fallbacks++;
       exact = false;
       if (!Linearize(p, k, false, cond)) {
         *status = ckSTATUS_NUMERICAL;
@@ -1134,7 +1121,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     if (alpha < kStallStep && cones && cur->rvio < rtol) {
       if (cur_best) Copy(p, k, *cur, &best_);  // the best iterate stays the one before a lift
       if (LiftEta0(p, k, cur)) {
-        info_.lifts++;
+        stats_.lifts++;
         cur_best = false;
       }
     }
@@ -1168,7 +1155,7 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   // warm start in a re-solve from the first solve's impulses
   bool warm = false;
   for (int a = 0; a < nr && !warm; a++) warm = warm_ok_[rows[a]];
-  if (warm) info_.warm_islands++;
+  if (warm) stats_.warm_islands++;
 
   // a failed attempt is retried from a more central start, then with softer contact
   int status = ckSTATUS_MAX_ITER, iterations = 0;
@@ -1215,7 +1202,7 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
     }
     if (status == ckSTATUS_SOLVED) break;
     attempt = result == ckSTATUS_INACCURATE ? plan.next : attempt + 1;
-    if (attempt >= 0) info_.retries++;
+    if (attempt >= 0) stats_.retries++;
   }
   // hard-contact derivatives: the final iterate (whose last target undershoots kappa_tol, a
   // different point for every perturbation) moved onto the central point at kappa_tol, a smooth
@@ -1231,8 +1218,8 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
     }
   }
 
-  info_.iterations = std::max(info_.iterations, iterations);
-  info_.total_iterations += iterations;
+  stats_.iterations = std::max(stats_.iterations, iterations);
+  stats_.total_iterations += iterations;
   sol->iterations = std::max(sol->iterations, iterations);
   sol->residual = std::max(sol->residual, rvio);
   sol->kappa = std::max(sol->kappa, kvio);
@@ -1255,8 +1242,8 @@ void IpmSolver::SolveAll(const Problem& p, Solution* sol) {
       grad_ok_[k] = 0;
       continue;
     }
-    info_.tree_sparse += lu_.tree_sparse();
-    info_.islands++;
+    stats_.tree_sparse += lu_.tree_sparse();
+    stats_.islands++;
     SolveIsland(p, k, sol);
   }
   for (int i = 0; i < p.nrow; i++) sol->force[i] = out_lam_[i] / p.h;
@@ -1264,7 +1251,7 @@ void IpmSolver::SolveAll(const Problem& p, Solution* sol) {
 }
 
 void IpmSolver::Solve(const Problem& p, Solution* sol) {
-  info_ = IpmInfo();
+  stats_.Reset();
   sol->status = ckSTATUS_SOLVED;
   sol->iterations = 0;
   sol->residual = sol->kappa = sol->condition = 0;
@@ -1298,9 +1285,9 @@ void IpmSolver::Solve(const Problem& p, Solution* sol) {
     const int iterations = sol->iterations;
     SolveAll(p, sol);
     sol->iterations += iterations;
-    info_.rechecks++;
+    stats_.rechecks++;
   }
-  info_.grad_islands = p.islands.nisland;
+  stats_.grad_islands = p.islands.nisland;
 }
 
 //---------------------------------- gradients ---------------------------------------------------
@@ -1373,121 +1360,10 @@ bool IpmSolver::Center(const Problem& p, int k) {
   return true;
 }
 
-const double* IpmSolver::CentralForce(const Problem& p) {
-  for (int i = 0; i < p.nrow; i++) cen_force_[i] = 0;
-  for (int k = 0; k < p.islands.nisland; k++) {
-    if (!Center(p, k)) return nullptr;
-    const int* rows = Rows(p, k);
-    for (int a = 0; a < NumRows(p, k); a++) cen_force_[rows[a]] = cen_.lam[rows[a]] / p.h;
-  }
-  return cen_force_.data();
-}
-
-void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& dir,
-                                 const State& s) {
-  // derivative of the residual along the data perturbation at fixed unknowns
-  const SparseRows& J = p.J;
-  const Islands& is = p.islands;
-  const IslandLists& L = lists_[k];
-  const double h = p.h;
-  const int* dofs = Dofs(p, k);
-  const int nd = NumDofs(p, k);
-  const int* rows = Rows(p, k);
-  const int nr = NumRows(p, k);
-
-  // dynamics: dM (v - v_free) - M dv_free - dJ' lambda
-  for (int a = 0; a < nd; a++) drv_[dofs[a]] = 0;
-  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
-    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
-    if (dir.M) {
-      for (int j = b; j < e; j++) tmp_[j] = s.v[j] - p.v_free[j];
-      TreeMul(p.mass, dir.M, tmp_.data(), drv_.data(), b, e);
-    }
-    if (dir.v_free) {
-      p.mass.Mul(dir.v_free, rhs_.data(), b, e);
-      for (int j = b; j < e; j++) drv_[j] -= rhs_[j];
-    }
-  }
-
-  // rows: dJ v and dJ' lambda
-  for (int a = 0; a < nr; a++) {
-    const int i = rows[a], adr = J.rowadr[i], n = J.rownnz[i];
-    double djv = 0;
-    if (dir.J) {
-      for (int c = 0; c < n; c++) {
-        djv += dir.J[adr + c] * s.v[J.colind[adr + c]];
-        drv_[J.colind[adr + c]] -= dir.J[adr + c] * s.lam[i];
-      }
-    }
-    drz_[i] = -scale_[i] * djv;
-  }
-  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
-    const int i = orth_[e];
-    if (dir.pos && !capped_[i]) drz_[i] -= dir.pos[i] / h;
-  }
-  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
-    // r_e = J v - target + R lambda: hard target -pos/h, soft vel + h aref (and R)
-    const int i = eq_[e];
-    drz_[i] = -drz_[i];
-    if (settings_.ipm.soft_equality) {
-      if (dir.vel) drz_[i] -= dir.vel[i];
-      if (dir.aref) drz_[i] -= h * dir.aref[i];
-      if (dir.R && p.R[i] > 1e-15) drz_[i] += dir.R[i] * s.lam[i];
-    } else if (dir.pos) {
-      drz_[i] += dir.pos[i] / h;
-    }
-  }
-}
-
-bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
-                             double* dforce) {
-  // implicit function theorem at the central point kappa_grad: R dw = -dF/dtheta dir
-  for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
-  for (int k = 0; k < p.islands.nisland; k++) {
-    if (!Center(p, k)) return false;
-    if (lu_island_ != k) {
-      // the island's exact Jacobian at its central point (its cone terms are still in place)
-      double cond;
-      if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) ||
-          !Linearize(p, k, true, &cond))
-        return false;
-      lu_island_ = k;
-    }
-    TangentResiduals(p, k, dir, cen_);
-    Constants(p, k, drz_.data(), drv_.data(), false);
-    Direct(p, k, cen_, drz_.data(), false, &dir_);
-    const int* rows = Rows(p, k);
-    // one step of iterative refinement: the row and cone equations hold by construction (back
-    // substitution), the dynamics M dv - J' dlam = -drv only to the accuracy of the reduced
-    // solve, whose condition grows as 1/kappa near the hard-contact limit (and with hard
-    // equality rows' 1e-10 regularizer): measured 5e-6 relative errors on the humanoid, 2e-4 on
-    // the mechanism's redundant loop before. The correction solves the same system for the
-    // dynamics defect with zero row residuals (aff_ is free outside Solve).
-    DynamicsChange(p, k, &dir_);
-    const int* dofs = Dofs(p, k);
-    double defect = 0, scale = 0;
-    for (int a = 0; a < NumDofs(p, k); a++) {
-      const int j = dofs[a];
-      scale = std::max(scale, std::max(std::fabs(drv_[j]), std::fabs(dir_.rv[j])));
-      drv_[j] += dir_.rv[j];
-      defect = std::max(defect, std::fabs(drv_[j]));
-    }
-    if (defect > kRefineTol * scale) {
-      for (int a = 0; a < NumRows(p, k); a++) drz_[rows[a]] = 0;
-      Constants(p, k, drz_.data(), drv_.data(), false);
-      Direct(p, k, cen_, drz_.data(), false, &aff_);
-      for (int a = 0; a < NumRows(p, k); a++) dir_.lam[rows[a]] += aff_.lam[rows[a]];
-      info_.refinements++;
-    }
-    for (int a = 0; a < NumRows(p, k); a++) dforce[rows[a]] = dir_.lam[rows[a]] / p.h;
-  }
-  return true;
-}
-
 //---------------------------------- test hooks --------------------------------------------------
 
 bool IpmSolver::NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam) {
-  info_ = IpmInfo();
+  stats_.Reset();
   for (int i = 0; i < p.nrow; i++) pos_[i] = p.pos[i];
   gapJ_ = &p.J;
   Prepare(p, pos_.data());
@@ -1528,9 +1404,9 @@ void IpmSolver::ResidualAlong(const Problem& p, int k, double alpha, double kapp
 
 std::unique_ptr<Solver> MakeIpmSolver() { return std::make_unique<ipm::IpmSolver>(); }
 
-const IpmInfo* IpmSolverInfo(const Solver* solver) {
+const IpmStats* IpmSolverStats(const Solver* solver) {
   const ipm::IpmSolver* s = dynamic_cast<const ipm::IpmSolver*>(solver);
-  return s ? &s->info() : nullptr;
+  return s ? &s->stats() : nullptr;
 }
 
 }  // namespace contactkit

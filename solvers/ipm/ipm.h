@@ -36,7 +36,7 @@ namespace contactkit {
 std::unique_ptr<Solver> MakeIpmSolver();
 
 // per-solve details beyond Solution (for tests and tools)
-struct IpmInfo {
+struct IpmStats {
   int islands = 0;           // islands solved
   int iterations = 0;        // most iterations of any island (attempts summed)
   int total_iterations = 0;  // iterations summed over islands
@@ -49,10 +49,12 @@ struct IpmInfo {
   int warm_islands = 0;      // islands of a re-solve started from the first solve
   int grad_islands = 0;      // islands with a stored kappa_grad iterate
   int refinements = 0;       // island force tangents refined since the solve
+
+  void Reset() { *this = IpmStats(); }
 };
 
-// the solver's last IpmInfo (null if solver is not an ipm solver)
-const IpmInfo* IpmSolverInfo(const Solver* solver);
+// the solver's last IpmStats (null if solver is not an ipm solver)
+const IpmStats* IpmSolverStats(const Solver* solver);
 
 }  // namespace contactkit
 

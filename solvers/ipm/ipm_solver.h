@@ -57,7 +57,7 @@ class IpmSolver final : public Solver {
   bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                     double* dforce) override;
 
-  const IpmInfo& info() const { return info_; }
+  const IpmStats& stats() const { return stats_; }
 
   // the force (nrow) at the central-path point kappa_grad of the last solve, where ForceTangent
   // differentiates; null if that point could not be reached
@@ -118,7 +118,7 @@ class IpmSolver final : public Solver {
 
   ckSettings settings_;
   ProblemDims dims_;
-  IpmInfo info_;
+  IpmStats stats_;
   IslandLU lu_;
 
   // per row, per step

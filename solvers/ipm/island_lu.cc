@@ -7,6 +7,8 @@
 #include <new>
 #include <utility>
 
+#include "solvers/common/dense.h"
+
 namespace contactkit {
 namespace {
 
@@ -21,88 +23,6 @@ inline Pair LoadPair(const double* p) {
   return v;
 }
 inline void StorePair(double* p, Pair v) { std::memcpy(p, &v, sizeof(v)); }
-
-// Doolittle LU of a dense n x n row-major block in place: unit L below, U on and above
-void DenseLU(double* D, int n, double* mn, double* mx, bool* ok) {
-  for (int c = 0; c < n; c++) {
-    const double p = D[c * n + c];
-    const double ap = std::fabs(p);
-    if (!(ap > kTinyPivot) || !std::isfinite(p)) {
-      *ok = false;
-      return;
-    }
-    *mn = std::fmin(*mn, ap);
-    *mx = std::fmax(*mx, ap);
-    const double ip = 1 / p;
-    const double* rowc = D + c * n;
-    for (int r = c + 1; r < n; r++) {
-      double* rowr = D + r * n;
-      const double l = rowr[c] * ip;
-      rowr[c] = l;
-      if (l == 0) continue;
-      for (int s = c + 1; s < n; s++) rowr[s] -= l * rowc[s];
-    }
-  }
-}
-
-// B <- L^-1 B, L the unit lower part of D (n x n); B is n x m row-major
-void LowerSolve(const double* D, int n, double* B, int m) {
-  for (int r = 1; r < n; r++) {
-    double* br = B + r * m;
-    for (int c = 0; c < r; c++) {
-      const double l = D[r * n + c];
-      if (l == 0) continue;
-      const double* bc = B + c * m;
-      for (int s = 0; s < m; s++) br[s] -= l * bc[s];
-    }
-  }
-}
-
-// B <- B U^-1, U the upper part of D (n x n); B is m x n row-major
-void UpperSolveRight(const double* D, int n, double* B, int m) {
-  for (int r = 0; r < m; r++) {
-    double* b = B + r * n;
-    for (int c = 0; c < n; c++) {
-      double s = b[c];
-      for (int k = 0; k < c; k++) s -= b[k] * D[k * n + c];
-      b[c] = s / D[c * n + c];
-    }
-  }
-}
-
-// C -= A B with A (m x k), B (k x n), C (m x n), all row-major
-void GemmSub(double* C, const double* A, const double* B, int m, int k, int n) {
-  for (int i = 0; i < m; i++) {
-    double* ci = C + i * n;
-    const double* ai = A + i * k;
-    for (int l = 0; l < k; l++) {
-      const double a = ai[l];
-      if (a == 0) continue;
-      const double* bl = B + l * n;
-      for (int j = 0; j < n; j++) ci[j] -= a * bl[j];
-    }
-  }
-}
-
-// y -= A x with A (m x n) row-major
-void GemvSub(double* y, const double* A, const double* x, int m, int n) {
-  for (int i = 0; i < m; i++) {
-    double s = 0;
-    const double* ai = A + i * n;
-    for (int j = 0; j < n; j++) s += ai[j] * x[j];
-    y[i] -= s;
-  }
-}
-
-// y -= A' x with A (m x n) row-major, x (m), y (n)
-void GemvTSub(double* y, const double* A, const double* x, int m, int n) {
-  for (int i = 0; i < m; i++) {
-    const double xi = x[i];
-    if (xi == 0) continue;
-    const double* ai = A + i * n;
-    for (int j = 0; j < n; j++) y[j] -= ai[j] * xi;
-  }
-}
 
 }  // namespace
 
@@ -639,14 +559,16 @@ void IslandLU::FactorBlocks(double* mn, double* mx, bool* ok) {
   for (int k = 0; k < npos_ && *ok; k++) {
     const int nk = pos_size_[k];
     double* D = pool + diag_adr_[k];
-    DenseLU(D, nk, mn, mx, ok);
-    if (!*ok) return;
+    if (!LuFactorRows(D, nk, nullptr, mn, mx)) {
+      *ok = false;
+      return;
+    }
     const int a0 = adj_adr_[k], na = adj_num_[k];
 
     // off-diagonal blocks of position k
     for (int e = a0; e < a0 + na; e++) {
       const int nj = pos_size_[adj_[e]];
-      LowerSolve(D, nk, pool + ublk_[e], nj);
+      LowerSolveRows(D, nk, pool + ublk_[e], nj);
       UpperSolveRight(D, nk, pool + lblk_[e], nj);
     }
 
@@ -696,33 +618,7 @@ void IslandLU::FactorConstraintSpace(double* mn, double* mx, bool* ok) {
       for (int c = 0; c < m; c++) kr[c] += w * dj[c];
     }
   }
-  for (int c = 0; c < m; c++) {
-    int best = c;
-    for (int r = c + 1; r < m; r++) {
-      if (std::fabs(K[r * m + c]) > std::fabs(K[best * m + c])) best = r;
-    }
-    piv_[c] = best;
-    if (best != c) {
-      for (int k = 0; k < m; k++) std::swap(K[c * m + k], K[best * m + k]);
-    }
-    const double p = K[c * m + c];
-    const double ap = std::fabs(p);
-    if (!(ap > kTinyPivot) || !std::isfinite(p)) {
-      *ok = false;
-      return;
-    }
-    *mn = std::fmin(*mn, ap);
-    *mx = std::fmax(*mx, ap);
-    const double ip = 1 / p;
-    for (int r = c + 1; r < m; r++) {
-      double* kr = K + r * m;
-      const double l = kr[c] * ip;
-      kr[c] = l;
-      if (l == 0) continue;
-      const double* kc = K + c * m;
-      for (int k = c + 1; k < m; k++) kr[k] -= l * kc[k];
-    }
-  }
+  if (!LuFactorRows(K, m, piv_.data(), mn, mx)) *ok = false;
 }
 
 void IslandLU::SolveConstraintSpace(double* x, bool transpose) {
@@ -749,30 +645,14 @@ void IslandLU::SolveConstraintSpace(double* x, bool transpose) {
       for (int c = 0; c < m; c++) v += wr[c] * g[c];
       z[r] = v;
     }
-    for (int c = 0; c < m; c++) {
-      if (piv_[c] != c) std::swap(z[c], z[piv_[c]]);
-    }
-    for (int c = 0; c < m; c++) {
-      for (int r = c + 1; r < m; r++) z[r] -= K[r * m + c] * z[c];
-    }
-    for (int r = m - 1; r >= 0; r--) {
-      double v = z[r];
-      for (int c = r + 1; c < m; c++) v -= K[r * m + c] * z[c];
-      z[r] = v / K[r * m + r];
-    }
+    PermuteRows(piv_.data(), m, z);
+    LowerSolveRows(K, m, z, 1);
+    UpperSolveRows(K, m, z);
   } else {
     // z = K'^-1 g, then W' z
-    for (int r = 0; r < m; r++) {
-      double v = g[r];
-      for (int c = 0; c < r; c++) v -= K[c * m + r] * g[c];
-      g[r] = v / K[r * m + r];
-    }
-    for (int c = m - 1; c >= 0; c--) {
-      for (int r = c + 1; r < m; r++) g[c] -= K[r * m + c] * g[r];
-    }
-    for (int c = m - 1; c >= 0; c--) {
-      if (piv_[c] != c) std::swap(g[c], g[piv_[c]]);
-    }
+    UpperSolveRowsT(K, m, g);
+    LowerSolveRowsT(K, m, g);
+    PermuteRowsT(piv_.data(), m, g);
     for (int r = 0; r < m; r++) {
       double v = 0;
       for (int c = 0; c < m; c++) v += W_[c * m + r] * g[c];
@@ -850,7 +730,7 @@ void IslandLU::SolveBlocks(double* y) const {
   for (int k = 0; k < npos_; k++) {
     const int nk = pos_size_[k];
     double* yk = y + pos_vadr_[k];
-    LowerSolve(pool + diag_adr_[k], nk, yk, 1);
+    LowerSolveRows(pool + diag_adr_[k], nk, yk, 1);
     for (int e = adj_adr_[k]; e < adj_adr_[k] + adj_num_[k]; e++) {
       const int j = adj_[e];
       GemvSub(y + pos_vadr_[j], pool + lblk_[e], yk, pos_size_[j], nk);
@@ -863,12 +743,7 @@ void IslandLU::SolveBlocks(double* y) const {
       const int j = adj_[e];
       GemvSub(yk, pool + ublk_[e], y + pos_vadr_[j], nk, pos_size_[j]);
     }
-    const double* D = pool + diag_adr_[k];
-    for (int r = nk - 1; r >= 0; r--) {
-      double s = yk[r];
-      for (int c = r + 1; c < nk; c++) s -= D[r * nk + c] * yk[c];
-      yk[r] = s / D[r * nk + r];
-    }
+    UpperSolveRows(pool + diag_adr_[k], nk, yk);
   }
 }
 
@@ -878,12 +753,7 @@ void IslandLU::SolveBlocksTranspose(double* y) const {
   for (int k = 0; k < npos_; k++) {
     const int nk = pos_size_[k];
     double* yk = y + pos_vadr_[k];
-    const double* D = pool + diag_adr_[k];
-    for (int r = 0; r < nk; r++) {
-      double s = yk[r];
-      for (int c = 0; c < r; c++) s -= D[c * nk + r] * yk[c];
-      yk[r] = s / D[r * nk + r];
-    }
+    UpperSolveRowsT(pool + diag_adr_[k], nk, yk);
     for (int e = adj_adr_[k]; e < adj_adr_[k] + adj_num_[k]; e++) {
       const int j = adj_[e];
       GemvTSub(y + pos_vadr_[j], pool + ublk_[e], yk, nk, pos_size_[j]);
@@ -896,12 +766,7 @@ void IslandLU::SolveBlocksTranspose(double* y) const {
       const int j = adj_[e];
       GemvTSub(yk, pool + lblk_[e], y + pos_vadr_[j], pos_size_[j], nk);
     }
-    const double* D = pool + diag_adr_[k];
-    for (int r = nk - 1; r >= 0; r--) {
-      double s = yk[r];
-      for (int c = r + 1; c < nk; c++) s -= D[c * nk + r] * yk[c];
-      yk[r] = s;
-    }
+    LowerSolveRowsT(pool + diag_adr_[k], nk, yk);
   }
 }
 

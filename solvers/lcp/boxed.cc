@@ -5,6 +5,8 @@
 #include <climits>
 #include <cmath>
 
+#include "solvers/common/dense.h"
+
 namespace contactkit {
 namespace {
 
@@ -79,54 +81,6 @@ void Velocity(const DenseLcp& lcp, const double* x, double* w) {
     if (x[j] == 0) continue;
     const double* col = lcp.A + static_cast<size_t>(j) * lcp.ld;
     for (int i = 0; i < lcp.n; i++) w[i] += col[i] * x[j];
-  }
-}
-
-// LU factorization with partial pivoting of the k x k column-major matrix in lu (in place), the
-// row interchanges in piv; false if a pivot is zero or not finite
-bool LuFactor(double* lu, int k, int* piv) {
-  for (int j = 0; j < k; j++) {
-    double* cj = lu + static_cast<size_t>(j) * k;
-    int p = j;
-    for (int i = j + 1; i < k; i++) {
-      if (std::fabs(cj[i]) > std::fabs(cj[p])) p = i;
-    }
-    piv[j] = p;
-    if (!(std::fabs(cj[p]) > 0) || !std::isfinite(cj[p])) return false;
-    if (p != j) {
-      for (int c = 0; c < k; c++)
-        std::swap(lu[j + static_cast<size_t>(c) * k], lu[p + static_cast<size_t>(c) * k]);
-    }
-    const double inv = 1 / cj[j];
-    for (int i = j + 1; i < k; i++) cj[i] *= inv;
-    // rank-1 update of the trailing block, column by column (contiguous)
-    for (int c = j + 1; c < k; c++) {
-      double* cc = lu + static_cast<size_t>(c) * k;
-      const double f = cc[j];
-      if (f == 0) continue;
-      for (int i = j + 1; i < k; i++) cc[i] -= cj[i] * f;
-    }
-  }
-  return true;
-}
-
-// b = (P L U)^-1 b for the factors of LuFactor
-void LuSolve(const double* lu, const int* piv, int k, double* b) {
-  for (int j = 0; j < k; j++) {
-    if (piv[j] != j) std::swap(b[j], b[piv[j]]);
-  }
-  for (int j = 0; j < k; j++) {
-    const double* cj = lu + static_cast<size_t>(j) * k;
-    const double bj = b[j];
-    if (bj == 0) continue;
-    for (int i = j + 1; i < k; i++) b[i] -= cj[i] * bj;
-  }
-  for (int j = k - 1; j >= 0; j--) {
-    const double* cj = lu + static_cast<size_t>(j) * k;
-    b[j] /= cj[j];
-    const double bj = b[j];
-    if (bj == 0) continue;
-    for (int i = 0; i < j; i++) b[i] -= cj[i] * bj;
   }
 }
 

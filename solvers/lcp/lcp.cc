@@ -34,6 +34,11 @@ void ForTreeRanges(const Problem& p, int i, F f) {
 
 std::unique_ptr<Solver> MakeLcpSolver() { return std::make_unique<LcpSolver>(); }
 
+const LcpStats* LcpSolverStats(const Solver* solver) {
+  const LcpSolver* s = dynamic_cast<const LcpSolver*>(solver);
+  return s ? &s->stats() : nullptr;
+}
+
 //------------------------------------- warm-start table -------------------------------------------
 
 void LcpSolver::StateTable::Allocate(int n) {
@@ -284,8 +289,7 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   // islands are independent problems
   nisland_ = p.islands.nisland;
   arena_doff_ = arena_ioff_ = 0;
-  tried_ = false;
-  all_hit_ = true;
+  stats_.Reset();
   // each island's velocity problem, then (split impulse) its position pass: the penetrations,
   // removed by a pseudo-velocity of the positions alone, while A_ still holds the island
   position_active_ = false;
@@ -303,8 +307,8 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   for (int i = 0; i < nrow; i++) next_.Put(keya_[i], keyb_[i], state_[i]);
   std::swap(prev_, next_);
   have_prev_ = true;
-  sol->guess_tried = tried_;
-  sol->guess_hit = tried_ && all_hit_;
+  sol->guess_tried = stats_.guess_tried;
+  sol->guess_hit = stats_.guess_tried && stats_.guess_all_hit;
 }
 
 double LcpSolver::BuildIsland(const Problem& p, int island) {
@@ -405,8 +409,8 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
     state_[rows[j]] = state[j];
   }
   if (opt.use_guess) {
-    tried_ = true;
-    all_hit_ = all_hit_ && st.guess_hit;
+    stats_.guess_tried = true;
+    stats_.guess_all_hit = stats_.guess_all_hit && st.guess_hit;
   }
   sol->iterations += st.iterations;
   sol->pivots += st.pivots;

@@ -56,7 +56,18 @@ namespace contactkit {
 
 std::unique_ptr<Solver> MakeLcpSolver();
 
-class LcpSolver : public Solver {
+// statistics of the last solve beyond Solution
+struct LcpStats {
+  bool guess_tried = false;   // a previous classification was checked on some island
+  bool guess_all_hit = true;  // every checked classification was accepted
+
+  void Reset() { *this = LcpStats(); }
+};
+
+// the solver's last LcpStats (null if solver is not an lcp solver)
+const LcpStats* LcpSolverStats(const Solver* solver);
+
+class LcpSolver final : public Solver {
  public:
   bool Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) override;
   void SetSettings(const ckSettings& settings) override;
@@ -70,6 +81,8 @@ class LcpSolver : public Solver {
   // classification of every row in the last solve (LcpRowState; normals and limits at their
   // lower bound are separating; rows outside islands are kLcpLower)                    (nrow)
   const signed char* classification() const { return state_.data(); }
+
+  const LcpStats& stats() const { return stats_; }
 
   // decomposition of the reduced matrix K = A_CC + A_CB E of island i in the last solve (null
   // if it was not kept: island larger than max_island_rows, or the store was full)
@@ -193,8 +206,7 @@ class LcpSolver : public Solver {
   std::vector<int> scratch_i_;     // (Cod::Ints(cap))
   size_t arena_doff_ = 0, arena_ioff_ = 0;  // used part of the store
   int nisland_ = 0;                         // islands of the last solve
-  bool tried_ = false;                      // a guess was checked in the last solve
-  bool all_hit_ = false;                    // every checked guess was accepted
+  LcpStats stats_;                          // of the last solve
 
   // classification of the solve while SetTangentModes holds another one
   std::vector<signed char> saved_state_;  // (max_rows)

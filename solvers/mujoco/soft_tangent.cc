@@ -4,42 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "solvers/common/dense.h"
+
 namespace contactkit {
 namespace {
-
-// in-place Cholesky of the column-major n x n matrix a (lower triangle); false if not positive
-// definite
-bool CholFactor(double* a, int n) {
-  for (int j = 0; j < n; j++) {
-    double* cj = a + j * n;
-    double d = cj[j];
-    for (int k = 0; k < j; k++) d -= a[k * n + j] * a[k * n + j];
-    if (!(d > 0)) return false;
-    d = std::sqrt(d);
-    cj[j] = d;
-    for (int i = j + 1; i < n; i++) {
-      double s = cj[i];
-      for (int k = 0; k < j; k++) s -= a[k * n + i] * a[k * n + j];
-      cj[i] = s / d;
-    }
-  }
-  return true;
-}
-
-// x = (L L')^-1 x for the factor of CholFactor
-void CholSolve(const double* a, int n, double* x) {
-  for (int i = 0; i < n; i++) {
-    double s = x[i];
-    for (int k = 0; k < i; k++) s -= a[k * n + i] * x[k];
-    x[i] = s / a[i * n + i];
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    const double* ci = a + i * n;
-    double s = x[i];
-    for (int k = i + 1; k < n; k++) s -= ci[k] * x[k];
-    x[i] = s / ci[i];
-  }
-}
 
 // cone Hessian of 1/2 Dm (N - mu T)^2 in jar space (dim x dim, row-major), MuJoCo's middle zone
 void ConeHessian(const double* jar, int dim, double mu, const double* friction, double D0,
@@ -358,42 +326,6 @@ void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rh
   RowsAdd(p, ge_.data(), rhs);
 }
 
-namespace {
-
-// CholSolve on W columns of the row-major block y (stride ld), both sweeps pulling into registers
-template <int W>
-void CholSolveColumns(const double* L, int n, double* y, int ld) {
-  for (int i = 0; i < n; i++) {
-    double* yi = y + static_cast<size_t>(i) * ld;
-    double acc[W];
-    for (int c = 0; c < W; c++) acc[c] = yi[c];
-    for (int q = 0; q < i; q++) {
-      const double l = L[q * n + i];
-      if (l == 0) continue;
-      const double* yq = y + static_cast<size_t>(q) * ld;
-      for (int c = 0; c < W; c++) acc[c] -= l * yq[c];
-    }
-    const double inv = 1 / L[i * n + i];
-    for (int c = 0; c < W; c++) yi[c] = acc[c] * inv;
-  }
-  for (int i = n - 1; i >= 0; i--) {
-    double* yi = y + static_cast<size_t>(i) * ld;
-    const double* Li = L + i * n;
-    double acc[W];
-    for (int c = 0; c < W; c++) acc[c] = yi[c];
-    for (int q = i + 1; q < n; q++) {
-      const double l = Li[q];
-      if (l == 0) continue;
-      const double* yq = y + static_cast<size_t>(q) * ld;
-      for (int c = 0; c < W; c++) acc[c] -= l * yq[c];
-    }
-    const double inv = 1 / Li[i];
-    for (int c = 0; c < W; c++) yi[c] = acc[c] * inv;
-  }
-}
-
-}  // namespace
-
 void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
   const Islands& is = p.islands;
   double* blk = block_.data();
@@ -406,10 +338,7 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
       for (int c = 0; c < nb; c++) blk[la * nb + c] = x[dofs[a] * nb + c];
     }
 
-    // L L' y = b: chunks of 8 columns, then the rest one by one
-    int c = 0;
-    for (; c + 8 <= nb; c += 8) CholSolveColumns<8>(L, n, blk + c, nb);
-    for (; c < nb; c++) CholSolveColumns<1>(L, n, blk + c, nb);
+    CholSolveBlock(L, n, blk, nb, nb);  // L L' y = b
     for (int a = 0; a < n; a++) {
       const int la = local_[dofs[a]];
       for (int c = 0; c < nb; c++) x[dofs[a] * nb + c] = blk[la * nb + c];
@@ -441,14 +370,7 @@ void SoftTangent::ForceTangent(const Problem& p, const ProblemTangent& dir, doub
   }
   if (dir.M) {
     for (int j = 0; j < nv; j++) tmp_[j] = vn[j] - p.v_free[j];
-    for (int i = 0; i < nv; i++) {
-      int adr = p.mass.madr[i];
-      rhs[i] -= dir.M[adr++] * tmp_[i];
-      for (int j = p.mass.parent[i]; j >= 0; j = p.mass.parent[j], adr++) {
-        rhs[i] -= dir.M[adr] * tmp_[j];
-        rhs[j] -= dir.M[adr] * tmp_[i];
-      }
-    }
+    p.mass.SubMulValues(dir.M, tmp_.data(), rhs);
   }
   if (dir.J) {
     for (int e = 0; e < nrow_; e++) {

@@ -43,6 +43,20 @@ extern "C" {
 
 #define ckVERSION "0.1.0"
 
+// why ck_transitionJac / ck_transitionVJP used finite differences (they then return 1)
+typedef enum ckFallback_ {
+  ckFALLBACK_NONE = 0,        // analytic, or no Jacobian (the call failed)
+  ckFALLBACK_ROWS,            // more constraint rows than the handle's capacity
+  ckFALLBACK_SOFT_HESSIAN,    // the Hessian of MuJoCo's solver is not positive definite
+  ckFALLBACK_IMPLICIT,        // M - h qDeriv of the implicit integrator is singular
+  ckFALLBACK_NO_TANGENT,      // the solver has no analytic force tangent for this problem
+  ckFALLBACK_RK4_POSITION,    // lcp's position correction (split impulse) under RK4
+  ckFALLBACK_NOSLIP,          // noslip iterations
+  ckFALLBACK_FLUID_IMPLICIT,  // fluid forces under the implicit integrators
+  ckFALLBACK_JDOTV,           // MuJoCo 3.7+'s Jdot v in connect and weld rows' reference
+  ckNFALLBACK
+} ckFallback;
+
 // statistics of the last ck_forward / ck_step (the last RK4 stage for RK4)
 typedef struct ckStats_ {
   int solver;              // ckSolver that produced the forces
@@ -128,6 +142,14 @@ CKAPI mjModel* ck_loadXMLString(const char* xml, char* error, int error_sz);
 // next call with the handle.
 CKAPI const char* ck_lastError(const ckHandle* ck);
 
+// The ckFallback of the last ck_transitionJac / ck_transitionVJP with this handle: why it used
+// finite differences (return 1); ckFALLBACK_NONE after an analytic result, a failure or for a
+// NULL handle.
+CKAPI int ck_lastFallback(const ckHandle* ck);
+
+// One line saying what a ckFallback means ("" for ckFALLBACK_NONE, NULL out of range).
+CKAPI const char* ck_fallbackText(int reason);
+
 // Create a handle for model m. settings may be NULL: the handle then takes its settings from the
 // model (ck_settingsFromModel), and a model without any gets the "mujoco" pass-through.
 // All workspace is allocated here. Returns NULL with a message on error.
@@ -135,6 +157,10 @@ CKAPI ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* erro
 
 // Free a handle (NULL is allowed).
 CKAPI void ck_free(ckHandle* ck);
+
+// 1 if m is the model ck was made for (the fingerprint every entry point compares), 0 if it is
+// another model or either is NULL. Changes nothing (ck_lastError included).
+CKAPI int ck_sameModel(const ckHandle* ck, const mjModel* m);
 
 // Change settings between steps (solver switch included); allocates the new solver's workspace
 // (also lcp's when max_island_rows changes, which sizes it), and the derivative workspace when

@@ -28,67 +28,65 @@ typedef enum ckStatus_ {
   ckNSTATUS
 } ckStatus;
 
-// interior-point settings
+// Settings. Each field is the setting key of the same name ("derivatives" for deriv.enabled);
+// its meaning, unit, range and default are documented once, in the settings table
+// (plugin/config/settings.cc): ck_settingDoc returns that line, and `ck-run --list-settings`
+// prints the table as docs/settings.md.
+
+// solver "ipm"
 typedef struct ckIpmSettings_ {
-  double kappa_tol;       // final complementarity (central-path value) for hard contact
-  double residual_tol;    // final residual infinity norm of the optimality conditions
-  double kappa_grad;      // central-path value at which gradients are taken; = kappa_tol: the
-                          // step ends on the central point at kappa_tol (a few extra Newton
-                          // steps) and gradients are the exact derivative of that step
-  int max_iter;           // maximum number of predictor-corrector iterations
-  int gap_recheck;        // number of re-solves with gaps re-measured at q+ (0: off)
-  int soft_equality;      // 1: soften equality rows with their solref/solimp
-  double rest_depth;      // depth (m) a resting contact or limit without margin settles at
-  double recovery_speed;  // largest speed (m/s) at which a penetration is pushed out per step
+  double kappa_tol;
+  double residual_tol;
+  double kappa_grad;
+  int max_iter;
+  int gap_recheck;
+  int soft_equality;
+  double rest_depth;
+  double recovery_speed;
 } ckIpmSettings;
 
-// complementarity-free settings
+// solver "comfree"
 typedef struct ckComfreeSettings_ {
-  double stiffness;    // k_user: dimensionless stiffness of the impedance update
-  double damping;      // d_user: dimensionless damping of the impedance update
-  int facets;          // tangential facet directions per contact (4: MuJoCo's pyramid)
-  int parallel_min;    // contacts above which the facet loop runs with OpenMP
-  double relax_limit;  // largest summed velocity correction of the facets on one tree (0: off)
-  int anchor;          // 1 (default): position-level stick from contact anchors kept across
-                       // steps; 0: the paper's viscous stick
+  double stiffness;
+  double damping;
+  int facets;
+  int parallel_min;
+  double relax_limit;
+  int anchor;
 } ckComfreeSettings;
 
-// LCP settings
+// solver "lcp"
 typedef struct ckLcpSettings_ {
-  double erp;                    // fraction of a penetration or limit violation corrected per step
-  int split_impulse;             // 1: corrected by a position projection after the step (adds no
-                                 // velocity); 0: by the velocity target (Baumgarte)
-  double max_correction;         // largest correction speed (m/s; rad/s for limits)
-  double slop;                   // penetration kept by resting contacts and limits (m or rad)
-  double restitution;            // normal restitution coefficient sigma
-  double restitution_threshold;  // approach speed (m/s) below which no bounce is added
-  double cfm;                    // constraint force mixing added to the diagonal of A
-  int max_pivots;                // pivots per pivoting run, per island
-  int pgs_iter;                  // projected Gauss-Seidel sweeps of the fallback
-  int max_solves;                // work budget: factorizations per island per step
-  int max_island_rows;           // largest island solved directly (dense workspace size)
+  double erp;
+  int split_impulse;
+  double max_correction;
+  double slop;
+  double restitution;
+  double restitution_threshold;
+  double cfm;
+  int max_pivots;
+  int pgs_iter;
+  int max_solves;
+  int max_island_rows;
 } ckLcpSettings;
 
-// derivative settings
+// derivative module
 typedef struct ckDerivSettings_ {
-  int enabled;                // 1: the handle holds the derivative workspace (0: simulation
-                              // only, less memory; ck_transition* then return -1)
-  double cfd_width;           // contacts-from-distance width w_c in meters (0: off)
-  double cfd_solimp[5];       // CFD impedance beyond the margin: (d_c at the width, d_0 at
-                              // zero distance (0: the contact's own), width (0: cfd_width),
-                              // midpoint, power), MuJoCo's spline from d_0 to d_c
-  int elastic_correction;     // 1: Nimble's bounce correction of the position Jacobian
-  int complementarity_aware;  // 1: complementarity-aware VJP for the lcp solver
+  int enabled;  // key "derivatives"
+  double cfd_width;
+  double cfd_solimp[5];
+  int elastic_correction;
+  int complementarity_aware;
 } ckDerivSettings;
 
 // all settings of one handle
 typedef struct ckSettings_ {
-  int solver;                 // ckSolver
-  int warmstart;              // 1: warm-start from the previous step where it helps
-  ckIpmSettings ipm;          // solver "ipm"
-  ckComfreeSettings comfree;  // solver "comfree"
-  ckLcpSettings lcp;          // solver "lcp"
-  ckDerivSettings deriv;      // derivative module
+  int solver;  // ckSolver
+  int warmstart;
+  ckIpmSettings ipm;
+  ckComfreeSettings comfree;
+  ckLcpSettings lcp;
+  ckDerivSettings deriv;
 } ckSettings;
 
 #ifdef __cplusplus

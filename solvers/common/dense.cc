@@ -1,0 +1,270 @@
+// Copyright 2026 The contactkit developers.
+#include "solvers/common/dense.h"
+
+#include <cmath>
+#include <cstddef>
+#include <utility>
+
+namespace contactkit {
+namespace {
+
+constexpr double kTinyPivot = 1e-300;
+
+// CholSolve on W columns of the row-major block y (stride ld), both sweeps pulling into registers
+template <int W>
+void CholSolveColumns(const double* L, int n, double* y, int ld) {
+  for (int i = 0; i < n; i++) {
+    double* yi = y + static_cast<size_t>(i) * ld;
+    double acc[W];
+    for (int c = 0; c < W; c++) acc[c] = yi[c];
+    for (int q = 0; q < i; q++) {
+      const double l = L[q * n + i];
+      if (l == 0) continue;
+      const double* yq = y + static_cast<size_t>(q) * ld;
+      for (int c = 0; c < W; c++) acc[c] -= l * yq[c];
+    }
+    const double inv = 1 / L[i * n + i];
+    for (int c = 0; c < W; c++) yi[c] = acc[c] * inv;
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double* yi = y + static_cast<size_t>(i) * ld;
+    const double* Li = L + i * n;
+    double acc[W];
+    for (int c = 0; c < W; c++) acc[c] = yi[c];
+    for (int q = i + 1; q < n; q++) {
+      const double l = Li[q];
+      if (l == 0) continue;
+      const double* yq = y + static_cast<size_t>(q) * ld;
+      for (int c = 0; c < W; c++) acc[c] -= l * yq[c];
+    }
+    const double inv = 1 / Li[i];
+    for (int c = 0; c < W; c++) yi[c] = acc[c] * inv;
+  }
+}
+
+}  // namespace
+
+//---------------------------------- column-major ------------------------------------------------
+
+bool LuFactor(double* lu, int k, int* piv) {
+  for (int j = 0; j < k; j++) {
+    double* cj = lu + static_cast<size_t>(j) * k;
+    int p = j;
+    for (int i = j + 1; i < k; i++) {
+      if (std::fabs(cj[i]) > std::fabs(cj[p])) p = i;
+    }
+    piv[j] = p;
+    if (!(std::fabs(cj[p]) > 0) || !std::isfinite(cj[p])) return false;
+    if (p != j) {
+      for (int c = 0; c < k; c++)
+        std::swap(lu[j + static_cast<size_t>(c) * k], lu[p + static_cast<size_t>(c) * k]);
+    }
+    const double inv = 1 / cj[j];
+    for (int i = j + 1; i < k; i++) cj[i] *= inv;
+    // rank-1 update of the trailing block, column by column (contiguous)
+    for (int c = j + 1; c < k; c++) {
+      double* cc = lu + static_cast<size_t>(c) * k;
+      const double f = cc[j];
+      if (f == 0) continue;
+      for (int i = j + 1; i < k; i++) cc[i] -= cj[i] * f;
+    }
+  }
+  return true;
+}
+
+void LuSolve(const double* lu, const int* piv, int k, double* b) {
+  for (int j = 0; j < k; j++) {
+    if (piv[j] != j) std::swap(b[j], b[piv[j]]);
+  }
+  for (int j = 0; j < k; j++) {
+    const double* cj = lu + static_cast<size_t>(j) * k;
+    const double bj = b[j];
+    if (bj == 0) continue;
+    for (int i = j + 1; i < k; i++) b[i] -= cj[i] * bj;
+  }
+  for (int j = k - 1; j >= 0; j--) {
+    const double* cj = lu + static_cast<size_t>(j) * k;
+    b[j] /= cj[j];
+    const double bj = b[j];
+    if (bj == 0) continue;
+    for (int i = 0; i < j; i++) b[i] -= cj[i] * bj;
+  }
+}
+
+void LuSolveT(const double* lu, const int* piv, int n, double* x) {
+  for (int j = 0; j < n; j++) {
+    const double* cj = lu + static_cast<size_t>(j) * n;
+    double s = x[j];
+    for (int i = 0; i < j; i++) s -= cj[i] * x[i];
+    x[j] = s / cj[j];
+  }
+  for (int j = n - 1; j >= 0; j--) {
+    const double* cj = lu + static_cast<size_t>(j) * n;
+    double s = x[j];
+    for (int i = j + 1; i < n; i++) s -= cj[i] * x[i];
+    x[j] = s;
+  }
+  for (int k = n - 1; k >= 0; k--) std::swap(x[k], x[piv[k]]);
+}
+
+bool CholFactor(double* a, int n) {
+  for (int j = 0; j < n; j++) {
+    double* cj = a + j * n;
+    double d = cj[j];
+    for (int k = 0; k < j; k++) d -= a[k * n + j] * a[k * n + j];
+    if (!(d > 0)) return false;
+    d = std::sqrt(d);
+    cj[j] = d;
+    for (int i = j + 1; i < n; i++) {
+      double s = cj[i];
+      for (int k = 0; k < j; k++) s -= a[k * n + i] * a[k * n + j];
+      cj[i] = s / d;
+    }
+  }
+  return true;
+}
+
+void CholSolve(const double* L, int n, double* x) {
+  for (int i = 0; i < n; i++) {
+    double s = x[i];
+    for (int k = 0; k < i; k++) s -= L[k * n + i] * x[k];
+    x[i] = s / L[i * n + i];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    const double* ci = L + i * n;
+    double s = x[i];
+    for (int k = i + 1; k < n; k++) s -= ci[k] * x[k];
+    x[i] = s / ci[i];
+  }
+}
+
+void CholSolveBlock(const double* L, int n, double* y, int nb, int ld) {
+  // chunks of 8 columns, then the rest one by one
+  int c = 0;
+  for (; c + 8 <= nb; c += 8) CholSolveColumns<8>(L, n, y + c, ld);
+  for (; c < nb; c++) CholSolveColumns<1>(L, n, y + c, ld);
+}
+
+//---------------------------------- row-major ---------------------------------------------------
+
+bool LuFactorRows(double* a, int n, int* piv, double* mn, double* mx) {
+  for (int c = 0; c < n; c++) {
+    if (piv) {
+      int best = c;
+      for (int r = c + 1; r < n; r++) {
+        if (std::fabs(a[r * n + c]) > std::fabs(a[best * n + c])) best = r;
+      }
+      piv[c] = best;
+      if (best != c) {
+        for (int k = 0; k < n; k++) std::swap(a[c * n + k], a[best * n + k]);
+      }
+    }
+    const double p = a[c * n + c];
+    const double ap = std::fabs(p);
+    if (!(ap > kTinyPivot) || !std::isfinite(p)) return false;
+    *mn = std::fmin(*mn, ap);
+    *mx = std::fmax(*mx, ap);
+    const double ip = 1 / p;
+    const double* rowc = a + c * n;
+    for (int r = c + 1; r < n; r++) {
+      double* rowr = a + r * n;
+      const double l = rowr[c] * ip;
+      rowr[c] = l;
+      if (l == 0) continue;
+      for (int s = c + 1; s < n; s++) rowr[s] -= l * rowc[s];
+    }
+  }
+  return true;
+}
+
+void PermuteRows(const int* piv, int n, double* x) {
+  for (int c = 0; c < n; c++) {
+    if (piv[c] != c) std::swap(x[c], x[piv[c]]);
+  }
+}
+
+void PermuteRowsT(const int* piv, int n, double* x) {
+  for (int c = n - 1; c >= 0; c--) {
+    if (piv[c] != c) std::swap(x[c], x[piv[c]]);
+  }
+}
+
+void LowerSolveRows(const double* lu, int n, double* B, int m) {
+  for (int r = 1; r < n; r++) {
+    double* br = B + r * m;
+    for (int c = 0; c < r; c++) {
+      const double l = lu[r * n + c];
+      if (l == 0) continue;
+      const double* bc = B + c * m;
+      for (int s = 0; s < m; s++) br[s] -= l * bc[s];
+    }
+  }
+}
+
+void UpperSolveRows(const double* lu, int n, double* x) {
+  for (int r = n - 1; r >= 0; r--) {
+    double s = x[r];
+    for (int c = r + 1; c < n; c++) s -= lu[r * n + c] * x[c];
+    x[r] = s / lu[r * n + r];
+  }
+}
+
+void UpperSolveRowsT(const double* lu, int n, double* x) {
+  for (int r = 0; r < n; r++) {
+    double s = x[r];
+    for (int c = 0; c < r; c++) s -= lu[c * n + r] * x[c];
+    x[r] = s / lu[r * n + r];
+  }
+}
+
+void LowerSolveRowsT(const double* lu, int n, double* x) {
+  for (int r = n - 1; r >= 0; r--) {
+    double s = x[r];
+    for (int c = r + 1; c < n; c++) s -= lu[c * n + r] * x[c];
+    x[r] = s;
+  }
+}
+
+void UpperSolveRight(const double* lu, int n, double* B, int m) {
+  for (int r = 0; r < m; r++) {
+    double* b = B + r * n;
+    for (int c = 0; c < n; c++) {
+      double s = b[c];
+      for (int k = 0; k < c; k++) s -= b[k] * lu[k * n + c];
+      b[c] = s / lu[c * n + c];
+    }
+  }
+}
+
+void GemmSub(double* C, const double* A, const double* B, int m, int k, int n) {
+  for (int i = 0; i < m; i++) {
+    double* ci = C + i * n;
+    const double* ai = A + i * k;
+    for (int l = 0; l < k; l++) {
+      const double a = ai[l];
+      if (a == 0) continue;
+      const double* bl = B + l * n;
+      for (int j = 0; j < n; j++) ci[j] -= a * bl[j];
+    }
+  }
+}
+
+void GemvSub(double* y, const double* A, const double* x, int m, int n) {
+  for (int i = 0; i < m; i++) {
+    double s = 0;
+    const double* ai = A + i * n;
+    for (int j = 0; j < n; j++) s += ai[j] * x[j];
+    y[i] -= s;
+  }
+}
+
+void GemvTSub(double* y, const double* A, const double* x, int m, int n) {
+  for (int i = 0; i < m; i++) {
+    const double xi = x[i];
+    if (xi == 0) continue;
+    const double* ai = A + i * n;
+    for (int j = 0; j < n; j++) y[j] -= ai[j] * xi;
+  }
+}
+
+}  // namespace contactkit

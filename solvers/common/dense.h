@@ -1,0 +1,69 @@
+// Copyright 2026 The contactkit developers.
+//
+// Dense kernels on caller-provided storage (nothing is allocated). Column-major matrices unless
+// a function says row-major; n x n factors are stored in place of the matrix.
+#ifndef CONTACTKIT_SOLVERS_COMMON_DENSE_H_
+#define CONTACTKIT_SOLVERS_COMMON_DENSE_H_
+
+namespace contactkit {
+
+//---------------------------------- column-major ------------------------------------------------
+
+// P A = L U in place of a (n x n), unit L below, row interchanges in piv (n); false if a pivot
+// is zero or not finite
+bool LuFactor(double* a, int n, int* piv);
+
+// x = A^-1 x (n) with the factor of LuFactor
+void LuSolve(const double* lu, const int* piv, int n, double* x);
+
+// x = A^-T x (n) with the factor of LuFactor
+void LuSolveT(const double* lu, const int* piv, int n, double* x);
+
+// A = L L' in place of the lower triangle of a (n x n); false if not positive definite
+bool CholFactor(double* a, int n);
+
+// x = A^-1 x (n) with the factor of CholFactor
+void CholSolve(const double* L, int n, double* x);
+
+// y = A^-1 y for the nb columns of the row-major n x nb block y (row stride ld), factor of
+// CholFactor
+void CholSolveBlock(const double* L, int n, double* y, int nb, int ld);
+
+//---------------------------------- row-major ---------------------------------------------------
+
+// A = P' L U in place of the row-major a (n x n), unit L below, U on and above; with piv (n)
+// partial pivoting (row interchanges), without when null. The pivots' magnitudes widen [*mn, *mx].
+// False if a pivot is below 1e-300 in magnitude or not finite.
+bool LuFactorRows(double* a, int n, int* piv, double* mn, double* mx);
+
+// x = P x (n), the row interchanges of LuFactorRows, and its inverse
+void PermuteRows(const int* piv, int n, double* x);
+void PermuteRowsT(const int* piv, int n, double* x);
+
+// B = L^-1 B with L the unit lower part of the row-major lu (n x n), B row-major (n x m)
+void LowerSolveRows(const double* lu, int n, double* B, int m);
+
+// x = U^-1 x (n), U the upper part of the row-major lu (n x n)
+void UpperSolveRows(const double* lu, int n, double* x);
+
+// x = U^-T x (n), U the upper part of the row-major lu (n x n)
+void UpperSolveRowsT(const double* lu, int n, double* x);
+
+// x = L^-T x (n), L the unit lower part of the row-major lu (n x n)
+void LowerSolveRowsT(const double* lu, int n, double* x);
+
+// B = B U^-1, U the upper part of the row-major lu (n x n), B row-major (m x n)
+void UpperSolveRight(const double* lu, int n, double* B, int m);
+
+// C -= A B with A (m x k), B (k x n), C (m x n), all row-major
+void GemmSub(double* C, const double* A, const double* B, int m, int k, int n);
+
+// y -= A x with A row-major (m x n), x (n), y (m)
+void GemvSub(double* y, const double* A, const double* x, int m, int n);
+
+// y -= A' x with A row-major (m x n), x (m), y (n)
+void GemvTSub(double* y, const double* A, const double* x, int m, int n);
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_SOLVERS_COMMON_DENSE_H_
