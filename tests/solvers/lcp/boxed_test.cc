@@ -236,6 +236,18 @@ TEST(BoxedLcpTest, UniqueSolutionAgreesWithEnumeration) {
   }
 }
 
+// x (p.n) is finite and inside its bounds, the friction bounds at mu times x's normals
+void ExpectFiniteInsideBounds(const RandomLcp& p, const double* x) {
+  for (int i = 0; i < p.n; i++) {
+    ASSERT_TRUE(std::isfinite(x[i])) << "row " << i;
+    const int f = p.findex[i];
+    const double l = f >= 0 ? -p.mu[i] * std::max(x[f], 0.0) : p.lo[i];
+    const double u = f >= 0 ? p.mu[i] * std::max(x[f], 0.0) : p.hi[i];
+    EXPECT_GE(x[i], l - 1e-12) << "row " << i;
+    EXPECT_LE(x[i], u + 1e-12) << "row " << i;
+  }
+}
+
 // with pivoting disabled the Gauss-Seidel answer is kept: inside the bounds, finite, close
 TEST(BoxedLcpTest, GaussSeidelFallbackKeepsAFeasibleAnswer) {
   std::mt19937 rng(6);
@@ -251,14 +263,7 @@ TEST(BoxedLcpTest, GaussSeidelFallbackKeepsAFeasibleAnswer) {
         ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
     inexact += !ok;
     EXPECT_TRUE(st.used_pgs || ok);
-    for (int i = 0; i < p.n; i++) {
-      ASSERT_TRUE(std::isfinite(ws.x[i]));
-      const int f = p.findex[i];
-      const double l = f >= 0 ? -p.mu[i] * std::max(ws.x[f], 0.0) : p.lo[i];
-      const double u = f >= 0 ? p.mu[i] * std::max(ws.x[f], 0.0) : p.hi[i];
-      EXPECT_GE(ws.x[i], l - 1e-12);
-      EXPECT_LE(ws.x[i], u + 1e-12);
-    }
+    ExpectFiniteInsideBounds(p, ws.x.data());
     if (!ok) {
       EXPECT_LT(st.residual, 1.0);
     }
@@ -319,14 +324,7 @@ TEST(BoxedLcpTest, BudgetCapsTheWorkAndSaysSo) {
     EXPECT_TRUE(st.over_budget) << "trial " << trial;
     // the budget, plus the exact solves of the Gauss-Seidel answer and of what is returned
     EXPECT_LE(st.iterations, opt.budget + 3) << "trial " << trial << ": " << full.iterations;
-    for (int i = 0; i < p.n; i++) {
-      ASSERT_TRUE(std::isfinite(ws.x[i]));
-      const int f = p.findex[i];
-      const double l = f >= 0 ? -p.mu[i] * std::max(ws.x[f], 0.0) : p.lo[i];
-      const double u = f >= 0 ? p.mu[i] * std::max(ws.x[f], 0.0) : p.hi[i];
-      EXPECT_GE(ws.x[i], l - 1e-12);
-      EXPECT_LE(ws.x[i], u + 1e-12);
-    }
+    ExpectFiniteInsideBounds(p, ws.x.data());
   }
   EXPECT_GT(capped, 0) << "no problem needed more than the budget: the test does not test it";
 }
