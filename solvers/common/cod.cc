@@ -121,8 +121,7 @@ int Cod::Factor(const double* a, int lda, int n, double rtol) {
   return rank;
 }
 
-bool Cod::CopyFrom(const Cod& o) {
-  if (o.n_ > nmax_) return false;
+void Cod::CopyFrom(const Cod& o) {
   const size_t n = o.n_;
   n_ = o.n_;
   rank_ = o.rank_;
@@ -132,7 +131,6 @@ bool Cod::CopyFrom(const Cod& o) {
   std::copy(o.tau_, o.tau_ + n, tau_);
   std::copy(o.tau2_, o.tau2_ + n, tau2_);
   std::copy(o.perm_, o.perm_ + n, perm_);
-  return true;
 }
 
 void Cod::ApplyQt(const double* q, const double* tau, int m, double* x) const {

@@ -28,8 +28,8 @@ class Cod {
   // the numerical rank
   int Factor(const double* a, int lda, int n, double rtol);
 
-  // the decomposition held by o (its order must fit this storage); false if it does not
-  bool CopyFrom(const Cod& o);
+  // the decomposition held by o, whose order must fit this storage
+  void CopyFrom(const Cod& o);
 
   // x = A^+ c (x and c may alias)
   void Solve(const double* c, double* x);

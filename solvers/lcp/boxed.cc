@@ -333,8 +333,8 @@ bool BoxedLcpSolver::Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double 
   int best = INT_MAX, tries = kBlockTries, pivots = 0;
   int* list = list_.data();
   signed char* target = target_.data();
-  for (int solves = 0;; solves++) {
-    if (solves >= opt.max_solves || stats->iterations >= opt.budget) return false;
+  while (true) {
+    if (stats->iterations >= opt.budget) return false;
     stats->iterations++;
     if (!Reduced(lcp, state, ridge, opt.rtol, &cod_, x, w)) return false;
     const int m = Infeasible(lcp, state, x, w, opt.tol, list, target);
@@ -564,15 +564,13 @@ void BoxedLcpSolver::Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, sig
   Normalize(lcp, nullptr, s2);
   double* xs = xs_.data();
   double* ws = ws_.data();
-  // the larger system is factored aside, so that cod keeps state's factorization if it fails
-  Cod* trial = cod_.capacity() >= n ? &cod_ : cod;
-  if (Exact(lcp, opt, s2, trial, xs, ws, stats)) {
+  // the larger system is factored into the scratch, so that cod keeps state's factorization
+  // when it is rejected
+  if (Exact(lcp, opt, s2, &cod_, xs, ws, stats)) {
     std::copy(s2, s2 + n, state);
     std::copy(xs, xs + n, x);
     std::copy(ws, ws + n, w);
-    if (trial != cod) cod->CopyFrom(*trial);
-  } else if (trial == cod) {
-    Exact(lcp, opt, state, cod, x, w, stats);  // restore the factorization of state
+    cod->CopyFrom(cod_);
   }
 }
 
@@ -588,7 +586,6 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   const double ridge = opt.ridge * (maxdiag > 0 ? maxdiag : 1);
   auto finish = [&](bool exact) {
     if (exact) Stabilize(lcp, opt, state, cod, x, w, stats);
-    stats->over_budget = !exact && stats->iterations >= opt.budget;
     stats->residual = Residual(lcp, x, w, &stats->kappa);
     return exact;
   };
@@ -596,8 +593,8 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   // a few coupled pivots from a classification, then its exact solve
   BoxedOptions local = opt;
   local.max_pivots = std::min(opt.max_pivots, 2 * n + 2);
-  local.max_solves = kRepairSolves;
   auto repair = [&]() {
+    local.budget = std::min(opt.budget, stats->iterations + kRepairSolves);
     return Pivot(lcp, local, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats);
   };
 
@@ -619,8 +616,8 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   // 2. Lemke's method on the coupled problem (counted as one solve of the budget), 3. exact solve
   // of its classification
   int lemke_pivots = 0;
-  const bool lemke_ok = stats->iterations < opt.budget &&
-                        lemke_.Solve(lcp, opt.max_pivots, x, state, &lemke_pivots);
+  const bool lemke_ok =
+      stats->iterations < opt.budget && lemke_.Solve(lcp, opt.max_pivots, x, state, &lemke_pivots);
   stats->pivots += lemke_pivots;
   stats->iterations++;
   if (lemke_ok) {

@@ -43,28 +43,26 @@ namespace contactkit {
 
 // statistics of one solve
 struct BoxedStats {
-  int iterations = 0;        // reduced solves
-  int pivots = 0;            // rows flipped
-  int frozen_rounds = 0;     // rounds of Dantzig's method with frozen friction bounds
-  bool guess_hit = false;    // the guessed classification was accepted
-  bool pivot_ok = false;     // pivoting found an exact classification
-  bool used_pgs = false;     // the Gauss-Seidel fallback ran
-  bool over_budget = false;  // opt.budget was spent before an exact answer
-  double residual = 0;       // natural-map residual, velocity units
-  double kappa = 0;          // largest |w_i| times the distance of x_i to its nearer bound
+  int iterations = 0;      // reduced solves
+  int pivots = 0;          // rows flipped
+  int frozen_rounds = 0;   // rounds of Dantzig's method with frozen friction bounds
+  bool guess_hit = false;  // the guessed classification was accepted
+  bool pivot_ok = false;   // pivoting found an exact classification
+  bool used_pgs = false;   // the Gauss-Seidel fallback ran
+  double residual = 0;     // natural-map residual, velocity units
+  double kappa = 0;        // largest |w_i| times the distance of x_i to its nearer bound
 };
 
 // options of one solve
 struct BoxedOptions {
-  bool use_guess = false;    // state holds a classification to check first
-  double tol = 1e-10;        // feasibility tolerance in velocity units (w, and x scaled by A_ii)
-  double ridge = 1e-12;      // relative regularization of the pivoting systems (times max A_ii)
-  double rtol = 1e-13;       // relative rank threshold of the decomposition
-  int max_pivots = 1000;     // flips per pivoting run
-  int max_solves = 1 << 30;  // reduced solves per pivoting run
-  int budget = 1 << 30;      // reduced solves and pivoting factorizations per Solve (each
-                             // O(n^3)); when spent, the best answer so far is returned
-  int pgs_iter = 200;        // Gauss-Seidel sweeps of the fallback
+  bool use_guess = false;  // state holds a classification to check first
+  double tol = 1e-10;      // feasibility tolerance in velocity units (w, and x scaled by A_ii)
+  double ridge = 1e-12;    // relative regularization of the pivoting systems (times max A_ii)
+  double rtol = 1e-13;     // relative rank threshold of the decomposition
+  int max_pivots = 1000;   // flips per pivoting run
+  int budget = 1 << 30;    // reduced solves and pivoting factorizations per Solve (each
+                           // O(n^3)); when spent, the best answer so far is returned
+  int pgs_iter = 200;      // Gauss-Seidel sweeps of the fallback
 };
 
 class BoxedLcpSolver {
