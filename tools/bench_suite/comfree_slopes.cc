@@ -157,7 +157,7 @@ int ComfreeSlopes(const SlopesOptions& o, std::string* report) {
             stderr,
             "  %-14s %7.0f contacts %9.3f ms/step (constraint stage %8.3f ms), %d steps%s\n",
             v.name.c_str(), r.t.contacts, r.t.step_ms, r.t.constraint_ms, r.t.steps,
-            r.t.ok ? "" : "  [warnings or non-finite state]");
+            r.t.ok ? "" : "  [diverged or MuJoCo warnings: left out of the table]");
       }
       results.push_back(r);
     }

@@ -84,7 +84,9 @@ StageTiming MeasureStages(mjModel* m, mjData* d, const ckSettings& settings, int
   start.Restore(m, d);
   std::vector<double> times, stage, collision, assembly;
   double contacts = 0, spent = 0;
-  for (int t = 0; t < steps && (t < 3 || spent < budget); t++) {
+  DivergenceCheck divergence;
+  divergence.Start(d);
+  for (int t = 0; t < steps && (t < 3 || spent < budget) && !divergence.diverged(); t++) {
     d->timer[mjTIMER_POS_COLLISION].duration = 0;
     d->timer[mjTIMER_POS_MAKE].duration = 0;
     const auto t0 = std::chrono::steady_clock::now();
@@ -96,9 +98,11 @@ StageTiming MeasureStages(mjModel* m, mjData* d, const ckSettings& settings, int
     collision.push_back(d->timer[mjTIMER_POS_COLLISION].duration);
     assembly.push_back(d->timer[mjTIMER_POS_MAKE].duration);
     contacts += ck_stats(ck)->ncon;
-    for (int i = 0; i < m->nv; i++) {
-      if (!std::isfinite(d->qvel[i])) r.ok = false;
-    }
+    divergence.Check(m, d, t);
+  }
+  if (divergence.diverged()) {
+    r.ok = false;
+    r.error = divergence.reason();
   }
   r.steps = static_cast<int>(times.size());
   r.contacts = contacts / r.steps;

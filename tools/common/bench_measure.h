@@ -56,8 +56,8 @@ struct StageTiming {
   double constraint_ms = 0;  // median time of the constraint stage (extraction, solve, write-back)
   double collision_ms = 0;   // median time of MuJoCo's mj_collision in the step
   double assembly_ms = 0;    // median time of MuJoCo's mj_makeConstraint (rows, Jacobian)
-  bool ok = true;            // no warning and a finite state throughout
-  std::string error;         // ck_make's message
+  bool ok = true;            // no warning and no divergence (DivergenceCheck) throughout
+  std::string error;         // ck_make's message, or why the run diverged
 };
 // from d's state: one untimed ck_step under settings, back to that state, then `steps` timed
 // steps in a row (at least 3; no more once `budget` seconds are spent), with m->opt.solver =
