@@ -4,6 +4,7 @@
 // initial state, and print time per step, contacts, penetration, iterations, energy drift,
 // inexact solves, warnings, and whether the run diverged.
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,7 @@
 
 #include "contactkit/contactkit.h"
 #include "plugin/step/compat.h"
+#include "tools/common/command_line.h"
 #include "tools/common/tool_util.h"
 
 namespace {
@@ -66,11 +68,6 @@ const char kUsage[] =
     "--max-penetration; its row says DIVERGED and why instead of a time, the run stops there\n"
     "and ck-run exits with status 1.\n";
 
-int Fail(const std::string& msg) {
-  std::fprintf(stderr, "ck-run: %s\n", msg.c_str());
-  return 2;
-}
-
 // MuJoCo warnings raised during a run (contactkit's among them), counted instead of printed
 std::map<std::string, int> g_warnings;
 void OnWarning(const char* msg) { g_warnings[msg]++; }
@@ -87,162 +84,136 @@ std::string Row(const std::vector<std::string>& cells, const std::vector<std::st
   return s + "\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string model_arg, solver_arg, compare_arg, csv;
+// ck-run's command line
+struct Options {
+  std::string model, solver, compare, csv, menagerie;
   std::vector<std::string> sets;
-  contactkit::tools::RunOptions opts;
+  contactkit::tools::RunOptions run;
   int integrator = -1;
   double margin = -1;
-  bool quiet = false;
+  bool quiet = false, list_settings = false;
+};
 
-  for (int i = 1; i < argc; i++) {
-    const std::string a = argv[i];
-    auto value = [&](const char* name) -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "ck-run: %s needs a value\n", name);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else if (a == "--solver") {
-      solver_arg = value("--solver");
-    } else if (a == "--compare") {
-      compare_arg = value("--compare");
-    } else if (a == "--steps") {
-      opts.steps = std::atoi(value("--steps").c_str());
-      if (opts.steps <= 0) return Fail("--steps must be a positive integer");
-    } else if (a == "--timestep") {
-      opts.timestep = std::atof(value("--timestep").c_str());
-      if (!(opts.timestep > 0)) return Fail("--timestep must be a positive number of seconds");
-    } else if (a == "--margin") {
-      margin = std::atof(value("--margin").c_str());
-      if (!(margin >= 0)) return Fail("--margin must be a non-negative distance in meters");
-    } else if (a == "--integrator") {
-      const std::string v = value("--integrator");
-      integrator = v == "euler"      ? mjINT_EULER
-                   : v == "rk4"      ? mjINT_RK4
-                   : v == "implicit" ? mjINT_IMPLICIT
-                                     : -2;
-      if (integrator == -2)
-        return Fail("unknown integrator '" + v + "'; allowed: euler, rk4, implicit");
-    } else if (a == "--key") {
-      opts.keyframe = std::atoi(value("--key").c_str());
-    } else if (a == "--set") {
-      sets.push_back(value("--set"));
-    } else if (a == "--csv") {
-      csv = value("--csv");
-    } else if (a == "--menagerie") {
-      setenv("CK_MENAGERIE", value("--menagerie").c_str(), 1);
-    } else if (a == "--max-qvel") {
-      opts.limits.max_qvel = std::atof(value("--max-qvel").c_str());
-      if (!(opts.limits.max_qvel > 0)) return Fail("--max-qvel must be a positive speed");
-    } else if (a == "--max-penetration") {
-      opts.limits.max_penetration = std::atof(value("--max-penetration").c_str());
-      if (!(opts.limits.max_penetration > 0))
-        return Fail("--max-penetration must be a positive distance in meters");
-    } else if (a == "--quiet") {
-      quiet = true;
-    } else if (a == "--list-settings") {
-      ckSettings defaults;
-      ck_defaultSettings(&defaults);
-      std::vector<std::vector<std::string>> rows;
-      for (int k = 0; k < ck_numSettingKeys(); k++) {
-        char value[256];
-        ck_getSetting(&defaults, ck_settingKey(k), value, sizeof(value));
-        rows.push_back({std::string("`") + ck_settingKey(k) + "`", value, ck_settingDoc(k)});
-      }
-      std::printf("%s",
-                  contactkit::tools::MarkdownTable({"key", "default", "meaning"}, rows).c_str());
-      return 0;
-    } else if (!a.empty() && a[0] == '-') {
-      return Fail("unknown option '" + a + "'\n\n" + kUsage);
-    } else if (model_arg.empty()) {
-      model_arg = a;
-    } else {
-      return Fail("more than one model given ('" + model_arg + "', '" + a + "')");
-    }
-  }
-  if (model_arg.empty()) {
+// parse argv into o; -1 to go on, else the exit code
+int ParseArgs(int argc, char** argv, Options* o, contactkit::tools::CommandLine* cl) {
+  cl->Positional("model", &o->model);
+  cl->Text("--solver", &o->solver);
+  cl->Text("--compare", &o->compare);
+  cl->Int("--steps", &o->run.steps, 1, INT_MAX, "a positive integer");
+  cl->Number("--timestep", &o->run.timestep, 0, false, "a positive number of seconds");
+  cl->Choice("--integrator", "integrator", &o->integrator,
+             {{"euler", mjINT_EULER}, {"rk4", mjINT_RK4}, {"implicit", mjINT_IMPLICIT}});
+  cl->Number("--margin", &o->margin, 0, true, "a non-negative distance in meters");
+  cl->Int("--key", &o->run.keyframe, 0, INT_MAX, "a keyframe index (0 or more)");
+  cl->Texts("--set", &o->sets);
+  cl->Text("--csv", &o->csv);
+  cl->Text("--menagerie", &o->menagerie);
+  cl->Number("--max-qvel", &o->run.limits.max_qvel, 0, false, "a positive speed");
+  cl->Number("--max-penetration", &o->run.limits.max_penetration, 0, false,
+             "a positive distance in meters");
+  cl->Flag("--quiet", &o->quiet);
+  cl->Flag("--list-settings", &o->list_settings);
+  const int rc = cl->Parse(argc, argv);
+  if (rc >= 0 || o->list_settings) return rc;
+  if (o->model.empty()) {
     std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
-  if (!solver_arg.empty() && !compare_arg.empty())
-    return Fail("give --solver or --compare, not both");
+  if (!o->solver.empty() && !o->compare.empty()) {
+    return cl->Fail("give --solver or --compare, not both");
+  }
+  if (!o->menagerie.empty()) setenv("CK_MENAGERIE", o->menagerie.c_str(), 1);
+  return -1;
+}
 
-  std::string err;
-  mjModel* m = contactkit::tools::LoadModel(model_arg, &err);
-  if (!m) return Fail(err);
-  if (integrator >= 0) m->opt.integrator = integrator;
-  if (margin >= 0) {
-    contactkit::SetPairMargins(m, margin);
+// every setting key with its default, as a Markdown table
+void ListSettings() {
+  ckSettings defaults;
+  ck_defaultSettings(&defaults);
+  std::vector<std::vector<std::string>> rows;
+  for (int k = 0; k < ck_numSettingKeys(); k++) {
+    char value[256];
+    ck_getSetting(&defaults, ck_settingKey(k), value, sizeof(value));
+    rows.push_back({std::string("`") + ck_settingKey(k) + "`", value, ck_settingDoc(k)});
+  }
+  std::printf("%s", contactkit::tools::MarkdownTable({"key", "default", "meaning"}, rows).c_str());
+}
+
+// apply --integrator, --margin and check --key; empty on success, else the message
+std::string EditModel(mjModel* m, const Options& o) {
+  if (o.integrator >= 0) m->opt.integrator = o.integrator;
+  if (o.margin >= 0) {
+    contactkit::SetPairMargins(m, o.margin);
     // speculative contacts need room: up to 20 per geom, 6 rows each
     m->nconmax = std::max(m->nconmax, 20 * m->ngeom);
     m->njmax = std::max(m->njmax, 6 * m->nconmax);
   }
-  if (opts.keyframe >= m->nkey && opts.keyframe >= 0) {
-    return Fail("model has " + std::to_string(m->nkey) + " keyframes; --key " +
-                std::to_string(opts.keyframe) + " is out of range");
+  if (o.run.keyframe >= m->nkey && o.run.keyframe >= 0) {
+    return "model has " + std::to_string(m->nkey) + " keyframes; --key " +
+           std::to_string(o.run.keyframe) + " is out of range";
   }
+  return "";
+}
 
-  // base settings: the model's, then --set
-  ckSettings base;
+// the model's settings, then --set; false with a message on error
+bool BaseSettings(const mjModel* m, const Options& o, ckSettings* base, std::string* err) {
   char cerr[1024] = "";
-  if (ck_settingsFromModel(m, &base, cerr, sizeof(cerr)) < 0) return Fail(cerr);
-  for (const std::string& kv : sets) {
+  if (ck_settingsFromModel(m, base, cerr, sizeof(cerr)) < 0) {
+    *err = cerr;
+    return false;
+  }
+  for (const std::string& kv : o.sets) {
     const size_t eq = kv.find('=');
-    if (eq == std::string::npos) return Fail("--set takes KEY=VALUE, got '" + kv + "'");
-    if (ck_setSetting(&base, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), cerr,
+    if (eq == std::string::npos) {
+      *err = "--set takes KEY=VALUE, got '" + kv + "'";
+      return false;
+    }
+    if (ck_setSetting(base, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), cerr,
                       sizeof(cerr)) != 0) {
-      return Fail(cerr);
+      *err = cerr;
+      return false;
     }
   }
-  if (ck_validateSettings(&base, cerr, sizeof(cerr)) != 0) return Fail(cerr);
+  if (ck_validateSettings(base, cerr, sizeof(cerr)) != 0) {
+    *err = cerr;
+    return false;
+  }
+  return true;
+}
 
-  // solvers to run
-  std::vector<int> solvers;
-  auto add_solver = [&](const std::string& name) -> bool {
-    const int id = ck_solverId(name.c_str());
-    if (id < 0) {
-      err = "unknown solver '" + name + "'; allowed: mujoco, ipm, comfree, lcp";
-      return false;
+// solvers to run: --compare's, --solver, else the settings'; false with a message on error
+bool SolversToRun(const Options& o, int fallback, std::vector<int>* solvers, std::string* err) {
+  if (o.compare == "all") {
+    for (int s = 0; s < ckNSOLVER; s++) {
+      if (ck_solverAvailable(s)) solvers->push_back(s);
     }
-    if (!ck_solverAvailable(id)) {
-      err = "solver '" + name + "' is not implemented in this build yet";
-      return false;
-    }
-    solvers.push_back(id);
     return true;
-  };
-  if (!compare_arg.empty()) {
-    if (compare_arg == "all") {
-      for (int s = 0; s < ckNSOLVER; s++) {
-        if (ck_solverAvailable(s)) solvers.push_back(s);
-      }
-    } else {
-      for (const std::string& name : Split(compare_arg, ',')) {
-        if (!add_solver(name)) return Fail(err);
-      }
-    }
-  } else if (!solver_arg.empty()) {
-    if (!add_solver(solver_arg)) return Fail(err);
-  } else {
-    solvers.push_back(base.solver);
   }
+  const std::vector<std::string> names =
+      !o.compare.empty() ? Split(o.compare, ',')
+                         : std::vector<std::string>(o.solver.empty() ? 0 : 1, o.solver);
+  for (const std::string& name : names) {
+    const int id = contactkit::tools::SolverFromName(name, err);
+    if (id < 0) {
+      *err = (o.compare.empty() ? "--solver: " : "--compare: ") + *err;
+      return false;
+    }
+    solvers->push_back(id);
+  }
+  if (names.empty()) solvers->push_back(fallback);
+  return true;
+}
 
-  const double h = opts.timestep > 0 ? opts.timestep : m->opt.timestep;
+// the model line and the table's header, padded for the solvers' names
+std::vector<std::string> PrintHeader(const mjModel* m, const Options& o,
+                                     const std::vector<int>& solvers) {
+  const double h = o.run.timestep > 0 ? o.run.timestep : m->opt.timestep;
   const char* integ[] = {"euler", "rk4", "implicit", "implicitfast"};
   std::printf("model %s: nv=%d, timestep %g s, integrator %s, %s cone, %d steps, MuJoCo %s\n\n",
-              contactkit::tools::ResolveModel(model_arg).c_str(), static_cast<int>(m->nv), h,
+              contactkit::tools::ResolveModel(o.model).c_str(), static_cast<int>(m->nv), h,
               integ[m->opt.integrator % 4],
-              m->opt.cone == mjCONE_ELLIPTIC ? "elliptic" : "pyramidal", opts.steps,
+              m->opt.cone == mjCONE_ELLIPTIC ? "elliptic" : "pyramidal", o.run.steps,
               mj_versionString());
-
-  // header first, then each solver's row as its run ends
   std::vector<std::string> header = {"solver",
                                      "us/step",
                                      "contacts",
@@ -261,31 +232,42 @@ int main(int argc, char** argv) {
   header[1].resize(std::strlen("DIVERGED"), ' ');
   std::printf("%s", contactkit::tools::MarkdownTable(header, {}).c_str());
   std::fflush(stdout);
+  return header;
+}
+
+// a run's table row
+std::string RunRow(const contactkit::tools::RunStats& st, const std::vector<std::string>& header) {
+  return Row({st.solver, st.diverged ? "DIVERGED" : Fmt(st.step_time * 1e6, "%.1f"),
+              Fmt(st.mean_contacts, "%.1f"), std::to_string(st.max_contacts),
+              Fmt(st.max_penetration * 1e3, "%.4f"), Fmt(st.mean_iterations, "%.1f"),
+              Fmt(st.median_iterations, "%.0f"), Fmt(st.energy_drift, "%.3g"),
+              std::to_string(st.inexact), std::to_string(st.warnings),
+              std::to_string(st.ck_warnings), st.diverged ? "DIVERGED: " + st.why : "ok"},
+             header);
+}
+
+// run each solver from the same state, printing its row as it ends; 1 if any failed or diverged
+int RunAll(mjModel* m, const Options& o, const ckSettings& base, const std::vector<int>& solvers) {
+  const std::vector<std::string> header = PrintHeader(m, o, solvers);
   std::vector<std::string> notes;
   int status = 0;
   mju_user_warning = OnWarning;
   for (int s : solvers) {
     ckSettings settings = base;
     settings.solver = s;
-    contactkit::tools::RunOptions o = opts;
-    o.progress = !quiet && opts.steps >= 200;
-    if (!csv.empty()) o.csv = solvers.size() > 1 ? csv + "." + ck_solverName(s) + ".csv" : csv;
+    contactkit::tools::RunOptions run = o.run;
+    run.progress = !o.quiet && o.run.steps >= 200;
+    if (!o.csv.empty()) {
+      run.csv = solvers.size() > 1 ? o.csv + "." + ck_solverName(s) + ".csv" : o.csv;
+    }
     g_warnings.clear();
-    contactkit::tools::RunStats st = contactkit::tools::Run(m, settings, o);
+    const contactkit::tools::RunStats st = contactkit::tools::Run(m, settings, run);
     if (!st.error.empty()) {
       std::fprintf(stderr, "ck-run: %s: %s\n", ck_solverName(s), st.error.c_str());
       status = 1;
       continue;
     }
-    std::printf("%s",
-                Row({st.solver, st.diverged ? "DIVERGED" : Fmt(st.step_time * 1e6, "%.1f"),
-                     Fmt(st.mean_contacts, "%.1f"), std::to_string(st.max_contacts),
-                     Fmt(st.max_penetration * 1e3, "%.4f"), Fmt(st.mean_iterations, "%.1f"),
-                     Fmt(st.median_iterations, "%.0f"), Fmt(st.energy_drift, "%.3g"),
-                     std::to_string(st.inexact), std::to_string(st.warnings),
-                     std::to_string(st.ck_warnings), st.diverged ? "DIVERGED: " + st.why : "ok"},
-                    header)
-                    .c_str());
+    std::printf("%s", RunRow(st, header).c_str());
     std::fflush(stdout);
     for (const auto& [msg, n] : g_warnings) {
       notes.push_back(st.solver + ": " + msg + (n > 1 ? " (" + std::to_string(n) + " times)" : ""));
@@ -297,6 +279,27 @@ int main(int argc, char** argv) {
     std::printf("\nwarnings raised:\n");
     for (const std::string& n : notes) std::printf("- %s\n", n.c_str());
   }
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  contactkit::tools::CommandLine cl("ck-run", kUsage);
+  if (const int rc = ParseArgs(argc, argv, &o, &cl); rc >= 0) return rc;
+  if (o.list_settings) {
+    ListSettings();
+    return 0;
+  }
+  std::string err;
+  mjModel* m = contactkit::tools::LoadModel(o.model, &err);
+  if (!m) return cl.Fail(err);
+  ckSettings base;
+  std::vector<int> solvers;
+  err = EditModel(m, o);
+  if (err.empty() && BaseSettings(m, o, &base, &err)) SolversToRun(o, base.solver, &solvers, &err);
+  const int status = err.empty() ? RunAll(m, o, base, solvers) : cl.Fail(err);
   mj_deleteModel(m);
   return status;
 }

@@ -19,7 +19,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libmujoco-dev libmujoco-samples libqhull-dev
   libeigen3-dev libtinyxml2-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libglfw3-dev libgl1-mesa-dri libpng-dev xvfb xauth
   gnuplot-nox
   python3 python3-venv python3-pip

@@ -1,20 +1,11 @@
 // Copyright 2026 The contactkit developers.
 //
-// Contact anchors for comfree's position-level stick (setting comfree.anchor). An anchor is the
-// pair of material points, one on each body, that coincided at a contact's point when its step
-// was solved, plus the displacement the solver kept for the contact (world frame) and a state
-// number of the solver's (comfree: whether, and how fast, the contact slides). At the next solve a
-// contact of the same geom pair near the anchor's points takes the displacement disp + x2 - x1 (x_i
-// the anchor's material point on body i now; J's sign: body 2 minus body 1) in its own tangent
-// frame; a contact with no anchor starts at zero. Anchors are re-based on the current contact
-// points every step, so rolling does not wind them up: only slip of the material points at the
-// contact does.
-//
-// Life cycle, driven by the pipeline: each constraint stage reads the committed anchors
-// (Displacements) and, except in RK4 stages after the first (the pipeline skips those), records
-// the solve's anchors as pending (Record); ck_step commits the pending ones after the integrator
-// (Commit). ck_forward alone never changes the committed anchors. All memory is allocated by
-// Allocate.
+// Contact anchors for comfree's position-level stick (setting comfree.anchor): per contact the
+// material points of both bodies that coincided when its step was solved and the displacement the
+// solver kept; the next solve's contact of the same geom pair nearby starts from disp + x2 - x1.
+// Life cycle: each constraint stage reads the committed anchors (Displacements) and records its
+// own as pending (Record; not in RK4's later stages); ck_step commits them after the integrator
+// (Commit), ck_forward never does. docs/solvers.md (comfree, Anchors) has the details.
 #ifndef CONTACTKIT_PLUGIN_ANCHOR_H_
 #define CONTACTKIT_PLUGIN_ANCHOR_H_
 
@@ -26,6 +17,7 @@
 
 namespace contactkit {
 
+// the anchors of one handle: the committed ones (from the last step) and the pending ones
 class Anchors {
  public:
   // a contact farther than this from every anchor of its geom pair gets a fresh one (m)

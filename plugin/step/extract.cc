@@ -171,14 +171,9 @@ int Extractor::ContactRows(const mjModel* m, const mjData* d, int body1, int bod
   return nnz;
 }
 
-int Extractor::Extract(const mjModel* m, const mjData* d, Problem* p) {
-  const int nv = m->nv, nefc = d->nefc;
+void Extractor::Dynamics(const mjModel* m, const mjData* d, Problem* p) {
+  const int nv = m->nv;
   const double h = m->opt.timestep;
-  const bool sparse = mj_isSparse(m);
-  const bool refsafe = !(m->opt.disableflags & mjDSBL_REFSAFE);
-  SparseRows& J = p->J;
-
-  // dynamics: M_eff folds in the joint damping that the integrator treats implicitly
   p->nv = nv;
   p->h = h;
   p->qvel = d->qvel;
@@ -191,159 +186,163 @@ int Extractor::Extract(const mjModel* m, const mjData* d, Problem* p) {
   for (int i = 0; i < nv; i++) p->v_free[i] = d->qfrc_smooth[i];
   p->mass.Solve(p->v_free);
   for (int i = 0; i < nv; i++) p->v_free[i] = d->qvel[i] + h * p->v_free[i];
+}
 
-  // rows in MuJoCo's order; contacts become frame rows
-  int nrow = 0, nnz = 0, ncon = 0, dropped = 0;
+void Extractor::AddRow(const mjModel* m, const mjData* d, int i, Problem* p, int* nnz) {
+  const int nv = m->nv, type = d->efc_type[i], nrow = p->nrow;
+  SparseRows& J = p->J;
+  if (type == mjCNSTR_LIMIT_JOINT || type == mjCNSTR_LIMIT_TENDON) p->nl++;
+  J.rowadr[nrow] = *nnz;
+  if (mj_isSparse(m)) {
+    const int adr = d->efc_J_rowadr[i], n = d->efc_J_rownnz[i];
+    for (int k = 0; k < n; k++) {
+      J.colind[*nnz] = d->efc_J_colind[adr + k];
+      J.val[(*nnz)++] = d->efc_J[adr + k];
+    }
+  } else {
+    // nonzeros, or the structural pattern of rows whose Jacobian changes with q (so that its
+    // derivative has a place even where the value happens to be zero)
+    const double* row = d->efc_J + static_cast<size_t>(i) * nv;
+    int* cols = J.colind + *nnz;
+    const int n = structural_ ? StructuralColumns(m, type, d->efc_id[i], cols) : -1;
+    if (n >= 0 && *nnz + n <= dims_.max_nnz) {
+      for (int k = 0; k < n; k++) J.val[*nnz + k] = row[cols[k]];
+      *nnz += n;
+    } else {
+      for (int k = 0; k < nv; k++) {
+        if (row[k] != 0) {
+          J.colind[*nnz] = k;
+          J.val[(*nnz)++] = row[k];
+        }
+      }
+    }
+  }
+  J.rownnz[nrow] = *nnz - J.rowadr[nrow];
+  p->kind[nrow] = type == mjCNSTR_EQUALITY                                            ? kRowEquality
+                  : (type == mjCNSTR_FRICTION_DOF || type == mjCNSTR_FRICTION_TENDON) ? kRowFriction
+                                                                                      : kRowLimit;
+  p->mj_type[nrow] = type;
+  p->mj_id[nrow] = d->efc_id[i];
+  p->pos[nrow] = d->efc_pos[i];
+  p->margin[nrow] = d->efc_margin[i];
+  p->floss[nrow] = d->efc_frictionloss[i];
+  p->diag_approx[nrow] = EfcDiagApprox(d, i);
+  p->R[nrow] = d->efc_R[i];
+  p->KB[2 * nrow] = d->efc_KBIP[4 * i];
+  p->KB[2 * nrow + 1] = d->efc_KBIP[4 * i + 1];
+  p->imp[nrow] = d->efc_KBIP[4 * i + 2];
+  p->aref[nrow] = d->efc_aref[i];
+  p->nrow++;
+}
+
+void Extractor::AddContact(const mjModel* m, const mjData* d, const mjContact* mc, int i,
+                           Problem* p, int* nnz) {
+  const int nv = m->nv, dim = mc->dim, nrow = p->nrow, id = d->efc_id[i];
+  const int b1 = m->geom_bodyid[ContactGeom(mc, 0)], b2 = m->geom_bodyid[ContactGeom(mc, 1)];
+  SparseRows& J = p->J;
+  Contact& c = p->con[p->ncon];
+  c.row = nrow;
+  c.dim = dim;
+  c.dist = mc->dist;
+  c.margin = mc->includemargin;
+  for (int k = 0; k < 5; k++) c.mu[k] = mc->friction[k];
+  for (int k = 0; k < 9; k++) c.frame[k] = mc->frame[k];
+  for (int k = 0; k < 3; k++) c.pos[k] = mc->pos[k];
+  for (int k = 0; k < 2; k++) c.solref[k] = mc->solref[k];
+  for (int k = 0; k < 5; k++) c.solimp[k] = mc->solimp[k];
+  ClampSolParams(m->opt.timestep, !(m->opt.disableflags & mjDSBL_REFSAFE), c.solref, c.solimp);
+  c.efc_address = i;
+  c.mj_index = id;
+  c.geom[0] = ContactGeom(mc, 0);
+  c.geom[1] = ContactGeom(mc, 1);
+  c.body[0] = b1;
+  c.body[1] = b2;
+
+  // Jacobian rows: compute into the first row's storage, then spread to dim rows
+  int* cols = J.colind + *nnz;
+  double* vals = J.val + *nnz;
+  const int n = ContactRows(m, d, b1, b2, mc->pos, mc->frame, dim, cols, jac_.data(), nv);
+  for (int r = 0; r < dim; r++) {
+    J.rowadr[nrow + r] = *nnz + r * n;
+    J.rownnz[nrow + r] = n;
+    for (int k = 0; k < n; k++) {
+      J.colind[*nnz + r * n + k] = cols[k];
+      vals[r * n + k] = jac_[r * nv + k];
+    }
+  }
+  *nnz += dim * n;
+  c.tree[0] = c.tree[1] = -1;
+  if (n > 0) {
+    // trees of the two bodies (a row spans at most two trees)
+    const int t0 = dof_tree_[cols[0]], t1 = dof_tree_[cols[n - 1]];
+    c.tree[0] = t0;
+    c.tree[1] = t1 != t0 ? t1 : -1;
+  }
+
+  // soft quantities, MuJoCo's elliptic convention: R0 from the impedance, R1 = R0/impratio,
+  // R[j] mu[j]^2 = R1 mu[0]^2 for the remaining friction rows
+  const double tran = m->body_invweight0[2 * b1] + m->body_invweight0[2 * b2];
+  const double rot = m->body_invweight0[2 * b1 + 1] + m->body_invweight0[2 * b2 + 1];
+  const double imp = Impedance(c.solimp, c.dist, c.margin);
+  double K, B;
+  ReferenceKB(c.solref, c.solimp, &K, &B);
+  for (int r = 0; r < dim; r++) {
+    const int row = nrow + r;
+    p->kind[row] = r == 0 ? kRowContactNormal : kRowContactFriction;
+    p->mj_type[row] = d->efc_type[i];
+    p->mj_id[row] = id;
+    p->pos[row] = r == 0 ? c.dist : 0;
+    p->margin[row] = r == 0 ? c.margin : 0;
+    p->floss[row] = 0;
+    p->diag_approx[row] = r < 3 ? tran : rot;
+    p->imp[row] = imp;
+    p->KB[2 * row] = r == 0 ? K : 0;
+    p->KB[2 * row + 1] = B;
+  }
+  p->R[nrow] = std::max(kMinVal, (1 - imp) * p->diag_approx[nrow] / imp);
+  if (dim > 1) {
+    p->R[nrow + 1] = p->R[nrow] / std::max(kMinVal, m->opt.impratio);
+    for (int j = 1; j < dim - 1; j++) {
+      p->R[nrow + j + 1] = p->R[nrow + 1] * c.mu[0] * c.mu[0] / (c.mu[j] * c.mu[j]);
+    }
+  }
+  p->ncon++;
+  p->nrow += dim;
+}
+
+int Extractor::Extract(const mjModel* m, const mjData* d, Problem* p) {
+  // dynamics: M_eff folds in the joint damping that the integrator treats implicitly
+  Dynamics(m, d, p);
+
+  // rows in MuJoCo's order; contacts become frame rows (from their first efc row)
+  int nnz = 0, dropped = 0;
+  p->nrow = p->ncon = p->nl = 0;
   p->ne = d->ne;
   p->nf = d->nf;
-  p->nl = 0;
-  for (int i = 0; i < nefc; i++) {
+  for (int i = 0; i < d->nefc; i++) {
     const int type = d->efc_type[i];
     const bool is_contact = type == mjCNSTR_CONTACT_FRICTIONLESS ||
                             type == mjCNSTR_CONTACT_PYRAMIDAL || type == mjCNSTR_CONTACT_ELLIPTIC;
-    if (!is_contact) {
-      if (nrow >= dims_.max_rows) {
-        dropped++;
-        continue;
-      }
-      if (type == mjCNSTR_LIMIT_JOINT || type == mjCNSTR_LIMIT_TENDON) p->nl++;
-      J.rowadr[nrow] = nnz;
-      if (sparse) {
-        const int adr = d->efc_J_rowadr[i], n = d->efc_J_rownnz[i];
-        for (int k = 0; k < n; k++) {
-          J.colind[nnz] = d->efc_J_colind[adr + k];
-          J.val[nnz++] = d->efc_J[adr + k];
-        }
-      } else {
-        // nonzeros, or the structural pattern of rows whose Jacobian changes with q (so that its
-        // derivative has a place even where the value happens to be zero)
-        const double* row = d->efc_J + static_cast<size_t>(i) * nv;
-        int* cols = J.colind + nnz;
-        const int n = structural_ ? StructuralColumns(m, type, d->efc_id[i], cols) : -1;
-        if (n >= 0 && nnz + n <= dims_.max_nnz) {
-          for (int k = 0; k < n; k++) J.val[nnz + k] = row[cols[k]];
-          nnz += n;
-        } else {
-          for (int k = 0; k < nv; k++) {
-            if (row[k] != 0) {
-              J.colind[nnz] = k;
-              J.val[nnz++] = row[k];
-            }
-          }
-        }
-      }
-      J.rownnz[nrow] = nnz - J.rowadr[nrow];
-      p->kind[nrow] = type == mjCNSTR_EQUALITY ? kRowEquality
-                      : (type == mjCNSTR_FRICTION_DOF || type == mjCNSTR_FRICTION_TENDON)
-                          ? kRowFriction
-                          : kRowLimit;
-      p->mj_type[nrow] = type;
-      p->mj_id[nrow] = d->efc_id[i];
-      p->pos[nrow] = d->efc_pos[i];
-      p->margin[nrow] = d->efc_margin[i];
-      p->floss[nrow] = d->efc_frictionloss[i];
-#if CK_MJ3
-      p->diag_approx[nrow] = EfcDiagApprox(d, i);
-#else
-      p->diag_approx[nrow] = EfcDiagApprox(d, i);
-#endif
-      p->R[nrow] = d->efc_R[i];
-      p->KB[2 * nrow] = d->efc_KBIP[4 * i];
-      p->KB[2 * nrow + 1] = d->efc_KBIP[4 * i + 1];
-      p->imp[nrow] = d->efc_KBIP[4 * i + 2];
-      p->aref[nrow] = d->efc_aref[i];
-      nrow++;
-      continue;
-    }
-
-    // first efc row of a contact: build its frame rows; skip its other efc rows
-    const int id = d->efc_id[i];
-    const mjContact* mc = d->contact + id;
-    if (mc->efc_address != i) continue;
-    const int dim = mc->dim;
-    const int b1 = m->geom_bodyid[ContactGeom(mc, 0)], b2 = m->geom_bodyid[ContactGeom(mc, 1)];
-    if (ncon >= dims_.max_contacts || nrow + dim > dims_.max_rows ||
-        nnz + dim * maxpair_ > dims_.max_nnz) {
+    const mjContact* mc = is_contact ? d->contact + d->efc_id[i] : nullptr;
+    if (mc && mc->efc_address != i) continue;
+    const bool fits = is_contact
+                          ? p->ncon < dims_.max_contacts && p->nrow + mc->dim <= dims_.max_rows &&
+                                nnz + mc->dim * maxpair_ <= dims_.max_nnz
+                          : p->nrow < dims_.max_rows;
+    if (!fits) {
       dropped++;
-      continue;
+    } else if (is_contact) {
+      AddContact(m, d, mc, i, p, &nnz);
+    } else {
+      AddRow(m, d, i, p, &nnz);
     }
-    Contact& c = p->con[ncon];
-    c.row = nrow;
-    c.dim = dim;
-    c.dist = mc->dist;
-    c.margin = mc->includemargin;
-    for (int k = 0; k < 5; k++) c.mu[k] = mc->friction[k];
-    for (int k = 0; k < 9; k++) c.frame[k] = mc->frame[k];
-    for (int k = 0; k < 3; k++) c.pos[k] = mc->pos[k];
-    for (int k = 0; k < 2; k++) c.solref[k] = mc->solref[k];
-    for (int k = 0; k < 5; k++) c.solimp[k] = mc->solimp[k];
-    ClampSolParams(h, refsafe, c.solref, c.solimp);
-    c.efc_address = i;
-    c.mj_index = id;
-    c.geom[0] = ContactGeom(mc, 0);
-    c.geom[1] = ContactGeom(mc, 1);
-    c.body[0] = b1;
-    c.body[1] = b2;
-
-    // Jacobian rows: compute into the first row's storage, then spread to dim rows
-    int* cols = J.colind + nnz;
-    double* vals = J.val + nnz;
-    const int n = ContactRows(m, d, b1, b2, mc->pos, mc->frame, dim, cols, jac_.data(), nv);
-    for (int r = 0; r < dim; r++) {
-      J.rowadr[nrow + r] = nnz + r * n;
-      J.rownnz[nrow + r] = n;
-      for (int k = 0; k < n; k++) {
-        J.colind[nnz + r * n + k] = cols[k];
-        vals[r * n + k] = jac_[r * nv + k];
-      }
-    }
-    nnz += dim * n;
-    c.tree[0] = c.tree[1] = -1;
-    if (n > 0) {
-      // trees of the two bodies (a row spans at most two trees)
-      const int t0 = dof_tree_[cols[0]], t1 = dof_tree_[cols[n - 1]];
-      c.tree[0] = t0;
-      c.tree[1] = t1 != t0 ? t1 : -1;
-    }
-
-    // soft quantities, MuJoCo's elliptic convention: R0 from the impedance, R1 = R0/impratio,
-    // R[j] mu[j]^2 = R1 mu[0]^2 for the remaining friction rows
-    const double tran = m->body_invweight0[2 * b1] + m->body_invweight0[2 * b2];
-    const double rot = m->body_invweight0[2 * b1 + 1] + m->body_invweight0[2 * b2 + 1];
-    const double imp = Impedance(c.solimp, c.dist, c.margin);
-    double K, B;
-    ReferenceKB(c.solref, c.solimp, &K, &B);
-    for (int r = 0; r < dim; r++) {
-      const int row = nrow + r;
-      p->kind[row] = r == 0 ? kRowContactNormal : kRowContactFriction;
-      p->mj_type[row] = type;
-      p->mj_id[row] = id;
-      p->pos[row] = r == 0 ? c.dist : 0;
-      p->margin[row] = r == 0 ? c.margin : 0;
-      p->floss[row] = 0;
-      p->diag_approx[row] = r < 3 ? tran : rot;
-      p->imp[row] = imp;
-      p->KB[2 * row] = r == 0 ? K : 0;
-      p->KB[2 * row + 1] = B;
-    }
-    p->R[nrow] = std::max(kMinVal, (1 - imp) * p->diag_approx[nrow] / imp);
-    if (dim > 1) {
-      p->R[nrow + 1] = p->R[nrow] / std::max(kMinVal, m->opt.impratio);
-      for (int j = 1; j < dim - 1; j++) {
-        p->R[nrow + j + 1] = p->R[nrow + 1] * c.mu[0] * c.mu[0] / (c.mu[j] * c.mu[j]);
-      }
-    }
-    ncon++;
-    nrow += dim;
   }
-  J.nrow = nrow;
-  J.nnz = nnz;
-  p->nrow = nrow;
-  p->ncon = ncon;
+  p->J.nrow = p->nrow;
+  p->J.nnz = nnz;
 
   // velocities and reference accelerations of the frame rows
-  J.Mul(d->qvel, p->vel);
-  for (int c = 0; c < ncon; c++) {
+  p->J.Mul(d->qvel, p->vel);
+  for (int c = 0; c < p->ncon; c++) {
     const Contact& con = p->con[c];
     for (int r = 0; r < con.dim; r++) {
       const int row = con.row + r;
@@ -352,7 +351,7 @@ int Extractor::Extract(const mjModel* m, const mjData* d, Problem* p) {
     }
   }
 
-  p->islands.Build(J, p->dof_tree);
+  p->islands.Build(p->J, p->dof_tree);
   return dropped;
 }
 

@@ -55,6 +55,14 @@ class Extractor {
   int StructuralColumns(const mjModel* m, int type, int id, int* cols);
 
  private:
+  // the effective mass and the unconstrained velocity v_free
+  void Dynamics(const mjModel* m, const mjData* d, Problem* p);
+  // append efc row i (equality, friction or limit) at p->nrow; *nnz grows by its nonzeros
+  void AddRow(const mjModel* m, const mjData* d, int i, Problem* p, int* nnz);
+  // append contact mc, whose first efc row is i, as dim frame rows at p->nrow
+  void AddContact(const mjModel* m, const mjData* d, const mjContact* mc, int i, Problem* p,
+                  int* nnz);
+
   ProblemDims dims_;
   int ntree_ = 0;
   bool structural_ = false;      // Extract keeps structural patterns

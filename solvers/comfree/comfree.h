@@ -10,31 +10,10 @@
 // velocity (eq. 9). Limits take the same update on one facet, friction loss clamps it to the
 // loss, and equality rows use it without a clamp.
 //
-// Choices of ours, beyond the paper:
-//  - A is the exact J_n M^-1 J_n' of the contact's normal row (half solves on the trees it
-//    touches: no full solve), which is eq. 12's sum over both bodies of their inverse inertia seen
-//    at the contact, along the normal;
-//  - a contact whose tangential inverse mass times mu^2 exceeds kComfreeLightTangent times A
-//    takes that (divided by kComfreeLightTangent) as A: a light link pressed by a heavy one (a
-//    Panda finger on its slide joint) would otherwise get facet updates far stiffer than eq. 12
-//    means, and the explicit update diverges;
-//  - facets within a family share its weight: with n tangential directions each tangential facet
-//    counts 4/n, so the facet count shapes the cone without stiffening the contact;
-//  - relax_limit: the explicit update over-corrects when many facets push on one tree at a large
-//    step. Each facet's share of a step's full velocity correction is (k h + d) r / (1 - r) along
-//    its normal (per tree this sum bounds the largest eigenvalue of the velocity update, normal
-//    parts only); where it exceeds the limit the tree's gains are scaled down to it. On the
-//    paper's dense drop it never binds at d_user = 0.001 and adds 7-10% penetration at 0.005;
-//  - anchor: position-level stick. The problem brings each contact's tangential displacement
-//    disp from an anchor kept across steps (plugin/step/anchor.h), and each tangential facet takes
-//    its own gap phi_j = phi - mu d_j . disp, so that a sticking contact is a spring in position
-//    rather than a viscous creep. After the solve, a sticking contact keeps the displacement
-//    predicted for the step's end, disp + h J_t v+, pulled back to the cone's edge (where the facet
-//    across from the slip stops pressing: phi+ + max_j (-mu d_j . x) = 0, phi+ = phi + h J_n v+).
-//    A contact that slips beyond the edge slides: it keeps only the displacement whose stick force
-//    carries its share of the smooth load (none on level ground), so that a slide that stops
-//    releases nothing, until its slip falls below kComfreeStickSpeed or stops decaying. Solution::
-//    anchor_disp returns what each contact keeps, and its state.
+// Beyond the paper (docs/solvers.md, comfree): A is the exact normal inverse mass J_n M^-1 J_n',
+// raised for contacts with a light tangent (kComfreeLightTangent); the facets of a family share
+// its weight (4/n each for n tangential directions); relax_limit scales a tree's gains down where
+// the facets over-correct; anchor gives position-level stick (plugin/step/anchor.h).
 #ifndef CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 #define CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 

@@ -263,7 +263,6 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
 void IpmSolver::Prepare(const Problem& p, const double* pos) {
   const double h = p.h;
   const SparseRows& J = p.J;
-  const Islands& is = p.islands;
   const ckIpmSettings& st = settings_.ipm;
 
   // rows: scale, target, regularizer, bound
@@ -321,8 +320,12 @@ void IpmSolver::Prepare(const Problem& p, const double* pos) {
     }
   }
   for (int j = 0; j < p.nv; j++) mdiag_[j] = p.mass.M[p.mass.madr[j]];
+  BuildLists(p);
+}
 
-  // constraint lists per island; chain flags for single-tree islands
+void IpmSolver::BuildLists(const Problem& p) {
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
   int north = 0, nsoc = 0, neq = 0, nlim = 0, ncon = 0, nfl = 0;
   for (int k = 0; k < is.nisland; k++) {
     IslandLists& L = lists_[k];

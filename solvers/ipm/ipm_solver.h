@@ -76,6 +76,8 @@ class IpmSolver final : public Solver {
  private:
   // per step
   void Prepare(const Problem& p, const double* pos);
+  // constraint lists per island (lists_); chain flags for single-tree islands
+  void BuildLists(const Problem& p);
   void SolveAll(const Problem& p, Solution* sol);
   void SolveIsland(const Problem& p, int k, Solution* sol);
   // one solve attempt from a cold (warm_mu = 0) or warm start; recenter: re-center eta0 of

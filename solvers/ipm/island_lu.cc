@@ -94,88 +94,102 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space
   right_ = right ? right : &p.J;
   island_ = island;
   const int ntr = is.ntrees[island];
-  const int* trees = is.trees + is.treeadr[island];
   const int* rows = is.rows + is.rowadr[island];
   const int nrows = is.nrows[island];
-  const int nd = is.ndofs[island];
-  const int* dofs = is.dofs + is.dofadr[island];
   cspace_ = false;
   bool chains = ntr == 1;
   for (int r = 0; r < nrows && chains; r++) chains = chain[rows[r]] != 0;
-
-  // estimated instructions per iteration (calibrated on the humanoid): dof space assembles J'WJ
-  // (sum of row widths squared) and factors the tree (sum of depth^2) or the dense tree blocks;
-  // constraint space factors an m x m dense matrix and pays M^-1 and Y products in each solve
-  if (space != kDofSpace && nrows <= kMaxConstraintRows) {
-    double assembly = 0, factor = 0;
-    for (int r = 0; r < nrows; r++)
-      assembly += static_cast<double>(p.J.rownnz[rows[r]]) * p.J.rownnz[rows[r]];
-    if (chains) {
-      for (int a = 0; a < nd; a++) {
-        const int j = dofs[a];
-        depth_[j] = parent_[j] < 0 ? 0 : depth_[parent_[j]] + 1;
-        factor += static_cast<double>(depth_[j]) * (depth_[j] + 1);
-      }
-      factor *= 10;
-    } else {
-      for (int t = 0; t < ntr; t++) {
-        const double n = is.tree_dofnum[trees[t]];
-        factor += 2 * (2.0 / 3.0) * n * n * n;
-      }
-    }
-    const double m = nrows;
-    const double dof_cost = 6 * assembly + factor;
-    const double cs_cost = 5 * (2.0 / 3.0) * m * m * m + 2 * (11 * 2 * m * nd + 8 * p.mass.nM);
-    if (space == kConstraintSpace || cs_cost < dof_cost) {
-      cspace_ = true;
-      m_ = nrows;
-      nd_ = nd;
-      for (int r = 0; r < nrows; r++) row_loc_[rows[r]] = r;
-      for (int a = 0; a < nd; a++) dof_loc_[dofs[a]] = a;
-
-      // Y = M^-1 J' (row r of Y is M^-1 J_r'), D = R Y for the right rows R
-      double* col = work_.data();
-      for (int r = 0; r < nrows; r++) {
-        for (int a = 0; a < nd; a++) col[dofs[a]] = 0;
-        p.J.AddRowTo(rows[r], 1, col);
-        for (int t = 0; t < ntr; t++) {
-          const int b = is.tree_dofadr[trees[t]];
-          p.mass.Solve(col, b, b + is.tree_dofnum[trees[t]]);
-        }
-        double* y = Y_.data() + static_cast<size_t>(r) * nd;
-        for (int a = 0; a < nd; a++) y[a] = col[dofs[a]];
-      }
-      const SparseRows& R = *right_;
-      for (int r = 0; r < nrows; r++) {
-        const int i = rows[r], adr = R.rowadr[i];
-        for (int c = 0; c < nrows; c++) {
-          const double* y = Y_.data() + static_cast<size_t>(c) * nd;
-          double v = 0;
-          for (int k = 0; k < R.rownnz[i]; k++)
-            v += R.val[adr + k] * y[dof_loc_[R.colind[adr + k]]];
-          D_[r * nrows + c] = v;
-        }
-      }
-      return true;
-    }
+  if (space != kDofSpace && nrows <= kMaxConstraintRows && ConstraintSpace(p, chains, space)) {
+    return true;
   }
 
   // one tree whose rows are all chains: tree-sparse
   tree_sparse_ = false;
-  if (ntr == 1) {
-    if (chains) {
-      tree_sparse_ = true;
-      begin_ = is.tree_dofadr[trees[0]];
-      end_ = begin_ + is.tree_dofnum[trees[0]];
-      for (int i = begin_; i < end_; i++) {
-        depth_[i] = parent_[i] < 0 ? 0 : depth_[parent_[i]] + 1;
-      }
-      return true;
+  if (ntr == 1 && chains) {
+    tree_sparse_ = true;
+    const int tree = is.trees[is.treeadr[island]];
+    begin_ = is.tree_dofadr[tree];
+    end_ = begin_ + is.tree_dofnum[tree];
+    for (int i = begin_; i < end_; i++) {
+      depth_[i] = parent_[i] < 0 ? 0 : depth_[parent_[i]] + 1;
     }
+    return true;
   }
 
-  // adjacency of the island's trees from the rows
-  const int T = ntr;
+  // block-sparse over the island's trees
+  Adjacency(p);
+  return EliminationOrder(p) && LayoutBlocks(p);
+}
+
+bool IslandLU::ConstraintSpace(const Problem& p, bool chains, Space space) {
+  const Islands& is = p.islands;
+  const int ntr = is.ntrees[island_];
+  const int* trees = is.trees + is.treeadr[island_];
+  const int* rows = is.rows + is.rowadr[island_];
+  const int nrows = is.nrows[island_];
+  const int nd = is.ndofs[island_];
+  const int* dofs = is.dofs + is.dofadr[island_];
+
+  // estimated instructions per iteration (calibrated on the humanoid): dof space assembles J'WJ
+  // (sum of row widths squared) and factors the tree (sum of depth^2) or the dense tree blocks;
+  // constraint space factors an m x m dense matrix and pays M^-1 and Y products in each solve
+  double assembly = 0, factor = 0;
+  for (int r = 0; r < nrows; r++)
+    assembly += static_cast<double>(p.J.rownnz[rows[r]]) * p.J.rownnz[rows[r]];
+  if (chains) {
+    for (int a = 0; a < nd; a++) {
+      const int j = dofs[a];
+      depth_[j] = parent_[j] < 0 ? 0 : depth_[parent_[j]] + 1;
+      factor += static_cast<double>(depth_[j]) * (depth_[j] + 1);
+    }
+    factor *= 10;
+  } else {
+    for (int t = 0; t < ntr; t++) {
+      const double n = is.tree_dofnum[trees[t]];
+      factor += 2 * (2.0 / 3.0) * n * n * n;
+    }
+  }
+  const double m = nrows;
+  const double dof_cost = 6 * assembly + factor;
+  const double cs_cost = 5 * (2.0 / 3.0) * m * m * m + 2 * (11 * 2 * m * nd + 8 * p.mass.nM);
+  if (space != kConstraintSpace && !(cs_cost < dof_cost)) return false;
+  cspace_ = true;
+  m_ = nrows;
+  nd_ = nd;
+  for (int r = 0; r < nrows; r++) row_loc_[rows[r]] = r;
+  for (int a = 0; a < nd; a++) dof_loc_[dofs[a]] = a;
+
+  // Y = M^-1 J' (row r of Y is M^-1 J_r'), D = R Y for the right rows R
+  double* col = work_.data();
+  for (int r = 0; r < nrows; r++) {
+    for (int a = 0; a < nd; a++) col[dofs[a]] = 0;
+    p.J.AddRowTo(rows[r], 1, col);
+    for (int t = 0; t < ntr; t++) {
+      const int b = is.tree_dofadr[trees[t]];
+      p.mass.Solve(col, b, b + is.tree_dofnum[trees[t]]);
+    }
+    double* y = Y_.data() + static_cast<size_t>(r) * nd;
+    for (int a = 0; a < nd; a++) y[a] = col[dofs[a]];
+  }
+  const SparseRows& R = *right_;
+  for (int r = 0; r < nrows; r++) {
+    const int i = rows[r], adr = R.rowadr[i];
+    for (int c = 0; c < nrows; c++) {
+      const double* y = Y_.data() + static_cast<size_t>(c) * nd;
+      double v = 0;
+      for (int k = 0; k < R.rownnz[i]; k++) v += R.val[adr + k] * y[dof_loc_[R.colind[adr + k]]];
+      D_[r * nrows + c] = v;
+    }
+  }
+  return true;
+}
+
+void IslandLU::Adjacency(const Problem& p) {
+  const Islands& is = p.islands;
+  const int T = is.ntrees[island_];
+  const int* trees = is.trees + is.treeadr[island_];
+  const int* rows = is.rows + is.rowadr[island_];
+  const int nrows = is.nrows[island_];
   const int words = (T + 63) / 64;
   for (int l = 0; l < T; l++) {
     local_tree_[trees[l]] = l;
@@ -194,6 +208,12 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space
       }
     }
   }
+}
+
+bool IslandLU::EliminationOrder(const Problem& p) {
+  const Islands& is = p.islands;
+  const int T = is.ntrees[island_];
+  const int words = (T + 63) / 64;
 
   // f(m) for the uneliminated neighbours m of node l
   auto neighbours = [&](int l, auto f) {
@@ -249,6 +269,12 @@ bool IslandLU::Analyze(const Problem& p, int island, const uint8_t* chain, Space
     }
     for (int e = elim_adr_[step]; e < nedge; e++) weight_[adj_[e]] = weigh(adj_[e]);
   }
+  return true;
+}
+
+bool IslandLU::LayoutBlocks(const Problem& p) {
+  const Islands& is = p.islands;
+  const int T = is.ntrees[island_];
 
   // positions, neighbour lists in positions (ascending), pool addresses
   npos_ = T;

@@ -78,6 +78,15 @@ class IslandLU {
   int fill() const { return pool_used_; }
 
  private:
+  // Analyze's parts for island_: the constraint-space layout if it is asked for or cheaper
+  // (false: not chosen); the trees' adjacency from the rows; the minimum-degree order of the
+  // trees (false: more fill than the workspace holds); the blocks' places in the pool (false:
+  // the pool is too small)
+  bool ConstraintSpace(const Problem& p, bool chains, Space space);
+  void Adjacency(const Problem& p);
+  bool EliminationOrder(const Problem& p);
+  bool LayoutBlocks(const Problem& p);
+
   // block (i, j) of positions i != j: pointer to its n_i x n_j row-major storage
   double* Block(int i, int j);
   void AddJtTLarge(const int* cols, int n, int dim, const double* Jc, const double* T);

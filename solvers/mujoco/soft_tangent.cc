@@ -100,11 +100,24 @@ void SoftTangent::RowsAdd(const Problem& p, const double* a, double* y) {
 }
 
 bool SoftTangent::Prepare(const Problem& p, const SoftRows& rows, const double* v_next) {
-  const SparseRows& J = p.J;
   h_ = p.h;
   v_next_ = v_next;
   nrow_ = rows.nrow;
   if (nrow_ > static_cast<int>(ra_.size())) return false;
+  MapRows(p, rows, v_next);
+  MassBlocks(p);
+  AddCurvature(p, rows);
+
+  // factor
+  const Islands& is = p.islands;
+  for (int k = 0; k < is.nisland; k++) {
+    if (!CholFactor(H_.data() + hadr_[k], is.ndofs[k])) return false;
+  }
+  return true;
+}
+
+void SoftTangent::MapRows(const Problem& p, const SoftRows& rows, const double* v_next) {
+  const SparseRows& J = p.J;
 
   // MuJoCo rows as combinations of frame rows
   const int nplain = p.ne + p.nf + p.nl;
@@ -158,7 +171,9 @@ bool SoftTangent::Prepare(const Problem& p, const SoftRows& rows, const double* 
       }
     }
   }
+}
 
+void SoftTangent::MassBlocks(const Problem& p) {
   // island blocks: dense M over the island's dofs
   const Islands& is = p.islands;
   int adr = 0;
@@ -182,6 +197,12 @@ bool SoftTangent::Prepare(const Problem& p, const SoftRows& rows, const double* 
     }
     adr += n * n;
   }
+}
+
+void SoftTangent::AddCurvature(const Problem& p, const SoftRows& rows) {
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const int nplain = p.ne + p.nf + p.nl;
 
   // the factor reads the lower triangle only (local row >= local column; columns ascend, local
   // indices descend): rows before the contacts one by one, contacts as J_c' W J_c with W the
@@ -254,12 +275,6 @@ bool SoftTangent::Prepare(const Problem& p, const SoftRows& rows, const double* 
       }
     }
   }
-
-  // factor
-  for (int k = 0; k < is.nisland; k++) {
-    if (!CholFactor(H_.data() + hadr_[k], is.ndofs[k])) return false;
-  }
-  return true;
 }
 
 void SoftTangent::Solve(const Problem& p, double* x) {

@@ -73,6 +73,13 @@ class SoftTangent {
   int nrow() const { return nrow_; }
 
  private:
+  // Prepare's parts: MuJoCo's rows as combinations of frame rows, with their states, forces and
+  // the cone Hessians at v_next; the dense mass matrix of each island; the curvature J' W J of
+  // the active rows added to it (lower triangle)
+  void MapRows(const Problem& p, const SoftRows& rows, const double* v_next);
+  void MassBlocks(const Problem& p);
+  void AddCurvature(const Problem& p, const SoftRows& rows);
+
   // t, rho of the frame rows and g = Phi t - h f rho of MuJoCo's rows (in ge_) for dir
   void RowTerms(const Problem& p, const ProblemTangent& dir, const double* dJv);
   // J_e x for MuJoCo row e

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "contactkit/contactkit.h"
@@ -286,6 +287,47 @@ TEST_F(CkRunTest, ContactkitWarningsAreCountedNotPrinted) {
   const size_t listed = r.out.find("- lcp: contactkit: solver reached its iteration limit");
   EXPECT_NE(listed, std::string::npos) << r.out;
   EXPECT_GT(listed, r.out.find(row)) << "listed under the table";
+}
+
+// bad command lines exit with 2 and a message that names the option and what it takes
+TEST_F(CkRunTest, BadInputIsNamed) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--steps", "0"}, "ck-run: --steps takes a positive integer, got '0'"},
+      {{"--steps", "many"}, "ck-run: --steps takes a positive integer, got 'many'"},
+      {{"--timestep", "-1"}, "ck-run: --timestep takes a positive number of seconds, got '-1'"},
+      {{"--margin", "x"}, "ck-run: --margin takes a non-negative distance in meters, got 'x'"},
+      {{"--max-qvel", "0"}, "ck-run: --max-qvel takes a positive speed, got '0'"},
+      {{"--integrator", "rk5"},
+       "ck-run: --integrator: unknown integrator 'rk5'; allowed: euler, rk4, implicit"},
+      {{"--solver", "pgs"},
+       "ck-run: --solver: unknown solver 'pgs'; allowed: mujoco, ipm, comfree, lcp"},
+      {{"--compare", "mujoco,pgs"}, "ck-run: --compare: unknown solver 'pgs'"},
+      {{"--solver", "ipm", "--compare", "all"}, "ck-run: give --solver or --compare, not both"},
+      {{"--set", "kappa_tol"}, "ck-run: --set takes KEY=VALUE, got 'kappa_tol'"},
+      {{"--key", "3"}, "ck-run: model has 1 keyframes; --key 3 is out of range"},
+      {{"--steps"}, "ck-run: --steps needs a value"},
+      {{"--stpes", "5"}, "ck-run: unknown option '--stpes'\n\nusage: ck-run MODEL"},
+      {{"box_on_plane"}, "ck-run: more than one model given ('box_sliding', 'box_on_plane')"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> argv = {kRun, "box_sliding", "--quiet"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const ProcessResult r = RunProcess(argv);
+    EXPECT_EQ(r.status, 2) << args[0];
+    EXPECT_EQ(r.err.rfind(message, 0), 0u) << r.err;
+    EXPECT_EQ(r.out, "") << args[0];
+  }
+}
+
+TEST_F(CkRunTest, HelpGoesToStdout) {
+  const ProcessResult r = RunProcess({kRun, "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.rfind("usage: ck-run MODEL [options]", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("CK_MENAGERIE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+  const ProcessResult none = RunProcess({kRun});
+  EXPECT_EQ(none.status, 2);
+  EXPECT_EQ(none.err, r.out) << "no model: the usage on stderr";
 }
 
 TEST_F(CkRunTest, MenagerieModelsThroughTheEnvironment) {

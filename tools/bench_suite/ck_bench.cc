@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +17,6 @@
 #include <fstream>
 #include <functional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -25,6 +25,7 @@
 #include "tools/bench_suite/plot.h"
 #include "tools/bench_suite/robots.h"
 #include "tools/common/bench_measure.h"
+#include "tools/common/command_line.h"
 #include "tools/common/divergence.h"
 #include "tools/common/gen_stack.h"
 #include "tools/common/tool_util.h"
@@ -609,20 +610,10 @@ std::string Machine() {
          date + ".";
 }
 
-}  // namespace
-
-int Main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "%s", kUsage);
-    return 2;
-  }
-  const std::string cmd = argv[1];
-  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
-    std::printf("%s", kUsage);
-    return 0;
-  }
-  using Bench = std::function<int(const Options&, std::string*)>;
-  const std::vector<std::pair<std::string, Bench>> benches = {
+// the benchmarks by command name; `all` runs those that are not long
+using Bench = std::function<int(const Options&, std::string*)>;
+std::vector<std::pair<std::string, Bench>> Benchmarks() {
+  return {
       {"dojo-drop", DojoDrop},
       {"dojo-speed", DojoSpeed},
       {"comfree-penetration", ComfreePenetration},
@@ -643,96 +634,89 @@ int Main(int argc, char** argv) {
          return ComfreeSlopes(so, r);
        }},
   };
-  std::vector<std::pair<std::string, Bench>> run;
-  for (const auto& b : benches) {
-    const bool long_run = b.first == "robots" || b.first == "comfree-slopes";
-    if ((cmd == "all" && !long_run) || cmd == b.first) run.push_back(b);
-  }
-  if (run.empty()) {
-    std::string names = "all";
-    for (const auto& b : benches) names += ", " + b.first;
-    return Fail("unknown command '" + cmd + "'; allowed: " + names);
-  }
+}
 
-  Options o;
-  std::string solvers_arg;
-  for (int i = 2; i < argc; i++) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        Fail(a + " needs a value");
-        std::exit(2);
+// the options after the command; -1 to go on, else the exit code
+int ParseArgs(int argc, char** argv, std::string* cmd, Options* o, tools::CommandLine* cl) {
+  cl->Positional("command", cmd);
+  cl->Text("--out", &o->out);
+  cl->Text("--menagerie,--models-dir", &o->models_dir);
+  cl->Custom("--solvers", [o](const std::string& v, std::string* err) {
+    for (const std::string& name : tools::Split(v, ',')) {
+      const int id = tools::SolverFromName(name, err);
+      if (id < 0) return false;
+      if (std::find(o->solvers.begin(), o->solvers.end(), id) == o->solvers.end()) {
+        o->solvers.push_back(id);
       }
-      return argv[++i];
-    };
-    if (a == "--out") {
-      o.out = value();
-    } else if (a == "--models-dir" || a == "--menagerie") {
-      o.models_dir = value();
-    } else if (a == "--solvers") {
-      solvers_arg = value();
-    } else if (a == "--quick") {
-      o.quick = true;
-    } else if (a == "--sizes") {
-      o.slopes.sizes = value();
-    } else if (a == "--variants") {
-      o.slopes.variants = value();
-    } else if (a == "--settle") {
-      o.slopes.settle = std::atoi(value().c_str());
-      if (o.slopes.settle < 0) return Fail("bad --settle (want 0 or more steps)");
-    } else if (a == "--steps") {
-      o.slopes.steps = std::atoi(value().c_str());
-      if (o.slopes.steps < 1) return Fail("bad --steps (want 1 or more)");
-    } else if (a == "--budget") {
-      o.slopes.budget = std::atof(value().c_str());
-      if (!(o.slopes.budget > 0)) return Fail("bad --budget (want seconds > 0)");
-    } else if (a == "--no-plots") {
-      o.plots = false;
-    } else if (a == "--quiet") {
-      o.progress = false;
-    } else if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else {
-      return Fail("unknown option '" + a + "'\n\n" + kUsage);
     }
+    return true;
+  });
+  cl->Flag("--quick", &o->quick);
+  cl->Text("--sizes", &o->slopes.sizes);
+  cl->Text("--variants", &o->slopes.variants);
+  cl->Int("--settle", &o->slopes.settle, 0, INT_MAX, "0 or more steps");
+  cl->Int("--steps", &o->slopes.steps, 1, INT_MAX, "1 or more steps");
+  cl->Number("--budget", &o->slopes.budget, 0, false, "seconds > 0");
+  cl->Flag("--no-plots", &o->plots, false);
+  cl->Flag("--quiet", &o->progress, false);
+  const int rc = cl->Parse(argc, argv);
+  if (rc >= 0) return rc;
+  if (*cmd == "help") {
+    std::printf("%s", kUsage);
+    return 0;
   }
+  if (cmd->empty()) {
+    std::fprintf(stderr, "%s", kUsage);
+    return 2;
+  }
+  return -1;
+}
 
-  // solvers: given (each must exist and be built) or every available one
-  if (solvers_arg.empty()) {
+// defaults that depend on the machine: every available solver, the Menagerie folder, gnuplot;
+// the output folder made; -1 to go on, else the exit code
+int Prepare(Options* o, const tools::CommandLine& cl) {
+  if (o->solvers.empty()) {
     for (int s = 0; s < ckNSOLVER; s++) {
-      if (ck_solverAvailable(s)) o.solvers.push_back(s);
-    }
-  } else {
-    std::stringstream ss(solvers_arg);
-    for (std::string name; std::getline(ss, name, ',');) {
-      std::string err;
-      const int id = tools::SolverFromName(name, &err);
-      if (id < 0) return Fail(err);
-      if (std::find(o.solvers.begin(), o.solvers.end(), id) == o.solvers.end()) {
-        o.solvers.push_back(id);
-      }
+      if (ck_solverAvailable(s)) o->solvers.push_back(s);
     }
   }
-  if (o.models_dir.empty()) o.models_dir = tools::MenagerieDir();
-  if (mkdir(o.out.c_str(), 0755) != 0 && access(o.out.c_str(), W_OK) != 0) {
-    return Fail("cannot create the output folder '" + o.out + "'");
+  if (o->models_dir.empty()) o->models_dir = tools::MenagerieDir();
+  if (mkdir(o->out.c_str(), 0755) != 0 && access(o->out.c_str(), W_OK) != 0) {
+    return cl.Fail("cannot create the output folder '" + o->out + "'");
   }
-  if (o.plots && !HaveGnuplot()) {
+  if (o->plots && !HaveGnuplot()) {
     std::fprintf(stderr,
                  "ck-bench: gnuplot not found (apt-get install gnuplot-nox): plots "
                  "skipped, CSV and tables still written\n");
-    o.plots = false;
+    o->plots = false;
   }
-  std::fprintf(stderr, "ck-bench: solvers %s; output in %s%s\n", Solvers(o.solvers).c_str(),
-               o.out.c_str(), o.quick ? " (--quick: shortened runs)" : "");
+  std::fprintf(stderr, "ck-bench: solvers %s; output in %s%s\n", Solvers(o->solvers).c_str(),
+               o->out.c_str(), o->quick ? " (--quick: shortened runs)" : "");
+  return -1;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  Options o;
+  std::string cmd;
+  tools::CommandLine cl("ck-bench", kUsage);
+  if (const int rc = ParseArgs(argc, argv, &cmd, &o, &cl); rc >= 0) return rc;
+  std::vector<std::pair<std::string, Bench>> run;
+  std::string names = "all";
+  for (const auto& b : Benchmarks()) {
+    const bool long_run = b.first == "robots" || b.first == "comfree-slopes";
+    if ((cmd == "all" && !long_run) || cmd == b.first) run.push_back(b);
+    names += ", " + b.first;
+  }
+  if (run.empty()) return cl.Fail("unknown command '" + cmd + "'; allowed: " + names);
+  if (const int rc = Prepare(&o, cl); rc >= 0) return rc;
 
   std::string report = "## Benchmarks\n\n" + Machine() + "\n" +
                        (o.quick ? "(--quick run: shortened, not for publication)\n" : "") + "\n";
   std::printf("%s", report.c_str());
   for (const auto& b : run) {
-    const int rc = b.second(o, &report);
-    if (rc != 0) return rc;
+    if (const int rc = b.second(o, &report); rc != 0) return rc;
   }
   if (cmd == "all") {
     std::ofstream(o.out + "/tables.md") << report;

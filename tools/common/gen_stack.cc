@@ -33,6 +33,122 @@ void Append(std::string& out, const char* fmt, Args... args) {
   out.resize(old + static_cast<std::size_t>(n));
 }
 
+// layout: with these tilts a body's half-extent is at most 0.081 m horizontally (box; 0.075 for
+// the others) and 0.072 m vertically, and two boxes are never horizontal neighbours in a layer,
+// so no two bodies touch at t = 0 (checked up to 20 x 20 x 10)
+constexpr double kPitch = 0.18;   // horizontal distance between columns
+constexpr double kJitter = 0.01;  // +- horizontal jitter of each body
+constexpr double kTilt = 15.0;    // +- degrees of tilt about x and y
+constexpr double kZPitch = 0.17;  // vertical distance between layers
+constexpr double kZ0 = 0.10;      // centre height of the bottom layer (>= 1.4 cm clearance)
+
+// visual settings, materials and geom classes, up to the opening of <worldbody>
+const char kStatic[] =
+    "\n"
+    "  <visual>\n"
+    "    <headlight ambient=\"0.35 0.35 0.35\" diffuse=\"0.6 0.6 0.6\" specular=\"0.1 0.1 "
+    "0.1\"/>\n"
+    "    <quality shadowsize=\"4096\"/>\n"
+    "  </visual>\n"
+    "\n"
+    "  <asset>\n"
+    "    <texture name=\"sky\" type=\"skybox\" builtin=\"gradient\" rgb1=\"0.45 0.6 0.8\" "
+    "rgb2=\"0.05 0.08 0.12\" width=\"256\" height=\"256\"/>\n"
+    "    <texture name=\"checker\" type=\"2d\" builtin=\"checker\" rgb1=\"0.22 0.26 0.3\" "
+    "rgb2=\"0.32 0.36 0.4\" mark=\"edge\" markrgb=\"0.5 0.5 0.5\" width=\"512\" "
+    "height=\"512\"/>\n"
+    "    <material name=\"ground_mat\" texture=\"checker\" texrepeat=\"6 6\" texuniform=\"true\" "
+    "reflectance=\"0.1\"/>\n"
+    "    <material name=\"wall_mat\" rgba=\"0.45 0.45 0.5 0.35\"/>\n"
+    "    <material name=\"box_mat\" rgba=\"0.85 0.45 0.15 1\"/>\n"
+    "    <material name=\"sphere_mat\" rgba=\"0.2 0.55 0.85 1\"/>\n"
+    "    <material name=\"capsule_mat\" rgba=\"0.3 0.75 0.35 1\"/>\n"
+    "    <material name=\"cylinder_mat\" rgba=\"0.8 0.25 0.3 1\"/>\n"
+    "    <material name=\"ellipsoid_mat\" rgba=\"0.75 0.65 0.2 1\"/>\n"
+    "  </asset>\n"
+    "\n"
+    "  <default>\n"
+    "    <geom condim=\"3\" friction=\"0.7 0.005 0.0001\"/>\n"
+    "    <default class=\"box\"><geom type=\"box\" size=\"0.05 0.05 0.05\" material=\"box_mat\"/>"
+    "</default>\n"
+    "    <default class=\"sphere\"><geom type=\"sphere\" size=\"0.05\" material=\"sphere_mat\"/>"
+    "</default>\n"
+    "    <default class=\"capsule\"><geom type=\"capsule\" size=\"0.035 0.04\" "
+    "material=\"capsule_mat\"/></default>\n"
+    "    <default class=\"cylinder\"><geom type=\"cylinder\" size=\"0.05 0.04\" "
+    "material=\"cylinder_mat\"/></default>\n"
+    "    <default class=\"ellipsoid\"><geom type=\"ellipsoid\" size=\"0.06 0.045 0.035\" "
+    "material=\"ellipsoid_mat\"/></default>\n"
+    "    <default class=\"static\"><geom type=\"box\" material=\"wall_mat\"/></default>\n"
+    "  </default>\n"
+    "\n"
+    "  <worldbody>\n";
+
+// the light, the ground and four walls around the pile
+void AppendFence(std::string& x, int nx, int ny, int nlayers) {
+  const double cx = 0.5 * (nx - 1) * kPitch, cy = 0.5 * (ny - 1) * kPitch;
+  const double hx = 0.5 * nx * kPitch + 0.25, hy = 0.5 * ny * kPitch + 0.25;  // fenced half-extent
+  // walls (half-height wall_h) as tall as the initial pile, so toppling columns stay fenced in
+  const double wall_h = 0.5 * (kZ0 + nlayers * kZPitch) + 0.05, wall_t = 0.05;
+  Append(x,
+         "    <light name=\"sun\" pos=\"%.4f %.4f 4\" dir=\"0 0 -1\" directional=\"true\" "
+         "diffuse=\"0.7 0.7 0.7\"/>\n",
+         cx, cy);
+  Append(x,
+         "    <geom name=\"ground\" class=\"static\" pos=\"%.4f %.4f -0.1\" size=\"%.4f %.4f "
+         "0.1\" material=\"ground_mat\"/>\n",
+         cx, cy, hx + wall_t + 0.5, hy + wall_t + 0.5);
+  Append(x,
+         "    <geom name=\"wall_xneg\" class=\"static\" pos=\"%.4f %.4f %.4f\" size=\"%.4f %.4f "
+         "%.4f\"/>\n",
+         cx - hx - wall_t, cy, wall_h, wall_t, hy + 2 * wall_t, wall_h);
+  Append(x,
+         "    <geom name=\"wall_xpos\" class=\"static\" pos=\"%.4f %.4f %.4f\" size=\"%.4f %.4f "
+         "%.4f\"/>\n",
+         cx + hx + wall_t, cy, wall_h, wall_t, hy + 2 * wall_t, wall_h);
+  Append(x,
+         "    <geom name=\"wall_yneg\" class=\"static\" pos=\"%.4f %.4f %.4f\" size=\"%.4f %.4f "
+         "%.4f\"/>\n",
+         cx, cy - hy - wall_t, wall_h, hx, wall_t, wall_h);
+  Append(x,
+         "    <geom name=\"wall_ypos\" class=\"static\" pos=\"%.4f %.4f %.4f\" size=\"%.4f %.4f "
+         "%.4f\"/>\n",
+         cx, cy + hy + wall_t, wall_h, hx, wall_t, wall_h);
+  x += "\n";
+}
+
+// the free bodies, layer by layer
+void AppendBodies(std::string& x, int nx, int ny, int nlayers) {
+  static const char* const kType[5] = {"box", "sphere", "capsule", "cylinder", "ellipsoid"};
+  for (int k = 0; k < nlayers; ++k) {
+    for (int iy = 0; iy < ny; ++iy) {
+      for (int ix = 0; ix < nx; ++ix) {
+        const int type = (ix + 2 * iy + k) % 5;
+        const double px = ix * kPitch + kJitter * Jitter(ix, iy, k, 0);
+        const double py = iy * kPitch + kJitter * Jitter(ix, iy, k, 1);
+        const double pz = kZ0 + k * kZPitch;
+        const double ax = kTilt * Jitter(ix, iy, k, 2);
+        const double ay = kTilt * Jitter(ix, iy, k, 3);
+        // arbitrary yaw
+        const double az = 180.0 * Jitter(ix, iy, k, 4);
+        const char* name = kType[type];
+        char id[64];
+        std::snprintf(id, sizeof(id), "%s_%d_%d_%d", name, ix, iy, k);
+        Append(x, "    <body name=\"%s\" pos=\"%.4f %.4f %.4f\" euler=\"%.3f %.3f %.3f\">\n", id,
+               px, py, pz, ax, ay, az);
+        Append(x, "      <joint name=\"j_%s\" type=\"free\"/>\n", id);
+        if (type == 2) {
+          // capsule axis is local z: lay it down (90 deg about y) so it rests on its side
+          Append(x, "      <geom name=\"g_%s\" class=\"capsule\" euler=\"0 90 0\"/>\n", id);
+        } else {
+          Append(x, "      <geom name=\"g_%s\" class=\"%s\"/>\n", id, name);
+        }
+        x += "    </body>\n";
+      }
+    }
+  }
+}
+
 }  // namespace
 
 double StackedPrimitivesDataBytes(long nv, long njmax) {
@@ -73,19 +189,6 @@ std::string StackedPrimitivesXML(int nx, int ny, int nlayers, double timestep,
   nlayers = std::max(1, nlayers);
   if (!(timestep > 0)) timestep = 0.002;
 
-  // layout: with these tilts a body's half-extent is at most 0.081 m horizontally (box; 0.075 for
-  // the others) and 0.072 m vertically, and two boxes are never horizontal neighbours in a layer,
-  // so no two bodies touch at t = 0 (checked up to 20 x 20 x 10)
-  const double pitch = 0.18;   // horizontal distance between columns
-  const double jitter = 0.01;  // +- horizontal jitter of each body
-  const double tilt = 15.0;    // +- degrees of tilt about x and y
-  const double zpitch = 0.17;  // vertical distance between layers
-  const double z0 = 0.10;      // centre height of the bottom layer (>= 1.4 cm clearance)
-  const double cx = 0.5 * (nx - 1) * pitch, cy = 0.5 * (ny - 1) * pitch;
-  const double hx = 0.5 * nx * pitch + 0.25, hy = 0.5 * ny * pitch + 0.25;  // fenced half-extent
-  // walls (half-height wall_h) as tall as the initial pile, so toppling columns stay fenced in
-  const double wall_h = 0.5 * (z0 + nlayers * zpitch) + 0.05, wall_t = 0.05;
-
   std::string x;
   x.reserve(2048 + 400 * static_cast<std::size_t>(nx * ny * nlayers));
   Append(x,
@@ -108,100 +211,10 @@ std::string StackedPrimitivesXML(int nx, int ny, int nlayers, double timestep,
          elliptic_cone ? " cone=\"elliptic\"" : "");
   Append(x, "  <size nconmax=\"%d\" njmax=\"%d\" nstack=\"%d\"/>\n", size.nconmax, size.njmax,
          size.nstack);
-  x +=
-      "\n"
-      "  <visual>\n"
-      "    <headlight ambient=\"0.35 0.35 0.35\" diffuse=\"0.6 0.6 0.6\" specular=\"0.1 0.1 "
-      "0.1\"/>\n"
-      "    <quality shadowsize=\"4096\"/>\n"
-      "  </visual>\n"
-      "\n"
-      "  <asset>\n"
-      "    <texture name=\"sky\" type=\"skybox\" builtin=\"gradient\" rgb1=\"0.45 0.6 0.8\" "
-      "rgb2=\"0.05 0.08 0.12\" width=\"256\" height=\"256\"/>\n"
-      "    <texture name=\"checker\" type=\"2d\" builtin=\"checker\" rgb1=\"0.22 0.26 0.3\" "
-      "rgb2=\"0.32 0.36 0.4\" mark=\"edge\" markrgb=\"0.5 0.5 0.5\" width=\"512\" "
-      "height=\"512\"/>\n"
-      "    <material name=\"ground_mat\" texture=\"checker\" texrepeat=\"6 6\" texuniform=\"true\" "
-      "reflectance=\"0.1\"/>\n"
-      "    <material name=\"wall_mat\" rgba=\"0.45 0.45 0.5 0.35\"/>\n"
-      "    <material name=\"box_mat\" rgba=\"0.85 0.45 0.15 1\"/>\n"
-      "    <material name=\"sphere_mat\" rgba=\"0.2 0.55 0.85 1\"/>\n"
-      "    <material name=\"capsule_mat\" rgba=\"0.3 0.75 0.35 1\"/>\n"
-      "    <material name=\"cylinder_mat\" rgba=\"0.8 0.25 0.3 1\"/>\n"
-      "    <material name=\"ellipsoid_mat\" rgba=\"0.75 0.65 0.2 1\"/>\n"
-      "  </asset>\n"
-      "\n"
-      "  <default>\n"
-      "    <geom condim=\"3\" friction=\"0.7 0.005 0.0001\"/>\n"
-      "    <default class=\"box\"><geom type=\"box\" size=\"0.05 0.05 0.05\" material=\"box_mat\"/>"
-      "</default>\n"
-      "    <default class=\"sphere\"><geom type=\"sphere\" size=\"0.05\" material=\"sphere_mat\"/>"
-      "</default>\n"
-      "    <default class=\"capsule\"><geom type=\"capsule\" size=\"0.035 0.04\" "
-      "material=\"capsule_mat\"/></default>\n"
-      "    <default class=\"cylinder\"><geom type=\"cylinder\" size=\"0.05 0.04\" "
-      "material=\"cylinder_mat\"/></default>\n"
-      "    <default class=\"ellipsoid\"><geom type=\"ellipsoid\" size=\"0.06 0.045 0.035\" "
-      "material=\"ellipsoid_mat\"/></default>\n"
-      "    <default class=\"static\"><geom type=\"box\" material=\"wall_mat\"/></default>\n"
-      "  </default>\n"
-      "\n"
-      "  <worldbody>\n";
-  Append(x,
-         "    <light name=\"sun\" pos=\"%.4f %.4f 4\" dir=\"0 0 -1\" directional=\"true\" "
-         "diffuse=\"0.7 0.7 0.7\"/>\n",
-         cx, cy);
-  Append(x,
-         "    <geom name=\"ground\" class=\"static\" pos=\"%.4f %.4f -0.1\" size=\"%.4f %.4f "
-         "0.1\" material=\"ground_mat\"/>\n",
-         cx, cy, hx + wall_t + 0.5, hy + wall_t + 0.5);
-  Append(x,
-         "    <geom name=\"wall_xneg\" class=\"static\" pos=\"%.4f %.4f %.4f\" size=\"%.4f %.4f "
-         "%.4f\"/>\n",
-         cx - hx - wall_t, cy, wall_h, wall_t, hy + 2 * wall_t, wall_h);
-  Append(x,
-         "    <geom name=\"wall_xpos\" class=\"static\" pos=\"%.4f %.4f %.4f\" size=\"%.4f %.4f "
-         "%.4f\"/>\n",
-         cx + hx + wall_t, cy, wall_h, wall_t, hy + 2 * wall_t, wall_h);
-  Append(x,
-         "    <geom name=\"wall_yneg\" class=\"static\" pos=\"%.4f %.4f %.4f\" size=\"%.4f %.4f "
-         "%.4f\"/>\n",
-         cx, cy - hy - wall_t, wall_h, hx, wall_t, wall_h);
-  Append(x,
-         "    <geom name=\"wall_ypos\" class=\"static\" pos=\"%.4f %.4f %.4f\" size=\"%.4f %.4f "
-         "%.4f\"/>\n",
-         cx, cy + hy + wall_t, wall_h, hx, wall_t, wall_h);
-  x += "\n";
+  x += kStatic;
+  AppendFence(x, nx, ny, nlayers);
+  AppendBodies(x, nx, ny, nlayers);
 
-  static const char* const kType[5] = {"box", "sphere", "capsule", "cylinder", "ellipsoid"};
-  for (int k = 0; k < nlayers; ++k) {
-    for (int iy = 0; iy < ny; ++iy) {
-      for (int ix = 0; ix < nx; ++ix) {
-        const int type = (ix + 2 * iy + k) % 5;
-        const double px = ix * pitch + jitter * Jitter(ix, iy, k, 0);
-        const double py = iy * pitch + jitter * Jitter(ix, iy, k, 1);
-        const double pz = z0 + k * zpitch;
-        const double ax = tilt * Jitter(ix, iy, k, 2);
-        const double ay = tilt * Jitter(ix, iy, k, 3);
-        // arbitrary yaw
-        const double az = 180.0 * Jitter(ix, iy, k, 4);
-        const char* name = kType[type];
-        char id[64];
-        std::snprintf(id, sizeof(id), "%s_%d_%d_%d", name, ix, iy, k);
-        Append(x, "    <body name=\"%s\" pos=\"%.4f %.4f %.4f\" euler=\"%.3f %.3f %.3f\">\n", id,
-               px, py, pz, ax, ay, az);
-        Append(x, "      <joint name=\"j_%s\" type=\"free\"/>\n", id);
-        if (type == 2) {
-          // capsule axis is local z: lay it down (90 deg about y) so it rests on its side
-          Append(x, "      <geom name=\"g_%s\" class=\"capsule\" euler=\"0 90 0\"/>\n", id);
-        } else {
-          Append(x, "      <geom name=\"g_%s\" class=\"%s\"/>\n", id, name);
-        }
-        x += "    </body>\n";
-      }
-    }
-  }
   x += "  </worldbody>\n"
        "</mujoco>\n";
   return x;

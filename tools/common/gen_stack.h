@@ -1,17 +1,10 @@
 // Copyright 2026 The contactkit developers.
 //
-// Generator of the "stacked primitives" MJCF scene used to benchmark step time against contact
-// count: an nx x ny grid of columns, each nlayers free bodies high, of five primitive types (box,
-// sphere, capsule, cylinder, ellipsoid; body (ix, iy, k) has type (ix + 2 iy + k) mod 5), each with
-// a deterministic jittered and tilted pose, so the columns topple into each other while falling
-// onto a box-geom ground ("ground", top face at z = 0) fenced by four transparent walls
-// ("wall_xneg", "wall_xpos", "wall_yneg", "wall_ypos"). Bodies are named "<type>_<ix>_<iy>_<k>",
-// their geoms "g_<...>" and free joints "j_<...>". Condim 3, friction 0.7, Euler; MuJoCo's default
-// pyramidal cone unless the elliptic one is asked for. mjcf_models/stacked_primitives.xml is
-// StackedPrimitivesXML(5, 4, 3, 0.002, {600, 2400, 4000000}); mjcf_models/README.md gives the
-// contacts each size makes and MuJoCo 2.2.2's limits that the sizing follows.
-//
-// MuJoCo 2.2.2 loads MJCF from files (or an mjVFS): write the string to a file and mj_loadXML it.
+// The "stacked primitives" scene for step time against contact count: nx x ny columns of nlayers
+// free bodies of five primitive types, jittered and tilted so the columns topple into each other,
+// falling onto a box ground fenced by four walls (names in the generated file's header comment).
+// mjcf_models/stacked_primitives.xml is StackedPrimitivesXML(5, 4, 3, 0.002, {600, 2400, 4000000}).
+// MuJoCo 2.2.2 loads MJCF from files only: write the string to a file and mj_loadXML it.
 #ifndef CONTACTKIT_TOOLS_COMMON_GEN_STACK_H_
 #define CONTACTKIT_TOOLS_COMMON_GEN_STACK_H_
 

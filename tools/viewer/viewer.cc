@@ -16,6 +16,7 @@
 
 #include "contactkit/contactkit.h"
 #include "plugin/step/compat.h"
+#include "tools/common/command_line.h"
 #include "tools/common/tool_util.h"
 #include "tools/viewer/frame_writer.h"
 
@@ -87,6 +88,7 @@ class App {
   int Main(int argc, char** argv);
 
  private:
+  int ParseArgs(int argc, char** argv, tools::CommandLine* cl);  // -1 to go on, else exit code
   bool Init(std::string* error);
   void Reset();
   void StepBoth();
@@ -116,7 +118,7 @@ class App {
   int left_ = ckSOL_MUJOCO, right_ = -1;
   int frames_ = 90, fps_ = 30, width_ = 1280, height_ = 720;
   FrameWriter::Format format_ = FrameWriter::kPng;
-  bool format_auto_ = true, paused_ = false;
+  bool paused_ = false;
 
   // state
   mjModel* m_ = nullptr;
@@ -602,84 +604,46 @@ int App::Interactive() {
   return 0;
 }
 
-int App::Main(int argc, char** argv) {
-  for (int i = 1; i < argc; i++) {
-    const std::string a = argv[i];
-    auto value = [&](const char* name) -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "ck-viewer: %s needs a value\n", name);
-        std::exit(2);
-      }
-      return argv[++i];
+int App::ParseArgs(int argc, char** argv, tools::CommandLine* cl) {
+  auto solver = [](int* side) {
+    return [side](const std::string& v, std::string* err) {
+      *side = tools::SolverFromName(v, err);
+      return *side >= 0;
     };
-    auto solver = [&](const char* name) -> int {
-      const std::string v = value(name);
-      std::string err;
-      const int id = tools::SolverFromName(v, &err);
-      if (id < 0) {
-        Fail(std::string(name) + ": " + err);
-        std::exit(2);
-      }
-      return id;
-    };
-    auto positive = [&](const char* name) -> int {
-      const std::string v = value(name);
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (!end || *end || n <= 0 || n > 100000) {
-        Fail(std::string(name) + " takes a positive integer, got '" + v + "'");
-        std::exit(2);
-      }
-      return static_cast<int>(n);
-    };
-    if (a == "--help" || a == "-h") {
-      std::printf("%s", kUsage);
-      return 0;
-    } else if (a == "--left") {
-      left_ = solver("--left");
-    } else if (a == "--right") {
-      right_ = solver("--right");
-    } else if (a == "--set") {
-      sets_.push_back(value("--set"));
-    } else if (a == "--record") {
-      record_dir_ = value("--record");
-    } else if (a == "--frames") {
-      frames_ = positive("--frames");
-    } else if (a == "--fps") {
-      fps_ = positive("--fps");
-    } else if (a == "--format") {
-      const std::string f = value("--format");
-      if (f == "png") {
-        format_ = FrameWriter::kPng;
-        format_auto_ = false;
-      } else if (f == "video") {
-        if (!HaveFfmpeg()) return Fail("--format video needs ffmpeg (apt-get install ffmpeg)");
-        format_ = FrameWriter::kVideo;
-        format_auto_ = false;
-      } else if (f != "auto") {
-        return Fail("--format: unknown format '" + f + "'; allowed: auto, png, video");
-      }
-    } else if (a == "--size") {
-      const std::string v = value("--size");
-      if (std::sscanf(v.c_str(), "%dx%d", &width_, &height_) != 2 || width_ < 64 || height_ < 64 ||
-          width_ > 8192 || height_ > 8192) {
-        return Fail("--size takes WIDTHxHEIGHT (64..8192), got '" + v + "'");
-      }
-    } else if (a == "--paused") {
-      paused_ = true;
-    } else if (!a.empty() && a[0] == '-') {
-      return Fail("unknown option '" + a + "'\n\n" + kUsage);
-    } else if (model_arg_.empty()) {
-      model_arg_ = a;
-    } else {
-      return Fail("more than one model given ('" + model_arg_ + "', '" + a + "')");
-    }
-  }
+  };
+  int format = -1;  // auto
+  cl->Positional("model", &model_arg_);
+  cl->Custom("--left", solver(&left_));
+  cl->Custom("--right", solver(&right_));
+  cl->Texts("--set", &sets_);
+  cl->Text("--record", &record_dir_);
+  cl->Int("--frames", &frames_, 1, 100000, "a positive integer");
+  cl->Int("--fps", &fps_, 1, 100000, "a positive integer");
+  cl->Choice("--format", "format", &format,
+             {{"auto", -1}, {"png", FrameWriter::kPng}, {"video", FrameWriter::kVideo}});
+  cl->Custom("--size", [this](const std::string& v, std::string* err) {
+    const bool ok = std::sscanf(v.c_str(), "%dx%d", &width_, &height_) == 2 && width_ >= 64 &&
+                    height_ >= 64 && width_ <= 8192 && height_ <= 8192;
+    if (!ok) *err = "want WIDTHxHEIGHT (64..8192), got '" + v + "'";
+    return ok;
+  });
+  cl->Flag("--paused", &paused_);
+  if (const int rc = cl->Parse(argc, argv); rc >= 0) return rc;
   if (model_arg_.empty()) {
     std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
-  if (format_auto_) format_ = HaveFfmpeg() ? FrameWriter::kVideo : FrameWriter::kPng;
+  if (format == FrameWriter::kVideo && !HaveFfmpeg()) {
+    return cl->Fail("--format video needs ffmpeg (apt-get install ffmpeg)");
+  }
+  if (format < 0) format = HaveFfmpeg() ? FrameWriter::kVideo : FrameWriter::kPng;
+  format_ = static_cast<FrameWriter::Format>(format);
+  return -1;
+}
+
+int App::Main(int argc, char** argv) {
+  tools::CommandLine cl("ck-viewer", kUsage);
+  if (const int rc = ParseArgs(argc, argv, &cl); rc >= 0) return rc;
   std::string err;
   if (!Init(&err)) return Fail(err);
   return record_dir_.empty() ? Interactive() : Record();

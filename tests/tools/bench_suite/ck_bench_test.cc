@@ -184,6 +184,25 @@ TEST_F(BenchSuiteTest, BadInputIsNamed) {
   EXPECT_NE(r.err.find("unknown solver 'newton'"), std::string::npos) << r.err;
   r = RunProcess({kBench, "all", "--fast"});
   EXPECT_NE(r.err.find("unknown option '--fast'"), std::string::npos) << r.err;
+  r = RunProcess({kBench, "comfree-slopes", "--steps", "0"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "ck-bench: --steps takes 1 or more steps, got '0'\n");
+  r = RunProcess({kBench, "comfree-slopes", "--settle", "-1"});
+  EXPECT_EQ(r.err, "ck-bench: --settle takes 0 or more steps, got '-1'\n");
+  r = RunProcess({kBench, "comfree-slopes", "--budget", "soon"});
+  EXPECT_EQ(r.err, "ck-bench: --budget takes seconds > 0, got 'soon'\n");
+  r = RunProcess({kBench, "all", "--out"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "ck-bench: --out needs a value\n");
+  r = RunProcess({kBench});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.rfind("usage: ck-bench COMMAND [options]", 0), 0u) << r.err;
+  for (const char* help : {"--help", "help"}) {
+    r = RunProcess({kBench, help});
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.out.rfind("usage: ck-bench COMMAND [options]", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("CK_MENAGERIE"), std::string::npos) << r.out;
+  }
 #endif
 }
 

@@ -180,6 +180,18 @@ TEST_F(ViewerTest, BadInputIsNamed) {
   EXPECT_NE(r.err.find("allowed: auto, png, video"), std::string::npos) << r.err;
   r = RunProcess({CK_VIEWER, "box_on_plane", "--sett", "x"});
   EXPECT_NE(r.err.find("unknown option '--sett'"), std::string::npos) << r.err;
+  r = RunProcess({CK_VIEWER, "box_on_plane", "--size", "10x10"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "ck-viewer: --size: want WIDTHxHEIGHT (64..8192), got '10x10'\n");
+  r = RunProcess({CK_VIEWER, "box_on_plane", "--fps"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "ck-viewer: --fps needs a value\n");
+  r = RunProcess({CK_VIEWER, "box_on_plane", "box_sliding"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("more than one model given"), std::string::npos) << r.err;
+  r = RunProcess({CK_VIEWER, "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.rfind("usage: ck-viewer MODEL [options]", 0), 0u) << r.out;
 #endif
 }
 
