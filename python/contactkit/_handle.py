@@ -109,6 +109,23 @@ class Stats:
     nwarning: int  # warnings this handle has raised (cumulative)
 
 
+_SIZE_NAMES = ("nq", "nv", "nu", "na", "nbody", "njnt", "ngeom", "nsite", "neq", "ntendon", "nsensor",
+               "nsensordata")
+
+
+def _sizes(model: mujoco.MjModel) -> tuple:
+    return tuple(int(getattr(model, k)) for k in _SIZE_NAMES)
+
+
+def _mismatch(own: tuple, model: mujoco.MjModel) -> str:
+    """What differs between the handle's model sizes and model's, for an error message."""
+    other = _sizes(model)
+    diff = [f"{k} {a} here, {b} given" for k, a, b in zip(_SIZE_NAMES, own, other) if a != b]
+    if diff:
+        return "; ".join(diff) + "; make one handle per model"
+    return "same sizes, different structure (joints, contacts or constraints); make one handle per model"
+
+
 class Handle:
     """The workspace of one contactkit solver for one mujoco.MjData (use one per data and thread).
 
@@ -131,6 +148,7 @@ class Handle:
             settings = {"solver": solver, **settings}
         self._core = _core.Handle(model._address, {k: _text(v) for k, v in settings.items()})
         self._model_address = model._address
+        self._model_sizes = _sizes(model)
         self._data_ref: Optional[weakref.ref] = None
         self._data_address = 0
         self.last_jacobian_method: Optional[str] = None
@@ -142,7 +160,7 @@ class Handle:
         """Raise unless model is the one the handle was made for (ck_sameModel)."""
         _check_model(model)
         if not self._core.same_model(model._address):
-            raise ValueError("this handle was made for another model (sizes or structure differ)")
+            raise ValueError(f"this handle was made for another model ({_mismatch(self._model_sizes, model)})")
 
     def _check(self, model: Any, data: Any) -> None:
         if not isinstance(model, mujoco.MjModel) or model._address != self._model_address:
@@ -153,7 +171,8 @@ class Handle:
             if not isinstance(data, mujoco.MjData):
                 raise TypeError(f"expected a mujoco.MjData, got {type(data).__name__}")
             if not self._core.same_model(data.model._address):
-                raise ValueError("data belongs to another model than the handle's")
+                raise ValueError(f"data belongs to another model than the handle's "
+                                 f"({_mismatch(self._model_sizes, data.model)})")
             self._data_ref = weakref.ref(data)
             self._data_address = data._address
 

@@ -138,6 +138,10 @@ def test_transition_jac_leaves_data_unchanged():
     assert np.array_equal(qpos, d.qpos) and np.array_equal(qvel, d.qvel)
 
 
+SLIDE_OR_HINGE = """<mujoco><worldbody><body><joint type="{kind}"/>
+<geom size="0.1"/></body></worldbody></mujoco>"""
+
+
 def test_bad_input_raises_with_the_reason():
     m = load("box_on_plane.xml")
     other = load("hopper.xml")
@@ -151,10 +155,15 @@ def test_bad_input_raises_with_the_reason():
     with pytest.raises(TypeError, match="MjModel"):
         contactkit.Handle("box_on_plane.xml")
     h = contactkit.Handle(m, solver="ipm")
-    with pytest.raises(ValueError, match="another model"):
+    with pytest.raises(ValueError, match=f"another model.*nq {m.nq} here, {other.nq} given"):
         h.step(other, mujoco.MjData(other))
-    with pytest.raises(ValueError, match="another model"):
+    with pytest.raises(ValueError, match=f"another model.*nbody {m.nbody} here, {other.nbody} given"):
         h.step(m, mujoco.MjData(other))
+    # the same sizes with another structure (a hinge turned into a slide)
+    spec = mujoco.MjModel.from_xml_string(SLIDE_OR_HINGE.format(kind="slide"))
+    h2 = contactkit.Handle(mujoco.MjModel.from_xml_string(SLIDE_OR_HINGE.format(kind="hinge")))
+    with pytest.raises(ValueError, match="same sizes, different structure"):
+        h2.step(spec, mujoco.MjData(spec))
     with pytest.raises(TypeError, match="MjData"):
         h.step(m, None)
     with pytest.raises(ValueError, match="nstep"):

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 
 #include "solvers/common/dense.h"
 
@@ -11,8 +12,16 @@ namespace contactkit {
 namespace {
 
 constexpr int kBlockTries = 3;      // non-improving block flips before single pivots
+constexpr int kSeen = 16;           // classifications remembered to detect a pivoting cycle
 constexpr int kFreezes = 12;        // rounds of frozen friction bounds per loop
 constexpr int kRepairSolves = 100;  // reduced solves of a repair before Lemke takes over
+
+// FNV-1a hash of a classification (n)
+uint64_t Hash(const signed char* state, int n) {
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < n; i++) h = (h ^ static_cast<unsigned char>(state[i])) * 1099511628211ull;
+  return h;
+}
 
 bool Bilateral(const DenseLcp& lcp, int i) {
   return lcp.findex[i] < 0 && std::isinf(lcp.lo[i]) && std::isinf(lcp.hi[i]);
@@ -331,26 +340,30 @@ bool BoxedLcpSolver::Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double 
                            signed char* state, double* x, double* w, BoxedStats* stats) {
   Normalize(lcp, fix_, state);
   int best = INT_MAX, tries = kBlockTries, pivots = 0;
+  bool single = false;
   int* list = list_.data();
   signed char* target = target_.data();
+  uint64_t seen[kSeen];  // hashes of the last kSeen classifications
+  int nseen = 0;
   while (true) {
     if (stats->iterations >= opt.budget) return false;
     stats->iterations++;
     if (!Reduced(lcp, state, ridge, opt.rtol, &cod_, x, w)) return false;
     const int m = Infeasible(lcp, state, x, w, opt.tol, list, target);
     if (m == 0) return true;
+    seen[nseen++ % kSeen] = Hash(state, lcp.n);
 
     // Judice-Pires: block flips while the infeasible count falls (a few more tries allowed),
     // then Murty's single pivot on the largest infeasible index
-    int first = 0;
-    if (m < best) {
+    if (!single && m < best) {
       best = m;
       tries = kBlockTries;
-    } else if (tries > 0) {
+    } else if (!single && tries > 0) {
       tries--;
     } else {
-      first = m - 1;
+      single = true;
     }
+    const int first = single ? m - 1 : 0;
     for (int q = first; q < m; q++) {
       state[list[q]] = target[q];
       // with coupled bounds a normal that enters C releases its friction rows (sticking first)
@@ -364,6 +377,14 @@ bool BoxedLcpSolver::Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double 
     pivots += m - first;
     stats->pivots += m - first;
     if (pivots > opt.max_pivots) return false;
+
+    // a classification seen before: block flips give way to single pivots, and single pivots
+    // that cycle (coupled friction makes A no P-matrix) end the run
+    const uint64_t h = Hash(state, lcp.n);
+    if (std::find(seen, seen + std::min(nseen, kSeen), h) != seen + std::min(nseen, kSeen)) {
+      if (single) return false;
+      single = true;
+    }
   }
 }
 

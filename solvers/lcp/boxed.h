@@ -16,8 +16,10 @@
 // solver tries, in this order, until one classification is exact:
 //   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start),
 //      then a few coupled principal pivots from it (block principal pivoting, Judice & Pires:
-//      flip every infeasible row while their count falls, then Murty's single pivots; at most
-//      100 reduced solves, each O(|C|^3), before the cheaper pivots of Lemke take over),
+//      flip every infeasible row while their count falls, then Murty's single pivots; a
+//      classification seen in the last 16 pivots ends the block flips, and ends the single
+//      pivots, which then cycle; at most 100 reduced solves, each O(|C|^3), before the cheaper
+//      pivots of Lemke take over),
 //   2. Lemke's complementary pivoting on the coupled problem (lemke.h) and the exact solve of the
 //      classification of its final basis,
 //   3. Dantzig's principal pivoting (Baraff; boxed as in ODE) with the friction bounds frozen at

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -326,6 +327,41 @@ TEST(BoxedLcpTest, BudgetCapsTheWorkAndSaysSo) {
     ExpectFiniteInsideBounds(p, ws.x.data());
   }
   EXPECT_GT(capped, 0) << "no problem needed more than the budget: the test does not test it";
+}
+
+// A 24-row island of the stacked_primitives pile (MuJoCo 3.17) with its guessed classification,
+// on which single pivots flip the same rows in and out (coupled friction bounds make A no
+// P-matrix): the cycle is detected and Lemke finds the classification, instead of the pivoting
+// running on to its pivot limit (50 reduced solves before cycles were detected).
+TEST(BoxedLcpTest, PivotingCycleEndsAtOnce) {
+  std::ifstream in(std::string(CK_SOURCE_DIR) + "/tests/solvers/lcp/data/pivot_cycle.txt");
+  ASSERT_TRUE(in.good());
+  std::string line;
+  while (in.peek() == '#') std::getline(in, line);
+  int n = 0;
+  in >> n;
+  ASSERT_EQ(n, 24);
+  std::vector<double> A(static_cast<size_t>(n) * n), b(n), lo(n), hi(n), mu(n);
+  std::vector<int> findex(n);
+  Workspace ws(n);
+  for (int i = 0; i < n; i++) {
+    std::string l, h;
+    int guess;
+    in >> b[i] >> l >> h >> findex[i] >> mu[i] >> guess;
+    lo[i] = std::stod(l);  // "-inf" and "inf" are not read by >>
+    hi[i] = std::stod(h);
+    ws.state[i] = static_cast<signed char>(guess);
+    for (int j = 0; j < n; j++) in >> A[i + static_cast<size_t>(j) * n];
+  }
+  ASSERT_TRUE(in.good());
+  const DenseLcp lcp{n, n, A.data(), b.data(), lo.data(), hi.data(), findex.data(), mu.data()};
+  BoxedOptions opt;
+  opt.use_guess = true;
+  BoxedStats st;
+  ASSERT_TRUE(ws.solver.Solve(lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
+  EXPECT_FALSE(st.guess_hit);
+  EXPECT_LE(st.residual, opt.tol);
+  EXPECT_LE(st.iterations, 12);
 }
 
 TEST(BoxedLcpTest, SolveDoesNotAllocate) {
