@@ -63,13 +63,18 @@ const Known kKnownJacobians[] = {
     {"allegro", ckSOL_IPM, 0, -1},
     {"shadow", ckSOL_IPM, 0, -1},
     {"mug", ckSOL_IPM, 0, -1},
-    // lcp: A1 (4 contacts) A 1.0, mug A 1.0, LEAP without contacts B 1.0; on 2.2.2 also the
-    // Allegro A 0.99 and the Shadow hand B 1.0
+    // lcp on the A1 and the mug: their contacts rest exactly at the slop, a kink of the step, and
+    // a tilt moves them to both sides of it at once, so that no one-sided difference matches the
+    // analytic derivative's branch (A1 A 0.34, mug 0.69; a kink met in one direction alone is
+    // checked against the one-sided difference and passes)
     {"a1", ckSOL_LCP, 0, -1},
     {"mug", ckSOL_LCP, 0, -1},
-    {"leap", ckSOL_LCP, 0, -1},
-    {"allegro", ckSOL_LCP, 0, -1},
-    {"shadow", ckSOL_LCP, 0, -1},
+#if mjVERSION_HEADER < 300
+    // on MuJoCo 2.2.2's contacts at h: the Allegro's cube (A 0.053, a kink met both ways) and the
+    // Shadow hand (B 3.5e-4, cause not found); both pass on 3.x and at 5h
+    {"allegro", ckSOL_LCP, 1, -1},
+    {"shadow", ckSOL_LCP, 1, -1},
+#endif
     // MuJoCo's solver on the Allegro (one or two contacts): A 1.0 at 5h (3.17), 0.51 at h (2.2.2)
     {"allegro", ckSOL_MUJOCO, 0, -1},
     // the muscle arm, every solver, no contact: A 0.39 at h, 0.42-0.57 at 5h
@@ -150,7 +155,8 @@ TEST_P(RobotSuiteTest, StableAtRestWithinBoundsAndDifferentiable) {
     const std::string what = model.name + " " + ck_solverName(solver) + " Jacobian at h x" +
                              std::to_string(scale) + ", " + std::to_string(j.ncon) + " contacts";
     ASSERT_TRUE(j.error.empty()) << what << ": " << j.error;
-    std::printf("%s: error A %.3g, B %.3g\n", what.c_str(), j.error_A, j.error_B);
+    std::printf("%s: error A %.3g, B %.3g (%d columns one-sided)\n", what.c_str(), j.error_A,
+                j.error_B, j.onesided);
     EXPECT_EQ(0, j.method) << what << ": the analytic path fell back to differences";
     EXPECT_LT(j.error_A, tools::SuiteJacobianBound(solver)) << what;
     EXPECT_LT(j.error_B, tools::SuiteJacobianBound(solver)) << what;

@@ -156,8 +156,10 @@ std::string Notes(double duration, double rest_window) {
          "furthest any body moves in the last " +
          Fmt(rest_window, "%g") + " s of a held-control run (bound " +
          Fmt(1e3 * tools::kSuiteRestDrift, "%g") +
-         " mm). Jacobian: relative Frobenius error of A / B from ck_transitionJac against centered "
-         "ck_transitionFD (eps 1e-6) after " +
+         " mm). Jacobian: relative Frobenius error of A / B from ck_transitionJac against "
+         "ck_transitionFD (eps 1e-6; per column the nearest of the centered and the two one-sided "
+         "differences, since at a kink of the step the analytic derivative is a one-sided one; "
+         "relative to max(norm, 1e-6)) after " +
          Fmt(tools::kSuiteJacobianSettle, "%g") +
          " s from the keyframe with held controls (bound " +
          Fmt(tools::SuiteJacobianBound(ckSOL_MUJOCO), "%g") +

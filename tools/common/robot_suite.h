@@ -99,8 +99,10 @@ SuiteResult RunSuiteCase(mjModel* m, const SuiteModel& model, const SuiteCase& c
 // the analytic Jacobian against centered finite differences of ck_step at one state
 struct SuiteJacobian {
   int method = -1;      // ck_transitionJac's return: 0 analytic, 1 finite differences
-  double error_A = -1;  // ||A - A_fd||_F / ||A_fd||_F
+  double error_A = -1;  // ||A - A_fd||_F / max(||A_fd||_F, 1e-6), per column against the
+                        // nearest of the centered and the two one-sided differences
   double error_B = -1;  // same for B (0 when nu = 0)
+  int onesided = 0;     // columns of A and B that a one-sided difference matched (kinks)
   int ncon = 0;         // contacts at the state
   std::string error;
 };

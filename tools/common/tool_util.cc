@@ -82,6 +82,17 @@ mjModel* LoadModel(const std::string& arg, std::string* error) {
   mjModel* m = ck_loadXML(path.c_str(), nullptr, err, sizeof(err));
   // messages that start with the file's name already say where
   if (!m) *error = std::string(err).rfind(path, 0) == 0 ? err : path + ": " + err;
+  // a Menagerie model whose assets are incomplete here (the A1's two largest visual meshes are
+  // absent from the shared copy) loads from its _mj222 variant, which leaves them out
+  const std::string variant =
+      path.size() > 4 ? path.substr(0, path.size() - 4) + "_mj222.xml" : std::string();
+  if (!m && path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0 && Exists(variant)) {
+    m = ck_loadXML(variant.c_str(), nullptr, err, sizeof(err));
+    if (m) {
+      std::fprintf(stderr, "note: loaded %s instead (%s)\n", variant.c_str(), error->c_str());
+      error->clear();
+    }
+  }
   return m;
 }
 
