@@ -12,6 +12,9 @@
 #include "plugin/config/settings_table.h"
 #include "plugin/deriv/derivative.h"
 #include "plugin/step/compat.h"
+#include "solvers/comfree/comfree.h"
+#include "solvers/ipm/ipm.h"
+#include "solvers/lcp/lcp.h"
 
 namespace contactkit {
 namespace {
@@ -185,7 +188,7 @@ bool PrepareRegap(ckHandle* ck, const mjModel* m, const ckSettings& s) {
 }
 
 void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg) {
-  ck->stats.nwarning++;
+  ck->totals.nwarning++;
   if (ck->warned[kind]) return;
   ck->warned[kind] = true;
   Warn(msg);
@@ -354,6 +357,32 @@ void ck_getSettings(const ckHandle* ck, ckSettings* settings) {
 }
 
 const ckStats* ck_stats(const ckHandle* ck) { return ck ? &ck->stats : nullptr; }
+
+const ckTotals* ck_totals(const ckHandle* ck) { return ck ? &ck->totals : nullptr; }
+
+int ck_solverInfo(const ckHandle* ck, ckSolverInfo* info) {
+  if (!ck || !info) return -1;
+  std::memset(info, 0, sizeof(ckSolverInfo));
+  info->solver = ck->stats.solver;
+  const contactkit::Solver* solver = ck->solver.get();
+  if (const contactkit::IpmStats* st = contactkit::IpmSolverStats(solver)) {
+    info->ipm_retries = st->retries;
+    info->ipm_lifts = st->lifts;
+    info->ipm_factorizations = st->factorizations;
+    info->ipm_sym_fallbacks = st->sym_fallbacks;
+    info->ipm_warm_islands = st->warm_islands;
+    info->ipm_rechecks = st->rechecks;
+  } else if (const contactkit::LcpStats* st = contactkit::LcpSolverStats(solver)) {
+    info->lcp_pivots = st->pivots;
+    info->lcp_guess_tried = st->guess_tried;
+    info->lcp_guess_hit = st->guess_tried && st->guess_all_hit;
+  } else if (const contactkit::ComfreeStats* st = contactkit::ComfreeSolverStats(solver)) {
+    info->comfree_facets = st->nfacet;
+    info->comfree_active = st->nactive;
+    info->comfree_capped = st->ncapped;
+  }
+  return 0;
+}
 
 const char* ck_lastError(const ckHandle* ck) { return ck ? ck->error : ""; }
 

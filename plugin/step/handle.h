@@ -46,6 +46,7 @@ struct ckRegap_ {
 struct ckHandle_ {
   ckSettings settings;                            // current settings
   ckStats stats;                                  // statistics of the last forward pass
+  ckTotals totals = {};                           // counters since ck_make
   uint64_t fingerprint = 0;                       // ModelFingerprint of the handle's model
   char error[512] = "";                           // ck_lastError: why the last call failed
   int fallback = ckFALLBACK_NONE;                 // ck_lastFallback: ckFallback of the last

@@ -250,7 +250,6 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     st.nrow = d->nefc;
     st.nisland = 0;
     st.residual = st.kappa = st.condition = 0;
-    st.pivots = 0;
   } else if (d->nefc == 0) {
     // no constraints: as MuJoCo
     const int nv = m->nv;
@@ -258,7 +257,7 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     if (kStageWritesWarmstart) mju_copy(d->qacc_warmstart, d->qacc_smooth, nv);
     mju_zero(d->qfrc_constraint, nv);
     st.status = ckSTATUS_SOLVED;
-    st.iterations = st.nrow = st.nisland = st.pivots = 0;
+    st.iterations = st.nrow = st.nisland = 0;
     st.residual = st.kappa = st.condition = 0;
   } else {
     Problem& p = ck->storage.problem();
@@ -324,11 +323,12 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     st.residual = sol.residual;
     st.kappa = sol.kappa;
     st.condition = sol.condition;
-    st.pivots = sol.pivots;
-    st.guess_hits += sol.guess_hit;
-    st.guess_tries += sol.guess_tried;
+    ck->totals.guess_hits += sol.guess_hit;
+    ck->totals.guess_tries += sol.guess_tried;
   }
   ContactStats(&st, d);
+  ck->totals.solves++;
+  ck->totals.inexact += st.status != ckSTATUS_SOLVED;
   st.solve_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // MuJoCo's constraint timer, as mj_fwdConstraint keeps it (it times itself when passed through)

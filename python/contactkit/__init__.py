@@ -27,7 +27,7 @@ if _mujoco.__version__ != _core.mujoco_version_built:
         f"mujoco package is {_mujoco.__version__}: install mujoco=={_core.mujoco_version_built} "
         f"or rebuild contactkit against {_mujoco.__version__} (pip install --no-build-isolation .)")
 
-from ._handle import (Fallback, Handle, Stats, fallback_text, setting_keys,  # noqa: E402
+from ._handle import (Fallback, Handle, Stats, Totals, fallback_text, setting_keys,  # noqa: E402
                       settings_from_model, solver_available)
 from ._patch import handle_for, is_patched, patch, patched, unpatch  # noqa: E402
 from ._rollout import rollout, transition_jacs  # noqa: E402
@@ -36,6 +36,7 @@ __all__ = [
     "Fallback",
     "Handle",
     "Stats",
+    "Totals",
     "fallback_text",
     "setting_keys",
     "solver_available",

@@ -103,10 +103,17 @@ class Stats:
     condition: float  # conditioning estimate of the last factorization (0: unknown)
     max_penetration: float  # largest penetration among included contacts (m)
     solve_time: float  # wall time of the constraint stage (s)
-    pivots: int  # lcp: pivots of the direct solver
-    guess_hits: int  # lcp: accepted active-set guesses (cumulative)
-    guess_tries: int  # lcp: tried guesses (cumulative)
-    nwarning: int  # warnings this handle has raised (cumulative)
+
+
+@dataclasses.dataclass(frozen=True)
+class Totals:
+    """Counters of a handle since it was made (ckTotals; reset() keeps them)."""
+
+    solves: int  # constraint solves (one per forward or step; RK4: one per stage)
+    inexact: int  # of those, the ones whose status was not 0 (solved)
+    guess_hits: int  # lcp: solves whose active-set guess was accepted on every island
+    guess_tries: int  # lcp: solves where a guess was tried
+    nwarning: int  # warnings the handle has raised
 
 
 _SIZE_NAMES = ("nq", "nv", "nu", "na", "nbody", "njnt", "ngeom", "nsite", "neq", "ntendon", "nsensor",
@@ -214,6 +221,18 @@ class Handle:
     def stats(self) -> Stats:
         """Statistics of the last forward pass."""
         return Stats(**self._core.stats())
+
+    @property
+    def totals(self) -> Totals:
+        """Counters since the handle was made."""
+        return Totals(**self._core.totals())
+
+    @property
+    def solver_info(self) -> dict:
+        """What the last forward pass's solver reports beyond stats (ckSolverInfo): "solver" and
+        ipm: retries, lifts, factorizations, sym_fallbacks, warm_islands, rechecks; lcp: pivots,
+        guess_tried, guess_hit; comfree: facets, active, capped; nothing more for "mujoco"."""
+        return self._core.solver_info()
 
     # -------------------------------------------------------------------------- derivatives
     def _outputs(self, model, A, B, C, D):

@@ -120,10 +120,47 @@ class Handle {
     o["condition"] = st->condition;
     o["max_penetration"] = st->max_penetration;
     o["solve_time"] = st->solve_time;
-    o["pivots"] = st->pivots;
-    o["guess_hits"] = st->guess_hits;
-    o["guess_tries"] = st->guess_tries;
-    o["nwarning"] = st->nwarning;
+    return o;
+  }
+
+  py::dict Totals() const {
+    const ckTotals* t = ck_totals(ck_);
+    py::dict o;
+    o["solves"] = t->solves;
+    o["inexact"] = t->inexact;
+    o["guess_hits"] = t->guess_hits;
+    o["guess_tries"] = t->guess_tries;
+    o["nwarning"] = t->nwarning;
+    return o;
+  }
+
+  py::dict SolverInfo() const {
+    ckSolverInfo in;
+    ck_solverInfo(ck_, &in);
+    py::dict o;
+    o["solver"] = ck_solverName(in.solver);
+    switch (in.solver) {
+      case ckSOL_IPM:
+        o["retries"] = in.ipm_retries;
+        o["lifts"] = in.ipm_lifts;
+        o["factorizations"] = in.ipm_factorizations;
+        o["sym_fallbacks"] = in.ipm_sym_fallbacks;
+        o["warm_islands"] = in.ipm_warm_islands;
+        o["rechecks"] = in.ipm_rechecks;
+        break;
+      case ckSOL_LCP:
+        o["pivots"] = in.lcp_pivots;
+        o["guess_tried"] = static_cast<bool>(in.lcp_guess_tried);
+        o["guess_hit"] = static_cast<bool>(in.lcp_guess_hit);
+        break;
+      case ckSOL_COMFREE:
+        o["facets"] = in.comfree_facets;
+        o["active"] = in.comfree_active;
+        o["capped"] = in.comfree_capped;
+        break;
+      default:
+        break;
+    }
     return o;
   }
 
@@ -246,6 +283,8 @@ PYBIND11_MODULE(_core, mod) {
       .def("settings", &Handle::Settings)
       .def("set", &Handle::Set)
       .def("stats", &Handle::Stats)
+      .def("totals", &Handle::Totals)
+      .def("solver_info", &Handle::SolverInfo)
       .def("transition_jac", &Handle::TransitionJac)
       .def("transition_vjp", &Handle::TransitionVJP)
       .def("transition_fd", &Handle::TransitionFD);

@@ -273,3 +273,20 @@ def test_import_names_both_versions_on_a_mismatch():
             "try:\n  import contactkit\nexcept ImportError as e:\n  print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "3.0.0" in out.stdout and mujoco.__version__ in out.stdout, out.stdout + out.stderr
+
+
+def test_totals_count_and_solver_info_describes_the_last_solve():
+    m = load("box_on_plane.xml")
+    d = mujoco.MjData(m)
+    h = contactkit.Handle(m, solver="lcp")
+    h.step(m, d, 300)
+    t = h.totals
+    assert t.solves == 300 and t.inexact == 0 and t.nwarning == 0
+    assert t.guess_tries > 200 and t.guess_hits > 150  # the box lands, then rests
+    info = h.solver_info
+    assert info == {"solver": "lcp", "pivots": 0, "guess_tried": True, "guess_hit": True}
+    h.set(solver="ipm")
+    h.step(m, d)
+    info = h.solver_info
+    assert info["solver"] == "ipm" and "pivots" not in info and info["factorizations"] > 0
+    assert h.totals.solves == 301

@@ -309,6 +309,7 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   have_prev_ = true;
   sol->guess_tried = stats_.guess_tried;
   sol->guess_hit = stats_.guess_tried && stats_.guess_all_hit;
+  stats_.pivots = sol->pivots;
 }
 
 double LcpSolver::BuildIsland(const Problem& p, int island) {

@@ -60,6 +60,7 @@ std::unique_ptr<Solver> MakeLcpSolver();
 struct LcpStats {
   bool guess_tried = false;   // a previous classification was checked on some island
   bool guess_all_hit = true;  // every checked classification was accepted
+  int pivots = 0;             // principal pivots, Lemke pivots and Dantzig events
 
   void Reset() { *this = LcpStats(); }
 };

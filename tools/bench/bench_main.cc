@@ -286,11 +286,13 @@ void AddStep(const std::string& group, const std::string& variant, const Scenari
         if (ck) {
           // solvers that guess an active set: hit rate over consecutive steps from the state
           Restore(*p);
-          const int hits = ck_stats(ck)->guess_hits, tries = ck_stats(ck)->guess_tries;
+          const ckTotals before = *ck_totals(ck);
           for (int t = 0; t < 200; t++) ck_step(ck, p->m, p->d);
-          if (ck_stats(ck)->guess_tries > tries) {
-            state.counters["hit_rate"] = static_cast<double>(ck_stats(ck)->guess_hits - hits) /
-                                         (ck_stats(ck)->guess_tries - tries);
+          const ckTotals* after = ck_totals(ck);
+          if (after->guess_tries > before.guess_tries) {
+            state.counters["hit_rate"] =
+                static_cast<double>(after->guess_hits - before.guess_hits) /
+                static_cast<double>(after->guess_tries - before.guess_tries);
           }
           ck_free(ck);
         }

@@ -219,7 +219,7 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
     st.median_iterations = iters[iters.size() / 2];
   }
   for (int i = 0; i < mjNWARNING; i++) st.warnings += d->warning[i].number;
-  st.ck_warnings = ck_stats(ck)->nwarning;
+  st.ck_warnings = ck_totals(ck)->nwarning;
   mj_deleteData(d);
   ck_free(ck);
   return st;

@@ -46,7 +46,7 @@ struct RunStats {
   double median_iterations = 0;  // median solver iterations per step
   double energy_drift = 0;       // largest energy gained beyond the work put in (J; EnergyDrift)
   int warnings = 0;              // MuJoCo warnings raised in mjData
-  int ck_warnings = 0;           // warnings contactkit raised (ckStats.nwarning)
+  int ck_warnings = 0;           // warnings contactkit raised (ckTotals.nwarning)
   int inexact = 0;        // steps whose solve ended short of its tolerances (status != SOLVED)
   bool diverged = false;  // see DivergenceCheck; the run stops at the step it diverged
   std::string why;        // why it diverged (DivergenceCheck::reason)

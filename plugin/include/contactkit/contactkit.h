@@ -71,11 +71,34 @@ typedef struct ckStats_ {
   mjtNum condition;        // conditioning estimate of the last factorization (0: unknown)
   mjtNum max_penetration;  // largest penetration depth among included contacts (m, >= 0)
   mjtNum solve_time;       // wall time of the constraint stage in seconds
-  int pivots;              // lcp: pivots of the direct solver
-  int guess_hits;          // lcp: steps whose active-set guess was accepted (cumulative)
-  int guess_tries;         // lcp: steps where a guess was tried (cumulative)
-  int nwarning;            // warnings this handle has raised (cumulative)
 } ckStats;
+
+// counters of a handle since ck_make (ck_reset keeps them)
+typedef struct ckTotals_ {
+  long long solves;       // constraint solves (one per ck_forward and ck_step; RK4: per stage)
+  long long inexact;      // of those, the ones whose status was not ckSTATUS_SOLVED
+  long long guess_hits;   // lcp: solves whose active-set guess was accepted on every island
+  long long guess_tries;  // lcp: solves where a guess was tried
+  int nwarning;           // warnings the handle has raised
+} ckTotals;
+
+// what the solver of the last forward pass reports beyond ckStats; the fields of other solvers
+// are zero
+typedef struct ckSolverInfo_ {
+  int solver;                 // ckSolver these fields describe
+  int ipm_retries;            // ipm: island solves retried (central start, then softer contact)
+  int ipm_lifts;              // ipm: blocked steps after which velocity cones were lifted inside
+  int ipm_factorizations;     // ipm: LU factorizations
+  int ipm_sym_fallbacks;      // ipm: factorizations redone without the friction coupling
+  int ipm_warm_islands;       // ipm: islands of a re-solve started from the first solve
+  int ipm_rechecks;           // ipm: re-solves with gaps re-measured at the step's end
+  int lcp_pivots;             // lcp: principal pivots, Lemke pivots and Dantzig events
+  int lcp_guess_tried;        // lcp: a previous classification was checked on some island
+  int lcp_guess_hit;          // lcp: ... and accepted on every island
+  int comfree_facets;         // comfree: contact facets
+  int comfree_active;         // comfree: facets with a positive force
+  int comfree_capped;         // comfree: contacts and rows whose gain relax_limit scaled down
+} ckSolverInfo;
 
 // opaque handle that owns the workspace of one mjData
 typedef struct ckHandle_ ckHandle;
@@ -180,6 +203,13 @@ CKAPI void ck_getSettings(const ckHandle* ck, ckSettings* settings);
 
 // Statistics of the last forward pass (NULL for a NULL handle).
 CKAPI const ckStats* ck_stats(const ckHandle* ck);
+
+// Counters since ck_make (NULL for a NULL handle).
+CKAPI const ckTotals* ck_totals(const ckHandle* ck);
+
+// Solver-specific statistics of the last forward pass into info (all zero before the first one,
+// and for the "mujoco" solver, which reports through mjData). Returns 0, or -1 for NULL arguments.
+CKAPI int ck_solverInfo(const ckHandle* ck, ckSolverInfo* info);
 
 //---------------------------------- pipeline ------------------------------------------------------
 

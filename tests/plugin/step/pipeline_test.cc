@@ -138,6 +138,49 @@ TEST_F(PipelineTest, ForwardMatchesMujoco) {
   EXPECT_EQ(ck_stats(ck.get())->ncon, d1->ncon);
 }
 
+// ckTotals counts every solve and what was inexact, and keeps counting through ck_reset;
+// ckSolverInfo describes the solver of the last solve (lcp: its guess, on a box at rest)
+TEST_F(PipelineTest, TotalsCountAndSolverInfoDescribesTheLastSolve) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  ckSettings s = Settings(ckSOL_LCP);
+  HandlePtr ck = Make(m.get(), &s);
+  ckSolverInfo info;
+  ASSERT_EQ(ck_solverInfo(ck.get(), &info), 0);
+  EXPECT_EQ(info.solver, ckSOL_LCP);
+  EXPECT_EQ(info.lcp_guess_tried, 0);
+  EXPECT_EQ(ck_totals(ck.get())->solves, 0);
+  for (int t = 0; t < 300; t++) ck_step(ck.get(), m.get(), d.get());
+  const ckTotals* tot = ck_totals(ck.get());
+  EXPECT_EQ(tot->solves, 300);
+  EXPECT_EQ(tot->inexact, 0);
+  EXPECT_EQ(tot->nwarning, 0);
+  // the box lands and rests: from the second solve with contacts on, a guess is tried, and at
+  // rest it is accepted
+  EXPECT_GT(tot->guess_tries, 200);
+  EXPECT_GT(tot->guess_hits, 150);
+  ASSERT_EQ(ck_solverInfo(ck.get(), &info), 0);
+  EXPECT_EQ(info.lcp_guess_tried, 1);
+  EXPECT_EQ(info.lcp_guess_hit, 1);
+  EXPECT_EQ(info.lcp_pivots, 0);
+  EXPECT_EQ(info.ipm_retries + info.comfree_facets, 0);
+  ck_reset(ck.get());
+  ck_step(ck.get(), m.get(), d.get());
+  EXPECT_EQ(ck_totals(ck.get())->solves, 301);
+  // another solver: its own fields
+  s = Settings(ckSOL_COMFREE);
+  ASSERT_EQ(ck_setSettings(ck.get(), m.get(), &s, nullptr, 0), 0);
+  ck_step(ck.get(), m.get(), d.get());
+  ASSERT_EQ(ck_solverInfo(ck.get(), &info), 0);
+  EXPECT_EQ(info.solver, ckSOL_COMFREE);
+  EXPECT_GT(info.comfree_facets, 0);
+  EXPECT_EQ(info.lcp_pivots + info.lcp_guess_tried, 0);
+  EXPECT_EQ(ck_solverInfo(nullptr, &info), -1);
+  EXPECT_EQ(ck_solverInfo(ck.get(), nullptr), -1);
+  EXPECT_EQ(ck_totals(nullptr), nullptr);
+}
+
 // Acceleration-stage sensors (accelerometer, force, torque, touch) follow every step exactly as
 // under mj_step: MuJoCo 3.5+ evaluates their post-constraint quantities lazily, once per forward
 // pass, so a pipeline that does not clear that flag would keep the first step's readings

@@ -287,11 +287,12 @@ TEST_F(LcpTest, FrictionlessLcpMatchesIpm) {
 // fraction of steps whose classification guess was accepted, over steps [from, from + n)
 double HitRate(const mjModel* m, mjData* d, ckHandle* ck, int from, int n) {
   for (int t = 0; t < from; t++) ck_step(ck, m, d);
-  const int h0 = ck_stats(ck)->guess_hits, t0 = ck_stats(ck)->guess_tries;
+  const long long h0 = ck_totals(ck)->guess_hits, t0 = ck_totals(ck)->guess_tries;
   for (int t = 0; t < n; t++) ck_step(ck, m, d);
-  const int tries = ck_stats(ck)->guess_tries - t0;
+  const long long tries = ck_totals(ck)->guess_tries - t0;
   EXPECT_GE(tries, n * 9 / 10);
-  return tries ? static_cast<double>(ck_stats(ck)->guess_hits - h0) / tries : 0;
+  return tries ? static_cast<double>(ck_totals(ck)->guess_hits - h0) / static_cast<double>(tries)
+               : 0;
 }
 
 TEST_F(LcpTest, GuessHitRateOnARestingBoxStack) {
