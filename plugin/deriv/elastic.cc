@@ -22,16 +22,21 @@
 #include "solvers/common/cod.h"
 
 namespace contactkit {
+namespace {
+
+constexpr int kMaxBounce = ElasticWork::kMaxBounce;
+
+}  // namespace
 
 void Derivative::ElasticPrepare(const mjModel* m) {
-  elastic_n_ = 0;
+  elastic_.n = 0;
   if (!settings_.deriv.elastic_correction || !has_rows_) return;
-  const Problem& p = *p_;
+  const Problem& p = *problem_;
   const int nv = nv_;
   const bool lcp = settings_.solver == ckSOL_LCP;
-  for (int c = 0; c < p.ncon && elastic_n_ < kMaxBounce; c++) {
+  for (int c = 0; c < p.ncon && elastic_.n < kMaxBounce; c++) {
     const Contact& con = p.con[c];
-    const double before = p.J.Dot(con.row, v0_.data());
+    const double before = p.J.Dot(con.row, nominal_.qvel);
     const double threshold = lcp ? settings_.lcp.restitution_threshold : 0;
     if (!(before < -threshold)) continue;
     double sigma;
@@ -44,15 +49,15 @@ void Derivative::ElasticPrepare(const mjModel* m) {
     }
 
     // the normal row, dense, and its squared norm
-    double* Ji = elastic_J_.data() + static_cast<size_t>(elastic_n_) * nv;
+    double* Ji = elastic_.normal_rows + static_cast<size_t>(elastic_.n) * nv;
     mju_zero(Ji, nv);
     p.J.AddRowTo(con.row, 1, Ji);
     const double nn = mju_dot(Ji, Ji, nv);
     if (!(nn > 0)) continue;
-    elastic_norm2_[elastic_n_] = nn;
-    elastic_sigma_[elastic_n_] = sigma;
-    elastic_s_[2 * elastic_n_] = elastic_s_[2 * elastic_n_ + 1] = 0;
-    elastic_n_++;
+    elastic_.norm2[elastic_.n] = nn;
+    elastic_.sigma[elastic_.n] = sigma;
+    elastic_.projection[2 * elastic_.n] = elastic_.projection[2 * elastic_.n + 1] = 0;
+    elastic_.n++;
   }
   (void)m;
 }
@@ -61,17 +66,17 @@ void Derivative::ElasticSelect(const double* vnext) {
   // keep the approaching contacts that separate at the end of the step
   const int nv = nv_;
   int kept = 0;
-  for (int i = 0; i < elastic_n_; i++) {
-    const double* Ji = elastic_J_.data() + static_cast<size_t>(i) * nv;
+  for (int i = 0; i < elastic_.n; i++) {
+    const double* Ji = elastic_.normal_rows + static_cast<size_t>(i) * nv;
     if (!(mju_dot(Ji, vnext, nv) > 0)) continue;
     if (kept != i) {
-      mju_copy(elastic_J_.data() + static_cast<size_t>(kept) * nv, Ji, nv);
-      elastic_norm2_[kept] = elastic_norm2_[i];
-      elastic_sigma_[kept] = elastic_sigma_[i];
+      mju_copy(elastic_.normal_rows + static_cast<size_t>(kept) * nv, Ji, nv);
+      elastic_.norm2[kept] = elastic_.norm2[i];
+      elastic_.sigma[kept] = elastic_.sigma[i];
     }
     kept++;
   }
-  elastic_n_ = kept;
+  elastic_.n = kept;
 }
 
 void Derivative::ElasticColumn(int col, const double* out) {
@@ -79,22 +84,22 @@ void Derivative::ElasticColumn(int col, const double* out) {
   const int nv = nv_;
   if (col >= 2 * nv) return;
   const int block = col < nv ? 0 : 1, b = col % nv;
-  for (int i = 0; i < elastic_n_; i++) {
-    const double* Ji = elastic_J_.data() + static_cast<size_t>(i) * nv;
+  for (int i = 0; i < elastic_.n; i++) {
+    const double* Ji = elastic_.normal_rows + static_cast<size_t>(i) * nv;
     if (Ji[b] == 0) continue;
-    elastic_s_[2 * i + block] += Ji[b] * mju_dot(Ji, out, nv) / elastic_norm2_[i];
+    elastic_.projection[2 * i + block] += Ji[b] * mju_dot(Ji, out, nv) / elastic_.norm2[i];
   }
 }
 
 void Derivative::ElasticFinish(double h) {
-  const int n = elastic_n_, nv = nv_, ndx = 2 * nv_ + na_;
+  const int n = elastic_.n, nv = nv_, ndx = 2 * nv_ + na_;
   if (!n) return;
   double G[kMaxBounce * kMaxBounce];  // column-major (n x n)
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < n; j++) {
-      const double dij = mju_dot(elastic_J_.data() + static_cast<size_t>(i) * nv,
-                                 elastic_J_.data() + static_cast<size_t>(j) * nv, nv);
-      G[i + j * n] = dij * dij / (elastic_norm2_[i] * elastic_norm2_[j]);
+      const double dij = mju_dot(elastic_.normal_rows + static_cast<size_t>(i) * nv,
+                                 elastic_.normal_rows + static_cast<size_t>(j) * nv, nv);
+      G[i + j * n] = dij * dij / (elastic_.norm2[i] * elastic_.norm2[j]);
     }
   }
   // minimum-norm least squares, rank threshold as Eigen's default (n eps relative)
@@ -106,15 +111,15 @@ void Derivative::ElasticFinish(double h) {
   for (int block = 0; block < 2; block++) {
     double lambda[kMaxBounce];
     for (int i = 0; i < n; i++) {
-      const double target = -elastic_sigma_[i] * (block == 0 ? 1 : h);
-      lambda[i] = target - elastic_s_[2 * i + block];
+      const double target = -elastic_.sigma[i] * (block == 0 ? 1 : h);
+      lambda[i] = target - elastic_.projection[2 * i + block];
     }
     cod.Solve(lambda, lambda);
 
     // X += sum lambda_i W_i on the Jacobian, and its effect on the VJP
     for (int i = 0; i < n; i++) {
-      const double* Ji = elastic_J_.data() + static_cast<size_t>(i) * nv;
-      const double w = lambda[i] / elastic_norm2_[i];
+      const double* Ji = elastic_.normal_rows + static_cast<size_t>(i) * nv;
+      const double w = lambda[i] / elastic_.norm2[i];
       if (sink_.A) {
         for (int a = 0; a < nv; a++) {
           if (Ji[a] == 0) continue;

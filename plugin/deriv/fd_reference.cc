@@ -78,13 +78,13 @@ void Derivative::FiniteDiffSink(const mjModel* m, const mjData* d, double eps, i
   const bool rk4 = m->opt.integrator == mjINT_RK4;
   const int skip_vel = rk4 ? mjSTAGE_NONE : mjSTAGE_VEL;
   const int skip_pos = rk4 ? mjSTAGE_NONE : mjSTAGE_POS;
-  double* next = fd_next_.data();
-  double* plus = fd_plus_.data();
-  double* minus = fd_minus_.data();
-  double* sens = skipsensor ? nullptr : fd_sens_.data();
-  double* splus = skipsensor ? nullptr : fd_splus_.data();
-  double* sminus = skipsensor ? nullptr : fd_sminus_.data();
-  double* col = fd_col_.data();
+  double* next = fd_.next;
+  double* plus = fd_.next_plus;
+  double* minus = fd_.next_minus;
+  double* sens = skipsensor ? nullptr : fd_.sensor;
+  double* splus = skipsensor ? nullptr : fd_.sensor_plus;
+  double* sminus = skipsensor ? nullptr : fd_.sensor_minus;
+  double* col = fd_.column;
 
   // nominal step; its position and velocity results stay in d0_ for the skips below
   LoadState(m, d, d0_);

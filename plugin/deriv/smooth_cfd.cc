@@ -72,7 +72,7 @@ void Derivative::CfdAdjustProblem(const mjModel* m, Problem* p) {
     // MuJoCo's own inclusion margin; contacts beyond it are the ones from distance
     con.margin = mc.includemargin - cfd_width_;
     const double r = con.dist - con.margin;
-    cfd_r_[c] = r;
+    rows_.cfd_distance[c] = r;
     const double imp =
         r < 0 ? Impedance(con.solimp, con.dist, con.margin) : CfdImpedance(con.solimp, r, nullptr);
     const int row = con.row;

@@ -1,0 +1,360 @@
+// Copyright 2026 The contactkit developers.
+//
+// The nominal stage: a forward pass on the shadow handle, the solved problem, what the tangents
+// reuse; and the solver's force tangent along one direction (part b).
+#include <cmath>
+#include <cstring>
+
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
+
+namespace contactkit {
+
+void Derivative::LoadState(const mjModel* m, const mjData* src, mjData* dst) {
+  mju_copy(dst->qpos, src->qpos, m->nq);
+  mju_copy(dst->qvel, src->qvel, m->nv);
+  mju_copy(dst->act, src->act, m->na);
+  mju_copy(dst->ctrl, src->ctrl, m->nu);
+  mju_copy(dst->qacc_warmstart, src->qacc_warmstart, m->nv);
+  mju_copy(dst->qfrc_applied, src->qfrc_applied, m->nv);
+  mju_copy(dst->xfrc_applied, src->xfrc_applied, 6 * m->nbody);
+  mju_copy(dst->mocap_pos, src->mocap_pos, 3 * m->nmocap);
+  mju_copy(dst->mocap_quat, src->mocap_quat, 4 * m->nmocap);
+  mju_copy(dst->userdata, src->userdata, m->nuserdata);
+#if CK_MJ3
+  if (m->neq) std::memcpy(dst->eq_active, src->eq_active, m->neq * sizeof(mjtByte));
+  mju_copy(dst->plugin_state, src->plugin_state, m->npluginstate);
+#endif
+  dst->time = src->time;
+}
+bool Derivative::PrepareMujocoProblem(const mjModel* m) {
+  mjData* d = d0_;
+  Problem& p = storage_.problem();
+  Solution& sol = storage_.solution();
+  if (extractor_.Extract(m, d, &p) > 0) {
+    fallback_ = ckFALLBACK_ROWS;
+    return false;
+  }
+  if (cfd_) CfdAdjustProblem(m, &p);
+
+  // MuJoCo's solver works with M itself (Extract folds implicit damping in)
+  for (int i = 0; i < nM_; i++) p.mass.M[i] = nominal_.mass[i];  // d's inertia (PrepareStage)
+  p.mass.Factor();
+  for (int i = 0; i < nv_; i++) p.v_free[i] = d->qfrc_smooth[i];
+  p.mass.Solve(p.v_free);
+  for (int i = 0; i < nv_; i++) p.v_free[i] = d->qvel[i] + p.h * p.v_free[i];
+
+  // the solution: v+ of the solver's acceleration, forces in the frame rows
+  for (int i = 0; i < nv_; i++) sol.v_next[i] = d->qvel[i] + p.h * d->qacc[i];
+  const int nplain = p.ne + p.nf + p.nl;
+  for (int i = 0; i < nplain; i++) sol.force[i] = d->efc_force[i];
+  const bool elliptic = m->opt.cone == mjCONE_ELLIPTIC;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const double* ef = d->efc_force + con.efc_address;
+    double* f = sol.force + con.row;
+    if (con.dim == 1 || elliptic) {
+      for (int r = 0; r < con.dim; r++) f[r] = ef[r];
+    } else {
+      f[0] = 0;
+      for (int e = 0; e < 2 * (con.dim - 1); e++) f[0] += ef[e];
+      for (int j = 1; j < con.dim; j++) f[j] = con.mu[j - 1] * (ef[2 * (j - 1)] - ef[2 * j - 1]);
+    }
+    nominal_.contact_mu[c] = d->contact[con.mj_index].mu;
+  }
+
+  // MuJoCo's rows; their states at the solution (MuJoCo 3.x's island solver leaves efc_state
+  // unset, so the states come from MuJoCo's own classification of jar = J qacc - aref)
+#if CK_MJ3
+  mj_mulJacVec(m, d, nominal_.efc_jar, d->qacc);
+  for (int i = 0; i < d->nefc; i++) nominal_.efc_jar[i] -= d->efc_aref[i];
+  mj_constraintUpdate(m, d, nominal_.efc_jar, nullptr, 0);
+#endif
+  for (int i = 0; i < d->nefc; i++) nominal_.efc_state[i] = d->efc_state[i];
+  SoftRows rows;
+  rows.elliptic = elliptic;
+  rows.nrow = d->nefc;
+  rows.state = nominal_.efc_state;
+  rows.force = d->efc_force;
+  rows.R = d->efc_R;
+  rows.mu = nominal_.contact_mu;
+  if (!soft_.Prepare(p, rows, sol.v_next)) {
+    fallback_ = ckFALLBACK_SOFT_HESSIAN;
+    return false;
+  }
+  problem_ = &p;
+  solution_ = &sol;
+  solver_ = nullptr;
+  return true;
+}
+
+void Derivative::PreparePairs(const mjModel* m) {
+  const mjData* d = d0_;
+  pairs_.npair = 0;
+  for (int c = 0; c < d->ncon; c++) {
+    const mjContact* con = d->contact + c;
+    const int g1 = ContactGeom(con, 0), g2 = ContactGeom(con, 1);
+    if (pairs_.npair > 0 && pairs_.pair[pairs_.npair - 1].g1 == g1 && pairs_.pair[pairs_.npair - 1].g2 == g2) {
+      pairs_.pair[pairs_.npair - 1].count++;
+      pairs_.contact_pair[c] = pairs_.npair - 1;
+      continue;
+    }
+    ContactPair& pr = pairs_.pair[pairs_.npair];
+    pr.g1 = g1;
+    pr.g2 = g2;
+    pr.first = c;
+    pr.count = 1;
+    pr.body1 = m->geom_bodyid[g1];
+    pr.body2 = m->geom_bodyid[g2];
+
+    // distance up to which mj_collideGeoms asks the collider for contacts
+    pr.margin = GeomPairMargins(m, g1, g2).detect;
+    pairs_.contact_pair[c] = pairs_.npair++;
+  }
+  for (int c = 0; c < d->ncon; c++) pairs_.nominal[c] = d->contact[c];
+}
+void Derivative::ResetShadow() {
+  if (shadow_->solver) shadow_->solver->Reset();
+  if (anchor_source_) {
+    shadow_->anchors.CopyFrom(*anchor_source_);
+  } else {
+    shadow_->anchors.Clear();
+  }
+}
+
+bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
+  mjData* d = d0_;
+  const int nv = nv_;
+
+  // nominal forward with the derivative's own handle (cold solver: reproducible, the caller's
+  // anchors), on the contacts-from-distance problem if that is on
+  ResetShadow();
+  cfd_ = cfd_model_ != nullptr;
+  if (cfd_) {
+    CfdForward(m);
+  } else {
+    ForwardSkip(shadow_, m, d, mjSTAGE_NONE, !sensors_);
+  }
+
+  // state and smooth data
+  mju_copy(nominal_.qpos, d->qpos, nq_);
+  mju_copy(nominal_.qvel, d->qvel, nv);
+  mju_copy(nominal_.act, d->act, na_);
+  mju_copy(nominal_.ctrl, d->ctrl, nu_);
+  CopyLegacyM(m, d, nominal_.mass);
+  mju_copy(nominal_.qfrc_smooth, d->qfrc_smooth, nv);
+  mju_copy(nominal_.act_dot, d->act_dot, na_);
+  mju_copy(nominal_.qfrc_constraint, d->qfrc_constraint, nv);
+  mju_copy(nominal_.actuator_force, d->actuator_force, nu_);
+  mju_copy(nominal_.qfrc_actuator, d->qfrc_actuator, nv);
+  mode_changes_ = 0;
+
+  // the solved problem
+  has_rows_ = d->nefc > 0;
+  if (has_rows_) {
+    if (!shadow_->solver) {
+      if (!PrepareMujocoProblem(m)) return false;
+    } else {
+      problem_ = &shadow_->storage.problem();
+      solution_ = &shadow_->storage.solution();
+      solver_ = shadow_->solver.get();
+      if (problem_->ncon < CountIncluded(d)) {
+        fallback_ = ckFALLBACK_ROWS;
+        return false;
+      }
+    }
+    plain_varying_ = false;
+    for (int i = 0; i < problem_->ne + problem_->nf + problem_->nl; i++) plain_varying_ |= PlainRowVaries(m, i);
+    PrepareRowSlopes();
+    if (apply_modes_ && solver_) solver_->SetTangentModes(*problem_, out_.contact_modes);
+  }
+
+  // "mujoco" with constraint rows: directions in blocks; analytic position tangents where the
+  // model allows (and the solver's tangent does not need the mass matrix's)
+  integ_.implicit = !rk4 && IsImplicit(m);
+  batch_ = !shadow_->solver && has_rows_ && !sensors_;
+  DecideAnalytic(m);
+
+  // velocity derivative of the smooth forces, dense per tree (analytic: per direction)
+  if (!analytic_) SmoothVelDerivative(m, d);
+  // out (+)= sign qDeriv of src in the dense per-tree blocks
+  auto dense = [&](const mjData* src, double* out, double sign, bool clear) {
+    const int* rownnz = DRowNnz(m, src);
+    const int* rowadr = DRowAdr(m, src);
+    const int* colind = DColInd(m, src);
+    const std::vector<int>& dof_tree = extractor_.dof_tree();
+    if (clear) {
+      for (int i = 0; i < trees_.blockadr[extractor_.ntree()]; i++) out[i] = 0;
+    }
+    for (int i = 0; i < nv; i++) {
+      const int t = dof_tree[i], n = trees_.dofnum[t], b = trees_.dofadr[t];
+      for (int k = 0; k < rownnz[i]; k++) {
+        const int j = colind[rowadr[i] + k];
+        out[trees_.blockadr[t] + (j - b) * n + (i - b)] += sign * src->qDeriv[rowadr[i] + k];
+      }
+    }
+  };
+  if (!analytic_) {
+    dense(d, trees_.qderiv, 1, true);
+    CorrectActuatorVel(m, d);
+  }
+
+  // the blocked path's velocity columns M e_k from the dense per-tree mass matrix
+  if (batch_) {
+    for (int i = 0; i < nv; i++) {
+      const int t = extractor_.dof_tree()[i], n = trees_.dofnum[t], b = trees_.dofadr[t];
+      double* Mt = trees_.mass + trees_.blockadr[t];
+      int adr = m->dof_Madr[i];
+      Mt[(i - b) * n + (i - b)] = nominal_.mass[adr++];
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        Mt[(i - b) * n + (j - b)] = Mt[(j - b) * n + (i - b)] = nominal_.mass[adr];
+      }
+    }
+  }
+
+  PreparePairs(cfd_ ? cfd_model_ : m);
+  if (!PrepareIntegrator(m, rk4)) return false;
+  if (analytic_) PrepareAnalytic(m);
+
+  // inputs of the perturbation passes; their base at the nominal positions
+  LoadState(m, d, d1_);
+  if (integ_.implicit || sensors_) {
+    mj_kinematics(m, d1_);
+    mj_comPos(m, d1_);
+    if (sensors_) mj_camlight(m, d1_);
+    mj_tendon(m, d1_);
+    MassMatrix(m, d1_);
+    mj_transmission(m, d1_);
+    d1_->nefc = 0;
+  }
+  if (integ_.implicit) {
+    // qDeriv aint of the polynomial velocity terms, and the RNE part of qDeriv at velocity aint
+    SmoothVelocityProduct(m, d1_, trees_.qderiv_qacc_poly);
+    // (the other terms do not depend on the velocity: the difference at aint and 0)
+    for (int side = 0; side < 2; side++) {
+      for (int i = 0; i < nv; i++) d1_->qvel[i] = side == 0 ? integ_.qacc[i] : 0;
+      mj_fwdVelocity(m, d1_);
+      mj_fwdActuation(m, d1_);
+      // the nominal clamp states on both sides: the actuator terms cancel (piecewise constant)
+      mju_copy(d1_->actuator_force, nominal_.actuator_force, nu_);
+      SmoothVelDerivative(m, d1_);
+      dense(d1_, trees_.qderiv_rne, side == 0 ? 1 : -1, side == 0);
+    }
+    mju_copy(d1_->qvel, nominal_.qvel, nv);
+    mj_fwdVelocity(m, d1_);
+    mj_fwdActuation(m, d1_);
+  }
+  return true;
+}
+
+int Derivative::CountIncluded(const mjData* d) const {
+  int n = 0;
+  for (int c = 0; c < d->ncon; c++) n += d->contact[c].efc_address >= 0;
+  return n;
+}
+
+//---------------------------------- (b) and (c) ---------------------------------------------------
+
+void Derivative::AnchorTangent(const mjModel* m) {
+  const Problem& p = *problem_;
+  const mjData* d = d0_;
+  const int nv = nv_;
+  bool position = false;
+  for (int i = 0; i < nv && !position; i++) position = tan_.dq[i] != 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    for (int r = 1; r < con.dim; r++) tan_.ddisp[con.row + r] = 0;
+    const double* w = shadow_->anchors.Anchored(c);
+    if (!w || !position || con.dim < 3) continue;
+
+    // angular velocity tangent of each body along dq (its ancestors' dofs)
+    const double* x = shadow_->anchors.Points(c);
+    double dw[2][3] = {{0, 0, 0}, {0, 0, 0}};
+    for (int k = 0; k < nv; k++) {
+      if (tan_.dq[k] == 0) continue;
+      for (int side = 0; side < 2; side++) {
+        int b = con.body[side];
+        while (b > 0 && b != m->dof_bodyid[k]) b = m->body_parentid[b];
+        if (b > 0) {
+          for (int i = 0; i < 3; i++) dw[side][i] += tan_.dq[k] * d->cdof[6 * k + i];
+        }
+      }
+    }
+    for (int r = 1; r < 3; r++) {
+      // J_t dq moves the material points at the contact point; the anchor's points lie off it
+      // by o_i = x_i - pos: + dw_2 x o_2 - dw_1 x o_1; and the frame turns under disp
+      const double* F = con.frame + 3 * r;
+      const double* dF = tan_.dframe + 6 * c + 3 * (r - 1);
+      double dd = p.J.Dot(con.row + r, tan_.dq) + mju_dot3(dF, w);
+      for (int side = 0; side < 2; side++) {
+        double o[3], t[3];
+        for (int i = 0; i < 3; i++) o[i] = x[3 * side + i] - con.pos[i];
+        mju_cross(t, dw[side], o);
+        dd += (side == 1 ? 1 : -1) * mju_dot3(F, t);
+      }
+      tan_.ddisp[con.row + r] = dd;
+    }
+  }
+}
+
+bool Derivative::SolveTangent(const mjModel* m) {
+  const int nv = nv_;
+
+  // (b) force tangent and the constraint force's tangent J' df + dJ' f
+  for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] = 0;
+  tan_.has_dposition_correction = false;
+  if (has_rows_) {
+    const Problem& p = *problem_;
+    ProblemTangent dir;
+    dir.v_free = tan_.dv_free;
+    dir.M = tan_.has_dM ? tan_.dM : nullptr;
+    dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
+    dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
+    dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
+    dir.R = tan_.has_dpos ? tan_.dR : nullptr;
+    dir.aref = tan_.has_dvel || tan_.has_dpos ? tan_.daref : nullptr;
+    if (solver_ && p.disp) {
+      AnchorTangent(m);
+      dir.disp = tan_.ddisp;
+    }
+    if (solver_) {
+      if (!solver_->ForceTangent(p, *solution_, dir, tan_.dforce)) {
+        fallback_ = ckFALLBACK_NO_TANGENT;
+        return false;
+      }
+      // lcp's split impulse: the tangent of the position correction
+      tan_.has_dposition_correction = solution_->position_correction && solver_->PositionTangent(p, dir, tan_.dposition_correction);
+    } else {
+      soft_.ForceTangent(p, dir, tan_.dforce, nullptr);
+    }
+    p.J.MulT(tan_.dforce, tan_.dqfrc_constraint);
+    if (tan_.has_dJ_force) {
+      for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] += tan_.dJ_force[i];
+    } else if (tan_.has_dJ) {
+      const SparseRows& J = p.J;
+      for (int i = 0; i < J.nrow; i++) {
+        const double fi = solution_->force[i];
+        if (fi == 0) continue;
+        const int adr = J.rowadr[i];
+        for (int k = 0; k < J.rownnz[i]; k++) tan_.dqfrc_constraint[J.colind[adr + k]] += tan_.dJ[adr + k] * fi;
+      }
+    }
+  }
+
+  // (c) M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint
+  for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
+  if (tan_.has_dM) {
+    for (int i = 0; i < nv; i++) {
+      int adr = m->dof_Madr[i];
+      tan_.dqacc_int[i] -= tan_.dM[adr++] * integ_.qacc[i];
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        tan_.dqacc_int[i] -= tan_.dM[adr] * integ_.qacc[j];
+        tan_.dqacc_int[j] -= tan_.dM[adr] * integ_.qacc[i];
+      }
+    }
+  }
+  IntegratorSolve(tan_.dqacc_int);
+  return true;
+}
+}  // namespace contactkit
