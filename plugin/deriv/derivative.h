@@ -24,20 +24,23 @@
 #include <string>
 
 #include "contactkit/contactkit.h"
+#include "plugin/deriv/elastic.h"
+#include "plugin/deriv/fd_reference.h"
+#include "plugin/deriv/integrator_tangent.h"
+#include "plugin/deriv/workspace.h"
 #include "plugin/step/anchor.h"
 #include "plugin/step/extract.h"
 #include "plugin/step/handle.h"
-#include "plugin/deriv/workspace.h"
 #include "solvers/common/problem.h"
 #include "solvers/common/solver.h"
 #include "solvers/mujoco/soft_tangent.h"
 
 namespace contactkit {
 
-class Derivative {
+class Derivative : private FdTarget {
  public:
   Derivative() = default;
-  ~Derivative();
+  ~Derivative() override;
   Derivative(const Derivative&) = delete;
   Derivative& operator=(const Derivative&) = delete;
 
@@ -90,8 +93,6 @@ class Derivative {
   // the shadow handle as the caller's handle stands: cold solver (reproducible), the caller's
   // committed contact anchors
   void ResetShadow();
-  // copy the integration state of src into dst
-  void LoadState(const mjModel* m, const mjData* src, mjData* dst);
   // nominal forward at the state in d0_ and everything the tangents reuse; false if the
   // analytic path does not cover this state (reason in fallback_)
   bool PrepareStage(const mjModel* m, bool rk4);
@@ -107,21 +108,6 @@ class Derivative {
   // force tangent and integrator acceleration tangent tan_.dqacc_int; false if the solver has
   // none
   bool SolveTangent(const mjModel* m);
-
-  // ---- the integrator tangent (integrator_tangent.cc) ----
-  // integrator matrix of this stage (M, M + h D, M - h qDeriv), factored, and integ_.qacc
-  bool PrepareIntegrator(const mjModel* m, bool rk4);
-  // x = M_int^-1 x, x = M_int^-T x
-  void IntegratorSolve(double* x) const;
-  void IntegratorSolveT(double* x) const;
-  // tangent of q (+) h w for tangents dq, dw of q, w: out (nv); maps (18 njnt) from
-  // IntegrateMaps of w: R(h w) and the right Jacobian of each ball and free joint's rotation
-  void IntegrateMaps(const mjModel* m, const double* w, double h, double* maps) const;
-  void IntegrateTangent(const mjModel* m, const double* maps, double h, const double* dq,
-                        const double* dw, double* out) const;
-  // activation update act + h rate (clamped to actrange) along dact, drate
-  void ActNext(const mjModel* m, const double* act, const double* rate, const double* dact,
-               const double* drate, double h, double* out) const;
 
   // ---- directions (directions.cc) ----
   // every unit direction of the current stage: fn(kind, index, column of [A B]) after
@@ -152,15 +138,17 @@ class Derivative {
   void PositionPass(const mjModel* m, const double* dq, const double* dv, double eps);
   // qDeriv aint of the polynomial velocity terms at the position stage in d (out: nv)
   void SmoothVelocityProduct(const mjModel* m, mjData* d, double* out);
-  // re-run the collision of the pairs the pass (step eps) moved into pairs_.forward; false if a pair's
-  // contact count changed or its patch switched points (those contacts are held, PatchTangent)
+  // re-run the collision of the pairs the pass (step eps) moved into pairs_.forward; false if a
+  // pair's contact count changed or its patch switched points (those contacts are held,
+  // PatchTangent)
   bool Recollide(const mjModel* m, mjData* d, double eps);
   // the collision of pair k on the geometry in d, moved by step along a unit direction, into
-  // out (pairs_.forward or pairs_.backward), marking bit in pairs_.found of each contact found again; false if its
-  // contact count changed or a contact jumped (those keep the nominal geometry in out)
+  // out (pairs_.forward or pairs_.backward), marking bit in pairs_.found of each contact found
+  // again; false if its contact count changed or a contact jumped (those keep the nominal geometry
+  // in out)
   bool RecollidePair(const mjModel* m, mjData* d, int k, double step, int bit, mjContact* out);
-  // match the n contacts in pairs_.collide_out with pair k's nominal ones into out (as RecollidePair);
-  // jump: largest distance a contact point may move from its nominal one
+  // match the n contacts in pairs_.collide_out with pair k's nominal ones into out (as
+  // RecollidePair); jump: largest distance a contact point may move from its nominal one
   bool MatchPair(const mjModel* m, int k, int n, double jump, int bit, mjContact* out);
   // contact rows at the geometry of the pass
   void ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps);
@@ -190,7 +178,8 @@ class Derivative {
   // the tangents of the smooth data (and rows) along position / velocity dof k
   void AnalyticPosition(const mjModel* m, int k);
   // point, frame and distance tangents of contact i from the collisions nudged by step
-  // (pairs_.forward forward, pairs_.backward backward, as pairs_.found marks); false if neither found it again
+  // (pairs_.forward forward, pairs_.backward backward, as pairs_.found marks); false if neither
+  // found it again
   bool GeometryTangent(int i, double step, double dp[3], double dF[9], double* ddist) const;
   // the same for a contact of a patch that switched points on every nudge, with its point held
   // and its bodies' rigid motions along the direction
@@ -213,15 +202,6 @@ class Derivative {
   // the same on an extracted problem; records each contact's distance beyond its margin
   void CfdAdjustProblem(const mjModel* m, Problem* p);
 
-  // ---- elastic bounce correction (elastic.cc) ----
-  // contacts of the stage-0 problem approaching at the start of the step
-  void ElasticPrepare(const mjModel* m);
-  // of those, the ones separating at v+
-  void ElasticSelect(const double* vnext);
-  // accumulate <W_i, X0> from a column of dq+/dq or dq+/dv; then apply the correction
-  void ElasticColumn(int col, const double* out);
-  void ElasticFinish(double h);
-
   // ---- complementarity-aware VJP (transition.cc) ----
   // a second VJP with the contacts reclassified by the adjoint; keeps the larger gradient
   void ComplementarityAware(const mjModel* m, const mjData* d);
@@ -238,12 +218,11 @@ class Derivative {
   // the analytic path into sink_: 0, or 1 if it does not apply (reason in fallback_)
   int Run(const mjModel* m, const mjData* d);
   // column col of [A B] (state tangent out, 2nv+na) and of [C D] (sensor tangent ds)
-  void EmitState(int col, const double* out);
-  void EmitSensor(int col, const double* ds);
-
-  // ---- finite differences (fd_reference.cc) ----
+  void EmitState(int col, const double* out) override;
+  void EmitSensor(int col, const double* ds) override;
+  // finite differences into sink_, each step by Step (ck_step on d0_ and the shadow handle)
   void FiniteDiffSink(const mjModel* m, const mjData* d, double eps, int centered);
-  void FdStep(const mjModel* m, int skipstage, int skipsensor, double* next, double* sensor);
+  void Step(const mjModel* m, int skipstage, int skipsensor, double* next, double* sensor) override;
 
   // scratch handle and data, owned
   ckHandle* shadow_ = nullptr;  // steps and solves for the derivative
@@ -269,11 +248,11 @@ class Derivative {
   Solution* solution_ = nullptr;      // its solution
   Solver* solver_ = nullptr;          // its solver (null: "mujoco", soft_)
   bool has_rows_ = false;             // the stage has constraint rows
-  bool plain_varying_ = false;  // some row before the contacts has a q-dependent Jacobian
-  bool batch_ = false;          // directions go through blocks (QueueColumn)
-  bool analytic_ = false;       // position tangents from smooth_analytic.cc
-  bool sensors_ = false;        // sensor Jacobians wanted in this stage
-  bool apply_modes_ = false;    // stages hand out_.contact_modes to the solver after solving
+  bool plain_varying_ = false;        // some row before the contacts has a q-dependent Jacobian
+  bool batch_ = false;                // directions go through blocks (QueueColumn)
+  bool analytic_ = false;             // position tangents from smooth_analytic.cc
+  bool sensors_ = false;              // sensor Jacobians wanted in this stage
+  bool apply_modes_ = false;          // stages hand out_.contact_modes to the solver after solving
   bool complementarity_applied_ = false;  // see complementarity_applied()
   int mode_changes_ = 0;  // pairs whose contacts changed (count, or a jump) within a nudge
   int fallback_ = ckFALLBACK_NONE;
@@ -287,11 +266,11 @@ class Derivative {
   TreeBlocks trees_;
   PairWork pairs_;
   RneWork rne_;
-  IntegratorWork integ_;
+  IntegratorTangent integ_;
   BlockWork block_;
-  FdWork fd_;
+  FdReference fd_;
   OutputWork out_;
-  ElasticWork elastic_;
+  ElasticCorrection elastic_;
   Scratch scratch_;
 };
 

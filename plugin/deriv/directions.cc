@@ -84,7 +84,8 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   }
   ProblemTangent dir;
   if (tan_.has_dJ_force) {
-    for (int i = 0; i < nv; i++) r[i] += h * tan_.dJ_force[i];  // (dJ itself: not written, tan_.dJ_qvel_next has dJ v+)
+    for (int i = 0; i < nv; i++)
+      r[i] += h * tan_.dJ_force[i];  // (dJ itself: not written, tan_.dJ_qvel_next has dJ v+)
   } else if (tan_.has_dJ) {
     const SparseRows& J = p.J;
     for (int i = 0; i < J.nrow; i++) {
@@ -98,7 +99,8 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
   dir.R = tan_.has_dpos ? tan_.dR : nullptr;
   dir.aref = tan_.has_dvel || tan_.has_dpos ? tan_.daref : nullptr;
-  if (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos) soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr);
+  if (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos)
+    soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr);
   for (int i = 0; i < nv; i++) block_.rhs[static_cast<size_t>(i) * nb + slot] = r[i];
 
   // what the columns need after the solve
@@ -155,7 +157,10 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     mju_zero(tan_.dv, nv);
     mju_zero(tan_.dact, na_);
     mju_zero(tan_.du, nu_);
-    (kind == kCtrl ? tan_.du : kind == kAct ? tan_.dact : kind == kVel ? tan_.dv : tan_.dq)[index] = 1;
+    (kind == kCtrl  ? tan_.du
+     : kind == kAct ? tan_.dact
+     : kind == kVel ? tan_.dv
+                    : tan_.dq)[index] = 1;
     mju_copy(tan_.dact_dot, block_.act_dot + static_cast<size_t>(slot) * na_, na_);
 
     double* x = scratch_.b;
@@ -164,7 +169,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     if (integ_.implicit) {
       p.mass.Mul(x, tan_.dqacc_int);
       for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = tan_.dqacc_int[i] / h + pc[i];
-      IntegratorSolve(tan_.dqacc_int);
+      integ_.Solve(tan_.dqacc_int);
     } else {
       for (int i = 0; i < nv; i++) {
         tan_.dqacc_int[i] = x[i] / h + (integ_.damped ? Y[static_cast<size_t>(i) * nb + slot] : 0);
@@ -189,8 +194,8 @@ bool Derivative::SingleStage(const mjModel* m) {
   double* maps = integ_.step_maps;
   IntegrateMaps(m, vplus, h, maps);
   if (up) IntegrateMaps(m, up, h, integ_.correction_maps);
-  ElasticPrepare(m);
-  ElasticSelect(vplus);
+  elastic_.Prepare(settings_, has_rows_ ? problem_ : nullptr, nominal_.qvel);
+  elastic_.Select(vplus);
   double* out = out_.state_col;
   double* ds = out_.sensor_col;
   const bool ok =
@@ -205,14 +210,15 @@ bool Derivative::SingleStage(const mjModel* m) {
         } else {
           IntegrateTangent(m, maps, h, tan_.dq, out + nv, out);
         }
-        ActNext(m, nominal_.act, nominal_.act_dot, tan_.dact, tan_.dact_dot, h, out + 2 * nv);
+        ActivationTangent(m, nominal_.act, nominal_.act_dot, tan_.dact, tan_.dact_dot, h,
+                          out + 2 * nv);
         EmitState(col, out);
         if (sensors_) {
           SensorTangent(m, kind, ds);
           EmitSensor(col, ds);
         }
       });
-  if (ok) ElasticFinish(h);
+  if (ok) elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
   return ok;
 }
 //---------------------------------- RK4 -----------------------------------------------------------
@@ -237,7 +243,8 @@ bool Derivative::RungeKutta(const mjModel* m) {
     for (int i = 0; i < ndx; i++) S[i] = 0;
   }
 
-  // nominal stages: X_i = X_0 (+) h a_i integ_.rk_dir_state{i-1}; the first also gives the sensor Jacobians
+  // nominal stages: X_i = X_0 (+) h a_i integ_.rk_dir_state{i-1}; the first also gives the sensor
+  // Jacobians
   double* X0 = integ_.rk_state;
   mju_copy(X0, d0_->qpos, nq);
   mju_copy(X0 + nq, d0_->qvel, nv);
@@ -265,7 +272,7 @@ bool Derivative::RungeKutta(const mjModel* m) {
       fallback_ = ckFALLBACK_RK4_POSITION;
       return false;
     }
-    if (stage == 0) ElasticPrepare(m);
+    if (stage == 0) elastic_.Prepare(settings_, has_rows_ ? problem_ : nullptr, nominal_.qvel);
     mju_copy(Fi, integ_.qacc, nv);
     mju_copy(Fi + nv, nominal_.act_dot, na);
 
@@ -340,7 +347,7 @@ bool Derivative::RungeKutta(const mjModel* m) {
   IntegrateMaps(m, wsum, h, integ_.step_maps);
   double* vnext = tan_.dv_free;
   for (int i = 0; i < nv; i++) vnext[i] = X0[nq + i] + h * rate[i];
-  ElasticSelect(vnext);
+  elastic_.Select(vnext);
   for (int k = first; k < last; k++) {
     const double* S = integ_.rk_dir_sum + static_cast<size_t>(k) * ndx;
     double* e = tan_.dq;
@@ -350,10 +357,10 @@ bool Derivative::RungeKutta(const mjModel* m) {
     for (int i = 0; i < nv; i++) out[nv + i] = (k == nv + i ? 1 : 0) + h * S[nv + i];
     double* ea = tan_.dact;
     for (int i = 0; i < na; i++) ea[i] = k == 2 * nv + i ? 1 : 0;
-    ActNext(m, X0 + nq + nv, rate + nv, ea, S + 2 * nv, h, out + 2 * nv);
+    ActivationTangent(m, X0 + nq + nv, rate + nv, ea, S + 2 * nv, h, out + 2 * nv);
     EmitState(k, out);
   }
-  ElasticFinish(h);
+  elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
   return true;
 }
 }  // namespace contactkit

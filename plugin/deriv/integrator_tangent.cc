@@ -2,10 +2,11 @@
 //
 // The integrator tangent: the integrator's matrix (M, M + h D, M - h qDeriv) factored and solved,
 // the tangent of the position update q (+) h w, and of the activation update.
+#include "plugin/deriv/integrator_tangent.h"
+
 #include <cmath>
 #include <cstring>
 
-#include "plugin/deriv/derivative.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/integrator.h"
 #include "solvers/common/dense.h"
@@ -41,82 +42,108 @@ void RightJacobian(const double phi[3], double Jr[9]) {
 
 }  // namespace
 
-bool Derivative::PrepareIntegrator(const mjModel* m, bool rk4) {
-  const mjData* d = d0_;
-  const int nv = nv_;
+void IntegratorTangent::Carve(ArenaCarver& c, const DerivSizes& n, const mjModel* m) {
+  const size_t ndx = n.ndx(), ndir = ndx + n.nu, nva = n.nv + n.na;
+  qacc = c.Take<double>(n.nv);
+  mass.nv = n.nv;
+  mass.nM = n.nM;
+  mass.parent = m->dof_parentid;
+  mass.madr = m->dof_Madr;
+  mass.M = c.Take<double>(n.nM);
+  mass.LD = c.Take<double>(n.nM);
+  mass.Dinv = c.Take<double>(n.nv);
+  lu = c.Take<double>(n.ntreeblock);
+  pivots = c.Take<int>(n.nv);
+  step_maps = c.Take<double>(18 * static_cast<size_t>(n.njnt));
+  correction_maps = c.Take<double>(18 * static_cast<size_t>(n.njnt));
+  qvel_next = c.Take<double>(n.nv);
+  position_mid = c.Take<double>(n.nv);
+  rk_stage_jac = c.Take<double>(nva * ndir);
+  rk_dir_state = c.Take<double>(ndx * ndir);
+  rk_dir_sum = c.Take<double>(ndx * ndir);
+  rk_state = c.Take<double>(4 * (n.nq + nva));
+  rk_rate = c.Take<double>(4 * nva);
+}
+
+void IntegratorTangent::Bind(const TreeBlocks* trees, const int* dof_tree, int ntree) {
+  trees_ = trees;
+  dof_tree_ = dof_tree;
+  ntree_ = ntree;
+}
+
+bool IntegratorTangent::Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4) {
+  const int nv = m->nv;
   const double h = m->opt.timestep;
-  integ_.implicit = !rk4 && IsImplicit(m);
+  implicit = !rk4 && IsImplicit(m);
 
   // acceleration the integrator uses: M_int aint = qfrc_smooth + qfrc_constraint, or qacc itself
   // (RK4, Euler without damping)
-  integ_.damped = !rk4 && !integ_.implicit && EulerDampingImplicit(m);
-  for (int i = 0; i < nv; i++) integ_.qacc[i] = d->qfrc_smooth[i] + d->qfrc_constraint[i];
-  if (integ_.implicit) {
+  damped = !rk4 && !implicit && EulerDampingImplicit(m);
+  for (int i = 0; i < nv; i++) qacc[i] = d->qfrc_smooth[i] + d->qfrc_constraint[i];
+  if (implicit) {
     // dense blocks of M - h qDeriv per tree, LU
     const int* rownnz = DRowNnz(m, d);
     const int* rowadr = DRowAdr(m, d);
     const int* colind = DColInd(m, d);
-    for (int i = 0; i < trees_.blockadr[extractor_.ntree()]; i++) integ_.lu[i] = 0;
-    const std::vector<int>& dof_tree = extractor_.dof_tree();
+    for (int i = 0; i < trees_->blockadr[ntree_]; i++) lu[i] = 0;
     for (int i = 0; i < nv; i++) {
-      const int t = dof_tree[i], n = trees_.dofnum[t], b = trees_.dofadr[t];
-      double* blk = integ_.lu + trees_.blockadr[t];
+      const int t = dof_tree_[i], n = trees_->dofnum[t], b = trees_->dofadr[t];
+      double* blk = lu + trees_->blockadr[t];
       for (int k = 0; k < rownnz[i]; k++) {
         const int j = colind[rowadr[i] + k];
         blk[(j - b) * n + (i - b)] -= h * d->qDeriv[rowadr[i] + k];
       }
-      blk[(i - b) * n + (i - b)] += nominal_.mass[m->dof_Madr[i]];
+      blk[(i - b) * n + (i - b)] += M[m->dof_Madr[i]];
       int adr = m->dof_Madr[i] + 1;
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-        blk[(j - b) * n + (i - b)] += nominal_.mass[adr];
-        blk[(i - b) * n + (j - b)] += nominal_.mass[adr];
+        blk[(j - b) * n + (i - b)] += M[adr];
+        blk[(i - b) * n + (j - b)] += M[adr];
       }
     }
-    for (int t = 0; t < extractor_.ntree(); t++) {
-      if (!LuFactor(integ_.lu + trees_.blockadr[t], trees_.dofnum[t], integ_.pivots + trees_.dofadr[t])) {
-        fallback_ = ckFALLBACK_IMPLICIT;
+    for (int t = 0; t < ntree_; t++) {
+      if (!LuFactor(lu + trees_->blockadr[t], trees_->dofnum[t], pivots + trees_->dofadr[t])) {
         return false;
       }
     }
-    IntegratorSolve(integ_.qacc);
+    Solve(qacc);
   } else {
     // M, plus h diag(damping) for Euler's implicit damping
-    for (int i = 0; i < nM_; i++) integ_.mass.M[i] = nominal_.mass[i];
-    if (integ_.damped) {
-      for (int i = 0; i < nv; i++) integ_.mass.M[m->dof_Madr[i]] += h * m->dof_damping[i];
+    for (int i = 0; i < m->nM; i++) mass.M[i] = M[i];
+    if (damped) {
+      for (int i = 0; i < nv; i++) mass.M[m->dof_Madr[i]] += h * m->dof_damping[i];
     }
-    integ_.mass.Factor();
-    if (integ_.damped) {
-      integ_.mass.Solve(integ_.qacc);
+    mass.Factor();
+    if (damped) {
+      mass.Solve(qacc);
     } else {
-      mju_copy(integ_.qacc, d->qacc, nv);
+      mju_copy(qacc, d->qacc, nv);
     }
   }
   return true;
 }
 
-void Derivative::IntegratorSolve(double* x) const {
-  if (integ_.implicit) {
-    for (int t = 0; t < extractor_.ntree(); t++) {
-      const int b = trees_.dofadr[t];
-      LuSolve(integ_.lu + trees_.blockadr[t], integ_.pivots + b, trees_.dofnum[t], x + b);
+void IntegratorTangent::Solve(double* x) const {
+  if (implicit) {
+    for (int t = 0; t < ntree_; t++) {
+      const int b = trees_->dofadr[t];
+      LuSolve(lu + trees_->blockadr[t], pivots + b, trees_->dofnum[t], x + b);
     }
   } else {
-    integ_.mass.Solve(x);
+    mass.Solve(x);
   }
 }
 
-void Derivative::IntegratorSolveT(double* x) const {
-  if (integ_.implicit) {
-    for (int t = 0; t < extractor_.ntree(); t++) {
-      const int b = trees_.dofadr[t];
-      LuSolveT(integ_.lu + trees_.blockadr[t], integ_.pivots + b, trees_.dofnum[t], x + b);
+void IntegratorTangent::SolveT(double* x) const {
+  if (implicit) {
+    for (int t = 0; t < ntree_; t++) {
+      const int b = trees_->dofadr[t];
+      LuSolveT(lu + trees_->blockadr[t], pivots + b, trees_->dofnum[t], x + b);
     }
   } else {
-    integ_.mass.Solve(x);
+    mass.Solve(x);
   }
 }
-void Derivative::IntegrateMaps(const mjModel* m, const double* w, double h, double* maps) const {
+void IntegrateMaps(const mjModel* m, const double* w, double h, double* maps) {
   for (int j = 0; j < m->njnt; j++) {
     const int type = m->jnt_type[j];
     if (type != mjJNT_FREE && type != mjJNT_BALL) continue;
@@ -127,8 +154,8 @@ void Derivative::IntegrateMaps(const mjModel* m, const double* w, double h, doub
   }
 }
 
-void Derivative::IntegrateTangent(const mjModel* m, const double* maps, double h, const double* dq,
-                                  const double* dw, double* out) const {
+void IntegrateTangent(const mjModel* m, const double* maps, double h, const double* dq,
+                      const double* dw, double* out) {
   for (int j = 0; j < m->njnt; j++) {
     int v = m->jnt_dofadr[j];
     switch (m->jnt_type[j]) {
@@ -153,9 +180,10 @@ void Derivative::IntegrateTangent(const mjModel* m, const double* maps, double h
     }
   }
 }
-void Derivative::ActNext(const mjModel* m, const double* act, const double* rate,
-                         const double* dact, const double* drate, double h, double* out) const {
-  const int na = na_, nu = nu_;
+
+void ActivationTangent(const mjModel* m, const double* act, const double* rate, const double* dact,
+                       const double* drate, double h, double* out) {
+  const int na = m->na, nu = m->nu;
   for (int i = 0; i < na; i++) {
     const int iu = i + nu - na;
     bool clamped;

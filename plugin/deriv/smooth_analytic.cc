@@ -372,7 +372,8 @@ void Derivative::AnalyticVelocity(const mjModel* m, int k) {
       const int i = rne_.dof_actuators[rne_.dof_actuator_adr[k] + q];
       d->actuator_velocity[i] -= e * m->actuator_gear[6 * i];
     }
-    for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] += (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
+    for (int i = 0; i < nv; i++)
+      tan_.dqfrc_smooth[i] += (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
     for (int i = 0; i < na; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / e;
     RestoreActuation();
   }
@@ -441,7 +442,8 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
   mjData* d = d0_;
   const int nv = nv_, na = na_;
   const int b0 = m->dof_bodyid[k], last = rne_.subtree_last[b0];
-  const int carry = rne_.dof_carry_start[k], carry_end = rne_.subtree_dof_end[b0];  // dofs it carries
+  const int carry = rne_.dof_carry_start[k],
+            carry_end = rne_.subtree_dof_end[b0];  // dofs it carries
 
   // smooth forces: -d(M a + bias) + springs + actuators, with dM a folded in (the blocked path
   // and no rows) or dM itself and the force's own tangent (the solvers' force tangents)
@@ -479,7 +481,8 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
       const int i = rne_.dof_actuators[rne_.dof_actuator_adr[k] + q];
       d->actuator_length[i] -= e * m->actuator_gear[6 * i];
     }
-    for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] += (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
+    for (int i = 0; i < nv; i++)
+      tan_.dqfrc_smooth[i] += (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
     for (int i = 0; i < na; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / e;
     RestoreActuation();
   }
@@ -548,7 +551,8 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     const int row = con.row, dim = con.dim;
-    for (int r = 0; r < dim; r++) tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
+    for (int r = 0; r < dim; r++)
+      tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
     if (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]]) {
       if (!batch_ && rows_.contact_dJ_written[c]) {
@@ -564,8 +568,8 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
       // both bodies that move turn with S about the subtree's center
       Twist tw[2];
       for (int side = 0; side < 2; side++) {
-        const int body =
-            side ? pairs_.pair[pairs_.contact_pair[con.mj_index]].body2 : pairs_.pair[pairs_.contact_pair[con.mj_index]].body1;
+        const int body = side ? pairs_.pair[pairs_.contact_pair[con.mj_index]].body2
+                              : pairs_.pair[pairs_.contact_pair[con.mj_index]].body1;
         const bool moved = pairs_.body_moved[body];
         for (int r = 0; r < 3; r++) {
           tw[side].w[r] = moved ? S[r] : 0;

@@ -128,7 +128,8 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
     *target = saved + e;
     mj_fwdActuation(m, d);
     *target = saved;
-    for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
+    for (int i = 0; i < nv; i++)
+      tan_.dqfrc_smooth[i] = (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
     for (int i = 0; i < na; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / e;
   }
 
@@ -136,13 +137,15 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
   if (integ_.implicit) {
     const int iu = kind == kCtrl ? index : index + m->nu - na;
     const bool direct = m->actuator_dyntype[iu] == mjDYN_NONE;
-    const bool skipped = kQDerivSkipsClamped && ActuatorForceClamped(m, iu, nominal_.actuator_force[iu]);
+    const bool skipped =
+        kQDerivSkipsClamped && ActuatorForceClamped(m, iu, nominal_.actuator_force[iu]);
     if (m->actuator_gaintype[iu] == mjGAIN_AFFINE && direct == (kind == kCtrl) && !skipped) {
       const double gain_vel = m->actuator_gainprm[mjNGAIN * iu + 2];
       double* moment = rows_.moment;
       ActuatorMoment(m, d, iu, moment);
       const double ma = mju_dot(moment, integ_.qacc, nv);
-      for (int i = 0; i < nv; i++) tan_.dqderiv_qacc[i] = m->opt.timestep * gain_vel * moment[i] * ma;
+      for (int i = 0; i < nv; i++)
+        tan_.dqderiv_qacc[i] = m->opt.timestep * gain_vel * moment[i] * ma;
     }
   }
 }
@@ -289,7 +292,8 @@ void Derivative::PositionPass(const mjModel* m, const double* dq, const double* 
   mj_fwdVelocity(m, d);
   mj_fwdActuation(m, d);
   mj_fwdAcceleration(m, d);
-  for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = (d->qfrc_smooth[i] - nominal_.qfrc_smooth[i]) / eps;
+  for (int i = 0; i < nv; i++)
+    tan_.dqfrc_smooth[i] = (d->qfrc_smooth[i] - nominal_.qfrc_smooth[i]) / eps;
   for (int i = 0; i < na_; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / eps;
 
   // implicit: d(qDeriv aint)/dq by the exact velocity differences of the perturbed RNE
@@ -476,7 +480,8 @@ void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, d
     const Contact& con = p.con[c];
     const mjContact& g = pairs_.forward[con.mj_index];
     const int pair = pairs_.contact_pair[con.mj_index];
-    const bool moved = pairs_.body_moved[pairs_.pair[pair].body1] || pairs_.body_moved[pairs_.pair[pair].body2];
+    const bool moved =
+        pairs_.body_moved[pairs_.pair[pair].body1] || pairs_.body_moved[pairs_.pair[pair].body2];
     const int n0 = J.rownnz[con.row];
     if (!moved) {
       for (int r = 0; r < con.dim; r++) {
@@ -727,11 +732,13 @@ void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
     const Problem& p = *problem_;
     const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
     for (int i = 0; i < d->nefc; i++) d->efc_force[i] = 0;
-    for (int i = 0; i < p.ne + p.nf + p.nl; i++) d->efc_force[i] = solution_->force[i] + e * tan_.dforce[i];
+    for (int i = 0; i < p.ne + p.nf + p.nl; i++)
+      d->efc_force[i] = solution_->force[i] + e * tan_.dforce[i];
     for (int c = 0; c < p.ncon; c++) {
       const Contact& pc = p.con[c];
       double f[6];
-      for (int r = 0; r < pc.dim; r++) f[r] = solution_->force[pc.row + r] + e * tan_.dforce[pc.row + r];
+      for (int r = 0; r < pc.dim; r++)
+        f[r] = solution_->force[pc.row + r] + e * tan_.dforce[pc.row + r];
 
       // the same contact here: same pair, nearest point (colliders may reorder a pair's contacts)
       const mjContact& nominal = d0->contact[pc.mj_index];

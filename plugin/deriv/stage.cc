@@ -11,23 +11,6 @@
 
 namespace contactkit {
 
-void Derivative::LoadState(const mjModel* m, const mjData* src, mjData* dst) {
-  mju_copy(dst->qpos, src->qpos, m->nq);
-  mju_copy(dst->qvel, src->qvel, m->nv);
-  mju_copy(dst->act, src->act, m->na);
-  mju_copy(dst->ctrl, src->ctrl, m->nu);
-  mju_copy(dst->qacc_warmstart, src->qacc_warmstart, m->nv);
-  mju_copy(dst->qfrc_applied, src->qfrc_applied, m->nv);
-  mju_copy(dst->xfrc_applied, src->xfrc_applied, 6 * m->nbody);
-  mju_copy(dst->mocap_pos, src->mocap_pos, 3 * m->nmocap);
-  mju_copy(dst->mocap_quat, src->mocap_quat, 4 * m->nmocap);
-  mju_copy(dst->userdata, src->userdata, m->nuserdata);
-#if CK_MJ3
-  if (m->neq) std::memcpy(dst->eq_active, src->eq_active, m->neq * sizeof(mjtByte));
-  mju_copy(dst->plugin_state, src->plugin_state, m->npluginstate);
-#endif
-  dst->time = src->time;
-}
 bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   mjData* d = d0_;
   Problem& p = storage_.problem();
@@ -95,7 +78,8 @@ void Derivative::PreparePairs(const mjModel* m) {
   for (int c = 0; c < d->ncon; c++) {
     const mjContact* con = d->contact + c;
     const int g1 = ContactGeom(con, 0), g2 = ContactGeom(con, 1);
-    if (pairs_.npair > 0 && pairs_.pair[pairs_.npair - 1].g1 == g1 && pairs_.pair[pairs_.npair - 1].g2 == g2) {
+    if (pairs_.npair > 0 && pairs_.pair[pairs_.npair - 1].g1 == g1 &&
+        pairs_.pair[pairs_.npair - 1].g2 == g2) {
       pairs_.pair[pairs_.npair - 1].count++;
       pairs_.contact_pair[c] = pairs_.npair - 1;
       continue;
@@ -165,7 +149,8 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
       }
     }
     plain_varying_ = false;
-    for (int i = 0; i < problem_->ne + problem_->nf + problem_->nl; i++) plain_varying_ |= PlainRowVaries(m, i);
+    for (int i = 0; i < problem_->ne + problem_->nf + problem_->nl; i++)
+      plain_varying_ |= PlainRowVaries(m, i);
     PrepareRowSlopes();
     if (apply_modes_ && solver_) solver_->SetTangentModes(*problem_, out_.contact_modes);
   }
@@ -214,11 +199,14 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   }
 
   PreparePairs(cfd_ ? cfd_model_ : m);
-  if (!PrepareIntegrator(m, rk4)) return false;
+  if (!integ_.Prepare(m, d, nominal_.mass, rk4)) {
+    fallback_ = ckFALLBACK_IMPLICIT;
+    return false;
+  }
   if (analytic_) PrepareAnalytic(m);
 
   // inputs of the perturbation passes; their base at the nominal positions
-  LoadState(m, d, d1_);
+  CopyStepInputs(m, d, d1_);
   if (integ_.implicit || sensors_) {
     mj_kinematics(m, d1_);
     mj_comPos(m, d1_);
@@ -324,7 +312,8 @@ bool Derivative::SolveTangent(const mjModel* m) {
         return false;
       }
       // lcp's split impulse: the tangent of the position correction
-      tan_.has_dposition_correction = solution_->position_correction && solver_->PositionTangent(p, dir, tan_.dposition_correction);
+      tan_.has_dposition_correction = solution_->position_correction &&
+                                      solver_->PositionTangent(p, dir, tan_.dposition_correction);
     } else {
       soft_.ForceTangent(p, dir, tan_.dforce, nullptr);
     }
@@ -337,13 +326,15 @@ bool Derivative::SolveTangent(const mjModel* m) {
         const double fi = solution_->force[i];
         if (fi == 0) continue;
         const int adr = J.rowadr[i];
-        for (int k = 0; k < J.rownnz[i]; k++) tan_.dqfrc_constraint[J.colind[adr + k]] += tan_.dJ[adr + k] * fi;
+        for (int k = 0; k < J.rownnz[i]; k++)
+          tan_.dqfrc_constraint[J.colind[adr + k]] += tan_.dJ[adr + k] * fi;
       }
     }
   }
 
   // (c) M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint
-  for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
+  for (int i = 0; i < nv; i++)
+    tan_.dqacc_int[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
   if (tan_.has_dM) {
     for (int i = 0; i < nv; i++) {
       int adr = m->dof_Madr[i];
@@ -354,7 +345,7 @@ bool Derivative::SolveTangent(const mjModel* m) {
       }
     }
   }
-  IntegratorSolve(tan_.dqacc_int);
+  integ_.Solve(tan_.dqacc_int);
   return true;
 }
 }  // namespace contactkit

@@ -2,8 +2,6 @@
 //
 // The derivative workspace, the stages of a step, (b) the solver's force tangent, (c) the
 // integrators, and the C API.
-#include "plugin/deriv/derivative.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,6 +9,7 @@
 #include <new>
 #include <utility>
 
+#include "plugin/deriv/derivative.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 #include "solvers/common/dense.h"
@@ -95,6 +94,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   trees_.Fill(dof_tree, n.nv, n.ntree);
   pairs_.Fill(m, n);
   rne_.Fill(m);
+  integ_.Bind(&trees_, dof_tree, n.ntree);
   for (size_t c = 0; c < n.ncon; c++) out_.contact_modes[c] = -1;
   return true;
 }
@@ -123,9 +123,34 @@ bool Derivative::SetSettings(const mjModel* m, const ckSettings& s, std::string*
   settings_ = s;
   return true;
 }
+void Derivative::Step(const mjModel* m, int skipstage, int skipsensor, double* next,
+                      double* sensor) {
+  ResetShadow();
+  StepSkip(shadow_, m, d0_, skipstage, skipsensor);
+  mju_copy(next, d0_->qpos, nq_);
+  mju_copy(next + nq_, d0_->qvel, nv_);
+  mju_copy(next + nq_ + nv_, d0_->act, na_);
+  if (sensor) mju_copy(sensor, d0_->sensordata, ns_);
+}
+
+void Derivative::FiniteDiff(const mjModel* m, const mjData* d, mjtNum eps, int centered, mjtNum* A,
+                            mjtNum* B, mjtNum* C, mjtNum* D) {
+  sink_ = Sink();
+  sink_.A = A;
+  sink_.B = B;
+  sink_.C = C;
+  sink_.D = D;
+  FiniteDiffSink(m, d, eps, centered);
+}
+
+void Derivative::FiniteDiffSink(const mjModel* m, const mjData* d, double eps, int centered) {
+  const bool sensors = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
+  fd_.Run(m, d, d0_, eps, centered, sink_.WantsState(), sink_.WantsCtrl(), sensors, this);
+}
+
 void Derivative::EmitState(int col, const double* out) {
   const int ndx = 2 * nv_ + na_, nu = nu_;
-  if (elastic_.n) ElasticColumn(col, out);
+  if (elastic_.n()) elastic_.Column(col, out);
   if (col < ndx) {
     if (sink_.A) {
       for (int i = 0; i < ndx; i++) sink_.A[i * ndx + col] = out[i];
@@ -171,7 +196,7 @@ int Derivative::Run(const mjModel* m, const mjData* d) {
     ok = false;
   }
   if (ok) {
-    LoadState(m, d, d0_);
+    CopyStepInputs(m, d, d0_);
     ok = m->opt.integrator == mjINT_RK4 ? RungeKutta(m) : SingleStage(m);
   }
   return ok ? 0 : 1;

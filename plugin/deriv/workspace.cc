@@ -114,29 +114,6 @@ void RneWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   subtree_bsub = c.Take<double>(36 * nbody);
 }
 
-void IntegratorWork::Carve(ArenaCarver& c, const DerivSizes& n, const mjModel* m) {
-  const size_t ndx = n.ndx(), ndir = ndx + n.nu, nva = n.nv + n.na;
-  qacc = c.Take<double>(n.nv);
-  mass.nv = n.nv;
-  mass.nM = n.nM;
-  mass.parent = m->dof_parentid;
-  mass.madr = m->dof_Madr;
-  mass.M = c.Take<double>(n.nM);
-  mass.LD = c.Take<double>(n.nM);
-  mass.Dinv = c.Take<double>(n.nv);
-  lu = c.Take<double>(n.ntreeblock);
-  pivots = c.Take<int>(n.nv);
-  step_maps = c.Take<double>(18 * static_cast<size_t>(n.njnt));
-  correction_maps = c.Take<double>(18 * static_cast<size_t>(n.njnt));
-  qvel_next = c.Take<double>(n.nv);
-  position_mid = c.Take<double>(n.nv);
-  rk_stage_jac = c.Take<double>(nva * ndir);
-  rk_dir_state = c.Take<double>(ndx * ndir);
-  rk_dir_sum = c.Take<double>(ndx * ndir);
-  rk_state = c.Take<double>(4 * (n.nq + nva));
-  rk_rate = c.Take<double>(4 * nva);
-}
-
 void BlockWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   const size_t nb = SoftTangent::kBlock;
   rhs = c.Take<double>(n.nv * nb);
@@ -148,29 +125,11 @@ void BlockWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   col = c.Take<int>(nb);
 }
 
-void FdWork::Carve(ArenaCarver& c, const DerivSizes& n) {
-  const size_t nstate = n.nq + n.nv + n.na;
-  next = c.Take<double>(nstate);
-  next_plus = c.Take<double>(nstate);
-  next_minus = c.Take<double>(nstate);
-  sensor = c.Take<double>(n.ns);
-  sensor_plus = c.Take<double>(n.ns);
-  sensor_minus = c.Take<double>(n.ns);
-  column = c.Take<double>(std::max<size_t>(n.ndx(), n.ns));
-}
-
 void OutputWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   state_col = c.Take<double>(n.ndx());
   sensor_col = c.Take<double>(n.ns);
   first_gradient = c.Take<double>(n.ndx() + n.nu);
   contact_modes = c.Take<signed char>(n.ncon);
-}
-
-void ElasticWork::Carve(ArenaCarver& c, const DerivSizes& n) {
-  normal_rows = c.Take<double>(static_cast<size_t>(kMaxBounce) * n.nv);
-  norm2 = c.Take<double>(kMaxBounce);
-  sigma = c.Take<double>(kMaxBounce);
-  projection = c.Take<double>(2 * kMaxBounce);
 }
 
 void Scratch::Carve(ArenaCarver& c, const DerivSizes& n) {
@@ -270,7 +229,6 @@ void RneWork::Fill(const mjModel* m) {
     int& end = subtree_dof_end[m->body_parentid[b]];
     end = std::max(end, subtree_dof_end[b]);
   }
-
 }
 
 }  // namespace contactkit

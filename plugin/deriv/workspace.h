@@ -17,11 +17,11 @@ namespace contactkit {
 // the sizes every part carves by
 struct DerivSizes {
   int nq = 0, nv = 0, na = 0, nu = 0, nM = 0, ns = 0;  // model
-  int nbody = 0, njnt = 0, neq = 0;                     // model
-  size_t rows = 0, nnz = 0, ncon = 0;                   // the extractor's capacities
-  size_t nefc = 0;                                      // MuJoCo's rows: rows + 4 ncon
-  int ntree = 0;                                        // kinematic trees
-  size_t ntreeblock = 0;                                // dense per-tree blocks: sum of n^2
+  int nbody = 0, njnt = 0, neq = 0;                    // model
+  size_t rows = 0, nnz = 0, ncon = 0;                  // the extractor's capacities
+  size_t nefc = 0;                                     // MuJoCo's rows: rows + 4 ncon
+  int ntree = 0;                                       // kinematic trees
+  size_t ntreeblock = 0;                               // dense per-tree blocks: sum of n^2
   size_t ndx() const { return 2 * nv + na; }
 };
 
@@ -42,40 +42,40 @@ struct NominalStage {
 
 // the tangent of everything along the current unit direction
 struct DirectionTangent {
-  double *dq, *dv, *dact, *du;  // the direction                  (nv, nv, na, nu)
-  double* dM;                   // mass matrix                    (nM)
-  double* dqfrc_smooth;         //                                (nv)
-  double* dact_dot;             //                                (na)
-  double* dJ;                   // constraint Jacobian values     (nnz)
-  double* dJ_qvel_next;         // dJ v+ (analytic position tangents)  (rows)
-  double* dJ_force;             // dJ' f (analytic position tangents)  (nv)
+  double *dq, *dv, *dact, *du;              // the direction                  (nv, nv, na, nu)
+  double* dM;                               // mass matrix                    (nM)
+  double* dqfrc_smooth;                     //                                (nv)
+  double* dact_dot;                         //                                (na)
+  double* dJ;                               // constraint Jacobian values     (nnz)
+  double* dJ_qvel_next;                     // dJ v+ (analytic position tangents)  (rows)
+  double* dJ_force;                         // dJ' f (analytic position tangents)  (nv)
   double *dpos, *dvel, *dimp, *dR, *daref;  // rows: gap, J v, impedance, regularizer, aref (rows)
-  double* dforce;               // the solver's force             (rows)
-  double* ddisp;                // anchor displacement, contact tangent rows (rows)
-  double* dframe;               // each contact's tangent axes (position directions)  (6 ncon)
-  double* dv_free;              //                                (nv)
-  double* dqfrc_constraint;     // J' df + dJ' f                  (nv)
-  double* dqacc_int;            // acceleration the integrator uses (nv)
-  double* dqderiv_qacc;         // h d(qDeriv) qacc_int, implicit integrator (nv)
+  double* dforce;                           // the solver's force             (rows)
+  double* ddisp;                            // anchor displacement, contact tangent rows (rows)
+  double* dframe;                // each contact's tangent axes (position directions)  (6 ncon)
+  double* dv_free;               //                                (nv)
+  double* dqfrc_constraint;      // J' df + dJ' f                  (nv)
+  double* dqacc_int;             // acceleration the integrator uses (nv)
+  double* dqderiv_qacc;          // h d(qDeriv) qacc_int, implicit integrator (nv)
   double* dposition_correction;  // lcp's split impulse           (nv)
   bool has_dM = false, has_dJ = false, has_dpos = false, has_dvel = false;
-  bool has_dJ_force = false;     // dJ_qvel_next, dJ_force hold dJ v+, dJ' f (dJ not written)
+  bool has_dJ_force = false;  // dJ_qvel_next, dJ_force hold dJ v+, dJ' f (dJ not written)
   bool has_dposition_correction = false;
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 
 // the smooth tangent's view of the constraint rows
 struct RowWork {
-  double* imp_slope;       // d imp / d dist per contact            (ncon)
-  double* position;        // position term of each contact's aref  (ncon)
-  double* position_slope;  // its slope: 1, or the softplus'        (ncon)
-  double* dR_dimp;         // dR / dimp per row                     (rows)
-  int* col_adr;            // J by columns: start of each column    (nv + 1)
-  int* col_row;            // row of each entry                     (nnz)
-  double* col_val;         // value of each entry                   (nnz)
-  double* cfd_distance;    // contacts from distance: beyond the margin (ncon)
-  int* contact_cols;       // columns of a contact's rows           (nv)
-  double* contact_rows;    // a contact's rows, dense               (6 nv)
+  double* imp_slope;          // d imp / d dist per contact            (ncon)
+  double* position;           // position term of each contact's aref  (ncon)
+  double* position_slope;     // its slope: 1, or the softplus'        (ncon)
+  double* dR_dimp;            // dR / dimp per row                     (rows)
+  int* col_adr;               // J by columns: start of each column    (nv + 1)
+  int* col_row;               // row of each entry                     (nnz)
+  double* col_val;            // value of each entry                   (nnz)
+  double* cfd_distance;       // contacts from distance: beyond the margin (ncon)
+  int* contact_cols;          // columns of a contact's rows           (nv)
+  double* contact_rows;       // a contact's rows, dense               (6 nv)
   signed char* nonzero_side;  // side of each contact row nonzero: -1 body 1, 1 body 2 (nnz)
   char* contact_dJ_written;   // dJ of the contact holds the direction's values     (ncon)
   char* dof_marked;           // scratch                                            (nv)
@@ -85,12 +85,12 @@ struct RowWork {
 
 // dense per-tree blocks (column-major, tree t at blockadr[t], dofnum[t]^2 entries)
 struct TreeBlocks {
-  int* dofadr;              // first dof of each tree       (ntree)
-  int* dofnum;              // dofs of each tree            (ntree)
-  int* blockadr;            // start of each tree's block   (ntree + 1)
-  double* mass;             // M (blocked "mujoco" path)    (ntreeblock)
-  double* qderiv;           // qDeriv                       (ntreeblock)
-  double* qderiv_rne;       // implicit: RNE part of qDeriv at velocity qacc_int (ntreeblock)
+  int* dofadr;               // first dof of each tree       (ntree)
+  int* dofnum;               // dofs of each tree            (ntree)
+  int* blockadr;             // start of each tree's block   (ntree + 1)
+  double* mass;              // M (blocked "mujoco" path)    (ntreeblock)
+  double* qderiv;            // qDeriv                       (ntreeblock)
+  double* qderiv_rne;        // implicit: RNE part of qDeriv at velocity qacc_int (ntreeblock)
   double* qderiv_qacc_poly;  // implicit: qDeriv qacc_int of the polynomial terms (nv)
   // entries of the blocks of the trees of dof_tree (nv)
   static size_t Size(const int* dof_tree, int nv, int ntree);
@@ -134,79 +134,40 @@ struct RneWork {
   int* dof_actuators;               //                                      (nu)
   char* dof_actuator_length;        // their forces depend on length        (nv)
   char* dof_actuator_velocity;      // their forces depend on velocity      (nv)
-  int* dof_carry_start;   // first dof of its body that moving dof k carries (nv)
-  int* dof_cdot_start;    // first dof of its body whose cdof_dot sees qvel k (nv)
-  double* cacc;           // body accelerations of both passes          (12 nbody)
-  double* cfrc;           // subtree forces of both passes              (12 nbody)
-  double* icvel;          // I cvel                                     (6 nbody)
-  double* cvel_before_dof;       // cvel before each dof within its body (6 nv)
-  double* cvel_next;             // cvel at v+ per body                  (6 nbody)
-  double* cvel_next_before_dof;  // cvel at v+ before each dof           (6 nv)
-  double* cacc_before_dof;       // cacc of both passes before each dof  (12 nv)
-  double* chain_motion;  // S x cdof of the chain above a direction      (6 nv)
-  double* crb_cdof;      // crb cdof of each dof                         (6 nv)
-  double* bsub_cdof;     // Bsub' cdof of each dof                       (6 nv)
-  double* subtree_bsub;  // B of the subtree of each body (PrepareAnalytic) (36 nbody)
+  int* dof_carry_start;             // first dof of its body that moving dof k carries (nv)
+  int* dof_cdot_start;              // first dof of its body whose cdof_dot sees qvel k (nv)
+  double* cacc;                     // body accelerations of both passes          (12 nbody)
+  double* cfrc;                     // subtree forces of both passes              (12 nbody)
+  double* icvel;                    // I cvel                                     (6 nbody)
+  double* cvel_before_dof;          // cvel before each dof within its body (6 nv)
+  double* cvel_next;                // cvel at v+ per body                  (6 nbody)
+  double* cvel_next_before_dof;     // cvel at v+ before each dof           (6 nv)
+  double* cacc_before_dof;          // cacc of both passes before each dof  (12 nv)
+  double* chain_motion;             // S x cdof of the chain above a direction      (6 nv)
+  double* crb_cdof;                 // crb cdof of each dof                         (6 nv)
+  double* bsub_cdof;                // Bsub' cdof of each dof                       (6 nv)
+  double* subtree_bsub;             // B of the subtree of each body (PrepareAnalytic) (36 nbody)
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // the model's structure: subtrees, each dof's actuators and carried dofs
   void Fill(const mjModel* m);
 };
 
-// the integrator tangent: its matrix, the position update's maps, RK4's chains
-struct IntegratorWork {
-  double* qacc;         // acceleration the integrator uses   (nv)
-  TreeMass mass;        // M or M + h D, factored (Euler, RK4)
-  double* lu;           // M - h qDeriv per tree, LU (implicit) (ntreeblock)
-  int* pivots;          // its pivots                          (nv)
-  bool implicit = false;  // the integrator matrix is lu
-  bool damped = false;    // the integrator matrix is M + h D (Euler's implicit damping)
-  double* step_maps;        // IntegrateMaps of the step's velocity     (18 njnt)
-  double* correction_maps;  // IntegrateMaps of the position correction (18 njnt)
-  double* qvel_next;        // v+, or RK4's weighted velocity            (nv)
-  double* position_mid;     // q (+) h v+ before the position correction (nv)
-  double* rk_stage_jac;  // stage Jacobian of (qacc, act_dot), column-major ((nv+na) ndir)
-  double* rk_dir_state;  // per direction: tangent of the next stage state (ndx ndir)
-  double* rk_dir_sum;    // per direction: sum b_j (dv_j, dF_j)             (ndx ndir)
-  double* rk_state;      // nominal stage states                    (4 (nq+nv+na))
-  double* rk_rate;       // nominal stage rates (qacc, act_dot)     (4 (nv+na))
-  void Carve(ArenaCarver& c, const DerivSizes& n, const mjModel* m);
-};
-
 // "mujoco" with constraint rows: directions solved in blocks of kBlock columns
 struct BlockWork {
-  double* rhs;        // right-hand sides, then dv+, row-major        (nv x kBlock)
-  double* mass_term;  // dM (a - qacc_int) + h dqDeriv qacc_int per column (kBlock x nv)
-  double* damped;     // M_E^-1 (P - D x), row-major                  (nv x kBlock)
-  double* act_dot;    // dact_dot per column                          (kBlock x na)
+  double* rhs;              // right-hand sides, then dv+, row-major        (nv x kBlock)
+  double* mass_term;        // dM (a - qacc_int) + h dqDeriv qacc_int per column (kBlock x nv)
+  double* damped;           // M_E^-1 (P - D x), row-major                  (nv x kBlock)
+  double* act_dot;          // dact_dot per column                          (kBlock x na)
   int *kind, *index, *col;  // the direction of each column          (kBlock)
-  void Carve(ArenaCarver& c, const DerivSizes& n);
-};
-
-// finite differences through ck_step
-struct FdWork {
-  double *next, *next_plus, *next_minus;        // states           (nq+nv+na)
-  double *sensor, *sensor_plus, *sensor_minus;  // sensors          (ns)
-  double* column;                               // (max(ndx, ns))
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 
 // output columns and the complementarity-aware VJP
 struct OutputWork {
-  double* state_col;        // a column of [A B]                   (ndx)
-  double* sensor_col;       // a column of [C D]                   (ns)
-  double* first_gradient;   // the first VJP                       (ndx + nu)
+  double* state_col;           // a column of [A B]                   (ndx)
+  double* sensor_col;          // a column of [C D]                   (ns)
+  double* first_gradient;      // the first VJP                       (ndx + nu)
   signed char* contact_modes;  // classification of the second VJP (ncon)
-  void Carve(ArenaCarver& c, const DerivSizes& n);
-};
-
-// elastic bounce correction
-struct ElasticWork {
-  static constexpr int kMaxBounce = 16;  // bouncing contacts corrected per step
-  int n = 0;              // bouncing contacts of this step
-  double* normal_rows;    // their normal rows, dense            (kMaxBounce x nv)
-  double* norm2;          // |J_i|^2                              (kMaxBounce)
-  double* sigma;          // restitution                          (kMaxBounce)
-  double* projection;     // <W_i, X0> of dq+/dq and dq+/dv       (2 kMaxBounce)
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 
