@@ -96,6 +96,10 @@ class Derivative : private FdTarget {
   // nominal forward at the state in d0_ and everything the tangents reuse; false if the
   // analytic path does not cover this state (reason in fallback_)
   bool PrepareStage(const mjModel* m, bool rk4);
+  // out (+)= sign qDeriv of src in the dense per-tree blocks (ntreeblock), zeroed first if clear
+  void DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign, bool clear) const;
+  // d1_ at the nominal positions (the perturbation passes' base); implicit: qDeriv's products
+  void PreparePasses(const mjModel* m);
   // the problem of the "mujoco" solver: MuJoCo's rows with the solver's own mass matrix
   bool PrepareMujocoProblem(const mjModel* m);
   // contact pairs of the nominal contact list
@@ -121,6 +125,11 @@ class Derivative : private FdTarget {
   // the Jacobians of an Euler / implicit step, of an RK4 step
   bool SingleStage(const mjModel* m);
   bool RungeKutta(const mjModel* m);
+  // RK4: the nominal state of stage (1-3) into d0_; the directions' chains through a stage;
+  // the next state's columns
+  void RkStageState(const mjModel* m, int stage);
+  void RkChainStage(const mjModel* m, int stage, int first, int last);
+  void RkNextState(const mjModel* m, int first, int last);
 
   // ---- the smooth tangent (smooth_tangent.cc) ----
   // tangents of the smooth data and rows along a unit direction
@@ -169,6 +178,8 @@ class Derivative : private FdTarget {
   bool AnalyticScope(const mjModel* m) const;
   void DecideAnalytic(const mjModel* m);
   void PrepareAnalytic(const mjModel* m);
+  // contact rows: v+ of each body and before each dof, dJ cleared, the side of each column
+  void PrepareAnalyticRows(const mjModel* m);
   // d(M a + bias)/dq_k into dtau and, if dtau2 is not null, d(M (a - aint))/dq_k into dtau2
   void RneTangent(const mjModel* m, int k, double* dtau, double* dtau2);
   // d M / dq_k (nM)
@@ -178,7 +189,7 @@ class Derivative : private FdTarget {
   // the tangents of the smooth data (and rows) along position / velocity dof k
   void AnalyticPosition(const mjModel* m, int k);
   // point, frame and distance tangents of contact i from the collisions nudged by step
-  // (pairs_.forward forward, pairs_.backward backward, as pairs_.found marks); false if neither
+  // (pairs_.forward, pairs_.backward, as pairs_.found marks); false if neither
   // found it again
   bool GeometryTangent(int i, double step, double dp[3], double dF[9], double* ddist) const;
   // the same for a contact of a patch that switched points on every nudge, with its point held
@@ -186,6 +197,16 @@ class Derivative : private FdTarget {
   void PatchTangent(int i, double step, const Twist& t1, const Twist& t2, double dp[3],
                     double dF[9], double* ddist) const;
   void AnalyticVelocity(const mjModel* m, int k);
+  // the contact pairs dof k's subtree touches, re-collided on geom poses moved rigidly along it
+  // forward and backward (into pairs_.forward, pairs_.backward)
+  void RecollideRigid(const mjModel* m, int k);
+  // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
+  void AnalyticContactRows(const mjModel* m, int k);
+  // per side of contact con and row: d rho of the uncarried dofs and d rho - S x* rho of the
+  // carried ones, from the nominal contact g0 and its point and frame tangents dp, dF
+  void ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,
+                           const double dp[3], const double dF[9], const double* S,
+                           double tan[2][2][6][6]) const;
 
   // ---- contacts from distance (smooth_cfd.cc) ----
   // the model copy with margins enlarged by cfd_width (null: off)

@@ -229,7 +229,6 @@ bool Derivative::RungeKutta(const mjModel* m) {
   const double h = m->opt.timestep, time = d0_->time;
   double* G = integ_.rk_stage_jac;
   double* ds = out_.sensor_col;
-  double* w = integ_.qvel_next;
 
   // directions to chain: state columns, control columns
   const bool state_out = sink_.A || (sink_.gx && sink_.dx);
@@ -243,28 +242,14 @@ bool Derivative::RungeKutta(const mjModel* m) {
     for (int i = 0; i < ndx; i++) S[i] = 0;
   }
 
-  // nominal stages: X_i = X_0 (+) h a_i integ_.rk_dir_state{i-1}; the first also gives the sensor
-  // Jacobians
+  // nominal stages X_i, rates F_i; the first also gives the sensor Jacobians
   double* X0 = integ_.rk_state;
   mju_copy(X0, d0_->qpos, nq);
   mju_copy(X0 + nq, d0_->qvel, nv);
   mju_copy(X0 + nq + nv, d0_->act, na);
   for (int stage = 0; stage < 4; stage++) {
     double* Fi = integ_.rk_rate + stage * nva;
-    if (stage > 0) {
-      const double a = kRK4A[4 * (stage - 1)];  // the diagonal: stage i uses stage i - 1 alone
-      const double* Fp = integ_.rk_rate + (stage - 1) * nva;
-      const double* vp = integ_.rk_state + (stage - 1) * (nq + nv + na) + nq;
-      double* Xi = integ_.rk_state + stage * (nq + nv + na);
-      for (int i = 0; i < nv; i++) w[i] = a * vp[i];
-      mju_copy(Xi, X0, nq);
-      mj_integratePos(m, Xi, w, h);
-      for (int i = 0; i < nv; i++) Xi[nq + i] = X0[nq + i] + h * a * Fp[i];
-      for (int i = 0; i < na; i++) Xi[nq + nv + i] = X0[nq + nv + i] + h * a * Fp[nv + i];
-      mju_copy(d0_->qpos, Xi, nq);
-      mju_copy(d0_->qvel, Xi + nq, nv);
-      mju_copy(d0_->act, Xi + nq + nv, na);
-    }
+    if (stage > 0) RkStageState(m, stage);
     d0_->time = time + kRK4C[stage] * h;
     sensors_ = stage == 0 && sensor_out;
     if (!PrepareStage(m, true)) return false;
@@ -288,49 +273,87 @@ bool Derivative::RungeKutta(const mjModel* m) {
     });
     if (!ok) return false;
 
-    // each direction: dF_i = G [dX_i; du], S += b_i (dv_i, dF_i), dX_{i+1}
-    const double* vi = integ_.rk_state + stage * (nq + nv + na) + nq;
-    if (stage < 3) {
-      for (int i = 0; i < nv; i++) w[i] = kRK4A[4 * stage] * vi[i];
-      IntegrateMaps(m, w, h, integ_.step_maps);
+    RkChainStage(m, stage, first, last);
+  }
+
+  RkNextState(m, first, last);
+  return true;
+}
+
+void Derivative::RkStageState(const mjModel* m, int stage) {
+  // X_i = X_0 (+) h a_i (v_{i-1}, F_{i-1}) into d0_
+  const int nq = nq_, nv = nv_, na = na_, nva = nv + na;
+  const double h = m->opt.timestep;
+  const double* X0 = integ_.rk_state;
+  double* w = integ_.qvel_next;
+  const double a = kRK4A[4 * (stage - 1)];  // the diagonal: stage i uses stage i - 1 alone
+  const double* Fp = integ_.rk_rate + (stage - 1) * nva;
+  const double* vp = integ_.rk_state + (stage - 1) * (nq + nv + na) + nq;
+  double* Xi = integ_.rk_state + stage * (nq + nv + na);
+  for (int i = 0; i < nv; i++) w[i] = a * vp[i];
+  mju_copy(Xi, X0, nq);
+  mj_integratePos(m, Xi, w, h);
+  for (int i = 0; i < nv; i++) Xi[nq + i] = X0[nq + i] + h * a * Fp[i];
+  for (int i = 0; i < na; i++) Xi[nq + nv + i] = X0[nq + nv + i] + h * a * Fp[nv + i];
+  mju_copy(d0_->qpos, Xi, nq);
+  mju_copy(d0_->qvel, Xi + nq, nv);
+  mju_copy(d0_->act, Xi + nq + nv, na);
+}
+
+void Derivative::RkChainStage(const mjModel* m, int stage, int first, int last) {
+  const int nv = nv_, na = na_, ndx = 2 * nv + na, nva = nv + na, nq = nq_;
+  const double h = m->opt.timestep;
+  const double* G = integ_.rk_stage_jac;
+  double* w = integ_.qvel_next;
+
+  // each direction: dF_i = G [dX_i; du], S += b_i (dv_i, dF_i), dX_{i+1}
+  const double* vi = integ_.rk_state + stage * (nq + nv + na) + nq;
+  if (stage < 3) {
+    for (int i = 0; i < nv; i++) w[i] = kRK4A[4 * stage] * vi[i];
+    IntegrateMaps(m, w, h, integ_.step_maps);
+  }
+  for (int k = first; k < last; k++) {
+    double* K = integ_.rk_dir_state + static_cast<size_t>(k) * ndx;
+    double* S = integ_.rk_dir_sum + static_cast<size_t>(k) * ndx;
+    double* dF = scratch_.a;
+    double* dFact = tan_.dact;
+    for (int i = 0; i < nv; i++) {
+      double s = 0;
+      for (int j = 0; j < ndx; j++) s += G[static_cast<size_t>(j) * nva + i] * K[j];
+      if (k >= ndx) s += G[static_cast<size_t>(k) * nva + i];
+      dF[i] = s;
     }
-    for (int k = first; k < last; k++) {
-      double* K = integ_.rk_dir_state + static_cast<size_t>(k) * ndx;
-      double* S = integ_.rk_dir_sum + static_cast<size_t>(k) * ndx;
-      double* dF = scratch_.a;
-      double* dFact = tan_.dact;
-      for (int i = 0; i < nv; i++) {
-        double s = 0;
-        for (int j = 0; j < ndx; j++) s += G[static_cast<size_t>(j) * nva + i] * K[j];
-        if (k >= ndx) s += G[static_cast<size_t>(k) * nva + i];
-        dF[i] = s;
-      }
-      for (int i = 0; i < na; i++) {
-        double s = 0;
-        for (int j = 0; j < ndx; j++) s += G[static_cast<size_t>(j) * nva + nv + i] * K[j];
-        if (k >= ndx) s += G[static_cast<size_t>(k) * nva + nv + i];
-        dFact[i] = s;
-      }
-      const double b = kRK4B[stage];
-      for (int i = 0; i < nv; i++) {
-        S[i] += b * K[nv + i];   // sum b_j dv_j
-        S[nv + i] += b * dF[i];  // sum b_j dF_j (velocity rates)
-      }
-      for (int i = 0; i < na; i++) S[2 * nv + i] += b * dFact[i];
-      if (stage < 3) {
-        // dX_{i+1} = d(X_0 (+) h a (v_i, F_i)) from the unit dX_0
-        const double a = kRK4A[4 * stage];
-        double* dw = scratch_.b;
-        for (int i = 0; i < nv; i++) dw[i] = a * K[nv + i];
-        double* e = tan_.dq;
-        mju_zero(e, nv);
-        if (k < nv) e[k] = 1;
-        IntegrateTangent(m, integ_.step_maps, h, e, dw, K);
-        for (int i = 0; i < nv; i++) K[nv + i] = (k == nv + i ? 1 : 0) + h * a * dF[i];
-        for (int i = 0; i < na; i++) K[2 * nv + i] = (k == 2 * nv + i ? 1 : 0) + h * a * dFact[i];
-      }
+    for (int i = 0; i < na; i++) {
+      double s = 0;
+      for (int j = 0; j < ndx; j++) s += G[static_cast<size_t>(j) * nva + nv + i] * K[j];
+      if (k >= ndx) s += G[static_cast<size_t>(k) * nva + nv + i];
+      dFact[i] = s;
+    }
+    const double b = kRK4B[stage];
+    for (int i = 0; i < nv; i++) {
+      S[i] += b * K[nv + i];   // sum b_j dv_j
+      S[nv + i] += b * dF[i];  // sum b_j dF_j (velocity rates)
+    }
+    for (int i = 0; i < na; i++) S[2 * nv + i] += b * dFact[i];
+    if (stage < 3) {
+      // dX_{i+1} = d(X_0 (+) h a (v_i, F_i)) from the unit dX_0
+      const double a = kRK4A[4 * stage];
+      double* dw = scratch_.b;
+      for (int i = 0; i < nv; i++) dw[i] = a * K[nv + i];
+      double* e = tan_.dq;
+      mju_zero(e, nv);
+      if (k < nv) e[k] = 1;
+      IntegrateTangent(m, integ_.step_maps, h, e, dw, K);
+      for (int i = 0; i < nv; i++) K[nv + i] = (k == nv + i ? 1 : 0) + h * a * dF[i];
+      for (int i = 0; i < na; i++) K[2 * nv + i] = (k == 2 * nv + i ? 1 : 0) + h * a * dFact[i];
     }
   }
+}
+
+void Derivative::RkNextState(const mjModel* m, int first, int last) {
+  const int nq = nq_, nv = nv_, na = na_, ndx = 2 * nv + na, nva = nv + na;
+  const double h = m->opt.timestep;
+  const double* X0 = integ_.rk_state;
 
   // next state: v+ = v0 + h sum b F, q+ = q0 (+) h sum b v, act+ = act0 + h sum b F_act
   double* wsum = integ_.qvel_next;
@@ -360,7 +383,7 @@ bool Derivative::RungeKutta(const mjModel* m) {
     ActivationTangent(m, X0 + nq + nv, rate + nv, ea, S + 2 * nv, h, out + 2 * nv);
     EmitState(k, out);
   }
-  elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
-  return true;
+  elastic_.Finish(h, ndx, sink_.A, sink_.gx, sink_.dx);
 }
+
 }  // namespace contactkit

@@ -197,37 +197,7 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
     for (int r = 0; r < 36; r++) bsub[36 * parent + r] += bsub[36 * b + r];
   }
 
-  // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
-  // side of each column
-  if (has_rows_) {
-    const double* vnext = solution_->v_next;
-    Zero6(rne_.cvel_next);
-    for (int b = 1; b < nbody; b++) {
-      double v[6];
-      Copy6(v, rne_.cvel_next + 6 * m->body_parentid[b]);
-      for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-        Copy6(rne_.cvel_next_before_dof + 6 * j, v);
-        AddScl6(v, cdof + 6 * j, vnext[j]);
-      }
-      Copy6(rne_.cvel_next + 6 * b, v);
-    }
-    const Problem& p = *problem_;
-    const SparseRows& J = p.J;
-    mju_zero(tan_.dJ, J.nnz);
-    for (int c = 0; c < p.ncon; c++) {
-      const Contact& con = p.con[c];
-      rows_.contact_dJ_written[c] = 0;
-      int body = con.body[1];
-      while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
-      const int last = body > 0 ? m->body_dofadr[body] + m->body_dofnum[body] - 1 : -1;
-      for (int j = last; j >= 0; j = m->dof_parentid[j]) rows_.dof_marked[j] = 1;
-      const int adr = J.rowadr[con.row];
-      for (int q = 0; q < J.rownnz[con.row]; q++) {
-        rows_.nonzero_side[adr + q] = rows_.dof_marked[J.colind[adr + q]] ? 1 : -1;
-      }
-      for (int j = last; j >= 0; j = m->dof_parentid[j]) rows_.dof_marked[j] = 0;
-    }
-  }
+  if (has_rows_) PrepareAnalyticRows(m);
 
   // per dof: crb cdof and Bsub' cdof of its body
   for (int j = 0; j < nv; j++) {
@@ -240,6 +210,42 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
       q[i] = B[i] * c[0] + B[6 + i] * c[1] + B[12 + i] * c[2] + B[18 + i] * c[3] +
              B[24 + i] * c[4] + B[30 + i] * c[5];
     }
+  }
+}
+
+void Derivative::PrepareAnalyticRows(const mjModel* m) {
+  const mjData* d = d0_;
+  const int nbody = m->nbody;
+  const double* cdof = d->cdof;
+
+  // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
+  // side of each column
+  const double* vnext = solution_->v_next;
+  Zero6(rne_.cvel_next);
+  for (int b = 1; b < nbody; b++) {
+    double v[6];
+    Copy6(v, rne_.cvel_next + 6 * m->body_parentid[b]);
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      Copy6(rne_.cvel_next_before_dof + 6 * j, v);
+      AddScl6(v, cdof + 6 * j, vnext[j]);
+    }
+    Copy6(rne_.cvel_next + 6 * b, v);
+  }
+  const Problem& p = *problem_;
+  const SparseRows& J = p.J;
+  mju_zero(tan_.dJ, J.nnz);
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    rows_.contact_dJ_written[c] = 0;
+    int body = con.body[1];
+    while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
+    const int last = body > 0 ? m->body_dofadr[body] + m->body_dofnum[body] - 1 : -1;
+    for (int j = last; j >= 0; j = m->dof_parentid[j]) rows_.dof_marked[j] = 1;
+    const int adr = J.rowadr[con.row];
+    for (int q = 0; q < J.rownnz[con.row]; q++) {
+      rows_.nonzero_side[adr + q] = rows_.dof_marked[J.colind[adr + q]] ? 1 : -1;
+    }
+    for (int j = last; j >= 0; j = m->dof_parentid[j]) rows_.dof_marked[j] = 0;
   }
 }
 
@@ -441,9 +447,6 @@ void Derivative::PatchTangent(int i, double step, const Twist& t1, const Twist& 
 void Derivative::AnalyticPosition(const mjModel* m, int k) {
   mjData* d = d0_;
   const int nv = nv_, na = na_;
-  const int b0 = m->dof_bodyid[k], last = rne_.subtree_last[b0];
-  const int carry = rne_.dof_carry_start[k],
-            carry_end = rne_.subtree_dof_end[b0];  // dofs it carries
 
   // smooth forces: -d(M a + bias) + springs + actuators, with dM a folded in (the blocked path
   // and no rows) or dM itself and the force's own tangent (the solvers' force tangents)
@@ -487,6 +490,32 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     RestoreActuation();
   }
   if (!has_rows_) return;
+
+  RecollideRigid(m, k);
+  AnalyticContactRows(m, k);
+
+  // rows before the contacts: constant Jacobians (the scope; dJ zero from PrepareAnalytic), gaps
+  // J dq
+  const Problem& p = *problem_;
+  const SparseRows& J = p.J;
+  const int nplain = p.ne + p.nf + p.nl;
+  for (int i = 0; i < nplain; i++) {
+    double g = 0;
+    if (p.kind[i] != kRowFriction) {
+      for (int q = 0; q < J.rownnz[i]; q++) {
+        if (J.colind[J.rowadr[i] + q] == k) g = J.val[J.rowadr[i] + q];
+      }
+    }
+    tan_.dpos[i] = g;
+    tan_.dvel[i] = tan_.dJ_qvel_next[i] = 0;
+  }
+  tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
+  RowTangents();
+}
+
+void Derivative::RecollideRigid(const mjModel* m, int k) {
+  mjData* d = d0_;
+  const int b0 = m->dof_bodyid[k], last = rne_.subtree_last[b0];
 
   // contact pairs the subtree touches: collision on rigidly moved geom poses, forward and
   // backward (centered differences: a cylinder's patch slides along its rim at r / tilt, a
@@ -535,6 +564,59 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
       mju_copy(d->geom_xmat + 9 * geom, saved[g] + 3, 9);
     }
   }
+}
+
+void Derivative::ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,
+                                     const double dp[3], const double dF[9], const double* S,
+                                     double tan[2][2][6][6]) const {
+  const mjData* d = d0_;
+  const int dim = con.dim;
+
+  // per side and row: d rho (uncarried dofs) and d rho - S x* rho (carried)
+  for (int side = 0; side < 2; side++) {
+    const int body = con.body[side];
+    const double* com = d->subtree_com + 3 * m->body_rootid[body];
+    const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
+    for (int r = 0; r < dim; r++) {
+      const int ax = r < 3 ? r : r - 3;
+      const double* Fr = g0.frame + 3 * ax;
+      const double* dFr = dF + 3 * ax;
+      double rho[6], t[3], u[3];
+      double* a = tan[side][0][r];
+      if (r < 3) {
+        Cross3(rho, off, Fr);
+        for (int i = 0; i < 3; i++) rho[3 + i] = Fr[i];
+        Cross3(t, dp, Fr);
+        Cross3(u, off, dFr);
+        for (int i = 0; i < 3; i++) {
+          a[i] = t[i] + u[i];
+          a[3 + i] = dFr[i];
+        }
+      } else {
+        for (int i = 0; i < 3; i++) {
+          rho[i] = Fr[i];
+          rho[3 + i] = 0;
+          a[i] = dFr[i];
+          a[3 + i] = 0;
+        }
+      }
+      if (pairs_.body_moved[body]) {
+        double sr[6];
+        CrossForce(sr, S, rho);
+        for (int i = 0; i < 6; i++) tan[side][1][r][i] = a[i] - sr[i];
+      }
+    }
+  }
+}
+
+void Derivative::AnalyticContactRows(const mjModel* m, int k) {
+  mjData* d = d0_;
+  const int nv = nv_;
+  const int b0 = m->dof_bodyid[k];
+  const int carry = rne_.dof_carry_start[k],
+            carry_end = rne_.subtree_dof_end[b0];  // dofs it carries
+  const double* S = d->cdof + 6 * k;
+  const double* com = d->subtree_com + 3 * m->body_rootid[b0];
 
   // contact rows: J_rj = sign rho_r . cdof_j with rho_r = [off x F_r; F_r] (rotation rows
   // [F_r; 0]), off the point from the side's tree center; along S the point and frame move as the
@@ -582,42 +664,8 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = dF[3 + i];
     tan_.dpos[row] = ddist;
 
-    // per side and row: d rho (uncarried dofs) and d rho - S x* rho (carried)
     double tan[2][2][6][6];
-    for (int side = 0; side < 2; side++) {
-      const int body = con.body[side];
-      const double* com = d->subtree_com + 3 * m->body_rootid[body];
-      const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
-      for (int r = 0; r < dim; r++) {
-        const int ax = r < 3 ? r : r - 3;
-        const double* Fr = g0.frame + 3 * ax;
-        const double* dFr = dF + 3 * ax;
-        double rho[6], t[3], u[3];
-        double* a = tan[side][0][r];
-        if (r < 3) {
-          Cross3(rho, off, Fr);
-          for (int i = 0; i < 3; i++) rho[3 + i] = Fr[i];
-          Cross3(t, dp, Fr);
-          Cross3(u, off, dFr);
-          for (int i = 0; i < 3; i++) {
-            a[i] = t[i] + u[i];
-            a[3 + i] = dFr[i];
-          }
-        } else {
-          for (int i = 0; i < 3; i++) {
-            rho[i] = Fr[i];
-            rho[3 + i] = 0;
-            a[i] = dFr[i];
-            a[3 + i] = 0;
-          }
-        }
-        if (pairs_.body_moved[body]) {
-          double sr[6];
-          CrossForce(sr, S, rho);
-          for (int i = 0; i < 6; i++) tan[side][1][r][i] = a[i] - sr[i];
-        }
-      }
-    }
+    ContactAxisTangents(m, con, g0, dp, dF, S, tan);
 
     // the blocked path needs only dJ v, dJ v+ and dJ' f: chain sums of cdof v are body velocities
     // (V, from u before the carried dofs), and the rows combine with their forces first
@@ -680,22 +728,6 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
       tan_.dJ_qvel_next[row + r] = djv[r];
     }
   }
-
-  // rows before the contacts: constant Jacobians (the scope; dJ zero from PrepareAnalytic), gaps
-  // J dq
-  const int nplain = p.ne + p.nf + p.nl;
-  for (int i = 0; i < nplain; i++) {
-    double g = 0;
-    if (p.kind[i] != kRowFriction) {
-      for (int q = 0; q < J.rownnz[i]; q++) {
-        if (J.colind[J.rowadr[i] + q] == k) g = J.val[J.rowadr[i] + q];
-      }
-    }
-    tan_.dpos[i] = g;
-    tan_.dvel[i] = tan_.dJ_qvel_next[i] = 0;
-  }
-  tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
-  RowTangents();
 }
 
 }  // namespace contactkit

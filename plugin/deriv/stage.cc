@@ -163,25 +163,8 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
 
   // velocity derivative of the smooth forces, dense per tree (analytic: per direction)
   if (!analytic_) SmoothVelDerivative(m, d);
-  // out (+)= sign qDeriv of src in the dense per-tree blocks
-  auto dense = [&](const mjData* src, double* out, double sign, bool clear) {
-    const int* rownnz = DRowNnz(m, src);
-    const int* rowadr = DRowAdr(m, src);
-    const int* colind = DColInd(m, src);
-    const std::vector<int>& dof_tree = extractor_.dof_tree();
-    if (clear) {
-      for (int i = 0; i < trees_.blockadr[extractor_.ntree()]; i++) out[i] = 0;
-    }
-    for (int i = 0; i < nv; i++) {
-      const int t = dof_tree[i], n = trees_.dofnum[t], b = trees_.dofadr[t];
-      for (int k = 0; k < rownnz[i]; k++) {
-        const int j = colind[rowadr[i] + k];
-        out[trees_.blockadr[t] + (j - b) * n + (i - b)] += sign * src->qDeriv[rowadr[i] + k];
-      }
-    }
-  };
   if (!analytic_) {
-    dense(d, trees_.qderiv, 1, true);
+    DenseQDeriv(m, d, trees_.qderiv, 1, true);
     CorrectActuatorVel(m, d);
   }
 
@@ -205,34 +188,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   }
   if (analytic_) PrepareAnalytic(m);
 
-  // inputs of the perturbation passes; their base at the nominal positions
-  CopyStepInputs(m, d, d1_);
-  if (integ_.implicit || sensors_) {
-    mj_kinematics(m, d1_);
-    mj_comPos(m, d1_);
-    if (sensors_) mj_camlight(m, d1_);
-    mj_tendon(m, d1_);
-    MassMatrix(m, d1_);
-    mj_transmission(m, d1_);
-    d1_->nefc = 0;
-  }
-  if (integ_.implicit) {
-    // qDeriv aint of the polynomial velocity terms, and the RNE part of qDeriv at velocity aint
-    SmoothVelocityProduct(m, d1_, trees_.qderiv_qacc_poly);
-    // (the other terms do not depend on the velocity: the difference at aint and 0)
-    for (int side = 0; side < 2; side++) {
-      for (int i = 0; i < nv; i++) d1_->qvel[i] = side == 0 ? integ_.qacc[i] : 0;
-      mj_fwdVelocity(m, d1_);
-      mj_fwdActuation(m, d1_);
-      // the nominal clamp states on both sides: the actuator terms cancel (piecewise constant)
-      mju_copy(d1_->actuator_force, nominal_.actuator_force, nu_);
-      SmoothVelDerivative(m, d1_);
-      dense(d1_, trees_.qderiv_rne, side == 0 ? 1 : -1, side == 0);
-    }
-    mju_copy(d1_->qvel, nominal_.qvel, nv);
-    mj_fwdVelocity(m, d1_);
-    mj_fwdActuation(m, d1_);
-  }
+  PreparePasses(m);
   return true;
 }
 
@@ -348,4 +304,57 @@ bool Derivative::SolveTangent(const mjModel* m) {
   integ_.Solve(tan_.dqacc_int);
   return true;
 }
+void Derivative::DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign,
+                             bool clear) const {
+  const int nv = nv_;
+  const int* rownnz = DRowNnz(m, src);
+  const int* rowadr = DRowAdr(m, src);
+  const int* colind = DColInd(m, src);
+  const std::vector<int>& dof_tree = extractor_.dof_tree();
+  if (clear) {
+    for (int i = 0; i < trees_.blockadr[extractor_.ntree()]; i++) out[i] = 0;
+  }
+  for (int i = 0; i < nv; i++) {
+    const int t = dof_tree[i], n = trees_.dofnum[t], b = trees_.dofadr[t];
+    for (int k = 0; k < rownnz[i]; k++) {
+      const int j = colind[rowadr[i] + k];
+      out[trees_.blockadr[t] + (j - b) * n + (i - b)] += sign * src->qDeriv[rowadr[i] + k];
+    }
+  }
+}
+
+void Derivative::PreparePasses(const mjModel* m) {
+  const mjData* d = d0_;
+  const int nv = nv_;
+
+  // inputs of the perturbation passes; their base at the nominal positions
+  CopyStepInputs(m, d, d1_);
+  if (integ_.implicit || sensors_) {
+    mj_kinematics(m, d1_);
+    mj_comPos(m, d1_);
+    if (sensors_) mj_camlight(m, d1_);
+    mj_tendon(m, d1_);
+    MassMatrix(m, d1_);
+    mj_transmission(m, d1_);
+    d1_->nefc = 0;
+  }
+  if (integ_.implicit) {
+    // qDeriv aint of the polynomial velocity terms, and the RNE part of qDeriv at velocity aint
+    SmoothVelocityProduct(m, d1_, trees_.qderiv_qacc_poly);
+    // (the other terms do not depend on the velocity: the difference at aint and 0)
+    for (int side = 0; side < 2; side++) {
+      for (int i = 0; i < nv; i++) d1_->qvel[i] = side == 0 ? integ_.qacc[i] : 0;
+      mj_fwdVelocity(m, d1_);
+      mj_fwdActuation(m, d1_);
+      // the nominal clamp states on both sides: the actuator terms cancel (piecewise constant)
+      mju_copy(d1_->actuator_force, nominal_.actuator_force, nu_);
+      SmoothVelDerivative(m, d1_);
+      DenseQDeriv(m, d1_, trees_.qderiv_rne, side == 0 ? 1 : -1, side == 0);
+    }
+    mju_copy(d1_->qvel, nominal_.qvel, nv);
+    mj_fwdVelocity(m, d1_);
+    mj_fwdActuation(m, d1_);
+  }
+}
+
 }  // namespace contactkit
