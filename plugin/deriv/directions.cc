@@ -18,7 +18,7 @@ namespace contactkit {
 
 template <typename Fn>
 bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
-  // "mujoco" with constraint rows (batch_): one blocked solve of MuJoCo's Hessian per kBlock
+  // "mujoco" with constraint rows (stage_.batch): one blocked solve of MuJoCo's Hessian per kBlock
   // directions
   int nslot = 0;
   for (int kind = kCtrl; kind <= kPos; kind++) {
@@ -29,8 +29,8 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
                       : kind == kAct ? 2 * nv_ + index
                       : kind == kVel ? nv_ + index
                                      : index;
-      UnitTangent(m, kind, index);
-      if (batch_) {
+      smooth_.UnitTangent(m, kind, index);
+      if (stage_.batch) {
         QueueColumn(m, nslot, kind, index, col);
         if (++nslot == SoftTangent::kBlock) {
           FlushColumns(m, nslot, fn);
@@ -43,12 +43,12 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
     }
   }
   if (nslot) FlushColumns(m, nslot, fn);
-  RestoreActuation();
+  smooth_.RestoreActuation();
   return true;
 }
 
 void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, int col) {
-  const Problem& p = *problem_;
+  const Problem& p = *stage_.problem;
   const int nv = nv_, nb = SoftTangent::kBlock;
   const double h = p.h;
   double* r = scratch_.a;
@@ -89,7 +89,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   } else if (tan_.has_dJ) {
     const SparseRows& J = p.J;
     for (int i = 0; i < J.nrow; i++) {
-      const double fi = h * solution_->force[i];
+      const double fi = h * stage_.solution->force[i];
       if (fi == 0) continue;
       const int adr = J.rowadr[i];
       for (int k = 0; k < J.rownnz[i]; k++) r[J.colind[adr + k]] += tan_.dJ[adr + k] * fi;
@@ -112,7 +112,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
 
 template <typename Fn>
 void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
-  const Problem& p = *problem_;
+  const Problem& p = *stage_.problem;
   const int nv = nv_;
   const double h = p.h;
 
@@ -183,18 +183,19 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
 bool Derivative::SingleStage(const mjModel* m) {
   const int nv = nv_;
   const double h = m->opt.timestep;
-  sensors_ = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
+  stage_.sensors = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
   if (!PrepareStage(m, false)) return false;
 
   // v+ of the step (the velocity the positions integrate), and lcp's position correction u
   // after it (split impulse: q+ = (q (+) h v+) (+) h u)
   double* vplus = integ_.qvel_next;
   for (int i = 0; i < nv; i++) vplus[i] = nominal_.qvel[i] + h * integ_.qacc[i];
-  const double* up = has_rows_ && solver_ ? solution_->position_correction : nullptr;
+  const double* up =
+      stage_.has_rows && stage_.solver ? stage_.solution->position_correction : nullptr;
   double* maps = integ_.step_maps;
   IntegrateMaps(m, vplus, h, maps);
   if (up) IntegrateMaps(m, up, h, integ_.correction_maps);
-  elastic_.Prepare(settings_, has_rows_ ? problem_ : nullptr, nominal_.qvel);
+  elastic_.Prepare(settings_, stage_.has_rows ? stage_.problem : nullptr, nominal_.qvel);
   elastic_.Select(vplus);
   double* out = out_.state_col;
   double* ds = out_.sensor_col;
@@ -213,8 +214,8 @@ bool Derivative::SingleStage(const mjModel* m) {
         ActivationTangent(m, nominal_.act, nominal_.act_dot, tan_.dact, tan_.dact_dot, h,
                           out + 2 * nv);
         EmitState(col, out);
-        if (sensors_) {
-          SensorTangent(m, kind, ds);
+        if (stage_.sensors) {
+          smooth_.SensorTangent(m, kind, ds);
           EmitSensor(col, ds);
         }
       });
@@ -251,13 +252,14 @@ bool Derivative::RungeKutta(const mjModel* m) {
     double* Fi = integ_.rk_rate + stage * nva;
     if (stage > 0) RkStageState(m, stage);
     d0_->time = time + kRK4C[stage] * h;
-    sensors_ = stage == 0 && sensor_out;
+    stage_.sensors = stage == 0 && sensor_out;
     if (!PrepareStage(m, true)) return false;
-    if (stage == 0 && has_rows_ && solver_ && solution_->position_correction) {
+    if (stage == 0 && stage_.has_rows && stage_.solver && stage_.solution->position_correction) {
       fallback_ = ckFALLBACK_RK4_POSITION;
       return false;
     }
-    if (stage == 0) elastic_.Prepare(settings_, has_rows_ ? problem_ : nullptr, nominal_.qvel);
+    if (stage == 0)
+      elastic_.Prepare(settings_, stage_.has_rows ? stage_.problem : nullptr, nominal_.qvel);
     mju_copy(Fi, integ_.qacc, nv);
     mju_copy(Fi + nv, nominal_.act_dot, na);
 
@@ -266,8 +268,8 @@ bool Derivative::RungeKutta(const mjModel* m) {
       double* g = G + static_cast<size_t>(col) * nva;
       mju_copy(g, tan_.dqacc_int, nv);
       mju_copy(g + nv, tan_.dact_dot, na);
-      if (sensors_) {
-        SensorTangent(m, kind, ds);
+      if (stage_.sensors) {
+        smooth_.SensorTangent(m, kind, ds);
         EmitSensor(col, ds);
       }
     });

@@ -20,7 +20,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "plugin/deriv/derivative.h"
+#include "plugin/deriv/smooth_tangent.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 
@@ -84,7 +84,7 @@ void AddScl6(double* y, const double* x, double a) {
 
 }  // namespace
 
-bool Derivative::AnalyticScope(const mjModel* m) const {
+bool SmoothTangent::AnalyticScope(const mjModel* m) const {
   // what the analytic position tangents cover (everything else: position passes)
   if (m->ntendon || mjcb_passive || mjcb_control || mjcb_act_dyn || mjcb_act_gain ||
       mjcb_act_bias || mjcb_contactfilter || m->opt.density > 0 || m->opt.viscosity > 0) {
@@ -108,12 +108,13 @@ bool Derivative::AnalyticScope(const mjModel* m) const {
   return rne_.subtree_contiguous;
 }
 
-void Derivative::DecideAnalytic(const mjModel* m) {
-  analytic_ = !sensors_ && !integ_.implicit && !(has_rows_ && plain_varying_) && AnalyticScope(m);
+void SmoothTangent::DecideAnalytic(const mjModel* m) {
+  analytic_ = !stage_.sensors && !integ_.implicit && !(stage_.has_rows && plain_varying_) &&
+              AnalyticScope(m);
   for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = d0_->xfrc_applied[i] == 0;
 }
 
-void Derivative::PrepareAnalytic(const mjModel* m) {
+void SmoothTangent::PrepareAnalytic(const mjModel* m) {
   const mjData* d = d0_;
   const int nbody = m->nbody;
   const double* cdof = d->cdof;
@@ -197,7 +198,7 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
     for (int r = 0; r < 36; r++) bsub[36 * parent + r] += bsub[36 * b + r];
   }
 
-  if (has_rows_) PrepareAnalyticRows(m);
+  if (stage_.has_rows) PrepareAnalyticRows(m);
 
   // per dof: crb cdof and Bsub' cdof of its body
   for (int j = 0; j < nv; j++) {
@@ -213,14 +214,14 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
   }
 }
 
-void Derivative::PrepareAnalyticRows(const mjModel* m) {
+void SmoothTangent::PrepareAnalyticRows(const mjModel* m) {
   const mjData* d = d0_;
   const int nbody = m->nbody;
   const double* cdof = d->cdof;
 
   // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
   // side of each column
-  const double* vnext = solution_->v_next;
+  const double* vnext = stage_.solution->v_next;
   Zero6(rne_.cvel_next);
   for (int b = 1; b < nbody; b++) {
     double v[6];
@@ -231,7 +232,7 @@ void Derivative::PrepareAnalyticRows(const mjModel* m) {
     }
     Copy6(rne_.cvel_next + 6 * b, v);
   }
-  const Problem& p = *problem_;
+  const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
   mju_zero(tan_.dJ, J.nnz);
   for (int c = 0; c < p.ncon; c++) {
@@ -249,7 +250,7 @@ void Derivative::PrepareAnalyticRows(const mjModel* m) {
   }
 }
 
-void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2) {
+void SmoothTangent::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2) {
   // Moving dof k carries the subtree rigidly by S = cdof_k: carried axes, inertias and the
   // carried parts of velocities and accelerations change by S x, forces by S x*, and the terms
   // left are those of the part it does not carry, u (velocity) and a_u (acceleration) before the
@@ -295,7 +296,7 @@ void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2
   }
 }
 
-void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
+void SmoothTangent::RneVelTangent(const mjModel* m, int k, double* dtau) {
   // velocity of dof k: every body of the subtree moves by C = cdof_k more, and the cdof_dot of
   // the later dofs by C x cdof_j; a body force changes by B C + I e with e = cdof_dot_k - C x U
   // (U the velocity before the later dofs), a subtree's by Bsub C + crb e
@@ -321,7 +322,7 @@ void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
   }
 }
 
-void Derivative::MassTangent(const mjModel* m, int k, double* dM) {
+void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
   // M_ij = cdof_j . crb_i cdof_i (j an ancestor of i, crb_i the composite inertia of i's body).
   // Moving dof k carries its subtree rigidly (S = cdof_k): an entry between carried dofs does not
   // change, one between carried i and an uncarried ancestor j changes by cdof_j . S x* (crb
@@ -357,7 +358,7 @@ void Derivative::MassTangent(const mjModel* m, int k, double* dM) {
   }
 }
 
-void Derivative::AnalyticVelocity(const mjModel* m, int k) {
+void SmoothTangent::AnalyticVelocity(const mjModel* m, int k) {
   mjData* d = d0_;
   const int nv = nv_, na = na_;
 
@@ -385,8 +386,8 @@ void Derivative::AnalyticVelocity(const mjModel* m, int k) {
   }
 }
 
-bool Derivative::GeometryTangent(int i, double step, double dp[3], double dF[9],
-                                 double* ddist) const {
+bool SmoothTangent::GeometryTangent(int i, double step, double dp[3], double dF[9],
+                                    double* ddist) const {
   // centered differences if both nudges found contact i again, else one-sided
   const int sides = pairs_.found[i];
   if (!sides) return false;
@@ -399,8 +400,8 @@ bool Derivative::GeometryTangent(int i, double step, double dp[3], double dF[9],
   return true;
 }
 
-void Derivative::PatchTangent(int i, double step, const Twist& t1, const Twist& t2, double dp[3],
-                              double dF[9], double* ddist) const {
+void SmoothTangent::PatchTangent(int i, double step, const Twist& t1, const Twist& t2, double dp[3],
+                                 double dF[9], double* ddist) const {
   // no nudge found contact i again (its patch switched points on both sides, a tie, or the
   // pair's count changed): hold its point, a vertex of one geom (moving with it) on a face of
   // the other (the normal turns with it)
@@ -444,13 +445,13 @@ void Derivative::PatchTangent(int i, double step, const Twist& t1, const Twist& 
   }
 }
 
-void Derivative::AnalyticPosition(const mjModel* m, int k) {
+void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
   mjData* d = d0_;
   const int nv = nv_, na = na_;
 
   // smooth forces: -d(M a + bias) + springs + actuators, with dM a folded in (the blocked path
   // and no rows) or dM itself and the force's own tangent (the solvers' force tangents)
-  const bool with_dM = has_rows_ && !batch_;
+  const bool with_dM = stage_.has_rows && !stage_.batch;
   double* dtau = scratch_.b;
   RneTangent(m, k, dtau, integ_.damped && !with_dM ? tan_.dqderiv_qacc : nullptr);  // dM (a - aint)
   for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = -dtau[i];
@@ -489,14 +490,14 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     for (int i = 0; i < na; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / e;
     RestoreActuation();
   }
-  if (!has_rows_) return;
+  if (!stage_.has_rows) return;
 
   RecollideRigid(m, k);
   AnalyticContactRows(m, k);
 
   // rows before the contacts: constant Jacobians (the scope; dJ zero from PrepareAnalytic), gaps
   // J dq
-  const Problem& p = *problem_;
+  const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
   const int nplain = p.ne + p.nf + p.nl;
   for (int i = 0; i < nplain; i++) {
@@ -513,7 +514,7 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
   RowTangents();
 }
 
-void Derivative::RecollideRigid(const mjModel* m, int k) {
+void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
   mjData* d = d0_;
   const int b0 = m->dof_bodyid[k], last = rne_.subtree_last[b0];
 
@@ -566,9 +567,9 @@ void Derivative::RecollideRigid(const mjModel* m, int k) {
   }
 }
 
-void Derivative::ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,
-                                     const double dp[3], const double dF[9], const double* S,
-                                     double tan[2][2][6][6]) const {
+void SmoothTangent::ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,
+                                        const double dp[3], const double dF[9], const double* S,
+                                        double tan[2][2][6][6]) const {
   const mjData* d = d0_;
   const int dim = con.dim;
 
@@ -609,7 +610,7 @@ void Derivative::ContactAxisTangents(const mjModel* m, const Contact& con, const
   }
 }
 
-void Derivative::AnalyticContactRows(const mjModel* m, int k) {
+void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   mjData* d = d0_;
   const int nv = nv_;
   const int b0 = m->dof_bodyid[k];
@@ -622,10 +623,10 @@ void Derivative::AnalyticContactRows(const mjModel* m, int k) {
   // [F_r; 0]), off the point from the side's tree center; along S the point and frame move as the
   // collision says and the carried axes by S x, so d J_rj = sign (d rho_r - [j carried] S x* rho_r)
   // . cdof_j, written into the row with d(J v), d(J v+) and dJ' f of the same pass
-  const Problem& p = *problem_;
+  const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
-  const double* vnext = solution_->v_next;
-  const double* force = solution_->force;
+  const double* vnext = stage_.solution->v_next;
+  const double* force = stage_.solution->force;
   double* dJf = tan_.dJ_force;
   mju_zero(dJf, nv);
   const double* u = rne_.cvel_before_dof + 6 * carry;  // velocity and v+ before the carried dofs
@@ -637,7 +638,7 @@ void Derivative::AnalyticContactRows(const mjModel* m, int k) {
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
     if (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]]) {
-      if (!batch_ && rows_.contact_dJ_written[c]) {
+      if (!stage_.batch && rows_.contact_dJ_written[c]) {
         for (int r = 0; r < dim; r++) mju_zero(tan_.dJ + J.rowadr[row + r], J.rownnz[row + r]);
         rows_.contact_dJ_written[c] = 0;
       }
@@ -670,7 +671,7 @@ void Derivative::AnalyticContactRows(const mjModel* m, int k) {
     // the blocked path needs only dJ v, dJ v+ and dJ' f: chain sums of cdof v are body velocities
     // (V, from u before the carried dofs), and the rows combine with their forces first
     const int adr0 = J.rowadr[row], n = J.rownnz[row];
-    if (batch_) {
+    if (stage_.batch) {
       double wrench[2][2][6] = {};
       for (int side = 0; side < 2; side++) {
         const int body = con.body[side];

@@ -1,13 +1,12 @@
 // Copyright 2026 The contactkit developers.
 //
-// Part (a) of the derivative: tangents of the smooth data (mass matrix, smooth forces,
-// activation rates) and of the constraint rows (Jacobian, gaps, velocities, impedance,
-// regularizer, reference acceleration) along one direction of (q, v, act, ctrl).
+// The smooth-dynamics tangent's stage preparation and its difference passes (smooth_tangent.h).
+#include "plugin/deriv/smooth_tangent.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "plugin/deriv/derivative.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 #include "solvers/common/impedance.h"
@@ -45,7 +44,90 @@ void MakeFrame(double frame[9]) {
 
 }  // namespace
 
-void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
+SmoothTangent::~SmoothTangent() {
+  if (cfd_model_) mj_deleteModel(cfd_model_);
+}
+
+void SmoothTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
+  rows_.Carve(c, n);
+  pairs_.Carve(c, n);
+  rne_.Carve(c, n);
+}
+
+void SmoothTangent::Setup(const mjModel* m, const DerivSizes& n, mjData* d0, mjData* d1,
+                          ckHandle* shadow) {
+  nq_ = n.nq;
+  nv_ = n.nv;
+  na_ = n.na;
+  nu_ = n.nu;
+  nM_ = n.nM;
+  ns_ = n.ns;
+  d0_ = d0;
+  d1_ = d1;
+  shadow_ = shadow;
+  pairs_.Fill(m, n);
+  rne_.Fill(m);
+}
+
+void SmoothTangent::BeginStage() {
+  cfd_ = cfd_model_ != nullptr;
+  mode_changes_ = 0;
+}
+
+void SmoothTangent::PrepareRows(const mjModel* m) {
+  const Problem& p = *stage_.problem;
+  plain_varying_ = false;
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) plain_varying_ |= PlainRowVaries(m, i);
+  PrepareRowSlopes();
+}
+
+void SmoothTangent::PreparePairs(const mjModel* m) {
+  const mjData* d = d0_;
+  pairs_.npair = 0;
+  for (int c = 0; c < d->ncon; c++) {
+    const mjContact* con = d->contact + c;
+    const int g1 = ContactGeom(con, 0), g2 = ContactGeom(con, 1);
+    if (pairs_.npair > 0 && pairs_.pair[pairs_.npair - 1].g1 == g1 &&
+        pairs_.pair[pairs_.npair - 1].g2 == g2) {
+      pairs_.pair[pairs_.npair - 1].count++;
+      pairs_.contact_pair[c] = pairs_.npair - 1;
+      continue;
+    }
+    ContactPair& pr = pairs_.pair[pairs_.npair];
+    pr.g1 = g1;
+    pr.g2 = g2;
+    pr.first = c;
+    pr.count = 1;
+    pr.body1 = m->geom_bodyid[g1];
+    pr.body2 = m->geom_bodyid[g2];
+
+    // distance up to which mj_collideGeoms asks the collider for contacts
+    pr.margin = GeomPairMargins(m, g1, g2).detect;
+    pairs_.contact_pair[c] = pairs_.npair++;
+  }
+  for (int c = 0; c < d->ncon; c++) pairs_.nominal[c] = d->contact[c];
+}
+
+void SmoothTangent::DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign,
+                                bool clear) const {
+  const int nv = nv_;
+  const int* rownnz = DRowNnz(m, src);
+  const int* rowadr = DRowAdr(m, src);
+  const int* colind = DColInd(m, src);
+  const std::vector<int>& dof_tree = extractor_.dof_tree();
+  if (clear) {
+    for (int i = 0; i < trees_.blockadr[extractor_.ntree()]; i++) out[i] = 0;
+  }
+  for (int i = 0; i < nv; i++) {
+    const int t = dof_tree[i], n = trees_.dofnum[t], b = trees_.dofadr[t];
+    for (int k = 0; k < rownnz[i]; k++) {
+      const int j = colind[rowadr[i] + k];
+      out[trees_.blockadr[t] + (j - b) * n + (i - b)] += sign * src->qDeriv[rowadr[i] + k];
+    }
+  }
+}
+
+void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
   const int nv = nv_;
   mju_zero(tan_.dq, nv);
   mju_zero(tan_.dv, nv);
@@ -74,8 +156,8 @@ void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
 
   // dv_free = dv + h M_p^-1 (dqfrc_smooth - dM_p (v_free - v) / h), M_p the problem's matrix
   // (the blocked "mujoco" path builds its right-hand side without it)
-  if (has_rows_ && !batch_) {
-    const Problem& p = *problem_;
+  if (stage_.has_rows && !stage_.batch) {
+    const Problem& p = *stage_.problem;
     double* x = tan_.dv_free;
     mju_copy(x, tan_.dqfrc_smooth, nv);
     if (tan_.has_dM) {
@@ -94,7 +176,7 @@ void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
   }
 }
 
-void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
+void SmoothTangent::ActuationTangent(const mjModel* m, int kind, int index) {
   mjData* d = d0_;
   const int nv = nv_, na = na_;
   double e = kNudge;
@@ -150,7 +232,7 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
   }
 }
 
-bool Derivative::LinearInCtrl(const mjModel* m, int i, double e) const {
+bool SmoothTangent::LinearInCtrl(const mjModel* m, int i, double e) const {
   // mj_fwdActuation's force of actuator i is gain ctrl + bias with a fixed gain, no activation and
   // no force clamp between ctrl and ctrl + e (the nudge keeps ctrl in its range)
   if (mjDISABLED(mjDSBL_ACTUATION) || m->actuator_dyntype[i] != mjDYN_NONE ||
@@ -166,7 +248,7 @@ bool Derivative::LinearInCtrl(const mjModel* m, int i, double e) const {
   return true;
 }
 
-void Derivative::CorrectActuatorVel(const mjModel* m, const mjData* d) {
+void SmoothTangent::CorrectActuatorVel(const mjModel* m, const mjData* d) {
   if (mjDISABLED(mjDSBL_ACTUATION)) return;
   const std::vector<int>& dof_tree = extractor_.dof_tree();
   const int* rownnz = DRowNnz(m, d);
@@ -214,13 +296,13 @@ void Derivative::CorrectActuatorVel(const mjModel* m, const mjData* d) {
   }
 }
 
-void Derivative::RestoreActuation() {
+void SmoothTangent::RestoreActuation() {
   mju_copy(d0_->actuator_force, nominal_.actuator_force, nu_);
   mju_copy(d0_->qfrc_actuator, nominal_.qfrc_actuator, nv_);
   mju_copy(d0_->act_dot, nominal_.act_dot, na_);
 }
 
-void Derivative::VelocityTangent(const mjModel* m, int index) {
+void SmoothTangent::VelocityTangent(const mjModel* m, int index) {
   const int nv = nv_;
 
   // smooth forces: column of qDeriv (its tree's dense block), or analytic
@@ -241,16 +323,16 @@ void Derivative::VelocityTangent(const mjModel* m, int index) {
   }
 
   // rows: dvel = J e_index, the column of J
-  if (has_rows_) {
+  if (stage_.has_rows) {
     tan_.has_dvel = true;
-    mju_zero(tan_.dvel, problem_->nrow);
+    mju_zero(tan_.dvel, stage_.problem->nrow);
     for (int q = rows_.col_adr[index]; q < rows_.col_adr[index + 1]; q++)
       tan_.dvel[rows_.col_row[q]] = rows_.col_val[q];
     RowTangents();
   }
 }
 
-void Derivative::PositionPass(const mjModel* m, const double* dq, const double* dv, double eps) {
+void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const double* dv, double eps) {
   mjData* d = d1_;
   const int nv = nv_;
 
@@ -262,7 +344,7 @@ void Derivative::PositionPass(const mjModel* m, const double* dq, const double* 
   // position stage without collision, constraints and factorization
   mj_kinematics(m, d);
   mj_comPos(m, d);
-  if (sensors_) mj_camlight(m, d);
+  if (stage_.sensors) mj_camlight(m, d);
   mj_tendon(m, d);
   MassMatrix(m, d);
   mj_transmission(m, d);
@@ -280,7 +362,7 @@ void Derivative::PositionPass(const mjModel* m, const double* dq, const double* 
   }
 
   // constraint rows
-  if (has_rows_) {
+  if (stage_.has_rows) {
     Recollide(m, d, eps);
     ContactTangent(m, d, dq, eps);
     PlainRowTangent(m, dq, eps);
@@ -305,10 +387,10 @@ void Derivative::PositionPass(const mjModel* m, const double* dq, const double* 
     }
   }
 
-  if (has_rows_) RowVelocityTangents(true, dv);
+  if (stage_.has_rows) RowVelocityTangents(true, dv);
 }
 
-void Derivative::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out) {
+void SmoothTangent::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out) {
   // qDeriv(q) aint for the polynomial velocity terms (RNE: quadratic, damping and affine
   // actuators: linear): (F(v + a) - F(v - a)) / 2, F = qfrc_passive + qfrc_actuator - qfrc_bias
   const int nv = nv_;
@@ -327,7 +409,7 @@ void Derivative::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out)
   mju_copy(d->qvel, save, nv);
 }
 
-bool Derivative::Recollide(const mjModel* m, mjData* d, double eps) {
+bool SmoothTangent::Recollide(const mjModel* m, mjData* d, double eps) {
   bool same = true;
   for (int k = 0; k < pairs_.npair; k++) {
     const ContactPair& pr = pairs_.pair[k];
@@ -399,8 +481,8 @@ bool Derivative::Recollide(const mjModel* m, mjData* d, double eps) {
   return same;
 }
 
-bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k, double step, int bit,
-                               mjContact* out) {
+bool SmoothTangent::RecollidePair(const mjModel* m, mjData* d, int k, double step, int bit,
+                                  mjContact* out) {
   const ContactPair& pr = pairs_.pair[k];
   // the buffer's frames have no tangent (zero from Setup, and again after each use)
   mjContact* buf = pairs_.collide_out;
@@ -412,7 +494,8 @@ bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k, double step, 
   return same;
 }
 
-bool Derivative::MatchPair(const mjModel* m, int k, int n, double jump, int bit, mjContact* out) {
+bool SmoothTangent::MatchPair(const mjModel* m, int k, int n, double jump, int bit,
+                              mjContact* out) {
   const ContactPair& pr = pairs_.pair[k];
   mjContact* buf = pairs_.collide_out;
   const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
@@ -471,8 +554,8 @@ bool Derivative::MatchPair(const mjModel* m, int k, int n, double jump, int bit,
   return all;
 }
 
-void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps) {
-  const Problem& p = *problem_;
+void SmoothTangent::ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps) {
+  const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
   int* cols = rows_.contact_cols;
   double* rows = rows_.contact_rows;
@@ -512,8 +595,8 @@ void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, d
   }
 }
 
-void Derivative::PlainRowTangent(const mjModel* m, const double* dq, double eps) {
-  const Problem& p = *problem_;
+void SmoothTangent::PlainRowTangent(const mjModel* m, const double* dq, double eps) {
+  const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
   const int nplain = p.ne + p.nf + p.nl;
 
@@ -562,8 +645,8 @@ void Derivative::PlainRowTangent(const mjModel* m, const double* dq, double eps)
   d->nefc = 0;
 }
 
-bool Derivative::PlainRowVaries(const mjModel* m, int i) const {
-  const Problem& p = *problem_;
+bool SmoothTangent::PlainRowVaries(const mjModel* m, int i) const {
+  const Problem& p = *stage_.problem;
   if (p.kind[i] == kRowFriction) return p.mj_type[i] != mjCNSTR_FRICTION_DOF;
   if (p.kind[i] == kRowLimit) {
     return p.mj_type[i] != mjCNSTR_LIMIT_JOINT || m->jnt_type[p.mj_id[i]] == mjJNT_BALL;
@@ -571,9 +654,9 @@ bool Derivative::PlainRowVaries(const mjModel* m, int i) const {
   return true;  // equality
 }
 
-void Derivative::PrepareRowSlopes() {
+void SmoothTangent::PrepareRowSlopes() {
   // per row: dR / dimp = -R / (imp (1 - imp)); J by columns
-  const Problem& p = *problem_;
+  const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
   for (int i = 0; i < p.nrow; i++) rows_.dR_dimp[i] = -p.R[i] / (p.imp[i] * (1 - p.imp[i]));
   for (int j = 0; j <= nv_; j++) rows_.col_adr[j] = 0;
@@ -603,8 +686,8 @@ void Derivative::PrepareRowSlopes() {
   }
 }
 
-void Derivative::RowVelocityTangents(bool with_dJ, const double* dv) {
-  const SparseRows& J = problem_->J;
+void SmoothTangent::RowVelocityTangents(bool with_dJ, const double* dv) {
+  const SparseRows& J = stage_.problem->J;
   for (int i = 0; i < J.nrow; i++) {
     double s = 0;
     const int adr = J.rowadr[i];
@@ -618,8 +701,8 @@ void Derivative::RowVelocityTangents(bool with_dJ, const double* dv) {
   RowTangents();
 }
 
-void Derivative::RowTangents() {
-  const Problem& p = *problem_;
+void SmoothTangent::RowTangents() {
+  const Problem& p = *stage_.problem;
   const int nplain = p.ne + p.nf + p.nl;
 
   // velocities only (no position tangent): aref = -B vel
@@ -685,7 +768,7 @@ void Derivative::RowTangents() {
 
 namespace contactkit {
 
-void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
+void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
   mjData* d = d1_;
   const mjData* d0 = d0_;
   const int nv = nv_;
@@ -714,8 +797,8 @@ void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
       }
     }
   }
-  if (has_rows_) {
-    problem_->mass.Solve(da);
+  if (stage_.has_rows) {
+    stage_.problem->mass.Solve(da);
   } else {
     mj_solveM(m, d0_, da, da, 1);
   }
@@ -728,17 +811,17 @@ void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
   const mjModel* mc = cfd_ ? cfd_model_ : m;
   mj_collision(mc, d);
   mj_makeConstraint(mc, d);
-  if (has_rows_ && d->ncon == d0->ncon && d->nefc == d0->nefc) {
-    const Problem& p = *problem_;
+  if (stage_.has_rows && d->ncon == d0->ncon && d->nefc == d0->nefc) {
+    const Problem& p = *stage_.problem;
     const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
     for (int i = 0; i < d->nefc; i++) d->efc_force[i] = 0;
     for (int i = 0; i < p.ne + p.nf + p.nl; i++)
-      d->efc_force[i] = solution_->force[i] + e * tan_.dforce[i];
+      d->efc_force[i] = stage_.solution->force[i] + e * tan_.dforce[i];
     for (int c = 0; c < p.ncon; c++) {
       const Contact& pc = p.con[c];
       double f[6];
       for (int r = 0; r < pc.dim; r++)
-        f[r] = solution_->force[pc.row + r] + e * tan_.dforce[pc.row + r];
+        f[r] = stage_.solution->force[pc.row + r] + e * tan_.dforce[pc.row + r];
 
       // the same contact here: same pair, nearest point (colliders may reorder a pair's contacts)
       const mjContact& nominal = d0->contact[pc.mj_index];

@@ -19,7 +19,7 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
     fallback_ = ckFALLBACK_ROWS;
     return false;
   }
-  if (cfd_) CfdAdjustProblem(m, &p);
+  if (smooth_.cfd()) smooth_.CfdAdjustProblem(m, &p);
 
   // MuJoCo's solver works with M itself (Extract folds implicit damping in)
   for (int i = 0; i < nM_; i++) p.mass.M[i] = nominal_.mass[i];  // d's inertia (PrepareStage)
@@ -66,38 +66,12 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
     fallback_ = ckFALLBACK_SOFT_HESSIAN;
     return false;
   }
-  problem_ = &p;
-  solution_ = &sol;
-  solver_ = nullptr;
+  stage_.problem = &p;
+  stage_.solution = &sol;
+  stage_.solver = nullptr;
   return true;
 }
 
-void Derivative::PreparePairs(const mjModel* m) {
-  const mjData* d = d0_;
-  pairs_.npair = 0;
-  for (int c = 0; c < d->ncon; c++) {
-    const mjContact* con = d->contact + c;
-    const int g1 = ContactGeom(con, 0), g2 = ContactGeom(con, 1);
-    if (pairs_.npair > 0 && pairs_.pair[pairs_.npair - 1].g1 == g1 &&
-        pairs_.pair[pairs_.npair - 1].g2 == g2) {
-      pairs_.pair[pairs_.npair - 1].count++;
-      pairs_.contact_pair[c] = pairs_.npair - 1;
-      continue;
-    }
-    ContactPair& pr = pairs_.pair[pairs_.npair];
-    pr.g1 = g1;
-    pr.g2 = g2;
-    pr.first = c;
-    pr.count = 1;
-    pr.body1 = m->geom_bodyid[g1];
-    pr.body2 = m->geom_bodyid[g2];
-
-    // distance up to which mj_collideGeoms asks the collider for contacts
-    pr.margin = GeomPairMargins(m, g1, g2).detect;
-    pairs_.contact_pair[c] = pairs_.npair++;
-  }
-  for (int c = 0; c < d->ncon; c++) pairs_.nominal[c] = d->contact[c];
-}
 void Derivative::ResetShadow() {
   if (shadow_->solver) shadow_->solver->Reset();
   if (anchor_source_) {
@@ -114,11 +88,11 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   // nominal forward with the derivative's own handle (cold solver: reproducible, the caller's
   // anchors), on the contacts-from-distance problem if that is on
   ResetShadow();
-  cfd_ = cfd_model_ != nullptr;
-  if (cfd_) {
-    CfdForward(m);
+  smooth_.BeginStage();
+  if (smooth_.cfd()) {
+    smooth_.CfdForward(m);
   } else {
-    ForwardSkip(shadow_, m, d, mjSTAGE_NONE, !sensors_);
+    ForwardSkip(shadow_, m, d, mjSTAGE_NONE, !stage_.sensors);
   }
 
   // state and smooth data
@@ -132,44 +106,41 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   mju_copy(nominal_.qfrc_constraint, d->qfrc_constraint, nv);
   mju_copy(nominal_.actuator_force, d->actuator_force, nu_);
   mju_copy(nominal_.qfrc_actuator, d->qfrc_actuator, nv);
-  mode_changes_ = 0;
 
   // the solved problem
-  has_rows_ = d->nefc > 0;
-  if (has_rows_) {
+  stage_.has_rows = d->nefc > 0;
+  if (stage_.has_rows) {
     if (!shadow_->solver) {
       if (!PrepareMujocoProblem(m)) return false;
     } else {
-      problem_ = &shadow_->storage.problem();
-      solution_ = &shadow_->storage.solution();
-      solver_ = shadow_->solver.get();
-      if (problem_->ncon < CountIncluded(d)) {
+      stage_.problem = &shadow_->storage.problem();
+      stage_.solution = &shadow_->storage.solution();
+      stage_.solver = shadow_->solver.get();
+      if (stage_.problem->ncon < CountIncluded(d)) {
         fallback_ = ckFALLBACK_ROWS;
         return false;
       }
     }
-    plain_varying_ = false;
-    for (int i = 0; i < problem_->ne + problem_->nf + problem_->nl; i++)
-      plain_varying_ |= PlainRowVaries(m, i);
-    PrepareRowSlopes();
-    if (apply_modes_ && solver_) solver_->SetTangentModes(*problem_, out_.contact_modes);
+    smooth_.PrepareRows(m);
+    if (apply_modes_ && stage_.solver)
+      stage_.solver->SetTangentModes(*stage_.problem, out_.contact_modes);
   }
 
   // "mujoco" with constraint rows: directions in blocks; analytic position tangents where the
   // model allows (and the solver's tangent does not need the mass matrix's)
   integ_.implicit = !rk4 && IsImplicit(m);
-  batch_ = !shadow_->solver && has_rows_ && !sensors_;
-  DecideAnalytic(m);
+  stage_.batch = !shadow_->solver && stage_.has_rows && !stage_.sensors;
+  smooth_.DecideAnalytic(m);
 
   // velocity derivative of the smooth forces, dense per tree (analytic: per direction)
-  if (!analytic_) SmoothVelDerivative(m, d);
-  if (!analytic_) {
-    DenseQDeriv(m, d, trees_.qderiv, 1, true);
-    CorrectActuatorVel(m, d);
+  if (!smooth_.analytic()) SmoothVelDerivative(m, d);
+  if (!smooth_.analytic()) {
+    smooth_.DenseQDeriv(m, d, trees_.qderiv, 1, true);
+    smooth_.CorrectActuatorVel(m, d);
   }
 
   // the blocked path's velocity columns M e_k from the dense per-tree mass matrix
-  if (batch_) {
+  if (stage_.batch) {
     for (int i = 0; i < nv; i++) {
       const int t = extractor_.dof_tree()[i], n = trees_.dofnum[t], b = trees_.dofadr[t];
       double* Mt = trees_.mass + trees_.blockadr[t];
@@ -181,12 +152,12 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
     }
   }
 
-  PreparePairs(cfd_ ? cfd_model_ : m);
+  smooth_.PreparePairs(smooth_.contact_model(m));
   if (!integ_.Prepare(m, d, nominal_.mass, rk4)) {
     fallback_ = ckFALLBACK_IMPLICIT;
     return false;
   }
-  if (analytic_) PrepareAnalytic(m);
+  if (smooth_.analytic()) smooth_.PrepareAnalytic(m);
 
   PreparePasses(m);
   return true;
@@ -201,7 +172,7 @@ int Derivative::CountIncluded(const mjData* d) const {
 //---------------------------------- (b) and (c) ---------------------------------------------------
 
 void Derivative::AnchorTangent(const mjModel* m) {
-  const Problem& p = *problem_;
+  const Problem& p = *stage_.problem;
   const mjData* d = d0_;
   const int nv = nv_;
   bool position = false;
@@ -248,8 +219,8 @@ bool Derivative::SolveTangent(const mjModel* m) {
   // (b) force tangent and the constraint force's tangent J' df + dJ' f
   for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] = 0;
   tan_.has_dposition_correction = false;
-  if (has_rows_) {
-    const Problem& p = *problem_;
+  if (stage_.has_rows) {
+    const Problem& p = *stage_.problem;
     ProblemTangent dir;
     dir.v_free = tan_.dv_free;
     dir.M = tan_.has_dM ? tan_.dM : nullptr;
@@ -258,18 +229,19 @@ bool Derivative::SolveTangent(const mjModel* m) {
     dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
     dir.R = tan_.has_dpos ? tan_.dR : nullptr;
     dir.aref = tan_.has_dvel || tan_.has_dpos ? tan_.daref : nullptr;
-    if (solver_ && p.disp) {
+    if (stage_.solver && p.disp) {
       AnchorTangent(m);
       dir.disp = tan_.ddisp;
     }
-    if (solver_) {
-      if (!solver_->ForceTangent(p, *solution_, dir, tan_.dforce)) {
+    if (stage_.solver) {
+      if (!stage_.solver->ForceTangent(p, *stage_.solution, dir, tan_.dforce)) {
         fallback_ = ckFALLBACK_NO_TANGENT;
         return false;
       }
       // lcp's split impulse: the tangent of the position correction
-      tan_.has_dposition_correction = solution_->position_correction &&
-                                      solver_->PositionTangent(p, dir, tan_.dposition_correction);
+      tan_.has_dposition_correction =
+          stage_.solution->position_correction &&
+          stage_.solver->PositionTangent(p, dir, tan_.dposition_correction);
     } else {
       soft_.ForceTangent(p, dir, tan_.dforce, nullptr);
     }
@@ -279,7 +251,7 @@ bool Derivative::SolveTangent(const mjModel* m) {
     } else if (tan_.has_dJ) {
       const SparseRows& J = p.J;
       for (int i = 0; i < J.nrow; i++) {
-        const double fi = solution_->force[i];
+        const double fi = stage_.solution->force[i];
         if (fi == 0) continue;
         const int adr = J.rowadr[i];
         for (int k = 0; k < J.rownnz[i]; k++)
@@ -304,35 +276,16 @@ bool Derivative::SolveTangent(const mjModel* m) {
   integ_.Solve(tan_.dqacc_int);
   return true;
 }
-void Derivative::DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign,
-                             bool clear) const {
-  const int nv = nv_;
-  const int* rownnz = DRowNnz(m, src);
-  const int* rowadr = DRowAdr(m, src);
-  const int* colind = DColInd(m, src);
-  const std::vector<int>& dof_tree = extractor_.dof_tree();
-  if (clear) {
-    for (int i = 0; i < trees_.blockadr[extractor_.ntree()]; i++) out[i] = 0;
-  }
-  for (int i = 0; i < nv; i++) {
-    const int t = dof_tree[i], n = trees_.dofnum[t], b = trees_.dofadr[t];
-    for (int k = 0; k < rownnz[i]; k++) {
-      const int j = colind[rowadr[i] + k];
-      out[trees_.blockadr[t] + (j - b) * n + (i - b)] += sign * src->qDeriv[rowadr[i] + k];
-    }
-  }
-}
-
 void Derivative::PreparePasses(const mjModel* m) {
   const mjData* d = d0_;
   const int nv = nv_;
 
   // inputs of the perturbation passes; their base at the nominal positions
   CopyStepInputs(m, d, d1_);
-  if (integ_.implicit || sensors_) {
+  if (integ_.implicit || stage_.sensors) {
     mj_kinematics(m, d1_);
     mj_comPos(m, d1_);
-    if (sensors_) mj_camlight(m, d1_);
+    if (stage_.sensors) mj_camlight(m, d1_);
     mj_tendon(m, d1_);
     MassMatrix(m, d1_);
     mj_transmission(m, d1_);
@@ -340,7 +293,7 @@ void Derivative::PreparePasses(const mjModel* m) {
   }
   if (integ_.implicit) {
     // qDeriv aint of the polynomial velocity terms, and the RNE part of qDeriv at velocity aint
-    SmoothVelocityProduct(m, d1_, trees_.qderiv_qacc_poly);
+    smooth_.SmoothVelocityProduct(m, d1_, trees_.qderiv_qacc_poly);
     // (the other terms do not depend on the velocity: the difference at aint and 0)
     for (int side = 0; side < 2; side++) {
       for (int i = 0; i < nv; i++) d1_->qvel[i] = side == 0 ? integ_.qacc[i] : 0;
@@ -349,7 +302,7 @@ void Derivative::PreparePasses(const mjModel* m) {
       // the nominal clamp states on both sides: the actuator terms cancel (piecewise constant)
       mju_copy(d1_->actuator_force, nominal_.actuator_force, nu_);
       SmoothVelDerivative(m, d1_);
-      DenseQDeriv(m, d1_, trees_.qderiv_rne, side == 0 ? 1 : -1, side == 0);
+      smooth_.DenseQDeriv(m, d1_, trees_.qderiv_rne, side == 0 ? 1 : -1, side == 0);
     }
     mju_copy(d1_->qvel, nominal_.qvel, nv);
     mj_fwdVelocity(m, d1_);

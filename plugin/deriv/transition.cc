@@ -24,7 +24,6 @@ constexpr double kNudge = 1e-6;  // step of the forward differences of part (a)
 //---------------------------------- workspace -----------------------------------------------------
 
 Derivative::~Derivative() {
-  if (cfd_model_) mj_deleteModel(cfd_model_);
   if (d1_) mj_deleteData(d1_);
   if (d0_) mj_deleteData(d0_);
   ck_free(shadow_);
@@ -51,7 +50,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   }
   if (!extractor_.Setup(m, 0, error)) return false;
   extractor_.set_structural(true);
-  if (!MakeCfdModel(m, s, error)) return false;
+  if (!smooth_.MakeCfdModel(m, s, error)) return false;
   const ProblemDims& dims = extractor_.dims();
   storage_.Allocate(dims, m->dof_parentid, m->dof_Madr, extractor_.dof_tree().data(),
                     extractor_.ntree());
@@ -78,22 +77,19 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   arena_.Allocate([&](ArenaCarver& c) {
     nominal_.Carve(c, n);
     tan_.Carve(c, n);
-    rows_.Carve(c, n);
     trees_.Carve(c, n);
-    pairs_.Carve(c, n);
-    rne_.Carve(c, n);
     integ_.Carve(c, n, m);
     block_.Carve(c, n);
     fd_.Carve(c, n);
     out_.Carve(c, n);
     elastic_.Carve(c, n);
     scratch_.Carve(c, n);
+    smooth_.Carve(c, n);
   });
 
   // what does not change with the state
   trees_.Fill(dof_tree, n.nv, n.ntree);
-  pairs_.Fill(m, n);
-  rne_.Fill(m);
+  smooth_.Setup(m, n, d0_, d1_, shadow_);
   integ_.Bind(&trees_, dof_tree, n.ntree);
   for (size_t c = 0; c < n.ncon; c++) out_.contact_modes[c] = -1;
   return true;
@@ -116,9 +112,9 @@ bool Derivative::SetSettings(const mjModel* m, const ckSettings& s, std::string*
     return false;
   }
   if (width_changed) {
-    if (!MakeCfdModel(m, s, error)) return false;
+    if (!smooth_.MakeCfdModel(m, s, error)) return false;
   } else {
-    for (int i = 0; i < 5; i++) cfd_solimp_[i] = s.deriv.cfd_solimp[i];
+    smooth_.SetCfdSolimp(s);
   }
   settings_ = s;
   return true;
@@ -244,8 +240,8 @@ void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
   // Nimble section IV-D: reclassify each contact by the sign of the loss's sensitivity to its
   // separation, g_c = J_c M^-1 dL/dv+ (g < 0: the loss wants the contact to open), and keep the
   // classification whose gradient is larger, |dL/dq|^2 + |dL/du|^2 / h
-  if (!has_rows_ || !solver_) return;
-  const Problem& p = *problem_;
+  if (!stage_.has_rows || !stage_.solver) return;
+  const Problem& p = *stage_.problem;
   const int nv = nv_, nu = nu_, ndx = 2 * nv + na_;
   const double h = m->opt.timestep;
 
@@ -271,7 +267,7 @@ void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
   }
   p.mass.Solve(lam);
   for (int c = 0; c < p.ncon; c++) out_.contact_modes[c] = p.J.Dot(p.con[c].row, lam) < 0 ? 0 : 1;
-  if (!solver_->SetTangentModes(p, out_.contact_modes)) return;
+  if (!stage_.solver->SetTangentModes(p, out_.contact_modes)) return;
   complementarity_applied_ = true;
 
   // the gradient with that classification
@@ -290,7 +286,7 @@ void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
   apply_modes_ = true;
   const int ok = Run(m, d);
   apply_modes_ = false;
-  if (solver_) solver_->SetTangentModes(*problem_, nullptr);
+  if (stage_.solver) stage_.solver->SetTangentModes(*stage_.problem, nullptr);
   if (ok != 0 || s1 >= score(sink_.gx, sink_.gu)) {
     if (sink_.gx) mju_copy(sink_.gx, first, ndx);
     if (sink_.gu) mju_copy(sink_.gu, first + ndx, nu);

@@ -25,6 +25,23 @@ struct DerivSizes {
   size_t ndx() const { return 2 * nv + na; }
 };
 
+// kinds of unit directions, in the order they are processed
+enum DirectionKind : int { kCtrl = 0, kAct, kVel, kPos };
+
+struct Problem;
+struct Solution;
+class Solver;
+
+// the nominal stage's solved problem and what a call wants of it
+struct StageState {
+  const Problem* problem = nullptr;  // the shadow's or the "mujoco" storage's
+  Solution* solution = nullptr;      // its solution
+  Solver* solver = nullptr;          // its solver (null: "mujoco")
+  bool has_rows = false;             // the stage has constraint rows
+  bool batch = false;                // directions go through blocks (QueueColumn)
+  bool sensors = false;              // sensor Jacobians wanted in this stage
+};
+
 // the nominal stage: state, smooth data and MuJoCo's rows every part reads
 struct NominalStage {
   double *qpos, *qvel, *act, *ctrl;  // state and controls        (nq, nv, na, nu)
