@@ -1,19 +1,13 @@
 // Copyright 2026 The contactkit developers.
 //
-// The transition Jacobians of ck_step (ck_transitionJac, ck_transitionVJP) by the implicit
-// function theorem, and their finite-difference reference (ck_transitionFD). The parts, each with
-// its workspace (workspace.h) carved from one arena at ck_make:
-//   smooth tangent (smooth_tangent.cc, smooth_analytic.cc, smooth_cfd.cc): mass matrix, smooth
-//     forces, activation rates and constraint rows along a direction, analytically where the
-//     model allows it, else by forward differences of MuJoCo's position stages;
-//   force tangent (stage.cc): the nominal stage and the solver's ForceTangent (or, for "mujoco",
-//     the derivative of MuJoCo's soft-constraint conditions), one factorization for every
-//     direction;
-//   integrator tangent (integrator_tangent.cc): Euler, implicit and RK4 (directions.cc chains
-//     four stages);
-//   finite-difference reference (fd_reference.cc);
-//   transition entry points (transition.cc, directions.cc, elastic.cc): the C API, the loop
-//     over unit directions, the output columns.
+// The transition Jacobians of ck_step by the implicit function theorem (ck_transitionJac,
+// ck_transitionVJP) and by finite differences (ck_transitionFD). Derivative holds the parts, each
+// with its workspace carved from one arena at ck_make (docs/derivatives.md lists the files):
+//   SmoothTangent (smooth_tangent.h)          smooth dynamics and constraint rows along a direction
+//   stage.cc                                  the nominal stage and the solver's force tangent
+//   IntegratorTangent (integrator_tangent.h)  Euler, implicit and RK4
+//   FdReference (fd_reference.h)              the finite-difference reference
+//   this class                                entry points, directions (directions.cc), output
 // Everything runs on scratch mjData and a shadow handle owned here: the caller's mjData and handle
 // stay untouched.
 #ifndef CONTACTKIT_PLUGIN_DERIVATIVE_H_
