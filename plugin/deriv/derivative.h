@@ -63,7 +63,7 @@ class Derivative : private FdTarget {
   int fallback() const { return fallback_; }
 
   // MuJoCo's resets of the scratch mjData so far (a bad state reached within the evaluation)
-  int ScratchResets() const { return Resets(d0_) + Resets(d1_); }
+  int ScratchResets() const { return Resets(stage_data_) + Resets(pass_data_); }
 
   // the last VJP asked for complementarity-aware gradients and the solver could reclassify
   bool complementarity_applied() const { return complementarity_applied_; }
@@ -73,10 +73,11 @@ class Derivative : private FdTarget {
   // the shadow handle as the caller's handle stands: cold solver (reproducible), the caller's
   // committed contact anchors
   void ResetShadow();
-  // nominal forward at the state in d0_ and everything the tangents reuse; false if the
+  // nominal forward at the state in stage_data_ and everything the tangents reuse; false if the
   // analytic path does not cover this state (reason in fallback_)
   bool PrepareStage(const mjModel* m, bool rk4);
-  // d1_ at the nominal positions (the perturbation passes' base); implicit: qDeriv's products
+  // pass_data_ at the nominal positions (the perturbation passes' base); implicit: qDeriv's
+  // products
   void PreparePasses(const mjModel* m);
   // the problem of the "mujoco" solver: MuJoCo's rows with the solver's own mass matrix
   bool PrepareMujocoProblem(const mjModel* m);
@@ -101,7 +102,7 @@ class Derivative : private FdTarget {
   // the Jacobians of an Euler / implicit step, of an RK4 step
   bool SingleStage(const mjModel* m);
   bool RungeKutta(const mjModel* m);
-  // RK4: the nominal state of stage (1-3) into d0_; the directions' chains through a stage;
+  // RK4: the nominal state of stage (1-3) into stage_data_; the directions' chains through a stage;
   // the next state's columns
   void RkStageState(const mjModel* m, int stage);
   void RkChainStage(const mjModel* m, int stage, int first, int last);
@@ -125,17 +126,17 @@ class Derivative : private FdTarget {
   // column col of [A B] (state tangent out, 2nv+na) and of [C D] (sensor tangent ds)
   void EmitState(int col, const double* out) override;
   void EmitSensor(int col, const double* ds) override;
-  // finite differences into sink_, each step by Step (ck_step on d0_ and the shadow handle)
+  // finite differences into sink_, each step by Step (ck_step on stage_data_ and the shadow handle)
   void FiniteDiffSink(const mjModel* m, const mjData* d, double eps, int centered);
   void Step(const mjModel* m, int skipstage, int skipsensor, double* next, double* sensor) override;
 
   // scratch handle and data, owned
-  ckHandle* shadow_ = nullptr;  // steps and solves for the derivative
-  mjData* d0_ = nullptr;        // nominal stage
-  mjData* d1_ = nullptr;        // perturbation passes
-  Extractor extractor_;         // contact rows and "mujoco" problems
-  ProblemStorage storage_;      // problem of the "mujoco" solver
-  SoftTangent soft_;            // derivative of MuJoCo's solver
+  ckHandle* shadow_ = nullptr;    // steps and solves for the derivative
+  mjData* stage_data_ = nullptr;  // nominal stage
+  mjData* pass_data_ = nullptr;   // perturbation passes
+  Extractor extractor_;           // contact rows and "mujoco" problems
+  ProblemStorage storage_;        // problem of the "mujoco" solver
+  SoftTangent soft_;              // derivative of MuJoCo's solver
   ckSettings settings_{};
   const Anchors* anchor_source_ = nullptr;  // the owning handle's anchors
 
@@ -154,13 +155,13 @@ class Derivative : private FdTarget {
   NominalStage nominal_;
   DirectionTangent tan_;
   TreeBlocks trees_;
-  IntegratorTangent integ_;
+  IntegratorTangent integrator_;
   BlockWork block_;
   FdReference fd_;
   OutputWork out_;
   ElasticCorrection elastic_;
   Scratch scratch_;
-  SmoothTangent smooth_{extractor_, nominal_, tan_, trees_, integ_, scratch_, stage_};
+  SmoothTangent smooth_{extractor_, nominal_, tan_, trees_, integrator_, scratch_, stage_};
 };
 
 }  // namespace contactkit

@@ -65,19 +65,19 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   if (tan_.has_dM) {
     // with a = qacc of the solver: r -= h dM a, and P = dM (a - aint) + h dqDeriv aint (a and
     // aint differ only under Euler's implicit damping and the implicit integrator)
-    const double* a = d0_->qacc;
-    const bool p_term = integ_.damped || integ_.implicit;
+    const double* a = stage_data_->qacc;
+    const bool p_term = integrator_.damped || integrator_.implicit;
     for (int i = 0; i < nv; i++) {
       int adr = m->dof_Madr[i];
       const double mii = tan_.dM[adr++];
       r[i] -= h * mii * a[i];
-      if (p_term) pc[i] += mii * (a[i] - integ_.qacc[i]);
+      if (p_term) pc[i] += mii * (a[i] - integrator_.qacc[i]);
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
         r[i] -= h * tan_.dM[adr] * a[j];
         r[j] -= h * tan_.dM[adr] * a[i];
         if (p_term) {
-          pc[i] += tan_.dM[adr] * (a[j] - integ_.qacc[j]);
-          pc[j] += tan_.dM[adr] * (a[i] - integ_.qacc[i]);
+          pc[i] += tan_.dM[adr] * (a[j] - integrator_.qacc[j]);
+          pc[j] += tan_.dM[adr] * (a[i] - integrator_.qacc[i]);
         }
       }
     }
@@ -134,7 +134,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
   // M_int dacc = M x / h + P with x = dv+ - dv: dacc = x / h when M_int = M (P = 0), and
   // x / h + M_E^-1 (P - D x) for Euler's M_E = M + h D, all columns in one sweep
   double* Y = block_.damped;
-  if (integ_.damped) {
+  if (integrator_.damped) {
     for (int slot = 0; slot < nslot; slot++) {
       const int kind = block_.kind[slot], index = block_.index[slot];
       const double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
@@ -147,7 +147,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     for (int i = 0; i < nv; i++) {
       for (int c = nslot; c < nb; c++) Y[static_cast<size_t>(i) * nb + c] = 0;
     }
-    integ_.mass.SolveBlock(Y, nb);
+    integrator_.mass.SolveBlock(Y, nb);
   }
   for (int slot = 0; slot < nslot; slot++) {
     const int kind = block_.kind[slot], index = block_.index[slot];
@@ -166,13 +166,14 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     double* x = scratch_.b;
     const double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
     for (int i = 0; i < nv; i++) x[i] = block_.rhs[static_cast<size_t>(i) * nb + slot] - tan_.dv[i];
-    if (integ_.implicit) {
+    if (integrator_.implicit) {
       p.mass.Mul(x, tan_.dqacc_int);
       for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = tan_.dqacc_int[i] / h + pc[i];
-      integ_.Solve(tan_.dqacc_int);
+      integrator_.Solve(tan_.dqacc_int);
     } else {
       for (int i = 0; i < nv; i++) {
-        tan_.dqacc_int[i] = x[i] / h + (integ_.damped ? Y[static_cast<size_t>(i) * nb + slot] : 0);
+        tan_.dqacc_int[i] =
+            x[i] / h + (integrator_.damped ? Y[static_cast<size_t>(i) * nb + slot] : 0);
       }
     }
     fn(kind, index, block_.col[slot]);
@@ -188,13 +189,13 @@ bool Derivative::SingleStage(const mjModel* m) {
 
   // v+ of the step (the velocity the positions integrate), and lcp's position correction u
   // after it (split impulse: q+ = (q (+) h v+) (+) h u)
-  double* vplus = integ_.qvel_next;
-  for (int i = 0; i < nv; i++) vplus[i] = nominal_.qvel[i] + h * integ_.qacc[i];
+  double* vplus = integrator_.qvel_next;
+  for (int i = 0; i < nv; i++) vplus[i] = nominal_.qvel[i] + h * integrator_.qacc[i];
   const double* up =
       stage_.has_rows && stage_.solver ? stage_.solution->position_correction : nullptr;
-  double* maps = integ_.step_maps;
+  double* maps = integrator_.step_maps;
   IntegrateMaps(m, vplus, h, maps);
-  if (up) IntegrateMaps(m, up, h, integ_.correction_maps);
+  if (up) IntegrateMaps(m, up, h, integrator_.correction_maps);
   elastic_.Prepare(settings_, stage_.has_rows ? stage_.problem : nullptr, nominal_.qvel);
   elastic_.Select(vplus);
   double* out = out_.state_col;
@@ -204,10 +205,10 @@ bool Derivative::SingleStage(const mjModel* m) {
         // next state: dv+ = dv + h daint, dq+ through the position update, dact+
         for (int i = 0; i < nv; i++) out[nv + i] = tan_.dv[i] + h * tan_.dqacc_int[i];
         if (up) {
-          double* mid = integ_.position_mid;
+          double* mid = integrator_.position_mid;
           IntegrateTangent(m, maps, h, tan_.dq, out + nv, mid);
           if (!tan_.has_dposition_correction) mju_zero(tan_.dposition_correction, nv);
-          IntegrateTangent(m, integ_.correction_maps, h, mid, tan_.dposition_correction, out);
+          IntegrateTangent(m, integrator_.correction_maps, h, mid, tan_.dposition_correction, out);
         } else {
           IntegrateTangent(m, maps, h, tan_.dq, out + nv, out);
         }
@@ -227,8 +228,8 @@ bool Derivative::SingleStage(const mjModel* m) {
 bool Derivative::RungeKutta(const mjModel* m) {
   const int nq = nq_, nv = nv_, na = na_, nu = nu_, ndx = 2 * nv + na, ndir = ndx + nu;
   const int nva = nv + na;
-  const double h = m->opt.timestep, time = d0_->time;
-  double* G = integ_.rk_stage_jac;
+  const double h = m->opt.timestep, time = stage_data_->time;
+  double* G = integrator_.rk_stage_jac;
   double* ds = out_.sensor_col;
 
   // directions to chain: state columns, control columns
@@ -237,21 +238,21 @@ bool Derivative::RungeKutta(const mjModel* m) {
   const bool sensor_out = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
   const int first = state_out ? 0 : ndx, last = ctrl_out ? ndir : ndx;
   for (int k = first; k < last; k++) {
-    double* K = integ_.rk_dir_state + static_cast<size_t>(k) * ndx;
-    double* S = integ_.rk_dir_sum + static_cast<size_t>(k) * ndx;
+    double* K = integrator_.rk_dir_state + static_cast<size_t>(k) * ndx;
+    double* S = integrator_.rk_dir_sum + static_cast<size_t>(k) * ndx;
     for (int i = 0; i < ndx; i++) K[i] = k < ndx && i == k ? 1 : 0;
     for (int i = 0; i < ndx; i++) S[i] = 0;
   }
 
   // nominal stages X_i, rates F_i; the first also gives the sensor Jacobians
-  double* X0 = integ_.rk_state;
-  mju_copy(X0, d0_->qpos, nq);
-  mju_copy(X0 + nq, d0_->qvel, nv);
-  mju_copy(X0 + nq + nv, d0_->act, na);
+  double* X0 = integrator_.rk_state;
+  mju_copy(X0, stage_data_->qpos, nq);
+  mju_copy(X0 + nq, stage_data_->qvel, nv);
+  mju_copy(X0 + nq + nv, stage_data_->act, na);
   for (int stage = 0; stage < 4; stage++) {
-    double* Fi = integ_.rk_rate + stage * nva;
+    double* Fi = integrator_.rk_rate + stage * nva;
     if (stage > 0) RkStageState(m, stage);
-    d0_->time = time + kRK4C[stage] * h;
+    stage_data_->time = time + kRK4C[stage] * h;
     stage_.sensors = stage == 0 && sensor_out;
     if (!PrepareStage(m, true)) return false;
     if (stage == 0 && stage_.has_rows && stage_.solver && stage_.solution->position_correction) {
@@ -260,7 +261,7 @@ bool Derivative::RungeKutta(const mjModel* m) {
     }
     if (stage == 0)
       elastic_.Prepare(settings_, stage_.has_rows ? stage_.problem : nullptr, nominal_.qvel);
-    mju_copy(Fi, integ_.qacc, nv);
+    mju_copy(Fi, integrator_.qacc, nv);
     mju_copy(Fi + nv, nominal_.act_dot, na);
 
     // stage Jacobian G (nv+na x ndir, column-major) and the sensor Jacobians
@@ -283,40 +284,40 @@ bool Derivative::RungeKutta(const mjModel* m) {
 }
 
 void Derivative::RkStageState(const mjModel* m, int stage) {
-  // X_i = X_0 (+) h a_i (v_{i-1}, F_{i-1}) into d0_
+  // X_i = X_0 (+) h a_i (v_{i-1}, F_{i-1}) into stage_data_
   const int nq = nq_, nv = nv_, na = na_, nva = nv + na;
   const double h = m->opt.timestep;
-  const double* X0 = integ_.rk_state;
-  double* w = integ_.qvel_next;
+  const double* X0 = integrator_.rk_state;
+  double* w = integrator_.qvel_next;
   const double a = kRK4A[4 * (stage - 1)];  // the diagonal: stage i uses stage i - 1 alone
-  const double* Fp = integ_.rk_rate + (stage - 1) * nva;
-  const double* vp = integ_.rk_state + (stage - 1) * (nq + nv + na) + nq;
-  double* Xi = integ_.rk_state + stage * (nq + nv + na);
+  const double* Fp = integrator_.rk_rate + (stage - 1) * nva;
+  const double* vp = integrator_.rk_state + (stage - 1) * (nq + nv + na) + nq;
+  double* Xi = integrator_.rk_state + stage * (nq + nv + na);
   for (int i = 0; i < nv; i++) w[i] = a * vp[i];
   mju_copy(Xi, X0, nq);
   mj_integratePos(m, Xi, w, h);
   for (int i = 0; i < nv; i++) Xi[nq + i] = X0[nq + i] + h * a * Fp[i];
   for (int i = 0; i < na; i++) Xi[nq + nv + i] = X0[nq + nv + i] + h * a * Fp[nv + i];
-  mju_copy(d0_->qpos, Xi, nq);
-  mju_copy(d0_->qvel, Xi + nq, nv);
-  mju_copy(d0_->act, Xi + nq + nv, na);
+  mju_copy(stage_data_->qpos, Xi, nq);
+  mju_copy(stage_data_->qvel, Xi + nq, nv);
+  mju_copy(stage_data_->act, Xi + nq + nv, na);
 }
 
 void Derivative::RkChainStage(const mjModel* m, int stage, int first, int last) {
   const int nv = nv_, na = na_, ndx = 2 * nv + na, nva = nv + na, nq = nq_;
   const double h = m->opt.timestep;
-  const double* G = integ_.rk_stage_jac;
-  double* w = integ_.qvel_next;
+  const double* G = integrator_.rk_stage_jac;
+  double* w = integrator_.qvel_next;
 
   // each direction: dF_i = G [dX_i; du], S += b_i (dv_i, dF_i), dX_{i+1}
-  const double* vi = integ_.rk_state + stage * (nq + nv + na) + nq;
+  const double* vi = integrator_.rk_state + stage * (nq + nv + na) + nq;
   if (stage < 3) {
     for (int i = 0; i < nv; i++) w[i] = kRK4A[4 * stage] * vi[i];
-    IntegrateMaps(m, w, h, integ_.step_maps);
+    IntegrateMaps(m, w, h, integrator_.step_maps);
   }
   for (int k = first; k < last; k++) {
-    double* K = integ_.rk_dir_state + static_cast<size_t>(k) * ndx;
-    double* S = integ_.rk_dir_sum + static_cast<size_t>(k) * ndx;
+    double* K = integrator_.rk_dir_state + static_cast<size_t>(k) * ndx;
+    double* S = integrator_.rk_dir_sum + static_cast<size_t>(k) * ndx;
     double* dF = scratch_.a;
     double* dFact = tan_.dact;
     for (int i = 0; i < nv; i++) {
@@ -345,7 +346,7 @@ void Derivative::RkChainStage(const mjModel* m, int stage, int first, int last) 
       double* e = tan_.dq;
       mju_zero(e, nv);
       if (k < nv) e[k] = 1;
-      IntegrateTangent(m, integ_.step_maps, h, e, dw, K);
+      IntegrateTangent(m, integrator_.step_maps, h, e, dw, K);
       for (int i = 0; i < nv; i++) K[nv + i] = (k == nv + i ? 1 : 0) + h * a * dF[i];
       for (int i = 0; i < na; i++) K[2 * nv + i] = (k == 2 * nv + i ? 1 : 0) + h * a * dFact[i];
     }
@@ -355,30 +356,30 @@ void Derivative::RkChainStage(const mjModel* m, int stage, int first, int last) 
 void Derivative::RkNextState(const mjModel* m, int first, int last) {
   const int nq = nq_, nv = nv_, na = na_, ndx = 2 * nv + na, nva = nv + na;
   const double h = m->opt.timestep;
-  const double* X0 = integ_.rk_state;
+  const double* X0 = integrator_.rk_state;
 
   // next state: v+ = v0 + h sum b F, q+ = q0 (+) h sum b v, act+ = act0 + h sum b F_act
-  double* wsum = integ_.qvel_next;
+  double* wsum = integrator_.qvel_next;
   double* rate = scratch_.b;
   mju_zero(wsum, nv);
   mju_zero(rate, nv + na);
   for (int stage = 0; stage < 4; stage++) {
-    const double* vi = integ_.rk_state + stage * (nq + nv + na) + nq;
-    const double* Fi = integ_.rk_rate + stage * nva;
+    const double* vi = integrator_.rk_state + stage * (nq + nv + na) + nq;
+    const double* Fi = integrator_.rk_rate + stage * nva;
     for (int i = 0; i < nv; i++) wsum[i] += kRK4B[stage] * vi[i];
     for (int i = 0; i < nva; i++) rate[i] += kRK4B[stage] * Fi[i];
   }
   double* out = out_.state_col;
-  IntegrateMaps(m, wsum, h, integ_.step_maps);
+  IntegrateMaps(m, wsum, h, integrator_.step_maps);
   double* vnext = tan_.dv_free;
   for (int i = 0; i < nv; i++) vnext[i] = X0[nq + i] + h * rate[i];
   elastic_.Select(vnext);
   for (int k = first; k < last; k++) {
-    const double* S = integ_.rk_dir_sum + static_cast<size_t>(k) * ndx;
+    const double* S = integrator_.rk_dir_sum + static_cast<size_t>(k) * ndx;
     double* e = tan_.dq;
     mju_zero(e, nv);
     if (k < nv) e[k] = 1;
-    IntegrateTangent(m, integ_.step_maps, h, e, S, out);
+    IntegrateTangent(m, integrator_.step_maps, h, e, S, out);
     for (int i = 0; i < nv; i++) out[nv + i] = (k == nv + i ? 1 : 0) + h * S[nv + i];
     double* ea = tan_.dact;
     for (int i = 0; i < na; i++) ea[i] = k == 2 * nv + i ? 1 : 0;

@@ -96,7 +96,7 @@ void FdReference::Run(const mjModel* m, const mjData* d, mjData* scratch, double
   double* sminus = skipsensor ? nullptr : sensor_minus_;
   double* col = column_;
 
-  // nominal step; its position and velocity results stay in d0_ for the skips below
+  // nominal step; its position and velocity results stay in stage_data_ for the skips below
   CopyStepInputs(m, d, scratch);
   target->Step(m, mjSTAGE_NONE, skipsensor, next, sens);
 

@@ -109,13 +109,13 @@ bool SmoothTangent::AnalyticScope(const mjModel* m) const {
 }
 
 void SmoothTangent::DecideAnalytic(const mjModel* m) {
-  analytic_ = !stage_.sensors && !integ_.implicit && !(stage_.has_rows && plain_varying_) &&
+  analytic_ = !stage_.sensors && !integrator_.implicit && !(stage_.has_rows && plain_varying_) &&
               AnalyticScope(m);
-  for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = d0_->xfrc_applied[i] == 0;
+  for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = stage_data_->xfrc_applied[i] == 0;
 }
 
 void SmoothTangent::PrepareAnalytic(const mjModel* m) {
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const int nbody = m->nbody;
   const double* cdof = d->cdof;
   const double* cvel = d->cvel;
@@ -123,7 +123,7 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
   // Newton-Euler at (v, a, gravity) and, for Euler's implicit damping, at (0, a - aint, 0):
   // accelerations, body forces, subtree forces
   const double* a = d->qacc;
-  for (int pass = 0; pass < (integ_.damped ? 2 : 1); pass++) {
+  for (int pass = 0; pass < (integrator_.damped ? 2 : 1); pass++) {
     double* cacc = rne_.cacc + pass * 6 * nbody;
     double* cfrc = rne_.cfrc + pass * 6 * nbody;
     Zero6(cacc);
@@ -136,7 +136,7 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
           AddScl6(cb, d->cdof_dot + 6 * j, nominal_.qvel[j]);
           AddScl6(cb, cdof + 6 * j, a[j]);
         } else {
-          AddScl6(cb, cdof + 6 * j, a[j] - integ_.qacc[j]);
+          AddScl6(cb, cdof + 6 * j, a[j] - integrator_.qacc[j]);
         }
       }
       double* fb = cfrc + 6 * b;
@@ -169,7 +169,7 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
       AddScl6(v, cdof + 6 * j, nominal_.qvel[j]);
       AddScl6(a0, d->cdof_dot + 6 * j, nominal_.qvel[j]);
       AddScl6(a0, cdof + 6 * j, a[j]);
-      if (integ_.damped) AddScl6(a2, cdof + 6 * j, a[j] - integ_.qacc[j]);
+      if (integrator_.damped) AddScl6(a2, cdof + 6 * j, a[j] - integrator_.qacc[j]);
     }
   }
 
@@ -215,7 +215,7 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
 }
 
 void SmoothTangent::PrepareAnalyticRows(const mjModel* m) {
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const int nbody = m->nbody;
   const double* cdof = d->cdof;
 
@@ -257,7 +257,7 @@ void SmoothTangent::RneTangent(const mjModel* m, int k, double* dtau, double* dt
   // carried dofs. With w = S x u and c = S x a_u - w x u, each body force changes by
   // S x* f - I c - B w, so a subtree's by S x* F - crb c - Bsub w, and the S terms cancel against
   // the carried axes in dtau = d(cdof . F)
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const int nv = nv_, nbody = m->nbody;
   const double* S = d->cdof + 6 * k;
   const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
@@ -300,7 +300,7 @@ void SmoothTangent::RneVelTangent(const mjModel* m, int k, double* dtau) {
   // velocity of dof k: every body of the subtree moves by C = cdof_k more, and the cdof_dot of
   // the later dofs by C x cdof_j; a body force changes by B C + I e with e = cdof_dot_k - C x U
   // (U the velocity before the later dofs), a subtree's by Bsub C + crb e
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const int nv = nv_;
   const double* C = d->cdof + 6 * k;
   const int b0 = m->dof_bodyid[k], l = rne_.dof_cdot_start[k], end = rne_.subtree_dof_end[b0];
@@ -328,7 +328,7 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
   // change, one between carried i and an uncarried ancestor j changes by cdof_j . S x* (crb
   // cdof_i), and one between uncarried i, j on the chain above by cdof_j . (S x* (crb_0 cdof_i) -
   // crb_0 (S x cdof_i)), crb_0 the composite inertia of the subtree
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const double* S = d->cdof + 6 * k;
   const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
   const double* inert = d->crb + 10 * b0;
@@ -359,7 +359,7 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
 }
 
 void SmoothTangent::AnalyticVelocity(const mjModel* m, int k) {
-  mjData* d = d0_;
+  mjData* d = stage_data_;
   const int nv = nv_, na = na_;
 
   // -dbias/dv_k, joint damping, and the actuators on this dof (through their velocity)
@@ -369,20 +369,7 @@ void SmoothTangent::AnalyticVelocity(const mjModel* m, int k) {
   mju_zero(tan_.dact_dot, na);
   if (!DampersDisabled(m)) tan_.dqfrc_smooth[k] -= m->dof_damping[k];
   if (rne_.dof_actuator_velocity[k]) {
-    const double e = 1e-6;
-    for (int q = 0; q < rne_.dof_actuator_num[k]; q++) {
-      const int i = rne_.dof_actuators[rne_.dof_actuator_adr[k] + q];
-      d->actuator_velocity[i] += e * m->actuator_gear[6 * i];
-    }
-    mj_fwdActuation(m, d);
-    for (int q = 0; q < rne_.dof_actuator_num[k]; q++) {
-      const int i = rne_.dof_actuators[rne_.dof_actuator_adr[k] + q];
-      d->actuator_velocity[i] -= e * m->actuator_gear[6 * i];
-    }
-    for (int i = 0; i < nv; i++)
-      tan_.dqfrc_smooth[i] += (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
-    for (int i = 0; i < na; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / e;
-    RestoreActuation();
+    JointActuatorDifference(m, k, d->actuator_velocity);
   }
 }
 
@@ -446,14 +433,15 @@ void SmoothTangent::PatchTangent(int i, double step, const Twist& t1, const Twis
 }
 
 void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
-  mjData* d = d0_;
+  mjData* d = stage_data_;
   const int nv = nv_, na = na_;
 
   // smooth forces: -d(M a + bias) + springs + actuators, with dM a folded in (the blocked path
   // and no rows) or dM itself and the force's own tangent (the solvers' force tangents)
   const bool with_dM = stage_.has_rows && !stage_.batch;
   double* dtau = scratch_.b;
-  RneTangent(m, k, dtau, integ_.damped && !with_dM ? tan_.dqderiv_qacc : nullptr);  // dM (a - aint)
+  RneTangent(m, k, dtau,
+             integrator_.damped && !with_dM ? tan_.dqderiv_qacc : nullptr);  // dM (a - aint)
   for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = -dtau[i];
   tan_.has_dM = with_dM;
   if (with_dM) {
@@ -475,20 +463,7 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
   }
   if (rne_.dof_actuator_length[k]) {
     // joint-transmission lengths move with the dof: difference mj_fwdActuation
-    const double e = 1e-6;
-    for (int q = 0; q < rne_.dof_actuator_num[k]; q++) {
-      const int i = rne_.dof_actuators[rne_.dof_actuator_adr[k] + q];
-      d->actuator_length[i] += e * m->actuator_gear[6 * i];
-    }
-    mj_fwdActuation(m, d);
-    for (int q = 0; q < rne_.dof_actuator_num[k]; q++) {
-      const int i = rne_.dof_actuators[rne_.dof_actuator_adr[k] + q];
-      d->actuator_length[i] -= e * m->actuator_gear[6 * i];
-    }
-    for (int i = 0; i < nv; i++)
-      tan_.dqfrc_smooth[i] += (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
-    for (int i = 0; i < na; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / e;
-    RestoreActuation();
+    JointActuatorDifference(m, k, d->actuator_length);
   }
   if (!stage_.has_rows) return;
 
@@ -515,7 +490,7 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
 }
 
 void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
-  mjData* d = d0_;
+  mjData* d = stage_data_;
   const int b0 = m->dof_bodyid[k], last = rne_.subtree_last[b0];
 
   // contact pairs the subtree touches: collision on rigidly moved geom poses, forward and
@@ -570,7 +545,7 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
 void SmoothTangent::ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,
                                         const double dp[3], const double dF[9], const double* S,
                                         double tan[2][2][6][6]) const {
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const int dim = con.dim;
 
   // per side and row: d rho (uncarried dofs) and d rho - S x* rho (carried)
@@ -611,7 +586,7 @@ void SmoothTangent::ContactAxisTangents(const mjModel* m, const Contact& con, co
 }
 
 void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
-  mjData* d = d0_;
+  mjData* d = stage_data_;
   const int nv = nv_;
   const int b0 = m->dof_bodyid[k];
   const int carry = rne_.dof_carry_start[k],
@@ -729,6 +704,25 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
       tan_.dJ_qvel_next[row + r] = djv[r];
     }
   }
+}
+
+void SmoothTangent::JointActuatorDifference(const mjModel* m, int k, mjtNum* field) {
+  mjData* d = stage_data_;
+  const int nv = nv_, na = na_;
+  const double e = 1e-6;
+  for (int q = 0; q < rne_.dof_actuator_num[k]; q++) {
+    const int i = rne_.dof_actuators[rne_.dof_actuator_adr[k] + q];
+    field[i] += e * m->actuator_gear[6 * i];
+  }
+  mj_fwdActuation(m, d);
+  for (int q = 0; q < rne_.dof_actuator_num[k]; q++) {
+    const int i = rne_.dof_actuators[rne_.dof_actuator_adr[k] + q];
+    field[i] -= e * m->actuator_gear[6 * i];
+  }
+  for (int i = 0; i < nv; i++)
+    tan_.dqfrc_smooth[i] += (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
+  for (int i = 0; i < na; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / e;
+  RestoreActuation();
 }
 
 }  // namespace contactkit

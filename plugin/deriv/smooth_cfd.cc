@@ -63,7 +63,7 @@ double SmoothTangent::CfdSoftplus(double r, double* slope) const {
 }
 
 void SmoothTangent::CfdAdjustProblem(const mjModel* m, Problem* p) {
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const double impratio = std::max(kMinVal, m->opt.impratio);
   for (int c = 0; c < p->ncon; c++) {
     Contact& con = p->con[c];
@@ -138,7 +138,7 @@ void SmoothTangent::CfdAdjustAref(mjData* d) {
 }
 
 void SmoothTangent::CfdForward(const mjModel* m) {
-  mjData* d = d0_;
+  mjData* d = stage_data_;
 
   // position stage with every margin enlarged, then MuJoCo's rows adjusted
   mj_fwdPosition(cfd_model_, d);

@@ -54,16 +54,16 @@ void SmoothTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
   rne_.Carve(c, n);
 }
 
-void SmoothTangent::Setup(const mjModel* m, const DerivSizes& n, mjData* d0, mjData* d1,
-                          ckHandle* shadow) {
+void SmoothTangent::Setup(const mjModel* m, const DerivSizes& n, mjData* stage_data,
+                          mjData* pass_data, ckHandle* shadow) {
   nq_ = n.nq;
   nv_ = n.nv;
   na_ = n.na;
   nu_ = n.nu;
   nM_ = n.nM;
   ns_ = n.ns;
-  d0_ = d0;
-  d1_ = d1;
+  stage_data_ = stage_data;
+  pass_data_ = pass_data;
   shadow_ = shadow;
   pairs_.Fill(m, n);
   rne_.Fill(m);
@@ -82,7 +82,7 @@ void SmoothTangent::PrepareRows(const mjModel* m) {
 }
 
 void SmoothTangent::PreparePairs(const mjModel* m) {
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   pairs_.npair = 0;
   for (int c = 0; c < d->ncon; c++) {
     const mjContact* con = d->contact + c;
@@ -177,7 +177,7 @@ void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
 }
 
 void SmoothTangent::ActuationTangent(const mjModel* m, int kind, int index) {
-  mjData* d = d0_;
+  mjData* d = stage_data_;
   const int nv = nv_, na = na_;
   double e = kNudge;
   double* target;
@@ -216,7 +216,7 @@ void SmoothTangent::ActuationTangent(const mjModel* m, int kind, int index) {
   }
 
   // implicit: qDeriv holds gain_vel * (ctrl or act) moment' moment of affine-gain actuators
-  if (integ_.implicit) {
+  if (integrator_.implicit) {
     const int iu = kind == kCtrl ? index : index + m->nu - na;
     const bool direct = m->actuator_dyntype[iu] == mjDYN_NONE;
     const bool skipped =
@@ -225,7 +225,7 @@ void SmoothTangent::ActuationTangent(const mjModel* m, int kind, int index) {
       const double gain_vel = m->actuator_gainprm[mjNGAIN * iu + 2];
       double* moment = rows_.moment;
       ActuatorMoment(m, d, iu, moment);
-      const double ma = mju_dot(moment, integ_.qacc, nv);
+      const double ma = mju_dot(moment, integrator_.qacc, nv);
       for (int i = 0; i < nv; i++)
         tan_.dqderiv_qacc[i] = m->opt.timestep * gain_vel * moment[i] * ma;
     }
@@ -297,9 +297,9 @@ void SmoothTangent::CorrectActuatorVel(const mjModel* m, const mjData* d) {
 }
 
 void SmoothTangent::RestoreActuation() {
-  mju_copy(d0_->actuator_force, nominal_.actuator_force, nu_);
-  mju_copy(d0_->qfrc_actuator, nominal_.qfrc_actuator, nv_);
-  mju_copy(d0_->act_dot, nominal_.act_dot, na_);
+  mju_copy(stage_data_->actuator_force, nominal_.actuator_force, nu_);
+  mju_copy(stage_data_->qfrc_actuator, nominal_.qfrc_actuator, nv_);
+  mju_copy(stage_data_->act_dot, nominal_.act_dot, na_);
 }
 
 void SmoothTangent::VelocityTangent(const mjModel* m, int index) {
@@ -317,7 +317,7 @@ void SmoothTangent::VelocityTangent(const mjModel* m, int index) {
   }
 
   // implicit: d(qDeriv aint)/dv of the velocity-bilinear RNE part
-  if (integ_.implicit) {
+  if (integrator_.implicit) {
     const double* blk2 = trees_.qderiv_rne + trees_.blockadr[t] + (index - b) * n;
     for (int i = 0; i < n; i++) tan_.dqderiv_qacc[b + i] = m->opt.timestep * blk2[i];
   }
@@ -333,7 +333,7 @@ void SmoothTangent::VelocityTangent(const mjModel* m, int index) {
 }
 
 void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const double* dv, double eps) {
-  mjData* d = d1_;
+  mjData* d = pass_data_;
   const int nv = nv_;
 
   // perturbed state
@@ -379,7 +379,7 @@ void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const doubl
   for (int i = 0; i < na_; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / eps;
 
   // implicit: d(qDeriv aint)/dq by the exact velocity differences of the perturbed RNE
-  if (integ_.implicit && !dv) {
+  if (integrator_.implicit && !dv) {
     double* x = scratch_.a;
     SmoothVelocityProduct(m, d, x);
     for (int i = 0; i < nv; i++) {
@@ -398,7 +398,7 @@ void SmoothTangent::SmoothVelocityProduct(const mjModel* m, mjData* d, double* o
   mju_copy(save, d->qvel, nv);
   for (int side = 0; side < 2; side++) {
     const double s = side == 0 ? 1 : -1;
-    for (int i = 0; i < nv; i++) d->qvel[i] = save[i] + s * integ_.qacc[i];
+    for (int i = 0; i < nv; i++) d->qvel[i] = save[i] + s * integrator_.qacc[i];
     mj_fwdVelocity(m, d);
     mj_fwdActuation(m, d);
     for (int i = 0; i < nv; i++) {
@@ -429,8 +429,9 @@ bool SmoothTangent::Recollide(const mjModel* m, mjData* d, double eps) {
       double* mat = d->geom_xmat + 9 * geom;
       mju_copy3(saved[g], pos);
       mju_copy(saved[g] + 3, mat, 9);
-      for (int r = 0; r < 3; r++) pos[r] = 2 * d0_->geom_xpos[3 * geom + r] - saved[g][r];
-      for (int r = 0; r < 9; r++) mat[r] = 2 * d0_->geom_xmat[9 * geom + r] - saved[g][3 + r];
+      for (int r = 0; r < 3; r++) pos[r] = 2 * stage_data_->geom_xpos[3 * geom + r] - saved[g][r];
+      for (int r = 0; r < 9; r++)
+        mat[r] = 2 * stage_data_->geom_xmat[9 * geom + r] - saved[g][3 + r];
     }
     found &= RecollidePair(m, d, k, eps, 2, pairs_.backward);
     for (int g = 0; g < 2; g++) {
@@ -444,11 +445,11 @@ bool SmoothTangent::Recollide(const mjModel* m, mjData* d, double eps) {
     }
 
     // contacts not found again (a patch that switched points, a changed count) are held and
-    // move with their bodies from d0_ to d
+    // move with their bodies from stage_data_ to d
     Twist tw[2];
     for (int side = 0; side < 2 && !found; side++) {
       const int b = side ? pr.body2 : pr.body1;
-      const double* R0 = d0_->xmat + 9 * b;
+      const double* R0 = stage_data_->xmat + 9 * b;
       const double* R1 = d->xmat + 9 * b;
       double W[9];  // (R1 R0' - I) / eps
       for (int r = 0; r < 3; r++) {
@@ -460,8 +461,8 @@ bool SmoothTangent::Recollide(const mjModel* m, mjData* d, double eps) {
       tw[side].w[1] = 0.5 * (W[2] - W[6]);
       tw[side].w[2] = 0.5 * (W[3] - W[1]);
       for (int r = 0; r < 3; r++) {
-        tw[side].o[r] = d0_->xpos[3 * b + r];
-        tw[side].v[r] = (d->xpos[3 * b + r] - d0_->xpos[3 * b + r]) / eps;
+        tw[side].o[r] = stage_data_->xpos[3 * b + r];
+        tw[side].v[r] = (d->xpos[3 * b + r] - stage_data_->xpos[3 * b + r]) / eps;
       }
     }
 
@@ -609,7 +610,7 @@ void SmoothTangent::PlainRowTangent(const mjModel* m, const double* dq, double e
   if (!plain_varying_) return;
 
   // the others from MuJoCo's own rows at the perturbed state (contacts left out)
-  mjData* d = d1_;
+  mjData* d = pass_data_;
   const int ncon = d->ncon;
   d->ncon = 0;
   mj_makeConstraint(m, d);
@@ -713,7 +714,7 @@ void SmoothTangent::RowTangents() {
     }
     return;
   }
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
 
   // impedance and regularizer of the plain rows: imp' (MuJoCo's KBIP[3]) times the change of
   // the impedance's argument: the row's own distance, or the norm of a connect / weld residual
@@ -769,12 +770,12 @@ void SmoothTangent::RowTangents() {
 namespace contactkit {
 
 void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
-  mjData* d = d1_;
-  const mjData* d0 = d0_;
+  mjData* d = pass_data_;
+  const mjData* d0 = stage_data_;
   const int nv = nv_;
   const double e = kind == kPos ? kPosStep : kNudge;
 
-  // state and controls of this direction (positions: the pass left d1_ there)
+  // state and controls of this direction (positions: the pass left pass_data_ there)
   d->nefc = 0;
   for (int i = 0; i < nv; i++) d->qvel[i] = nominal_.qvel[i] + e * tan_.dv[i];
   for (int i = 0; i < na_; i++) d->act[i] = nominal_.act[i] + e * tan_.dact[i];
@@ -800,7 +801,7 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
   if (stage_.has_rows) {
     stage_.problem->mass.Solve(da);
   } else {
-    mj_solveM(m, d0_, da, da, 1);
+    mj_solveM(m, stage_data_, da, da, 1);
   }
   for (int i = 0; i < nv; i++) {
     d->qacc[i] = d0->qacc[i] + e * da[i];

@@ -34,7 +34,7 @@ class SmoothTangent {
         nominal_(nominal),
         tan_(tan),
         trees_(trees),
-        integ_(integ),
+        integrator_(integ),
         scratch_(scratch),
         stage_(stage) {}
   SmoothTangent(const SmoothTangent&) = delete;
@@ -42,9 +42,10 @@ class SmoothTangent {
   ~SmoothTangent();
 
   void Carve(ArenaCarver& c, const DerivSizes& n);
-  // the model's structure; the scratch data (d0: nominal stage, d1: perturbation passes) and the
-  // shadow handle that steps
-  void Setup(const mjModel* m, const DerivSizes& n, mjData* d0, mjData* d1, ckHandle* shadow);
+  // the model's structure; the scratch data (stage_data: nominal stage, pass_data: perturbation
+  // passes) and the shadow handle that steps
+  void Setup(const mjModel* m, const DerivSizes& n, mjData* stage_data, mjData* pass_data,
+             ckHandle* shadow);
 
   // ---- a stage (smooth_tangent.cc) ----
   // start a stage: contacts from distance on or off, no mode changes
@@ -65,7 +66,7 @@ class SmoothTangent {
   // ---- a direction (smooth_tangent.cc) ----
   // tangents of the smooth data and rows along a unit direction
   void UnitTangent(const mjModel* m, int kind, int index);
-  // controls and activations: differences of mj_fwdActuation on d0_
+  // controls and activations: differences of mj_fwdActuation on stage_data_
   void ActuationTangent(const mjModel* m, int kind, int index);
   void RestoreActuation();
   // trees_.qderiv's affine actuator terms made d actuator force / d qvel: zero where clamped
@@ -74,7 +75,7 @@ class SmoothTangent {
   bool LinearInCtrl(const mjModel* m, int i, double e) const;
   // velocities: qDeriv and J
   void VelocityTangent(const mjModel* m, int index);
-  // positions: a pass on d1_ at q0 (+) eps dq (and v0 + eps dv, nullable)
+  // positions: a pass on pass_data_ at q0 (+) eps dq (and v0 + eps dv, nullable)
   void PositionPass(const mjModel* m, const double* dq, const double* dv, double eps);
   // qDeriv aint of the polynomial velocity terms at the position stage in d (out: nv)
   void SmoothVelocityProduct(const mjModel* m, mjData* d, double* out);
@@ -124,6 +125,10 @@ class SmoothTangent {
   // found it again
   bool GeometryTangent(int i, double step, double dp[3], double dF[9], double* ddist) const;
   void AnalyticVelocity(const mjModel* m, int k);
+  // the joint actuators of dof k: add to the direction's tangent the differences of
+  // mj_fwdActuation along their lengths or velocities (field: the stage data's actuator_length or
+  // actuator_velocity)
+  void JointActuatorDifference(const mjModel* m, int k, mjtNum* field);
   // the contact pairs dof k's subtree touches, re-collided on geom poses moved rigidly along it
   // forward and backward (into pairs_.forward, pairs_.backward)
   void RecollideRigid(const mjModel* m, int k);
@@ -142,7 +147,7 @@ class SmoothTangent {
   double CfdImpedance(const double solimp[5], double r, double* slope) const;
   // softplus position term s(r) = -tau log(1 + exp(-r / tau)) and its slope
   double CfdSoftplus(double r, double* slope) const;
-  // the stage's forward pass on the contacts-from-distance problem (d0_)
+  // the stage's forward pass on the contacts-from-distance problem (stage_data_)
   void CfdForward(const mjModel* m);
   // MuJoCo's rows of the contacts: margin, impedance, R; then the softplus references
   void CfdAdjustRows(mjData* d);
@@ -174,12 +179,12 @@ class SmoothTangent {
   NominalStage& nominal_;
   DirectionTangent& tan_;
   TreeBlocks& trees_;
-  IntegratorTangent& integ_;
+  IntegratorTangent& integrator_;
   Scratch& scratch_;
   StageState& stage_;
-  mjData* d0_ = nullptr;        // nominal stage
-  mjData* d1_ = nullptr;        // perturbation passes
-  ckHandle* shadow_ = nullptr;  // steps the contacts-from-distance problem
+  mjData* stage_data_ = nullptr;  // nominal stage
+  mjData* pass_data_ = nullptr;   // perturbation passes
+  ckHandle* shadow_ = nullptr;    // steps the contacts-from-distance problem
   int nq_ = 0, nv_ = 0, na_ = 0, nu_ = 0, nM_ = 0, ns_ = 0;
 
   // its workspace

@@ -12,7 +12,7 @@
 namespace contactkit {
 
 bool Derivative::PrepareMujocoProblem(const mjModel* m) {
-  mjData* d = d0_;
+  mjData* d = stage_data_;
   Problem& p = storage_.problem();
   Solution& sol = storage_.solution();
   if (extractor_.Extract(m, d, &p) > 0) {
@@ -82,7 +82,7 @@ void Derivative::ResetShadow() {
 }
 
 bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
-  mjData* d = d0_;
+  mjData* d = stage_data_;
   const int nv = nv_;
 
   // nominal forward with the derivative's own handle (cold solver: reproducible, the caller's
@@ -128,7 +128,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
 
   // "mujoco" with constraint rows: directions in blocks; analytic position tangents where the
   // model allows (and the solver's tangent does not need the mass matrix's)
-  integ_.implicit = !rk4 && IsImplicit(m);
+  integrator_.implicit = !rk4 && IsImplicit(m);
   stage_.batch = !shadow_->solver && stage_.has_rows && !stage_.sensors;
   smooth_.DecideAnalytic(m);
 
@@ -153,7 +153,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   }
 
   smooth_.PreparePairs(smooth_.contact_model(m));
-  if (!integ_.Prepare(m, d, nominal_.mass, rk4)) {
+  if (!integrator_.Prepare(m, d, nominal_.mass, rk4)) {
     fallback_ = ckFALLBACK_IMPLICIT;
     return false;
   }
@@ -173,7 +173,7 @@ int Derivative::CountIncluded(const mjData* d) const {
 
 void Derivative::AnchorTangent(const mjModel* m) {
   const Problem& p = *stage_.problem;
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const int nv = nv_;
   bool position = false;
   for (int i = 0; i < nv && !position; i++) position = tan_.dq[i] != 0;
@@ -266,47 +266,47 @@ bool Derivative::SolveTangent(const mjModel* m) {
   if (tan_.has_dM) {
     for (int i = 0; i < nv; i++) {
       int adr = m->dof_Madr[i];
-      tan_.dqacc_int[i] -= tan_.dM[adr++] * integ_.qacc[i];
+      tan_.dqacc_int[i] -= tan_.dM[adr++] * integrator_.qacc[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-        tan_.dqacc_int[i] -= tan_.dM[adr] * integ_.qacc[j];
-        tan_.dqacc_int[j] -= tan_.dM[adr] * integ_.qacc[i];
+        tan_.dqacc_int[i] -= tan_.dM[adr] * integrator_.qacc[j];
+        tan_.dqacc_int[j] -= tan_.dM[adr] * integrator_.qacc[i];
       }
     }
   }
-  integ_.Solve(tan_.dqacc_int);
+  integrator_.Solve(tan_.dqacc_int);
   return true;
 }
 void Derivative::PreparePasses(const mjModel* m) {
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const int nv = nv_;
 
   // inputs of the perturbation passes; their base at the nominal positions
-  CopyStepInputs(m, d, d1_);
-  if (integ_.implicit || stage_.sensors) {
-    mj_kinematics(m, d1_);
-    mj_comPos(m, d1_);
-    if (stage_.sensors) mj_camlight(m, d1_);
-    mj_tendon(m, d1_);
-    MassMatrix(m, d1_);
-    mj_transmission(m, d1_);
-    d1_->nefc = 0;
+  CopyStepInputs(m, d, pass_data_);
+  if (integrator_.implicit || stage_.sensors) {
+    mj_kinematics(m, pass_data_);
+    mj_comPos(m, pass_data_);
+    if (stage_.sensors) mj_camlight(m, pass_data_);
+    mj_tendon(m, pass_data_);
+    MassMatrix(m, pass_data_);
+    mj_transmission(m, pass_data_);
+    pass_data_->nefc = 0;
   }
-  if (integ_.implicit) {
+  if (integrator_.implicit) {
     // qDeriv aint of the polynomial velocity terms, and the RNE part of qDeriv at velocity aint
-    smooth_.SmoothVelocityProduct(m, d1_, trees_.qderiv_qacc_poly);
+    smooth_.SmoothVelocityProduct(m, pass_data_, trees_.qderiv_qacc_poly);
     // (the other terms do not depend on the velocity: the difference at aint and 0)
     for (int side = 0; side < 2; side++) {
-      for (int i = 0; i < nv; i++) d1_->qvel[i] = side == 0 ? integ_.qacc[i] : 0;
-      mj_fwdVelocity(m, d1_);
-      mj_fwdActuation(m, d1_);
+      for (int i = 0; i < nv; i++) pass_data_->qvel[i] = side == 0 ? integrator_.qacc[i] : 0;
+      mj_fwdVelocity(m, pass_data_);
+      mj_fwdActuation(m, pass_data_);
       // the nominal clamp states on both sides: the actuator terms cancel (piecewise constant)
-      mju_copy(d1_->actuator_force, nominal_.actuator_force, nu_);
-      SmoothVelDerivative(m, d1_);
-      smooth_.DenseQDeriv(m, d1_, trees_.qderiv_rne, side == 0 ? 1 : -1, side == 0);
+      mju_copy(pass_data_->actuator_force, nominal_.actuator_force, nu_);
+      SmoothVelDerivative(m, pass_data_);
+      smooth_.DenseQDeriv(m, pass_data_, trees_.qderiv_rne, side == 0 ? 1 : -1, side == 0);
     }
-    mju_copy(d1_->qvel, nominal_.qvel, nv);
-    mj_fwdVelocity(m, d1_);
-    mj_fwdActuation(m, d1_);
+    mju_copy(pass_data_->qvel, nominal_.qvel, nv);
+    mj_fwdVelocity(m, pass_data_);
+    mj_fwdActuation(m, pass_data_);
   }
 }
 

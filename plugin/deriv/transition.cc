@@ -24,8 +24,8 @@ constexpr double kNudge = 1e-6;  // step of the forward differences of part (a)
 //---------------------------------- workspace -----------------------------------------------------
 
 Derivative::~Derivative() {
-  if (d1_) mj_deleteData(d1_);
-  if (d0_) mj_deleteData(d0_);
+  if (pass_data_) mj_deleteData(pass_data_);
+  if (stage_data_) mj_deleteData(stage_data_);
   ck_free(shadow_);
 }
 
@@ -42,9 +42,9 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   shadow_ = MakeHandle(m, inner, false, error);
   if (!shadow_) return false;
   shadow_->extractor.set_structural(true);
-  d0_ = mj_makeData(m);
-  d1_ = mj_makeData(m);
-  if (!d0_ || !d1_) {
+  stage_data_ = mj_makeData(m);
+  pass_data_ = mj_makeData(m);
+  if (!stage_data_ || !pass_data_) {
     *error = "could not allocate the derivative's scratch mjData";
     return false;
   }
@@ -78,7 +78,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
     nominal_.Carve(c, n);
     tan_.Carve(c, n);
     trees_.Carve(c, n);
-    integ_.Carve(c, n, m);
+    integrator_.Carve(c, n, m);
     block_.Carve(c, n);
     fd_.Carve(c, n);
     out_.Carve(c, n);
@@ -89,8 +89,8 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
 
   // what does not change with the state
   trees_.Fill(dof_tree, n.nv, n.ntree);
-  smooth_.Setup(m, n, d0_, d1_, shadow_);
-  integ_.Bind(&trees_, dof_tree, n.ntree);
+  smooth_.Setup(m, n, stage_data_, pass_data_, shadow_);
+  integrator_.Bind(&trees_, dof_tree, n.ntree);
   for (size_t c = 0; c < n.ncon; c++) out_.contact_modes[c] = -1;
   return true;
 }
@@ -122,11 +122,11 @@ bool Derivative::SetSettings(const mjModel* m, const ckSettings& s, std::string*
 void Derivative::Step(const mjModel* m, int skipstage, int skipsensor, double* next,
                       double* sensor) {
   ResetShadow();
-  StepSkip(shadow_, m, d0_, skipstage, skipsensor);
-  mju_copy(next, d0_->qpos, nq_);
-  mju_copy(next + nq_, d0_->qvel, nv_);
-  mju_copy(next + nq_ + nv_, d0_->act, na_);
-  if (sensor) mju_copy(sensor, d0_->sensordata, ns_);
+  StepSkip(shadow_, m, stage_data_, skipstage, skipsensor);
+  mju_copy(next, stage_data_->qpos, nq_);
+  mju_copy(next + nq_, stage_data_->qvel, nv_);
+  mju_copy(next + nq_ + nv_, stage_data_->act, na_);
+  if (sensor) mju_copy(sensor, stage_data_->sensordata, ns_);
 }
 
 void Derivative::FiniteDiff(const mjModel* m, const mjData* d, mjtNum eps, int centered, mjtNum* A,
@@ -141,7 +141,7 @@ void Derivative::FiniteDiff(const mjModel* m, const mjData* d, mjtNum eps, int c
 
 void Derivative::FiniteDiffSink(const mjModel* m, const mjData* d, double eps, int centered) {
   const bool sensors = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
-  fd_.Run(m, d, d0_, eps, centered, sink_.WantsState(), sink_.WantsCtrl(), sensors, this);
+  fd_.Run(m, d, stage_data_, eps, centered, sink_.WantsState(), sink_.WantsCtrl(), sensors, this);
 }
 
 void Derivative::EmitState(int col, const double* out) {
@@ -192,7 +192,7 @@ int Derivative::Run(const mjModel* m, const mjData* d) {
     ok = false;
   }
   if (ok) {
-    CopyStepInputs(m, d, d0_);
+    CopyStepInputs(m, d, stage_data_);
     ok = m->opt.integrator == mjINT_RK4 ? RungeKutta(m) : SingleStage(m);
   }
   return ok ? 0 : 1;
@@ -257,7 +257,7 @@ void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
       v += 3;
     }
     if (type == mjJNT_FREE || type == mjJNT_BALL) {
-      const double* Jr = integ_.step_maps + 18 * j + 9;
+      const double* Jr = integrator_.step_maps + 18 * j + 9;
       for (int i = 0; i < 3; i++) {
         for (int r = 0; r < 3; r++) lam[v + i] += h * Jr[3 * r + i] * sink_.dx[v + r];
       }
