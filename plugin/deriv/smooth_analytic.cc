@@ -15,7 +15,7 @@
 //     with q, differenced through mj_fwdActuation) give the rest.
 // Models outside this scope (tendons, other transmissions, ball and free joint springs, fluid
 // forces, applied Cartesian forces, equality constraints and limits whose Jacobian changes, the
-// implicit integrator, sensors, callbacks) use the position passes of derivative_smooth.cc.
+// implicit integrator, sensors, callbacks) use the position passes of smooth_tangent.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

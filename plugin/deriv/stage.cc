@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 //
 // The nominal stage: a forward pass on the shadow handle, the solved problem, what the tangents
-// reuse; and the solver's force tangent along one direction (part b).
+// reuse; and the solver's force tangent along one direction.
 #include <cmath>
 #include <cstring>
 
@@ -169,7 +169,7 @@ int Derivative::CountIncluded(const mjData* d) const {
   return n;
 }
 
-//---------------------------------- (b) and (c) ---------------------------------------------------
+//---------------------------------- force tangent -------------------------------------------------
 
 void Derivative::AnchorTangent(const mjModel* m) {
   const Problem& p = *stage_.problem;
@@ -216,7 +216,7 @@ void Derivative::AnchorTangent(const mjModel* m) {
 bool Derivative::SolveTangent(const mjModel* m) {
   const int nv = nv_;
 
-  // (b) force tangent and the constraint force's tangent J' df + dJ' f
+  // force tangent and the constraint force's tangent J' df + dJ' f
   for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] = 0;
   tan_.has_dposition_correction = false;
   if (stage_.has_rows) {
@@ -260,7 +260,7 @@ bool Derivative::SolveTangent(const mjModel* m) {
     }
   }
 
-  // (c) M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint
+  // integrator: M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint
   for (int i = 0; i < nv; i++)
     tan_.dqacc_int[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
   if (tan_.has_dM) {

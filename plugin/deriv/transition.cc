@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 //
-// The derivative workspace, the stages of a step, (b) the solver's force tangent, (c) the
-// integrators, and the C API.
+// The transition entry points: set-up of the parts, ck_transitionJac / VJP / FD, the output
+// columns, the complementarity-aware VJP, and the C API.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -17,7 +17,7 @@
 namespace contactkit {
 namespace {
 
-constexpr double kNudge = 1e-6;  // step of the forward differences of part (a)
+constexpr double kNudge = 1e-6;  // step of the finite-difference fallback
 
 }  // namespace
 
