@@ -126,6 +126,9 @@ class Derivative : private FdTarget {
   // column col of [A B] (state tangent out, 2nv+na) and of [C D] (sensor tangent ds)
   void EmitState(int col, const double* out) override;
   void EmitSensor(int col, const double* ds) override;
+  // column col (n rows) of [X U] (nullable), and its product with adjoint (n, nullable) into
+  // sink_'s gx or gu
+  void EmitColumn(int col, const double* x, int n, mjtNum* X, mjtNum* U, const mjtNum* adjoint);
   // finite differences into sink_, each step by Step (ck_step on stage_data_ and the shadow handle)
   void FiniteDiffSink(const mjModel* m, const mjData* d, double eps, int centered);
   void Step(const mjModel* m, int skipstage, int skipsensor, double* next, double* sensor) override;

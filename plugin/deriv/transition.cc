@@ -145,33 +145,27 @@ void Derivative::FiniteDiffSink(const mjModel* m, const mjData* d, double eps, i
 }
 
 void Derivative::EmitState(int col, const double* out) {
-  const int ndx = 2 * nv_ + na_, nu = nu_;
   if (elastic_.n()) elastic_.Column(col, out);
-  if (col < ndx) {
-    if (sink_.A) {
-      for (int i = 0; i < ndx; i++) sink_.A[i * ndx + col] = out[i];
-    }
-    if (sink_.gx && sink_.dx) sink_.gx[col] += mju_dot(out, sink_.dx, ndx);
-  } else {
-    if (sink_.B) {
-      for (int i = 0; i < ndx; i++) sink_.B[i * nu + (col - ndx)] = out[i];
-    }
-    if (sink_.gu && sink_.dx) sink_.gu[col - ndx] += mju_dot(out, sink_.dx, ndx);
-  }
+  EmitColumn(col, out, 2 * nv_ + na_, sink_.A, sink_.B, sink_.dx);
 }
 
 void Derivative::EmitSensor(int col, const double* ds) {
-  const int ndx = 2 * nv_ + na_, nu = nu_, ns = ns_;
+  EmitColumn(col, ds, ns_, sink_.C, sink_.D, sink_.ds);
+}
+
+void Derivative::EmitColumn(int col, const double* x, int n, mjtNum* X, mjtNum* U,
+                            const mjtNum* adjoint) {
+  const int ndx = 2 * nv_ + na_, nu = nu_;
   if (col < ndx) {
-    if (sink_.C) {
-      for (int i = 0; i < ns; i++) sink_.C[i * ndx + col] = ds[i];
+    if (X) {
+      for (int i = 0; i < n; i++) X[i * ndx + col] = x[i];
     }
-    if (sink_.gx && sink_.ds) sink_.gx[col] += mju_dot(ds, sink_.ds, ns);
+    if (sink_.gx && adjoint) sink_.gx[col] += mju_dot(x, adjoint, n);
   } else {
-    if (sink_.D) {
-      for (int i = 0; i < ns; i++) sink_.D[i * nu + (col - ndx)] = ds[i];
+    if (U) {
+      for (int i = 0; i < n; i++) U[i * nu + (col - ndx)] = x[i];
     }
-    if (sink_.gu && sink_.ds) sink_.gu[col - ndx] += mju_dot(ds, sink_.ds, ns);
+    if (sink_.gu && adjoint) sink_.gu[col - ndx] += mju_dot(x, adjoint, n);
   }
 }
 int Derivative::Run(const mjModel* m, const mjData* d) {
