@@ -8,6 +8,7 @@
 
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
+#include "plugin/step/integrator.h"
 
 #if CK_MJ3
 #define CK_SENS_E_POTENTIAL mjSENS_E_POTENTIAL
@@ -64,10 +65,6 @@ void FwdPosition(const ckHandle* ck, const mjModel* m, mjData* d) {
   mj_fwdPosition(m, d);
 }
 
-// Butcher tableau of MuJoCo's RK4
-const mjtNum kRK4A[9] = {0.5, 0, 0, 0, 0.5, 0, 0, 0, 1};
-const mjtNum kRK4B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
-
 // Problem::regap through the handle's extractor and scratch mjData
 bool Regap(void* context, const Problem& p, const double* v_next, double* pos_next,
            double* jac_next) {
@@ -105,11 +102,7 @@ mjtNum NextActivation(const mjModel* m, const mjData* d, int i, int adr, mjtNum 
   } else {
     act = act + act_dot * m->opt.timestep;
   }
-  if (m->actuator_actlimited[i]) {
-    const mjtNum* range = m->actuator_actrange + 2 * i;
-    act = mju_clip(act, range[0], range[1]);
-  }
-  return act;
+  return ClipActivation(m, i, act, nullptr);
 }
 
 // actuator i is in a disabled group
@@ -135,11 +128,7 @@ void Advance(const mjModel* m, mjData* d, const mjtNum* act_dot, const mjtNum* q
   if (m->na) {
     mju_addToScl(d->act, act_dot, m->opt.timestep, m->na);
     for (int i = 0; i < m->na; i++) {
-      const int iu = i + m->nu - m->na;
-      if (m->actuator_actlimited[iu]) {
-        const mjtNum* range = m->actuator_actrange + 2 * iu;
-        d->act[i] = mju_clip(d->act[i], range[0], range[1]);
-      }
+      d->act[i] = ClipActivation(m, i + m->nu - m->na, d->act[i], nullptr);
     }
   }
 #endif

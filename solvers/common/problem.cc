@@ -2,37 +2,17 @@
 #include "solvers/common/problem.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 namespace contactkit {
 namespace {
-
-// carves typed arrays out of one block; a first pass with base == nullptr only counts bytes
-class Carver {
- public:
-  explicit Carver(char* base) : base_(base) {}
-  template <typename T>
-  T* Take(size_t n) {
-    used_ = (used_ + 63) & ~static_cast<size_t>(63);
-    T* p = base_ ? reinterpret_cast<T*>(base_ + used_) : nullptr;
-    used_ += sizeof(T) * (n ? n : 1);
-    return p;
-  }
-  size_t used() const { return used_; }
-
- private:
-  char* base_;
-  size_t used_ = 0;
-};
 
 // tree structure arrays: parent, madr, dof_tree (nv), tree_dofadr, tree_dofnum (ntree)
 struct TreeArrays {
   int *parent, *madr, *dof_tree, *tree_dofadr, *tree_dofnum;
 };
 
-void Carve(Carver& c, const ProblemDims& d, Problem* p, Solution* s, TreeArrays* t) {
+void Carve(ArenaCarver& c, const ProblemDims& d, Problem* p, Solution* s, TreeArrays* t) {
   const size_t nv = d.nv, rows = d.max_rows, nnz = d.max_nnz, ntree = d.ntree;
   p->v_free = c.Take<double>(nv);
   p->mass.M = c.Take<double>(d.nM);
@@ -79,25 +59,16 @@ void Carve(Carver& c, const ProblemDims& d, Problem* p, Solution* s, TreeArrays*
 
 }  // namespace
 
-ProblemStorage::~ProblemStorage() { std::free(block_); }
-
 void ProblemStorage::Allocate(const ProblemDims& dims, const int* dof_parent, const int* dof_madr,
                               const int* dof_tree, int ntree) {
-  std::free(block_);
   dims_ = dims;
   dims_.ntree = ntree;
   problem_ = Problem();
   solution_ = Solution();
 
-  // sizes, then one zeroed block holding everything
+  // one zeroed block holding everything
   TreeArrays t;
-  Carver count(nullptr);
-  Carve(count, dims_, &problem_, &solution_, &t);
-  bytes_ = count.used() + 64;
-  block_ = std::calloc(1, bytes_);
-  if (!block_) throw std::bad_alloc();
-  Carver carve(static_cast<char*>(block_));
-  Carve(carve, dims_, &problem_, &solution_, &t);
+  arena_.Allocate([&](ArenaCarver& c) { Carve(c, dims_, &problem_, &solution_, &t); });
 
   // tree structure (copied so the problem does not point into the model)
   int *parent = t.parent, *madr = t.madr, *dtree = t.dof_tree;

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "contactkit/settings.h"
+#include "solvers/common/arena.h"
 #include "solvers/common/islands.h"
 #include "solvers/common/mass.h"
 #include "solvers/common/sparse.h"
@@ -163,7 +164,6 @@ class ProblemStorage {
   ProblemStorage() = default;
   ProblemStorage(const ProblemStorage&) = delete;
   ProblemStorage& operator=(const ProblemStorage&) = delete;
-  ~ProblemStorage();
 
   // allocate for dims; the tree structure (parent, Madr, tree of dofs) is copied
   void Allocate(const ProblemDims& dims, const int* dof_parent, const int* dof_madr,
@@ -177,8 +177,7 @@ class ProblemStorage {
   ProblemDims dims_;
   Problem problem_;
   Solution solution_;
-  void* block_ = nullptr;
-  size_t bytes_ = 0;
+  Arena arena_;
 };
 
 // v+ = v_free + M_eff^-1 J' f h for the rows' forces; also writes J'f into qfrc (nv), nullable

@@ -1,13 +1,12 @@
 // Copyright 2026 The contactkit developers.
 //
-// Part (a) of the derivative: tangents of the smooth data (mass matrix, smooth forces,
-// activation rates) and of the constraint rows (Jacobian, gaps, velocities, impedance,
-// regularizer, reference acceleration) along one direction of (q, v, act, ctrl).
+// The smooth-dynamics tangent's stage preparation and its difference passes (smooth_tangent.h).
+#include "plugin/deriv/smooth_tangent.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "plugin/deriv/derivative.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 #include "solvers/common/impedance.h"
@@ -45,14 +44,97 @@ void MakeFrame(double frame[9]) {
 
 }  // namespace
 
-void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
+SmoothTangent::~SmoothTangent() {
+  if (cfd_model_) mj_deleteModel(cfd_model_);
+}
+
+void SmoothTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
+  rows_.Carve(c, n);
+  pairs_.Carve(c, n);
+  rne_.Carve(c, n);
+}
+
+void SmoothTangent::Setup(const mjModel* m, const DerivSizes& n, mjData* stage_data,
+                          mjData* pass_data, ckHandle* shadow) {
+  nq_ = n.nq;
+  nv_ = n.nv;
+  na_ = n.na;
+  nu_ = n.nu;
+  nM_ = n.nM;
+  ns_ = n.ns;
+  stage_data_ = stage_data;
+  pass_data_ = pass_data;
+  shadow_ = shadow;
+  pairs_.Fill(m, n);
+  rne_.Fill(m);
+}
+
+void SmoothTangent::BeginStage() {
+  cfd_ = cfd_model_ != nullptr;
+  mode_changes_ = 0;
+}
+
+void SmoothTangent::PrepareRows(const mjModel* m) {
+  const Problem& p = *stage_.problem;
+  plain_varying_ = false;
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) plain_varying_ |= PlainRowVaries(m, i);
+  PrepareRowSlopes();
+}
+
+void SmoothTangent::PreparePairs(const mjModel* m) {
+  const mjData* d = stage_data_;
+  pairs_.npair = 0;
+  for (int c = 0; c < d->ncon; c++) {
+    const mjContact* con = d->contact + c;
+    const int g1 = ContactGeom(con, 0), g2 = ContactGeom(con, 1);
+    if (pairs_.npair > 0 && pairs_.pair[pairs_.npair - 1].g1 == g1 &&
+        pairs_.pair[pairs_.npair - 1].g2 == g2) {
+      pairs_.pair[pairs_.npair - 1].count++;
+      pairs_.contact_pair[c] = pairs_.npair - 1;
+      continue;
+    }
+    ContactPair& pr = pairs_.pair[pairs_.npair];
+    pr.g1 = g1;
+    pr.g2 = g2;
+    pr.first = c;
+    pr.count = 1;
+    pr.body1 = m->geom_bodyid[g1];
+    pr.body2 = m->geom_bodyid[g2];
+
+    // distance up to which mj_collideGeoms asks the collider for contacts
+    pr.margin = GeomPairMargins(m, g1, g2).detect;
+    pairs_.contact_pair[c] = pairs_.npair++;
+  }
+  for (int c = 0; c < d->ncon; c++) pairs_.nominal[c] = d->contact[c];
+}
+
+void SmoothTangent::DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign,
+                                bool clear) const {
   const int nv = nv_;
-  mju_zero(dq_.data(), nv);
-  mju_zero(dv_.data(), nv);
-  mju_zero(dact_.data(), na_);
-  mju_zero(du_.data(), nu_);
-  mju_zero(dqderiv_a_.data(), nv);
-  has_dM_ = has_dJ_ = has_dpos_ = has_dvel_ = has_dJf_ = false;
+  const int* rownnz = DRowNnz(m, src);
+  const int* rowadr = DRowAdr(m, src);
+  const int* colind = DColInd(m, src);
+  const std::vector<int>& dof_tree = extractor_.dof_tree();
+  if (clear) {
+    for (int i = 0; i < trees_.blockadr[extractor_.ntree()]; i++) out[i] = 0;
+  }
+  for (int i = 0; i < nv; i++) {
+    const int t = dof_tree[i], n = trees_.dofnum[t], b = trees_.dofadr[t];
+    for (int k = 0; k < rownnz[i]; k++) {
+      const int j = colind[rowadr[i] + k];
+      out[trees_.blockadr[t] + (j - b) * n + (i - b)] += sign * src->qDeriv[rowadr[i] + k];
+    }
+  }
+}
+
+void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
+  const int nv = nv_;
+  mju_zero(tan_.dq, nv);
+  mju_zero(tan_.dv, nv);
+  mju_zero(tan_.dact, na_);
+  mju_zero(tan_.du, nu_);
+  mju_zero(tan_.dqderiv_qacc, nv);
+  tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
 
   switch (kind) {
     case kCtrl:
@@ -60,47 +142,47 @@ void Derivative::UnitTangent(const mjModel* m, int kind, int index) {
       ActuationTangent(m, kind, index);
       break;
     case kVel:
-      dv_[index] = 1;
+      tan_.dv[index] = 1;
       VelocityTangent(m, index);
       break;
     default:
-      dq_[index] = 1;
+      tan_.dq[index] = 1;
       if (analytic_) {
         AnalyticPosition(m, index);
       } else {
-        PositionPass(m, dq_.data(), nullptr, kPosStep);
+        PositionPass(m, tan_.dq, nullptr, kPosStep);
       }
   }
 
   // dv_free = dv + h M_p^-1 (dqfrc_smooth - dM_p (v_free - v) / h), M_p the problem's matrix
   // (the blocked "mujoco" path builds its right-hand side without it)
-  if (has_rows_ && !batch_) {
-    const Problem& p = *p_;
-    double* x = dvfree_.data();
-    mju_copy(x, dfs_.data(), nv);
-    if (has_dM_) {
-      for (int i = 0; i < nv; i++) tmp_[i] = (p.v_free[i] - v0_[i]) / p.h;
+  if (stage_.has_rows && !stage_.batch) {
+    const Problem& p = *stage_.problem;
+    double* x = tan_.dv_free;
+    mju_copy(x, tan_.dqfrc_smooth, nv);
+    if (tan_.has_dM) {
+      for (int i = 0; i < nv; i++) scratch_.a[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
       for (int i = 0; i < nv; i++) {
         int adr = m->dof_Madr[i];
-        x[i] -= dM_[adr++] * tmp_[i];
+        x[i] -= tan_.dM[adr++] * scratch_.a[i];
         for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-          x[i] -= dM_[adr] * tmp_[j];
-          x[j] -= dM_[adr] * tmp_[i];
+          x[i] -= tan_.dM[adr] * scratch_.a[j];
+          x[j] -= tan_.dM[adr] * scratch_.a[i];
         }
       }
     }
     p.mass.Solve(x);
-    for (int i = 0; i < nv; i++) x[i] = dv_[i] + p.h * x[i];
+    for (int i = 0; i < nv; i++) x[i] = tan_.dv[i] + p.h * x[i];
   }
 }
 
-void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
-  mjData* d = d0_;
+void SmoothTangent::ActuationTangent(const mjModel* m, int kind, int index) {
+  mjData* d = stage_data_;
   const int nv = nv_, na = na_;
   double e = kNudge;
   double* target;
   if (kind == kCtrl) {
-    du_[index] = 1;
+    tan_.du[index] = 1;
     target = d->ctrl + index;
     if (m->actuator_ctrllimited[index]) {
       // as mjd_transitionFD: forward if the nudge stays in range, else backward, else zero
@@ -109,45 +191,48 @@ void Derivative::ActuationTangent(const mjModel* m, int kind, int index) {
       e = InRange(u, u + kNudge, range) ? kNudge : InRange(u - kNudge, u, range) ? -kNudge : 0;
     }
   } else {
-    dact_[index] = 1;
+    tan_.dact[index] = 1;
     target = d->act + index;
   }
   if (e == 0) {
-    mju_zero(dfs_.data(), nv);
-    mju_zero(dactdot_.data(), na);
+    mju_zero(tan_.dqfrc_smooth, nv);
+    mju_zero(tan_.dact_dot, na);
     return;
   }
   if (kind == kCtrl && LinearInCtrl(m, index, e)) {
     // force = gain ctrl + bias(length, velocity) on both sides of the nudge: moment' gain
     const double gain = m->actuator_gainprm[mjNGAIN * index];
-    ActuatorMoment(m, d, index, dfs_.data());
-    for (int i = 0; i < nv; i++) dfs_[i] *= gain;
-    mju_zero(dactdot_.data(), na);
+    ActuatorMoment(m, d, index, tan_.dqfrc_smooth);
+    for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] *= gain;
+    mju_zero(tan_.dact_dot, na);
   } else {
     const double saved = *target;
     *target = saved + e;
     mj_fwdActuation(m, d);
     *target = saved;
-    for (int i = 0; i < nv; i++) dfs_[i] = (d->qfrc_actuator[i] - qfrc_act0_[i]) / e;
-    for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
+    for (int i = 0; i < nv; i++)
+      tan_.dqfrc_smooth[i] = (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
+    for (int i = 0; i < na; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / e;
   }
 
   // implicit: qDeriv holds gain_vel * (ctrl or act) moment' moment of affine-gain actuators
-  if (implicit_) {
+  if (integrator_.implicit) {
     const int iu = kind == kCtrl ? index : index + m->nu - na;
     const bool direct = m->actuator_dyntype[iu] == mjDYN_NONE;
-    const bool skipped = kQDerivSkipsClamped && ActuatorForceClamped(m, iu, act_force0_[iu]);
+    const bool skipped =
+        kQDerivSkipsClamped && ActuatorForceClamped(m, iu, nominal_.actuator_force[iu]);
     if (m->actuator_gaintype[iu] == mjGAIN_AFFINE && direct == (kind == kCtrl) && !skipped) {
       const double gain_vel = m->actuator_gainprm[mjNGAIN * iu + 2];
-      double* moment = moment_.data();
+      double* moment = rows_.moment;
       ActuatorMoment(m, d, iu, moment);
-      const double ma = mju_dot(moment, aint_.data(), nv);
-      for (int i = 0; i < nv; i++) dqderiv_a_[i] = m->opt.timestep * gain_vel * moment[i] * ma;
+      const double ma = mju_dot(moment, integrator_.qacc, nv);
+      for (int i = 0; i < nv; i++)
+        tan_.dqderiv_qacc[i] = m->opt.timestep * gain_vel * moment[i] * ma;
     }
   }
 }
 
-bool Derivative::LinearInCtrl(const mjModel* m, int i, double e) const {
+bool SmoothTangent::LinearInCtrl(const mjModel* m, int i, double e) const {
   // mj_fwdActuation's force of actuator i is gain ctrl + bias with a fixed gain, no activation and
   // no force clamp between ctrl and ctrl + e (the nudge keeps ctrl in its range)
   if (mjDISABLED(mjDSBL_ACTUATION) || m->actuator_dyntype[i] != mjDYN_NONE ||
@@ -157,13 +242,13 @@ bool Derivative::LinearInCtrl(const mjModel* m, int i, double e) const {
   }
   if (m->actuator_forcelimited[i]) {
     const double* range = m->actuator_forcerange + 2 * i;
-    const double f = act_force0_[i], f1 = f + m->actuator_gainprm[mjNGAIN * i] * e;
+    const double f = nominal_.actuator_force[i], f1 = f + m->actuator_gainprm[mjNGAIN * i] * e;
     if (!(f > range[0] && f < range[1] && f1 > range[0] && f1 < range[1])) return false;
   }
   return true;
 }
 
-void Derivative::CorrectActuatorVel(const mjModel* m, const mjData* d) {
+void SmoothTangent::CorrectActuatorVel(const mjModel* m, const mjData* d) {
   if (mjDISABLED(mjDSBL_ACTUATION)) return;
   const std::vector<int>& dof_tree = extractor_.dof_tree();
   const int* rownnz = DRowNnz(m, d);
@@ -193,15 +278,15 @@ void Derivative::CorrectActuatorVel(const mjModel* m, const mjData* d) {
       u = uc = d->act[i - (m->nu - m->na)];
 #endif
     }
-    const bool clamped = ActuatorForceClamped(m, i, act_force0_[i]);
+    const bool clamped = ActuatorForceClamped(m, i, nominal_.actuator_force[i]);
     const double mujoco = clamped && kQDerivSkipsClamped ? 0 : bias_vel + gain_vel * u;
     const double wanted = clamped ? 0 : bias_vel + gain_vel * uc;
-    double* moment = moment_.data();
+    double* moment = rows_.moment;
     ActuatorMoment(m, d, i, moment);
     for (int r = 0; r < nv_; r++) {
       if (moment[r] == 0) continue;
-      const int t = dof_tree[r], n = tree_size_[t], b = tree_begin_[t];
-      double* col = qderiv_.data() + tree_adr_[t] - b;  // entry (r, c) at col[(c - b) n + r]
+      const int t = dof_tree[r], n = trees_.dofnum[t], b = trees_.dofadr[t];
+      double* col = trees_.qderiv + trees_.blockadr[t] - b;  // entry (r, c) at col[(c - b) n + r]
       for (int k = 0; k < rownnz[r]; k++) {
         const int c = colind[rowadr[r] + k];
         col[(c - b) * n + r] -= mujoco * moment[r] * moment[c];
@@ -211,77 +296,77 @@ void Derivative::CorrectActuatorVel(const mjModel* m, const mjData* d) {
   }
 }
 
-void Derivative::RestoreActuation() {
-  mju_copy(d0_->actuator_force, act_force0_.data(), nu_);
-  mju_copy(d0_->qfrc_actuator, qfrc_act0_.data(), nv_);
-  mju_copy(d0_->act_dot, actdot0_.data(), na_);
+void SmoothTangent::RestoreActuation() {
+  mju_copy(stage_data_->actuator_force, nominal_.actuator_force, nu_);
+  mju_copy(stage_data_->qfrc_actuator, nominal_.qfrc_actuator, nv_);
+  mju_copy(stage_data_->act_dot, nominal_.act_dot, na_);
 }
 
-void Derivative::VelocityTangent(const mjModel* m, int index) {
+void SmoothTangent::VelocityTangent(const mjModel* m, int index) {
   const int nv = nv_;
 
   // smooth forces: column of qDeriv (its tree's dense block), or analytic
-  const int t = extractor_.dof_tree()[index], n = tree_size_[t], b = tree_begin_[t];
+  const int t = extractor_.dof_tree()[index], n = trees_.dofnum[t], b = trees_.dofadr[t];
   if (analytic_) {
     AnalyticVelocity(m, index);
   } else {
-    mju_zero(dfs_.data(), nv);
-    mju_zero(dactdot_.data(), na_);
-    const double* blk = qderiv_.data() + tree_adr_[t] + (index - b) * n;
-    for (int i = 0; i < n; i++) dfs_[b + i] = blk[i];
+    mju_zero(tan_.dqfrc_smooth, nv);
+    mju_zero(tan_.dact_dot, na_);
+    const double* blk = trees_.qderiv + trees_.blockadr[t] + (index - b) * n;
+    for (int i = 0; i < n; i++) tan_.dqfrc_smooth[b + i] = blk[i];
   }
 
   // implicit: d(qDeriv aint)/dv of the velocity-bilinear RNE part
-  if (implicit_) {
-    const double* blk2 = qderiv_rne_.data() + tree_adr_[t] + (index - b) * n;
-    for (int i = 0; i < n; i++) dqderiv_a_[b + i] = m->opt.timestep * blk2[i];
+  if (integrator_.implicit) {
+    const double* blk2 = trees_.qderiv_rne + trees_.blockadr[t] + (index - b) * n;
+    for (int i = 0; i < n; i++) tan_.dqderiv_qacc[b + i] = m->opt.timestep * blk2[i];
   }
 
   // rows: dvel = J e_index, the column of J
-  if (has_rows_) {
-    has_dvel_ = true;
-    mju_zero(dvel_.data(), p_->nrow);
-    for (int q = jcol_adr_[index]; q < jcol_adr_[index + 1]; q++)
-      dvel_[jcol_row_[q]] = jcol_val_[q];
+  if (stage_.has_rows) {
+    tan_.has_dvel = true;
+    mju_zero(tan_.dvel, stage_.problem->nrow);
+    for (int q = rows_.col_adr[index]; q < rows_.col_adr[index + 1]; q++)
+      tan_.dvel[rows_.col_row[q]] = rows_.col_val[q];
     RowTangents();
   }
 }
 
-void Derivative::PositionPass(const mjModel* m, const double* dq, const double* dv, double eps) {
-  mjData* d = d1_;
+void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const double* dv, double eps) {
+  mjData* d = pass_data_;
   const int nv = nv_;
 
   // perturbed state
-  mju_copy(d->qpos, q0_.data(), nq_);
+  mju_copy(d->qpos, nominal_.qpos, nq_);
   mj_integratePos(m, d->qpos, dq, eps);
-  for (int i = 0; i < nv; i++) d->qvel[i] = v0_[i] + (dv ? eps * dv[i] : 0);
+  for (int i = 0; i < nv; i++) d->qvel[i] = nominal_.qvel[i] + (dv ? eps * dv[i] : 0);
 
   // position stage without collision, constraints and factorization
   mj_kinematics(m, d);
   mj_comPos(m, d);
-  if (sensors_) mj_camlight(m, d);
+  if (stage_.sensors) mj_camlight(m, d);
   mj_tendon(m, d);
   MassMatrix(m, d);
   mj_transmission(m, d);
-  CopyLegacyM(m, d, dM_.data());
-  for (int i = 0; i < nM_; i++) dM_[i] = (dM_[i] - M0_[i]) / eps;
-  has_dM_ = true;
+  CopyLegacyM(m, d, tan_.dM);
+  for (int i = 0; i < nM_; i++) tan_.dM[i] = (tan_.dM[i] - nominal_.mass[i]) / eps;
+  tan_.has_dM = true;
 
   // bodies the perturbation moves
   for (int b = 0; b < m->nbody; b++) {
-    char moved = b > 0 && body_moved_[m->body_parentid[b]];
+    char moved = b > 0 && pairs_.body_moved[m->body_parentid[b]];
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
       moved |= dq[j] != 0;
     }
-    body_moved_[b] = moved;
+    pairs_.body_moved[b] = moved;
   }
 
   // constraint rows
-  if (has_rows_) {
+  if (stage_.has_rows) {
     Recollide(m, d, eps);
     ContactTangent(m, d, dq, eps);
     PlainRowTangent(m, dq, eps);
-    has_dJ_ = has_dpos_ = has_dvel_ = true;
+    tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = true;
   }
 
   // velocity and actuation stages, smooth force
@@ -289,30 +374,31 @@ void Derivative::PositionPass(const mjModel* m, const double* dq, const double* 
   mj_fwdVelocity(m, d);
   mj_fwdActuation(m, d);
   mj_fwdAcceleration(m, d);
-  for (int i = 0; i < nv; i++) dfs_[i] = (d->qfrc_smooth[i] - fs0_[i]) / eps;
-  for (int i = 0; i < na_; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / eps;
+  for (int i = 0; i < nv; i++)
+    tan_.dqfrc_smooth[i] = (d->qfrc_smooth[i] - nominal_.qfrc_smooth[i]) / eps;
+  for (int i = 0; i < na_; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / eps;
 
   // implicit: d(qDeriv aint)/dq by the exact velocity differences of the perturbed RNE
-  if (implicit_ && !dv) {
-    double* x = tmp_.data();
+  if (integrator_.implicit && !dv) {
+    double* x = scratch_.a;
     SmoothVelocityProduct(m, d, x);
     for (int i = 0; i < nv; i++) {
-      dqderiv_a_[i] = m->opt.timestep * (x[i] - qderiv_a0_[i]) / eps;
+      tan_.dqderiv_qacc[i] = m->opt.timestep * (x[i] - trees_.qderiv_qacc_poly[i]) / eps;
     }
   }
 
-  if (has_rows_) RowVelocityTangents(true, dv);
+  if (stage_.has_rows) RowVelocityTangents(true, dv);
 }
 
-void Derivative::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out) {
+void SmoothTangent::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out) {
   // qDeriv(q) aint for the polynomial velocity terms (RNE: quadratic, damping and affine
   // actuators: linear): (F(v + a) - F(v - a)) / 2, F = qfrc_passive + qfrc_actuator - qfrc_bias
   const int nv = nv_;
-  double* save = tmp2_.data();
+  double* save = scratch_.b;
   mju_copy(save, d->qvel, nv);
   for (int side = 0; side < 2; side++) {
     const double s = side == 0 ? 1 : -1;
-    for (int i = 0; i < nv; i++) d->qvel[i] = save[i] + s * aint_[i];
+    for (int i = 0; i < nv; i++) d->qvel[i] = save[i] + s * integrator_.qacc[i];
     mj_fwdVelocity(m, d);
     mj_fwdActuation(m, d);
     for (int i = 0; i < nv; i++) {
@@ -323,16 +409,16 @@ void Derivative::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out)
   mju_copy(d->qvel, save, nv);
 }
 
-bool Derivative::Recollide(const mjModel* m, mjData* d, double eps) {
+bool SmoothTangent::Recollide(const mjModel* m, mjData* d, double eps) {
   bool same = true;
-  for (int k = 0; k < npair_; k++) {
-    const Pair& pr = pairs_[k];
-    if (!body_moved_[pr.body1] && !body_moved_[pr.body2]) {
-      for (int c = pr.first; c < pr.first + pr.count; c++) con1_[c] = con0_[c];
+  for (int k = 0; k < pairs_.npair; k++) {
+    const ContactPair& pr = pairs_.pair[k];
+    if (!pairs_.body_moved[pr.body1] && !pairs_.body_moved[pr.body2]) {
+      for (int c = pr.first; c < pr.first + pr.count; c++) pairs_.forward[c] = pairs_.nominal[c];
       continue;
     }
-    for (int c = pr.first; c < pr.first + pr.count; c++) con_sides_[c] = 0;
-    bool found = RecollidePair(m, d, k, eps, 1, con1_.data());
+    for (int c = pr.first; c < pr.first + pr.count; c++) pairs_.found[c] = 0;
+    bool found = RecollidePair(m, d, k, eps, 1, pairs_.forward);
 
     // backward: the geom poses reflected through the nominal ones (centered differences, as
     // AnalyticPosition; the path's own curvature costs eps times the tangent, not the patch's)
@@ -343,10 +429,11 @@ bool Derivative::Recollide(const mjModel* m, mjData* d, double eps) {
       double* mat = d->geom_xmat + 9 * geom;
       mju_copy3(saved[g], pos);
       mju_copy(saved[g] + 3, mat, 9);
-      for (int r = 0; r < 3; r++) pos[r] = 2 * d0_->geom_xpos[3 * geom + r] - saved[g][r];
-      for (int r = 0; r < 9; r++) mat[r] = 2 * d0_->geom_xmat[9 * geom + r] - saved[g][3 + r];
+      for (int r = 0; r < 3; r++) pos[r] = 2 * stage_data_->geom_xpos[3 * geom + r] - saved[g][r];
+      for (int r = 0; r < 9; r++)
+        mat[r] = 2 * stage_data_->geom_xmat[9 * geom + r] - saved[g][3 + r];
     }
-    found &= RecollidePair(m, d, k, eps, 2, con2_.data());
+    found &= RecollidePair(m, d, k, eps, 2, pairs_.backward);
     for (int g = 0; g < 2; g++) {
       const int geom = g ? pr.g2 : pr.g1;
       mju_copy3(d->geom_xpos + 3 * geom, saved[g]);
@@ -358,11 +445,11 @@ bool Derivative::Recollide(const mjModel* m, mjData* d, double eps) {
     }
 
     // contacts not found again (a patch that switched points, a changed count) are held and
-    // move with their bodies from d0_ to d
+    // move with their bodies from stage_data_ to d
     Twist tw[2];
     for (int side = 0; side < 2 && !found; side++) {
       const int b = side ? pr.body2 : pr.body1;
-      const double* R0 = d0_->xmat + 9 * b;
+      const double* R0 = stage_data_->xmat + 9 * b;
       const double* R1 = d->xmat + 9 * b;
       double W[9];  // (R1 R0' - I) / eps
       for (int r = 0; r < 3; r++) {
@@ -374,8 +461,8 @@ bool Derivative::Recollide(const mjModel* m, mjData* d, double eps) {
       tw[side].w[1] = 0.5 * (W[2] - W[6]);
       tw[side].w[2] = 0.5 * (W[3] - W[1]);
       for (int r = 0; r < 3; r++) {
-        tw[side].o[r] = d0_->xpos[3 * b + r];
-        tw[side].v[r] = (d->xpos[3 * b + r] - d0_->xpos[3 * b + r]) / eps;
+        tw[side].o[r] = stage_data_->xpos[3 * b + r];
+        tw[side].v[r] = (d->xpos[3 * b + r] - stage_data_->xpos[3 * b + r]) / eps;
       }
     }
 
@@ -385,8 +472,8 @@ bool Derivative::Recollide(const mjModel* m, mjData* d, double eps) {
       if (!GeometryTangent(c, eps, dp, dF, &ddist)) {
         PatchTangent(c, eps, tw[0], tw[1], dp, dF, &ddist);
       }
-      mjContact& o = con1_[c];
-      o = con0_[c];
+      mjContact& o = pairs_.forward[c];
+      o = pairs_.nominal[c];
       for (int r = 0; r < 3; r++) o.pos[r] += eps * dp[r];
       for (int r = 0; r < 9; r++) o.frame[r] += eps * dF[r];
       o.dist += eps * ddist;
@@ -395,11 +482,11 @@ bool Derivative::Recollide(const mjModel* m, mjData* d, double eps) {
   return same;
 }
 
-bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k, double step, int bit,
-                               mjContact* out) {
-  const Pair& pr = pairs_[k];
+bool SmoothTangent::RecollidePair(const mjModel* m, mjData* d, int k, double step, int bit,
+                                  mjContact* out) {
+  const ContactPair& pr = pairs_.pair[k];
   // the buffer's frames have no tangent (zero from Setup, and again after each use)
-  mjContact* buf = collide_buf_.data();
+  mjContact* buf = pairs_.collide_out;
   const int nraw = CollideGeomPair(m, d, pr.g1, pr.g2, pr.margin, buf);
   const bool same = MatchPair(m, k, nraw, kJumpRate * step, bit, out);
   for (int i = 0; i < nraw; i++) {
@@ -408,9 +495,10 @@ bool Derivative::RecollidePair(const mjModel* m, mjData* d, int k, double step, 
   return same;
 }
 
-bool Derivative::MatchPair(const mjModel* m, int k, int n, double jump, int bit, mjContact* out) {
-  const Pair& pr = pairs_[k];
-  mjContact* buf = collide_buf_.data();
+bool SmoothTangent::MatchPair(const mjModel* m, int k, int n, double jump, int bit,
+                              mjContact* out) {
+  const ContactPair& pr = pairs_.pair[k];
+  mjContact* buf = pairs_.collide_out;
   const int t1 = m->geom_type[pr.g1], t2 = m->geom_type[pr.g2];
 
   // box-box repeats, as mj_collideGeoms removes them
@@ -428,7 +516,7 @@ bool Derivative::MatchPair(const mjModel* m, int k, int n, double jump, int bit,
   }
   if (n != pr.count) {
     // the contact set changes within the nudge: keep the nominal geometry of this pair
-    for (int c = pr.first; c < pr.first + pr.count; c++) out[c] = con0_[c];
+    for (int c = pr.first; c < pr.first + pr.count; c++) out[c] = pairs_.nominal[c];
     return false;
   }
 
@@ -444,20 +532,20 @@ bool Derivative::MatchPair(const mjModel* m, int k, int n, double jump, int bit,
     double best_dist = 0;
     for (int j = 0; j < n; j++) {
       if (taken[j]) continue;
-      const double dd = mju_dist3(buf[j].pos, con0_[c].pos);
+      const double dd = mju_dist3(buf[j].pos, pairs_.nominal[c].pos);
       if (best < 0 || dd < best_dist) {
         best = j;
         best_dist = dd;
       }
     }
     mjContact& o = out[c];
-    o = con0_[c];
+    o = pairs_.nominal[c];
     if (best_dist > jump) {
       all = false;
       continue;
     }
     taken[best] = true;
-    con_sides_[c] |= bit;
+    pairs_.found[c] |= bit;
     mjContact& b = buf[best];
     MakeFrame(b.frame);
     o.dist = b.dist;
@@ -467,25 +555,26 @@ bool Derivative::MatchPair(const mjModel* m, int k, int n, double jump, int bit,
   return all;
 }
 
-void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps) {
-  const Problem& p = *p_;
+void SmoothTangent::ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps) {
+  const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
-  int* cols = cols_.data();
-  double* rows = jrows_.data();
+  int* cols = rows_.contact_cols;
+  double* rows = rows_.contact_rows;
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    const mjContact& g = con1_[con.mj_index];
-    const int pair = con_pair_[con.mj_index];
-    const bool moved = body_moved_[pairs_[pair].body1] || body_moved_[pairs_[pair].body2];
+    const mjContact& g = pairs_.forward[con.mj_index];
+    const int pair = pairs_.contact_pair[con.mj_index];
+    const bool moved =
+        pairs_.body_moved[pairs_.pair[pair].body1] || pairs_.body_moved[pairs_.pair[pair].body2];
     const int n0 = J.rownnz[con.row];
     if (!moved) {
       for (int r = 0; r < con.dim; r++) {
         const int adr = J.rowadr[con.row + r];
-        for (int k = 0; k < n0; k++) dJ_[adr + k] = 0;
+        for (int k = 0; k < n0; k++) tan_.dJ[adr + k] = 0;
       }
-      dpos_[con.row] = 0;
-      for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
-      for (int i = 0; i < 6; i++) dframe_[6 * c + i] = 0;
+      tan_.dpos[con.row] = 0;
+      for (int r = 1; r < con.dim; r++) tan_.dpos[con.row + r] = 0;
+      for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
       continue;
     }
     const int n = extractor_.ContactRows(m, d, con.body[0], con.body[1], g.pos, g.frame, con.dim,
@@ -493,35 +582,35 @@ void Derivative::ContactTangent(const mjModel* m, mjData* d, const double* dq, d
     for (int r = 0; r < con.dim; r++) {
       const int adr = J.rowadr[con.row + r];
       for (int k = 0; k < n0; k++) {
-        dJ_[adr + k] = (n == n0 ? rows[r * nv_ + k] - J.val[adr + k] : 0) / eps;
+        tan_.dJ[adr + k] = (n == n0 ? rows[r * nv_ + k] - J.val[adr + k] : 0) / eps;
       }
     }
 
     // gap from the collision itself (some colliders, box-box among them, do not report the
     // distance whose gradient is the normal row)
-    dpos_[con.row] = (g.dist - con0_[con.mj_index].dist) / eps;
-    for (int r = 1; r < con.dim; r++) dpos_[con.row + r] = 0;
+    tan_.dpos[con.row] = (g.dist - pairs_.nominal[con.mj_index].dist) / eps;
+    for (int r = 1; r < con.dim; r++) tan_.dpos[con.row + r] = 0;
     for (int i = 0; i < 6; i++) {
-      dframe_[6 * c + i] = (g.frame[3 + i] - con0_[con.mj_index].frame[3 + i]) / eps;
+      tan_.dframe[6 * c + i] = (g.frame[3 + i] - pairs_.nominal[con.mj_index].frame[3 + i]) / eps;
     }
   }
 }
 
-void Derivative::PlainRowTangent(const mjModel* m, const double* dq, double eps) {
-  const Problem& p = *p_;
+void SmoothTangent::PlainRowTangent(const mjModel* m, const double* dq, double eps) {
+  const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
   const int nplain = p.ne + p.nf + p.nl;
 
   // rows whose Jacobian is constant: dof friction and hinge / slide limits
   for (int i = 0; i < nplain; i++) {
     const int adr = J.rowadr[i];
-    for (int k = 0; k < J.rownnz[i]; k++) dJ_[adr + k] = 0;
-    dpos_[i] = p.kind[i] == kRowFriction ? 0 : J.Dot(i, dq);
+    for (int k = 0; k < J.rownnz[i]; k++) tan_.dJ[adr + k] = 0;
+    tan_.dpos[i] = p.kind[i] == kRowFriction ? 0 : J.Dot(i, dq);
   }
   if (!plain_varying_) return;
 
   // the others from MuJoCo's own rows at the perturbed state (contacts left out)
-  mjData* d = d1_;
+  mjData* d = pass_data_;
   const int ncon = d->ncon;
   d->ncon = 0;
   mj_makeConstraint(m, d);
@@ -549,16 +638,16 @@ void Derivative::PlainRowTangent(const mjModel* m, const double* dq, double eps)
       } else {
         val = d->efc_J[static_cast<size_t>(j) * nv_ + col];
       }
-      dJ_[adr + k] = (val - J.val[adr + k]) / eps;
+      tan_.dJ[adr + k] = (val - J.val[adr + k]) / eps;
     }
-    dpos_[i] = (d->efc_pos[j] - p.pos[i]) / eps;
+    tan_.dpos[i] = (d->efc_pos[j] - p.pos[i]) / eps;
     j++;
   }
   d->nefc = 0;
 }
 
-bool Derivative::PlainRowVaries(const mjModel* m, int i) const {
-  const Problem& p = *p_;
+bool SmoothTangent::PlainRowVaries(const mjModel* m, int i) const {
+  const Problem& p = *stage_.problem;
   if (p.kind[i] == kRowFriction) return p.mj_type[i] != mjCNSTR_FRICTION_DOF;
   if (p.kind[i] == kRowLimit) {
     return p.mj_type[i] != mjCNSTR_LIMIT_JOINT || m->jnt_type[p.mj_id[i]] == mjJNT_BALL;
@@ -566,87 +655,87 @@ bool Derivative::PlainRowVaries(const mjModel* m, int i) const {
   return true;  // equality
 }
 
-void Derivative::PrepareRowSlopes() {
+void SmoothTangent::PrepareRowSlopes() {
   // per row: dR / dimp = -R / (imp (1 - imp)); J by columns
-  const Problem& p = *p_;
+  const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
-  for (int i = 0; i < p.nrow; i++) row_dR_[i] = -p.R[i] / (p.imp[i] * (1 - p.imp[i]));
-  for (int j = 0; j <= nv_; j++) jcol_adr_[j] = 0;
-  for (int q = 0; q < J.nnz; q++) jcol_adr_[J.colind[q] + 1]++;
-  for (int j = 0; j < nv_; j++) jcol_adr_[j + 1] += jcol_adr_[j];
+  for (int i = 0; i < p.nrow; i++) rows_.dR_dimp[i] = -p.R[i] / (p.imp[i] * (1 - p.imp[i]));
+  for (int j = 0; j <= nv_; j++) rows_.col_adr[j] = 0;
+  for (int q = 0; q < J.nnz; q++) rows_.col_adr[J.colind[q] + 1]++;
+  for (int j = 0; j < nv_; j++) rows_.col_adr[j + 1] += rows_.col_adr[j];
   for (int i = 0; i < J.nrow; i++) {
     for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
-      const int at = jcol_adr_[J.colind[q]]++;
-      jcol_row_[at] = i;
-      jcol_val_[at] = J.val[q];
+      const int at = rows_.col_adr[J.colind[q]]++;
+      rows_.col_row[at] = i;
+      rows_.col_val[at] = J.val[q];
     }
   }
-  for (int j = nv_; j > 0; j--) jcol_adr_[j] = jcol_adr_[j - 1];
-  jcol_adr_[0] = 0;
+  for (int j = nv_; j > 0; j--) rows_.col_adr[j] = rows_.col_adr[j - 1];
+  rows_.col_adr[0] = 0;
 
   // per contact: d imp / d dist, the position term of aref and its slope (1, or the softplus')
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    if (cfd_ && cfd_r_[c] >= 0) {
-      CfdImpedance(con.solimp, cfd_r_[c], &con_slope_[c]);
-      con_position_[c] = CfdSoftplus(cfd_r_[c], &con_dposition_[c]);
+    if (cfd_ && rows_.cfd_distance[c] >= 0) {
+      CfdImpedance(con.solimp, rows_.cfd_distance[c], &rows_.imp_slope[c]);
+      rows_.position[c] = CfdSoftplus(rows_.cfd_distance[c], &rows_.position_slope[c]);
     } else {
-      Impedance(con.solimp, con.dist, con.margin, &con_slope_[c]);
-      con_position_[c] = con.dist - con.margin;
-      con_dposition_[c] = 1;
+      Impedance(con.solimp, con.dist, con.margin, &rows_.imp_slope[c]);
+      rows_.position[c] = con.dist - con.margin;
+      rows_.position_slope[c] = 1;
     }
   }
 }
 
-void Derivative::RowVelocityTangents(bool with_dJ, const double* dv) {
-  const SparseRows& J = p_->J;
+void SmoothTangent::RowVelocityTangents(bool with_dJ, const double* dv) {
+  const SparseRows& J = stage_.problem->J;
   for (int i = 0; i < J.nrow; i++) {
     double s = 0;
     const int adr = J.rowadr[i];
     for (int k = 0; k < J.rownnz[i]; k++) {
       const int c = J.colind[adr + k];
-      if (with_dJ) s += dJ_[adr + k] * v0_[c];
+      if (with_dJ) s += tan_.dJ[adr + k] * nominal_.qvel[c];
       if (dv) s += J.val[adr + k] * dv[c];
     }
-    dvel_[i] = s;
+    tan_.dvel[i] = s;
   }
   RowTangents();
 }
 
-void Derivative::RowTangents() {
-  const Problem& p = *p_;
+void SmoothTangent::RowTangents() {
+  const Problem& p = *stage_.problem;
   const int nplain = p.ne + p.nf + p.nl;
 
   // velocities only (no position tangent): aref = -B vel
-  if (!has_dpos_) {
+  if (!tan_.has_dpos) {
     for (int i = 0; i < p.nrow; i++) {
-      dimp_[i] = dR_[i] = 0;
-      daref_[i] = has_dvel_ ? -p.KB[2 * i + 1] * dvel_[i] : 0;
+      tan_.dimp[i] = tan_.dR[i] = 0;
+      tan_.daref[i] = tan_.has_dvel ? -p.KB[2 * i + 1] * tan_.dvel[i] : 0;
     }
     return;
   }
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
 
   // impedance and regularizer of the plain rows: imp' (MuJoCo's KBIP[3]) times the change of
   // the impedance's argument: the row's own distance, or the norm of a connect / weld residual
   for (int i = 0; i < nplain;) {
     int n = 1;
-    double darg = dpos_[i];
+    double darg = tan_.dpos[i];
     if (p.kind[i] == kRowEquality &&
-        (eq_type_[p.mj_id[i]] == mjEQ_CONNECT || eq_type_[p.mj_id[i]] == mjEQ_WELD)) {
-      const bool weld = eq_type_[p.mj_id[i]] == mjEQ_WELD;
+        (pairs_.eq_type[p.mj_id[i]] == mjEQ_CONNECT || pairs_.eq_type[p.mj_id[i]] == mjEQ_WELD)) {
+      const bool weld = pairs_.eq_type[p.mj_id[i]] == mjEQ_WELD;
       n = weld ? 6 : 3;
       double rr = 0, rdr = 0;
       for (int k = 0; k < n; k++) {
-        const double s = k < 3 ? 1 : eq_torquescale_[p.mj_id[i]];
+        const double s = k < 3 ? 1 : pairs_.eq_torquescale[p.mj_id[i]];
         rr += s * s * p.pos[i + k] * p.pos[i + k];
-        rdr += s * s * p.pos[i + k] * dpos_[i + k];
+        rdr += s * s * p.pos[i + k] * tan_.dpos[i + k];
       }
       darg = rr > 0 ? rdr / std::sqrt(rr) : 0;
     }
     for (int k = i; k < i + n; k++) {
-      dimp_[k] = d->efc_KBIP[4 * k + 3] * darg;
-      dR_[k] = row_dR_[k] * dimp_[k];
+      tan_.dimp[k] = d->efc_KBIP[4 * k + 3] * darg;
+      tan_.dR[k] = rows_.dR_dimp[k] * tan_.dimp[k];
     }
     i += n;
   }
@@ -655,24 +744,24 @@ void Derivative::RowTangents() {
   // continued impedance and the softplus position term
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    const double dposition = con_dposition_[c] * dpos_[con.row];
-    const double dimp = con_slope_[c] * dpos_[con.row];
+    const double dposition = rows_.position_slope[c] * tan_.dpos[con.row];
+    const double dimp = rows_.imp_slope[c] * tan_.dpos[con.row];
     for (int r = 0; r < con.dim; r++) {
       const int i = con.row + r;
-      dimp_[i] = dimp;
-      dR_[i] = row_dR_[i] * dimp;
-      double da = has_dvel_ ? -p.KB[2 * i + 1] * dvel_[i] : 0;
-      if (r == 0) da -= p.KB[2 * i] * (dimp * con_position_[c] + p.imp[i] * dposition);
-      daref_[i] = da;
+      tan_.dimp[i] = dimp;
+      tan_.dR[i] = rows_.dR_dimp[i] * dimp;
+      double da = tan_.has_dvel ? -p.KB[2 * i + 1] * tan_.dvel[i] : 0;
+      if (r == 0) da -= p.KB[2 * i] * (dimp * rows_.position[c] + p.imp[i] * dposition);
+      tan_.daref[i] = da;
     }
   }
 
   // reference acceleration of the plain rows: aref = -B vel - K imp (pos - margin)
   for (int i = 0; i < nplain; i++) {
     const double K = p.KB[2 * i], B = p.KB[2 * i + 1];
-    double da = has_dvel_ ? -B * dvel_[i] : 0;
-    da -= K * (dimp_[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * dpos_[i]);
-    daref_[i] = da;
+    double da = tan_.has_dvel ? -B * tan_.dvel[i] : 0;
+    da -= K * (tan_.dimp[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * tan_.dpos[i]);
+    tan_.daref[i] = da;
   }
 }
 
@@ -680,58 +769,60 @@ void Derivative::RowTangents() {
 
 namespace contactkit {
 
-void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
-  mjData* d = d1_;
-  const mjData* d0 = d0_;
+void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
+  mjData* d = pass_data_;
+  const mjData* d0 = stage_data_;
   const int nv = nv_;
   const double e = kind == kPos ? kPosStep : kNudge;
 
-  // state and controls of this direction (positions: the pass left d1_ there)
+  // state and controls of this direction (positions: the pass left pass_data_ there)
   d->nefc = 0;
-  for (int i = 0; i < nv; i++) d->qvel[i] = v0_[i] + e * dv_[i];
-  for (int i = 0; i < na_; i++) d->act[i] = act0_[i] + e * dact_[i];
-  for (int i = 0; i < nu_; i++) d->ctrl[i] = u0_[i] + e * du_[i];
+  for (int i = 0; i < nv; i++) d->qvel[i] = nominal_.qvel[i] + e * tan_.dv[i];
+  for (int i = 0; i < na_; i++) d->act[i] = nominal_.act[i] + e * tan_.dact[i];
+  for (int i = 0; i < nu_; i++) d->ctrl[i] = nominal_.ctrl[i] + e * tan_.du[i];
   mj_fwdVelocity(m, d);
   mj_fwdActuation(m, d);
   mj_sensorPos(m, d);
   mj_sensorVel(m, d);
 
   // acceleration stage from the linearized solution: qacc, forces, contacts
-  double* da = tmp_.data();
-  for (int i = 0; i < nv; i++) da[i] = dfs_[i] + dqc_[i];
-  if (has_dM_) {
+  double* da = scratch_.a;
+  for (int i = 0; i < nv; i++) da[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i];
+  if (tan_.has_dM) {
     for (int i = 0; i < nv; i++) {
       int adr = m->dof_Madr[i];
-      da[i] -= dM_[adr++] * d0->qacc[i];
+      da[i] -= tan_.dM[adr++] * d0->qacc[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-        da[i] -= dM_[adr] * d0->qacc[j];
-        da[j] -= dM_[adr] * d0->qacc[i];
+        da[i] -= tan_.dM[adr] * d0->qacc[j];
+        da[j] -= tan_.dM[adr] * d0->qacc[i];
       }
     }
   }
-  if (has_rows_) {
-    p_->mass.Solve(da);
+  if (stage_.has_rows) {
+    stage_.problem->mass.Solve(da);
   } else {
-    mj_solveM(m, d0_, da, da, 1);
+    mj_solveM(m, stage_data_, da, da, 1);
   }
   for (int i = 0; i < nv; i++) {
     d->qacc[i] = d0->qacc[i] + e * da[i];
-    d->qfrc_constraint[i] = qc0_[i] + e * dqc_[i];
+    d->qfrc_constraint[i] = nominal_.qfrc_constraint[i] + e * tan_.dqfrc_constraint[i];
   }
   // contacts and MuJoCo's rows at this state (in 3.x's arena too), forces of the linearized
   // solution when the contact set is the nominal one
   const mjModel* mc = cfd_ ? cfd_model_ : m;
   mj_collision(mc, d);
   mj_makeConstraint(mc, d);
-  if (has_rows_ && d->ncon == d0->ncon && d->nefc == d0->nefc) {
-    const Problem& p = *p_;
+  if (stage_.has_rows && d->ncon == d0->ncon && d->nefc == d0->nefc) {
+    const Problem& p = *stage_.problem;
     const bool pyramidal = m->opt.cone == mjCONE_PYRAMIDAL;
     for (int i = 0; i < d->nefc; i++) d->efc_force[i] = 0;
-    for (int i = 0; i < p.ne + p.nf + p.nl; i++) d->efc_force[i] = sol_->force[i] + e * df_[i];
+    for (int i = 0; i < p.ne + p.nf + p.nl; i++)
+      d->efc_force[i] = stage_.solution->force[i] + e * tan_.dforce[i];
     for (int c = 0; c < p.ncon; c++) {
       const Contact& pc = p.con[c];
       double f[6];
-      for (int r = 0; r < pc.dim; r++) f[r] = sol_->force[pc.row + r] + e * df_[pc.row + r];
+      for (int r = 0; r < pc.dim; r++)
+        f[r] = stage_.solution->force[pc.row + r] + e * tan_.dforce[pc.row + r];
 
       // the same contact here: same pair, nearest point (colliders may reorder a pair's contacts)
       const mjContact& nominal = d0->contact[pc.mj_index];
@@ -770,9 +861,9 @@ void Derivative::SensorTangent(const mjModel* m, int kind, double* ds) {
   for (int i = 0; i < ns_; i++) ds[i] = (d->sensordata[i] - d0->sensordata[i]) / e;
 
   // back to the nominal inputs
-  mju_copy(d->qvel, v0_.data(), nv);
-  mju_copy(d->act, act0_.data(), na_);
-  mju_copy(d->ctrl, u0_.data(), nu_);
+  mju_copy(d->qvel, nominal_.qvel, nv);
+  mju_copy(d->act, nominal_.act, na_);
+  mju_copy(d->ctrl, nominal_.ctrl, nu_);
 }
 
 }  // namespace contactkit

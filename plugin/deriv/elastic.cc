@@ -12,31 +12,37 @@
 // discrete Jacobian keeps the directions no contact constrains.) sigma is lcp.restitution for
 // "lcp", and for the soft models the restitution of MuJoCo's reference spring-damper,
 // exp(-pi z / sqrt(1 - z^2)) with damping ratio z = B / (2 sqrt(K)) (0 when overdamped).
-#include <algorithm>
+#include "plugin/deriv/elastic.h"
+
 #include <cfloat>
 #include <cmath>
 
-#include "plugin/deriv/derivative.h"
-#include "plugin/step/compat.h"
-#include "plugin/step/handle.h"
 #include "solvers/common/cod.h"
 
 namespace contactkit {
 
-void Derivative::ElasticPrepare(const mjModel* m) {
-  elastic_n_ = 0;
-  if (!settings_.deriv.elastic_correction || !has_rows_) return;
-  const Problem& p = *p_;
+void ElasticCorrection::Carve(ArenaCarver& c, const DerivSizes& n) {
+  nv_ = n.nv;
+  normal_rows_ = c.Take<double>(static_cast<size_t>(kMaxBounce) * n.nv);
+  norm2_ = c.Take<double>(kMaxBounce);
+  sigma_ = c.Take<double>(kMaxBounce);
+  projection_ = c.Take<double>(2 * kMaxBounce);
+}
+
+void ElasticCorrection::Prepare(const ckSettings& s, const Problem* problem, const double* qvel) {
+  n_ = 0;
+  if (!s.deriv.elastic_correction || !problem) return;
+  const Problem& p = *problem;
   const int nv = nv_;
-  const bool lcp = settings_.solver == ckSOL_LCP;
-  for (int c = 0; c < p.ncon && elastic_n_ < kMaxBounce; c++) {
+  const bool lcp = s.solver == ckSOL_LCP;
+  for (int c = 0; c < p.ncon && n_ < kMaxBounce; c++) {
     const Contact& con = p.con[c];
-    const double before = p.J.Dot(con.row, v0_.data());
-    const double threshold = lcp ? settings_.lcp.restitution_threshold : 0;
+    const double before = p.J.Dot(con.row, qvel);
+    const double threshold = lcp ? s.lcp.restitution_threshold : 0;
     if (!(before < -threshold)) continue;
     double sigma;
     if (lcp) {
-      sigma = settings_.lcp.restitution;
+      sigma = s.lcp.restitution;
     } else {
       const double K = p.KB[2 * con.row], B = p.KB[2 * con.row + 1];
       const double z = K > 0 ? B / (2 * std::sqrt(K)) : 1;
@@ -44,57 +50,56 @@ void Derivative::ElasticPrepare(const mjModel* m) {
     }
 
     // the normal row, dense, and its squared norm
-    double* Ji = elastic_J_.data() + static_cast<size_t>(elastic_n_) * nv;
+    double* Ji = normal_rows_ + static_cast<size_t>(n_) * nv;
     mju_zero(Ji, nv);
     p.J.AddRowTo(con.row, 1, Ji);
     const double nn = mju_dot(Ji, Ji, nv);
     if (!(nn > 0)) continue;
-    elastic_norm2_[elastic_n_] = nn;
-    elastic_sigma_[elastic_n_] = sigma;
-    elastic_s_[2 * elastic_n_] = elastic_s_[2 * elastic_n_ + 1] = 0;
-    elastic_n_++;
+    norm2_[n_] = nn;
+    sigma_[n_] = sigma;
+    projection_[2 * n_] = projection_[2 * n_ + 1] = 0;
+    n_++;
   }
-  (void)m;
 }
 
-void Derivative::ElasticSelect(const double* vnext) {
+void ElasticCorrection::Select(const double* vnext) {
   // keep the approaching contacts that separate at the end of the step
   const int nv = nv_;
   int kept = 0;
-  for (int i = 0; i < elastic_n_; i++) {
-    const double* Ji = elastic_J_.data() + static_cast<size_t>(i) * nv;
+  for (int i = 0; i < n_; i++) {
+    const double* Ji = normal_rows_ + static_cast<size_t>(i) * nv;
     if (!(mju_dot(Ji, vnext, nv) > 0)) continue;
     if (kept != i) {
-      mju_copy(elastic_J_.data() + static_cast<size_t>(kept) * nv, Ji, nv);
-      elastic_norm2_[kept] = elastic_norm2_[i];
-      elastic_sigma_[kept] = elastic_sigma_[i];
+      mju_copy(normal_rows_ + static_cast<size_t>(kept) * nv, Ji, nv);
+      norm2_[kept] = norm2_[i];
+      sigma_[kept] = sigma_[i];
     }
     kept++;
   }
-  elastic_n_ = kept;
+  n_ = kept;
 }
 
-void Derivative::ElasticColumn(int col, const double* out) {
+void ElasticCorrection::Column(int col, const double* out) {
   // <W_i, X0> accumulates column by column: W_i[:, col] . out = J_i[col] (J_i . out) / |J_i|^2
   const int nv = nv_;
   if (col >= 2 * nv) return;
   const int block = col < nv ? 0 : 1, b = col % nv;
-  for (int i = 0; i < elastic_n_; i++) {
-    const double* Ji = elastic_J_.data() + static_cast<size_t>(i) * nv;
+  for (int i = 0; i < n_; i++) {
+    const double* Ji = normal_rows_ + static_cast<size_t>(i) * nv;
     if (Ji[b] == 0) continue;
-    elastic_s_[2 * i + block] += Ji[b] * mju_dot(Ji, out, nv) / elastic_norm2_[i];
+    projection_[2 * i + block] += Ji[b] * mju_dot(Ji, out, nv) / norm2_[i];
   }
 }
 
-void Derivative::ElasticFinish(double h) {
-  const int n = elastic_n_, nv = nv_, ndx = 2 * nv_ + na_;
+void ElasticCorrection::Finish(double h, int ndx, double* A, double* gx, const double* dx) {
+  const int n = n_, nv = nv_;
   if (!n) return;
   double G[kMaxBounce * kMaxBounce];  // column-major (n x n)
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < n; j++) {
-      const double dij = mju_dot(elastic_J_.data() + static_cast<size_t>(i) * nv,
-                                 elastic_J_.data() + static_cast<size_t>(j) * nv, nv);
-      G[i + j * n] = dij * dij / (elastic_norm2_[i] * elastic_norm2_[j]);
+      const double dij = mju_dot(normal_rows_ + static_cast<size_t>(i) * nv,
+                                 normal_rows_ + static_cast<size_t>(j) * nv, nv);
+      G[i + j * n] = dij * dij / (norm2_[i] * norm2_[j]);
     }
   }
   // minimum-norm least squares, rank threshold as Eigen's default (n eps relative)
@@ -106,24 +111,24 @@ void Derivative::ElasticFinish(double h) {
   for (int block = 0; block < 2; block++) {
     double lambda[kMaxBounce];
     for (int i = 0; i < n; i++) {
-      const double target = -elastic_sigma_[i] * (block == 0 ? 1 : h);
-      lambda[i] = target - elastic_s_[2 * i + block];
+      const double target = -sigma_[i] * (block == 0 ? 1 : h);
+      lambda[i] = target - projection_[2 * i + block];
     }
     cod.Solve(lambda, lambda);
 
     // X += sum lambda_i W_i on the Jacobian, and its effect on the VJP
     for (int i = 0; i < n; i++) {
-      const double* Ji = elastic_J_.data() + static_cast<size_t>(i) * nv;
-      const double w = lambda[i] / elastic_norm2_[i];
-      if (sink_.A) {
+      const double* Ji = normal_rows_ + static_cast<size_t>(i) * nv;
+      const double w = lambda[i] / norm2_[i];
+      if (A) {
         for (int a = 0; a < nv; a++) {
           if (Ji[a] == 0) continue;
-          for (int c = 0; c < nv; c++) sink_.A[a * ndx + block * nv + c] += w * Ji[a] * Ji[c];
+          for (int c = 0; c < nv; c++) A[a * ndx + block * nv + c] += w * Ji[a] * Ji[c];
         }
       }
-      if (sink_.gx && sink_.dx) {
-        const double jd = mju_dot(Ji, sink_.dx, nv);
-        for (int c = 0; c < nv; c++) sink_.gx[block * nv + c] += w * Ji[c] * jd;
+      if (gx && dx) {
+        const double jd = mju_dot(Ji, dx, nv);
+        for (int c = 0; c < nv; c++) gx[block * nv + c] += w * Ji[c] * jd;
       }
     }
   }

@@ -15,12 +15,12 @@
 //     with q, differenced through mj_fwdActuation) give the rest.
 // Models outside this scope (tendons, other transmissions, ball and free joint springs, fluid
 // forces, applied Cartesian forces, equality constraints and limits whose Jacobian changes, the
-// implicit integrator, sensors, callbacks) use the position passes of derivative_smooth.cc.
+// implicit integrator, sensors, callbacks) use the position passes of smooth_tangent.cc.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "plugin/deriv/derivative.h"
+#include "plugin/deriv/smooth_tangent.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 
@@ -84,7 +84,7 @@ void AddScl6(double* y, const double* x, double a) {
 
 }  // namespace
 
-bool Derivative::AnalyticScope(const mjModel* m) const {
+bool SmoothTangent::AnalyticScope(const mjModel* m) const {
   // what the analytic position tangents cover (everything else: position passes)
   if (m->ntendon || mjcb_passive || mjcb_control || mjcb_act_dyn || mjcb_act_gain ||
       mjcb_act_bias || mjcb_contactfilter || m->opt.density > 0 || m->opt.viscosity > 0) {
@@ -105,16 +105,17 @@ bool Derivative::AnalyticScope(const mjModel* m) const {
   }
   if (m->nflex) return false;
 #endif
-  return subtree_contiguous_;
+  return rne_.subtree_contiguous;
 }
 
-void Derivative::DecideAnalytic(const mjModel* m) {
-  analytic_ = !sensors_ && !implicit_ && !(has_rows_ && plain_varying_) && AnalyticScope(m);
-  for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = d0_->xfrc_applied[i] == 0;
+void SmoothTangent::DecideAnalytic(const mjModel* m) {
+  analytic_ = !stage_.sensors && !integrator_.implicit && !(stage_.has_rows && plain_varying_) &&
+              AnalyticScope(m);
+  for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = stage_data_->xfrc_applied[i] == 0;
 }
 
-void Derivative::PrepareAnalytic(const mjModel* m) {
-  const mjData* d = d0_;
+void SmoothTangent::PrepareAnalytic(const mjModel* m) {
+  const mjData* d = stage_data_;
   const int nbody = m->nbody;
   const double* cdof = d->cdof;
   const double* cvel = d->cvel;
@@ -122,9 +123,9 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
   // Newton-Euler at (v, a, gravity) and, for Euler's implicit damping, at (0, a - aint, 0):
   // accelerations, body forces, subtree forces
   const double* a = d->qacc;
-  for (int pass = 0; pass < (damped_ ? 2 : 1); pass++) {
-    double* cacc = rne_cacc_.data() + pass * 6 * nbody;
-    double* cfrc = rne_cfrc_.data() + pass * 6 * nbody;
+  for (int pass = 0; pass < (integrator_.damped ? 2 : 1); pass++) {
+    double* cacc = rne_.cacc + pass * 6 * nbody;
+    double* cfrc = rne_.cfrc + pass * 6 * nbody;
     Zero6(cacc);
     if (pass == 0 && !mjDISABLED(mjDSBL_GRAVITY)) mju_scl3(cacc + 3, m->opt.gravity, -1);
     for (int b = 1; b < nbody; b++) {
@@ -132,16 +133,16 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
       Copy6(cb, cacc + 6 * m->body_parentid[b]);
       for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
         if (pass == 0) {
-          AddScl6(cb, d->cdof_dot + 6 * j, v0_[j]);
+          AddScl6(cb, d->cdof_dot + 6 * j, nominal_.qvel[j]);
           AddScl6(cb, cdof + 6 * j, a[j]);
         } else {
-          AddScl6(cb, cdof + 6 * j, a[j] - aint_[j]);
+          AddScl6(cb, cdof + 6 * j, a[j] - integrator_.qacc[j]);
         }
       }
       double* fb = cfrc + 6 * b;
       MulInert(fb, d->cinert + 10 * b, cb);
       if (pass == 0) {
-        double* iv = rne_icvel_.data() + 6 * b;
+        double* iv = rne_.icvel + 6 * b;
         double t[6];
         MulInert(iv, d->cinert + 10 * b, cvel + 6 * b);
         CrossForce(t, cvel + 6 * b, iv);
@@ -159,25 +160,25 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
     const int parent = m->body_parentid[b];
     double v[6], a0[6], a2[6];
     Copy6(v, cvel + 6 * parent);
-    Copy6(a0, rne_cacc_.data() + 6 * parent);
-    Copy6(a2, rne_cacc_.data() + 6 * nbody + 6 * parent);
+    Copy6(a0, rne_.cacc + 6 * parent);
+    Copy6(a2, rne_.cacc + 6 * nbody + 6 * parent);
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      Copy6(rne_vpre_.data() + 6 * j, v);
-      Copy6(rne_apre_.data() + 6 * j, a0);
-      Copy6(rne_apre_.data() + 6 * (nv + j), a2);
-      AddScl6(v, cdof + 6 * j, v0_[j]);
-      AddScl6(a0, d->cdof_dot + 6 * j, v0_[j]);
+      Copy6(rne_.cvel_before_dof + 6 * j, v);
+      Copy6(rne_.cacc_before_dof + 6 * j, a0);
+      Copy6(rne_.cacc_before_dof + 6 * (nv + j), a2);
+      AddScl6(v, cdof + 6 * j, nominal_.qvel[j]);
+      AddScl6(a0, d->cdof_dot + 6 * j, nominal_.qvel[j]);
       AddScl6(a0, cdof + 6 * j, a[j]);
-      if (damped_) AddScl6(a2, cdof + 6 * j, a[j] - aint_[j]);
+      if (integrator_.damped) AddScl6(a2, cdof + 6 * j, a[j] - integrator_.qacc[j]);
     }
   }
 
   // B w = I (w x v) + w x* (I v) + v x* (I w) of each body (row-major 6 x 6), summed over subtrees
-  double* bsub = rne_bsub_.data();
+  double* bsub = rne_.subtree_bsub;
   for (int b = 1; b < nbody; b++) {
     const double* inert = d->cinert + 10 * b;
     const double* v = cvel + 6 * b;
-    const double* iv = rne_icvel_.data() + 6 * b;
+    const double* iv = rne_.icvel + 6 * b;
     double* B = bsub + 36 * b;
     for (int i = 0; i < 6; i++) {
       double x[6] = {0, 0, 0, 0, 0, 0}, t[6], col[6], ix[6];
@@ -197,45 +198,15 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
     for (int r = 0; r < 36; r++) bsub[36 * parent + r] += bsub[36 * b + r];
   }
 
-  // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
-  // side of each column
-  if (has_rows_) {
-    const double* vnext = sol_->v_next;
-    Zero6(rne_vn_.data());
-    for (int b = 1; b < nbody; b++) {
-      double v[6];
-      Copy6(v, rne_vn_.data() + 6 * m->body_parentid[b]);
-      for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-        Copy6(rne_vnpre_.data() + 6 * j, v);
-        AddScl6(v, cdof + 6 * j, vnext[j]);
-      }
-      Copy6(rne_vn_.data() + 6 * b, v);
-    }
-    const Problem& p = *p_;
-    const SparseRows& J = p.J;
-    mju_zero(dJ_.data(), J.nnz);
-    for (int c = 0; c < p.ncon; c++) {
-      const Contact& con = p.con[c];
-      con_written_[c] = 0;
-      int body = con.body[1];
-      while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
-      const int last = body > 0 ? m->body_dofadr[body] + m->body_dofnum[body] - 1 : -1;
-      for (int j = last; j >= 0; j = m->dof_parentid[j]) chain_mark_[j] = 1;
-      const int adr = J.rowadr[con.row];
-      for (int q = 0; q < J.rownnz[con.row]; q++) {
-        con_sign_[adr + q] = chain_mark_[J.colind[adr + q]] ? 1 : -1;
-      }
-      for (int j = last; j >= 0; j = m->dof_parentid[j]) chain_mark_[j] = 0;
-    }
-  }
+  if (stage_.has_rows) PrepareAnalyticRows(m);
 
   // per dof: crb cdof and Bsub' cdof of its body
   for (int j = 0; j < nv; j++) {
     const int b = m->dof_bodyid[j];
     const double* c = cdof + 6 * j;
     const double* B = bsub + 36 * b;
-    MulInert(rne_p_.data() + 6 * j, d->crb + 10 * b, c);
-    double* q = rne_q_.data() + 6 * j;
+    MulInert(rne_.crb_cdof + 6 * j, d->crb + 10 * b, c);
+    double* q = rne_.bsub_cdof + 6 * j;
     for (int i = 0; i < 6; i++) {
       q[i] = B[i] * c[0] + B[6 + i] * c[1] + B[12 + i] * c[2] + B[18 + i] * c[3] +
              B[24 + i] * c[4] + B[30 + i] * c[5];
@@ -243,25 +214,61 @@ void Derivative::PrepareAnalytic(const mjModel* m) {
   }
 }
 
-void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2) {
+void SmoothTangent::PrepareAnalyticRows(const mjModel* m) {
+  const mjData* d = stage_data_;
+  const int nbody = m->nbody;
+  const double* cdof = d->cdof;
+
+  // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
+  // side of each column
+  const double* vnext = stage_.solution->v_next;
+  Zero6(rne_.cvel_next);
+  for (int b = 1; b < nbody; b++) {
+    double v[6];
+    Copy6(v, rne_.cvel_next + 6 * m->body_parentid[b]);
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      Copy6(rne_.cvel_next_before_dof + 6 * j, v);
+      AddScl6(v, cdof + 6 * j, vnext[j]);
+    }
+    Copy6(rne_.cvel_next + 6 * b, v);
+  }
+  const Problem& p = *stage_.problem;
+  const SparseRows& J = p.J;
+  mju_zero(tan_.dJ, J.nnz);
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    rows_.contact_dJ_written[c] = 0;
+    int body = con.body[1];
+    while (body > 0 && m->body_dofnum[body] == 0) body = m->body_parentid[body];
+    const int last = body > 0 ? m->body_dofadr[body] + m->body_dofnum[body] - 1 : -1;
+    for (int j = last; j >= 0; j = m->dof_parentid[j]) rows_.dof_marked[j] = 1;
+    const int adr = J.rowadr[con.row];
+    for (int q = 0; q < J.rownnz[con.row]; q++) {
+      rows_.nonzero_side[adr + q] = rows_.dof_marked[J.colind[adr + q]] ? 1 : -1;
+    }
+    for (int j = last; j >= 0; j = m->dof_parentid[j]) rows_.dof_marked[j] = 0;
+  }
+}
+
+void SmoothTangent::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2) {
   // Moving dof k carries the subtree rigidly by S = cdof_k: carried axes, inertias and the
   // carried parts of velocities and accelerations change by S x, forces by S x*, and the terms
   // left are those of the part it does not carry, u (velocity) and a_u (acceleration) before the
   // carried dofs. With w = S x u and c = S x a_u - w x u, each body force changes by
   // S x* f - I c - B w, so a subtree's by S x* F - crb c - Bsub w, and the S terms cancel against
   // the carried axes in dtau = d(cdof . F)
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const int nv = nv_, nbody = m->nbody;
   const double* S = d->cdof + 6 * k;
-  const int b0 = m->dof_bodyid[k], s = carry_start_[k], end = subtree_dofend_[b0];
-  const double* u = rne_vpre_.data() + 6 * s;
+  const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
+  const double* u = rne_.cvel_before_dof + 6 * s;
   const double* inert = d->crb + 10 * b0;
-  const double* B = rne_bsub_.data() + 36 * b0;
+  const double* B = rne_.subtree_bsub + 36 * b0;
   mju_zero(dtau, nv);
   if (dtau2) mju_zero(dtau2, nv);
   for (int pass = 0; pass < (dtau2 ? 2 : 1); pass++) {
     double* out = pass == 0 ? dtau : dtau2;
-    const double* au = rne_apre_.data() + 6 * (pass * nv + s);
+    const double* au = rne_.cacc_before_dof + 6 * (pass * nv + s);
     double w[6] = {0, 0, 0, 0, 0, 0}, c[6], t[6];
     CrossMotion(c, S, au);
     if (pass == 0) {
@@ -272,12 +279,12 @@ void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2
 
     // carried dofs: -(crb cdof) . c - (Bsub' cdof) . w
     for (int j = s; j < end; j++) {
-      out[j] = -Dot6(rne_p_.data() + 6 * j, c) - (pass == 0 ? Dot6(rne_q_.data() + 6 * j, w) : 0);
+      out[j] = -Dot6(rne_.crb_cdof + 6 * j, c) - (pass == 0 ? Dot6(rne_.bsub_cdof + 6 * j, w) : 0);
     }
 
     // the others on the chain: cdof . dF of the subtree
     double dF[6];
-    CrossForce(dF, S, rne_cfrc_.data() + pass * 6 * nbody + 6 * b0);
+    CrossForce(dF, S, rne_.cfrc + pass * 6 * nbody + 6 * b0);
     MulInert(t, inert, c);
     for (int r = 0; r < 6; r++) {
       dF[r] -= t[r];
@@ -289,24 +296,24 @@ void Derivative::RneTangent(const mjModel* m, int k, double* dtau, double* dtau2
   }
 }
 
-void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
+void SmoothTangent::RneVelTangent(const mjModel* m, int k, double* dtau) {
   // velocity of dof k: every body of the subtree moves by C = cdof_k more, and the cdof_dot of
   // the later dofs by C x cdof_j; a body force changes by B C + I e with e = cdof_dot_k - C x U
   // (U the velocity before the later dofs), a subtree's by Bsub C + crb e
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const int nv = nv_;
   const double* C = d->cdof + 6 * k;
-  const int b0 = m->dof_bodyid[k], l = later_start_[k], end = subtree_dofend_[b0];
+  const int b0 = m->dof_bodyid[k], l = rne_.dof_cdot_start[k], end = rne_.subtree_dof_end[b0];
   const int bend = m->body_dofadr[b0] + m->body_dofnum[b0];
-  const double* U = l < bend ? rne_vpre_.data() + 6 * l : d->cvel + 6 * b0;
+  const double* U = l < bend ? rne_.cvel_before_dof + 6 * l : d->cvel + 6 * b0;
   double e[6], t[6];
   CrossMotion(t, C, U);
   for (int r = 0; r < 6; r++) e[r] = d->cdof_dot[6 * k + r] - t[r];
   mju_zero(dtau, nv);
   for (int j = m->body_dofadr[b0]; j < end; j++) {
-    dtau[j] = Dot6(rne_q_.data() + 6 * j, C) + Dot6(rne_p_.data() + 6 * j, e);
+    dtau[j] = Dot6(rne_.bsub_cdof + 6 * j, C) + Dot6(rne_.crb_cdof + 6 * j, e);
   }
-  const double* B = rne_bsub_.data() + 36 * b0;
+  const double* B = rne_.subtree_bsub + 36 * b0;
   double dF[6];
   MulInert(dF, d->crb + 10 * b0, e);
   for (int r = 0; r < 6; r++) dF[r] += Dot6(B + 6 * r, C);
@@ -315,17 +322,17 @@ void Derivative::RneVelTangent(const mjModel* m, int k, double* dtau) {
   }
 }
 
-void Derivative::MassTangent(const mjModel* m, int k, double* dM) {
+void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
   // M_ij = cdof_j . crb_i cdof_i (j an ancestor of i, crb_i the composite inertia of i's body).
   // Moving dof k carries its subtree rigidly (S = cdof_k): an entry between carried dofs does not
   // change, one between carried i and an uncarried ancestor j changes by cdof_j . S x* (crb
   // cdof_i), and one between uncarried i, j on the chain above by cdof_j . (S x* (crb_0 cdof_i) -
   // crb_0 (S x cdof_i)), crb_0 the composite inertia of the subtree
-  const mjData* d = d0_;
+  const mjData* d = stage_data_;
   const double* S = d->cdof + 6 * k;
-  const int b0 = m->dof_bodyid[k], s = carry_start_[k], end = subtree_dofend_[b0];
+  const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
   const double* inert = d->crb + 10 * b0;
-  double* sc = rne_sc_.data();
+  double* sc = rne_.chain_motion;
   mju_zero(dM, nM_);
   for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
     CrossMotion(sc + 6 * j, S, d->cdof + 6 * j);
@@ -333,7 +340,7 @@ void Derivative::MassTangent(const mjModel* m, int k, double* dM) {
   for (int i = s; i < end; i++) {
     int adr = m->dof_Madr[i] + 1;
     for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-      if (j < s) dM[adr] = -Dot6(sc + 6 * j, rne_p_.data() + 6 * i);
+      if (j < s) dM[adr] = -Dot6(sc + 6 * j, rne_.crb_cdof + 6 * i);
     }
   }
   for (int i = m->dof_parentid[s]; i >= 0; i = m->dof_parentid[i]) {
@@ -351,40 +358,28 @@ void Derivative::MassTangent(const mjModel* m, int k, double* dM) {
   }
 }
 
-void Derivative::AnalyticVelocity(const mjModel* m, int k) {
-  mjData* d = d0_;
+void SmoothTangent::AnalyticVelocity(const mjModel* m, int k) {
+  mjData* d = stage_data_;
   const int nv = nv_, na = na_;
 
   // -dbias/dv_k, joint damping, and the actuators on this dof (through their velocity)
-  double* dtau = tmp2_.data();
+  double* dtau = scratch_.b;
   RneVelTangent(m, k, dtau);
-  for (int i = 0; i < nv; i++) dfs_[i] = -dtau[i];
-  mju_zero(dactdot_.data(), na);
-  if (!DampersDisabled(m)) dfs_[k] -= m->dof_damping[k];
-  if (dof_act_vel_[k]) {
-    const double e = 1e-6;
-    for (int q = 0; q < dof_act_count_[k]; q++) {
-      const int i = dof_act_[dof_act_adr_[k] + q];
-      d->actuator_velocity[i] += e * m->actuator_gear[6 * i];
-    }
-    mj_fwdActuation(m, d);
-    for (int q = 0; q < dof_act_count_[k]; q++) {
-      const int i = dof_act_[dof_act_adr_[k] + q];
-      d->actuator_velocity[i] -= e * m->actuator_gear[6 * i];
-    }
-    for (int i = 0; i < nv; i++) dfs_[i] += (d->qfrc_actuator[i] - qfrc_act0_[i]) / e;
-    for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
-    RestoreActuation();
+  for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = -dtau[i];
+  mju_zero(tan_.dact_dot, na);
+  if (!DampersDisabled(m)) tan_.dqfrc_smooth[k] -= m->dof_damping[k];
+  if (rne_.dof_actuator_velocity[k]) {
+    JointActuatorDifference(m, k, d->actuator_velocity);
   }
 }
 
-bool Derivative::GeometryTangent(int i, double step, double dp[3], double dF[9],
-                                 double* ddist) const {
+bool SmoothTangent::GeometryTangent(int i, double step, double dp[3], double dF[9],
+                                    double* ddist) const {
   // centered differences if both nudges found contact i again, else one-sided
-  const int sides = con_sides_[i];
+  const int sides = pairs_.found[i];
   if (!sides) return false;
-  const mjContact& up = sides & 1 ? con1_[i] : con0_[i];
-  const mjContact& down = sides & 2 ? con2_[i] : con0_[i];
+  const mjContact& up = sides & 1 ? pairs_.forward[i] : pairs_.nominal[i];
+  const mjContact& down = sides & 2 ? pairs_.backward[i] : pairs_.nominal[i];
   const double w = (sides == 3 ? 0.5 : 1) / step;
   for (int r = 0; r < 3; r++) dp[r] = w * (up.pos[r] - down.pos[r]);
   for (int r = 0; r < 9; r++) dF[r] = w * (up.frame[r] - down.frame[r]);
@@ -392,13 +387,13 @@ bool Derivative::GeometryTangent(int i, double step, double dp[3], double dF[9],
   return true;
 }
 
-void Derivative::PatchTangent(int i, double step, const Twist& t1, const Twist& t2, double dp[3],
-                              double dF[9], double* ddist) const {
+void SmoothTangent::PatchTangent(int i, double step, const Twist& t1, const Twist& t2, double dp[3],
+                                 double dF[9], double* ddist) const {
   // no nudge found contact i again (its patch switched points on both sides, a tie, or the
   // pair's count changed): hold its point, a vertex of one geom (moving with it) on a face of
   // the other (the normal turns with it)
-  const Pair& pr = pairs_[con_pair_[i]];
-  const mjContact& g0 = con0_[i];
+  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
+  const mjContact& g0 = pairs_.nominal[i];
   const Twist* tw[2] = {&t1, &t2};
 
   // a point of the same patch found again tells whose vertex it is, the normal's and the
@@ -411,7 +406,7 @@ void Derivative::PatchTangent(int i, double step, const Twist& t1, const Twist& 
   double err[2], u[2][3];
   for (int b = 0; b < 2; b++) {
     double su[3];
-    tw[b]->PointMotion(sib >= 0 ? con0_[sib].pos : g0.pos, su);
+    tw[b]->PointMotion(sib >= 0 ? pairs_.nominal[sib].pos : g0.pos, su);
     tw[b]->PointMotion(g0.pos, u[b]);
     err[b] = 0;
     for (int k = 0; k < 3; k++) {
@@ -425,7 +420,7 @@ void Derivative::PatchTangent(int i, double step, const Twist& t1, const Twist& 
   const double* n = g0.frame;
   const double half = 0.5 * (Dot3(n, u[owner]) - Dot3(n, u[1 - owner]));
   for (int k = 0; k < 3; k++) dp[k] = u[owner][k] - half * n[k];
-  if (sib >= 0 && con0_[sib].dist == g0.dist) {
+  if (sib >= 0 && pairs_.nominal[sib].dist == g0.dist) {
     *ddist = sdist;
   } else {
     *ddist = Dot3(g0.frame, u[1]) - Dot3(g0.frame, u[0]);
@@ -437,76 +432,89 @@ void Derivative::PatchTangent(int i, double step, const Twist& t1, const Twist& 
   }
 }
 
-void Derivative::AnalyticPosition(const mjModel* m, int k) {
-  mjData* d = d0_;
+void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
+  mjData* d = stage_data_;
   const int nv = nv_, na = na_;
-  const int b0 = m->dof_bodyid[k], last = subtree_last_[b0];
-  const int carry = carry_start_[k], carry_end = subtree_dofend_[b0];  // dofs it carries
 
   // smooth forces: -d(M a + bias) + springs + actuators, with dM a folded in (the blocked path
   // and no rows) or dM itself and the force's own tangent (the solvers' force tangents)
-  const bool with_dM = has_rows_ && !batch_;
-  double* dtau = tmp2_.data();
-  RneTangent(m, k, dtau, damped_ && !with_dM ? dqderiv_a_.data() : nullptr);  // dM (a - aint)
-  for (int i = 0; i < nv; i++) dfs_[i] = -dtau[i];
-  has_dM_ = with_dM;
+  const bool with_dM = stage_.has_rows && !stage_.batch;
+  double* dtau = scratch_.b;
+  RneTangent(m, k, dtau,
+             integrator_.damped && !with_dM ? tan_.dqderiv_qacc : nullptr);  // dM (a - aint)
+  for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = -dtau[i];
+  tan_.has_dM = with_dM;
   if (with_dM) {
-    MassTangent(m, k, dM_.data());
+    MassTangent(m, k, tan_.dM);
     const double* a = d->qacc;
     for (int i = 0; i < nv; i++) {
       int adr = m->dof_Madr[i];
-      dfs_[i] += dM_[adr++] * a[i];
+      tan_.dqfrc_smooth[i] += tan_.dM[adr++] * a[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-        dfs_[i] += dM_[adr] * a[j];
-        dfs_[j] += dM_[adr] * a[i];
+        tan_.dqfrc_smooth[i] += tan_.dM[adr] * a[j];
+        tan_.dqfrc_smooth[j] += tan_.dM[adr] * a[i];
       }
     }
   }
-  mju_zero(dactdot_.data(), na);
+  mju_zero(tan_.dact_dot, na);
   const int jnt = m->dof_jntid[k];
   if (!SpringsDisabled(m) && (m->jnt_type[jnt] == mjJNT_HINGE || m->jnt_type[jnt] == mjJNT_SLIDE)) {
-    dfs_[k] -= m->jnt_stiffness[jnt];
+    tan_.dqfrc_smooth[k] -= m->jnt_stiffness[jnt];
   }
-  if (dof_act_len_[k]) {
+  if (rne_.dof_actuator_length[k]) {
     // joint-transmission lengths move with the dof: difference mj_fwdActuation
-    const double e = 1e-6;
-    for (int q = 0; q < dof_act_count_[k]; q++) {
-      const int i = dof_act_[dof_act_adr_[k] + q];
-      d->actuator_length[i] += e * m->actuator_gear[6 * i];
-    }
-    mj_fwdActuation(m, d);
-    for (int q = 0; q < dof_act_count_[k]; q++) {
-      const int i = dof_act_[dof_act_adr_[k] + q];
-      d->actuator_length[i] -= e * m->actuator_gear[6 * i];
-    }
-    for (int i = 0; i < nv; i++) dfs_[i] += (d->qfrc_actuator[i] - qfrc_act0_[i]) / e;
-    for (int i = 0; i < na; i++) dactdot_[i] = (d->act_dot[i] - actdot0_[i]) / e;
-    RestoreActuation();
+    JointActuatorDifference(m, k, d->actuator_length);
   }
-  if (!has_rows_) return;
+  if (!stage_.has_rows) return;
+
+  RecollideRigid(m, k);
+  AnalyticContactRows(m, k);
+
+  // rows before the contacts: constant Jacobians (the scope; dJ zero from PrepareAnalytic), gaps
+  // J dq
+  const Problem& p = *stage_.problem;
+  const SparseRows& J = p.J;
+  const int nplain = p.ne + p.nf + p.nl;
+  for (int i = 0; i < nplain; i++) {
+    double g = 0;
+    if (p.kind[i] != kRowFriction) {
+      for (int q = 0; q < J.rownnz[i]; q++) {
+        if (J.colind[J.rowadr[i] + q] == k) g = J.val[J.rowadr[i] + q];
+      }
+    }
+    tan_.dpos[i] = g;
+    tan_.dvel[i] = tan_.dJ_qvel_next[i] = 0;
+  }
+  tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
+  RowTangents();
+}
+
+void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
+  mjData* d = stage_data_;
+  const int b0 = m->dof_bodyid[k], last = rne_.subtree_last[b0];
 
   // contact pairs the subtree touches: collision on rigidly moved geom poses, forward and
   // backward (centered differences: a cylinder's patch slides along its rim at r / tilt, a
   // curvature that forward differences of the step would miss by 1e-4)
   const double* S = d->cdof + 6 * k;
   const double* com = d->subtree_com + 3 * m->body_rootid[b0];
-  for (int b = 0; b < m->nbody; b++) body_moved_[b] = b >= b0 && b <= last;
-  for (int q = 0; q < npair_; q++) {
-    Pair& pr = pairs_[q];
-    if (!body_moved_[pr.body1] && !body_moved_[pr.body2]) continue;
+  for (int b = 0; b < m->nbody; b++) pairs_.body_moved[b] = b >= b0 && b <= last;
+  for (int q = 0; q < pairs_.npair; q++) {
+    ContactPair& pr = pairs_.pair[q];
+    if (!pairs_.body_moved[pr.body1] && !pairs_.body_moved[pr.body2]) continue;
     double saved[2][12];
     for (int g = 0; g < 2; g++) {
       const int geom = g == 0 ? pr.g1 : pr.g2;
-      if (!body_moved_[m->geom_bodyid[geom]]) continue;
+      if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
       mju_copy3(saved[g], d->geom_xpos + 3 * geom);
       mju_copy(saved[g] + 3, d->geom_xmat + 9 * geom, 9);
     }
-    for (int c = pr.first; c < pr.first + pr.count; c++) con_sides_[c] = 0;
+    for (int c = pr.first; c < pr.first + pr.count; c++) pairs_.found[c] = 0;
     for (int side = 0; side < 2; side++) {
       const double e = side == 0 ? kPoseStep : -kPoseStep;
       for (int g = 0; g < 2; g++) {
         const int geom = g == 0 ? pr.g1 : pr.g2;
-        if (!body_moved_[m->geom_bodyid[geom]]) continue;
+        if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
         double* pos = d->geom_xpos + 3 * geom;
         double* mat = d->geom_xmat + 9 * geom;
 
@@ -522,51 +530,105 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
           for (int i = 0; i < 3; i++) mat[3 * i + c] = saved[g][3 + 3 * i + c] + e * wc[i];
         }
       }
-      mjContact* out = side == 0 ? con1_.data() : con2_.data();
+      mjContact* out = side == 0 ? pairs_.forward : pairs_.backward;
       if (!RecollidePair(m, d, q, kPoseStep, 1 << side, out)) mode_changes_++;
     }
     for (int g = 0; g < 2; g++) {
       const int geom = g == 0 ? pr.g1 : pr.g2;
-      if (!body_moved_[m->geom_bodyid[geom]]) continue;
+      if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
       mju_copy3(d->geom_xpos + 3 * geom, saved[g]);
       mju_copy(d->geom_xmat + 9 * geom, saved[g] + 3, 9);
     }
   }
+}
+
+void SmoothTangent::ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,
+                                        const double dp[3], const double dF[9], const double* S,
+                                        double tan[2][2][6][6]) const {
+  const mjData* d = stage_data_;
+  const int dim = con.dim;
+
+  // per side and row: d rho (uncarried dofs) and d rho - S x* rho (carried)
+  for (int side = 0; side < 2; side++) {
+    const int body = con.body[side];
+    const double* com = d->subtree_com + 3 * m->body_rootid[body];
+    const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
+    for (int r = 0; r < dim; r++) {
+      const int ax = r < 3 ? r : r - 3;
+      const double* Fr = g0.frame + 3 * ax;
+      const double* dFr = dF + 3 * ax;
+      double rho[6], t[3], u[3];
+      double* a = tan[side][0][r];
+      if (r < 3) {
+        Cross3(rho, off, Fr);
+        for (int i = 0; i < 3; i++) rho[3 + i] = Fr[i];
+        Cross3(t, dp, Fr);
+        Cross3(u, off, dFr);
+        for (int i = 0; i < 3; i++) {
+          a[i] = t[i] + u[i];
+          a[3 + i] = dFr[i];
+        }
+      } else {
+        for (int i = 0; i < 3; i++) {
+          rho[i] = Fr[i];
+          rho[3 + i] = 0;
+          a[i] = dFr[i];
+          a[3 + i] = 0;
+        }
+      }
+      if (pairs_.body_moved[body]) {
+        double sr[6];
+        CrossForce(sr, S, rho);
+        for (int i = 0; i < 6; i++) tan[side][1][r][i] = a[i] - sr[i];
+      }
+    }
+  }
+}
+
+void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
+  mjData* d = stage_data_;
+  const int nv = nv_;
+  const int b0 = m->dof_bodyid[k];
+  const int carry = rne_.dof_carry_start[k],
+            carry_end = rne_.subtree_dof_end[b0];  // dofs it carries
+  const double* S = d->cdof + 6 * k;
+  const double* com = d->subtree_com + 3 * m->body_rootid[b0];
 
   // contact rows: J_rj = sign rho_r . cdof_j with rho_r = [off x F_r; F_r] (rotation rows
   // [F_r; 0]), off the point from the side's tree center; along S the point and frame move as the
   // collision says and the carried axes by S x, so d J_rj = sign (d rho_r - [j carried] S x* rho_r)
   // . cdof_j, written into the row with d(J v), d(J v+) and dJ' f of the same pass
-  const Problem& p = *p_;
+  const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
-  const double* vnext = sol_->v_next;
-  const double* force = sol_->force;
-  double* dJf = dJf_.data();
+  const double* vnext = stage_.solution->v_next;
+  const double* force = stage_.solution->force;
+  double* dJf = tan_.dJ_force;
   mju_zero(dJf, nv);
-  const double* u = rne_vpre_.data() + 6 * carry;  // velocity and v+ before the carried dofs
-  const double* un = rne_vnpre_.data() + 6 * carry;
+  const double* u = rne_.cvel_before_dof + 6 * carry;  // velocity and v+ before the carried dofs
+  const double* un = rne_.cvel_next_before_dof + 6 * carry;
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     const int row = con.row, dim = con.dim;
-    for (int r = 0; r < dim; r++) dpos_[row + r] = dvel_[row + r] = dJv_[row + r] = 0;
-    for (int i = 0; i < 6; i++) dframe_[6 * c + i] = 0;
-    if (!body_moved_[con.body[0]] && !body_moved_[con.body[1]]) {
-      if (!batch_ && con_written_[c]) {
-        for (int r = 0; r < dim; r++) mju_zero(dJ_.data() + J.rowadr[row + r], J.rownnz[row + r]);
-        con_written_[c] = 0;
+    for (int r = 0; r < dim; r++)
+      tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
+    for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
+    if (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]]) {
+      if (!stage_.batch && rows_.contact_dJ_written[c]) {
+        for (int r = 0; r < dim; r++) mju_zero(tan_.dJ + J.rowadr[row + r], J.rownnz[row + r]);
+        rows_.contact_dJ_written[c] = 0;
       }
       continue;
     }
-    con_written_[c] = 1;
-    const mjContact& g0 = con0_[con.mj_index];
+    rows_.contact_dJ_written[c] = 1;
+    const mjContact& g0 = pairs_.nominal[con.mj_index];
     double dp[3], dF[9], ddist;
     if (!GeometryTangent(con.mj_index, kPoseStep, dp, dF, &ddist)) {
       // both bodies that move turn with S about the subtree's center
       Twist tw[2];
       for (int side = 0; side < 2; side++) {
-        const int body =
-            side ? pairs_[con_pair_[con.mj_index]].body2 : pairs_[con_pair_[con.mj_index]].body1;
-        const bool moved = body_moved_[body];
+        const int body = side ? pairs_.pair[pairs_.contact_pair[con.mj_index]].body2
+                              : pairs_.pair[pairs_.contact_pair[con.mj_index]].body1;
+        const bool moved = pairs_.body_moved[body];
         for (int r = 0; r < 3; r++) {
           tw[side].w[r] = moved ? S[r] : 0;
           tw[side].v[r] = moved ? S[3 + r] : 0;
@@ -575,57 +637,23 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
       }
       PatchTangent(con.mj_index, kPoseStep, tw[0], tw[1], dp, dF, &ddist);
     }
-    for (int i = 0; i < 6; i++) dframe_[6 * c + i] = dF[3 + i];
-    dpos_[row] = ddist;
+    for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = dF[3 + i];
+    tan_.dpos[row] = ddist;
 
-    // per side and row: d rho (uncarried dofs) and d rho - S x* rho (carried)
     double tan[2][2][6][6];
-    for (int side = 0; side < 2; side++) {
-      const int body = con.body[side];
-      const double* com = d->subtree_com + 3 * m->body_rootid[body];
-      const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
-      for (int r = 0; r < dim; r++) {
-        const int ax = r < 3 ? r : r - 3;
-        const double* Fr = g0.frame + 3 * ax;
-        const double* dFr = dF + 3 * ax;
-        double rho[6], t[3], u[3];
-        double* a = tan[side][0][r];
-        if (r < 3) {
-          Cross3(rho, off, Fr);
-          for (int i = 0; i < 3; i++) rho[3 + i] = Fr[i];
-          Cross3(t, dp, Fr);
-          Cross3(u, off, dFr);
-          for (int i = 0; i < 3; i++) {
-            a[i] = t[i] + u[i];
-            a[3 + i] = dFr[i];
-          }
-        } else {
-          for (int i = 0; i < 3; i++) {
-            rho[i] = Fr[i];
-            rho[3 + i] = 0;
-            a[i] = dFr[i];
-            a[3 + i] = 0;
-          }
-        }
-        if (body_moved_[body]) {
-          double sr[6];
-          CrossForce(sr, S, rho);
-          for (int i = 0; i < 6; i++) tan[side][1][r][i] = a[i] - sr[i];
-        }
-      }
-    }
+    ContactAxisTangents(m, con, g0, dp, dF, S, tan);
 
     // the blocked path needs only dJ v, dJ v+ and dJ' f: chain sums of cdof v are body velocities
     // (V, from u before the carried dofs), and the rows combine with their forces first
     const int adr0 = J.rowadr[row], n = J.rownnz[row];
-    if (batch_) {
+    if (stage_.batch) {
       double wrench[2][2][6] = {};
       for (int side = 0; side < 2; side++) {
         const int body = con.body[side];
         const double sg = side ? 1 : -1;
-        const bool carried = body_moved_[body];
+        const bool carried = pairs_.body_moved[body];
         const double* V = d->cvel + 6 * body;
-        const double* Vn = rne_vn_.data() + 6 * body;
+        const double* Vn = rne_.cvel_next + 6 * body;
         for (int r = 0; r < dim; r++) {
           const double* a = tan[side][0][r];
           const double fr = force[row + r];
@@ -637,18 +665,18 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
               dn += b[i] * (Vn[i] - un[i]);
               wrench[side][1][i] += fr * b[i];
             }
-            dvel_[row + r] += sg * dv;
-            dJv_[row + r] += sg * dn;
+            tan_.dvel[row + r] += sg * dv;
+            tan_.dJ_qvel_next[row + r] += sg * dn;
           } else {
-            dvel_[row + r] += sg * Dot6(a, V);
-            dJv_[row + r] += sg * Dot6(a, Vn);
+            tan_.dvel[row + r] += sg * Dot6(a, V);
+            tan_.dJ_qvel_next[row + r] += sg * Dot6(a, Vn);
           }
           for (int i = 0; i < 6; i++) wrench[side][0][i] += fr * a[i];
         }
       }
       for (int q = 0; q < n; q++) {
         const int j = J.colind[adr0 + q];
-        const int sign = con_sign_[adr0 + q];
+        const int sign = rows_.nonzero_side[adr0 + q];
         dJf[j] += sign * Dot6(wrench[sign > 0][j >= carry && j < carry_end], d->cdof + 6 * j);
       }
       continue;
@@ -658,40 +686,43 @@ void Derivative::AnalyticPosition(const mjModel* m, int k) {
     double dvel[6] = {0, 0, 0, 0, 0, 0}, djv[6] = {0, 0, 0, 0, 0, 0};
     for (int q = 0; q < n; q++) {
       const int j = J.colind[adr0 + q];
-      const int sign = con_sign_[adr0 + q];
+      const int sign = rows_.nonzero_side[adr0 + q];
       const double(*vec)[6] = tan[sign > 0][j >= carry && j < carry_end];
       const double* cd = d->cdof + 6 * j;
       double fj = 0;
       for (int r = 0; r < dim; r++) {
         const double val = sign * Dot6(vec[r], cd);
-        dJ_[J.rowadr[row + r] + q] = val;
-        dvel[r] += val * v0_[j];
+        tan_.dJ[J.rowadr[row + r] + q] = val;
+        dvel[r] += val * nominal_.qvel[j];
         djv[r] += val * vnext[j];
         fj += val * force[row + r];
       }
       dJf[j] += fj;
     }
     for (int r = 0; r < dim; r++) {
-      dvel_[row + r] = dvel[r];
-      dJv_[row + r] = djv[r];
+      tan_.dvel[row + r] = dvel[r];
+      tan_.dJ_qvel_next[row + r] = djv[r];
     }
   }
+}
 
-  // rows before the contacts: constant Jacobians (the scope; dJ zero from PrepareAnalytic), gaps
-  // J dq
-  const int nplain = p.ne + p.nf + p.nl;
-  for (int i = 0; i < nplain; i++) {
-    double g = 0;
-    if (p.kind[i] != kRowFriction) {
-      for (int q = 0; q < J.rownnz[i]; q++) {
-        if (J.colind[J.rowadr[i] + q] == k) g = J.val[J.rowadr[i] + q];
-      }
-    }
-    dpos_[i] = g;
-    dvel_[i] = dJv_[i] = 0;
+void SmoothTangent::JointActuatorDifference(const mjModel* m, int k, mjtNum* field) {
+  mjData* d = stage_data_;
+  const int nv = nv_, na = na_;
+  const double e = 1e-6;
+  for (int q = 0; q < rne_.dof_actuator_num[k]; q++) {
+    const int i = rne_.dof_actuators[rne_.dof_actuator_adr[k] + q];
+    field[i] += e * m->actuator_gear[6 * i];
   }
-  has_dJ_ = has_dpos_ = has_dvel_ = has_dJf_ = true;
-  RowTangents();
+  mj_fwdActuation(m, d);
+  for (int q = 0; q < rne_.dof_actuator_num[k]; q++) {
+    const int i = rne_.dof_actuators[rne_.dof_actuator_adr[k] + q];
+    field[i] -= e * m->actuator_gear[6 * i];
+  }
+  for (int i = 0; i < nv; i++)
+    tan_.dqfrc_smooth[i] += (d->qfrc_actuator[i] - nominal_.qfrc_actuator[i]) / e;
+  for (int i = 0; i < na; i++) tan_.dact_dot[i] = (d->act_dot[i] - nominal_.act_dot[i]) / e;
+  RestoreActuation();
 }
 
 }  // namespace contactkit

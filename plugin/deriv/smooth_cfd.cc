@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "plugin/deriv/derivative.h"
+#include "plugin/deriv/smooth_tangent.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 #include "solvers/common/impedance.h"
@@ -25,7 +25,7 @@ constexpr double kMinVal = 1e-15;  // mjMINVAL
 
 }  // namespace
 
-bool Derivative::MakeCfdModel(const mjModel* m, const ckSettings& s, std::string* error) {
+bool SmoothTangent::MakeCfdModel(const mjModel* m, const ckSettings& s, std::string* error) {
   if (cfd_model_) mj_deleteModel(cfd_model_);
   cfd_model_ = nullptr;
   cfd_width_ = s.deriv.cfd_width;
@@ -43,7 +43,7 @@ bool Derivative::MakeCfdModel(const mjModel* m, const ckSettings& s, std::string
   return true;
 }
 
-double Derivative::CfdImpedance(const double solimp[5], double r, double* slope) const {
+double SmoothTangent::CfdImpedance(const double solimp[5], double r, double* slope) const {
   const double width = cfd_solimp_[2] > 0 ? cfd_solimp_[2] : cfd_width_;
   double spline[5] = {cfd_solimp_[1] > 0 ? cfd_solimp_[1] : solimp[0], cfd_solimp_[0], width,
                       cfd_solimp_[3], cfd_solimp_[4]};
@@ -52,7 +52,7 @@ double Derivative::CfdImpedance(const double solimp[5], double r, double* slope)
   return Impedance(spline, r, 0, slope);
 }
 
-double Derivative::CfdSoftplus(double r, double* slope) const {
+double SmoothTangent::CfdSoftplus(double r, double* slope) const {
   const double width = cfd_solimp_[2] > 0 ? cfd_solimp_[2] : cfd_width_;
   const double tau = 0.25 * width, x = -r / tau;
 
@@ -62,8 +62,8 @@ double Derivative::CfdSoftplus(double r, double* slope) const {
   return -tau * log1pexp;
 }
 
-void Derivative::CfdAdjustProblem(const mjModel* m, Problem* p) {
-  const mjData* d = d0_;
+void SmoothTangent::CfdAdjustProblem(const mjModel* m, Problem* p) {
+  const mjData* d = stage_data_;
   const double impratio = std::max(kMinVal, m->opt.impratio);
   for (int c = 0; c < p->ncon; c++) {
     Contact& con = p->con[c];
@@ -72,7 +72,7 @@ void Derivative::CfdAdjustProblem(const mjModel* m, Problem* p) {
     // MuJoCo's own inclusion margin; contacts beyond it are the ones from distance
     con.margin = mc.includemargin - cfd_width_;
     const double r = con.dist - con.margin;
-    cfd_r_[c] = r;
+    rows_.cfd_distance[c] = r;
     const double imp =
         r < 0 ? Impedance(con.solimp, con.dist, con.margin) : CfdImpedance(con.solimp, r, nullptr);
     const int row = con.row;
@@ -93,7 +93,7 @@ void Derivative::CfdAdjustProblem(const mjModel* m, Problem* p) {
   }
 }
 
-void Derivative::CfdAdjustRows(mjData* d) {
+void SmoothTangent::CfdAdjustRows(mjData* d) {
   // MuJoCo's rows of every contact: inclusion margin, impedance and R as CfdAdjustProblem
   for (int c = 0; c < d->ncon; c++) {
     const mjContact& mc = d->contact[c];
@@ -118,7 +118,7 @@ void Derivative::CfdAdjustRows(mjData* d) {
   }
 }
 
-void Derivative::CfdAdjustAref(mjData* d) {
+void SmoothTangent::CfdAdjustAref(mjData* d) {
   // softplus position term of the contacts from distance
   for (int c = 0; c < d->ncon; c++) {
     const mjContact& mc = d->contact[c];
@@ -137,8 +137,8 @@ void Derivative::CfdAdjustAref(mjData* d) {
   }
 }
 
-void Derivative::CfdForward(const mjModel* m) {
-  mjData* d = d0_;
+void SmoothTangent::CfdForward(const mjModel* m) {
+  mjData* d = stage_data_;
 
   // position stage with every margin enlarged, then MuJoCo's rows adjusted
   mj_fwdPosition(cfd_model_, d);
@@ -147,12 +147,12 @@ void Derivative::CfdForward(const mjModel* m) {
   mj_island(m, d);  // the island solver's copies of R and D
 #endif
   mj_projectConstraint(m, d);
-  if (sensors_) mj_sensorPos(m, d);
+  if (stage_.sensors) mj_sensorPos(m, d);
 
   // velocity stage, softplus references, actuation, smooth acceleration
   mj_fwdVelocity(m, d);
   CfdAdjustAref(d);
-  if (sensors_) mj_sensorVel(m, d);
+  if (stage_.sensors) mj_sensorVel(m, d);
   if (mjcb_control) mjcb_control(m, d);
   mj_fwdActuation(m, d);
   mj_fwdAcceleration(m, d);
@@ -173,7 +173,11 @@ void Derivative::CfdForward(const mjModel* m) {
     shadow_->solver->Solve(p, &sol);
     shadow_->extractor.WriteBack(m, d, p, sol);
   }
-  if (sensors_) SensorAcc(m, d);
+  if (stage_.sensors) SensorAcc(m, d);
+}
+
+void SmoothTangent::SetCfdSolimp(const ckSettings& s) {
+  for (int i = 0; i < 5; i++) cfd_solimp_[i] = s.deriv.cfd_solimp[i];
 }
 
 }  // namespace contactkit

@@ -5,11 +5,12 @@
 // every step taken by ck_step's pipeline on a scratch mjData and the shadow handle. Differences
 // from MuJoCo 2.2.2: time is restored before every step (MuJoCo lets it advance), and RK4 steps
 // never skip stages (MuJoCo's RK4 stages overwrite the position results its skips reuse).
+#include "plugin/deriv/fd_reference.h"
+
+#include <algorithm>
 #include <cstring>
 
-#include "plugin/deriv/derivative.h"
 #include "plugin/step/compat.h"
-#include "plugin/step/handle.h"
 
 namespace contactkit {
 namespace {
@@ -51,47 +52,56 @@ bool InRange(double x1, double x2, const double* range) {
 
 }  // namespace
 
-void Derivative::FdStep(const mjModel* m, int skipstage, int skipsensor, double* next,
-                        double* sensor) {
-  ResetShadow();
-  StepSkip(shadow_, m, d0_, skipstage, skipsensor);
-  mju_copy(next, d0_->qpos, nq_);
-  mju_copy(next + nq_, d0_->qvel, nv_);
-  mju_copy(next + nq_ + nv_, d0_->act, na_);
-  if (sensor) mju_copy(sensor, d0_->sensordata, ns_);
+void CopyStepInputs(const mjModel* m, const mjData* src, mjData* dst) {
+  mju_copy(dst->qpos, src->qpos, m->nq);
+  mju_copy(dst->qvel, src->qvel, m->nv);
+  mju_copy(dst->act, src->act, m->na);
+  mju_copy(dst->ctrl, src->ctrl, m->nu);
+  mju_copy(dst->qacc_warmstart, src->qacc_warmstart, m->nv);
+  mju_copy(dst->qfrc_applied, src->qfrc_applied, m->nv);
+  mju_copy(dst->xfrc_applied, src->xfrc_applied, 6 * m->nbody);
+  mju_copy(dst->mocap_pos, src->mocap_pos, 3 * m->nmocap);
+  mju_copy(dst->mocap_quat, src->mocap_quat, 4 * m->nmocap);
+  mju_copy(dst->userdata, src->userdata, m->nuserdata);
+#if CK_MJ3
+  if (m->neq) std::memcpy(dst->eq_active, src->eq_active, m->neq * sizeof(mjtByte));
+  mju_copy(dst->plugin_state, src->plugin_state, m->npluginstate);
+#endif
+  dst->time = src->time;
 }
 
-void Derivative::FiniteDiff(const mjModel* m, const mjData* d, mjtNum eps, int centered, mjtNum* A,
-                            mjtNum* B, mjtNum* C, mjtNum* D) {
-  sink_ = Sink();
-  sink_.A = A;
-  sink_.B = B;
-  sink_.C = C;
-  sink_.D = D;
-  FiniteDiffSink(m, d, eps, centered);
+void FdReference::Carve(ArenaCarver& c, const DerivSizes& n) {
+  const size_t nstate = n.nq + n.nv + n.na;
+  next_ = c.Take<double>(nstate);
+  next_plus_ = c.Take<double>(nstate);
+  next_minus_ = c.Take<double>(nstate);
+  sensor_ = c.Take<double>(n.ns);
+  sensor_plus_ = c.Take<double>(n.ns);
+  sensor_minus_ = c.Take<double>(n.ns);
+  column_ = c.Take<double>(std::max<size_t>(n.ndx(), n.ns));
 }
 
-void Derivative::FiniteDiffSink(const mjModel* m, const mjData* d, double eps, int centered) {
-  const int nv = nv_, na = na_, nu = nu_, ns = ns_, ndx = 2 * nv + na;
-  const bool sensors = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
+void FdReference::Run(const mjModel* m, const mjData* d, mjData* scratch, double eps, int centered,
+                      bool state, bool ctrl, bool sensors, FdTarget* target) {
+  const int nv = m->nv, na = m->na, nu = m->nu, ns = m->nsensordata, ndx = 2 * nv + na;
   const int skipsensor = !sensors;
   const bool rk4 = m->opt.integrator == mjINT_RK4;
   const int skip_vel = rk4 ? mjSTAGE_NONE : mjSTAGE_VEL;
   const int skip_pos = rk4 ? mjSTAGE_NONE : mjSTAGE_POS;
-  double* next = fd_next_.data();
-  double* plus = fd_plus_.data();
-  double* minus = fd_minus_.data();
-  double* sens = skipsensor ? nullptr : fd_sens_.data();
-  double* splus = skipsensor ? nullptr : fd_splus_.data();
-  double* sminus = skipsensor ? nullptr : fd_sminus_.data();
-  double* col = fd_col_.data();
+  double* next = next_;
+  double* plus = next_plus_;
+  double* minus = next_minus_;
+  double* sens = skipsensor ? nullptr : sensor_;
+  double* splus = skipsensor ? nullptr : sensor_plus_;
+  double* sminus = skipsensor ? nullptr : sensor_minus_;
+  double* col = column_;
 
-  // nominal step; its position and velocity results stay in d0_ for the skips below
-  LoadState(m, d, d0_);
-  FdStep(m, mjSTAGE_NONE, skipsensor, next, sens);
+  // nominal step; its position and velocity results stay in stage_data_ for the skips below
+  CopyStepInputs(m, d, scratch);
+  target->Step(m, mjSTAGE_NONE, skipsensor, next, sens);
 
   // controls: skip position and velocity, respect ctrlrange
-  if (sink_.WantsCtrl()) {
+  if (ctrl) {
     for (int i = 0; i < nu; i++) {
       const double ui = d->ctrl[i];
       const int limited = m->actuator_ctrllimited[i];
@@ -99,26 +109,26 @@ void Derivative::FiniteDiffSink(const mjModel* m, const mjData* d, double eps, i
       const bool fwd = !limited || InRange(ui, ui + eps, range);
       const bool back = (centered || !fwd) && (!limited || InRange(ui - eps, ui, range));
       if (fwd) {
-        LoadState(m, d, d0_);
-        d0_->ctrl[i] = ui + eps;
-        FdStep(m, skip_vel, skipsensor, plus, splus);
+        CopyStepInputs(m, d, scratch);
+        scratch->ctrl[i] = ui + eps;
+        target->Step(m, skip_vel, skipsensor, plus, splus);
       }
       if (back) {
-        LoadState(m, d, d0_);
-        d0_->ctrl[i] = ui - eps;
-        FdStep(m, skip_vel, skipsensor, minus, sminus);
+        CopyStepInputs(m, d, scratch);
+        scratch->ctrl[i] = ui - eps;
+        target->Step(m, skip_vel, skipsensor, minus, sminus);
       }
       ClampedStateDiff(m, col, next, fwd ? plus : nullptr, back ? minus : nullptr, eps);
-      EmitState(ndx + i, col);
+      target->EmitState(ndx + i, col);
       if (sensors) {
         ClampedDiff(col, sens, fwd ? splus : nullptr, back ? sminus : nullptr, eps, ns);
-        EmitSensor(ndx + i, col);
+        target->EmitSensor(ndx + i, col);
       }
     }
   }
 
   // activations, velocities (skip position), positions (tangent space)
-  if (sink_.WantsState()) {
+  if (state) {
     for (int kind = 0; kind < 3; kind++) {
       const int n = kind == 0 ? na : nv;
       const int offset = kind == 0 ? 2 * nv : kind == 1 ? nv : 0;
@@ -126,23 +136,23 @@ void Derivative::FiniteDiffSink(const mjModel* m, const mjData* d, double eps, i
       for (int i = 0; i < n; i++) {
         for (int side = 0; side < (centered ? 2 : 1); side++) {
           const double e = side == 0 ? eps : -eps;
-          LoadState(m, d, d0_);
+          CopyStepInputs(m, d, scratch);
           if (kind == 0) {
-            d0_->act[i] += e;
+            scratch->act[i] += e;
           } else if (kind == 1) {
-            d0_->qvel[i] += e;
+            scratch->qvel[i] += e;
           } else {
             mju_zero(col, nv);
             col[i] = 1;
-            mj_integratePos(m, d0_->qpos, col, e);
+            mj_integratePos(m, scratch->qpos, col, e);
           }
-          FdStep(m, skip, skipsensor, side == 0 ? plus : minus, side == 0 ? splus : sminus);
+          target->Step(m, skip, skipsensor, side == 0 ? plus : minus, side == 0 ? splus : sminus);
         }
         ClampedStateDiff(m, col, next, plus, centered ? minus : nullptr, eps);
-        EmitState(offset + i, col);
+        target->EmitState(offset + i, col);
         if (sensors) {
           ClampedDiff(col, sens, splus, centered ? sminus : nullptr, eps, ns);
-          EmitSensor(offset + i, col);
+          target->EmitSensor(offset + i, col);
         }
       }
     }

@@ -1,0 +1,392 @@
+// Copyright 2026 The contactkit developers.
+//
+// The directions of a step: every unit direction of (q, v, act, ctrl) through the smooth tangent,
+// the force tangent and the integrator tangent (Euler and implicit in one stage, RK4 chaining
+// four), into the output columns. "mujoco" with constraint rows solves them in blocks.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
+#include "plugin/step/integrator.h"
+
+namespace contactkit {
+
+//---------------------------------- directions ----------------------------------------------------
+
+template <typename Fn>
+bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
+  // "mujoco" with constraint rows (stage_.batch): one blocked solve of MuJoCo's Hessian per kBlock
+  // directions
+  int nslot = 0;
+  for (int kind = kCtrl; kind <= kPos; kind++) {
+    if (kind == kCtrl ? !ctrl : !state) continue;
+    const int n = kind == kCtrl ? nu_ : kind == kAct ? na_ : nv_;
+    for (int index = 0; index < n; index++) {
+      const int col = kind == kCtrl  ? 2 * nv_ + na_ + index
+                      : kind == kAct ? 2 * nv_ + index
+                      : kind == kVel ? nv_ + index
+                                     : index;
+      smooth_.UnitTangent(m, kind, index);
+      if (stage_.batch) {
+        QueueColumn(m, nslot, kind, index, col);
+        if (++nslot == SoftTangent::kBlock) {
+          FlushColumns(m, nslot, fn);
+          nslot = 0;
+        }
+        continue;
+      }
+      if (!SolveTangent(m)) return false;
+      fn(kind, index, col);
+    }
+  }
+  if (nslot) FlushColumns(m, nslot, fn);
+  smooth_.RestoreActuation();
+  return true;
+}
+
+void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, int col) {
+  const Problem& p = *stage_.problem;
+  const int nv = nv_, nb = SoftTangent::kBlock;
+  const double h = p.h;
+  double* r = scratch_.a;
+
+  // rhs = M dv + h (dqfrc_smooth - dM a + dJ' f) + J_E' (Phi t - h f rho)
+  mju_zero(r, nv);
+  if (kind == kVel) {
+    const int t = extractor_.dof_tree()[index], n = trees_.dofnum[t], b = trees_.dofadr[t];
+    mju_copy(r + b, trees_.mass + trees_.blockadr[t] + (index - b) * n, n);
+  }
+  for (int i = 0; i < nv; i++) r[i] += h * tan_.dqfrc_smooth[i];
+  double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
+  mju_copy(pc, tan_.dqderiv_qacc, nv);
+  if (tan_.has_dM) {
+    // with a = qacc of the solver: r -= h dM a, and P = dM (a - aint) + h dqDeriv aint (a and
+    // aint differ only under Euler's implicit damping and the implicit integrator)
+    const double* a = stage_data_->qacc;
+    const bool p_term = integrator_.damped || integrator_.implicit;
+    for (int i = 0; i < nv; i++) {
+      int adr = m->dof_Madr[i];
+      const double mii = tan_.dM[adr++];
+      r[i] -= h * mii * a[i];
+      if (p_term) pc[i] += mii * (a[i] - integrator_.qacc[i]);
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        r[i] -= h * tan_.dM[adr] * a[j];
+        r[j] -= h * tan_.dM[adr] * a[i];
+        if (p_term) {
+          pc[i] += tan_.dM[adr] * (a[j] - integrator_.qacc[j]);
+          pc[j] += tan_.dM[adr] * (a[i] - integrator_.qacc[i]);
+        }
+      }
+    }
+  }
+  ProblemTangent dir;
+  if (tan_.has_dJ_force) {
+    for (int i = 0; i < nv; i++)
+      r[i] += h * tan_.dJ_force[i];  // (dJ itself: not written, tan_.dJ_qvel_next has dJ v+)
+  } else if (tan_.has_dJ) {
+    const SparseRows& J = p.J;
+    for (int i = 0; i < J.nrow; i++) {
+      const double fi = h * stage_.solution->force[i];
+      if (fi == 0) continue;
+      const int adr = J.rowadr[i];
+      for (int k = 0; k < J.rownnz[i]; k++) r[J.colind[adr + k]] += tan_.dJ[adr + k] * fi;
+    }
+    dir.J = tan_.dJ;
+  }
+  dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
+  dir.R = tan_.has_dpos ? tan_.dR : nullptr;
+  dir.aref = tan_.has_dvel || tan_.has_dpos ? tan_.daref : nullptr;
+  if (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos)
+    soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr);
+  for (int i = 0; i < nv; i++) block_.rhs[static_cast<size_t>(i) * nb + slot] = r[i];
+
+  // what the columns need after the solve
+  block_.kind[slot] = kind;
+  block_.index[slot] = index;
+  block_.col[slot] = col;
+  mju_copy(block_.act_dot + static_cast<size_t>(slot) * na_, tan_.dact_dot, na_);
+}
+
+template <typename Fn>
+void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
+  const Problem& p = *stage_.problem;
+  const int nv = nv_;
+  const double h = p.h;
+
+  // a partial block: its columns (rounded up to the solves' chunks of 8) packed to that stride
+  const int nb = std::min(SoftTangent::kBlock, (nslot + 7) / 8 * 8);
+  if (nb < SoftTangent::kBlock) {
+    for (int i = 1; i < nv; i++) {
+      for (int c = 0; c < nb; c++) {
+        block_.rhs[static_cast<size_t>(i) * nb + c] =
+            block_.rhs[static_cast<size_t>(i) * SoftTangent::kBlock + c];
+      }
+    }
+  }
+  for (int i = 0; i < nv; i++) {
+    for (int c = nslot; c < nb; c++) block_.rhs[static_cast<size_t>(i) * nb + c] = 0;
+  }
+  soft_.SolveBlock(p, block_.rhs, nb);
+
+  // M_int dacc = M x / h + P with x = dv+ - dv: dacc = x / h when M_int = M (P = 0), and
+  // x / h + M_E^-1 (P - D x) for Euler's M_E = M + h D, all columns in one sweep
+  double* Y = block_.damped;
+  if (integrator_.damped) {
+    for (int slot = 0; slot < nslot; slot++) {
+      const int kind = block_.kind[slot], index = block_.index[slot];
+      const double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
+      for (int i = 0; i < nv; i++) {
+        const double x =
+            block_.rhs[static_cast<size_t>(i) * nb + slot] - (kind == kVel && index == i ? 1 : 0);
+        Y[static_cast<size_t>(i) * nb + slot] = pc[i] - m->dof_damping[i] * x;
+      }
+    }
+    for (int i = 0; i < nv; i++) {
+      for (int c = nslot; c < nb; c++) Y[static_cast<size_t>(i) * nb + c] = 0;
+    }
+    integrator_.mass.SolveBlock(Y, nb);
+  }
+  for (int slot = 0; slot < nslot; slot++) {
+    const int kind = block_.kind[slot], index = block_.index[slot];
+
+    // the unit direction again
+    mju_zero(tan_.dq, nv);
+    mju_zero(tan_.dv, nv);
+    mju_zero(tan_.dact, na_);
+    mju_zero(tan_.du, nu_);
+    (kind == kCtrl  ? tan_.du
+     : kind == kAct ? tan_.dact
+     : kind == kVel ? tan_.dv
+                    : tan_.dq)[index] = 1;
+    mju_copy(tan_.dact_dot, block_.act_dot + static_cast<size_t>(slot) * na_, na_);
+
+    double* x = scratch_.b;
+    const double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
+    for (int i = 0; i < nv; i++) x[i] = block_.rhs[static_cast<size_t>(i) * nb + slot] - tan_.dv[i];
+    if (integrator_.implicit) {
+      p.mass.Mul(x, tan_.dqacc_int);
+      for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = tan_.dqacc_int[i] / h + pc[i];
+      integrator_.Solve(tan_.dqacc_int);
+    } else {
+      for (int i = 0; i < nv; i++) {
+        tan_.dqacc_int[i] =
+            x[i] / h + (integrator_.damped ? Y[static_cast<size_t>(i) * nb + slot] : 0);
+      }
+    }
+    fn(kind, index, block_.col[slot]);
+  }
+}
+//---------------------------------- single-stage integrators --------------------------------------
+
+bool Derivative::SingleStage(const mjModel* m) {
+  const int nv = nv_;
+  const double h = m->opt.timestep;
+  stage_.sensors = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
+  if (!PrepareStage(m, false)) return false;
+
+  // v+ of the step (the velocity the positions integrate), and lcp's position correction u
+  // after it (split impulse: q+ = (q (+) h v+) (+) h u)
+  double* vplus = integrator_.qvel_next;
+  for (int i = 0; i < nv; i++) vplus[i] = nominal_.qvel[i] + h * integrator_.qacc[i];
+  const double* up =
+      stage_.has_rows && stage_.solver ? stage_.solution->position_correction : nullptr;
+  double* maps = integrator_.step_maps;
+  IntegrateMaps(m, vplus, h, maps);
+  if (up) IntegrateMaps(m, up, h, integrator_.correction_maps);
+  elastic_.Prepare(settings_, stage_.has_rows ? stage_.problem : nullptr, nominal_.qvel);
+  elastic_.Select(vplus);
+  double* out = out_.state_col;
+  double* ds = out_.sensor_col;
+  const bool ok =
+      Directions(m, sink_.WantsState(), sink_.WantsCtrl(), [&](int kind, int index, int col) {
+        // next state: dv+ = dv + h daint, dq+ through the position update, dact+
+        for (int i = 0; i < nv; i++) out[nv + i] = tan_.dv[i] + h * tan_.dqacc_int[i];
+        if (up) {
+          double* mid = integrator_.position_mid;
+          IntegrateTangent(m, maps, h, tan_.dq, out + nv, mid);
+          if (!tan_.has_dposition_correction) mju_zero(tan_.dposition_correction, nv);
+          IntegrateTangent(m, integrator_.correction_maps, h, mid, tan_.dposition_correction, out);
+        } else {
+          IntegrateTangent(m, maps, h, tan_.dq, out + nv, out);
+        }
+        ActivationTangent(m, nominal_.act, nominal_.act_dot, tan_.dact, tan_.dact_dot, h,
+                          out + 2 * nv);
+        EmitState(col, out);
+        if (stage_.sensors) {
+          smooth_.SensorTangent(m, kind, ds);
+          EmitSensor(col, ds);
+        }
+      });
+  if (ok) elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
+  return ok;
+}
+//---------------------------------- RK4 -----------------------------------------------------------
+
+bool Derivative::RungeKutta(const mjModel* m) {
+  const int nq = nq_, nv = nv_, na = na_, nu = nu_, ndx = 2 * nv + na, ndir = ndx + nu;
+  const int nva = nv + na;
+  const double h = m->opt.timestep, time = stage_data_->time;
+  double* G = integrator_.rk_stage_jac;
+  double* ds = out_.sensor_col;
+
+  // directions to chain: state columns, control columns
+  const bool state_out = sink_.A || (sink_.gx && sink_.dx);
+  const bool ctrl_out = sink_.B || (sink_.gu && sink_.dx);
+  const bool sensor_out = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
+  const int first = state_out ? 0 : ndx, last = ctrl_out ? ndir : ndx;
+  for (int k = first; k < last; k++) {
+    double* K = integrator_.rk_dir_state + static_cast<size_t>(k) * ndx;
+    double* S = integrator_.rk_dir_sum + static_cast<size_t>(k) * ndx;
+    for (int i = 0; i < ndx; i++) K[i] = k < ndx && i == k ? 1 : 0;
+    for (int i = 0; i < ndx; i++) S[i] = 0;
+  }
+
+  // nominal stages X_i, rates F_i; the first also gives the sensor Jacobians
+  double* X0 = integrator_.rk_state;
+  mju_copy(X0, stage_data_->qpos, nq);
+  mju_copy(X0 + nq, stage_data_->qvel, nv);
+  mju_copy(X0 + nq + nv, stage_data_->act, na);
+  for (int stage = 0; stage < 4; stage++) {
+    double* Fi = integrator_.rk_rate + stage * nva;
+    if (stage > 0) RkStageState(m, stage);
+    stage_data_->time = time + kRK4C[stage] * h;
+    stage_.sensors = stage == 0 && sensor_out;
+    if (!PrepareStage(m, true)) return false;
+    if (stage == 0 && stage_.has_rows && stage_.solver && stage_.solution->position_correction) {
+      fallback_ = ckFALLBACK_RK4_POSITION;
+      return false;
+    }
+    if (stage == 0)
+      elastic_.Prepare(settings_, stage_.has_rows ? stage_.problem : nullptr, nominal_.qvel);
+    mju_copy(Fi, integrator_.qacc, nv);
+    mju_copy(Fi + nv, nominal_.act_dot, na);
+
+    // stage Jacobian G (nv+na x ndir, column-major) and the sensor Jacobians
+    const bool ok = Directions(m, true, true, [&](int kind, int index, int col) {
+      double* g = G + static_cast<size_t>(col) * nva;
+      mju_copy(g, tan_.dqacc_int, nv);
+      mju_copy(g + nv, tan_.dact_dot, na);
+      if (stage_.sensors) {
+        smooth_.SensorTangent(m, kind, ds);
+        EmitSensor(col, ds);
+      }
+    });
+    if (!ok) return false;
+
+    RkChainStage(m, stage, first, last);
+  }
+
+  RkNextState(m, first, last);
+  return true;
+}
+
+void Derivative::RkStageState(const mjModel* m, int stage) {
+  // X_i = X_0 (+) h a_i (v_{i-1}, F_{i-1}) into stage_data_
+  const int nq = nq_, nv = nv_, na = na_, nva = nv + na;
+  const double h = m->opt.timestep;
+  const double* X0 = integrator_.rk_state;
+  double* w = integrator_.qvel_next;
+  const double a = kRK4A[4 * (stage - 1)];  // the diagonal: stage i uses stage i - 1 alone
+  const double* Fp = integrator_.rk_rate + (stage - 1) * nva;
+  const double* vp = integrator_.rk_state + (stage - 1) * (nq + nv + na) + nq;
+  double* Xi = integrator_.rk_state + stage * (nq + nv + na);
+  for (int i = 0; i < nv; i++) w[i] = a * vp[i];
+  mju_copy(Xi, X0, nq);
+  mj_integratePos(m, Xi, w, h);
+  for (int i = 0; i < nv; i++) Xi[nq + i] = X0[nq + i] + h * a * Fp[i];
+  for (int i = 0; i < na; i++) Xi[nq + nv + i] = X0[nq + nv + i] + h * a * Fp[nv + i];
+  mju_copy(stage_data_->qpos, Xi, nq);
+  mju_copy(stage_data_->qvel, Xi + nq, nv);
+  mju_copy(stage_data_->act, Xi + nq + nv, na);
+}
+
+void Derivative::RkChainStage(const mjModel* m, int stage, int first, int last) {
+  const int nv = nv_, na = na_, ndx = 2 * nv + na, nva = nv + na, nq = nq_;
+  const double h = m->opt.timestep;
+  const double* G = integrator_.rk_stage_jac;
+  double* w = integrator_.qvel_next;
+
+  // each direction: dF_i = G [dX_i; du], S += b_i (dv_i, dF_i), dX_{i+1}
+  const double* vi = integrator_.rk_state + stage * (nq + nv + na) + nq;
+  if (stage < 3) {
+    for (int i = 0; i < nv; i++) w[i] = kRK4A[4 * stage] * vi[i];
+    IntegrateMaps(m, w, h, integrator_.step_maps);
+  }
+  for (int k = first; k < last; k++) {
+    double* K = integrator_.rk_dir_state + static_cast<size_t>(k) * ndx;
+    double* S = integrator_.rk_dir_sum + static_cast<size_t>(k) * ndx;
+    double* dF = scratch_.a;
+    double* dFact = tan_.dact;
+    for (int i = 0; i < nv; i++) {
+      double s = 0;
+      for (int j = 0; j < ndx; j++) s += G[static_cast<size_t>(j) * nva + i] * K[j];
+      if (k >= ndx) s += G[static_cast<size_t>(k) * nva + i];
+      dF[i] = s;
+    }
+    for (int i = 0; i < na; i++) {
+      double s = 0;
+      for (int j = 0; j < ndx; j++) s += G[static_cast<size_t>(j) * nva + nv + i] * K[j];
+      if (k >= ndx) s += G[static_cast<size_t>(k) * nva + nv + i];
+      dFact[i] = s;
+    }
+    const double b = kRK4B[stage];
+    for (int i = 0; i < nv; i++) {
+      S[i] += b * K[nv + i];   // sum b_j dv_j
+      S[nv + i] += b * dF[i];  // sum b_j dF_j (velocity rates)
+    }
+    for (int i = 0; i < na; i++) S[2 * nv + i] += b * dFact[i];
+    if (stage < 3) {
+      // dX_{i+1} = d(X_0 (+) h a (v_i, F_i)) from the unit dX_0
+      const double a = kRK4A[4 * stage];
+      double* dw = scratch_.b;
+      for (int i = 0; i < nv; i++) dw[i] = a * K[nv + i];
+      double* e = tan_.dq;
+      mju_zero(e, nv);
+      if (k < nv) e[k] = 1;
+      IntegrateTangent(m, integrator_.step_maps, h, e, dw, K);
+      for (int i = 0; i < nv; i++) K[nv + i] = (k == nv + i ? 1 : 0) + h * a * dF[i];
+      for (int i = 0; i < na; i++) K[2 * nv + i] = (k == 2 * nv + i ? 1 : 0) + h * a * dFact[i];
+    }
+  }
+}
+
+void Derivative::RkNextState(const mjModel* m, int first, int last) {
+  const int nq = nq_, nv = nv_, na = na_, ndx = 2 * nv + na, nva = nv + na;
+  const double h = m->opt.timestep;
+  const double* X0 = integrator_.rk_state;
+
+  // next state: v+ = v0 + h sum b F, q+ = q0 (+) h sum b v, act+ = act0 + h sum b F_act
+  double* wsum = integrator_.qvel_next;
+  double* rate = scratch_.b;
+  mju_zero(wsum, nv);
+  mju_zero(rate, nv + na);
+  for (int stage = 0; stage < 4; stage++) {
+    const double* vi = integrator_.rk_state + stage * (nq + nv + na) + nq;
+    const double* Fi = integrator_.rk_rate + stage * nva;
+    for (int i = 0; i < nv; i++) wsum[i] += kRK4B[stage] * vi[i];
+    for (int i = 0; i < nva; i++) rate[i] += kRK4B[stage] * Fi[i];
+  }
+  double* out = out_.state_col;
+  IntegrateMaps(m, wsum, h, integrator_.step_maps);
+  double* vnext = tan_.dv_free;
+  for (int i = 0; i < nv; i++) vnext[i] = X0[nq + i] + h * rate[i];
+  elastic_.Select(vnext);
+  for (int k = first; k < last; k++) {
+    const double* S = integrator_.rk_dir_sum + static_cast<size_t>(k) * ndx;
+    double* e = tan_.dq;
+    mju_zero(e, nv);
+    if (k < nv) e[k] = 1;
+    IntegrateTangent(m, integrator_.step_maps, h, e, S, out);
+    for (int i = 0; i < nv; i++) out[nv + i] = (k == nv + i ? 1 : 0) + h * S[nv + i];
+    double* ea = tan_.dact;
+    for (int i = 0; i < na; i++) ea[i] = k == 2 * nv + i ? 1 : 0;
+    ActivationTangent(m, X0 + nq + nv, rate + nv, ea, S + 2 * nv, h, out + 2 * nv);
+    EmitState(k, out);
+  }
+  elastic_.Finish(h, ndx, sink_.A, sink_.gx, sink_.dx);
+}
+
+}  // namespace contactkit

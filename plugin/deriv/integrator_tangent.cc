@@ -1,0 +1,195 @@
+// Copyright 2026 The contactkit developers.
+//
+// The integrator tangent: the integrator's matrix (M, M + h D, M - h qDeriv) factored and solved,
+// the tangent of the position update q (+) h w, and of the activation update.
+#include "plugin/deriv/integrator_tangent.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "plugin/step/compat.h"
+#include "plugin/step/integrator.h"
+#include "solvers/common/dense.h"
+
+namespace contactkit {
+namespace {
+
+// rotation matrix of exp(phi) (rotation vector phi), row-major
+void RotationOf(const double phi[3], double R[9]) {
+  double quat[4] = {1, 0, 0, 0}, axis[3] = {phi[0], phi[1], phi[2]};
+  const double angle = mju_normalize3(axis);
+  mju_axisAngle2Quat(quat, axis, angle);
+  mju_quat2Mat(R, quat);
+}
+
+// right Jacobian of the exponential map of SO(3) at phi, row-major
+void RightJacobian(const double phi[3], double Jr[9]) {
+  const double t2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2];
+  const double t = std::sqrt(t2);
+  double a, b;  // Jr = I - a [phi]x + b [phi]x^2
+  if (t < 1e-6) {
+    a = 0.5 - t2 / 24;
+    b = 1.0 / 6 - t2 / 120;
+  } else {
+    a = (1 - std::cos(t)) / t2;
+    b = (t - std::sin(t)) / (t2 * t);
+  }
+  const double K[9] = {0, -phi[2], phi[1], phi[2], 0, -phi[0], -phi[1], phi[0], 0};
+  double K2[9];
+  mju_mulMatMat(K2, K, K, 3, 3, 3);
+  for (int i = 0; i < 9; i++) Jr[i] = (i % 4 == 0 ? 1 : 0) - a * K[i] + b * K2[i];
+}
+
+}  // namespace
+
+void IntegratorTangent::Carve(ArenaCarver& c, const DerivSizes& n, const mjModel* m) {
+  const size_t ndx = n.ndx(), ndir = ndx + n.nu, nva = n.nv + n.na;
+  qacc = c.Take<double>(n.nv);
+  mass.nv = n.nv;
+  mass.nM = n.nM;
+  mass.parent = m->dof_parentid;
+  mass.madr = m->dof_Madr;
+  mass.M = c.Take<double>(n.nM);
+  mass.LD = c.Take<double>(n.nM);
+  mass.Dinv = c.Take<double>(n.nv);
+  lu = c.Take<double>(n.ntreeblock);
+  pivots = c.Take<int>(n.nv);
+  step_maps = c.Take<double>(18 * static_cast<size_t>(n.njnt));
+  correction_maps = c.Take<double>(18 * static_cast<size_t>(n.njnt));
+  qvel_next = c.Take<double>(n.nv);
+  position_mid = c.Take<double>(n.nv);
+  rk_stage_jac = c.Take<double>(nva * ndir);
+  rk_dir_state = c.Take<double>(ndx * ndir);
+  rk_dir_sum = c.Take<double>(ndx * ndir);
+  rk_state = c.Take<double>(4 * (n.nq + nva));
+  rk_rate = c.Take<double>(4 * nva);
+}
+
+void IntegratorTangent::Bind(const TreeBlocks* trees, const int* dof_tree, int ntree) {
+  trees_ = trees;
+  dof_tree_ = dof_tree;
+  ntree_ = ntree;
+}
+
+bool IntegratorTangent::Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4) {
+  const int nv = m->nv;
+  const double h = m->opt.timestep;
+  implicit = !rk4 && IsImplicit(m);
+
+  // acceleration the integrator uses: M_int aint = qfrc_smooth + qfrc_constraint, or qacc itself
+  // (RK4, Euler without damping)
+  damped = !rk4 && !implicit && EulerDampingImplicit(m);
+  for (int i = 0; i < nv; i++) qacc[i] = d->qfrc_smooth[i] + d->qfrc_constraint[i];
+  if (implicit) {
+    // dense blocks of M - h qDeriv per tree, LU
+    const int* rownnz = DRowNnz(m, d);
+    const int* rowadr = DRowAdr(m, d);
+    const int* colind = DColInd(m, d);
+    for (int i = 0; i < trees_->blockadr[ntree_]; i++) lu[i] = 0;
+    for (int i = 0; i < nv; i++) {
+      const int t = dof_tree_[i], n = trees_->dofnum[t], b = trees_->dofadr[t];
+      double* blk = lu + trees_->blockadr[t];
+      for (int k = 0; k < rownnz[i]; k++) {
+        const int j = colind[rowadr[i] + k];
+        blk[(j - b) * n + (i - b)] -= h * d->qDeriv[rowadr[i] + k];
+      }
+      blk[(i - b) * n + (i - b)] += M[m->dof_Madr[i]];
+      int adr = m->dof_Madr[i] + 1;
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        blk[(j - b) * n + (i - b)] += M[adr];
+        blk[(i - b) * n + (j - b)] += M[adr];
+      }
+    }
+    for (int t = 0; t < ntree_; t++) {
+      if (!LuFactor(lu + trees_->blockadr[t], trees_->dofnum[t], pivots + trees_->dofadr[t])) {
+        return false;
+      }
+    }
+    Solve(qacc);
+  } else {
+    // M, plus h diag(damping) for Euler's implicit damping
+    for (int i = 0; i < m->nM; i++) mass.M[i] = M[i];
+    if (damped) {
+      for (int i = 0; i < nv; i++) mass.M[m->dof_Madr[i]] += h * m->dof_damping[i];
+    }
+    mass.Factor();
+    if (damped) {
+      mass.Solve(qacc);
+    } else {
+      mju_copy(qacc, d->qacc, nv);
+    }
+  }
+  return true;
+}
+
+void IntegratorTangent::Solve(double* x) const {
+  if (implicit) {
+    for (int t = 0; t < ntree_; t++) {
+      const int b = trees_->dofadr[t];
+      LuSolve(lu + trees_->blockadr[t], pivots + b, trees_->dofnum[t], x + b);
+    }
+  } else {
+    mass.Solve(x);
+  }
+}
+
+void IntegratorTangent::SolveT(double* x) const {
+  if (implicit) {
+    for (int t = 0; t < ntree_; t++) {
+      const int b = trees_->dofadr[t];
+      LuSolveT(lu + trees_->blockadr[t], pivots + b, trees_->dofnum[t], x + b);
+    }
+  } else {
+    mass.Solve(x);
+  }
+}
+void IntegrateMaps(const mjModel* m, const double* w, double h, double* maps) {
+  for (int j = 0; j < m->njnt; j++) {
+    const int type = m->jnt_type[j];
+    if (type != mjJNT_FREE && type != mjJNT_BALL) continue;
+    const int v = m->jnt_dofadr[j] + (type == mjJNT_FREE ? 3 : 0);
+    const double phi[3] = {h * w[v], h * w[v + 1], h * w[v + 2]};
+    RotationOf(phi, maps + 18 * j);
+    RightJacobian(phi, maps + 18 * j + 9);
+  }
+}
+
+void IntegrateTangent(const mjModel* m, const double* maps, double h, const double* dq,
+                      const double* dw, double* out) {
+  for (int j = 0; j < m->njnt; j++) {
+    int v = m->jnt_dofadr[j];
+    switch (m->jnt_type[j]) {
+      case mjJNT_FREE:
+        for (int i = 0; i < 3; i++) out[v + i] = dq[v + i] + h * dw[v + i];
+        v += 3;
+        [[fallthrough]];
+      case mjJNT_BALL: {
+        // exp(dq+) = exp(phi)^-1 exp(dq) exp(phi + h dw), phi = h w (body frame): R(phi)' dq +
+        // Jr(phi) h dw
+        const double* R = maps + 18 * j;
+        const double* Jr = R + 9;
+        for (int i = 0; i < 3; i++) {
+          out[v + i] =
+              R[i] * dq[v] + R[3 + i] * dq[v + 1] + R[6 + i] * dq[v + 2] +
+              h * (Jr[3 * i] * dw[v] + Jr[3 * i + 1] * dw[v + 1] + Jr[3 * i + 2] * dw[v + 2]);
+        }
+        break;
+      }
+      default:
+        out[v] = dq[v] + h * dw[v];
+    }
+  }
+}
+
+void ActivationTangent(const mjModel* m, const double* act, const double* rate, const double* dact,
+                       const double* drate, double h, double* out) {
+  const int na = m->na, nu = m->nu;
+  for (int i = 0; i < na; i++) {
+    const int iu = i + nu - na;
+    bool clamped;
+    ClipActivation(m, iu, act[i] + h * rate[i], &clamped);
+    out[i] = clamped ? 0 : dact[i] + h * drate[i];
+  }
+}
+
+}  // namespace contactkit

@@ -1,0 +1,207 @@
+// Copyright 2026 The contactkit developers.
+//
+// The smooth-dynamics tangent: along a unit direction of (q, v, act, ctrl), the tangents of the
+// mass matrix, the smooth forces, the activation rates and the constraint rows (Jacobian, gaps,
+// velocities, impedance, regularizer, reference acceleration). Controls and activations by
+// differences of mj_fwdActuation; velocities and positions analytically where the model allows
+// it (smooth_analytic.cc: Newton-Euler tangents along cdof, contact rows from cdof with collision
+// re-run on rigidly moved geom poses), otherwise velocities from MuJoCo's qDeriv and J and
+// positions by one forward-difference pass per direction through MuJoCo's position and velocity
+// stages (smooth_tangent.cc), never the constraint solve; contacts from distance in
+// smooth_cfd.cc. Writes the DirectionTangent it is given.
+#ifndef CONTACTKIT_PLUGIN_DERIV_SMOOTH_TANGENT_H_
+#define CONTACTKIT_PLUGIN_DERIV_SMOOTH_TANGENT_H_
+
+#include <mujoco/mujoco.h>
+
+#include <string>
+
+#include "contactkit/contactkit.h"
+#include "plugin/deriv/integrator_tangent.h"
+#include "plugin/deriv/workspace.h"
+#include "plugin/step/extract.h"
+#include "solvers/common/problem.h"
+
+namespace contactkit {
+
+class SmoothTangent {
+ public:
+  // the parts it reads (the extractor's trees, the nominal stage, the integrator, the stage's
+  // problem) and writes (the direction's tangent, scratch)
+  SmoothTangent(Extractor& extractor, NominalStage& nominal, DirectionTangent& tan,
+                TreeBlocks& trees, IntegratorTangent& integ, Scratch& scratch, StageState& stage)
+      : extractor_(extractor),
+        nominal_(nominal),
+        tan_(tan),
+        trees_(trees),
+        integrator_(integ),
+        scratch_(scratch),
+        stage_(stage) {}
+  SmoothTangent(const SmoothTangent&) = delete;
+  SmoothTangent& operator=(const SmoothTangent&) = delete;
+  ~SmoothTangent();
+
+  void Carve(ArenaCarver& c, const DerivSizes& n);
+  // the model's structure; the scratch data (stage_data: nominal stage, pass_data: perturbation
+  // passes) and the shadow handle that steps
+  void Setup(const mjModel* m, const DerivSizes& n, mjData* stage_data, mjData* pass_data,
+             ckHandle* shadow);
+
+  // ---- a stage (smooth_tangent.cc) ----
+  // start a stage: contacts from distance on or off, no mode changes
+  void BeginStage();
+  // the contacts-from-distance problem is solved (cfd_width > 0)
+  bool cfd() const { return cfd_; }
+  // the model whose contacts the stage has: the contacts-from-distance copy or m
+  const mjModel* contact_model(const mjModel* m) const { return cfd_ ? cfd_model_ : m; }
+  // the rows' Jacobian kinds and slopes of the stage's problem
+  void PrepareRows(const mjModel* m);
+  // contact pairs of the nominal contact list
+  void PreparePairs(const mjModel* m);
+  // out (+)= sign qDeriv of src in the dense per-tree blocks (ntreeblock), zeroed first if clear
+  void DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign, bool clear) const;
+  // position tangents are analytic in this stage (DecideAnalytic)
+  bool analytic() const { return analytic_; }
+
+  // ---- a direction (smooth_tangent.cc) ----
+  // tangents of the smooth data and rows along a unit direction
+  void UnitTangent(const mjModel* m, int kind, int index);
+  // controls and activations: differences of mj_fwdActuation on stage_data_
+  void ActuationTangent(const mjModel* m, int kind, int index);
+  void RestoreActuation();
+  // trees_.qderiv's affine actuator terms made d actuator force / d qvel: zero where clamped
+  void CorrectActuatorVel(const mjModel* m, const mjData* d);
+  // actuator i's force is linear in its control across the nudge e (tangent: gain moment)
+  bool LinearInCtrl(const mjModel* m, int i, double e) const;
+  // velocities: qDeriv and J
+  void VelocityTangent(const mjModel* m, int index);
+  // positions: a pass on pass_data_ at q0 (+) eps dq (and v0 + eps dv, nullable)
+  void PositionPass(const mjModel* m, const double* dq, const double* dv, double eps);
+  // qDeriv aint of the polynomial velocity terms at the position stage in d (out: nv)
+  void SmoothVelocityProduct(const mjModel* m, mjData* d, double* out);
+  // re-run the collision of the pairs the pass (step eps) moved into pairs_.forward; false if a
+  // pair's contact count changed or its patch switched points (those contacts are held,
+  // PatchTangent)
+  bool Recollide(const mjModel* m, mjData* d, double eps);
+  // the collision of pair k on the geometry in d, moved by step along a unit direction, into
+  // out (pairs_.forward or pairs_.backward), marking bit in pairs_.found of each contact found
+  // again; false if its contact count changed or a contact jumped (those keep the nominal geometry
+  // in out)
+  bool RecollidePair(const mjModel* m, mjData* d, int k, double step, int bit, mjContact* out);
+  // match the n contacts in pairs_.collide_out with pair k's nominal ones into out (as
+  // RecollidePair); jump: largest distance a contact point may move from its nominal one
+  bool MatchPair(const mjModel* m, int k, int n, double jump, int bit, mjContact* out);
+  // contact rows at the geometry of the pass
+  void ContactTangent(const mjModel* m, mjData* d, const double* dq, double eps);
+  // rows before the contacts (constant Jacobian, or MuJoCo's rows at the perturbed state)
+  void PlainRowTangent(const mjModel* m, const double* dq, double eps);
+  bool PlainRowVaries(const mjModel* m, int i) const;
+  // impedance, regularizer and reference acceleration tangents from tan_.dpos, tan_.dvel; the rows'
+  // regularizer slopes, J by columns, the contacts' impedance slopes and position terms
+  void RowTangents();
+  // tan_.dvel = tan_.dJ v (with_dJ) + J dv (nullable dv), then RowTangents
+  void RowVelocityTangents(bool with_dJ, const double* dv);
+  void PrepareRowSlopes();
+  // sensor tangents of the current direction (after SolveTangent)
+  void SensorTangent(const mjModel* m, int kind, double* ds);
+
+  // ---- analytic position tangents (smooth_analytic.cc) ----
+  // the model is in their scope; nominal Newton-Euler quantities of the stage (sets analytic_)
+  bool AnalyticScope(const mjModel* m) const;
+  void DecideAnalytic(const mjModel* m);
+  void PrepareAnalytic(const mjModel* m);
+  // contact rows: v+ of each body and before each dof, dJ cleared, the side of each column
+  void PrepareAnalyticRows(const mjModel* m);
+  // d(M a + bias)/dq_k into dtau and, if dtau2 is not null, d(M (a - aint))/dq_k into dtau2
+  void RneTangent(const mjModel* m, int k, double* dtau, double* dtau2);
+  // d M / dq_k (nM)
+  void MassTangent(const mjModel* m, int k, double* dM);
+  // d bias / dv_k into dtau (nv)
+  void RneVelTangent(const mjModel* m, int k, double* dtau);
+  // the tangents of the smooth data (and rows) along position / velocity dof k
+  void AnalyticPosition(const mjModel* m, int k);
+  // point, frame and distance tangents of contact i from the collisions nudged by step
+  // (pairs_.forward, pairs_.backward, as pairs_.found marks); false if neither
+  // found it again
+  bool GeometryTangent(int i, double step, double dp[3], double dF[9], double* ddist) const;
+  void AnalyticVelocity(const mjModel* m, int k);
+  // the joint actuators of dof k: add to the direction's tangent the differences of
+  // mj_fwdActuation along their lengths or velocities (field: the stage data's actuator_length or
+  // actuator_velocity)
+  void JointActuatorDifference(const mjModel* m, int k, mjtNum* field);
+  // the contact pairs dof k's subtree touches, re-collided on geom poses moved rigidly along it
+  // forward and backward (into pairs_.forward, pairs_.backward)
+  void RecollideRigid(const mjModel* m, int k);
+  // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
+  void AnalyticContactRows(const mjModel* m, int k);
+  // per side of contact con and row: d rho of the uncarried dofs and d rho - S x* rho of the
+  // carried ones, from the nominal contact g0 and its point and frame tangents dp, dF
+  void ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,
+                           const double dp[3], const double dF[9], const double* S,
+                           double tan[2][2][6][6]) const;
+
+  // ---- contacts from distance (smooth_cfd.cc) ----
+  // the model copy with margins enlarged by cfd_width (null: off)
+  bool MakeCfdModel(const mjModel* m, const ckSettings& s, std::string* error);
+  // impedance continued to distance r >= 0 beyond the margin, and its slope d imp / dr
+  double CfdImpedance(const double solimp[5], double r, double* slope) const;
+  // softplus position term s(r) = -tau log(1 + exp(-r / tau)) and its slope
+  double CfdSoftplus(double r, double* slope) const;
+  // the stage's forward pass on the contacts-from-distance problem (stage_data_)
+  void CfdForward(const mjModel* m);
+  // MuJoCo's rows of the contacts: margin, impedance, R; then the softplus references
+  void CfdAdjustRows(mjData* d);
+  void CfdAdjustAref(mjData* d);
+  // the same on an extracted problem; records each contact's distance beyond its margin
+  void CfdAdjustProblem(const mjModel* m, Problem* p);
+  // new cfd_solimp (cfd_width unchanged)
+  void SetCfdSolimp(const ckSettings& s);
+
+ private:
+  // rigid motion of a body per unit of a direction: angular w, linear v at point o
+  struct Twist {
+    double w[3], v[3], o[3];
+    // motion of the body's point x: w x (x - o) + v
+    void PointMotion(const double* x, double* u) const {
+      const double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+      u[0] = w[1] * r[2] - w[2] * r[1] + v[0];
+      u[1] = w[2] * r[0] - w[0] * r[2] + v[1];
+      u[2] = w[0] * r[1] - w[1] * r[0] + v[2];
+    }
+  };
+  // the same for a contact of a patch that switched points on every nudge, with its point held
+  // and its bodies' rigid motions along the direction
+  void PatchTangent(int i, double step, const Twist& t1, const Twist& t2, double dp[3],
+                    double dF[9], double* ddist) const;
+
+  // the other parts
+  Extractor& extractor_;
+  NominalStage& nominal_;
+  DirectionTangent& tan_;
+  TreeBlocks& trees_;
+  IntegratorTangent& integrator_;
+  Scratch& scratch_;
+  StageState& stage_;
+  mjData* stage_data_ = nullptr;  // nominal stage
+  mjData* pass_data_ = nullptr;   // perturbation passes
+  ckHandle* shadow_ = nullptr;    // steps the contacts-from-distance problem
+  int nq_ = 0, nv_ = 0, na_ = 0, nu_ = 0, nM_ = 0, ns_ = 0;
+
+  // its workspace
+  RowWork rows_;
+  PairWork pairs_;
+  RneWork rne_;
+  bool analytic_ = false;       // position tangents from smooth_analytic.cc
+  bool plain_varying_ = false;  // some row before the contacts has a q-dependent Jacobian
+  int mode_changes_ = 0;        // pairs whose contacts changed (count, or a jump) within a nudge
+
+  // contacts from distance
+  mjModel* cfd_model_ = nullptr;  // margins + w_c (null: off)
+  double cfd_width_ = 0;          // w_c
+  double cfd_solimp_[5] = {};     // (d_c, d_0, width, midpoint, power)
+  bool cfd_ = false;              // the current stage solves the contacts-from-distance problem
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_PLUGIN_DERIV_SMOOTH_TANGENT_H_

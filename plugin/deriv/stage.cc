@@ -1,0 +1,313 @@
+// Copyright 2026 The contactkit developers.
+//
+// The nominal stage: a forward pass on the shadow handle, the solved problem, what the tangents
+// reuse; and the solver's force tangent along one direction.
+#include <cmath>
+#include <cstring>
+
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
+
+namespace contactkit {
+
+bool Derivative::PrepareMujocoProblem(const mjModel* m) {
+  mjData* d = stage_data_;
+  Problem& p = storage_.problem();
+  Solution& sol = storage_.solution();
+  if (extractor_.Extract(m, d, &p) > 0) {
+    fallback_ = ckFALLBACK_ROWS;
+    return false;
+  }
+  if (smooth_.cfd()) smooth_.CfdAdjustProblem(m, &p);
+
+  // MuJoCo's solver works with M itself (Extract folds implicit damping in)
+  for (int i = 0; i < nM_; i++) p.mass.M[i] = nominal_.mass[i];  // d's inertia (PrepareStage)
+  p.mass.Factor();
+  for (int i = 0; i < nv_; i++) p.v_free[i] = d->qfrc_smooth[i];
+  p.mass.Solve(p.v_free);
+  for (int i = 0; i < nv_; i++) p.v_free[i] = d->qvel[i] + p.h * p.v_free[i];
+
+  // the solution: v+ of the solver's acceleration, forces in the frame rows
+  for (int i = 0; i < nv_; i++) sol.v_next[i] = d->qvel[i] + p.h * d->qacc[i];
+  const int nplain = p.ne + p.nf + p.nl;
+  for (int i = 0; i < nplain; i++) sol.force[i] = d->efc_force[i];
+  const bool elliptic = m->opt.cone == mjCONE_ELLIPTIC;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const double* ef = d->efc_force + con.efc_address;
+    double* f = sol.force + con.row;
+    if (con.dim == 1 || elliptic) {
+      for (int r = 0; r < con.dim; r++) f[r] = ef[r];
+    } else {
+      f[0] = 0;
+      for (int e = 0; e < 2 * (con.dim - 1); e++) f[0] += ef[e];
+      for (int j = 1; j < con.dim; j++) f[j] = con.mu[j - 1] * (ef[2 * (j - 1)] - ef[2 * j - 1]);
+    }
+    nominal_.contact_mu[c] = d->contact[con.mj_index].mu;
+  }
+
+  // MuJoCo's rows; their states at the solution (MuJoCo 3.x's island solver leaves efc_state
+  // unset, so the states come from MuJoCo's own classification of jar = J qacc - aref)
+#if CK_MJ3
+  mj_mulJacVec(m, d, nominal_.efc_jar, d->qacc);
+  for (int i = 0; i < d->nefc; i++) nominal_.efc_jar[i] -= d->efc_aref[i];
+  mj_constraintUpdate(m, d, nominal_.efc_jar, nullptr, 0);
+#endif
+  for (int i = 0; i < d->nefc; i++) nominal_.efc_state[i] = d->efc_state[i];
+  SoftRows rows;
+  rows.elliptic = elliptic;
+  rows.nrow = d->nefc;
+  rows.state = nominal_.efc_state;
+  rows.force = d->efc_force;
+  rows.R = d->efc_R;
+  rows.mu = nominal_.contact_mu;
+  if (!soft_.Prepare(p, rows, sol.v_next)) {
+    fallback_ = ckFALLBACK_SOFT_HESSIAN;
+    return false;
+  }
+  stage_.problem = &p;
+  stage_.solution = &sol;
+  stage_.solver = nullptr;
+  return true;
+}
+
+void Derivative::ResetShadow() {
+  if (shadow_->solver) shadow_->solver->Reset();
+  if (anchor_source_) {
+    shadow_->anchors.CopyFrom(*anchor_source_);
+  } else {
+    shadow_->anchors.Clear();
+  }
+}
+
+bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
+  mjData* d = stage_data_;
+  const int nv = nv_;
+
+  // nominal forward with the derivative's own handle (cold solver: reproducible, the caller's
+  // anchors), on the contacts-from-distance problem if that is on
+  ResetShadow();
+  smooth_.BeginStage();
+  if (smooth_.cfd()) {
+    smooth_.CfdForward(m);
+  } else {
+    ForwardSkip(shadow_, m, d, mjSTAGE_NONE, !stage_.sensors);
+  }
+
+  // state and smooth data
+  mju_copy(nominal_.qpos, d->qpos, nq_);
+  mju_copy(nominal_.qvel, d->qvel, nv);
+  mju_copy(nominal_.act, d->act, na_);
+  mju_copy(nominal_.ctrl, d->ctrl, nu_);
+  CopyLegacyM(m, d, nominal_.mass);
+  mju_copy(nominal_.qfrc_smooth, d->qfrc_smooth, nv);
+  mju_copy(nominal_.act_dot, d->act_dot, na_);
+  mju_copy(nominal_.qfrc_constraint, d->qfrc_constraint, nv);
+  mju_copy(nominal_.actuator_force, d->actuator_force, nu_);
+  mju_copy(nominal_.qfrc_actuator, d->qfrc_actuator, nv);
+
+  // the solved problem
+  stage_.has_rows = d->nefc > 0;
+  if (stage_.has_rows) {
+    if (!shadow_->solver) {
+      if (!PrepareMujocoProblem(m)) return false;
+    } else {
+      stage_.problem = &shadow_->storage.problem();
+      stage_.solution = &shadow_->storage.solution();
+      stage_.solver = shadow_->solver.get();
+      if (stage_.problem->ncon < CountIncluded(d)) {
+        fallback_ = ckFALLBACK_ROWS;
+        return false;
+      }
+    }
+    smooth_.PrepareRows(m);
+    if (apply_modes_ && stage_.solver)
+      stage_.solver->SetTangentModes(*stage_.problem, out_.contact_modes);
+  }
+
+  // "mujoco" with constraint rows: directions in blocks; analytic position tangents where the
+  // model allows (and the solver's tangent does not need the mass matrix's)
+  integrator_.implicit = !rk4 && IsImplicit(m);
+  stage_.batch = !shadow_->solver && stage_.has_rows && !stage_.sensors;
+  smooth_.DecideAnalytic(m);
+
+  // velocity derivative of the smooth forces, dense per tree (analytic: per direction)
+  if (!smooth_.analytic()) SmoothVelDerivative(m, d);
+  if (!smooth_.analytic()) {
+    smooth_.DenseQDeriv(m, d, trees_.qderiv, 1, true);
+    smooth_.CorrectActuatorVel(m, d);
+  }
+
+  // the blocked path's velocity columns M e_k from the dense per-tree mass matrix
+  if (stage_.batch) {
+    for (int i = 0; i < nv; i++) {
+      const int t = extractor_.dof_tree()[i], n = trees_.dofnum[t], b = trees_.dofadr[t];
+      double* Mt = trees_.mass + trees_.blockadr[t];
+      int adr = m->dof_Madr[i];
+      Mt[(i - b) * n + (i - b)] = nominal_.mass[adr++];
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        Mt[(i - b) * n + (j - b)] = Mt[(j - b) * n + (i - b)] = nominal_.mass[adr];
+      }
+    }
+  }
+
+  smooth_.PreparePairs(smooth_.contact_model(m));
+  if (!integrator_.Prepare(m, d, nominal_.mass, rk4)) {
+    fallback_ = ckFALLBACK_IMPLICIT;
+    return false;
+  }
+  if (smooth_.analytic()) smooth_.PrepareAnalytic(m);
+
+  PreparePasses(m);
+  return true;
+}
+
+int Derivative::CountIncluded(const mjData* d) const {
+  int n = 0;
+  for (int c = 0; c < d->ncon; c++) n += d->contact[c].efc_address >= 0;
+  return n;
+}
+
+//---------------------------------- force tangent -------------------------------------------------
+
+void Derivative::AnchorTangent(const mjModel* m) {
+  const Problem& p = *stage_.problem;
+  const mjData* d = stage_data_;
+  const int nv = nv_;
+  bool position = false;
+  for (int i = 0; i < nv && !position; i++) position = tan_.dq[i] != 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    for (int r = 1; r < con.dim; r++) tan_.ddisp[con.row + r] = 0;
+    const double* w = shadow_->anchors.Anchored(c);
+    if (!w || !position || con.dim < 3) continue;
+
+    // angular velocity tangent of each body along dq (its ancestors' dofs)
+    const double* x = shadow_->anchors.Points(c);
+    double dw[2][3] = {{0, 0, 0}, {0, 0, 0}};
+    for (int k = 0; k < nv; k++) {
+      if (tan_.dq[k] == 0) continue;
+      for (int side = 0; side < 2; side++) {
+        int b = con.body[side];
+        while (b > 0 && b != m->dof_bodyid[k]) b = m->body_parentid[b];
+        if (b > 0) {
+          for (int i = 0; i < 3; i++) dw[side][i] += tan_.dq[k] * d->cdof[6 * k + i];
+        }
+      }
+    }
+    for (int r = 1; r < 3; r++) {
+      // J_t dq moves the material points at the contact point; the anchor's points lie off it
+      // by o_i = x_i - pos: + dw_2 x o_2 - dw_1 x o_1; and the frame turns under disp
+      const double* F = con.frame + 3 * r;
+      const double* dF = tan_.dframe + 6 * c + 3 * (r - 1);
+      double dd = p.J.Dot(con.row + r, tan_.dq) + mju_dot3(dF, w);
+      for (int side = 0; side < 2; side++) {
+        double o[3], t[3];
+        for (int i = 0; i < 3; i++) o[i] = x[3 * side + i] - con.pos[i];
+        mju_cross(t, dw[side], o);
+        dd += (side == 1 ? 1 : -1) * mju_dot3(F, t);
+      }
+      tan_.ddisp[con.row + r] = dd;
+    }
+  }
+}
+
+bool Derivative::SolveTangent(const mjModel* m) {
+  const int nv = nv_;
+
+  // force tangent and the constraint force's tangent J' df + dJ' f
+  for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] = 0;
+  tan_.has_dposition_correction = false;
+  if (stage_.has_rows) {
+    const Problem& p = *stage_.problem;
+    ProblemTangent dir;
+    dir.v_free = tan_.dv_free;
+    dir.M = tan_.has_dM ? tan_.dM : nullptr;
+    dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
+    dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
+    dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
+    dir.R = tan_.has_dpos ? tan_.dR : nullptr;
+    dir.aref = tan_.has_dvel || tan_.has_dpos ? tan_.daref : nullptr;
+    if (stage_.solver && p.disp) {
+      AnchorTangent(m);
+      dir.disp = tan_.ddisp;
+    }
+    if (stage_.solver) {
+      if (!stage_.solver->ForceTangent(p, *stage_.solution, dir, tan_.dforce)) {
+        fallback_ = ckFALLBACK_NO_TANGENT;
+        return false;
+      }
+      // lcp's split impulse: the tangent of the position correction
+      tan_.has_dposition_correction =
+          stage_.solution->position_correction &&
+          stage_.solver->PositionTangent(p, dir, tan_.dposition_correction);
+    } else {
+      soft_.ForceTangent(p, dir, tan_.dforce, nullptr);
+    }
+    p.J.MulT(tan_.dforce, tan_.dqfrc_constraint);
+    if (tan_.has_dJ_force) {
+      for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] += tan_.dJ_force[i];
+    } else if (tan_.has_dJ) {
+      const SparseRows& J = p.J;
+      for (int i = 0; i < J.nrow; i++) {
+        const double fi = stage_.solution->force[i];
+        if (fi == 0) continue;
+        const int adr = J.rowadr[i];
+        for (int k = 0; k < J.rownnz[i]; k++)
+          tan_.dqfrc_constraint[J.colind[adr + k]] += tan_.dJ[adr + k] * fi;
+      }
+    }
+  }
+
+  // integrator: M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint
+  for (int i = 0; i < nv; i++)
+    tan_.dqacc_int[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
+  if (tan_.has_dM) {
+    for (int i = 0; i < nv; i++) {
+      int adr = m->dof_Madr[i];
+      tan_.dqacc_int[i] -= tan_.dM[adr++] * integrator_.qacc[i];
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+        tan_.dqacc_int[i] -= tan_.dM[adr] * integrator_.qacc[j];
+        tan_.dqacc_int[j] -= tan_.dM[adr] * integrator_.qacc[i];
+      }
+    }
+  }
+  integrator_.Solve(tan_.dqacc_int);
+  return true;
+}
+void Derivative::PreparePasses(const mjModel* m) {
+  const mjData* d = stage_data_;
+  const int nv = nv_;
+
+  // inputs of the perturbation passes; their base at the nominal positions
+  CopyStepInputs(m, d, pass_data_);
+  if (integrator_.implicit || stage_.sensors) {
+    mj_kinematics(m, pass_data_);
+    mj_comPos(m, pass_data_);
+    if (stage_.sensors) mj_camlight(m, pass_data_);
+    mj_tendon(m, pass_data_);
+    MassMatrix(m, pass_data_);
+    mj_transmission(m, pass_data_);
+    pass_data_->nefc = 0;
+  }
+  if (integrator_.implicit) {
+    // qDeriv aint of the polynomial velocity terms, and the RNE part of qDeriv at velocity aint
+    smooth_.SmoothVelocityProduct(m, pass_data_, trees_.qderiv_qacc_poly);
+    // (the other terms do not depend on the velocity: the difference at aint and 0)
+    for (int side = 0; side < 2; side++) {
+      for (int i = 0; i < nv; i++) pass_data_->qvel[i] = side == 0 ? integrator_.qacc[i] : 0;
+      mj_fwdVelocity(m, pass_data_);
+      mj_fwdActuation(m, pass_data_);
+      // the nominal clamp states on both sides: the actuator terms cancel (piecewise constant)
+      mju_copy(pass_data_->actuator_force, nominal_.actuator_force, nu_);
+      SmoothVelDerivative(m, pass_data_);
+      smooth_.DenseQDeriv(m, pass_data_, trees_.qderiv_rne, side == 0 ? 1 : -1, side == 0);
+    }
+    mju_copy(pass_data_->qvel, nominal_.qvel, nv);
+    mj_fwdVelocity(m, pass_data_);
+    mj_fwdActuation(m, pass_data_);
+  }
+}
+
+}  // namespace contactkit

@@ -1,0 +1,199 @@
+// Copyright 2026 The contactkit developers.
+//
+// The derivative's workspace, one struct per part. Each declares its arrays with their sizes and
+// carves them from the derivative's one arena (Carve); nothing is allocated after ck_make.
+#ifndef CONTACTKIT_PLUGIN_DERIV_WORKSPACE_H_
+#define CONTACTKIT_PLUGIN_DERIV_WORKSPACE_H_
+
+#include <mujoco/mujoco.h>
+
+#include <cstddef>
+
+#include "solvers/common/arena.h"
+#include "solvers/common/mass.h"
+
+namespace contactkit {
+
+// the sizes every part carves by
+struct DerivSizes {
+  int nq = 0, nv = 0, na = 0, nu = 0, nM = 0, ns = 0;  // model
+  int nbody = 0, njnt = 0, neq = 0;                    // model
+  size_t rows = 0, nnz = 0, ncon = 0;                  // the extractor's capacities
+  size_t nefc = 0;                                     // MuJoCo's rows: rows + 4 ncon
+  int ntree = 0;                                       // kinematic trees
+  size_t ntreeblock = 0;                               // dense per-tree blocks: sum of n^2
+  size_t ndx() const { return 2 * nv + na; }
+};
+
+// kinds of unit directions, in the order they are processed
+enum DirectionKind : int { kCtrl = 0, kAct, kVel, kPos };
+
+struct Problem;
+struct Solution;
+class Solver;
+
+// the nominal stage's solved problem and what a call wants of it
+struct StageState {
+  const Problem* problem = nullptr;  // the shadow's or the "mujoco" storage's
+  Solution* solution = nullptr;      // its solution
+  Solver* solver = nullptr;          // its solver (null: "mujoco")
+  bool has_rows = false;             // the stage has constraint rows
+  bool batch = false;                // directions go through blocks (QueueColumn)
+  bool sensors = false;              // sensor Jacobians wanted in this stage
+};
+
+// the nominal stage: state, smooth data and MuJoCo's rows every part reads
+struct NominalStage {
+  double *qpos, *qvel, *act, *ctrl;  // state and controls        (nq, nv, na, nu)
+  double* mass;                      // M, MuJoCo's layout        (nM)
+  double* qfrc_smooth;               //                           (nv)
+  double* act_dot;                   //                           (na)
+  double* qfrc_constraint;           //                           (nv)
+  double* actuator_force;            // restored after the actuation differences (nu)
+  double* qfrc_actuator;             // restored after the actuation differences (nv)
+  double* contact_mu;                // MuJoCo's regularized cone friction per contact (ncon)
+  double* efc_jar;                   // J qacc - aref of MuJoCo's rows (3.x)     (nefc)
+  int* efc_state;                    // MuJoCo's row states                      (nefc)
+  void Carve(ArenaCarver& c, const DerivSizes& n);
+};
+
+// the tangent of everything along the current unit direction
+struct DirectionTangent {
+  double *dq, *dv, *dact, *du;              // the direction                  (nv, nv, na, nu)
+  double* dM;                               // mass matrix                    (nM)
+  double* dqfrc_smooth;                     //                                (nv)
+  double* dact_dot;                         //                                (na)
+  double* dJ;                               // constraint Jacobian values     (nnz)
+  double* dJ_qvel_next;                     // dJ v+ (analytic position tangents)  (rows)
+  double* dJ_force;                         // dJ' f (analytic position tangents)  (nv)
+  double *dpos, *dvel, *dimp, *dR, *daref;  // rows: gap, J v, impedance, regularizer, aref (rows)
+  double* dforce;                           // the solver's force             (rows)
+  double* ddisp;                            // anchor displacement, contact tangent rows (rows)
+  double* dframe;                // each contact's tangent axes (position directions)  (6 ncon)
+  double* dv_free;               //                                (nv)
+  double* dqfrc_constraint;      // J' df + dJ' f                  (nv)
+  double* dqacc_int;             // acceleration the integrator uses (nv)
+  double* dqderiv_qacc;          // h d(qDeriv) qacc_int, implicit integrator (nv)
+  double* dposition_correction;  // lcp's split impulse           (nv)
+  bool has_dM = false, has_dJ = false, has_dpos = false, has_dvel = false;
+  bool has_dJ_force = false;  // dJ_qvel_next, dJ_force hold dJ v+, dJ' f (dJ not written)
+  bool has_dposition_correction = false;
+  void Carve(ArenaCarver& c, const DerivSizes& n);
+};
+
+// the smooth tangent's view of the constraint rows
+struct RowWork {
+  double* imp_slope;          // d imp / d dist per contact            (ncon)
+  double* position;           // position term of each contact's aref  (ncon)
+  double* position_slope;     // its slope: 1, or the softplus'        (ncon)
+  double* dR_dimp;            // dR / dimp per row                     (rows)
+  int* col_adr;               // J by columns: start of each column    (nv + 1)
+  int* col_row;               // row of each entry                     (nnz)
+  double* col_val;            // value of each entry                   (nnz)
+  double* cfd_distance;       // contacts from distance: beyond the margin (ncon)
+  int* contact_cols;          // columns of a contact's rows           (nv)
+  double* contact_rows;       // a contact's rows, dense               (6 nv)
+  signed char* nonzero_side;  // side of each contact row nonzero: -1 body 1, 1 body 2 (nnz)
+  char* contact_dJ_written;   // dJ of the contact holds the direction's values     (ncon)
+  char* dof_marked;           // scratch                                            (nv)
+  double* moment;             // a dense actuator moment row                        (nv)
+  void Carve(ArenaCarver& c, const DerivSizes& n);
+};
+
+// dense per-tree blocks (column-major, tree t at blockadr[t], dofnum[t]^2 entries)
+struct TreeBlocks {
+  int* dofadr;               // first dof of each tree       (ntree)
+  int* dofnum;               // dofs of each tree            (ntree)
+  int* blockadr;             // start of each tree's block   (ntree + 1)
+  double* mass;              // M (blocked "mujoco" path)    (ntreeblock)
+  double* qderiv;            // qDeriv                       (ntreeblock)
+  double* qderiv_rne;        // implicit: RNE part of qDeriv at velocity qacc_int (ntreeblock)
+  double* qderiv_qacc_poly;  // implicit: qDeriv qacc_int of the polynomial terms (nv)
+  // entries of the blocks of the trees of dof_tree (nv)
+  static size_t Size(const int* dof_tree, int nv, int ntree);
+  void Carve(ArenaCarver& c, const DerivSizes& n);
+  void Fill(const int* dof_tree, int nv, int ntree);
+};
+
+// a geom pair of the nominal contact list and how to re-run its collision
+struct ContactPair {
+  int g1 = 0, g2 = 0;  // geoms in MuJoCo's order (type of g1 <= type of g2)
+  int first = 0;       // first contact in the nominal list
+  int count = 0;       // contacts of the pair in the nominal list
+  double margin = 0;   // margin passed to the collision function
+  int body1 = 0, body2 = 0;
+};
+
+// the nominal contact pairs and their collisions re-run along a direction
+struct PairWork {
+  int npair = 0;
+  ContactPair* pair;       //                                    (ncon)
+  int* contact_pair;       // pair of each mjContact             (ncon)
+  mjContact* nominal;      // nominal geometry                   (ncon)
+  mjContact* forward;      // geometry nudged forward            (ncon)
+  mjContact* backward;     // geometry nudged backward           (ncon)
+  char* found;             // nudges that found a contact again: 1 forward, 2 back (ncon)
+  char* body_moved;        // bodies the pass moves              (nbody)
+  int* eq_type;            // equality type                      (neq)
+  double* eq_torquescale;  // weld rotation-to-translation       (neq)
+  mjContact* collide_out;  // collision output                   (mjMAXCONPAIR)
+  void Carve(ArenaCarver& c, const DerivSizes& n);
+  void Fill(const mjModel* m, const DerivSizes& n);
+};
+
+// analytic position and velocity tangents: model structure and Newton-Euler quantities
+struct RneWork {
+  bool subtree_contiguous = false;  // every subtree is a body range
+  int* subtree_last;                // last body of each subtree            (nbody)
+  int* subtree_dof_end;             // one past the last dof of each subtree (nbody)
+  int* dof_actuator_num;            // joint actuators of each dof          (nv)
+  int* dof_actuator_adr;            // their start in dof_actuators         (nv)
+  int* dof_actuators;               //                                      (nu)
+  char* dof_actuator_length;        // their forces depend on length        (nv)
+  char* dof_actuator_velocity;      // their forces depend on velocity      (nv)
+  int* dof_carry_start;             // first dof of its body that moving dof k carries (nv)
+  int* dof_cdot_start;              // first dof of its body whose cdof_dot sees qvel k (nv)
+  double* cacc;                     // body accelerations of both passes          (12 nbody)
+  double* cfrc;                     // subtree forces of both passes              (12 nbody)
+  double* icvel;                    // I cvel                                     (6 nbody)
+  double* cvel_before_dof;          // cvel before each dof within its body (6 nv)
+  double* cvel_next;                // cvel at v+ per body                  (6 nbody)
+  double* cvel_next_before_dof;     // cvel at v+ before each dof           (6 nv)
+  double* cacc_before_dof;          // cacc of both passes before each dof  (12 nv)
+  double* chain_motion;             // S x cdof of the chain above a direction      (6 nv)
+  double* crb_cdof;                 // crb cdof of each dof                         (6 nv)
+  double* bsub_cdof;                // Bsub' cdof of each dof                       (6 nv)
+  double* subtree_bsub;             // B of the subtree of each body (PrepareAnalytic) (36 nbody)
+  void Carve(ArenaCarver& c, const DerivSizes& n);
+  // the model's structure: subtrees, each dof's actuators and carried dofs
+  void Fill(const mjModel* m);
+};
+
+// "mujoco" with constraint rows: directions solved in blocks of kBlock columns
+struct BlockWork {
+  double* rhs;              // right-hand sides, then dv+, row-major        (nv x kBlock)
+  double* mass_term;        // dM (a - qacc_int) + h dqDeriv qacc_int per column (kBlock x nv)
+  double* damped;           // M_E^-1 (P - D x), row-major                  (nv x kBlock)
+  double* act_dot;          // dact_dot per column                          (kBlock x na)
+  int *kind, *index, *col;  // the direction of each column          (kBlock)
+  void Carve(ArenaCarver& c, const DerivSizes& n);
+};
+
+// output columns and the complementarity-aware VJP
+struct OutputWork {
+  double* state_col;           // a column of [A B]                   (ndx)
+  double* sensor_col;          // a column of [C D]                   (ns)
+  double* first_gradient;      // the first VJP                       (ndx + nu)
+  signed char* contact_modes;  // classification of the second VJP (ncon)
+  void Carve(ArenaCarver& c, const DerivSizes& n);
+};
+
+// scratch shared by the parts (never live across a part's call)
+struct Scratch {
+  double *a, *b;  // (nv + na)
+  void Carve(ArenaCarver& c, const DerivSizes& n);
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_PLUGIN_DERIV_WORKSPACE_H_
