@@ -87,6 +87,7 @@ std::string Row(const std::vector<std::string>& cells, const std::vector<std::st
 // ck-run's command line
 struct Options {
   std::string model, solver, compare, csv, menagerie;
+  std::string loaded;  // the file read (a variant when the original does not load)
   std::vector<std::string> sets;
   contactkit::tools::RunOptions run;
   int integrator = -1;
@@ -210,7 +211,7 @@ std::vector<std::string> PrintHeader(const mjModel* m, const Options& o,
   const double h = o.run.timestep > 0 ? o.run.timestep : m->opt.timestep;
   const char* integ[] = {"euler", "rk4", "implicit", "implicitfast"};
   std::printf("model %s: nv=%d, timestep %g s, integrator %s, %s cone, %d steps, MuJoCo %s\n\n",
-              contactkit::tools::ResolveModel(o.model).c_str(), static_cast<int>(m->nv), h,
+              o.loaded.c_str(), static_cast<int>(m->nv), h,
               integ[m->opt.integrator % 4],
               m->opt.cone == mjCONE_ELLIPTIC ? "elliptic" : "pyramidal", o.run.steps,
               mj_versionString());
@@ -293,7 +294,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::string err;
-  mjModel* m = contactkit::tools::LoadModel(o.model, &err);
+  mjModel* m = contactkit::tools::LoadModel(o.model, &err, &o.loaded);
   if (!m) return cl.Fail(err);
   ckSettings base;
   std::vector<int> solvers;

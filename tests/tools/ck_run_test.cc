@@ -359,6 +359,8 @@ TEST_F(CkRunTest, IncompleteMenagerieModelLoadsItsVariant) {
   if (mjVERSION_HEADER >= 300 && !FileExists(dir + "/unitree_a1/assets/trunk.obj")) {
     EXPECT_NE(r.err.find("scene_mj222.xml instead"), std::string::npos) << r.err;
   }
+  // the model line names the file read
+  EXPECT_NE(r.out.find("unitree_a1/scene_mj222.xml: nv=18"), std::string::npos) << r.out;
 }
 #endif
 

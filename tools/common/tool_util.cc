@@ -64,7 +64,7 @@ std::string ResolveModel(const std::string& arg) {
   return arg;
 }
 
-mjModel* LoadModel(const std::string& arg, std::string* error) {
+mjModel* LoadModel(const std::string& arg, std::string* error, std::string* loaded) {
   const std::string path = ResolveModel(arg);
   if (!Exists(path)) {
     *error = "model '" + arg +
@@ -80,6 +80,7 @@ mjModel* LoadModel(const std::string& arg, std::string* error) {
   }
   char err[1024] = "";
   mjModel* m = ck_loadXML(path.c_str(), nullptr, err, sizeof(err));
+  if (loaded) *loaded = path;
   // messages that start with the file's name already say where
   if (!m) *error = std::string(err).rfind(path, 0) == 0 ? err : path + ": " + err;
   // a Menagerie model whose assets are incomplete here (the A1's two largest visual meshes are
@@ -91,6 +92,7 @@ mjModel* LoadModel(const std::string& arg, std::string* error) {
     if (m) {
       std::fprintf(stderr, "note: loaded %s instead (%s)\n", variant.c_str(), error->c_str());
       error->clear();
+      if (loaded) *loaded = variant;
     }
   }
   return m;

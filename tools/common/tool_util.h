@@ -31,8 +31,8 @@ std::string BundledModelsDir();
 // model under MenagerieDir() ("unitree_a1/scene"; on MuJoCo 2.x its _mj222 variant if present).
 std::string ResolveModel(const std::string& arg);
 
-// load with ck_loadXML; null with a message on error
-mjModel* LoadModel(const std::string& arg, std::string* error);
+// load with ck_loadXML; null with a message on error; loaded (nullable) gets the file read
+mjModel* LoadModel(const std::string& arg, std::string* error, std::string* loaded = nullptr);
 
 // statistics of one headless run
 struct RunStats {
