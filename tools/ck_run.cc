@@ -211,8 +211,7 @@ std::vector<std::string> PrintHeader(const mjModel* m, const Options& o,
   const double h = o.run.timestep > 0 ? o.run.timestep : m->opt.timestep;
   const char* integ[] = {"euler", "rk4", "implicit", "implicitfast"};
   std::printf("model %s: nv=%d, timestep %g s, integrator %s, %s cone, %d steps, MuJoCo %s\n\n",
-              o.loaded.c_str(), static_cast<int>(m->nv), h,
-              integ[m->opt.integrator % 4],
+              o.loaded.c_str(), static_cast<int>(m->nv), h, integ[m->opt.integrator % 4],
               m->opt.cone == mjCONE_ELLIPTIC ? "elliptic" : "pyramidal", o.run.steps,
               mj_versionString());
   std::vector<std::string> header = {"solver",
