@@ -85,19 +85,19 @@ typedef struct ckTotals_ {
 // what the solver of the last forward pass reports beyond ckStats; the fields of other solvers
 // are zero
 typedef struct ckSolverInfo_ {
-  int solver;                 // ckSolver these fields describe
-  int ipm_retries;            // ipm: island solves retried (central start, then softer contact)
-  int ipm_lifts;              // ipm: blocked steps after which velocity cones were lifted inside
-  int ipm_factorizations;     // ipm: LU factorizations
-  int ipm_sym_fallbacks;      // ipm: factorizations redone without the friction coupling
-  int ipm_warm_islands;       // ipm: islands of a re-solve started from the first solve
-  int ipm_rechecks;           // ipm: re-solves with gaps re-measured at the step's end
-  int lcp_pivots;             // lcp: principal pivots, Lemke pivots and Dantzig events
-  int lcp_guess_tried;        // lcp: a previous classification was checked on some island
-  int lcp_guess_hit;          // lcp: ... and accepted on every island
-  int comfree_facets;         // comfree: contact facets
-  int comfree_active;         // comfree: facets with a positive force
-  int comfree_capped;         // comfree: contacts and rows whose gain relax_limit scaled down
+  int solver;              // ckSolver these fields describe
+  int ipm_retries;         // ipm: island solves retried (central start, then softer contact)
+  int ipm_lifts;           // ipm: blocked steps after which velocity cones were lifted inside
+  int ipm_factorizations;  // ipm: LU factorizations
+  int ipm_sym_fallbacks;   // ipm: factorizations redone without the friction coupling
+  int ipm_warm_islands;    // ipm: islands of a re-solve started from the first solve
+  int ipm_rechecks;        // ipm: re-solves with gaps re-measured at the step's end
+  int lcp_pivots;          // lcp: principal pivots, Lemke pivots and Dantzig events
+  int lcp_guess_tried;     // lcp: a previous classification was checked on some island
+  int lcp_guess_hit;       // lcp: ... and accepted on every island
+  int comfree_facets;      // comfree: contact facets
+  int comfree_active;      // comfree: facets with a positive force
+  int comfree_capped;      // comfree: contacts and rows whose gain relax_limit scaled down
 } ckSolverInfo;
 
 // opaque handle that owns the workspace of one mjData
