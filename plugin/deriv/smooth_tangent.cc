@@ -845,12 +845,7 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
       if (pc.dim == 1 || !pyramidal) {
         for (int r = 0; r < pc.dim; r++) out[r] = f[r];
       } else {
-        const double share = f[0] / (2 * (pc.dim - 1));
-        for (int j = 1; j < pc.dim; j++) {
-          const double t = f[j] / (2 * pc.mu[j - 1]);
-          out[2 * (j - 1)] = share + t;
-          out[2 * (j - 1) + 1] = share - t;
-        }
+        FrameToPyramid(f, pc.mu, pc.dim, out);
       }
     }
   } else {

@@ -535,14 +535,8 @@ void Extractor::WriteBack(const mjModel* m, mjData* d, const Problem& p, const S
         state[e] = edge[e] > 0 ? mjCNSTRSTATE_QUADRATIC : mjCNSTRSTATE_SATISFIED;
       }
     } else {
-      // edges (J_n + mu_j J_j, J_n - mu_j J_j): sum = f_n, mu_j (f+ - f-) = f_j
-      const double share = fc[0] / (2 * (con.dim - 1));
-      for (int j = 1; j < con.dim; j++) {
-        const double t = fc[j] / (2 * con.mu[j - 1]);
-        out[2 * (j - 1)] = share + t;
-        out[2 * (j - 1) + 1] = share - t;
-        state[2 * (j - 1)] = state[2 * (j - 1) + 1] = active;
-      }
+      FrameToPyramid(fc, con.mu, con.dim, out);
+      for (int e = 0; e < 2 * (con.dim - 1); e++) state[e] = active;
     }
   }
 

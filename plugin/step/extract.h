@@ -14,6 +14,17 @@
 
 namespace contactkit {
 
+// a contact's frame forces fc (dim) on MuJoCo's pyramid edges (J_n + mu_j J_j, J_n - mu_j J_j):
+// edges (2 (dim - 1)) with sum f_n and mu_j (f+ - f-) = f_j
+inline void FrameToPyramid(const double* fc, const double* mu, int dim, double* edges) {
+  const double share = fc[0] / (2 * (dim - 1));
+  for (int j = 1; j < dim; j++) {
+    const double t = fc[j] / (2 * mu[j - 1]);
+    edges[2 * (j - 1)] = share + t;
+    edges[2 * (j - 1) + 1] = share - t;
+  }
+}
+
 class Extractor {
  public:
   // measure the model: trees, capacities; max_contacts 0 means automatic
