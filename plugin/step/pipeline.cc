@@ -9,6 +9,7 @@
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 #include "plugin/step/integrator.h"
+#include "solvers/lcp/lcp.h"
 
 #if CK_MJ3
 #define CK_SENS_E_POTENTIAL mjSENS_E_POTENTIAL
@@ -259,7 +260,6 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     sol.status = ckSTATUS_SOLVED;
     sol.iterations = 0;
     sol.residual = sol.kappa = sol.condition = 0;
-    sol.pivots = sol.guess_hit = sol.guess_tried = 0;
     sol.edge_force = nullptr;
     sol.anchor_disp = nullptr;
     sol.position_correction = nullptr;
@@ -312,8 +312,10 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
     st.residual = sol.residual;
     st.kappa = sol.kappa;
     st.condition = sol.condition;
-    ck->totals.guess_hits += sol.guess_hit;
-    ck->totals.guess_tries += sol.guess_tried;
+    if (const LcpStats* lcp = LcpSolverStats(ck->solver.get())) {
+      ck->totals.guess_tries += lcp->guess_tried;
+      ck->totals.guess_hits += lcp->guess_tried && lcp->guess_all_hit;
+    }
   }
   ContactStats(&st, d);
   ck->totals.solves++;

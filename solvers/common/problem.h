@@ -124,9 +124,6 @@ struct Solution {
   double residual = 0;       // final residual
   double kappa = 0;          // final complementarity
   double condition = 0;      // conditioning estimate (0: unknown)
-  int pivots = 0;            // pivots (direct LCP)
-  int guess_hit = 0;         // 1 if an active-set guess was accepted
-  int guess_tried = 0;       // 1 if an active-set guess was tried
 
   // optional (null: unused): forces on MuJoCo's pyramid edges J_n + mu_i J_i, J_n - mu_i J_i
   // (i = 1 .. dim-1) of each contact at 2 * con.row, for solvers whose unknowns are these edges;

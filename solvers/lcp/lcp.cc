@@ -270,9 +270,8 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   std::fill(changed_.begin(), changed_.end(), 0);
   const int nrow = p.nrow;
   sol->status = ckSTATUS_SOLVED;
-  sol->iterations = sol->pivots = 0;
+  sol->iterations = 0;
   sol->residual = sol->kappa = sol->condition = 0;
-  sol->guess_hit = sol->guess_tried = 0;
   for (int i = 0; i < nrow; i++) {
     sol->force[i] = 0;
     state_[i] = kLcpLower;
@@ -307,9 +306,6 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   for (int i = 0; i < nrow; i++) next_.Put(keya_[i], keyb_[i], state_[i]);
   std::swap(prev_, next_);
   have_prev_ = true;
-  sol->guess_tried = stats_.guess_tried;
-  sol->guess_hit = stats_.guess_tried && stats_.guess_all_hit;
-  stats_.pivots = sol->pivots;
 }
 
 double LcpSolver::BuildIsland(const Problem& p, int island) {
@@ -414,7 +410,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
     stats_.guess_all_hit = stats_.guess_all_hit && st.guess_hit;
   }
   sol->iterations += st.iterations;
-  sol->pivots += st.pivots;
+  stats_.pivots += st.pivots;
   sol->residual = std::max(sol->residual, st.residual);
   sol->kappa = std::max(sol->kappa, st.kappa);
   sol->condition = std::max(sol->condition, cod->condition());

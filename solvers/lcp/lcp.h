@@ -27,11 +27,9 @@
 //                   motion between the tangent axes is therefore braked along the diagonal of the
 //                   box (the sliding direction drifts toward 45 degrees)
 //
-// Statistics in Solution: iterations = reduced solves, pivots = principal pivots, Lemke pivots
-// and Dantzig events, residual = largest natural-map residual (m/s; boxed.h), kappa = largest
-// |w_i| times the distance of x_i to its nearer bound, condition = largest |R(0,0) / R(r,r)| of
-// the islands' decompositions, guess_tried / guess_hit = a previous classification was checked /
-// accepted on every island. Status: SOLVED when every island is exact, INACCURATE when the best
+// Statistics in Solution: iterations = reduced solves, residual = largest natural-map residual
+// (m/s; boxed.h), kappa = largest |w_i| times the distance of x_i to its nearer bound, condition =
+// largest |R(0,0) / R(r,r)| of the islands' decompositions; pivots and the guess in LcpStats. Status: SOLVED when every island is exact, INACCURATE when the best
 // answer's residual is below 1e-6 (m/s, relative to max(1, |b|)), MAX_ITER otherwise.
 //
 // Each island's dense LCP goes to BoxedLcpSolver (boxed.h): the previous step's classification
