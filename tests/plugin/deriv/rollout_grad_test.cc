@@ -278,6 +278,62 @@ TEST_F(RolloutGradTest, SecondCallOfTheSameLengthDoesNotAllocate) {
   }
 }
 
+// Dojo's "box up" with lcp: a thrust below the weight leaves a resting box where it is, so the
+// plain gradient of its final height is exactly zero; the complementarity-aware sweep (Nimble
+// IV-D, per step) lets the contact separate where the loss asks for it, and gradient descent on
+// the thrust lifts the box
+TEST_F(RolloutGradTest, ComplementarityAwareSweepLiftsARestingBox) {
+  if (!ck_solverAvailable(ckSOL_LCP)) GTEST_SKIP() << "solver lcp is not in this build";
+  ModelPtr m = Load(BundledModel("pushed_box.xml"));
+  ASSERT_TRUE(m);
+  const int T = 100, nu = m->nu;
+  DataPtr d0(mj_makeData(m.get())), d(mj_makeData(m.get()));
+  mj_resetDataKeyframe(m.get(), d0.get(), mj_name2id(m.get(), mjOBJ_KEY, "rest"));
+  mj_forward(m.get(), d0.get());
+  // L = 0.5 (z_T - 0.15)^2 on the last state only
+  struct Height {
+    int last;
+    static mjtNum Eval(void* user, int t, const mjModel*, const mjData* d, mjtNum* dx, mjtNum*) {
+      if (t != static_cast<const Height*>(user)->last) return 0;
+      dx[2] = d->qpos[2] - 0.15;
+      return 0.5 * dx[2] * dx[2];
+    }
+  } height{T - 1};
+  for (int aware = 0; aware < 2; aware++) {
+    ckSettings s = Settings(ckSOL_LCP);
+    s.deriv.complementarity_aware = aware;
+    HandlePtr ck = Make(m.get(), &s);
+    double thrust = 5;  // N, below the weight of 9.81 N
+    std::vector<double> ctrl(T * nu), gx(2 * m->nv), gu(T * nu);
+    double first = 0, loss = 0;
+    for (int iter = 0; iter < 40; iter++) {
+      for (int t = 0; t < T; t++) ctrl[t * nu + 1] = thrust;
+      mj_copyData(d.get(), m.get(), d0.get());
+      ck_reset(ck.get());
+      ASSERT_GE(ck_rolloutGrad(ck.get(), m.get(), d.get(), T, ctrl.data(), &Height::Eval, &height,
+                               &loss, gx.data(), gu.data()),
+                0)
+          << ck_lastError(ck.get());
+      double g = 0;  // one thrust held over the rollout
+      for (int t = 0; t < T; t++) g += gu[t * nu + 1];
+      if (iter == 0) {
+        first = loss;
+        if (!aware) {
+          EXPECT_LT(std::fabs(g), 1e-12)
+              << "a resting box's height does not change with a thrust below its weight";
+          break;
+        }
+        EXPECT_LT(g, 0) << "more thrust lifts the box";
+      }
+      thrust = std::min(30.0, std::max(0.0, thrust - 1000 * g));
+    }
+    if (aware) {
+      EXPECT_LT(loss, 1e-2 * first) << "thrust " << thrust;
+      EXPECT_GT(thrust, 9.81);
+    }
+  }
+}
+
 TEST_F(RolloutGradTest, SlidingBoxMatchesDifferences) {
   for (int solver : Solvers()) {
     CheckAgainstDifferences({"pushed_box.xml", "slide", 0, 100}, solver, 1e-5);
