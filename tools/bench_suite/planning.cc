@@ -53,8 +53,9 @@ Task Hopper() {
 // a gradient source: a solver with settings, or MuJoCo's differences of mj_step
 struct Source {
   std::string name;
-  int solver;  // -1: MuJoCo's mjd_transitionFD on mj_step
-  double kappa_grad = 0;
+  int solver;             // -1: MuJoCo's mjd_transitionFD on mj_step
+  double kappa_grad = 0;  // ipm: > 0 this value, < 0 kappa_tol
+  int anchor = -1;        // comfree: 0 or 1 (-1: default)
 };
 
 std::vector<Source> Sources(const std::vector<int>& solvers) {
@@ -63,6 +64,9 @@ std::vector<Source> Sources(const std::vector<int>& solvers) {
     if (s == ckSOL_IPM) {
       out.push_back({"ipm (kappa_grad 1e-2)", s, 1e-2});
       out.push_back({"ipm (kappa_grad = kappa_tol)", s, -1});
+    } else if (s == ckSOL_COMFREE) {
+      out.push_back({"comfree", s});
+      out.push_back({"comfree (anchor 0)", s, 0, 0});
     } else {
       out.push_back({ck_solverName(s), s});
     }
@@ -108,6 +112,7 @@ int PlanningBench(const PlanningOptions& o, std::string* report) {
         s.solver = src.solver;
         if (src.kappa_grad > 0) s.ipm.kappa_grad = src.kappa_grad;
         if (src.kappa_grad < 0) s.ipm.kappa_grad = s.ipm.kappa_tol;
+        if (src.anchor >= 0) s.comfree.anchor = src.anchor;
         char cerr[512];
         ck = ck_make(m, &s, cerr, sizeof(cerr));
         if (!ck) {

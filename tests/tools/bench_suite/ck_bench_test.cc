@@ -180,7 +180,8 @@ TEST_F(BenchSuiteTest, PlanningRunsEveryTaskAndSource) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("Dojo Table III"), std::string::npos) << r.out;
   const auto rows = ReadCsv(dir_ + "/dojo_planning.csv");
-  const int sources = AvailableSolvers() + (ck_solverAvailable(ckSOL_IPM) ? 1 : 0) + 1;
+  const int sources = AvailableSolvers() + (ck_solverAvailable(ckSOL_IPM) ? 1 : 0) +
+                      (ck_solverAvailable(ckSOL_COMFREE) ? 1 : 0) + 1;
   ASSERT_EQ(rows.size(), 1u + 3u * sources);
   for (size_t i = 1; i < rows.size(); i++) {
     ASSERT_EQ(rows[i].size(), 8u);
