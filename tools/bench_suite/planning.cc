@@ -17,10 +17,12 @@ using tools::Fmt;
 
 namespace {
 
-// a planning task: model, horizon at h = 0.01, goal, weights
+// a planning task: model, horizon at h = 0.01, goal, weights; with cfd, every source runs without
+// and with contacts from distance
 struct Task {
   std::string name, model;
   tools::IlqrTask task;
+  bool cfd = false;
 };
 
 // Dojo's planar box: a 1 kg box resting on the floor (mu 0.5), moved 1 m right or up in 1 s,
@@ -50,6 +52,19 @@ Task Hopper() {
   return t;
 }
 
+// DiffMJX's push from a distance: a pusher 0.15 m from a box (no gravity, no floor) must bring
+// the box 0.3 m forward in 1 s; apart, no contact is reported and every Jacobian is zero between
+// them unless contacts from distance (cfd_width 0.2) give one
+Task Push() {
+  Task t{"push", "pusher_box.xml", {}, true};
+  t.task.goal_qpos = {0, 0.3};
+  t.task.goal_qvel = {0, 0};
+  t.task.q = {0, 0, 0, 0};
+  t.task.r = {1e-2};
+  t.task.constrained = {1};
+  return t;
+}
+
 // a gradient source: a solver with settings, or MuJoCo's differences of mj_step
 struct Source {
   std::string name;
@@ -75,18 +90,59 @@ std::vector<Source> Sources(const std::vector<int>& solvers) {
   return out;
 }
 
+// one task with one source: the iLQR result, or an error message in r.error with r.iterations -1
+tools::IlqrResult RunOne(const Task& task, const Source& src, double cfd_width,
+                         const tools::IlqrOptions& options) {
+  tools::IlqrResult r;
+  std::string err;
+  mjModel* m = tools::LoadModel(task.model, &err);
+  if (!m) {
+    r.error = err;
+    r.iterations = -1;
+    return r;
+  }
+  m->opt.timestep = 0.01;
+  mjData* d = mj_makeData(m);
+  mj_forward(m, d);
+  ckHandle* ck = nullptr;
+  if (src.solver >= 0) {
+    ckSettings s;
+    ck_defaultSettings(&s);
+    s.solver = src.solver;
+    if (src.kappa_grad > 0) s.ipm.kappa_grad = src.kappa_grad;
+    if (src.kappa_grad < 0) s.ipm.kappa_grad = s.ipm.kappa_tol;
+    if (src.anchor >= 0) s.comfree.anchor = src.anchor;
+    s.deriv.cfd_width = cfd_width;
+    char cerr[512];
+    ck = ck_make(m, &s, cerr, sizeof(cerr));
+    if (!ck) r.error = cerr;
+  }
+  if (r.error.empty()) {
+    r = tools::RunIlqr(m, d, ck, src.solver >= 0 ? tools::kIlqrContactkit : tools::kIlqrMujocoFD,
+                       task.task, options);
+  } else {
+    r.iterations = -1;
+  }
+  if (ck) ck_free(ck);
+  mj_deleteData(d);
+  mj_deleteModel(m);
+  return r;
+}
+
 }  // namespace
 
 int PlanningBench(const PlanningOptions& o, std::string* report) {
-  const std::vector<Task> tasks = {Box(false), Box(true), Hopper()};
+  const std::vector<Task> tasks = {Box(false), Box(true), Hopper(), Push()};
   const std::vector<Source> sources = Sources(o.solvers);
   std::ofstream csv(o.out + "/dojo_planning.csv");
   csv << "task,source,cost,violation,iterations,seconds,derivative_seconds,status\n";
   std::vector<std::vector<std::string>> rows;
   tools::IlqrOptions options;
   if (o.quick) options.max_iterations = 20;
-  const int total = static_cast<int>(tasks.size() * sources.size());
-  int done = 0;
+  int total = 0, done = 0;
+  for (const Task& task : tasks) {
+    for (const Source& src : sources) total += task.cfd && src.solver >= 0 ? 2 : 1;
+  }
   for (const Task& task : tasks) {
     PlotSpec spec{"iLQR on " + task.name + ": goal violation against iteration",
                   "iteration",
@@ -96,51 +152,30 @@ int PlanningBench(const PlanningOptions& o, std::string* report) {
                   {},
                   {}};
     for (const Source& src : sources) {
-      std::string err;
-      mjModel* m = tools::LoadModel(task.model, &err);
-      if (!m) {
-        std::fprintf(stderr, "ck-bench: %s\n", err.c_str());
-        return 2;
-      }
-      m->opt.timestep = 0.01;
-      mjData* d = mj_makeData(m);
-      mj_forward(m, d);
-      ckHandle* ck = nullptr;
-      if (src.solver >= 0) {
-        ckSettings s;
-        ck_defaultSettings(&s);
-        s.solver = src.solver;
-        if (src.kappa_grad > 0) s.ipm.kappa_grad = src.kappa_grad;
-        if (src.kappa_grad < 0) s.ipm.kappa_grad = s.ipm.kappa_tol;
-        if (src.anchor >= 0) s.comfree.anchor = src.anchor;
-        char cerr[512];
-        ck = ck_make(m, &s, cerr, sizeof(cerr));
-        if (!ck) {
-          std::fprintf(stderr, "ck-bench: %s\n", cerr);
+      for (double cfd : {0.0, 0.2}) {
+        if (cfd > 0 && !(task.cfd && src.solver >= 0)) continue;
+        const tools::IlqrResult r = RunOne(task, src, cfd, options);
+        if (r.iterations < 0) {
+          std::fprintf(stderr, "ck-bench: %s\n", r.error.c_str());
           return 2;
         }
+        const std::string name = src.name + (cfd > 0 ? " + cfd_width 0.2" : "");
+        const std::string status = r.diverged                            ? "diverged"
+                                   : r.violation < options.violation_tol ? "ok"
+                                                                         : "failure";
+        csv << task.name << "," << name << "," << r.cost << "," << r.violation << ","
+            << r.iterations << "," << r.seconds << "," << r.deriv_seconds << "," << status << "\n";
+        rows.push_back({task.name, name, Fmt(r.cost), Fmt(r.violation, "%.1e"),
+                        std::to_string(r.iterations), Fmt(r.seconds, "%.2f"),
+                        Fmt(r.deriv_seconds, "%.2f"), status});
+        Series series{name, {}, {}};
+        for (size_t i = 0; i < r.violations.size(); i++) {
+          series.x.push_back(static_cast<double>(i + 1));
+          series.y.push_back(std::max(r.violations[i], 1e-6));
+        }
+        spec.series.push_back(series);
+        if (o.progress) tools::Progress("dojo-planning", ++done, total);
       }
-      const tools::IlqrResult r =
-          tools::RunIlqr(m, d, ck, src.solver >= 0 ? tools::kIlqrContactkit : tools::kIlqrMujocoFD,
-                         task.task, options);
-      const std::string status = r.diverged                            ? "diverged"
-                                 : r.violation < options.violation_tol ? "ok"
-                                                                       : "failure";
-      csv << task.name << "," << src.name << "," << r.cost << "," << r.violation << ","
-          << r.iterations << "," << r.seconds << "," << r.deriv_seconds << "," << status << "\n";
-      rows.push_back({task.name, src.name, Fmt(r.cost), Fmt(r.violation, "%.1e"),
-                      std::to_string(r.iterations), Fmt(r.seconds, "%.2f"),
-                      Fmt(r.deriv_seconds, "%.2f"), status});
-      Series series{src.name, {}, {}};
-      for (size_t i = 0; i < r.violations.size(); i++) {
-        series.x.push_back(static_cast<double>(i + 1));
-        series.y.push_back(std::max(r.violations[i], 1e-6));
-      }
-      spec.series.push_back(series);
-      if (ck) ck_free(ck);
-      mj_deleteData(d);
-      mj_deleteModel(m);
-      if (o.progress) tools::Progress("dojo-planning", ++done, total);
     }
     std::string name = "dojo_planning_" + task.name;
     for (char& c : name) c = c == ' ' ? '_' : c;
@@ -162,7 +197,8 @@ int PlanningBench(const PlanningOptions& o, std::string* report) {
       Fmt(options.violation_tol) + ", failure = not reached within " +
       std::to_string(options.max_iterations) +
       " iterations. Dojo reports box right 14.5 (D) / 13.5 (M), box up 14.5 (D) / failure "
-      "(M), hopper 8.9 (D) / 26.7 (M), with its own models and costs.\n";
+      "(M), hopper 8.9 (D) / 26.7 (M), with its own models and costs. push: a pusher 0.15 m "
+      "from a box brings it 0.3 m forward (DiffMJX), each solver also with cfd_width 0.2.\n";
   std::printf("\n%s\n", text.c_str());
   *report += text + "\n";
   return 0;
