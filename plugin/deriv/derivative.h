@@ -15,12 +15,14 @@
 
 #include <mujoco/mujoco.h>
 
+#include <memory>
 #include <string>
 
 #include "contactkit/contactkit.h"
 #include "plugin/deriv/elastic.h"
 #include "plugin/deriv/fd_reference.h"
 #include "plugin/deriv/integrator_tangent.h"
+#include "plugin/deriv/rollout_grad.h"
 #include "plugin/deriv/smooth_tangent.h"
 #include "plugin/deriv/workspace.h"
 #include "plugin/step/anchor.h"
@@ -58,6 +60,9 @@ class Derivative : private FdTarget {
 
   // the owning handle's contact anchors: every evaluation starts the shadow handle from them
   void set_anchor_source(const Anchors* anchors) { anchor_source_ = anchors; }
+
+  // ck_rolloutGrad's tape (made on first use)
+  RolloutTape& tape();
 
   // why the last Jacobian or VJP fell back to finite differences (ckFallback; NONE if it did not)
   int fallback() const { return fallback_; }
@@ -165,7 +170,15 @@ class Derivative : private FdTarget {
   ElasticCorrection elastic_;
   Scratch scratch_;
   SmoothTangent smooth_{extractor_, nominal_, tan_, trees_, integrator_, scratch_, stage_};
+  std::unique_ptr<RolloutTape> tape_;  // ck_rolloutGrad's steps (made by its first call)
 };
+
+// the first of n values that MuJoCo's checks would call bad (NaN, inf, beyond mjMAXVAL), or -1
+int FirstBad(const mjtNum* x, int n);
+
+// the checks of every derivative entry point: 0, or -1 (bad arguments, another model, no
+// derivative workspace) or -2 (a state MuJoCo would reset) with ck_lastError saying why
+int CheckTransition(ckHandle* ck, const mjModel* m, const mjData* d, const char* fn);
 
 }  // namespace contactkit
 

@@ -292,7 +292,6 @@ void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
 //---------------------------------- C API ---------------------------------------------------------
 
 namespace contactkit {
-namespace {
 
 // the first of n values that MuJoCo's checks would call bad (NaN, inf, or beyond mjMAXVAL), or -1
 int FirstBad(const mjtNum* x, int n) {
@@ -343,6 +342,8 @@ int CheckTransition(ckHandle* ck, const mjModel* m, const mjData* d, const char*
   ck->error[0] = 0;
   return 0;
 }
+
+namespace {
 
 // the result of an evaluation: -2 if MuJoCo reset a scratch mjData in it (the state leaves
 // MuJoCo's range within the step) or an output is not finite; otherwise ret (1: ck_lastError

@@ -307,6 +307,42 @@ class Handle:
         self._method(rc, "transition_vjp")
         return gx, gu
 
+    def rollout_grad(self, model: mujoco.MjModel, data: mujoco.MjData, ctrl, loss):
+        """Reverse mode over an open-loop rollout (ck_rolloutGrad).
+
+        Steps data len(ctrl) times with the controls ctrl (nstep, nu). After step t, calls
+        loss(t, data): data then holds the state after the step and the sensors of the step; loss
+        returns (value, dx, ds): the step's loss, its gradient with respect to that state
+        ((2nv+na,), mjd_transitionFD's tangent layout) and to the sensors ((nsensordata,)); dx and
+        ds may be None (zero). One backward sweep of vector-Jacobian products then gives the
+        gradient of the summed loss. Returns (value, gx0 (2nv+na,), gu (nstep, nu)); data ends
+        at the final state. comfree with anchors is refused (set anchor = 0)."""
+        self._check(model, data)
+        ctrl = np.ascontiguousarray(ctrl, dtype=np.float64)
+        if ctrl.ndim != 2 or ctrl.shape[1] != model.nu:
+            raise ValueError(f"ctrl must have shape (nstep, {model.nu}), got {ctrl.shape}")
+        nstep, nx, ns = ctrl.shape[0], 2 * model.nv + model.na, model.nsensordata
+
+        def call(t):
+            out = loss(t, data)
+            if not isinstance(out, tuple) or len(out) != 3:
+                raise TypeError("loss(t, data) must return (value, dx, ds); dx and ds may be None")
+            value, dx, ds = out
+            def vec(v, n, name):
+                if v is None:
+                    return None
+                v = np.ascontiguousarray(v, dtype=np.float64)
+                if v.shape != (n,):
+                    raise ValueError(f"loss at step {t}: {name} must have shape ({n},), got {v.shape}")
+                return v
+            return float(value), vec(dx, nx, "dx"), vec(ds, ns, "ds")
+
+        value, gx, gu = np.zeros(1), np.zeros(nx), np.zeros((nstep, model.nu))
+        rc = self._core.rollout_grad(model._address, data._address, nstep, ctrl, call, value, gx,
+                                     gu)
+        self._method(rc, "rollout_grad")
+        return float(value[0]), gx, gu
+
     def transition_fd(self, model: mujoco.MjModel, data: mujoco.MjData, eps: float = 1e-6,
                       centered: bool = False, A=None, B=None, C=None, D=None):
         """Finite-difference Jacobians through `step` with mjd_transitionFD's conventions."""

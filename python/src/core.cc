@@ -6,7 +6,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -191,6 +194,44 @@ class Handle {
     py::gil_scoped_release release;
     return ck_transitionVJP(ck_, M(m), D(d), x, s, ox, ou);
   }
+  // ck_rolloutGrad with a Python loss: loss(t) -> (value, dx or None, ds or None); an exception
+  // in loss ends the rollout (the loss reports NaN) and is raised again here
+  struct LossCall {
+    py::function fn;
+    long nx, ns;
+    std::exception_ptr error;
+  };
+  static mjtNum CallLoss(void* user, int t, const mjModel*, const mjData*, mjtNum* dx, mjtNum* ds) {
+    LossCall& call = *static_cast<LossCall*>(user);
+    py::gil_scoped_acquire acquire;
+    try {
+      py::tuple r = call.fn(t).cast<py::tuple>();
+      const mjtNum* x = Buffer(r[1], call.nx, "dx", false);
+      const mjtNum* s = Buffer(r[2], call.ns, "ds", false);
+      if (x) std::copy(x, x + call.nx, dx);
+      if (s && ds) std::copy(s, s + call.ns, ds);
+      return r[0].cast<double>();
+    } catch (...) {
+      call.error = std::current_exception();
+      return NAN;
+    }
+  }
+  int RolloutGrad(std::uintptr_t m, std::uintptr_t d, int nstep, py::object ctrl, py::function loss,
+                  py::object value, py::object gx, py::object gu) {
+    const long nx = 2 * M(m)->nv + M(m)->na, nu = M(m)->nu;
+    const mjtNum* c = Buffer(ctrl, static_cast<long>(nstep) * nu, "ctrl", false);
+    mjtNum* v = Buffer(value, 1, "value", true);
+    mjtNum* ox = Buffer(gx, nx, "gx", true);
+    mjtNum* ou = Buffer(gu, static_cast<long>(nstep) * nu, "gu", true);
+    LossCall call{loss, nx, M(m)->nsensordata, nullptr};
+    int rc;
+    {
+      py::gil_scoped_release release;
+      rc = ck_rolloutGrad(ck_, M(m), D(d), nstep, c, &CallLoss, &call, v, ox, ou);
+    }
+    if (call.error) std::rethrow_exception(call.error);
+    return rc;
+  }
   int TransitionFD(std::uintptr_t m, std::uintptr_t d, double eps, bool centered, py::object A,
                    py::object B, py::object C, py::object Dm) {
     const Jacobians j = Outputs(M(m), A, B, C, Dm);
@@ -287,5 +328,6 @@ PYBIND11_MODULE(_core, mod) {
       .def("solver_info", &Handle::SolverInfo)
       .def("transition_jac", &Handle::TransitionJac)
       .def("transition_vjp", &Handle::TransitionVJP)
+      .def("rollout_grad", &Handle::RolloutGrad)
       .def("transition_fd", &Handle::TransitionFD);
 }

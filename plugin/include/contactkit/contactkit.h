@@ -273,6 +273,26 @@ CKAPI int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, cons
 CKAPI int ck_transitionFD(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum eps, int centered,
                           mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
 
+// The loss of step t (0-based) of a ck_rolloutGrad rollout. d holds the state after the step and
+// the sensors of the step (as mj_step leaves them). Writes the loss's gradient with respect to
+// that state into dx (2nv+na, mjd_transitionFD's tangent layout, zeroed before the call) and
+// with respect to the sensors into ds (nsensordata, zeroed), and returns the loss's value.
+typedef mjtNum (*ckStepLoss)(void* user, int t, const mjModel* m, const mjData* d, mjtNum* dx,
+                             mjtNum* ds);
+
+// Reverse mode over an open-loop rollout. From d's state, nstep ck_steps with controls ctrl
+// (nstep x nu; NULL: d->ctrl held); the loss is L = sum over t of loss(t). One backward sweep of
+// vector-Jacobian products (ck_transitionVJP's, no Jacobian formed) gives
+//   gx0 (2nv+na): dL/dx0, in mjd_transitionFD's tangent layout    gu (nstep x nu): dL/du_t
+// Each step's state is kept (qpos, qvel, act, ctrl, warm start, time: memory O(nstep x state),
+// grown by the first call of a length and then reused); the backward sweep re-solves each step
+// from its kept state. d ends where nstep ck_steps leave it. value, gx0, gu are nullable.
+// Refused for comfree with anchors (their history is not differentiated). Returns 0; 1 if some
+// step used finite differences (ck_lastError names the first); -1 on bad input or a loss that is
+// not finite; -2 if a step diverged (MuJoCo reset the state) or a gradient is not finite.
+CKAPI int ck_rolloutGrad(ckHandle* ck, const mjModel* m, mjData* d, int nstep, const mjtNum* ctrl,
+                         ckStepLoss loss, void* user, mjtNum* value, mjtNum* gx0, mjtNum* gu);
+
 //---------------------------------- batched rollouts ----------------------------------------------
 
 // Roll out nroll open-loop trajectories of nstep steps with ck_step, as MuJoCo's Python

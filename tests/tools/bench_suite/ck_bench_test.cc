@@ -173,6 +173,31 @@ TEST_F(BenchSuiteTest, RobotsNeedAMenagerieFolder) {
 #endif
 }
 
+// dojo-planning: every task with every gradient source; the box pushed right on hard contact
+// reaches its goal within the quick run's 20 iterations; apart, the push gets no gradient
+// without contacts from distance
+TEST_F(BenchSuiteTest, PlanningRunsEveryTaskAndSource) {
+  const ProcessResult r = Bench("dojo-planning");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Dojo Table III"), std::string::npos) << r.out;
+  const auto rows = ReadCsv(dir_ + "/dojo_planning.csv");
+  const int sources = AvailableSolvers() + (ck_solverAvailable(ckSOL_IPM) ? 1 : 0) +
+                      (ck_solverAvailable(ckSOL_COMFREE) ? 1 : 0) + 1;
+  // box right, box up, hopper once per source; the push once per source and again with contacts
+  // from distance for every solver (not for MuJoCo's own differences)
+  ASSERT_EQ(rows.size(), 1u + 3u * sources + sources + (sources - 1));
+  for (size_t i = 1; i < rows.size(); i++) {
+    ASSERT_EQ(rows[i].size(), 8u);
+    EXPECT_GT(std::stoi(rows[i][4]), 0) << rows[i][0] << " " << rows[i][1];
+    if (rows[i][0] == "box right" && rows[i][1] == "lcp") {
+      EXPECT_EQ(rows[i][7], "ok") << "violation " << rows[i][3];
+    }
+    if (rows[i][0] == "push" && rows[i][1].find("cfd") == std::string::npos) {
+      EXPECT_NEAR(std::stod(rows[i][3]), 0.3, 1e-9) << rows[i][1] << ": the box never moves";
+    }
+  }
+}
+
 TEST_F(BenchSuiteTest, BadInputIsNamed) {
 #ifdef CK_BENCH
   ProcessResult r = RunProcess({kBench, "dojo"});

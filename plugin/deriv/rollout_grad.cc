@@ -1,0 +1,199 @@
+// Copyright 2026 The contactkit developers.
+//
+// Reverse mode over an open-loop rollout (ck_rolloutGrad): a forward pass that keeps each step's
+// state and the loss's gradients, then one backward sweep of vector-Jacobian products,
+//   a_T = 0,   a_t = dL/dx_t + A_t' a_{t+1} + C_t' ds_t ... in the order of the steps:
+//   for t = T-1 .. 0:  (a, g_u[t]) = VJP_t(dx[t] + a, ds[t]),   dL/dx_0 = a
+// where dx[t] is the loss's gradient at the state after step t. Each VJP re-solves its step from
+// the kept state with the derivative's own cold solver (as ck_transitionVJP does).
+#include "plugin/deriv/rollout_grad.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "plugin/deriv/derivative.h"
+#include "plugin/deriv/fd_reference.h"
+#include "plugin/step/compat.h"
+#include "plugin/step/handle.h"
+
+namespace contactkit {
+
+RolloutTape::~RolloutTape() {
+  if (data_) mj_deleteData(data_);
+}
+
+namespace {
+
+// entries of the kept state of one step
+int StateSize(const mjModel* m) {
+  int n = m->nq + 2 * m->nv + m->na + m->nu + 1;
+#if CK_MJ3
+  n += m->npluginstate;
+#endif
+  return n;
+}
+
+}  // namespace
+
+bool RolloutTape::Reserve(const mjModel* m, int nstep) {
+  if (!data_) data_ = mj_makeData(m);
+  if (!data_) return false;
+  nstate_ = StateSize(m);
+  ndx_ = 2 * m->nv + m->na;
+  ns_ = m->nsensordata;
+  if (nstep > nstep_) {
+    nstep_ = nstep;
+    state_.resize(static_cast<size_t>(nstep) * nstate_);
+    dx_.resize(static_cast<size_t>(nstep) * ndx_);
+    ds_.resize(static_cast<size_t>(nstep) * std::max(ns_, 1));
+  }
+  adjoint_.resize(ndx_);
+  gx_.resize(ndx_);
+  return true;
+}
+
+void RolloutTape::Save(int t, const mjModel* m, const mjData* d) {
+  double* s = state_.data() + static_cast<size_t>(t) * nstate_;
+  for (const auto& [x, n] : {std::pair<const double*, int>{d->qpos, m->nq},
+                             {d->qvel, m->nv},
+                             {d->act, m->na},
+                             {d->ctrl, m->nu},
+                             {d->qacc_warmstart, m->nv}}) {
+    mju_copy(s, x, n);
+    s += n;
+  }
+  *s++ = d->time;
+#if CK_MJ3
+  mju_copy(s, d->plugin_state, m->npluginstate);
+#endif
+}
+
+mjData* RolloutTape::Load(int t, const mjModel* m, const mjData* held) {
+  CopyStepInputs(m, held, data_);
+  const double* s = state_.data() + static_cast<size_t>(t) * nstate_;
+  for (const auto& [x, n] : {std::pair<double*, int>{data_->qpos, m->nq},
+                             {data_->qvel, m->nv},
+                             {data_->act, m->na},
+                             {data_->ctrl, m->nu},
+                             {data_->qacc_warmstart, m->nv}}) {
+    mju_copy(x, s, n);
+    s += n;
+  }
+  data_->time = *s++;
+#if CK_MJ3
+  mju_copy(data_->plugin_state, s, m->npluginstate);
+#endif
+  return data_;
+}
+
+RolloutTape& Derivative::tape() {
+  if (!tape_) tape_ = std::make_unique<RolloutTape>();
+  return *tape_;
+}
+
+namespace {
+
+// the forward pass: nstep steps from d, each step's start on the tape, the loss summed; 0, or
+// -1 / -2 with ck_lastError set
+int Forward(ckHandle* ck, const mjModel* m, mjData* d, int nstep, const mjtNum* ctrl,
+            ckStepLoss loss, void* user, RolloutTape* tape, mjtNum* value) {
+  const int ndx = 2 * m->nv + m->na, ns = m->nsensordata;
+  double total = 0;
+  for (int t = 0; t < nstep; t++) {
+    if (ctrl) mju_copy(d->ctrl, ctrl + static_cast<size_t>(t) * m->nu, m->nu);
+    tape->Save(t, m, d);
+    const int resets = Resets(d);
+    StepSkip(ck, m, d, mjSTAGE_NONE, 0);
+    if (Resets(d) != resets) {
+      SetLastError(ck, "ck_rolloutGrad",
+                   "step %d diverged (MuJoCo reset the state: NaN, inf or beyond 1e10); no "
+                   "gradient",
+                   t);
+      return -2;
+    }
+    mju_zero(tape->dx(t), ndx);
+    if (ns) mju_zero(tape->ds(t), ns);
+    const double l = loss(user, t, m, d, tape->dx(t), ns ? tape->ds(t) : nullptr);
+    if (!std::isfinite(l) || FirstBad(tape->dx(t), ndx) >= 0 ||
+        (ns && FirstBad(tape->ds(t), ns) >= 0)) {
+      SetLastError(ck, "ck_rolloutGrad",
+                   "the loss at step %d or its gradient is not finite (value %g); allowed: "
+                   "finite values",
+                   t, l);
+      return -1;
+    }
+    total += l;
+  }
+  if (value) *value = total;
+  return 0;
+}
+
+}  // namespace
+}  // namespace contactkit
+
+extern "C" {
+
+int ck_rolloutGrad(ckHandle* ck, const mjModel* m, mjData* d, int nstep, const mjtNum* ctrl,
+                   ckStepLoss loss, void* user, mjtNum* value, mjtNum* gx0, mjtNum* gu) {
+  using namespace contactkit;
+  InUse guard(ck, "ck_rolloutGrad");
+  if (!guard.ok()) return -1;
+  ck->fallback = ckFALLBACK_NONE;
+  const int check = CheckTransition(ck, m, d, "ck_rolloutGrad");
+  if (check) return check;
+  if (nstep < 0 || !loss) {
+    SetLastError(ck, "ck_rolloutGrad", "nstep = %d, loss %s; allowed: nstep >= 0 and a loss", nstep,
+                 loss ? "given" : "NULL");
+    return -1;
+  }
+  const int ndx = 2 * m->nv + m->na, nu = m->nu;
+  const int bad = ctrl ? FirstBad(ctrl, nstep * nu) : -1;
+  if (bad >= 0) {
+    SetLastError(ck, "ck_rolloutGrad", "ctrl[%d] = %g is not finite; allowed: finite controls", bad,
+                 static_cast<double>(ctrl[bad]));
+    return -1;
+  }
+  Derivative& deriv = *ck->deriv;
+  RolloutTape& tape = deriv.tape();
+  if (UsesAnchors(ck)) {
+    SetLastError(ck, "ck_rolloutGrad",
+                 "comfree's contact anchors (setting 'anchor' = 1) carry state from step to step "
+                 "that the rollout gradient does not differentiate; allowed: anchor = 0");
+    return -1;
+  }
+  if (!tape.Reserve(m, nstep)) {
+    SetLastError(ck, "ck_rolloutGrad", "could not allocate the rollout's scratch mjData");
+    return -1;
+  }
+  const int fwd = Forward(ck, m, d, nstep, ctrl, loss, user, &tape, value);
+  if (fwd) return fwd;
+
+  // backward sweep from the last step, each step's VJP at its kept state
+  double* a = tape.adjoint();
+  mju_zero(a, ndx);
+  int ret = 0;
+  for (int t = nstep - 1; t >= 0; t--) {
+    mju_addTo(a, tape.dx(t), ndx);
+    mjData* dt = tape.Load(t, m, d);
+    const int resets = deriv.ScratchResets();
+    const int r = deriv.Vjp(m, dt, a, m->nsensordata ? tape.ds(t) : nullptr, tape.gx(),
+                            gu ? gu + static_cast<size_t>(t) * nu : nullptr);
+    if (deriv.ScratchResets() != resets || FirstBad(tape.gx(), ndx) >= 0 ||
+        (gu && FirstBad(gu + static_cast<size_t>(t) * nu, nu) >= 0)) {
+      SetLastError(ck, "ck_rolloutGrad", "the gradient of step %d is not finite", t);
+      return -2;
+    }
+    if (r == 1 && ret == 0) {
+      ck->fallback = deriv.fallback();
+      SetLastError(ck, "ck_rolloutGrad", "finite differences at step %d: %s", t,
+                   ck_fallbackText(ck->fallback));
+      ret = 1;
+    }
+    mju_copy(a, tape.gx(), ndx);
+  }
+  if (gx0) mju_copy(gx0, a, ndx);
+  return ret;
+}
+
+}  // extern "C"

@@ -1,0 +1,97 @@
+"""Handle.rollout_grad: reverse mode over a rollout against centered differences of the same loss,
+Python errors raised through the C sweep, shapes checked."""
+
+import pathlib
+
+import mujoco
+import numpy as np
+import pytest
+
+import contactkit
+
+MODELS = pathlib.Path(__file__).resolve().parents[2] / "mjcf_models"
+T = 30
+
+
+def setup(solver):
+    m = mujoco.MjModel.from_xml_path(str(MODELS / "hopper.xml"))
+    d0 = mujoco.MjData(m)
+    d0.ctrl[:] = 0.3
+    for _ in range(50):  # foot on the floor, away from the joint limits
+        mujoco.mj_step(m, d0)
+    h = contactkit.Handle(m, solver=solver, anchor=0) if solver == "comfree" else \
+        contactkit.Handle(m, solver=solver)
+    ctrl = 0.4 * np.cos(0.3 * np.arange(T * m.nu)).reshape(T, m.nu)
+    w = np.sin(0.5 + np.arange(m.nv))
+    return m, d0, h, ctrl, w
+
+
+def loss_of(m, w):
+    # 0.5 |qvel|^2 + w . qpos (the hopper's joints are all slides and hinges)
+    def loss(t, data):
+        dx = np.concatenate([w, data.qvel])
+        return 0.5 * data.qvel @ data.qvel + w @ data.qpos, dx, None
+    return loss
+
+
+def plain(m, d0, h, ctrl, w):
+    d = mujoco.MjData(m)
+    mujoco.mj_copyData(d, m, d0)
+    h.reset()
+    total = 0.0
+    for t in range(T):
+        d.ctrl[:] = ctrl[t]
+        h.step(m, d)
+        total += 0.5 * d.qvel @ d.qvel + w @ d.qpos
+    return total
+
+
+@pytest.mark.parametrize("solver", ["mujoco", "comfree", "lcp"])
+def test_rollout_grad_matches_centered_differences(solver):
+    m, d0, h, ctrl, w = setup(solver)
+    d = mujoco.MjData(m)
+    mujoco.mj_copyData(d, m, d0)
+    h.reset()
+    value, gx, gu = h.rollout_grad(m, d, ctrl, loss_of(m, w))
+    assert gu.shape == (T, m.nu) and gx.shape == (2 * m.nv,)
+    assert value == plain(m, d0, h, ctrl, w)
+    eps = 1e-6
+    fu = np.zeros_like(ctrl)
+    for k in np.ndindex(ctrl.shape):
+        c = ctrl.copy()
+        c[k] += eps
+        lp = plain(m, d0, h, c, w)
+        c[k] -= 2 * eps
+        fu[k] = (lp - plain(m, d0, h, c, w)) / (2 * eps)
+    fv = np.zeros(m.nv)  # the velocity half of dL/dx0
+    for i in range(m.nv):
+        x = mujoco.MjData(m)
+        mujoco.mj_copyData(x, m, d0)
+        x.qvel[i] += eps
+        lp = plain(m, x, h, ctrl, w)
+        x.qvel[i] -= 2 * eps
+        fv[i] = (lp - plain(m, x, h, ctrl, w)) / (2 * eps)
+    assert np.linalg.norm(gu - fu) < 1e-5 * np.linalg.norm(fu)
+    assert np.linalg.norm(gx[m.nv:] - fv) < 1e-5 * np.linalg.norm(fv)
+
+
+def test_rollout_grad_raises_the_loss_error_and_checks_shapes():
+    m, d0, h, ctrl, w = setup("mujoco")
+    d = mujoco.MjData(m)
+
+    def failing(t, data):
+        if t == 4:
+            raise KeyError("no target for step 4")
+        return 0.0, None, None
+
+    with pytest.raises(KeyError, match="no target for step 4"):
+        h.rollout_grad(m, d, ctrl, failing)
+    with pytest.raises(ValueError, match=r"dx must have shape \(12,\)"):
+        h.rollout_grad(m, d, ctrl, lambda t, data: (0.0, np.zeros(3), None))
+    with pytest.raises(ValueError, match=r"ctrl must have shape \(nstep, 3\)"):
+        h.rollout_grad(m, d, ctrl[:, :2], loss_of(m, w))
+    with pytest.raises(TypeError, match="must return"):
+        h.rollout_grad(m, d, ctrl, lambda t, data: 1.0)
+    a = contactkit.Handle(m, solver="comfree", anchor=1)
+    with pytest.raises(RuntimeError, match="anchor = 0"):
+        a.rollout_grad(m, d, ctrl, loss_of(m, w))

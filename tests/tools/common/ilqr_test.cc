@@ -1,0 +1,109 @@
+// Copyright 2026 The contactkit developers.
+//
+// tools::RunIlqr: the minimum-effort transfer of a mass (closed form), and a box pushed 1 m on the
+// floor with contactkit's Jacobians and with MuJoCo's finite differences.
+#include "tools/common/ilqr.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "support/fixture.h"
+
+namespace contactkit::test {
+namespace {
+
+class IlqrTest : public MujocoTest {};
+
+const char kSlider[] = R"(
+<mujoco>
+  <option timestep="0.01" gravity="0 0 0"/>
+  <worldbody>
+    <body>
+      <joint name="x" type="slide" axis="1 0 0"/>
+      <geom type="sphere" size="0.1" mass="2"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="x"/></actuator>
+</mujoco>)";
+
+// a 2 kg mass from rest at 0 to rest at 1 m in 1 s with least sum of 0.5 r u^2: with MuJoCo's
+// semi-implicit Euler v_T = h/m sum u_t and x_T = h^2/m sum (T - t) u_t, so the optimum is
+// u = G' (G G')^-1 (1, 0) for the two rows of G
+TEST_F(IlqrTest, MinimumEffortTransferMatchesClosedForm) {
+  ModelPtr m = LoadString(kSlider);
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  const int T = 100;
+  const double h = 0.01, mass = 2, r = 0.01;
+  tools::IlqrTask task;
+  task.horizon = T;
+  task.goal_qpos = {1};
+  task.goal_qvel = {0};
+  task.q = {0, 0};
+  task.r = {r};
+  task.constrained = {0, 1};
+  tools::IlqrOptions options;
+  options.violation_tol = 1e-6;
+  const tools::IlqrResult res =
+      tools::RunIlqr(m.get(), d.get(), nullptr, tools::kIlqrMujocoFD, task, options);
+  ASSERT_TRUE(res.error.empty()) << res.error;
+  EXPECT_LT(res.violation, 1e-6);
+
+  // closed form
+  double g[2][T];
+  for (int t = 0; t < T; t++) {
+    g[0][t] = h * h / mass * (T - t);
+    g[1][t] = h / mass;
+  }
+  double gg[2][2] = {};
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 2; b++)
+      for (int t = 0; t < T; t++) gg[a][b] += g[a][t] * g[b][t];
+  const double det = gg[0][0] * gg[1][1] - gg[0][1] * gg[1][0];
+  const double y[2] = {gg[1][1] / det, -gg[1][0] / det};  // (G G')^-1 (1, 0)
+  double cost = 0;
+  for (int t = 0; t < T; t++) {
+    const double u = g[0][t] * y[0] + g[1][t] * y[1];
+    EXPECT_NEAR(res.ctrl[t], u, 1e-4 * std::fabs(u) + 1e-6) << "step " << t;
+    cost += 0.5 * r * u * u;
+  }
+  EXPECT_NEAR(res.cost, cost, 1e-4 * cost);
+}
+
+// Dojo's "box right": a 1 kg box resting on the floor (mu 0.5) pushed to rest 1 m away in 1 s
+TEST_F(IlqrTest, BoxRightReachesItsGoal) {
+  ModelPtr m = Load(BundledModel("pushed_box.xml"));
+  ASSERT_TRUE(m);
+  m->opt.timestep = 0.01;
+  DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  tools::IlqrTask task;
+  task.goal_qpos = {1, 0, 0.1, 1, 0, 0, 0};
+  task.goal_qvel.assign(6, 0.0);
+  task.q.assign(12, 0.0);
+  task.r = {1e-2, 1e-2};
+  task.constrained = {0, 1, 2, 6, 7, 8};
+  // hard contact (Dojo's setting): the box slides under a push above mu m g
+  const int solver = ck_solverAvailable(ckSOL_LCP) ? ckSOL_LCP : ckSOL_MUJOCO;
+  ckSettings s = Settings(solver);
+  HandlePtr ck = Make(m.get(), &s);
+  const tools::IlqrResult res = tools::RunIlqr(m.get(), d.get(), ck.get(), tools::kIlqrContactkit,
+                                               task, tools::IlqrOptions());
+  EXPECT_TRUE(res.error.empty()) << res.error;
+  EXPECT_LT(res.violation, 3e-3) << ck_solverName(solver);
+  EXPECT_GT(res.iterations, 0);
+  // the plan is what it claims: replayed with ck_step it ends at the goal
+  DataPtr e(mj_makeData(m.get()));
+  mj_copyData(e.get(), m.get(), d.get());
+  ck_reset(ck.get());
+  for (int t = 0; t < task.horizon; t++) {
+    mju_copy(e->ctrl, res.ctrl.data() + t * m->nu, m->nu);
+    ck_step(ck.get(), m.get(), e.get());
+  }
+  EXPECT_NEAR(e->qpos[0], 1, 3e-3);
+  EXPECT_NEAR(e->qvel[0], 0, 3e-3);
+}
+
+}  // namespace
+}  // namespace contactkit::test

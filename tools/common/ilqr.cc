@@ -1,0 +1,365 @@
+// Copyright 2026 The contactkit developers.
+//
+// iLQR (Li and Todorov's iterative LQR with Tassa's regularization) on MuJoCo's tangent-space
+// state, with an augmented Lagrangian on the goal entries at the horizon: inner iLQR loops on
+//   sum_t 0.5 |x_t - goal|_Q^2 + 0.5 |u_t|_R^2 + lambda' c(x_T) + 0.5 rho |c(x_T)|^2,
+// then lambda += rho c, rho *= 10 until |c|_inf is below the tolerance.
+#include "tools/common/ilqr.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "solvers/common/dense.h"
+
+namespace contactkit::tools {
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class Ilqr {
+ public:
+  Ilqr(const mjModel* m, const mjData* start, ckHandle* ck, IlqrSource source, const IlqrTask& task,
+       const IlqrOptions& options)
+      : m_(m),
+        start_(start),
+        ck_(ck),
+        source_(source),
+        task_(task),
+        opt_(options),
+        nq_(m->nq),
+        nv_(m->nv),
+        na_(m->na),
+        nu_(m->nu),
+        ndx_(2 * m->nv + m->na),
+        T_(task.horizon) {
+    d_ = mj_makeData(m);
+    mj_copyData(d_, m, start);
+    const int nx = nq_ + nv_ + na_;
+    X_.resize((T_ + 1) * nx);
+    Xn_ = X_;
+    U_.assign(T_ * nu_, 0.0);
+    if (!task.initial_ctrl.empty()) {
+      for (int t = 0; t < T_; t++) std::copy_n(task.initial_ctrl.data(), nu_, U_.data() + t * nu_);
+    }
+    Un_ = U_;
+    A_.resize(T_ * ndx_ * ndx_);
+    B_.resize(T_ * ndx_ * nu_);
+    k_.resize(T_ * nu_);
+    K_.resize(T_ * nu_ * ndx_);
+    lambda_.assign(task.constrained.size(), 0.0);
+    rho_ = options.rho;
+  }
+  ~Ilqr() { mj_deleteData(d_); }
+
+  IlqrResult Run();
+
+ private:
+  double* X(std::vector<double>& x, int t) { return x.data() + t * (nq_ + nv_ + na_); }
+  // tangent difference x - ref (qpos through mj_differentiatePos)
+  void Diff(const double* x, const double* ref_qpos, const double* ref_qvel, double* dx) const;
+  // rollout of controls u (feedback on xref with gains when alpha > 0) into x, u; cost or inf
+  double Rollout(double alpha, std::vector<double>* x, std::vector<double>* u);
+  // cost of a trajectory: stage and terminal (plain), and with the constraint terms (out)
+  double Cost(std::vector<double>& x, const std::vector<double>& u, double* plain);
+  void Derivatives();
+  bool Backward(double mu);
+  double Violation();
+
+  const mjModel* m_;
+  const mjData* start_;
+  ckHandle* ck_;
+  IlqrSource source_;
+  const IlqrTask& task_;
+  IlqrOptions opt_;
+  int nq_, nv_, na_, nu_, ndx_, T_;
+  mjData* d_;
+  std::vector<double> X_, Xn_, U_, Un_;  // trajectory and trial (T+1 x nq+nv+na, T x nu)
+  std::vector<double> A_, B_;            // Jacobians (T x ndx x ndx, T x ndx x nu)
+  std::vector<double> k_, K_;            // feedforward and gains (T x nu, T x nu x ndx)
+  std::vector<double> lambda_;           // multipliers of the goal entries
+  double rho_ = 10;
+  double deriv_seconds_ = 0;
+  bool diverged_ = false;
+};
+
+void Ilqr::Diff(const double* x, const double* ref_qpos, const double* ref_qvel, double* dx) const {
+  mj_differentiatePos(m_, dx, 1, ref_qpos, x);
+  for (int i = 0; i < nv_; i++) dx[nv_ + i] = x[nq_ + i] - (ref_qvel ? ref_qvel[i] : 0);
+  for (int i = 0; i < na_; i++) dx[2 * nv_ + i] = x[nq_ + nv_ + i];
+}
+
+double Ilqr::Rollout(double alpha, std::vector<double>* x, std::vector<double>* u) {
+  mj_copyData(d_, m_, start_);
+  if (ck_) ck_reset(ck_);
+  std::vector<double> dx(ndx_);
+  for (int t = 0; t <= T_; t++) {
+    double* xt = X(*x, t);
+    std::copy_n(d_->qpos, nq_, xt);
+    std::copy_n(d_->qvel, nv_, xt + nq_);
+    std::copy_n(d_->act, na_, xt + nq_ + nv_);
+    if (t == T_) break;
+    double* ut = u->data() + t * nu_;
+    if (alpha > 0) {
+      double* xr = X(X_, t);
+      mj_differentiatePos(m_, dx.data(), 1, xr, xt);
+      for (int i = 0; i < nv_ + na_; i++) dx[nv_ + i] = xt[nq_ + i] - xr[nq_ + i];
+      for (int j = 0; j < nu_; j++) {
+        double v = U_[t * nu_ + j] + alpha * k_[t * nu_ + j];
+        for (int i = 0; i < ndx_; i++) v += K_[(t * nu_ + j) * ndx_ + i] * dx[i];
+        ut[j] = v;
+      }
+    }
+    for (int j = 0; j < nu_; j++) {
+      if (m_->actuator_ctrllimited[j]) {
+        ut[j] = std::clamp(ut[j], m_->actuator_ctrlrange[2 * j], m_->actuator_ctrlrange[2 * j + 1]);
+      }
+      d_->ctrl[j] = ut[j];
+    }
+    if (ck_) {
+      ck_step(ck_, m_, d_);
+    } else {
+      mj_step(m_, d_);
+    }
+    bool bad = d_->warning[mjWARN_BADQACC].number > 0 || d_->warning[mjWARN_BADQVEL].number > 0;
+    for (int i = 0; i < nv_ && !bad; i++) bad = !(std::fabs(d_->qvel[i]) < 1e3);
+    if (bad) return HUGE_VAL;
+  }
+  double plain;
+  return Cost(*x, *u, &plain);
+}
+
+double Ilqr::Cost(std::vector<double>& x, const std::vector<double>& u, double* plain) {
+  std::vector<double> dx(ndx_);
+  double c = 0;
+  for (int t = 0; t <= T_; t++) {
+    const bool way = t == task_.waypoint_step;
+    Diff(X(x, t), way ? task_.waypoint_qpos.data() : task_.goal_qpos.data(),
+         way ? nullptr : task_.goal_qvel.data(), dx.data());
+    const std::vector<double>& q = way ? task_.waypoint_q : task_.q;
+    for (int i = 0; i < ndx_; i++) c += 0.5 * q[i] * dx[i] * dx[i];
+    if (t < T_) {
+      for (int j = 0; j < nu_; j++) c += 0.5 * task_.r[j] * u[t * nu_ + j] * u[t * nu_ + j];
+    }
+  }
+  *plain = c;
+  for (size_t k = 0; k < task_.constrained.size(); k++) {
+    const double ck = dx[task_.constrained[k]];
+    c += lambda_[k] * ck + 0.5 * rho_ * ck * ck;
+  }
+  return c;
+}
+
+void Ilqr::Derivatives() {
+  mj_copyData(d_, m_, start_);
+  if (ck_) ck_reset(ck_);
+  for (int t = 0; t < T_; t++) {
+    // the step from x_t: the warm start of the rollout that reached it
+    const double* xt = X(X_, t);
+    std::copy_n(xt, nq_, d_->qpos);
+    std::copy_n(xt + nq_, nv_, d_->qvel);
+    std::copy_n(xt + nq_ + nv_, na_, d_->act);
+    std::copy_n(U_.data() + t * nu_, nu_, d_->ctrl);
+    double* A = A_.data() + t * ndx_ * ndx_;
+    double* B = B_.data() + t * ndx_ * nu_;
+    const double t0 = Now();
+    if (source_ == kIlqrContactkit) {
+      if (ck_transitionJac(ck_, m_, d_, A, B, nullptr, nullptr) < 0) diverged_ = true;
+    } else {
+      mjd_transitionFD(m_, d_, 1e-6, 0, A, B, nullptr, nullptr);
+    }
+    deriv_seconds_ += Now() - t0;
+    // the next state's warm start (and comfree's anchors) as in the rollout
+    if (ck_) {
+      ck_step(ck_, m_, d_);
+    } else {
+      mj_step(m_, d_);
+    }
+  }
+}
+
+bool Ilqr::Backward(double mu) {
+  const int n = ndx_, nu = nu_;
+  // value function at the horizon: the goal weights and the constraint terms
+  std::vector<double> dx(n), Vx(n), Vxx(n * n, 0.0);
+  Diff(X(X_, T_), task_.goal_qpos.data(), task_.goal_qvel.data(), dx.data());
+  for (int i = 0; i < n; i++) {
+    Vx[i] = task_.q[i] * dx[i];
+    Vxx[i * n + i] = task_.q[i];
+  }
+  for (size_t k = 0; k < task_.constrained.size(); k++) {
+    const int i = task_.constrained[k];
+    Vx[i] += lambda_[k] + rho_ * dx[i];
+    Vxx[i * n + i] += rho_;
+  }
+  std::vector<double> Qx(n), Qu(nu), Qxx(n * n), Quu(nu * nu), Qux(nu * n), VA(n * n), VB(n * nu);
+  for (int t = T_ - 1; t >= 0; t--) {
+    const double* A = A_.data() + t * n * n;
+    const double* B = B_.data() + t * n * nu;
+    const bool way = t == task_.waypoint_step;
+    const std::vector<double>& q = way ? task_.waypoint_q : task_.q;
+    Diff(X(X_, t), way ? task_.waypoint_qpos.data() : task_.goal_qpos.data(),
+         way ? nullptr : task_.goal_qvel.data(), dx.data());
+    // VA = Vxx A, VB = Vxx B
+    for (int i = 0; i < n; i++) {
+      for (int j = 0; j < n; j++) {
+        double s = 0;
+        for (int l = 0; l < n; l++) s += Vxx[i * n + l] * A[l * n + j];
+        VA[i * n + j] = s;
+      }
+      for (int j = 0; j < nu; j++) {
+        double s = 0;
+        for (int l = 0; l < n; l++) s += Vxx[i * n + l] * B[l * nu + j];
+        VB[i * nu + j] = s;
+      }
+    }
+    for (int i = 0; i < n; i++) {
+      double s = q[i] * dx[i];
+      for (int l = 0; l < n; l++) s += A[l * n + i] * Vx[l];
+      Qx[i] = s;
+      for (int j = 0; j < n; j++) {
+        double h = i == j ? q[i] : 0;
+        for (int l = 0; l < n; l++) h += A[l * n + i] * VA[l * n + j];
+        Qxx[i * n + j] = h;
+      }
+    }
+    for (int a = 0; a < nu; a++) {
+      double s = task_.r[a] * U_[t * nu + a];
+      for (int l = 0; l < n; l++) s += B[l * nu + a] * Vx[l];
+      Qu[a] = s;
+      for (int b = 0; b < nu; b++) {
+        double h = a == b ? task_.r[a] + mu : 0;
+        for (int l = 0; l < n; l++) h += B[l * nu + a] * VB[l * nu + b];
+        Quu[a * nu + b] = h;
+      }
+      for (int j = 0; j < n; j++) {
+        double h = 0;
+        for (int l = 0; l < n; l++) h += B[l * nu + a] * VA[l * n + j];
+        Qux[a * n + j] = h;
+      }
+    }
+    // k = -Quu^-1 Qu, K = -Quu^-1 Qux
+    std::vector<double> L = Quu;
+    if (!CholFactor(L.data(), nu)) return false;
+    double* k = k_.data() + t * nu;
+    double* K = K_.data() + t * nu * n;
+    for (int a = 0; a < nu; a++) k[a] = -Qu[a];
+    CholSolve(L.data(), nu, k);
+    std::vector<double> col(nu);
+    for (int j = 0; j < n; j++) {
+      for (int a = 0; a < nu; a++) col[a] = -Qux[a * n + j];
+      CholSolve(L.data(), nu, col.data());
+      for (int a = 0; a < nu; a++) K[a * n + j] = col[a];
+    }
+    // Vx = Qx + K' Quu k + K' Qu + Qux' k; Vxx = Qxx + K' Quu K + K' Qux + Qux' K
+    for (int i = 0; i < n; i++) {
+      double s = Qx[i];
+      for (int a = 0; a < nu; a++) {
+        double quk = 0;
+        for (int b = 0; b < nu; b++) quk += Quu[a * nu + b] * k[b];
+        s += K[a * n + i] * (quk + Qu[a]) + Qux[a * n + i] * k[a];
+      }
+      Vx[i] = s;
+    }
+    for (int i = 0; i < n; i++) {
+      for (int j = 0; j <= i; j++) {
+        double s = Qxx[i * n + j];
+        for (int a = 0; a < nu; a++) {
+          double quK = 0;
+          for (int b = 0; b < nu; b++) quK += Quu[a * nu + b] * K[b * n + j];
+          s += K[a * n + i] * (quK + Qux[a * n + j]) + Qux[a * n + i] * K[a * n + j];
+        }
+        Vxx[i * n + j] = Vxx[j * n + i] = s;
+      }
+    }
+  }
+  return true;
+}
+
+double Ilqr::Violation() {
+  std::vector<double> dx(ndx_);
+  Diff(X(X_, T_), task_.goal_qpos.data(), task_.goal_qvel.data(), dx.data());
+  double v = 0;
+  for (int i : task_.constrained) v = std::max(v, std::fabs(dx[i]));
+  return v;
+}
+
+IlqrResult Ilqr::Run() {
+  IlqrResult res;
+  const double t0 = Now();
+  double cost = Rollout(0, &X_, &U_), plain = 0;
+  if (!std::isfinite(cost)) {
+    res.diverged = true;
+    res.error = "the first rollout diverged";
+  }
+  double mu = 1e-6;
+  for (int outer = 0; outer < opt_.max_outer && !res.diverged; outer++) {
+    cost = Cost(X_, U_, &plain);
+    for (; res.iterations < opt_.max_iterations; res.iterations++) {
+      Derivatives();
+      if (diverged_) {
+        res.diverged = true;
+        res.error = "a Jacobian failed";
+        break;
+      }
+      while (!Backward(mu) && mu < 1e10) mu = std::max(1e-4, 10 * mu);
+      // line search on the step length
+      double best = HUGE_VAL, alpha = 1;
+      for (int ls = 0; ls < 10; ls++, alpha *= 0.5) {
+        best = Rollout(alpha, &Xn_, &Un_);
+        if (best < cost) break;
+      }
+      if (!(best < cost)) {
+        Cost(X_, U_, &plain);
+        res.history.push_back(plain);
+        res.violations.push_back(Violation());
+        mu = std::max(1e-4, 10 * mu);  // no decrease: more regularization
+        if (mu > 1e8) break;
+        continue;
+      }
+      const double decrease = (cost - best) / std::max(std::fabs(cost), 1e-12);
+      std::swap(X_, Xn_);
+      std::swap(U_, Un_);
+      cost = best;
+      Cost(X_, U_, &plain);
+      res.history.push_back(plain);
+      res.violations.push_back(Violation());
+      mu = std::max(1e-8, 0.1 * mu);
+      if (decrease < opt_.tolerance) {
+        res.iterations++;
+        break;
+      }
+    }
+    const double v = Violation();
+    if (v < opt_.violation_tol || res.iterations >= opt_.max_iterations) break;
+    std::vector<double> dx(ndx_);
+    Diff(X(X_, T_), task_.goal_qpos.data(), task_.goal_qvel.data(), dx.data());
+    for (size_t k = 0; k < lambda_.size(); k++) lambda_[k] += rho_ * dx[task_.constrained[k]];
+    rho_ *= 10;
+    mu = 1e-6;
+  }
+  Cost(X_, U_, &plain);
+  res.cost = plain;
+  res.violation = Violation();
+  res.ctrl = U_;
+  res.seconds = Now() - t0;
+  res.deriv_seconds = deriv_seconds_;
+  return res;
+}
+
+}  // namespace
+
+IlqrResult RunIlqr(const mjModel* m, const mjData* start, ckHandle* ck, IlqrSource source,
+                   const IlqrTask& task, const IlqrOptions& options) {
+  if (!ck && source == kIlqrContactkit) {
+    IlqrResult r;
+    r.error = "contactkit Jacobians need a handle";
+    return r;
+  }
+  Ilqr ilqr(m, start, ck, source, task, options);
+  return ilqr.Run();
+}
+
+}  // namespace contactkit::tools
