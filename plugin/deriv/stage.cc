@@ -210,6 +210,18 @@ void Derivative::AnchorTangent(const mjModel* m) {
       }
       tan_.ddisp[con.row + r] = dd;
     }
+
+    // the angle kept (torsion, rolling) is fixed in the world: only the frame turns under it,
+    // the normal by dn = dt1 x t2 + t1 x dt2
+    const double* turn = shadow_->anchors.Turn(c);
+    const double* dt = tan_.dframe + 6 * c;
+    double dn[3], e[3];
+    mju_cross(dn, dt, con.frame + 6);
+    mju_cross(e, con.frame + 3, dt + 3);
+    mju_addTo3(dn, e);
+    for (int r = 3; r < con.dim; r++) {
+      tan_.ddisp[con.row + r] = mju_dot3(r == 3 ? dn : dt + 3 * (r - 4), turn);
+    }
   }
 }
 

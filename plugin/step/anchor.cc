@@ -43,6 +43,7 @@ void Anchors::Allocate(int max_contacts, int max_rows) {
   disp_.assign(std::max(max_rows, 1), 0.0);
   world_.assign(3 * n, 0.0);
   points_.assign(6 * n, 0.0);
+  turn_.assign(3 * n, 0.0);
   matched_.assign(n, 0);
   Clear();
 }
@@ -111,6 +112,11 @@ const double* Anchors::Displacements(const mjData* d, const Problem& p) {
     disp[con.row] = committed_[best].state;
     disp[con.row + 1] = mju_dot3(w, con.frame + 3);
     disp[con.row + 2] = mju_dot3(w, con.frame + 6);
+
+    // the angular displacement kept, on the normal (torsion) and the tangents (rolling)
+    double* turn = turn_.data() + 3 * c;
+    mju_copy3(turn, committed_[best].turn);
+    for (int r = 3; r < con.dim; r++) disp[con.row + r] = mju_dot3(turn, con.frame + 3 * (r - 3));
   }
   return disp;
 }
@@ -133,6 +139,9 @@ void Anchors::Record(const mjData* d, const Problem& p, const double* anchor_dis
     r.state = anchor_disp[con.row];
     const double a1 = anchor_disp[con.row + 1], a2 = anchor_disp[con.row + 2];
     for (int i = 0; i < 3; i++) r.disp[i] = a1 * con.frame[3 + i] + a2 * con.frame[6 + i];
+    mju_zero3(r.turn);
+    for (int a = 3; a < con.dim; a++)
+      mju_addToScl3(r.turn, con.frame + 3 * (a - 3), anchor_disp[con.row + a]);
   }
 }
 

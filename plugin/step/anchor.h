@@ -2,7 +2,9 @@
 //
 // Contact anchors for comfree's position-level stick (setting comfree.anchor): per contact the
 // material points of both bodies that coincided when its step was solved and the displacement the
-// solver kept; the next solve's contact of the same geom pair nearby starts from disp + x2 - x1.
+// solver kept; the next solve's contact of the same geom pair nearby starts from disp + x2 - x1,
+// and (condim 4, 6) from the torsional and rolling angle kept, a world vector projected on its
+// frame.
 // Life cycle: each constraint stage reads the committed anchors (Displacements) and records its
 // own as pending (Record; not in RK4's later stages); ck_step commits them after the integrator
 // (Commit), ck_forward never does. docs/solvers.md (comfree, Anchors) has the details.
@@ -55,12 +57,17 @@ class Anchors {
   // ... and the anchor's material points x1, x2 then (world frame, 6), if it had one
   const double* Points(int c) const { return points_.data() + 6 * c; }
 
+  // ... and its angular displacement kept (world frame, 3), whose projections on the contact's
+  // normal and tangents are the contact's torsional and rolling displacements
+  const double* Turn(int c) const { return turn_.data() + 3 * c; }
+
  private:
   struct Record_ {
     int geom[2];         // geom pair (MuJoCo's order)
     int body[2];         // their bodies
     double local[2][3];  // the material point on each body, in the body's frame
     double disp[3];      // displacement kept (world frame)
+    double turn[3];      // angular displacement kept (world frame; torsion and rolling)
     double state;        // the solver's state of the anchor (at disp's normal row)
   };
 
@@ -72,6 +79,7 @@ class Anchors {
   std::vector<double> disp_;                  // Displacements' output (max_rows)
   std::vector<double> world_;                 // ... world displacement by contact (3 max_contacts)
   std::vector<double> points_;                // ... material points x1, x2    (6 max_contacts)
+  std::vector<double> turn_;                  // ... angular displacement kept (3 max_contacts)
   std::vector<char> matched_;                 // ... the contact had an anchor (max_contacts)
   int ncommitted_ = 0, npending_ = 0;
   int nbucket_ = 1;  // buckets in use: a power of two >= 2 ncommitted_

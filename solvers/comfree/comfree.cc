@@ -166,8 +166,9 @@ int ComfreeSolver::SolveContact(const Problem& p, int c, Solution* sol) {
     const double* cj = coef + 6 * j;
     double sj = 0;
     for (int r = 0; r < dim; r++) sj += cj[r] * s[r];
-    // anchored: the facet's own gap phi_j = phi - mu d_j . disp (cj[1], cj[2] = -mu d_j)
-    const double phij = disp ? phi + cj[1] * disp[1] + cj[2] * disp[2] : phi;
+    // anchored: the facet's own gap phi_j = phi - mu d_j . disp (cj[r] = -mu d_j, r >= 1)
+    double phij = phi;
+    for (int r = 1; disp && r < dim; r++) phij += cj[r] * disp[r];
     arg[j] = FacetArg(weight[j], G, k, d, h, sj, phij);
     if (arg[j] > 0) {
       for (int r = 0; r < dim; r++) f[r] += cj[r] * arg[j];
@@ -250,6 +251,20 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
   // what the contact keeps, at the step's start: the next step adds the slip h J_t v+
   out[1] = keep[0] - slip[0];
   out[2] = keep[1] - slip[1];
+
+  // torsion and rolling, axis by axis (an angle kept at 0 is free): a turn slower than
+  // kComfreeStickTurn starts a stick spring, whose angle grows by h J_r v+ up to the edge of its
+  // facet pair, mu_r |angle| <= -phi; there a slow turn stays at the edge (static friction at
+  // its limit) and a fast one lets go
+  for (int r = 3; r < con.dim; r++) {
+    const double mu = con.mu[r - 1], w = p.J.Dot(row + r, v_next), y = p.disp[row + r] + h * w;
+    const double edge = phi < 0 && mu > 0 ? -phi : 0;
+    const bool slow = std::fabs(w) < kComfreeStickTurn;
+    out[r] = (p.disp[row + r] == 0 && !slow) ? 0
+             : mu * std::fabs(y) <= edge     ? y
+             : slow                          ? std::copysign(edge / mu, y)
+                                             : 0;
+  }
 }
 
 void ComfreeSolver::Solve(const Problem& p, Solution* sol) {

@@ -42,6 +42,9 @@ const ComfreeStats* ComfreeSolverStats(const Solver* solver);
 // slip speed (m/s) below which a sliding anchored contact sticks again
 constexpr double kComfreeStickSpeed = 1e-3;
 
+// angular speed (rad/s) below which an anchored contact's torsion or rolling sticks
+constexpr double kComfreeStickTurn = 0.1;
+
 // a sliding anchored contact keeps the displacement whose stick force carries this multiple of
 // its share of the smooth load (up to the cone's edge)
 constexpr double kComfreeLoadShare = 1.25;

@@ -90,7 +90,8 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
       const double* cj = coef + 6 * j;
       double dsj = 0;
       for (int r = 0; r < dim; r++) dsj += cj[r] * ds[r];
-      const double dphij = ddisp ? dphi + cj[1] * ddisp[1] + cj[2] * ddisp[2] : dphi;
+      double dphij = dphi;
+      for (int r = 1; ddisp && r < dim; r++) dphij += cj[r] * ddisp[r];
       const double darg = rel * arg[j] + weight[j] * G * (-cv * dsj - k * dphij) / h;
       for (int r = 0; r < dim; r++) dforce[row + r] += cj[r] * darg;
     }

@@ -41,8 +41,9 @@ const Known kKnownRuns[] = {
     // (1.2e3)
     {"humanoid", ckSOL_IPM, 5, tools::kControlRandom},
     {"leap", ckSOL_IPM, 5, tools::kControlRandom},
-    // comfree does not hold the A1, the Shadow hand (drift 9-61 mm, 7-68 mm) and at 5h the
-    // Allegro's cube (1.3 mm) at rest
+    // comfree does not hold the A1, the Shadow hand and at 5h the Allegro's cube (1.3 mm) at rest
+    // (3.17, keyframe and drop at h, then at 5h: A1 0.49, 11, 62, 73 mm, its condim-6 feet reach
+    // mu/5 at the edge; Shadow 1.3, 14, 38, 29 mm, the object rolls or is knocked off the hand)
     {"a1", ckSOL_COMFREE, 0, tools::kControlHeld},
     {"allegro", ckSOL_COMFREE, 5, tools::kControlHeld},
     {"shadow", ckSOL_COMFREE, 0, tools::kControlHeld},

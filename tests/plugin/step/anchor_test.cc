@@ -118,5 +118,40 @@ TEST_F(AnchorTest, AnchorsMatchTheirPairAndPointInAnyOrder) {
   for (int c = 0; c < now.p.ncon; c++) EXPECT_EQ(anchors.Anchored(c), nullptr);
 }
 
+// a condim-6 contact keeps its torsional and rolling angles as one world vector: recorded in one
+// frame, they come back as its projections on the axes of a contact whose frame has turned
+TEST_F(AnchorTest, AnglesKeptInTheWorldProjectOnTheTurnedFrame) {
+  ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  const double pos[3] = {0.1, 0.2, 0.3};
+  Contact con = MakeContact(m.get(), 1, 2, pos);
+  con.dim = 6;
+  Problem p;
+  p.ncon = 1;
+  p.nrow = 6;
+  p.con = &con;
+  const double kept[6] = {0, 1e-3, -2e-3, 0.3, -0.2, 0.1};  // state, slip, torsion, rolling
+  Anchors anchors;
+  anchors.Allocate(4, 24);
+  anchors.Record(d.get(), p, kept);
+  anchors.Commit();
+
+  // the same contact with its frame turned by 30 degrees about x: normal and tangents mix
+  const double c30 = std::cos(M_PI / 6), s30 = std::sin(M_PI / 6);
+  const double frame[9] = {1, 0, 0, 0, c30, s30, 0, -s30, c30};
+  for (int i = 0; i < 9; i++) con.frame[i] = frame[i];
+  const double* got = anchors.Displacements(d.get(), p);
+  ASSERT_NE(anchors.Anchored(0), nullptr);
+  const double* turn = anchors.Turn(0);
+  EXPECT_NEAR(turn[0], 0.3, 1e-15);  // identity frame at recording: (torsion, roll1, roll2)
+  EXPECT_NEAR(turn[1], -0.2, 1e-15);
+  EXPECT_NEAR(turn[2], 0.1, 1e-15);
+  EXPECT_NEAR(got[3], 0.3, 1e-15);
+  EXPECT_NEAR(got[4], -0.2 * c30 + 0.1 * s30, 1e-15);
+  EXPECT_NEAR(got[5], 0.2 * s30 + 0.1 * c30, 1e-15);
+}
+
 }  // namespace
 }  // namespace contactkit::test

@@ -201,6 +201,35 @@ TEST_F(ComfreePhysicsTest, RollingFrictionSlowsRolling) {
   }
 }
 
+// A ball on a 1 degree slope (gravity tilted) with rolling friction mu_r: it can rest only if
+// mu_r carries the tipping torque, r tan(1 deg) = 0.87 mm. With anchors the rolling angle is a
+// stick spring and mu_r = 10 mm holds it (the facets reach mu_r / 5 of the normal load at condim 6:
+// 2 mm); the paper's viscous rolling facets let it roll away, and so do anchors with mu_r = 0.5 mm,
+// which the cone cannot hold. (MuJoCo's default soft solver: 45 mm over the same 5 s.)
+TEST_F(ComfreePhysicsTest, AnchorsHoldABallOnAGentleSlopeByRollingFriction) {
+  const char* xml = R"(<mujoco><option timestep="0.002" gravity="0.17117 0 -9.80851"/>
+    <default><geom condim="6" friction="1 0.005 0.01"/></default>
+    <worldbody><geom type="plane" size="5 5 .1"/>
+    <body pos="0 0 0.05"><freejoint/><geom type="sphere" size=".05" mass="1"/></body>
+    </worldbody></mujoco>)";
+  ModelPtr m = LoadString(xml);
+  ASSERT_TRUE(m);
+  double drift[2][2];
+  for (int anchor = 0; anchor < 2; anchor++) {
+    for (int held = 0; held < 2; held++) {
+      SetFriction(m.get(), 2, held ? 0.01 : 0.0005);
+      ckSettings s = anchor ? Anchored() : Paper();
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      drift[anchor][held] = SettledDrift(m.get(), ck.get(), d.get());
+    }
+  }
+  EXPECT_LT(drift[1][1], 1e-3);  // measured 0.66 mm (MuJoCo 3.17)
+  EXPECT_GT(drift[0][1], 0.1);   // the paper's: 0.91 m
+  EXPECT_GT(drift[1][0], 0.1);
+  EXPECT_GT(drift[0][0], 0.1);
+}
+
 // The paper's Fig. 6: a cube dropped with v = (2, 0, 0), w = (0.1, 0.1, 0.1) over time steps and
 // impedances: its horizontal speed decays below 1 mm/s without growing, and it neither sinks nor
 // flies off. (The softest setting at the largest steps takes the landing deep: k 0.1, h 0.02 dips
