@@ -151,7 +151,10 @@ int ComfreeSolver::SolveContact(const Problem& p, int c, Solution* sol) {
   const Contact& con = p.con[c];
   const int dim = con.dim, row = con.row;
   const double h = p.h, k = settings_.stiffness, d = settings_.damping;
-  const double G = gain_[row] * cap_[row], phi = p.pos[row] - p.margin[row];
+  // a contact from distance (derivative pass) takes its softplus position for the gap, so that
+  // the clamp opens smoothly before the bodies touch
+  const double G = gain_[row] * cap_[row];
+  const double phi = FromDistance(con) ? con.cfd_pos : p.pos[row] - p.margin[row];
   const double* s = vel_.data() + row;
   const double* disp = anchored_ && dim >= 3 ? p.disp + row : nullptr;
 

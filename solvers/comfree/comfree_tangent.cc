@@ -79,7 +79,8 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     if (gain_[row] == 0) continue;
     const int t0 = con.tree[0], t1 = con.tree[1];
     const double rel = dgain(row, t1 >= 0 && (t0 < 0 || relax_[t1] > relax_[t0]) ? t1 : t0);
-    const double G = gain_[row] * cap_[row], dphi = dir.pos ? dir.pos[row] : 0;
+    const double slope = FromDistance(con) ? con.cfd_slope : 1;
+    const double G = gain_[row] * cap_[row], dphi = dir.pos ? slope * dir.pos[row] : 0;
     const double* ddisp = anchored_ && dim >= 3 && dir.disp ? dir.disp + row : nullptr;
     double ds[6];
     for (int r = 0; r < dim; r++) ds[r] = dvel(row + r);
