@@ -155,6 +155,12 @@ double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos
       pos = p.pos[i];
       break;
     case kRowContactNormal: {
+      // a contact from distance (derivative pass) is MuJoCo's soft row (RowCfm): its target is
+      // the reference acceleration, J v+ - vel - h aref + R x >= 0
+      if (SoftRow(p, i)) {
+        *dvel = -1;
+        return -p.vel[i] - h * p.aref[i];
+      }
       // an approaching contact that closes within the step is reflected with sigma
       const double sigma = settings_.lcp.restitution, vel = p.vel[i];
       pos = p.pos[i] + settings_.lcp.slop;
@@ -246,9 +252,12 @@ void LcpSolver::ClearY(const Problem& p, int i) {
   ForTreeRanges(p, i, [&](int begin, int end) { std::fill(y + begin, y + end, 0.0); });
 }
 
+double LcpSolver::RowCfm(const Problem& p, int i) const {
+  return settings_.lcp.cfm + (SoftRow(p, i) ? p.R[i] : 0);
+}
+
 void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
   double* A = A_.data();
-  const double cfm = settings_.lcp.cfm;
   const size_t ld = n;  // column stride (n * n can exceed int)
   for (int j = 0; j < n; j++) {
     SolveRow(p, rows[j], 1);
@@ -257,7 +266,7 @@ void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
       A[i + j * ld] = v;
       A[j + i * ld] = v;
     }
-    A[j + j * ld] += cfm;
+    A[j + j * ld] += RowCfm(p, rows[j]);
     ClearY(p, rows[j]);
   }
 }
@@ -450,7 +459,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
   const Islands& is = p.islands;
   const int n = is.nrows[island];
   const int* rows = is.rows + is.rowadr[island];
-  const double h = p.h, cfm = settings_.lcp.cfm;
+  const double h = p.h;
   double* v = vis_.data();
   double* lam = sol->force;  // impulses here, forces at the end
   for (int k = 0; k < is.ntrees[island]; k++) {
@@ -466,7 +475,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
     double dpos, dvel;
     bfull_[g] = Stabilization(p, g, b0, &dpos, &dvel);
     vscale = std::max(vscale, std::fabs(b0 + bfull_[g]));
-    diag_[g] = RowInvMass(p, g, yv_.data()) + cfm;
+    diag_[g] = RowInvMass(p, g, yv_.data()) + RowCfm(p, g);
     lam[g] = 0;
   }
 
@@ -490,7 +499,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
         u = con.mu[g - con.row - 1] * std::max(lam[con.row], 0.0);
         l = -u;
       }
-      const double wg = p.J.Dot(g, v) + bfull_[g] + cfm * lam[g];
+      const double wg = p.J.Dot(g, v) + bfull_[g] + RowCfm(p, g) * lam[g];
       change = std::max(change, GsMove(p, g, std::min(std::max(lam[g] - wg / d, l), u), lam, v));
     }
     converged = change <= tol;
