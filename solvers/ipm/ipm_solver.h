@@ -111,9 +111,11 @@ class IpmSolver final : public Solver {
   bool CfdRow(const Problem& p, int i) const {
     return p.kind[i] == kRowContactNormal && FromDistance(p.con[con_of_row_[i]]);
   }
-  // its central-path value kappa_c = x_s t: x_s = h (aref + B vel) / (diag_approx + R) the soft
-  // impulse MuJoCo's rows give the contact alone at rest, t its target pos / h (so at rest the
-  // central point carries x_s); with dir, its tangent into dkappa
+  // its central-path value kappa_c = x_s t: x_s = h aref / (diag_approx + R) the soft impulse
+  // MuJoCo's row gives the contact alone (its reference acceleration with the continued
+  // impedance and softplus position, damping -B vel included), t its target pos / h (so the
+  // central point of a contact at rest carries x_s); 0 where aref <= 0 (the row then stays at
+  // kappa_grad); with dir, its tangent into dkappa
   double CfdKappa(const Problem& p, int i, const ProblemTangent* dir, double* dkappa) const;
   void Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d, Direction* d);
   void DynamicsChange(const Problem& p, int k, Direction* d);

@@ -82,10 +82,10 @@ void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& 
 
 double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
                            double* dkappa) const {
-  const double h = p.h, B = p.KB[2 * i + 1], den = p.diag_approx[i] + p.R[i];
-  const double a = p.aref[i] + B * p.vel[i], x = h * a / den, t = target_[i];
+  const double h = p.h, den = p.diag_approx[i] + p.R[i];
+  const double x = h * p.aref[i] / den, t = target_[i];
   if (dir) {
-    const double da = (dir->aref ? dir->aref[i] : 0) + (dir->vel ? B * dir->vel[i] : 0);
+    const double da = dir->aref ? dir->aref[i] : 0;
     const double dx = (h * da - (dir->R ? x * dir->R[i] : 0)) / den;
     const double dt = dir->pos && !capped_[i] ? dir->pos[i] / h : 0;
     *dkappa = dx * t + x * dt;
