@@ -111,7 +111,7 @@ TEST_F(GradientTest, ContactsFromDistanceChangeNothingWithoutNearbyPairs) {
   DataPtr d(mj_makeData(m.get()));
   Settle(m.get(), d.get(), 500);
   ASSERT_EQ(d->ncon, 4);
-  for (int solver : {ckSOL_MUJOCO}) {
+  for (int solver : {ckSOL_MUJOCO, ckSOL_IPM, ckSOL_COMFREE, ckSOL_LCP}) {
     ckSettings s = Settings(solver), c = s;
     c.deriv.cfd_width = 0.05;
     HandlePtr plain = Make(m.get(), &s), cfd = Make(m.get(), &c);
@@ -168,6 +168,207 @@ TEST_F(GradientTest, ElasticCorrectionGivesMinusSigmaAcrossTheBounce) {
   }
   EXPECT_TRUE(found);
 }
+
+// ---- contacts from distance for every solver (issue 17 section 1) ----
+
+struct CfdCase {
+  const char* name;
+  int solver;
+};
+
+std::vector<CfdCase> CfdCases() {
+  return {
+      {"mujoco", ckSOL_MUJOCO}, {"ipm", ckSOL_IPM}, {"comfree", ckSOL_COMFREE}, {"lcp", ckSOL_LCP}};
+}
+
+class CfdSolverTest : public MujocoTest, public ::testing::WithParamInterface<CfdCase> {
+ protected:
+  // d(box x after steps) / d(push in the first step) of pusher_box.xml at rest with the given
+  // surface gap, through the chain of step Jacobians; trajectory (nullable) gets qpos, qvel of
+  // every step
+  double PushGradient(const mjModel* m, double gap, double width, int steps,
+                      std::vector<double>* trajectory) {
+    ckSettings s = Settings(GetParam().solver);
+    s.deriv.cfd_width = width;
+    HandlePtr ck = Make(m, &s);
+    DataPtr d(mj_makeData(m));
+    mj_resetDataKeyframe(m, d.get(), 0);
+    d->qpos[0] = 0.15 - gap;
+    const int nv = m->nv, ndx = 2 * nv;
+    std::vector<double> A(static_cast<size_t>(steps) * ndx * ndx), B0(ndx * m->nu);
+    for (int k = 0; k < steps; k++) {
+      EXPECT_EQ(0, ck_transitionJac(ck.get(), m, d.get(), A.data() + k * ndx * ndx,
+                                    k == 0 ? B0.data() : nullptr, nullptr, nullptr));
+      ck_step(ck.get(), m, d.get());
+      if (trajectory) {
+        trajectory->insert(trajectory->end(), d->qpos, d->qpos + m->nq);
+        trajectory->insert(trajectory->end(), d->qvel, d->qvel + nv);
+      }
+    }
+    std::vector<double> lambda(ndx, 0.0), next(ndx);
+    lambda[1] = 1;  // box x
+    for (int k = steps - 1; k >= 1; k--) {
+      const double* Ak = A.data() + k * ndx * ndx;
+      for (int j = 0; j < ndx; j++) {
+        next[j] = 0;
+        for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
+      }
+      lambda = next;
+    }
+    double g = 0;
+    for (int i = 0; i < ndx; i++) g += B0[i * m->nu] * lambda[i];
+    return g;
+  }
+};
+
+// the step does not depend on cfd_width: a pusher driven into the box (contact from 0.39 s on)
+// steps bit-identically with and without contacts from distance, Jacobians taken every step
+TEST_P(CfdSolverTest, StepIsBitIdenticalWithAndWithoutWidth) {
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  std::vector<double> trajectory[2];
+  for (int cfd = 0; cfd < 2; cfd++) {
+    ckSettings s = Settings(GetParam().solver);
+    s.deriv.cfd_width = cfd ? 0.2 : 0;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    Jacobians jac(m.get());
+    int contacts = 0;
+    for (int k = 0; k < 300; k++) {
+      d->ctrl[0] = 2;
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                                    nullptr));
+      ck_step(ck.get(), m.get(), d.get());
+      contacts += d->ncon > 0;
+      trajectory[cfd].insert(trajectory[cfd].end(), d->qpos, d->qpos + m->nq);
+      trajectory[cfd].insert(trajectory[cfd].end(), d->qvel, d->qvel + m->nv);
+    }
+    EXPECT_GT(contacts, 0) << GetParam().name;  // the pusher reaches the box
+  }
+  ASSERT_EQ(trajectory[0].size(), trajectory[1].size());
+  EXPECT_EQ(0, std::memcmp(trajectory[0].data(), trajectory[1].data(),
+                           sizeof(double) * trajectory[0].size()))
+      << GetParam().name;
+}
+
+// a push on a pusher 0.15 m from the box: without contacts from distance the box never feels it;
+// with cfd_width = 0.2, pushing the pusher towards the box moves the box forward after 1 s, and
+// the gradient grows smoothly as the gap closes (monotone over a 1 cm sweep up to the rigid
+// pair's limit, no jumps)
+TEST_P(CfdSolverTest, SeparatedPusherGivesGradientThatGrowsAsTheGapCloses) {
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  const int steps = 500;  // 1 s
+  std::vector<double> plain_traj, cfd_traj;
+  EXPECT_EQ(PushGradient(m.get(), 0.15, 0, steps, &plain_traj), 0) << GetParam().name;
+  const double g15 = PushGradient(m.get(), 0.15, 0.2, steps, &cfd_traj);
+  EXPECT_GT(g15, 0) << GetParam().name;
+  EXPECT_EQ(0, std::memcmp(plain_traj.data(), cfd_traj.data(), sizeof(double) * plain_traj.size()));
+
+  // sweep of the gap from 0.19 m to 0.01 m
+  std::vector<double> gaps, grads;
+  for (int i = 19; i >= 1; i--) {
+    gaps.push_back(0.01 * i);
+    grads.push_back(PushGradient(m.get(), 0.01 * i, 0.2, steps, nullptr));
+  }
+  for (size_t i = 0; i < grads.size(); i++) {
+    std::printf("  %s gap %.2f gradient %.6e\n", GetParam().name, gaps[i], grads[i]);
+  }
+  // the push's momentum h u reaches the box at most as a rigid pair carries it: the pair's
+  // centre of mass moves h^2 steps / (m1 + m2) in 1 s, which the box reaches when the two move as
+  // one (the coupling saturates); no ringing beyond it. Below it the gradient grows strictly as
+  // the gap closes; within 1e-5 of it the sweep resolves no growth
+  const double limit =
+      m->opt.timestep * m->opt.timestep * steps / (m->body_mass[1] + m->body_mass[2]);
+  for (size_t i = 0; i < grads.size(); i++) {
+    EXPECT_LT(grads[i], limit * (1 + 1e-9)) << GetParam().name << " gap " << gaps[i];
+  }
+  for (size_t i = 0; i + 1 < grads.size(); i++) {
+    if (grads[i] > (1 - 1e-5) * limit) continue;
+    EXPECT_GT(grads[i + 1], grads[i]) << GetParam().name << " gap " << gaps[i + 1];
+  }
+  // smooth: the growth rate changes gradually (second differences of log g small against the
+  // first: no jump in the law)
+  for (size_t i = 1; i + 1 < grads.size(); i++) {
+    const double d1 = std::log(grads[i] / grads[i - 1]), d2 = std::log(grads[i + 1] / grads[i]);
+    EXPECT_LT(std::fabs(d2 - d1), 0.5 * std::max(std::fabs(d1), std::fabs(d2)) + 0.05)
+        << GetParam().name << " gap " << gaps[i];
+  }
+}
+
+// the derivative pass with contacts from distance allocates nothing (its forward pass, the
+// solver's surrogate law and its tangent), for the Jacobians and the VJP
+TEST_P(CfdSolverTest, DerivativePassDoesNotAllocate) {
+  if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Settings(GetParam().solver);
+  s.deriv.cfd_width = 0.2;
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  mj_resetDataKeyframe(m.get(), d.get(), 0);
+  d->qpos[0] = 0.1;  // 5 cm apart
+  Jacobians jac(m.get());
+  std::vector<double> dx(2 * m->nv, 1.0), gx(dx.size()), gu(m->nu + 1);
+  ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr);
+  AllocationCounter counter;
+  counter.Start();
+  ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr);
+  ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), gu.data());
+  const long n = counter.Stop();
+  EXPECT_EQ(n, 0) << GetParam().name;
+  EXPECT_GT(jac.B[1 * m->nu], 0) << GetParam().name;  // the box's x feels the push (row 1)
+}
+
+// DiffMJX Fig. 8 for every solver: the billiard balls that miss by 1 cm
+TEST_P(CfdSolverTest, BallsThatMissGiveGradients) {
+  ModelPtr m = LoadString(PushedBilliards());
+  ASSERT_TRUE(m);
+  const int nv = m->nv, ndx = 2 * nv, steps = 100;
+  const int y2 = 7;  // tangent index of ball 2's y position
+  std::vector<double> gradient(2), trajectory[2];
+  for (int cfd = 0; cfd < 2; cfd++) {
+    ckSettings s = Settings(GetParam().solver);
+    s.deriv.cfd_width = cfd ? 0.03 : 0;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    while (d->time < 2 - 0.05) ck_step(ck.get(), m.get(), d.get());
+    std::vector<double> A(static_cast<size_t>(steps) * ndx * ndx), B0(ndx * m->nu);
+    for (int k = 0; k < steps; k++) {
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), A.data() + k * ndx * ndx,
+                                    k == 0 ? B0.data() : nullptr, nullptr, nullptr));
+      ck_step(ck.get(), m.get(), d.get());
+      trajectory[cfd].insert(trajectory[cfd].end(), d->qpos, d->qpos + m->nq);
+      trajectory[cfd].insert(trajectory[cfd].end(), d->qvel, d->qvel + nv);
+    }
+    std::vector<double> lambda(ndx, 0.0), next(ndx);
+    lambda[y2] = 1;
+    for (int k = steps - 1; k >= 1; k--) {
+      const double* Ak = A.data() + k * ndx * ndx;
+      for (int j = 0; j < ndx; j++) {
+        next[j] = 0;
+        for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
+      }
+      lambda = next;
+    }
+    for (int i = 0; i < ndx; i++) gradient[cfd] += B0[i * m->nu] * lambda[i];
+  }
+  std::printf("  %s billiards gradient %.6e (plain %.3e)\n", GetParam().name, gradient[1],
+              gradient[0]);
+  EXPECT_EQ(gradient[0], 0) << GetParam().name;
+  EXPECT_GT(gradient[1], 1e-6) << GetParam().name;
+  ASSERT_EQ(trajectory[0].size(), trajectory[1].size());
+  EXPECT_EQ(0, std::memcmp(trajectory[0].data(), trajectory[1].data(),
+                           sizeof(double) * trajectory[0].size()))
+      << GetParam().name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Solvers, CfdSolverTest, ::testing::ValuesIn(CfdCases()),
+                         [](const ::testing::TestParamInfo<CfdCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 class SolverGradientTest : public MujocoTest {
  protected:
