@@ -57,6 +57,8 @@ class IpmSolver final : public Solver {
   bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                     double* dforce) override;
 
+  const double* TangentForce(const Problem& p) override { return CentralForce(p); }
+
   const IpmStats& stats() const { return stats_; }
 
   // the force (nrow) at the central-path point kappa_grad of the last solve, where ForceTangent
