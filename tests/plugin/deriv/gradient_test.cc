@@ -187,9 +187,10 @@ class CfdSolverTest : public MujocoTest, public ::testing::WithParamInterface<Cf
   // surface gap, through the chain of step Jacobians; trajectory (nullable) gets qpos, qvel of
   // every step
   double PushGradient(const mjModel* m, double gap, double width, int steps,
-                      std::vector<double>* trajectory) {
+                      std::vector<double>* trajectory, double kappa_grad = 0) {
     ckSettings s = Settings(GetParam().solver);
     s.deriv.cfd_width = width;
+    if (kappa_grad > 0) s.ipm.kappa_grad = kappa_grad;
     HandlePtr ck = Make(m, &s);
     DataPtr d(mj_makeData(m));
     mj_resetDataKeyframe(m, d.get(), 0);
@@ -297,6 +298,18 @@ TEST_P(CfdSolverTest, SeparatedPusherGivesGradientThatGrowsAsTheGapCloses) {
   }
 }
 
+// ipm: a contact from distance sits at its own central-path value, so kappa_grad (the smoothing
+// of the contacts that touch) does not change its gradient; the other solvers have no kappa_grad
+TEST_P(CfdSolverTest, GradientDoesNotDependOnKappaGrad) {
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  const double g = PushGradient(m.get(), 0.15, 0.2, 500, nullptr);
+  for (double kappa : {Settings(ckSOL_IPM).ipm.kappa_tol, 1e-2}) {
+    const double gk = PushGradient(m.get(), 0.15, 0.2, 500, nullptr, kappa);
+    EXPECT_NEAR(gk, g, 1e-6 * g) << GetParam().name << " kappa_grad " << kappa;
+  }
+}
+
 // the derivative pass with contacts from distance allocates nothing (its forward pass, the
 // solver's surrogate law and its tangent), for the Jacobians and the VJP
 TEST_P(CfdSolverTest, DerivativePassDoesNotAllocate) {
@@ -369,6 +382,34 @@ INSTANTIATE_TEST_SUITE_P(Solvers, CfdSolverTest, ::testing::ValuesIn(CfdCases())
                          [](const ::testing::TestParamInfo<CfdCase>& info) {
                            return std::string(info.param.name);
                          });
+
+// lcp's contact from distance is MuJoCo's soft row inside the LCP: for a lone frictionless
+// contact the two surrogates are the same problem, so their step Jacobians agree
+TEST_F(GradientTest, LcpContactFromDistanceIsMujocosSoftRow) {
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  for (double gap : {0.15, 0.05}) {
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    d->qpos[0] = 0.15 - gap;
+    d->qvel[0] = 0.2;  // approaching: the damping term too
+    Jacobians jac[2] = {Jacobians(m.get()), Jacobians(m.get())};
+    int k = 0;
+    for (int solver : {ckSOL_MUJOCO, ckSOL_LCP}) {
+      ckSettings s = Settings(solver);
+      s.deriv.cfd_width = 0.2;
+      HandlePtr ck = Make(m.get(), &s);
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac[k].A.data(), jac[k].B.data(),
+                                    nullptr, nullptr));
+      k++;
+    }
+    EXPECT_GT(jac[0].A[1 * 4 + 0], 0) << gap;  // the box's x feels the pusher's
+    std::printf("  gap %.2f: A %.3e B %.3e\n", gap, RelativeError(jac[1].A, jac[0].A),
+                RelativeError(jac[1].B, jac[0].B));
+    EXPECT_LT(RelativeError(jac[1].A, jac[0].A), 1e-12) << gap;
+    EXPECT_LT(RelativeError(jac[1].B, jac[0].B), 1e-12) << gap;
+  }
+}
 
 class SolverGradientTest : public MujocoTest {
  protected:
