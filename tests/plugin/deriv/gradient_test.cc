@@ -310,6 +310,77 @@ TEST_P(CfdSolverTest, GradientDoesNotDependOnKappaGrad) {
   }
 }
 
+// the use: find a constant push u of the pusher (0.15 m away, at rest) that puts the box at
+// x* = 0.05 m after 1 s, L = (x_box(1 s) - x*)^2, by descent along -dL/du (dL/du through the chain
+// of step Jacobians, B of every step) with a backtracking step that accepts L not increasing (L is
+// flat until the pusher reaches the box). Without contacts from distance dL/du = 0: the search
+// cannot start; with them it reaches the target
+TEST_P(CfdSolverTest, GradientDescentPushesTheBoxToItsTarget) {
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  const int steps = 500, ndx = 2 * m->nv;
+  const double target = 0.05;
+  for (double width : {0.0, 0.2}) {
+    ckSettings s = Settings(GetParam().solver);
+    s.deriv.cfd_width = width;
+    HandlePtr ck = Make(m.get(), &s);
+    std::vector<double> A(static_cast<size_t>(steps) * ndx * ndx), B(steps * ndx);
+    // box x after 1 s under push u, and (g non-null) dL/du
+    auto rollout = [&](double u, double* g) {
+      DataPtr d(mj_makeData(m.get()));
+      mj_resetDataKeyframe(m.get(), d.get(), 0);
+      for (int k = 0; k < steps; k++) {
+        d->ctrl[0] = u;
+        if (g) {
+          EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), A.data() + k * ndx * ndx,
+                                        B.data() + k * ndx, nullptr, nullptr));
+        }
+        ck_step(ck.get(), m.get(), d.get());
+      }
+      const double x = d->qpos[1];
+      if (!g) return x;
+      std::vector<double> lambda(ndx, 0.0), next(ndx);
+      lambda[1] = 2 * (x - target);
+      *g = 0;
+      for (int k = steps - 1; k >= 0; k--) {
+        for (int i = 0; i < ndx; i++) *g += B[k * ndx + i] * lambda[i];
+        const double* Ak = A.data() + k * ndx * ndx;
+        for (int j = 0; j < ndx; j++) {
+          next[j] = 0;
+          for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
+        }
+        lambda = next;
+      }
+      return x;
+    };
+    double u = 0, g = 0, step = 0.1, x = rollout(u, &g);
+    int it = 0, evaluations = 1;
+    for (; it < 40 && std::fabs(x - target) > 1e-3 && g != 0; it++) {
+      const double L = (x - target) * (x - target);
+      for (int bt = 0; bt < 30; bt++) {
+        const double u1 = u - (g > 0 ? step : -step), x1 = rollout(u1, nullptr);
+        evaluations++;
+        if ((x1 - target) * (x1 - target) <= L) {
+          u = u1;
+          step *= 1.5;
+          break;
+        }
+        step *= 0.5;
+      }
+      x = rollout(u, &g);
+      evaluations++;
+    }
+    std::printf("  %s width %.1f: %d iterations (%d rollouts), u %.4f N, box x %.5f m\n",
+                GetParam().name, width, it, evaluations, u, x);
+    if (width == 0) {
+      EXPECT_EQ(g, 0) << GetParam().name;  // stuck where it started
+      EXPECT_EQ(x, 0) << GetParam().name;
+    } else {
+      EXPECT_NEAR(x, target, 1e-3) << GetParam().name;
+    }
+  }
+}
+
 // the derivative pass with contacts from distance allocates nothing (its forward pass, the
 // solver's surrogate law and its tangent), for the Jacobians and the VJP
 TEST_P(CfdSolverTest, DerivativePassDoesNotAllocate) {
