@@ -296,7 +296,9 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
     ForEachRowTree(p, i, [&](int t, int, int) { relax_[t] += w; });
   }
   for (int c = 0; c < ncon; c++) {
+    // (contacts from distance do not relax the real ones: the surrogate keeps their gains)
     const Contact& con = p.con[c];
+    if (FromDistance(con)) continue;
     const double w = WeightSum(con.dim) * gain_[con.row] * invmass_[con.row] * cv;
     if (con.tree[0] >= 0) relax_[con.tree[0]] += w;
     if (con.tree[1] >= 0) relax_[con.tree[1]] += w;

@@ -47,6 +47,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   }
   for (int c = 0; c < ncon; c++) {
     const Contact& con = p.con[c];
+    if (FromDistance(con)) continue;
     const double dw =
         WeightSum(con.dim) * gain_[con.row] * invmass_[con.row] * cv * dratio(con.row);
     if (con.tree[0] >= 0) drelax_[con.tree[0]] += dw;
