@@ -149,18 +149,19 @@ double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos
                                 double* dvel) const {
   const double h = p.h, erp = settings_.lcp.erp;
   *dpos = *dvel = 0;
+
+  // the rows of a contact from distance (derivative pass) are MuJoCo's soft rows (RowCfm): their
+  // target is the reference acceleration, w = J v+ - vel - h aref + R x
+  if (SoftRow(p, i)) {
+    *dvel = -1;
+    return -p.vel[i] - h * p.aref[i];
+  }
   double pos;
   switch (p.kind[i]) {
     case kRowEquality:
       pos = p.pos[i];
       break;
     case kRowContactNormal: {
-      // a contact from distance (derivative pass) is MuJoCo's soft row (RowCfm): its target is
-      // the reference acceleration, J v+ - vel - h aref + R x >= 0
-      if (SoftRow(p, i)) {
-        *dvel = -1;
-        return -p.vel[i] - h * p.aref[i];
-      }
       // an approaching contact that closes within the step is reflected with sigma
       const double sigma = settings_.lcp.restitution, vel = p.vel[i];
       pos = p.pos[i] + settings_.lcp.slop;
@@ -344,7 +345,12 @@ double LcpSolver::BuildIsland(const Problem& p, int island) {
         hi_[j] = h * p.floss[g];
         break;
       case kRowContactFriction: {
+        // a contact from distance only pushes: no friction (its rows bound to zero)
         const Contact& con = p.con[con_of_row_[g]];
+        if (FromDistance(con)) {
+          lo_[j] = hi_[j] = 0;
+          break;
+        }
         findex_[j] = local_[con.row];
         mu_[j] = con.mu[g - con.row - 1];
         lo_[j] = -kInf;
@@ -410,10 +416,20 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   const bool exact = boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, &st);
   exact_[island] = exact;
   // results and statistics
+  bool pinned = false;
   for (int j = 0; j < n; j++) {
     sol->force[rows[j]] = x_[j] / h;
     state_[rows[j]] = state[j];
+    // the friction rows of a contact from distance sit at their zero bounds, never clamped,
+    // so that the tangent keeps them at zero
+    const int g = rows[j];
+    if (state[j] == kLcpClamped && p.kind[g] == kRowContactFriction &&
+        FromDistance(p.con[con_of_row_[g]])) {
+      state_[g] = kLcpLower;
+      pinned = true;
+    }
   }
+  if (pinned && fac.stored) fac.stored = Refactor(p, island);
   if (opt.use_guess) {
     stats_.guess_tried = true;
     stats_.guess_all_hit = stats_.guess_all_hit && st.guess_hit;
@@ -496,7 +512,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
         u = h * p.floss[g];
       } else if (p.kind[g] == kRowContactFriction) {
         const Contact& con = p.con[con_of_row_[g]];
-        u = con.mu[g - con.row - 1] * std::max(lam[con.row], 0.0);
+        u = FromDistance(con) ? 0 : con.mu[g - con.row - 1] * std::max(lam[con.row], 0.0);
         l = -u;
       }
       const double wg = p.J.Dot(g, v) + bfull_[g] + RowCfm(p, g) * lam[g];

@@ -95,7 +95,8 @@ class LcpSolver final : public Solver {
 
   // regularizer on the diagonal of A for row i: cfm, plus R on the normal of a contact from
   // distance (the derivative pass's surrogate: MuJoCo's soft row, so that it pushes before the
-  // bodies touch, Stabilization giving its target -vel - h aref)
+  // bodies touch, Stabilization giving its target -vel - h aref; its friction rows are bound to
+  // zero: it only pushes)
   double RowCfm(const Problem& p, int i) const;
   bool SoftRow(const Problem& p, int i) const {
     return p.kind[i] == kRowContactNormal && FromDistance(p.con[con_of_row_[i]]);

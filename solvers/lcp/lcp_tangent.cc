@@ -46,7 +46,7 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     *normal = -1;
     if (p.kind[g] != kRowContactFriction || state_[g] == kLcpClamped) return 0.0;
     const Contact& con = p.con[con_of_row_[g]];
-    if (state_[con.row] != kLcpClamped) return 0.0;
+    if (state_[con.row] != kLcpClamped || FromDistance(con)) return 0.0;
     *normal = con.row;
     return (state_[g] == kLcpUpper ? 1 : -1) * con.mu[g - con.row - 1];
   };
