@@ -88,6 +88,9 @@ class Derivative : private FdTarget {
   bool PrepareMujocoProblem(const mjModel* m);
   // contacts MuJoCo included in the constraint problem
   int CountIncluded(const mjData* d) const;
+  // with contacts from distance in the stage's problem: the solution's force and v+ become the
+  // ones the solver differentiates (Solver::TangentForce), if it says
+  void UseTangentForce();
   // tan_.ddisp: tangent of the anchored contacts' displacements along the current direction
   // (anchors held: their material points move with the bodies, the contact frame turns)
   void AnchorTangent(const mjModel* m);

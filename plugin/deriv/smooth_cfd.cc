@@ -85,7 +85,11 @@ void SmoothTangent::CfdAdjustProblem(const mjModel* m, Problem* p) {
         p->R[row + j + 1] = p->R[row + 1] * con.mu[0] * con.mu[0] / (con.mu[j] * con.mu[j]);
       }
     }
-    const double position = r < 0 ? con.dist - con.margin : CfdSoftplus(r, nullptr);
+    double slope = 0;
+    const double position = r < 0 ? con.dist - con.margin : CfdSoftplus(r, &slope);
+    // the solvers' own laws for contacts from distance read the softplus position and its slope
+    con.cfd_pos = r < 0 ? 0 : position;
+    con.cfd_slope = r < 0 ? 0 : slope;
     for (int k = 0; k < con.dim; k++) {
       const int i = row + k;
       p->aref[i] = -p->KB[2 * i + 1] * p->vel[i] - (k == 0 ? p->KB[2 * i] * imp * position : 0);

@@ -120,6 +120,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
         fallback_ = ckFALLBACK_ROWS;
         return false;
       }
+      if (smooth_.cfd()) UseTangentForce();
     }
     smooth_.PrepareRows(m);
     if (apply_modes_ && stage_.solver)
@@ -161,6 +162,20 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
 
   PreparePasses(m);
   return true;
+}
+
+void Derivative::UseTangentForce() {
+  // contacts from distance: the dJ' f and dM terms of the surrogate take the force its solver
+  // differentiates (ipm: the central point, where they push; the hard solve has no force there)
+  const Problem& p = *stage_.problem;
+  Solution& sol = *stage_.solution;
+  bool from_distance = false;
+  for (int c = 0; c < p.ncon; c++) from_distance |= FromDistance(p.con[c]);
+  if (!from_distance) return;
+  const double* f = stage_.solver->TangentForce(p);
+  if (!f) return;
+  for (int i = 0; i < p.nrow; i++) sol.force[i] = f[i];
+  VelocityFromForce(p, sol.force, sol.v_next, nullptr);
 }
 
 int Derivative::CountIncluded(const mjData* d) const {

@@ -253,6 +253,7 @@ void Extractor::AddContact(const mjModel* m, const mjData* d, const mjContact* m
   ClampSolParams(m->opt.timestep, !(m->opt.disableflags & mjDSBL_REFSAFE), c.solref, c.solimp);
   c.efc_address = i;
   c.mj_index = id;
+  c.cfd_pos = c.cfd_slope = 0;
   c.geom[0] = ContactGeom(mc, 0);
   c.geom[1] = ContactGeom(mc, 1);
   c.body[0] = b1;

@@ -142,6 +142,19 @@ void ComfreeSolver::Measure(const Problem& p, int row, int dim, const Contact* c
   gain_[row] = diag > 0 && A > kNoEffect * diag ? diag / p.R[row] / A : 0;
 }
 
+double ComfreeSolver::CfdDamping(const Problem& p, int row, double* slope) const {
+  // (1 - r) B h - k h with 1 - r = R / (diag_approx + R), at least the damping setting
+  const double h = p.h, k = settings_.stiffness, B = p.KB[2 * row + 1];
+  const double diag = p.diag_approx[row], den = diag + p.R[row];
+  const double dc = (B * p.R[row] / den - k) * h;
+  if (dc <= settings_.damping) {
+    if (slope) *slope = 0;
+    return settings_.damping;
+  }
+  if (slope) *slope = B * h * diag / (den * den);
+  return dc;
+}
+
 double ComfreeSolver::CapFactor(double relax) const {
   const double limit = settings_.relax_limit;
   return limit > 0 && relax > limit ? limit / relax : 1;
@@ -150,8 +163,12 @@ double ComfreeSolver::CapFactor(double relax) const {
 int ComfreeSolver::SolveContact(const Problem& p, int c, Solution* sol) {
   const Contact& con = p.con[c];
   const int dim = con.dim, row = con.row;
-  const double h = p.h, k = settings_.stiffness, d = settings_.damping;
-  const double G = gain_[row] * cap_[row], phi = p.pos[row] - p.margin[row];
+  const double h = p.h, k = settings_.stiffness;
+  // a contact from distance (derivative pass) takes its softplus position for the gap, so that
+  // the clamp opens smoothly before the bodies touch, and its own damping (CfdDamping)
+  const double G = gain_[row] * cap_[row];
+  const double phi = FromDistance(con) ? con.cfd_pos : p.pos[row] - p.margin[row];
+  const double d = FromDistance(con) ? CfdDamping(p, row, nullptr) : settings_.damping;
   const double* s = vel_.data() + row;
   const double* disp = anchored_ && dim >= 3 ? p.disp + row : nullptr;
 
@@ -294,7 +311,9 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
     ForEachRowTree(p, i, [&](int t, int, int) { relax_[t] += w; });
   }
   for (int c = 0; c < ncon; c++) {
+    // (contacts from distance do not relax the real ones: the surrogate keeps their gains)
     const Contact& con = p.con[c];
+    if (FromDistance(con)) continue;
     const double w = WeightSum(con.dim) * gain_[con.row] * invmass_[con.row] * cv;
     if (con.tree[0] >= 0) relax_[con.tree[0]] += w;
     if (con.tree[1] >= 0) relax_[con.tree[1]] += w;

@@ -92,6 +92,11 @@ class ComfreeSolver final : public Solver {
   // pass 1 for a contact or plain row at row: inverse mass, gain, smooth row velocities
   void Measure(const Problem& p, int row, int dim, const Contact* con, double* x);
 
+  // damping of the facets of a contact from distance (normal row): MuJoCo's damping rate r B of
+  // the contact's reference (solref), d = (1 - r) B h - k h, so that the pair does not ring in
+  // the surrogate; at least the damping setting. slope (nullable): d d / d R
+  double CfdDamping(const Problem& p, int row, double* slope) const;
+
   // factor of the gains on a tree whose facets sum to this relaxation (relax_limit)
   double CapFactor(double relax) const;
 

@@ -47,6 +47,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   }
   for (int c = 0; c < ncon; c++) {
     const Contact& con = p.con[c];
+    if (FromDistance(con)) continue;
     const double dw =
         WeightSum(con.dim) * gain_[con.row] * invmass_[con.row] * cv * dratio(con.row);
     if (con.tree[0] >= 0) drelax_[con.tree[0]] += dw;
@@ -79,7 +80,13 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     if (gain_[row] == 0) continue;
     const int t0 = con.tree[0], t1 = con.tree[1];
     const double rel = dgain(row, t1 >= 0 && (t0 < 0 || relax_[t1] > relax_[t0]) ? t1 : t0);
-    const double G = gain_[row] * cap_[row], dphi = dir.pos ? dir.pos[row] : 0;
+    // contacts from distance: softplus position, their own damping (a function of R)
+    const bool cfd = FromDistance(con);
+    const double slope = cfd ? con.cfd_slope : 1;
+    double ddamp = 0;
+    const double dmp = cfd ? CfdDamping(p, row, &ddamp) : d, cvc = k * h + dmp;
+    ddamp = dir.R ? ddamp * dir.R[row] : 0;
+    const double G = gain_[row] * cap_[row], dphi = dir.pos ? slope * dir.pos[row] : 0;
     const double* ddisp = anchored_ && dim >= 3 && dir.disp ? dir.disp + row : nullptr;
     double ds[6];
     for (int r = 0; r < dim; r++) ds[r] = dvel(row + r);
@@ -92,7 +99,11 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
       for (int r = 0; r < dim; r++) dsj += cj[r] * ds[r];
       double dphij = dphi;
       for (int r = 1; ddisp && r < dim; r++) dphij += cj[r] * ddisp[r];
-      const double darg = rel * arg[j] + weight[j] * G * (-cv * dsj - k * dphij) / h;
+      double sj = 0;
+      if (ddamp != 0) {
+        for (int r = 0; r < dim; r++) sj += cj[r] * vel_[row + r];
+      }
+      const double darg = rel * arg[j] + weight[j] * G * (-cvc * dsj - k * dphij - ddamp * sj) / h;
       for (int r = 0; r < dim; r++) dforce[row + r] += cj[r] * darg;
     }
   }

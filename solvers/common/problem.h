@@ -43,7 +43,17 @@ struct Contact {
   int body[2];       // MuJoCo body ids
   int efc_address;   // first row of this contact in MuJoCo's efc arrays
   int mj_index;      // index in MuJoCo's contact list
+
+  // contacts from distance (the derivative's own pass only; docs/derivatives.md): a contact
+  // beyond its margin by r >= 0 that acts as if it could push. cfd_pos = s(r) < 0 is the
+  // softplus position standing in for its gap pos - margin, cfd_slope = ds/dr > 0 its slope;
+  // both 0 for every other contact (and in every step)
+  double cfd_pos;    // softplus position s(r) (m), 0: a plain contact
+  double cfd_slope;  // d s / d dist
 };
+
+// the contact is a contact from distance (a surrogate for the derivative only)
+inline bool FromDistance(const Contact& con) { return con.cfd_slope > 0; }
 
 // sizes fixed at setup; everything in a Problem fits in them
 struct ProblemDims {

@@ -37,6 +37,11 @@ class Solver {
     return false;
   }
 
+  // Optional: the force (nrow) at which ForceTangent differentiates when it is not the last
+  // solution's (ipm: its central point at kappa_grad, where contacts from distance push); null:
+  // the solution's. Must not allocate.
+  virtual const double* TangentForce(const Problem& p) { return nullptr; }
+
   // Optional, for complementarity-aware gradients (Nimble section IV-D): make the following
   // ForceTangent calls on the last solution differentiate another classification of its
   // contacts: mode[c] = 1 clamping (the contact's normal velocity held at zero), 0 separating

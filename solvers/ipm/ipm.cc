@@ -230,6 +230,8 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     grad_kappa_.assign(T, 0);
     centered_.assign(T, 0);
     drz_.assign(R, 0);
+    cfd_kappa_.assign(R, 0);
+    dcomp_.assign(R, 0);
     drv_.assign(V, 0);
     warm_lam_.assign(R, 0);
     warm_ok_.assign(R, 0);
@@ -787,13 +789,14 @@ bool IpmSolver::Factor(const Problem& p, int k, double* cond) {
   return true;
 }
 
-void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction* aff,
-                        double kappa) {
+void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction* aff, double kappa,
+                        const double* row_kappa) {
   // d = z \ rc per cone, rc = kappa e - x o z - dx_a o dz_a (Mehrotra's second-order term)
   const IslandLists& L = lists_[k];
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
-    double rc = kappa - s.x[i] * s.z[i];
+    const double ki = row_kappa && row_kappa[i] > 0 ? row_kappa[i] : kappa;
+    double rc = ki - s.x[i] * s.z[i];
     if (aff) rc -= aff->x[i] * aff->z[i];
     od_[i] = rc / s.z[i];
   }
@@ -832,8 +835,8 @@ void IpmSolver::Targets(const Problem& p, int k, const State& s, const Direction
   }
 }
 
-void IpmSolver::Constants(const Problem& p, int k, const double* rz, const double* rv,
-                          bool with_d) {
+void IpmSolver::Constants(const Problem& p, int k, const double* rz, const double* rv, bool with_d,
+                          const double* dcomp) {
   // c per row (dlam = c - W J dv) and the right-hand side -rv + J' c
   const SparseRows& J = p.J;
   const IslandLists& L = lists_[k];
@@ -845,7 +848,7 @@ void IpmSolver::Constants(const Problem& p, int k, const double* rz, const doubl
   }
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
-    c_[i] = (with_d ? od_[i] : 0) + og_[i] * rz[i];
+    c_[i] = (with_d ? od_[i] : 0) + og_[i] * rz[i] + (dcomp ? dcomp[i] : 0);
   }
   for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
     const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
@@ -1308,11 +1311,19 @@ bool IpmSolver::Center(const Problem& p, int k) {
   State* trial = &trial_;
   Copy(p, k, grad_, cur);
   const IslandLists& L = lists_[k];
+
+  // contacts from distance: their own central-path value (CfdKappa), kappa_grad elsewhere
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    cfd_kappa_[i] = CfdRow(p, i) ? CfdKappa(p, i, nullptr, nullptr) : 0;
+  }
   auto deviation = [&](const State& s) {
     // largest |x o z - kappa e| entry, relative to kappa
     double dev = 0;
     for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
-      dev = std::max(dev, std::fabs(s.x[orth_[e]] * s.z[orth_[e]] - kg));
+      const int i = orth_[e];
+      const double ki = cfd_kappa_[i] > 0 ? cfd_kappa_[i] : kg;
+      dev = std::max(dev, std::fabs(s.x[i] * s.z[i] - ki) * (kg / ki));
     }
     for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
       const int f = soc_row_[e], nrm = soc_nrm_[e];
@@ -1338,7 +1349,7 @@ bool IpmSolver::Center(const Problem& p, int k) {
     if (cur->rvio < kCenterResidual && dev < 1e3 * kCenterTol && dev > 0.5 * last) break;
     last = dev;
     if (!ConeJacobians(p, k, *cur, false) || !Linearize(p, k, true, &cond)) return false;
-    Targets(p, k, *cur, nullptr, kg);
+    Targets(p, k, *cur, nullptr, kg, cfd_kappa_.data());
     Constants(p, k, cur->rz, cur->rv, true);
     Direct(p, k, *cur, cur->rz, true, &dir_);
     DynamicsChange(p, k, &dir_);

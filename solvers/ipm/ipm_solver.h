@@ -57,6 +57,8 @@ class IpmSolver final : public Solver {
   bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                     double* dforce) override;
 
+  const double* TangentForce(const Problem& p) override { return CentralForce(p); }
+
   const IpmStats& stats() const { return stats_; }
 
   // the force (nrow) at the central-path point kappa_grad of the last solve, where ForceTangent
@@ -101,8 +103,22 @@ class IpmSolver final : public Solver {
   bool ConeJacobians(const Problem& p, int k, const State& s, bool scaled);
   bool Linearize(const Problem& p, int k, bool coupled, double* cond);
   bool Factor(const Problem& p, int k, double* cond);
-  void Targets(const Problem& p, int k, const State& s, const Direction* aff, double kappa);
-  void Constants(const Problem& p, int k, const double* rz, const double* rv, bool with_d);
+  // row_kappa (nullable): a row's own central-path value where positive (contacts from distance)
+  void Targets(const Problem& p, int k, const State& s, const Direction* aff, double kappa,
+               const double* row_kappa = nullptr);
+  // dcomp (nullable): change of the orthant rows' complementarity target over z
+  void Constants(const Problem& p, int k, const double* rz, const double* rv, bool with_d,
+                 const double* dcomp = nullptr);
+  // the normal row i of a contact from distance (the derivative pass's surrogate)
+  bool CfdRow(const Problem& p, int i) const {
+    return p.kind[i] == kRowContactNormal && FromDistance(p.con[con_of_row_[i]]);
+  }
+  // its central-path value kappa_c = x_s t: x_s = h aref / (diag_approx + R) the soft impulse
+  // MuJoCo's row gives the contact alone (its reference acceleration with the continued
+  // impedance and softplus position, damping -B vel included), t its target pos / h (so the
+  // central point of a contact at rest carries x_s); 0 where aref <= 0 (the row then stays at
+  // kappa_grad); with dir, its tangent into dkappa
+  double CfdKappa(const Problem& p, int i, const ProblemTangent* dir, double* dkappa) const;
   void Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d, Direction* d);
   void DynamicsChange(const Problem& p, int k, Direction* d);
   double MaxStep(const Problem& p, int k, const State& s, const Direction& d, double tau) const;
@@ -172,6 +188,8 @@ class IpmSolver final : public Solver {
   int center_iterations_ = 0;       // Newton steps of the last Center
   int lu_island_ = -1;              // island whose central-point Jacobian lu_ holds
   std::vector<double> drz_, drv_;   // residual perturbations for ForceTangent          (rows, nv)
+  std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)
+  std::vector<double> dcomp_;       // its tangent over z at the central point            (rows)
 
   // warm start of a re-solve within one step
   std::vector<double> warm_lam_;  // warm impulse of each row of this step            (rows)

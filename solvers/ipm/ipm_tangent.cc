@@ -80,6 +80,19 @@ void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& 
   }
 }
 
+double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
+                           double* dkappa) const {
+  const double h = p.h, den = p.diag_approx[i] + p.R[i];
+  const double x = h * p.aref[i] / den, t = target_[i];
+  if (dir) {
+    const double da = dir->aref ? dir->aref[i] : 0;
+    const double dx = (h * da - (dir->R ? x * dir->R[i] : 0)) / den;
+    const double dt = dir->pos && !capped_[i] ? dir->pos[i] / h : 0;
+    *dkappa = dx * t + x * dt;
+  }
+  return x * t > 0 ? x * t : 0;
+}
+
 bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                              double* dforce) {
   // implicit function theorem at the central point kappa_grad: R dw = -dF/dtheta dir
@@ -95,7 +108,17 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
       lu_island_ = k;
     }
     TangentResiduals(p, k, dir, cen_);
-    Constants(p, k, drz_.data(), drv_.data(), false);
+    // contacts from distance: their central-path value moves with the data
+    bool cfd = false;
+    const IslandLists& L = lists_[k];
+    for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+      const int i = orth_[e];
+      double dk = 0;
+      if (cfd_kappa_[i] > 0) CfdKappa(p, i, &dir, &dk);
+      dcomp_[i] = dk / cen_.z[i];
+      cfd |= cfd_kappa_[i] > 0;
+    }
+    Constants(p, k, drz_.data(), drv_.data(), false, cfd ? dcomp_.data() : nullptr);
     Direct(p, k, cen_, drz_.data(), false, &dir_);
     const int* rows = Rows(p, k);
     // one step of iterative refinement: the row and cone equations hold by construction (back

@@ -149,6 +149,13 @@ double LcpSolver::Stabilization(const Problem& p, int i, double b0, double* dpos
                                 double* dvel) const {
   const double h = p.h, erp = settings_.lcp.erp;
   *dpos = *dvel = 0;
+
+  // the rows of a contact from distance (derivative pass) are MuJoCo's soft rows (RowCfm): their
+  // target is the reference acceleration, w = J v+ - vel - h aref + R x
+  if (SoftRow(p, i)) {
+    *dvel = -1;
+    return -p.vel[i] - h * p.aref[i];
+  }
   double pos;
   switch (p.kind[i]) {
     case kRowEquality:
@@ -246,9 +253,12 @@ void LcpSolver::ClearY(const Problem& p, int i) {
   ForTreeRanges(p, i, [&](int begin, int end) { std::fill(y + begin, y + end, 0.0); });
 }
 
+double LcpSolver::RowCfm(const Problem& p, int i) const {
+  return settings_.lcp.cfm + (SoftRow(p, i) ? p.R[i] : 0);
+}
+
 void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
   double* A = A_.data();
-  const double cfm = settings_.lcp.cfm;
   const size_t ld = n;  // column stride (n * n can exceed int)
   for (int j = 0; j < n; j++) {
     SolveRow(p, rows[j], 1);
@@ -257,7 +267,7 @@ void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
       A[i + j * ld] = v;
       A[j + i * ld] = v;
     }
-    A[j + j * ld] += cfm;
+    A[j + j * ld] += RowCfm(p, rows[j]);
     ClearY(p, rows[j]);
   }
 }
@@ -335,7 +345,12 @@ double LcpSolver::BuildIsland(const Problem& p, int island) {
         hi_[j] = h * p.floss[g];
         break;
       case kRowContactFriction: {
+        // a contact from distance only pushes: no friction (its rows bound to zero)
         const Contact& con = p.con[con_of_row_[g]];
+        if (FromDistance(con)) {
+          lo_[j] = hi_[j] = 0;
+          break;
+        }
         findex_[j] = local_[con.row];
         mu_[j] = con.mu[g - con.row - 1];
         lo_[j] = -kInf;
@@ -401,10 +416,20 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   const bool exact = boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, &st);
   exact_[island] = exact;
   // results and statistics
+  bool pinned = false;
   for (int j = 0; j < n; j++) {
     sol->force[rows[j]] = x_[j] / h;
     state_[rows[j]] = state[j];
+    // the friction rows of a contact from distance sit at their zero bounds, never clamped,
+    // so that the tangent keeps them at zero
+    const int g = rows[j];
+    if (state[j] == kLcpClamped && p.kind[g] == kRowContactFriction &&
+        FromDistance(p.con[con_of_row_[g]])) {
+      state_[g] = kLcpLower;
+      pinned = true;
+    }
   }
+  if (pinned && fac.stored) fac.stored = Refactor(p, island);
   if (opt.use_guess) {
     stats_.guess_tried = true;
     stats_.guess_all_hit = stats_.guess_all_hit && st.guess_hit;
@@ -450,7 +475,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
   const Islands& is = p.islands;
   const int n = is.nrows[island];
   const int* rows = is.rows + is.rowadr[island];
-  const double h = p.h, cfm = settings_.lcp.cfm;
+  const double h = p.h;
   double* v = vis_.data();
   double* lam = sol->force;  // impulses here, forces at the end
   for (int k = 0; k < is.ntrees[island]; k++) {
@@ -466,7 +491,7 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
     double dpos, dvel;
     bfull_[g] = Stabilization(p, g, b0, &dpos, &dvel);
     vscale = std::max(vscale, std::fabs(b0 + bfull_[g]));
-    diag_[g] = RowInvMass(p, g, yv_.data()) + cfm;
+    diag_[g] = RowInvMass(p, g, yv_.data()) + RowCfm(p, g);
     lam[g] = 0;
   }
 
@@ -487,10 +512,10 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
         u = h * p.floss[g];
       } else if (p.kind[g] == kRowContactFriction) {
         const Contact& con = p.con[con_of_row_[g]];
-        u = con.mu[g - con.row - 1] * std::max(lam[con.row], 0.0);
+        u = FromDistance(con) ? 0 : con.mu[g - con.row - 1] * std::max(lam[con.row], 0.0);
         l = -u;
       }
-      const double wg = p.J.Dot(g, v) + bfull_[g] + cfm * lam[g];
+      const double wg = p.J.Dot(g, v) + bfull_[g] + RowCfm(p, g) * lam[g];
       change = std::max(change, GsMove(p, g, std::min(std::max(lam[g] - wg / d, l), u), lam, v));
     }
     converged = change <= tol;

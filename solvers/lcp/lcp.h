@@ -29,8 +29,9 @@
 //
 // Statistics in Solution: iterations = reduced solves, residual = largest natural-map residual
 // (m/s; boxed.h), kappa = largest |w_i| times the distance of x_i to its nearer bound, condition =
-// largest |R(0,0) / R(r,r)| of the islands' decompositions; pivots and the guess in LcpStats. Status: SOLVED when every island is exact, INACCURATE when the best
-// answer's residual is below 1e-6 (m/s, relative to max(1, |b|)), MAX_ITER otherwise.
+// largest |R(0,0) / R(r,r)| of the islands' decompositions; pivots and the guess in LcpStats.
+// Status: SOLVED when every island is exact, INACCURATE when the best answer's residual is below
+// 1e-6 (m/s, relative to max(1, |b|)), MAX_ITER otherwise.
 //
 // Each island's dense LCP goes to BoxedLcpSolver (boxed.h): the previous step's classification
 // (contacts matched by geom pair) is checked first with one reduced solve, pivoting runs only
@@ -91,6 +92,15 @@ class LcpSolver final : public Solver {
   // pos and vel of that row; b0 = J_i v_free decides whether a contact bounces. With
   // split_impulse a penetration is left to the position pass
   double Stabilization(const Problem& p, int i, double b0, double* dpos, double* dvel) const;
+
+  // regularizer on the diagonal of A for row i: cfm, plus R on the normal of a contact from
+  // distance (the derivative pass's surrogate: MuJoCo's soft row, so that it pushes before the
+  // bodies touch, Stabilization giving its target -vel - h aref; its friction rows are bound to
+  // zero: it only pushes)
+  double RowCfm(const Problem& p, int i) const;
+  bool SoftRow(const Problem& p, int i) const {
+    return p.kind[i] == kRowContactNormal && FromDistance(p.con[con_of_row_[i]]);
+  }
 
   // with split_impulse, the penetration of normal or limit row i that the position pass removes
   // (velocity units, < 0; 0 if none) and its derivative with respect to pos

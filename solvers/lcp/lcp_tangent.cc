@@ -46,7 +46,7 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     *normal = -1;
     if (p.kind[g] != kRowContactFriction || state_[g] == kLcpClamped) return 0.0;
     const Contact& con = p.con[con_of_row_[g]];
-    if (state_[con.row] != kLcpClamped) return 0.0;
+    if (state_[con.row] != kLcpClamped || FromDistance(con)) return 0.0;
     *normal = con.row;
     return (state_[g] == kLcpUpper ? 1 : -1) * con.mu[g - con.row - 1];
   };
@@ -67,7 +67,12 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
       double dpos, dvel;
       const double b0 = p.J.Dot(g, p.v_free);
       Stabilization(p, g, b0, &dpos, &dvel);
-      const double dstab = (dir.pos ? dpos * dir.pos[g] : 0) + (dir.vel ? dvel * dir.vel[g] : 0);
+      double dstab = (dir.pos ? dpos * dir.pos[g] : 0) + (dir.vel ? dvel * dir.vel[g] : 0);
+      if (SoftRow(p, g)) {
+        // a contact from distance: its soft target -vel - h aref and regularizer R x
+        if (dir.aref) dstab -= h * dir.aref[g];
+        if (dir.R) dstab += dir.R[g] * h * sol.force[g];
+      }
       rc_[m] = -(DJDot(p, dir, g, sol.v_next) + p.J.Dot(g, dv0_.data()) + dstab);
       cidx_[m++] = g;
     }
@@ -96,7 +101,10 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
       vfake_[j] = (vfake_[j] - p.v_free[j]) / h;
       dvp_[j] /= h;
     }
-    auto dAy = [&](int g) { return DJDot(p, dir, g, vfake_.data()) + p.J.Dot(g, dvp_.data()); };
+    auto dAy = [&](int g) {
+      const double dR = dir.R && SoftRow(p, g) ? dir.R[g] * ytil_[g] : 0;
+      return DJDot(p, dir, g, vfake_.data()) + p.J.Dot(g, dvp_.data()) + dR;
+    };
     for (int k = 0; k < nisland_; k++) {
       Cod& cod = factors_[k].cod;
       if (cod.rank() == cod.n()) continue;

@@ -111,7 +111,7 @@ TEST_F(GradientTest, ContactsFromDistanceChangeNothingWithoutNearbyPairs) {
   DataPtr d(mj_makeData(m.get()));
   Settle(m.get(), d.get(), 500);
   ASSERT_EQ(d->ncon, 4);
-  for (int solver : {ckSOL_MUJOCO}) {
+  for (int solver : {ckSOL_MUJOCO, ckSOL_IPM, ckSOL_COMFREE, ckSOL_LCP}) {
     ckSettings s = Settings(solver), c = s;
     c.deriv.cfd_width = 0.05;
     HandlePtr plain = Make(m.get(), &s), cfd = Make(m.get(), &c);
@@ -167,6 +167,347 @@ TEST_F(GradientTest, ElasticCorrectionGivesMinusSigmaAcrossTheBounce) {
     ck_step(plain.get(), m.get(), d.get());
   }
   EXPECT_TRUE(found);
+}
+
+// ---- contacts from distance for every solver (issue 17 section 1) ----
+
+struct CfdCase {
+  const char* name;
+  int solver;
+};
+
+std::vector<CfdCase> CfdCases() {
+  return {
+      {"mujoco", ckSOL_MUJOCO}, {"ipm", ckSOL_IPM}, {"comfree", ckSOL_COMFREE}, {"lcp", ckSOL_LCP}};
+}
+
+class CfdSolverTest : public MujocoTest, public ::testing::WithParamInterface<CfdCase> {
+ protected:
+  // d(box x after steps) / d(push in the first step) of pusher_box.xml at rest with the given
+  // surface gap, through the chain of step Jacobians; trajectory (nullable) gets qpos, qvel of
+  // every step
+  double PushGradient(const mjModel* m, double gap, double width, int steps,
+                      std::vector<double>* trajectory, double kappa_grad = 0) {
+    ckSettings s = Settings(GetParam().solver);
+    s.deriv.cfd_width = width;
+    if (kappa_grad > 0) s.ipm.kappa_grad = kappa_grad;
+    HandlePtr ck = Make(m, &s);
+    DataPtr d(mj_makeData(m));
+    mj_resetDataKeyframe(m, d.get(), 0);
+    d->qpos[0] = 0.15 - gap;
+    const int nv = m->nv, ndx = 2 * nv;
+    std::vector<double> A(static_cast<size_t>(steps) * ndx * ndx), B0(ndx * m->nu);
+    for (int k = 0; k < steps; k++) {
+      EXPECT_EQ(0, ck_transitionJac(ck.get(), m, d.get(), A.data() + k * ndx * ndx,
+                                    k == 0 ? B0.data() : nullptr, nullptr, nullptr));
+      ck_step(ck.get(), m, d.get());
+      if (trajectory) {
+        trajectory->insert(trajectory->end(), d->qpos, d->qpos + m->nq);
+        trajectory->insert(trajectory->end(), d->qvel, d->qvel + nv);
+      }
+    }
+    std::vector<double> lambda(ndx, 0.0), next(ndx);
+    lambda[1] = 1;  // box x
+    for (int k = steps - 1; k >= 1; k--) {
+      const double* Ak = A.data() + k * ndx * ndx;
+      for (int j = 0; j < ndx; j++) {
+        next[j] = 0;
+        for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
+      }
+      lambda = next;
+    }
+    double g = 0;
+    for (int i = 0; i < ndx; i++) g += B0[i * m->nu] * lambda[i];
+    return g;
+  }
+};
+
+// the step does not depend on cfd_width: a pusher driven into the box (contact from 0.39 s on)
+// steps bit-identically with and without contacts from distance, Jacobians taken every step
+TEST_P(CfdSolverTest, StepIsBitIdenticalWithAndWithoutWidth) {
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  std::vector<double> trajectory[2];
+  for (int cfd = 0; cfd < 2; cfd++) {
+    ckSettings s = Settings(GetParam().solver);
+    s.deriv.cfd_width = cfd ? 0.2 : 0;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    Jacobians jac(m.get());
+    int contacts = 0;
+    for (int k = 0; k < 300; k++) {
+      d->ctrl[0] = 2;
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                                    nullptr));
+      ck_step(ck.get(), m.get(), d.get());
+      contacts += d->ncon > 0;
+      trajectory[cfd].insert(trajectory[cfd].end(), d->qpos, d->qpos + m->nq);
+      trajectory[cfd].insert(trajectory[cfd].end(), d->qvel, d->qvel + m->nv);
+    }
+    EXPECT_GT(contacts, 0) << GetParam().name;  // the pusher reaches the box
+  }
+  ASSERT_EQ(trajectory[0].size(), trajectory[1].size());
+  EXPECT_EQ(0, std::memcmp(trajectory[0].data(), trajectory[1].data(),
+                           sizeof(double) * trajectory[0].size()))
+      << GetParam().name;
+}
+
+// a push on a pusher 0.15 m from the box: without contacts from distance the box never feels it;
+// with cfd_width = 0.2, pushing the pusher towards the box moves the box forward after 1 s, and
+// the gradient grows smoothly as the gap closes (monotone over a 1 cm sweep up to the rigid
+// pair's limit, no jumps)
+TEST_P(CfdSolverTest, SeparatedPusherGivesGradientThatGrowsAsTheGapCloses) {
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  const int steps = 500;  // 1 s
+  std::vector<double> plain_traj, cfd_traj;
+  EXPECT_EQ(PushGradient(m.get(), 0.15, 0, steps, &plain_traj), 0) << GetParam().name;
+  const double g15 = PushGradient(m.get(), 0.15, 0.2, steps, &cfd_traj);
+  EXPECT_GT(g15, 0) << GetParam().name;
+  EXPECT_EQ(0, std::memcmp(plain_traj.data(), cfd_traj.data(), sizeof(double) * plain_traj.size()));
+
+  // sweep of the gap from 0.19 m to 0.01 m
+  std::vector<double> gaps, grads;
+  for (int i = 19; i >= 1; i--) {
+    gaps.push_back(0.01 * i);
+    grads.push_back(PushGradient(m.get(), 0.01 * i, 0.2, steps, nullptr));
+  }
+  for (size_t i = 0; i < grads.size(); i++) {
+    std::printf("  %s gap %.2f gradient %.6e\n", GetParam().name, gaps[i], grads[i]);
+  }
+  // the push's momentum h u reaches the box at most as a rigid pair carries it: the pair's
+  // centre of mass moves h^2 steps / (m1 + m2) in 1 s, which the box reaches when the two move as
+  // one (the coupling saturates); no ringing beyond it. Below it the gradient grows strictly as
+  // the gap closes; within 1e-5 of it the sweep resolves no growth
+  const double limit =
+      m->opt.timestep * m->opt.timestep * steps / (m->body_mass[1] + m->body_mass[2]);
+  for (size_t i = 0; i < grads.size(); i++) {
+    EXPECT_LT(grads[i], limit * (1 + 1e-9)) << GetParam().name << " gap " << gaps[i];
+  }
+  for (size_t i = 0; i + 1 < grads.size(); i++) {
+    if (grads[i] > (1 - 1e-5) * limit) continue;
+    EXPECT_GT(grads[i + 1], grads[i]) << GetParam().name << " gap " << gaps[i + 1];
+  }
+  // smooth: the growth rate changes gradually (second differences of log g small against the
+  // first: no jump in the law)
+  for (size_t i = 1; i + 1 < grads.size(); i++) {
+    const double d1 = std::log(grads[i] / grads[i - 1]), d2 = std::log(grads[i + 1] / grads[i]);
+    EXPECT_LT(std::fabs(d2 - d1), 0.5 * std::max(std::fabs(d1), std::fabs(d2)) + 0.05)
+        << GetParam().name << " gap " << gaps[i];
+  }
+}
+
+// ipm: a contact from distance sits at its own central-path value, so kappa_grad (the smoothing
+// of the contacts that touch) does not change its gradient; the other solvers have no kappa_grad
+TEST_P(CfdSolverTest, GradientDoesNotDependOnKappaGrad) {
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  const double g = PushGradient(m.get(), 0.15, 0.2, 500, nullptr);
+  for (double kappa : {Settings(ckSOL_IPM).ipm.kappa_tol, 1e-2}) {
+    const double gk = PushGradient(m.get(), 0.15, 0.2, 500, nullptr, kappa);
+    EXPECT_NEAR(gk, g, 1e-6 * g) << GetParam().name << " kappa_grad " << kappa;
+  }
+}
+
+// the issue's use: find a constant push u of the pusher (0.15 m away, at rest) that puts the box at
+// x* = 0.05 m after 1 s, L = (x_box(1 s) - x*)^2, by descent along -dL/du (dL/du through the chain
+// of step Jacobians, B of every step) with a backtracking step that accepts L not increasing (L is
+// flat until the pusher reaches the box). Without contacts from distance dL/du = 0: the search
+// cannot start; with them it reaches the target
+TEST_P(CfdSolverTest, GradientDescentPushesTheBoxToItsTarget) {
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  const int steps = 500, ndx = 2 * m->nv;
+  const double target = 0.05;
+  for (double width : {0.0, 0.2}) {
+    ckSettings s = Settings(GetParam().solver);
+    s.deriv.cfd_width = width;
+    HandlePtr ck = Make(m.get(), &s);
+    std::vector<double> A(static_cast<size_t>(steps) * ndx * ndx), B(steps * ndx);
+    // box x after 1 s under push u, and (g non-null) dL/du
+    auto rollout = [&](double u, double* g) {
+      DataPtr d(mj_makeData(m.get()));
+      mj_resetDataKeyframe(m.get(), d.get(), 0);
+      for (int k = 0; k < steps; k++) {
+        d->ctrl[0] = u;
+        if (g) {
+          EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), A.data() + k * ndx * ndx,
+                                        B.data() + k * ndx, nullptr, nullptr));
+        }
+        ck_step(ck.get(), m.get(), d.get());
+      }
+      const double x = d->qpos[1];
+      if (!g) return x;
+      std::vector<double> lambda(ndx, 0.0), next(ndx);
+      lambda[1] = 2 * (x - target);
+      *g = 0;
+      for (int k = steps - 1; k >= 0; k--) {
+        for (int i = 0; i < ndx; i++) *g += B[k * ndx + i] * lambda[i];
+        const double* Ak = A.data() + k * ndx * ndx;
+        for (int j = 0; j < ndx; j++) {
+          next[j] = 0;
+          for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
+        }
+        lambda = next;
+      }
+      return x;
+    };
+    double u = 0, g = 0, step = 0.1, x = rollout(u, &g);
+    int it = 0, evaluations = 1;
+    for (; it < 40 && std::fabs(x - target) > 1e-3 && g != 0; it++) {
+      const double L = (x - target) * (x - target);
+      for (int bt = 0; bt < 30; bt++) {
+        const double u1 = u - (g > 0 ? step : -step), x1 = rollout(u1, nullptr);
+        evaluations++;
+        if ((x1 - target) * (x1 - target) <= L) {
+          u = u1;
+          step *= 1.5;
+          break;
+        }
+        step *= 0.5;
+      }
+      x = rollout(u, &g);
+      evaluations++;
+    }
+    std::printf("  %s width %.1f: %d iterations (%d rollouts), u %.4f N, box x %.5f m\n",
+                GetParam().name, width, it, evaluations, u, x);
+    if (width == 0) {
+      EXPECT_EQ(g, 0) << GetParam().name;  // stuck where it started
+      EXPECT_EQ(x, 0) << GetParam().name;
+    } else {
+      EXPECT_NEAR(x, target, 1e-3) << GetParam().name;
+    }
+  }
+}
+
+// the derivative pass with contacts from distance allocates nothing (its forward pass, the
+// solver's surrogate law and its tangent), for the Jacobians and the VJP
+TEST_P(CfdSolverTest, DerivativePassDoesNotAllocate) {
+  if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Settings(GetParam().solver);
+  s.deriv.cfd_width = 0.2;
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  mj_resetDataKeyframe(m.get(), d.get(), 0);
+  d->qpos[0] = 0.1;  // 5 cm apart
+  Jacobians jac(m.get());
+  std::vector<double> dx(2 * m->nv, 1.0), gx(dx.size()), gu(m->nu + 1);
+  ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr);
+  AllocationCounter counter;
+  counter.Start();
+  ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr);
+  ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), gu.data());
+  const long n = counter.Stop();
+  EXPECT_EQ(n, 0) << GetParam().name;
+  EXPECT_GT(jac.B[1 * m->nu], 0) << GetParam().name;  // the box's x feels the push (row 1)
+}
+
+// DiffMJX Fig. 8 for every solver: the billiard balls that miss by 1 cm
+TEST_P(CfdSolverTest, BallsThatMissGiveGradients) {
+  ModelPtr m = LoadString(PushedBilliards());
+  ASSERT_TRUE(m);
+  const int nv = m->nv, ndx = 2 * nv, steps = 100;
+  const int y2 = 7;  // tangent index of ball 2's y position
+  const double r = m->geom_size[3 * m->body_geomadr[1]];
+
+  // d(ball 2's y after the window) / d(push on ball 1 at its start), ball 2 placed so that the
+  // balls miss by gap; trajectory (nullable) gets the window's states
+  auto gradient = [&](double gap, double width, std::vector<double>* trajectory) {
+    ckSettings s = Settings(GetParam().solver);
+    s.deriv.cfd_width = width;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    d->qpos[8] = 2 * r + gap;
+    while (d->time < 2 - 0.05) ck_step(ck.get(), m.get(), d.get());
+    std::vector<double> A(static_cast<size_t>(steps) * ndx * ndx), B0(ndx * m->nu);
+    for (int k = 0; k < steps; k++) {
+      EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), A.data() + k * ndx * ndx,
+                                    k == 0 ? B0.data() : nullptr, nullptr, nullptr));
+      ck_step(ck.get(), m.get(), d.get());
+      EXPECT_EQ(d->ncon, 2);  // the balls on the table only: they never touch
+      if (trajectory) {
+        trajectory->insert(trajectory->end(), d->qpos, d->qpos + m->nq);
+        trajectory->insert(trajectory->end(), d->qvel, d->qvel + nv);
+      }
+    }
+    std::vector<double> lambda(ndx, 0.0), next(ndx);
+    lambda[y2] = 1;
+    for (int k = steps - 1; k >= 1; k--) {
+      const double* Ak = A.data() + k * ndx * ndx;
+      for (int j = 0; j < ndx; j++) {
+        next[j] = 0;
+        for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
+      }
+      lambda = next;
+    }
+    double g = 0;
+    for (int i = 0; i < ndx; i++) g += B0[i * m->nu] * lambda[i];
+    return g;
+  };
+
+  // the scene's 1 cm miss: without, ball 2 never feels ball 1; with, pushing ball 1 towards ball
+  // 2 pushes ball 2 away; the trajectory does not depend on the option
+  std::vector<double> trajectory[2];
+  const double plain = gradient(0.01, 0, &trajectory[0]);
+  const double cfd = gradient(0.01, 0.03, &trajectory[1]);
+  std::printf("  %s billiards gradient %.6e (plain %.3e)\n", GetParam().name, cfd, plain);
+  EXPECT_EQ(plain, 0) << GetParam().name;
+  EXPECT_GT(cfd, 1e-6) << GetParam().name;
+  ASSERT_EQ(trajectory[0].size(), trajectory[1].size());
+  EXPECT_EQ(0, std::memcmp(trajectory[0].data(), trajectory[1].data(),
+                           sizeof(double) * trajectory[0].size()))
+      << GetParam().name;
+
+  // closer misses give larger gradients (width 0.03: from 2.5 cm to 2.5 mm) with the laws of
+  // ipm, comfree and lcp. (MuJoCo's own soft rows, whose friction also acts from distance, give
+  // 7.271e-4 at 2.5 cm and 7.262e-4 at 2 cm, then grow: printed, not asserted here.)
+  double last = 0;
+  for (double gap : {0.025, 0.02, 0.015, 0.01, 0.005, 0.0025}) {
+    const double g = gradient(gap, 0.03, nullptr);
+    std::printf("  %s billiards gap %.4f gradient %.6e\n", GetParam().name, gap, g);
+    EXPECT_GT(g, 0) << GetParam().name << " gap " << gap;
+    if (GetParam().solver != ckSOL_MUJOCO) {
+      EXPECT_GT(g, last) << GetParam().name << " gap " << gap;
+    }
+    last = g;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Solvers, CfdSolverTest, ::testing::ValuesIn(CfdCases()),
+                         [](const ::testing::TestParamInfo<CfdCase>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// lcp's contact from distance is MuJoCo's soft row inside the LCP: for a lone frictionless
+// contact the two surrogates are the same problem, so their step Jacobians agree
+TEST_F(GradientTest, LcpContactFromDistanceIsMujocosSoftRow) {
+  ModelPtr m = Load(BundledModel("pusher_box.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  for (double gap : {0.15, 0.05}) {
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    d->qpos[0] = 0.15 - gap;
+    d->qvel[0] = 0.2;  // approaching: the damping term too
+    Jacobians jac[2] = {Jacobians(m.get()), Jacobians(m.get())};
+    int k = 0;
+    for (int solver : {ckSOL_MUJOCO, ckSOL_LCP}) {
+      ckSettings s = Settings(solver);
+      s.deriv.cfd_width = 0.2;
+      HandlePtr ck = Make(m.get(), &s);
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac[k].A.data(), jac[k].B.data(),
+                                    nullptr, nullptr));
+      k++;
+    }
+    EXPECT_GT(jac[0].A[1 * 4 + 0], 0) << gap;  // the box's x feels the pusher's
+    std::printf("  gap %.2f: A %.3e B %.3e\n", gap, RelativeError(jac[1].A, jac[0].A),
+                RelativeError(jac[1].B, jac[0].B));
+    EXPECT_LT(RelativeError(jac[1].A, jac[0].A), 1e-12) << gap;
+    EXPECT_LT(RelativeError(jac[1].B, jac[0].B), 1e-12) << gap;
+  }
 }
 
 class SolverGradientTest : public MujocoTest {
