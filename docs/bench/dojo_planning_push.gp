@@ -1,0 +1,9 @@
+set terminal pngcairo size 900,600 noenhanced
+set output 'docs/bench/dojo_planning_push.png'
+set title 'iLQR on push: goal violation against iteration'
+set xlabel 'iteration'
+set ylabel 'goal violation (max |entry|)'
+set grid
+set key outside right top
+set logscale y
+plot 'docs/bench/dojo_planning_push.dat' index 0 using 1:2 with linespoints lw 2 pt 7 title 'mujoco', 'docs/bench/dojo_planning_push.dat' index 1 using 1:2 with linespoints lw 2 pt 7 title 'mujoco + cfd_width 0.2', 'docs/bench/dojo_planning_push.dat' index 2 using 1:2 with linespoints lw 2 pt 7 title 'ipm (kappa_grad 1e-2)', 'docs/bench/dojo_planning_push.dat' index 3 using 1:2 with linespoints lw 2 pt 7 title 'ipm (kappa_grad 1e-2) + cfd_width 0.2', 'docs/bench/dojo_planning_push.dat' index 4 using 1:2 with linespoints lw 2 pt 7 title 'ipm (kappa_grad = kappa_tol)', 'docs/bench/dojo_planning_push.dat' index 5 using 1:2 with linespoints lw 2 pt 7 title 'ipm (kappa_grad = kappa_tol) + cfd_width 0.2', 'docs/bench/dojo_planning_push.dat' index 6 using 1:2 with linespoints lw 2 pt 7 title 'comfree', 'docs/bench/dojo_planning_push.dat' index 7 using 1:2 with linespoints lw 2 pt 7 title 'comfree + cfd_width 0.2', 'docs/bench/dojo_planning_push.dat' index 8 using 1:2 with linespoints lw 2 pt 7 title 'comfree (anchor 0)', 'docs/bench/dojo_planning_push.dat' index 9 using 1:2 with linespoints lw 2 pt 7 title 'comfree (anchor 0) + cfd_width 0.2', 'docs/bench/dojo_planning_push.dat' index 10 using 1:2 with linespoints lw 2 pt 7 title 'lcp', 'docs/bench/dojo_planning_push.dat' index 11 using 1:2 with linespoints lw 2 pt 7 title 'lcp + cfd_width 0.2', 'docs/bench/dojo_planning_push.dat' index 12 using 1:2 with linespoints lw 2 pt 7 title 'MuJoCo mjd_transitionFD'
