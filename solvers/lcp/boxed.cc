@@ -439,8 +439,20 @@ bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, doubl
         }
         if (stats->iterations >= opt.budget) return false;
         stats->iterations++;
-        cod_.Factor(K, std::max(k, 1), k, opt.rtol);
-        if (k > 0) cod_.Solve(col, dx);
+        // with the ridge the system is regular: LU (a third of the decomposition's work), the
+        // decomposition only if LU breaks down
+        bool lu = ridge > 0 && k > 0;
+        if (lu) {
+          std::copy(K, K + ks * ks, lu_.begin());
+          lu = LuFactor(lu_.data(), k, piv_.data());
+        }
+        if (lu) {
+          std::copy(col, col + k, dx);
+          LuSolve(lu_.data(), piv_.data(), k, dx);
+        } else {
+          cod_.Factor(K, std::max(k, 1), k, opt.rtol);
+          if (k > 0) cod_.Solve(col, dx);
+        }
         for (int r = 0; r < n; r++) dw[r] = dir * A[r + i * ld];
         for (int a = 0; a < k; a++) {
           const double* ca = A + cidx[a] * ld;
