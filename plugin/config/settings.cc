@@ -79,7 +79,7 @@ const KeyInfo kKeys[] = {
    "pivots per pivoting run (principal pivoting, Lemke, Dantzig) per island"},
   {"pgs_iter", "lcp", kKeyInt, CK_OFF(lcp.pgs_iter), 1, 1e6, false, false, "200",
    "projected Gauss-Seidel sweeps of the fallback"},
-  {"max_solves", "lcp", kKeyInt, CK_OFF(lcp.max_solves), 1, 1e9, false, false, "2000",
+  {"max_solves", "lcp", kKeyInt, CK_OFF(lcp.max_solves), 1, 1e9, false, false, "300",
    "work budget per island and step: factorizations of the island's matrix (O(n^3) each); when "
    "spent, the best answer found is kept and the step reports MAX_ITER or INACCURATE"},
   {"max_island_rows", "lcp", kKeyInt, CK_OFF(lcp.max_island_rows), 1, 1e5, false, false, "400",

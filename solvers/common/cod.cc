@@ -8,12 +8,26 @@
 namespace contactkit {
 namespace {
 
+// sum of a[i] b[i] over i < m, in four partial sums (the loop-carried additions of one sum are
+// what limit a dot product's speed)
+inline double Dot(const double* a, const double* b, int m) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int i = 0;
+  for (; i + 4 <= m; i += 4) {
+    s0 += a[i] * b[i];
+    s1 += a[i + 1] * b[i + 1];
+    s2 += a[i + 2] * b[i + 2];
+    s3 += a[i + 3] * b[i + 3];
+  }
+  for (; i < m; i++) s0 += a[i] * b[i];
+  return (s0 + s1) + (s2 + s3);
+}
+
 // Householder reflector H = I - tau v v' with v = [1; x[1:m]] mapping x to [beta; 0]; x[0]
 // becomes beta and x[1:m] the tail of v
 double MakeReflector(double* x, int m) {
   if (m <= 1) return 0;
-  double xnorm2 = 0;
-  for (int i = 1; i < m; i++) xnorm2 += x[i] * x[i];
+  const double xnorm2 = Dot(x + 1, x + 1, m - 1);
   if (xnorm2 == 0) return 0;
   const double alpha = x[0];
   const double beta = -std::copysign(std::sqrt(alpha * alpha + xnorm2), alpha);
@@ -26,9 +40,7 @@ double MakeReflector(double* x, int m) {
 // y = H y for the reflector with tail v (m - 1 entries) and scale tau
 void ApplyReflector(const double* v, double tau, int m, double* y) {
   if (tau == 0) return;
-  double s = y[0];
-  for (int i = 1; i < m; i++) s += v[i] * y[i];
-  s *= tau;
+  const double s = tau * (y[0] + Dot(v + 1, y + 1, m - 1));
   y[0] -= s;
   for (int i = 1; i < m; i++) y[i] -= s * v[i];
 }
@@ -60,9 +72,7 @@ int Cod::Factor(const double* a, int lda, int n, double rtol) {
   // column norms (current and at the last exact evaluation)
   double* norm0 = work_;
   for (int c = 0; c < n; c++) {
-    double s = 0;
-    for (int r = 0; r < n; r++) s += q[r + c * ld] * q[r + c * ld];
-    norm_[c] = norm0[c] = std::sqrt(s);
+    norm_[c] = norm0[c] = std::sqrt(Dot(q + c * ld, q + c * ld, n));
     perm_[c] = c;
   }
 
@@ -95,9 +105,8 @@ int Cod::Factor(const double* a, int lda, int n, double rtol) {
       t = t < 0 ? 0 : t;
       const double rel = norm_[c] / norm0[c];
       if (t * rel * rel <= 1e-8) {
-        double s = 0;
-        for (int r = j + 1; r < n; r++) s += q[r + c * ld] * q[r + c * ld];
-        norm_[c] = norm0[c] = std::sqrt(s);
+        const double* qc = q + j + 1 + c * ld;
+        norm_[c] = norm0[c] = std::sqrt(Dot(qc, qc, n - j - 1));
       } else {
         norm_[c] *= std::sqrt(t);
       }

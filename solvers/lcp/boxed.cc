@@ -103,7 +103,7 @@ void BoxedLcpSolver::Allocate(int nmax) {
   piv_.assign(n, 0);
   c_.assign(n, 0);
   y_.assign(2 * n, 0);
-  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &fixv_}) v->assign(n, 0);
+  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &xl_, &fixv_}) v->assign(n, 0);
   cidx_.assign(n, 0);
   pos_.assign(n, 0);
   list_.assign(n, 0);
@@ -439,8 +439,20 @@ bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, doubl
         }
         if (stats->iterations >= opt.budget) return false;
         stats->iterations++;
-        cod_.Factor(K, std::max(k, 1), k, opt.rtol);
-        if (k > 0) cod_.Solve(col, dx);
+        // with the ridge the system is regular: LU (a third of the decomposition's work), the
+        // decomposition only if LU breaks down
+        bool lu = ridge > 0 && k > 0;
+        if (lu) {
+          std::copy(K, K + ks * ks, lu_.begin());
+          lu = LuFactor(lu_.data(), k, piv_.data());
+        }
+        if (lu) {
+          std::copy(col, col + k, dx);
+          LuSolve(lu_.data(), piv_.data(), k, dx);
+        } else {
+          cod_.Factor(K, std::max(k, 1), k, opt.rtol);
+          if (k > 0) cod_.Solve(col, dx);
+        }
         for (int r = 0; r < n; r++) dw[r] = dir * A[r + i * ld];
         for (int a = 0; a < k; a++) {
           const double* ca = A + cidx[a] * ld;
@@ -564,6 +576,22 @@ bool BoxedLcpSolver::Exact(const DenseLcp& lcp, const BoxedOptions& opt, const s
   return res <= opt.tol;
 }
 
+bool BoxedLcpSolver::AcceptAnswer(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
+                                  Cod* cod, double* x, double* w, BoxedStats* stats) {
+  Velocity(lcp, x, w);
+  const double res = Residual(lcp, x, w, nullptr);
+  if (!(res <= opt.tol)) return false;
+  Classify(lcp, x, w, opt.tol, state);
+  stats->iterations++;
+  Reduced(lcp, state, 0, opt.rtol, cod, xs_.data(), ws_.data());
+  if (res < best_res_) {
+    best_res_ = res;
+    std::copy(x, x + lcp.n, xb_.begin());
+    std::copy(w, w + lcp.n, wb_.begin());
+  }
+  return true;
+}
+
 void BoxedLcpSolver::Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
                                Cod* cod, double* x, double* w, BoxedStats* stats) {
   // tied rows: at a bound with w = 0; they join C with the friction rows of a tied normal
@@ -642,8 +670,17 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   stats->pivots += lemke_pivots;
   stats->iterations++;
   if (lemke_ok) {
+    // the exact solve of its classification (minimum-norm: redundant rows share), else Lemke's
+    // own answer when it is complementary (on a degenerate basis the minimum-norm solution of
+    // the classification can leave the bounds), else a few pivots from the classification
+    std::copy(x, x + n, xl_.begin());
     Normalize(lcp, nullptr, state);
-    if (Exact(lcp, opt, state, cod, x, w, stats) || repair()) {
+    bool ok = Exact(lcp, opt, state, cod, x, w, stats);
+    if (!ok) {
+      std::copy(xl_.begin(), xl_.begin() + n, x);
+      ok = AcceptAnswer(lcp, opt, state, cod, x, w, stats);
+    }
+    if (ok || repair()) {
       stats->pivot_ok = true;
       return finish(true);
     }

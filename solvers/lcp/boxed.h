@@ -136,6 +136,12 @@ class BoxedLcpSolver {
   bool Exact(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state, Cod* cod,
              double* x, double* w, BoxedStats* stats);
 
+  // accept x (n) as it is when its residual is within opt.tol: state becomes its classification
+  // and cod the factorization of that classification (whose minimum-norm solution can differ
+  // from x where the clamped rows are redundant); w gets A x + b
+  bool AcceptAnswer(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
+                    double* x, double* w, BoxedStats* stats);
+
   // Nimble's stabilization of an accepted solution: tied rows join C when the minimum-norm
   // solution of the larger system stays exact; cod ends with the factorization of state
   void Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
@@ -152,6 +158,7 @@ class BoxedLcpSolver {
   std::vector<double> fixv_;         // frozen friction bounds                        (nmax)
   const double* fix_ = nullptr;      // fixv_ while the bounds are frozen, else null
   std::vector<double> xs_;           // scratch answer                                (nmax)
+  std::vector<double> xl_;           // Lemke's own answer                            (nmax)
   std::vector<double> ws_;           // its w                                         (nmax)
   double best_res_ = 0;              // residual of xb_
   std::vector<int> cidx_;            // clamped rows                                  (nmax)

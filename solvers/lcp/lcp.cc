@@ -578,8 +578,9 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
   }
   const DenseLcp lcp{np, np, Ap, b_.data(), lo_.data(), hi_.data(), findex_.data(), mu_.data()};
   // usually every penetrating row pushes: the minimum-norm solution of A_PP x = -b, accepted
-  // when it is nonnegative; otherwise the boxed solver (with the default limits, not the
-  // settings': this small problem always gets its pivots)
+  // when it is nonnegative; otherwise the boxed solver (with the default pivot limits, not the
+  // settings': this small problem always gets its pivots; but within the settings' work budget,
+  // since penetrations that no push can remove together leave it without an answer)
   signed char* state = lstate_.data();
   for (int j = 0; j < np; j++) rc_[j] = -b_[j];
   scratch_cod_.Factor(Ap, np, np, 1e-13);
@@ -596,6 +597,7 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
   if (!solved) {
     BoxedOptions opt;
     opt.tol = tol;
+    opt.budget = settings_.lcp.max_solves;
     BoxedLcpSolver::ColdState(lcp, state);
     opt.use_guess = true;
     BoxedStats st;

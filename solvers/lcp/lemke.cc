@@ -188,6 +188,22 @@ bool Lemke::Refactor(const DenseLcp& lcp) {
   return true;
 }
 
+void Lemke::Refine(const DenseLcp& lcp) {
+  // r = q - B xB (into tmp_), then xB += B^-1 r, the inverse applied as in Refactor
+  Residual(lcp);
+  const int N = N_, k = nu_;
+  const double* r = tmp_.data();
+  double* ru = tmp_.data() + N;  // r on the columns of BU
+  for (int a = 0; a < k; a++) ru[a] = r[ucol_[a]];
+  for (int i = 0; i < N; i++) {
+    const double* bi = bu_.data() + static_cast<size_t>(i) * N;
+    double v = basic_[i] < N ? r[basic_[i]] : 0;
+    for (int a = 0; a < k; a++) v += bi[a] * ru[a];
+    col_[i] = v;
+  }
+  for (int i = 0; i < N; i++) xB_[i] += col_[i];
+}
+
 double Lemke::Residual(const DenseLcp& lcp) {
   // r = q - B xB over the basic columns: slacks are unit columns, structural ones are computed
   const int N = N_;
@@ -404,6 +420,7 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
     }
   }
   if (!solved || (*pivots > 0 && !Refactor(lcp))) return false;
+  if (*pivots > 0) Refine(lcp);
 
   // solution and classification from the basis
   double* z = z_.data();

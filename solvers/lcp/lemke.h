@@ -40,6 +40,9 @@ class Lemke {
   // the structural columns is inverted); false if singular
   bool Refactor(const DenseLcp& lcp);
 
+  // one step of iterative refinement of the basic solution (after Refactor; uses tmp_, col_)
+  void Refine(const DenseLcp& lcp);
+
   // largest |q - B xB| of the current basis, relative to max(1, |q|) (uses tmp_)
   double Residual(const DenseLcp& lcp);
 
