@@ -71,6 +71,8 @@ struct Source {
   int solver;             // -1: MuJoCo's mjd_transitionFD on mj_step
   double kappa_grad = 0;  // ipm: > 0 this value, < 0 kappa_tol
   int anchor = -1;        // comfree: 0 or 1 (-1: default)
+  bool adam = false;      // Adam on ck_rolloutGrad's gradients instead of iLQR
+  bool aware = false;     // complementarity_aware (lcp)
 };
 
 std::vector<Source> Sources(const std::vector<int>& solvers) {
@@ -87,6 +89,17 @@ std::vector<Source> Sources(const std::vector<int>& solvers) {
     }
   }
   out.push_back({"MuJoCo mjd_transitionFD", -1});
+  // reverse mode: Adam over whole rollouts (comfree without anchors: ck_rolloutGrad refuses them)
+  for (int s : solvers) {
+    if (s == ckSOL_IPM) {
+      out.push_back({"Adam: ipm (kappa_grad 1e-2)", s, 1e-2, -1, true});
+    } else if (s == ckSOL_COMFREE) {
+      out.push_back({"Adam: comfree (anchor 0)", s, 0, 0, true});
+    } else {
+      out.push_back({std::string("Adam: ") + ck_solverName(s), s, 0, -1, true});
+    }
+    if (s == ckSOL_LCP) out.push_back({"Adam: lcp (complementarity-aware)", s, 0, -1, true, true});
+  }
   return out;
 }
 
@@ -112,12 +125,18 @@ tools::IlqrResult RunOne(const Task& task, const Source& src, double cfd_width,
     if (src.kappa_grad > 0) s.ipm.kappa_grad = src.kappa_grad;
     if (src.kappa_grad < 0) s.ipm.kappa_grad = s.ipm.kappa_tol;
     if (src.anchor >= 0) s.comfree.anchor = src.anchor;
+    s.deriv.complementarity_aware = src.aware;
     s.deriv.cfd_width = cfd_width;
     char cerr[512];
     ck = ck_make(m, &s, cerr, sizeof(cerr));
     if (!ck) r.error = cerr;
   }
-  if (r.error.empty()) {
+  if (r.error.empty() && src.adam) {
+    tools::IlqrOptions adam = options;
+    adam.max_iterations = options.max_iterations < 200 ? 15 : 300;
+    adam.max_outer = 5;
+    r = tools::RunAdam(m, d, ck, task.task, adam);
+  } else if (r.error.empty()) {
     r = tools::RunIlqr(m, d, ck, src.solver >= 0 ? tools::kIlqrContactkit : tools::kIlqrMujocoFD,
                        task.task, options);
   } else {

@@ -349,7 +349,138 @@ IlqrResult Ilqr::Run() {
   return res;
 }
 
+// Adam on the controls: the loss of ck_rolloutGrad is the stage cost of each state reached and, at
+// the horizon, the constraint terms; the control cost's gradient is added here
+class Adam {
+ public:
+  Adam(const mjModel* m, const IlqrTask& task) : m_(m), task_(task) {}
+
+  IlqrResult Run(const mjData* start, ckHandle* ck, const IlqrOptions& options, double lr);
+
+ private:
+  // ckStepLoss: the stage weights at the state after step t, the goal's terms after the last
+  static mjtNum Loss(void* user, int t, const mjModel* m, const mjData* d, mjtNum* dx, mjtNum*);
+  double Terms(const mjData* d, int t, double* dx, double* violation);
+
+  const mjModel* m_;
+  const IlqrTask& task_;
+  std::vector<double> lambda_;
+  double rho_ = 10;
+  double violation_ = 0;   // of the last rollout
+  double constraint_ = 0;  // its constraint terms
+};
+
+double Adam::Terms(const mjData* d, int t, double* dx, double* violation) {
+  const int nv = m_->nv, ndx = 2 * nv + m_->na;
+  const bool way = t == task_.waypoint_step, last = t == task_.horizon - 1;
+  std::vector<double> e(ndx);
+  mj_differentiatePos(m_, e.data(), 1, way ? task_.waypoint_qpos.data() : task_.goal_qpos.data(),
+                      d->qpos);
+  for (int i = 0; i < nv; i++) e[nv + i] = d->qvel[i] - (way ? 0 : task_.goal_qvel[i]);
+  for (int i = 0; i < m_->na; i++) e[2 * nv + i] = d->act[i];
+  const std::vector<double>& q = way ? task_.waypoint_q : task_.q;
+  double value = 0;
+  for (int i = 0; i < ndx; i++) {
+    value += 0.5 * q[i] * e[i] * e[i];
+    dx[i] = q[i] * e[i];
+  }
+  if (last) {
+    *violation = 0;
+    for (size_t k = 0; k < task_.constrained.size(); k++) {
+      const int i = task_.constrained[k];
+      const double c = lambda_[k] * e[i] + 0.5 * rho_ * e[i] * e[i];
+      value += c;
+      constraint_ += c;
+      dx[i] += lambda_[k] + rho_ * e[i];
+      *violation = std::max(*violation, std::fabs(e[i]));
+    }
+  }
+  return value;
+}
+
+mjtNum Adam::Loss(void* user, int t, const mjModel*, const mjData* d, mjtNum* dx, mjtNum*) {
+  Adam* a = static_cast<Adam*>(user);
+  return a->Terms(d, t, dx, &a->violation_);
+}
+
+IlqrResult Adam::Run(const mjData* start, ckHandle* ck, const IlqrOptions& options, double lr) {
+  IlqrResult res;
+  const double t0 = Now();
+  const int nu = m_->nu, T = task_.horizon, ndx = 2 * m_->nv + m_->na;
+  lambda_.assign(task_.constrained.size(), 0.0);
+  rho_ = options.rho;
+  std::vector<double> u(T * nu, 0.0), g(T * nu), mom(T * nu, 0.0), sec(T * nu, 0.0), gx(ndx);
+  mjData* d = mj_makeData(m_);
+  const int per_outer = std::max(1, options.max_iterations / std::max(1, options.max_outer));
+  for (int it = 0; it < options.max_iterations; it++) {
+    mj_copyData(d, m_, start);
+    ck_reset(ck);
+    double value = 0;
+    constraint_ = 0;
+    const double tj = Now();
+    const int rc =
+        ck_rolloutGrad(ck, m_, d, T, u.data(), &Adam::Loss, this, &value, gx.data(), g.data());
+    res.deriv_seconds += Now() - tj;
+    if (rc < 0) {
+      res.diverged = true;
+      res.error = ck_lastError(ck);
+      break;
+    }
+    double plain = value - constraint_;  // stage and control cost
+    for (int k = 0; k < T * nu; k++) {
+      const double r = task_.r[k % nu];
+      g[k] += r * u[k];
+      plain += 0.5 * r * u[k] * u[k];
+    }
+    res.iterations = it + 1;
+    res.history.push_back(plain);
+    res.violations.push_back(violation_);
+    res.violation = violation_;
+    if (violation_ < options.violation_tol) break;
+    // Adam (beta 0.9, 0.999), each control's step lr / (1 + it / 100) times its range, kept inside
+    // the range
+    for (int k = 0; k < T * nu; k++) {
+      const int j = k % nu;
+      const double range = m_->actuator_ctrllimited[j]
+                               ? m_->actuator_ctrlrange[2 * j + 1] - m_->actuator_ctrlrange[2 * j]
+                               : 1;
+      mom[k] = 0.9 * mom[k] + 0.1 * g[k];
+      sec[k] = 0.999 * sec[k] + 0.001 * g[k] * g[k];
+      const double mh = mom[k] / (1 - std::pow(0.9, it + 1));
+      const double vh = sec[k] / (1 - std::pow(0.999, it + 1));
+      u[k] -= lr / (1 + it / 100.0) * range * mh / (std::sqrt(vh) + 1e-12);
+      if (m_->actuator_ctrllimited[j]) {
+        u[k] = std::clamp(u[k], m_->actuator_ctrlrange[2 * j], m_->actuator_ctrlrange[2 * j + 1]);
+      }
+    }
+    // the multipliers after each block of iterations
+    if ((it + 1) % per_outer == 0) {
+      std::vector<double> e(ndx);
+      mj_differentiatePos(m_, e.data(), 1, task_.goal_qpos.data(), d->qpos);
+      for (int i = 0; i < m_->nv; i++) e[m_->nv + i] = d->qvel[i] - task_.goal_qvel[i];
+      for (size_t k = 0; k < lambda_.size(); k++) lambda_[k] += rho_ * e[task_.constrained[k]];
+      rho_ *= 10;
+    }
+  }
+  mj_deleteData(d);
+  res.cost = res.history.empty() ? 0 : res.history.back();
+  res.ctrl = u;
+  res.seconds = Now() - t0;
+  return res;
+}
+
 }  // namespace
+
+IlqrResult RunAdam(const mjModel* m, const mjData* start, ckHandle* ck, const IlqrTask& task,
+                   const IlqrOptions& options, double lr) {
+  if (!ck) {
+    IlqrResult r;
+    r.error = "Adam takes ck_rolloutGrad's gradients: it needs a handle";
+    return r;
+  }
+  Adam adam(m, task);
+  return adam.Run(start, ck, options, lr);
+}
 
 IlqrResult RunIlqr(const mjModel* m, const mjData* start, ckHandle* ck, IlqrSource source,
                    const IlqrTask& task, const IlqrOptions& options) {

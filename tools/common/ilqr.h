@@ -2,7 +2,8 @@
 //
 // Iterative LQR with an augmented Lagrangian on the goal (as Dojo's planning, Table III): the
 // dynamics are ck_step with a contactkit handle, or mj_step; the Jacobians come from
-// ck_transitionJac or from MuJoCo's mjd_transitionFD. Used by ck-bench dojo-planning.
+// ck_transitionJac or from MuJoCo's mjd_transitionFD. And Adam on the same problem with
+// ck_rolloutGrad's gradients. Used by ck-bench dojo-planning.
 #ifndef CONTACTKIT_TOOLS_COMMON_ILQR_H_
 #define CONTACTKIT_TOOLS_COMMON_ILQR_H_
 
@@ -55,6 +56,14 @@ struct IlqrResult {
 // optimize task from d's state; ck null: mj_step dynamics (source must be kIlqrMujocoFD)
 IlqrResult RunIlqr(const mjModel* m, const mjData* start, ckHandle* ck, IlqrSource source,
                    const IlqrTask& task, const IlqrOptions& options);
+
+// the same task by Adam on the controls with ck_rolloutGrad's reverse-mode gradient (first
+// order, no line search: it crosses flat regions such as a thrust below a resting box's weight);
+// step size lr / (1 + iteration / 100) times each control's range, options.max_iterations gradient
+// evaluations, the augmented Lagrangian updated every options.max_iterations / options.max_outer of
+// them
+IlqrResult RunAdam(const mjModel* m, const mjData* start, ckHandle* ck, const IlqrTask& task,
+                   const IlqrOptions& options, double lr = 0.02);
 
 }  // namespace contactkit::tools
 
