@@ -159,6 +159,7 @@ int PlanningBench(const PlanningOptions& o, std::string* report) {
   tools::IlqrOptions options;
   if (o.quick) options.max_iterations = 20;
   int total = 0, done = 0;
+  std::string stopped;  // runs that ended on an error, with it
   for (const Task& task : tasks) {
     for (const Source& src : sources) total += task.cfd && src.solver >= 0 ? 2 : 1;
   }
@@ -179,7 +180,9 @@ int PlanningBench(const PlanningOptions& o, std::string* report) {
           return 2;
         }
         const std::string name = src.name + (cfd > 0 ? " + cfd_width 0.2" : "");
-        const std::string status = r.diverged                            ? "diverged"
+        const bool nan = r.error.find("not finite") != std::string::npos;
+        const std::string status = r.diverged && nan                     ? "gradient not finite"
+                                   : r.diverged                          ? "diverged"
                                    : r.violation < options.violation_tol ? "ok"
                                                                          : "failure";
         csv << task.name << "," << name << "," << r.cost << "," << r.violation << ","
@@ -187,6 +190,7 @@ int PlanningBench(const PlanningOptions& o, std::string* report) {
         rows.push_back({task.name, name, Fmt(r.cost), Fmt(r.violation, "%.1e"),
                         std::to_string(r.iterations), Fmt(r.seconds, "%.2f"),
                         Fmt(r.deriv_seconds, "%.2f"), status});
+        if (!r.error.empty()) stopped += "- " + task.name + ", " + name + ": " + r.error + "\n";
         Series series{name, {}, {}};
         for (size_t i = 0; i < r.violations.size(); i++) {
           series.x.push_back(static_cast<double>(i + 1));
@@ -208,16 +212,19 @@ int PlanningBench(const PlanningOptions& o, std::string* report) {
       tools::MarkdownTable({"task", "gradients", "cost", "violation", "iterations", "time (s)",
                             "in derivatives (s)", "status"},
                            rows);
-  const std::string text =
+  std::string text =
       "### Planning with iLQR (Dojo Table III)\n\n" + table +
       "\niLQR with an augmented Lagrangian on the goal (tools/common/ilqr.h), h = 0.01, 1 s, "
       "controls from zero; the dynamics are each solver's ck_step (MuJoCo's mj_step for "
-      "mjd_transitionFD, forward differences, eps 1e-6). status: ok = goal violation below " +
+      "mjd_transitionFD, forward differences, eps 1e-6). Adam: the same problem by Adam on the "
+      "controls with ck_rolloutGrad's reverse-mode gradient. status: ok = goal violation below " +
       Fmt(options.violation_tol) + ", failure = not reached within " +
       std::to_string(options.max_iterations) +
-      " iterations. Dojo reports box right 14.5 (D) / 13.5 (M), box up 14.5 (D) / failure "
+      " iterations (Adam: " + std::to_string(options.max_iterations < 200 ? 15 : 300) +
+      " gradients). Dojo reports box right 14.5 (D) / 13.5 (M), box up 14.5 (D) / failure "
       "(M), hopper 8.9 (D) / 26.7 (M), with its own models and costs. push: a pusher 0.15 m "
       "from a box brings it 0.3 m forward (DiffMJX), each solver also with cfd_width 0.2.\n";
+  if (!stopped.empty()) text += "\nRuns that stopped on an error:\n" + stopped;
   std::printf("\n%s\n", text.c_str());
   *report += text + "\n";
   return 0;
