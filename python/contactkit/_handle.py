@@ -83,6 +83,16 @@ def settings_from_model(model: mujoco.MjModel) -> dict:
     return _settings_dict(_core.settings_from_model(model._address))
 
 
+def _vector(v, n: int, name: str):
+    """v as a contiguous float64 vector of shape (n,), or None; ValueError naming it otherwise."""
+    if v is None:
+        return None
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    if v.shape != (n,):
+        raise ValueError(f"{name} must have shape ({n},), got {v.shape}")
+    return v
+
+
 def _check_model(model: Any) -> None:
     if not isinstance(model, mujoco.MjModel):
         raise TypeError(f"expected a mujoco.MjModel, got {type(model).__name__}")
@@ -292,16 +302,7 @@ class Handle:
         zero). Returns gx = A' dx + C' ds (2nv+na,) and gu = B' dx + D' ds (nu,)."""
         self._check(model, data)
         nx = 2 * model.nv + model.na
-
-        def vec(v, n, name):
-            if v is None:
-                return None
-            v = np.ascontiguousarray(v, dtype=np.float64)
-            if v.shape != (n,):
-                raise ValueError(f"{name} must have shape ({n},), got {v.shape}")
-            return v
-
-        dx, ds = vec(dx, nx, "dx"), vec(ds, model.nsensordata, "ds")
+        dx, ds = _vector(dx, nx, "dx"), _vector(ds, model.nsensordata, "ds")
         gx, gu = np.zeros(nx), np.zeros(model.nu)
         rc = self._core.transition_vjp(model._address, data._address, dx, ds, gx, gu)
         self._method(rc, "transition_vjp")
@@ -328,14 +329,8 @@ class Handle:
             if not isinstance(out, tuple) or len(out) != 3:
                 raise TypeError("loss(t, data) must return (value, dx, ds); dx and ds may be None")
             value, dx, ds = out
-            def vec(v, n, name):
-                if v is None:
-                    return None
-                v = np.ascontiguousarray(v, dtype=np.float64)
-                if v.shape != (n,):
-                    raise ValueError(f"loss at step {t}: {name} must have shape ({n},), got {v.shape}")
-                return v
-            return float(value), vec(dx, nx, "dx"), vec(ds, ns, "ds")
+            where = f"loss at step {t}: "
+            return float(value), _vector(dx, nx, where + "dx"), _vector(ds, ns, where + "ds")
 
         value, gx, gu = np.zeros(1), np.zeros(nx), np.zeros((nstep, model.nu))
         rc = self._core.rollout_grad(model._address, data._address, nstep, ctrl, call, value, gx,

@@ -72,6 +72,17 @@ TEST_F(IlqrTest, MinimumEffortTransferMatchesClosedForm) {
   EXPECT_NEAR(res.cost, cost, 1e-4 * cost);
 }
 
+// pushed_box.xml from rest to rest at (x, 0, z) in 1 s, the effort weighted 1e-2
+tools::IlqrTask BoxTask(double x, double z) {
+  tools::IlqrTask task;
+  task.goal_qpos = {x, 0, z, 1, 0, 0, 0};
+  task.goal_qvel.assign(6, 0.0);
+  task.q.assign(12, 0.0);
+  task.r = {1e-2, 1e-2};
+  task.constrained = {0, 1, 2, 6, 7, 8};
+  return task;
+}
+
 // Dojo's "box right": a 1 kg box resting on the floor (mu 0.5) pushed to rest 1 m away in 1 s
 TEST_F(IlqrTest, BoxRightReachesItsGoal) {
   ModelPtr m = Load(BundledModel("pushed_box.xml"));
@@ -79,12 +90,7 @@ TEST_F(IlqrTest, BoxRightReachesItsGoal) {
   m->opt.timestep = 0.01;
   DataPtr d(mj_makeData(m.get()));
   mj_forward(m.get(), d.get());
-  tools::IlqrTask task;
-  task.goal_qpos = {1, 0, 0.1, 1, 0, 0, 0};
-  task.goal_qvel.assign(6, 0.0);
-  task.q.assign(12, 0.0);
-  task.r = {1e-2, 1e-2};
-  task.constrained = {0, 1, 2, 6, 7, 8};
+  const tools::IlqrTask task = BoxTask(1, 0.1);
   // hard contact (Dojo's setting): the box slides under a push above mu m g
   const int solver = ck_solverAvailable(ckSOL_LCP) ? ckSOL_LCP : ckSOL_MUJOCO;
   ckSettings s = Settings(solver);
@@ -116,12 +122,7 @@ TEST_F(IlqrTest, ComplementarityAwareAdamLiftsTheBox) {
   m->opt.timestep = 0.01;
   DataPtr d(mj_makeData(m.get()));
   mj_forward(m.get(), d.get());
-  tools::IlqrTask task;
-  task.goal_qpos = {0, 0, 1.1, 1, 0, 0, 0};
-  task.goal_qvel.assign(6, 0.0);
-  task.q.assign(12, 0.0);
-  task.r = {1e-2, 1e-2};
-  task.constrained = {0, 1, 2, 6, 7, 8};
+  const tools::IlqrTask task = BoxTask(0, 1.1);
   tools::IlqrOptions options;
   options.max_iterations = 300;
   options.max_outer = 5;
