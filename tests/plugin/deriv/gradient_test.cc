@@ -18,6 +18,25 @@
 namespace contactkit::test {
 namespace {
 
+// d(state entry `target` after `steps` steps)/d(first control of the first step) from the steps'
+// Jacobians A (steps x ndx x ndx) and the first step's B0 (ndx x nu): e' A_{steps-1} ... A_1 B0
+double ChainedGradient(const std::vector<double>& A, const std::vector<double>& B0, int steps,
+                       int ndx, int nu, int target) {
+  std::vector<double> lambda(ndx, 0.0), next(ndx);
+  lambda[target] = 1;
+  for (int k = steps - 1; k >= 1; k--) {
+    const double* Ak = A.data() + k * ndx * ndx;
+    for (int j = 0; j < ndx; j++) {
+      next[j] = 0;
+      for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
+    }
+    lambda = next;
+  }
+  double g = 0;
+  for (int i = 0; i < ndx; i++) g += B0[i * nu] * lambda[i];
+  return g;
+}
+
 class GradientTest : public MujocoTest {};
 
 // billiards with a motor pushing ball 1 along +y (towards ball 2's side), world frame
@@ -206,19 +225,7 @@ class CfdSolverTest : public MujocoTest, public ::testing::WithParamInterface<Cf
         trajectory->insert(trajectory->end(), d->qvel, d->qvel + nv);
       }
     }
-    std::vector<double> lambda(ndx, 0.0), next(ndx);
-    lambda[1] = 1;  // box x
-    for (int k = steps - 1; k >= 1; k--) {
-      const double* Ak = A.data() + k * ndx * ndx;
-      for (int j = 0; j < ndx; j++) {
-        next[j] = 0;
-        for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
-      }
-      lambda = next;
-    }
-    double g = 0;
-    for (int i = 0; i < ndx; i++) g += B0[i * m->nu] * lambda[i];
-    return g;
+    return ChainedGradient(A, B0, steps, ndx, m->nu, 1);  // box x
   }
 };
 
@@ -434,19 +441,7 @@ TEST_P(CfdSolverTest, BallsThatMissGiveGradients) {
         trajectory->insert(trajectory->end(), d->qvel, d->qvel + nv);
       }
     }
-    std::vector<double> lambda(ndx, 0.0), next(ndx);
-    lambda[y2] = 1;
-    for (int k = steps - 1; k >= 1; k--) {
-      const double* Ak = A.data() + k * ndx * ndx;
-      for (int j = 0; j < ndx; j++) {
-        next[j] = 0;
-        for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
-      }
-      lambda = next;
-    }
-    double g = 0;
-    for (int i = 0; i < ndx; i++) g += B0[i * m->nu] * lambda[i];
-    return g;
+    return ChainedGradient(A, B0, steps, ndx, m->nu, y2);
   };
 
   // the scene's 1 cm miss: without, ball 2 never feels ball 1; with, pushing ball 1 towards ball
