@@ -24,6 +24,7 @@ constexpr double kCenterAfter = 0.2;       // a step shorter than this makes the
 constexpr double kBacktrack = 0.5;         // Dojo's beta
 constexpr int kMaxBacktrack = 12;          // halvings of a step
 constexpr double kTargetFraction = 0.1;    // final central-path target, fraction of kappa_tol
+constexpr double kRetryTarget = 1e-3;      // the same for the last retries (stalled islands)
 constexpr double kVelFloor = 3e-3;         // velocity scale of the cold start (m/s)
 constexpr double kColdSlack = 0.1;         // cold-start gap slack, fraction of that scale
 constexpr double kRetryFloor = 1;          // the same for the retry of a failed solve
@@ -1013,8 +1014,8 @@ void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) cons
 }
 
 int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter,
-                       bool scaled, double rtol, double ktol, int* status, double* cond,
-                       const State** fin) {
+                       bool scaled, double target, double rtol, double ktol, int* status,
+                       double* cond, const State** fin) {
   const ckIpmSettings& st = settings_.ipm;
   auto merit = [&](const State& s) { return std::max(s.rvio / rtol, s.kvio / ktol); };
   const bool cones = lists_[k].orth_num + lists_[k].soc_num > 0;
@@ -1058,7 +1059,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     }
 
     // predictor: the affine direction gives the centering sigma = (mu_aff / mu)^3
-    double kappa = ktol * kTargetFraction;
+    double kappa = ktol * target;
     // after a short step, a pure centering step (sigma = 1, no second-order term): a cone whose
     // velocity reached its boundary while its force did not (a sliding contact beside sticking
     // ones) blocks the predictor-corrector direction until it is centered again
@@ -1170,23 +1171,25 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   // defined where a cone's force or velocity nears its boundary: sliding contacts in large
   // piles), cold from a more central point without eta0 re-centering (which can stall a pile's
   // iterates near the cone boundary), softer contact. A stall (inaccurate) goes to the attempt
-  // named in next; a failure to the following one
+  // named in next; a failure to the following one. The last two aim lower: an island that
+  // stalled twice just above kappa_tol (a contact between sticking and sliding whose blocked
+  // steps end near the tolerance) gets there from a deeper final target
   struct Plan {
-    double floor, warm_mu, soft;
+    double floor, warm_mu, soft, target;
     bool recenter, scaled;
     int next;  // the attempt after a stall (-1: stop)
   };
-  const Plan plans[5] = {{kVelFloor, kWarmMu, 1, true, false, 2},
-                         {kVelFloor, 0, 1, true, false, 2},
-                         {kVelFloor, 0, 1, true, true, 3},
-                         {kRetryFloor, 0, 1, false, false, -1},
-                         {kRetryFloor, 0, kSoftFactor, false, false, -1}};
+  const Plan plans[5] = {{kVelFloor, kWarmMu, 1, kTargetFraction, true, false, 2},
+                         {kVelFloor, 0, 1, kTargetFraction, true, false, 2},
+                         {kVelFloor, 0, 1, kTargetFraction, true, true, 3},
+                         {kRetryFloor, 0, 1, kRetryTarget, false, false, -1},
+                         {kRetryFloor, 0, kSoftFactor, kRetryTarget, false, false, -1}};
   for (int attempt = warm ? 0 : 1, first = attempt; attempt >= 0 && attempt < 5;) {
     const Plan& plan = plans[attempt];
     int result;
     double c = 0;
     const State* fin = nullptr;
-    iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled,
+    iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
                           plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
     const bool soft = plan.soft > 1;
     if (soft && result != ckSTATUS_NUMERICAL) result = ckSTATUS_INACCURATE;

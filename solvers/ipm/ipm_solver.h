@@ -83,9 +83,10 @@ class IpmSolver final : public Solver {
   void SolveAll(const Problem& p, Solution* sol);
   void SolveIsland(const Problem& p, int k, Solution* sol);
   // one solve attempt from a cold (warm_mu = 0) or warm start; recenter: re-center eta0 of
-  // friction cones on feasible iterates
+  // friction cones on feasible iterates; target: the final central-path value, fraction of ktol
   int Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter, bool scaled,
-              double rtol, double ktol, int* status, double* cond, const State** fin);
+              double target, double rtol, double ktol, int* status, double* cond,
+              const State** fin);
   bool Center(const Problem& p, int k);
   // kappa_grad at (or below) kappa_tol asks for the derivative of the hard-contact step itself:
   // the step then ends on the central point at kappa_tol (its own final target undershoots it),
