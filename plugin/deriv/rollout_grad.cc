@@ -9,8 +9,10 @@
 #include "plugin/deriv/rollout_grad.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "plugin/deriv/derivative.h"
 #include "plugin/deriv/fd_reference.h"
@@ -25,13 +27,18 @@ RolloutTape::~RolloutTape() {
 
 namespace {
 
-// entries of the kept state of one step
-int StateSize(const mjModel* m) {
-  int n = m->nq + 2 * m->nv + m->na + m->nu + 1;
+// the arrays of d kept for each step, in the tape's order (time follows them)
+constexpr int kFields = CK_MJ3 ? 6 : 5;
+std::array<std::pair<double*, int>, kFields> Fields(const mjModel* m, const mjData* d) {
+  return {{{d->qpos, m->nq},
+           {d->qvel, m->nv},
+           {d->act, m->na},
+           {d->ctrl, m->nu},
+           {d->qacc_warmstart, m->nv},
 #if CK_MJ3
-  n += m->npluginstate;
+           {d->plugin_state, static_cast<int>(m->npluginstate)}
 #endif
-  return n;
+  }};
 }
 
 }  // namespace
@@ -39,7 +46,8 @@ int StateSize(const mjModel* m) {
 bool RolloutTape::Reserve(const mjModel* m, int nstep) {
   if (!data_) data_ = mj_makeData(m);
   if (!data_) return false;
-  nstate_ = StateSize(m);
+  nstate_ = 1;  // time
+  for (const auto& f : Fields(m, data_)) nstate_ += f.second;
   ndx_ = 2 * m->nv + m->na;
   ns_ = m->nsensordata;
   if (nstep > nstep_) {
@@ -55,35 +63,21 @@ bool RolloutTape::Reserve(const mjModel* m, int nstep) {
 
 void RolloutTape::Save(int t, const mjModel* m, const mjData* d) {
   double* s = state_.data() + static_cast<size_t>(t) * nstate_;
-  for (const auto& [x, n] : {std::pair<const double*, int>{d->qpos, m->nq},
-                             {d->qvel, m->nv},
-                             {d->act, m->na},
-                             {d->ctrl, m->nu},
-                             {d->qacc_warmstart, m->nv}}) {
+  for (const auto& [x, n] : Fields(m, d)) {
     mju_copy(s, x, n);
     s += n;
   }
-  *s++ = d->time;
-#if CK_MJ3
-  mju_copy(s, d->plugin_state, m->npluginstate);
-#endif
+  *s = d->time;
 }
 
 mjData* RolloutTape::Load(int t, const mjModel* m, const mjData* held) {
   CopyStepInputs(m, held, data_);
   const double* s = state_.data() + static_cast<size_t>(t) * nstate_;
-  for (const auto& [x, n] : {std::pair<double*, int>{data_->qpos, m->nq},
-                             {data_->qvel, m->nv},
-                             {data_->act, m->na},
-                             {data_->ctrl, m->nu},
-                             {data_->qacc_warmstart, m->nv}}) {
+  for (const auto& [x, n] : Fields(m, data_)) {
     mju_copy(x, s, n);
     s += n;
   }
-  data_->time = *s++;
-#if CK_MJ3
-  mju_copy(data_->plugin_state, s, m->npluginstate);
-#endif
+  data_->time = *s;
   return data_;
 }
 

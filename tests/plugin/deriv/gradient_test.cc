@@ -100,17 +100,7 @@ TEST_F(GradientTest, ContactsFromDistanceGiveGradientsBetweenBallsThatMiss) {
       trajectory[cfd].insert(trajectory[cfd].end(), d->qpos, d->qpos + m->nq);
       trajectory[cfd].insert(trajectory[cfd].end(), d->qvel, d->qvel + nv);
     }
-    std::vector<double> lambda(ndx, 0.0), next(ndx);
-    lambda[y2] = 1;
-    for (int k = steps - 1; k >= 1; k--) {
-      const double* Ak = A.data() + k * ndx * ndx;
-      for (int j = 0; j < ndx; j++) {
-        next[j] = 0;
-        for (int i = 0; i < ndx; i++) next[j] += Ak[i * ndx + j] * lambda[i];
-      }
-      lambda = next;
-    }
-    for (int i = 0; i < ndx; i++) gradient[cfd] += B0[i * m->nu] * lambda[i];
+    gradient[cfd] = ChainedGradient(A, B0, steps, ndx, m->nu, y2);
   }
 
   // without: ball 2 never feels ball 1; with: pushing ball 1 towards ball 2 pushes ball 2 away
