@@ -19,6 +19,23 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// the tangent-space error (2nv+na) of a state from the task's goal, or from its waypoint (whose
+// velocity is free) at the waypoint's step
+void StateError(const mjModel* m, const IlqrTask& task, bool waypoint, const double* qpos,
+                const double* qvel, const double* act, double* e) {
+  const int nv = m->nv;
+  mj_differentiatePos(m, e, 1, waypoint ? task.waypoint_qpos.data() : task.goal_qpos.data(), qpos);
+  for (int i = 0; i < nv; i++) e[nv + i] = qvel[i] - (waypoint ? 0 : task.goal_qvel[i]);
+  for (int i = 0; i < m->na; i++) e[2 * nv + i] = act[i];
+}
+
+// the augmented Lagrangian's update from the error e at the horizon: lambda += rho c, rho *= 10
+void UpdateMultipliers(const IlqrTask& task, const double* e, std::vector<double>* lambda,
+                       double* rho) {
+  for (size_t k = 0; k < lambda->size(); k++) (*lambda)[k] += *rho * e[task.constrained[k]];
+  *rho *= 10;
+}
+
 class Ilqr {
  public:
   Ilqr(const mjModel* m, const mjData* start, ckHandle* ck, IlqrSource source, const IlqrTask& task,
@@ -58,8 +75,8 @@ class Ilqr {
 
  private:
   double* X(std::vector<double>& x, int t) { return x.data() + t * (nq_ + nv_ + na_); }
-  // tangent difference x - ref (qpos through mj_differentiatePos)
-  void Diff(const double* x, const double* ref_qpos, const double* ref_qvel, double* dx) const;
+  // StateError of a packed state x (qpos, qvel, act) from the goal, or from the waypoint
+  void Diff(const double* x, bool waypoint, double* dx) const;
   // rollout of controls u (feedback on xref with gains when alpha > 0) into x, u; cost or inf
   double Rollout(double alpha, std::vector<double>* x, std::vector<double>* u);
   // cost of a trajectory: stage and terminal (plain), and with the constraint terms (out)
@@ -85,10 +102,8 @@ class Ilqr {
   bool diverged_ = false;
 };
 
-void Ilqr::Diff(const double* x, const double* ref_qpos, const double* ref_qvel, double* dx) const {
-  mj_differentiatePos(m_, dx, 1, ref_qpos, x);
-  for (int i = 0; i < nv_; i++) dx[nv_ + i] = x[nq_ + i] - (ref_qvel ? ref_qvel[i] : 0);
-  for (int i = 0; i < na_; i++) dx[2 * nv_ + i] = x[nq_ + nv_ + i];
+void Ilqr::Diff(const double* x, bool waypoint, double* dx) const {
+  StateError(m_, task_, waypoint, x, x + nq_, x + nq_ + nv_, dx);
 }
 
 double Ilqr::Rollout(double alpha, std::vector<double>* x, std::vector<double>* u) {
@@ -136,8 +151,7 @@ double Ilqr::Cost(std::vector<double>& x, const std::vector<double>& u, double* 
   double c = 0;
   for (int t = 0; t <= T_; t++) {
     const bool way = t == task_.waypoint_step;
-    Diff(X(x, t), way ? task_.waypoint_qpos.data() : task_.goal_qpos.data(),
-         way ? nullptr : task_.goal_qvel.data(), dx.data());
+    Diff(X(x, t), way, dx.data());
     const std::vector<double>& q = way ? task_.waypoint_q : task_.q;
     for (int i = 0; i < ndx_; i++) c += 0.5 * q[i] * dx[i] * dx[i];
     if (t < T_) {
@@ -184,7 +198,7 @@ bool Ilqr::Backward(double mu) {
   const int n = ndx_, nu = nu_;
   // value function at the horizon: the goal weights and the constraint terms
   std::vector<double> dx(n), Vx(n), Vxx(n * n, 0.0);
-  Diff(X(X_, T_), task_.goal_qpos.data(), task_.goal_qvel.data(), dx.data());
+  Diff(X(X_, T_), false, dx.data());
   for (int i = 0; i < n; i++) {
     Vx[i] = task_.q[i] * dx[i];
     Vxx[i * n + i] = task_.q[i];
@@ -200,8 +214,7 @@ bool Ilqr::Backward(double mu) {
     const double* B = B_.data() + t * n * nu;
     const bool way = t == task_.waypoint_step;
     const std::vector<double>& q = way ? task_.waypoint_q : task_.q;
-    Diff(X(X_, t), way ? task_.waypoint_qpos.data() : task_.goal_qpos.data(),
-         way ? nullptr : task_.goal_qvel.data(), dx.data());
+    Diff(X(X_, t), way, dx.data());
     // VA = Vxx A, VB = Vxx B
     for (int i = 0; i < n; i++) {
       for (int j = 0; j < n; j++) {
@@ -280,7 +293,7 @@ bool Ilqr::Backward(double mu) {
 
 double Ilqr::Violation() {
   std::vector<double> dx(ndx_);
-  Diff(X(X_, T_), task_.goal_qpos.data(), task_.goal_qvel.data(), dx.data());
+  Diff(X(X_, T_), false, dx.data());
   double v = 0;
   for (int i : task_.constrained) v = std::max(v, std::fabs(dx[i]));
   return v;
@@ -335,9 +348,8 @@ IlqrResult Ilqr::Run() {
     const double v = Violation();
     if (v < opt_.violation_tol || res.iterations >= opt_.max_iterations) break;
     std::vector<double> dx(ndx_);
-    Diff(X(X_, T_), task_.goal_qpos.data(), task_.goal_qvel.data(), dx.data());
-    for (size_t k = 0; k < lambda_.size(); k++) lambda_[k] += rho_ * dx[task_.constrained[k]];
-    rho_ *= 10;
+    Diff(X(X_, T_), false, dx.data());
+    UpdateMultipliers(task_, dx.data(), &lambda_, &rho_);
     mu = 1e-6;
   }
   Cost(X_, U_, &plain);
@@ -374,10 +386,7 @@ double Adam::Terms(const mjData* d, int t, double* dx, double* violation) {
   const int nv = m_->nv, ndx = 2 * nv + m_->na;
   const bool way = t == task_.waypoint_step, last = t == task_.horizon - 1;
   std::vector<double> e(ndx);
-  mj_differentiatePos(m_, e.data(), 1, way ? task_.waypoint_qpos.data() : task_.goal_qpos.data(),
-                      d->qpos);
-  for (int i = 0; i < nv; i++) e[nv + i] = d->qvel[i] - (way ? 0 : task_.goal_qvel[i]);
-  for (int i = 0; i < m_->na; i++) e[2 * nv + i] = d->act[i];
+  StateError(m_, task_, way, d->qpos, d->qvel, d->act, e.data());
   const std::vector<double>& q = way ? task_.waypoint_q : task_.q;
   double value = 0;
   for (int i = 0; i < ndx; i++) {
@@ -456,10 +465,8 @@ IlqrResult Adam::Run(const mjData* start, ckHandle* ck, const IlqrOptions& optio
     // the multipliers after each block of iterations
     if ((it + 1) % per_outer == 0) {
       std::vector<double> e(ndx);
-      mj_differentiatePos(m_, e.data(), 1, task_.goal_qpos.data(), d->qpos);
-      for (int i = 0; i < m_->nv; i++) e[m_->nv + i] = d->qvel[i] - task_.goal_qvel[i];
-      for (size_t k = 0; k < lambda_.size(); k++) lambda_[k] += rho_ * e[task_.constrained[k]];
-      rho_ *= 10;
+      StateError(m_, task_, false, d->qpos, d->qvel, d->act, e.data());
+      UpdateMultipliers(task_, e.data(), &lambda_, &rho_);
     }
   }
   mj_deleteData(d);
