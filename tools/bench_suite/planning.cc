@@ -187,9 +187,16 @@ int PlanningBench(const PlanningOptions& o, std::string* report) {
                                                                          : "failure";
         csv << task.name << "," << name << "," << r.cost << "," << r.violation << ","
             << r.iterations << "," << r.seconds << "," << r.deriv_seconds << "," << status << "\n";
-        rows.push_back({task.name, name, Fmt(r.cost), Fmt(r.violation, "%.1e"),
-                        std::to_string(r.iterations), Fmt(r.seconds, "%.2f"),
-                        Fmt(r.deriv_seconds, "%.2f"), status});
+        // a run that diverged or lost its gradient has no time or cost to show: its reason is
+        // listed under the table
+        if (r.diverged) {
+          rows.push_back({task.name, name, "-", "-", std::to_string(r.iterations), "-", "-",
+                          status == "diverged" ? "DIVERGED" : status});
+        } else {
+          rows.push_back({task.name, name, Fmt(r.cost), Fmt(r.violation, "%.1e"),
+                          std::to_string(r.iterations), Fmt(r.seconds, "%.2f"),
+                          Fmt(r.deriv_seconds, "%.2f"), status});
+        }
         if (!r.error.empty()) stopped += "- " + task.name + ", " + name + ": " + r.error + "\n";
         Series series{name, {}, {}};
         for (size_t i = 0; i < r.violations.size(); i++) {
