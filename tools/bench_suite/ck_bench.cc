@@ -43,8 +43,10 @@ const char kUsage[] =
     "commands (each writes CSV + PNG into --out and prints a Markdown table):\n"
     "  all                  every benchmark below, plus OUT/tables.md with the machine\n"
     "  dojo-drop            humanoid drop: penetration against timestep (Dojo Table II)\n"
-    "  dojo-planning        iLQR on box right, box up and the hopper with each solver's\n"
-    "                       Jacobians and MuJoCo's finite differences (Dojo Table III)\n"
+    "  dojo-planning        iLQR on box right, box up, the hopper, a push from a distance and\n"
+    "                       the Unitree A1 (with --menagerie) with each solver's Jacobians and\n"
+    "                       MuJoCo's finite differences, Adam on reverse-mode gradients (Dojo\n"
+    "                       Table III)\n"
     "  dojo-speed           1000 steps at h = 0.01 with random actions and a Jacobian per step\n"
     "                       on humanoid, Unitree A1, Franka Panda, Skydio X2 (Dojo Table V)\n"
     "  comfree-penetration  dense drop of 5 x 5 x 5 primitives: penetration mean +- std\n"
@@ -624,7 +626,7 @@ std::vector<std::pair<std::string, Bench>> Benchmarks() {
       {"nimble-jacobian", NimbleJacobian},
       {"dojo-planning",
        [](const Options& o, std::string* r) {
-         return PlanningBench({o.out, o.solvers, o.quick, o.plots, o.progress}, r);
+         return PlanningBench({o.out, o.models_dir, o.solvers, o.quick, o.plots, o.progress}, r);
        }},
       {"robots",
        [](const Options& o, std::string* r) {

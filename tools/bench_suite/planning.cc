@@ -1,6 +1,8 @@
 // Copyright 2026 The contactkit developers.
 #include "tools/bench_suite/planning.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +25,11 @@ struct Task {
   std::string name, model;
   tools::IlqrTask task;
   bool cfd = false;
+  int settle = 0;    // > 0: from keyframe 0, held for this many steps of the source's own
+                     // dynamics; the goal is then the settled state moved by shift along x and
+                     // the nominal controls the keyframe's
+  double shift = 0;  // (m)
+  int quick_iterations = 20;  // iterations with --quick
 };
 
 // Dojo's planar box: a 1 kg box resting on the floor (mu 0.5), moved 1 m right or up in 1 s,
@@ -62,6 +69,25 @@ Task Push() {
   t.task.q = {0, 0, 0, 0};
   t.task.r = {1e-2};
   t.task.constrained = {1};
+  return t;
+}
+
+// the Menagerie Unitree A1 standing on its keyframe shifts its trunk 5 cm forward in 1 s and
+// stops there, feet kept where they are by friction (a quadruped's body shift, without a gait):
+// trunk position and linear velocity constrained, orientation and joints weighted, controls (its
+// position servos' targets) centred on the keyframe's
+Task Quadruped(const std::string& menagerie) {
+  Task t{"quadruped", menagerie + "/unitree_a1/scene_mj222.xml", {}};
+  const int nv = 18;
+  t.task.q.assign(2 * nv, 0.0);
+  for (int i = 3; i < 6; i++) t.task.q[i] = 1;
+  for (int i = 6; i < nv; i++) t.task.q[i] = 0.1;
+  for (int i = nv; i < 2 * nv; i++) t.task.q[i] = 1e-3;
+  t.task.r.assign(12, 0.1);
+  t.task.constrained = {0, 1, 2, nv, nv + 1, nv + 2};
+  t.settle = 50;
+  t.shift = 0.05;
+  t.quick_iterations = 3;
   return t;
 }
 
@@ -116,6 +142,7 @@ tools::IlqrResult RunOne(const Task& task, const Source& src, double cfd_width,
   }
   m->opt.timestep = 0.01;
   mjData* d = mj_makeData(m);
+  if (task.settle > 0) mj_resetDataKeyframe(m, d, 0);
   mj_forward(m, d);
   ckHandle* ck = nullptr;
   if (src.solver >= 0) {
@@ -131,14 +158,29 @@ tools::IlqrResult RunOne(const Task& task, const Source& src, double cfd_width,
     ck = ck_make(m, &s, cerr, sizeof(cerr));
     if (!ck) r.error = cerr;
   }
+  tools::IlqrTask goal = task.task;
+  if (r.error.empty() && task.settle > 0) {
+    goal.nominal_ctrl.assign(d->ctrl, d->ctrl + m->nu);
+    for (int t = 0; t < task.settle; t++) {
+      if (ck) {
+        ck_step(ck, m, d);
+      } else {
+        mj_step(m, d);
+      }
+    }
+    d->time = 0;
+    goal.goal_qpos.assign(d->qpos, d->qpos + m->nq);
+    goal.goal_qpos[0] += task.shift;
+    goal.goal_qvel.assign(m->nv, 0.0);
+  }
   if (r.error.empty() && src.adam) {
     tools::IlqrOptions adam = options;
-    adam.max_iterations = options.max_iterations < 200 ? 15 : 300;
+    adam.max_iterations = options.max_iterations < 200 ? std::min(15, options.max_iterations) : 300;
     adam.max_outer = 5;
-    r = tools::RunAdam(m, d, ck, task.task, adam);
+    r = tools::RunAdam(m, d, ck, goal, adam);
   } else if (r.error.empty()) {
     r = tools::RunIlqr(m, d, ck, src.solver >= 0 ? tools::kIlqrContactkit : tools::kIlqrMujocoFD,
-                       task.task, options);
+                       goal, options);
   } else {
     r.iterations = -1;
   }
@@ -151,19 +193,30 @@ tools::IlqrResult RunOne(const Task& task, const Source& src, double cfd_width,
 }  // namespace
 
 int PlanningBench(const PlanningOptions& o, std::string* report) {
-  const std::vector<Task> tasks = {Box(false), Box(true), Hopper(), Push()};
+  std::vector<Task> tasks = {Box(false), Box(true), Hopper(), Push()};
+  const Task quadruped = Quadruped(o.menagerie);
+  if (o.menagerie.empty()) {
+    std::fprintf(stderr,
+                 "ck-bench: skipping the quadruped: no Menagerie folder (--menagerie or "
+                 "CK_MENAGERIE)\n");
+  } else if (access(quadruped.model.c_str(), R_OK) != 0) {
+    std::fprintf(stderr, "ck-bench: skipping the quadruped: %s is absent\n",
+                 quadruped.model.c_str());
+  } else {
+    tasks.push_back(quadruped);
+  }
   const std::vector<Source> sources = Sources(o.solvers);
   std::ofstream csv(o.out + "/dojo_planning.csv");
   csv << "task,source,cost,violation,iterations,seconds,derivative_seconds,status\n";
   std::vector<std::vector<std::string>> rows;
-  tools::IlqrOptions options;
-  if (o.quick) options.max_iterations = 20;
   int total = 0, done = 0;
   std::string stopped;  // runs that ended on an error, with it
   for (const Task& task : tasks) {
     for (const Source& src : sources) total += task.cfd && src.solver >= 0 ? 2 : 1;
   }
+  tools::IlqrOptions options;
   for (const Task& task : tasks) {
+    options.max_iterations = o.quick ? task.quick_iterations : tools::IlqrOptions().max_iterations;
     PlotSpec spec{"iLQR on " + task.name + ": goal violation against iteration",
                   "iteration",
                   "goal violation (max |entry|)",

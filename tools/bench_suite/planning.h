@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 //
-// ck-bench dojo-planning: Dojo's Table III on bundled models, iLQR (tools/common/ilqr.h) with each
-// solver's Jacobians and with MuJoCo's finite differences.
+// ck-bench dojo-planning: Dojo's Table III on bundled models and the Menagerie Unitree A1, iLQR
+// (tools/common/ilqr.h) with each solver's Jacobians and with MuJoCo's finite differences.
 #ifndef CONTACTKIT_TOOLS_BENCH_SUITE_PLANNING_H_
 #define CONTACTKIT_TOOLS_BENCH_SUITE_PLANNING_H_
 
@@ -11,7 +11,8 @@
 namespace contactkit::bench {
 
 struct PlanningOptions {
-  std::string out;  // output folder
+  std::string out;        // output folder
+  std::string menagerie;  // folder of Menagerie robots (empty: the quadruped task is skipped)
   std::vector<int> solvers;
   bool quick = false, plots = true, progress = true;
 };

@@ -29,6 +29,11 @@ void StateError(const mjModel* m, const IlqrTask& task, bool waypoint, const dou
   for (int i = 0; i < m->na; i++) e[2 * nv + i] = act[i];
 }
 
+// the task's nominal control j (zero without one)
+double Nominal(const IlqrTask& task, int j) {
+  return task.nominal_ctrl.empty() ? 0 : task.nominal_ctrl[j];
+}
+
 // the augmented Lagrangian's update from the error e at the horizon: lambda += rho c, rho *= 10
 void UpdateMultipliers(const IlqrTask& task, const double* e, std::vector<double>* lambda,
                        double* rho) {
@@ -58,8 +63,8 @@ class Ilqr {
     X_.resize((T_ + 1) * nx);
     Xn_ = X_;
     U_.assign(T_ * nu_, 0.0);
-    if (!task.initial_ctrl.empty()) {
-      for (int t = 0; t < T_; t++) std::copy_n(task.initial_ctrl.data(), nu_, U_.data() + t * nu_);
+    for (int t = 0; t < T_; t++) {
+      for (int j = 0; j < nu_; j++) U_[t * nu_ + j] = Nominal(task, j);
     }
     Un_ = U_;
     A_.resize(T_ * ndx_ * ndx_);
@@ -155,7 +160,10 @@ double Ilqr::Cost(std::vector<double>& x, const std::vector<double>& u, double* 
     const std::vector<double>& q = way ? task_.waypoint_q : task_.q;
     for (int i = 0; i < ndx_; i++) c += 0.5 * q[i] * dx[i] * dx[i];
     if (t < T_) {
-      for (int j = 0; j < nu_; j++) c += 0.5 * task_.r[j] * u[t * nu_ + j] * u[t * nu_ + j];
+      for (int j = 0; j < nu_; j++) {
+        const double du = u[t * nu_ + j] - Nominal(task_, j);
+        c += 0.5 * task_.r[j] * du * du;
+      }
     }
   }
   *plain = c;
@@ -239,7 +247,7 @@ bool Ilqr::Backward(double mu) {
       }
     }
     for (int a = 0; a < nu; a++) {
-      double s = task_.r[a] * U_[t * nu + a];
+      double s = task_.r[a] * (U_[t * nu + a] - Nominal(task_, a));
       for (int l = 0; l < n; l++) s += B[l * nu + a] * Vx[l];
       Qu[a] = s;
       for (int b = 0; b < nu; b++) {
@@ -418,7 +426,8 @@ IlqrResult Adam::Run(const mjData* start, ckHandle* ck, const IlqrOptions& optio
   const int nu = m_->nu, T = task_.horizon, ndx = 2 * m_->nv + m_->na;
   lambda_.assign(task_.constrained.size(), 0.0);
   rho_ = options.rho;
-  std::vector<double> u(T * nu, 0.0), g(T * nu), mom(T * nu, 0.0), sec(T * nu, 0.0), gx(ndx);
+  std::vector<double> u(T * nu), g(T * nu), mom(T * nu, 0.0), sec(T * nu, 0.0), gx(ndx);
+  for (int k = 0; k < T * nu; k++) u[k] = Nominal(task_, k % nu);
   mjData* d = mj_makeData(m_);
   const int per_outer = std::max(1, options.max_iterations / std::max(1, options.max_outer));
   for (int it = 0; it < options.max_iterations; it++) {
@@ -437,9 +446,9 @@ IlqrResult Adam::Run(const mjData* start, ckHandle* ck, const IlqrOptions& optio
     }
     double plain = value - constraint_;  // stage and control cost
     for (int k = 0; k < T * nu; k++) {
-      const double r = task_.r[k % nu];
-      g[k] += r * u[k];
-      plain += 0.5 * r * u[k] * u[k];
+      const double r = task_.r[k % nu], du = u[k] - Nominal(task_, k % nu);
+      g[k] += r * du;
+      plain += 0.5 * r * du * du;
     }
     res.iterations = it + 1;
     res.history.push_back(plain);

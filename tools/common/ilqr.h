@@ -27,7 +27,8 @@ struct IlqrTask {
   int waypoint_step = -1;             // a step with its own weights (-1: none)
   std::vector<double> waypoint_qpos;  // its target (nq)
   std::vector<double> waypoint_q;     // its weights (2nv+na)
-  std::vector<double> initial_ctrl;   // controls of the first guess (nu; empty: zero)
+  std::vector<double> nominal_ctrl;   // first guess, and the controls the cost is centred on (nu;
+                                      // empty: zero): 0.5 r |u - nominal|^2
 };
 
 struct IlqrOptions {

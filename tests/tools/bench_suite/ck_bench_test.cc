@@ -180,6 +180,7 @@ TEST_F(BenchSuiteTest, PlanningRunsEveryTaskAndSource) {
   const ProcessResult r = Bench("dojo-planning");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("Dojo Table III"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("skipping the quadruped: no Menagerie folder"), std::string::npos) << r.err;
   const auto rows = ReadCsv(dir_ + "/dojo_planning.csv");
   // iLQR per solver (ipm twice, comfree with and without anchors) and MuJoCo's differences, Adam
   // per solver (lcp also complementarity-aware); the push once more with contacts from distance
@@ -198,6 +199,29 @@ TEST_F(BenchSuiteTest, PlanningRunsEveryTaskAndSource) {
       EXPECT_NEAR(std::stod(rows[i][3]), 0.3, 1e-9) << rows[i][1] << ": the box never moves";
     }
   }
+}
+
+// the quadruped (the Menagerie Unitree A1 shifting its trunk) runs with a Menagerie folder: iLQR on
+// MuJoCo's solver moves the trunk toward the goal within the quick run's three iterations (5 cm at
+// the start)
+TEST_F(BenchSuiteTest, PlanningTakesTheQuadrupedFromTheMenagerie) {
+#ifdef CK_BENCH
+  const std::string dir = CK_SHARED_MODELS;
+  if (!FileExists(dir + "/unitree_a1")) GTEST_SKIP() << dir << " is absent";
+  const ProcessResult r = RunProcess({kBench, "dojo-planning", "--out", dir_, "--quick", "--quiet",
+                                      "--no-plots", "--solvers", "mujoco"},
+                                     {{"CK_MENAGERIE", dir}});
+  ASSERT_EQ(r.status, 0) << r.err;
+  int quadruped = 0;
+  for (const auto& row : ReadCsv(dir_ + "/dojo_planning.csv")) {
+    if (row[0] != "quadruped") continue;
+    quadruped++;
+    if (row[1] == "mujoco") {
+      EXPECT_LT(std::stod(row[3]), 0.049) << "the trunk did not move";
+    }
+  }
+  EXPECT_EQ(quadruped, 3) << "iLQR on mujoco, on MuJoCo's differences, Adam on mujoco";
+#endif
 }
 
 TEST_F(BenchSuiteTest, BadInputIsNamed) {
