@@ -68,6 +68,9 @@ configure() {  # dir, extra cmake args...
   cmake --build "$dir" -j "$jobs"
 }
 
+# a stage's header, with the time it starts (UTC), so that a slow leg shows in the log
+stage() { echo "=== [$(date -u +%H:%M:%S)] $*"; }
+
 # runs ctest in dir with a label; records "label: N passed, N failed, N skipped"
 summary=()
 failed=0
@@ -89,7 +92,7 @@ run_tests() {  # label, dir, env...
 # builds and installs the Python package into MuJoCo v's venv (against that MuJoCo), runs pytest
 run_python_tests() {  # version
   local v="$1" py="$here/.venvs/mujoco-$1/bin/python" log="$build/python-mujoco-$1.pytest.log"
-  echo "=== MuJoCo $v: pip install . (the Python package), pytest python/tests"
+  stage "MuJoCo $v: pip install . (the Python package), pytest python/tests"
   # --no-deps: the package pins the newest MuJoCo; here it is built against this venv's
   "$py" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps \
     -C build-dir="$build/python-mujoco-$v" "$here" || { summary+=("Python on MuJoCo $v: 0 passed, 1 failed, 0 skipped (pip install failed)"); failed=1; return; }
@@ -119,7 +122,7 @@ case "$cmd" in
     ;;
   test)
     for v in "${versions[@]}"; do
-      echo "=== MuJoCo $v: build with warnings as errors, run every test"
+      stage "MuJoCo $v: build with warnings as errors, run every test"
       configure "$build/mujoco-$v" $(mujoco_args "$v") -DCK_WERROR=ON
       run_tests "MuJoCo $v" "$build/mujoco-$v"
       case "$v" in 3.*) run_python_tests "$v" ;; esac
@@ -127,7 +130,7 @@ case "$cmd" in
     if [ "${CK_SKIP_SANITIZE:-0}" != "1" ]; then
       # the sanitizers on one version: the newest asked for (the 3.x users run)
       for v in "${versions[@]: -1}"; do
-        echo "=== MuJoCo $v: AddressSanitizer + UndefinedBehaviorSanitizer, CK_TEST_QUICK=1"
+        stage "MuJoCo $v: AddressSanitizer + UndefinedBehaviorSanitizer, CK_TEST_QUICK=1"
         configure "$build/mujoco-$v-sanitize" $(mujoco_args "$v") -DCK_WERROR=ON \
           -DCK_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=RelWithDebInfo
         run_tests "MuJoCo $v sanitizers" "$build/mujoco-$v-sanitize" CK_TEST_QUICK=1 \
@@ -137,7 +140,7 @@ case "$cmd" in
     if [ "${CK_SKIP_FUZZ:-0}" != "1" ]; then
       secs="${CK_FUZZ_SECONDS:-60}"
       v="${versions[*]: -1}"
-      echo "=== fuzzing: each libFuzzer target ${secs} s under ASan+UBSan (MuJoCo 2.2.2), then the"
+      stage "fuzzing: each libFuzzer target ${secs} s under ASan+UBSan (MuJoCo 2.2.2), then the"
       echo "    threaded tests under ThreadSanitizer (MuJoCo $v; tools/fuzz.sh)"
       frc=0
       CK_FUZZ_CMAKE_ARGS="-DCK_MUJOCO=system" CK_TSAN_CMAKE_ARGS="$(mujoco_args "$v")" \
@@ -153,7 +156,7 @@ case "$cmd" in
       fi
       [ "$frc" = 0 ] || failed=1
     fi
-    echo "=== summary"
+    stage "summary"
     np=0; nf=0; ns=0
     for line in "${summary[@]}"; do
       echo "  $line"
