@@ -21,10 +21,13 @@ namespace {
 #define CK_OFF(field) offsetof(ckSettings, field)
 constexpr double kInf = HUGE_VAL;
 
+const char* const kSolverNames[ckNSOLVER] = {"mujoco", "ipm", "comfree", "lcp"};
+const char* const kIntegratorNames[ckNINTEGRATOR] = {"model", "tsit5", "dopri5"};
+
 // clang-format off
 const KeyInfo kKeys[] = {
-  {"solver", "common", kKeySolver, CK_OFF(solver), 0, 0, false, false, "mujoco",
-   "constraint solver: mujoco, ipm, comfree or lcp"},
+  {"solver", "common", kKeyName, CK_OFF(solver), 0, 0, false, false, "mujoco",
+   "constraint solver: mujoco, ipm, comfree or lcp", kSolverNames, ckNSOLVER},
   {"warmstart", "common", kKeyBool, CK_OFF(warmstart), 0, 1, false, false, "1",
    "warm-start each solve from the previous step's solution"},
 
@@ -96,11 +99,27 @@ const KeyInfo kKeys[] = {
    false, "0", "Nimble's bounce correction of the position Jacobian"},
   {"complementarity_aware", "derivative", kKeyBool, CK_OFF(deriv.complementarity_aware), 0, 1,
    false, false, "0", "complementarity-aware vector-Jacobian products (lcp)"},
+
+  {"integrator", "adaptive", kKeyName, CK_OFF(integrator), 0, 0, false, false, "model",
+   "ck_step's integrator: model (the model's own), or adaptive steps of tsit5 or dopri5 (solver "
+   "mujoco only)", kIntegratorNames, ckNINTEGRATOR},
+  {"rtol", "adaptive", kKeyReal, CK_OFF(adaptive.rtol), 0, 1, false, false, "1e-5",
+   "relative tolerance of an internal step's error (tsit5, dopri5)"},
+  {"atol", "adaptive", kKeyReal, CK_OFF(adaptive.atol), 0, kInf, false, true, "1e-5",
+   "absolute tolerance (state units: m, rad, m/s, rad/s, activation)"},
+  {"min_step", "adaptive", kKeyReal, CK_OFF(adaptive.min_step), 0, kInf, true, true, "1e-9",
+   "smallest internal step (s); below it ck_step stops and leaves the state at its start"},
+  {"max_steps", "adaptive", kKeyInt, CK_OFF(adaptive.max_steps), 1, 1e9, false, false, "10000",
+   "internal steps (accepted and rejected) per ck_step; beyond it the state is left at the start"},
+  {"pcoeff", "adaptive", kKeyReal, CK_OFF(adaptive.pcoeff), 0, 10, false, false, "0.2",
+   "proportional coefficient of the PID step-size controller"},
+  {"icoeff", "adaptive", kKeyReal, CK_OFF(adaptive.icoeff), 0, 10, false, false, "0.4",
+   "integral coefficient of the PID step-size controller"},
+  {"dcoeff", "adaptive", kKeyReal, CK_OFF(adaptive.dcoeff), 0, 10, false, false, "0",
+   "derivative coefficient of the PID step-size controller"},
 };
 // clang-format on
 constexpr int kNumKeys = sizeof(kKeys) / sizeof(kKeys[0]);
-
-const char* const kSolverNames[ckNSOLVER] = {"mujoco", "ipm", "comfree", "lcp"};
 
 std::string Trim(const char* s) {
   std::string t(s ? s : "");
@@ -133,8 +152,11 @@ std::string RangeText(const KeyInfo& k) {
   switch (k.type) {
     case kKeyBool:
       return "0 or 1 (or false/true)";
-    case kKeySolver:
-      return "one of: mujoco, ipm, comfree, lcp";
+    case kKeyName: {
+      std::string text = "one of:";
+      for (int i = 0; i < k.nnames; i++) text += std::string(i ? ", " : " ") + k.names[i];
+      return text;
+    }
     case kKeyInt:
       return std::string("an integer in ") + interval +
              (std::strcmp(k.name, "facets") == 0 ? ", even" : "");
@@ -206,11 +228,15 @@ int SetKey(ckSettings* s, const KeyInfo& k, const char* value_text, std::string*
     return -1;
   };
   switch (k.type) {
-    case kKeySolver: {
-      const int id = ck_solverId(v.c_str());
-      if (id < 0) return fail("is not a solver");
-      *reinterpret_cast<int*>(Field(s, k)) = id;
-      return 0;
+    case kKeyName: {
+      for (int id = 0; id < k.nnames; id++) {
+        if (v == k.names[id]) {
+          *reinterpret_cast<int*>(Field(s, k)) = id;
+          return 0;
+        }
+      }
+      return fail(std::strcmp(k.name, "solver") == 0 ? "is not a solver"
+                                                     : "is not a name it takes");
     }
     case kKeyBool: {
       int b;
@@ -346,9 +372,9 @@ struct ModelSettings {
         std::snprintf(buf, sizeof(buf), "%s", contactkit::ShortestText(data[j]).c_str());
         text += (j ? " " : "") + std::string(buf);
       }
-      if (k->type == contactkit::kKeySolver && size == 1 && data[0] >= 0 && data[0] < ckNSOLVER &&
+      if (k->type == contactkit::kKeyName && size == 1 && data[0] >= 0 && data[0] < k->nnames &&
           data[0] == std::floor(data[0])) {
-        text = ck_solverName(static_cast<int>(data[0]));
+        text = k->names[static_cast<int>(data[0])];
       }
       if (!Set(*k, text, where)) return false;
     }
@@ -449,9 +475,11 @@ int ck_getSetting(const ckSettings* settings, const char* key, char* buf, int bu
   if (!settings || !k || !buf || buf_sz <= 0) return -1;
   const char* f = Field(settings, *k);
   switch (k->type) {
-    case kKeySolver:
-      std::snprintf(buf, buf_sz, "%s", ck_solverName(*reinterpret_cast<const int*>(f)));
+    case kKeyName: {
+      const int id = *reinterpret_cast<const int*>(f);
+      std::snprintf(buf, buf_sz, "%s", id >= 0 && id < k->nnames ? k->names[id] : "unknown");
       break;
+    }
     case kKeyBool:
     case kKeyInt:
       std::snprintf(buf, buf_sz, "%d", *reinterpret_cast<const int*>(f));
@@ -484,12 +512,14 @@ int ck_validateSettings(const ckSettings* settings, char* error, int error_sz) {
   for (int i = 0; i < n; i++) {
     std::string err;
     ck_getSetting(settings, keys[i].name, text, sizeof(text));
-    if (keys[i].type == kKeySolver) {
+    if (keys[i].type == kKeyName) {
       const int id = *reinterpret_cast<const int*>(Field(settings, keys[i]));
-      if (id < 0 || id >= ckNSOLVER) {
+      if (id < 0 || id >= keys[i].nnames) {
         SetError(error, error_sz,
-                 "setting 'solver': value " + std::to_string(id) +
-                     " is not a solver id; allowed: " + RangeText(keys[i]));
+                 "setting '" + std::string(keys[i].name) + "': value " + std::to_string(id) +
+                     (std::strcmp(keys[i].name, "solver") == 0 ? " is not a solver id"
+                                                               : " is not one of its ids") +
+                     "; allowed: " + RangeText(keys[i]));
         return -1;
       }
       continue;
@@ -516,6 +546,21 @@ int ck_validateSettings(const ckSettings* settings, char* error, int error_sz) {
                   "kappa_tol (gradients are taken on the way down the central path)",
                   settings->ipm.kappa_grad, settings->ipm.kappa_tol);
     SetError(error, error_sz, buf);
+    return -1;
+  }
+  if (settings->integrator != ckINT_MODEL && settings->solver != ckSOL_MUJOCO) {
+    SetError(error, error_sz,
+             "setting 'integrator' = " + std::string(kIntegratorNames[settings->integrator]) +
+                 " with solver " + ck_solverName(settings->solver) +
+                 ": the adaptive integrators take the constraint forces as a force law of the "
+                 "state, which only solver mujoco (MuJoCo's soft constraints) is; ipm, comfree "
+                 "and lcp solve velocity impulses over a step of fixed length; allowed: "
+                 "integrator model with every solver, tsit5 or dopri5 with solver mujoco");
+    return -1;
+  }
+  if (settings->adaptive.rtol == 0 && settings->adaptive.atol == 0) {
+    SetError(error, error_sz,
+             "settings 'rtol' and 'atol' are both 0; allowed: at least one of them > 0");
     return -1;
   }
   return 0;

@@ -18,19 +18,21 @@ enum KeyType : int {
   kKeyReal = 0,  // double; range [lo, hi] with open ends where flagged
   kKeyInt,       // int in [lo, hi]
   kKeyBool,      // 0/1, true/false
-  kKeySolver,    // solver name
+  kKeyName,      // one of the key's names (names, nnames), stored as its index
   kKeyReal5,     // five doubles separated by spaces (solimp-like), each in [lo, hi]
 };
 
 struct KeyInfo {
   const char* name;       // key as written in MJCF
-  const char* group;      // "common", "ipm", "comfree", "lcp", "derivative"
+  const char* group;      // "common", "ipm", "comfree", "lcp", "derivative", "adaptive"
   KeyType type;           // value type
   size_t offset;          // byte offset in ckSettings
   double lo, hi;          // allowed range
   bool lo_open, hi_open;  // exclude lo / hi
   const char* def;        // default as text
   const char* doc;        // one line: meaning and unit
+  const char* const* names = nullptr;  // kKeyName: the allowed names, by value
+  int nnames = 0;                      // kKeyName: their count
 };
 
 // the table and its length

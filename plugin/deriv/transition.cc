@@ -185,6 +185,10 @@ int Derivative::Run(const mjModel* m, const mjData* d) {
     fallback_ = ckFALLBACK_JDOTV;
     ok = false;
   }
+  if (ok && settings_.integrator != ckINT_MODEL) {
+    fallback_ = ckFALLBACK_ADAPTIVE;
+    ok = false;
+  }
   if (ok) {
     CopyStepInputs(m, d, stage_data_);
     ok = m->opt.integrator == mjINT_RK4 ? RungeKutta(m) : SingleStage(m);
@@ -388,6 +392,8 @@ const char* ck_fallbackText(int reason) {
       "fluid forces under the implicit integrators are not differentiated",
       "MuJoCo 3.7+ subtracts Jdot v from connect and weld rows' reference, which the analytic "
       "tangents leave out",
+      "the adaptive integrators' (tsit5, dopri5) internal steps are not differentiated "
+      "analytically yet",
   };
   return reason >= 0 && reason < ckNFALLBACK ? kText[reason] : nullptr;
 }

@@ -221,6 +221,7 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative
     ck->position_fix.assign(m->nv, 0);
     ck->rk.assign(4 * static_cast<size_t>(m->nq + 2 * m->nv + 2 * m->na) + 2 * m->nv + m->na + 1,
                   0);
+    ck->adaptive.Setup(m);
     ck->settings = s;
     std::memset(&ck->stats, 0, sizeof(ckStats));
     ck->stats.solver = s.solver;
@@ -350,6 +351,7 @@ void ck_reset(ckHandle* ck) {
   if (ck->solver) ck->solver->Reset();
   ck->anchors.Clear();
   ck->position_pending = false;
+  ck->adaptive.Reset();
 }
 
 void ck_getSettings(const ckHandle* ck, ckSettings* settings) {
@@ -383,6 +385,8 @@ int ck_solverInfo(const ckHandle* ck, ckSolverInfo* info) {
   }
   return 0;
 }
+
+const ckStepInfo* ck_stepInfo(const ckHandle* ck) { return ck ? &ck->adaptive.info() : nullptr; }
 
 const char* ck_lastError(const ckHandle* ck) { return ck ? ck->error : ""; }
 

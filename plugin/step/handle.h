@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "plugin/step/adaptive.h"
 #include "plugin/step/anchor.h"
 #include "plugin/step/extract.h"
 #include "solvers/common/problem.h"
@@ -30,6 +31,7 @@ enum WarnOnce : int {
   kWarnNumerical,     // solver failed; best iterate kept
   kWarnInvalid,       // non-finite problem data
   kWarnModel,         // handle used with a different model
+  kWarnAdaptive,      // an adaptive step could not reach its end
   kNumWarnOnce
 };
 
@@ -56,6 +58,7 @@ struct ckHandle_ {
   contactkit::ProblemStorage storage;             // problem and solution arrays
   std::unique_ptr<contactkit::Solver> solver;     // null for the "mujoco" pass-through
   std::vector<double> rk;                         // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
+  contactkit::AdaptiveIntegrator adaptive;        // integrator tsit5 / dopri5: stages, controller
   contactkit::Anchors anchors;                    // comfree contact anchors (comfree.anchor)
   std::vector<double> position_fix;               // pseudo-velocity for after the step    (nv)
   bool position_pending = false;                  // position_fix holds this step's correction

@@ -347,6 +347,22 @@ void StepSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skip
   if (Resets(d) != resets) skipstage = mjSTAGE_NONE;
   if (mjENABLED(mjENBL_FWDINV)) mj_compareFwdInv(m, d);
 
+  if (ck->settings.integrator != ckINT_MODEL) {
+    if (!ck->adaptive.Step(ck, m, d)) {
+      const ckStepInfo& info = ck->adaptive.info();
+      SetLastError(ck, "ck_step",
+                   "the %s step from t = %g did not reach its end: %s (%d accepted, %d "
+                   "rejected internal steps); the state is left at the step's start. Loosen rtol "
+                   "/ atol, or raise max_steps / lower min_step",
+                   info.integrator == ckINT_DOPRI5 ? "dopri5" : "tsit5", d->time,
+                   info.status == ckADAPT_MAX_STEPS ? "max_steps internal steps were not enough"
+                                                    : "the controller asked for a step below "
+                                                      "min_step",
+                   info.accepted, info.rejected);
+      WarnOnceMsg(ck, kWarnAdaptive, ck->error);
+    }
+    return;
+  }
   switch (m->opt.integrator) {
     case mjINT_EULER:
       mj_EulerSkip(m, d, skipstage >= mjSTAGE_POS);

@@ -24,6 +24,7 @@ class Fallback(enum.IntEnum):
     NOSLIP = 6  # noslip iterations
     FLUID_IMPLICIT = 7  # fluid forces under the implicit integrators
     JDOTV = 8  # MuJoCo 3.7+'s Jdot v in connect and weld rows' reference
+    ADAPTIVE = 9  # the adaptive integrators (tsit5, dopri5)
 
 
 def fallback_text(reason: int) -> str:
@@ -243,6 +244,13 @@ class Handle:
         ipm: retries, lifts, factorizations, sym_fallbacks, warm_islands, rechecks; lcp: pivots,
         guess_tried, guess_hit; comfree: facets, active, capped; nothing more for "mujoco"."""
         return self._core.solver_info()
+
+    @property
+    def step_info(self) -> dict:
+        """The internal steps of the last step with an adaptive integrator (setting `integrator`
+        tsit5 or dopri5; ckStepInfo): integrator, status ("ok", "max_steps", "min_step"),
+        accepted, rejected, min_step, max_step, error (scaled, <= 1), next_step (s)."""
+        return self._core.step_info()
 
     # -------------------------------------------------------------------------- derivatives
     def _outputs(self, model, A, B, C, D):

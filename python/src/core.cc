@@ -137,6 +137,22 @@ class Handle {
     return o;
   }
 
+  py::dict StepInfo() const {
+    static const char* const kIntegrators[] = {"model", "tsit5", "dopri5"};
+    static const char* const kStatus[] = {"ok", "max_steps", "min_step"};
+    const ckStepInfo* in = ck_stepInfo(ck_);
+    py::dict o;
+    o["integrator"] = kIntegrators[in->integrator];
+    o["status"] = kStatus[in->status];
+    o["accepted"] = in->accepted;
+    o["rejected"] = in->rejected;
+    o["min_step"] = in->min_step;
+    o["max_step"] = in->max_step;
+    o["error"] = in->error;
+    o["next_step"] = in->next_step;
+    return o;
+  }
+
   py::dict SolverInfo() const {
     ckSolverInfo in;
     ck_solverInfo(ck_, &in);
@@ -326,6 +342,7 @@ PYBIND11_MODULE(_core, mod) {
       .def("stats", &Handle::Stats)
       .def("totals", &Handle::Totals)
       .def("solver_info", &Handle::SolverInfo)
+      .def("step_info", &Handle::StepInfo)
       .def("transition_jac", &Handle::TransitionJac)
       .def("transition_vjp", &Handle::TransitionVJP)
       .def("rollout_grad", &Handle::RolloutGrad)

@@ -290,3 +290,18 @@ def test_totals_count_and_solver_info_describes_the_last_solve():
     info = h.solver_info
     assert info["solver"] == "ipm" and "pivots" not in info and info["factorizations"] > 0
     assert h.totals.solves == 301
+
+
+def test_adaptive_integrator_reports_its_steps_and_refuses_impulse_solvers():
+    m = load("box_sliding.xml")
+    d = mujoco.MjData(m)
+    h = contactkit.Handle(m, integrator="tsit5", rtol=1e-6, atol=1e-6)
+    h.step(m, d, 20)
+    info = h.step_info
+    assert info["integrator"] == "tsit5" and info["status"] == "ok"
+    assert info["accepted"] >= 1 and 0 < info["min_step"] <= m.opt.timestep
+    assert d.time == pytest.approx(20 * m.opt.timestep, abs=1e-12)
+    with pytest.raises(ValueError, match="tsit5 or dopri5 with solver mujoco"):
+        contactkit.Handle(m, solver="lcp", integrator="tsit5")
+    with pytest.raises(ValueError, match="one of: model, tsit5, dopri5"):
+        contactkit.Handle(m, integrator="rk45")

@@ -54,6 +54,7 @@ typedef enum ckFallback_ {
   ckFALLBACK_NOSLIP,          // noslip iterations
   ckFALLBACK_FLUID_IMPLICIT,  // fluid forces under the implicit integrators
   ckFALLBACK_JDOTV,           // MuJoCo 3.7+'s Jdot v in connect and weld rows' reference
+  ckFALLBACK_ADAPTIVE,        // the adaptive integrators (tsit5, dopri5)
   ckNFALLBACK
 } ckFallback;
 
@@ -81,6 +82,27 @@ typedef struct ckTotals_ {
   long long guess_tries;  // lcp: solves where a guess was tried
   int nwarning;           // warnings the handle has raised
 } ckTotals;
+
+// how an adaptive ck_step ended
+typedef enum ckAdaptStatus_ {
+  ckADAPT_OK = 0,     // the step reached its end
+  ckADAPT_MAX_STEPS,  // max_steps internal steps were not enough: the state is left at the start
+  ckADAPT_MIN_STEP,   // the controller asked for a step below min_step: the state is left at the
+                      // start
+} ckAdaptStatus;
+
+// the internal steps of the last ck_step (integrator tsit5 or dopri5; all zero with the model's
+// own integrator)
+typedef struct ckStepInfo_ {
+  int integrator;    // ckIntegrator of the step
+  int status;        // ckAdaptStatus
+  int accepted;      // internal steps accepted
+  int rejected;      // internal steps rejected (each costs its stages too)
+  mjtNum min_step;   // smallest accepted internal step (s)
+  mjtNum max_step;   // largest accepted internal step (s)
+  mjtNum error;      // scaled error of the last accepted internal step (<= 1)
+  mjtNum next_step;  // the controller's proposal, where the next ck_step starts (s)
+} ckStepInfo;
 
 // what the solver of the last forward pass reports beyond ckStats; the fields of other solvers
 // are zero
@@ -210,6 +232,9 @@ CKAPI const ckTotals* ck_totals(const ckHandle* ck);
 // Solver-specific statistics of the last forward pass into info (all zero before the first one,
 // and for the "mujoco" solver, which reports through mjData). Returns 0, or -1 for NULL arguments.
 CKAPI int ck_solverInfo(const ckHandle* ck, ckSolverInfo* info);
+
+// The internal steps of the last ck_step with an adaptive integrator (NULL for a NULL handle).
+CKAPI const ckStepInfo* ck_stepInfo(const ckHandle* ck);
 
 //---------------------------------- pipeline ------------------------------------------------------
 

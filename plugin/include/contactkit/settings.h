@@ -70,6 +70,25 @@ typedef struct ckLcpSettings_ {
   int max_island_rows;
 } ckLcpSettings;
 
+// integrator of ck_step
+typedef enum ckIntegrator_ {
+  ckINT_MODEL = 0,  // the model's own opt.integrator (Euler, RK4, implicit, implicitfast)
+  ckINT_TSIT5,      // adaptive steps of Tsitouras' 5(4) pair with error control (DiffMJX)
+  ckINT_DOPRI5,     // adaptive steps of Dormand and Prince's 5(4) pair
+  ckNINTEGRATOR
+} ckIntegrator;
+
+// the adaptive integrators (integrator tsit5, dopri5)
+typedef struct ckAdaptiveSettings_ {
+  double rtol;
+  double atol;
+  double min_step;
+  int max_steps;
+  double pcoeff;
+  double icoeff;
+  double dcoeff;
+} ckAdaptiveSettings;
+
 // derivative module
 typedef struct ckDerivSettings_ {
   int enabled;  // key "derivatives"
@@ -87,6 +106,8 @@ typedef struct ckSettings_ {
   ckComfreeSettings comfree;
   ckLcpSettings lcp;
   ckDerivSettings deriv;
+  int integrator;  // ckIntegrator
+  ckAdaptiveSettings adaptive;
 } ckSettings;
 
 #ifdef __cplusplus

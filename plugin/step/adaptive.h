@@ -1,0 +1,93 @@
+// Copyright 2026 The contactkit developers.
+//
+// Adaptive step-size integration of MuJoCo's continuous-time dynamics (DiffMJX, section 3.1 and
+// appendix C): ck_step advances the model's timestep h through internal steps of an embedded
+// explicit Runge-Kutta pair of order 5(4) (Tsitouras 2011, or Dormand and Prince 1980), each
+// accepted when its error estimate is within the tolerances, sized by a PID controller
+// (Soderlind; the coefficients and clipping of Diffrax's PIDController).
+//
+// The state is (qpos, qvel, act) with the rate (qvel, qacc, act_dot) from one forward pass of the
+// pipeline (ForwardSkip) at the stage's state and time, the controls held over the step. The
+// constraint forces are a force law of the state there: the "mujoco" solver (MuJoCo's soft
+// constraints); the velocity-impulse solvers (ipm, comfree, lcp) are no right-hand side of an ODE
+// and the settings refuse them. Positions integrate on the manifold as MuJoCo's RK4 does
+// (mj_integratePos of a tangent-space velocity sum), so quaternions stay unit, and each stage's
+// angular velocity enters that sum through the inverse derivative of the exponential map
+// (Munthe-Kaas), which keeps the pairs' order for rotations (MuJoCo's RK4 adds the stages' body
+// angular velocities as they are, a first-order error in the rotation within the step).
+//
+// Error: the difference of the two solutions in the tangent space (positions, velocities,
+// activations), each component divided by atol + rtol max(|y0|, |y1|) (1 for a rotational
+// position), and the root mean square of those. Controller: factor = safety err_n^-b1
+// err_n-1^-b2 err_n-2^-b3 with b1 = (P + I + D) / 5, b2 = -(P + 2D) / 5, b3 = D / 5, safety 0.9,
+// clipped to [1, 10] after an accepted step and [0.2, 0.9] after a rejected one.
+#ifndef CONTACTKIT_PLUGIN_STEP_ADAPTIVE_H_
+#define CONTACTKIT_PLUGIN_STEP_ADAPTIVE_H_
+
+#include <mujoco/mujoco.h>
+
+#include <vector>
+
+#include "contactkit/contactkit.h"
+
+namespace contactkit {
+
+// an embedded explicit pair: stages s, a (s x s, lower triangle), b (s), e = b - bhat (s), c (s);
+// first same as last: the last stage is evaluated at the solution (its a row is b)
+struct ButcherPair {
+  int stages;
+  const double* a;
+  const double* b;
+  const double* e;
+  const double* c;
+};
+
+// the pair of an integrator (ckINT_TSIT5 or ckINT_DOPRI5)
+const ButcherPair& PairOf(int integrator);
+
+class AdaptiveIntegrator {
+ public:
+  // sizes from the model; allocates everything the steps use
+  void Setup(const mjModel* m);
+
+  // forget the controller's history and proposed step (ck_reset)
+  void Reset();
+
+  // advance d by m->opt.timestep with the handle's settings; false (d back at its start, with a
+  // forward pass there) when the step could not be completed, ck_lastError saying why
+  bool Step(ckHandle* ck, const mjModel* m, mjData* d);
+
+  const ckStepInfo& info() const { return info_; }
+
+ private:
+  // the rate of the state in d (qvel, qacc, act_dot) into k after a forward pass at it
+  void Rate(ckHandle* ck, const mjModel* m, mjData* d, double* k);
+  // the rotational part of a stage's rate k in the tangent space at y0 (Munthe-Kaas): the stage's
+  // body angular velocity through the inverse derivative of the exponential map at its offset
+  // step dx_ (dx_ as Combine left it)
+  void Rotations(double step, double* k) const;
+  // d's state = y0 + dt sum_j w_j K_j (on the manifold), at time t
+  void Combine(const mjModel* m, mjData* d, const double* w, int n, double dt, double t);
+  // the scaled RMS norm of the error dt sum_j e_j K_j between y0 and y1 (d's state)
+  double ErrorNorm(const mjModel* m, const mjData* d, const ButcherPair& pair, double dt,
+                   const ckAdaptiveSettings& s);
+  // the state y0 (qpos, qvel, act) into d / from d
+  void Load(const mjModel* m, mjData* d) const;
+  void Save(const mjModel* m, const mjData* d);
+
+  int nq_ = 0, nv_ = 0, na_ = 0, nk_ = 0;  // sizes; nk = 2 nv + na (a rate)
+  std::vector<double> y0_;                 // state at the internal step's start (nq+nv+na)
+  std::vector<double> start_;              // state at ck_step's start           (nq+nv+na)
+  std::vector<double> k_;                  // stage rates                             (7 x nk)
+  std::vector<double> dx_;                 // tangent-space combination                  (nk)
+  std::vector<double> warm_;               // qacc_warmstart at the step's start         (nv)
+  std::vector<int> rotational_;            // dof is a rotation of a ball/free joint     (nv)
+  std::vector<int> rotations_;             // first dof of each ball/free joint's rotation
+  double dt_ = 0;                          // proposed next internal step (0: the timestep)
+  double inv_err1_ = 1, inv_err2_ = 1;     // 1 / error of the last two accepted steps
+  ckStepInfo info_ = {};                   // the last ck_step's statistics
+};
+
+}  // namespace contactkit
+
+#endif  // CONTACTKIT_PLUGIN_STEP_ADAPTIVE_H_
