@@ -1,5 +1,5 @@
 set terminal pngcairo size 900,600 noenhanced
-set output '/tmp/benchout/dojo_drop.png'
+set output 'docs/bench/dojo_drop.png'
 set title 'Humanoid drop: deepest floor penetration'
 set xlabel 'timestep (s)'
 set ylabel 'max penetration (mm)'
@@ -7,4 +7,4 @@ set grid
 set key outside right top
 set logscale x
 set logscale y
-plot '/tmp/benchout/dojo_drop.dat' index 0 using 1:2 with linespoints lw 2 pt 7 title 'mujoco', '/tmp/benchout/dojo_drop.dat' index 1 using 1:2 with linespoints lw 2 pt 7 title 'ipm', '/tmp/benchout/dojo_drop.dat' index 2 using 1:2 with linespoints lw 2 pt 7 title 'comfree', '/tmp/benchout/dojo_drop.dat' index 3 using 1:2 with linespoints lw 2 pt 7 title 'lcp'
+plot 'docs/bench/dojo_drop.dat' index 0 using 1:2 with linespoints lw 2 pt 7 title 'mujoco', 'docs/bench/dojo_drop.dat' index 1 using 1:2 with linespoints lw 2 pt 7 title 'ipm', 'docs/bench/dojo_drop.dat' index 2 using 1:2 with linespoints lw 2 pt 7 title 'comfree', 'docs/bench/dojo_drop.dat' index 3 using 1:2 with linespoints lw 2 pt 7 title 'lcp'

@@ -1,5 +1,5 @@
 set terminal pngcairo size 900,600 noenhanced
-set output '/tmp/benchout/nimble_jacobian.png'
+set output 'docs/bench/nimble_jacobian.png'
 set title 'Jacobian time'
 set xlabel ''
 set ylabel 'time per Jacobian (ms)'
@@ -8,4 +8,4 @@ set key outside right top
 set xrange [-0.5:4.5]
 set xtics rotate by -30 ('Humanoid' 0, 'Hopper' 1, 'Unitree A1' 2, 'Franka Panda' 3, 'Skydio X2' 4)
 set logscale y
-plot '/tmp/benchout/nimble_jacobian.dat' index 0 using 1:2 with linespoints lw 2 pt 7 title 'MuJoCo central differences', '/tmp/benchout/nimble_jacobian.dat' index 1 using 1:2 with linespoints lw 2 pt 7 title 'ipm analytic', '/tmp/benchout/nimble_jacobian.dat' index 2 using 1:2 with linespoints lw 2 pt 7 title 'comfree analytic', '/tmp/benchout/nimble_jacobian.dat' index 3 using 1:2 with linespoints lw 2 pt 7 title 'lcp analytic'
+plot 'docs/bench/nimble_jacobian.dat' index 0 using 1:2 with linespoints lw 2 pt 7 title 'MuJoCo central differences', 'docs/bench/nimble_jacobian.dat' index 1 using 1:2 with linespoints lw 2 pt 7 title 'ipm analytic', 'docs/bench/nimble_jacobian.dat' index 2 using 1:2 with linespoints lw 2 pt 7 title 'comfree analytic', 'docs/bench/nimble_jacobian.dat' index 3 using 1:2 with linespoints lw 2 pt 7 title 'lcp analytic'
