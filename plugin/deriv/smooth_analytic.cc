@@ -82,6 +82,25 @@ void AddScl6(double* y, const double* x, double a) {
   for (int k = 0; k < 6; k++) y[k] += a * x[k];
 }
 
+// the rotation exp(e [w]x) (Rodrigues), row-major: colliders read a geom's frame as
+// orthonormal, and some (MuJoCo 3.x's plane-cylinder) see no tilt at all in R + e [w]x R
+void Rotation(const double* w, double e, double Q[9]) {
+  const double n = std::sqrt(Dot3(w, w)), a = e * n;
+  double k[3] = {0, 0, 0};
+  if (n > 0) {
+    for (int i = 0; i < 3; i++) k[i] = w[i] / n;
+  }
+  const double s = std::sin(a), c1 = 1 - std::cos(a);
+  const double K[9] = {0, -k[2], k[1], k[2], 0, -k[0], -k[1], k[0], 0};
+  for (int r = 0; r < 3; r++) {
+    for (int c = 0; c < 3; c++) {
+      double kk = 0;
+      for (int i = 0; i < 3; i++) kk += K[3 * r + i] * K[3 * i + c];
+      Q[3 * r + c] = (r == c) + s * K[3 * r + c] + c1 * kk;
+    }
+  }
+}
+
 }  // namespace
 
 bool SmoothTangent::AnalyticScope(const mjModel* m) const {
@@ -518,16 +537,16 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
         double* pos = d->geom_xpos + 3 * geom;
         double* mat = d->geom_xmat + 9 * geom;
 
-        // x += e (w x (x - c) + v), R += e [w]x R
-        double r[3], wr[3];
+        // x = c + Q (x - c) + e v, R = Q R with Q = exp(e [w]x)
+        double r[3], Q[9];
         mju_sub3(r, saved[g], com);
-        Cross3(wr, S, r);
-        for (int i = 0; i < 3; i++) pos[i] = saved[g][i] + e * (wr[i] + S[3 + i]);
-        double col[3], wc[3];
-        for (int c = 0; c < 3; c++) {
-          for (int i = 0; i < 3; i++) col[i] = saved[g][3 + 3 * i + c];
-          Cross3(wc, S, col);
-          for (int i = 0; i < 3; i++) mat[3 * i + c] = saved[g][3 + 3 * i + c] + e * wc[i];
+        Rotation(S, e, Q);
+        for (int i = 0; i < 3; i++) pos[i] = com[i] + Dot3(Q + 3 * i, r) + e * S[3 + i];
+        for (int i = 0; i < 3; i++) {
+          for (int c = 0; c < 3; c++) {
+            mat[3 * i + c] = 0;
+            for (int a = 0; a < 3; a++) mat[3 * i + c] += Q[3 * i + a] * saved[g][3 + 3 * a + c];
+          }
         }
       }
       mjContact* out = side == 0 ? pairs_.forward : pairs_.backward;
