@@ -641,20 +641,27 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     rows_.contact_dJ_written[c] = 1;
     const mjContact& g0 = pairs_.nominal[con.mj_index];
     double dp[3], dF[9], ddist;
-    if (!GeometryTangent(con.mj_index, kPoseStep, dp, dF, &ddist)) {
-      // both bodies that move turn with S about the subtree's center
-      Twist tw[2];
-      for (int side = 0; side < 2; side++) {
-        const int body = side ? pairs_.pair[pairs_.contact_pair[con.mj_index]].body2
-                              : pairs_.pair[pairs_.contact_pair[con.mj_index]].body1;
-        const bool moved = pairs_.body_moved[body];
-        for (int r = 0; r < 3; r++) {
-          tw[side].w[r] = moved ? S[r] : 0;
-          tw[side].v[r] = moved ? S[3 + r] : 0;
-          tw[side].o[r] = com[r];
-        }
+    // both bodies that move turn with S about the subtree's center
+    Twist tw[2];
+    for (int side = 0; side < 2; side++) {
+      const int body = side ? pairs_.pair[pairs_.contact_pair[con.mj_index]].body2
+                            : pairs_.pair[pairs_.contact_pair[con.mj_index]].body1;
+      const bool moved = pairs_.body_moved[body];
+      for (int r = 0; r < 3; r++) {
+        tw[side].w[r] = moved ? S[r] : 0;
+        tw[side].v[r] = moved ? S[3 + r] : 0;
+        tw[side].o[r] = com[r];
       }
+    }
+    if (!GeometryTangent(con.mj_index, kPoseStep, dp, dF, &ddist)) {
       PatchTangent(con.mj_index, kPoseStep, tw[0], tw[1], dp, dF, &ddist);
+    } else if (pairs_.found[con.mj_index] != 3) {
+      // found on one side only: the nominal pose is a tie of the patch, where the collider's
+      // distance need not be continuous (MuJoCo 3.x's plane-cylinder holds a cap tilted less
+      // than about 1e-8 flat). The distance's rate is the normal motion of the point's bodies
+      double u[2][3];
+      for (int side = 0; side < 2; side++) tw[side].PointMotion(g0.pos, u[side]);
+      ddist = Dot3(g0.frame, u[1]) - Dot3(g0.frame, u[0]);
     }
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = dF[3 + i];
     tan_.dpos[row] = ddist;
