@@ -56,7 +56,13 @@ const Known kKnownRuns[] = {
 const Known kKnownJacobians[] = {
     // LEAP under ipm at 5h without contacts: B 1.1e-4
     {"leap", ckSOL_IPM, 5, -1},
-    // ipm with contacts at kappa_grad = kappa_tol: A1 0.0077, Shadow 0.036
+    // ipm with contacts at kappa_grad = kappa_tol: A1 0.0077, Shadow 0.036 (3.17). Kinks at the
+    // reference's step, which ipm's step (the central point at kappa_tol) rounds off within 1e-8:
+    // one-sided differences disagree at 1e-5, 1e-6 and 1e-7. Shadow: joint 17 rests at its limit
+    // and a nudge away leaves the limit slack within the step (dv17/dq17 forward -0.66, -6.3, -46,
+    // backward -500, -496, -458; analytic -161, between). A1: its legs' and base's columns bend
+    // within 1e-6 (forward/backward -372/-464, -161/-295, -157/-153; centered at 1e-8 -154.386,
+    // analytic -154.380)
     {"a1", ckSOL_IPM, 0, -1},
     {"shadow", ckSOL_IPM, 0, -1},
     // lcp on the A1 and the mug: their contacts rest exactly at the slop, a kink of the step, and
