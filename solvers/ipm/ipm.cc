@@ -233,6 +233,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     drz_.assign(R, 0);
     cfd_kappa_.assign(R, 0);
     dcomp_.assign(R, 0);
+    touched_.assign(T, 0);
     drv_.assign(V, 0);
     warm_lam_.assign(R, 0);
     warm_ok_.assign(R, 0);
@@ -323,6 +324,15 @@ void IpmSolver::Prepare(const Problem& p, const double* pos) {
     }
   }
   for (int j = 0; j < p.nv; j++) mdiag_[j] = p.mass.M[p.mass.madr[j]];
+  j_ordered_ = true;
+  for (int i = 0; i + 1 < p.nrow && j_ordered_; i++) {
+    j_ordered_ = J.rowadr[i + 1] == J.rowadr[i] + J.rownnz[i];
+  }
+  j_ordered_ = j_ordered_ && (p.nrow == 0 || J.rowadr[0] == 0);
+  m_ordered_ = p.nv == 0 || p.mass.madr[0] == 0;
+  for (int j = 0; j + 1 < p.nv && m_ordered_; j++) {
+    m_ordered_ = p.mass.madr[j + 1] > p.mass.madr[j];
+  }
   BuildLists(p);
 }
 

@@ -30,6 +30,7 @@ struct IpmStats {
   int warm_islands = 0;      // islands of a re-solve started from the first solve
   int grad_islands = 0;      // islands with a stored kappa_grad iterate
   int refinements = 0;       // island force tangents refined since the solve
+  int tangent_islands = 0;   // island force tangents solved since the solve (islands touched)
 
   void Reset() { *this = IpmStats(); }
 };

@@ -128,6 +128,8 @@ class IpmSolver final : public Solver {
             State* out) const;
   void Copy(const Problem& p, int k, const State& from, State* to) const;
   void TangentResiduals(const Problem& p, int k, const ProblemTangent& dir, const State& s);
+  // touched_[k] = 1 for the islands whose data dir perturbs
+  void MarkTouched(const Problem& p, const ProblemTangent& dir);
 
   // island ranges
   const int* Rows(const Problem& p, int k) const { return p.islands.rows + p.islands.rowadr[k]; }
@@ -191,6 +193,9 @@ class IpmSolver final : public Solver {
   std::vector<double> drz_, drv_;   // residual perturbations for ForceTangent          (rows, nv)
   std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)
   std::vector<double> dcomp_;       // its tangent over z at the central point            (rows)
+  std::vector<uint8_t> touched_;    // island's data perturbed by the tangent's direction (ntree)
+  bool j_ordered_ = false;          // J's rows stored one after another in row order
+  bool m_ordered_ = false;          // the mass matrix's rows stored in dof order
 
   // warm start of a re-solve within one step
   std::vector<double> warm_lam_;  // warm impulse of each row of this step            (rows)

@@ -3,6 +3,9 @@
 // ipm's force tangent: the implicit function theorem at the central-path point kappa_grad.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
 
 #include "solvers/ipm/ipm_solver.h"
 
@@ -11,6 +14,29 @@ namespace ipm {
 namespace {
 
 constexpr double kRefineTol = 1e-12;  // relative dynamics defect left unrefined (rounding)
+
+// calls f(i) for each nonzero x[i], i in [0, n): blocks of kScanBlock entries are tested first
+// by or-ing their bits without the sign (-0 is zero), a loop without branches
+constexpr int kScanBlock = 32;
+template <class F>
+void ForNonzero(const double* x, int n, F f) {
+  int i = 0;
+  for (; i + kScanBlock <= n; i += kScanBlock) {
+    uint64_t any = 0;
+    for (int b = 0; b < kScanBlock; b++) {
+      uint64_t bits;
+      std::memcpy(&bits, x + i + b, sizeof(bits));
+      any |= bits << 1;
+    }
+    if (!any) continue;
+    for (int b = 0; b < kScanBlock; b++) {
+      if (x[i + b] != 0) f(i + b);
+    }
+  }
+  for (; i < n; i++) {
+    if (x[i] != 0) f(i);
+  }
+}
 
 }  // namespace
 
@@ -80,6 +106,59 @@ void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& 
   }
 }
 
+void IpmSolver::MarkTouched(const Problem& p, const ProblemTangent& dir) {
+  // touched_[k]: dir perturbs data island k's equations read. One pass over each array (most
+  // directions move one kinematic tree: a few nonzeros), the nonzeros mapped to islands
+  const Islands& is = p.islands;
+  const TreeMass& mass = p.mass;
+  const SparseRows& J = p.J;
+  for (int k = 0; k < is.nisland; k++) touched_[k] = 0;
+  auto dof = [&](int j) {
+    const int k = is.tree_island[p.dof_tree[j]];
+    if (k >= 0) touched_[k] = 1;
+  };
+  auto row = [&](int i) {
+    if (is.row_island[i] >= 0) touched_[is.row_island[i]] = 1;
+  };
+  if (dir.v_free) ForNonzero(dir.v_free, p.nv, dof);
+  if (dir.M && m_ordered_) {
+    // M's rows stored one after another in dof order
+    int j = 0;
+    ForNonzero(dir.M, mass.nM, [&](int a) {
+      while (j + 1 < p.nv && mass.madr[j + 1] <= a) j++;
+      dof(j);
+    });
+  } else if (dir.M) {
+    for (int j = 0; j < p.nv; j++) {
+      int adr = mass.madr[j];
+      bool nonzero = dir.M[adr] != 0;
+      for (int i = mass.parent[j]; i >= 0 && !nonzero; i = mass.parent[i])
+        nonzero = dir.M[++adr] != 0;
+      if (nonzero) dof(j);
+    }
+  }
+  for (const double* x : {dir.pos, dir.vel, dir.R, dir.aref}) {
+    if (x) ForNonzero(x, p.nrow, row);
+  }
+  if (!dir.J) return;
+  if (j_ordered_) {
+    int i = 0;
+    ForNonzero(dir.J, p.nrow ? J.rowadr[p.nrow - 1] + J.rownnz[p.nrow - 1] : 0, [&](int a) {
+      while (i + 1 < p.nrow && J.rowadr[i + 1] <= a) i++;
+      row(i);
+    });
+    return;
+  }
+  for (int i = 0; i < p.nrow; i++) {
+    for (int a = J.rowadr[i]; a < J.rowadr[i] + J.rownnz[i]; a++) {
+      if (dir.J[a] != 0) {
+        row(i);
+        break;
+      }
+    }
+  }
+}
+
 double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
                            double* dkappa) const {
   const double h = p.h, den = p.diag_approx[i] + p.R[i];
@@ -97,16 +176,13 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
                              double* dforce) {
   // implicit function theorem at the central point kappa_grad: R dw = -dF/dtheta dir
   for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
+  MarkTouched(p, dir);
   for (int k = 0; k < p.islands.nisland; k++) {
     if (!Center(p, k)) return false;
-    if (lu_island_ != k) {
-      // the island's exact Jacobian at its central point (its cone terms are still in place)
-      double cond;
-      if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) ||
-          !Linearize(p, k, true, &cond))
-        return false;
-      lu_island_ = k;
-    }
+    // a direction that leaves the island's data alone (most move one kinematic tree) has no
+    // tangent there: no solve, and lu_ keeps the island it holds
+    if (!touched_[k]) continue;
+    stats_.tangent_islands++;
     TangentResiduals(p, k, dir, cen_);
     // contacts from distance: their central-path value moves with the data
     bool cfd = false;
@@ -117,6 +193,14 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
       if (cfd_kappa_[i] > 0) CfdKappa(p, i, &dir, &dk);
       dcomp_[i] = dk / cen_.z[i];
       cfd |= cfd_kappa_[i] > 0;
+    }
+    if (lu_island_ != k) {
+      // the island's exact Jacobian at its central point (its cone terms are still in place)
+      double cond;
+      if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) ||
+          !Linearize(p, k, true, &cond))
+        return false;
+      lu_island_ = k;
     }
     Constants(p, k, drz_.data(), drv_.data(), false, cfd ? dcomp_.data() : nullptr);
     Direct(p, k, cen_, drz_.data(), false, &dir_);
