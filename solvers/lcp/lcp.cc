@@ -100,8 +100,14 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     guess_.assign(rows, -1);
     keya_.assign(rows, 0);
     keyb_.assign(rows, 0);
-    for (auto* v : {&bfull_, &diag_, &zero_, &ytil_, &px_, &plam_}) v->assign(rows, 0);
-    for (auto* v : {&yv_, &vis_, &dv0_, &dvp_, &vfake_, &tmp_, &up_, &pz_}) v->assign(nv, 0);
+    for (auto* v : {&bfull_, &diag_, &ytil_, &px_, &plam_, &cdpos_, &cdvel_}) {
+      v->assign(rows, 0);
+    }
+    for (auto* v : {&yv_, &vis_, &dv0_, &dvp_, &ustep_, &qfake_, &tmp_, &up_, &pz_}) {
+      v->assign(nv, 0);
+    }
+    crow_.assign(rows, 0);
+    cadr_.assign(std::max(dims.ntree, 1) + 1, 0);
     prev_.Allocate(dims.max_rows);
     next_.Allocate(dims.max_rows);
     factors_.assign(std::max(dims.ntree, 1), IslandFactor());
@@ -277,6 +283,7 @@ void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
 void LcpSolver::Solve(const Problem& p, Solution* sol) {
   // a new solve: its own classification (SetTangentModes starts over)
   modes_set_ = false;
+  tan_ready_ = false;
   std::fill(changed_.begin(), changed_.end(), 0);
   const int nrow = p.nrow;
   sol->status = ckSTATUS_SOLVED;

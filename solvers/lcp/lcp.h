@@ -118,6 +118,18 @@ class LcpSolver final : public Solver {
   // refactor the stored reduced matrix of island for the classification in state_
   bool Refactor(const Problem& p, int island);
 
+  // ForceTangent's shared part (see tan_ready_); false if some island's decomposition is missing
+  bool PrepareTangent(const Problem& p, const Solution& sol);
+  // ForceTangent's null-space term of rank-deficient islands, added to dforce (impulses)
+  void NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                        double* dforce);
+  // dv = [dir.v_free] + scale M^-1 (dJ' force - dM u) on the trees of the islands that the
+  // direction reaches (zero on the others, not computed outside islands)
+  void IslandVelocityTangent(const Problem& p, const double* force, const double* u,
+                             const ProblemTangent& dir, bool free, double scale, double* dv);
+  // a bound friction row g follows its clamped normal: x_g = coef x_normal (0: it does not)
+  double Coupling(const Problem& p, int g, int* normal) const;
+
   // one island into sol->force (impulses / h) and state_
   void SolveIsland(const Problem& p, int island, Solution* sol);
 
@@ -223,11 +235,17 @@ class LcpSolver final : public Solver {
   std::vector<unsigned char> exact_;      // island's velocity solve was exact   (ntree)
   bool modes_set_ = false;
 
-  // ForceTangent scratch
-  std::vector<double> zero_, ytil_;              // (max_rows)
-  std::vector<double> dv0_, dvp_, vfake_, tmp_;  // (nv)
-  std::vector<double> rc_, dy_, tq_;             // (cap)
-  std::vector<int> cidx_, pos_;                  // (cap)
+  // ForceTangent: what every direction of a solve shares (PrepareTangent), then scratch
+  bool tan_ready_ = false;               // crow_ ... qfake_ hold this solve's classification
+  bool deficient_ = false;               // some island's reduced matrix is rank deficient
+  std::vector<int> crow_;                // clamped rows, island by island            (max_rows)
+  std::vector<int> cadr_;                // first of island k in crow_                (ntree + 1)
+  std::vector<double> cdpos_, cdvel_;    // their Stabilization derivatives           (max_rows)
+  std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
+  std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
+  std::vector<double> dv0_, dvp_, tmp_;  // (nv)
+  std::vector<double> rc_, dy_, tq_;     // (cap)
+  std::vector<int> cidx_, pos_;          // (cap)
 };
 
 }  // namespace contactkit

@@ -27,109 +27,177 @@ double DJDot(const Problem& p, const ProblemTangent& dir, int i, const double* x
 
 }  // namespace
 
-bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
-                             double* dforce) {
+bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
+  // what every direction shares: the clamped rows of each island with their stabilization's
+  // derivatives, and for rank-deficient islands y~ = K^+' h x_C and its velocity M^-1 J' y~
   const Islands& is = p.islands;
   const int nrow = p.nrow, nv = p.nv;
   const double h = p.h;
   if (nisland_ != is.nisland) return false;
+  for (int i = 0; i < nrow; i++) ytil_[i] = 0;
+  deficient_ = false;
+  int cnt = 0;
+  cadr_[0] = 0;
   for (int k = 0; k < nisland_; k++) {
     if (!factors_[k].stored) return false;
-  }
-  for (int i = 0; i < nrow; i++) {
-    dforce[i] = 0;
-    ytil_[i] = 0;
-  }
-
-  // coupling of a bound row to its clamped normal: x_j = coef x_normal (0: none)
-  auto coupling = [&](int g, int* normal) {
-    *normal = -1;
-    if (p.kind[g] != kRowContactFriction || state_[g] == kLcpClamped) return 0.0;
-    const Contact& con = p.con[con_of_row_[g]];
-    if (state_[con.row] != kLcpClamped || FromDistance(con)) return 0.0;
-    *normal = con.row;
-    return (state_[g] == kLcpUpper ? 1 : -1) * con.mu[g - con.row - 1];
-  };
-
-  // velocity change at fixed impulses
-  VelocityTangent(p, sol, dir, zero_.data(), dv0_.data(), tmp_.data());
-
-  // dx_C = K^+ (dc - dK x_C), island by island
-  bool deficient = false;
-  for (int k = 0; k < nisland_; k++) {
     const int n = is.nrows[k];
     const int* rows = is.rows + is.rowadr[k];
-    Cod& cod = factors_[k].cod;
-    int m = 0;
     for (int j = 0; j < n; j++) {
       const int g = rows[j];
       if (state_[g] != kLcpClamped) continue;
-      double dpos, dvel;
       const double b0 = p.J.Dot(g, p.v_free);
-      Stabilization(p, g, b0, &dpos, &dvel);
-      double dstab = (dir.pos ? dpos * dir.pos[g] : 0) + (dir.vel ? dvel * dir.vel[g] : 0);
+      Stabilization(p, g, b0, &cdpos_[cnt], &cdvel_[cnt]);
+      crow_[cnt++] = g;
+    }
+    cadr_[k + 1] = cnt;
+    Cod& cod = factors_[k].cod;
+    const int m = cnt - cadr_[k];
+    if (m != cod.n()) return false;
+    if (cod.rank() < m) {
+      deficient_ = true;
+      const int* c = crow_.data() + cadr_[k];
+      for (int a = 0; a < m; a++) tq_[a] = h * sol.force[c[a]];
+      cod.SolveT(tq_.data(), tq_.data());
+      for (int a = 0; a < m; a++) ytil_[c[a]] = tq_[a];
+    }
+  }
+  // u = M^-1 J' f = (v+ - v_free) / h of the solution; q = M^-1 J' y~
+  for (int j = 0; j < nv; j++) ustep_[j] = (sol.v_next[j] - p.v_free[j]) / h;
+  if (deficient_) {
+    VelocityFromForce(p, ytil_.data(), qfake_.data(), nullptr);
+    for (int j = 0; j < nv; j++) qfake_[j] = (qfake_[j] - p.v_free[j]) / h;
+  }
+  tan_ready_ = true;
+  return true;
+}
+
+void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                                 double* dforce) {
+  // (I - K^+ K) dK' K^+' x_C on rank-deficient islands, with dA y~ = dJ q + J dvp / h and
+  // dvp = h M^-1 (dJ' y~ - dM q)
+  const Islands& is = p.islands;
+  IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data());
+  auto dAy = [&](int g) {
+    const double dR = dir.R && SoftRow(p, g) ? dir.R[g] * ytil_[g] : 0;
+    return DJDot(p, dir, g, qfake_.data()) + p.J.Dot(g, dvp_.data()) + dR;
+  };
+  for (int k = 0; k < nisland_; k++) {
+    Cod& cod = factors_[k].cod;
+    if (cod.rank() == cod.n()) continue;
+    const int n = is.nrows[k];
+    const int* rows = is.rows + is.rowadr[k];
+    const int m = cadr_[k + 1] - cadr_[k];
+    const int* c = crow_.data() + cadr_[k];
+    bool any = false;
+    for (int a = 0; a < m; a++) {
+      tq_[a] = dAy(c[a]);
+      pos_[local_[c[a]]] = a;
+      any |= tq_[a] != 0;
+    }
+    for (int j = 0; j < n; j++) {
+      int normal;
+      const double coef = Coupling(p, rows[j], &normal);
+      if (coef == 0) continue;
+      const double v = coef * dAy(rows[j]);
+      tq_[pos_[local_[normal]]] += v;
+      any |= v != 0;
+    }
+    if (!any) continue;  // the direction does not reach this island
+    cod.NullProject(tq_.data(), tq_.data());
+    for (int a = 0; a < m; a++) dforce[c[a]] += tq_[a];
+  }
+}
+
+void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, const double* u,
+                                      const ProblemTangent& dir, bool free, double scale,
+                                      double* dv) {
+  // only the islands' trees matter (J_C dv), and of those only the ones the direction reaches
+  // (M^-1 is exact tree by tree): a tree whose right-hand side is zero is not solved
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  const TreeMass& mass = p.mass;
+  const int nv = p.nv;
+  for (int j = 0; j < nv; j++) dv[j] = 0;
+  if (dir.J) {
+    for (int i = 0; i < J.nrow; i++) {
+      const double fi = force[i];
+      if (fi == 0) continue;
+      const int adr = J.rowadr[i];
+      for (int k = 0; k < J.rownnz[i]; k++) dv[J.colind[adr + k]] += dir.J[adr + k] * fi;
+    }
+  }
+  for (int k = 0; k < nisland_; k++) {
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      if (dir.M) {
+        const int m0 = mass.madr[b], m1 = e < nv ? mass.madr[e] : mass.nM;
+        bool dm = false;
+        for (int i = m0; i < m1 && !dm; i++) dm = dir.M[i] != 0;
+        if (dm) {
+          mass.MulValues(dir.M, u, tmp_.data(), b, e);
+          for (int i = b; i < e; i++) dv[i] -= tmp_[i];
+        }
+      }
+      bool any = false;
+      for (int i = b; i < e && !any; i++) any = dv[i] != 0;
+      if (any) {
+        mass.Solve(dv, b, e);
+        for (int i = b; i < e; i++) dv[i] *= scale;
+      }
+      if (free && dir.v_free) {
+        for (int i = b; i < e; i++) dv[i] += dir.v_free[i];
+      }
+    }
+  }
+}
+
+double LcpSolver::Coupling(const Problem& p, int g, int* normal) const {
+  *normal = -1;
+  if (p.kind[g] != kRowContactFriction || state_[g] == kLcpClamped) return 0.0;
+  const Contact& con = p.con[con_of_row_[g]];
+  if (state_[con.row] != kLcpClamped || FromDistance(con)) return 0.0;
+  *normal = con.row;
+  return (state_[g] == kLcpUpper ? 1 : -1) * con.mu[g - con.row - 1];
+}
+
+bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                             double* dforce) {
+  const Islands& is = p.islands;
+  const int nrow = p.nrow;
+  const double h = p.h;
+  if (!tan_ready_ && !PrepareTangent(p, sol)) return false;
+  for (int i = 0; i < nrow; i++) dforce[i] = 0;
+
+  // velocity change at fixed impulses
+  IslandVelocityTangent(p, sol.force, ustep_.data(), dir, true, h, dv0_.data());
+
+  // dx_C = K^+ (dc - dK x_C), island by island; an island the direction does not reach (its
+  // right-hand side exactly zero) keeps dx_C = 0 without a solve
+  for (int k = 0; k < nisland_; k++) {
+    const int m = cadr_[k + 1] - cadr_[k];
+    const int* c = crow_.data() + cadr_[k];
+    const double* dpos = cdpos_.data() + cadr_[k];
+    const double* dvel = cdvel_.data() + cadr_[k];
+    bool any = false;
+    for (int a = 0; a < m; a++) {
+      const int g = c[a];
+      double dstab = (dir.pos ? dpos[a] * dir.pos[g] : 0) + (dir.vel ? dvel[a] * dir.vel[g] : 0);
       if (SoftRow(p, g)) {
         // a contact from distance: its soft target -vel - h aref and regularizer R x
         if (dir.aref) dstab -= h * dir.aref[g];
         if (dir.R) dstab += dir.R[g] * h * sol.force[g];
       }
-      rc_[m] = -(DJDot(p, dir, g, sol.v_next) + p.J.Dot(g, dv0_.data()) + dstab);
-      cidx_[m++] = g;
+      rc_[a] = -(DJDot(p, dir, g, sol.v_next) + p.J.Dot(g, dv0_.data()) + dstab);
+      any |= rc_[a] != 0;
     }
-    if (m != cod.n()) return false;
-    cod.Solve(rc_.data(), dy_.data());
-    for (int a = 0; a < m; a++) dforce[cidx_[a]] = dy_[a];
-    if (cod.rank() < m) {
-      deficient = true;
-      for (int a = 0; a < m; a++) tq_[a] = h * sol.force[cidx_[a]];
-      cod.SolveT(tq_.data(), tq_.data());
-      for (int a = 0; a < m; a++) ytil_[cidx_[a]] = tq_[a];
-    }
+    if (!any) continue;
+    factors_[k].cod.Solve(rc_.data(), dy_.data());
+    for (int a = 0; a < m; a++) dforce[c[a]] = dy_[a];
   }
 
   // rank deficient islands: + (I - K^+ K) dK' K^+' x_C
-  if (deficient) {
-    // q = M^-1 J' y~ and dvp = h M^-1 (dJ' y~ - dM q), so that dA y~ = dJ q + J dvp / h
-    VelocityFromForce(p, ytil_.data(), vfake_.data(), nullptr);
-    Solution fake = sol;
-    fake.force = ytil_.data();
-    fake.v_next = vfake_.data();
-    ProblemTangent d2 = dir;
-    d2.v_free = nullptr;
-    VelocityTangent(p, fake, d2, zero_.data(), dvp_.data(), tmp_.data());
-    for (int j = 0; j < nv; j++) {
-      vfake_[j] = (vfake_[j] - p.v_free[j]) / h;
-      dvp_[j] /= h;
-    }
-    auto dAy = [&](int g) {
-      const double dR = dir.R && SoftRow(p, g) ? dir.R[g] * ytil_[g] : 0;
-      return DJDot(p, dir, g, vfake_.data()) + p.J.Dot(g, dvp_.data()) + dR;
-    };
-    for (int k = 0; k < nisland_; k++) {
-      Cod& cod = factors_[k].cod;
-      if (cod.rank() == cod.n()) continue;
-      const int n = is.nrows[k];
-      const int* rows = is.rows + is.rowadr[k];
-      int m = 0;
-      for (int j = 0; j < n; j++) {
-        const int g = rows[j];
-        if (state_[g] == kLcpClamped) {
-          pos_[j] = m;
-          cidx_[m] = g;
-          tq_[m++] = dAy(g);
-        } else {
-          pos_[j] = -1;
-        }
-      }
-      for (int j = 0; j < n; j++) {
-        int normal;
-        const double coef = coupling(rows[j], &normal);
-        if (coef != 0) tq_[pos_[local_[normal]]] += coef * dAy(rows[j]);
-      }
-      cod.NullProject(tq_.data(), tq_.data());
-      for (int a = 0; a < m; a++) dforce[cidx_[a]] += tq_[a];
-    }
-  }
+  if (deficient_) NullSpaceTangent(p, sol, dir, dforce);
 
   // bound rows follow their normals; impulses to forces
   for (int k = 0; k < nisland_; k++) {
@@ -137,7 +205,7 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     const int* rows = is.rows + is.rowadr[k];
     for (int j = 0; j < n; j++) {
       int normal;
-      const double coef = coupling(rows[j], &normal);
+      const double coef = Coupling(p, rows[j], &normal);
       if (coef != 0) dforce[rows[j]] = coef * dforce[normal];
     }
   }
@@ -150,6 +218,7 @@ bool LcpSolver::Refactor(const Problem& p, int island) {
   const int n = is.nrows[island];
   const int* rows = is.rows + is.rowadr[island];
   if (!factors_[island].stored) return false;
+  tan_ready_ = false;
   BuildIsland(p, island);
   const DenseLcp lcp{n,          n,          A_.data(),      b_.data(),
                      lo_.data(), hi_.data(), findex_.data(), mu_.data()};
@@ -162,6 +231,7 @@ bool LcpSolver::Refactor(const Problem& p, int island) {
 bool LcpSolver::SetTangentModes(const Problem& p, const signed char* mode) {
   const Islands& is = p.islands;
   if (nisland_ != is.nisland) return false;
+  tan_ready_ = false;
   if (!mode) {
     // the solve's own classification and factorizations
     if (!modes_set_) return true;
