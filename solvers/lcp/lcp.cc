@@ -91,7 +91,6 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     for (auto* v : {&b_, &lo_, &hi_, &mu_, &x_, &w_, &rc_, &dy_, &tq_}) v->assign(cap, 0);
     findex_.assign(cap, -1);
     cidx_.assign(cap, 0);
-    pos_.assign(cap, 0);
     lstate_.assign(cap, 0);
     local_.assign(rows, -1);
     con_of_row_.assign(rows, -1);
@@ -107,7 +106,13 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
       v->assign(nv, 0);
     }
     crow_.assign(rows, 0);
+    csoft_.assign(rows, 0);
+    cplace_.assign(rows, 0);
+    brow_.assign(rows, 0);
+    bnormal_.assign(rows, 0);
+    bcoef_.assign(rows, 0);
     cadr_.assign(std::max(dims.ntree, 1) + 1, 0);
+    badr_.assign(std::max(dims.ntree, 1) + 1, 0);
     prev_.Allocate(dims.max_rows);
     next_.Allocate(dims.max_rows);
     factors_.assign(std::max(dims.ntree, 1), IslandFactor());

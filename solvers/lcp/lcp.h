@@ -241,11 +241,17 @@ class LcpSolver final : public Solver {
   std::vector<int> crow_;                // clamped rows, island by island            (max_rows)
   std::vector<int> cadr_;                // first of island k in crow_                (ntree + 1)
   std::vector<double> cdpos_, cdvel_;    // their Stabilization derivatives           (max_rows)
+  std::vector<unsigned char> csoft_;     // ... a contact from distance's normal       (max_rows)
+  std::vector<int> cplace_;              // a clamped row's place in its island's list (max_rows)
+  std::vector<int> brow_, bnormal_;      // bound rows following a clamped normal, and
+                                         // its place among the island's clamped rows (max_rows)
+  std::vector<double> bcoef_;            // x_brow = bcoef x_normal                   (max_rows)
+  std::vector<int> badr_;                // first of island k in brow_                (ntree + 1)
   std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)
   std::vector<double> rc_, dy_, tq_;     // (cap)
-  std::vector<int> cidx_, pos_;          // (cap)
+  std::vector<int> cidx_;                // (cap)
 };
 
 }  // namespace contactkit

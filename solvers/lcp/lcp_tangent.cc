@@ -36,8 +36,8 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
   if (nisland_ != is.nisland) return false;
   for (int i = 0; i < nrow; i++) ytil_[i] = 0;
   deficient_ = false;
-  int cnt = 0;
-  cadr_[0] = 0;
+  int cnt = 0, nb = 0;
+  cadr_[0] = badr_[0] = 0;
   for (int k = 0; k < nisland_; k++) {
     if (!factors_[k].stored) return false;
     const int n = is.nrows[k];
@@ -47,9 +47,21 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
       if (state_[g] != kLcpClamped) continue;
       const double b0 = p.J.Dot(g, p.v_free);
       Stabilization(p, g, b0, &cdpos_[cnt], &cdvel_[cnt]);
+      csoft_[cnt] = SoftRow(p, g);
+      cplace_[g] = cnt - cadr_[k];
       crow_[cnt++] = g;
     }
     cadr_[k + 1] = cnt;
+    // the bound rows that follow a clamped normal, with its place among the clamped rows
+    for (int j = 0; j < n; j++) {
+      int normal;
+      const double coef = Coupling(p, rows[j], &normal);
+      if (coef == 0) continue;
+      brow_[nb] = rows[j];
+      bnormal_[nb] = cplace_[normal];
+      bcoef_[nb++] = coef;
+    }
+    badr_[k + 1] = nb;
     Cod& cod = factors_[k].cod;
     const int m = cnt - cadr_[k];
     if (m != cod.n()) return false;
@@ -75,31 +87,24 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
                                  double* dforce) {
   // (I - K^+ K) dK' K^+' x_C on rank-deficient islands, with dA y~ = dJ q + J dvp / h and
   // dvp = h M^-1 (dJ' y~ - dM q)
-  const Islands& is = p.islands;
   IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data());
-  auto dAy = [&](int g) {
-    const double dR = dir.R && SoftRow(p, g) ? dir.R[g] * ytil_[g] : 0;
+  auto dAy = [&](int g, bool soft) {
+    const double dR = dir.R && soft ? dir.R[g] * ytil_[g] : 0;
     return DJDot(p, dir, g, qfake_.data()) + p.J.Dot(g, dvp_.data()) + dR;
   };
   for (int k = 0; k < nisland_; k++) {
     Cod& cod = factors_[k].cod;
     if (cod.rank() == cod.n()) continue;
-    const int n = is.nrows[k];
-    const int* rows = is.rows + is.rowadr[k];
     const int m = cadr_[k + 1] - cadr_[k];
     const int* c = crow_.data() + cadr_[k];
     bool any = false;
     for (int a = 0; a < m; a++) {
-      tq_[a] = dAy(c[a]);
-      pos_[local_[c[a]]] = a;
+      tq_[a] = dAy(c[a], csoft_[cadr_[k] + a]);
       any |= tq_[a] != 0;
     }
-    for (int j = 0; j < n; j++) {
-      int normal;
-      const double coef = Coupling(p, rows[j], &normal);
-      if (coef == 0) continue;
-      const double v = coef * dAy(rows[j]);
-      tq_[pos_[local_[normal]]] += v;
+    for (int b = badr_[k]; b < badr_[k + 1]; b++) {
+      const double v = bcoef_[b] * dAy(brow_[b], false);
+      tq_[bnormal_[b]] += v;
       any |= v != 0;
     }
     if (!any) continue;  // the direction does not reach this island
@@ -163,7 +168,6 @@ double LcpSolver::Coupling(const Problem& p, int g, int* normal) const {
 
 bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                              double* dforce) {
-  const Islands& is = p.islands;
   const int nrow = p.nrow;
   const double h = p.h;
   if (!tan_ready_ && !PrepareTangent(p, sol)) return false;
@@ -183,7 +187,7 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     for (int a = 0; a < m; a++) {
       const int g = c[a];
       double dstab = (dir.pos ? dpos[a] * dir.pos[g] : 0) + (dir.vel ? dvel[a] * dir.vel[g] : 0);
-      if (SoftRow(p, g)) {
+      if (csoft_[cadr_[k] + a]) {
         // a contact from distance: its soft target -vel - h aref and regularizer R x
         if (dir.aref) dstab -= h * dir.aref[g];
         if (dir.R) dstab += dir.R[g] * h * sol.force[g];
@@ -201,13 +205,9 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
 
   // bound rows follow their normals; impulses to forces
   for (int k = 0; k < nisland_; k++) {
-    const int n = is.nrows[k];
-    const int* rows = is.rows + is.rowadr[k];
-    for (int j = 0; j < n; j++) {
-      int normal;
-      const double coef = Coupling(p, rows[j], &normal);
-      if (coef != 0) dforce[rows[j]] = coef * dforce[normal];
-    }
+    const int* c = crow_.data() + cadr_[k];
+    for (int b = badr_[k]; b < badr_[k + 1]; b++)
+      dforce[brow_[b]] = bcoef_[b] * dforce[c[bnormal_[b]]];
   }
   for (int i = 0; i < nrow; i++) dforce[i] /= h;
   return true;
