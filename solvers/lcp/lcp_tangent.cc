@@ -7,8 +7,10 @@
 // rank of K locally constant, c in the range of K):
 //   dx_C = K^+ (dc - dK x_C) + (I - K^+ K) dK' K^+' x_C,
 // where dc - dK x_C = -(dJ_C v+ + J_C dv0 + dstab_C) is the change of the clamped rows' velocity
-// at fixed impulses (dv0 from VelocityTangent with zero force change), and dK' y folds dA y~
-// (y~ = y on C, zero elsewhere) over the bound rows through E'.
+// at fixed impulses (dv0: IslandVelocityTangent), and dK' y folds dA y~ (y~ = y on C, zero
+// elsewhere) over the bound rows through E'. What every direction shares (clamped rows, their
+// stabilization derivatives, y~ and M^-1 J' y~, the bound rows' coupling) is made once per solve
+// (PrepareTangent); a direction then solves only the trees and islands it reaches.
 #include <algorithm>
 
 #include "solvers/lcp/lcp.h"
