@@ -113,6 +113,8 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     bcoef_.assign(rows, 0);
     cadr_.assign(std::max(dims.ntree, 1) + 1, 0);
     badr_.assign(std::max(dims.ntree, 1) + 1, 0);
+    reach0_.assign(std::max(dims.ntree, 1), 0);
+    reachp_.assign(std::max(dims.ntree, 1), 0);
     prev_.Allocate(dims.max_rows);
     next_.Allocate(dims.max_rows);
     factors_.assign(std::max(dims.ntree, 1), IslandFactor());

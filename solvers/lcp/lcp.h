@@ -124,9 +124,11 @@ class LcpSolver final : public Solver {
   void NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                         double* dforce);
   // dv = [dir.v_free] + scale M^-1 (dJ' force - dM u) on the trees of the islands that the
-  // direction reaches (zero on the others, not computed outside islands)
+  // direction reaches (zero on the others, not computed outside islands); reach[k]: dv is not
+  // zero on some tree of island k
   void IslandVelocityTangent(const Problem& p, const double* force, const double* u,
-                             const ProblemTangent& dir, bool free, double scale, double* dv);
+                             const ProblemTangent& dir, bool free, double scale, double* dv,
+                             unsigned char* reach);
   // a bound friction row g follows its clamped normal: x_g = coef x_normal (0: it does not)
   double Coupling(const Problem& p, int g, int* normal) const;
 
@@ -236,17 +238,18 @@ class LcpSolver final : public Solver {
   bool modes_set_ = false;
 
   // ForceTangent: what every direction of a solve shares (PrepareTangent), then scratch
-  bool tan_ready_ = false;               // crow_ ... qfake_ hold this solve's classification
-  bool deficient_ = false;               // some island's reduced matrix is rank deficient
-  std::vector<int> crow_;                // clamped rows, island by island            (max_rows)
-  std::vector<int> cadr_;                // first of island k in crow_                (ntree + 1)
-  std::vector<double> cdpos_, cdvel_;    // their Stabilization derivatives           (max_rows)
-  std::vector<unsigned char> csoft_;     // ... a contact from distance's normal       (max_rows)
-  std::vector<int> cplace_;              // a clamped row's place in its island's list (max_rows)
-  std::vector<int> brow_, bnormal_;      // bound rows following a clamped normal, and
-                                         // its place among the island's clamped rows (max_rows)
-  std::vector<double> bcoef_;            // x_brow = bcoef x_normal                   (max_rows)
-  std::vector<int> badr_;                // first of island k in brow_                (ntree + 1)
+  bool tan_ready_ = false;             // crow_ ... qfake_ hold this solve's classification
+  bool deficient_ = false;             // some island's reduced matrix is rank deficient
+  std::vector<int> crow_;              // clamped rows, island by island            (max_rows)
+  std::vector<int> cadr_;              // first of island k in crow_                (ntree + 1)
+  std::vector<double> cdpos_, cdvel_;  // their Stabilization derivatives           (max_rows)
+  std::vector<unsigned char> csoft_;   // ... a contact from distance's normal       (max_rows)
+  std::vector<int> cplace_;            // a clamped row's place in its island's list (max_rows)
+  std::vector<int> brow_, bnormal_;    // bound rows following a clamped normal, and
+                                       // its place among the island's clamped rows (max_rows)
+  std::vector<double> bcoef_;          // x_brow = bcoef x_normal                   (max_rows)
+  std::vector<int> badr_;              // first of island k in brow_                (ntree + 1)
+  std::vector<unsigned char> reach0_, reachp_;  // dv0_, dvp_ not zero on island k     (ntree)
   std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)

@@ -89,14 +89,16 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
                                  double* dforce) {
   // (I - K^+ K) dK' K^+' x_C on rank-deficient islands, with dA y~ = dJ q + J dvp / h and
   // dvp = h M^-1 (dJ' y~ - dM q)
-  IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data());
+  IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data());
+  bool reached = false;  // dvp is not zero on the island's trees
   auto dAy = [&](int g, bool soft) {
     const double dR = dir.R && soft ? dir.R[g] * ytil_[g] : 0;
-    return DJDot(p, dir, g, qfake_.data()) + p.J.Dot(g, dvp_.data()) + dR;
+    return DJDot(p, dir, g, qfake_.data()) + (reached ? p.J.Dot(g, dvp_.data()) : 0) + dR;
   };
   for (int k = 0; k < nisland_; k++) {
     Cod& cod = factors_[k].cod;
     if (cod.rank() == cod.n()) continue;
+    reached = reachp_[k];
     const int m = cadr_[k + 1] - cadr_[k];
     const int* c = crow_.data() + cadr_[k];
     bool any = false;
@@ -117,7 +119,7 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
 
 void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, const double* u,
                                       const ProblemTangent& dir, bool free, double scale,
-                                      double* dv) {
+                                      double* dv, unsigned char* reach) {
   // only the islands' trees matter (J_C dv), and of those only the ones the direction reaches
   // (M^-1 is exact tree by tree): a tree whose right-hand side is zero is not solved
   const Islands& is = p.islands;
@@ -134,6 +136,7 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
     }
   }
   for (int k = 0; k < nisland_; k++) {
+    reach[k] = 0;
     for (int a = 0; a < is.ntrees[k]; a++) {
       const int t = is.trees[is.treeadr[k] + a];
       const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
@@ -153,8 +156,12 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
         for (int i = b; i < e; i++) dv[i] *= scale;
       }
       if (free && dir.v_free) {
-        for (int i = b; i < e; i++) dv[i] += dir.v_free[i];
+        for (int i = b; i < e; i++) {
+          dv[i] += dir.v_free[i];
+          any |= dv[i] != 0;
+        }
       }
+      reach[k] |= any;
     }
   }
 }
@@ -176,7 +183,7 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
   for (int i = 0; i < nrow; i++) dforce[i] = 0;
 
   // velocity change at fixed impulses
-  IslandVelocityTangent(p, sol.force, ustep_.data(), dir, true, h, dv0_.data());
+  IslandVelocityTangent(p, sol.force, ustep_.data(), dir, true, h, dv0_.data(), reach0_.data());
 
   // dx_C = K^+ (dc - dK x_C), island by island; an island the direction does not reach (its
   // right-hand side exactly zero) keeps dx_C = 0 without a solve
@@ -194,7 +201,8 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
         if (dir.aref) dstab -= h * dir.aref[g];
         if (dir.R) dstab += dir.R[g] * h * sol.force[g];
       }
-      rc_[a] = -(DJDot(p, dir, g, sol.v_next) + p.J.Dot(g, dv0_.data()) + dstab);
+      const double jdv = reach0_[k] ? p.J.Dot(g, dv0_.data()) : 0;  // dv0 = 0 on its trees
+      rc_[a] = -(DJDot(p, dir, g, sol.v_next) + jdv + dstab);
       any |= rc_[a] != 0;
     }
     if (!any) continue;
