@@ -115,6 +115,9 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     badr_.assign(std::max(dims.ntree, 1) + 1, 0);
     reach0_.assign(std::max(dims.ntree, 1), 0);
     reachp_.assign(std::max(dims.ntree, 1), 0);
+    pinv_.assign(Cod::Doubles(cap_), 0);
+    kadr_.assign(std::max(dims.ntree, 1), -1);
+    nadr_.assign(std::max(dims.ntree, 1), -1);
     prev_.Allocate(dims.max_rows);
     next_.Allocate(dims.max_rows);
     factors_.assign(std::max(dims.ntree, 1), IslandFactor());

@@ -120,6 +120,8 @@ class LcpSolver final : public Solver {
 
   // ForceTangent's shared part (see tan_ready_); false if some island's decomposition is missing
   bool PrepareTangent(const Problem& p, const Solution& sol);
+  // PrepareTangent: K^+ and I - K^+ K of island k (m clamped rows) into pinv_ at *off, if they fit
+  void StoreOperators(int k, int m, size_t* off);
   // ForceTangent's null-space term of rank-deficient islands, added to dforce (impulses)
   void NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                         double* dforce);
@@ -250,6 +252,8 @@ class LcpSolver final : public Solver {
   std::vector<double> bcoef_;          // x_brow = bcoef x_normal                   (max_rows)
   std::vector<int> badr_;              // first of island k in brow_                (ntree + 1)
   std::vector<unsigned char> reach0_, reachp_;  // dv0_, dvp_ not zero on island k     (ntree)
+  std::vector<double> pinv_;             // K^+, I - K^+ K by island, dense (Cod::Doubles(cap))
+  std::vector<long> kadr_, nadr_;        // their place in pinv_, -1: not stored      (ntree)
   std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)

@@ -29,6 +29,40 @@ double DJDot(const Problem& p, const ProblemTangent& dir, int i, const double* x
 
 }  // namespace
 
+// y = X x for the m x m row-major X
+static void MatVec(const double* X, int m, const double* x, double* y) {
+  for (int a = 0; a < m; a++) {
+    const double* r = X + static_cast<size_t>(a) * m;
+    double s = 0;
+    for (int j = 0; j < m; j++) s += r[j] * x[j];
+    y[a] = s;
+  }
+}
+
+void LcpSolver::StoreOperators(int k, int m, size_t* off) {
+  // K^+ and, rank deficient, I - K^+ K of island k as dense m x m matrices (column j: the
+  // decomposition applied to e_j), so that each direction costs one product; -1 where the store
+  // is full (the decomposition is then applied per direction)
+  Cod& cod = factors_[k].cod;
+  kadr_[k] = nadr_[k] = -1;
+  const size_t mm = static_cast<size_t>(m) * m;
+  for (int pass = 0; pass < (cod.rank() < m ? 2 : 1) && m > 0; pass++) {
+    if (*off + mm > pinv_.size()) return;
+    double* X = pinv_.data() + *off;
+    for (int j = 0; j < m; j++) {
+      for (int a = 0; a < m; a++) rc_[a] = a == j;
+      if (pass == 0) {
+        cod.Solve(rc_.data(), dy_.data());
+      } else {
+        cod.NullProject(rc_.data(), dy_.data());
+      }
+      for (int a = 0; a < m; a++) X[static_cast<size_t>(a) * m + j] = dy_[a];
+    }
+    (pass == 0 ? kadr_ : nadr_)[k] = static_cast<long>(*off);
+    *off += mm;
+  }
+}
+
 bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
   // what every direction shares: the clamped rows of each island with their stabilization's
   // derivatives, and for rank-deficient islands y~ = K^+' h x_C and its velocity M^-1 J' y~
@@ -39,6 +73,7 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
   for (int i = 0; i < nrow; i++) ytil_[i] = 0;
   deficient_ = false;
   int cnt = 0, nb = 0;
+  size_t off = 0;
   cadr_[0] = badr_[0] = 0;
   for (int k = 0; k < nisland_; k++) {
     if (!factors_[k].stored) return false;
@@ -74,6 +109,7 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
       cod.SolveT(tq_.data(), tq_.data());
       for (int a = 0; a < m; a++) ytil_[c[a]] = tq_[a];
     }
+    StoreOperators(k, m, &off);
   }
   // u = M^-1 J' f = (v+ - v_free) / h of the solution; q = M^-1 J' y~
   for (int j = 0; j < nv; j++) ustep_[j] = (sol.v_next[j] - p.v_free[j]) / h;
@@ -112,8 +148,13 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
       any |= v != 0;
     }
     if (!any) continue;  // the direction does not reach this island
-    cod.NullProject(tq_.data(), tq_.data());
-    for (int a = 0; a < m; a++) dforce[c[a]] += tq_[a];
+    if (nadr_[k] >= 0) {
+      MatVec(pinv_.data() + nadr_[k], m, tq_.data(), dy_.data());
+      for (int a = 0; a < m; a++) dforce[c[a]] += dy_[a];
+    } else {
+      cod.NullProject(tq_.data(), tq_.data());
+      for (int a = 0; a < m; a++) dforce[c[a]] += tq_[a];
+    }
   }
 }
 
@@ -206,7 +247,11 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
       any |= rc_[a] != 0;
     }
     if (!any) continue;
-    factors_[k].cod.Solve(rc_.data(), dy_.data());
+    if (kadr_[k] >= 0) {
+      MatVec(pinv_.data() + kadr_[k], m, rc_.data(), dy_.data());
+    } else {
+      factors_[k].cod.Solve(rc_.data(), dy_.data());
+    }
     for (int a = 0; a < m; a++) dforce[c[a]] = dy_[a];
   }
 
