@@ -50,6 +50,12 @@ class Derivative : private FdTarget {
   // ck_transitionJac: 0 analytic, 1 finite differences (no analytic path), -1 error
   int Jacobian(const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
 
+  // ck_transitionJacAware: with an adjoint dx (2nv+na) and a solver that reclassifies contacts
+  // (lcp), the Jacobians of the classification the complementarity-aware VJP of dx keeps (so
+  // that dx' [A B] is that VJP); dx null, RK4 or another solver: Jacobian
+  int JacobianAware(const mjModel* m, const mjData* d, const mjtNum* dx, mjtNum* A, mjtNum* B,
+                    mjtNum* C, mjtNum* D);
+
   // ck_transitionVJP: gx = A' dx + C' ds, gu = B' dx + D' ds; return as Jacobian
   int Vjp(const mjModel* m, const mjData* d, const mjtNum* dx, const mjtNum* ds, mjtNum* gx,
           mjtNum* gu);
@@ -70,7 +76,8 @@ class Derivative : private FdTarget {
   // MuJoCo's resets of the scratch mjData so far (a bad state reached within the evaluation)
   int ScratchResets() const { return Resets(stage_data_) + Resets(pass_data_); }
 
-  // the last VJP asked for complementarity-aware gradients and the solver could reclassify
+  // the last VJP asked for complementarity-aware gradients and the solver could reclassify (for
+  // JacobianAware: the aware classification was kept)
   bool complementarity_applied() const { return complementarity_applied_; }
 
  private:
@@ -116,7 +123,12 @@ class Derivative : private FdTarget {
   void RkChainStage(const mjModel* m, int stage, int first, int last);
   void RkNextState(const mjModel* m, int first, int last);
 
-  // ---- complementarity-aware VJP (transition.cc) ----
+  // ---- complementarity-aware VJP and Jacobian (transition.cc) ----
+  // out_.contact_modes from sink_.dx (Nimble: open where the adjoint pulls a contact apart)
+  // handed to the solver; false if there are no rows or the solver cannot reclassify
+  bool AwareModes(const mjModel* m);
+  // Nimble's score of sink_'s gx, gu: |dL/dq|^2 + |dL/du|^2 / h
+  double AwareScore(const mjModel* m) const;
   // a second VJP with the contacts reclassified by the adjoint; keeps the larger gradient
   void ComplementarityAware(const mjModel* m, const mjData* d);
 

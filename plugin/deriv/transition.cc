@@ -234,13 +234,12 @@ int Derivative::Vjp(const mjModel* m, const mjData* d, const mjtNum* dx, const m
   return 0;
 }
 
-void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
+bool Derivative::AwareModes(const mjModel* m) {
   // Nimble section IV-D: reclassify each contact by the sign of the loss's sensitivity to its
-  // separation, g_c = J_c M^-1 dL/dv+ (g < 0: the loss wants the contact to open), and keep the
-  // classification whose gradient is larger, |dL/dq|^2 + |dL/du|^2 / h
-  if (!stage_.has_rows || !stage_.solver) return;
+  // separation, g_c = J_c M^-1 dL/dv+ (g < 0: the loss wants the contact to open)
+  if (!stage_.has_rows || !stage_.solver) return false;
   const Problem& p = *stage_.problem;
-  const int nv = nv_, nu = nu_, ndx = 2 * nv + na_;
+  const int nv = nv_;
   const double h = m->opt.timestep;
 
   // dL/dv+ from the next state's adjoint: dv+ enters the velocities directly and the positions
@@ -265,30 +264,84 @@ void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
   }
   p.mass.Solve(lam);
   for (int c = 0; c < p.ncon; c++) out_.contact_modes[c] = p.J.Dot(p.con[c].row, lam) < 0 ? 0 : 1;
-  if (!stage_.solver->SetTangentModes(p, out_.contact_modes)) return;
-  complementarity_applied_ = true;
+  return stage_.solver->SetTangentModes(p, out_.contact_modes);
+}
 
-  // the gradient with that classification
+double Derivative::AwareScore(const mjModel* m) const {
+  // Nimble's choice between two classifications: the larger |dL/dq|^2 + |dL/du|^2 / h
+  const double h = m->opt.timestep;
+  double s = 0;
+  for (int i = 0; i < nv_ && sink_.gx; i++) s += sink_.gx[i] * sink_.gx[i];
+  for (int i = 0; i < nu_ && sink_.gu; i++) s += sink_.gu[i] * sink_.gu[i] / h;
+  return s;
+}
+
+void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
+  // the gradient with the adjoint's classification, kept if its score is larger
+  if (!AwareModes(m)) {
+    if (stage_.solver) stage_.solver->SetTangentModes(*stage_.problem, nullptr);
+    return;
+  }
+  complementarity_applied_ = true;
+  const int ndx = 2 * nv_ + na_;
   double* first = out_.first_gradient;
-  auto score = [&](const double* gx, const double* gu) {
-    double s = 0;
-    for (int i = 0; i < nv && gx; i++) s += gx[i] * gx[i];
-    for (int i = 0; i < nu && gu; i++) s += gu[i] * gu[i] / h;
-    return s;
-  };
   if (sink_.gx) mju_copy(first, sink_.gx, ndx);
-  if (sink_.gu) mju_copy(first + ndx, sink_.gu, nu);
-  const double s1 = score(sink_.gx, sink_.gu);
+  if (sink_.gu) mju_copy(first + ndx, sink_.gu, nu_);
+  const double s1 = AwareScore(m);
   if (sink_.gx) mju_zero(sink_.gx, ndx);
-  if (sink_.gu) mju_zero(sink_.gu, nu);
+  if (sink_.gu) mju_zero(sink_.gu, nu_);
   apply_modes_ = true;
   const int ok = Run(m, d);
   apply_modes_ = false;
   if (stage_.solver) stage_.solver->SetTangentModes(*stage_.problem, nullptr);
-  if (ok != 0 || s1 >= score(sink_.gx, sink_.gu)) {
+  if (ok != 0 || s1 >= AwareScore(m)) {
     if (sink_.gx) mju_copy(sink_.gx, first, ndx);
-    if (sink_.gu) mju_copy(sink_.gu, first + ndx, nu);
+    if (sink_.gu) mju_copy(sink_.gu, first + ndx, nu_);
   }
+}
+
+int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* dx, mjtNum* A,
+                              mjtNum* B, mjtNum* C, mjtNum* D) {
+  complementarity_applied_ = false;
+  if (!dx || m->opt.integrator == mjINT_RK4) return Jacobian(m, d, A, B, C, D);
+  if (!A && !B && !C && !D) return 0;
+  // the solve's own classification, its Jacobians and their product with dx (score s1)
+  const int ndx = 2 * nv_ + na_;
+  double* g = out_.first_gradient;
+  mju_zero(g, ndx + nu_);
+  sink_ = Sink();
+  sink_.A = A;
+  sink_.B = B;
+  sink_.C = C;
+  sink_.D = D;
+  sink_.dx = dx;
+  sink_.gx = g;
+  sink_.gu = g + ndx;
+  if (Run(m, d) != 0) {
+    FiniteDiff(m, d, kNudge, 0, A, B, C, D);
+    return 1;
+  }
+  if (!AwareModes(m)) {
+    // no contact, or a solver that cannot reclassify (lcp: restore its own classification)
+    if (stage_.solver) stage_.solver->SetTangentModes(*stage_.problem, nullptr);
+    return 0;
+  }
+  const double s1 = AwareScore(m);
+
+  // the adjoint's classification (score s2): kept where the VJP would keep it
+  mju_zero(g, ndx + nu_);
+  apply_modes_ = true;
+  const int ok = Run(m, d);
+  apply_modes_ = false;
+  if (stage_.solver) stage_.solver->SetTangentModes(*stage_.problem, nullptr);
+  if (ok == 0 && s1 < AwareScore(m)) {
+    complementarity_applied_ = true;
+    return 0;
+  }
+  // the first was larger: its Jacobians again
+  sink_.dx = nullptr;
+  sink_.gx = sink_.gu = nullptr;
+  return Run(m, d) == 0 ? 0 : Jacobian(m, d, A, B, C, D);
 }
 
 }  // namespace contactkit
@@ -410,6 +463,29 @@ int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A,
   const int resets = ck->deriv->ScratchResets();
   const int ret = ck->deriv->Jacobian(m, d, A, B, C, D);
   return Finish(ck, "ck_transitionJac", ret, resets,
+                {{A, ndx * ndx}, {B, ndx * nu}, {C, ns * ndx}, {D, ns * nu}});
+}
+
+int ck_transitionJacAware(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
+                          mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D) {
+  using namespace contactkit;
+  InUse guard(ck, "ck_transitionJacAware");
+  if (!guard.ok()) return -1;
+  ck->fallback = ckFALLBACK_NONE;
+  const int check = CheckTransition(ck, m, d, "ck_transitionJacAware");
+  if (check) return check;
+  const size_t ndx = 2 * m->nv + m->na, nu = m->nu, ns = m->nsensordata;
+  if (dx) {
+    const int i = FirstBad(dx, static_cast<int>(ndx));
+    if (i >= 0) {
+      SetLastError(ck, "ck_transitionJacAware", "dx[%d] = %g is not finite or beyond 1e10", i,
+                   static_cast<double>(dx[i]));
+      return -1;
+    }
+  }
+  const int resets = ck->deriv->ScratchResets();
+  const int ret = ck->deriv->JacobianAware(m, d, dx, A, B, C, D);
+  return Finish(ck, "ck_transitionJacAware", ret, resets,
                 {{A, ndx * ndx}, {B, ndx * nu}, {C, ns * ndx}, {D, ns * nu}});
 }
 

@@ -280,7 +280,7 @@ class Handle:
         self.last_jacobian_fallback = Fallback(self._core.last_fallback())
 
     def transition_jac(self, model: mujoco.MjModel, data: mujoco.MjData, A=None, B=None, C=None,
-                       D=None):
+                       D=None, direction=None):
         """Jacobians of the step `step` would take, with mjd_transitionFD's shapes and meaning.
 
         A (2nv+na, 2nv+na) = d next state / d state, B (2nv+na, nu) = d next state / d ctrl,
@@ -295,11 +295,22 @@ class Handle:
         With solver "ipm" the Jacobian is a smoothed gradient taken at kappa_grad (default
         1e-4), not the derivative of the step solved to kappa_tol (10-100% away from finite
         differences on contact); set kappa_grad=kappa_tol for the exact derivative of the step.
+        direction (2nv+na,) (ck_transitionJacAware): the adjoint of the next state, e.g. iLQR's
+        cost-to-go gradient. With solver "lcp", the Jacobians of the complementarity-aware
+        classification: contacts the direction would pull apart are treated as separating (and
+        separated ones it pushes together as sticking), kept when Nimble's score prefers them,
+        so that direction @ [A B] equals transition_vjp(direction) with complementarity_aware
+        on. None, RK4 or another solver: the plain Jacobians.
         """
         self._check(model, data)
         out = self._outputs(model, A, B, C, D)
-        rc = self._core.transition_jac(model._address, data._address, out["A"], out["B"], out["C"],
-                                       out["D"])
+        if direction is None:
+            rc = self._core.transition_jac(model._address, data._address, out["A"], out["B"],
+                                           out["C"], out["D"])
+        else:
+            direction = _vector(direction, 2 * model.nv + model.na, "direction")
+            rc = self._core.transition_jac_aware(model._address, data._address, direction,
+                                                 out["A"], out["B"], out["C"], out["D"])
         self._method(rc, "transition_jac")
         return out["A"], out["B"], out["C"], out["D"]
 

@@ -200,6 +200,13 @@ class Handle {
     py::gil_scoped_release release;
     return ck_transitionJac(ck_, M(m), D(d), j.a, j.b, j.c, j.d);
   }
+  int TransitionJacAware(std::uintptr_t m, std::uintptr_t d, py::object dx, py::object A,
+                         py::object B, py::object C, py::object Dm) {
+    const Jacobians j = Outputs(M(m), A, B, C, Dm);
+    const mjtNum* x = Buffer(dx, 2 * M(m)->nv + M(m)->na, "dx", false);
+    py::gil_scoped_release release;
+    return ck_transitionJacAware(ck_, M(m), D(d), x, j.a, j.b, j.c, j.d);
+  }
   int TransitionVJP(std::uintptr_t m, std::uintptr_t d, py::object dx, py::object ds, py::object gx,
                     py::object gu) {
     const long nx = 2 * M(m)->nv + M(m)->na, nu = M(m)->nu, ns = M(m)->nsensordata;
@@ -344,6 +351,7 @@ PYBIND11_MODULE(_core, mod) {
       .def("solver_info", &Handle::SolverInfo)
       .def("step_info", &Handle::StepInfo)
       .def("transition_jac", &Handle::TransitionJac)
+      .def("transition_jac_aware", &Handle::TransitionJacAware)
       .def("transition_vjp", &Handle::TransitionVJP)
       .def("rollout_grad", &Handle::RolloutGrad)
       .def("transition_fd", &Handle::TransitionFD);

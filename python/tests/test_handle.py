@@ -128,6 +128,31 @@ def test_transition_jac_writes_given_arrays_and_vjp_agrees():
     np.testing.assert_allclose(gu, B.T @ dx, rtol=1e-9, atol=1e-9)
 
 
+def test_transition_jac_direction_lifts_resting_box():
+    # lcp's complementarity-aware Jacobians: a resting box's thrust column is zero, and the
+    # free-flight h/m in its vertical velocity when the direction asks the box to rise; the
+    # product with the direction is the complementarity-aware VJP
+    m = load("pushed_box.xml")
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    h = contactkit.Handle(m, solver="lcp", complementarity_aware=1)
+    h.step(m, d, nstep=200)
+    nx, vz = 2 * m.nv, m.nv + 2
+    lift = np.zeros(nx)
+    lift[2], lift[vz] = -1.0, -0.1
+    _, B, _, _ = h.transition_jac(m, d)
+    A_up, B_up, _, _ = h.transition_jac(m, d, direction=lift)
+    assert abs(B[vz, 1]) < 1e-12
+    assert B_up[vz, 1] == pytest.approx(m.opt.timestep / 1.0, rel=1e-10)
+    gx, gu = h.transition_vjp(m, d, dx=lift)
+    np.testing.assert_allclose(lift @ A_up, gx, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(lift @ B_up, gu, rtol=1e-10, atol=1e-12)
+    _, B_down, _, _ = h.transition_jac(m, d, direction=-lift)
+    assert np.array_equal(B_down, B)
+    with pytest.raises(ValueError):
+        h.transition_jac(m, d, direction=np.zeros(3))
+
+
 def test_transition_jac_leaves_data_unchanged():
     m = load("hopper.xml")
     d = mujoco.MjData(m)

@@ -91,7 +91,6 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     for (auto* v : {&b_, &lo_, &hi_, &mu_, &x_, &w_, &rc_, &dy_, &tq_}) v->assign(cap, 0);
     findex_.assign(cap, -1);
     cidx_.assign(cap, 0);
-    pos_.assign(cap, 0);
     lstate_.assign(cap, 0);
     local_.assign(rows, -1);
     con_of_row_.assign(rows, -1);
@@ -100,8 +99,25 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     guess_.assign(rows, -1);
     keya_.assign(rows, 0);
     keyb_.assign(rows, 0);
-    for (auto* v : {&bfull_, &diag_, &zero_, &ytil_, &px_, &plam_}) v->assign(rows, 0);
-    for (auto* v : {&yv_, &vis_, &dv0_, &dvp_, &vfake_, &tmp_, &up_, &pz_}) v->assign(nv, 0);
+    for (auto* v : {&bfull_, &diag_, &ytil_, &px_, &plam_, &cdpos_, &cdvel_}) {
+      v->assign(rows, 0);
+    }
+    for (auto* v : {&yv_, &vis_, &dv0_, &dvp_, &ustep_, &qfake_, &tmp_, &up_, &pz_}) {
+      v->assign(nv, 0);
+    }
+    crow_.assign(rows, 0);
+    csoft_.assign(rows, 0);
+    cplace_.assign(rows, 0);
+    brow_.assign(rows, 0);
+    bnormal_.assign(rows, 0);
+    bcoef_.assign(rows, 0);
+    cadr_.assign(std::max(dims.ntree, 1) + 1, 0);
+    badr_.assign(std::max(dims.ntree, 1) + 1, 0);
+    reach0_.assign(std::max(dims.ntree, 1), 0);
+    reachp_.assign(std::max(dims.ntree, 1), 0);
+    pinv_.assign(Cod::Doubles(cap_), 0);
+    kadr_.assign(std::max(dims.ntree, 1), -1);
+    nadr_.assign(std::max(dims.ntree, 1), -1);
     prev_.Allocate(dims.max_rows);
     next_.Allocate(dims.max_rows);
     factors_.assign(std::max(dims.ntree, 1), IslandFactor());
@@ -277,6 +293,7 @@ void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
 void LcpSolver::Solve(const Problem& p, Solution* sol) {
   // a new solve: its own classification (SetTangentModes starts over)
   modes_set_ = false;
+  tan_ready_ = false;
   std::fill(changed_.begin(), changed_.end(), 0);
   const int nrow = p.nrow;
   sol->status = ckSTATUS_SOLVED;

@@ -118,6 +118,22 @@ class LcpSolver final : public Solver {
   // refactor the stored reduced matrix of island for the classification in state_
   bool Refactor(const Problem& p, int island);
 
+  // ForceTangent's shared part (see tan_ready_); false if some island's decomposition is missing
+  bool PrepareTangent(const Problem& p, const Solution& sol);
+  // PrepareTangent: K^+ and I - K^+ K of island k (m clamped rows) into pinv_ at *off, if they fit
+  void StoreOperators(int k, int m, size_t* off);
+  // ForceTangent's null-space term of rank-deficient islands, added to dforce (impulses)
+  void NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                        double* dforce);
+  // dv = [dir.v_free] + scale M^-1 (dJ' force - dM u) on the trees of the islands that the
+  // direction reaches (zero on the others, not computed outside islands); reach[k]: dv is not
+  // zero on some tree of island k
+  void IslandVelocityTangent(const Problem& p, const double* force, const double* u,
+                             const ProblemTangent& dir, bool free, double scale, double* dv,
+                             unsigned char* reach);
+  // a bound friction row g follows its clamped normal: x_g = coef x_normal (0: it does not)
+  double Coupling(const Problem& p, int g, int* normal) const;
+
   // one island into sol->force (impulses / h) and state_
   void SolveIsland(const Problem& p, int island, Solution* sol);
 
@@ -223,11 +239,26 @@ class LcpSolver final : public Solver {
   std::vector<unsigned char> exact_;      // island's velocity solve was exact   (ntree)
   bool modes_set_ = false;
 
-  // ForceTangent scratch
-  std::vector<double> zero_, ytil_;              // (max_rows)
-  std::vector<double> dv0_, dvp_, vfake_, tmp_;  // (nv)
-  std::vector<double> rc_, dy_, tq_;             // (cap)
-  std::vector<int> cidx_, pos_;                  // (cap)
+  // ForceTangent: what every direction of a solve shares (PrepareTangent), then scratch
+  bool tan_ready_ = false;             // crow_ ... qfake_ hold this solve's classification
+  bool deficient_ = false;             // some island's reduced matrix is rank deficient
+  std::vector<int> crow_;              // clamped rows, island by island            (max_rows)
+  std::vector<int> cadr_;              // first of island k in crow_                (ntree + 1)
+  std::vector<double> cdpos_, cdvel_;  // their Stabilization derivatives           (max_rows)
+  std::vector<unsigned char> csoft_;   // ... a contact from distance's normal       (max_rows)
+  std::vector<int> cplace_;            // a clamped row's place in its island's list (max_rows)
+  std::vector<int> brow_, bnormal_;    // bound rows following a clamped normal, and
+                                       // its place among the island's clamped rows (max_rows)
+  std::vector<double> bcoef_;          // x_brow = bcoef x_normal                   (max_rows)
+  std::vector<int> badr_;              // first of island k in brow_                (ntree + 1)
+  std::vector<unsigned char> reach0_, reachp_;  // dv0_, dvp_ not zero on island k     (ntree)
+  std::vector<double> pinv_;             // K^+, I - K^+ K by island, dense (Cod::Doubles(cap))
+  std::vector<long> kadr_, nadr_;        // their place in pinv_, -1: not stored      (ntree)
+  std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
+  std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
+  std::vector<double> dv0_, dvp_, tmp_;  // (nv)
+  std::vector<double> rc_, dy_, tq_;     // (cap)
+  std::vector<int> cidx_;                // (cap)
 };
 
 }  // namespace contactkit

@@ -7,8 +7,10 @@
 // rank of K locally constant, c in the range of K):
 //   dx_C = K^+ (dc - dK x_C) + (I - K^+ K) dK' K^+' x_C,
 // where dc - dK x_C = -(dJ_C v+ + J_C dv0 + dstab_C) is the change of the clamped rows' velocity
-// at fixed impulses (dv0 from VelocityTangent with zero force change), and dK' y folds dA y~
-// (y~ = y on C, zero elsewhere) over the bound rows through E'.
+// at fixed impulses (dv0: IslandVelocityTangent), and dK' y folds dA y~ (y~ = y on C, zero
+// elsewhere) over the bound rows through E'. What every direction shares (clamped rows, their
+// stabilization derivatives, y~ and M^-1 J' y~, the bound rows' coupling) is made once per solve
+// (PrepareTangent); a direction then solves only the trees and islands it reaches.
 #include <algorithm>
 
 #include "solvers/lcp/lcp.h"
@@ -27,119 +29,240 @@ double DJDot(const Problem& p, const ProblemTangent& dir, int i, const double* x
 
 }  // namespace
 
-bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
-                             double* dforce) {
+// y = X x for the m x m row-major X
+static void MatVec(const double* X, int m, const double* x, double* y) {
+  for (int a = 0; a < m; a++) {
+    const double* r = X + static_cast<size_t>(a) * m;
+    double s = 0;
+    for (int j = 0; j < m; j++) s += r[j] * x[j];
+    y[a] = s;
+  }
+}
+
+void LcpSolver::StoreOperators(int k, int m, size_t* off) {
+  // K^+ and, rank deficient, I - K^+ K of island k as dense m x m matrices (column j: the
+  // decomposition applied to e_j), so that each direction costs one product; -1 where the store
+  // is full (the decomposition is then applied per direction)
+  Cod& cod = factors_[k].cod;
+  kadr_[k] = nadr_[k] = -1;
+  const size_t mm = static_cast<size_t>(m) * m;
+  for (int pass = 0; pass < (cod.rank() < m ? 2 : 1) && m > 0; pass++) {
+    if (*off + mm > pinv_.size()) return;
+    double* X = pinv_.data() + *off;
+    for (int j = 0; j < m; j++) {
+      for (int a = 0; a < m; a++) rc_[a] = a == j;
+      if (pass == 0) {
+        cod.Solve(rc_.data(), dy_.data());
+      } else {
+        cod.NullProject(rc_.data(), dy_.data());
+      }
+      for (int a = 0; a < m; a++) X[static_cast<size_t>(a) * m + j] = dy_[a];
+    }
+    (pass == 0 ? kadr_ : nadr_)[k] = static_cast<long>(*off);
+    *off += mm;
+  }
+}
+
+bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
+  // what every direction shares: the clamped rows of each island with their stabilization's
+  // derivatives, and for rank-deficient islands y~ = K^+' h x_C and its velocity M^-1 J' y~
   const Islands& is = p.islands;
   const int nrow = p.nrow, nv = p.nv;
   const double h = p.h;
   if (nisland_ != is.nisland) return false;
+  for (int i = 0; i < nrow; i++) ytil_[i] = 0;
+  deficient_ = false;
+  int cnt = 0, nb = 0;
+  size_t off = 0;
+  cadr_[0] = badr_[0] = 0;
   for (int k = 0; k < nisland_; k++) {
     if (!factors_[k].stored) return false;
-  }
-  for (int i = 0; i < nrow; i++) {
-    dforce[i] = 0;
-    ytil_[i] = 0;
-  }
-
-  // coupling of a bound row to its clamped normal: x_j = coef x_normal (0: none)
-  auto coupling = [&](int g, int* normal) {
-    *normal = -1;
-    if (p.kind[g] != kRowContactFriction || state_[g] == kLcpClamped) return 0.0;
-    const Contact& con = p.con[con_of_row_[g]];
-    if (state_[con.row] != kLcpClamped || FromDistance(con)) return 0.0;
-    *normal = con.row;
-    return (state_[g] == kLcpUpper ? 1 : -1) * con.mu[g - con.row - 1];
-  };
-
-  // velocity change at fixed impulses
-  VelocityTangent(p, sol, dir, zero_.data(), dv0_.data(), tmp_.data());
-
-  // dx_C = K^+ (dc - dK x_C), island by island
-  bool deficient = false;
-  for (int k = 0; k < nisland_; k++) {
     const int n = is.nrows[k];
     const int* rows = is.rows + is.rowadr[k];
-    Cod& cod = factors_[k].cod;
-    int m = 0;
     for (int j = 0; j < n; j++) {
       const int g = rows[j];
       if (state_[g] != kLcpClamped) continue;
-      double dpos, dvel;
       const double b0 = p.J.Dot(g, p.v_free);
-      Stabilization(p, g, b0, &dpos, &dvel);
-      double dstab = (dir.pos ? dpos * dir.pos[g] : 0) + (dir.vel ? dvel * dir.vel[g] : 0);
-      if (SoftRow(p, g)) {
+      Stabilization(p, g, b0, &cdpos_[cnt], &cdvel_[cnt]);
+      csoft_[cnt] = SoftRow(p, g);
+      cplace_[g] = cnt - cadr_[k];
+      crow_[cnt++] = g;
+    }
+    cadr_[k + 1] = cnt;
+    // the bound rows that follow a clamped normal, with its place among the clamped rows
+    for (int j = 0; j < n; j++) {
+      int normal;
+      const double coef = Coupling(p, rows[j], &normal);
+      if (coef == 0) continue;
+      brow_[nb] = rows[j];
+      bnormal_[nb] = cplace_[normal];
+      bcoef_[nb++] = coef;
+    }
+    badr_[k + 1] = nb;
+    Cod& cod = factors_[k].cod;
+    const int m = cnt - cadr_[k];
+    if (m != cod.n()) return false;
+    if (cod.rank() < m) {
+      deficient_ = true;
+      const int* c = crow_.data() + cadr_[k];
+      for (int a = 0; a < m; a++) tq_[a] = h * sol.force[c[a]];
+      cod.SolveT(tq_.data(), tq_.data());
+      for (int a = 0; a < m; a++) ytil_[c[a]] = tq_[a];
+    }
+    StoreOperators(k, m, &off);
+  }
+  // u = M^-1 J' f = (v+ - v_free) / h of the solution; q = M^-1 J' y~
+  for (int j = 0; j < nv; j++) ustep_[j] = (sol.v_next[j] - p.v_free[j]) / h;
+  if (deficient_) {
+    VelocityFromForce(p, ytil_.data(), qfake_.data(), nullptr);
+    for (int j = 0; j < nv; j++) qfake_[j] = (qfake_[j] - p.v_free[j]) / h;
+  }
+  tan_ready_ = true;
+  return true;
+}
+
+void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                                 double* dforce) {
+  // (I - K^+ K) dK' K^+' x_C on rank-deficient islands, with dA y~ = dJ q + J dvp / h and
+  // dvp = h M^-1 (dJ' y~ - dM q)
+  IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data());
+  bool reached = false;  // dvp is not zero on the island's trees
+  auto dAy = [&](int g, bool soft) {
+    const double dR = dir.R && soft ? dir.R[g] * ytil_[g] : 0;
+    return DJDot(p, dir, g, qfake_.data()) + (reached ? p.J.Dot(g, dvp_.data()) : 0) + dR;
+  };
+  for (int k = 0; k < nisland_; k++) {
+    Cod& cod = factors_[k].cod;
+    if (cod.rank() == cod.n()) continue;
+    reached = reachp_[k];
+    const int m = cadr_[k + 1] - cadr_[k];
+    const int* c = crow_.data() + cadr_[k];
+    bool any = false;
+    for (int a = 0; a < m; a++) {
+      tq_[a] = dAy(c[a], csoft_[cadr_[k] + a]);
+      any |= tq_[a] != 0;
+    }
+    for (int b = badr_[k]; b < badr_[k + 1]; b++) {
+      const double v = bcoef_[b] * dAy(brow_[b], false);
+      tq_[bnormal_[b]] += v;
+      any |= v != 0;
+    }
+    if (!any) continue;  // the direction does not reach this island
+    if (nadr_[k] >= 0) {
+      MatVec(pinv_.data() + nadr_[k], m, tq_.data(), dy_.data());
+      for (int a = 0; a < m; a++) dforce[c[a]] += dy_[a];
+    } else {
+      cod.NullProject(tq_.data(), tq_.data());
+      for (int a = 0; a < m; a++) dforce[c[a]] += tq_[a];
+    }
+  }
+}
+
+void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, const double* u,
+                                      const ProblemTangent& dir, bool free, double scale,
+                                      double* dv, unsigned char* reach) {
+  // only the islands' trees matter (J_C dv), and of those only the ones the direction reaches
+  // (M^-1 is exact tree by tree): a tree whose right-hand side is zero is not solved
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  const TreeMass& mass = p.mass;
+  const int nv = p.nv;
+  for (int j = 0; j < nv; j++) dv[j] = 0;
+  if (dir.J) {
+    for (int i = 0; i < J.nrow; i++) {
+      const double fi = force[i];
+      if (fi == 0) continue;
+      const int adr = J.rowadr[i];
+      for (int k = 0; k < J.rownnz[i]; k++) dv[J.colind[adr + k]] += dir.J[adr + k] * fi;
+    }
+  }
+  for (int k = 0; k < nisland_; k++) {
+    reach[k] = 0;
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      if (dir.M) {
+        const int m0 = mass.madr[b], m1 = e < nv ? mass.madr[e] : mass.nM;
+        bool dm = false;
+        for (int i = m0; i < m1 && !dm; i++) dm = dir.M[i] != 0;
+        if (dm) {
+          mass.MulValues(dir.M, u, tmp_.data(), b, e);
+          for (int i = b; i < e; i++) dv[i] -= tmp_[i];
+        }
+      }
+      bool any = false;
+      for (int i = b; i < e && !any; i++) any = dv[i] != 0;
+      if (any) {
+        mass.Solve(dv, b, e);
+        for (int i = b; i < e; i++) dv[i] *= scale;
+      }
+      if (free && dir.v_free) {
+        for (int i = b; i < e; i++) {
+          dv[i] += dir.v_free[i];
+          any |= dv[i] != 0;
+        }
+      }
+      reach[k] |= any;
+    }
+  }
+}
+
+double LcpSolver::Coupling(const Problem& p, int g, int* normal) const {
+  *normal = -1;
+  if (p.kind[g] != kRowContactFriction || state_[g] == kLcpClamped) return 0.0;
+  const Contact& con = p.con[con_of_row_[g]];
+  if (state_[con.row] != kLcpClamped || FromDistance(con)) return 0.0;
+  *normal = con.row;
+  return (state_[g] == kLcpUpper ? 1 : -1) * con.mu[g - con.row - 1];
+}
+
+bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
+                             double* dforce) {
+  const int nrow = p.nrow;
+  const double h = p.h;
+  if (!tan_ready_ && !PrepareTangent(p, sol)) return false;
+  for (int i = 0; i < nrow; i++) dforce[i] = 0;
+
+  // velocity change at fixed impulses
+  IslandVelocityTangent(p, sol.force, ustep_.data(), dir, true, h, dv0_.data(), reach0_.data());
+
+  // dx_C = K^+ (dc - dK x_C), island by island; an island the direction does not reach (its
+  // right-hand side exactly zero) keeps dx_C = 0 without a solve
+  for (int k = 0; k < nisland_; k++) {
+    const int m = cadr_[k + 1] - cadr_[k];
+    const int* c = crow_.data() + cadr_[k];
+    const double* dpos = cdpos_.data() + cadr_[k];
+    const double* dvel = cdvel_.data() + cadr_[k];
+    bool any = false;
+    for (int a = 0; a < m; a++) {
+      const int g = c[a];
+      double dstab = (dir.pos ? dpos[a] * dir.pos[g] : 0) + (dir.vel ? dvel[a] * dir.vel[g] : 0);
+      if (csoft_[cadr_[k] + a]) {
         // a contact from distance: its soft target -vel - h aref and regularizer R x
         if (dir.aref) dstab -= h * dir.aref[g];
         if (dir.R) dstab += dir.R[g] * h * sol.force[g];
       }
-      rc_[m] = -(DJDot(p, dir, g, sol.v_next) + p.J.Dot(g, dv0_.data()) + dstab);
-      cidx_[m++] = g;
+      const double jdv = reach0_[k] ? p.J.Dot(g, dv0_.data()) : 0;  // dv0 = 0 on its trees
+      rc_[a] = -(DJDot(p, dir, g, sol.v_next) + jdv + dstab);
+      any |= rc_[a] != 0;
     }
-    if (m != cod.n()) return false;
-    cod.Solve(rc_.data(), dy_.data());
-    for (int a = 0; a < m; a++) dforce[cidx_[a]] = dy_[a];
-    if (cod.rank() < m) {
-      deficient = true;
-      for (int a = 0; a < m; a++) tq_[a] = h * sol.force[cidx_[a]];
-      cod.SolveT(tq_.data(), tq_.data());
-      for (int a = 0; a < m; a++) ytil_[cidx_[a]] = tq_[a];
+    if (!any) continue;
+    if (kadr_[k] >= 0) {
+      MatVec(pinv_.data() + kadr_[k], m, rc_.data(), dy_.data());
+    } else {
+      factors_[k].cod.Solve(rc_.data(), dy_.data());
     }
+    for (int a = 0; a < m; a++) dforce[c[a]] = dy_[a];
   }
 
   // rank deficient islands: + (I - K^+ K) dK' K^+' x_C
-  if (deficient) {
-    // q = M^-1 J' y~ and dvp = h M^-1 (dJ' y~ - dM q), so that dA y~ = dJ q + J dvp / h
-    VelocityFromForce(p, ytil_.data(), vfake_.data(), nullptr);
-    Solution fake = sol;
-    fake.force = ytil_.data();
-    fake.v_next = vfake_.data();
-    ProblemTangent d2 = dir;
-    d2.v_free = nullptr;
-    VelocityTangent(p, fake, d2, zero_.data(), dvp_.data(), tmp_.data());
-    for (int j = 0; j < nv; j++) {
-      vfake_[j] = (vfake_[j] - p.v_free[j]) / h;
-      dvp_[j] /= h;
-    }
-    auto dAy = [&](int g) {
-      const double dR = dir.R && SoftRow(p, g) ? dir.R[g] * ytil_[g] : 0;
-      return DJDot(p, dir, g, vfake_.data()) + p.J.Dot(g, dvp_.data()) + dR;
-    };
-    for (int k = 0; k < nisland_; k++) {
-      Cod& cod = factors_[k].cod;
-      if (cod.rank() == cod.n()) continue;
-      const int n = is.nrows[k];
-      const int* rows = is.rows + is.rowadr[k];
-      int m = 0;
-      for (int j = 0; j < n; j++) {
-        const int g = rows[j];
-        if (state_[g] == kLcpClamped) {
-          pos_[j] = m;
-          cidx_[m] = g;
-          tq_[m++] = dAy(g);
-        } else {
-          pos_[j] = -1;
-        }
-      }
-      for (int j = 0; j < n; j++) {
-        int normal;
-        const double coef = coupling(rows[j], &normal);
-        if (coef != 0) tq_[pos_[local_[normal]]] += coef * dAy(rows[j]);
-      }
-      cod.NullProject(tq_.data(), tq_.data());
-      for (int a = 0; a < m; a++) dforce[cidx_[a]] += tq_[a];
-    }
-  }
+  if (deficient_) NullSpaceTangent(p, sol, dir, dforce);
 
   // bound rows follow their normals; impulses to forces
   for (int k = 0; k < nisland_; k++) {
-    const int n = is.nrows[k];
-    const int* rows = is.rows + is.rowadr[k];
-    for (int j = 0; j < n; j++) {
-      int normal;
-      const double coef = coupling(rows[j], &normal);
-      if (coef != 0) dforce[rows[j]] = coef * dforce[normal];
-    }
+    const int* c = crow_.data() + cadr_[k];
+    for (int b = badr_[k]; b < badr_[k + 1]; b++)
+      dforce[brow_[b]] = bcoef_[b] * dforce[c[bnormal_[b]]];
   }
   for (int i = 0; i < nrow; i++) dforce[i] /= h;
   return true;
@@ -150,6 +273,7 @@ bool LcpSolver::Refactor(const Problem& p, int island) {
   const int n = is.nrows[island];
   const int* rows = is.rows + is.rowadr[island];
   if (!factors_[island].stored) return false;
+  tan_ready_ = false;
   BuildIsland(p, island);
   const DenseLcp lcp{n,          n,          A_.data(),      b_.data(),
                      lo_.data(), hi_.data(), findex_.data(), mu_.data()};
@@ -162,6 +286,7 @@ bool LcpSolver::Refactor(const Problem& p, int island) {
 bool LcpSolver::SetTangentModes(const Problem& p, const signed char* mode) {
   const Islands& is = p.islands;
   if (nisland_ != is.nisland) return false;
+  tan_ready_ = false;
   if (!mode) {
     // the solve's own classification and factorizations
     if (!modes_set_) return true;

@@ -113,6 +113,8 @@ std::vector<Source> Sources(const std::vector<int>& solvers) {
     } else {
       out.push_back({ck_solverName(s), s});
     }
+    // ck_transitionJacAware with the cost-to-go gradient as its direction
+    if (s == ckSOL_LCP) out.push_back({"lcp (complementarity-aware)", s, 0, -1, false, true});
   }
   out.push_back({"MuJoCo mjd_transitionFD", -1});
   // reverse mode: Adam over whole rollouts (comfree without anchors: ck_rolloutGrad refuses them)
@@ -179,8 +181,10 @@ tools::IlqrResult RunOne(const Task& task, const Source& src, double cfd_width,
     adam.max_outer = 5;
     r = tools::RunAdam(m, d, ck, goal, adam);
   } else if (r.error.empty()) {
-    r = tools::RunIlqr(m, d, ck, src.solver >= 0 ? tools::kIlqrContactkit : tools::kIlqrMujocoFD,
-                       goal, options);
+    const tools::IlqrSource source = src.solver < 0 ? tools::kIlqrMujocoFD
+                                     : src.aware    ? tools::kIlqrContactkitAware
+                                                    : tools::kIlqrContactkit;
+    r = tools::RunIlqr(m, d, ck, source, goal, options);
   } else {
     r.iterations = -1;
   }

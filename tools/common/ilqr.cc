@@ -67,6 +67,8 @@ class Ilqr {
       for (int j = 0; j < nu_; j++) U_[t * nu_ + j] = Nominal(task, j);
     }
     Un_ = U_;
+    W_.resize(T_ * nv_);
+    fresh_.assign(T_, 0);
     A_.resize(T_ * ndx_ * ndx_);
     B_.resize(T_ * ndx_ * nu_);
     k_.resize(T_ * nu_);
@@ -87,6 +89,8 @@ class Ilqr {
   // cost of a trajectory: stage and terminal (plain), and with the constraint terms (out)
   double Cost(std::vector<double>& x, const std::vector<double>& u, double* plain);
   void Derivatives();
+  // kIlqrContactkitAware: A_t, B_t from x_t with the next state's cost-to-go gradient Vx
+  void AwareJacobian(int t, const std::vector<double>& Vx);
   bool Backward(double mu);
   double Violation();
 
@@ -100,6 +104,8 @@ class Ilqr {
   mjData* d_;
   std::vector<double> X_, Xn_, U_, Un_;  // trajectory and trial (T+1 x nq+nv+na, T x nu)
   std::vector<double> A_, B_;            // Jacobians (T x ndx x ndx, T x ndx x nu)
+  std::vector<double> W_;                // warm start of each step's state (T x nv)
+  std::vector<char> fresh_;              // aware: A_t, B_t made for this trajectory (T)
   std::vector<double> k_, K_;            // feedforward and gains (T x nu, T x nu x ndx)
   std::vector<double> lambda_;           // multipliers of the goal entries
   double rho_ = 10;
@@ -186,8 +192,12 @@ void Ilqr::Derivatives() {
     std::copy_n(U_.data() + t * nu_, nu_, d_->ctrl);
     double* A = A_.data() + t * ndx_ * ndx_;
     double* B = B_.data() + t * ndx_ * nu_;
+    std::copy_n(d_->qacc_warmstart, nv_, W_.data() + t * nv_);
+    fresh_[t] = 0;
     const double t0 = Now();
-    if (source_ == kIlqrContactkit) {
+    if (source_ == kIlqrContactkitAware) {
+      // made in the backward pass, once its direction is known
+    } else if (source_ == kIlqrContactkit) {
       if (ck_transitionJac(ck_, m_, d_, A, B, nullptr, nullptr) < 0) diverged_ = true;
     } else {
       mjd_transitionFD(m_, d_, 1e-6, 0, A, B, nullptr, nullptr);
@@ -200,6 +210,23 @@ void Ilqr::Derivatives() {
       mj_step(m_, d_);
     }
   }
+}
+
+void Ilqr::AwareJacobian(int t, const std::vector<double>& Vx) {
+  if (fresh_[t]) return;  // a retry of the backward pass keeps the first direction's Jacobians
+  const double* xt = X(X_, t);
+  std::copy_n(xt, nq_, d_->qpos);
+  std::copy_n(xt + nq_, nv_, d_->qvel);
+  std::copy_n(xt + nq_ + nv_, na_, d_->act);
+  std::copy_n(U_.data() + t * nu_, nu_, d_->ctrl);
+  std::copy_n(W_.data() + t * nv_, nv_, d_->qacc_warmstart);
+  const double t0 = Now();
+  if (ck_transitionJacAware(ck_, m_, d_, Vx.data(), A_.data() + t * ndx_ * ndx_,
+                            B_.data() + t * ndx_ * nu_, nullptr, nullptr) < 0) {
+    diverged_ = true;
+  }
+  deriv_seconds_ += Now() - t0;
+  fresh_[t] = 1;
 }
 
 bool Ilqr::Backward(double mu) {
@@ -218,6 +245,7 @@ bool Ilqr::Backward(double mu) {
   }
   std::vector<double> Qx(n), Qu(nu), Qxx(n * n), Quu(nu * nu), Qux(nu * n), VA(n * n), VB(n * nu);
   for (int t = T_ - 1; t >= 0; t--) {
+    if (source_ == kIlqrContactkitAware) AwareJacobian(t, Vx);
     const double* A = A_.data() + t * n * n;
     const double* B = B_.data() + t * n * nu;
     const bool way = t == task_.waypoint_step;
@@ -326,6 +354,11 @@ IlqrResult Ilqr::Run() {
         break;
       }
       while (!Backward(mu) && mu < 1e10) mu = std::max(1e-4, 10 * mu);
+      if (diverged_) {
+        res.diverged = true;
+        res.error = "a Jacobian failed";
+        break;
+      }
       // line search on the step length
       double best = HUGE_VAL, alpha = 1;
       for (int ls = 0; ls < 10; ls++, alpha *= 0.5) {
@@ -500,7 +533,7 @@ IlqrResult RunAdam(const mjModel* m, const mjData* start, ckHandle* ck, const Il
 
 IlqrResult RunIlqr(const mjModel* m, const mjData* start, ckHandle* ck, IlqrSource source,
                    const IlqrTask& task, const IlqrOptions& options) {
-  if (!ck && source == kIlqrContactkit) {
+  if (!ck && source != kIlqrMujocoFD) {
     IlqrResult r;
     r.error = "contactkit Jacobians need a handle";
     return r;

@@ -39,8 +39,10 @@ struct IlqrOptions {
   double rho = 10;              // first penalty; x 10 per outer update
 };
 
-// where a step's Jacobians come from
-enum IlqrSource { kIlqrContactkit = 0, kIlqrMujocoFD };
+// where a step's Jacobians come from: ck_transitionJac; MuJoCo's mjd_transitionFD; or
+// ck_transitionJacAware with the cost-to-go gradient of the next state as its direction (lcp's
+// complementarity-aware Jacobians, computed in the backward pass where that gradient is known)
+enum IlqrSource { kIlqrContactkit = 0, kIlqrMujocoFD, kIlqrContactkitAware };
 
 struct IlqrResult {
   double cost = 0;       // stage and terminal cost without the constraint terms

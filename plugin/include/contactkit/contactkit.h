@@ -282,6 +282,25 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                            mjtNum* C, mjtNum* D);
 
+// Complementarity-aware Jacobians (Nimble section IV-D) for optimizers that use A and B, such as
+// iLQR and DDP, which then pass the cost-to-go gradient as dx. dx (2nv+na, nullable): the adjoint
+// of the next state, the direction the caller's loss pulls it. With solver "lcp", each contact is
+// classified by the sign of g_c = J_c M^-1 dL/dv+ (dL/dv+ from dx through the integrator): a
+// clamped contact that dx would pull apart (g_c < 0) is treated as separating (no impulse in any
+// of its rows, its friction included), a separating one that dx pushes together (g_c >= 0) as
+// touching and sticking, and the Jacobians are those of that classification (the step itself is
+// unchanged) when its product with dx is larger than the solve's own (|dx' A|^2 over the
+// positions + |dx' B|^2 / h, Nimble's choice), else ck_transitionJac's. The result is the
+// Jacobian whose product with dx is ck_transitionVJP(dx) with setting "complementarity_aware"
+// on: dx' [A B] = [gx' gu'] (whatever that setting is on this handle). So for a box resting on
+// the floor and a dx asking it to rise, B's column of an upward force is the free-flight one.
+// dx NULL, the RK4 integrator (as the VJP) and the other solvers (whose Jacobians are already
+// informative: ipm's smoothing, comfree's and mujoco's soft contact): exactly ck_transitionJac.
+// Costs two to three ck_transitionJac evaluations when there is contact (lcp), one otherwise.
+// Returns as ck_transitionJac, and -1 for a dx that is not finite.
+CKAPI int ck_transitionJacAware(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
+                                mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
+
 // Vector-Jacobian product of the same step, without forming the Jacobians:
 //   gx = A' dx + C' ds   (2nv+na),   gu = B' dx + D' ds   (nu)
 // dx (2nv+na): adjoint of the next state; ds (nsensordata): adjoint of the sensors; either may
