@@ -122,25 +122,39 @@ bool IntegratorTangent::Prepare(const mjModel* m, const mjData* d, const double*
   return true;
 }
 
+namespace {
+
+// x is zero on [b, b + n): a direction that does not reach the tree (its solve gives zero)
+bool Zero(const double* x, int b, int n) {
+  for (int i = b; i < b + n; i++) {
+    if (x[i] != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void IntegratorTangent::Solve(double* x) const {
-  if (implicit) {
-    for (int t = 0; t < ntree_; t++) {
-      const int b = trees_->dofadr[t];
-      LuSolve(lu + trees_->blockadr[t], pivots + b, trees_->dofnum[t], x + b);
+  for (int t = 0; t < ntree_; t++) {
+    const int b = trees_->dofadr[t], n = trees_->dofnum[t];
+    if (Zero(x, b, n)) continue;
+    if (implicit) {
+      LuSolve(lu + trees_->blockadr[t], pivots + b, n, x + b);
+    } else {
+      mass.Solve(x, b, b + n);
     }
-  } else {
-    mass.Solve(x);
   }
 }
 
 void IntegratorTangent::SolveT(double* x) const {
-  if (implicit) {
-    for (int t = 0; t < ntree_; t++) {
-      const int b = trees_->dofadr[t];
-      LuSolveT(lu + trees_->blockadr[t], pivots + b, trees_->dofnum[t], x + b);
+  for (int t = 0; t < ntree_; t++) {
+    const int b = trees_->dofadr[t], n = trees_->dofnum[t];
+    if (Zero(x, b, n)) continue;
+    if (implicit) {
+      LuSolveT(lu + trees_->blockadr[t], pivots + b, n, x + b);
+    } else {
+      mass.Solve(x, b, b + n);
     }
-  } else {
-    mass.Solve(x);
   }
 }
 void IntegrateMaps(const mjModel* m, const double* w, double h, double* maps) {
