@@ -147,20 +147,28 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     for (int i = 0; i < nv; i++) {
       for (int c = nslot; c < nb; c++) Y[static_cast<size_t>(i) * nb + c] = 0;
     }
-    integrator_.mass.SolveBlock(Y, nb);
+    // tree by tree, skipping trees no column of the block reaches
+    const Islands& is = p.islands;
+    for (int t = 0; t < is.ntree; t++) {
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      const double* y = Y + static_cast<size_t>(b) * nb;
+      bool zero = true;
+      for (int i = 0; i < (e - b) * nb && zero; i++) zero = y[i] == 0;
+      if (!zero) integrator_.mass.SolveBlock(Y, nb, b, e);
+    }
   }
+  // the unit directions again (one entry set per column, reset after it)
+  mju_zero(tan_.dq, nv);
+  mju_zero(tan_.dv, nv);
+  mju_zero(tan_.dact, na_);
+  mju_zero(tan_.du, nu_);
   for (int slot = 0; slot < nslot; slot++) {
     const int kind = block_.kind[slot], index = block_.index[slot];
-
-    // the unit direction again
-    mju_zero(tan_.dq, nv);
-    mju_zero(tan_.dv, nv);
-    mju_zero(tan_.dact, na_);
-    mju_zero(tan_.du, nu_);
-    (kind == kCtrl  ? tan_.du
-     : kind == kAct ? tan_.dact
-     : kind == kVel ? tan_.dv
-                    : tan_.dq)[index] = 1;
+    double* unit = kind == kCtrl  ? tan_.du
+                   : kind == kAct ? tan_.dact
+                   : kind == kVel ? tan_.dv
+                                  : tan_.dq;
+    unit[index] = 1;
     mju_copy(tan_.dact_dot, block_.act_dot + static_cast<size_t>(slot) * na_, na_);
 
     double* x = scratch_.b;
@@ -177,6 +185,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
       }
     }
     fn(kind, index, block_.col[slot]);
+    unit[index] = 0;
   }
 }
 //---------------------------------- single-stage integrators --------------------------------------

@@ -341,6 +341,29 @@ void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rh
   RowsAdd(p, ge_.data(), rhs);
 }
 
+namespace {
+
+// the rows dofs[0..n) (or begin..begin + n) of the row-major block x (nb columns) are zero
+bool BlockZero(const double* x, int nb, const int* dofs, int n) {
+  for (int a = 0; a < n; a++) {
+    const double* r = x + static_cast<size_t>(dofs[a]) * nb;
+    for (int c = 0; c < nb; c++) {
+      if (r[c] != 0) return false;
+    }
+  }
+  return true;
+}
+
+bool BlockZero(const double* x, int nb, int begin, int n) {
+  const double* r = x + static_cast<size_t>(begin) * nb;
+  for (int i = 0; i < n * nb; i++) {
+    if (r[i] != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
   const Islands& is = p.islands;
   double* blk = block_.data();
@@ -348,6 +371,7 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
     const int n = is.ndofs[k];
     const int* dofs = is.dofs + is.dofadr[k];
     const double* L = H_.data() + hadr_[k];
+    if (BlockZero(x, nb, dofs, n)) continue;  // no column reaches the island: H^-1 0 = 0
     for (int a = 0; a < n; a++) {
       const int la = local_[dofs[a]];
       for (int c = 0; c < nb; c++) blk[la * nb + c] = x[dofs[a] * nb + c];
@@ -364,6 +388,7 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
   for (int t = 0; t < is.ntree; t++) {
     if (is.tree_island[t] >= 0) continue;
     const int begin = is.tree_dofadr[t];
+    if (BlockZero(x, nb, begin, is.tree_dofnum[t])) continue;
     p.mass.SolveBlock(x, nb, begin, begin + is.tree_dofnum[t]);
   }
 }
