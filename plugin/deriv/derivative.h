@@ -107,6 +107,11 @@ class Derivative : private FdTarget {
   void QueueColumn(const mjModel* m, int slot, int kind, int index, int col);
   template <typename Fn>
   void FlushColumns(const mjModel* m, int nslot, Fn&& fn);
+  // reverse mode for a VJP of "mujoco" with rows under Euler (Vjp, no Jacobian wanted, no sensors,
+  // no elastic correction): one solve of H with the adjoint, then one product per direction with
+  // its right-hand side instead of its solve and column
+  bool AdjointApplies() const;
+  void AdjointDirections(const mjModel* m);
   // the Jacobians of an Euler / implicit step, of an RK4 step
   bool SingleStage(const mjModel* m);
   bool RungeKutta(const mjModel* m);

@@ -207,6 +207,10 @@ bool Derivative::SingleStage(const mjModel* m) {
   if (up) IntegrateMaps(m, up, h, integrator_.correction_maps);
   elastic_.Prepare(settings_, stage_.has_rows ? stage_.problem : nullptr, nominal_.qvel);
   elastic_.Select(vplus);
+  if (!up && AdjointApplies()) {
+    AdjointDirections(m);
+    return true;
+  }
   double* out = out_.state_col;
   double* ds = out_.sensor_col;
   const bool ok =
@@ -232,6 +236,66 @@ bool Derivative::SingleStage(const mjModel* m) {
   if (ok) elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
   return ok;
 }
+//---------------------------------- reverse mode (VJP) --------------------------------------------
+
+bool Derivative::AdjointApplies() const {
+  return stage_.batch && !integrator_.implicit && elastic_.n() == 0 && sink_.dx && !sink_.A &&
+         !sink_.B && !sink_.C && !sink_.D && !stage_.sensors && !apply_modes_;
+}
+
+void Derivative::AdjointDirections(const mjModel* m) {
+  // column k of the step: out_k = (Tq dq_k + Tw dv+_k, dv+_k, clip(dact_k + h dact_dot_k)) with
+  // dv+_k = s_k = H^-1 r_k undamped, and under Euler's damping dv+_k = dv_k + h dqacc_k,
+  // dqacc_k = x_k / h + M_E^-1 (P_k - D x_k), x_k = s_k - dv_k (FlushColumns). With the adjoint
+  // (aq, av, aact), g = Tw' aq + av and z = h M_E^-1 g:
+  //   a' out_k = (Tq' aq)' dq_k + mu' r_k + z' P_k + (D z)' dv_k + alpha' (dact_k + h dact_dot_k)
+  // with mu = H^-1 (g - D z) (z = 0 undamped) and alpha = aact where the update is not clipped
+  const Problem& p = *stage_.problem;
+  const int nv = nv_, na = na_, ndx = 2 * nv + na;
+  const double h = p.h;
+  const bool damped = integrator_.damped;
+  double* tq = block_.damped;          // Tq' aq           (nv)
+  double* mu = block_.damped + nv;     // g, then mu       (nv)
+  double* z = block_.damped + 2 * nv;  // h M_E^-1 g       (nv)
+  double* alpha = out_.state_col;      //                  (na)
+  IntegrateTangentT(m, integrator_.step_maps, h, sink_.dx, tq, mu);
+  for (int i = 0; i < nv; i++) mu[i] += sink_.dx[nv + i];
+  if (damped) {
+    for (int i = 0; i < nv; i++) z[i] = h * mu[i];
+    integrator_.mass.Solve(z);
+    for (int i = 0; i < nv; i++) mu[i] -= m->dof_damping[i] * z[i];
+  }
+  constexpr int kWidth = 8;  // the block solve's narrowest chunk; column 0 carries mu
+  for (int i = 0; i < nv; i++) {
+    for (int c = 0; c < kWidth; c++) block_.rhs[i * kWidth + c] = c == 0 ? mu[i] : 0;
+  }
+  soft_.SolveBlock(p, block_.rhs, kWidth);
+  for (int i = 0; i < nv; i++) mu[i] = block_.rhs[i * kWidth];
+  ActivationAdjoint(m, nominal_.act, nominal_.act_dot, h, sink_.dx + 2 * nv, alpha);
+
+  for (int kind = kCtrl; kind <= kPos; kind++) {
+    if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
+    const int n = kind == kCtrl ? nu_ : kind == kAct ? na : nv;
+    for (int index = 0; index < n; index++) {
+      const int col = kind == kCtrl  ? ndx + index
+                      : kind == kAct ? 2 * nv + index
+                      : kind == kVel ? nv + index
+                                     : index;
+      smooth_.UnitTangent(m, kind, index);
+      QueueColumn(m, 0, kind, index, col);  // r_k in scratch_.a, P_k in mass_term's first column
+      double g = mju_dot(mu, scratch_.a, nv);
+      if (damped) g += mju_dot(z, block_.mass_term, nv);
+      for (int i = 0; i < na; i++) g += h * alpha[i] * tan_.dact_dot[i];
+      g += kind == kPos   ? tq[index]
+           : kind == kVel ? (damped ? m->dof_damping[index] * z[index] : 0)
+           : kind == kAct ? alpha[index]
+                          : 0;
+      (kind == kCtrl ? sink_.gu[index] : sink_.gx[col]) += g;
+    }
+  }
+  smooth_.RestoreActuation();
+}
+
 //---------------------------------- RK4 -----------------------------------------------------------
 
 bool Derivative::RungeKutta(const mjModel* m) {

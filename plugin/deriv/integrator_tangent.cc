@@ -206,4 +206,42 @@ void ActivationTangent(const mjModel* m, const double* act, const double* rate, 
   }
 }
 
+void IntegrateTangentT(const mjModel* m, const double* maps, double h, const double* a, double* gq,
+                       double* gw) {
+  for (int j = 0; j < m->njnt; j++) {
+    int v = m->jnt_dofadr[j];
+    switch (m->jnt_type[j]) {
+      case mjJNT_FREE:
+        for (int i = 0; i < 3; i++) {
+          gq[v + i] = a[v + i];
+          gw[v + i] = h * a[v + i];
+        }
+        v += 3;
+        [[fallthrough]];
+      case mjJNT_BALL: {
+        const double* R = maps + 18 * j;
+        const double* Jr = R + 9;
+        for (int r = 0; r < 3; r++) {
+          gq[v + r] = R[3 * r] * a[v] + R[3 * r + 1] * a[v + 1] + R[3 * r + 2] * a[v + 2];
+          gw[v + r] = h * (Jr[r] * a[v] + Jr[3 + r] * a[v + 1] + Jr[6 + r] * a[v + 2]);
+        }
+        break;
+      }
+      default:
+        gq[v] = a[v];
+        gw[v] = h * a[v];
+    }
+  }
+}
+
+void ActivationAdjoint(const mjModel* m, const double* act, const double* rate, double h,
+                       const double* a, double* alpha) {
+  const int na = m->na, nu = m->nu;
+  for (int i = 0; i < na; i++) {
+    bool clamped;
+    ClipActivation(m, i + nu - na, act[i] + h * rate[i], &clamped);
+    alpha[i] = clamped ? 0 : a[i];
+  }
+}
+
 }  // namespace contactkit
