@@ -103,7 +103,8 @@ class Derivative : private FdTarget {
   // tan_.dqacc_int, tan_.dact_dot and the unit direction are set
   template <typename Fn>
   bool Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn);
-  // "mujoco": queue the current direction's right-hand side in a block; solve a block
+  // "mujoco": queue the current direction's right-hand side in a block (slot < 0: only build it,
+  // in scratch_.a, with P in mass_term's first column); solve a block
   void QueueColumn(const mjModel* m, int slot, int kind, int index, int col);
   template <typename Fn>
   void FlushColumns(const mjModel* m, int nslot, Fn&& fn);

@@ -60,7 +60,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
     mju_copy(r + b, trees_.mass + trees_.blockadr[t] + (index - b) * n, n);
   }
   for (int i = 0; i < nv; i++) r[i] += h * tan_.dqfrc_smooth[i];
-  double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
+  double* pc = block_.mass_term + static_cast<size_t>(std::max(slot, 0)) * nv;
   mju_copy(pc, tan_.dqderiv_qacc, nv);
   if (tan_.has_dM) {
     // with a = qacc of the solver: r -= h dM a, and P = dM (a - aint) + h dqDeriv aint (a and
@@ -106,6 +106,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   const bool rows = kind == kPos || kind == kVel ? island >= 0 : true;
   if (rows && (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos))
     soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr, island);
+  if (slot < 0) return;  // reverse mode: r and P only
   for (int i = 0; i < nv; i++) block_.rhs[static_cast<size_t>(i) * nb + slot] = r[i];
 
   // what the columns need after the solve
@@ -287,7 +288,7 @@ void Derivative::AdjointDirections(const mjModel* m) {
                       : kind == kVel ? nv + index
                                      : index;
       smooth_.UnitTangent(m, kind, index);
-      QueueColumn(m, 0, kind, index, col);  // r_k in scratch_.a, P_k in mass_term's first column
+      QueueColumn(m, -1, kind, index, col);  // r_k in scratch_.a, P_k in mass_term's first column
       double g = mju_dot(mu, scratch_.a, nv);
       if (damped) g += mju_dot(z, block_.mass_term, nv);
       for (int i = 0; i < na; i++) g += h * alpha[i] * tan_.dact_dot[i];
