@@ -46,8 +46,12 @@ std::unique_ptr<Prepared> Prepare(const Scenario& sc, std::string* err) {
   if (sc.edit) sc.edit(p->m);
   p->d = mj_makeData(p->m);
   if (p->m->nkey > 0) mj_resetDataKeyframe(p->m, p->d, 0);
-  // a warm-up that diverges gives no state to time (never a time for a diverged run)
-  tools::DivergenceCheck check;
+  // a warm-up that diverges (MuJoCo's resets, a velocity beyond the bound) gives no state to time
+  // (never a time for a diverged run); penetration is not judged: MuJoCo's own soft contact sinks
+  // the piled humanoid100 deeper than the solvers' bound
+  tools::DivergenceLimits limits;
+  limits.max_penetration = mjMAXVAL;
+  tools::DivergenceCheck check(limits);
   check.Start(p->d);
   const int warmup = sc.warmup_seconds > 0
                          ? static_cast<int>(std::ceil(sc.warmup_seconds / p->m->opt.timestep))
