@@ -107,6 +107,7 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   tangent_.assign(nv, 0.0);
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);
+  dmtree_.assign(ntree, 0);
   wstale_ = true;
   return true;
 }

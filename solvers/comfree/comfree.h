@@ -145,6 +145,7 @@ class ComfreeSolver final : public Solver {
   std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
   size_t wused_ = 0;             // entries of wpool_ in use
   bool wstale_ = true;           // wadr_ belongs to an earlier Solve
+  std::vector<char> dmtree_;     // ForceTangent: dir.M is nonzero on the tree        (ntree)
 };
 
 }  // namespace contactkit

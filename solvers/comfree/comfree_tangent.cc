@@ -56,15 +56,22 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
   double dA = 0;
   ForEachRowTree(p, row, [&](int t, int q0, int q1) {
     const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
+    const bool quad = dir.M && dmtree_[t];  // (dM is zero on trees the direction misses)
     if (cached) {
-      for (int i = begin; i < end; i++) w[i] = *cached++;
+      const double* wt = cached;
+      cached += end - begin;
+      if (dir.J) {
+        for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * wt[J.colind[adr + q] - begin];
+      }
+      if (!quad) return;
+      for (int i = begin; i < end; i++) w[i] = wt[i - begin];
     } else {
       mass.Solve(w, begin, end);
+      if (dir.J) {
+        for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * w[J.colind[adr + q]];
+      }
     }
-    if (dir.J) {
-      for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * w[J.colind[adr + q]];
-    }
-    if (dir.M) dA = mass.SubQuadValues(dir.M, w, dA, begin, end);
+    if (quad) dA = mass.SubQuadValues(dir.M, w, dA, begin, end);
     for (int i = begin; i < end; i++) w[i] = 0;
   });
   return dA;
@@ -78,6 +85,15 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
 
   // relative tangent of r / (1 - r) = diag_approx / R
   auto dratio = [&](int row) { return dir.R ? -dir.R[row] / p.R[row] : 0.0; };
+
+  // trees on which dM is nonzero (a direction moves one tree's mass matrix)
+  for (int t = 0; t < p.islands.ntree; t++) {
+    dmtree_[t] = 0;
+    if (!dir.M) continue;
+    const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
+    const int m0 = p.mass.madr[b], m1 = e < p.nv ? p.mass.madr[e] : p.mass.nM;
+    for (int k = m0; k < m1 && !dmtree_[t]; k++) dmtree_[t] = dir.M[k] != 0;
+  }
 
   // tangent of the relaxation per tree
   for (int t = 0; t < p.islands.ntree; t++) drelax_[t] = 0;
