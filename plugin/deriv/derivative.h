@@ -110,10 +110,16 @@ class Derivative : private FdTarget {
   // tan_.dqacc_int, tan_.dact_dot and the unit direction are set
   template <typename Fn>
   bool Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn);
-  // "mujoco": queue the current direction's right-hand side in a block; solve a block
+  // "mujoco": queue the current direction's right-hand side in a block (slot < 0: only build it,
+  // in scratch_.a, with P in mass_term's first column); solve a block
   void QueueColumn(const mjModel* m, int slot, int kind, int index, int col);
   template <typename Fn>
   void FlushColumns(const mjModel* m, int nslot, Fn&& fn);
+  // reverse mode for a VJP of "mujoco" with rows under Euler (Vjp, no Jacobian wanted, no sensors,
+  // no elastic correction): one solve of H with the adjoint, then one product per direction with
+  // its right-hand side instead of its solve and column
+  bool AdjointApplies() const;
+  void AdjointDirections(const mjModel* m);
   // the Jacobians of an Euler / implicit step, of an RK4 step
   bool SingleStage(const mjModel* m);
   bool RungeKutta(const mjModel* m);
@@ -146,6 +152,8 @@ class Derivative : private FdTarget {
   // column col of [A B] (state tangent out, 2nv+na) and of [C D] (sensor tangent ds)
   void EmitState(int col, const double* out) override;
   void EmitSensor(int col, const double* ds) override;
+  // the sink's Jacobians to zero (EmitColumn writes nonzeros only)
+  void ZeroSink();
   // column col (n rows) of [X U] (nullable), and its product with adjoint (n, nullable) into
   // sink_'s gx or gu
   void EmitColumn(int col, const double* x, int n, mjtNum* X, mjtNum* U, const mjtNum* adjoint);

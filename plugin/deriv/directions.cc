@@ -60,7 +60,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
     mju_copy(r + b, trees_.mass + trees_.blockadr[t] + (index - b) * n, n);
   }
   for (int i = 0; i < nv; i++) r[i] += h * tan_.dqfrc_smooth[i];
-  double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
+  double* pc = block_.mass_term + static_cast<size_t>(std::max(slot, 0)) * nv;
   mju_copy(pc, tan_.dqderiv_qacc, nv);
   if (tan_.has_dM) {
     // with a = qacc of the solver: r -= h dM a, and P = dM (a - aint) + h dqDeriv aint (a and
@@ -99,8 +99,14 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
   dir.R = tan_.has_dpos ? tan_.dR : nullptr;
   dir.aref = tan_.has_dvel || tan_.has_dpos ? tan_.daref : nullptr;
-  if (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos)
-    soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr);
+  // a position or velocity direction reaches the rows of its tree's island only (none if the
+  // tree has no rows)
+  int island = -1;
+  if (kind == kPos || kind == kVel) island = p.islands.tree_island[p.dof_tree[index]];
+  const bool rows = kind == kPos || kind == kVel ? island >= 0 : true;
+  if (rows && (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos))
+    soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr, island);
+  if (slot < 0) return;  // reverse mode: r and P only
   for (int i = 0; i < nv; i++) block_.rhs[static_cast<size_t>(i) * nb + slot] = r[i];
 
   // what the columns need after the solve
@@ -147,20 +153,28 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     for (int i = 0; i < nv; i++) {
       for (int c = nslot; c < nb; c++) Y[static_cast<size_t>(i) * nb + c] = 0;
     }
-    integrator_.mass.SolveBlock(Y, nb);
+    // tree by tree, skipping trees no column of the block reaches
+    const Islands& is = p.islands;
+    for (int t = 0; t < is.ntree; t++) {
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      const double* y = Y + static_cast<size_t>(b) * nb;
+      bool zero = true;
+      for (int i = 0; i < (e - b) * nb && zero; i++) zero = y[i] == 0;
+      if (!zero) integrator_.mass.SolveBlock(Y, nb, b, e);
+    }
   }
+  // the unit directions again (one entry set per column, reset after it)
+  mju_zero(tan_.dq, nv);
+  mju_zero(tan_.dv, nv);
+  mju_zero(tan_.dact, na_);
+  mju_zero(tan_.du, nu_);
   for (int slot = 0; slot < nslot; slot++) {
     const int kind = block_.kind[slot], index = block_.index[slot];
-
-    // the unit direction again
-    mju_zero(tan_.dq, nv);
-    mju_zero(tan_.dv, nv);
-    mju_zero(tan_.dact, na_);
-    mju_zero(tan_.du, nu_);
-    (kind == kCtrl  ? tan_.du
-     : kind == kAct ? tan_.dact
-     : kind == kVel ? tan_.dv
-                    : tan_.dq)[index] = 1;
+    double* unit = kind == kCtrl  ? tan_.du
+                   : kind == kAct ? tan_.dact
+                   : kind == kVel ? tan_.dv
+                                  : tan_.dq;
+    unit[index] = 1;
     mju_copy(tan_.dact_dot, block_.act_dot + static_cast<size_t>(slot) * na_, na_);
 
     double* x = scratch_.b;
@@ -177,6 +191,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
       }
     }
     fn(kind, index, block_.col[slot]);
+    unit[index] = 0;
   }
 }
 //---------------------------------- single-stage integrators --------------------------------------
@@ -198,6 +213,10 @@ bool Derivative::SingleStage(const mjModel* m) {
   if (up) IntegrateMaps(m, up, h, integrator_.correction_maps);
   elastic_.Prepare(settings_, stage_.has_rows ? stage_.problem : nullptr, nominal_.qvel);
   elastic_.Select(vplus);
+  if (!up && AdjointApplies()) {
+    AdjointDirections(m);
+    return true;
+  }
   double* out = out_.state_col;
   double* ds = out_.sensor_col;
   const bool ok =
@@ -223,6 +242,66 @@ bool Derivative::SingleStage(const mjModel* m) {
   if (ok) elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
   return ok;
 }
+//---------------------------------- reverse mode (VJP) --------------------------------------------
+
+bool Derivative::AdjointApplies() const {
+  return stage_.batch && !integrator_.implicit && elastic_.n() == 0 && sink_.dx && !sink_.A &&
+         !sink_.B && !sink_.C && !sink_.D && !stage_.sensors && !apply_modes_;
+}
+
+void Derivative::AdjointDirections(const mjModel* m) {
+  // column k of the step: out_k = (Tq dq_k + Tw dv+_k, dv+_k, clip(dact_k + h dact_dot_k)) with
+  // dv+_k = s_k = H^-1 r_k undamped, and under Euler's damping dv+_k = dv_k + h dqacc_k,
+  // dqacc_k = x_k / h + M_E^-1 (P_k - D x_k), x_k = s_k - dv_k (FlushColumns). With the adjoint
+  // (aq, av, aact), g = Tw' aq + av and z = h M_E^-1 g:
+  //   a' out_k = (Tq' aq)' dq_k + mu' r_k + z' P_k + (D z)' dv_k + alpha' (dact_k + h dact_dot_k)
+  // with mu = H^-1 (g - D z) (z = 0 undamped) and alpha = aact where the update is not clipped
+  const Problem& p = *stage_.problem;
+  const int nv = nv_, na = na_, ndx = 2 * nv + na;
+  const double h = p.h;
+  const bool damped = integrator_.damped;
+  double* tq = block_.damped;          // Tq' aq           (nv)
+  double* mu = block_.damped + nv;     // g, then mu       (nv)
+  double* z = block_.damped + 2 * nv;  // h M_E^-1 g       (nv)
+  double* alpha = out_.state_col;      //                  (na)
+  IntegrateTangentT(m, integrator_.step_maps, h, sink_.dx, tq, mu);
+  for (int i = 0; i < nv; i++) mu[i] += sink_.dx[nv + i];
+  if (damped) {
+    for (int i = 0; i < nv; i++) z[i] = h * mu[i];
+    integrator_.mass.Solve(z);
+    for (int i = 0; i < nv; i++) mu[i] -= m->dof_damping[i] * z[i];
+  }
+  constexpr int kWidth = 8;  // the block solve's narrowest chunk; column 0 carries mu
+  for (int i = 0; i < nv; i++) {
+    for (int c = 0; c < kWidth; c++) block_.rhs[i * kWidth + c] = c == 0 ? mu[i] : 0;
+  }
+  soft_.SolveBlock(p, block_.rhs, kWidth);
+  for (int i = 0; i < nv; i++) mu[i] = block_.rhs[i * kWidth];
+  ActivationAdjoint(m, nominal_.act, nominal_.act_dot, h, sink_.dx + 2 * nv, alpha);
+
+  for (int kind = kCtrl; kind <= kPos; kind++) {
+    if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
+    const int n = kind == kCtrl ? nu_ : kind == kAct ? na : nv;
+    for (int index = 0; index < n; index++) {
+      const int col = kind == kCtrl  ? ndx + index
+                      : kind == kAct ? 2 * nv + index
+                      : kind == kVel ? nv + index
+                                     : index;
+      smooth_.UnitTangent(m, kind, index);
+      QueueColumn(m, -1, kind, index, col);  // r_k in scratch_.a, P_k in mass_term's first column
+      double g = mju_dot(mu, scratch_.a, nv);
+      if (damped) g += mju_dot(z, block_.mass_term, nv);
+      for (int i = 0; i < na; i++) g += h * alpha[i] * tan_.dact_dot[i];
+      g += kind == kPos   ? tq[index]
+           : kind == kVel ? (damped ? m->dof_damping[index] * z[index] : 0)
+           : kind == kAct ? alpha[index]
+                          : 0;
+      (kind == kCtrl ? sink_.gu[index] : sink_.gx[col]) += g;
+    }
+  }
+  smooth_.RestoreActuation();
+}
+
 //---------------------------------- RK4 -----------------------------------------------------------
 
 bool Derivative::RungeKutta(const mjModel* m) {

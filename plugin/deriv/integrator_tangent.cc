@@ -122,25 +122,39 @@ bool IntegratorTangent::Prepare(const mjModel* m, const mjData* d, const double*
   return true;
 }
 
+namespace {
+
+// x is zero on [b, b + n): a direction that does not reach the tree (its solve gives zero)
+bool Zero(const double* x, int b, int n) {
+  for (int i = b; i < b + n; i++) {
+    if (x[i] != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void IntegratorTangent::Solve(double* x) const {
-  if (implicit) {
-    for (int t = 0; t < ntree_; t++) {
-      const int b = trees_->dofadr[t];
-      LuSolve(lu + trees_->blockadr[t], pivots + b, trees_->dofnum[t], x + b);
+  for (int t = 0; t < ntree_; t++) {
+    const int b = trees_->dofadr[t], n = trees_->dofnum[t];
+    if (Zero(x, b, n)) continue;
+    if (implicit) {
+      LuSolve(lu + trees_->blockadr[t], pivots + b, n, x + b);
+    } else {
+      mass.Solve(x, b, b + n);
     }
-  } else {
-    mass.Solve(x);
   }
 }
 
 void IntegratorTangent::SolveT(double* x) const {
-  if (implicit) {
-    for (int t = 0; t < ntree_; t++) {
-      const int b = trees_->dofadr[t];
-      LuSolveT(lu + trees_->blockadr[t], pivots + b, trees_->dofnum[t], x + b);
+  for (int t = 0; t < ntree_; t++) {
+    const int b = trees_->dofadr[t], n = trees_->dofnum[t];
+    if (Zero(x, b, n)) continue;
+    if (implicit) {
+      LuSolveT(lu + trees_->blockadr[t], pivots + b, n, x + b);
+    } else {
+      mass.Solve(x, b, b + n);
     }
-  } else {
-    mass.Solve(x);
   }
 }
 void IntegrateMaps(const mjModel* m, const double* w, double h, double* maps) {
@@ -189,6 +203,44 @@ void ActivationTangent(const mjModel* m, const double* act, const double* rate, 
     bool clamped;
     ClipActivation(m, iu, act[i] + h * rate[i], &clamped);
     out[i] = clamped ? 0 : dact[i] + h * drate[i];
+  }
+}
+
+void IntegrateTangentT(const mjModel* m, const double* maps, double h, const double* a, double* gq,
+                       double* gw) {
+  for (int j = 0; j < m->njnt; j++) {
+    int v = m->jnt_dofadr[j];
+    switch (m->jnt_type[j]) {
+      case mjJNT_FREE:
+        for (int i = 0; i < 3; i++) {
+          gq[v + i] = a[v + i];
+          gw[v + i] = h * a[v + i];
+        }
+        v += 3;
+        [[fallthrough]];
+      case mjJNT_BALL: {
+        const double* R = maps + 18 * j;
+        const double* Jr = R + 9;
+        for (int r = 0; r < 3; r++) {
+          gq[v + r] = R[3 * r] * a[v] + R[3 * r + 1] * a[v + 1] + R[3 * r + 2] * a[v + 2];
+          gw[v + r] = h * (Jr[r] * a[v] + Jr[3 + r] * a[v + 1] + Jr[6 + r] * a[v + 2]);
+        }
+        break;
+      }
+      default:
+        gq[v] = a[v];
+        gw[v] = h * a[v];
+    }
+  }
+}
+
+void ActivationAdjoint(const mjModel* m, const double* act, const double* rate, double h,
+                       const double* a, double* alpha) {
+  const int na = m->na, nu = m->nu;
+  for (int i = 0; i < na; i++) {
+    bool clamped;
+    ClipActivation(m, i + nu - na, act[i] + h * rate[i], &clamped);
+    alpha[i] = clamped ? 0 : a[i];
   }
 }
 

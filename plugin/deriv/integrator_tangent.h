@@ -62,6 +62,13 @@ void IntegrateTangent(const mjModel* m, const double* maps, double h, const doub
 void ActivationTangent(const mjModel* m, const double* act, const double* rate, const double* dact,
                        const double* drate, double h, double* out);
 
+// transposes of IntegrateTangent (gq = Tq' a, gw = Tw' a for out = Tq dq + Tw dw) and of
+// ActivationTangent (alpha = a where the update is not clipped: out' a = alpha' (dact + h drate))
+void IntegrateTangentT(const mjModel* m, const double* maps, double h, const double* a, double* gq,
+                       double* gw);
+void ActivationAdjoint(const mjModel* m, const double* act, const double* rate, double h,
+                       const double* a, double* alpha);
+
 }  // namespace contactkit
 
 #endif  // CONTACTKIT_PLUGIN_DERIV_INTEGRATOR_TANGENT_H_

@@ -171,7 +171,13 @@ void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
         }
       }
     }
-    p.mass.Solve(x);
+    // tree by tree, skipping the trees the direction does not reach (their solve gives zero)
+    for (int t = 0; t < p.islands.ntree; t++) {
+      const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
+      int i = b;
+      while (i < e && x[i] == 0) i++;
+      if (i < e) p.mass.Solve(x, b, e);
+    }
     for (int i = 0; i < nv; i++) x[i] = tan_.dv[i] + p.h * x[i];
   }
 }

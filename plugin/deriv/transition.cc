@@ -136,7 +136,16 @@ void Derivative::FiniteDiff(const mjModel* m, const mjData* d, mjtNum eps, int c
   sink_.B = B;
   sink_.C = C;
   sink_.D = D;
+  ZeroSink();
   FiniteDiffSink(m, d, eps, centered);
+}
+
+void Derivative::ZeroSink() {
+  const size_t ndx = 2 * nv_ + na_, nu = nu_, ns = ns_;
+  if (sink_.A) std::memset(sink_.A, 0, sizeof(mjtNum) * ndx * ndx);
+  if (sink_.B) std::memset(sink_.B, 0, sizeof(mjtNum) * ndx * nu);
+  if (sink_.C) std::memset(sink_.C, 0, sizeof(mjtNum) * ns * ndx);
+  if (sink_.D) std::memset(sink_.D, 0, sizeof(mjtNum) * ns * nu);
 }
 
 void Derivative::FiniteDiffSink(const mjModel* m, const mjData* d, double eps, int centered) {
@@ -156,14 +165,20 @@ void Derivative::EmitSensor(int col, const double* ds) {
 void Derivative::EmitColumn(int col, const double* x, int n, mjtNum* X, mjtNum* U,
                             const mjtNum* adjoint) {
   const int ndx = 2 * nv_ + na_, nu = nu_;
+  // X and U start zeroed (ZeroSink): only the column's nonzeros are written (a direction reaches
+  // its island's dofs, and the strided writes of a column are what cost)
   if (col < ndx) {
     if (X) {
-      for (int i = 0; i < n; i++) X[i * ndx + col] = x[i];
+      for (int i = 0; i < n; i++) {
+        if (x[i] != 0) X[static_cast<size_t>(i) * ndx + col] = x[i];
+      }
     }
     if (sink_.gx && adjoint) sink_.gx[col] += mju_dot(x, adjoint, n);
   } else {
     if (U) {
-      for (int i = 0; i < n; i++) U[i * nu + (col - ndx)] = x[i];
+      for (int i = 0; i < n; i++) {
+        if (x[i] != 0) U[static_cast<size_t>(i) * nu + (col - ndx)] = x[i];
+      }
     }
     if (sink_.gu && adjoint) sink_.gu[col - ndx] += mju_dot(x, adjoint, n);
   }
@@ -204,6 +219,7 @@ int Derivative::Jacobian(const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B
   sink_.B = B;
   sink_.C = C;
   sink_.D = D;
+  ZeroSink();
   if (Run(m, d) == 0) return 0;
   FiniteDiff(m, d, kNudge, 0, A, B, C, D);
   return 1;
@@ -402,6 +418,17 @@ int CheckTransition(ckHandle* ck, const mjModel* m, const mjData* d, const char*
 
 namespace {
 
+// every x[i] finite: x * 0 is 0 for finite x and NaN otherwise (four sums, vectorized)
+bool AllFinite(const mjtNum* x, size_t n) {
+  double s[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (int k = 0; k < 4; k++) s[k] += x[i + k] * 0;
+  }
+  for (; i < n; i++) s[0] += x[i] * 0;
+  return s[0] + s[1] + s[2] + s[3] == 0;
+}
+
 // the result of an evaluation: -2 if MuJoCo reset a scratch mjData in it (the state leaves
 // MuJoCo's range within the step) or an output is not finite; otherwise ret (1: ck_lastError
 // says why finite differences were used)
@@ -413,7 +440,8 @@ int Finish(ckHandle* ck, const char* fn, int ret, int resets,
     return -2;
   }
   for (const auto& o : outputs) {
-    for (size_t i = 0; o.first && i < o.second; i++) {
+    if (!o.first || AllFinite(o.first, o.second)) continue;
+    for (size_t i = 0; i < o.second; i++) {
       if (!std::isfinite(o.first[i])) {
         SetLastError(ck, fn,
                      "the result is not finite (entry %zu); the step from this state is not", i);

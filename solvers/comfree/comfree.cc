@@ -105,6 +105,10 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   drelax_.assign(ntree, 0.0);
   scratch_.assign(nthread_ * nv, 0.0);
   tangent_.assign(nv, 0.0);
+  wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
+  wadr_.assign(rows, -1);
+  dmtree_.assign(ntree, 0);
+  wstale_ = true;
   return true;
 }
 
@@ -288,6 +292,7 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   const double h = p.h, k = settings_.stiffness, d = settings_.damping;
   const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon, nv = p.nv;
   anchored_ = settings_.anchor && p.disp;
+  wstale_ = true;
   const bool parallel = ncon > settings_.parallel_min && nthread_ > 1;
 
   // pass 1: inverse masses, gains and smooth row velocities

@@ -57,6 +57,9 @@ constexpr double kComfreeSlideDecay = 10;
 // takes gains from the tangent (Panda fingers: the explicit update diverged at h >= 5 ms)
 constexpr double kComfreeLightTangent = 4;
 
+// most entries of ForceTangent's cache of M^-1 J' rows (2 MB); rows beyond it are solved per call
+constexpr size_t kComfreeTangentPool = size_t{1} << 18;
+
 // most facets a contact can have: 64 tangential, 2 torsional, 4 rolling
 constexpr int kComfreeMaxFacets = 70;
 
@@ -109,6 +112,11 @@ class ComfreeSolver final : public Solver {
   // tangent of the inverse mass A of a row along dir (dJ, dM)
   double InvMassTangent(const Problem& p, int row, const ProblemTangent& dir);
 
+  // M^-1 J' of a row on the trees it touches (their dof ranges back to back, in ForEachRowTree's
+  // order): solved by the first ForceTangent after a Solve and kept for every later direction;
+  // null if the cache is full
+  const double* RowSolve(const Problem& p, int row);
+
   ckComfreeSettings settings_{};
   ProblemDims dims_;
   int nthread_ = 1;
@@ -133,6 +141,11 @@ class ComfreeSolver final : public Solver {
   std::vector<double> drelax_;   // its tangent                                      (ntree)
   std::vector<double> scratch_;  // zeroed vectors, one per thread                   (nthread x nv)
   std::vector<double> tangent_;  // ForceTangent scratch                              (nv)
+  std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
+  std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
+  size_t wused_ = 0;             // entries of wpool_ in use
+  bool wstale_ = true;           // wadr_ belongs to an earlier Solve
+  std::vector<char> dmtree_;     // ForceTangent: dir.M is nonzero on the tree        (ntree)
 };
 
 }  // namespace contactkit

@@ -8,23 +8,70 @@
 
 namespace contactkit {
 
+const double* ComfreeSolver::RowSolve(const Problem& p, int row) {
+  if (wstale_) {
+    for (int i = 0; i < p.nrow; i++) wadr_[i] = -1;
+    wused_ = 0;
+    wstale_ = false;
+  }
+  if (wadr_[row] == -1) {
+    size_t size = 0;
+    ForEachRowTree(p, row, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
+    if (wused_ + size > wpool_.size()) {
+      wadr_[row] = -2;
+    } else {
+      const SparseRows& J = p.J;
+      const int adr = J.rowadr[row];
+      double* w = tangent_.data();
+      double* out = wpool_.data() + wused_;
+      for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
+      ForEachRowTree(p, row, [&](int t, int, int) {
+        const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
+        p.mass.Solve(w, begin, end);
+        for (int i = begin; i < end; i++) {
+          *out++ = w[i];
+          w[i] = 0;
+        }
+      });
+      wadr_[row] = static_cast<int>(wused_);
+      wused_ += size;
+    }
+  }
+  return wadr_[row] >= 0 ? wpool_.data() + wadr_[row] : nullptr;
+}
+
 double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTangent& dir) {
   if (!dir.J && !dir.M) return 0;
   const SparseRows& J = p.J;
   const TreeMass& mass = p.mass;
   const int adr = J.rowadr[row];
   double* w = tangent_.data();
-  for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
 
-  // dA = 2 dJ w - w' dM w with w = M^-1 J', tree by tree
+  // dA = 2 dJ w - w' dM w with w = M^-1 J', tree by tree (w from RowSolve's cache, or solved
+  // here when it is full)
+  const double* cached = RowSolve(p, row);
+  if (!cached) {
+    for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
+  }
   double dA = 0;
   ForEachRowTree(p, row, [&](int t, int q0, int q1) {
     const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
-    mass.Solve(w, begin, end);
-    if (dir.J) {
-      for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * w[J.colind[adr + q]];
+    const bool quad = dir.M && dmtree_[t];  // (dM is zero on trees the direction misses)
+    if (cached) {
+      const double* wt = cached;
+      cached += end - begin;
+      if (dir.J) {
+        for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * wt[J.colind[adr + q] - begin];
+      }
+      if (!quad) return;
+      for (int i = begin; i < end; i++) w[i] = wt[i - begin];
+    } else {
+      mass.Solve(w, begin, end);
+      if (dir.J) {
+        for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * w[J.colind[adr + q]];
+      }
     }
-    if (dir.M) dA = mass.SubQuadValues(dir.M, w, dA, begin, end);
+    if (quad) dA = mass.SubQuadValues(dir.M, w, dA, begin, end);
     for (int i = begin; i < end; i++) w[i] = 0;
   });
   return dA;
@@ -38,6 +85,15 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
 
   // relative tangent of r / (1 - r) = diag_approx / R
   auto dratio = [&](int row) { return dir.R ? -dir.R[row] / p.R[row] : 0.0; };
+
+  // trees on which dM is nonzero (a direction moves one tree's mass matrix)
+  for (int t = 0; t < p.islands.ntree; t++) {
+    dmtree_[t] = 0;
+    if (!dir.M) continue;
+    const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
+    const int m0 = p.mass.madr[b], m1 = e < p.nv ? p.mass.madr[e] : p.mass.nM;
+    for (int k = m0; k < m1 && !dmtree_[t]; k++) dmtree_[t] = dir.M[k] != 0;
+  }
 
   // tangent of the relaxation per tree
   for (int t = 0; t < p.islands.ntree; t++) drelax_[t] = 0;
@@ -90,6 +146,10 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     const double* ddisp = anchored_ && dim >= 3 && dir.disp ? dir.disp + row : nullptr;
     double ds[6];
     for (int r = 0; r < dim; r++) ds[r] = dvel(row + r);
+    // a direction that does not reach the contact (another tree) leaves its facets as they are
+    bool moves = rel != 0 || dphi != 0 || ddamp != 0;
+    for (int r = 0; r < dim && !moves; r++) moves = ds[r] != 0 || (ddisp && r > 0 && ddisp[r] != 0);
+    if (!moves) continue;
     const int nf = ComfreeFacets(con, settings_.facets, coef, weight);
     const double* arg = facet_.data() + static_cast<size_t>(c) * kComfreeMaxFacets;
     for (int j = 0; j < nf; j++) {

@@ -73,17 +73,28 @@ double SoftTangent::RowDot(const Problem& p, int e, const double* x) const {
 }
 
 void SoftTangent::ConeAdd(const Problem& p, const double* in, double scale, double* out) const {
-  for (int c = 0; c < p.ncon; c++) {
-    const Contact& con = p.con[c];
-    const int adr = con.efc_address, dim = con.dim;
-    if (dim == 1 || st_[adr] != kSoftCone) continue;
-    const double* hc = hcone_.data() + 36 * c;
-    for (int r = 0; r < dim; r++) {
-      double s = 0;
-      for (int q = 0; q < dim; q++) s += hc[r * dim + q] * in[adr + q];
-      out[adr + r] += scale * s;
-    }
+  for (int c = 0; c < p.ncon; c++) ConeAddContact(p, c, in, scale, out);
+}
+
+void SoftTangent::ConeAddContact(const Problem& p, int c, const double* in, double scale,
+                                 double* out) const {
+  const Contact& con = p.con[c];
+  const int adr = con.efc_address, dim = con.dim;
+  if (dim == 1 || st_[adr] != kSoftCone) return;
+  const double* hc = hcone_.data() + 36 * c;
+  for (int r = 0; r < dim; r++) {
+    double s = 0;
+    for (int q = 0; q < dim; q++) s += hc[r * dim + q] * in[adr + q];
+    out[adr + r] += scale * s;
   }
+}
+
+int SoftTangent::EfcCount(const Problem& p, int i) const {
+  const int c = con_of_row_[i];
+  if (c < 0) return 1;
+  const Contact& con = p.con[c];
+  if (i != con.row) return 0;
+  return con.dim == 1 || elliptic_ ? con.dim : 2 * (con.dim - 1);
 }
 
 void SoftTangent::RowsAdd(const Problem& p, const double* a, double* y) {
@@ -120,6 +131,7 @@ void SoftTangent::MapRows(const Problem& p, const SoftRows& rows, const double* 
   const SparseRows& J = p.J;
 
   // MuJoCo rows as combinations of frame rows
+  elliptic_ = rows.elliptic;
   const int nplain = p.ne + p.nf + p.nl;
   for (int i = 0; i < nplain; i++) {
     ra_[i] = i;
@@ -336,10 +348,82 @@ void SoftTangent::RowTerms(const Problem& p, const ProblemTangent& dir, const do
 }
 
 void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs,
-                         const double* dJv) {
+                         const double* dJv, int island) {
+  if (island >= 0) {
+    const Islands& is = p.islands;
+    IslandRowRhs(p, dir, dJv, is.rows + is.rowadr[island], is.nrows[island], rhs);
+    return;
+  }
   RowTerms(p, dir, dJv);
   RowsAdd(p, ge_.data(), rhs);
 }
+
+void SoftTangent::IslandRowRhs(const Problem& p, const ProblemTangent& dir, const double* dJv,
+                               const int* rows, int n, double* rhs) {
+  // RowTerms and RowsAdd on these rows and their MuJoCo rows alone
+  const SparseRows& J = p.J;
+  const double h = h_;
+  for (int a = 0; a < n; a++) {
+    const int i = rows[a];
+    double t = 0;
+    if (dJv) {
+      t = dJv[i];
+    } else if (dir.J) {
+      const int adr = J.rowadr[i];
+      for (int k = 0; k < J.rownnz[i]; k++) t += dir.J[adr + k] * v_next_[J.colind[adr + k]];
+    }
+    if (dir.vel) t -= dir.vel[i];
+    if (dir.aref) t -= h * dir.aref[i];
+    t_[i] = t;
+    const int c = con_of_row_[i];
+    const int ri = c < 0 ? i : p.con[c].row;
+    rho_[i] = dir.R ? dir.R[ri] / p.R[ri] : 0;
+    fold_[i] = 0;
+  }
+  for (int a = 0; a < n; a++) {
+    const int i = rows[a], e0 = efc_of_row_[i], e1 = e0 + EfcCount(p, i);
+    for (int e = e0; e < e1; e++) {
+      te_[e] = rb_[e] < 0 ? t_[ra_[e]] : t_[ra_[e]] + rc_[e] * t_[rb_[e]];
+      const double rho = rho_[ra_[e]];
+      ge_[e] = st_[e] == kSoftQuadratic ? -D_[e] * te_[e] - h * f_[e] * rho
+               : st_[e] == kSoftCone    ? -h * f_[e] * rho
+                                        : 0;
+    }
+    if (e1 > e0 && con_of_row_[i] >= 0)
+      ConeAddContact(p, con_of_row_[i], te_.data(), -1, ge_.data());
+    for (int e = e0; e < e1; e++) {
+      if (ge_[e] == 0) continue;
+      fold_[ra_[e]] += ge_[e];
+      if (rb_[e] >= 0) fold_[rb_[e]] += ge_[e] * rc_[e];
+    }
+  }
+  for (int a = 0; a < n; a++) {
+    if (fold_[rows[a]] != 0) p.J.AddRowTo(rows[a], fold_[rows[a]], rhs);
+  }
+}
+
+namespace {
+
+// the rows dofs[0..n) (or begin..begin + n) of the row-major block x (nb columns) are zero
+bool BlockZero(const double* x, int nb, const int* dofs, int n) {
+  for (int a = 0; a < n; a++) {
+    const double* r = x + static_cast<size_t>(dofs[a]) * nb;
+    for (int c = 0; c < nb; c++) {
+      if (r[c] != 0) return false;
+    }
+  }
+  return true;
+}
+
+bool BlockZero(const double* x, int nb, int begin, int n) {
+  const double* r = x + static_cast<size_t>(begin) * nb;
+  for (int i = 0; i < n * nb; i++) {
+    if (r[i] != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
   const Islands& is = p.islands;
@@ -348,6 +432,7 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
     const int n = is.ndofs[k];
     const int* dofs = is.dofs + is.dofadr[k];
     const double* L = H_.data() + hadr_[k];
+    if (BlockZero(x, nb, dofs, n)) continue;  // no column reaches the island: H^-1 0 = 0
     for (int a = 0; a < n; a++) {
       const int la = local_[dofs[a]];
       for (int c = 0; c < nb; c++) blk[la * nb + c] = x[dofs[a] * nb + c];
@@ -364,6 +449,7 @@ void SoftTangent::SolveBlock(const Problem& p, double* x, int nb) {
   for (int t = 0; t < is.ntree; t++) {
     if (is.tree_island[t] >= 0) continue;
     const int begin = is.tree_dofadr[t];
+    if (BlockZero(x, nb, begin, is.tree_dofnum[t])) continue;
     p.mass.SolveBlock(x, nb, begin, begin + is.tree_dofnum[t]);
   }
 }

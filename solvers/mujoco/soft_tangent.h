@@ -64,9 +64,10 @@ class SoftTangent {
   // RowRhs adds the last term for the row tangents of dir (J, vel, aref, R), and SolveBlock
   // applies H^-1 to nb columns stored row-major (x[i * nb + c], i < nv, nb <= kBlock).
   static constexpr int kBlock = 32;
-  // dJv (nrow, nullable) is dir.J v+ if the caller has it already
-  void RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs,
-              const double* dJv = nullptr);
+  // dJv (nrow, nullable) is dir.J v+ if the caller has it already; island >= 0: dir reaches the
+  // rows of that island only (a direction of one tree), so only they are visited
+  void RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs, const double* dJv = nullptr,
+              int island = -1);
   void SolveBlock(const Problem& p, double* x, int nb);
 
   // MuJoCo rows in the last Prepare
@@ -84,14 +85,23 @@ class SoftTangent {
   void RowTerms(const Problem& p, const ProblemTangent& dir, const double* dJv);
   // J_e x for MuJoCo row e
   double RowDot(const Problem& p, int e, const double* x) const;
-  // out += scale Hc in on the rows of each contact in the cone zone
+  // RowRhs on the n frame rows rows[0..n) (an island's): their t, rho, their MuJoCo rows' g and
+  // J_e' g added to rhs
+  void IslandRowRhs(const Problem& p, const ProblemTangent& dir, const double* dJv, const int* rows,
+                    int n, double* rhs);
+  // MuJoCo rows of the group that starts at frame row i (a plain row, a contact's first row);
+  // 0 for a contact's other rows
+  int EfcCount(const Problem& p, int i) const;
+  // out += scale Hc in on the rows of each contact in the cone zone; of contact c alone
   void ConeAdd(const Problem& p, const double* in, double scale, double* out) const;
+  void ConeAddContact(const Problem& p, int c, const double* in, double scale, double* out) const;
   // y += sum_e a_e J_e' over the MuJoCo rows (nrow_), folded into one pass per frame row
   void RowsAdd(const Problem& p, const double* a, double* y);
   // x = H^-1 x in place (islands: dense Cholesky; other trees: the mass matrix)
   void Solve(const Problem& p, double* x);
 
   int nrow_ = 0;                    // MuJoCo rows of the problem
+  bool elliptic_ = false;           // the last Prepare's cone
   double h_ = 0;                    // timestep
   const double* v_next_ = nullptr;  // solution v+                                   (nv)
 

@@ -21,6 +21,7 @@ namespace contactkit::bench {
 struct Scenario {
   std::string model;                   // model argument (path or short name)
   int warmup_steps = 200;              // mj_step steps before timing (to be in contact)
+  double warmup_seconds = 0;           // if > 0: simulated time before timing instead
   std::function<void(mjModel*)> edit;  // optional model edit (options, timestep)
 };
 

@@ -5,7 +5,9 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -14,6 +16,7 @@
 
 #include "plugin/step/compat.h"
 #include "tools/bench/bench.h"
+#include "tools/common/divergence.h"
 #include "tools/common/tool_util.h"
 
 namespace contactkit::bench {
@@ -43,7 +46,23 @@ std::unique_ptr<Prepared> Prepare(const Scenario& sc, std::string* err) {
   if (sc.edit) sc.edit(p->m);
   p->d = mj_makeData(p->m);
   if (p->m->nkey > 0) mj_resetDataKeyframe(p->m, p->d, 0);
-  for (int t = 0; t < sc.warmup_steps; t++) mj_step(p->m, p->d);
+  // a warm-up that diverges (MuJoCo's resets, a velocity beyond the bound) gives no state to time
+  // (never a time for a diverged run); penetration is not judged: MuJoCo's own soft contact sinks
+  // the piled humanoid100 deeper than the solvers' bound
+  tools::DivergenceLimits limits;
+  limits.max_penetration = mjMAXVAL;
+  tools::DivergenceCheck check(limits);
+  check.Start(p->d);
+  const int warmup = sc.warmup_seconds > 0
+                         ? static_cast<int>(std::ceil(sc.warmup_seconds / p->m->opt.timestep))
+                         : sc.warmup_steps;
+  for (int t = 0; t < warmup; t++) {
+    mj_step(p->m, p->d);
+    if (check.Check(p->m, p->d, t)) {
+      *err = "DIVERGED in the warm-up: " + check.reason();
+      return nullptr;
+    }
+  }
   p->saved = mj_makeData(p->m);
   mj_copyData(p->saved, p->m, p->d);
   return p;
@@ -86,6 +105,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
+      if (r.error_occurred) errors_[r.benchmark_name()] = r.error_message;
       if (r.error_occurred || r.run_type != Run::RT_Iteration) continue;
       times_[r.benchmark_name()] = r.GetAdjustedRealTime();
       for (const auto& [name, c] : r.counters) counters_[r.benchmark_name()][name] = c.value;
@@ -127,7 +147,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
                     .c_str());
   }
 
-  // Jacobian groups: time, speedup over mjd_transitionFD forward and centered, accuracy
+  // Jacobian groups: time, speedup over mjd_transitionFD forward and centered, VJP / Jacobian,
+  // accuracy; runs that failed (a diverged warm-up, an error of the call) show why, no time
   void PrintJacobians() const {
     std::map<std::string, std::vector<std::pair<std::string, double>>> groups;
     for (const auto& [name, t] : times_) {
@@ -135,8 +156,14 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (parts.size() < 3 || parts[0] != "jac") continue;
       groups[parts[1]].push_back({parts[2], t});
     }
+    for (const auto& [name, why] : errors_) {
+      const std::vector<std::string> parts = Split(name);
+      if (parts.size() >= 3 && parts[0] == "jac") groups[parts[1]].push_back({parts[2], -1});
+    }
     if (groups.empty()) return;
-    std::printf("\n## Jacobians of one step: time, speedup over mjd_transitionFD, accuracy\n\n");
+    std::printf(
+        "\n## Jacobians of one step: time, speedup over mjd_transitionFD, VJP cost, "
+        "accuracy\n\n");
     std::vector<std::vector<std::string>> rows;
     for (const auto& [group, entries] : groups) {
       double fwd = 0, ctr = 0;
@@ -145,30 +172,53 @@ class RatioReporter : public benchmark::ConsoleReporter {
         if (variant == "mjd_centered") ctr = t;
       }
       for (const auto& [variant, t] : entries) {
-        std::string ea = "-", eb = "-", path = "-";
-        for (const auto& [name, c] : counters_) {
-          const std::vector<std::string> parts = Split(name);
-          if (parts.size() < 3 || parts[0] != "jac" || parts[1] != group || parts[2] != variant) {
-            continue;
+        if (t < 0) {
+          std::string why;
+          for (const auto& [name, e] : errors_) {
+            const std::vector<std::string> parts = Split(name);
+            if (parts.size() >= 3 && parts[1] == group && parts[2] == variant) why = e;
           }
-          if (c.count("err_A")) ea = tools::Fmt(c.at("err_A"), "%.1e");
-          if (c.count("err_B")) eb = tools::Fmt(c.at("err_B"), "%.1e");
-          if (c.count("analytic")) path = c.at("analytic") > 0 ? "analytic" : "FD fallback";
+          rows.push_back({group, variant, "-", "-", "-", "-", "-", "-", why});
+          continue;
         }
-        rows.push_back({group, variant, tools::Fmt(t, "%.1f"),
-                        fwd > 0 ? tools::Fmt(fwd / t, "%.1f") : "-",
-                        ctr > 0 ? tools::Fmt(ctr / t, "%.1f") : "-", ea, eb, path});
+        rows.push_back(JacobianRow(group, variant, t, fwd, ctr));
       }
     }
     std::printf("%s", tools::MarkdownTable({"scene", "variant", "time (us)", "x vs mjd fwd",
-                                            "x vs mjd ctr", "err A", "err B", "path"},
+                                            "x vs mjd ctr", "vjp / jac", "err A", "err B", "path"},
                                            rows)
                           .c_str());
+  }
+
+  // one row of the Jacobian table
+  std::vector<std::string> JacobianRow(const std::string& group, const std::string& variant,
+                                       double t, double fwd, double ctr) const {
+    std::string ea = "-", eb = "-", path = "-", vjp = "-";
+    for (const auto& [name, c] : counters_) {
+      const std::vector<std::string> parts = Split(name);
+      if (parts.size() < 3 || parts[0] != "jac" || parts[1] != group || parts[2] != variant) {
+        continue;
+      }
+      if (c.count("err_A")) ea = tools::Fmt(c.at("err_A"), "%.1e");
+      if (c.count("err_B")) eb = tools::Fmt(c.at("err_B"), "%.1e");
+      if (c.count("vjp_over_jac")) vjp = tools::Fmt(c.at("vjp_over_jac"), "%.2f");
+      if (c.count("analytic")) path = c.at("analytic") > 0 ? "analytic" : "FD fallback";
+    }
+    return {group,
+            variant,
+            tools::Fmt(t, "%.1f"),
+            fwd > 0 ? tools::Fmt(fwd / t, "%.1f") : "-",
+            ctr > 0 ? tools::Fmt(ctr / t, "%.1f") : "-",
+            vjp,
+            ea,
+            eb,
+            path};
   }
 
  private:
   std::map<std::string, double> times_;
   std::map<std::string, std::map<std::string, double>> counters_;
+  std::map<std::string, std::string> errors_;  // runs that did not give a time (why)
 };
 
 // a handle with settings and solver, or null with the benchmark skipped
@@ -180,6 +230,29 @@ ckHandle* MakeOrSkip(benchmark::State& state, const mjModel* m, int solver,
   ckHandle* ck = ck_make(m, &s, cerr, sizeof(cerr));
   if (!ck) state.SkipWithError(cerr);
   return ck;
+}
+
+// ck_transitionVJP for one adjoint (all ones) over ck_transitionJac's time, the two interleaved
+// from the same state (at least 3 pairs, as many as the timed Jacobians, at most 50)
+double VjpOverJacobian(const Prepared& p, ckHandle* ck, int64_t iterations) {
+  const mjModel* m = p.m;
+  const size_t nx = 2 * m->nv + m->na;
+  std::vector<mjtNum> A(nx * nx), B(nx * std::max(static_cast<int>(m->nu), 1));
+  std::vector<mjtNum> dx(nx, 1.0), gx(nx), gu(std::max(static_cast<int>(m->nu), 1));
+  using Clock = std::chrono::steady_clock;
+  double jac = 0, vjp = 0;
+  const int64_t n = std::clamp<int64_t>(iterations, 3, 50);
+  for (int64_t i = 0; i < n; i++) {
+    Restore(p);
+    const auto t0 = Clock::now();
+    ck_transitionJac(ck, m, p.d, A.data(), B.data(), nullptr, nullptr);
+    const auto t1 = Clock::now();
+    ck_transitionVJP(ck, m, p.d, dx.data(), nullptr, gx.data(), gu.data());
+    const auto t2 = Clock::now();
+    jac += std::chrono::duration<double>(t1 - t0).count();
+    vjp += std::chrono::duration<double>(t2 - t1).count();
+  }
+  return jac > 0 ? vjp / jac : 0;
 }
 
 }  // namespace
@@ -215,6 +288,11 @@ void AddJacobian(const std::string& group, const std::string& variant, const Sce
           // accuracy against centered differences through ck_step, and which path was taken
           std::vector<mjtNum> Afd(A.size()), Bfd(B.size());
           const int path = ck_transitionJac(ck, m, p->d, A.data(), B.data(), nullptr, nullptr);
+          if (path < 0) {
+            state.SkipWithError(ck_lastError(ck));
+            ck_free(ck);
+            return;
+          }
           ck_transitionFD(ck, m, p->d, 1e-6, 1, Afd.data(), Bfd.data(), nullptr, nullptr);
           state.counters["err_A"] = RelativeError(A, Afd);
           state.counters["err_B"] = m->nu ? RelativeError(B, Bfd) : 0;
@@ -231,7 +309,10 @@ void AddJacobian(const std::string& group, const std::string& variant, const Sce
                              B.data(), nullptr, nullptr);
           }
         }
-        if (ck) ck_free(ck);
+        if (ck) {
+          state.counters["vjp_over_jac"] = VjpOverJacobian(*p, ck, state.iterations());
+          ck_free(ck);
+        }
       })
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();

@@ -197,6 +197,72 @@ TEST_F(DerivativeApiTest, VjpEqualsTransposedJacobians) {
   }
 }
 
+// the VJP of the state alone (no sensor adjoint: the mujoco solver's reverse mode under Euler)
+// equals the transposed Jacobians: free, hinge and ball joints in contact, an activation, with
+// and without joint damping (Euler's implicit damping), every solver and integrator
+TEST_F(DerivativeApiTest, StateVjpEqualsTransposedJacobians) {
+  ModelPtr m = LoadString(R"(
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="3 3 0.1"/>
+    <body name="torso" pos="0 0 0.3">
+      <freejoint/>
+      <geom type="box" size="0.2 0.1 0.05" mass="2"/>
+      <body pos="0.2 0 0">
+        <joint name="hip" type="hinge" axis="0 1 0" damping="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.04" mass="0.5"/>
+      </body>
+      <body pos="-0.2 0 0">
+        <joint name="shoulder" type="ball" damping="0.05"/>
+        <geom type="capsule" fromto="0 0 0 -0.1 0.05 -0.2" size="0.04" mass="0.5"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="hipmotor" joint="hip" gear="5"/>
+    <general joint="hip" dyntype="filter" dynprm="0.05" gainprm="3"/>
+  </actuator>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  const std::vector<double> damping(m->dof_damping, m->dof_damping + m->nv);
+  for (int solver : Solvers()) {
+    for (int integrator : {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4}) {
+      for (int damped = 0; damped < 2; damped++) {
+        m->opt.integrator = integrator;
+        for (int i = 0; i < m->nv; i++) m->dof_damping[i] = damped ? damping[i] : 0;
+        DataPtr d(mj_makeData(m.get()));
+        d->ctrl[0] = 0.3;
+        d->ctrl[1] = -0.2;
+        Settle(m.get(), d.get(), 200);
+        ASSERT_GT(d->ncon, 0);
+        ckSettings s = Settings(solver);
+        HandlePtr ck = Make(m.get(), &s);
+        const int ndx = 2 * m->nv + m->na, nu = m->nu;
+        Jacobians jac(m.get());
+        const int r = ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
+                                       nullptr, nullptr);
+        std::vector<double> dx(ndx), gx(ndx), gu(nu);
+        for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
+        EXPECT_EQ(r, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(),
+                                      gu.data()));
+        std::vector<double> ex(ndx, 0.0), eu(nu, 0.0);
+        for (int j = 0; j < ndx; j++) {
+          for (int i = 0; i < ndx; i++) ex[j] += jac.A[i * ndx + j] * dx[i];
+        }
+        for (int j = 0; j < nu; j++) {
+          for (int i = 0; i < ndx; i++) eu[j] += jac.B[i * nu + j] * dx[i];
+        }
+        EXPECT_LT(RelativeError(gx, ex), 1e-10)
+            << ck_solverName(solver) << " " << integrator << " damped " << damped;
+        EXPECT_LT(RelativeError(gu, eu), 1e-10)
+            << ck_solverName(solver) << " " << integrator << " damped " << damped;
+      }
+    }
+  }
+  for (int i = 0; i < m->nv; i++) m->dof_damping[i] = damping[i];
+}
+
 // sensors of the step (accelerometer, gyro, joint position, touch, actuator force) against
 // centered differences through ck_step
 TEST_F(DerivativeApiTest, SensorJacobiansMatchFiniteDifferences) {
