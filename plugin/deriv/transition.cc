@@ -333,6 +333,8 @@ int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* d
   sink_.dx = dx;
   sink_.gx = g;
   sink_.gu = g + ndx;
+  // each run writes only its columns' nonzeros into zeroed outputs
+  ZeroSink();
   if (Run(m, d) != 0) {
     FiniteDiff(m, d, kNudge, 0, A, B, C, D);
     return 1;
@@ -346,6 +348,7 @@ int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* d
 
   // the adjoint's classification (score s2): kept where the VJP would keep it
   mju_zero(g, ndx + nu_);
+  ZeroSink();
   apply_modes_ = true;
   const int ok = Run(m, d);
   apply_modes_ = false;
@@ -357,6 +360,7 @@ int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* d
   // the first was larger: its Jacobians again
   sink_.dx = nullptr;
   sink_.gx = sink_.gu = nullptr;
+  ZeroSink();
   return Run(m, d) == 0 ? 0 : Jacobian(m, d, A, B, C, D);
 }
 
