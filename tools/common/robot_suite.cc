@@ -103,15 +103,6 @@ bool HasFreeBody(const mjModel* m) {
   return false;
 }
 
-namespace {
-
-// largest |qvel|
-double MaxQvel(const mjModel* m, const mjData* d) {
-  double v = 0;
-  for (int i = 0; i < m->nv; i++) v = std::max(v, std::fabs(d->qvel[i]));
-  return v;
-}
-
 // MuJoCo's solver to (near) exact convergence, as tests/plugin/deriv/deriv_util.h's Tighten:
 // from 3.11 Newton stops on its decrement, which with elliptic cones needs tolerance 0 to see 1e-9
 // gradients
@@ -119,6 +110,15 @@ void TightenMujoco(mjModel* m) {
   const bool decrement = mjVERSION_HEADER >= 3011000 && m->opt.cone == mjCONE_ELLIPTIC;
   m->opt.tolerance = decrement ? 0 : 1e-14;
   m->opt.iterations = 200;
+}
+
+namespace {
+
+// largest |qvel|
+double MaxQvel(const mjModel* m, const mjData* d) {
+  double v = 0;
+  for (int i = 0; i < m->nv; i++) v = std::max(v, std::fabs(d->qvel[i]));
+  return v;
 }
 
 }  // namespace

@@ -111,6 +111,11 @@ struct SuiteJacobian {
 // its Jacobian at kappa_grad = kappa_tol (the step's own derivative, not the smoothed one)
 SuiteJacobian CheckSuiteJacobian(mjModel* m, int solver, int timestep_scale, double settle);
 
+// MuJoCo's solver tightened to (near) exact convergence, where a Jacobian is compared with
+// differences of the step: at its default tolerance Newton's early stop makes the step not smooth
+// in the state
+void TightenMujoco(mjModel* m);
+
 }  // namespace contactkit::tools
 
 #endif  // CONTACTKIT_TOOLS_COMMON_ROBOT_SUITE_H_
