@@ -289,6 +289,7 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
 }
 
 void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
+  tangent_modes_ = nullptr;  // a new solve: its own tangent until SetTangentModes
   const double h = p.h, k = settings_.stiffness, d = settings_.damping;
   const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon, nv = p.nv;
   anchored_ = settings_.anchor && p.disp;

@@ -77,6 +77,10 @@ class ComfreeSolver final : public Solver {
   void Solve(const Problem& p, Solution* sol) override;
   bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                     double* dforce) override;
+  // complementarity-aware gradients: a contact given mode 0 (separating) keeps its force fixed
+  // in the tangent (the closed form has no clamped set to change; "touching", mode 1, is how it
+  // was solved already)
+  bool SetTangentModes(const Problem& p, const signed char* mode) override;
 
   const ComfreeStats& stats() const { return stats_; }
 
@@ -121,6 +125,7 @@ class ComfreeSolver final : public Solver {
   ProblemDims dims_;
   int nthread_ = 1;
   bool anchored_ = false;  // the last Solve used the problem's anchor displacements
+  const signed char* tangent_modes_ = nullptr;  // SetTangentModes' modes (ncon; the caller's)
   ComfreeStats stats_;
 
   // workspace

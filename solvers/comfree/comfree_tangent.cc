@@ -133,7 +133,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   for (int c = 0; c < ncon; c++) {
     const Contact& con = p.con[c];
     const int row = con.row, dim = con.dim;
-    if (gain_[row] == 0) continue;
+    if (gain_[row] == 0 || (tangent_modes_ && tangent_modes_[c] == 0)) continue;
     const int t0 = con.tree[0], t1 = con.tree[1];
     const double rel = dgain(row, t1 >= 0 && (t0 < 0 || relax_[t1] > relax_[t0]) ? t1 : t0);
     // contacts from distance: softplus position, their own damping (a function of R)
@@ -182,6 +182,11 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     const double dphi = p.kind[i] != kRowFriction && dir.pos ? dir.pos[i] : 0;
     dforce[i] = dgain(i, tmax) * a + gain_[i] * cap_[i] * (-cv * dvel(i) - k * dphi) / h;
   }
+  return true;
+}
+
+bool ComfreeSolver::SetTangentModes(const Problem& p, const signed char* mode) {
+  tangent_modes_ = mode;
   return true;
 }
 

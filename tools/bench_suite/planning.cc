@@ -110,10 +110,12 @@ std::vector<Source> Sources(const std::vector<int>& solvers) {
     } else if (s == ckSOL_COMFREE) {
       out.push_back({"comfree", s});
       out.push_back({"comfree (anchor 0)", s, 0, 0});
+      out.push_back({"comfree anchor 0 (complementarity-aware)", s, 0, 0, false, true});
     } else {
       out.push_back({ck_solverName(s), s});
     }
-    // ck_transitionJacAware with the cost-to-go gradient as its direction
+    // ck_transitionJacAware with the cost-to-go gradient as its direction (lcp and comfree
+    // reclassify contacts; the others have no modes)
     if (s == ckSOL_LCP) out.push_back({"lcp (complementarity-aware)", s, 0, -1, false, true});
   }
   out.push_back({"MuJoCo mjd_transitionFD", -1});
@@ -123,6 +125,7 @@ std::vector<Source> Sources(const std::vector<int>& solvers) {
       out.push_back({"Adam: ipm (kappa_grad 1e-2)", s, 1e-2, -1, true});
     } else if (s == ckSOL_COMFREE) {
       out.push_back({"Adam: comfree (anchor 0)", s, 0, 0, true});
+      out.push_back({"Adam: comfree anchor 0 (complementarity-aware)", s, 0, 0, true, true});
     } else {
       out.push_back({std::string("Adam: ") + ck_solverName(s), s, 0, -1, true});
     }

@@ -143,7 +143,8 @@ TEST_F(AwareJacTest, ProductWithTheDirectionIsTheAwareVjp) {
   EXPECT_GE(applied, 1);  // the lift direction on the resting box took the aware branch
 }
 
-// NULL direction, another solver: ck_transitionJac exactly; a direction that is not finite: -1
+// NULL direction, a solver without a notion of contact modes (mujoco): ck_transitionJac exactly;
+// a direction that is not finite: -1
 TEST_F(AwareJacTest, WithoutDirectionOrLcpItIsTheJacobian) {
   Jacobians plain(m_.get()), aware(m_.get());
   ck_transitionJac(ck_.get(), m_.get(), d_.get(), plain.A.data(), plain.B.data(), nullptr, nullptr);
@@ -152,7 +153,7 @@ TEST_F(AwareJacTest, WithoutDirectionOrLcpItIsTheJacobian) {
   EXPECT_EQ(plain.A, aware.A);
   EXPECT_EQ(plain.B, aware.B);
   std::vector<double> lift = Lift(1);
-  for (int solver : {ckSOL_MUJOCO, ckSOL_COMFREE}) {
+  for (int solver : {ckSOL_MUJOCO}) {
     if (!ck_solverAvailable(solver)) continue;
     ckSettings s = Settings(solver);
     HandlePtr ck = Make(m_.get(), &s);
@@ -183,6 +184,59 @@ TEST_F(AwareJacTest, DoesNotAllocate) {
   ck_transitionJacAware(ck_.get(), m_.get(), d_.get(), press.data(), j.A.data(), j.B.data(),
                         nullptr, nullptr);
   EXPECT_EQ(counter.Stop(), 0);
+}
+
+// comfree: a contact the direction pulls apart keeps its force fixed in the tangent, so that the
+// resting box lifts in free flight when asked, and the product with the direction is comfree's
+// complementarity-aware VJP
+using AwareJacComfreeTest = MujocoTest;
+
+TEST_F(AwareJacComfreeTest, RestingBoxLiftsInFreeFlightOnlyWhenAsked) {
+  ModelPtr m = Load(BundledModel("pushed_box.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  for (int anchor : {0, 1}) {
+    ckSettings s = Settings(ckSOL_COMFREE);
+    s.comfree.anchor = anchor;
+    HandlePtr ck = Make(m.get(), &s);
+    mj_resetDataKeyframe(m.get(), d.get(), 0);
+    for (int k = 0; k < 200; k++) ck_step(ck.get(), m.get(), d.get());
+    ASSERT_GT(d->ncon, 0);
+    const int nu = m->nu, nv = m->nv, ndx = 2 * nv;
+    const double h = m->opt.timestep;
+    Jacobians plain(m.get()), up(m.get()), down(m.get());
+    std::vector<double> lift(ndx, 0.0), press(ndx, 0.0);
+    lift[2] = -1;
+    lift[nv + 2] = -0.1;
+    press[2] = 1;
+    press[nv + 2] = 0.1;
+    ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), plain.A.data(), plain.B.data(),
+                                  nullptr, nullptr));
+    ASSERT_EQ(0, ck_transitionJacAware(ck.get(), m.get(), d.get(), lift.data(), up.A.data(),
+                                       up.B.data(), nullptr, nullptr));
+    EXPECT_TRUE(ck->deriv->complementarity_applied()) << "anchor " << anchor;
+    ASSERT_EQ(0, ck_transitionJacAware(ck.get(), m.get(), d.get(), press.data(), down.A.data(),
+                                       down.B.data(), nullptr, nullptr));
+    EXPECT_FALSE(ck->deriv->complementarity_applied()) << "anchor " << anchor;
+    // the thrust in the vertical velocity: partly taken by the compliant floor (0.89 h here),
+    // free flight (h / m, m = 1 kg) when lifted
+    EXPECT_LT(plain.B[(nv + 2) * nu + 1], 0.95 * h) << "anchor " << anchor;
+    EXPECT_NEAR(up.B[(nv + 2) * nu + 1], h, 1e-12) << "anchor " << anchor;
+    EXPECT_EQ(down.B, plain.B);
+    // the product with the direction is the aware VJP
+    ckSettings aware = s;
+    aware.deriv.complementarity_aware = 1;
+    ASSERT_EQ(0, ck_setSettings(ck.get(), m.get(), &aware, nullptr, 0));
+    std::vector<double> gx(ndx), gu(nu);
+    ASSERT_EQ(0, ck_transitionVJP(ck.get(), m.get(), d.get(), lift.data(), nullptr, gx.data(),
+                                  gu.data()));
+    for (int j = 0; j < nu; j++) {
+      double p = 0;
+      for (int i = 0; i < ndx; i++) p += lift[i] * up.B[i * nu + j];
+      EXPECT_NEAR(p, gu[j], 1e-12 * std::max(1.0, std::fabs(p)))
+          << "anchor " << anchor << " u " << j;
+    }
+  }
 }
 
 }  // namespace

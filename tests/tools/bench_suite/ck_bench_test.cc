@@ -182,11 +182,12 @@ TEST_F(BenchSuiteTest, PlanningRunsEveryTaskAndSource) {
   EXPECT_NE(r.out.find("Dojo Table III"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("skipping the quadruped: no Menagerie folder"), std::string::npos) << r.err;
   const auto rows = ReadCsv(dir_ + "/dojo_planning.csv");
-  // iLQR per solver (ipm twice, comfree with and without anchors, lcp also with complementarity-
-  // aware Jacobians) and MuJoCo's differences, Adam per solver (lcp also complementarity-aware);
-  // the push once more with contacts from distance for every source but MuJoCo's differences
+  // iLQR per solver (ipm twice, comfree with and without anchors and complementarity-aware, lcp
+  // also with complementarity-aware Jacobians) and MuJoCo's differences, Adam per solver (comfree
+  // and lcp also complementarity-aware); the push once more with contacts from distance for every
+  // source but MuJoCo's differences
   const int sources = AvailableSolvers() + (ck_solverAvailable(ckSOL_IPM) ? 1 : 0) +
-                      (ck_solverAvailable(ckSOL_COMFREE) ? 1 : 0) + 1 + AvailableSolvers() +
+                      (ck_solverAvailable(ckSOL_COMFREE) ? 3 : 0) + 1 + AvailableSolvers() +
                       (ck_solverAvailable(ckSOL_LCP) ? 2 : 0);
   ASSERT_EQ(rows.size(), 1u + 3u * sources + sources + (sources - 1));
   for (size_t i = 1; i < rows.size(); i++) {

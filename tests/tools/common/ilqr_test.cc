@@ -184,5 +184,31 @@ TEST_F(IlqrTest, ComplementarityAwareIlqrLiftsTheBox) {
   }
 }
 
+// comfree's complementarity-aware Jacobians (a contact the cost-to-go pulls apart keeps its force
+// in the tangent) lift the box too; its plain ones do not (docs/benchmarks.md: 0.98 left)
+TEST_F(IlqrTest, ComfreeComplementarityAwareIlqrLiftsTheBox) {
+  ModelPtr m = Load(BundledModel("pushed_box.xml"));
+  ASSERT_TRUE(m);
+  m->opt.timestep = 0.01;
+  DataPtr d(mj_makeData(m.get()));
+  mj_forward(m.get(), d.get());
+  const tools::IlqrTask task = BoxTask(0, 1.1);
+  ckSettings s = Settings(ckSOL_COMFREE);
+  s.comfree.anchor = 0;
+  HandlePtr ck = Make(m.get(), &s);
+  const tools::IlqrResult res = tools::RunIlqr(
+      m.get(), d.get(), ck.get(), tools::kIlqrContactkitAware, task, tools::IlqrOptions());
+  ASSERT_TRUE(res.error.empty()) << res.error;
+  EXPECT_LT(res.violation, tools::IlqrOptions().violation_tol);
+  DataPtr e(mj_makeData(m.get()));
+  mj_copyData(e.get(), m.get(), d.get());
+  ck_reset(ck.get());
+  for (int t = 0; t < task.horizon; t++) {
+    mju_copy(e->ctrl, res.ctrl.data() + t * m->nu, m->nu);
+    ck_step(ck.get(), m.get(), e.get());
+  }
+  EXPECT_NEAR(e->qpos[2], 1.1, 3e-3);
+}
+
 }  // namespace
 }  // namespace contactkit::test
