@@ -14,9 +14,9 @@ namespace {
 
 using AdaptiveTest = MujocoTest;
 
-// a 1 kg slider on a spring k = 100 N/m (omega = 10 rad/s), no gravity
-const char kOscillator[] = R"(
-<mujoco>
+// a 1 kg slider on a spring k = 100 N/m (omega = 10 rad/s), no gravity; custom: <custom> fields
+std::string OscillatorXml(const std::string& custom = "") {
+  return "<mujoco>" + custom + R"(
   <option timestep="0.01" gravity="0 0 0"/>
   <worldbody>
     <body>
@@ -25,6 +25,7 @@ const char kOscillator[] = R"(
     </body>
   </worldbody>
 </mujoco>)";
+}
 
 // a ball of radius 0.1 above a floor with DiffMJX's stiff contact (solref 0.005 1)
 std::string BallXml(double timestep) {
@@ -67,7 +68,7 @@ double OscillatorError(const mjModel* m, const ckSettings& s, int* steps) {
 }
 
 TEST_F(AdaptiveTest, OscillatorMatchesItsClosedFormToTheTolerance) {
-  ModelPtr m = LoadString(kOscillator);
+  ModelPtr m = LoadString(OscillatorXml());
   ASSERT_TRUE(m);
   for (int integrator : {ckINT_TSIT5, ckINT_DOPRI5}) {
     int loose_steps, tight_steps;
@@ -85,7 +86,7 @@ TEST_F(AdaptiveTest, OscillatorMatchesItsClosedFormToTheTolerance) {
 // fifth-order method, whose global error falls 32-fold when h halves, and whose embedded error
 // estimate (local, fifth order in h) does the same
 TEST_F(AdaptiveTest, PairsAreFifthOrderWithAFifthOrderErrorEstimate) {
-  ModelPtr m = LoadString(kOscillator);
+  ModelPtr m = LoadString(OscillatorXml());
   ASSERT_TRUE(m);
   for (int integrator : {ckINT_TSIT5, ckINT_DOPRI5}) {
     const ckSettings s = Adaptive(integrator, 0, 1e6);
@@ -301,20 +302,11 @@ TEST_F(AdaptiveTest, VelocityImpulseSolversAndUnknownNamesAreRefused) {
 // the integrator from a model's <custom> fields; the Jacobian of its step is differenced, and
 // says so
 TEST_F(AdaptiveTest, ModelFieldsSelectItAndItsJacobianIsDifferenced) {
-  ModelPtr m = LoadString(R"(
-<mujoco>
+  ModelPtr m = LoadString(OscillatorXml(R"(
   <custom>
     <text name="contactkit:integrator" data="dopri5"/>
     <numeric name="contactkit:rtol" data="1e-7"/>
-  </custom>
-  <option timestep="0.01" gravity="0 0 0"/>
-  <worldbody>
-    <body>
-      <joint type="slide" axis="1 0 0" stiffness="100"/>
-      <geom type="sphere" size="0.1" mass="1" contype="0" conaffinity="0"/>
-    </body>
-  </worldbody>
-</mujoco>)");
+  </custom>)"));
   ASSERT_TRUE(m);
   HandlePtr ck = Make(m.get());
   ckSettings s;
