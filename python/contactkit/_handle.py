@@ -300,7 +300,8 @@ class Handle:
         classification: contacts the direction would pull apart are treated as separating (and
         separated ones it pushes together as sticking), kept when Nimble's score prefers them,
         so that direction @ [A B] equals transition_vjp(direction) with complementarity_aware
-        on. None, RK4 or another solver: the plain Jacobians.
+        on. With "comfree", a contact the direction pulls apart keeps its force fixed in the
+        tangent. None, RK4 or another solver (ipm, mujoco): the plain Jacobians.
         """
         self._check(model, data)
         out = self._outputs(model, A, B, C, D)

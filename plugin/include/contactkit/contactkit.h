@@ -294,9 +294,10 @@ CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtN
 // Jacobian whose product with dx is ck_transitionVJP(dx) with setting "complementarity_aware"
 // on: dx' [A B] = [gx' gu'] (whatever that setting is on this handle). So for a box resting on
 // the floor and a dx asking it to rise, B's column of an upward force is the free-flight one.
-// dx NULL, the RK4 integrator (as the VJP) and the other solvers (whose Jacobians are already
-// informative: ipm's smoothing, comfree's and mujoco's soft contact): exactly ck_transitionJac.
-// Costs two to three ck_transitionJac evaluations when there is contact (lcp), one otherwise.
+// With solver "comfree" (a closed form without a clamped set) a contact that dx pulls apart keeps
+// its force fixed in the tangent, with the same choice by score. dx NULL, the RK4 integrator (as
+// the VJP) and the solvers without contact modes (ipm, mujoco): exactly ck_transitionJac. Costs
+// two to three ck_transitionJac evaluations when there is contact (lcp, comfree), one otherwise.
 // Returns as ck_transitionJac, and -1 for a dx that is not finite.
 CKAPI int ck_transitionJacAware(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
                                 mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
@@ -305,7 +306,7 @@ CKAPI int ck_transitionJacAware(ckHandle* ck, const mjModel* m, const mjData* d,
 //   gx = A' dx + C' ds   (2nv+na),   gu = B' dx + D' ds   (nu)
 // dx (2nv+na): adjoint of the next state; ds (nsensordata): adjoint of the sensors; either may
 // be NULL (zero); gx, gu nullable outputs. Setting "complementarity_aware" selects Nimble's
-// complementarity-aware gradient for solver "lcp". Returns as ck_transitionJac.
+// complementarity-aware gradient for solvers "lcp" and "comfree". Returns as ck_transitionJac.
 CKAPI int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
                            const mjtNum* ds, mjtNum* gx, mjtNum* gu);
 
