@@ -173,9 +173,20 @@ int ck_rolloutGrad(ckHandle* ck, const mjModel* m, mjData* d, int nstep, const m
     const int resets = deriv.ScratchResets();
     const int r = deriv.Vjp(m, dt, a, m->nsensordata ? tape.ds(t) : nullptr, tape.gx(),
                             gu ? gu + static_cast<size_t>(t) * nu : nullptr);
-    if (deriv.ScratchResets() != resets || FirstBad(tape.gx(), ndx) >= 0 ||
-        (gu && FirstBad(gu + static_cast<size_t>(t) * nu, nu) >= 0)) {
-      SetLastError(ck, "ck_rolloutGrad", "the gradient of step %d is not finite", t);
+    const mjtNum* gut = gu ? gu + static_cast<size_t>(t) * nu : nullptr;
+    const int badx = FirstBad(tape.gx(), ndx), badu = gut ? FirstBad(gut, nu) : -1;
+    if (deriv.ScratchResets() != resets || badx >= 0 || badu >= 0) {
+      // a value beyond mjMAXVAL that is still a number: the adjoint grew through the steps after
+      // this one (stiff or chaotic dynamics), which is not the same as a NaN
+      const mjtNum v = badx >= 0 ? tape.gx()[badx] : badu >= 0 ? gut[badu] : 0;
+      if (std::isfinite(v) && v != 0) {
+        SetLastError(ck, "ck_rolloutGrad",
+                     "the gradient of step %d exploded (%g beyond mjMAXVAL = %g): the adjoint grew "
+                     "through the later steps; shorten the horizon or smooth the contact",
+                     t, static_cast<double>(v), mjMAXVAL);
+      } else {
+        SetLastError(ck, "ck_rolloutGrad", "the gradient of step %d is not finite", t);
+      }
       return -2;
     }
     if (r == 1 && ret == 0) {

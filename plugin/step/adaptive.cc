@@ -269,7 +269,7 @@ double AdaptiveIntegrator::ErrorNorm(const mjModel* m, const mjData* d, const Bu
 bool AdaptiveIntegrator::Step(ckHandle* ck, const mjModel* m, mjData* d) {
   const ckAdaptiveSettings& s = ck->settings.adaptive;
   const ButcherPair& pair = PairOf(ck->settings.integrator);
-  const double h = m->opt.timestep, t_start = d->time, t_end = t_start + h;
+  const double h = m->opt.timestep, t_start = d->time;
   const double b1 = (s.pcoeff + s.icoeff + s.dcoeff) / kErrorOrder;
   const double b2 = -(s.pcoeff + 2 * s.dcoeff) / kErrorOrder, b3 = s.dcoeff / kErrorOrder;
   info_ = ckStepInfo();
@@ -278,16 +278,17 @@ bool AdaptiveIntegrator::Step(ckHandle* ck, const mjModel* m, mjData* d) {
   Save(m, d);
   mju_copy(warm_.data(), d->qacc_warmstart, nv_);
   mju_copy(start_.data(), y0_.data(), nq_ + nv_ + na_);
-  double t = t_start, dt = dt_ > 0 ? std::min(dt_, h) : h;
+  // elapsed: time into the step (so that one internal step is exactly h)
+  double elapsed = 0, dt = dt_ > 0 ? std::min(dt_, h) : h;
 
   // the first stage's rate at the start (the forward pass has run in StepSkip)
   mju_copy(k_.data(), d->qvel, nv_);
   mju_copy(k_.data() + nv_, d->qacc, nv_);
   if (na_) mju_copy(k_.data() + 2 * nv_, d->act_dot, na_);
 
-  while (t < t_end) {
+  while (elapsed < h) {
     // the last internal step ends exactly at the step's end
-    const double remaining = t_end - t;
+    const double remaining = h - elapsed;
     const bool last = dt >= remaining * (1 - 1e-12);
     const double step = last ? remaining : dt;
     if (info_.accepted + info_.rejected >= s.max_steps) {
@@ -299,7 +300,7 @@ bool AdaptiveIntegrator::Step(ckHandle* ck, const mjModel* m, mjData* d) {
       break;
     }
     for (int i = 1; i < pair.stages; i++) {
-      Combine(m, d, pair.a + i * pair.stages, i, step, t + pair.c[i] * step);
+      Combine(m, d, pair.a + i * pair.stages, i, step, t_start + elapsed + pair.c[i] * step);
       Rate(ck, m, d, k_.data() + i * nk_);
       Rotations(step, k_.data() + i * nk_);
     }
@@ -319,7 +320,7 @@ bool AdaptiveIntegrator::Step(ckHandle* ck, const mjModel* m, mjData* d) {
       info_.error = err;
       inv_err2_ = inv_err1_;
       inv_err1_ = std::isfinite(inv) && inv > 0 ? inv : 1;
-      t = last ? t_end : t + step;
+      elapsed = last ? h : elapsed + step;
       ClipActivations(m, d);
       Save(m, d);
       // first same as last: the rate at the solution, its rotations at their own frame
@@ -348,7 +349,7 @@ bool AdaptiveIntegrator::Step(ckHandle* ck, const mjModel* m, mjData* d) {
     return false;
   }
   dt_ = dt;
-  d->time = t_end;
+  d->time = t_start + h;
   return true;
 }
 

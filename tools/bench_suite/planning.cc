@@ -241,7 +241,9 @@ int PlanningBench(const PlanningOptions& o, std::string* report) {
         }
         const std::string name = src.name + (cfd > 0 ? " + cfd_width 0.2" : "");
         const bool nan = r.error.find("not finite") != std::string::npos;
+        const bool exploded = r.error.find("exploded") != std::string::npos;
         const std::string status = r.diverged && nan                     ? "gradient not finite"
+                                   : r.diverged && exploded              ? "gradient exploded"
                                    : r.diverged                          ? "diverged"
                                    : r.violation < options.violation_tol ? "ok"
                                                                          : "failure";
