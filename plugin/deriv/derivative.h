@@ -152,6 +152,8 @@ class Derivative : private FdTarget {
   // column col of [A B] (state tangent out, 2nv+na) and of [C D] (sensor tangent ds)
   void EmitState(int col, const double* out) override;
   void EmitSensor(int col, const double* ds) override;
+  // the sink writes the Jacobians A, B, C, D (each nullable), zeroed, and nothing else
+  void SinkTo(mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
   // the sink's Jacobians to zero (EmitColumn writes nonzeros only)
   void ZeroSink();
   // column col (n rows) of [X U] (nullable), and its product with adjoint (n, nullable) into

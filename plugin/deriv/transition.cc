@@ -131,13 +131,17 @@ void Derivative::Step(const mjModel* m, int skipstage, int skipsensor, double* n
 
 void Derivative::FiniteDiff(const mjModel* m, const mjData* d, mjtNum eps, int centered, mjtNum* A,
                             mjtNum* B, mjtNum* C, mjtNum* D) {
+  SinkTo(A, B, C, D);
+  FiniteDiffSink(m, d, eps, centered);
+}
+
+void Derivative::SinkTo(mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D) {
   sink_ = Sink();
   sink_.A = A;
   sink_.B = B;
   sink_.C = C;
   sink_.D = D;
   ZeroSink();
-  FiniteDiffSink(m, d, eps, centered);
 }
 
 void Derivative::ZeroSink() {
@@ -214,12 +218,7 @@ int Derivative::Run(const mjModel* m, const mjData* d) {
 int Derivative::Jacobian(const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B, mjtNum* C,
                          mjtNum* D) {
   if (!A && !B && !C && !D) return 0;
-  sink_ = Sink();
-  sink_.A = A;
-  sink_.B = B;
-  sink_.C = C;
-  sink_.D = D;
-  ZeroSink();
+  SinkTo(A, B, C, D);
   if (Run(m, d) == 0) return 0;
   FiniteDiff(m, d, kNudge, 0, A, B, C, D);
   return 1;
@@ -325,16 +324,11 @@ int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* d
   const int ndx = 2 * nv_ + na_;
   double* g = out_.first_gradient;
   mju_zero(g, ndx + nu_);
-  sink_ = Sink();
-  sink_.A = A;
-  sink_.B = B;
-  sink_.C = C;
-  sink_.D = D;
+  // each run writes only its columns' nonzeros into zeroed outputs
+  SinkTo(A, B, C, D);
   sink_.dx = dx;
   sink_.gx = g;
   sink_.gu = g + ndx;
-  // each run writes only its columns' nonzeros into zeroed outputs
-  ZeroSink();
   if (Run(m, d) != 0) {
     FiniteDiff(m, d, kNudge, 0, A, B, C, D);
     return 1;

@@ -204,11 +204,15 @@ void AdaptiveIntegrator::Save(const mjModel* m, const mjData* d) {
   if (na_) mju_copy(y0_.data() + nq_ + nv_, d->act, na_);
 }
 
-void AdaptiveIntegrator::Rate(ckHandle* ck, const mjModel* m, mjData* d, double* k) {
-  ForwardSkip(ck, m, d, mjSTAGE_NONE, 1);
+void AdaptiveIntegrator::ReadRate(const mjData* d, double* k) const {
   mju_copy(k, d->qvel, nv_);
   mju_copy(k + nv_, d->qacc, nv_);
   if (na_) mju_copy(k + 2 * nv_, d->act_dot, na_);
+}
+
+void AdaptiveIntegrator::Rate(ckHandle* ck, const mjModel* m, mjData* d, double* k) {
+  ForwardSkip(ck, m, d, mjSTAGE_NONE, 1);
+  ReadRate(d, k);
 }
 
 void AdaptiveIntegrator::Rotations(double step, double* k) const {
@@ -282,9 +286,7 @@ bool AdaptiveIntegrator::Step(ckHandle* ck, const mjModel* m, mjData* d) {
   double elapsed = 0, dt = dt_ > 0 ? std::min(dt_, h) : h;
 
   // the first stage's rate at the start (the forward pass has run in StepSkip)
-  mju_copy(k_.data(), d->qvel, nv_);
-  mju_copy(k_.data() + nv_, d->qacc, nv_);
-  if (na_) mju_copy(k_.data() + 2 * nv_, d->act_dot, na_);
+  ReadRate(d, k_.data());
 
   while (elapsed < h) {
     // the last internal step ends exactly at the step's end
@@ -324,9 +326,7 @@ bool AdaptiveIntegrator::Step(ckHandle* ck, const mjModel* m, mjData* d) {
       ClipActivations(m, d);
       Save(m, d);
       // first same as last: the rate at the solution, its rotations at their own frame
-      mju_copy(k_.data(), d->qvel, nv_);
-      mju_copy(k_.data() + nv_, d->qacc, nv_);
-      if (na_) mju_copy(k_.data() + 2 * nv_, d->act_dot, na_);
+      ReadRate(d, k_.data());
       mju_copy(d->qacc_warmstart, d->qacc, nv_);
       // a last step shortened to the end does not shrink the proposal
       dt = last && step < dt ? dt : step * factor;

@@ -60,7 +60,9 @@ class AdaptiveIntegrator {
   const ckStepInfo& info() const { return info_; }
 
  private:
-  // the rate of the state in d (qvel, qacc, act_dot) into k after a forward pass at it
+  // the rate of the state in d (qvel, qacc, act_dot) into k (2nv+na), from its last forward pass
+  void ReadRate(const mjData* d, double* k) const;
+  // the same after a forward pass at d's state
   void Rate(ckHandle* ck, const mjModel* m, mjData* d, double* k);
   // the rotational part of a stage's rate k in the tangent space at y0 (Munthe-Kaas): the stage's
   // body angular velocity through the inverse derivative of the exponential map at its offset
