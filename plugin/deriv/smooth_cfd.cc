@@ -173,7 +173,7 @@ void SmoothTangent::CfdForward(const mjModel* m) {
     shadow_->extractor.Extract(m, d, &p);
     CfdAdjustProblem(m, &p);
     p.disp = UsesAnchors(shadow_) ? shadow_->anchors.Displacements(d, p) : nullptr;
-    sol.status = ckSTATUS_SOLVED;
+    sol.Reset();
     shadow_->solver->Solve(p, &sol);
     shadow_->extractor.WriteBack(m, d, p, sol);
   }

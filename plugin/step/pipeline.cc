@@ -257,12 +257,7 @@ void ConstraintStage(ckHandle* ck, const mjModel* m, mjData* d) {
                   "more constraints than the handle's capacity; extra contacts left out (raise "
                   "njmax/nconmax in <size>)");
     }
-    sol.status = ckSTATUS_SOLVED;
-    sol.iterations = 0;
-    sol.residual = sol.kappa = sol.condition = 0;
-    sol.edge_force = nullptr;
-    sol.anchor_disp = nullptr;
-    sol.position_correction = nullptr;
+    sol.Reset();
     p.disp = anchored ? ck->anchors.Displacements(d, p) : nullptr;
     p.regap = nullptr;
     if (ck->regap.scratch) {

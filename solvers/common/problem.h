@@ -150,6 +150,15 @@ struct Solution {
   // integration: q+ = q+ (+) h position_correction (lcp's split impulse). Owned by the solver,
   // set in each Solve.
   const double* position_correction = nullptr;  //                                (nv)
+
+  // before each Solve: status SOLVED, counters zero, no optional outputs (a solver sets only the
+  // ones it owns, so a pointer left from another solver would point into freed memory)
+  void Reset() {
+    status = 0;
+    iterations = 0;
+    residual = kappa = condition = 0;
+    edge_force = anchor_disp = position_correction = nullptr;
+  }
 };
 
 // a perturbation of the problem data along one direction; null members do not change. Rows,

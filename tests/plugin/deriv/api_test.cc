@@ -371,5 +371,47 @@ TEST_F(DerivativeApiTest, SimulationOnlyHandle) {
             ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), nullptr, nullptr, nullptr));
 }
 
+// switching solvers between Jacobians: a Jacobian after the switch is bit-identical to a new
+// handle's. Comfree with 4 facets hands the write-back its own pyramid-edge forces; the next
+// solver must not see them (fuzzing found the contacts-from-distance step under RK4 reading them
+// after comfree was freed).
+TEST_F(DerivativeApiTest, SolverSwitchKeepsNothingOfTheOldSolver) {
+  ModelPtr m = LoadString(R"(<mujoco><option cone="pyramidal"/><worldbody>
+      <geom type="plane" size="2 2 .1"/>
+      <body pos="0 0 .12"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+      </worldbody></mujoco>)");
+  ASSERT_TRUE(m);
+  for (int integrator : {mjINT_EULER, mjINT_RK4}) {
+    m->opt.integrator = integrator;
+    ckSettings s = Settings(ckSOL_COMFREE);
+    s.comfree.facets = 4;
+    s.deriv.cfd_width = 0.1;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    mj_forward(m.get(), d.get());
+    Jacobians before(m.get()), after(m.get()), fresh(m.get());
+    ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), before.A.data(), before.B.data(),
+                                  nullptr, nullptr));
+    for (int solver : Solvers()) {
+      if (solver == ckSOL_COMFREE) continue;
+      ckSettings next = Settings(solver);
+      next.deriv.cfd_width = s.deriv.cfd_width;
+      char err[200] = "";
+      ASSERT_EQ(0, ck_setSettings(ck.get(), m.get(), &next, err, sizeof(err))) << err;
+      HandlePtr other = Make(m.get(), &next);
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), after.A.data(), after.B.data(),
+                                    nullptr, nullptr));
+      ASSERT_EQ(0, ck_transitionJac(other.get(), m.get(), d.get(), fresh.A.data(),
+                                    fresh.B.data(), nullptr, nullptr));
+      EXPECT_EQ(after.A, fresh.A) << "solver " << solver << ", integrator " << integrator;
+      EXPECT_EQ(after.B, fresh.B) << "solver " << solver << ", integrator " << integrator;
+      ASSERT_EQ(0, ck_setSettings(ck.get(), m.get(), &s, err, sizeof(err))) << err;
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), after.A.data(), after.B.data(),
+                                    nullptr, nullptr));
+      EXPECT_EQ(after.A, before.A) << "back to comfree from solver " << solver;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace contactkit::test
