@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "contactkit/contactkit.h"
 #include "plugin/deriv/elastic.h"
@@ -64,8 +65,12 @@ class Derivative : private FdTarget {
   void FiniteDiff(const mjModel* m, const mjData* d, mjtNum eps, int centered, mjtNum* A, mjtNum* B,
                   mjtNum* C, mjtNum* D);
 
-  // the owning handle's contact anchors: every evaluation starts the shadow handle from them
-  void set_anchor_source(const Anchors* anchors) { anchor_source_ = anchors; }
+  // the owning handle: every evaluation starts the shadow handle from its contact anchors and
+  // its adaptive integrator's step-size controller
+  void set_owner(const ckHandle* owner) { owner_ = owner; }
+  // the step-size controller evaluations start from instead of the owner's (null: the owner's;
+  // ck_rolloutGrad's backward sweep sets each step's own)
+  void set_controller(const AdaptiveIntegrator::Controller* c) { controller_ = c; }
 
   // ck_rolloutGrad's tape (made on first use)
   RolloutTape& tape();
@@ -123,11 +128,27 @@ class Derivative : private FdTarget {
   // the Jacobians of an Euler / implicit step, of an RK4 step
   bool SingleStage(const mjModel* m);
   bool RungeKutta(const mjModel* m);
+  // a stage's rate Jacobian G = d(qacc, act_dot)/d(q, v, act, u) into integrator_.rk_stage_jac
+  // ((nv+na) x ndir, column-major), and with stage_.sensors the sensor Jacobians' columns
+  bool StageJacobian(const mjModel* m);
   // RK4: the nominal state of stage (1-3) into stage_data_; the directions' chains through a stage;
   // the next state's columns
   void RkStageState(const mjModel* m, int stage);
   void RkChainStage(const mjModel* m, int stage, int first, int last);
   void RkNextState(const mjModel* m, int first, int last);
+  // the Jacobians of an adaptive step (tsit5, dopri5; adaptive_tangent.cc) as ck_step takes it
+  // from d, its accepted internal steps' sizes held fixed (discretize-then-optimize); false if
+  // the step does not complete or takes more than AdaptiveIntegrator::kMaxTaken internal steps
+  bool Adaptive(const mjModel* m, const mjData* d);
+  // one internal step of size step from ad_.y at time t: the stages, the directions' tangents
+  // through them, then ad_.y and the directions' state tangents at its end
+  bool AdaptiveInternalStep(const mjModel* m, double t, double step, bool first_step, int first,
+                            int last);
+  // direction kd through stage i of an internal step: its stage state's tangent and its rate's
+  // (the last row: its state tangent at the step's end)
+  void AdaptiveStageTangent(const mjModel* m, int i, double step, int kd);
+  // the adaptive tangent's arrays, for integrator tsit5 / dopri5 (allocated with the settings)
+  void SizeAdaptive(const ckSettings& s);
 
   // ---- complementarity-aware VJP and Jacobian (transition.cc) ----
   // out_.contact_modes from sink_.dx (Nimble: open where the adjoint pulls a contact apart)
@@ -171,7 +192,8 @@ class Derivative : private FdTarget {
   ProblemStorage storage_;        // problem of the "mujoco" solver
   SoftTangent soft_;              // derivative of MuJoCo's solver
   ckSettings settings_{};
-  const Anchors* anchor_source_ = nullptr;  // the owning handle's anchors
+  const ckHandle* owner_ = nullptr;  // the owning handle (anchors, adaptive controller)
+  const AdaptiveIntegrator::Controller* controller_ = nullptr;  // see set_controller
 
   // sizes
   int nq_ = 0, nv_ = 0, na_ = 0, nu_ = 0, nM_ = 0, ns_ = 0;
@@ -196,6 +218,18 @@ class Derivative : private FdTarget {
   Scratch scratch_;
   SmoothTangent smooth_{extractor_, nominal_, tan_, trees_, integrator_, scratch_, stage_};
   std::unique_ptr<RolloutTape> tape_;  // ck_rolloutGrad's steps (made by its first call)
+
+  // the adaptive step's tangent (SizeAdaptive): nk = 2nv+na, ndir = nk + nu, 7 stages at most
+  struct AdaptiveWork {
+    std::vector<double> y;      // state at the internal step's start            (nq+nv+na)
+    std::vector<double> k;      // stage rates, rotations corrected             (7 nk)
+    std::vector<double> omega;  // the current stage's uncorrected rate         (nk)
+    std::vector<double> dx;     // the stage's combination sum_j a_ij k_j       (nk)
+    std::vector<double> dy;     // per direction: state tangent at the start    (ndir nk)
+    std::vector<double> dk;     // per direction: stage rates' tangents         (ndir 6 nk)
+    std::vector<double> ddx;    // a direction's combination tangent            (nk)
+    std::vector<double> dX;     // a direction's stage state tangent            (nk)
+  } ad_;
 };
 
 // the first of n values that MuJoCo's checks would call bad (NaN, inf, beyond mjMAXVAL), or -1

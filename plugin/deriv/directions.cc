@@ -2,7 +2,8 @@
 //
 // The directions of a step: every unit direction of (q, v, act, ctrl) through the smooth tangent,
 // the force tangent and the integrator tangent (Euler and implicit in one stage, RK4 chaining
-// four), into the output columns. "mujoco" with constraint rows solves them in blocks.
+// four; the adaptive pairs chain theirs in adaptive_tangent.cc), into the output columns. "mujoco"
+// with constraint rows solves them in blocks.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -308,8 +309,6 @@ bool Derivative::RungeKutta(const mjModel* m) {
   const int nq = nq_, nv = nv_, na = na_, nu = nu_, ndx = 2 * nv + na, ndir = ndx + nu;
   const int nva = nv + na;
   const double h = m->opt.timestep, time = stage_data_->time;
-  double* G = integrator_.rk_stage_jac;
-  double* ds = out_.sensor_col;
 
   // directions to chain: state columns, control columns
   const bool state_out = sink_.A || (sink_.gx && sink_.dx);
@@ -343,23 +342,27 @@ bool Derivative::RungeKutta(const mjModel* m) {
     mju_copy(Fi, integrator_.qacc, nv);
     mju_copy(Fi + nv, nominal_.act_dot, na);
 
-    // stage Jacobian G (nv+na x ndir, column-major) and the sensor Jacobians
-    const bool ok = Directions(m, true, true, [&](int kind, int index, int col) {
-      double* g = G + static_cast<size_t>(col) * nva;
-      mju_copy(g, tan_.dqacc_int, nv);
-      mju_copy(g + nv, tan_.dact_dot, na);
-      if (stage_.sensors) {
-        smooth_.SensorTangent(m, kind, ds);
-        EmitSensor(col, ds);
-      }
-    });
-    if (!ok) return false;
+    if (!StageJacobian(m)) return false;
 
     RkChainStage(m, stage, first, last);
   }
 
   RkNextState(m, first, last);
   return true;
+}
+
+bool Derivative::StageJacobian(const mjModel* m) {
+  const int nv = nv_, na = na_, nva = nv + na;
+  double* ds = out_.sensor_col;
+  return Directions(m, true, true, [&](int kind, int index, int col) {
+    double* g = integrator_.rk_stage_jac + static_cast<size_t>(col) * nva;
+    mju_copy(g, tan_.dqacc_int, nv);
+    mju_copy(g + nv, tan_.dact_dot, na);
+    if (stage_.sensors) {
+      smooth_.SensorTangent(m, kind, ds);
+      EmitSensor(col, ds);
+    }
+  });
 }
 
 void Derivative::RkStageState(const mjModel* m, int stage) {

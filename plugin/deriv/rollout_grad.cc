@@ -55,13 +55,16 @@ bool RolloutTape::Reserve(const mjModel* m, int nstep) {
     state_.resize(static_cast<size_t>(nstep) * nstate_);
     dx_.resize(static_cast<size_t>(nstep) * ndx_);
     ds_.resize(static_cast<size_t>(nstep) * std::max(ns_, 1));
+    controller_.resize(nstep);
   }
   adjoint_.resize(ndx_);
   gx_.resize(ndx_);
   return true;
 }
 
-void RolloutTape::Save(int t, const mjModel* m, const mjData* d) {
+void RolloutTape::Save(int t, const mjModel* m, const mjData* d,
+                       const AdaptiveIntegrator::Controller& c) {
+  controller_[t] = c;
   double* s = state_.data() + static_cast<size_t>(t) * nstate_;
   for (const auto& [x, n] : Fields(m, d)) {
     mju_copy(s, x, n);
@@ -96,7 +99,7 @@ int Forward(ckHandle* ck, const mjModel* m, mjData* d, int nstep, const mjtNum* 
   double total = 0;
   for (int t = 0; t < nstep; t++) {
     if (ctrl) mju_copy(d->ctrl, ctrl + static_cast<size_t>(t) * m->nu, m->nu);
-    tape->Save(t, m, d);
+    tape->Save(t, m, d, ck->adaptive.controller());
     const int resets = Resets(d);
     StepSkip(ck, m, d, mjSTAGE_NONE, 0);
     if (Resets(d) != resets) {
@@ -171,8 +174,10 @@ int ck_rolloutGrad(ckHandle* ck, const mjModel* m, mjData* d, int nstep, const m
     mju_addTo(a, tape.dx(t), ndx);
     mjData* dt = tape.Load(t, m, d);
     const int resets = deriv.ScratchResets();
+    deriv.set_controller(tape.controller(t));  // an adaptive step's sizes as they were taken
     const int r = deriv.Vjp(m, dt, a, m->nsensordata ? tape.ds(t) : nullptr, tape.gx(),
                             gu ? gu + static_cast<size_t>(t) * nu : nullptr);
+    deriv.set_controller(nullptr);
     const mjtNum* gut = gu ? gu + static_cast<size_t>(t) * nu : nullptr;
     const int badx = FirstBad(tape.gx(), ndx), badu = gut ? FirstBad(gut, nu) : -1;
     if (deriv.ScratchResets() != resets || badx >= 0 || badu >= 0) {

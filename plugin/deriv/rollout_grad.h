@@ -9,6 +9,8 @@
 
 #include <vector>
 
+#include "plugin/step/adaptive.h"
+
 namespace contactkit {
 
 // the steps of one rollout, kept for its backward sweep; sized by Reserve (grows only)
@@ -22,8 +24,10 @@ class RolloutTape {
   // room for nstep steps of model m; false if the scratch mjData cannot be made
   bool Reserve(const mjModel* m, int nstep);
 
-  // step t starts from d's state (after its controls are set)
-  void Save(int t, const mjModel* m, const mjData* d);
+  // step t starts from d's state (after its controls are set) and the handle's adaptive
+  // step-size controller
+  void Save(int t, const mjModel* m, const mjData* d, const AdaptiveIntegrator::Controller& c);
+  const AdaptiveIntegrator::Controller* controller(int t) const { return &controller_[t]; }
 
   // the scratch mjData at step t's start (the inputs that the rollout holds taken from held)
   mjData* Load(int t, const mjModel* m, const mjData* held);
@@ -35,8 +39,9 @@ class RolloutTape {
 
  private:
   int nstep_ = 0, nstate_ = 0, ndx_ = 0, ns_ = 0;
-  std::vector<double> state_;         // qpos, qvel, act, ctrl, qacc_warmstart, time, plugin
-                                      // state of each step's start            (nstep x nstate_)
+  std::vector<double> state_;  // qpos, qvel, act, ctrl, qacc_warmstart, time, plugin
+                               // state of each step's start            (nstep x nstate_)
+  std::vector<AdaptiveIntegrator::Controller> controller_;  // of each step's start  (nstep)
   std::vector<double> dx_, ds_;       // loss gradients                 (nstep x ndx, nstep x ns)
   std::vector<double> adjoint_, gx_;  // (ndx)
   mjData* data_ = nullptr;            // scratch state of the backward sweep

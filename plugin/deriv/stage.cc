@@ -74,8 +74,10 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
 
 void Derivative::ResetShadow() {
   if (shadow_->solver) shadow_->solver->Reset();
-  if (anchor_source_) {
-    shadow_->anchors.CopyFrom(*anchor_source_);
+  if (controller_) shadow_->adaptive.SetController(*controller_);
+  if (owner_) {
+    if (!controller_) shadow_->adaptive.SetController(owner_->adaptive.controller());
+    shadow_->anchors.CopyFrom(owner_->anchors);
   } else {
     shadow_->anchors.Clear();
   }

@@ -37,6 +37,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   nM_ = m->nM;
   ns_ = m->nsensordata;
   settings_ = s;
+  SizeAdaptive(s);
   ckSettings inner = s;
   inner.deriv.enabled = 0;
   shadow_ = MakeHandle(m, inner, false, error);
@@ -116,6 +117,7 @@ bool Derivative::SetSettings(const mjModel* m, const ckSettings& s, std::string*
   } else {
     smooth_.SetCfdSolimp(s);
   }
+  SizeAdaptive(s);
   settings_ = s;
   return true;
 }
@@ -205,8 +207,9 @@ int Derivative::Run(const mjModel* m, const mjData* d) {
     ok = false;
   }
   if (ok && settings_.integrator != ckINT_MODEL) {
-    fallback_ = ckFALLBACK_ADAPTIVE;
-    ok = false;
+    ok = Adaptive(m, d);
+    if (!ok && fallback_ == ckFALLBACK_NONE) fallback_ = ckFALLBACK_ADAPTIVE;
+    return ok ? 0 : 1;
   }
   if (ok) {
     CopyStepInputs(m, d, stage_data_);
@@ -471,8 +474,8 @@ const char* ck_fallbackText(int reason) {
       "fluid forces under the implicit integrators are not differentiated",
       "MuJoCo 3.7+ subtracts Jdot v from connect and weld rows' reference, which the analytic "
       "tangents leave out",
-      "the adaptive integrators' (tsit5, dopri5) internal steps are not differentiated "
-      "analytically yet",
+      "the adaptive step (tsit5, dopri5) does not complete, or takes more than 1024 internal "
+      "steps",
   };
   return reason >= 0 && reason < ckNFALLBACK ? kText[reason] : nullptr;
 }

@@ -140,7 +140,15 @@ constexpr double kFactorMin = 0.2;  // smallest factor after a rejected step
 constexpr double kFactorMax = 10;   // largest factor after an accepted step
 constexpr double kErrorOrder = 5;   // local order of the 5(4) pairs' error estimate
 
-// activations clipped to their ranges
+bool AllFinite(const double* x, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!std::isfinite(x[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void ClipActivations(const mjModel* m, mjData* d) {
   for (int i = 0; i < m->nu; i++) {
 #if CK_MJ3
@@ -153,16 +161,42 @@ void ClipActivations(const mjModel* m, mjData* d) {
   }
 }
 
-bool AllFinite(const double* x, int n) {
-  for (int i = 0; i < n; i++) {
-    if (!std::isfinite(x[i])) return false;
+const ButcherPair& PairOf(int integrator) { return integrator == ckINT_DOPRI5 ? kDopri5 : kTsit5; }
+
+void RotationRate(const int* rotations, int nrot, double step, const double* dx, double* k) {
+  // q = q0 exp(theta) with theta = step dx (the stage's offset in q0's body frame): theta' =
+  // dexp^-1_{-theta}(omega) = omega + theta x omega / 2 + theta x (theta x omega) / 12 (Bernoulli
+  // series; its next term is of fifth order in theta, beyond what the 5(4) pairs need)
+  for (int r = 0; r < nrot; r++) {
+    const int v = rotations[r];
+    double theta[3], c1[3], c2[3];
+    for (int i = 0; i < 3; i++) theta[i] = step * dx[v + i];
+    mju_cross(c1, theta, k + v);
+    mju_cross(c2, theta, c1);
+    for (int i = 0; i < 3; i++) k[v + i] += 0.5 * c1[i] + c2[i] / 12;
   }
-  return true;
 }
 
-}  // namespace
-
-const ButcherPair& PairOf(int integrator) { return integrator == ckINT_DOPRI5 ? kDopri5 : kTsit5; }
+void RotationRateTangent(const int* rotations, int nrot, double step, const double* dx,
+                         const double* omega, const double* ddx, double* dk) {
+  for (int r = 0; r < nrot; r++) {
+    const int v = rotations[r];
+    double theta[3], dtheta[3], c1[3], dc1[3], a[3], b[3], dc2[3];
+    for (int i = 0; i < 3; i++) {
+      theta[i] = step * dx[v + i];
+      dtheta[i] = step * ddx[v + i];
+    }
+    // d(theta x w) = dtheta x w + theta x dw; d(theta x c1) = dtheta x c1 + theta x dc1
+    mju_cross(c1, theta, omega + v);
+    mju_cross(a, dtheta, omega + v);
+    mju_cross(b, theta, dk + v);
+    for (int i = 0; i < 3; i++) dc1[i] = a[i] + b[i];
+    mju_cross(a, dtheta, c1);
+    mju_cross(b, theta, dc1);
+    for (int i = 0; i < 3; i++) dc2[i] = a[i] + b[i];
+    for (int i = 0; i < 3; i++) dk[v + i] += 0.5 * dc1[i] + dc2[i] / 12;
+  }
+}
 
 void AdaptiveIntegrator::Setup(const mjModel* m) {
   nq_ = m->nq;
@@ -174,6 +208,7 @@ void AdaptiveIntegrator::Setup(const mjModel* m) {
   k_.assign(7 * nk_, 0.0);
   dx_.assign(nk_, 0.0);
   warm_.assign(nv_, 0.0);
+  taken_.assign(kMaxTaken, 0.0);
   rotational_.assign(nv_, 0);
   rotations_.clear();
   for (int j = 0; j < m->njnt; j++) {
@@ -190,6 +225,13 @@ void AdaptiveIntegrator::Reset() {
   dt_ = 0;
   inv_err1_ = inv_err2_ = 1;
   info_ = ckStepInfo();
+  ntaken_ = 0;
+}
+
+void AdaptiveIntegrator::SetController(const Controller& c) {
+  dt_ = c.dt;
+  inv_err1_ = c.inv_err1;
+  inv_err2_ = c.inv_err2;
 }
 
 void AdaptiveIntegrator::Load(const mjModel* m, mjData* d) const {
@@ -216,16 +258,7 @@ void AdaptiveIntegrator::Rate(ckHandle* ck, const mjModel* m, mjData* d, double*
 }
 
 void AdaptiveIntegrator::Rotations(double step, double* k) const {
-  // q = q0 exp(theta) with theta = step dx (the stage's offset in q0's body frame): theta' =
-  // dexp^-1_{-theta}(omega) = omega + theta x omega / 2 + theta x (theta x omega) / 12 (Bernoulli
-  // series; its next term is of fifth order in theta, beyond what the 5(4) pairs need)
-  for (int v : rotations_) {
-    double theta[3], c1[3], c2[3];
-    for (int i = 0; i < 3; i++) theta[i] = step * dx_[v + i];
-    mju_cross(c1, theta, k + v);
-    mju_cross(c2, theta, c1);
-    for (int i = 0; i < 3; i++) k[v + i] += 0.5 * c1[i] + c2[i] / 12;
-  }
+  RotationRate(rotations_.data(), static_cast<int>(rotations_.size()), step, dx_.data(), k);
 }
 
 void AdaptiveIntegrator::Combine(const mjModel* m, mjData* d, const double* w, int n, double dt,
@@ -277,6 +310,7 @@ bool AdaptiveIntegrator::Step(ckHandle* ck, const mjModel* m, mjData* d) {
   const double b1 = (s.pcoeff + s.icoeff + s.dcoeff) / kErrorOrder;
   const double b2 = -(s.pcoeff + 2 * s.dcoeff) / kErrorOrder, b3 = s.dcoeff / kErrorOrder;
   info_ = ckStepInfo();
+  ntaken_ = 0;
   info_.integrator = ck->settings.integrator;
   info_.min_step = HUGE_VAL;
   Save(m, d);
@@ -316,6 +350,8 @@ bool AdaptiveIntegrator::Step(ckHandle* ck, const mjModel* m, mjData* d) {
     factor = accept ? std::clamp(factor, 1.0, kFactorMax)
                     : std::clamp(std::isfinite(factor) ? factor : 0.0, kFactorMin, kSafety);
     if (accept) {
+      if (ntaken_ < kMaxTaken) taken_[ntaken_] = step;
+      ntaken_++;
       info_.accepted++;
       info_.min_step = std::min(info_.min_step, step);
       info_.max_step = std::max(info_.max_step, step);

@@ -45,6 +45,19 @@ struct ButcherPair {
 // the pair of an integrator (ckINT_TSIT5 or ckINT_DOPRI5)
 const ButcherPair& PairOf(int integrator);
 
+// d's activations clipped to their actuators' ranges (as an accepted internal step leaves them)
+void ClipActivations(const mjModel* m, mjData* d);
+
+// the rotational part of a stage's rate k (2nv+na) in the tangent space at the internal step's
+// start (Munthe-Kaas): for the first dof v of each of the nrot ball/free rotations, the body
+// angular velocity k[v..v+2] through the inverse derivative of the exponential map at the stage's
+// offset theta = step dx[v..v+2]
+void RotationRate(const int* rotations, int nrot, double step, const double* dx, double* k);
+// its tangent: dk holds the tangent of the uncorrected rate, omega the uncorrected rate (k before
+// RotationRate), ddx the tangent of dx; dk's rotational parts are corrected in place
+void RotationRateTangent(const int* rotations, int nrot, double step, const double* dx,
+                         const double* omega, const double* ddx, double* dk);
+
 class AdaptiveIntegrator {
  public:
   // sizes from the model; allocates everything the steps use
@@ -58,6 +71,23 @@ class AdaptiveIntegrator {
   bool Step(ckHandle* ck, const mjModel* m, mjData* d);
 
   const ckStepInfo& info() const { return info_; }
+
+  // the accepted internal steps' sizes of the last Step, in order (the first kMaxTaken of them;
+  // ntaken() counts them all)
+  static constexpr int kMaxTaken = 1024;
+  const double* taken() const { return taken_.data(); }
+  int ntaken() const { return ntaken_; }
+  // the first dof of each ball/free joint's rotation
+  const std::vector<int>& rotations() const { return rotations_; }
+  // the step-size controller's state: with it, the next Step takes the internal steps another
+  // integrator with the same state would
+  struct Controller {
+    double dt;        // proposed next internal step (0: the timestep)
+    double inv_err1;  // 1 / error of the last accepted internal step
+    double inv_err2;  // ... and of the one before
+  };
+  Controller controller() const { return {dt_, inv_err1_, inv_err2_}; }
+  void SetController(const Controller& c);
 
  private:
   // the rate of the state in d (qvel, qacc, act_dot) into k (2nv+na), from its last forward pass
@@ -85,6 +115,8 @@ class AdaptiveIntegrator {
   std::vector<double> warm_;               // qacc_warmstart at the step's start         (nv)
   std::vector<int> rotational_;            // dof is a rotation of a ball/free joint     (nv)
   std::vector<int> rotations_;             // first dof of each ball/free joint's rotation
+  std::vector<double> taken_;              // accepted internal steps' sizes      (kMaxTaken)
+  int ntaken_ = 0;                         // accepted internal steps of the last Step
   double dt_ = 0;                          // proposed next internal step (0: the timestep)
   double inv_err1_ = 1, inv_err2_ = 1;     // 1 / error of the last two accepted steps
   ckStepInfo info_ = {};                   // the last ck_step's statistics

@@ -232,7 +232,7 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative
         delete ck;
         return nullptr;
       }
-      ck->deriv->set_anchor_source(&ck->anchors);
+      ck->deriv->set_owner(ck);
     }
   } catch (const std::bad_alloc&) {
     *err = "out of memory";
@@ -321,7 +321,7 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
       err = "out of memory";
     }
     if (!ok) return fail(err);
-    deriv->set_anchor_source(&ck->anchors);
+    deriv->set_owner(ck);
   } else if (ck->deriv && settings->deriv.enabled && !ck->deriv->SetSettings(m, *settings, &err)) {
     return fail(err);
   }

@@ -24,7 +24,7 @@ class Fallback(enum.IntEnum):
     NOSLIP = 6  # noslip iterations
     FLUID_IMPLICIT = 7  # fluid forces under the implicit integrators
     JDOTV = 8  # MuJoCo 3.7+'s Jdot v in connect and weld rows' reference
-    ADAPTIVE = 9  # the adaptive integrators (tsit5, dopri5)
+    ADAPTIVE = 9  # an adaptive step (tsit5, dopri5) that fails or takes over 1024 internal steps
 
 
 def fallback_text(reason: int) -> str:

@@ -54,7 +54,7 @@ typedef enum ckFallback_ {
   ckFALLBACK_NOSLIP,          // noslip iterations
   ckFALLBACK_FLUID_IMPLICIT,  // fluid forces under the implicit integrators
   ckFALLBACK_JDOTV,           // MuJoCo 3.7+'s Jdot v in connect and weld rows' reference
-  ckFALLBACK_ADAPTIVE,        // the adaptive integrators (tsit5, dopri5)
+  ckFALLBACK_ADAPTIVE,        // an adaptive step (tsit5, dopri5) that fails or takes > 1024 steps
   ckNFALLBACK
 } ckFallback;
 

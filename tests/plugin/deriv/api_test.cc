@@ -401,8 +401,8 @@ TEST_F(DerivativeApiTest, SolverSwitchKeepsNothingOfTheOldSolver) {
       HandlePtr other = Make(m.get(), &next);
       ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), after.A.data(), after.B.data(),
                                     nullptr, nullptr));
-      ASSERT_EQ(0, ck_transitionJac(other.get(), m.get(), d.get(), fresh.A.data(),
-                                    fresh.B.data(), nullptr, nullptr));
+      ASSERT_EQ(0, ck_transitionJac(other.get(), m.get(), d.get(), fresh.A.data(), fresh.B.data(),
+                                    nullptr, nullptr));
       EXPECT_EQ(after.A, fresh.A) << "solver " << solver << ", integrator " << integrator;
       EXPECT_EQ(after.B, fresh.B) << "solver " << solver << ", integrator " << integrator;
       ASSERT_EQ(0, ck_setSettings(ck.get(), m.get(), &s, err, sizeof(err))) << err;

@@ -69,10 +69,13 @@ std::vector<int> Solvers() {
 class RolloutGradTest : public MujocoTest {
  protected:
   // the reverse-mode gradient against centered differences of the loss, for x0 and every control
-  void CheckAgainstDifferences(const Scene& scene, int solver, double tol);
+  // (integrator: ck_step's, adaptive ones at a tolerance below the differences' resolution)
+  void CheckAgainstDifferences(const Scene& scene, int solver, double tol,
+                               int integrator = ckINT_MODEL);
 };
 
-void RolloutGradTest::CheckAgainstDifferences(const Scene& scene, int solver, double tol) {
+void RolloutGradTest::CheckAgainstDifferences(const Scene& scene, int solver, double tol,
+                                              int integrator) {
   ModelPtr m = Load(BundledModel(scene.model));
   ASSERT_TRUE(m);
   const int nv = m->nv, nu = m->nu, ndx = 2 * nv + m->na, T = scene.nstep;
@@ -87,6 +90,8 @@ void RolloutGradTest::CheckAgainstDifferences(const Scene& scene, int solver, do
   ckSettings s = Settings(solver);
   s.ipm.kappa_grad = s.ipm.kappa_tol;  // the exact derivative of ipm's step
   s.comfree.anchor = 0;                // anchors are refused (their history is not differentiated)
+  s.integrator = integrator;
+  s.adaptive.rtol = s.adaptive.atol = 1e-10;
   HandlePtr ck = Make(m.get(), &s);
   ASSERT_TRUE(ck);
   Loss loss;
@@ -344,6 +349,11 @@ TEST_F(RolloutGradTest, HopperMatchesDifferences) {
   for (int solver : Solvers()) {
     CheckAgainstDifferences({"hopper.xml", "stand", 50, 60}, solver, 1e-5);
   }
+}
+
+// the sweep through adaptive steps (tsit5): each step's Jacobian at its internal steps as taken
+TEST_F(RolloutGradTest, AdaptiveStepsMatchDifferences) {
+  CheckAgainstDifferences({"pushed_box.xml", "slide", 0, 30}, ckSOL_MUJOCO, 1e-5, ckINT_TSIT5);
 }
 
 }  // namespace
