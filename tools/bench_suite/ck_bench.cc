@@ -22,6 +22,7 @@
 
 #include "contactkit/contactkit.h"
 #include "tools/bench_suite/comfree_slopes.h"
+#include "tools/bench_suite/diffmjx_toss.h"
 #include "tools/bench_suite/planning.h"
 #include "tools/bench_suite/plot.h"
 #include "tools/bench_suite/robots.h"
@@ -56,6 +57,9 @@ const char kUsage[] =
     "                       from the same state; median step and stage times, log-log slopes,\n"
     "                       ratios to comfree (long: not part of all)\n"
     "  nimble-jacobian      Jacobian time: analytic against central differences (Nimble Table II)\n"
+    "  diffmjx-toss         cube toss on stiff contact: loss and gradient error against forward\n"
+    "                       and gradient time, fixed-step Euler / RK4 against the adaptive pairs\n"
+    "                       (DiffMJX Fig. 5 and 17; solver mujoco)\n"
     "  robots               robot suite: every Menagerie robot and example model, solver, "
     "timestep\n"
     "                       (h, 5h), start and controls; divergence, drift, penetration, Jacobian\n"
@@ -627,6 +631,10 @@ std::vector<std::pair<std::string, Bench>> Benchmarks() {
       {"dojo-planning",
        [](const Options& o, std::string* r) {
          return PlanningBench({o.out, o.models_dir, o.solvers, o.quick, o.plots, o.progress}, r);
+       }},
+      {"diffmjx-toss",
+       [](const Options& o, std::string* r) {
+         return TossBench({o.out, o.quick, o.plots, o.progress}, r);
        }},
       {"robots",
        [](const Options& o, std::string* r) {
