@@ -4,14 +4,18 @@
 #     libraries), if any are missing: apt-get as root, through sudo otherwise;
 #   - MuJoCo 3.x from PyPI: a virtual environment .venvs/mujoco-<version> with mujoco==<version>
 #     (default: the version pinned in pyproject.toml) and the packages of tools/requirements.txt.
-# usage: tools/setup.sh [--mujoco VERSION]   (prints nothing else on stdout than progress)
+#   - with --mjx, also MJX (mujoco-mjx of the same version, with JAX on the CPU) in that venv, for
+#     `python -m contactkit.bench mjx-toss` (not needed by the build or the tests).
+# usage: tools/setup.sh [--mujoco VERSION] [--mjx]   (prints nothing else on stdout than progress)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mujoco_version=""
+mjx=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --mujoco) mujoco_version="${2:?--mujoco needs a version, e.g. 3.3.7}"; shift 2 ;;
-    *) echo "setup: unknown argument '$1'; usage: tools/setup.sh [--mujoco VERSION]" >&2; exit 2 ;;
+    --mjx) mjx=1; shift ;;
+    *) echo "setup: unknown argument '$1'; usage: tools/setup.sh [--mujoco VERSION] [--mjx]" >&2; exit 2 ;;
   esac
 done
 
@@ -73,10 +77,14 @@ have="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("
 stamp="$venv/.ck-requirements"
 if [ "$have" = "$version" ] && cmp -s "$here/tools/requirements.txt" "$stamp"; then
   echo "setup: MuJoCo $version is installed in $venv"
-  exit 0
+else
+  echo "setup: installing MuJoCo $version from PyPI into $venv"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${want[@]}"
+  cp "$here/tools/requirements.txt" "$stamp"
 fi
-echo "setup: installing MuJoCo $version from PyPI into $venv"
-python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check "${want[@]}"
-cp "$here/tools/requirements.txt" "$stamp"
+if [ "$mjx" = 1 ]; then
+  echo "setup: installing MJX $version (mujoco-mjx, JAX on the CPU) into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "mujoco-mjx==$version"
+fi
 echo "setup: done"

@@ -4,6 +4,9 @@
   threads    contactkit.rollout speedup from 1 to 2 threads on a batch of 64
   step       Handle.step per call against mujoco.mj_step, one step per call
   gym        Gymnasium environments' steps per second, unpatched and patched with each solver
+  mjx-toss   DiffMJX's cube toss (Fig. 5): gradient error and time of MJX (jax.grad through
+             mjx.step, semi-implicit Euler) beside contactkit's Euler and tsit5 (ck_rolloutGrad),
+             against a tsit5 reference at 1e-12; needs `pip install mujoco-mjx` (not in `all`)
 
 Models: MuJoCo's humanoid (--mujoco-models, default $CK_MUJOCO_MODELS or Debian's
 /usr/share/mujoco/model) and the Franka Panda from the Menagerie (--menagerie, default
@@ -150,11 +153,134 @@ def bench_gym(nstep, repeat):
     return rows
 
 
+# DiffMJX's cube toss (the model of ck-bench diffmjx-toss): 10 cm, 1 kg, tilted, 0.3 m over a
+# floor with stiff soft contact; refsafe off so that every integrator simulates the same contact
+TOSS_XML = """
+<mujoco>
+  <option><flag refsafe="disable"/></option>
+  <worldbody>
+    <geom type="plane" size="10 10 0.1" solref="0.005 1" solimp="0 0.95 0.001 0.5 2"/>
+    <body pos="0 0 0.3" euler="20 30 0">
+      <freejoint/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1" solref="0.005 1"
+            solimp="0 0.95 0.001 0.5 2"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+TOSS_V0 = np.array([-2.0, 0, 0, 0, 0, 0])
+
+
+def toss_contactkit(h, integrator, tol, horizon, v0, grad=True):
+    """contactkit's loss (final x) and its gradient in the initial velocity; times (s)"""
+    m = mujoco.MjModel.from_xml_string(TOSS_XML)
+    m.opt.timestep, m.opt.tolerance, m.opt.iterations = h, 1e-14, 200
+    settings = {} if integrator == "model" else {"rtol": tol, "atol": tol, "min_step": 1e-14,
+                                                  "max_steps": 100000}
+    ck = contactkit.Handle(m, solver="mujoco", integrator=integrator, **settings)
+    d = mujoco.MjData(m)
+    nstep = int(round(horizon / h))
+
+    def start():
+        mujoco.mj_resetData(m, d)
+        d.qvel[:] = v0
+        ck.reset()
+
+    def forward():
+        start()
+        for _ in range(nstep):
+            ck.step(m, d)
+        return d.qpos[0]
+
+    t = time.perf_counter()
+    loss = forward()
+    t_fwd = time.perf_counter() - t
+    if not grad:
+        return loss, None, t_fwd, None
+    dx = np.zeros(2 * m.nv)
+    dx[0] = 1
+
+    def final_x(k, data):
+        return (data.qpos[0], dx, None) if k == nstep - 1 else (0.0, None, None)
+
+    start()
+    t = time.perf_counter()
+    _, gx, _ = ck.rollout_grad(m, d, np.zeros((nstep, 0)), final_x)
+    return loss, gx[m.nv:], t_fwd, time.perf_counter() - t
+
+
+def toss_mjx(h, horizon, v0):
+    """MJX's loss and jax.grad, times of the compiled calls and of their compilation (s)"""
+    import jax
+    from mujoco import mjx
+    m = mujoco.MjModel.from_xml_string(TOSS_XML)
+    # MJX's solver loop is a while_loop, which jax.grad cannot reverse unless it runs once
+    # (mujoco issue 2259): one Newton iteration per step, as MJX's gradients are taken today
+    m.opt.timestep, m.opt.iterations = h, 1
+    mx = mjx.put_model(m)
+    nstep = int(round(horizon / h))
+
+    def final_x(v):
+        d = mjx.make_data(mx).replace(qvel=v)
+        d, _ = jax.lax.scan(lambda d, _: (mjx.step(mx, d), None), d, None, length=nstep)
+        return d.qpos[0]
+
+    f, g = jax.jit(final_x), jax.jit(jax.grad(final_x))
+    v = jax.numpy.asarray(v0)
+    t = time.perf_counter()
+    f(v).block_until_ready()
+    g(v).block_until_ready()
+    compile_s = time.perf_counter() - t
+    t = time.perf_counter()
+    loss = float(f(v).block_until_ready())
+    t_fwd = time.perf_counter() - t
+    t = time.perf_counter()
+    grad = np.asarray(g(v).block_until_ready())
+    return loss, grad, t_fwd, time.perf_counter() - t, compile_s
+
+
+def bench_mjx_toss(quick):
+    """rows: method, setting, loss error, gradient error, forward (s), gradient (s), note"""
+    try:
+        import jax
+        from mujoco import mjx  # noqa: F401
+    except ImportError as e:
+        print(f"skipping mjx-toss: {e} (pip install mujoco-mjx)")
+        return []
+    jax.config.update("jax_enable_x64", True)
+    horizon = 0.5 if quick else 1.0
+    ref_loss, ref_grad, _, _ = toss_contactkit(0.01, "tsit5", 1e-12, horizon, TOSS_V0)
+    eps, fd = 1e-5, np.zeros(6)
+    for k in range(6):
+        e = np.zeros(6)
+        e[k] = eps
+        lp = toss_contactkit(0.01, "tsit5", 1e-12, horizon, TOSS_V0 + e, grad=False)[0]
+        lm = toss_contactkit(0.01, "tsit5", 1e-12, horizon, TOSS_V0 - e, grad=False)[0]
+        fd[k] = (lp - lm) / (2 * eps)
+    print(f"reference: tsit5 at 1e-12, loss {ref_loss:.6f} m; its analytic gradient agrees "
+          f"with central differences to {np.linalg.norm(ref_grad - fd) / np.linalg.norm(fd):.1e}")
+
+    def err(loss, grad):
+        return abs(loss - ref_loss), np.linalg.norm(grad - fd) / np.linalg.norm(fd)
+
+    rows = []
+    for h in ([2e-3] if quick else [2e-3, 1e-3, 5e-4]):
+        loss, grad, t_fwd, t_grad, t_compile = toss_mjx(h, horizon, TOSS_V0)
+        rows.append(("MJX euler", f"h {h:g}", *err(loss, grad), t_fwd, t_grad,
+                     f"1 solver iteration; jit {t_compile:.1f} s"))
+        loss, grad, t_fwd, t_grad = toss_contactkit(h, "model", 0, horizon, TOSS_V0)
+        rows.append(("contactkit euler", f"h {h:g}", *err(loss, grad), t_fwd, t_grad, ""))
+    for tol in ([1e-6] if quick else [1e-4, 1e-6, 1e-8]):
+        loss, grad, t_fwd, t_grad = toss_contactkit(0.01, "tsit5", tol, horizon, TOSS_V0)
+        rows.append(("contactkit tsit5", f"tol {tol:g}", *err(loss, grad), t_fwd, t_grad, ""))
+    return rows
+
+
 def main(argv=None) -> int:
     here = pathlib.Path(__file__).resolve()
     parser = argparse.ArgumentParser(prog="python -m contactkit.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", nargs="*", default=["rollout", "threads", "step", "gym"])
+    parser.add_argument("what", nargs="*", default=["rollout", "threads", "step", "gym"],
+                        help="rollout, threads, step, gym (the default), mjx-toss")
     parser.add_argument("--mujoco-models",
                         default=os.environ.get("CK_MUJOCO_MODELS", "/usr/share/mujoco/model"))
     parser.add_argument("--menagerie", default=None, help="folder of Menagerie models")
@@ -186,6 +312,17 @@ def main(argv=None) -> int:
         rows += bench_step(models, 2000 // scale, a.repeat)
     if "gym" in a.what:
         rows += bench_gym(1000 // scale, max(1, a.repeat // 2))
+    if "mjx-toss" in a.what:
+        toss = bench_mjx_toss(a.quick)
+        if toss:
+            print("| method | step / tolerance | loss error (m) | gradient error | forward (s) | "
+                  "gradient (s) | note |")
+            print("| --- | --- | --- | --- | --- | --- | --- |")
+            for method, setting, lerr, gerr, t_fwd, t_grad, note in toss:
+                print(f"| {method} | {setting} | {lerr:.2e} | {gerr:.2e} | {t_fwd:.4f} | "
+                      f"{t_grad:.4f} | {note} |")
+        if not rows:
+            return 0
     print(f"contactkit {contactkit.__version__}, MuJoCo {mujoco.__version__}, "
           f"{os.cpu_count()} cores; best of {a.repeat}")
     print("| case | size | reference (s) | contactkit (s) | ratio | target / note |")
