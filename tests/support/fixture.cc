@@ -41,6 +41,18 @@ std::string SharedModel(const std::string& rel) {
   return FileExists(path) ? path : std::string();
 }
 
+std::string OscillatorXml(const std::string& custom) {
+  return "<mujoco>" + custom + R"(
+  <option timestep="0.01" gravity="0 0 0"/>
+  <worldbody>
+    <body>
+      <joint type="slide" axis="1 0 0" stiffness="100"/>
+      <geom type="sphere" size="0.1" mass="1" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+}
+
 bool FileExists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
 
 int TestSteps(int n) {

@@ -38,6 +38,10 @@ std::string MujocoModel(const std::string& rel);
 // path of a real robot model (<CK_SHARED_MODELS>/<rel>), empty if it is absent
 std::string SharedModel(const std::string& rel);
 
+// a 1 kg slider on a spring k = 100 N/m (omega = 10 rad/s, timestep 0.01), no gravity, with the
+// MJCF text custom (e.g. <custom> fields) after <mujoco>
+std::string OscillatorXml(const std::string& custom = "");
+
 // true if a file exists
 bool FileExists(const std::string& path);
 

@@ -14,19 +14,6 @@ namespace {
 
 using AdaptiveTest = MujocoTest;
 
-// a 1 kg slider on a spring k = 100 N/m (omega = 10 rad/s), no gravity; custom: <custom> fields
-std::string OscillatorXml(const std::string& custom = "") {
-  return "<mujoco>" + custom + R"(
-  <option timestep="0.01" gravity="0 0 0"/>
-  <worldbody>
-    <body>
-      <joint type="slide" axis="1 0 0" stiffness="100"/>
-      <geom type="sphere" size="0.1" mass="1" contype="0" conaffinity="0"/>
-    </body>
-  </worldbody>
-</mujoco>)";
-}
-
 // a ball of radius 0.1 above a floor with DiffMJX's stiff contact (solref 0.005 1)
 std::string BallXml(double timestep) {
   return R"(
