@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "contactkit/contactkit.h"
 #include "plugin/deriv/elastic.h"
@@ -66,6 +67,10 @@ class Derivative : private FdTarget {
 
   // the owning handle's contact anchors: every evaluation starts the shadow handle from them
   void set_anchor_source(const Anchors* anchors) { anchor_source_ = anchors; }
+
+  // ck_paramJac (params.cc): params checked by the caller, np > 0; return as Jacobian
+  int ParamJacobian(const mjModel* m, const mjData* d, const ckParam* params, int np, mjtNum* DxDp,
+                    mjtNum* DsDp, int* how);
 
   // ck_rolloutGrad's tape (made on first use)
   RolloutTape& tape();
@@ -121,13 +126,27 @@ class Derivative : private FdTarget {
   bool AdjointApplies() const;
   void AdjointDirections(const mjModel* m);
   // the Jacobians of an Euler / implicit step, of an RK4 step
-  bool SingleStage(const mjModel* m);
+  bool SingleStage(const mjModel* m);  // (param_.run: the parameter directions instead)
   bool RungeKutta(const mjModel* m);
   // RK4: the nominal state of stage (1-3) into stage_data_; the directions' chains through a stage;
   // the next state's columns
   void RkStageState(const mjModel* m, int stage);
   void RkChainStage(const mjModel* m, int stage, int first, int last);
   void RkNextState(const mjModel* m, int first, int last);
+
+  // ---- parameter directions (params.cc, directions.cc) ----
+  // the copy and buffers of ck_paramJac (Setup)
+  bool SetupParams(const mjModel* m, std::string* error);
+  // every parameter with an analytic path through the current stage: fn(kParam, k, -1) after
+  // tan_.dqacc_int and tan_.dact_dot are set
+  template <typename Fn>
+  bool ParamDirections(const mjModel* m, Fn&& fn);
+  // the smooth tangent of parameter k of the current call
+  void ParamTangent(const mjModel* m, int k);
+  // column k of DxDp (out: 2nv+na) and of DsDp (the sensor tangent, computed here)
+  void EmitParam(int k, const double* out);
+  // central differences of ck_step in parameter k into its columns
+  void ParamFiniteDiff(const mjModel* m, const mjData* d, int k);
 
   // ---- complementarity-aware VJP and Jacobian (transition.cc) ----
   // out_.contact_modes from sink_.dx (Nimble: open where the adjoint pulls a contact apart)
@@ -196,7 +215,23 @@ class Derivative : private FdTarget {
   Scratch scratch_;
   SmoothTangent smooth_{extractor_, nominal_, tan_, trees_, integrator_, scratch_, stage_};
   std::unique_ptr<RolloutTape> tape_;  // ck_rolloutGrad's steps (made by its first call)
+
+  // ck_paramJac: the call's parameters and outputs, the model copy they move, buffers
+  struct ParamCall {
+    bool run = false;                 // SingleStage takes the parameter directions
+    const ckParam* params = nullptr;  // (np)
+    int np = 0;
+    mjtNum *dx = nullptr, *ds = nullptr;  // DxDp, DsDp (nullable)
+    int* how = nullptr;                   // (nullable)
+  } param_;
+  mjModel* param_model_ = nullptr;    // copy of the caller's model, one field moved at a time
+  std::vector<double> param_next_;    // next states of the two sides (2 (nq + nv + na))
+  std::vector<double> param_sensor_;  // sensors of the two sides (2 nsensordata)
+  std::vector<double> param_dq_;      // tangent position difference (nv)
 };
+
+// ck_paramJac has an analytic path for parameters of this kind (the others: central differences)
+bool ParamKindAnalytic(int kind);
 
 // the first of n values that MuJoCo's checks would call bad (NaN, inf, beyond mjMAXVAL), or -1
 int FirstBad(const mjtNum* x, int n);
