@@ -4,6 +4,8 @@
 // the analytic directions' set-up (SmoothTangent::ParamTangent, then the stage's force and
 // integrator tangents as for a state direction: directions.cc) and the central-difference
 // fallback through ck_step on the copy.
+#include <mujoco/mjxmacro.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdarg>
@@ -118,6 +120,33 @@ int ParseIndex(const std::string& s) {
     if (c < '0' || c > '9') return -1;
   }
   return std::atoi(s.c_str());
+}
+
+// fields of the model's assets (meshes, skins, height fields, textures, bounding volumes): large,
+// read by nothing the parameters change, and kept from ck_make's copy
+bool AssetField(const char* name) {
+  for (const char* prefix : {"mesh_", "skin_", "hfield_", "tex_", "bvh_", "oct_"}) {
+    if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return true;
+  }
+  return false;
+}
+
+// the caller's current values into the copy (same sizes), without the assets: mj_copyModel would
+// copy megabytes of meshes per call (a Panda: 30 ms)
+void SyncModel(mjModel* dst, const mjModel* src) {
+  dst->opt = src->opt;
+  dst->vis = src->vis;
+  dst->stat = src->stat;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-variable"
+  MJMODEL_POINTERS_PREAMBLE(src)
+#define X(type, name, nr, nc)                                                              \
+  if (!AssetField(#name) && src->nr * (nc) > 0) {                                          \
+    std::memcpy(dst->name, src->name, sizeof(type) * static_cast<size_t>(src->nr) * (nc)); \
+  }
+  MJMODEL_POINTERS
+#undef X
+#pragma GCC diagnostic pop
 }
 
 }  // namespace
@@ -239,7 +268,7 @@ int Derivative::ParamJacobian(const mjModel* m, const mjData* d, const ckParam* 
   const size_t ndx = 2 * nv_ + na_;
   if (DxDp) std::memset(DxDp, 0, sizeof(mjtNum) * ndx * np);
   if (DsDp) std::memset(DsDp, 0, sizeof(mjtNum) * ns_ * np);
-  mj_copyModel(param_model_, m);  // the caller's current values (no allocation: same sizes)
+  SyncModel(param_model_, m);  // the caller's current values
   param_ = ParamCall();
   param_.params = params;
   param_.np = np;
