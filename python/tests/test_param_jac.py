@@ -70,14 +70,21 @@ def test_param_jac_matches_central_differences_on_a_sliding_box(solver):
     m = mujoco.MjModel.from_xml_string(XML)
     m.opt.tolerance = 1e-14
     m.opt.iterations = 200
-    settings = {"kappa_grad": 1e-10} if solver == "ipm" else {}
+    # ipm: the derivative of the step it takes; comfree: no anchors (the reference's reset drops
+    # them)
+    settings = {"ipm": {"kappa_grad": 1e-10}, "comfree": {"anchor": 0}}.get(solver, {})
     h = contactkit.Handle(m, solver=solver, derivatives=True, **settings)
     d = mujoco.MjData(m)
     d.ctrl[0] = 0.4
+    h.step(m, d, nstep=100)
     d.qvel[0], d.qvel[1] = 1.2, 1.6
-    for _ in range(20):
+    # MuJoCo's pyramids with soft contact hop the box at first: the first state in contact after 5
+    for t in range(100):
         h.step(m, d)
-    assert d.ncon > 0
+        h.forward(m, d)
+        if t >= 5 and d.ncon >= 2:
+            break
+    assert d.ncon >= 2
     qpos = d.qpos.copy()
     DxDp, DsDp, how = h.param_jac(m, d, PARAMS)
     assert np.array_equal(d.qpos, qpos)
