@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin/step/compat.h"
 #include "tests/plugin/deriv/deriv_util.h"
 
 namespace contactkit::test {
@@ -334,7 +335,8 @@ TEST_F(ParamJacTest, RungeKuttaFallsBackToFiniteDifferences) {
 }
 
 TEST_F(ParamJacTest, PandaDampingArmatureGain) {
-  const std::string path = SharedModel("franka_emika_panda/scene.xml");
+  const std::string path =
+      SharedModel(CK_MJ3 ? "franka_emika_panda/scene.xml" : "franka_emika_panda/scene_mj222.xml");
   if (path.empty()) GTEST_SKIP() << "Menagerie's Panda is absent";
   ModelPtr m = Load(path);
   ASSERT_TRUE(m);
