@@ -72,6 +72,10 @@ class Derivative : private FdTarget {
   // ck_rolloutGrad's backward sweep sets each step's own)
   void set_controller(const AdaptiveIntegrator::Controller* c) { controller_ = c; }
 
+  // ck_paramJac (params.cc): params checked by the caller, np > 0; return as Jacobian
+  int ParamJacobian(const mjModel* m, const mjData* d, const ckParam* params, int np, mjtNum* DxDp,
+                    mjtNum* DsDp, int* how);
+
   // ck_rolloutGrad's tape (made on first use)
   RolloutTape& tape();
 
@@ -126,7 +130,7 @@ class Derivative : private FdTarget {
   bool AdjointApplies() const;
   void AdjointDirections(const mjModel* m);
   // the Jacobians of an Euler / implicit step, of an RK4 step
-  bool SingleStage(const mjModel* m);
+  bool SingleStage(const mjModel* m);  // (param_.run: the parameter directions instead)
   bool RungeKutta(const mjModel* m);
   // a stage's rate Jacobian G = d(qacc, act_dot)/d(q, v, act, u) into integrator_.rk_stage_jac
   // ((nv+na) x ndir, column-major), and with stage_.sensors the sensor Jacobians' columns
@@ -149,6 +153,20 @@ class Derivative : private FdTarget {
   void AdaptiveStageTangent(const mjModel* m, int i, double step, int kd);
   // the adaptive tangent's arrays, for integrator tsit5 / dopri5 (allocated with the settings)
   void SizeAdaptive(const ckSettings& s);
+
+  // ---- parameter directions (params.cc, directions.cc) ----
+  // the copy and buffers of ck_paramJac (Setup)
+  bool SetupParams(const mjModel* m, std::string* error);
+  // every parameter with an analytic path through the current stage: fn(kParam, k, -1) after
+  // tan_.dqacc_int and tan_.dact_dot are set
+  template <typename Fn>
+  bool ParamDirections(const mjModel* m, Fn&& fn);
+  // the smooth tangent of parameter k of the current call
+  void ParamTangent(const mjModel* m, int k);
+  // column k of DxDp (out: 2nv+na) and of DsDp (the sensor tangent, computed here)
+  void EmitParam(int k, const double* out);
+  // central differences of ck_step in parameter k into its columns
+  void ParamFiniteDiff(const mjModel* m, const mjData* d, int k);
 
   // ---- complementarity-aware VJP and Jacobian (transition.cc) ----
   // out_.contact_modes from sink_.dx (Nimble: open where the adjoint pulls a contact apart)
@@ -230,7 +248,23 @@ class Derivative : private FdTarget {
     std::vector<double> ddx;    // a direction's combination tangent            (nk)
     std::vector<double> dX;     // a direction's stage state tangent            (nk)
   } ad_;
+
+  // ck_paramJac: the call's parameters and outputs, the model copy they move, buffers
+  struct ParamCall {
+    bool run = false;                 // SingleStage takes the parameter directions
+    const ckParam* params = nullptr;  // (np)
+    int np = 0;
+    mjtNum *dx = nullptr, *ds = nullptr;  // DxDp, DsDp (nullable)
+    int* how = nullptr;                   // (nullable)
+  } param_;
+  mjModel* param_model_ = nullptr;    // copy of the caller's model, one field moved at a time
+  std::vector<double> param_next_;    // next states of the two sides (2 (nq + nv + na))
+  std::vector<double> param_sensor_;  // sensors of the two sides (2 nsensordata)
+  std::vector<double> param_dq_;      // tangent position difference (nv)
 };
+
+// ck_paramJac has an analytic path for parameters of this kind (the others: central differences)
+bool ParamKindAnalytic(int kind);
 
 // the first of n values that MuJoCo's checks would call bad (NaN, inf, beyond mjMAXVAL), or -1
 int FirstBad(const mjtNum* x, int n);

@@ -48,6 +48,28 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   return true;
 }
 
+template <typename Fn>
+bool Derivative::ParamDirections(const mjModel* m, Fn&& fn) {
+  // as Directions, one direction per parameter with an analytic path (the others: how[k] set)
+  int nslot = 0;
+  for (int k = 0; k < param_.np; k++) {
+    if (!ParamKindAnalytic(param_.params[k].kind)) continue;
+    ParamTangent(m, k);
+    if (stage_.batch) {
+      QueueColumn(m, nslot, kParam, k, -1);
+      if (++nslot == SoftTangent::kBlock) {
+        FlushColumns(m, nslot, fn);
+        nslot = 0;
+      }
+      continue;
+    }
+    if (!SolveTangent(m)) return false;
+    fn(kParam, k, -1);
+  }
+  if (nslot) FlushColumns(m, nslot, fn);
+  return true;
+}
+
 void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, int col) {
   const Problem& p = *stage_.problem;
   const int nv = nv_, nb = SoftTangent::kBlock;
@@ -171,11 +193,12 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
   mju_zero(tan_.du, nu_);
   for (int slot = 0; slot < nslot; slot++) {
     const int kind = block_.kind[slot], index = block_.index[slot];
-    double* unit = kind == kCtrl  ? tan_.du
-                   : kind == kAct ? tan_.dact
-                   : kind == kVel ? tan_.dv
-                                  : tan_.dq;
-    unit[index] = 1;
+    double* unit = kind == kCtrl    ? tan_.du
+                   : kind == kAct   ? tan_.dact
+                   : kind == kVel   ? tan_.dv
+                   : kind == kParam ? nullptr
+                                    : tan_.dq;
+    if (unit) unit[index] = 1;
     mju_copy(tan_.dact_dot, block_.act_dot + static_cast<size_t>(slot) * na_, na_);
 
     double* x = scratch_.b;
@@ -192,7 +215,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
       }
     }
     fn(kind, index, block_.col[slot]);
-    unit[index] = 0;
+    if (unit) unit[index] = 0;
   }
 }
 //---------------------------------- single-stage integrators --------------------------------------
@@ -200,7 +223,8 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
 bool Derivative::SingleStage(const mjModel* m) {
   const int nv = nv_;
   const double h = m->opt.timestep;
-  stage_.sensors = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
+  stage_.sensors = param_.run ? param_.ds != nullptr
+                              : sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
   if (!PrepareStage(m, false)) return false;
 
   // v+ of the step (the velocity the positions integrate), and lcp's position correction u
@@ -220,27 +244,31 @@ bool Derivative::SingleStage(const mjModel* m) {
   }
   double* out = out_.state_col;
   double* ds = out_.sensor_col;
-  const bool ok =
-      Directions(m, sink_.WantsState(), sink_.WantsCtrl(), [&](int kind, int index, int col) {
-        // next state: dv+ = dv + h daint, dq+ through the position update, dact+
-        for (int i = 0; i < nv; i++) out[nv + i] = tan_.dv[i] + h * tan_.dqacc_int[i];
-        if (up) {
-          double* mid = integrator_.position_mid;
-          IntegrateTangent(m, maps, h, tan_.dq, out + nv, mid);
-          if (!tan_.has_dposition_correction) mju_zero(tan_.dposition_correction, nv);
-          IntegrateTangent(m, integrator_.correction_maps, h, mid, tan_.dposition_correction, out);
-        } else {
-          IntegrateTangent(m, maps, h, tan_.dq, out + nv, out);
-        }
-        ActivationTangent(m, nominal_.act, nominal_.act_dot, tan_.dact, tan_.dact_dot, h,
-                          out + 2 * nv);
-        EmitState(col, out);
-        if (stage_.sensors) {
-          smooth_.SensorTangent(m, kind, ds);
-          EmitSensor(col, ds);
-        }
-      });
-  if (ok) elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
+  auto column = [&](int kind, int index, int col) {
+    // next state: dv+ = dv + h daint, dq+ through the position update, dact+
+    for (int i = 0; i < nv; i++) out[nv + i] = tan_.dv[i] + h * tan_.dqacc_int[i];
+    if (up) {
+      double* mid = integrator_.position_mid;
+      IntegrateTangent(m, maps, h, tan_.dq, out + nv, mid);
+      if (!tan_.has_dposition_correction) mju_zero(tan_.dposition_correction, nv);
+      IntegrateTangent(m, integrator_.correction_maps, h, mid, tan_.dposition_correction, out);
+    } else {
+      IntegrateTangent(m, maps, h, tan_.dq, out + nv, out);
+    }
+    ActivationTangent(m, nominal_.act, nominal_.act_dot, tan_.dact, tan_.dact_dot, h, out + 2 * nv);
+    if (kind == kParam) {
+      EmitParam(index, out);
+      return;
+    }
+    EmitState(col, out);
+    if (stage_.sensors) {
+      smooth_.SensorTangent(m, kind, ds);
+      EmitSensor(col, ds);
+    }
+  };
+  const bool ok = param_.run ? ParamDirections(m, column)
+                             : Directions(m, sink_.WantsState(), sink_.WantsCtrl(), column);
+  if (ok && !param_.run) elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
   return ok;
 }
 //---------------------------------- reverse mode (VJP) --------------------------------------------

@@ -135,6 +135,7 @@ void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
   mju_zero(tan_.du, nu_);
   mju_zero(tan_.dqderiv_qacc, nv);
   tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
+  tan_.has_dM_problem = false;
 
   switch (kind) {
     case kCtrl:
@@ -153,21 +154,26 @@ void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
         PositionPass(m, tan_.dq, nullptr, kPosStep);
       }
   }
+  FreeVelocityTangent(m);
+}
 
+void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
   // dv_free = dv + h M_p^-1 (dqfrc_smooth - dM_p (v_free - v) / h), M_p the problem's matrix
   // (the blocked "mujoco" path builds its right-hand side without it)
+  const int nv = nv_;
   if (stage_.has_rows && !stage_.batch) {
     const Problem& p = *stage_.problem;
+    const double* dM = tan_.has_dM_problem ? tan_.dM_problem : tan_.dM;
     double* x = tan_.dv_free;
     mju_copy(x, tan_.dqfrc_smooth, nv);
     if (tan_.has_dM) {
       for (int i = 0; i < nv; i++) scratch_.a[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
       for (int i = 0; i < nv; i++) {
         int adr = m->dof_Madr[i];
-        x[i] -= tan_.dM[adr++] * scratch_.a[i];
+        x[i] -= dM[adr++] * scratch_.a[i];
         for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-          x[i] -= tan_.dM[adr] * scratch_.a[j];
-          x[j] -= tan_.dM[adr] * scratch_.a[i];
+          x[i] -= dM[adr] * scratch_.a[j];
+          x[j] -= dM[adr] * scratch_.a[i];
         }
       }
     }
@@ -779,7 +785,7 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
   mjData* d = pass_data_;
   const mjData* d0 = stage_data_;
   const int nv = nv_;
-  const double e = kind == kPos ? kPosStep : kNudge;
+  const double e = kind == kPos || kind == kParam ? kPosStep : kNudge;
 
   // state and controls of this direction (positions: the pass left pass_data_ there)
   d->nefc = 0;
@@ -795,12 +801,14 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
   double* da = scratch_.a;
   for (int i = 0; i < nv; i++) da[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i];
   if (tan_.has_dM) {
+    // the solvers' qacc is that of the problem's M_eff (damping folded in): its tangent
+    const double* dM = tan_.has_dM_problem && stage_.has_rows ? tan_.dM_problem : tan_.dM;
     for (int i = 0; i < nv; i++) {
       int adr = m->dof_Madr[i];
-      da[i] -= tan_.dM[adr++] * d0->qacc[i];
+      da[i] -= dM[adr++] * d0->qacc[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-        da[i] -= tan_.dM[adr] * d0->qacc[j];
-        da[j] -= tan_.dM[adr] * d0->qacc[i];
+        da[i] -= dM[adr] * d0->qacc[j];
+        da[j] -= dM[adr] * d0->qacc[i];
       }
     }
   }
@@ -865,6 +873,22 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
   mju_copy(d->qvel, nominal_.qvel, nv);
   mju_copy(d->act, nominal_.act, na_);
   mju_copy(d->ctrl, nominal_.ctrl, nu_);
+}
+
+void SmoothTangent::ParamSensorTangent(mjModel* mp, mjtNum* field, double* ds) {
+  // forward difference of the parameter by SensorTangent's step: the position stage of mp there
+  const mjtNum value = *field;
+  *field = value + kPosStep;
+  mjData* d = pass_data_;
+  mju_copy(d->qpos, nominal_.qpos, nq_);
+  mj_kinematics(mp, d);
+  mj_comPos(mp, d);
+  mj_camlight(mp, d);
+  mj_tendon(mp, d);
+  MassMatrix(mp, d);
+  mj_transmission(mp, d);
+  SensorTangent(mp, kParam, ds);
+  *field = value;
 }
 
 }  // namespace contactkit

@@ -66,6 +66,18 @@ class SmoothTangent {
   // ---- a direction (smooth_tangent.cc) ----
   // tangents of the smooth data and rows along a unit direction
   void UnitTangent(const mjModel* m, int kind, int index);
+  // dv_free of the direction from dqfrc_smooth and dM (or dM_problem), for a problem with rows
+  void FreeVelocityTangent(const mjModel* m);
+  // ---- a parameter direction (smooth_param.cc) ----
+  // tangents along the parameter *field of mp (a copy of m, restored bit for bit): central
+  // differences of the position and velocity stages on pass_data_; damping_dof >= 0: the field
+  // is that dof's damping, which also enters the integrator (and M_eff if fold_damping)
+  void ParamTangent(const mjModel* m, mjModel* mp, mjtNum* field, int damping_dof,
+                    bool fold_damping);
+  // one pass of ParamTangent at the current value of mp's field: sign 1 stores, -1 differences
+  void ParamPass(mjModel* mp, int sign, double eps);
+  // sensor tangent of the current parameter direction (after SolveTangent)
+  void ParamSensorTangent(mjModel* mp, mjtNum* field, double* ds);
   // controls and activations: differences of mj_fwdActuation on stage_data_
   void ActuationTangent(const mjModel* m, int kind, int index);
   void RestoreActuation();

@@ -252,7 +252,7 @@ bool Derivative::SolveTangent(const mjModel* m) {
     const Problem& p = *stage_.problem;
     ProblemTangent dir;
     dir.v_free = tan_.dv_free;
-    dir.M = tan_.has_dM ? tan_.dM : nullptr;
+    dir.M = tan_.has_dM_problem ? tan_.dM_problem : tan_.has_dM ? tan_.dM : nullptr;
     dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
     dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
     dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;

@@ -25,6 +25,7 @@ constexpr double kNudge = 1e-6;  // step of the finite-difference fallback
 
 Derivative::~Derivative() {
   if (pass_data_) mj_deleteData(pass_data_);
+  if (param_model_) mj_deleteModel(param_model_);
   if (stage_data_) mj_deleteData(stage_data_);
   ck_free(shadow_);
 }
@@ -93,7 +94,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   smooth_.Setup(m, n, stage_data_, pass_data_, shadow_);
   integrator_.Bind(&trees_, dof_tree, n.ntree);
   for (size_t c = 0; c < n.ncon; c++) out_.contact_modes[c] = -1;
-  return true;
+  return SetupParams(m, error);
 }
 
 bool Derivative::SetSettings(const mjModel* m, const ckSettings& s, std::string* error) {

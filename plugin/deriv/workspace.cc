@@ -48,6 +48,7 @@ void DirectionTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
   dqacc_int = c.Take<double>(n.nv);
   dqderiv_qacc = c.Take<double>(n.nv);
   dposition_correction = c.Take<double>(n.nv);
+  dM_problem = c.Take<double>(n.nM);
 }
 
 void RowWork::Carve(ArenaCarver& c, const DerivSizes& n) {

@@ -26,7 +26,7 @@ struct DerivSizes {
 };
 
 // kinds of unit directions, in the order they are processed
-enum DirectionKind : int { kCtrl = 0, kAct, kVel, kPos };
+enum DirectionKind : int { kCtrl = 0, kAct, kVel, kPos, kParam };  // kParam: ck_paramJac's
 
 struct Problem;
 struct Solution;
@@ -75,6 +75,8 @@ struct DirectionTangent {
   double* dqacc_int;             // acceleration the integrator uses (nv)
   double* dqderiv_qacc;          // h d(qDeriv) qacc_int, implicit integrator (nv)
   double* dposition_correction;  // lcp's split impulse           (nv)
+  double* dM_problem;            // the problem's M_eff where it differs from dM (damping) (nM)
+  bool has_dM_problem = false;   // dM_problem holds the problem's tangent (a damping parameter)
   bool has_dM = false, has_dJ = false, has_dpos = false, has_dvel = false;
   bool has_dJ_force = false;  // dJ_qvel_next, dJ_force hold dJ v+, dJ' f (dJ not written)
   bool has_dposition_correction = false;

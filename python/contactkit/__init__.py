@@ -27,14 +27,15 @@ if _mujoco.__version__ != _core.mujoco_version_built:
         f"mujoco package is {_mujoco.__version__}: install mujoco=={_core.mujoco_version_built} "
         f"or rebuild contactkit against {_mujoco.__version__} (pip install --no-build-isolation .)")
 
-from ._handle import (Fallback, Handle, Stats, Totals, fallback_text, setting_keys,  # noqa: E402
-                      settings_from_model, solver_available)
+from ._handle import (Fallback, Handle, ParamKind, Stats, Totals, fallback_text,  # noqa: E402
+                      setting_keys, settings_from_model, solver_available)
 from ._patch import handle_for, is_patched, patch, patched, unpatch  # noqa: E402
 from ._rollout import rollout, transition_jacs  # noqa: E402
 
 __all__ = [
     "Fallback",
     "Handle",
+    "ParamKind",
     "Stats",
     "Totals",
     "fallback_text",

@@ -27,6 +27,26 @@ class Fallback(enum.IntEnum):
     ADAPTIVE = 9  # an adaptive step (tsit5, dopri5) that fails or takes over 1024 internal steps
 
 
+class ParamKind(enum.IntEnum):
+    """Kinds of model parameters of Handle.param_jac (ckParamKind)."""
+
+    BODY_MASS = 0
+    BODY_IPOS = 1
+    BODY_INERTIA = 2
+    GEOM_FRICTION = 3
+    GEOM_SIZE = 4
+    GEOM_POS = 5
+    GEOM_SOLREF = 6
+    GEOM_SOLIMP = 7
+    DOF_DAMPING = 8
+    DOF_ARMATURE = 9
+    JNT_STIFFNESS = 10
+    DOF_FRICTIONLOSS = 11
+    ACTUATOR_GAINPRM = 12
+    ACTUATOR_BIASPRM = 13
+    GRAVITY = 14
+
+
 def fallback_text(reason: int) -> str:
     """One line saying what a Fallback means (ck_fallbackText; "" for NONE)."""
     texts = _core.fallback_texts()
@@ -314,6 +334,40 @@ class Handle:
                                                  out["A"], out["B"], out["C"], out["D"])
         self._method(rc, "transition_jac")
         return out["A"], out["B"], out["C"], out["D"]
+
+    def param_jac(self, model: mujoco.MjModel, data: mujoco.MjData, params):
+        """Jacobians of the step `step` would take with respect to model parameters (ck_paramJac).
+
+        params: a list of names such as "geom:box:friction:0", "body:box:mass", "joint:hinge:
+        damping", "actuator:servo:gainprm:0", "gravity:2" (ck_parseParam's syntax), or tuples
+        (kind, id, index) with kind a ParamKind or its number. Returns (DxDp, DsDp, how):
+        DxDp (2nv+na, np) d next state / d p in transition_jac's state layout, DsDp
+        (nsensordata, np) d sensors / d p, how (np,) int: 0 analytic (implicit function theorem
+        through the solver's force tangent), 1 central differences of the step. model and data
+        are left unchanged. Raises ValueError naming what is supported for an unknown or
+        out-of-range parameter."""
+        self._check(model, data)
+        if isinstance(params, (str, tuple)):
+            params = [params]
+        parsed = []
+        for p in params:
+            if isinstance(p, str):
+                parsed.append(tuple(_core.parse_param(model._address, p)))
+            else:
+                if len(p) != 3:
+                    raise ValueError(f"parameter {p!r}: expected (kind, id, index)")
+                kind, oid, index = (int(x) for x in p)
+                _core.check_param(model._address, kind, oid, index)
+                parsed.append((kind, oid, index))
+        if not parsed:
+            raise ValueError("param_jac: at least one parameter is needed")
+        n = len(parsed)
+        dxdp = np.zeros((2 * model.nv + model.na, n))
+        dsdp = np.zeros((model.nsensordata, n))
+        how = np.zeros(n, dtype=np.intc)
+        rc = self._core.param_jac(model._address, data._address, parsed, dxdp, dsdp, how)
+        self._method(rc, "param_jac")
+        return dxdp, dsdp, how
 
     def transition_vjp(self, model: mujoco.MjModel, data: mujoco.MjData, dx=None, ds=None):
         """Vector-Jacobian product of the step without forming Jacobians.

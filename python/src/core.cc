@@ -12,6 +12,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "contactkit/contactkit.h"
@@ -217,6 +218,22 @@ class Handle {
     py::gil_scoped_release release;
     return ck_transitionVJP(ck_, M(m), D(d), x, s, ox, ou);
   }
+  // ck_paramJac: params as (kind, id, index); DxDp, DsDp float64 and how int32 arrays of the
+  // right sizes
+  int ParamJac(std::uintptr_t m, std::uintptr_t d, const std::vector<std::tuple<int, int, int>>& p,
+               py::object dxdp, py::object dsdp, py::array_t<int, py::array::c_style> how) {
+    const long np = static_cast<long>(p.size()), nx = 2 * M(m)->nv + M(m)->na;
+    std::vector<ckParam> params(p.size());
+    for (size_t k = 0; k < p.size(); k++) {
+      params[k] = {std::get<0>(p[k]), std::get<1>(p[k]), std::get<2>(p[k])};
+    }
+    mjtNum* x = Buffer(dxdp, nx * np, "DxDp", true);
+    mjtNum* s = Buffer(dsdp, M(m)->nsensordata * np, "DsDp", true);
+    if (how.size() != np) throw py::value_error("how: expected one entry per parameter");
+    int* h = how.mutable_data();
+    py::gil_scoped_release release;
+    return ck_paramJac(ck_, M(m), D(d), params.data(), static_cast<int>(np), x, s, h);
+  }
   // ck_rolloutGrad with a Python loss: loss(t) -> (value, dx or None, ds or None); an exception
   // in loss ends the rollout (the loss reports NaN) and is raised again here
   struct LossCall {
@@ -335,6 +352,17 @@ PYBIND11_MODULE(_core, mod) {
     return out;
   });
   mod.def("rollout", &Rollout);
+  mod.def("parse_param", [](std::uintptr_t m, const std::string& text) {
+    ckParam p;
+    char err[2048];
+    if (ck_parseParam(M(m), text.c_str(), &p, err, sizeof(err)) != 0) throw py::value_error(err);
+    return py::make_tuple(p.kind, p.id, p.index);
+  });
+  mod.def("check_param", [](std::uintptr_t m, int kind, int id, int index) {
+    const ckParam p{kind, id, index};
+    char err[2048];
+    if (ck_checkParam(M(m), &p, err, sizeof(err)) != 0) throw py::value_error(err);
+  });
   mod.def("state_size", [](std::uintptr_t m, int spec) { return mj_stateSize(M(m), spec); });
   py::class_<Handle>(mod, "Handle")
       .def(py::init<std::uintptr_t, const py::dict&>())
@@ -354,5 +382,6 @@ PYBIND11_MODULE(_core, mod) {
       .def("transition_jac_aware", &Handle::TransitionJacAware)
       .def("transition_vjp", &Handle::TransitionVJP)
       .def("rollout_grad", &Handle::RolloutGrad)
-      .def("transition_fd", &Handle::TransitionFD);
+      .def("transition_fd", &Handle::TransitionFD)
+      .def("param_jac", &Handle::ParamJac);
 }

@@ -362,4 +362,7 @@ CKAPI int ck_rollout(const mjModel* m, ckHandle** handles, mjData** datas, int n
 }  // extern "C"
 #endif
 
+// parameter Jacobians (ck_paramJac)
+#include "contactkit/params.h"
+
 #endif  // CONTACTKIT_CONTACTKIT_H_

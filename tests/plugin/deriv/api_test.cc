@@ -118,11 +118,21 @@ TEST_F(DerivativeApiTest, JacobianAndVjpDoNotAllocate) {
           std::vector<double> dx(2 * m->nv + m->na, 1.0), gx(dx.size()), gu(m->nu + 1);
           ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
                            nullptr);  // warm (thread pools)
+          {
+            const ckParam warm{ckPARAM_BODY_MASS, 1, 0};
+            std::vector<double> dxdp(dx.size());
+            ck_paramJac(ck.get(), m.get(), d.get(), &warm, 1, dxdp.data(), nullptr, nullptr);
+          }
+          const ckParam params[3] = {
+              {ckPARAM_BODY_MASS, 1, 0}, {ckPARAM_GRAVITY, 0, 2}, {ckPARAM_GEOM_FRICTION, 0, 0}};
+          std::vector<double> dxdp(3 * dx.size());
+          int how[3];
           AllocationCounter counter;
           counter.Start();
           ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
                            nullptr);
           ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), gu.data());
+          ck_paramJac(ck.get(), m.get(), d.get(), params, 3, dxdp.data(), nullptr, how);
           const long n = counter.Stop();
           EXPECT_EQ(n, 0) << ck_solverName(solver) << " allocated " << n << " times on " << path
                           << " with integrator " << integrator << " anchor " << anchor;

@@ -1,0 +1,100 @@
+// Copyright 2026 The contactkit developers.
+//
+// The smooth-dynamics tangent along a model parameter (ck_paramJac): central differences of
+// MuJoCo's position, velocity and actuation stages on a model copy whose one field moves, at the
+// nominal state. The constraint rows are held (the parameters differentiated here leave the
+// Jacobian, gaps and impedance alone); dM, dqfrc_smooth, dact_dot and the implicit integrator's
+// d(qDeriv) aint carry the parameter into the solver's force tangent and the integrator.
+#include <cmath>
+
+#include "plugin/deriv/smooth_tangent.h"
+#include "plugin/step/compat.h"
+
+namespace contactkit {
+namespace {
+
+constexpr double kParamStep = 1e-5;  // central-difference step, relative to 1 + |p|
+
+}  // namespace
+
+void SmoothTangent::ParamTangent(const mjModel* m, mjModel* mp, mjtNum* field, int damping_dof,
+                                 bool fold_damping) {
+  const int nv = nv_;
+  const double h = m->opt.timestep;
+  mju_zero(tan_.dq, nv);
+  mju_zero(tan_.dv, nv);
+  mju_zero(tan_.dact, na_);
+  mju_zero(tan_.du, nu_);
+  mju_zero(tan_.dqderiv_qacc, nv);
+  tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
+  tan_.has_dM_problem = false;
+
+  // both sides, then the field back bit for bit
+  const mjtNum value = *field;
+  const double eps = kParamStep * (1 + std::fabs(value));
+  *field = value + eps;
+  ParamPass(mp, 1, eps);
+  *field = value - eps;
+  ParamPass(mp, -1, eps);
+  *field = value;
+  tan_.has_dM = true;
+
+  // damping enters the integrator's matrix (Euler: M + h D; implicit: -h qDeriv, whose change the
+  // passes' velocity products hold) and, where the problem folds it in, M_eff
+  if (damping_dof >= 0) {
+    if (integrator_.damped) tan_.dqderiv_qacc[damping_dof] -= h * integrator_.qacc[damping_dof];
+    if (fold_damping) {
+      mju_copy(tan_.dM_problem, tan_.dM, nM_);
+      tan_.dM_problem[m->dof_Madr[damping_dof]] += h;
+      tan_.has_dM_problem = true;
+    }
+  }
+  FreeVelocityTangent(m);
+}
+
+void SmoothTangent::ParamPass(mjModel* mp, int sign, double eps) {
+  mjData* d = pass_data_;
+  const int nv = nv_;
+  mju_copy(d->qpos, nominal_.qpos, nq_);
+  mju_copy(d->qvel, nominal_.qvel, nv);
+
+  // position stage without collision and constraints: M (tan_.dM_problem holds the minus side)
+  mj_kinematics(mp, d);
+  mj_comPos(mp, d);
+  mj_tendon(mp, d);
+  MassMatrix(mp, d);
+  mj_transmission(mp, d);
+  const double scale = 1 / (2 * eps);
+  if (sign > 0) {
+    CopyLegacyM(mp, d, tan_.dM);
+  } else {
+    CopyLegacyM(mp, d, tan_.dM_problem);
+    for (int i = 0; i < nM_; i++) tan_.dM[i] = (tan_.dM[i] - tan_.dM_problem[i]) * scale;
+  }
+
+  // velocity and actuation stages, smooth force and activation rates
+  d->nefc = 0;
+  mj_fwdVelocity(mp, d);
+  mj_fwdActuation(mp, d);
+  mj_fwdAcceleration(mp, d);
+  if (sign > 0) {
+    mju_copy(tan_.dqfrc_smooth, d->qfrc_smooth, nv);
+    mju_copy(tan_.dact_dot, d->act_dot, na_);
+  } else {
+    for (int i = 0; i < nv; i++)
+      tan_.dqfrc_smooth[i] = (tan_.dqfrc_smooth[i] - d->qfrc_smooth[i]) * scale;
+    for (int i = 0; i < na_; i++) tan_.dact_dot[i] = (tan_.dact_dot[i] - d->act_dot[i]) * scale;
+  }
+
+  // implicit: h d(qDeriv aint)/dp from the velocity products of the polynomial terms
+  if (integrator_.implicit) {
+    double* x = scratch_.a;
+    SmoothVelocityProduct(mp, d, x);
+    const double h = mp->opt.timestep;
+    for (int i = 0; i < nv; i++) {
+      tan_.dqderiv_qacc[i] = sign > 0 ? x[i] : h * (tan_.dqderiv_qacc[i] - x[i]) * scale;
+    }
+  }
+}
+
+}  // namespace contactkit
