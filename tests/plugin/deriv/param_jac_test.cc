@@ -334,6 +334,29 @@ TEST_F(ParamJacTest, RungeKuttaFallsBackToFiniteDifferences) {
         "rk4");
 }
 
+// the adaptive pairs: differences of the whole adaptive step, said in how; on the spring slider
+// (x(h) = x0 cos(w h), w = sqrt(k / m)) against the closed form dx/dk = -x0 h sin(w h) / (2 m w)
+TEST_F(ParamJacTest, AdaptiveStepFallsBackToDifferencesOfTheStep) {
+  ModelPtr m = LoadString(OscillatorXml());
+  ASSERT_TRUE(m);
+  ckSettings s;
+  ck_defaultSettings(&s);
+  s.integrator = ckINT_TSIT5;
+  s.adaptive.rtol = s.adaptive.atol = 1e-12;
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  d->qpos[0] = 0.1;
+  ckParam p;
+  char error[300];
+  ASSERT_EQ(0, ck_parseParam(m.get(), "joint:0:stiffness", &p, error, sizeof(error))) << error;
+  std::vector<double> dx(2);
+  int how = -1;
+  EXPECT_EQ(1, ck_paramJac(ck.get(), m.get(), d.get(), &p, 1, dx.data(), nullptr, &how));
+  EXPECT_EQ(how, ckPARAM_FINITE_DIFF);
+  const double h = m->opt.timestep, w = 10;
+  EXPECT_NEAR(dx[0], -0.1 * h * std::sin(w * h) / (2 * w), 1e-8);
+}
+
 TEST_F(ParamJacTest, PandaDampingArmatureGain) {
   const std::string path =
       SharedModel(CK_MJ3 ? "franka_emika_panda/scene.xml" : "franka_emika_panda/scene_mj222.xml");
