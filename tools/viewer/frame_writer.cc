@@ -12,19 +12,15 @@
 
 namespace contactkit::viewer {
 
-bool WritePng(const std::string& path, const unsigned char* rgb, int width, int height,
-              std::string* error) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) {
-    *error = "cannot write " + path + ": " + std::strerror(errno);
-    return false;
-  }
+namespace {
+
+// the image into f through libpng; false if libpng failed. No C++ object lives across its setjmp
+// (a longjmp would skip its destructor and could clobber it)
+bool WritePngRows(FILE* f, const unsigned char* rgb, int width, int height) {
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
   png_infop info = png ? png_create_info_struct(png) : nullptr;
   if (!png || !info || setjmp(png_jmpbuf(png))) {
     png_destroy_write_struct(&png, &info);
-    std::fclose(f);
-    *error = "libpng failed to write " + path;
     return false;
   }
   png_init_io(png, f);
@@ -38,6 +34,23 @@ bool WritePng(const std::string& path, const unsigned char* rgb, int width, int 
   }
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
+  return true;
+}
+
+}  // namespace
+
+bool WritePng(const std::string& path, const unsigned char* rgb, int width, int height,
+              std::string* error) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  if (!WritePngRows(f, rgb, width, height)) {
+    std::fclose(f);
+    *error = "libpng failed to write " + path;
+    return false;
+  }
   if (std::fclose(f) != 0) {
     *error = "cannot finish " + path + ": " + std::strerror(errno);
     return false;
