@@ -114,8 +114,8 @@ std::vector<Source> Sources(const std::vector<int>& solvers) {
     } else {
       out.push_back({ck_solverName(s), s});
     }
-    // ck_transitionJacAware with the cost-to-go gradient as its direction (lcp and comfree
-    // reclassify contacts; the others have no modes)
+    // ck_transitionJacAware with the cost-to-go gradient as its direction (ipm and mujoco have
+    // contact modes too, not yet in this table: tests/tools/common/ilqr_test.cc lifts the box)
     if (s == ckSOL_LCP) out.push_back({"lcp (complementarity-aware)", s, 0, -1, false, true});
   }
   out.push_back({"MuJoCo mjd_transitionFD", -1});
