@@ -59,10 +59,11 @@ class IpmSolver final : public Solver {
 
   const double* TangentForce(const Problem& p) override { return CentralForce(p); }
 
-  // complementarity-aware tangents: mode 0 holds the contact's impulse fixed (its rows leave the
-  // tangent), mode 1 clamps the normal velocity (as a hard equality) of a contact the step left
-  // open (Closed), -1 as solved; null restores. Takes effect island by island at the next
-  // ForceTangent (only islands whose contacts change are re-factored)
+  // complementarity-aware tangents: mode 0 holds the impulse of a contact the step holds closed
+  // (Closed) fixed (its rows leave the tangent), mode 1 clamps the normal velocity (as a hard
+  // equality) of one the step left open; otherwise, and for -1, as solved; null restores. Takes
+  // effect island by island at the next ForceTangent (only islands whose contacts change are
+  // re-factored)
   bool SetTangentModes(const Problem& p, const signed char* mode) override;
   // the modes reclassify a contact: mode 0 on a closed one, 1 on an open one
   bool KeepTangentModes() const override { return modes_on_ && mode_keep_; }

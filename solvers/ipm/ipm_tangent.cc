@@ -256,16 +256,16 @@ bool IpmSolver::SetTangentModes(const Problem& p, const signed char* mode) {
 }
 
 bool IpmSolver::ModeTerms(const Problem& p, int k) {
-  // the exact cone terms at the central point, then per contact with a mode: 0 holds its impulse
-  // (normal and friction rows leave the tangent: dx = 0 whatever dz), 1 clamps its normal row
-  // (dz = 0, as a hard equality) where the step left it open
+  // the exact cone terms at the central point, then per contact whose mode reclassifies it: 0 on
+  // a closed one holds its impulse (normal and friction rows leave the tangent: dx = 0 whatever
+  // dz), 1 on an open one clamps its normal row (dz = 0, as a hard equality)
   if (!ConeJacobians(p, k, cen_, false)) return false;
   const IslandLists& L = lists_[k];
   const bool on = modes_on_ && mode_want_[k];
   for (int e = L.con_adr; e < L.con_adr + L.con_num; e++) {
     const int i = con_[e], m = on ? mode_[con_of_row_[i]] : -1;
     row_moded_[i] = 0;
-    if (m < 0 || (m == 1 && Closed(p, i))) continue;
+    if (m < 0 || (m == 1) == Closed(p, i)) continue;
     row_moded_[i] = 1;
     if (m == 1) {
       og_[i] = 1 / std::max(kClampReg * p.diag_approx[i], 1e-300);
