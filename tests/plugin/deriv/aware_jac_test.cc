@@ -306,6 +306,34 @@ TEST_P(AwareJacSolverTest, RestingBoxLiftsInFreeFlightOnlyWhenAsked) {
   EXPECT_LT(MaxDiff(up.B, free.B), 1e-9);
 }
 
+// ipm, mode 1: the box at rest under a thrust above its weight lifts off (the step leaves its
+// contacts open, plain B is free flight's); a direction that presses it down clamps their normal
+// velocities, so the thrust no longer moves the box vertically (B[vz][thrust] = 0 but for the
+// clamp's regularizer 1e-10); a lifting direction leaves the Jacobians as they are (mode 0 acts on
+// contacts the step holds closed)
+TEST_P(AwareJacSolverTest, LiftingBoxIsClampedWhenPressed) {
+  if (GetParam().solver != ckSOL_IPM) GTEST_SKIP() << "mode 1 clamps contacts the step left open";
+  const int nu = m_->nu, nv = m_->nv;
+  const double h = m_->opt.timestep;
+  d_->ctrl[1] = 15;  // thrust above the weight (9.81 N)
+  Jacobians plain(m_.get()), down(m_.get()), up(m_.get());
+  ASSERT_EQ(0, ck_transitionJac(ck_.get(), m_.get(), d_.get(), plain.A.data(), plain.B.data(),
+                                nullptr, nullptr));
+  std::vector<double> lift = Lift(1), press = Lift(-1);
+  ASSERT_EQ(0, ck_transitionJacAware(ck_.get(), m_.get(), d_.get(), press.data(), down.A.data(),
+                                     down.B.data(), nullptr, nullptr));
+  EXPECT_TRUE(ck_->deriv->complementarity_applied());
+  ASSERT_EQ(0, ck_transitionJacAware(ck_.get(), m_.get(), d_.get(), lift.data(), up.A.data(),
+                                     up.B.data(), nullptr, nullptr));
+  EXPECT_FALSE(ck_->deriv->complementarity_applied());
+  // open: the thrust moves the box (0.63 h at kappa_grad, smoothed; free flight at kappa_tol)
+  EXPECT_GT(plain.B[(nv + 2) * nu + 1], 0.5 * h);
+  if (GetParam().at_tol) EXPECT_NEAR(plain.B[(nv + 2) * nu + 1], h, 1e-3 * h);
+  EXPECT_LT(std::fabs(down.B[(nv + 2) * nu + 1]), 1e-6 * h);
+  EXPECT_EQ(up.A, plain.A);
+  EXPECT_EQ(up.B, plain.B);
+}
+
 TEST_P(AwareJacSolverTest, ProductWithTheDirectionIsTheAwareVjp) {
   ckSettings s = s_;
   s.deriv.complementarity_aware = 1;
