@@ -98,7 +98,7 @@ struct Source {
   double kappa_grad = 0;  // ipm: > 0 this value, < 0 kappa_tol
   int anchor = -1;        // comfree: 0 or 1 (-1: default)
   bool adam = false;      // Adam on ck_rolloutGrad's gradients instead of iLQR
-  bool aware = false;     // complementarity_aware (lcp)
+  bool aware = false;     // complementarity_aware (lcp, comfree here)
 };
 
 std::vector<Source> Sources(const std::vector<int>& solvers) {
