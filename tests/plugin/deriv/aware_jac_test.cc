@@ -328,7 +328,9 @@ TEST_P(AwareJacSolverTest, LiftingBoxIsClampedWhenPressed) {
   EXPECT_FALSE(ck_->deriv->complementarity_applied());
   // open: the thrust moves the box (0.63 h at kappa_grad, smoothed; free flight at kappa_tol)
   EXPECT_GT(plain.B[(nv + 2) * nu + 1], 0.5 * h);
-  if (GetParam().at_tol) EXPECT_NEAR(plain.B[(nv + 2) * nu + 1], h, 1e-3 * h);
+  if (GetParam().at_tol) {
+    EXPECT_NEAR(plain.B[(nv + 2) * nu + 1], h, 1e-3 * h);
+  }
   EXPECT_LT(std::fabs(down.B[(nv + 2) * nu + 1]), 1e-6 * h);
   EXPECT_EQ(up.A, plain.A);
   EXPECT_EQ(up.B, plain.B);
