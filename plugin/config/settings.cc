@@ -98,7 +98,7 @@ const KeyInfo kKeys[] = {
   {"elastic_correction", "derivative", kKeyBool, CK_OFF(deriv.elastic_correction), 0, 1, false,
    false, "0", "Nimble's bounce correction of the position Jacobian"},
   {"complementarity_aware", "derivative", kKeyBool, CK_OFF(deriv.complementarity_aware), 0, 1,
-   false, false, "0", "complementarity-aware vector-Jacobian products (lcp, comfree)"},
+   false, false, "0", "complementarity-aware vector-Jacobian products (contact modes of every solver)"},
 
   {"integrator", "adaptive", kKeyName, CK_OFF(integrator), 0, 0, false, false, "model",
    "ck_step's integrator: model (the model's own), or adaptive steps of tsit5 or dopri5 (solver "

@@ -52,8 +52,9 @@ class Derivative : private FdTarget {
   int Jacobian(const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
 
   // ck_transitionJacAware: with an adjoint dx (2nv+na) and a solver that reclassifies contacts
-  // (lcp), the Jacobians of the classification the complementarity-aware VJP of dx keeps (so
-  // that dx' [A B] is that VJP); dx null, RK4 or another solver: Jacobian
+  // (every solver: docs/derivatives.md), the Jacobians of the classification the
+  // complementarity-aware VJP of dx keeps (so that dx' [A B] is that VJP); dx null, RK4 or another
+  // solver: Jacobian
   int JacobianAware(const mjModel* m, const mjData* d, const mjtNum* dx, mjtNum* A, mjtNum* B,
                     mjtNum* C, mjtNum* D);
 
@@ -220,6 +221,7 @@ class Derivative : private FdTarget {
   StageState stage_;
   bool apply_modes_ = false;  // stages hand out_.contact_modes to the solver after solving
   bool complementarity_applied_ = false;  // see complementarity_applied()
+  bool keep_modes_ = false;  // the solver keeps its modes' tangent without Nimble's score
   int fallback_ = ckFALLBACK_NONE;
   Sink sink_;
 

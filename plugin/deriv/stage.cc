@@ -62,10 +62,12 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   rows.force = d->efc_force;
   rows.R = d->efc_R;
   rows.mu = nominal_.contact_mu;
+  soft_.SetModes(apply_modes_ ? out_.contact_modes : nullptr);  // complementarity-aware run
   if (!soft_.Prepare(p, rows, sol.v_next)) {
     fallback_ = ckFALLBACK_SOFT_HESSIAN;
     return false;
   }
+  if (apply_modes_) keep_modes_ = soft_.modes_changed();
   stage_.problem = &p;
   stage_.solution = &sol;
   stage_.solver = nullptr;

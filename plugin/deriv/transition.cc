@@ -256,7 +256,9 @@ int Derivative::Vjp(const mjModel* m, const mjData* d, const mjtNum* dx, const m
 bool Derivative::AwareModes(const mjModel* m) {
   // Nimble section IV-D: reclassify each contact by the sign of the loss's sensitivity to its
   // separation, g_c = J_c M^-1 dL/dv+ (g < 0: the loss wants the contact to open)
-  if (!stage_.has_rows || !stage_.solver) return false;
+  // (the mujoco solver: its soft tangent takes the modes at the re-run's Prepare)
+  keep_modes_ = false;
+  if (!stage_.has_rows) return false;
   const Problem& p = *stage_.problem;
   const int nv = nv_;
   const double h = m->opt.timestep;
@@ -283,7 +285,10 @@ bool Derivative::AwareModes(const mjModel* m) {
   }
   p.mass.Solve(lam);
   for (int c = 0; c < p.ncon; c++) out_.contact_modes[c] = p.J.Dot(p.con[c].row, lam) < 0 ? 0 : 1;
-  return stage_.solver->SetTangentModes(p, out_.contact_modes);
+  if (!stage_.solver) return true;  // keep_modes_: the aware run's Prepare
+  if (!stage_.solver->SetTangentModes(p, out_.contact_modes)) return false;
+  keep_modes_ = stage_.solver->KeepTangentModes();
+  return true;
 }
 
 double Derivative::AwareScore(const mjModel* m) const {
@@ -313,7 +318,7 @@ void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
   const int ok = Run(m, d);
   apply_modes_ = false;
   if (stage_.solver) stage_.solver->SetTangentModes(*stage_.problem, nullptr);
-  if (ok != 0 || s1 >= AwareScore(m)) {
+  if (ok != 0 || (s1 >= AwareScore(m) && !keep_modes_)) {
     if (sink_.gx) mju_copy(sink_.gx, first, ndx);
     if (sink_.gu) mju_copy(sink_.gu, first + ndx, nu_);
   }
@@ -351,7 +356,7 @@ int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* d
   const int ok = Run(m, d);
   apply_modes_ = false;
   if (stage_.solver) stage_.solver->SetTangentModes(*stage_.problem, nullptr);
-  if (ok == 0 && s1 < AwareScore(m)) {
+  if (ok == 0 && (s1 < AwareScore(m) || keep_modes_)) {
     complementarity_applied_ = true;
     return 0;
   }

@@ -321,7 +321,10 @@ class Handle:
         separated ones it pushes together as sticking), kept when Nimble's score prefers them,
         so that direction @ [A B] equals transition_vjp(direction) with complementarity_aware
         on. With "comfree", a contact the direction pulls apart keeps its force fixed in the
-        tangent. None, RK4 or another solver (ipm, mujoco): the plain Jacobians.
+        tangent; with "ipm" its impulse is held fixed (and a contact the step left open that the
+        direction pushes together has its normal velocity clamped); with "mujoco" its rows leave
+        the soft tangent's active set. For ipm and mujoco the direction's classification is kept
+        whenever it changes a contact (no score). None or RK4: the plain Jacobians.
         """
         self._check(model, data)
         out = self._outputs(model, A, B, C, D)

@@ -49,6 +49,12 @@ class Solver {
   // classification. Returns false if the solver has no such notion. Must not allocate.
   virtual bool SetTangentModes(const Problem& p, const signed char* mode) { return false; }
 
+  // Optional, after SetTangentModes: true if the caller should keep the modes' tangent rather
+  // than choose by Nimble's score (the larger gradient), because the solve's own tangent inflates
+  // that score (ipm: its targets pos/h tie a contact's velocity to its depth, a 1/h term that
+  // outweighs any other) and the modes changed the classification of some contact.
+  virtual bool KeepTangentModes() const { return false; }
+
   // Optional, for solvers that set Solution::position_correction: its tangent along dir into
   // du (nv), for the classification of the last solve. Returns false if it has none. Must not
   // allocate.

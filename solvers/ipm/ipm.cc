@@ -234,6 +234,11 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     cfd_kappa_.assign(R, 0);
     dcomp_.assign(R, 0);
     touched_.assign(T, 0);
+    mode_.assign(std::max(1, dims.max_contacts), -1);
+    mode_want_.assign(T, 0);
+    mode_cur_.assign(T, 0);
+    mode_new_.assign(T, 0);
+    row_moded_.assign(R, 0);
     drv_.assign(V, 0);
     warm_lam_.assign(R, 0);
     warm_ok_.assign(R, 0);
@@ -1252,8 +1257,10 @@ void IpmSolver::SolveAll(const Problem& p, Solution* sol) {
   const Islands& is = p.islands;
   for (int i = 0; i < p.nrow; i++) out_lam_[i] = 0;
   lu_island_ = -1;
+  modes_on_ = false;  // a new solve: its own tangent until SetTangentModes
   for (int k = 0; k < is.nisland; k++) {
     centered_[k] = 0;
+    mode_want_[k] = mode_cur_[k] = mode_new_[k] = 0;
     lu_island_ = -1;  // lu_ is about to hold island k's iterations (Center may claim it after)
     if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_)) {
       // fill beyond the preallocated pool: no force on this island

@@ -59,6 +59,15 @@ class IpmSolver final : public Solver {
 
   const double* TangentForce(const Problem& p) override { return CentralForce(p); }
 
+  // complementarity-aware tangents: mode 0 holds the impulse of a contact the step holds closed
+  // (Closed) fixed (its rows leave the tangent), mode 1 clamps the normal velocity (as a hard
+  // equality) of one the step left open; otherwise, and for -1, as solved; null restores. Takes
+  // effect island by island at the next ForceTangent (only islands whose contacts change are
+  // re-factored)
+  bool SetTangentModes(const Problem& p, const signed char* mode) override;
+  // the modes reclassify a contact: mode 0 on a closed one, 1 on an open one
+  bool KeepTangentModes() const override { return modes_on_ && mode_keep_; }
+
   const IpmStats& stats() const { return stats_; }
 
   // the force (nrow) at the central-path point kappa_grad of the last solve, where ForceTangent
@@ -130,6 +139,14 @@ class IpmSolver final : public Solver {
   void TangentResiduals(const Problem& p, int k, const ProblemTangent& dir, const State& s);
   // touched_[k] = 1 for the islands whose data dir perturbs
   void MarkTouched(const Problem& p, const ProblemTangent& dir);
+  // the step's solution holds contact normal row i closed: its impulse lam, alone on the row,
+  // would move it faster than its gap closes, lam A > z, i.e. lam^2 A > lam z = kappa_tol
+  bool Closed(const Problem& p, int i) const {
+    return out_lam_[i] * out_lam_[i] * p.diag_approx[i] > settings_.ipm.kappa_tol;
+  }
+  // island k's cone terms at its central point, with the tangent modes where they apply; false
+  // if they cannot be formed
+  bool ModeTerms(const Problem& p, int k);
 
   // island ranges
   const int* Rows(const Problem& p, int k) const { return p.islands.rows + p.islands.rowadr[k]; }
@@ -194,6 +211,13 @@ class IpmSolver final : public Solver {
   std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)
   std::vector<double> dcomp_;       // its tangent over z at the central point            (rows)
   std::vector<uint8_t> touched_;    // island's data perturbed by the tangent's direction (ntree)
+  std::vector<signed char> mode_;   // SetTangentModes' mode of each contact            (contacts)
+  bool modes_on_ = false;           // mode_ holds modes for the next tangents
+  bool mode_keep_ = false;          // they reclassify a contact (KeepTangentModes)
+  std::vector<uint8_t> mode_want_;  // island has a contact whose mode is not -1          (ntree)
+  std::vector<uint8_t> mode_cur_;   // island's cone terms carry the modes                (ntree)
+  std::vector<uint8_t> mode_new_;   // island's modes changed since its terms were formed (ntree)
+  std::vector<uint8_t> row_moded_;  // normal row whose cone terms a mode replaced        (rows)
   bool j_ordered_ = false;          // J's rows stored one after another in row order
   bool m_ordered_ = false;          // the mass matrix's rows stored in dof order
 

@@ -14,6 +14,7 @@ namespace ipm {
 namespace {
 
 constexpr double kRefineTol = 1e-12;  // relative dynamics defect left unrefined (rounding)
+constexpr double kClampReg = 1e-10;   // regularizer of a clamped normal row, x diag_approx
 
 // calls f(i) for each nonzero x[i], i in [0, n): blocks of kScanBlock entries are tested first
 // by or-ing their bits without the sign (-0 is zero), a loop without branches
@@ -182,6 +183,7 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     // a direction that leaves the island's data alone (most move one kinematic tree) has no
     // tangent there: no solve, and lu_ keeps the island it holds
     if (!touched_[k]) continue;
+    if ((mode_want_[k] != mode_cur_[k] || mode_new_[k]) && !ModeTerms(p, k)) return false;
     stats_.tangent_islands++;
     TangentResiduals(p, k, dir, cen_);
     // contacts from distance: their central-path value moves with the data
@@ -190,7 +192,7 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
       const int i = orth_[e];
       double dk = 0;
-      if (cfd_kappa_[i] > 0) CfdKappa(p, i, &dir, &dk);
+      if (cfd_kappa_[i] > 0 && !(mode_cur_[k] && row_moded_[i])) CfdKappa(p, i, &dir, &dk);
       dcomp_[i] = dk / cen_.z[i];
       cfd |= cfd_kappa_[i] > 0;
     }
@@ -229,6 +231,60 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     }
     for (int a = 0; a < NumRows(p, k); a++) dforce[rows[a]] = dir_.lam[rows[a]] / p.h;
   }
+  return true;
+}
+
+bool IpmSolver::SetTangentModes(const Problem& p, const signed char* mode) {
+  // islands whose contacts' modes differ from those their cone terms carry are marked; ModeTerms
+  // re-forms them at their next tangent
+  mode_keep_ = false;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    const IslandLists& L = lists_[k];
+    bool want = false, changed = false;
+    for (int e = L.con_adr; e < L.con_adr + L.con_num && mode; e++) {
+      const int i = con_[e], c = con_of_row_[i];
+      want |= mode[c] >= 0;
+      mode_keep_ |= mode[c] >= 0 && (mode[c] == 0) == Closed(p, i);
+      changed |= mode[c] != (modes_on_ ? mode_[c] : -1);
+    }
+    mode_want_[k] = want;
+    mode_new_[k] |= changed;
+  }
+  for (int c = 0; c < p.ncon && mode; c++) mode_[c] = mode[c];
+  modes_on_ = mode != nullptr;
+  return true;
+}
+
+bool IpmSolver::ModeTerms(const Problem& p, int k) {
+  // the exact cone terms at the central point, then per contact whose mode reclassifies it: 0 on
+  // a closed one holds its impulse (normal and friction rows leave the tangent: dx = 0 whatever
+  // dz), 1 on an open one clamps its normal row (dz = 0, as a hard equality)
+  if (!ConeJacobians(p, k, cen_, false)) return false;
+  const IslandLists& L = lists_[k];
+  const bool on = modes_on_ && mode_want_[k];
+  for (int e = L.con_adr; e < L.con_adr + L.con_num; e++) {
+    const int i = con_[e], m = on ? mode_[con_of_row_[i]] : -1;
+    row_moded_[i] = 0;
+    if (m < 0 || (m == 1) == Closed(p, i)) continue;
+    row_moded_[i] = 1;
+    if (m == 1) {
+      og_[i] = 1 / std::max(kClampReg * p.diag_approx[i], 1e-300);
+      continue;
+    }
+    og_[i] = 0;
+    for (int g = con_soc_[e]; g < L.soc_adr + L.soc_num && soc_nrm_[g] == i; g++) {
+      const int cnt = soc_cnt_[g], n = cnt + 1;
+      double* G = sG_.data() + 9 * g;
+      for (int r = 1; r < n; r++) {
+        for (int c = 0; c < n; c++) G[r * n + c] = 0;
+      }
+      for (int r = 0; r < cnt; r++) sq_[2 * g + r] = 0;
+      for (int r = 0; r < cnt * cnt; r++) sS_[4 * g + r] = 0;
+    }
+  }
+  mode_cur_[k] = on;
+  mode_new_[k] = 0;
+  if (lu_island_ == k) lu_island_ = -1;  // lu_ held the island's other terms
   return true;
 }
 

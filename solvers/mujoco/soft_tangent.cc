@@ -169,6 +169,8 @@ void SoftTangent::MapRows(const Problem& p, const SoftRows& rows, const double* 
     f_[e] = rows.force[e];
     D_[e] = 1 / rows.R[e];
   }
+  modes_changed_ = false;
+  if (mode_) ApplyModes(p);
 
   // jar of the frame rows at the solution, cone Hessians
   for (int i = 0; i < p.nrow; i++) {
@@ -182,6 +184,20 @@ void SoftTangent::MapRows(const Problem& p, const SoftRows& rows, const double* 
                     hcone_.data() + 36 * c);
       }
     }
+  }
+}
+
+void SoftTangent::ApplyModes(const Problem& p) {
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (mode_[c] < 0) continue;
+    const int adr = con.efc_address;
+    const int n = con.dim == 1 || elliptic_ ? con.dim : 2 * (con.dim - 1);
+    bool active = false;
+    for (int e = adr; e < adr + n; e++) active |= st_[e] != kSoftSatisfied;
+    if ((mode_[c] == 1) == active) continue;
+    modes_changed_ = true;
+    for (int e = adr; e < adr + n; e++) st_[e] = mode_[c] == 0 ? kSoftSatisfied : kSoftQuadratic;
   }
 }
 

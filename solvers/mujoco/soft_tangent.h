@@ -55,6 +55,16 @@ class SoftTangent {
   // positive definite or the rows do not fit.
   bool Prepare(const Problem& p, const SoftRows& rows, const double* v_next);
 
+  // Complementarity-aware tangents (the meaning of Solver::SetTangentModes) from the next
+  // Prepare on: mode[c] = 0 releases contact c (its rows leave the active set: force held
+  // fixed), 1 keeps a contact with no active row in the quadratic zone (every row), -1 as
+  // solved; null: MuJoCo's own states. The caller keeps mode (ncon) alive until that Prepare.
+  void SetModes(const signed char* mode) { mode_ = mode; }
+  // the last Prepare's modes changed a contact's states (mode 0 on one with an active row, 1 on
+  // one without): the caller keeps this tangent rather than choose by Nimble's score, which the
+  // solved tangent inflates (MuJoCo's reference acceleration -k r ties velocity to depth)
+  bool modes_changed() const { return modes_changed_; }
+
   // Force tangent in the problem's (frame) rows along dir; dv_next (nv, nullable) receives the
   // tangent of the solver's v+. Must follow Prepare on the same problem. No allocation.
   void ForceTangent(const Problem& p, const ProblemTangent& dir, double* dforce, double* dv_next);
@@ -81,6 +91,8 @@ class SoftTangent {
   void MassBlocks(const Problem& p);
   void AddCurvature(const Problem& p, const SoftRows& rows);
 
+  // the modes' states over MuJoCo's own (st_)
+  void ApplyModes(const Problem& p);
   // t, rho of the frame rows and g = Phi t - h f rho of MuJoCo's rows (in ge_) for dir
   void RowTerms(const Problem& p, const ProblemTangent& dir, const double* dJv);
   // J_e x for MuJoCo row e
@@ -100,10 +112,12 @@ class SoftTangent {
   // x = H^-1 x in place (islands: dense Cholesky; other trees: the mass matrix)
   void Solve(const Problem& p, double* x);
 
-  int nrow_ = 0;                    // MuJoCo rows of the problem
-  bool elliptic_ = false;           // the last Prepare's cone
-  double h_ = 0;                    // timestep
-  const double* v_next_ = nullptr;  // solution v+                                   (nv)
+  int nrow_ = 0;                       // MuJoCo rows of the problem
+  const signed char* mode_ = nullptr;  // SetModes' contact modes (the caller's)  (ncon)
+  bool modes_changed_ = false;         // the last Prepare's modes changed some state
+  bool elliptic_ = false;              // the last Prepare's cone
+  double h_ = 0;                       // timestep
+  const double* v_next_ = nullptr;     // solution v+                                   (nv)
 
   // MuJoCo row e is J_a + c J_b over frame rows a, b (b < 0: J_a alone)
   std::vector<int> ra_, rb_;     //                                              (max efc)

@@ -40,7 +40,7 @@ struct IlqrOptions {
 };
 
 // where a step's Jacobians come from: ck_transitionJac; MuJoCo's mjd_transitionFD; or
-// ck_transitionJacAware with the cost-to-go gradient of the next state as its direction (lcp's
+// ck_transitionJacAware with the cost-to-go gradient of the next state as its direction (the
 // complementarity-aware Jacobians, computed in the backward pass where that gradient is known)
 enum IlqrSource { kIlqrContactkit = 0, kIlqrMujocoFD, kIlqrContactkitAware };
 

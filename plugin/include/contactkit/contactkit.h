@@ -295,9 +295,13 @@ CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtN
 // on: dx' [A B] = [gx' gu'] (whatever that setting is on this handle). So for a box resting on
 // the floor and a dx asking it to rise, B's column of an upward force is the free-flight one.
 // With solver "comfree" (a closed form without a clamped set) a contact that dx pulls apart keeps
-// its force fixed in the tangent, with the same choice by score. dx NULL, the RK4 integrator (as
-// the VJP) and the solvers without contact modes (ipm, mujoco): exactly ck_transitionJac. Costs
-// two to three ck_transitionJac evaluations when there is contact (lcp, comfree), one otherwise.
+// its force fixed in the tangent, with the same choice by score. With "ipm" its impulse is held
+// fixed (a contact the step left open that dx pushes together has its normal velocity clamped),
+// with "mujoco" its rows leave the soft tangent's active set; for these two the classification of
+// dx is kept whenever it changes a contact, without the score (their solved tangents tie velocity
+// to depth, a 1/h term that the score would always prefer). dx NULL and the RK4 integrator (as
+// the VJP): exactly ck_transitionJac. Costs two to three ck_transitionJac evaluations when there
+// is contact, one otherwise.
 // Returns as ck_transitionJac, and -1 for a dx that is not finite.
 CKAPI int ck_transitionJacAware(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
                                 mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
@@ -306,7 +310,8 @@ CKAPI int ck_transitionJacAware(ckHandle* ck, const mjModel* m, const mjData* d,
 //   gx = A' dx + C' ds   (2nv+na),   gu = B' dx + D' ds   (nu)
 // dx (2nv+na): adjoint of the next state; ds (nsensordata): adjoint of the sensors; either may
 // be NULL (zero); gx, gu nullable outputs. Setting "complementarity_aware" selects Nimble's
-// complementarity-aware gradient for solvers "lcp" and "comfree". Returns as ck_transitionJac.
+// complementarity-aware gradient (every solver's contact modes, as ck_transitionJacAware).
+// Returns as ck_transitionJac.
 CKAPI int ck_transitionVJP(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
                            const mjtNum* ds, mjtNum* gx, mjtNum* gu);
 
