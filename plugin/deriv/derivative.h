@@ -53,8 +53,8 @@ class Derivative : private FdTarget {
 
   // ck_transitionJacAware: with an adjoint dx (2nv+na) and a solver that reclassifies contacts
   // (every solver: docs/derivatives.md), the Jacobians of the classification the
-  // complementarity-aware VJP of dx keeps (so that dx' [A B] is that VJP); dx null, RK4 or another
-  // solver: Jacobian
+  // complementarity-aware VJP of dx keeps (so that dx' [A B] is that VJP); dx null, RK4 or an
+  // adaptive integrator: Jacobian
   int JacobianAware(const mjModel* m, const mjData* d, const mjtNum* dx, mjtNum* A, mjtNum* B,
                     mjtNum* C, mjtNum* D);
 

@@ -247,7 +247,8 @@ int Derivative::Vjp(const mjModel* m, const mjData* d, const mjtNum* dx, const m
     return 1;
   }
   complementarity_applied_ = false;
-  if (settings_.deriv.complementarity_aware && dx && m->opt.integrator != mjINT_RK4) {
+  if (settings_.deriv.complementarity_aware && dx && m->opt.integrator != mjINT_RK4 &&
+      settings_.integrator == ckINT_MODEL) {
     ComplementarityAware(m, d);
   }
   return 0;
@@ -327,7 +328,10 @@ void Derivative::ComplementarityAware(const mjModel* m, const mjData* d) {
 int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* dx, mjtNum* A,
                               mjtNum* B, mjtNum* C, mjtNum* D) {
   complementarity_applied_ = false;
-  if (!dx || m->opt.integrator == mjINT_RK4) return Jacobian(m, d, A, B, C, D);
+  // RK4 and the adaptive pairs chain stages: no reclassification there
+  if (!dx || m->opt.integrator == mjINT_RK4 || settings_.integrator != ckINT_MODEL) {
+    return Jacobian(m, d, A, B, C, D);
+  }
   if (!A && !B && !C && !D) return 0;
   // the solve's own classification, its Jacobians and their product with dx (score s1)
   const int ndx = 2 * nv_ + na_;

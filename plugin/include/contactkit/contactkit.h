@@ -299,8 +299,8 @@ CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtN
 // fixed (a contact the step left open that dx pushes together has its normal velocity clamped),
 // with "mujoco" its rows leave the soft tangent's active set; for these two the classification of
 // dx is kept whenever it changes a contact, without the score (their solved tangents tie velocity
-// to depth, a 1/h term that the score would always prefer). dx NULL and the RK4 integrator (as
-// the VJP): exactly ck_transitionJac. Costs two to three ck_transitionJac evaluations when there
+// to depth, a 1/h term that the score would always prefer). dx NULL, the RK4 integrator and the
+// adaptive integrators (as the VJP): exactly ck_transitionJac. Costs two to three ck_transitionJac evaluations when there
 // is contact, one otherwise.
 // Returns as ck_transitionJac, and -1 for a dx that is not finite.
 CKAPI int ck_transitionJacAware(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,

@@ -151,6 +151,35 @@ TEST_F(AdaptiveJacTest, BallInStiffContactMatchesDifferences) {
   Compare(m.get(), d.get(), ck.get(), 1e-6, "ball in contact");  // 4e-9 measured
 }
 
+// complementarity-aware forms chain no stages: under the adaptive pairs the aware Jacobian is
+// the Jacobian of the step as taken, bit for bit, whatever the direction
+TEST_F(AdaptiveJacTest, AwareJacobianIsThePlainOne) {
+  ModelPtr m = LoadString(R"(
+<mujoco>
+  <option timestep="0.01"/>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/></body>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  ckSettings s = AdaptiveSettings(ckINT_TSIT5, 1e-6);
+  s.deriv.complementarity_aware = 1;
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  for (int t = 0; t < 20; t++) ck_step(ck.get(), m.get(), d.get());
+  ASSERT_GT(d->ncon, 0);
+  const int ndx = 2 * m->nv;
+  std::vector<double> dx(ndx, 0.0);
+  dx[2] = 1;  // the box's height: a direction that lifts it
+  Jacobians plain(m.get()), aware(m.get());
+  ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), plain.A.data(), plain.B.data(), nullptr,
+                                nullptr));
+  ASSERT_EQ(0, ck_transitionJacAware(ck.get(), m.get(), d.get(), dx.data(), aware.A.data(),
+                                     aware.B.data(), nullptr, nullptr));
+  EXPECT_EQ(plain.A, aware.A);
+}
+
 // the analytic path allocates nothing in the call
 TEST_F(AdaptiveJacTest, JacobianDoesNotAllocate) {
   if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
