@@ -47,6 +47,26 @@ class ParamKind(enum.IntEnum):
     GRAVITY = 14
 
 
+def parse_params(model: mujoco.MjModel, params) -> list:
+    """(kind, id, index) of each parameter given as a name ("body:box:mass", ck_parseParam's
+    syntax) or a tuple; ValueError naming what is supported for a bad one, or for none"""
+    if isinstance(params, (str, tuple)):
+        params = [params]
+    parsed = []
+    for p in params:
+        if isinstance(p, str):
+            parsed.append(tuple(_core.parse_param(model._address, p)))
+        else:
+            if len(p) != 3:
+                raise ValueError(f"parameter {p!r}: expected (kind, id, index)")
+            kind, oid, index = (int(x) for x in p)
+            _core.check_param(model._address, kind, oid, index)
+            parsed.append((kind, oid, index))
+    if not parsed:
+        raise ValueError("at least one parameter is needed")
+    return parsed
+
+
 def fallback_text(reason: int) -> str:
     """One line saying what a Fallback means (ck_fallbackText; "" for NONE)."""
     texts = _core.fallback_texts()
@@ -350,20 +370,7 @@ class Handle:
         are left unchanged. Raises ValueError naming what is supported for an unknown or
         out-of-range parameter."""
         self._check(model, data)
-        if isinstance(params, (str, tuple)):
-            params = [params]
-        parsed = []
-        for p in params:
-            if isinstance(p, str):
-                parsed.append(tuple(_core.parse_param(model._address, p)))
-            else:
-                if len(p) != 3:
-                    raise ValueError(f"parameter {p!r}: expected (kind, id, index)")
-                kind, oid, index = (int(x) for x in p)
-                _core.check_param(model._address, kind, oid, index)
-                parsed.append((kind, oid, index))
-        if not parsed:
-            raise ValueError("param_jac: at least one parameter is needed")
+        parsed = parse_params(model, params)
         n = len(parsed)
         dxdp = np.zeros((2 * model.nv + model.na, n))
         dsdp = np.zeros((model.nsensordata, n))
