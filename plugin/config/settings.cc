@@ -81,12 +81,20 @@ const KeyInfo kKeys[] = {
   {"max_pivots", "lcp", kKeyInt, CK_OFF(lcp.max_pivots), 1, 1e9, false, false, "1000",
    "pivots per pivoting run (principal pivoting, Lemke, Dantzig) per island"},
   {"pgs_iter", "lcp", kKeyInt, CK_OFF(lcp.pgs_iter), 1, 1e6, false, false, "200",
-   "projected Gauss-Seidel sweeps of the fallback"},
+   "projected Gauss-Seidel sweeps of the fallback, of a large island's start (sweep_rows) and "
+   "of islands above max_island_rows"},
   {"max_solves", "lcp", kKeyInt, CK_OFF(lcp.max_solves), 1, 1e9, false, false, "300",
    "work budget per island and step: factorizations of the island's matrix (O(n^3) each); when "
    "spent, the best answer found is kept and the step reports MAX_ITER or INACCURATE"},
   {"max_island_rows", "lcp", kKeyInt, CK_OFF(lcp.max_island_rows), 1, 1e5, false, false, "400",
    "rows of the largest island solved directly (sized at ck_make); larger ones get Gauss-Seidel"},
+  {"max_work", "lcp", kKeyReal, CK_OFF(lcp.max_work), 0, kInf, true, false, "30",
+   "work budget of an island's solve in millions of operations (factorizations, pivots, "
+   "sweeps), on average: cheaper solves leave credit for up to 10 times more; when spent, as "
+   "max_solves (inf: no limit)"},
+  {"sweep_rows", "lcp", kKeyInt, CK_OFF(lcp.sweep_rows), 1, 1e9, false, false, "60",
+   "islands of at least this many rows whose guess fails start from Gauss-Seidel on the "
+   "previous step's impulses and an exact solve of its classification, then pivot from there"},
 
   {"derivatives", "derivative", kKeyBool, CK_OFF(deriv.enabled), 0, 1, false, false, "1",
    "handle holds the derivative workspace (0: simulation only, less memory)"},

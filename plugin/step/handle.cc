@@ -378,6 +378,7 @@ int ck_solverInfo(const ckHandle* ck, ckSolverInfo* info) {
     info->lcp_pivots = st->pivots;
     info->lcp_guess_tried = st->guess_tried;
     info->lcp_guess_hit = st->guess_tried && st->guess_all_hit;
+    info->lcp_budget_spent = st->spent;
   } else if (const contactkit::ComfreeStats* st = contactkit::ComfreeSolverStats(solver)) {
     info->comfree_facets = st->nfacet;
     info->comfree_active = st->nactive;

@@ -282,7 +282,8 @@ class Handle:
     def solver_info(self) -> dict:
         """What the last forward pass's solver reports beyond stats (ckSolverInfo): "solver" and
         ipm: retries, lifts, factorizations, sym_fallbacks, warm_islands, rechecks; lcp: pivots,
-        guess_tried, guess_hit; comfree: facets, active, capped; nothing more for "mujoco"."""
+        guess_tried, guess_hit, budget_spent; comfree: facets, active, capped; nothing more for
+        "mujoco"."""
         return self._core.solver_info()
 
     @property

@@ -172,6 +172,7 @@ class Handle {
         o["pivots"] = in.lcp_pivots;
         o["guess_tried"] = static_cast<bool>(in.lcp_guess_tried);
         o["guess_hit"] = static_cast<bool>(in.lcp_guess_hit);
+        o["budget_spent"] = in.lcp_budget_spent;
         break;
       case ckSOL_COMFREE:
         o["facets"] = in.comfree_facets;

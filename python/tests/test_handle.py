@@ -309,7 +309,8 @@ def test_totals_count_and_solver_info_describes_the_last_solve():
     assert t.solves == 300 and t.inexact == 0 and t.nwarning == 0
     assert t.guess_tries > 200 and t.guess_hits > 150  # the box lands, then rests
     info = h.solver_info
-    assert info == {"solver": "lcp", "pivots": 0, "guess_tried": True, "guess_hit": True}
+    assert info == {"solver": "lcp", "pivots": 0, "guess_tried": True, "guess_hit": True,
+                    "budget_spent": 0}
     h.set(solver="ipm")
     h.step(m, d)
     info = h.solver_info

@@ -15,6 +15,9 @@ constexpr int kBlockTries = 3;      // non-improving block flips before single p
 constexpr int kSeen = 16;           // classifications remembered to detect a pivoting cycle
 constexpr int kFreezes = 12;        // rounds of frozen friction bounds per loop
 constexpr int kRepairSolves = 100;  // reduced solves of a repair before Lemke takes over
+constexpr double kKeepBest = 1e4;   // after a sweep start, the best answer is kept within this
+                                    // many tolerances (else Gauss-Seidel's answer is returned)
+constexpr int kSweepRounds = 2;     // rounds of opt.sweeps before the exact solve of SweepStart
 
 // FNV-1a hash of a classification (n)
 uint64_t Hash(const signed char* state, int n) {
@@ -103,7 +106,7 @@ void BoxedLcpSolver::Allocate(int nmax) {
   piv_.assign(n, 0);
   c_.assign(n, 0);
   y_.assign(2 * n, 0);
-  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &xl_, &fixv_}) v->assign(n, 0);
+  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &xl_, &xg_, &fixv_}) v->assign(n, 0);
   cidx_.assign(n, 0);
   pos_.assign(n, 0);
   list_.assign(n, 0);
@@ -159,7 +162,7 @@ void BoxedLcpSolver::Value(const DenseLcp& lcp, const signed char* state, int i,
 }
 
 bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, double ridge,
-                             double rtol, Cod* cod, double* x, double* w) {
+                             double rtol, Cod* cod, double* x, double* w, const double* x0) {
   const int n = lcp.n;
   const size_t ld = lcp.ld;
   const double* A = lcp.A;
@@ -191,6 +194,14 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
     }
   }
 
+  // from x0: K (y - x0_C) = c - K x0_C
+  if (x0) {
+    for (int b = 0; b < k; b++) {
+      const double xb = x0[cidx[b]];
+      for (int a = 0; a < k; a++) c[a] -= K[a + b * ks] * xb;
+    }
+  }
+
   // pivoting systems (ridge > 0, regular): LU, about a third of the decomposition's work (the
   // clamped sets of MuJoCo 3.x patch contacts are large); else, or if LU breaks down, the
   // minimum-norm solution. Either with one step of iterative refinement
@@ -201,6 +212,8 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
     std::copy(K, K + static_cast<size_t>(k) * k, lu_.begin());
     lu = LuFactor(lu_.data(), k, piv_.data());
   }
+  const double kd = k;
+  work_ += (lu ? kd / 1.5 : 2 * kd) * kd * kd + 2.0 * n * (n + kd);
   if (lu) {
     std::copy(c, c + k, y);
     LuSolve(lu_.data(), piv_.data(), k, y);
@@ -226,6 +239,9 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
   }
 
   // x and w
+  if (x0) {
+    for (int a = 0; a < k; a++) y[a] += x0[cidx[a]];
+  }
   for (int a = 0; a < k; a++) x[cidx[a]] = y[a];
   for (int j = 0; j < n; j++) {
     if (pos[j] >= 0) continue;
@@ -346,7 +362,7 @@ bool BoxedLcpSolver::Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double 
   uint64_t seen[kSeen];  // hashes of the last kSeen classifications
   int nseen = 0;
   while (true) {
-    if (stats->iterations >= opt.budget) return false;
+    if (Spent(opt, *stats)) return false;
     stats->iterations++;
     if (!Reduced(lcp, state, ridge, opt.rtol, &cod_, x, w)) return false;
     const int m = Infeasible(lcp, state, x, w, opt.tol, list, target);
@@ -437,8 +453,9 @@ bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, doubl
           K[b + b * ks] += ridge;
           col[b] = -dir * A[cidx[b] + i * ld];
         }
-        if (stats->iterations >= opt.budget) return false;
+        if (Spent(opt, *stats)) return false;
         stats->iterations++;
+        work_ += (k / 1.5 + 2.0) * k * k + 2.0 * n * (k + 1);
         // with the ridge the system is regular: LU (a third of the decomposition's work), the
         // decomposition only if LU breaks down
         bool lu = ridge > 0 && k > 0;
@@ -524,8 +541,7 @@ bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, do
   const int n = lcp.n;
   double* fix = fixv_.data();
   for (int round = 0;
-       round < kFreezes && stats->pivots <= 4LL * opt.max_pivots && stats->iterations < opt.budget;
-       round++) {
+       round < kFreezes && stats->pivots <= 4LL * opt.max_pivots && !Spent(opt, *stats); round++) {
     // freeze the friction bounds at the current normal forces (averaged with the previous
     // round's after the first rounds, which damps alternating classifications) and pivot
     for (int i = 0; i < n; i++) {
@@ -623,19 +639,129 @@ void BoxedLcpSolver::Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, sig
   }
 }
 
+bool BoxedLcpSolver::Polish(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
+                            const double* x0, Cod* cod, double* x, double* w, BoxedStats* stats) {
+  const int n = lcp.n;
+  stats->iterations++;
+  if (!Reduced(lcp, state, 0, opt.rtol, cod, x, w, x0)) return false;
+  const double res = Residual(lcp, x, w, nullptr);
+  if (res < best_res_) {
+    best_res_ = res;
+    std::copy(x, x + n, xb_.begin());
+    std::copy(w, w + n, wb_.begin());
+  }
+  return res <= opt.tol;
+}
+
+bool BoxedLcpSolver::SweepStart(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
+                                Cod* cod, double* x, double* w, BoxedStats* stats) {
+  const int n = lcp.n;
+  const double sweep = 2.0 * n * n;  // operations of one sweep or one product with A
+  double* xs = xs_.data();
+  double* ws = ws_.data();
+  stats->swept = true;
+  for (int i = 0; i < n; i++) {
+    xs[i] = opt.start ? opt.start[i] : opt.use_guess && std::isfinite(x[i]) ? x[i] : 0;
+  }
+  Project(lcp, xs);
+  uint64_t last = 0;
+  for (int done = 0, round = 1; done < opt.pgs_iter && !Spent(opt, *stats); round++) {
+    const int it = std::min(Pgs(lcp, opt.sweeps, opt.tol, xs) + 1, opt.sweeps);
+    done += it;
+    Velocity(lcp, xs, ws);
+    work_ += sweep * (it + 1);
+    const double res = Residual(lcp, xs, ws, nullptr);
+    if (res < best_res_) {
+      best_res_ = res;
+      std::copy(xs, xs + n, xb_.begin());
+      std::copy(ws, ws + n, wb_.begin());
+    }
+    // the classification of the iterate, rows within its residual of a bound at the bound;
+    // once it stops changing (or the iterate has converged), its exact solve
+    Classify(lcp, xs, ws, std::max(opt.tol, res), state);
+    std::copy(xs, xs + n, xg_.begin());
+    const uint64_t h = Hash(state, n);
+    if (h == last || res <= opt.tol || round >= kSweepRounds) {
+      return Polish(lcp, opt, state, xs, cod, x, w, stats);
+    }
+    last = h;
+  }
+  return false;
+}
+
+bool BoxedLcpSolver::Fallback(const DenseLcp& lcp, const BoxedOptions& opt, double ridge,
+                              signed char* state, Cod* cod, double* x, double* w,
+                              BoxedStats* stats) {
+  // Gauss-Seidel from the best answer so far, projected into the bounds (as many sweeps as the
+  // work budget leaves); its classification and forces seed the frozen loop once more
+  // After SweepStart an inexact answer is these sweeps' unless the best one is nearly exact
+  // (residual within kKeepBest tol): the best residual can be an exact solve of a wrong
+  // classification, projected, which on large islands (cloth, hammock) injected energy
+  const int n = lcp.n;
+  const bool swept = stats->swept && !(best_res_ <= kKeepBest * opt.tol);
+  stats->used_pgs = true;
+  double* xs = xs_.data();
+  double* ws = ws_.data();
+  for (int i = 0; i < n; i++) xs[i] = std::isfinite(best_res_) ? xb_[i] : 0;
+  Project(lcp, xs);
+  // (at least a tenth of the work budget: the answer returned comes from these sweeps)
+  const double sweep = 2.0 * n * n;
+  const double left = std::max(opt.max_work - work_, 0.1 * opt.max_work) / sweep;
+  const int sweeps = static_cast<int>(std::min<double>(opt.pgs_iter, left));
+  work_ += sweep * (std::min(Pgs(lcp, sweeps, opt.tol, xs) + 1, sweeps) + 1);
+  Velocity(lcp, xs, ws);
+  const double pgs_res = Residual(lcp, xs, ws, nullptr);
+  const double loose = std::max(opt.tol, 1e-3 * pgs_res);
+  Classify(lcp, xs, ws, loose, state);
+  std::copy(xs, xs + n, xg_.begin());
+  // the Gauss-Seidel answer is kept as the best one if it is (xs_ is scratch of the loops below,
+  // which overwrote it before)
+  if (pgs_res < best_res_) {
+    best_res_ = pgs_res;
+    std::copy(xs, xs + n, xb_.begin());
+    std::copy(ws, ws + n, wb_.begin());
+  }
+  // its classification solved exactly, else the frozen loop from it (Dantzig starts from x = 0
+  // and may not find it again); the exact solve is skipped once the work budget is spent
+  std::copy(xs, xs + n, x);
+  if ((work_ < opt.max_work && Exact(lcp, opt, state, cod, x, w, stats)) ||
+      FrozenLoop(lcp, opt, ridge, state, cod, x, w, stats)) {
+    return true;
+  }
+
+  // no exact answer: keep the best one (Gauss-Seidel's or an exact solve's), and factor the
+  // classification of what is returned
+  if (swept) {
+    std::copy(xg_.begin(), xg_.begin() + n, x);
+  } else if (std::isfinite(best_res_)) {
+    std::copy(xb_.begin(), xb_.begin() + n, x);
+  }
+  Project(lcp, x);
+  Velocity(lcp, x, w);
+  Classify(lcp, x, w, loose, state);
+  Reduced(lcp, state, 0, opt.rtol, cod, xs, ws);
+  return false;
+}
+
 bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
                            double* x, double* w, Cod* cod, BoxedStats* stats) {
   const int n = lcp.n;
   *stats = BoxedStats();
   best_res_ = HUGE_VAL;
+  work_ = 0;
   fix_ = nullptr;
   double maxdiag = 0;
   for (int i = 0; i < n; i++)
     maxdiag = std::max(maxdiag, lcp.A[i + i * static_cast<size_t>(lcp.ld)]);
   const double ridge = opt.ridge * (maxdiag > 0 ? maxdiag : 1);
   auto finish = [&](bool exact) {
-    if (exact) Stabilize(lcp, opt, state, cod, x, w, stats);
+    if (exact) {
+      stats->pivot_ok = !stats->guess_hit;
+      Stabilize(lcp, opt, state, cod, x, w, stats);
+    }
     stats->residual = Residual(lcp, x, w, &stats->kappa);
+    stats->work = work_;
+    stats->spent = !exact && Spent(opt, *stats);
     return exact;
   };
 
@@ -647,7 +773,8 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     return Pivot(lcp, local, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats);
   };
 
-  // 1. the guessed classification (or a cold one), repaired by a few pivots when nearly right
+  // 1. the guessed classification (or a cold one), repaired by a few pivots when nearly right;
+  // large problems first sweep from the guess's answer to a better classification
   if (opt.use_guess) {
     Normalize(lcp, nullptr, state);
     if (Exact(lcp, opt, state, cod, x, w, stats)) {
@@ -657,18 +784,22 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   } else {
     ColdState(lcp, state);
   }
-  if (repair()) {
-    stats->pivot_ok = true;
+  if (n >= opt.sweep_rows && SweepStart(lcp, opt, state, cod, x, w, stats)) {
     return finish(true);
   }
+  if (repair()) return finish(true);
 
-  // 2. Lemke's method on the coupled problem (counted as one solve of the budget), 3. exact solve
-  // of its classification
+  // 2. Lemke's method on the coupled problem (counted as one solve of the budget; its pivots,
+  // about 20 n^2 operations each, within the work budget), 3. exact solve of its classification
+  const double pivot_work = 20.0 * n * n;
+  const int lemke_max = static_cast<int>(
+      std::min<double>(opt.max_pivots, std::max(opt.max_work - work_, 0.0) / pivot_work));
   int lemke_pivots = 0;
   const bool lemke_ok =
-      stats->iterations < opt.budget && lemke_.Solve(lcp, opt.max_pivots, x, state, &lemke_pivots);
+      !Spent(opt, *stats) && lemke_max > 0 && lemke_.Solve(lcp, lemke_max, x, state, &lemke_pivots);
   stats->pivots += lemke_pivots;
   stats->iterations++;
+  work_ += pivot_work * lemke_pivots;
   if (lemke_ok) {
     // the exact solve of its classification (minimum-norm: redundant rows share), else Lemke's
     // own answer when it is complementary (on a degenerate basis the minimum-norm solution of
@@ -680,10 +811,7 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
       std::copy(xl_.begin(), xl_.begin() + n, x);
       ok = AcceptAnswer(lcp, opt, state, cod, x, w, stats);
     }
-    if (ok || repair()) {
-      stats->pivot_ok = true;
-      return finish(true);
-    }
+    if (ok || repair()) return finish(true);
   }
 
   // Dantzig's method with frozen friction bounds, refrozen until consistent
@@ -692,47 +820,10 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     std::fill(x, x + n, 0.0);
   }
   Project(lcp, x);
-  if (FrozenLoop(lcp, opt, ridge, state, cod, x, w, stats)) {
-    stats->pivot_ok = true;
-    return finish(true);
-  }
+  if (FrozenLoop(lcp, opt, ridge, state, cod, x, w, stats)) return finish(true);
 
-  // Gauss-Seidel from the best answer so far, projected into the bounds; its classification
-  // and forces seed the loop once more
-  stats->used_pgs = true;
-  double* xs = xs_.data();
-  double* ws = ws_.data();
-  for (int i = 0; i < n; i++) xs[i] = std::isfinite(best_res_) ? xb_[i] : 0;
-  Project(lcp, xs);
-  Pgs(lcp, opt.pgs_iter, opt.tol, xs);
-  Velocity(lcp, xs, ws);
-  const double pgs_res = Residual(lcp, xs, ws, nullptr);
-  const double loose = std::max(opt.tol, 1e-3 * pgs_res);
-  Classify(lcp, xs, ws, loose, state);
-  // the Gauss-Seidel answer is kept as the best one if it is (xs_ is scratch of the loops below,
-  // which overwrote it before)
-  if (pgs_res < best_res_) {
-    best_res_ = pgs_res;
-    std::copy(xs, xs + n, xb_.begin());
-    std::copy(ws, ws + n, wb_.begin());
-  }
-  // its classification solved exactly, else the frozen loop from it (Dantzig starts from x = 0
-  // and may not find it again)
-  std::copy(xs, xs + n, x);
-  if (Exact(lcp, opt, state, cod, x, w, stats) ||
-      FrozenLoop(lcp, opt, ridge, state, cod, x, w, stats)) {
-    stats->pivot_ok = true;
-    return finish(true);
-  }
-
-  // no exact answer: keep the best one (Gauss-Seidel's or an exact solve's), and factor the
-  // classification of what is returned
-  if (std::isfinite(best_res_)) std::copy(xb_.begin(), xb_.begin() + n, x);
-  Project(lcp, x);
-  Velocity(lcp, x, w);
-  Classify(lcp, x, w, loose, state);
-  Reduced(lcp, state, 0, opt.rtol, cod, xs, ws);
-  return finish(false);
+  // 4. Gauss-Seidel, its classification, else the best answer found
+  return finish(Fallback(lcp, opt, ridge, state, cod, x, w, stats));
 }
 
 }  // namespace contactkit

@@ -14,12 +14,14 @@
 // is solved with the complete orthogonal decomposition, the least-squares minimum-norm solution
 // when K is rank deficient (Nimble appendix B); the answer is exact when it is complementary. The
 // solver tries, in this order, until one classification is exact:
-//   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start),
-//      then a few coupled principal pivots from it (block principal pivoting, Judice & Pires:
-//      flip every infeasible row while their count falls, then Murty's single pivots; a
-//      classification seen in the last 16 pivots ends the block flips, and ends the single
-//      pivots, which then cycle; at most 100 reduced solves, each O(|C|^3), before the cheaper
-//      pivots of Lemke take over),
+//   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start;
+//      on problems of at least opt.sweep_rows rows, when it fails, projected Gauss-Seidel from the
+//      previous step's impulses (opt.start) whose classification, once it settles (at most 2
+//      opt.sweeps sweeps), is solved exactly nearest to the iterate: the "polish"), then a few
+//      coupled principal pivots from it (block principal pivoting, Judice & Pires: flip every
+//      infeasible row while their count falls, then Murty's single pivots; a classification seen in
+//      the last 16 pivots ends the block flips, and ends the single pivots, which then cycle; at
+//      most 100 reduced solves, each O(|C|^3), before the cheaper pivots of Lemke take over),
 //   2. Lemke's complementary pivoting on the coupled problem (lemke.h) and the exact solve of the
 //      classification of its final basis,
 //   3. Dantzig's principal pivoting (Baraff; boxed as in ODE) with the friction bounds frozen at
@@ -27,7 +29,12 @@
 //      classification is exact with the bounds coupled again,
 //   4. projected Gauss-Seidel, whose classification seeds step 3 once more; if nothing is exact
 //      the better of the Gauss-Seidel answer and the closest exact attempt is returned, projected
-//      into the bounds.
+//      into the bounds (after a Gauss-Seidel start, the Gauss-Seidel answer: an exact solve of a
+//      wrong classification, projected, injected energy into large islands).
+// Work is bounded by opt.budget (reduced solves) and opt.max_work (estimated operations: k^3/1.5
+// per LU and 2 k^3 per decomposition of a k-row reduced system, 20 n^2 per Lemke pivot, 2 n^2 per
+// sweep); the step that crosses the budget finishes, the fallback's sweeps get at least a tenth of
+// max_work, and BoxedStats::spent says the budget ended the solve.
 // An accepted answer is stabilized: rows tied at a bound (w = 0) join C when the minimum-norm
 // solution of the larger system stays exact, so that redundant contacts share the force
 // symmetrically whichever path found the classification. Pivoting systems carry a tiny ridge
@@ -35,6 +42,8 @@
 #ifndef CONTACTKIT_SOLVERS_LCP_BOXED_H_
 #define CONTACTKIT_SOLVERS_LCP_BOXED_H_
 
+#include <climits>
+#include <cmath>
 #include <vector>
 
 #include "solvers/common/cod.h"
@@ -53,18 +62,30 @@ struct BoxedStats {
   bool used_pgs = false;   // the Gauss-Seidel fallback ran
   double residual = 0;     // natural-map residual, velocity units
   double kappa = 0;        // largest |w_i| times the distance of x_i to its nearer bound
+  double work = 0;         // estimated floating-point operations of the solve
+  bool spent = false;      // the budget (solves or work) ran out before an exact answer
+  bool swept = false;      // the Gauss-Seidel start of a large problem ran (sweep_rows)
 };
 
 // options of one solve
 struct BoxedOptions {
-  bool use_guess = false;  // state holds a classification to check first
-  double tol = 1e-10;      // feasibility tolerance in velocity units (w, and x scaled by A_ii)
-  double ridge = 1e-12;    // relative regularization of the pivoting systems (times max A_ii)
-  double rtol = 1e-13;     // relative rank threshold of the decomposition
-  int max_pivots = 1000;   // flips per pivoting run
-  int budget = 1 << 30;    // reduced solves and pivoting factorizations per Solve (each
-                           // O(n^3)); when spent, the best answer so far is returned
-  int pgs_iter = 200;      // Gauss-Seidel sweeps of the fallback
+  bool use_guess = false;      // state holds a classification to check first
+  double tol = 1e-10;          // feasibility tolerance in velocity units (w, and x scaled by A_ii)
+  double ridge = 1e-12;        // relative regularization of the pivoting systems (times max A_ii)
+  double rtol = 1e-13;         // relative rank threshold of the decomposition
+  int max_pivots = 1000;       // flips per pivoting run
+  int budget = 1 << 30;        // reduced solves and pivoting factorizations per Solve (each
+                               // O(n^3)); when spent, the best answer so far is returned
+  int pgs_iter = 200;          // Gauss-Seidel sweeps of the fallback
+  double max_work = HUGE_VAL;  // estimated floating-point operations per Solve (factorizations
+                               // k^3 / 3 (LU) or 2 k^3 (decomposition), Lemke pivots, sweeps
+                               // 2 n^2); when spent, as budget: best answer, never exact
+  int sweep_rows = INT_MAX;    // problems this large (rows) whose guess fails start from
+                               // Gauss-Seidel on the guess's answer and an exact solve of its
+                               // classification, then pivot from there
+  int sweeps = 20;             // Gauss-Seidel sweeps between two classifications of that start
+  const double* start = nullptr;  // (n, nullable) where that Gauss-Seidel starts (the previous
+                                  // step's impulses); else from the guess's answer
 };
 
 class BoxedLcpSolver {
@@ -82,9 +103,10 @@ class BoxedLcpSolver {
 
   // reduced solve for a classification with A + ridge I: x, w (n); false if not finite. With
   // ridge > 0 (pivoting) the system is regular and solved by LU, leaving cod as it was; else cod
-  // gets its complete orthogonal decomposition and x the minimum-norm solution
+  // gets its complete orthogonal decomposition and x the minimum-norm solution, or with x0 (n,
+  // nullable) the solution nearest to x0 on the clamped rows (x0 may alias x)
   bool Reduced(const DenseLcp& lcp, const signed char* state, double ridge, double rtol, Cod* cod,
-               double* x, double* w);
+               double* x, double* w, const double* x0 = nullptr);
 
   // natural-map residual max_i A_ii |x_i - clamp(x_i - w_i / A_ii, lo_i, hi_i)| (velocity
   // units) with the bounds at x; kappa (nullable) gets the complementarity measure
@@ -147,7 +169,29 @@ class BoxedLcpSolver {
   void Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
                  double* x, double* w, BoxedStats* stats);
 
+  // the budget ran out: opt.budget solves or opt.max_work operations
+  bool Spent(const BoxedOptions& opt, const BoxedStats& st) const {
+    return st.iterations >= opt.budget || work_ >= opt.max_work;
+  }
+
+  // large problems (opt.sweep_rows): Gauss-Seidel from x, with an exact solve of its
+  // classification whenever it stops changing; true if one is exact (state, x, w, cod)
+  bool SweepStart(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
+                  double* x, double* w, BoxedStats* stats);
+
+  // the exact solve of state nearest to x0 (n; on a rank-deficient system the minimum-norm one
+  // can leave the bounds where the Gauss-Seidel iterate x0 is inside them) into cod, x, w; true
+  // if complementary
+  bool Polish(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, const double* x0,
+              Cod* cod, double* x, double* w, BoxedStats* stats);
+
+  // the fallback after pivoting: Gauss-Seidel from the best answer, its classification solved
+  // exactly, then frozen rounds from it; else the best answer with its classification factored
+  bool Fallback(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
+                Cod* cod, double* x, double* w, BoxedStats* stats);
+
   int nmax_ = 0;
+  double work_ = 0;                  // estimated operations of the current Solve
   std::vector<double> K_;            // reduced matrix                                (nmax x nmax)
   std::vector<double> lu_;           // its LU factors (pivoting systems)             (nmax x nmax)
   std::vector<int> piv_;             // their row interchanges                        (nmax)
@@ -159,6 +203,7 @@ class BoxedLcpSolver {
   const double* fix_ = nullptr;      // fixv_ while the bounds are frozen, else null
   std::vector<double> xs_;           // scratch answer                                (nmax)
   std::vector<double> xl_;           // Lemke's own answer                            (nmax)
+  std::vector<double> xg_;           // Gauss-Seidel iterate of SweepStart and Fallback (nmax)
   std::vector<double> ws_;           // its w                                         (nmax)
   double best_res_ = 0;              // residual of xb_
   std::vector<int> cidx_;            // clamped rows                                  (nmax)

@@ -14,6 +14,8 @@ namespace {
 constexpr double kTol = 1e-10;      // acceptance tolerance (m/s), times max(1, max |b|)
 constexpr double kLooseTol = 1e-6;  // below this an inexact answer is INACCURATE, not MAX_ITER
 constexpr double kInf = HUGE_VAL;
+constexpr double kBank = 10;  // credit of the work budget, in solves' worth of max_work
+constexpr size_t kGsCache = size_t{1} << 21;  // most doubles of the Gauss-Seidel cache (16 MB)
 
 uint64_t Mix(uint64_t a, uint64_t b) {
   uint64_t z = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull + (a << 6) + (a >> 2));
@@ -48,6 +50,7 @@ void LcpSolver::StateTable::Allocate(int n) {
   kb.assign(cap, 0);
   stamp.assign(cap, 0);
   val.assign(cap, 0);
+  imp.assign(cap, 0);
   mask = cap - 1;
   cur = 1;
 }
@@ -59,22 +62,27 @@ void LcpSolver::StateTable::Clear() {
   }
 }
 
-void LcpSolver::StateTable::Put(uint64_t a, uint64_t b, signed char v) {
+void LcpSolver::StateTable::Put(uint64_t a, uint64_t b, signed char v, double x) {
   for (size_t s = Mix(a, b) & mask;; s = (s + 1) & mask) {
     if (stamp[s] != cur || (ka[s] == a && kb[s] == b)) {
       stamp[s] = cur;
       ka[s] = a;
       kb[s] = b;
       val[s] = v;
+      imp[s] = x;
       return;
     }
   }
 }
 
-int LcpSolver::StateTable::Get(uint64_t a, uint64_t b) const {
+int LcpSolver::StateTable::Get(uint64_t a, uint64_t b, double* x) const {
+  *x = 0;
   for (size_t s = Mix(a, b) & mask;; s = (s + 1) & mask) {
     if (stamp[s] != cur) return -1;
-    if (ka[s] == a && kb[s] == b) return val[s];
+    if (ka[s] == a && kb[s] == b) {
+      *x = imp[s];
+      return val[s];
+    }
   }
 }
 
@@ -88,7 +96,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     const size_t cap = cap_, rows = std::max(dims.max_rows, 1), nv = std::max(dims.nv, 1);
     boxed_.Allocate(cap_);
     A_.assign(cap * cap, 0);
-    for (auto* v : {&b_, &lo_, &hi_, &mu_, &x_, &w_, &rc_, &dy_, &tq_}) v->assign(cap, 0);
+    for (auto* v : {&b_, &lo_, &hi_, &mu_, &x_, &w_, &x0_, &rc_, &dy_, &tq_}) v->assign(cap, 0);
     findex_.assign(cap, -1);
     cidx_.assign(cap, 0);
     lstate_.assign(cap, 0);
@@ -97,9 +105,11 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     state_.assign(rows, kLcpLower);
     saved_state_.assign(rows, kLcpLower);
     guess_.assign(rows, -1);
+    gsadr_.assign(rows, -1);
+    gsy_.assign(std::min(rows * nv, kGsCache), 0);
     keya_.assign(rows, 0);
     keyb_.assign(rows, 0);
-    for (auto* v : {&bfull_, &diag_, &ytil_, &px_, &plam_, &cdpos_, &cdvel_}) {
+    for (auto* v : {&bfull_, &diag_, &ytil_, &px_, &plam_, &cdpos_, &cdvel_, &ximp_}) {
       v->assign(rows, 0);
     }
     for (auto* v : {&yv_, &vis_, &dv0_, &dvp_, &ustep_, &qfake_, &tmp_, &up_, &pz_}) {
@@ -140,6 +150,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     return false;
   }
   have_prev_ = false;
+  bank_ = 0;
   nisland_ = 0;
   position_active_ = false;
   return true;
@@ -152,7 +163,10 @@ void LcpSolver::SetSettings(const ckSettings& settings) {
   settings_.lcp.max_island_rows = max_island_rows;
 }
 
-void LcpSolver::Reset() { have_prev_ = false; }
+void LcpSolver::Reset() {
+  have_prev_ = false;
+  bank_ = 0;
+}
 
 Cod* LcpSolver::factorization(int island) {
   if (island < 0 || island >= nisland_ || !factors_[island].stored) return nullptr;
@@ -310,7 +324,9 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   }
   Keys(p);
   const bool use_guess = settings_.warmstart && have_prev_;
-  for (int i = 0; i < nrow; i++) guess_[i] = use_guess ? prev_.Get(keya_[i], keyb_[i]) : -1;
+  for (int i = 0; i < nrow; i++) {
+    guess_[i] = use_guess ? prev_.Get(keya_[i], keyb_[i], &ximp_[i]) : -1;
+  }
 
   // islands are independent problems
   nisland_ = p.islands.nisland;
@@ -330,7 +346,7 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
 
   // remember the classification for the next step's guess
   next_.Clear();
-  for (int i = 0; i < nrow; i++) next_.Put(keya_[i], keyb_[i], state_[i]);
+  for (int i = 0; i < nrow; i++) next_.Put(keya_[i], keyb_[i], state_[i], p.h * sol->force[i]);
   std::swap(prev_, next_);
   have_prev_ = true;
 }
@@ -406,17 +422,21 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   opt.max_pivots = settings_.lcp.max_pivots;
   opt.budget = settings_.lcp.max_solves;
   opt.pgs_iter = settings_.lcp.pgs_iter;
+  opt.max_work = Allowance();
+  opt.sweep_rows = settings_.lcp.sweep_rows;
   signed char* state = lstate_.data();
   if (settings_.warmstart && have_prev_) {
     BoxedLcpSolver::ColdState(lcp, state);
     int matched = 0;
     for (int j = 0; j < n; j++) {
+      x0_[j] = ximp_[rows[j]];
       if (guess_[rows[j]] >= 0) {
         state[j] = guess_[rows[j]];
         matched++;
       }
     }
     opt.use_guess = matched > 0;
+    opt.start = x0_.data();
   }
 
   // the final decomposition goes to the store (kept for the derivative) when it fits
@@ -453,6 +473,9 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   }
   sol->iterations += st.iterations;
   stats_.pivots += st.pivots;
+  stats_.spent += st.spent;
+  stats_.work += st.work;
+  Spend(st.work);
   sol->residual = std::max(sol->residual, st.residual);
   sol->kappa = std::max(sol->kappa, st.kappa);
   sol->condition = std::max(sol->condition, cod->condition());
@@ -480,12 +503,32 @@ double LcpSolver::GsMove(const Problem& p, int g, double next, double* x, double
   const double delta = next - x[g];
   if (delta == 0) return 0;
   x[g] = next;
-  SolveRow(p, g, delta);
-  ForTreeRanges(p, g, [&](int begin, int end) {
-    for (int k = begin; k < end; k++) v[k] += yv_[k];
-  });
-  ClearY(p, g);
+  if (gsadr_[g] >= 0) {
+    // the row's M^-1 J_g' from the cache
+    const double* y = gsy_.data() + gsadr_[g];
+    ForTreeRanges(p, g, [&](int begin, int end) {
+      for (int k = begin; k < end; k++) v[k] += delta * *y++;
+    });
+  } else {
+    SolveRow(p, g, delta);
+    ForTreeRanges(p, g, [&](int begin, int end) {
+      for (int k = begin; k < end; k++) v[k] += yv_[k];
+    });
+    ClearY(p, g);
+  }
   return std::fabs(delta) * diag_[g];
+}
+
+double LcpSolver::Allowance() const { return 1e6 * settings_.lcp.max_work + bank_; }
+
+void LcpSolver::Spend(double work) {
+  const double avg = 1e6 * settings_.lcp.max_work;
+  if (std::isfinite(avg)) bank_ = std::min(kBank * avg, std::max(bank_ + avg - work, 0.0));
+}
+
+int LcpSolver::LargeSweeps() const {
+  const double budget = Allowance() / std::max(large_sweep_, 1.0);
+  return static_cast<int>(std::max(1.0, std::min<double>(settings_.lcp.pgs_iter, budget)));
 }
 
 bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
@@ -502,20 +545,40 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
     }
   }
   double vscale = 0;
+  large_sweep_ = 0;  // operations of one sweep: the row's product, its move and its trees' solves
+  size_t off = 0;    // used part of gsy_
   for (int j = 0; j < n; j++) {
     const int g = rows[j];
     const double b0 = p.J.Dot(g, p.v_free);
     double dpos, dvel;
     bfull_[g] = Stabilization(p, g, b0, &dpos, &dvel);
     vscale = std::max(vscale, std::fabs(b0 + bfull_[g]));
-    diag_[g] = RowInvMass(p, g, yv_.data()) + RowCfm(p, g);
+    // M^-1 J_g' on the row's trees into the cache while it fits (a move is then one update of
+    // v, not a solve with the trees' mass matrix)
+    int dofs = 0;
+    ForTreeRanges(p, g, [&](int begin, int end) { dofs += end - begin; });
+    if (off + dofs <= gsy_.size()) {
+      SolveRow(p, g, 1);
+      diag_[g] = p.J.Dot(g, yv_.data()) + RowCfm(p, g);
+      gsadr_[g] = static_cast<long>(off);
+      ForTreeRanges(p, g, [&](int begin, int end) {
+        for (int k = begin; k < end; k++) gsy_[off++] = yv_[k];
+      });
+      ClearY(p, g);
+      large_sweep_ += 4.0 * p.J.rownnz[g] + 2.0 * dofs;
+    } else {
+      diag_[g] = RowInvMass(p, g, yv_.data()) + RowCfm(p, g);
+      gsadr_[g] = -1;
+      large_sweep_ += 4.0 * p.J.rownnz[g] + 8.0 * dofs;
+    }
     lam[g] = 0;
   }
 
-  // projected Gauss-Seidel on the velocities (no dense matrix)
+  // projected Gauss-Seidel on the velocities (no dense matrix), within the work budget
   const double tol = kTol * std::max(1.0, vscale);
+  const int sweeps = LargeSweeps();
   bool converged = false;
-  for (int sweep = 0; sweep < settings_.lcp.pgs_iter && !converged; sweep++) {
+  for (int sweep = 0; sweep < sweeps && !converged; sweep++) {
     double change = 0;
     for (int j = 0; j < n; j++) {
       const int g = rows[j];
@@ -537,6 +600,9 @@ bool LcpSolver::LargeIsland(const Problem& p, int island, Solution* sol) {
     }
     converged = change <= tol;
   }
+  stats_.work += large_sweep_ * sweeps;
+  Spend(large_sweep_ * sweeps);
+  stats_.spent += !converged && sweeps < settings_.lcp.pgs_iter;
   for (int j = 0; j < n; j++) {
     const int g = rows[j];
     state_[g] = lam[g] == 0 && p.kind[g] != kRowEquality ? kLcpLower : kLcpClamped;
@@ -662,9 +728,10 @@ void LcpSolver::LargePositionIsland(const Problem& p, int island) {
     position_active_ = true;
   }
   // projected Gauss-Seidel on x >= 0 _|_ J u + t >= 0, u accumulated in up_ (diag_ holds the
-  // rows' inverse masses from the velocity pass)
+  // rows' inverse masses from the velocity pass), within the work budget
   const double tol = kTol * std::max(1.0, vscale);
-  for (int sweep = 0; sweep < settings_.lcp.pgs_iter; sweep++) {
+  const int sweeps = LargeSweeps();
+  for (int sweep = 0; sweep < sweeps; sweep++) {
     double change = 0;
     for (int j = 0; j < n; j++) {
       const int g = rows[j];

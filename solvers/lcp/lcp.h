@@ -34,12 +34,17 @@
 // 1e-6 (m/s, relative to max(1, |b|)), MAX_ITER otherwise.
 //
 // Each island's dense LCP goes to BoxedLcpSolver (boxed.h): the previous step's classification
-// (contacts matched by geom pair) is checked first with one reduced solve, pivoting runs only
-// when that guess fails, and the final answer is recomputed from its classification with the
-// minimum-norm solution (Nimble's stabilization). The classification and the decomposition of
-// each island's reduced matrix stay available after Solve for ForceTangent and the derivative
-// module; SetTangentModes (complementarity-aware gradients, Nimble section IV-D) refactors the
-// islands whose contacts it reclassifies and restores the solve's own factorizations on null.
+// (contacts matched by geom pair) is checked first with one reduced solve, islands of at least
+// sweep_rows rows then start from Gauss-Seidel on the previous step's impulses, pivoting runs only
+// when that fails, within a work budget (max_work operations per island solve on average; cheaper
+// solves leave a credit of up to 10 max_work; LcpStats::spent counts the islands it stopped), and
+// the final answer is recomputed from its classification with the minimum-norm solution (Nimble's
+// stabilization). The classification and the decomposition of each island's reduced matrix stay
+// available after Solve for ForceTangent and the derivative module; SetTangentModes
+// (complementarity-aware gradients, Nimble section IV-D) refactors the islands whose contacts it
+// reclassifies and restores the solve's own factorizations on null. Islands above max_island_rows
+// get matrix-free Gauss-Seidel with each row's M^-1 J' cached (at most 2^21 doubles), as many
+// sweeps as pgs_iter and the work budget allow.
 #ifndef CONTACTKIT_SOLVERS_LCP_LCP_H_
 #define CONTACTKIT_SOLVERS_LCP_LCP_H_
 
@@ -60,6 +65,8 @@ struct LcpStats {
   bool guess_tried = false;   // a previous classification was checked on some island
   bool guess_all_hit = true;  // every checked classification was accepted
   int pivots = 0;             // principal pivots, Lemke pivots and Dantzig events
+  int spent = 0;              // islands whose work budget ran out before an exact answer
+  double work = 0;            // estimated operations of the dense solves (BoxedStats::work)
 
   void Reset() { *this = LcpStats(); }
 };
@@ -153,6 +160,14 @@ class LcpSolver final : public Solver {
 
   // matrix-free Gauss-Seidel for islands above max_island_rows; true if converged
   bool LargeIsland(const Problem& p, int island, Solution* sol);
+  // its sweeps: pgs_iter, fewer if the work allowance would be spent (large_sweep_ set)
+  int LargeSweeps() const;
+
+  // work budget of the next island solve (operations): max_work, plus the credit that cheaper
+  // solves left (at most 10 max_work), so that an occasional hard solve can take more while the
+  // average stays within max_work; Spend charges a solve's work to the credit
+  double Allowance() const;
+  void Spend(double work);
 
   // split impulse: the frictionless LCP of the island's penetrating normal and limit rows,
   // x >= 0 _|_ A x + PositionTarget >= 0, into up_ (pseudo-velocity M^-1 J' x) and the island's
@@ -167,12 +182,14 @@ class LcpSolver final : public Solver {
     std::vector<uint64_t> ka, kb;
     std::vector<unsigned> stamp;
     std::vector<signed char> val;
+    std::vector<double> imp;  // the row's impulse
     unsigned cur = 1;
     size_t mask = 0;
     void Allocate(int n);
     void Clear();
-    void Put(uint64_t a, uint64_t b, signed char v);
-    int Get(uint64_t a, uint64_t b) const;
+    void Put(uint64_t a, uint64_t b, signed char v, double x);
+    // state (-1: none) and impulse x (0: none)
+    int Get(uint64_t a, uint64_t b, double* x) const;
   };
 
   // kept per island for the derivative
@@ -189,6 +206,7 @@ class LcpSolver final : public Solver {
   // island problem (local rows)
   std::vector<double> A_;                         // (cap x cap)
   std::vector<double> b_, lo_, hi_, mu_, x_, w_;  // (cap)
+  std::vector<double> x0_;                        // previous impulses, Gauss-Seidel's start (cap)
   std::vector<int> findex_;                       // (cap)
   std::vector<signed char> lstate_;               // (cap)
 
@@ -197,15 +215,21 @@ class LcpSolver final : public Solver {
   std::vector<int> con_of_row_;        // contact of a contact row, -1 otherwise     (max_rows)
   std::vector<signed char> state_;     // classification                             (max_rows)
   std::vector<signed char> guess_;     // guessed classification, -1: none           (max_rows)
+  std::vector<double> ximp_;           // the previous step's impulse of a row, or 0  (max_rows)
   std::vector<uint64_t> keya_, keyb_;  // matching keys                              (max_rows)
   std::vector<double> bfull_;          // stabilization of every row (large islands) (max_rows)
   std::vector<double> diag_;           // diagonal of A (large islands)              (max_rows)
   std::vector<double> yv_;             // M^-1 J_i' scratch, zero between uses       (nv)
   std::vector<double> vis_;            // velocity of large islands                  (nv)
+  double large_sweep_ = 0;             // operations of one sweep of the large island
+  std::vector<double> gsy_;            // M^-1 J_g' of its rows on their trees, packed
+                                       //                      (min(max_rows nv, 2^21))
+  std::vector<long> gsadr_;            // row g's start in gsy_, -1: not cached     (max_rows)
 
   // warm start
   StateTable prev_, next_;
   bool have_prev_ = false;
+  double bank_ = 0;  // credit of the work budget (operations), see Allowance
 
   // factorizations of the last solve, in a store of two decompositions of the largest island
   std::vector<IslandFactor> factors_;  // (ntree)

@@ -117,6 +117,7 @@ typedef struct ckSolverInfo_ {
   int lcp_pivots;          // lcp: principal pivots, Lemke pivots and Dantzig events
   int lcp_guess_tried;     // lcp: a previous classification was checked on some island
   int lcp_guess_hit;       // lcp: ... and accepted on every island
+  int lcp_budget_spent;    // lcp: islands whose work budget (max_solves, max_work) ran out
   int comfree_facets;      // comfree: contact facets
   int comfree_active;      // comfree: facets with a positive force
   int comfree_capped;      // comfree: contacts and rows whose gain relax_limit scaled down

@@ -68,6 +68,8 @@ typedef struct ckLcpSettings_ {
   int pgs_iter;
   int max_solves;
   int max_island_rows;
+  double max_work;
+  int sweep_rows;
 } ckLcpSettings;
 
 // integrator of ck_step

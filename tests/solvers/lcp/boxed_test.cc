@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <string>
@@ -325,6 +326,76 @@ TEST(BoxedLcpTest, BudgetCapsTheWorkAndSaysSo) {
     // the budget, plus the exact solves of the Gauss-Seidel answer and of what is returned
     EXPECT_LE(st.iterations, opt.budget + 3) << "trial " << trial << ": " << full.iterations;
     ExpectFiniteInsideBounds(p, ws.x.data());
+  }
+  EXPECT_GT(capped, 0) << "no problem needed more than the budget: the test does not test it";
+}
+
+// Problems of at least sweep_rows rows whose guess fails (the next "step": b perturbed) start
+// from Gauss-Seidel on the previous answer and an exact solve of its classification: the answer
+// is exactly complementary, and the sweep itself finds it on some of them (two reduced solves:
+// the guess and the polish)
+TEST(BoxedLcpTest, LargeProblemsSweepFromThePreviousAnswer) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0, 0.02);
+  Workspace ws(110);
+  int swept = 0, polished = 0;
+  for (int trial = 0; trial < 12; trial++) {
+    RandomLcp p(4, 6 + trial % 3, 2, 1, &rng);
+    ASSERT_GE(p.n, 60);
+    BoxedOptions opt;
+    BoxedStats st;
+    ASSERT_TRUE(
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
+    const std::vector<double> prev(ws.x.begin(), ws.x.begin() + p.n);
+    for (double& b : p.b) b += noise(rng);
+    opt.use_guess = true;
+    opt.sweep_rows = 60;
+    opt.start = prev.data();
+    const bool ok =
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+    EXPECT_TRUE(ok) << "trial " << trial << " residual " << st.residual;
+    EXPECT_LE(st.residual, 1e-10) << "trial " << trial;
+    EXPECT_FALSE(st.spent);
+    EXPECT_EQ(st.swept, !st.guess_hit) << "trial " << trial;
+    swept += st.swept;
+    polished += ok && st.swept && st.iterations <= 2;
+  }
+  std::printf("large problems: %d of 12 swept, %d solved by the sweep and its polish\n", swept,
+              polished);
+  EXPECT_GT(polished, 0) << "the sweep never found the answer: the test does not test it";
+}
+
+// A work budget in operations caps the solve of a large problem: stopped early, it says so
+// (spent), has done about the budget's work (plus the last decomposition), and returns a
+// finite answer inside the bounds; lifted, the same problem is solved exactly
+TEST(BoxedLcpTest, WorkBudgetCapsLargeProblemsAndSaysSo) {
+  std::mt19937 rng(8);
+  Workspace ws(100);
+  int capped = 0;
+  for (int trial = 0; trial < 12; trial++) {
+    RandomLcp p(4, 8, 0, 0, &rng);
+    const double n = p.n;
+    BoxedOptions opt;
+    BoxedStats full;
+    ASSERT_TRUE(
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &full));
+    EXPECT_FALSE(full.spent);
+    EXPECT_GT(full.work, 0);
+    opt.max_work = 0.05 * full.work;
+    BoxedStats st;
+    const bool ok =
+        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+    EXPECT_EQ(st.spent, !ok) << "trial " << trial;
+    if (ok) continue;  // a cheaper path found it within the budget
+    capped++;
+    // the budget, the fallback's sweeps (at least a tenth of it) and a few decompositions
+    // (the one that crossed the budget, the exact solves that follow a success, the last one)
+    const double one = 2 * n * n * n + 8 * n * n;
+    EXPECT_LE(st.work, 1.1 * opt.max_work + 4 * one) << "trial " << trial;
+    EXPECT_LT(st.work, full.work) << "trial " << trial;
+    ExpectFiniteInsideBounds(p, ws.x.data());
+    EXPECT_DOUBLE_EQ(st.residual,
+                     BoxedLcpSolver::Residual(p.lcp, ws.x.data(), ws.w.data(), nullptr));
   }
   EXPECT_GT(capped, 0) << "no problem needed more than the budget: the test does not test it";
 }

@@ -531,6 +531,65 @@ TEST_F(LcpTest, FailureKeepsTheBestAnswerAndWarns) {
   EXPECT_EQ(TakeWarnings("best iterate kept"), 1);
 }
 
+// A mat of 12 hinged boxes (one tree, so one island of over 100 rows: four contacts of three
+// rows per box) dropped flat: the large-island path (Gauss-Seidel from the previous impulses, an
+// exact solve of its classification, pivots within the work budget) keeps every solve exactly
+// complementary, or says that the budget ran out; with a budget too small for the pivots, the
+// inexact solves say so too, and the state stays finite
+TEST_F(LcpTest, LargeIslandIsExactOrReportsItsBudget) {
+  std::string xml =
+      "<mujoco><option timestep='0.002'/><size nconmax='200' njmax='1000'/><worldbody>"
+      "<geom type='plane' size='3 3 0.1' condim='3' friction='0.7'/>"
+      "<body pos='0 0 0.03' euler='3 2 0'><freejoint/>"
+      "<geom type='box' size='0.05 0.05 0.02' mass='0.2'/>";
+  char buf[256];
+  for (int k = 1; k < 12; k++) {
+    std::snprintf(buf, sizeof(buf),
+                  "<body pos='0.1 0 0'><joint type='hinge' axis='0 1 0' pos='-0.05 0 0' "
+                  "damping='0.01'/><geom type='box' size='0.05 0.05 0.02' mass='%g'/>",
+                  0.1 + 0.02 * k);
+    xml += buf;
+  }
+  for (int k = 0; k < 12; k++) xml += "</body>";
+  xml += "</worldbody></mujoco>";
+  ModelPtr m = LoadString(xml);
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  auto run = [&](const ckSettings& s, int steps, int* large, int* solved) {
+    HandlePtr ck = Make(m.get(), &s);
+    *large = *solved = 0;
+    for (int t = 0; t < steps; t++) {
+      ck_step(ck.get(), m.get(), d.get());
+      const ckStats* st = ck_stats(ck.get());
+      if (st->nisland != 1 || st->nrow <= 100) continue;
+      ckSolverInfo info;
+      ASSERT_EQ(ck_solverInfo(ck.get(), &info), 0);
+      (*large)++;
+      if (st->status == ckSTATUS_SOLVED) {
+        (*solved)++;
+        EXPECT_LE(st->residual, 1e-9) << "step " << t;
+      } else {
+        EXPECT_GT(info.lcp_budget_spent, 0) << "step " << t << ": inexact, budget not reported";
+      }
+    }
+    for (int i = 0; i < m->nv; i++) ASSERT_TRUE(std::isfinite(d->qvel[i]));
+  };
+  ckSettings s = LcpSettings();
+  int large, solved;
+  run(s, TestSteps(400), &large, &solved);
+  std::printf("mat: %d solves of one island over 100 rows, %d exact\n", large, solved);
+  EXPECT_GT(large, TestSteps(400) / 2);
+  EXPECT_GE(solved, 0.9 * large);
+
+  // no guess and a budget of a few sweeps: inexact, and said so
+  s.warmstart = 0;
+  s.lcp.max_work = 0.5;
+  run(s, 20, &large, &solved);
+  EXPECT_GT(large, 10);
+  EXPECT_LT(solved, large);
+  EXPECT_GE(TakeWarnings("best iterate kept"), 1);
+}
+
 // islands above max_island_rows are solved by Gauss-Seidel on velocities, within the bounds
 TEST_F(LcpTest, IslandsAboveTheDenseLimitGetGaussSeidel) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
