@@ -311,8 +311,10 @@ TEST_P(AwareJacSolverTest, RestingBoxLiftsInFreeFlightOnlyWhenAsked) {
 // velocities, so the thrust no longer moves the box vertically (B[vz][thrust] = 0 but for the
 // clamp's regularizer 1e-10); a lifting direction leaves the Jacobians as they are (mode 0 acts on
 // contacts the step holds closed)
-TEST_P(AwareJacSolverTest, LiftingBoxIsClampedWhenPressed) {
-  if (GetParam().solver != ckSOL_IPM) GTEST_SKIP() << "mode 1 clamps contacts the step left open";
+// ipm only: mode 1 clamps contacts the step left open
+class AwareJacIpmTest : public AwareJacSolverTest {};
+
+TEST_P(AwareJacIpmTest, LiftingBoxIsClampedWhenPressed) {
   const int nu = m_->nu, nv = m_->nv;
   const double h = m_->opt.timestep;
   d_->ctrl[1] = 15;  // thrust above the weight (9.81 N)
@@ -395,6 +397,13 @@ TEST_P(AwareJacSolverTest, DoesNotAllocate) {
   ck_transitionVJP(vjp.get(), m_.get(), d_.get(), lift.data(), nullptr, gx.data(), gu.data());
   EXPECT_EQ(counter.Stop(), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Ipm, AwareJacIpmTest,
+                         ::testing::Values(AwareCase{ckSOL_IPM, false, "ipm"},
+                                           AwareCase{ckSOL_IPM, true, "ipm_at_kappa_tol"}),
+                         [](const ::testing::TestParamInfo<AwareCase>& i) {
+                           return std::string(i.param.name);
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Solvers, AwareJacSolverTest,
                          ::testing::Values(AwareCase{ckSOL_IPM, false, "ipm"},
