@@ -104,6 +104,25 @@ def settings_from_model(model: mujoco.MjModel) -> dict:
     return _settings_dict(_core.settings_from_model(model._address))
 
 
+def _parse_params(model, params, what: str):
+    """params as names (ck_parseParam's syntax) or (kind, id, index) tuples -> checked tuples."""
+    if isinstance(params, (str, tuple)):
+        params = [params]
+    parsed = []
+    for p in params:
+        if isinstance(p, str):
+            parsed.append(tuple(_core.parse_param(model._address, p)))
+        else:
+            if len(p) != 3:
+                raise ValueError(f"parameter {p!r}: expected (kind, id, index)")
+            kind, oid, index = (int(x) for x in p)
+            _core.check_param(model._address, kind, oid, index)
+            parsed.append((kind, oid, index))
+    if not parsed:
+        raise ValueError(f"{what}: at least one parameter is needed")
+    return parsed
+
+
 def _vector(v, n: int, name: str):
     """v as a contiguous float64 vector of shape (n,), or None; ValueError naming it otherwise."""
     if v is None:
@@ -347,20 +366,7 @@ class Handle:
         are left unchanged. Raises ValueError naming what is supported for an unknown or
         out-of-range parameter."""
         self._check(model, data)
-        if isinstance(params, (str, tuple)):
-            params = [params]
-        parsed = []
-        for p in params:
-            if isinstance(p, str):
-                parsed.append(tuple(_core.parse_param(model._address, p)))
-            else:
-                if len(p) != 3:
-                    raise ValueError(f"parameter {p!r}: expected (kind, id, index)")
-                kind, oid, index = (int(x) for x in p)
-                _core.check_param(model._address, kind, oid, index)
-                parsed.append((kind, oid, index))
-        if not parsed:
-            raise ValueError("param_jac: at least one parameter is needed")
+        parsed = _parse_params(model, params, "param_jac")
         n = len(parsed)
         dxdp = np.zeros((2 * model.nv + model.na, n))
         dsdp = np.zeros((model.nsensordata, n))
@@ -382,7 +388,7 @@ class Handle:
         self._method(rc, "transition_vjp")
         return gx, gu
 
-    def rollout_grad(self, model: mujoco.MjModel, data: mujoco.MjData, ctrl, loss):
+    def rollout_grad(self, model: mujoco.MjModel, data: mujoco.MjData, ctrl, loss, params=None):
         """Reverse mode over an open-loop rollout (ck_rolloutGrad).
 
         Steps data len(ctrl) times with the controls ctrl (nstep, nu). After step t, calls
@@ -391,8 +397,15 @@ class Handle:
         ((2nv+na,), mjd_transitionFD's tangent layout) and to the sensors ((nsensordata,)); dx and
         ds may be None (zero). One backward sweep of vector-Jacobian products then gives the
         gradient of the summed loss. Returns (value, gx0 (2nv+na,), gu (nstep, nu)); data ends
-        at the final state. comfree with anchors is refused (set anchor = 0)."""
+        at the final state. comfree with anchors is refused (set anchor = 0).
+
+        params (names or (kind, id, index) tuples, as param_jac): also the loss's gradient with
+        respect to those model parameters (ck_rolloutGradParam); returns then (value, gx0, gu,
+        gp (np,), how (np,) int: 1 where some step's parameter Jacobian used central
+        differences, as param_jac's how). Costs one parameter Jacobian per step on top of the
+        sweep. The model is left unchanged."""
         self._check(model, data)
+        parsed = [] if params is None else _parse_params(model, params, "rollout_grad")
         ctrl = np.ascontiguousarray(ctrl, dtype=np.float64)
         if ctrl.ndim != 2 or ctrl.shape[1] != model.nu:
             raise ValueError(f"ctrl must have shape (nstep, {model.nu}), got {ctrl.shape}")
@@ -407,10 +420,13 @@ class Handle:
             return float(value), _vector(dx, nx, where + "dx"), _vector(ds, ns, where + "ds")
 
         value, gx, gu = np.zeros(1), np.zeros(nx), np.zeros((nstep, model.nu))
+        gp, how = np.zeros(len(parsed)), np.zeros(len(parsed), dtype=np.intc)
         rc = self._core.rollout_grad(model._address, data._address, nstep, ctrl, call, value, gx,
-                                     gu)
+                                     gu, parsed, gp, how)
         self._method(rc, "rollout_grad")
-        return float(value[0]), gx, gu
+        if params is None:
+            return float(value[0]), gx, gu
+        return float(value[0]), gx, gu, gp, how
 
     def transition_fd(self, model: mujoco.MjModel, data: mujoco.MjData, eps: float = 1e-6,
                       centered: bool = False, A=None, B=None, C=None, D=None):
