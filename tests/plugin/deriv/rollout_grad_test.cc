@@ -15,11 +15,17 @@ namespace contactkit::test {
 namespace {
 
 // L = sum_t 0.5 |qvel_t|^2 + w . (positions of slide and hinge joints, a free joint's translation)
+// (+ 0.5 sensor |s_t|^2 with the sensors' weight sensor)
 struct Loss {
   std::vector<double> w;  // weight of each dof's position (zero for rotations of free and ball)
-  static mjtNum Eval(void* user, int, const mjModel* m, const mjData* d, mjtNum* dx, mjtNum*) {
+  double sensor = 0;      // weight of the sensors' squares
+  static mjtNum Eval(void* user, int, const mjModel* m, const mjData* d, mjtNum* dx, mjtNum* ds) {
     const Loss& l = *static_cast<const Loss*>(user);
     double value = 0;
+    for (int i = 0; l.sensor && i < m->nsensordata; i++) {
+      value += 0.5 * l.sensor * d->sensordata[i] * d->sensordata[i];
+      ds[i] = l.sensor * d->sensordata[i];
+    }
     for (int j = 0; j < m->njnt; j++) {
       const int q = m->jnt_qposadr[j], v = m->jnt_dofadr[j];
       const int n = m->jnt_type[j] == mjJNT_FREE ? 3 : m->jnt_type[j] == mjJNT_BALL ? 0 : 1;
@@ -369,6 +375,8 @@ mjtNum* Field(mjModel* m, const ckParam& p) {
       return m->geom_friction + 3 * p.id + p.index;
     case ckPARAM_DOF_DAMPING:
       return m->dof_damping + p.id;
+    case ckPARAM_JNT_STIFFNESS:
+      return m->jnt_stiffness + p.id;
     case ckPARAM_ACTUATOR_GAINPRM:
       return m->actuator_gainprm + mjNGAIN * p.id + p.index;
     case ckPARAM_GRAVITY:
@@ -385,7 +393,8 @@ mjtNum* Field(mjModel* m, const ckParam& p) {
 void RolloutGradTest::CheckParams(const Scene& scene, int solver,
                                   const std::vector<std::string>& names,
                                   const std::vector<int>& expect, double tol) {
-  ModelPtr m = Load(BundledModel(scene.model));
+  // a bundled model, or MJCF text
+  ModelPtr m = scene.model[0] == '<' ? LoadString(scene.model) : Load(BundledModel(scene.model));
   ASSERT_TRUE(m);
   const int nu = m->nu, T = scene.nstep, np = names.size();
   std::vector<ckParam> params(np);
@@ -413,6 +422,7 @@ void RolloutGradTest::CheckParams(const Scene& scene, int solver,
   ASSERT_TRUE(ck);
   Loss loss;
   for (int i = 0; i < m->nv; i++) loss.w.push_back(std::cos(1.0 + 2 * i));
+  loss.sensor = m->nsensordata ? 0.3 : 0;
 
   const std::vector<char> bytes(static_cast<char*>(m->buffer),
                                 static_cast<char*>(m->buffer) + m->nbuffer);
@@ -451,8 +461,9 @@ void RolloutGradTest::CheckParams(const Scene& scene, int solver,
     const double err = std::fabs(gp[k] - fp[k]) / std::max(std::fabs(fp[k]), 1e-12);
     EXPECT_LT(err, tol) << scene.model << " " << ck_solverName(solver) << " " << names[k]
                         << ": reverse " << gp[k] << ", differences " << fp[k];
-    std::printf("%s %s %s: dL/dp %.9g, differences %.9g, relative error %.2e\n", scene.model,
-                ck_solverName(solver), names[k].c_str(), gp[k], fp[k], err);
+    std::printf("%s %s %s: dL/dp %.9g, differences %.9g, relative error %.2e\n",
+                scene.model[0] == '<' ? "(MJCF text)" : scene.model, ck_solverName(solver),
+                names[k].c_str(), gp[k], fp[k], err);
   }
   mj_copyData(d.get(), m.get(), d0.get());
   ck_reset(ck.get());
@@ -488,6 +499,34 @@ TEST_F(RolloutGradTest, HopperParametersMatchDifferences) {
                 {"joint:thigh_joint:damping", "joint:foot_joint:damping",
                  "actuator:thigh_motor:gainprm:0", "actuator:foot_motor:gainprm:0"},
                 {ckPARAM_ANALYTIC, ckPARAM_ANALYTIC, ckPARAM_ANALYTIC, ckPARAM_ANALYTIC}, 1e-5);
+  }
+}
+
+// a spring-loaded slider with a motor whose sensors (actuator force, acceleration) the loss weighs:
+// the sensors' part DsDp' ds of each step
+TEST_F(RolloutGradTest, SensorLossParametersMatchDifferences) {
+  const char* xml = R"(<mujoco>
+  <option timestep="0.01" gravity="0 0 0"/>
+  <worldbody>
+    <body name="slider">
+      <joint name="slide" type="slide" axis="1 0 0" stiffness="100" damping="0.5"/>
+      <geom type="sphere" size="0.1" mass="1" contype="0" conaffinity="0"/>
+      <site name="center"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="push" joint="slide" gear="2" ctrllimited="true" ctrlrange="-1 1"/>
+  </actuator>
+  <sensor>
+    <actuatorfrc actuator="push"/>
+    <accelerometer site="center"/>
+  </sensor>
+  <keyframe><key name="start" qpos="0.1"/></keyframe>
+</mujoco>)";
+  for (int solver : ParamSolvers()) {
+    CheckParams({xml, "start", 0, 50}, solver,
+                {"joint:slide:stiffness", "joint:slide:damping", "actuator:push:gainprm:0"},
+                {ckPARAM_ANALYTIC, ckPARAM_ANALYTIC, ckPARAM_ANALYTIC}, 1e-5);
   }
 }
 
