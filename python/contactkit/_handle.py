@@ -47,6 +47,26 @@ class ParamKind(enum.IntEnum):
     GRAVITY = 14
 
 
+def parse_params(model: mujoco.MjModel, params) -> list:
+    """(kind, id, index) of each parameter given as a name ("body:box:mass", ck_parseParam's
+    syntax) or a tuple; ValueError naming what is supported for a bad one, or for none"""
+    if isinstance(params, (str, tuple)):
+        params = [params]
+    parsed = []
+    for p in params:
+        if isinstance(p, str):
+            parsed.append(tuple(_core.parse_param(model._address, p)))
+        else:
+            if len(p) != 3:
+                raise ValueError(f"parameter {p!r}: expected (kind, id, index)")
+            kind, oid, index = (int(x) for x in p)
+            _core.check_param(model._address, kind, oid, index)
+            parsed.append((kind, oid, index))
+    if not parsed:
+        raise ValueError("at least one parameter is needed")
+    return parsed
+
+
 def fallback_text(reason: int) -> str:
     """One line saying what a Fallback means (ck_fallbackText; "" for NONE)."""
     texts = _core.fallback_texts()
@@ -102,25 +122,6 @@ def settings_from_model(model: mujoco.MjModel) -> dict:
     Raises ValueError naming the key and where it was given on bad input."""
     _check_model(model)
     return _settings_dict(_core.settings_from_model(model._address))
-
-
-def _parse_params(model, params, what: str):
-    """params as names (ck_parseParam's syntax) or (kind, id, index) tuples -> checked tuples."""
-    if isinstance(params, (str, tuple)):
-        params = [params]
-    parsed = []
-    for p in params:
-        if isinstance(p, str):
-            parsed.append(tuple(_core.parse_param(model._address, p)))
-        else:
-            if len(p) != 3:
-                raise ValueError(f"parameter {p!r}: expected (kind, id, index)")
-            kind, oid, index = (int(x) for x in p)
-            _core.check_param(model._address, kind, oid, index)
-            parsed.append((kind, oid, index))
-    if not parsed:
-        raise ValueError(f"{what}: at least one parameter is needed")
-    return parsed
 
 
 def _vector(v, n: int, name: str):
@@ -366,7 +367,7 @@ class Handle:
         are left unchanged. Raises ValueError naming what is supported for an unknown or
         out-of-range parameter."""
         self._check(model, data)
-        parsed = _parse_params(model, params, "param_jac")
+        parsed = parse_params(model, params)
         n = len(parsed)
         dxdp = np.zeros((2 * model.nv + model.na, n))
         dsdp = np.zeros((model.nsensordata, n))
@@ -405,7 +406,7 @@ class Handle:
         differences, as param_jac's how). Costs one parameter Jacobian per step on top of the
         sweep. The model is left unchanged."""
         self._check(model, data)
-        parsed = [] if params is None else _parse_params(model, params, "rollout_grad")
+        parsed = [] if params is None else parse_params(model, params)
         ctrl = np.ascontiguousarray(ctrl, dtype=np.float64)
         if ctrl.ndim != 2 or ctrl.shape[1] != model.nu:
             raise ValueError(f"ctrl must have shape (nstep, {model.nu}), got {ctrl.shape}")
