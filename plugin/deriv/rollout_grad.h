@@ -37,6 +37,12 @@ class RolloutTape {
   double* adjoint() { return adjoint_.data(); }        // the running adjoint           (ndx)
   double* gx() { return gx_.data(); }                  // one step's dL/dx             (ndx)
 
+  // room for one step's Jacobians in np parameters (grows only; called before the sweep)
+  void ReserveParams(int np);
+  double* dxdp() { return dxdp_.data(); }  // one step's d(next state)/dp     (ndx x np)
+  double* dsdp() { return dsdp_.data(); }  // ... and of its sensors         (ns x np)
+  int* how() { return how_.data(); }       // how each column was computed   (np)
+
  private:
   int nstep_ = 0, nstate_ = 0, ndx_ = 0, ns_ = 0;
   std::vector<double> state_;  // qpos, qvel, act, ctrl, qacc_warmstart, time, plugin
@@ -44,6 +50,8 @@ class RolloutTape {
   std::vector<AdaptiveIntegrator::Controller> controller_;  // of each step's start  (nstep)
   std::vector<double> dx_, ds_;       // loss gradients                 (nstep x ndx, nstep x ns)
   std::vector<double> adjoint_, gx_;  // (ndx)
+  std::vector<double> dxdp_, dsdp_;   // parameter Jacobians of one step  (ndx x np, ns x np)
+  std::vector<int> how_;              // their columns' ckParamHow        (np)
   mjData* data_ = nullptr;            // scratch state of the backward sweep
 };
 

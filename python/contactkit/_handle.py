@@ -393,7 +393,7 @@ class Handle:
         self._method(rc, "transition_vjp")
         return gx, gu
 
-    def rollout_grad(self, model: mujoco.MjModel, data: mujoco.MjData, ctrl, loss):
+    def rollout_grad(self, model: mujoco.MjModel, data: mujoco.MjData, ctrl, loss, params=None):
         """Reverse mode over an open-loop rollout (ck_rolloutGrad).
 
         Steps data len(ctrl) times with the controls ctrl (nstep, nu). After step t, calls
@@ -402,8 +402,15 @@ class Handle:
         ((2nv+na,), mjd_transitionFD's tangent layout) and to the sensors ((nsensordata,)); dx and
         ds may be None (zero). One backward sweep of vector-Jacobian products then gives the
         gradient of the summed loss. Returns (value, gx0 (2nv+na,), gu (nstep, nu)); data ends
-        at the final state. comfree with anchors is refused (set anchor = 0)."""
+        at the final state. comfree with anchors is refused (set anchor = 0).
+
+        params (names or (kind, id, index) tuples, as param_jac): also the loss's gradient with
+        respect to those model parameters (ck_rolloutGradParam); returns then (value, gx0, gu,
+        gp (np,), how (np,) int: 1 where some step's parameter Jacobian used central
+        differences, as param_jac's how). Costs one parameter Jacobian per step on top of the
+        sweep. The model is left unchanged."""
         self._check(model, data)
+        parsed = [] if params is None else parse_params(model, params)
         ctrl = np.ascontiguousarray(ctrl, dtype=np.float64)
         if ctrl.ndim != 2 or ctrl.shape[1] != model.nu:
             raise ValueError(f"ctrl must have shape (nstep, {model.nu}), got {ctrl.shape}")
@@ -418,10 +425,13 @@ class Handle:
             return float(value), _vector(dx, nx, where + "dx"), _vector(ds, ns, where + "ds")
 
         value, gx, gu = np.zeros(1), np.zeros(nx), np.zeros((nstep, model.nu))
+        gp, how = np.zeros(len(parsed)), np.zeros(len(parsed), dtype=np.intc)
         rc = self._core.rollout_grad(model._address, data._address, nstep, ctrl, call, value, gx,
-                                     gu)
+                                     gu, parsed, gp, how)
         self._method(rc, "rollout_grad")
-        return float(value[0]), gx, gu
+        if params is None:
+            return float(value[0]), gx, gu
+        return float(value[0]), gx, gu, gp, how
 
     def transition_fd(self, model: mujoco.MjModel, data: mujoco.MjData, eps: float = 1e-6,
                       centered: bool = False, A=None, B=None, C=None, D=None):

@@ -257,18 +257,34 @@ class Handle {
       return NAN;
     }
   }
+  // ck_rolloutGrad, or ck_rolloutGradParam when params are given (gp float64 and how int32
+  // arrays of one entry per parameter)
   int RolloutGrad(std::uintptr_t m, std::uintptr_t d, int nstep, py::object ctrl, py::function loss,
-                  py::object value, py::object gx, py::object gu) {
-    const long nx = 2 * M(m)->nv + M(m)->na, nu = M(m)->nu;
+                  py::object value, py::object gx, py::object gu,
+                  const std::vector<std::tuple<int, int, int>>& p, py::object gp, py::object how) {
+    const long nx = 2 * M(m)->nv + M(m)->na, nu = M(m)->nu, np = static_cast<long>(p.size());
     const mjtNum* c = Buffer(ctrl, static_cast<long>(nstep) * nu, "ctrl", false);
     mjtNum* v = Buffer(value, 1, "value", true);
     mjtNum* ox = Buffer(gx, nx, "gx", true);
     mjtNum* ou = Buffer(gu, static_cast<long>(nstep) * nu, "gu", true);
+    std::vector<ckParam> params(p.size());
+    for (size_t k = 0; k < p.size(); k++) {
+      params[k] = {std::get<0>(p[k]), std::get<1>(p[k]), std::get<2>(p[k])};
+    }
+    mjtNum* op = np ? Buffer(gp, np, "gp", true) : nullptr;
+    int* h = nullptr;
+    if (np && !how.is_none()) {
+      auto a = how.cast<py::array_t<int, py::array::c_style>>();
+      if (a.size() != np) throw py::value_error("how: expected one entry per parameter");
+      h = a.mutable_data();
+    }
     LossCall call{loss, nx, M(m)->nsensordata, nullptr};
     int rc;
     {
       py::gil_scoped_release release;
-      rc = ck_rolloutGrad(ck_, M(m), D(d), nstep, c, &CallLoss, &call, v, ox, ou);
+      rc = np ? ck_rolloutGradParam(ck_, M(m), D(d), nstep, c, &CallLoss, &call, params.data(),
+                                    static_cast<int>(np), v, ox, ou, op, h)
+              : ck_rolloutGrad(ck_, M(m), D(d), nstep, c, &CallLoss, &call, v, ox, ou);
     }
     if (call.error) std::rethrow_exception(call.error);
     return rc;

@@ -95,3 +95,87 @@ def test_rollout_grad_raises_the_loss_error_and_checks_shapes():
     a = contactkit.Handle(m, solver="comfree", anchor=1)
     with pytest.raises(RuntimeError, match="anchor = 0"):
         a.rollout_grad(m, d, ctrl, loss_of(m, w))
+
+
+def _field(m, name):
+    """The model field a parameter name of these tests moves (array, index)."""
+    fields = {
+        "body:box:mass": lambda: (m.body_mass, m.body("box").id),
+        "gravity:2": lambda: (m.opt.gravity, 2),
+        "geom:box_geom:friction:0": lambda: (m.geom_friction, (m.geom("box_geom").id, 0)),
+        "joint:thigh_joint:damping":
+            lambda: (m.dof_damping, m.jnt_dofadr[m.joint("thigh_joint").id]),
+        "actuator:leg_motor:gainprm:0":
+            lambda: (m.actuator_gainprm, (m.actuator("leg_motor").id, 0)),
+    }
+    return fields[name]()
+
+
+@pytest.mark.parametrize("solver", ["mujoco", "comfree"])
+@pytest.mark.parametrize("scene,names", [
+    ("pushed_box", ["body:box:mass", "gravity:2", "geom:box_geom:friction:0"]),
+    ("hopper", ["joint:thigh_joint:damping", "actuator:leg_motor:gainprm:0"]),
+])
+def test_rollout_grad_params_match_centered_differences(solver, scene, names):
+    m = mujoco.MjModel.from_xml_path(str(MODELS / f"{scene}.xml"))
+    d0 = mujoco.MjData(m)
+    key = "slide" if scene == "pushed_box" else "stand"
+    mujoco.mj_resetDataKeyframe(m, d0, m.key(key).id)
+    lo, hi = m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1]
+    ctrl = d0.ctrl + 0.05 * (hi - lo) * np.sin(0.1 * np.arange(T)[:, None] + np.arange(m.nu))
+    mujoco.mj_forward(m, d0)
+    h = contactkit.Handle(m, solver=solver, anchor=0) if solver == "comfree" else \
+        contactkit.Handle(m, solver=solver)
+    w = np.cos(1.0 + 2 * np.arange(m.nv))
+
+    def loss(t, data):  # 0.5 |qvel|^2 + w . qvel
+        return 0.5 * data.qvel @ data.qvel + w @ data.qvel, \
+            np.concatenate([np.zeros(m.nv), data.qvel + w]), None
+
+    def rollout():
+        d = mujoco.MjData(m)
+        mujoco.mj_copyData(d, m, d0)
+        h.reset()
+        total = 0.0
+        for t in range(T):
+            d.ctrl[:] = ctrl[t]
+            h.step(m, d)
+            total += loss(t, d)[0]
+        return total
+
+    before = m.body_mass.copy(), m.opt.gravity.copy(), m.geom_friction.copy()
+    d = mujoco.MjData(m)
+    mujoco.mj_copyData(d, m, d0)
+    h.reset()
+    value, gx, gu, gp, how = h.rollout_grad(m, d, ctrl, loss, params=names)
+    assert gp.shape == (len(names),) and how.shape == (len(names),)
+    assert value == rollout()
+    assert np.array_equal(m.body_mass, before[0]) and np.array_equal(m.opt.gravity, before[1])
+    assert np.array_equal(m.geom_friction, before[2])
+    for k, name in enumerate(names):
+        assert how[k] == (1 if "friction" in name else 0), name
+        array, i = _field(m, name)
+        p = array[i]
+        eps = 1e-6 * (1 + abs(p))
+        array[i] = p + eps
+        lp = rollout()
+        array[i] = p - eps
+        lm = rollout()
+        array[i] = p
+        fd = (lp - lm) / (2 * eps)
+        assert abs(gp[k] - fd) <= 1e-5 * abs(fd), (name, gp[k], fd)
+    # the plain call returns three values and the same control gradient
+    mujoco.mj_copyData(d, m, d0)
+    h.reset()
+    _, _, gu0 = h.rollout_grad(m, d, ctrl, loss)
+    assert np.array_equal(gu0, gu)
+
+
+def test_rollout_grad_params_refuse_bad_names():
+    m, d0, h, ctrl, w = setup("mujoco")
+    d = mujoco.MjData(m)
+    with pytest.raises(ValueError, match="unknown parameter"):
+        h.rollout_grad(m, d, ctrl, loss_of(m, w), params=["joint:thigh_joint:colour"])
+    with pytest.raises(ValueError, match="at least one parameter"):
+        h.rollout_grad(m, d, ctrl, loss_of(m, w), params=[])
+    assert np.array_equal(d.qpos, m.qpos0)  # refused before any step

@@ -95,6 +95,24 @@ CKAPI int ck_checkParam(const mjModel* m, const ckParam* param, char* error, int
 CKAPI int ck_paramJac(ckHandle* ck, const mjModel* m, const mjData* d, const ckParam* params,
                       int np, mjtNum* DxDp, mjtNum* DsDp, int* how);
 
+// ck_rolloutGrad with np parameters as well: from d's state, nstep ck_steps with controls ctrl
+// and the loss L = sum over t of loss(t), as ck_rolloutGrad (value, gx0, gu the same), and
+//   gp (np): dL/dp = sum over t of DxDp_t' a_t + DsDp_t' ds_t
+// where a_t is the adjoint of the state after step t (its loss gradient plus what the later steps
+// send back) and DxDp_t, DsDp_t are ck_paramJac's Jacobians at step t's kept start. The sweep
+// forms each step's parameter Jacobian (no reverse-mode product for parameters): it costs one
+// ck_paramJac per step on top of ck_rolloutGrad (the analytic columns share one tangent pass per
+// step; a column by differences costs two ck_steps per step). how (np): ckPARAM_FINITE_DIFF
+// where any step used differences for that parameter. gp, how, value, gx0, gu nullable; the
+// buffers for np parameters are grown by the first call with that np and then reused (nothing
+// allocated by a second call of the same nstep and np). m is unchanged. Returns as
+// ck_rolloutGrad, with 1 also when some parameter column used differences; -1 for params NULL,
+// np <= 0 or a parameter ck_checkParam refuses.
+CKAPI int ck_rolloutGradParam(ckHandle* ck, const mjModel* m, mjData* d, int nstep,
+                              const mjtNum* ctrl, ckStepLoss loss, void* user,
+                              const ckParam* params, int np, mjtNum* value, mjtNum* gx0, mjtNum* gu,
+                              mjtNum* gp, int* how);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

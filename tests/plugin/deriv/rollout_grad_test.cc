@@ -3,6 +3,7 @@
 // ck_rolloutGrad: the reverse-mode gradient of a rollout's loss against centered differences of
 // the same loss (initial state and every control), for every solver; its value and final state
 // equal those of plain steps; the tape is reused without allocation; bad input is refused.
+// ck_rolloutGradParam: dL/dp against centered differences of the loss in each model parameter.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -14,11 +15,17 @@ namespace contactkit::test {
 namespace {
 
 // L = sum_t 0.5 |qvel_t|^2 + w . (positions of slide and hinge joints, a free joint's translation)
+// (+ 0.5 sensor |s_t|^2 with the sensors' weight sensor)
 struct Loss {
   std::vector<double> w;  // weight of each dof's position (zero for rotations of free and ball)
-  static mjtNum Eval(void* user, int, const mjModel* m, const mjData* d, mjtNum* dx, mjtNum*) {
+  double sensor = 0;      // weight of the sensors' squares
+  static mjtNum Eval(void* user, int, const mjModel* m, const mjData* d, mjtNum* dx, mjtNum* ds) {
     const Loss& l = *static_cast<const Loss*>(user);
     double value = 0;
+    for (int i = 0; l.sensor && i < m->nsensordata; i++) {
+      value += 0.5 * l.sensor * d->sensordata[i] * d->sensordata[i];
+      ds[i] = l.sensor * d->sensordata[i];
+    }
     for (int j = 0; j < m->njnt; j++) {
       const int q = m->jnt_qposadr[j], v = m->jnt_dofadr[j];
       const int n = m->jnt_type[j] == mjJNT_FREE ? 3 : m->jnt_type[j] == mjJNT_BALL ? 0 : 1;
@@ -72,6 +79,9 @@ class RolloutGradTest : public MujocoTest {
   // (integrator: ck_step's, adaptive ones at a tolerance below the differences' resolution)
   void CheckAgainstDifferences(const Scene& scene, int solver, double tol,
                                int integrator = ckINT_MODEL);
+  // dL/dp of ck_rolloutGradParam against centered differences of the loss in each parameter
+  void CheckParams(const Scene& scene, int solver, const std::vector<std::string>& names,
+                   const std::vector<int>& expect, double tol);
 };
 
 void RolloutGradTest::CheckAgainstDifferences(const Scene& scene, int solver, double tol,
@@ -354,6 +364,236 @@ TEST_F(RolloutGradTest, HopperMatchesDifferences) {
 // the sweep through adaptive steps (tsit5): each step's Jacobian at its internal steps as taken
 TEST_F(RolloutGradTest, AdaptiveStepsMatchDifferences) {
   CheckAgainstDifferences({"pushed_box.xml", "slide", 0, 30}, ckSOL_MUJOCO, 1e-5, ckINT_TSIT5);
+}
+
+// the model field a parameter names (as ck_paramJac's test)
+mjtNum* Field(mjModel* m, const ckParam& p) {
+  switch (p.kind) {
+    case ckPARAM_BODY_MASS:
+      return m->body_mass + p.id;
+    case ckPARAM_GEOM_FRICTION:
+      return m->geom_friction + 3 * p.id + p.index;
+    case ckPARAM_DOF_DAMPING:
+      return m->dof_damping + p.id;
+    case ckPARAM_JNT_STIFFNESS:
+      return m->jnt_stiffness + p.id;
+    case ckPARAM_ACTUATOR_GAINPRM:
+      return m->actuator_gainprm + mjNGAIN * p.id + p.index;
+    case ckPARAM_GRAVITY:
+      return m->opt.gravity + p.index;
+    default:
+      ADD_FAILURE() << "no field for kind " << p.kind;
+      return nullptr;
+  }
+}
+
+// dL/dp of ck_rolloutGradParam against centered differences of the rollout's loss in each
+// parameter (the model's field moved, the rollout rerun); expect[k]: the ckParamHow of column k;
+// the model's bytes are unchanged by the call
+void RolloutGradTest::CheckParams(const Scene& scene, int solver,
+                                  const std::vector<std::string>& names,
+                                  const std::vector<int>& expect, double tol) {
+  // a bundled model, or MJCF text
+  ModelPtr m = scene.model[0] == '<' ? LoadString(scene.model) : Load(BundledModel(scene.model));
+  ASSERT_TRUE(m);
+  const int nu = m->nu, T = scene.nstep, np = names.size();
+  std::vector<ckParam> params(np);
+  char error[512];
+  for (int k = 0; k < np; k++) {
+    ASSERT_EQ(0, ck_parseParam(m.get(), names[k].c_str(), &params[k], error, sizeof(error)))
+        << error;
+  }
+  DataPtr d0(mj_makeData(m.get())), d(mj_makeData(m.get()));
+  if (scene.key) mj_resetDataKeyframe(m.get(), d0.get(), mj_name2id(m.get(), mjOBJ_KEY, scene.key));
+  std::vector<double> ctrl(T * nu);  // the keyframe's controls and a sinusoid of 5% of the range
+  for (int t = 0; t < T; t++) {
+    for (int i = 0; i < nu; i++) {
+      const double lo = m->actuator_ctrlrange[2 * i], hi = m->actuator_ctrlrange[2 * i + 1];
+      ctrl[t * nu + i] = d0->ctrl[i] + 0.05 * (hi - lo) * std::sin(0.1 * t + i);
+    }
+  }
+  mju_copy(d0->ctrl, ctrl.data(), nu);
+  Settle(m.get(), d0.get(), scene.settle);
+  mj_forward(m.get(), d0.get());
+  ckSettings s = Settings(solver);
+  s.ipm.kappa_grad = s.ipm.kappa_tol;
+  s.comfree.anchor = 0;
+  HandlePtr ck = Make(m.get(), &s);
+  ASSERT_TRUE(ck);
+  Loss loss;
+  for (int i = 0; i < m->nv; i++) loss.w.push_back(std::cos(1.0 + 2 * i));
+  loss.sensor = m->nsensordata ? 0.3 : 0;
+
+  const std::vector<char> bytes(static_cast<char*>(m->buffer),
+                                static_cast<char*>(m->buffer) + m->nbuffer);
+  const mjOption opt = m->opt;
+  std::vector<double> gp(np), gu(T * nu), gx(2 * m->nv + m->na);
+  std::vector<int> how(np, -1);
+  double value = 0;
+  mj_copyData(d.get(), m.get(), d0.get());
+  ck_reset(ck.get());
+  const int ret =
+      ck_rolloutGradParam(ck.get(), m.get(), d.get(), T, ctrl.data(), &Loss::Eval, &loss,
+                          params.data(), np, &value, gx.data(), gu.data(), gp.data(), how.data());
+  ASSERT_GE(ret, 0) << ck_lastError(ck.get());
+  EXPECT_EQ(0, std::memcmp(bytes.data(), m->buffer, bytes.size())) << "the model changed";
+  EXPECT_EQ(0, std::memcmp(&opt, &m->opt, sizeof(opt))) << "the model's options changed";
+  EXPECT_EQ(value, Rollout(ck.get(), m.get(), d0.get(), d.get(), ctrl, &loss, T));
+  int any_fd = 0;
+  for (int k = 0; k < np; k++) {
+    EXPECT_EQ(expect[k], how[k]) << names[k];
+    any_fd |= how[k] == ckPARAM_FINITE_DIFF;
+  }
+  EXPECT_EQ(any_fd, ret) << "1 exactly when some column used differences";
+
+  // centered differences of the loss in each parameter, and the plain gradients unchanged
+  std::vector<double> fp(np), gu0(T * nu);
+  for (int k = 0; k < np; k++) {
+    mjtNum* field = Field(m.get(), params[k]);
+    ASSERT_TRUE(field);
+    const double p = *field, eps = 1e-6 * (1 + std::fabs(p));
+    *field = p + eps;
+    const double lp = Rollout(ck.get(), m.get(), d0.get(), d.get(), ctrl, &loss, T);
+    *field = p - eps;
+    const double lm = Rollout(ck.get(), m.get(), d0.get(), d.get(), ctrl, &loss, T);
+    *field = p;
+    fp[k] = (lp - lm) / (2 * eps);
+    const double err = std::fabs(gp[k] - fp[k]) / std::max(std::fabs(fp[k]), 1e-12);
+    EXPECT_LT(err, tol) << scene.model << " " << ck_solverName(solver) << " " << names[k]
+                        << ": reverse " << gp[k] << ", differences " << fp[k];
+    std::printf("%s %s %s: dL/dp %.9g, differences %.9g, relative error %.2e\n",
+                scene.model[0] == '<' ? "(MJCF text)" : scene.model, ck_solverName(solver),
+                names[k].c_str(), gp[k], fp[k], err);
+  }
+  mj_copyData(d.get(), m.get(), d0.get());
+  ck_reset(ck.get());
+  ASSERT_GE(ck_rolloutGrad(ck.get(), m.get(), d.get(), T, ctrl.data(), &Loss::Eval, &loss, nullptr,
+                           nullptr, gu0.data()),
+            0);
+  EXPECT_EQ(0, std::memcmp(gu0.data(), gu.data(), sizeof(double) * T * nu))
+      << "dL/du with parameters differs from ck_rolloutGrad's";
+}
+
+// the solvers of the parameter tests: MuJoCo's own and one other (comfree, else lcp)
+std::vector<int> ParamSolvers() {
+  std::vector<int> out = {ckSOL_MUJOCO};
+  if (ck_solverAvailable(ckSOL_COMFREE)) {
+    out.push_back(ckSOL_COMFREE);
+  } else if (ck_solverAvailable(ckSOL_LCP)) {
+    out.push_back(ckSOL_LCP);
+  }
+  return out;
+}
+
+TEST_F(RolloutGradTest, SlidingBoxParametersMatchDifferences) {
+  for (int solver : ParamSolvers()) {
+    CheckParams({"pushed_box.xml", "slide", 0, 60}, solver,
+                {"body:box:mass", "gravity:2", "geom:box_geom:friction:0"},
+                {ckPARAM_ANALYTIC, ckPARAM_ANALYTIC, ckPARAM_FINITE_DIFF}, 1e-5);
+  }
+}
+
+TEST_F(RolloutGradTest, HopperParametersMatchDifferences) {
+  for (int solver : ParamSolvers()) {
+    CheckParams({"hopper.xml", "stand", 50, 40}, solver,
+                {"joint:thigh_joint:damping", "joint:foot_joint:damping",
+                 "actuator:thigh_motor:gainprm:0", "actuator:foot_motor:gainprm:0"},
+                {ckPARAM_ANALYTIC, ckPARAM_ANALYTIC, ckPARAM_ANALYTIC, ckPARAM_ANALYTIC}, 1e-5);
+  }
+}
+
+// a spring-loaded slider with a motor whose sensors (actuator force, acceleration) the loss weighs:
+// the sensors' part DsDp' ds of each step
+TEST_F(RolloutGradTest, SensorLossParametersMatchDifferences) {
+  const char* xml = R"(<mujoco>
+  <option timestep="0.01" gravity="0 0 0"/>
+  <worldbody>
+    <body name="slider">
+      <joint name="slide" type="slide" axis="1 0 0" stiffness="100" damping="0.5"/>
+      <geom type="sphere" size="0.1" mass="1" contype="0" conaffinity="0"/>
+      <site name="center"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor name="push" joint="slide" gear="2" ctrllimited="true" ctrlrange="-1 1"/>
+  </actuator>
+  <sensor>
+    <actuatorfrc actuator="push"/>
+    <accelerometer site="center"/>
+  </sensor>
+  <keyframe><key name="start" qpos="0.1"/></keyframe>
+</mujoco>)";
+  for (int solver : ParamSolvers()) {
+    CheckParams({xml, "start", 0, 50}, solver,
+                {"joint:slide:stiffness", "joint:slide:damping", "actuator:push:gainprm:0"},
+                {ckPARAM_ANALYTIC, ckPARAM_ANALYTIC, ckPARAM_ANALYTIC}, 1e-5);
+  }
+}
+
+TEST_F(RolloutGradTest, ParametersRefuseBadInput) {
+  ModelPtr m = Load(BundledModel("pushed_box.xml"));
+  ASSERT_TRUE(m);
+  ckSettings s = Settings(ckSOL_MUJOCO);
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  Loss loss;
+  loss.w.assign(m->nv, 1.0);
+  std::vector<double> ctrl(10 * m->nu, 1.0), gp(2);
+  const std::vector<double> qpos(d->qpos, d->qpos + m->nq);
+  auto call = [&](const ckParam* p, int np) {
+    return ck_rolloutGradParam(ck.get(), m.get(), d.get(), 10, ctrl.data(), &Loss::Eval, &loss, p,
+                               np, nullptr, nullptr, nullptr, gp.data(), nullptr);
+  };
+  auto said = [&](const char* what) {
+    return std::string(ck_lastError(ck.get())).find(what) != std::string::npos;
+  };
+  const ckParam good[2] = {{ckPARAM_BODY_MASS, 1, 0}, {ckPARAM_GRAVITY, 0, 2}};
+  EXPECT_EQ(-1, call(good, 0));
+  EXPECT_TRUE(said("np = 0")) << ck_lastError(ck.get());
+  EXPECT_EQ(-1, call(good, -2));
+  EXPECT_TRUE(said("np = -2")) << ck_lastError(ck.get());
+  EXPECT_EQ(-1, call(nullptr, 2));
+  EXPECT_TRUE(said("params is NULL")) << ck_lastError(ck.get());
+  const ckParam unknown[2] = {{ckPARAM_BODY_MASS, 1, 0}, {ckNPARAMKIND + 3, 0, 0}};
+  EXPECT_EQ(-1, call(unknown, 2));
+  EXPECT_TRUE(said("params[1]")) << ck_lastError(ck.get());
+  const ckParam far[1] = {{ckPARAM_BODY_MASS, 99, 0}};
+  EXPECT_EQ(-1, call(far, 1));
+  EXPECT_TRUE(said("out of range")) << ck_lastError(ck.get());
+  EXPECT_EQ(0, std::memcmp(qpos.data(), d->qpos, sizeof(double) * m->nq)) << "refused, yet stepped";
+  EXPECT_EQ(0, call(good, 2)) << ck_lastError(ck.get());
+}
+
+TEST_F(RolloutGradTest, ParametersSecondCallDoesNotAllocate) {
+  if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
+  ModelPtr m = Load(BundledModel("hopper.xml"));
+  ASSERT_TRUE(m);
+  ckParam p[3];
+  char error[512];
+  ASSERT_EQ(0, ck_parseParam(m.get(), "joint:thigh_joint:damping", p, error, sizeof(error)));
+  ASSERT_EQ(0, ck_parseParam(m.get(), "actuator:leg_motor:gainprm:0", p + 1, error, 512));
+  ASSERT_EQ(0, ck_parseParam(m.get(), "body:torso:mass", p + 2, error, 512)) << error;
+  for (int solver : ParamSolvers()) {
+    ckSettings s = Settings(solver);
+    s.comfree.anchor = 0;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    Loss loss;
+    loss.w.assign(m->nv, 0.5);
+    std::vector<double> ctrl(30 * m->nu, 0.3), gu(30 * m->nu), gp(3);
+    int how[3];
+    auto call = [&]() {
+      return ck_rolloutGradParam(ck.get(), m.get(), d.get(), 30, ctrl.data(), &Loss::Eval, &loss, p,
+                                 3, nullptr, nullptr, gu.data(), gp.data(), how);
+    };
+    ASSERT_GE(call(), 0) << ck_lastError(ck.get());
+    AllocationCounter counter;
+    counter.Start();
+    const int ret = call();
+    const long n = counter.Stop();
+    EXPECT_GE(ret, 0);
+    EXPECT_EQ(0, n) << ck_solverName(solver);
+  }
 }
 
 }  // namespace
