@@ -101,48 +101,6 @@ TEST_F(AwareJacTest, RestingBoxLiftsInFreeFlightOnlyWhenAsked) {
   EXPECT_GT(MaxDiff(plain.B, free.B), 1e-3);  // the plain one is not free flight
 }
 
-// dx' [A B] of ck_transitionJacAware(dx) is ck_transitionVJP(dx) with complementarity_aware on,
-// for directions that lift, press and mix, on the resting box and on the box sliding
-TEST_F(AwareJacTest, ProductWithTheDirectionIsTheAwareVjp) {
-  ckSettings s = Settings(ckSOL_LCP);
-  s.deriv.complementarity_aware = 1;
-  HandlePtr vjp = Make(m_.get(), &s);
-  const int nu = m_->nu;
-  std::vector<std::vector<double>> dirs = {Lift(1), Lift(-1)};
-  std::vector<double> mixed(ndx_);
-  for (int i = 0; i < ndx_; i++) mixed[i] = std::sin(1.7 * i + 0.3);
-  dirs.push_back(mixed);
-  int applied = 0;
-  for (int pose = 0; pose < 2; pose++) {
-    if (pose == 1) {
-      d_->ctrl[0] = 8;  // sliding sideways under a push, pressed by a thrust below its weight
-      d_->ctrl[1] = 4;
-      for (int k = 0; k < 20; k++) ck_step(ck_.get(), m_.get(), d_.get());
-    }
-    for (const std::vector<double>& dx : dirs) {
-      Jacobians j(m_.get());
-      ASSERT_EQ(0, ck_transitionJacAware(ck_.get(), m_.get(), d_.get(), dx.data(), j.A.data(),
-                                         j.B.data(), nullptr, nullptr));
-      applied += ck_->deriv->complementarity_applied();
-      std::vector<double> gx(ndx_), gu(nu);
-      ASSERT_EQ(0, ck_transitionVJP(vjp.get(), m_.get(), d_.get(), dx.data(), nullptr, gx.data(),
-                                    gu.data()));
-      double scale = 0;
-      for (double g : gx) scale = std::max(scale, std::fabs(g));
-      for (double g : gu) scale = std::max(scale, std::fabs(g));
-      for (int c = 0; c < ndx_ + nu; c++) {
-        double p = 0;
-        for (int i = 0; i < ndx_; i++) {
-          p += dx[i] * (c < ndx_ ? j.A[i * ndx_ + c] : j.B[i * nu + c - ndx_]);
-        }
-        const double g = c < ndx_ ? gx[c] : gu[c - ndx_];
-        EXPECT_NEAR(p, g, 1e-12 * std::max(1.0, scale)) << "pose " << pose << " column " << c;
-      }
-    }
-  }
-  EXPECT_GE(applied, 1);  // the lift direction on the resting box took the aware branch
-}
-
 // NULL direction: ck_transitionJac exactly; a direction that is not finite: -1
 TEST_F(AwareJacTest, WithoutDirectionItIsTheJacobian) {
   Jacobians plain(m_.get()), aware(m_.get());
@@ -157,21 +115,6 @@ TEST_F(AwareJacTest, WithoutDirectionItIsTheJacobian) {
                                       nullptr, nullptr, nullptr));
   EXPECT_NE(std::string(ck_lastError(ck_.get())).find("dx[3]"), std::string::npos)
       << ck_lastError(ck_.get());
-}
-
-TEST_F(AwareJacTest, DoesNotAllocate) {
-  if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
-  Jacobians j(m_.get());
-  std::vector<double> lift = Lift(1), press = Lift(-1);
-  ck_transitionJacAware(ck_.get(), m_.get(), d_.get(), lift.data(), j.A.data(), j.B.data(), nullptr,
-                        nullptr);
-  AllocationCounter counter;
-  counter.Start();
-  ck_transitionJacAware(ck_.get(), m_.get(), d_.get(), lift.data(), j.A.data(), j.B.data(), nullptr,
-                        nullptr);
-  ck_transitionJacAware(ck_.get(), m_.get(), d_.get(), press.data(), j.A.data(), j.B.data(),
-                        nullptr, nullptr);
-  EXPECT_EQ(counter.Stop(), 0);
 }
 
 // comfree: a contact the direction pulls apart keeps its force fixed in the tangent, so that the
@@ -406,7 +349,8 @@ INSTANTIATE_TEST_SUITE_P(Ipm, AwareJacIpmTest,
                          });
 
 INSTANTIATE_TEST_SUITE_P(Solvers, AwareJacSolverTest,
-                         ::testing::Values(AwareCase{ckSOL_IPM, false, "ipm"},
+                         ::testing::Values(AwareCase{ckSOL_LCP, false, "lcp"},
+                                           AwareCase{ckSOL_IPM, false, "ipm"},
                                            AwareCase{ckSOL_IPM, true, "ipm_at_kappa_tol"},
                                            AwareCase{ckSOL_MUJOCO, false, "mujoco"}),
                          [](const ::testing::TestParamInfo<AwareCase>& i) {
