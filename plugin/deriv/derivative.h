@@ -271,6 +271,10 @@ bool ParamKindAnalytic(int kind);
 // the first of n values that MuJoCo's checks would call bad (NaN, inf, beyond mjMAXVAL), or -1
 int FirstBad(const mjtNum* x, int n);
 
+// a caller's parameter list: 0, or -1 with ck_lastError naming the first bad parameter (np < 1,
+// params NULL, a kind, id or index out of range)
+int CheckParams(ckHandle* ck, const mjModel* m, const ckParam* params, int np, const char* fn);
+
 // the checks of every derivative entry point: 0, or -1 (bad arguments, another model, no
 // derivative workspace) or -2 (a state MuJoCo would reset) with ck_lastError saying why
 int CheckTransition(ckHandle* ck, const mjModel* m, const mjData* d, const char* fn);

@@ -307,6 +307,22 @@ int Derivative::ParamJacobian(const mjModel* m, const mjData* d, const ckParam* 
   return ret;
 }
 
+int CheckParams(ckHandle* ck, const mjModel* m, const ckParam* params, int np, const char* fn) {
+  if (!params || np <= 0) {
+    SetLastError(ck, fn, params ? "np = %d; at least one parameter is needed" : "params is NULL",
+                 np);
+    return -1;
+  }
+  char buf[512];
+  for (int k = 0; k < np; k++) {
+    if (ck_checkParam(m, params + k, buf, sizeof(buf)) != 0) {
+      SetLastError(ck, fn, "params[%d]: %s", k, buf);
+      return -1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace contactkit
 
 //---------------------------------- C API ---------------------------------------------------------
@@ -440,18 +456,7 @@ int ck_paramJac(ckHandle* ck, const mjModel* m, const mjData* d, const ckParam* 
   ck->fallback = ckFALLBACK_NONE;
   const int check = CheckTransition(ck, m, d, fn);
   if (check) return check;
-  if (!params || np <= 0) {
-    SetLastError(ck, fn, params ? "np = %d; at least one parameter is needed" : "params is NULL",
-                 np);
-    return -1;
-  }
-  char buf[512];
-  for (int k = 0; k < np; k++) {
-    if (ck_checkParam(m, params + k, buf, sizeof(buf)) != 0) {
-      SetLastError(ck, fn, "params[%d]: %s", k, buf);
-      return -1;
-    }
-  }
+  if (CheckParams(ck, m, params, np, fn)) return -1;
   const int resets = ck->deriv->ScratchResets();
   const int ret = ck->deriv->ParamJacobian(m, d, params, np, DxDp, DsDp, how);
   if (ck->deriv->ScratchResets() != resets) {

@@ -234,13 +234,7 @@ int RolloutGrad(ckHandle* ck, const mjModel* m, mjData* d, int nstep, const mjtN
                  static_cast<double>(ctrl[bad]));
     return -1;
   }
-  char buf[512];
-  for (int k = 0; k < np; k++) {
-    if (ck_checkParam(m, params + k, buf, sizeof(buf)) != 0) {
-      SetLastError(ck, fn, "params[%d]: %s", k, buf);
-      return -1;
-    }
-  }
+  if (np > 0 && CheckParams(ck, m, params, np, fn)) return -1;
   RolloutTape& tape = ck->deriv->tape();
   if (UsesAnchors(ck)) {
     SetLastError(ck, fn,
@@ -283,10 +277,7 @@ int ck_rolloutGradParam(ckHandle* ck, const mjModel* m, mjData* d, int nstep, co
   if (!guard.ok()) return -1;
   if (!params || np <= 0) {
     ck->fallback = ckFALLBACK_NONE;
-    SetLastError(ck, fn,
-                 params ? "np = %d; at least one parameter is needed (ck_rolloutGrad has none)"
-                        : "params is NULL",
-                 np);
+    CheckParams(ck, m, params, np, fn);
     return -1;
   }
   return RolloutGrad(ck, m, d, nstep, ctrl, loss, user, params, np, value, gx0, gu, gp, how, fn);

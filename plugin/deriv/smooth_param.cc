@@ -19,15 +19,8 @@ constexpr double kParamStep = 1e-5;  // central-difference step, relative to 1 +
 
 void SmoothTangent::ParamTangent(const mjModel* m, mjModel* mp, mjtNum* field, int damping_dof,
                                  bool fold_damping) {
-  const int nv = nv_;
   const double h = m->opt.timestep;
-  mju_zero(tan_.dq, nv);
-  mju_zero(tan_.dv, nv);
-  mju_zero(tan_.dact, na_);
-  mju_zero(tan_.du, nu_);
-  mju_zero(tan_.dqderiv_qacc, nv);
-  tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
-  tan_.has_dM_problem = false;
+  ClearTangent();
 
   // both sides, then the field back bit for bit
   const mjtNum value = *field;

@@ -127,7 +127,7 @@ void SmoothTangent::DenseQDeriv(const mjModel* m, const mjData* src, double* out
   }
 }
 
-void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
+void SmoothTangent::ClearTangent() {
   const int nv = nv_;
   mju_zero(tan_.dq, nv);
   mju_zero(tan_.dv, nv);
@@ -136,6 +136,10 @@ void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
   mju_zero(tan_.dqderiv_qacc, nv);
   tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
   tan_.has_dM_problem = false;
+}
+
+void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
+  ClearTangent();
 
   switch (kind) {
     case kCtrl:

@@ -66,6 +66,8 @@ class SmoothTangent {
   // ---- a direction (smooth_tangent.cc) ----
   // tangents of the smooth data and rows along a unit direction
   void UnitTangent(const mjModel* m, int kind, int index);
+  // the direction's tangent to zero, no perturbed matrix or row data
+  void ClearTangent();
   // dv_free of the direction from dqfrc_smooth and dM (or dM_problem), for a problem with rows
   void FreeVelocityTangent(const mjModel* m);
   // ---- a parameter direction (smooth_param.cc) ----

@@ -576,9 +576,11 @@ TEST_F(LcpTest, LargeIslandIsExactOrReportsItsBudget) {
   };
   ckSettings s = LcpSettings();
   int large, solved;
-  run(s, TestSteps(400), &large, &solved);
+  // all 400 steps even in quick runs: the first tens, while the mat lands, are the hard ones (36
+  // large solves of a quick run under the sanitizers: 21 exact)
+  run(s, 400, &large, &solved);
   std::printf("mat: %d solves of one island over 100 rows, %d exact\n", large, solved);
-  EXPECT_GT(large, TestSteps(400) / 2);
+  EXPECT_GT(large, 200);
   EXPECT_GE(solved, 0.9 * large);
 
   // no guess and a budget of a few sweeps: inexact, and said so
