@@ -301,9 +301,9 @@ CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtN
 // with "mujoco" its rows leave the soft tangent's active set; for these two the classification of
 // dx is kept whenever it changes a contact, without the score (their solved tangents tie velocity
 // to depth, a 1/h term that the score would always prefer). dx NULL, the RK4 integrator and the
-// adaptive integrators (as the VJP): exactly ck_transitionJac. Costs two to three ck_transitionJac evaluations when there
-// is contact, one otherwise.
-// Returns as ck_transitionJac, and -1 for a dx that is not finite.
+// adaptive integrators (as the VJP): exactly ck_transitionJac. Costs two to three ck_transitionJac
+// evaluations when there is contact, one otherwise. Returns as ck_transitionJac, and -1 for a dx
+// that is not finite.
 CKAPI int ck_transitionJacAware(ckHandle* ck, const mjModel* m, const mjData* d, const mjtNum* dx,
                                 mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
 
