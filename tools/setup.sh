@@ -3,7 +3,9 @@
 #   - the Debian packages (compilers, Debian's MuJoCo 2.2.2 and its example models, test and tool
 #     libraries), if any are missing: apt-get as root, through sudo otherwise;
 #   - MuJoCo 3.x from PyPI: a virtual environment .venvs/mujoco-<version> with mujoco==<version>
-#     (default: the version pinned in pyproject.toml) and the packages of tools/requirements.txt.
+#     (default: the version pinned in pyproject.toml) with its system-identification extras
+#     (mujoco.sysid, the baseline of `python -m contactkit.bench sysid`) and the packages of
+#     tools/requirements.txt.
 #   - with --mjx, also MJX (mujoco-mjx of the same version, with JAX on the CPU) in that venv, for
 #     `python -m contactkit.bench mjx-toss` (not needed by the build or the tests).
 # usage: tools/setup.sh [--mujoco VERSION] [--mjx]   (prints nothing else on stdout than progress)
@@ -72,7 +74,7 @@ case "$version" in
   *) echo "setup: MuJoCo version '$version' is not a 3.x release (e.g. 3.3.7); 2.2.2 comes from Debian" >&2; exit 2 ;;
 esac
 venv="$here/.venvs/mujoco-$version"
-want=("mujoco==$version" -r "$here/tools/requirements.txt")
+want=("mujoco[sysid]==$version" -r "$here/tools/requirements.txt")
 have="$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mujoco"))' 2>/dev/null || true)"
 stamp="$venv/.ck-requirements"
 if [ "$have" = "$version" ] && cmp -s "$here/tools/requirements.txt" "$stamp"; then
