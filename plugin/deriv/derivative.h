@@ -258,11 +258,13 @@ class Derivative : private FdTarget {
     int np = 0;
     mjtNum *dx = nullptr, *ds = nullptr;  // DxDp, DsDp (nullable)
     int* how = nullptr;                   // (nullable)
+    const mjModel* base = nullptr;        // the caller's model
   } param_;
   mjModel* param_model_ = nullptr;    // copy of the caller's model, one field moved at a time
   std::vector<double> param_next_;    // next states of the two sides (2 (nq + nv + na))
   std::vector<double> param_sensor_;  // sensors of the two sides (2 nsensordata)
   std::vector<double> param_dq_;      // tangent position difference (nv)
+  std::vector<double> param_m0_;      // composite-inertia diagonals of SetParam (2 nv)
 };
 
 // ck_paramJac has an analytic path for parameters of this kind (the others: central differences)

@@ -192,6 +192,20 @@ mjtNum* ParamField(mjModel* m, const ckParam& p) {
   }
 }
 
+// a parameter of the copy mp of base (work: 2 nv)
+ParamSlot Slot(mjModel* mp, const mjModel* base, const ckParam& p, mjtNum* work) {
+  ParamSlot slot;
+  slot.work = work;
+  slot.field = ParamField(mp, p);
+  slot.base = base;
+  slot.base_field = ParamField(const_cast<mjModel*>(base), p);
+  slot.mass = p.kind == ckPARAM_BODY_MASS;
+  // a center of mass keeps dof_M0: mj_setConst refuses a moved one on a body compiled simple
+  slot.inertial = slot.mass || p.kind == ckPARAM_BODY_INERTIA;
+  if (p.kind == ckPARAM_DOF_ARMATURE) slot.armature_dof = p.id;
+  return slot;
+}
+
 //---------------------------------- the derivative's part -----------------------------------------
 
 bool Derivative::SetupParams(const mjModel* m, std::string* error) {
@@ -203,6 +217,7 @@ bool Derivative::SetupParams(const mjModel* m, std::string* error) {
   param_next_.assign(2 * static_cast<size_t>(nq_ + nv_ + na_), 0.0);
   param_sensor_.assign(2 * static_cast<size_t>(ns_), 0.0);
   param_dq_.assign(static_cast<size_t>(nv_), 0.0);
+  param_m0_.assign(2 * static_cast<size_t>(nv_), 0.0);
   return true;
 }
 
@@ -212,7 +227,8 @@ void Derivative::ParamTangent(const mjModel* m, int k) {
   // the solvers' problems fold the damping the integrator treats implicitly into M_eff (Extract);
   // "mujoco"'s holds M
   const bool fold = stage_.solver && (integrator_.damped || integrator_.implicit);
-  smooth_.ParamTangent(m, param_model_, ParamField(param_model_, p), damping_dof, fold);
+  smooth_.ParamTangent(m, param_model_, Slot(param_model_, m, p, param_m0_.data()), damping_dof,
+                       fold);
 }
 
 void Derivative::EmitParam(int k, const double* out) {
@@ -222,18 +238,19 @@ void Derivative::EmitParam(int k, const double* out) {
   }
   if (param_.ds) {
     double* ds = out_.sensor_col;
-    smooth_.ParamSensorTangent(param_model_, ParamField(param_model_, param_.params[k]), ds);
+    smooth_.ParamSensorTangent(
+        param_model_, Slot(param_model_, param_.base, param_.params[k], param_m0_.data()), ds);
     for (int i = 0; i < ns_; i++) param_.ds[static_cast<size_t>(i) * np + k] = ds[i];
   }
 }
 
 void Derivative::ParamFiniteDiff(const mjModel* m, const mjData* d, int k) {
   const int nq = nq_, nv = nv_, na = na_, ns = ns_, np = param_.np, nx = nq + nv + na;
-  mjtNum* field = ParamField(param_model_, param_.params[k]);
-  const mjtNum value = *field;
+  const ParamSlot slot = Slot(param_model_, m, param_.params[k], param_m0_.data());
+  const mjtNum value = *slot.field;
   const double eps = kParamFdStep * (1 + std::fabs(value));
   for (int side = 0; side < 2; side++) {
-    *field = side == 0 ? value + eps : value - eps;
+    SetParam(param_model_, slot, side == 0 ? value + eps : value - eps, stage_data_);
     CopyStepInputs(m, d, stage_data_);
     ResetShadow();
     StepSkip(shadow_, param_model_, stage_data_, mjSTAGE_NONE, param_.ds ? 0 : 1);
@@ -243,7 +260,7 @@ void Derivative::ParamFiniteDiff(const mjModel* m, const mjData* d, int k) {
     mju_copy(next + nq + nv, stage_data_->act, na);
     if (param_.ds) mju_copy(param_sensor_.data() + side * ns, stage_data_->sensordata, ns);
   }
-  *field = value;
+  SetParam(param_model_, slot, value, stage_data_);
 
   const double* plus = param_next_.data();
   const double* minus = plus + nx;
@@ -271,6 +288,7 @@ int Derivative::ParamJacobian(const mjModel* m, const mjData* d, const ckParam* 
   SyncModel(param_model_, m);  // the caller's current values
   param_ = ParamCall();
   param_.params = params;
+  param_.base = m;
   param_.np = np;
   param_.dx = DxDp;
   param_.ds = DsDp;

@@ -879,10 +879,10 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
   mju_copy(d->ctrl, nominal_.ctrl, nu_);
 }
 
-void SmoothTangent::ParamSensorTangent(mjModel* mp, mjtNum* field, double* ds) {
+void SmoothTangent::ParamSensorTangent(mjModel* mp, const ParamSlot& slot, double* ds) {
   // forward difference of the parameter by SensorTangent's step: the position stage of mp there
-  const mjtNum value = *field;
-  *field = value + kPosStep;
+  const mjtNum value = *slot.field;
+  SetParam(mp, slot, value + kPosStep, pass_data_);
   mjData* d = pass_data_;
   mju_copy(d->qpos, nominal_.qpos, nq_);
   mj_kinematics(mp, d);
@@ -892,7 +892,7 @@ void SmoothTangent::ParamSensorTangent(mjModel* mp, mjtNum* field, double* ds) {
   MassMatrix(mp, d);
   mj_transmission(mp, d);
   SensorTangent(mp, kParam, ds);
-  *field = value;
+  SetParam(mp, slot, value, pass_data_);
 }
 
 }  // namespace contactkit

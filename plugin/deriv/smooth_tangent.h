@@ -24,6 +24,23 @@
 
 namespace contactkit {
 
+// one model parameter of a model copy and what mj_setConst derives from it that the dynamics
+// read: a body's mass moves body_subtreemass (the com stage); mass, inertia and armature move
+// dof_M0 (the mass matrix's diagonal of MuJoCo's simple dofs); not invweight0 (constraint scaling)
+struct ParamSlot {
+  mjtNum* field = nullptr;             // the parameter's value in the copy
+  const mjModel* base = nullptr;       // the unperturbed model (the copy's source)
+  const mjtNum* base_field = nullptr;  // the parameter's value in base
+  bool mass = false;                   // a body's mass
+  bool inertial = false;               // a body's mass or inertia
+  int armature_dof = -1;               // the dof whose armature field is, or -1
+  mjtNum* work = nullptr;              // (2 nv) for the inertial kinds
+};
+
+// a slot's field to value with its derived fields as mj_setConst would set them (scratch: data of
+// the copy, overwritten); at base's value every field is base's, bit for bit
+void SetParam(mjModel* mp, const ParamSlot& slot, mjtNum value, mjData* scratch);
+
 class SmoothTangent {
  public:
   // the parts it reads (the extractor's trees, the nominal stage, the integrator, the stage's
@@ -71,15 +88,15 @@ class SmoothTangent {
   // dv_free of the direction from dqfrc_smooth and dM (or dM_problem), for a problem with rows
   void FreeVelocityTangent(const mjModel* m);
   // ---- a parameter direction (smooth_param.cc) ----
-  // tangents along the parameter *field of mp (a copy of m, restored bit for bit): central
+  // tangents along the parameter slot of mp (a copy of m, restored bit for bit): central
   // differences of the position and velocity stages on pass_data_; damping_dof >= 0: the field
   // is that dof's damping, which also enters the integrator (and M_eff if fold_damping)
-  void ParamTangent(const mjModel* m, mjModel* mp, mjtNum* field, int damping_dof,
+  void ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot& slot, int damping_dof,
                     bool fold_damping);
   // one pass of ParamTangent at the current value of mp's field: sign 1 stores, -1 differences
   void ParamPass(mjModel* mp, int sign, double eps);
   // sensor tangent of the current parameter direction (after SolveTangent)
-  void ParamSensorTangent(mjModel* mp, mjtNum* field, double* ds);
+  void ParamSensorTangent(mjModel* mp, const ParamSlot& slot, double* ds);
   // controls and activations: differences of mj_fwdActuation on stage_data_
   void ActuationTangent(const mjModel* m, int kind, int index);
   void RestoreActuation();

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import contactkit
+from support import move_param
 
 XML = """
 <mujoco>
@@ -51,13 +52,13 @@ def central_differences(h, m, d, fields, eps=1e-6):
         step = eps * (1 + abs(value))
         nexts = []
         for s in (1, -1):
-            arr[idx] = value + s * step
+            move_param(m, arr, idx, value + s * step, name == "body_mass")
             e = mujoco.MjData(m)
             mujoco.mj_copyData(e, m, d)
             h.reset()
             h.step(m, e)
             nexts.append((e.qpos.copy(), e.qvel.copy()))
-        arr[idx] = value
+        move_param(m, arr, idx, value, name == "body_mass")
         dq = np.zeros(m.nv)
         mujoco.mj_differentiatePos(m, dq, 2 * step, nexts[1][0], nexts[0][0])
         out[:m.nv, k] = dq
@@ -93,6 +94,13 @@ def test_param_jac_matches_central_differences_on_a_sliding_box(solver):
     assert list(how) == [0, 1, 0, 0, 0]  # friction: central differences of the step
     ref = central_differences(h, m, d, FIELDS)
     for k in range(len(PARAMS)):
+        if PARAMS[k] == "body:box:mass" and solver in ("ipm", "lcp"):
+            # closed form: with hard contact a box sliding under gravity and Coulomb friction
+            # moves the same whatever its mass (to ipm's smoothing; the soft solvers' impedance,
+            # scaled by the compiled invweight0, is not mass-invariant): both columns ~0
+            assert np.linalg.norm(DxDp[:, k]) < 1e-4 * np.linalg.norm(DxDp[:, -1]), solver
+            assert np.linalg.norm(ref[:, k]) < 1e-4 * np.linalg.norm(ref[:, -1]), solver
+            continue
         err = np.linalg.norm(DxDp[:, k] - ref[:, k]) / max(np.linalg.norm(ref[:, k]), 1e-6)
         assert err < 1e-5, (PARAMS[k], err)
 

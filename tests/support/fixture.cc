@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 
@@ -139,6 +140,53 @@ void MujocoTest::ExpectNoDataWarnings(const mjData* d) {
   for (int i = 0; i < mjNWARNING; i++) {
     EXPECT_EQ(d->warning[i].number, 0) << "mjData warning " << i << " raised";
   }
+}
+
+mjtNum* ParamFieldOf(mjModel* m, const ckParam& p) {
+  switch (p.kind) {
+    case ckPARAM_BODY_MASS:
+      return m->body_mass + p.id;
+    case ckPARAM_BODY_IPOS:
+      return m->body_ipos + 3 * p.id + p.index;
+    case ckPARAM_BODY_INERTIA:
+      return m->body_inertia + 3 * p.id + p.index;
+    case ckPARAM_GEOM_FRICTION:
+      return m->geom_friction + 3 * p.id + p.index;
+    case ckPARAM_GEOM_SIZE:
+      return m->geom_size + 3 * p.id + p.index;
+    case ckPARAM_GEOM_POS:
+      return m->geom_pos + 3 * p.id + p.index;
+    case ckPARAM_GEOM_SOLREF:
+      return m->geom_solref + mjNREF * p.id + p.index;
+    case ckPARAM_GEOM_SOLIMP:
+      return m->geom_solimp + mjNIMP * p.id + p.index;
+    case ckPARAM_DOF_DAMPING:
+      return m->dof_damping + p.id;
+    case ckPARAM_DOF_ARMATURE:
+      return m->dof_armature + p.id;
+    case ckPARAM_JNT_STIFFNESS:
+      return m->jnt_stiffness + p.id;
+    case ckPARAM_DOF_FRICTIONLOSS:
+      return m->dof_frictionloss + p.id;
+    case ckPARAM_ACTUATOR_GAINPRM:
+      return m->actuator_gainprm + mjNGAIN * p.id + p.index;
+    case ckPARAM_ACTUATOR_BIASPRM:
+      return m->actuator_biasprm + mjNBIAS * p.id + p.index;
+    default:
+      return m->opt.gravity + p.index;
+  }
+}
+
+void SetParamValue(mjModel* m, const ckParam& p, mjtNum value) {
+  *ParamFieldOf(m, p) = value;
+  const bool inertial = p.kind == ckPARAM_BODY_MASS || p.kind == ckPARAM_BODY_INERTIA ||
+                        p.kind == ckPARAM_DOF_ARMATURE;
+  if (!inertial) return;
+  ModelPtr c(mj_copyModel(nullptr, m));
+  DataPtr d(mj_makeData(c.get()));
+  mj_setConst(c.get(), d.get());
+  std::memcpy(m->body_subtreemass, c->body_subtreemass, sizeof(mjtNum) * m->nbody);
+  std::memcpy(m->dof_M0, c->dof_M0, sizeof(mjtNum) * m->nv);
 }
 
 }  // namespace contactkit::test

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "contactkit/params.h"
 
 namespace contactkit::test {
 
@@ -41,6 +42,12 @@ std::string SharedModel(const std::string& rel);
 // a 1 kg slider on a spring k = 100 N/m (omega = 10 rad/s, timestep 0.01), no gravity, with the
 // MJCF text custom (e.g. <custom> fields) after <mujoco>
 std::string OscillatorXml(const std::string& custom = "");
+
+// the model field a parameter names (written here independently of the library's own)
+mjtNum* ParamFieldOf(mjModel* m, const ckParam& p);
+// the parameter to value as ck_paramJac defines it: the field and what mj_setConst derives from it
+// for the dynamics (subtree masses, dof_M0), but not the constraints' invweight0
+void SetParamValue(mjModel* m, const ckParam& p, mjtNum value);
 
 // true if a file exists
 bool FileExists(const std::string& path);

@@ -112,11 +112,10 @@ class ParamJacTest : public MujocoTest {
     DataPtr e(mj_makeData(m));
     Vec next[2], sens[2], dq(nv);
     for (int k = 0; k < np; k++) {
-      mjtNum* field = Field(m, params[k]);
-      const mjtNum value = *field;
+      const mjtNum value = *ParamFieldOf(m, params[k]);
       const double eps = 1e-6 * (1 + std::fabs(value));
       for (int side = 0; side < 2; side++) {
-        *field = side == 0 ? value + eps : value - eps;
+        SetParamValue(m, params[k], side == 0 ? value + eps : value - eps);
         mj_copyData(e.get(), m, d);
         ck_reset(ck);
         ck_step(ck, m, e.get());
@@ -125,48 +124,13 @@ class ParamJacTest : public MujocoTest {
         next[side].insert(next[side].end(), e->act, e->act + na);
         sens[side].assign(e->sensordata, e->sensordata + ns);
       }
-      *field = value;
+      SetParamValue(m, params[k], value);
       mj_differentiatePos(m, dq.data(), 2 * eps, next[1].data(), next[0].data());
       for (int i = 0; i < nv; i++) (*dx)[i * np + k] = dq[i];
       for (int i = 0; i < nv + na; i++) {
         (*dx)[(nv + i) * np + k] = (next[0][m->nq + i] - next[1][m->nq + i]) / (2 * eps);
       }
       for (int i = 0; i < ns; i++) (*ds)[i * np + k] = (sens[0][i] - sens[1][i]) / (2 * eps);
-    }
-  }
-
-  static mjtNum* Field(mjModel* m, const ckParam& p) {
-    switch (p.kind) {
-      case ckPARAM_BODY_MASS:
-        return m->body_mass + p.id;
-      case ckPARAM_BODY_IPOS:
-        return m->body_ipos + 3 * p.id + p.index;
-      case ckPARAM_BODY_INERTIA:
-        return m->body_inertia + 3 * p.id + p.index;
-      case ckPARAM_GEOM_FRICTION:
-        return m->geom_friction + 3 * p.id + p.index;
-      case ckPARAM_GEOM_SIZE:
-        return m->geom_size + 3 * p.id + p.index;
-      case ckPARAM_GEOM_POS:
-        return m->geom_pos + 3 * p.id + p.index;
-      case ckPARAM_GEOM_SOLREF:
-        return m->geom_solref + mjNREF * p.id + p.index;
-      case ckPARAM_GEOM_SOLIMP:
-        return m->geom_solimp + mjNIMP * p.id + p.index;
-      case ckPARAM_DOF_DAMPING:
-        return m->dof_damping + p.id;
-      case ckPARAM_DOF_ARMATURE:
-        return m->dof_armature + p.id;
-      case ckPARAM_JNT_STIFFNESS:
-        return m->jnt_stiffness + p.id;
-      case ckPARAM_DOF_FRICTIONLOSS:
-        return m->dof_frictionloss + p.id;
-      case ckPARAM_ACTUATOR_GAINPRM:
-        return m->actuator_gainprm + mjNGAIN * p.id + p.index;
-      case ckPARAM_ACTUATOR_BIASPRM:
-        return m->actuator_biasprm + mjNBIAS * p.id + p.index;
-      default:
-        return m->opt.gravity + p.index;
     }
   }
 
@@ -355,6 +319,42 @@ TEST_F(ParamJacTest, AdaptiveStepFallsBackToDifferencesOfTheStep) {
   EXPECT_EQ(how, ckPARAM_FINITE_DIFF);
   const double h = m->opt.timestep, w = 10;
   EXPECT_NEAR(dx[0], -0.1 * h * std::sin(w * h) / (2 * w), 1e-8);
+}
+
+// a body's mass moves its subtree masses with it, as a recompiled model's would: in free flight
+// a body falls the same whatever its mass (before the fix the step, and so the column, fell
+// faster with more mass), and a pendulum's link mass changes its swing (differences of a model
+// whose subtree masses follow)
+TEST_F(ParamJacTest, MassMovesTheSubtreeMassesLikeACompiledModel) {
+  ModelPtr m = LoadString(R"(
+    <mujoco><worldbody>
+      <body name="ball" pos="0 0 1"><freejoint/><geom type="sphere" size="0.1" mass="0.5"/></body>
+      <body name="link" pos="1 0 1"><joint type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="0.7"/>
+        <body name="tip" pos="0.3 0 0"><joint type="hinge" axis="0 1 0"/>
+          <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="0.4"/></body></body>
+    </worldbody></mujoco>)");
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  d->qvel[3] = 2;  // a tumbling ball
+  d->qvel[6] = 1;
+  for (int solver : {ckSOL_MUJOCO, ckSOL_IPM}) {
+    HandlePtr ck = MakeFor(m.get(), solver);
+    const std::vector<ckParam> params = Parse(m.get(), {"body:ball:mass", "body:link:mass"});
+    const int ndx = 2 * m->nv;
+    Vec dx(static_cast<size_t>(ndx) * 2);
+    ASSERT_EQ(
+        0, ck_paramJac(ck.get(), m.get(), d.get(), params.data(), 2, dx.data(), nullptr, nullptr));
+    for (int i = 0; i < ndx; i++) {
+      if (i % m->nv < 6) {
+        EXPECT_NEAR(0, dx[2 * i], 1e-9) << ck_solverName(solver) << " ball's mass, row " << i;
+      } else if (i >= m->nv) {
+        EXPECT_GT(std::fabs(dx[2 * i + 1]), 1e-4) << ck_solverName(solver) << " link's mass " << i;
+      }
+    }
+    Check(ck.get(), m.get(), d.get(), {"body:ball:mass", "body:link:mass", "body:tip:mass"}, 1e-5,
+          "subtree masses");
+  }
 }
 
 TEST_F(ParamJacTest, PandaDampingArmatureGain) {

@@ -366,27 +366,6 @@ TEST_F(RolloutGradTest, AdaptiveStepsMatchDifferences) {
   CheckAgainstDifferences({"pushed_box.xml", "slide", 0, 30}, ckSOL_MUJOCO, 1e-5, ckINT_TSIT5);
 }
 
-// the model field a parameter names (as ck_paramJac's test)
-mjtNum* Field(mjModel* m, const ckParam& p) {
-  switch (p.kind) {
-    case ckPARAM_BODY_MASS:
-      return m->body_mass + p.id;
-    case ckPARAM_GEOM_FRICTION:
-      return m->geom_friction + 3 * p.id + p.index;
-    case ckPARAM_DOF_DAMPING:
-      return m->dof_damping + p.id;
-    case ckPARAM_JNT_STIFFNESS:
-      return m->jnt_stiffness + p.id;
-    case ckPARAM_ACTUATOR_GAINPRM:
-      return m->actuator_gainprm + mjNGAIN * p.id + p.index;
-    case ckPARAM_GRAVITY:
-      return m->opt.gravity + p.index;
-    default:
-      ADD_FAILURE() << "no field for kind " << p.kind;
-      return nullptr;
-  }
-}
-
 // dL/dp of ck_rolloutGradParam against centered differences of the rollout's loss in each
 // parameter (the model's field moved, the rollout rerun); expect[k]: the ckParamHow of column k;
 // the model's bytes are unchanged by the call
@@ -449,14 +428,12 @@ void RolloutGradTest::CheckParams(const Scene& scene, int solver,
   // centered differences of the loss in each parameter, and the plain gradients unchanged
   std::vector<double> fp(np), gu0(T * nu);
   for (int k = 0; k < np; k++) {
-    mjtNum* field = Field(m.get(), params[k]);
-    ASSERT_TRUE(field);
-    const double p = *field, eps = 1e-6 * (1 + std::fabs(p));
-    *field = p + eps;
+    const double p = *ParamFieldOf(m.get(), params[k]), eps = 1e-6 * (1 + std::fabs(p));
+    SetParamValue(m.get(), params[k], p + eps);
     const double lp = Rollout(ck.get(), m.get(), d0.get(), d.get(), ctrl, &loss, T);
-    *field = p - eps;
+    SetParamValue(m.get(), params[k], p - eps);
     const double lm = Rollout(ck.get(), m.get(), d0.get(), d.get(), ctrl, &loss, T);
-    *field = p;
+    SetParamValue(m.get(), params[k], p);
     fp[k] = (lp - lm) / (2 * eps);
     const double err = std::fabs(gp[k] - fp[k]) / std::max(std::fabs(fp[k]), 1e-12);
     EXPECT_LT(err, tol) << scene.model << " " << ck_solverName(solver) << " " << names[k]
