@@ -19,6 +19,7 @@ XML = """
     </body>
   </worldbody>
   <actuator><motor name="drive" joint="hinge" gear="1"/></actuator>
+  <sensor><jointpos joint="hinge"/><jointvel joint="hinge"/></sensor>
 </mujoco>"""
 PARAMS = ["body:link:mass", "joint:hinge:damping"]
 TRUE = np.array([1.3, 0.3])
@@ -29,13 +30,14 @@ def record(model, push, steps=80):
     mujoco.mj_forward(model, d)
     qpos0, qvel0 = d.qpos.copy(), d.qvel.copy()
     ctrl = np.array([[push * np.sin(0.05 * t)] for t in range(steps)])
-    qpos, qvel = [], []
+    qpos, qvel, sens = [], [], []
     for t in range(steps):
         d.ctrl[:] = ctrl[t]
         mujoco.mj_step(model, d)
         qpos.append(d.qpos.copy())
         qvel.append(d.qvel.copy())
-    return sysid.Trajectory(qpos0, qvel0, ctrl, np.array(qpos), np.array(qvel))
+        sens.append(d.sensordata.copy())
+    return sysid.Trajectory(qpos0, qvel0, ctrl, np.array(qpos), np.array(qvel), np.array(sens))
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +79,79 @@ def test_bad_input_is_named(data):
                            trajectories[0].ctrl[:, :0], trajectories[0].qpos, trajectories[0].qvel)
     with pytest.raises(ValueError, match="ctrl must have shape"):
         sysid.identify(model, PARAMS, [bad])
+
+
+@pytest.mark.parametrize("observe,horizon", [("sensors", None), ("state", 20), ("sensors", 15)])
+def test_sensors_and_windows_recover_the_parameters(data, observe, horizon):
+    """sensor residuals (C S + DsDp rows) and windows restarted from the recording"""
+    model, trajectories = data
+    res = sysid.identify(model, PARAMS, trajectories, x0=np.array([0.8, 0.9]),
+                         bounds=(np.array([0.1, 0.0]), np.array([5.0, 2.0])),
+                         observe=observe, horizon=horizon, solver="mujoco")
+    np.testing.assert_allclose(res.x, TRUE, rtol=1e-3)
+
+
+def test_windows_restart_from_the_recorded_state(data):
+    _, trajectories = data
+    tr = trajectories[0]
+    wins = sysid.windows(tr, 30)
+    assert [len(w.ctrl) for w in wins] == [30, 30, 20]
+    np.testing.assert_array_equal(wins[1].qpos0, tr.qpos[29])
+    np.testing.assert_array_equal(wins[2].qvel0, tr.qvel[59])
+    np.testing.assert_array_equal(wins[2].sensordata, tr.sensordata[60:])
+
+
+def test_a_list_of_names_is_one_unknown():
+    """two hinges whose damping is one value: the tied unknown is found, the model kept"""
+    xml = XML.replace('<actuator>', """<worldbody><body name="two">
+      <joint name="h2" type="hinge" axis="0 1 0" damping="0.3"/>
+      <geom type="capsule" fromto="0 0.2 0 0.3 0.2 0" size="0.03" mass="0.9"/></body>
+      </worldbody><actuator><motor joint="h2" gear="1"/>""")
+    model = mujoco.MjModel.from_xml_string(xml)
+    trajectories = [record(model, 1.0)]
+    for tr in trajectories:
+        tr.ctrl = np.hstack([tr.ctrl, 0.5 * tr.ctrl])
+    d = mujoco.MjData(model)
+    recorded = []
+    for tr in trajectories:  # rerecord with both motors driven
+        mujoco.mj_resetData(model, d)
+        qs, vs = [], []
+        for u in tr.ctrl:
+            d.ctrl[:] = u
+            mujoco.mj_step(model, d)
+            qs.append(d.qpos.copy())
+            vs.append(d.qvel.copy())
+        recorded.append(sysid.Trajectory(tr.qpos0, tr.qvel0, tr.ctrl, np.array(qs), np.array(vs)))
+    res = sysid.identify(model, [["joint:hinge:damping", "joint:h2:damping"]], recorded,
+                         x0=np.array([0.9]), bounds=(np.array([0.0]), np.array([2.0])),
+                         solver="mujoco")
+    np.testing.assert_allclose(res.x, [0.3], rtol=1e-4)
+    np.testing.assert_array_equal(model.dof_damping, [0.3, 0.3])
+    with pytest.raises(ValueError, match="x0 must have shape"):
+        sysid.identify(model, [["joint:hinge:damping", "joint:h2:damping"]], recorded,
+                       x0=np.array([0.9, 0.9]))
+
+
+def test_mass_is_set_as_a_compiled_model_holds_it():
+    """set_params refreshes the compiler's constants: a free body then falls at g whatever its
+    mass (with the field alone MuJoCo 3.x falls faster: its simple bodies read dof_M0)"""
+    model = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><body name="b"><freejoint/><geom size="0.1" mass="1"/></body>'
+        '</worldbody></mujoco>')
+    param = sysid.parse_params(model, ["body:b:mass"])
+    sysid.set_params(model, [param], [3.0])
+    d = mujoco.MjData(model)
+    mujoco.mj_step(model, d)
+    np.testing.assert_allclose(d.qvel[2], -9.81 * model.opt.timestep, rtol=1e-12)
+
+
+def test_bad_observe_and_horizon_are_named(data):
+    model, trajectories = data
+    with pytest.raises(ValueError, match="observe"):
+        sysid.identify(model, PARAMS, trajectories, observe="camera")
+    with pytest.raises(ValueError, match="horizon"):
+        sysid.identify(model, PARAMS, trajectories, horizon=0)
+    bare = sysid.Trajectory(*[getattr(trajectories[0], f) for f in
+                              ("qpos0", "qvel0", "ctrl", "qpos", "qvel")])
+    with pytest.raises(ValueError, match="sensordata"):
+        sysid.identify(model, PARAMS, [bare], observe="sensors")
