@@ -162,6 +162,8 @@ class Derivative : private FdTarget {
   // tan_.dqacc_int and tan_.dact_dot are set
   template <typename Fn>
   bool ParamDirections(const mjModel* m, Fn&& fn);
+  // parameter k has an analytic column here (its kind has one, and a derived one only without rows)
+  bool ParamAnalytic(int k) const;
   // the smooth tangent of parameter k of the current call
   void ParamTangent(const mjModel* m, int k);
   // column k of DxDp (out: 2nv+na) and of DsDp (the sensor tangent, computed here)
@@ -264,7 +266,6 @@ class Derivative : private FdTarget {
   std::vector<double> param_next_;    // next states of the two sides (2 (nq + nv + na))
   std::vector<double> param_sensor_;  // sensors of the two sides (2 nsensordata)
   std::vector<double> param_dq_;      // tangent position difference (nv)
-  std::vector<double> param_m0_;      // composite-inertia diagonals of SetParam (2 nv)
 };
 
 // ck_paramJac has an analytic path for parameters of this kind (the others: central differences)

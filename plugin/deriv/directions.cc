@@ -53,7 +53,7 @@ bool Derivative::ParamDirections(const mjModel* m, Fn&& fn) {
   // as Directions, one direction per parameter with an analytic path (the others: how[k] set)
   int nslot = 0;
   for (int k = 0; k < param_.np; k++) {
-    if (!ParamKindAnalytic(param_.params[k].kind)) continue;
+    if (!ParamAnalytic(k)) continue;
     ParamTangent(m, k);
     if (stage_.batch) {
       QueueColumn(m, nslot, kParam, k, -1);

@@ -131,8 +131,9 @@ bool AssetField(const char* name) {
   return false;
 }
 
-// the caller's current values into the copy (same sizes), without the assets: mj_copyModel would
-// copy megabytes of meshes per call (a Panda: 30 ms)
+}  // namespace
+
+// mj_copyModel would copy megabytes of meshes per call (a Panda: 30 ms)
 void SyncModel(mjModel* dst, const mjModel* src) {
   dst->opt = src->opt;
   dst->vis = src->vis;
@@ -149,10 +150,20 @@ void SyncModel(mjModel* dst, const mjModel* src) {
 #pragma GCC diagnostic pop
 }
 
-}  // namespace
+// mj_setConst follows parameters of this kind
+bool ParamKindDerived(int kind) {
+  return kind == ckPARAM_BODY_MASS || kind == ckPARAM_BODY_INERTIA || kind == ckPARAM_DOF_ARMATURE;
+}
 
 bool ParamKindAnalytic(int kind) {
   return kind >= 0 && kind < ckNPARAMKIND && kKinds[kind].analytic;
+}
+
+bool Derivative::ParamAnalytic(int k) const {
+  // the constraint rows' impedance reads invweight0, which a derived parameter moves and the
+  // tangent holds: those columns by differences where the step has rows
+  const int kind = param_.params[k].kind;
+  return ParamKindAnalytic(kind) && !(ParamKindDerived(kind) && stage_.has_rows);
 }
 
 // the field a parameter names in m (checked by ck_checkParam)
@@ -192,17 +203,13 @@ mjtNum* ParamField(mjModel* m, const ckParam& p) {
   }
 }
 
-// a parameter of the copy mp of base (work: 2 nv)
-ParamSlot Slot(mjModel* mp, const mjModel* base, const ckParam& p, mjtNum* work) {
+// a parameter of the copy mp of base
+ParamSlot Slot(mjModel* mp, const mjModel* base, const ckParam& p) {
   ParamSlot slot;
-  slot.work = work;
   slot.field = ParamField(mp, p);
   slot.base = base;
   slot.base_field = ParamField(const_cast<mjModel*>(base), p);
-  slot.mass = p.kind == ckPARAM_BODY_MASS;
-  // a center of mass keeps dof_M0: mj_setConst refuses a moved one on a body compiled simple
-  slot.inertial = slot.mass || p.kind == ckPARAM_BODY_INERTIA;
-  if (p.kind == ckPARAM_DOF_ARMATURE) slot.armature_dof = p.id;
+  slot.derived = ParamKindDerived(p.kind);
   return slot;
 }
 
@@ -217,7 +224,6 @@ bool Derivative::SetupParams(const mjModel* m, std::string* error) {
   param_next_.assign(2 * static_cast<size_t>(nq_ + nv_ + na_), 0.0);
   param_sensor_.assign(2 * static_cast<size_t>(ns_), 0.0);
   param_dq_.assign(static_cast<size_t>(nv_), 0.0);
-  param_m0_.assign(2 * static_cast<size_t>(nv_), 0.0);
   return true;
 }
 
@@ -227,8 +233,7 @@ void Derivative::ParamTangent(const mjModel* m, int k) {
   // the solvers' problems fold the damping the integrator treats implicitly into M_eff (Extract);
   // "mujoco"'s holds M
   const bool fold = stage_.solver && (integrator_.damped || integrator_.implicit);
-  smooth_.ParamTangent(m, param_model_, Slot(param_model_, m, p, param_m0_.data()), damping_dof,
-                       fold);
+  smooth_.ParamTangent(m, param_model_, Slot(param_model_, m, p), damping_dof, fold);
 }
 
 void Derivative::EmitParam(int k, const double* out) {
@@ -238,15 +243,14 @@ void Derivative::EmitParam(int k, const double* out) {
   }
   if (param_.ds) {
     double* ds = out_.sensor_col;
-    smooth_.ParamSensorTangent(
-        param_model_, Slot(param_model_, param_.base, param_.params[k], param_m0_.data()), ds);
+    smooth_.ParamSensorTangent(param_model_, Slot(param_model_, param_.base, param_.params[k]), ds);
     for (int i = 0; i < ns_; i++) param_.ds[static_cast<size_t>(i) * np + k] = ds[i];
   }
 }
 
 void Derivative::ParamFiniteDiff(const mjModel* m, const mjData* d, int k) {
   const int nq = nq_, nv = nv_, na = na_, ns = ns_, np = param_.np, nx = nq + nv + na;
-  const ParamSlot slot = Slot(param_model_, m, param_.params[k], param_m0_.data());
+  const ParamSlot slot = Slot(param_model_, m, param_.params[k]);
   const mjtNum value = *slot.field;
   const double eps = kParamFdStep * (1 + std::fabs(value));
   for (int side = 0; side < 2; side++) {
@@ -316,7 +320,7 @@ int Derivative::ParamJacobian(const mjModel* m, const mjData* d, const ckParam* 
   // the others by central differences of ck_step on the copy
   int ret = 0;
   for (int k = 0; k < np; k++) {
-    const bool fd = !analytic || !ParamKindAnalytic(params[k].kind);
+    const bool fd = !analytic || !ParamAnalytic(k);
     if (how) how[k] = fd ? ckPARAM_FINITE_DIFF : ckPARAM_ANALYTIC;
     if (!fd) continue;
     ParamFiniteDiff(m, d, k);

@@ -17,57 +17,14 @@ constexpr double kParamStep = 1e-5;  // central-difference step, relative to 1 +
 
 }  // namespace
 
-namespace {
-
-// cdof_i' crb_i cdof_i of every dof at qpos0 (mj_setM0's sum without the armature): the composite
-// inertias accumulated from the com-based inertias of d after m's position stage
-void CrbDiagonal(const mjModel* m, mjData* d, mjtNum* out) {
-  mju_copy(d->qpos, m->qpos0, m->nq);
-  mj_kinematics(m, d);
-  mj_comPos(m, d);
-  mjtNum* crb = d->crb;
-  mju_copy(crb, d->cinert, 10 * m->nbody);
-  for (int i = m->nbody - 1; i > 0; i--) {
-    if (m->body_parentid[i] > 0) mju_addTo(crb + 10 * m->body_parentid[i], crb + 10 * i, 10);
-  }
-  for (int i = 0; i < m->nv; i++) {
-    const mjtNum* c = crb + 10 * m->dof_bodyid[i];  // [I (diag, xy xz yz), m com, m]
-    const mjtNum* v = d->cdof + 6 * i;              // [angular, linear]
-    const mjtNum f[6] = {c[0] * v[0] + c[3] * v[1] + c[4] * v[2] - c[8] * v[4] + c[7] * v[5],
-                         c[3] * v[0] + c[1] * v[1] + c[5] * v[2] + c[8] * v[3] - c[6] * v[5],
-                         c[4] * v[0] + c[5] * v[1] + c[2] * v[2] - c[7] * v[3] + c[6] * v[4],
-                         c[9] * v[3] + c[8] * v[1] - c[7] * v[2],
-                         c[9] * v[4] + c[6] * v[2] - c[8] * v[0],
-                         c[9] * v[5] + c[7] * v[0] - c[6] * v[1]};
-    out[i] = mju_dot(v, f, 6);
-  }
-}
-
-}  // namespace
-
 void SetParam(mjModel* mp, const ParamSlot& slot, mjtNum value, mjData* scratch) {
   *slot.field = value;
-  if (!slot.inertial && slot.armature_dof < 0) return;
-  const mjModel* b = slot.base;
-  mju_copy(mp->body_subtreemass, b->body_subtreemass, mp->nbody);
-  mju_copy(mp->dof_M0, b->dof_M0, mp->nv);
-  if (value == *slot.base_field) return;
-  if (slot.armature_dof >= 0) {
-    mp->dof_M0[slot.armature_dof] += value - *slot.base_field;
-    return;
+  if (!slot.derived) return;
+  if (value == *slot.base_field) {
+    SyncModel(mp, slot.base);  // every derived constant back, bit for bit
+  } else {
+    mj_setConst(mp, scratch);
   }
-  if (slot.mass) {
-    for (int i = 0; i < mp->nbody; i++) mp->body_subtreemass[i] = mp->body_mass[i];
-    for (int i = mp->nbody - 1; i > 0; i--) {
-      mp->body_subtreemass[mp->body_parentid[i]] += mp->body_subtreemass[i];
-    }
-  }
-  // dof_M0 moves by the change of the composite-inertia term
-  mjtNum* now = slot.work;
-  mjtNum* was = slot.work + mp->nv;
-  CrbDiagonal(mp, scratch, now);
-  CrbDiagonal(b, scratch, was);
-  for (int i = 0; i < mp->nv; i++) mp->dof_M0[i] += now[i] - was[i];
 }
 
 void SmoothTangent::ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot& slot,

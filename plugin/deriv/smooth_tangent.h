@@ -24,22 +24,23 @@
 
 namespace contactkit {
 
-// one model parameter of a model copy and what mj_setConst derives from it that the dynamics
-// read: a body's mass moves body_subtreemass (the com stage); mass, inertia and armature move
-// dof_M0 (the mass matrix's diagonal of MuJoCo's simple dofs); not invweight0 (constraint scaling)
+// one model parameter of a model copy; a body's mass or inertia and a dof's armature also move
+// what mj_setConst derives from them (subtree masses, dof_M0, the constraints' invweight0, ...),
+// as a recompiled model would hold them
 struct ParamSlot {
   mjtNum* field = nullptr;             // the parameter's value in the copy
   const mjModel* base = nullptr;       // the unperturbed model (the copy's source)
   const mjtNum* base_field = nullptr;  // the parameter's value in base
-  bool mass = false;                   // a body's mass
-  bool inertial = false;               // a body's mass or inertia
-  int armature_dof = -1;               // the dof whose armature field is, or -1
-  mjtNum* work = nullptr;              // (2 nv) for the inertial kinds
+  bool derived = false;                // mj_setConst follows the field
 };
 
-// a slot's field to value with its derived fields as mj_setConst would set them (scratch: data of
-// the copy, overwritten); at base's value every field is base's, bit for bit
+// a slot's field to value, then mj_setConst on the copy if the slot is derived (scratch: data of
+// the copy, overwritten); at base's value the copy is base's again, bit for bit
 void SetParam(mjModel* mp, const ParamSlot& slot, mjtNum value, mjData* scratch);
+
+// the caller's current values into a model copy of the same sizes, without its assets (meshes,
+// skins, height fields, textures, bounding volumes: large and read by no parameter)
+void SyncModel(mjModel* dst, const mjModel* src);
 
 class SmoothTangent {
  public:

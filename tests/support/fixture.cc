@@ -179,14 +179,11 @@ mjtNum* ParamFieldOf(mjModel* m, const ckParam& p) {
 
 void SetParamValue(mjModel* m, const ckParam& p, mjtNum value) {
   *ParamFieldOf(m, p) = value;
-  const bool inertial = p.kind == ckPARAM_BODY_MASS || p.kind == ckPARAM_BODY_INERTIA ||
-                        p.kind == ckPARAM_DOF_ARMATURE;
-  if (!inertial) return;
-  ModelPtr c(mj_copyModel(nullptr, m));
-  DataPtr d(mj_makeData(c.get()));
-  mj_setConst(c.get(), d.get());
-  std::memcpy(m->body_subtreemass, c->body_subtreemass, sizeof(mjtNum) * m->nbody);
-  std::memcpy(m->dof_M0, c->dof_M0, sizeof(mjtNum) * m->nv);
+  if (p.kind == ckPARAM_BODY_MASS || p.kind == ckPARAM_BODY_INERTIA ||
+      p.kind == ckPARAM_DOF_ARMATURE) {
+    DataPtr d(mj_makeData(m));
+    mj_setConst(m, d.get());
+  }
 }
 
 }  // namespace contactkit::test

@@ -45,8 +45,8 @@ std::string OscillatorXml(const std::string& custom = "");
 
 // the model field a parameter names (written here independently of the library's own)
 mjtNum* ParamFieldOf(mjModel* m, const ckParam& p);
-// the parameter to value as ck_paramJac defines it: the field and what mj_setConst derives from it
-// for the dynamics (subtree masses, dof_M0), but not the constraints' invweight0
+// the parameter to value as ck_paramJac defines it, as a recompiled model holds it: the field and,
+// for a mass, inertia or armature, what mj_setConst derives from it
 void SetParamValue(mjModel* m, const ckParam& p, mjtNum value);
 
 // true if a file exists
