@@ -86,14 +86,14 @@ CKAPI int ck_checkParam(const mjModel* m, const ckParam* param, char* error, int
 // parameters (geom friction, size, pos, solref, solimp) and dof frictionloss, which change the
 // constraint problem's friction cones, bounds and impedance; and every parameter wherever
 // ck_transitionJac would use finite differences, under RK4, with contacts from distance
-// (cfd_width > 0) or the elastic correction. A parameter moves what mj_setConst derives from it
-// for the dynamics, as a recompiled model would hold it: a body's mass its ancestors'
-// body_subtreemass, a mass, inertia or armature dof_M0 (the mass matrix's diagonal of MuJoCo's
-// simple bodies); the constraints' scaling (body_invweight0, dof_invweight0) is held. A body's ipos
-// keeps dof_M0 (MuJoCo refuses a moved center of mass on a body compiled simple). Returns 0 if
-// every column is analytic, 1 if some used finite differences, -1 on bad arguments (np <= 0, a
-// parameter ck_checkParam refuses, and as ck_transitionJac), -2 as ck_transitionJac; ck_lastError
-// says why. m and d are left exactly as they were; nothing is allocated.
+// (cfd_width > 0) or the elastic correction. A parameter means the model recompiled with that
+// value: after a body's mass or inertia or a dof's armature the copy runs mj_setConst (subtree
+// masses, dof_M0, the constraints' invweight0), and those columns are central differences wherever
+// the step has constraint rows (the rows' regularizer reads invweight0; the tangent holds it). A
+// body's ipos moves only the field (mj_setConst refuses a moved center of mass on a simple body).
+// Returns 0 if every column is analytic, 1 if some used finite differences, -1 on bad arguments
+// (np <= 0, a parameter ck_checkParam refuses, and as ck_transitionJac), -2 as ck_transitionJac;
+// ck_lastError says why. m and d are left exactly as they were; nothing is allocated.
 CKAPI int ck_paramJac(ckHandle* ck, const mjModel* m, const mjData* d, const ckParam* params,
                       int np, mjtNum* DxDp, mjtNum* DsDp, int* how);
 
