@@ -11,7 +11,8 @@
 // loss, and equality rows use it without a clamp.
 //
 // Beyond the paper (docs/solvers.md, comfree): A is the exact normal inverse mass J_n M^-1 J_n',
-// raised for contacts with a light tangent (kComfreeLightTangent); the facets of a family share
+// raised for contacts with a light tangent (kComfreeLightTangent) and shared by the contacts of a
+// patch the collider relocates (a cylinder's; kComfreePatchPower); the facets of a family share
 // its weight (4/n each for n tangential directions); relax_limit scales a tree's gains down where
 // the facets over-correct; anchor gives position-level stick (plugin/step/anchor.h).
 #ifndef CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
