@@ -150,7 +150,7 @@ class ComfreeSolver final : public Solver {
   std::vector<double> gain_;     // gain M(phi) = r / (1 - r) / A, by row            (max_rows)
   std::vector<double> cap_;      // relax_limit factor of the gain, by row           (max_rows)
   std::vector<double> invmass_;  // A = J M^-1 J' of the normal / plain row, or amul_
-                                 // times a much lighter tangent's; a patch's largest (max_rows)
+                                 // times a much lighter tangent's; a patch's mean  (max_rows)
   std::vector<double> rowinv_;   // J M^-1 J' of each normal and tangential row (Measure) (max_rows)
   std::vector<int> arow_;        // the row whose inverse mass A is                   (max_rows)
   std::vector<double> amul_;     // A / (inverse mass of arow_)                       (max_rows)
