@@ -258,6 +258,8 @@ void Extractor::AddContact(const mjModel* m, const mjData* d, const mjContact* m
   c.geom[1] = ContactGeom(mc, 1);
   c.body[0] = b1;
   c.body[1] = b2;
+  c.relocates =
+      m->geom_type[c.geom[0]] == mjGEOM_CYLINDER || m->geom_type[c.geom[1]] == mjGEOM_CYLINDER;
 
   // Jacobian rows: compute into the first row's storage, then spread to dim rows
   int* cols = J.colind + *nnz;

@@ -99,6 +99,7 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   arg_.assign(rows, 0.0);
   facet_.assign(ncon * kComfreeMaxFacets, 0.0);
   nfacet_.assign(ncon, 0);
+  patch_.assign(ncon, 0);
   edge_.assign(2 * rows, 0.0);
   anchor_.assign(rows, 0.0);
   relax_.assign(ntree, 0.0);
@@ -144,6 +145,43 @@ void ComfreeSolver::Measure(const Problem& p, int row, int dim, const Contact* c
 
   // r / (1 - r) = diag_approx / R (MuJoCo's R = (1 - r) / r diag_approx)
   gain_[row] = diag > 0 && A > kNoEffect * diag ? diag / p.R[row] / A : 0;
+}
+
+void ComfreeSolver::SharePatches(const Problem& p) {
+  for (int c0 = 0, c1; c0 < p.ncon; c0 = c1) {
+    // the patch: the run of contacts of one geom pair (MuJoCo lists a pair's contacts together)
+    const Contact& first = p.con[c0];
+    c1 = c0 + 1;
+    while (c1 < p.ncon && p.con[c1].geom[0] == first.geom[0] &&
+           p.con[c1].geom[1] == first.geom[1] && FromDistance(p.con[c1]) == FromDistance(first))
+      c1++;
+    double amax = 0;
+    int n = 0;
+    for (int c = c0; c < c1; c++) {
+      patch_[c] = c;  // (a contact of a patch that does not share is its own patch)
+      const int row = p.con[c].row;
+      if (gain_[row] > 0) {
+        amax = std::max(amax, invmass_[row]);
+        n++;
+      }
+    }
+    if (n < 2 || !first.relocates) continue;
+    for (int c = c0; c < c1; c++) patch_[c] = c0;
+    // A = (mean of A_i^n)^(1/n), n = kComfreePatchPower, over the contacts that move anything
+    double sum = 0;
+    for (int c = c0; c < c1; c++) {
+      const int row = p.con[c].row;
+      if (gain_[row] > 0) sum += std::pow(invmass_[row] / amax, kComfreePatchPower);
+    }
+    const double A = amax * std::pow(sum / n, 1 / kComfreePatchPower);
+    // gain = diag / R / A: the patch's A in place of the contact's own
+    for (int c = c0; c < c1; c++) {
+      const int row = p.con[c].row;
+      if (!(gain_[row] > 0)) continue;
+      gain_[row] *= invmass_[row] / A;
+      invmass_[row] = A;
+    }
+  }
 }
 
 double ComfreeSolver::CfdDamping(const Problem& p, int row, double* slope) const {
@@ -308,6 +346,7 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
     for (int c = 0; c < ncon; c++) measure(c);
   }
   for (int i = 0; i < nplain; i++) Measure(p, i, 1, nullptr, scratch_.data());
+  SharePatches(p);
 
   // relaxation: each facet's share of a step's full correction along its normal, per tree
   const double cv = k * h + d;

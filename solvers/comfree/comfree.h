@@ -11,7 +11,8 @@
 // loss, and equality rows use it without a clamp.
 //
 // Beyond the paper (docs/solvers.md, comfree): A is the exact normal inverse mass J_n M^-1 J_n',
-// raised for contacts with a light tangent (kComfreeLightTangent); the facets of a family share
+// raised for contacts with a light tangent (kComfreeLightTangent) and shared by the contacts of a
+// patch the collider relocates (a cylinder's; kComfreePatchPower); the facets of a family share
 // its weight (4/n each for n tangential directions); relax_limit scales a tree's gains down where
 // the facets over-correct; anchor gives position-level stick (plugin/step/anchor.h).
 #ifndef CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
@@ -57,6 +58,11 @@ constexpr double kComfreeSlideDecay = 10;
 // takes gains from the tangent (Panda fingers: the explicit update diverged at h >= 5 ms)
 constexpr double kComfreeLightTangent = 4;
 
+// the contacts of a relocated patch share the power mean of this order of their inverse masses
+// (near the largest: no contact's explicit update over-corrects much beyond its own; unlike the
+// largest, smooth where contacts tie, as a resting box's do)
+constexpr double kComfreePatchPower = 8;
+
 // most entries of ForceTangent's cache of M^-1 J' rows (2 MB); rows beyond it are solved per call
 constexpr size_t kComfreeTangentPool = size_t{1} << 18;
 
@@ -99,6 +105,14 @@ class ComfreeSolver final : public Solver {
   // pass 1 for a contact or plain row at row: inverse mass, gain, smooth row velocities
   void Measure(const Problem& p, int row, int dim, const Contact* con, double* x);
 
+  // the contacts of a patch that the collider relocates (Contact::relocates; a geom pair's
+  // contacts, listed together) share one inverse mass A in their gains, the power mean of
+  // order kComfreePatchPower of theirs, so that a contact's stiffness does not depend on where on
+  // the patch the collider puts it: the mug's rim triangle turns with its tilt, and gains that
+  // follow the point (its A varies by 20% around the rim) made the contact forces
+  // non-conservative, which fed a wobble that never settled. Writes patch_
+  void SharePatches(const Problem& p);
+
   // damping of the facets of a contact from distance (normal row): MuJoCo's damping rate r B of
   // the contact's reference (solref), d = (1 - r) B h - k h, so that the pair does not ring in
   // the surrogate; at least the damping setting. slope (nullable): d d / d R
@@ -112,6 +126,10 @@ class ComfreeSolver final : public Solver {
 
   // anchored contact c: the displacement it keeps for the next step and its state (anchor_)
   void SlideAnchor(const Problem& p, int c, const double* v_next);
+
+  // tangent of the inverse mass A of the patch whose first contact is c0 (SharePatches; a
+  // contact whose patch does not share is a patch of its own)
+  double PatchInvMassTangent(const Problem& p, int c0, const ProblemTangent& dir);
 
   // tangent of the inverse mass A of a row along dir (dJ, dM)
   double InvMassTangent(const Problem& p, int row, const ProblemTangent& dir);
@@ -132,7 +150,7 @@ class ComfreeSolver final : public Solver {
   std::vector<double> gain_;     // gain M(phi) = r / (1 - r) / A, by row            (max_rows)
   std::vector<double> cap_;      // relax_limit factor of the gain, by row           (max_rows)
   std::vector<double> invmass_;  // A = J M^-1 J' of the normal / plain row, or amul_
-                                 // times a much lighter tangent's                   (max_rows)
+                                 // times a much lighter tangent's; a patch's mean  (max_rows)
   std::vector<double> rowinv_;   // J M^-1 J' of each normal and tangential row (Measure) (max_rows)
   std::vector<int> arow_;        // the row whose inverse mass A is                   (max_rows)
   std::vector<double> amul_;     // A / (inverse mass of arow_)                       (max_rows)
@@ -140,6 +158,7 @@ class ComfreeSolver final : public Solver {
   std::vector<double> arg_;      // unclamped force of every plain row               (max_rows)
   std::vector<double> facet_;    // unclamped facet forces, by contact (max_contacts x 70)
   std::vector<int> nfacet_;      // facets of each contact                           (max_contacts)
+  std::vector<int> patch_;       // first contact of each contact's sharing patch    (max_contacts)
   std::vector<double> edge_;     // pyramid edge forces, contact at 2 row            (2 max_rows)
   std::vector<double> anchor_;   // anchor displacement for the next step, by row    (max_rows)
   std::vector<double> relax_;    // relaxation of the facets on each tree            (ntree)

@@ -77,6 +77,23 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
   return dA;
 }
 
+double ComfreeSolver::PatchInvMassTangent(const Problem& p, int c0, const ProblemTangent& dir) {
+  // A = (mean of A_i^n)^(1/n) over the patch's contacts that move anything (SharePatches):
+  // dA = sum_i (A_i / A)^(n-1) dA_i / count, with A_i = amul_ times the inverse mass of arow_
+  int count = 0;
+  for (int c = c0; c < p.ncon && patch_[c] == c0; c++) count += gain_[p.con[c].row] > 0;
+  double dA = 0;
+  for (int c = c0; c < p.ncon && patch_[c] == c0; c++) {
+    const int row = p.con[c].row;
+    if (!(gain_[row] > 0)) continue;
+    const double dAi = amul_[row] * InvMassTangent(p, arow_[row], dir);
+    if (count == 1) return dAi;
+    const double Ai = amul_[row] * rowinv_[arow_[row]];
+    dA += std::pow(Ai / invmass_[row], kComfreePatchPower - 1) * dAi;
+  }
+  return dA / count;
+}
+
 bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                                  double* dforce) {
   const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
@@ -121,21 +138,28 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     return ds;
   };
 
-  // relative tangent of a gain: ratio, inverse mass and, where it binds, the cap set by tree t
-  auto dgain = [&](int row, int t) {
-    double rel = dratio(row) - amul_[row] * InvMassTangent(p, arow_[row], dir) / invmass_[row];
+  // relative tangent of a gain: ratio, inverse mass (tangent dA) and, where it binds, the cap
+  // set by tree t
+  auto dgain = [&](int row, int t, double dA) {
+    double rel = dratio(row) - dA / invmass_[row];
     if (cap_[row] < 1) rel -= drelax_[t] / relax_[t];
     return rel;
   };
 
-  // contacts
+  // contacts (the contacts of a patch share the tangent of its A)
   double coef[6 * kComfreeMaxFacets], weight[kComfreeMaxFacets];
+  int patch = -1;
+  double dA = 0;
   for (int c = 0; c < ncon; c++) {
     const Contact& con = p.con[c];
     const int row = con.row, dim = con.dim;
     if (gain_[row] == 0 || (tangent_modes_ && tangent_modes_[c] == 0)) continue;
+    if (patch_[c] != patch) {
+      patch = patch_[c];
+      dA = PatchInvMassTangent(p, patch, dir);
+    }
     const int t0 = con.tree[0], t1 = con.tree[1];
-    const double rel = dgain(row, t1 >= 0 && (t0 < 0 || relax_[t1] > relax_[t0]) ? t1 : t0);
+    const double rel = dgain(row, t1 >= 0 && (t0 < 0 || relax_[t1] > relax_[t0]) ? t1 : t0, dA);
     // contacts from distance: softplus position, their own damping (a function of R)
     const bool cfd = FromDistance(con);
     const double slope = cfd ? con.cfd_slope : 1;
@@ -180,7 +204,8 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
       if (tmax < 0 || relax_[t] > relax_[tmax]) tmax = t;
     });
     const double dphi = p.kind[i] != kRowFriction && dir.pos ? dir.pos[i] : 0;
-    dforce[i] = dgain(i, tmax) * a + gain_[i] * cap_[i] * (-cv * dvel(i) - k * dphi) / h;
+    const double dA = amul_[i] * InvMassTangent(p, arow_[i], dir);
+    dforce[i] = dgain(i, tmax, dA) * a + gain_[i] * cap_[i] * (-cv * dvel(i) - k * dphi) / h;
   }
   return true;
 }

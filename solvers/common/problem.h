@@ -41,6 +41,8 @@ struct Contact {
   int tree[2];       // kinematic trees of the two bodies (-1: world / static)
   int geom[2];       // MuJoCo geom ids (stable across steps: match contacts for warm starts)
   int body[2];       // MuJoCo body ids
+  bool relocates;    // the collider moves the points of this geom pair's patch over a surface
+                     // as the pose changes (a cylinder's rim triangle turns with its tilt)
   int efc_address;   // first row of this contact in MuJoCo's efc arrays
   int mj_index;      // index in MuJoCo's contact list
 
