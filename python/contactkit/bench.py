@@ -7,6 +7,9 @@
   mjx-toss   DiffMJX's cube toss (Fig. 5): gradient error and time of MJX (jax.grad through
              mjx.step, semi-implicit Euler) beside contactkit's Euler and tsit5 (ck_rolloutGrad),
              against a tsit5 reference at 1e-12; needs `pip install mujoco-mjx` (not in `all`)
+  sysid      system identification beside mujoco.sysid: a tossed cube (friction, half-size,
+             mass) and the Franka Panda (joint damping and armature, a link's mass), parameter
+             errors and wall time of each method on the same data and start (not in `all`)
 
 Models: MuJoCo's humanoid (--mujoco-models, default $CK_MUJOCO_MODELS or Debian's
 /usr/share/mujoco/model) and the Franka Panda from the Menagerie (--menagerie, default
@@ -275,17 +278,32 @@ def bench_mjx_toss(quick):
     return rows
 
 
+def print_sysid(rows) -> None:
+    print(f"contactkit {contactkit.__version__}, MuJoCo {mujoco.__version__}, {os.cpu_count()} "
+          "cores; errors relative to the true values (%)")
+    print("| problem | method | parameter errors (%) | max error (%) | time (s) | rollouts |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for problem, method, err, worst, seconds, rollouts in rows:
+        if err is None:
+            print(f"| {problem} | {method} | - | - | - | {rollouts} |")
+            continue
+        errs = " ".join(f"{e:.2f}" for e in err)
+        print(f"| {problem} | {method} | {errs} | {worst:.2f} | {seconds:.2f} | {rollouts} |")
+
+
 def main(argv=None) -> int:
     here = pathlib.Path(__file__).resolve()
     parser = argparse.ArgumentParser(prog="python -m contactkit.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", nargs="*", default=["rollout", "threads", "step", "gym"],
-                        help="rollout, threads, step, gym (the default), mjx-toss")
+                        help="rollout, threads, step, gym (the default), mjx-toss, sysid")
     parser.add_argument("--mujoco-models",
                         default=os.environ.get("CK_MUJOCO_MODELS", "/usr/share/mujoco/model"))
     parser.add_argument("--menagerie", default=None, help="folder of Menagerie models")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="short runs (smoke test only)")
+    parser.add_argument("--plot", default=None,
+                        help="sysid: write PREFIX_cube.{dat,gp,png} and PREFIX_panda.* plots")
     a = parser.parse_args(argv)
     candidates = [pathlib.Path(a.menagerie)] if a.menagerie else [
         p / "shared" / "models" for p in list(here.parents)[:6]] + [
@@ -321,6 +339,11 @@ def main(argv=None) -> int:
             for method, setting, lerr, gerr, t_fwd, t_grad, note in toss:
                 print(f"| {method} | {setting} | {lerr:.2e} | {gerr:.2e} | {t_fwd:.4f} | "
                       f"{t_grad:.4f} | {note} |")
+        if not rows:
+            return 0
+    if "sysid" in a.what:
+        from ._bench_sysid import bench_sysid
+        print_sysid(bench_sysid(str(menagerie) if menagerie else None, a.quick, a.plot))
         if not rows:
             return 0
     print(f"contactkit {contactkit.__version__}, MuJoCo {mujoco.__version__}, "
