@@ -98,7 +98,7 @@ struct Source {
   double kappa_grad = 0;  // ipm: > 0 this value, < 0 kappa_tol
   int anchor = -1;        // comfree: 0 or 1 (-1: default)
   bool adam = false;      // Adam on ck_rolloutGrad's gradients instead of iLQR
-  bool aware = false;     // complementarity_aware (lcp, comfree here)
+  bool aware = false;     // complementarity_aware
 };
 
 std::vector<Source> Sources(const std::vector<int>& solvers) {
@@ -114,9 +114,12 @@ std::vector<Source> Sources(const std::vector<int>& solvers) {
     } else {
       out.push_back({ck_solverName(s), s});
     }
-    // ck_transitionJacAware with the cost-to-go gradient as its direction (ipm and mujoco have
-    // contact modes too, not yet in this table: tests/tools/common/ilqr_test.cc lifts the box)
+    // ck_transitionJacAware with the cost-to-go gradient as its direction
     if (s == ckSOL_LCP) out.push_back({"lcp (complementarity-aware)", s, 0, -1, false, true});
+    if (s == ckSOL_MUJOCO) out.push_back({"mujoco (complementarity-aware)", s, 0, -1, false, true});
+    if (s == ckSOL_IPM) {
+      out.push_back({"ipm kappa_grad 1e-2 (complementarity-aware)", s, 1e-2, -1, false, true});
+    }
   }
   out.push_back({"MuJoCo mjd_transitionFD", -1});
   // reverse mode: Adam over whole rollouts (comfree without anchors: ck_rolloutGrad refuses them)
@@ -130,6 +133,9 @@ std::vector<Source> Sources(const std::vector<int>& solvers) {
       out.push_back({std::string("Adam: ") + ck_solverName(s), s, 0, -1, true});
     }
     if (s == ckSOL_LCP) out.push_back({"Adam: lcp (complementarity-aware)", s, 0, -1, true, true});
+    if (s == ckSOL_MUJOCO) {
+      out.push_back({"Adam: mujoco (complementarity-aware)", s, 0, -1, true, true});
+    }
   }
   return out;
 }
