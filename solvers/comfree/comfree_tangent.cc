@@ -7,6 +7,15 @@
 #include "solvers/comfree/comfree.h"
 
 namespace contactkit {
+namespace {
+
+// row's island is one the direction leaves alone (dir.touched): its force tangent is zero
+bool Untouched(const Problem& p, const ProblemTangent& dir, int row) {
+  const int k = p.islands.row_island[row];
+  return dir.touched && k >= 0 && !dir.touched[k];
+}
+
+}  // namespace
 
 const double* ComfreeSolver::RowSolve(const Problem& p, int row) {
   if (wstale_) {
@@ -133,7 +142,8 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   for (int c = 0; c < ncon; c++) {
     const Contact& con = p.con[c];
     const int row = con.row, dim = con.dim;
-    if (gain_[row] == 0 || (tangent_modes_ && tangent_modes_[c] == 0)) continue;
+    if (gain_[row] == 0 || (tangent_modes_ && tangent_modes_[c] == 0) || Untouched(p, dir, row))
+      continue;
     const int t0 = con.tree[0], t1 = con.tree[1];
     const double rel = dgain(row, t1 >= 0 && (t0 < 0 || relax_[t1] > relax_[t0]) ? t1 : t0);
     // contacts from distance: softplus position, their own damping (a function of R)
@@ -174,7 +184,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     const bool active = p.kind[i] == kRowLimit      ? a > 0
                         : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
                                                     : true;
-    if (gain_[i] == 0 || !active) continue;
+    if (gain_[i] == 0 || !active || Untouched(p, dir, i)) continue;
     int tmax = -1;
     ForEachRowTree(p, i, [&](int t, int, int) {
       if (tmax < 0 || relax_[t] > relax_[tmax]) tmax = t;
