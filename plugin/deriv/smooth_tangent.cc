@@ -171,8 +171,9 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
     double* x = tan_.dv_free;
     mju_copy(x, tan_.dqfrc_smooth, nv);
     if (tan_.has_dM) {
-      for (int i = 0; i < nv; i++) scratch_.a[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
-      for (int i = 0; i < nv; i++) {
+      const int b = tan_.dM_begin, e = tan_.dM_end;
+      for (int i = b; i < e; i++) scratch_.a[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
+      for (int i = b; i < e; i++) {
         int adr = m->dof_Madr[i];
         x[i] -= dM[adr++] * scratch_.a[i];
         for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
@@ -367,6 +368,8 @@ void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const doubl
   CopyLegacyM(m, d, tan_.dM);
   for (int i = 0; i < nM_; i++) tan_.dM[i] = (tan_.dM[i] - nominal_.mass[i]) / eps;
   tan_.has_dM = true;
+  tan_.dM_begin = 0;
+  tan_.dM_end = nv;
 
   // bodies the perturbation moves
   for (int b = 0; b < m->nbody; b++) {
@@ -807,7 +810,7 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
   if (tan_.has_dM) {
     // the solvers' qacc is that of the problem's M_eff (damping folded in): its tangent
     const double* dM = tan_.has_dM_problem && stage_.has_rows ? tan_.dM_problem : tan_.dM;
-    for (int i = 0; i < nv; i++) {
+    for (int i = tan_.dM_begin; i < tan_.dM_end; i++) {
       int adr = m->dof_Madr[i];
       da[i] -= dM[adr++] * d0->qacc[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
