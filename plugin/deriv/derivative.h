@@ -93,8 +93,8 @@ class Derivative : private FdTarget {
 
  private:
   // ---- the nominal stage and the force tangent (stage.cc) ----
-  // the shadow handle as the caller's handle stands: cold solver (reproducible), the caller's
-  // committed contact anchors
+  // the shadow handle as the caller's handle stands: its solver's warm start
+  // (Solver::WarmStartFrom; cold for solvers without one), the caller's committed contact anchors
   void ResetShadow();
   // nominal forward at the state in stage_data_ and everything the tangents reuse; false if the
   // analytic path does not cover this state (reason in fallback_)

@@ -93,8 +93,9 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   mjData* d = stage_data_;
   const int nv = nv_;
 
-  // nominal forward with the derivative's own handle (cold solver: reproducible, the caller's
-  // anchors), on the contacts-from-distance problem if that is on
+  // nominal forward with the derivative's own handle (the solver from the caller's warm start:
+  // the step ck_step would take; the caller's anchors), on the contacts-from-distance problem if
+  // that is on
   ResetShadow();
   smooth_.BeginStage();
   if (smooth_.cfd()) {
