@@ -647,6 +647,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     const int row = con.row, dim = con.dim;
+    if (SkipRow(row)) continue;  // (the blocked path: another island's contact, not read)
     for (int r = 0; r < dim; r++)
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
