@@ -30,6 +30,7 @@
 #include "plugin/step/extract.h"
 #include "plugin/step/handle.h"
 #include "solvers/common/problem.h"
+#include "solvers/common/reach.h"
 #include "solvers/common/solver.h"
 #include "solvers/mujoco/soft_tangent.h"
 
@@ -92,8 +93,8 @@ class Derivative : private FdTarget {
 
  private:
   // ---- the nominal stage and the force tangent (stage.cc) ----
-  // the shadow handle as the caller's handle stands: cold solver (reproducible), the caller's
-  // committed contact anchors
+  // the shadow handle as the caller's handle stands: its solver's warm start
+  // (Solver::WarmStartFrom; cold for solvers without one), the caller's committed contact anchors
   void ResetShadow();
   // nominal forward at the state in stage_data_ and everything the tangents reuse; false if the
   // analytic path does not cover this state (reason in fallback_)
@@ -114,6 +115,8 @@ class Derivative : private FdTarget {
   // force tangent and integrator acceleration tangent tan_.dqacc_int; false if the solver has
   // none
   bool SolveTangent(const mjModel* m);
+  // tan_.dqfrc_constraint += J' dforce + dJ' f (or dJ_force) on the touched islands' rows
+  void ConstraintForceTangent(const Problem& p);
 
   // ---- directions (directions.cc) ----
   // every unit direction of the current stage: fn(kind, index, column of [A B]) after
@@ -226,6 +229,7 @@ class Derivative : private FdTarget {
   bool keep_modes_ = false;  // the solver keeps its modes' tangent without Nimble's score
   int fallback_ = ckFALLBACK_NONE;
   Sink sink_;
+  IslandReach reach_;  // the islands a direction perturbs (tan_.touched)
 
   // the parts' workspaces, carved from arena_ (workspace.h)
   Arena arena_;

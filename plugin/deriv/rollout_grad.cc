@@ -5,7 +5,8 @@
 //   a_T = 0,   a_t = dL/dx_t + A_t' a_{t+1} + C_t' ds_t ... in the order of the steps:
 //   for t = T-1 .. 0:  (a, g_u[t]) = VJP_t(dx[t] + a, ds[t]),   dL/dx_0 = a
 // where dx[t] is the loss's gradient at the state after step t. Each VJP re-solves its step from
-// the kept state with the derivative's own cold solver (as ck_transitionVJP does). With
+// the kept state with the derivative's own solver (as ck_transitionVJP does; lcp from the
+// handle's warm start, a guess that changes no unique solution). With
 // parameters (ck_rolloutGradParam), each step adds DxDp_t' a + DsDp_t' ds[t] to dL/dp, its
 // parameter Jacobian (ck_paramJac's) formed at the same kept state.
 #include "plugin/deriv/rollout_grad.h"

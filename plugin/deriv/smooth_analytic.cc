@@ -479,9 +479,13 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
   for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = -dtau[i];
   tan_.has_dM = with_dM;
   if (with_dM) {
+    // dM is zero outside the tree of dof k
+    const int t = extractor_.dof_tree()[k];
+    tan_.dM_begin = trees_.dofadr[t];
+    tan_.dM_end = trees_.dofadr[t] + trees_.dofnum[t];
     MassTangent(m, k, tan_.dM);
     const double* a = d->qacc;
-    for (int i = 0; i < nv; i++) {
+    for (int i = tan_.dM_begin; i < tan_.dM_end; i++) {
       int adr = m->dof_Madr[i];
       tan_.dqfrc_smooth[i] += tan_.dM[adr++] * a[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
@@ -643,6 +647,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     const int row = con.row, dim = con.dim;
+    if (SkipRow(row)) continue;  // (the blocked path: another island's contact, not read)
     for (int r = 0; r < dim; r++)
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;

@@ -41,6 +41,8 @@ void SmoothTangent::ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot&
   ParamPass(mp, -1, eps);
   SetParam(mp, slot, value, pass_data_);
   tan_.has_dM = true;
+  tan_.dM_begin = 0;
+  tan_.dM_end = nv_;
 
   // damping enters the integrator's matrix (Euler: M + h D; implicit: -h qDeriv, whose change the
   // passes' velocity products hold) and, where the problem folds it in, M_eff

@@ -140,6 +140,11 @@ void SmoothTangent::ClearTangent() {
 
 void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
   ClearTangent();
+  row_island_ = -2;
+  if (stage_.batch && stage_.has_rows && (kind == kPos || kind == kVel)) {
+    const Problem& p = *stage_.problem;
+    row_island_ = p.islands.tree_island[p.dof_tree[index]];
+  }
 
   switch (kind) {
     case kCtrl:
@@ -171,8 +176,9 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
     double* x = tan_.dv_free;
     mju_copy(x, tan_.dqfrc_smooth, nv);
     if (tan_.has_dM) {
-      for (int i = 0; i < nv; i++) scratch_.a[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
-      for (int i = 0; i < nv; i++) {
+      const int b = tan_.dM_begin, e = tan_.dM_end;
+      for (int i = b; i < e; i++) scratch_.a[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
+      for (int i = b; i < e; i++) {
         int adr = m->dof_Madr[i];
         x[i] -= dM[adr++] * scratch_.a[i];
         for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
@@ -367,6 +373,8 @@ void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const doubl
   CopyLegacyM(m, d, tan_.dM);
   for (int i = 0; i < nM_; i++) tan_.dM[i] = (tan_.dM[i] - nominal_.mass[i]) / eps;
   tan_.has_dM = true;
+  tan_.dM_begin = 0;
+  tan_.dM_end = nv;
 
   // bodies the perturbation moves
   for (int b = 0; b < m->nbody; b++) {
@@ -706,6 +714,7 @@ void SmoothTangent::PrepareRowSlopes() {
 void SmoothTangent::RowVelocityTangents(bool with_dJ, const double* dv) {
   const SparseRows& J = stage_.problem->J;
   for (int i = 0; i < J.nrow; i++) {
+    if (SkipRow(i)) continue;
     double s = 0;
     const int adr = J.rowadr[i];
     for (int k = 0; k < J.rownnz[i]; k++) {
@@ -725,6 +734,7 @@ void SmoothTangent::RowTangents() {
   // velocities only (no position tangent): aref = -B vel
   if (!tan_.has_dpos) {
     for (int i = 0; i < p.nrow; i++) {
+      if (SkipRow(i)) continue;
       tan_.dimp[i] = tan_.dR[i] = 0;
       tan_.daref[i] = tan_.has_dvel ? -p.KB[2 * i + 1] * tan_.dvel[i] : 0;
     }
@@ -736,6 +746,10 @@ void SmoothTangent::RowTangents() {
   // the impedance's argument: the row's own distance, or the norm of a connect / weld residual
   for (int i = 0; i < nplain;) {
     int n = 1;
+    if (SkipRow(i)) {
+      i++;  // (a connect or weld's rows share an island)
+      continue;
+    }
     double darg = tan_.dpos[i];
     if (p.kind[i] == kRowEquality &&
         (pairs_.eq_type[p.mj_id[i]] == mjEQ_CONNECT || pairs_.eq_type[p.mj_id[i]] == mjEQ_WELD)) {
@@ -760,6 +774,7 @@ void SmoothTangent::RowTangents() {
   // continued impedance and the softplus position term
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
+    if (SkipRow(con.row)) continue;
     const double dposition = rows_.position_slope[c] * tan_.dpos[con.row];
     const double dimp = rows_.imp_slope[c] * tan_.dpos[con.row];
     for (int r = 0; r < con.dim; r++) {
@@ -774,6 +789,7 @@ void SmoothTangent::RowTangents() {
 
   // reference acceleration of the plain rows: aref = -B vel - K imp (pos - margin)
   for (int i = 0; i < nplain; i++) {
+    if (SkipRow(i)) continue;
     const double K = p.KB[2 * i], B = p.KB[2 * i + 1];
     double da = tan_.has_dvel ? -B * tan_.dvel[i] : 0;
     da -= K * (tan_.dimp[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * tan_.dpos[i]);
@@ -807,7 +823,7 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
   if (tan_.has_dM) {
     // the solvers' qacc is that of the problem's M_eff (damping folded in): its tangent
     const double* dM = tan_.has_dM_problem && stage_.has_rows ? tan_.dM_problem : tan_.dM;
-    for (int i = 0; i < nv; i++) {
+    for (int i = tan_.dM_begin; i < tan_.dM_end; i++) {
       int adr = m->dof_Madr[i];
       da[i] -= dM[adr++] * d0->qacc[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {

@@ -226,6 +226,12 @@ class SmoothTangent {
   bool analytic_ = false;       // position tangents from smooth_analytic.cc
   bool plain_varying_ = false;  // some row before the contacts has a q-dependent Jacobian
   int mode_changes_ = 0;        // pairs whose contacts changed (count, or a jump) within a nudge
+  // the blocked "mujoco" path reads a position or velocity direction's rows on its tree's island
+  // only (QueueColumn): the row tangents skip the others (-2: every row)
+  int row_island_ = -2;
+  bool SkipRow(int i) const {
+    return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
+  }
 
   // contacts from distance
   mjModel* cfd_model_ = nullptr;  // margins + w_c (null: off)

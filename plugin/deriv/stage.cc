@@ -75,7 +75,11 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
 }
 
 void Derivative::ResetShadow() {
-  if (shadow_->solver) shadow_->solver->Reset();
+  // the solver starts where the owner's would (its warm start: the step ck_step takes), cold
+  // without an owner
+  if (shadow_->solver &&
+      !(owner_ && owner_->solver && shadow_->solver->WarmStartFrom(*owner_->solver)))
+    shadow_->solver->Reset();
   if (controller_) shadow_->adaptive.SetController(*controller_);
   if (owner_) {
     if (!controller_) shadow_->adaptive.SetController(owner_->adaptive.controller());
@@ -89,8 +93,9 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   mjData* d = stage_data_;
   const int nv = nv_;
 
-  // nominal forward with the derivative's own handle (cold solver: reproducible, the caller's
-  // anchors), on the contacts-from-distance problem if that is on
+  // nominal forward with the derivative's own handle (the solver from the caller's warm start:
+  // the step ck_step would take; the caller's anchors), on the contacts-from-distance problem if
+  // that is on
   ResetShadow();
   smooth_.BeginStage();
   if (smooth_.cfd()) {
@@ -127,6 +132,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
       if (smooth_.cfd()) UseTangentForce();
     }
     smooth_.PrepareRows(m);
+    reach_.Prepare(*stage_.problem);
     if (apply_modes_ && stage_.solver)
       stage_.solver->SetTangentModes(*stage_.problem, out_.contact_modes);
   }
@@ -194,18 +200,24 @@ void Derivative::AnchorTangent(const mjModel* m) {
   const Problem& p = *stage_.problem;
   const mjData* d = stage_data_;
   const int nv = nv_;
-  bool position = false;
-  for (int i = 0; i < nv && !position; i++) position = tan_.dq[i] != 0;
+  // the dofs [first, last] that dq moves (one for a unit direction)
+  int first = 0, last = nv - 1;
+  while (first < nv && tan_.dq[first] == 0) first++;
+  while (last > first && tan_.dq[last] == 0) last--;
+  const bool position = first < nv;
+  // a unit direction moves the contacts of its tree's island only
+  const int island = first == last && position ? p.islands.tree_island[p.dof_tree[first]] : -2;
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     for (int r = 1; r < con.dim; r++) tan_.ddisp[con.row + r] = 0;
     const double* w = shadow_->anchors.Anchored(c);
     if (!w || !position || con.dim < 3) continue;
+    if (island > -2 && p.islands.row_island[con.row] != island) continue;
 
     // angular velocity tangent of each body along dq (its ancestors' dofs)
     const double* x = shadow_->anchors.Points(c);
     double dw[2][3] = {{0, 0, 0}, {0, 0, 0}};
-    for (int k = 0; k < nv; k++) {
+    for (int k = first; k <= last; k++) {
       if (tan_.dq[k] == 0) continue;
       for (int side = 0; side < 2; side++) {
         int b = con.body[side];
@@ -264,6 +276,10 @@ bool Derivative::SolveTangent(const mjModel* m) {
       AnchorTangent(m);
       dir.disp = tan_.ddisp;
     }
+    // the islands the direction perturbs: the others have no force tangent (most directions
+    // move one tree)
+    reach_.Mark(p, dir, tan_.touched);
+    dir.touched = tan_.touched;
     if (stage_.solver) {
       if (!stage_.solver->ForceTangent(p, *stage_.solution, dir, tan_.dforce)) {
         fallback_ = ckFALLBACK_NO_TANGENT;
@@ -276,26 +292,14 @@ bool Derivative::SolveTangent(const mjModel* m) {
     } else {
       soft_.ForceTangent(p, dir, tan_.dforce, nullptr);
     }
-    p.J.MulT(tan_.dforce, tan_.dqfrc_constraint);
-    if (tan_.has_dJ_force) {
-      for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] += tan_.dJ_force[i];
-    } else if (tan_.has_dJ) {
-      const SparseRows& J = p.J;
-      for (int i = 0; i < J.nrow; i++) {
-        const double fi = stage_.solution->force[i];
-        if (fi == 0) continue;
-        const int adr = J.rowadr[i];
-        for (int k = 0; k < J.rownnz[i]; k++)
-          tan_.dqfrc_constraint[J.colind[adr + k]] += tan_.dJ[adr + k] * fi;
-      }
-    }
+    ConstraintForceTangent(p);
   }
 
   // integrator: M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint
   for (int i = 0; i < nv; i++)
     tan_.dqacc_int[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
   if (tan_.has_dM) {
-    for (int i = 0; i < nv; i++) {
+    for (int i = tan_.dM_begin; i < tan_.dM_end; i++) {
       int adr = m->dof_Madr[i];
       tan_.dqacc_int[i] -= tan_.dM[adr++] * integrator_.qacc[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
@@ -307,6 +311,38 @@ bool Derivative::SolveTangent(const mjModel* m) {
   integrator_.Solve(tan_.dqacc_int);
   return true;
 }
+
+void Derivative::ConstraintForceTangent(const Problem& p) {
+  // J' df + dJ' f on the rows of the touched islands (df and dJ are zero elsewhere; a column's
+  // rows are visited in ascending order, as a pass over all rows would)
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const bool dJ = !tan_.has_dJ_force && tan_.has_dJ;
+  for (int k = 0; k < is.nisland; k++) {
+    if (!tan_.touched[k]) continue;
+    const int* rows = is.rows + is.rowadr[k];
+    for (int a = 0; a < is.nrows[k]; a++) {
+      const int i = rows[a], adr = J.rowadr[i];
+      const double df = tan_.dforce[i];
+      if (df != 0) {
+        for (int q = 0; q < J.rownnz[i]; q++)
+          tan_.dqfrc_constraint[J.colind[adr + q]] += J.val[adr + q] * df;
+      }
+    }
+    if (!dJ) continue;
+    for (int a = 0; a < is.nrows[k]; a++) {
+      const int i = rows[a], adr = J.rowadr[i];
+      const double fi = stage_.solution->force[i];
+      if (fi == 0) continue;
+      for (int q = 0; q < J.rownnz[i]; q++)
+        tan_.dqfrc_constraint[J.colind[adr + q]] += tan_.dJ[adr + q] * fi;
+    }
+  }
+  if (tan_.has_dJ_force) {
+    for (int i = 0; i < nv_; i++) tan_.dqfrc_constraint[i] += tan_.dJ_force[i];
+  }
+}
+
 void Derivative::PreparePasses(const mjModel* m) {
   const mjData* d = stage_data_;
   const int nv = nv_;

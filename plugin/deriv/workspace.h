@@ -8,6 +8,7 @@
 #include <mujoco/mujoco.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "solvers/common/arena.h"
 #include "solvers/common/mass.h"
@@ -76,6 +77,8 @@ struct DirectionTangent {
   double* dqderiv_qacc;          // h d(qDeriv) qacc_int, implicit integrator (nv)
   double* dposition_correction;  // lcp's split impulse           (nv)
   double* dM_problem;            // the problem's M_eff where it differs from dM (damping) (nM)
+  uint8_t* touched;              // islands the direction perturbs (IslandReach) (ntree)
+  int dM_begin = 0, dM_end = 0;  // dofs whose rows of dM can be nonzero (whole trees; has_dM)
   bool has_dM_problem = false;   // dM_problem holds the problem's tangent (a damping parameter)
   bool has_dM = false, has_dJ = false, has_dpos = false, has_dvel = false;
   bool has_dJ_force = false;  // dJ_qvel_next, dJ_force hold dJ v+, dJ' f (dJ not written)

@@ -7,6 +7,15 @@
 #include "solvers/comfree/comfree.h"
 
 namespace contactkit {
+namespace {
+
+// row's island is one the direction leaves alone (dir.touched): its force tangent is zero
+bool Untouched(const Problem& p, const ProblemTangent& dir, int row) {
+  const int k = p.islands.row_island[row];
+  return dir.touched && k >= 0 && !dir.touched[k];
+}
+
+}  // namespace
 
 const double* ComfreeSolver::RowSolve(const Problem& p, int row) {
   if (wstale_) {
@@ -153,7 +162,9 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   for (int c = 0; c < ncon; c++) {
     const Contact& con = p.con[c];
     const int row = con.row, dim = con.dim;
-    if (gain_[row] == 0 || (tangent_modes_ && tangent_modes_[c] == 0)) continue;
+    // (a patch's contacts share one island: an untouched one skips the whole patch)
+    if (gain_[row] == 0 || (tangent_modes_ && tangent_modes_[c] == 0) || Untouched(p, dir, row))
+      continue;
     if (patch_[c] != patch) {
       patch = patch_[c];
       dA = PatchInvMassTangent(p, patch, dir);
@@ -198,7 +209,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     const bool active = p.kind[i] == kRowLimit      ? a > 0
                         : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
                                                     : true;
-    if (gain_[i] == 0 || !active) continue;
+    if (gain_[i] == 0 || !active || Untouched(p, dir, i)) continue;
     int tmax = -1;
     ForEachRowTree(p, i, [&](int t, int, int) {
       if (tmax < 0 || relax_[t] > relax_[tmax]) tmax = t;

@@ -115,8 +115,8 @@ void TreeMass::MulValues(const double* V, const double* x, double* y, int begin,
   }
 }
 
-void TreeMass::SubMulValues(const double* V, const double* x, double* y) const {
-  for (int i = 0; i < nv; i++) {
+void TreeMass::SubMulValues(const double* V, const double* x, double* y, int begin, int end) const {
+  for (int i = begin; i < end; i++) {
     y[i] -= V[madr[i]] * x[i];
     int adr = madr[i] + 1;
     for (int j = parent[i]; j >= 0; j = parent[j], adr++) {

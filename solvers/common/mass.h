@@ -43,8 +43,12 @@ struct TreeMass {
   // (whole trees); y and x must differ
   void MulValues(const double* V, const double* x, double* y, int begin, int end) const;
 
-  // y -= V x for a matrix V with this layout's sparsity (e.g. a tangent dM), all dofs
-  void SubMulValues(const double* V, const double* x, double* y) const;
+  // y -= V x for a matrix V with this layout's sparsity (e.g. a tangent dM), dofs [begin, end)
+  // (whole trees) or all
+  void SubMulValues(const double* V, const double* x, double* y, int begin, int end) const;
+  void SubMulValues(const double* V, const double* x, double* y) const {
+    SubMulValues(V, x, y, 0, nv);
+  }
 
   // acc - x' V x for a matrix V with this layout's sparsity, dofs [begin, end) (whole trees),
   // subtracted from acc term by term

@@ -174,6 +174,8 @@ struct ProblemTangent {
   const double* R = nullptr;       // d R                                         (nrow)
   const double* aref = nullptr;    // d aref                                      (nrow)
   const double* disp = nullptr;    // d disp (anchor held fixed)                  (nrow)
+  // islands whose data the perturbation may change (a superset; IslandReach), null: unknown
+  const uint8_t* touched = nullptr;  //                                            (nisland)
 };
 
 // owns a Problem's and a Solution's arrays, allocated once

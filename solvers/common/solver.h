@@ -27,6 +27,12 @@ class Solver {
   // forget warm-start information (after a reset or a jump in state)
   virtual void Reset() {}
 
+  // Optional: take the warm-start information of other (a solver of the same kind set up for
+  // the same dims), so that the next Solve is the one other would make (the derivative's shadow
+  // handle: the step the caller's handle would take). False, with nothing changed, if it has
+  // none or other differs. Must not allocate.
+  virtual bool WarmStartFrom(const Solver& other) { return false; }
+
   // Derivative of the last solution (Solve on this p, same sol) along a perturbation of the
   // problem data, by the implicit function theorem on the solver's own optimality conditions,
   // reusing its final factorization: writes dforce (nrow). The velocity follows from

@@ -329,15 +329,7 @@ void IpmSolver::Prepare(const Problem& p, const double* pos) {
     }
   }
   for (int j = 0; j < p.nv; j++) mdiag_[j] = p.mass.M[p.mass.madr[j]];
-  j_ordered_ = true;
-  for (int i = 0; i + 1 < p.nrow && j_ordered_; i++) {
-    j_ordered_ = J.rowadr[i + 1] == J.rowadr[i] + J.rownnz[i];
-  }
-  j_ordered_ = j_ordered_ && (p.nrow == 0 || J.rowadr[0] == 0);
-  m_ordered_ = p.nv == 0 || p.mass.madr[0] == 0;
-  for (int j = 0; j + 1 < p.nv && m_ordered_; j++) {
-    m_ordered_ = p.mass.madr[j + 1] > p.mass.madr[j];
-  }
+  reach_.Prepare(p);
   BuildLists(p);
 }
 

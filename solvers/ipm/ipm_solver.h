@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "solvers/common/reach.h"
 #include "solvers/common/solver.h"
 #include "solvers/ipm/ipm.h"
 #include "solvers/ipm/island_lu.h"
@@ -137,8 +138,6 @@ class IpmSolver final : public Solver {
             State* out) const;
   void Copy(const Problem& p, int k, const State& from, State* to) const;
   void TangentResiduals(const Problem& p, int k, const ProblemTangent& dir, const State& s);
-  // touched_[k] = 1 for the islands whose data dir perturbs
-  void MarkTouched(const Problem& p, const ProblemTangent& dir);
   // the step's solution holds contact normal row i closed: its impulse lam, alone on the row,
   // would move it faster than its gap closes, lam A > z, i.e. lam^2 A > lam z = kappa_tol
   bool Closed(const Problem& p, int i) const {
@@ -218,8 +217,7 @@ class IpmSolver final : public Solver {
   std::vector<uint8_t> mode_cur_;   // island's cone terms carry the modes                (ntree)
   std::vector<uint8_t> mode_new_;   // island's modes changed since its terms were formed (ntree)
   std::vector<uint8_t> row_moded_;  // normal row whose cone terms a mode replaced        (rows)
-  bool j_ordered_ = false;          // J's rows stored one after another in row order
-  bool m_ordered_ = false;          // the mass matrix's rows stored in dof order
+  IslandReach reach_;               // the islands a tangent's direction perturbs (touched_)
 
   // warm start of a re-solve within one step
   std::vector<double> warm_lam_;  // warm impulse of each row of this step            (rows)

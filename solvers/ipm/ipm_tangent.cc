@@ -16,29 +16,6 @@ namespace {
 constexpr double kRefineTol = 1e-12;  // relative dynamics defect left unrefined (rounding)
 constexpr double kClampReg = 1e-10;   // regularizer of a clamped normal row, x diag_approx
 
-// calls f(i) for each nonzero x[i], i in [0, n): blocks of kScanBlock entries are tested first
-// by or-ing their bits without the sign (-0 is zero), a loop without branches
-constexpr int kScanBlock = 32;
-template <class F>
-void ForNonzero(const double* x, int n, F f) {
-  int i = 0;
-  for (; i + kScanBlock <= n; i += kScanBlock) {
-    uint64_t any = 0;
-    for (int b = 0; b < kScanBlock; b++) {
-      uint64_t bits;
-      std::memcpy(&bits, x + i + b, sizeof(bits));
-      any |= bits << 1;
-    }
-    if (!any) continue;
-    for (int b = 0; b < kScanBlock; b++) {
-      if (x[i + b] != 0) f(i + b);
-    }
-  }
-  for (; i < n; i++) {
-    if (x[i] != 0) f(i);
-  }
-}
-
 }  // namespace
 
 const double* IpmSolver::CentralForce(const Problem& p) {
@@ -107,59 +84,6 @@ void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& 
   }
 }
 
-void IpmSolver::MarkTouched(const Problem& p, const ProblemTangent& dir) {
-  // touched_[k]: dir perturbs data island k's equations read. One pass over each array (most
-  // directions move one kinematic tree: a few nonzeros), the nonzeros mapped to islands
-  const Islands& is = p.islands;
-  const TreeMass& mass = p.mass;
-  const SparseRows& J = p.J;
-  for (int k = 0; k < is.nisland; k++) touched_[k] = 0;
-  auto dof = [&](int j) {
-    const int k = is.tree_island[p.dof_tree[j]];
-    if (k >= 0) touched_[k] = 1;
-  };
-  auto row = [&](int i) {
-    if (is.row_island[i] >= 0) touched_[is.row_island[i]] = 1;
-  };
-  if (dir.v_free) ForNonzero(dir.v_free, p.nv, dof);
-  if (dir.M && m_ordered_) {
-    // M's rows stored one after another in dof order
-    int j = 0;
-    ForNonzero(dir.M, mass.nM, [&](int a) {
-      while (j + 1 < p.nv && mass.madr[j + 1] <= a) j++;
-      dof(j);
-    });
-  } else if (dir.M) {
-    for (int j = 0; j < p.nv; j++) {
-      int adr = mass.madr[j];
-      bool nonzero = dir.M[adr] != 0;
-      for (int i = mass.parent[j]; i >= 0 && !nonzero; i = mass.parent[i])
-        nonzero = dir.M[++adr] != 0;
-      if (nonzero) dof(j);
-    }
-  }
-  for (const double* x : {dir.pos, dir.vel, dir.R, dir.aref}) {
-    if (x) ForNonzero(x, p.nrow, row);
-  }
-  if (!dir.J) return;
-  if (j_ordered_) {
-    int i = 0;
-    ForNonzero(dir.J, p.nrow ? J.rowadr[p.nrow - 1] + J.rownnz[p.nrow - 1] : 0, [&](int a) {
-      while (i + 1 < p.nrow && J.rowadr[i + 1] <= a) i++;
-      row(i);
-    });
-    return;
-  }
-  for (int i = 0; i < p.nrow; i++) {
-    for (int a = J.rowadr[i]; a < J.rowadr[i] + J.rownnz[i]; a++) {
-      if (dir.J[a] != 0) {
-        row(i);
-        break;
-      }
-    }
-  }
-}
-
 double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
                            double* dkappa) const {
   const double h = p.h, den = p.diag_approx[i] + p.R[i];
@@ -177,7 +101,11 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
                              double* dforce) {
   // implicit function theorem at the central point kappa_grad: R dw = -dF/dtheta dir
   for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
-  MarkTouched(p, dir);
+  if (dir.touched) {
+    std::copy(dir.touched, dir.touched + p.islands.nisland, touched_.begin());
+  } else {
+    reach_.Mark(p, dir, touched_.data());
+  }
   for (int k = 0; k < p.islands.nisland; k++) {
     if (!Center(p, k)) return false;
     // a direction that leaves the island's data alone (most move one kinematic tree) has no

@@ -51,11 +51,14 @@ void LcpSolver::StateTable::Allocate(int n) {
   stamp.assign(cap, 0);
   val.assign(cap, 0);
   imp.assign(cap, 0);
+  used.assign(cap, 0);
+  nused = 0;
   mask = cap - 1;
   cur = 1;
 }
 
 void LcpSolver::StateTable::Clear() {
+  nused = 0;
   if (++cur == 0) {
     std::fill(stamp.begin(), stamp.end(), 0u);
     cur = 1;
@@ -65,6 +68,7 @@ void LcpSolver::StateTable::Clear() {
 void LcpSolver::StateTable::Put(uint64_t a, uint64_t b, signed char v, double x) {
   for (size_t s = Mix(a, b) & mask;; s = (s + 1) & mask) {
     if (stamp[s] != cur || (ka[s] == a && kb[s] == b)) {
+      if (stamp[s] != cur) used[nused++] = s;
       stamp[s] = cur;
       ka[s] = a;
       kb[s] = b;
@@ -73,6 +77,16 @@ void LcpSolver::StateTable::Put(uint64_t a, uint64_t b, signed char v, double x)
       return;
     }
   }
+}
+
+bool LcpSolver::StateTable::CopyFrom(const StateTable& o) {
+  if (o.ka.size() != ka.size()) return false;
+  Clear();
+  for (size_t e = 0; e < o.nused; e++) {
+    const size_t s = o.used[e];
+    Put(o.ka[s], o.kb[s], o.val[s], o.imp[s]);
+  }
+  return true;
 }
 
 int LcpSolver::StateTable::Get(uint64_t a, uint64_t b, double* x) const {
@@ -125,6 +139,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     badr_.assign(std::max(dims.ntree, 1) + 1, 0);
     reach0_.assign(std::max(dims.ntree, 1), 0);
     reachp_.assign(std::max(dims.ntree, 1), 0);
+    touched_.assign(std::max(dims.ntree, 1), 0);
     pinv_.assign(Cod::Doubles(cap_), 0);
     kadr_.assign(std::max(dims.ntree, 1), -1);
     nadr_.assign(std::max(dims.ntree, 1), -1);
@@ -166,6 +181,15 @@ void LcpSolver::SetSettings(const ckSettings& settings) {
 void LcpSolver::Reset() {
   have_prev_ = false;
   bank_ = 0;
+}
+
+bool LcpSolver::WarmStartFrom(const Solver& other) {
+  // the previous classification and impulses, and the work budget's credit
+  const LcpSolver* o = dynamic_cast<const LcpSolver*>(&other);
+  if (!o || o == this || !prev_.CopyFrom(o->prev_)) return false;
+  have_prev_ = o->have_prev_;
+  bank_ = o->bank_;
+  return true;
 }
 
 Cod* LcpSolver::factorization(int island) {
@@ -749,47 +773,40 @@ void LcpSolver::LargePositionIsland(const Problem& p, int island) {
 
 bool LcpSolver::PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) {
   // u = M^-1 J_C' x with A_CC x = -t_C: du = z + M^-1 J_C' dx, z = M^-1 (dJ_C' x - dM u), and
-  // A_CC dx = -(dt_C + dJ_C u + J_C z)
+  // A_CC dx = -(dt_C + dJ_C u + J_C z), island by island (u is zero outside the islands, and
+  // du on the islands the direction does not touch)
   if (!position_active_) return false;
   const int nv = p.nv;
   const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  std::fill(du, du + nv, 0.0);
+  if (!ptan_ready_) PreparePositionTangent(p);
+  MarkTouched(p, dir);
+
   double* z = pz_.data();
-  std::fill(z, z + nv, 0.0);
-  const int nall = prowadr_[nisland_];
-  if (dir.J) {
-    for (int a = 0; a < nall; a++) {
-      const int g = prow_[a], adr = J.rowadr[g];
-      for (int q = 0; q < J.rownnz[g]; q++) z[J.colind[adr + q]] += dir.J[adr + q] * px_[a];
-    }
-  }
-  if (dir.M) p.mass.SubMulValues(dir.M, up_.data(), z);
-  p.mass.Solve(z);
-  std::copy(z, z + nv, du);
-
-  // the clamped sets' A_CC, factored once per solve (into the store while it fits)
-  if (!ptan_ready_) {
-    size_t doff = 0, ioff = 0;
-    for (int k = 0; k < nisland_; k++) {
-      const int nc = prowadr_[k + 1] - prowadr_[k];
-      pcod_ok_[k] = 0;
-      if (!nc) continue;
-      const size_t nd = Cod::Doubles(nc), ni = Cod::Ints(nc);
-      if (doff + nd > pcod_d_.size() || ioff + ni > pcod_i_.size()) continue;
-      pcod_[k].Bind(pcod_d_.data() + doff, pcod_i_.data() + ioff, nc);
-      doff += nd;
-      ioff += ni;
-      BuildA(p, prow_.data() + prowadr_[k], nc);
-      pcod_[k].Factor(A_.data(), nc, nc, 1e-13);
-      pcod_ok_[k] = 1;
-    }
-    ptan_ready_ = true;
-  }
-
   double* y = yv_.data();
   for (int k = 0; k < nisland_; k++) {
     const int* rows = prow_.data() + prowadr_[k];
     const int nc = prowadr_[k + 1] - prowadr_[k];
-    if (!nc) continue;
+    if (!nc || !touched_[k]) continue;
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      for (int i = is.tree_dofadr[t]; i < is.tree_dofadr[t] + is.tree_dofnum[t]; i++) z[i] = 0;
+    }
+    if (dir.J) {
+      for (int a = 0; a < nc; a++) {
+        const int g = rows[a], adr = J.rowadr[g];
+        const double x = px_[prowadr_[k] + a];
+        for (int q = 0; q < J.rownnz[g]; q++) z[J.colind[adr + q]] += dir.J[adr + q] * x;
+      }
+    }
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      if (dir.M) p.mass.SubMulValues(dir.M, up_.data(), z, b, e);
+      p.mass.Solve(z, b, e);
+      for (int i = b; i < e; i++) du[i] = z[i];
+    }
     Cod* cod = &pcod_[k];
     if (!pcod_ok_[k]) {
       BuildA(p, rows, nc);
@@ -813,6 +830,26 @@ bool LcpSolver::PositionTangent(const Problem& p, const ProblemTangent& dir, dou
     AddIslandSolve(p, k, y, du);
   }
   return true;
+}
+
+void LcpSolver::PreparePositionTangent(const Problem& p) {
+  // the clamped sets' A_CC, factored once per solve (into the store while it fits)
+  size_t doff = 0, ioff = 0;
+  for (int k = 0; k < nisland_; k++) {
+    const int nc = prowadr_[k + 1] - prowadr_[k];
+    pcod_ok_[k] = 0;
+    if (!nc) continue;
+    const size_t nd = Cod::Doubles(nc), ni = Cod::Ints(nc);
+    if (doff + nd > pcod_d_.size() || ioff + ni > pcod_i_.size()) continue;
+    pcod_[k].Bind(pcod_d_.data() + doff, pcod_i_.data() + ioff, nc);
+    doff += nd;
+    ioff += ni;
+    BuildA(p, prow_.data() + prowadr_[k], nc);
+    pcod_[k].Factor(A_.data(), nc, nc, 1e-13);
+    pcod_ok_[k] = 1;
+  }
+  reach_.Prepare(p);
+  ptan_ready_ = true;
 }
 
 }  // namespace contactkit

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "solvers/common/cod.h"
+#include "solvers/common/reach.h"
 #include "solvers/common/solver.h"
 #include "solvers/lcp/boxed.h"
 
@@ -80,6 +81,7 @@ class LcpSolver final : public Solver {
   void SetSettings(const ckSettings& settings) override;
   void Solve(const Problem& p, Solution* sol) override;
   void Reset() override;
+  bool WarmStartFrom(const Solver& other) override;
   bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                     double* dforce) override;
   bool SetTangentModes(const Problem& p, const signed char* mode) override;
@@ -125,6 +127,10 @@ class LcpSolver final : public Solver {
   // refactor the stored reduced matrix of island for the classification in state_
   bool Refactor(const Problem& p, int island);
 
+  // touched_ from dir (its own, or found by reach_)
+  void MarkTouched(const Problem& p, const ProblemTangent& dir);
+  // PositionTangent's shared part: the position pass's clamped sets factored
+  void PreparePositionTangent(const Problem& p);
   // ForceTangent's shared part (see tan_ready_); false if some island's decomposition is missing
   bool PrepareTangent(const Problem& p, const Solution& sol);
   // PrepareTangent: K^+ and I - K^+ K of island k (m clamped rows) into pinv_ at *off, if they fit
@@ -182,7 +188,9 @@ class LcpSolver final : public Solver {
     std::vector<uint64_t> ka, kb;
     std::vector<unsigned> stamp;
     std::vector<signed char> val;
-    std::vector<double> imp;  // the row's impulse
+    std::vector<double> imp;   // the row's impulse
+    std::vector<size_t> used;  // slots of the current entries, in the order put
+    size_t nused = 0;
     unsigned cur = 1;
     size_t mask = 0;
     void Allocate(int n);
@@ -190,6 +198,8 @@ class LcpSolver final : public Solver {
     void Put(uint64_t a, uint64_t b, signed char v, double x);
     // state (-1: none) and impulse x (0: none)
     int Get(uint64_t a, uint64_t b, double* x) const;
+    // the entries of o (same capacity; a pass over o's entries); false if the capacities differ
+    bool CopyFrom(const StateTable& o);
   };
 
   // kept per island for the derivative
@@ -276,9 +286,11 @@ class LcpSolver final : public Solver {
   std::vector<double> bcoef_;          // x_brow = bcoef x_normal                   (max_rows)
   std::vector<int> badr_;              // first of island k in brow_                (ntree + 1)
   std::vector<unsigned char> reach0_, reachp_;  // dv0_, dvp_ not zero on island k     (ntree)
-  std::vector<double> pinv_;             // K^+, I - K^+ K by island, dense (Cod::Doubles(cap))
-  std::vector<long> kadr_, nadr_;        // their place in pinv_, -1: not stored      (ntree)
-  std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
+  std::vector<uint8_t> touched_;   // island k's data perturbed by the tangent's direction (ntree)
+  IslandReach reach_;              // finds them
+  std::vector<double> pinv_;       // K^+, I - K^+ K by island, dense (Cod::Doubles(cap))
+  std::vector<long> kadr_, nadr_;  // their place in pinv_, -1: not stored      (ntree)
+  std::vector<double> ytil_;       // y~ = K^+' h x_C by row                    (max_rows)
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)
   std::vector<double> rc_, dy_, tq_;     // (cap)

@@ -70,6 +70,7 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
   const int nrow = p.nrow, nv = p.nv;
   const double h = p.h;
   if (nisland_ != is.nisland) return false;
+  reach_.Prepare(p);
   for (int i = 0; i < nrow; i++) ytil_[i] = 0;
   deficient_ = false;
   int cnt = 0, nb = 0;
@@ -133,7 +134,7 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
   };
   for (int k = 0; k < nisland_; k++) {
     Cod& cod = factors_[k].cod;
-    if (cod.rank() == cod.n()) continue;
+    if (!touched_[k] || cod.rank() == cod.n()) continue;
     reached = reachp_[k];
     const int m = cadr_[k + 1] - cadr_[k];
     const int* c = crow_.data() + cadr_[k];
@@ -161,23 +162,31 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
 void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, const double* u,
                                       const ProblemTangent& dir, bool free, double scale,
                                       double* dv, unsigned char* reach) {
-  // only the islands' trees matter (J_C dv), and of those only the ones the direction reaches
-  // (M^-1 is exact tree by tree): a tree whose right-hand side is zero is not solved
+  // only the islands' trees matter (J_C dv), and of those only the ones of the islands the
+  // direction touches (touched_; M^-1 is exact tree by tree): a tree whose right-hand side is
+  // zero is not solved, and dv is left as it was on the trees of untouched islands
   const Islands& is = p.islands;
   const SparseRows& J = p.J;
   const TreeMass& mass = p.mass;
   const int nv = p.nv;
-  for (int j = 0; j < nv; j++) dv[j] = 0;
-  if (dir.J) {
-    for (int i = 0; i < J.nrow; i++) {
-      const double fi = force[i];
-      if (fi == 0) continue;
-      const int adr = J.rowadr[i];
-      for (int k = 0; k < J.rownnz[i]; k++) dv[J.colind[adr + k]] += dir.J[adr + k] * fi;
-    }
-  }
   for (int k = 0; k < nisland_; k++) {
     reach[k] = 0;
+    if (!touched_[k]) continue;
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      for (int i = is.tree_dofadr[t]; i < is.tree_dofadr[t] + is.tree_dofnum[t]; i++) dv[i] = 0;
+    }
+    if (dir.J) {
+      // the island's rows have their columns on its trees
+      const int* rows = is.rows + is.rowadr[k];
+      for (int j = 0; j < is.nrows[k]; j++) {
+        const int i = rows[j];
+        const double fi = force[i];
+        if (fi == 0) continue;
+        const int adr = J.rowadr[i];
+        for (int c = 0; c < J.rownnz[i]; c++) dv[J.colind[adr + c]] += dir.J[adr + c] * fi;
+      }
+    }
     for (int a = 0; a < is.ntrees[k]; a++) {
       const int t = is.trees[is.treeadr[k] + a];
       const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
@@ -216,12 +225,23 @@ double LcpSolver::Coupling(const Problem& p, int g, int* normal) const {
   return (state_[g] == kLcpUpper ? 1 : -1) * con.mu[g - con.row - 1];
 }
 
+void LcpSolver::MarkTouched(const Problem& p, const ProblemTangent& dir) {
+  if (dir.touched) {
+    std::copy(dir.touched, dir.touched + nisland_, touched_.begin());
+  } else {
+    reach_.Mark(p, dir, touched_.data());
+  }
+}
+
 bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                              double* dforce) {
   const int nrow = p.nrow;
   const double h = p.h;
   if (!tan_ready_ && !PrepareTangent(p, sol)) return false;
   for (int i = 0; i < nrow; i++) dforce[i] = 0;
+  // the islands whose data the direction perturbs (most directions move one tree): the others
+  // keep dforce = 0 without any work
+  MarkTouched(p, dir);
 
   // velocity change at fixed impulses
   IslandVelocityTangent(p, sol.force, ustep_.data(), dir, true, h, dv0_.data(), reach0_.data());
@@ -229,6 +249,7 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
   // dx_C = K^+ (dc - dK x_C), island by island; an island the direction does not reach (its
   // right-hand side exactly zero) keeps dx_C = 0 without a solve
   for (int k = 0; k < nisland_; k++) {
+    if (!touched_[k]) continue;
     const int m = cadr_[k + 1] - cadr_[k];
     const int* c = crow_.data() + cadr_[k];
     const double* dpos = cdpos_.data() + cadr_[k];
@@ -258,13 +279,16 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
   // rank deficient islands: + (I - K^+ K) dK' K^+' x_C
   if (deficient_) NullSpaceTangent(p, sol, dir, dforce);
 
-  // bound rows follow their normals; impulses to forces
+  // bound rows follow their normals; impulses to forces (rows outside islands have none)
+  const Islands& is = p.islands;
   for (int k = 0; k < nisland_; k++) {
+    if (!touched_[k]) continue;
     const int* c = crow_.data() + cadr_[k];
     for (int b = badr_[k]; b < badr_[k + 1]; b++)
       dforce[brow_[b]] = bcoef_[b] * dforce[c[bnormal_[b]]];
+    const int* rows = is.rows + is.rowadr[k];
+    for (int j = 0; j < is.nrows[k]; j++) dforce[rows[j]] /= h;
   }
-  for (int i = 0; i < nrow; i++) dforce[i] /= h;
   return true;
 }
 
