@@ -4,6 +4,9 @@
   threads    contactkit.rollout speedup from 1 to 2 threads on a batch of 64
   step       Handle.step per call against mujoco.mj_step, one step per call
   gym        Gymnasium environments' steps per second, unpatched and patched with each solver
+  ray        contactkit.distributed: 1,024 humanoid rollouts of 500 steps on 1 and 2 Ray workers
+             against contactkit.rollout on 1 and 2 local threads, and Ray's cost per chunk
+             (--address: a running cluster; default: a local one on this machine; not in `all`)
   mjx-toss   DiffMJX's cube toss (Fig. 5): gradient error and time of MJX (jax.grad through
              mjx.step, semi-implicit Euler) beside contactkit's Euler and tsit5 (ck_rolloutGrad),
              against a tsit5 reference at 1e-12; needs `pip install mujoco-mjx` (not in `all`)
@@ -275,12 +278,83 @@ def bench_mjx_toss(quick):
     return rows
 
 
+def bench_ray(models, nbatch, nstep, repeat, address=None):
+    """rows: case, time (s), rollouts/s, against local 1 thread, note; and the overheads"""
+    if "humanoid" not in models:
+        print("skipping ray: no humanoid model (--mujoco-models)")
+        return [], {}
+    try:
+        import ray
+    except ImportError:
+        print("skipping ray: Ray is not installed (pip install ray)")
+        return [], {}
+    import contactkit.distributed as ckd
+    m = models["humanoid"]
+    s0, u = batch(m, nbatch, nstep)
+    datas = [mujoco.MjData(m), mujoco.MjData(m)]
+    ref = contactkit.rollout(m, datas[:1], s0, u, solver="mujoco")[0]
+    rows, times = [], {}
+    for n in (1, 2):
+        t = best_time(lambda: contactkit.rollout(m, datas[:n], s0, u, solver="mujoco"), repeat)
+        times[f"local{n}"] = t
+        rows.append((f"contactkit.rollout, {n} thread{'s' * (n > 1)}", t, ""))
+    if not ray.is_initialized():
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        if address is None:  # one node on the loopback address (ray reads this at import)
+            ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+        ray.init(address=address, include_dashboard=False if address is None else None,
+                 logging_level="ERROR", log_to_driver=False)
+    tiny = 64
+    for n in (1, 2):
+        with ckd.Executor(m, num_workers=n) as ex:
+            ex.rollout(s0[:2 * n], u[:2 * n], solver="mujoco")  # workers built
+            out = {}
+
+            def run():
+                out["state"] = ex.rollout(s0, u, solver="mujoco")[0]
+
+            t = best_time(run, repeat)
+            times[f"ray{n}"] = t
+            same = "same bits" if np.array_equal(out["state"], ref) else "DIFFERENT BITS"
+            chunks = ex.last_stats.chunks
+            rows.append((f"Executor, {n} worker{'s' * (n > 1)}", t,
+                         f"{chunks} chunks of {-(-nbatch // chunks)}; {same}"))
+            t_tiny = best_time(lambda: ex.rollout(s0[:tiny], u[:tiny, :1], solver="mujoco",
+                                                  chunk_size=1), repeat)
+            times[f"chunk{n}"] = t_tiny / tiny
+    t_local_tiny = best_time(lambda: contactkit.rollout(m, datas[:1], s0[:tiny], u[:tiny, :1],
+                                                        solver="mujoco"), repeat)
+    times["chunk_local"] = t_local_tiny / tiny
+    times["bytes"] = ref[0].nbytes
+    return [(case, t, nbatch / t, times["local1"] / t, note) for case, t, note in rows], times
+
+
+def print_ray(rows, times, nbatch, nstep):
+    print(f"{nbatch} humanoid rollouts x {nstep} steps (solver mujoco), contactkit "
+          f"{contactkit.__version__}, MuJoCo {mujoco.__version__}, {os.cpu_count()} cores")
+    print("| case | time (s) | rollouts/s | speed against 1 local thread | note |")
+    print("| --- | --- | --- | --- | --- |")
+    for case, t, rate, ratio, note in rows:
+        print(f"| {case} | {t:.3f} | {rate:.0f} | {ratio:.2f} | {note} |")
+    per_step = times["local1"] / (nbatch * nstep)
+    over = (times["ray1"] - times["local1"]) / nbatch
+    chunk = times["chunk1"] - times["chunk_local"]
+    print(f"one humanoid step: {per_step * 1e6:.1f} us; a rollout's states: "
+          f"{times['bytes'] / 1e3:.0f} kB")
+    print(f"Ray's cost per rollout (1 worker against 1 thread): {over * 1e3:.3f} ms "
+          f"({over / (per_step * nstep):.1%} of a {nstep}-step rollout)")
+    print(f"Ray's cost per chunk (1-step rollouts, one per chunk, 1 worker): {chunk * 1e3:.3f} ms"
+          f" (2 workers: {(times['chunk2'] - times['chunk_local']) * 1e3:.3f} ms)")
+
+
 def main(argv=None) -> int:
     here = pathlib.Path(__file__).resolve()
     parser = argparse.ArgumentParser(prog="python -m contactkit.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", nargs="*", default=["rollout", "threads", "step", "gym"],
-                        help="rollout, threads, step, gym (the default), mjx-toss")
+                        help="rollout, threads, step, gym (the default), mjx-toss, ray")
+    parser.add_argument("--address", default=None,
+                        help="ray: the Ray cluster (default: start one on this machine)")
     parser.add_argument("--mujoco-models",
                         default=os.environ.get("CK_MUJOCO_MODELS", "/usr/share/mujoco/model"))
     parser.add_argument("--menagerie", default=None, help="folder of Menagerie models")
@@ -312,6 +386,13 @@ def main(argv=None) -> int:
         rows += bench_step(models, 2000 // scale, a.repeat)
     if "gym" in a.what:
         rows += bench_gym(1000 // scale, max(1, a.repeat // 2))
+    if "ray" in a.what:
+        nbatch, nstep = (64, 50) if a.quick else (1024, 500)
+        ray_rows, times = bench_ray(models, nbatch, nstep, a.repeat, a.address)
+        if ray_rows:
+            print_ray(ray_rows, times, nbatch, nstep)
+        if not rows and "mjx-toss" not in a.what:
+            return 0
     if "mjx-toss" in a.what:
         toss = bench_mjx_toss(a.quick)
         if toss:
