@@ -278,8 +278,20 @@ def bench_mjx_toss(quick):
     return rows
 
 
+def timed(fn, repeat, cpu=time.process_time):
+    """wall time (s) and CPU time (s, cpu() before and after) of the fastest of repeat runs"""
+    best = (float("inf"), 0.0)
+    for _ in range(repeat):
+        c, t = cpu(), time.perf_counter()
+        fn()
+        t = time.perf_counter() - t
+        if t < best[0]:
+            best = (t, cpu() - c)
+    return best
+
+
 def bench_ray(models, nbatch, nstep, repeat, address=None):
-    """rows: case, time (s), rollouts/s, against local 1 thread, note; and the overheads"""
+    """rows: case, wall (s), CPU (s), note; and the per-rollout and per-chunk costs"""
     if "humanoid" not in models:
         print("skipping ray: no humanoid model (--mujoco-models)")
         return [], {}
@@ -293,58 +305,67 @@ def bench_ray(models, nbatch, nstep, repeat, address=None):
     s0, u = batch(m, nbatch, nstep)
     datas = [mujoco.MjData(m), mujoco.MjData(m)]
     ref = contactkit.rollout(m, datas[:1], s0, u, solver="mujoco")[0]
-    rows, times = [], {}
+    rows, costs = [], {"bytes": ref[0].nbytes}
+    tiny = 64
     for n in (1, 2):
-        t = best_time(lambda: contactkit.rollout(m, datas[:n], s0, u, solver="mujoco"), repeat)
-        times[f"local{n}"] = t
-        rows.append((f"contactkit.rollout, {n} thread{'s' * (n > 1)}", t, ""))
+        t, c = timed(lambda: contactkit.rollout(m, datas[:n], s0, u, solver="mujoco"), repeat)
+        costs[f"local{n}"] = (t, c)
+        rows.append((f"contactkit.rollout, {n} thread{'s' * (n > 1)}", t, c, ""))
+    costs["chunk_local"] = timed(lambda: contactkit.rollout(m, datas[:1], s0[:tiny],
+                                                            u[:tiny, :1], solver="mujoco"),
+                                 repeat)
     if not ray.is_initialized():
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        if address is None:  # one node on the loopback address (ray reads this at import)
+        if address is None:  # one node, on the loopback address only (read at import)
             ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+            # no token file in ~/.ray: nothing outside this machine can reach the cluster
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         ray.init(address=address, include_dashboard=False if address is None else None,
                  logging_level="ERROR", log_to_driver=False)
-    tiny = 64
     for n in (1, 2):
         with ckd.Executor(m, num_workers=n) as ex:
             ex.rollout(s0[:2 * n], u[:2 * n], solver="mujoco")  # workers built
+
+            def cpu():  # the driver's and every worker's CPU time
+                return time.process_time() + sum(ex.cpu_seconds())
+
             out = {}
 
             def run():
                 out["state"] = ex.rollout(s0, u, solver="mujoco")[0]
 
-            t = best_time(run, repeat)
-            times[f"ray{n}"] = t
+            t, c = timed(run, repeat, cpu)
+            costs[f"ray{n}"] = (t, c)
             same = "same bits" if np.array_equal(out["state"], ref) else "DIFFERENT BITS"
             chunks = ex.last_stats.chunks
-            rows.append((f"Executor, {n} worker{'s' * (n > 1)}", t,
+            rows.append((f"Executor, {n} worker{'s' * (n > 1)}", t, c,
                          f"{chunks} chunks of {-(-nbatch // chunks)}; {same}"))
-            t_tiny = best_time(lambda: ex.rollout(s0[:tiny], u[:tiny, :1], solver="mujoco",
-                                                  chunk_size=1), repeat)
-            times[f"chunk{n}"] = t_tiny / tiny
-    t_local_tiny = best_time(lambda: contactkit.rollout(m, datas[:1], s0[:tiny], u[:tiny, :1],
-                                                        solver="mujoco"), repeat)
-    times["chunk_local"] = t_local_tiny / tiny
-    times["bytes"] = ref[0].nbytes
-    return [(case, t, nbatch / t, times["local1"] / t, note) for case, t, note in rows], times
+            costs[f"chunk{n}"] = timed(lambda: ex.rollout(s0[:tiny], u[:tiny, :1],
+                                                          solver="mujoco", chunk_size=1),
+                                       repeat, cpu)
+    return rows, costs
 
 
-def print_ray(rows, times, nbatch, nstep):
+def print_ray(rows, costs, nbatch, nstep):
     print(f"{nbatch} humanoid rollouts x {nstep} steps (solver mujoco), contactkit "
-          f"{contactkit.__version__}, MuJoCo {mujoco.__version__}, {os.cpu_count()} cores")
-    print("| case | time (s) | rollouts/s | speed against 1 local thread | note |")
-    print("| --- | --- | --- | --- | --- |")
-    for case, t, rate, ratio, note in rows:
-        print(f"| {case} | {t:.3f} | {rate:.0f} | {ratio:.2f} | {note} |")
-    per_step = times["local1"] / (nbatch * nstep)
-    over = (times["ray1"] - times["local1"]) / nbatch
-    chunk = times["chunk1"] - times["chunk_local"]
-    print(f"one humanoid step: {per_step * 1e6:.1f} us; a rollout's states: "
-          f"{times['bytes'] / 1e3:.0f} kB")
-    print(f"Ray's cost per rollout (1 worker against 1 thread): {over * 1e3:.3f} ms "
+          f"{contactkit.__version__}, MuJoCo {mujoco.__version__}, {os.cpu_count()} cores; "
+          f"CPU: the driver's and the workers' processes")
+    print("| case | wall (s) | rollouts/s | CPU (s) | CPU against 1 local thread | note |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    t1, c1 = costs["local1"]
+    for case, t, c, note in rows:
+        print(f"| {case} | {t:.3f} | {nbatch / t:.0f} | {c:.3f} | {c / c1:.3f} | {note} |")
+    per_step = c1 / (nbatch * nstep)
+    over = (costs["ray1"][1] - c1) / nbatch
+    print(f"one humanoid step: {per_step * 1e6:.1f} us of CPU; a rollout's states: "
+          f"{costs['bytes'] / 1e3:.0f} kB")
+    print(f"Ray's CPU per rollout (1 worker against 1 thread): {over * 1e3:.3f} ms "
           f"({over / (per_step * nstep):.1%} of a {nstep}-step rollout)")
-    print(f"Ray's cost per chunk (1-step rollouts, one per chunk, 1 worker): {chunk * 1e3:.3f} ms"
-          f" (2 workers: {(times['chunk2'] - times['chunk_local']) * 1e3:.3f} ms)")
+    for n in (1, 2):
+        wall = (costs[f"chunk{n}"][0] - costs["chunk_local"][0]) / 64
+        cpu = (costs[f"chunk{n}"][1] - costs["chunk_local"][1]) / 64
+        print(f"Ray's cost per chunk ({n} worker{'s' * (n > 1)}; 64 chunks of one 1-step "
+              f"rollout): {wall * 1e3:.3f} ms wall, {cpu * 1e3:.3f} ms CPU")
 
 
 def main(argv=None) -> int:

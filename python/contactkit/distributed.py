@@ -220,6 +220,9 @@ class _Worker:
     def parse(self, params) -> list:
         return parse_params(self._build(), params)
 
+    def cpu_seconds(self) -> float:
+        return time.process_time()
+
     def state_size(self, spec: int) -> int:
         return mujoco.mj_stateSize(self._build(), spec)
 
@@ -277,10 +280,9 @@ def _lost_errors(ray) -> tuple:
     global _LOST
     if _LOST is None:
         ex = ray.exceptions
-        _LOST = tuple(getattr(ex, n) for n in ("RayActorError", "WorkerCrashedError",
-                                               "ObjectLostError", "OwnerDiedError",
-                                               "NodeDiedError", "LocalRayletDiedError")
-                      if hasattr(ex, n))
+        names = ("RayActorError", "WorkerCrashedError", "ObjectLostError", "OwnerDiedError",
+                 "NodeDiedError", "LocalRayletDiedError", "OutOfMemoryError")
+        _LOST = tuple(getattr(ex, n) for n in names if hasattr(ex, n))
     return _LOST
 
 
@@ -373,14 +375,35 @@ class Executor:
         try:
             return ray.get(ref, timeout=self.chunk_timeout)
         except ray.exceptions.RayTaskError as e:
-            cause = getattr(e, "cause", None) or e
-            raise WorkerError(f"worker {worker}: {cause}", worker) from None
+            cause = str(getattr(e, "cause", None) or e)
+            where = "" if cause.startswith(f"worker {worker} ") else f"worker {worker}: "
+            raise WorkerError(where + cause, worker) from None
 
     def workers(self) -> List[dict]:
         """each worker's pid, node address and model sizes (asked now: a restarted worker has a
         new pid)"""
+        return self._ask_all("info")
+
+    def cpu_seconds(self) -> List[float]:
+        """each worker process's CPU time so far (s; its Ray threads included)"""
+        return self._ask_all("cpu_seconds")
+
+    def _ask_all(self, method: str) -> list:
+        """every worker's answer to method(), waiting for a restarting worker (up to
+        chunk_timeout)"""
         ray = _ray()
-        return ray.get([a.info.remote() for a in self._actors], timeout=self.chunk_timeout)
+        deadline = time.monotonic() + self.chunk_timeout
+        answers = []
+        for k, actor in enumerate(self._actors):
+            while True:
+                try:
+                    answers.append(self._get(getattr(actor, method).remote(), k))
+                    break
+                except ray.exceptions.ActorUnavailableError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+        return answers
 
     def shutdown(self) -> None:
         """kill the actors; disconnect from Ray if this executor connected"""

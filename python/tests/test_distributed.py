@@ -193,6 +193,35 @@ def pendulum(cluster):
     ex.shutdown()
 
 
+LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
+
+
+def listening(pids) -> list:
+    """the local addresses (hex, as /proc/net/tcp*) of the TCP sockets pids listen on"""
+    inodes = set()
+    for pid in pids:
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:["):
+                    inodes.add(link[8:-1])
+        except OSError:
+            pass
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in pathlib.Path(table).read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A" and cols[9] in inodes:  # LISTEN
+                found.append(cols[1])
+    return found
+
+
+def test_cluster_listens_on_the_loopback_only(cluster, hopper):
+    addresses = listening(ours(cluster) + [os.getpid()])
+    assert len(addresses) >= 6  # gcs, 2 raylets, workers, driver
+    assert {a.split(":")[0] for a in addresses} <= LOOPBACK, addresses
+
+
 def test_one_worker_gives_the_local_bits(cluster):
     m, s0, u = hopper_batch(5, 40)
     ref, ref_sens = contactkit.rollout(m, mujoco.MjData(m), s0, u, solver="lcp")
