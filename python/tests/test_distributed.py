@@ -225,7 +225,8 @@ def test_cluster_listens_on_the_loopback_only(cluster, hopper):
 def test_one_worker_gives_the_local_bits(cluster):
     m, s0, u = hopper_batch(5, 40)
     ref, ref_sens = contactkit.rollout(m, mujoco.MjData(m), s0, u, solver="lcp")
-    with ckd.Executor(xml=(ROOT / "mjcf_models" / "hopper.xml").read_text(), num_workers=1,
+    # the model as a path each worker opens (the fixtures send an MjModel's MJB and MJCF text)
+    with ckd.Executor(str(ROOT / "mjcf_models" / "hopper.xml"), num_workers=1,
                       cpus_per_worker=0.25, start_timeout=60, chunk_timeout=60) as ex:
         for chunk in (2, None):
             state, sens = ex.rollout(s0, u, solver="lcp", chunk_size=chunk)
