@@ -40,12 +40,13 @@ _MJB_NAME = "model.mjb"
 
 
 class WorkerError(RuntimeError):
-    """A worker failed: its error (worker index, node, pid and message), or lost chunks beyond
-    max_retries."""
+    """A worker failed: its error (worker index, node, pid and message; `cause` the exception it
+    raised, e.g. ValueError for a bad setting), or lost chunks beyond max_retries."""
 
-    def __init__(self, message: str, worker: Optional[int] = None):
+    def __init__(self, message: str, worker: Optional[int] = None,
+                 cause: Optional[BaseException] = None):
         super().__init__(message)
-        self.worker = worker
+        self.worker, self.cause = worker, cause
 
 
 @dataclasses.dataclass
@@ -375,9 +376,10 @@ class Executor:
         try:
             return ray.get(ref, timeout=self.chunk_timeout)
         except ray.exceptions.RayTaskError as e:
-            cause = str(getattr(e, "cause", None) or e)
-            where = "" if cause.startswith(f"worker {worker} ") else f"worker {worker}: "
-            raise WorkerError(where + cause, worker) from None
+            cause = getattr(e, "cause", None)
+            text = str(cause or e)
+            where = "" if text.startswith(f"worker {worker} ") else f"worker {worker}: "
+            raise WorkerError(where + text, worker, cause) from None
 
     def workers(self) -> List[dict]:
         """each worker's pid, node address and model sizes (asked now: a restarted worker has a

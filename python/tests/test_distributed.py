@@ -251,6 +251,9 @@ def test_two_workers_on_two_nodes_give_the_local_bits(hopper):
     assert np.array_equal(state, ref)
     with pytest.raises(ValueError, match="initial_state"):
         ex.rollout(s0[:, :-1], u)
+    with pytest.raises(ckd.WorkerError, match="worker .*kapa_tol") as err:
+        ex.rollout(s0, u, kapa_tol=1)
+    assert isinstance(err.value.cause, ValueError)
 
 
 def test_jacobians_give_the_local_bits(hopper):
