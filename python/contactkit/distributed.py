@@ -124,6 +124,7 @@ def trajectory_loss_grad(model, handle, data, params, x: np.ndarray, traj, weigh
     minus recorded state after step t, sysid's residual) in params (parsed) at x, by one reverse
     sweep (Handle.rollout_grad with params). The model gets its values back."""
     from . import sysid
+    singles = [[p] for p in params]
     saved = [sysid.get_param(model, p) for p in params]
     nv, nx = model.nv, 2 * model.nv + model.na
     dq = np.zeros(nv)
@@ -136,16 +137,14 @@ def trajectory_loss_grad(model, handle, data, params, x: np.ndarray, traj, weigh
         return 0.5 * float(r @ r), dx, None
 
     try:
-        for p, v in zip(params, x):
-            sysid.set_param(model, p, v)
+        sysid.set_params(model, singles, x, data)  # as identify: derived constants refreshed
         mujoco.mj_resetData(model, data)
         data.qpos[:], data.qvel[:] = traj.qpos0, traj.qvel0
         handle.reset()
         value, _, _, gp, _ = handle.rollout_grad(model, data, np.asarray(traj.ctrl), loss,
                                                  params=params)
     finally:
-        for p, v in zip(params, saved):
-            sysid.set_param(model, p, v)
+        sysid.set_params(model, singles, saved, data)
     return value, gp
 
 
@@ -255,22 +254,21 @@ class _Worker:
         return [trajectory_loss_grad(m, h, self._datas[0], params, x, tr, weights)
                 for tr in trajectories]
 
-    def residuals(self, params, X, trajectories, weights, jac: bool, config: Dict[str, Any]):
-        """sysid residuals at each column of X (np, K), or with jac the Jacobian at X[:, 0], per
-        trajectory; the model gets its values back"""
+    def residuals(self, groups, X, trajectories, weights, sensors: bool, jac: bool,
+                  config: Dict[str, Any]):
+        """identify's residuals at each column of X (np, K), or with jac its Jacobian at X[:, 0],
+        per trajectory (sysid._Problem.rollout); the model gets its values back"""
         from . import sysid
-        m, h, d = self._build(), self._handle(config), self._datas[0]
-        saved = [sysid.get_param(m, p) for p in params]
+        m = self._build()
+        problem = sysid._Problem(m, self._handle(config), groups, [], weights, sensors)
+        saved = [sysid.get_param(m, p) for p in problem.flat]
         try:
             if jac:
-                return [sysid.trajectory_residual(m, h, d, params, X[:, 0], tr, weights, True)[1]
-                        for tr in trajectories]
-            return [np.stack([sysid.trajectory_residual(m, h, d, params, X[:, k], tr, weights,
-                                                        False)[0]
+                return [problem.rollout(X[:, 0], tr, True)[1] for tr in trajectories]
+            return [np.stack([problem.rollout(X[:, k], tr, False)[0]
                               for k in range(X.shape[1])], axis=1) for tr in trajectories]
         finally:
-            for p, v in zip(params, saved):
-                sysid.set_param(m, p, v)
+            sysid.set_params(m, [[p] for p in problem.flat], saved, problem.data)
 
 
 # ------------------------------------------------------------------------- the executor
@@ -646,21 +644,21 @@ class Executor:
             per[chunks[i][0]:chunks[i][1]] = values
         return _sum_in_order([v for v, _ in per], [g for _, g in per])
 
-    def sysid_problem(self, model, params, trajectories, weights, settings):
+    def sysid_problem(self, model, groups, trajectories, weights, sensors, settings):
         """what sysid.identify(executor=self) evaluates: residual(X) and jacobian(X, r) with
-        the trajectories' rollouts on the workers (sysid.trajectory_residual on each)"""
+        the trajectories' rollouts on the workers (sysid._Problem.rollout on each)"""
         for k, v in self.sizes.items():
             if int(getattr(model, k)) != v:
                 raise ValueError(f"executor: its workers' model has {k} = {v}, the model given "
                                  f"{int(getattr(model, k))}; build the executor from this model")
-        return _SysidProblem(self, list(params), trajectories, weights, dict(settings))
+        return _SysidProblem(self, groups, trajectories, weights, sensors, dict(settings))
 
 
 class _SysidProblem:
     """sysid._Problem's interface (residual, jacobian, rollouts) over an Executor"""
 
-    def __init__(self, ex: Executor, params, trajectories, weights, settings):
-        self.ex, self.params, self.weights = ex, params, weights
+    def __init__(self, ex: Executor, groups, trajectories, weights, sensors, settings):
+        self.ex, self.groups, self.weights, self.sensors = ex, groups, weights, sensors
         self.config = settings
         self.n = len(trajectories)
         self.chunks, self.refs = ex._trajectory_chunks(trajectories, None)
@@ -671,8 +669,8 @@ class _SysidProblem:
         X = np.ascontiguousarray(X, dtype=np.float64)
 
         def submit(actor, i):
-            return actor.residuals.remote(self.params, X, self.refs[i], self.weights, jac,
-                                          self.config)
+            return actor.residuals.remote(self.groups, X, self.refs[i], self.weights,
+                                          self.sensors, jac, self.config)
 
         for i, parts in self.ex._run("sysid", len(self.chunks), submit):
             out[self.chunks[i][0]:self.chunks[i][1]] = parts

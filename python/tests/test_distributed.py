@@ -174,13 +174,14 @@ def record(model, push, steps=60):
     mujoco.mj_forward(model, d)
     qpos0, qvel0 = d.qpos.copy(), d.qvel.copy()
     ctrl = np.array([[push * np.sin(0.05 * t)] for t in range(steps)])
-    qpos, qvel = [], []
+    qpos, qvel, sens = [], [], []
     for t in range(steps):
         d.ctrl[:] = ctrl[t]
         mujoco.mj_step(model, d)
         qpos.append(d.qpos.copy())
         qvel.append(d.qvel.copy())
-    return sysid.Trajectory(qpos0, qvel0, ctrl, np.array(qpos), np.array(qvel))
+        sens.append(d.sensordata.copy())
+    return sysid.Trajectory(qpos0, qvel0, ctrl, np.array(qpos), np.array(qvel), np.array(sens))
 
 
 @pytest.fixture(scope="module")
@@ -337,8 +338,11 @@ def test_identify_over_the_executor_gives_the_local_answer(pendulum):
     model, trajectories, ex = pendulum
     kw = dict(x0=np.array([0.8, 0.9]), bounds=(np.array([0.1, 0.0]), np.array([5.0, 2.0])),
               solver="mujoco")
-    local = sysid.identify(model, PARAMS, trajectories, **kw)
-    remote = sysid.identify(model, PARAMS, trajectories, executor=ex, **kw)
-    assert np.array_equal(local.x, remote.x) and local.cost == remote.cost
-    assert local.iterations == remote.iterations and local.rollouts == remote.rollouts
-    np.testing.assert_allclose(remote.x, [1.3, 0.3], rtol=1e-3)
+    for extra in ({}, {"observe": "sensors", "horizon": 25}):
+        local = sysid.identify(model, PARAMS, trajectories, **kw, **extra)
+        remote = sysid.identify(model, PARAMS, trajectories, executor=ex, **kw, **extra)
+        assert np.array_equal(local.x, remote.x) and local.cost == remote.cost
+        assert local.iterations == remote.iterations and local.rollouts == remote.rollouts
+        np.testing.assert_allclose(remote.x, [1.3, 0.3], rtol=1e-3)
+    # the workers' models keep their values: the loss at the truth is still zero
+    assert ex.loss_grad(PARAMS, trajectories, [1.3, 0.3], solver="mujoco")[0] < 1e-20
