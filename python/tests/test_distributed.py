@@ -13,6 +13,7 @@ started is killed at the end (by process group, then by pid from /proc) and chec
 
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -141,6 +142,7 @@ def cluster():
             else:
                 os.environ[k] = v
         assert not [pid for pid in ours(tmp) if alive(pid)], "Ray processes left behind"
+        shutil.rmtree(tmp, ignore_errors=True)  # Ray's logs and sockets (kept on a failure)
 
 
 def hopper_batch(nbatch, nstep, seed=3):
