@@ -9,7 +9,8 @@ Works on the official `mujoco` package's own objects::
     h.step(model, data, nstep=100)
     A, B, C, D = h.transition_jac(model, data)
 
-or swaps the solver under an unchanged program: ``with contactkit.patched(solver="ipm"): ...``
+or swaps the solver under an unchanged program: ``with contactkit.patched(solver="ipm"): ...``;
+``contactkit.distributed.Executor`` runs batched rollouts and gradients on a Ray cluster.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ._handle import (Fallback, Handle, ParamKind, Stats, Totals, fallback_text,
                       setting_keys, settings_from_model, solver_available)
 from ._patch import handle_for, is_patched, patch, patched, unpatch  # noqa: E402
 from ._rollout import rollout, transition_jacs  # noqa: E402
+from . import distributed  # noqa: E402  (imports Ray only when an Executor is made)
 
 __all__ = [
     "Fallback",
@@ -49,4 +51,5 @@ __all__ = [
     "handle_for",
     "rollout",
     "transition_jacs",
+    "distributed",
 ]

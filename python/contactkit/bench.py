@@ -4,6 +4,9 @@
   threads    contactkit.rollout speedup from 1 to 2 threads on a batch of 64
   step       Handle.step per call against mujoco.mj_step, one step per call
   gym        Gymnasium environments' steps per second, unpatched and patched with each solver
+  ray        contactkit.distributed: 1,024 humanoid rollouts of 500 steps on 1 and 2 Ray workers
+             against contactkit.rollout on 1 and 2 local threads, and Ray's cost per chunk
+             (--address: a running cluster; default: a local one on this machine; not in `all`)
   mjx-toss   DiffMJX's cube toss (Fig. 5): gradient error and time of MJX (jax.grad through
              mjx.step, semi-implicit Euler) beside contactkit's Euler and tsit5 (ck_rolloutGrad),
              against a tsit5 reference at 1e-12; needs `pip install mujoco-mjx` (not in `all`)
@@ -291,12 +294,104 @@ def print_sysid(rows) -> None:
         print(f"| {problem} | {method} | {errs} | {worst:.2f} | {seconds:.2f} | {rollouts} |")
 
 
+def timed(fn, repeat, cpu=time.process_time):
+    """wall time (s) and CPU time (s, cpu() before and after) of the fastest of repeat runs"""
+    best = (float("inf"), 0.0)
+    for _ in range(repeat):
+        c, t = cpu(), time.perf_counter()
+        fn()
+        t = time.perf_counter() - t
+        if t < best[0]:
+            best = (t, cpu() - c)
+    return best
+
+
+def bench_ray(models, nbatch, nstep, repeat, address=None):
+    """rows: case, wall (s), CPU (s), note; and the per-rollout and per-chunk costs"""
+    if "humanoid" not in models:
+        print("skipping ray: no humanoid model (--mujoco-models)")
+        return [], {}
+    try:
+        import ray
+    except ImportError:
+        print("skipping ray: Ray is not installed (pip install ray)")
+        return [], {}
+    import contactkit.distributed as ckd
+    m = models["humanoid"]
+    s0, u = batch(m, nbatch, nstep)
+    datas = [mujoco.MjData(m), mujoco.MjData(m)]
+    ref = contactkit.rollout(m, datas[:1], s0, u, solver="mujoco")[0]
+    rows, costs = [], {"bytes": ref[0].nbytes}
+    tiny = 64
+    for n in (1, 2):
+        t, c = timed(lambda: contactkit.rollout(m, datas[:n], s0, u, solver="mujoco"), repeat)
+        costs[f"local{n}"] = (t, c)
+        rows.append((f"contactkit.rollout, {n} thread{'s' * (n > 1)}", t, c, ""))
+    costs["chunk_local"] = timed(lambda: contactkit.rollout(m, datas[:1], s0[:tiny],
+                                                            u[:tiny, :1], solver="mujoco"),
+                                 repeat)
+    if not ray.is_initialized():
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        if address is None:  # one node, on the loopback address only (read at import)
+            ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+            # no token file in ~/.ray: nothing outside this machine can reach the cluster
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray.init(address=address, include_dashboard=False if address is None else None,
+                 logging_level="ERROR", log_to_driver=False)
+    for n in (1, 2):
+        with ckd.Executor(m, num_workers=n) as ex:
+            ex.rollout(s0[:2 * n], u[:2 * n], solver="mujoco")  # workers built
+
+            def cpu():  # the driver's and every worker's CPU time
+                return time.process_time() + sum(ex.cpu_seconds())
+
+            out = {}
+
+            def run():
+                out["state"] = ex.rollout(s0, u, solver="mujoco")[0]
+
+            t, c = timed(run, repeat, cpu)
+            costs[f"ray{n}"] = (t, c)
+            same = "same bits" if np.array_equal(out["state"], ref) else "DIFFERENT BITS"
+            chunks = ex.last_stats.chunks
+            rows.append((f"Executor, {n} worker{'s' * (n > 1)}", t, c,
+                         f"{chunks} chunks of {-(-nbatch // chunks)}; {same}"))
+            costs[f"chunk{n}"] = timed(lambda: ex.rollout(s0[:tiny], u[:tiny, :1],
+                                                          solver="mujoco", chunk_size=1),
+                                       repeat, cpu)
+    return rows, costs
+
+
+def print_ray(rows, costs, nbatch, nstep):
+    print(f"{nbatch} humanoid rollouts x {nstep} steps (solver mujoco), contactkit "
+          f"{contactkit.__version__}, MuJoCo {mujoco.__version__}, {os.cpu_count()} cores; "
+          f"CPU: the driver's and the workers' processes")
+    print("| case | wall (s) | rollouts/s | CPU (s) | CPU against 1 local thread | note |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    t1, c1 = costs["local1"]
+    for case, t, c, note in rows:
+        print(f"| {case} | {t:.3f} | {nbatch / t:.0f} | {c:.3f} | {c / c1:.3f} | {note} |")
+    per_step = c1 / (nbatch * nstep)
+    over = (costs["ray1"][1] - c1) / nbatch
+    print(f"one humanoid step: {per_step * 1e6:.1f} us of CPU; a rollout's states: "
+          f"{costs['bytes'] / 1e3:.0f} kB")
+    print(f"Ray's CPU per rollout (1 worker against 1 thread): {over * 1e3:.3f} ms "
+          f"({over / (per_step * nstep):.1%} of a {nstep}-step rollout)")
+    for n in (1, 2):
+        wall = (costs[f"chunk{n}"][0] - costs["chunk_local"][0]) / 64
+        cpu = (costs[f"chunk{n}"][1] - costs["chunk_local"][1]) / 64
+        print(f"Ray's cost per chunk ({n} worker{'s' * (n > 1)}; 64 chunks of one 1-step "
+              f"rollout): {wall * 1e3:.3f} ms wall, {cpu * 1e3:.3f} ms CPU")
+
+
 def main(argv=None) -> int:
     here = pathlib.Path(__file__).resolve()
     parser = argparse.ArgumentParser(prog="python -m contactkit.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", nargs="*", default=["rollout", "threads", "step", "gym"],
-                        help="rollout, threads, step, gym (the default), mjx-toss, sysid")
+                        help="rollout, threads, step, gym (the default), mjx-toss, sysid, ray")
+    parser.add_argument("--address", default=None,
+                        help="ray: the Ray cluster (default: start one on this machine)")
     parser.add_argument("--mujoco-models",
                         default=os.environ.get("CK_MUJOCO_MODELS", "/usr/share/mujoco/model"))
     parser.add_argument("--menagerie", default=None, help="folder of Menagerie models")
@@ -330,6 +425,11 @@ def main(argv=None) -> int:
         rows += bench_step(models, 2000 // scale, a.repeat)
     if "gym" in a.what:
         rows += bench_gym(1000 // scale, max(1, a.repeat // 2))
+    if "ray" in a.what:
+        nbatch, nstep = (64, 50) if a.quick else (1024, 500)
+        ray_rows, times = bench_ray(models, nbatch, nstep, a.repeat, a.address)
+        if ray_rows:
+            print_ray(ray_rows, times, nbatch, nstep)
     if "mjx-toss" in a.what:
         toss = bench_mjx_toss(a.quick)
         if toss:
@@ -339,13 +439,11 @@ def main(argv=None) -> int:
             for method, setting, lerr, gerr, t_fwd, t_grad, note in toss:
                 print(f"| {method} | {setting} | {lerr:.2e} | {gerr:.2e} | {t_fwd:.4f} | "
                       f"{t_grad:.4f} | {note} |")
-        if not rows:
-            return 0
     if "sysid" in a.what:
         from ._bench_sysid import bench_sysid
         print_sysid(bench_sysid(str(menagerie) if menagerie else None, a.quick, a.plot))
-        if not rows:
-            return 0
+    if not rows:
+        return 0
     print(f"contactkit {contactkit.__version__}, MuJoCo {mujoco.__version__}, "
           f"{os.cpu_count()} cores; best of {a.repeat}")
     print("| case | size | reference (s) | contactkit (s) | ratio | target / note |")

@@ -225,14 +225,15 @@ def identify(model: mujoco.MjModel, params: Sequence, trajectories: Sequence[Tra
              x0: Optional[np.ndarray] = None, bounds: Optional[Sequence[np.ndarray]] = None,
              weights: Optional[np.ndarray] = None, jacobian: str = "analytic",
              observe: str = "state", horizon: Optional[int] = None,
-             max_iter: int = 50, verbose: int = 0, **settings) -> Result:
+             max_iter: int = 50, verbose: int = 0, executor=None, **settings) -> Result:
     """Fit params (names, (kind, id, index) tuples, or lists of them sharing one value) to
     trajectories, starting from x0 (default: the model's values) within bounds (lower, upper).
     observe: "state" (weights (2 nv,) scale positions and velocities) or "sensors" (weights
     (nsensordata,)). horizon: windows of that many steps restarted from the recorded state (None:
     whole trajectories). jacobian: "analytic" (contactkit's sensitivities) or "fd" (differences by
     mujoco.minimize). settings: the Handle's (solver, ...). The model is left with its own values;
-    the answer is in Result.x."""
+    the answer is in Result.x. executor: a contactkit.distributed.Executor built from this model:
+    each trajectory's rollout (_Problem.rollout) runs on its workers, with the same answer."""
     if jacobian not in ("analytic", "fd"):
         raise ValueError(f"jacobian must be 'analytic' or 'fd', got {jacobian!r}")
     if observe not in ("state", "sensors"):
@@ -256,7 +257,10 @@ def identify(model: mujoco.MjModel, params: Sequence, trajectories: Sequence[Tra
     start = np.array([v[0] for v in saved] if x0 is None else x0, dtype=np.float64)
     if start.shape != (len(groups),):
         raise ValueError(f"x0 must have shape ({len(groups)},), got {start.shape}")
-    problem = _Problem(model, handle, groups, list(trajectories), w, sensors)
+    if executor is None:
+        problem = _Problem(model, handle, groups, list(trajectories), w, sensors)
+    else:
+        problem = executor.sysid_problem(model, groups, list(trajectories), w, sensors, settings)
     t = time.perf_counter()
     try:
         x, trace = mujoco.minimize.least_squares(
