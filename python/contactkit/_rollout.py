@@ -65,6 +65,39 @@ def _batch(name: str, a: Any, ndim: int, tail: Tuple[int, ...]) -> Optional[np.n
     return a
 
 
+def check_batch(nstate: int, ncontrol: int, nv: int, initial_state, control, initial_warmstart,
+                nstep: Optional[int]):
+    """rollout's inputs as float64 batches (s0, u, w0; None where not given), the batch size and
+    the number of steps, or ValueError naming the mismatch"""
+    s0 = _batch("initial_state", initial_state, 2, (nstate,))
+    u = _batch("control", control, 3, (ncontrol,))
+    w0 = _batch("initial_warmstart", initial_warmstart, 2, (nv,))
+    nbatch = max(x.shape[0] for x in (s0, u, w0) if x is not None)
+    if nstep is None:
+        if u is None:
+            raise ValueError("nstep is required when no control is given")
+        nstep = u.shape[1]
+    if nstep < 0:
+        raise ValueError(f"nstep must be >= 0, got {nstep}")
+    for name, x in (("initial_state", s0), ("control", u), ("initial_warmstart", w0)):
+        if x is not None and x.shape[0] not in (1, nbatch):
+            raise ValueError(f"{name}: batch size {x.shape[0]}, expected 1 or {nbatch}")
+    if u is not None and u.shape[1] not in (1, nstep):
+        raise ValueError(f"control: {u.shape[1]} steps, expected 1 or nstep = {nstep}")
+    return s0, u, w0, nbatch, nstep
+
+
+def outputs(state, sensordata, state_shape, sensor_shape) -> dict:
+    """rollout's outputs: the caller's arrays checked, or new ones"""
+    out = {"state": state, "sensordata": sensordata}
+    for name, shape in (("state", state_shape), ("sensordata", sensor_shape)):
+        if out[name] is None:
+            out[name] = np.empty(shape)
+        elif not isinstance(out[name], np.ndarray) or out[name].shape != shape:
+            raise ValueError(f"{name}: expected a float64 array of shape {shape}")
+    return out
+
+
 def rollout(model: mujoco.MjModel, data: Union[mujoco.MjData, Sequence[mujoco.MjData]],
             initial_state: Any, control: Any = None, *, control_spec: int = _CTRL,
             nstep: Optional[int] = None, initial_warmstart: Any = None,
@@ -92,33 +125,14 @@ def rollout(model: mujoco.MjModel, data: Union[mujoco.MjData, Sequence[mujoco.Mj
     _check_model(model)
     nstate = _core.state_size(model._address, _FULLPHYSICS)
     ncontrol = _core.state_size(model._address, int(control_spec))
-    s0 = _batch("initial_state", initial_state, 2, (nstate,))
-    u = _batch("control", control, 3, (ncontrol,))
-    w0 = _batch("initial_warmstart", initial_warmstart, 2, (model.nv,))
-    nbatch = max(x.shape[0] for x in (s0, u, w0) if x is not None)
-    if nstep is None:
-        if u is None:
-            raise ValueError("nstep is required when no control is given")
-        nstep = u.shape[1]
-    if nstep < 0:
-        raise ValueError(f"nstep must be >= 0, got {nstep}")
-    for name, x in (("initial_state", s0), ("control", u), ("initial_warmstart", w0)):
-        if x is not None and x.shape[0] not in (1, nbatch):
-            raise ValueError(f"{name}: batch size {x.shape[0]}, expected 1 or {nbatch}")
-    if u is not None and u.shape[1] not in (1, nstep):
-        raise ValueError(f"control: {u.shape[1]} steps, expected 1 or nstep = {nstep}")
+    s0, u, w0, nbatch, nstep = check_batch(nstate, ncontrol, model.nv, initial_state, control,
+                                           initial_warmstart, nstep)
     s0 = np.ascontiguousarray(np.broadcast_to(s0, (nbatch, nstate)))
     if u is not None:
         u = np.ascontiguousarray(np.broadcast_to(u, (nbatch, nstep, ncontrol)))
     if w0 is not None:
         w0 = np.ascontiguousarray(np.broadcast_to(w0, (nbatch, model.nv)))
-    shapes = {"state": (nbatch, nstep, nstate), "sensordata": (nbatch, nstep, model.nsensordata)}
-    out = {"state": state, "sensordata": sensordata}
-    for name, shape in shapes.items():
-        if out[name] is None:
-            out[name] = np.empty(shape)
-        elif not isinstance(out[name], np.ndarray) or out[name].shape != shape:
-            raise ValueError(f"{name}: expected a float64 array of shape {shape}")
+    out = outputs(state, sensordata, (nbatch, nstep, nstate), (nbatch, nstep, model.nsensordata))
     config = dict(settings)
     if solver is not None:
         config["solver"] = solver

@@ -496,21 +496,9 @@ class Executor:
                       chunk_size, config):
         """(nbatch, nstep, chunks, submit) of a rollout, inputs checked as contactkit.rollout"""
         nv = self.sizes["nv"]
-        s0 = _rollout._batch("initial_state", initial_state, 2, (self.nstate,))
-        u = _rollout._batch("control", control, 3, (self._state_size(int(control_spec)),))
-        w0 = _rollout._batch("initial_warmstart", initial_warmstart, 2, (nv,))
-        nbatch = max(x.shape[0] for x in (s0, u, w0) if x is not None)
-        if nstep is None:
-            if u is None:
-                raise ValueError("nstep is required when no control is given")
-            nstep = u.shape[1]
-        if nstep < 0:
-            raise ValueError(f"nstep must be >= 0, got {nstep}")
-        for name, x in (("initial_state", s0), ("control", u), ("initial_warmstart", w0)):
-            if x is not None and x.shape[0] not in (1, nbatch):
-                raise ValueError(f"{name}: batch size {x.shape[0]}, expected 1 or {nbatch}")
-        if u is not None and u.shape[1] not in (1, nstep):
-            raise ValueError(f"control: {u.shape[1]} steps, expected 1 or nstep = {nstep}")
+        s0, u, w0, nbatch, nstep = _rollout.check_batch(
+            self.nstate, self._state_size(int(control_spec)), nv, initial_state, control,
+            initial_warmstart, nstep)
         chunks = self._chunking(nbatch, chunk_size)
 
         def part(a, lo, hi, shape):
@@ -558,14 +546,8 @@ class Executor:
         nbatch, nstep, chunks, submit = self._rollout_plan(
             initial_state, control, control_spec, nstep, initial_warmstart, chunk_size,
             _config(solver, settings))
-        shapes = {"state": (nbatch, nstep, self.nstate),
-                  "sensordata": (nbatch, nstep, self.sizes["nsensordata"])}
-        out = {"state": state, "sensordata": sensordata}
-        for name, shape in shapes.items():
-            if out[name] is None:
-                out[name] = np.empty(shape)
-            elif not isinstance(out[name], np.ndarray) or out[name].shape != shape:
-                raise ValueError(f"{name}: expected a float64 array of shape {shape}")
+        out = _rollout.outputs(state, sensordata, (nbatch, nstep, self.nstate),
+                               (nbatch, nstep, self.sizes["nsensordata"]))
         for i, (st, se) in self._run("rollout", len(chunks), submit, progress):
             lo, hi = chunks[i]
             out["state"][lo:hi], out["sensordata"][lo:hi] = st, se

@@ -28,6 +28,7 @@ import pytest
 import contactkit
 from contactkit import distributed as ckd
 from contactkit import sysid
+from support import PENDULUM_XML, record_pendulum
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (tools/requirements.txt)")
 
@@ -166,24 +167,12 @@ def hopper(cluster):
     ex.shutdown()
 
 
-PENDULUM = (ROOT / "python" / "tests" / "test_sysid.py").read_text().split('XML = """')[1] \
-    .split('"""')[0]
+PENDULUM = PENDULUM_XML
 PARAMS = ["body:link:mass", "joint:hinge:damping"]
 
 
 def record(model, push, steps=60):
-    d = mujoco.MjData(model)
-    mujoco.mj_forward(model, d)
-    qpos0, qvel0 = d.qpos.copy(), d.qvel.copy()
-    ctrl = np.array([[push * np.sin(0.05 * t)] for t in range(steps)])
-    qpos, qvel, sens = [], [], []
-    for t in range(steps):
-        d.ctrl[:] = ctrl[t]
-        mujoco.mj_step(model, d)
-        qpos.append(d.qpos.copy())
-        qvel.append(d.qvel.copy())
-        sens.append(d.sensordata.copy())
-    return sysid.Trajectory(qpos0, qvel0, ctrl, np.array(qpos), np.array(qvel), np.array(sens))
+    return record_pendulum(model, push, steps)
 
 
 @pytest.fixture(scope="module")

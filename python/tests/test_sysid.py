@@ -7,37 +7,11 @@ import pytest
 
 from contactkit import sysid
 
-# a pendulum with a damped hinge and a motor; its link's mass and the hinge's damping are to be
-# found (the contact-free case: the cost is smooth in both)
-XML = """
-<mujoco>
-  <option timestep="0.005"/>
-  <worldbody>
-    <body name="link">
-      <joint name="hinge" type="hinge" axis="0 1 0" damping="0.3"/>
-      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" mass="1.3"/>
-    </body>
-  </worldbody>
-  <actuator><motor name="drive" joint="hinge" gear="1"/></actuator>
-  <sensor><jointpos joint="hinge"/><jointvel joint="hinge"/></sensor>
-</mujoco>"""
+from support import PENDULUM_XML as XML
+from support import record_pendulum as record
+
 PARAMS = ["body:link:mass", "joint:hinge:damping"]
 TRUE = np.array([1.3, 0.3])
-
-
-def record(model, push, steps=80):
-    d = mujoco.MjData(model)
-    mujoco.mj_forward(model, d)
-    qpos0, qvel0 = d.qpos.copy(), d.qvel.copy()
-    ctrl = np.array([[push * np.sin(0.05 * t)] for t in range(steps)])
-    qpos, qvel, sens = [], [], []
-    for t in range(steps):
-        d.ctrl[:] = ctrl[t]
-        mujoco.mj_step(model, d)
-        qpos.append(d.qpos.copy())
-        qvel.append(d.qvel.copy())
-        sens.append(d.sensordata.copy())
-    return sysid.Trajectory(qpos0, qvel0, ctrl, np.array(qpos), np.array(qvel), np.array(sens))
 
 
 @pytest.fixture(scope="module")
