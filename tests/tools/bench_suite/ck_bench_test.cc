@@ -182,13 +182,14 @@ TEST_F(BenchSuiteTest, PlanningRunsEveryTaskAndSource) {
   EXPECT_NE(r.out.find("Dojo Table III"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("skipping the quadruped: no Menagerie folder"), std::string::npos) << r.err;
   const auto rows = ReadCsv(dir_ + "/dojo_planning.csv");
-  // iLQR per solver (ipm twice, comfree with and without anchors and complementarity-aware, lcp
-  // also with complementarity-aware Jacobians) and MuJoCo's differences, Adam per solver (comfree
-  // and lcp also complementarity-aware); the push once more with contacts from distance for every
-  // source but MuJoCo's differences
-  const int sources = AvailableSolvers() + (ck_solverAvailable(ckSOL_IPM) ? 1 : 0) +
+  // iLQR per solver (ipm twice, comfree with and without anchors and complementarity-aware, lcp,
+  // mujoco and ipm also with complementarity-aware Jacobians) and MuJoCo's differences, Adam per
+  // solver (comfree, lcp and mujoco also complementarity-aware); the push once more with contacts
+  // from distance for every source but MuJoCo's differences
+  const int sources = AvailableSolvers() + (ck_solverAvailable(ckSOL_IPM) ? 2 : 0) +
                       (ck_solverAvailable(ckSOL_COMFREE) ? 3 : 0) + 1 + AvailableSolvers() +
-                      (ck_solverAvailable(ckSOL_LCP) ? 2 : 0);
+                      (ck_solverAvailable(ckSOL_LCP) ? 2 : 0) +
+                      (ck_solverAvailable(ckSOL_MUJOCO) ? 2 : 0);
   ASSERT_EQ(rows.size(), 1u + 3u * sources + sources + (sources - 1));
   for (size_t i = 1; i < rows.size(); i++) {
     ASSERT_EQ(rows[i].size(), 8u);
@@ -221,7 +222,8 @@ TEST_F(BenchSuiteTest, PlanningTakesTheQuadrupedFromTheMenagerie) {
       EXPECT_LT(std::stod(row[3]), 0.049) << "the trunk did not move";
     }
   }
-  EXPECT_EQ(quadruped, 3) << "iLQR on mujoco, on MuJoCo's differences, Adam on mujoco";
+  EXPECT_EQ(quadruped, 5) << "iLQR on mujoco (plain and aware), on MuJoCo's differences, Adam on "
+                             "mujoco (plain and aware)";
 #endif
 }
 
