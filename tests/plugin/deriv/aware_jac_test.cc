@@ -17,27 +17,29 @@
 namespace contactkit::test {
 namespace {
 
-class AwareJacTest : public MujocoTest {
+// max |a - b|
+double MaxDiff(const std::vector<double>& a, const std::vector<double>& b) {
+  double e = 0;
+  for (size_t i = 0; i < a.size(); i++) e = std::max(e, std::fabs(a[i] - b[i]));
+  return e;
+}
+
+// the pushed box at rest on the floor (four clamped contacts) under a solver's handle
+class RestingBoxTest : public MujocoTest {
  protected:
-  void SetUp() override {
-    if (!ck_solverAvailable(ckSOL_LCP)) GTEST_SKIP() << "solver lcp is not in this build";
+  // the box settled by 200 of the solver's steps (ipm at kappa_tol if at_tol)
+  void Settle(int solver, bool at_tol) {
+    if (!ck_solverAvailable(solver)) GTEST_SKIP() << "solver not in this build";
     m_ = Load(BundledModel("pushed_box.xml"));
     ASSERT_TRUE(m_);
     d_.reset(mj_makeData(m_.get()));
-    ckSettings s = Settings(ckSOL_LCP);
-    ck_ = Make(m_.get(), &s);
-    // at rest on the floor (four clamped contacts)
+    s_ = Settings(solver);
+    if (at_tol) s_.ipm.kappa_grad = s_.ipm.kappa_tol;
+    ck_ = Make(m_.get(), &s_);
     mj_resetDataKeyframe(m_.get(), d_.get(), 0);
     for (int k = 0; k < 200; k++) ck_step(ck_.get(), m_.get(), d_.get());
     ASSERT_GT(d_->ncon, 0);
     ndx_ = 2 * m_->nv;
-  }
-
-  // max |a - b|
-  static double MaxDiff(const std::vector<double>& a, const std::vector<double>& b) {
-    double e = 0;
-    for (size_t i = 0; i < a.size(); i++) e = std::max(e, std::fabs(a[i] - b[i]));
-    return e;
   }
 
   // an adjoint that asks the box to rise (dL/dz < 0 for its height and its vertical velocity)
@@ -50,8 +52,14 @@ class AwareJacTest : public MujocoTest {
 
   ModelPtr m_;
   DataPtr d_;
+  ckSettings s_;
   HandlePtr ck_;
   int ndx_ = 0;
+};
+
+class AwareJacTest : public RestingBoxTest {
+ protected:
+  void SetUp() override { Settle(ckSOL_LCP, false); }
 };
 
 // closed form: with the lift direction B's columns are free flight's, h/m in the vertical velocity
@@ -170,13 +178,6 @@ TEST_F(AwareJacComfreeTest, RestingBoxLiftsInFreeFlightOnlyWhenAsked) {
   }
 }
 
-// max |a - b|
-double MaxDiff(const std::vector<double>& a, const std::vector<double>& b) {
-  double e = 0;
-  for (size_t i = 0; i < a.size(); i++) e = std::max(e, std::fabs(a[i] - b[i]));
-  return e;
-}
-
 // ipm (at its default kappa_grad and at kappa_tol, the hard-contact step's own derivative) and
 // the mujoco solver: a contact the direction pulls apart leaves the tangent (ipm: its impulse held
 // fixed; mujoco: its rows leave the active set), so the resting box lifts in free flight when
@@ -188,34 +189,9 @@ struct AwareCase {
   const char* name;
 };
 
-class AwareJacSolverTest : public MujocoTest, public ::testing::WithParamInterface<AwareCase> {
+class AwareJacSolverTest : public RestingBoxTest, public ::testing::WithParamInterface<AwareCase> {
  protected:
-  void SetUp() override {
-    if (!ck_solverAvailable(GetParam().solver)) GTEST_SKIP() << "solver not in this build";
-    m_ = Load(BundledModel("pushed_box.xml"));
-    ASSERT_TRUE(m_);
-    d_.reset(mj_makeData(m_.get()));
-    s_ = Settings(GetParam().solver);
-    if (GetParam().at_tol) s_.ipm.kappa_grad = s_.ipm.kappa_tol;
-    ck_ = Make(m_.get(), &s_);
-    mj_resetDataKeyframe(m_.get(), d_.get(), 0);
-    for (int k = 0; k < 200; k++) ck_step(ck_.get(), m_.get(), d_.get());
-    ASSERT_GT(d_->ncon, 0);
-    ndx_ = 2 * m_->nv;
-  }
-
-  std::vector<double> Lift(double sign) const {
-    std::vector<double> dx(ndx_, 0.0);
-    dx[2] = -sign;
-    dx[m_->nv + 2] = -0.1 * sign;
-    return dx;
-  }
-
-  ModelPtr m_;
-  DataPtr d_;
-  ckSettings s_;
-  HandlePtr ck_;
-  int ndx_ = 0;
+  void SetUp() override { Settle(GetParam().solver, GetParam().at_tol); }
 };
 
 TEST_P(AwareJacSolverTest, RestingBoxLiftsInFreeFlightOnlyWhenAsked) {
