@@ -130,6 +130,10 @@ struct Workspace {
     solver.Allocate(nmax);
     cod.Bind(dmem.data(), imem.data(), nmax);
   }
+  // the solver on lcp into this workspace's state, x and w
+  bool Solve(const DenseLcp& lcp, const BoxedOptions& opt, BoxedStats* st) {
+    return solver.Solve(lcp, opt, state.data(), x.data(), w.data(), &cod, st);
+  }
 };
 
 TEST(BoxedLcpTest, RandomProblemsAreSolvedExactly) {
@@ -142,8 +146,7 @@ TEST(BoxedLcpTest, RandomProblemsAreSolvedExactly) {
     BoxedOptions opt;
     BoxedStats st;
     total++;
-    const bool ok =
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+    const bool ok = ws.Solve(p.lcp, opt, &st);
     exact += ok;
     EXPECT_TRUE(ok) << "trial " << trial << " n " << p.n << " residual " << st.residual;
     if (ok) {
@@ -168,14 +171,12 @@ TEST(BoxedLcpTest, CorrectGuessIsAcceptedWithOneSolve) {
     RandomLcp p(1 + trial % 2, 1 + trial % 5, trial % 2, 0, &rng);
     BoxedOptions opt;
     BoxedStats st;
-    ASSERT_TRUE(
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
+    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st));
     const std::vector<double> x0(ws.x.begin(), ws.x.begin() + p.n);
 
     // the same problem again from its own classification: one reduced solve, same answer
     opt.use_guess = true;
-    ASSERT_TRUE(
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
+    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st));
     EXPECT_TRUE(st.guess_hit);
     EXPECT_EQ(st.pivots, 0);
     for (int i = 0; i < p.n; i++) EXPECT_NEAR(ws.x[i], x0[i], 1e-12 * (1 + std::fabs(x0[i])));
@@ -218,8 +219,7 @@ TEST(BoxedLcpTest, UniqueSolutionAgreesWithEnumeration) {
     q.hi[1] = HUGE_VAL;
     BoxedOptions opt;
     BoxedStats st;
-    ASSERT_TRUE(
-        ws.solver.Solve(q.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
+    ASSERT_TRUE(ws.Solve(q.lcp, opt, &st));
     int found = 0;
     for (int code = 0; code < 729; code++) {
       int c = code;
@@ -261,8 +261,7 @@ TEST(BoxedLcpTest, GaussSeidelFallbackKeepsAFeasibleAnswer) {
     opt.max_pivots = 1;
     opt.pgs_iter = 30;
     BoxedStats st;
-    const bool ok =
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+    const bool ok = ws.Solve(p.lcp, opt, &st);
     inexact += !ok;
     EXPECT_TRUE(st.used_pgs || ok);
     ExpectFiniteInsideBounds(p, ws.x.data());
@@ -284,13 +283,11 @@ TEST(BoxedLcpTest, ConvergedGaussSeidelClassificationIsSolvedExactly) {
     RandomLcp p(1 + trial % 2, 2, 0, trial % 2, &rng);
     BoxedOptions opt;
     BoxedStats st;
-    ASSERT_TRUE(
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
+    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st));
     const std::vector<double> x0(ws.x.begin(), ws.x.begin() + p.n);
     opt.max_pivots = 1;
     opt.pgs_iter = 100000;
-    const bool ok =
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+    const bool ok = ws.Solve(p.lcp, opt, &st);
     if (!st.used_pgs) continue;
     used++;
     EXPECT_TRUE(ok) << "trial " << trial << " residual " << st.residual;
@@ -313,13 +310,11 @@ TEST(BoxedLcpTest, BudgetCapsTheWorkAndSaysSo) {
     RandomLcp p(3, 4, 0, 1, &rng);
     BoxedOptions opt;
     BoxedStats full;
-    ASSERT_TRUE(
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &full));
+    ASSERT_TRUE(ws.Solve(p.lcp, opt, &full));
     if (full.iterations <= 2) continue;  // the first solve (and its exact one) found it
     opt.budget = 1;
     BoxedStats st;
-    const bool ok =
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+    const bool ok = ws.Solve(p.lcp, opt, &st);
     if (ok) continue;  // a cheaper path found it within the budget
     capped++;
     EXPECT_GE(st.iterations, opt.budget) << "trial " << trial;  // stopped by the budget
@@ -344,15 +339,13 @@ TEST(BoxedLcpTest, LargeProblemsSweepFromThePreviousAnswer) {
     ASSERT_GE(p.n, 60);
     BoxedOptions opt;
     BoxedStats st;
-    ASSERT_TRUE(
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
+    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st));
     const std::vector<double> prev(ws.x.begin(), ws.x.begin() + p.n);
     for (double& b : p.b) b += noise(rng);
     opt.use_guess = true;
     opt.sweep_rows = 60;
     opt.start = prev.data();
-    const bool ok =
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+    const bool ok = ws.Solve(p.lcp, opt, &st);
     EXPECT_TRUE(ok) << "trial " << trial << " residual " << st.residual;
     EXPECT_LE(st.residual, 1e-10) << "trial " << trial;
     EXPECT_FALSE(st.spent);
@@ -377,14 +370,12 @@ TEST(BoxedLcpTest, WorkBudgetCapsLargeProblemsAndSaysSo) {
     const double n = p.n;
     BoxedOptions opt;
     BoxedStats full;
-    ASSERT_TRUE(
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &full));
+    ASSERT_TRUE(ws.Solve(p.lcp, opt, &full));
     EXPECT_FALSE(full.spent);
     EXPECT_GT(full.work, 0);
     opt.max_work = 0.05 * full.work;
     BoxedStats st;
-    const bool ok =
-        ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+    const bool ok = ws.Solve(p.lcp, opt, &st);
     EXPECT_EQ(st.spent, !ok) << "trial " << trial;
     if (ok) continue;  // a cheaper path found it within the budget
     capped++;
@@ -429,7 +420,7 @@ TEST(BoxedLcpTest, PivotingCycleEndsAtOnce) {
   BoxedOptions opt;
   opt.use_guess = true;
   BoxedStats st;
-  ASSERT_TRUE(ws.solver.Solve(lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st));
+  ASSERT_TRUE(ws.Solve(lcp, opt, &st));
   EXPECT_FALSE(st.guess_hit);
   EXPECT_LE(st.residual, opt.tol);
   EXPECT_LE(st.iterations, 12);
@@ -444,9 +435,9 @@ TEST(BoxedLcpTest, SolveDoesNotAllocate) {
   BoxedStats st;
   AllocationCounter counter;
   counter.Start();
-  ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+  ws.Solve(p.lcp, opt, &st);
   opt.use_guess = true;
-  ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+  ws.Solve(p.lcp, opt, &st);
   EXPECT_EQ(counter.Stop(), 0);
 }
 
@@ -474,8 +465,7 @@ TEST(BoxedLcpTest, HugeMaxPivotsKeepsTheFrozenFrictionRounds) {
       BoxedOptions opt;
       opt.max_pivots = 1000;
       BoxedStats st;
-      if (!ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st) ||
-          st.frozen_rounds == 0 || st.used_pgs) {
+      if (!ws.Solve(p.lcp, opt, &st) || st.frozen_rounds == 0 || st.used_pgs) {
         continue;
       }
       found++;
@@ -484,8 +474,7 @@ TEST(BoxedLcpTest, HugeMaxPivotsKeepsTheFrozenFrictionRounds) {
       const std::string what = "seed " + std::to_string(seed) + " trial " + std::to_string(trial);
 
       opt.max_pivots = 1000000000;
-      const bool ok =
-          ws.solver.Solve(p.lcp, opt, ws.state.data(), ws.x.data(), ws.w.data(), &ws.cod, &st);
+      const bool ok = ws.Solve(p.lcp, opt, &st);
       EXPECT_TRUE(ok) << what << " residual " << st.residual;
       EXPECT_EQ(st.frozen_rounds, rounds) << what;
       EXPECT_FALSE(st.used_pgs) << what;
