@@ -168,7 +168,7 @@ class Derivative : private FdTarget {
   // parameter k has an analytic column here (its kind has one, and a derived one only without rows)
   bool ParamAnalytic(int k) const;
   // the smooth tangent of parameter k of the current call
-  void ParamTangent(const mjModel* m, int k);
+  bool ParamTangent(const mjModel* m, int k);
   // column k of DxDp (out: 2nv+na) and of DsDp (the sensor tangent, computed here)
   void EmitParam(int k, const double* out);
   // central differences of ck_step in parameter k into its columns

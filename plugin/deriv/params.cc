@@ -160,10 +160,19 @@ bool ParamKindAnalytic(int kind) {
 }
 
 bool Derivative::ParamAnalytic(int k) const {
-  // the constraint rows' impedance reads invweight0, which a derived parameter moves and the
-  // tangent holds: those columns by differences where the step has rows
+  // a derived parameter moves the rows' regularizer through invweight0 (ParamTangent's dR, as
+  // one ratio per contact): MuJoCo's own pyramids of condim 4 and 6 mix the translational and
+  // rotational weights in one row, those columns by differences
   const int kind = param_.params[k].kind;
-  return ParamKindAnalytic(kind) && !(ParamKindDerived(kind) && stage_.has_rows);
+  if (!ParamKindAnalytic(kind)) return false;
+  if (!ParamKindDerived(kind) || !stage_.has_rows || stage_.solver ||
+      param_model_->opt.cone != mjCONE_PYRAMIDAL)
+    return true;
+  const Problem& p = *stage_.problem;
+  for (int c = 0; c < p.ncon; c++) {
+    if (p.con[c].dim > 3) return false;
+  }
+  return true;
 }
 
 // the field a parameter names in m (checked by ck_checkParam)
@@ -227,13 +236,13 @@ bool Derivative::SetupParams(const mjModel* m, std::string* error) {
   return true;
 }
 
-void Derivative::ParamTangent(const mjModel* m, int k) {
+bool Derivative::ParamTangent(const mjModel* m, int k) {
   const ckParam& p = param_.params[k];
   const int damping_dof = p.kind == ckPARAM_DOF_DAMPING ? p.id : -1;
   // the solvers' problems fold the damping the integrator treats implicitly into M_eff (Extract);
   // "mujoco"'s holds M
   const bool fold = stage_.solver && (integrator_.damped || integrator_.implicit);
-  smooth_.ParamTangent(m, param_model_, Slot(param_model_, m, p), damping_dof, fold);
+  return smooth_.ParamTangent(m, param_model_, Slot(param_model_, m, p), damping_dof, fold);
 }
 
 void Derivative::EmitParam(int k, const double* out) {

@@ -27,19 +27,22 @@ void SetParam(mjModel* mp, const ParamSlot& slot, mjtNum value, mjData* scratch)
   }
 }
 
-void SmoothTangent::ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot& slot,
+bool SmoothTangent::ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot& slot,
                                  int damping_dof, bool fold_damping) {
   const double h = m->opt.timestep;
   ClearTangent();
 
-  // both sides, then the field back bit for bit
+  // both sides, then the field back bit for bit; a derived parameter (invweight0) also moves
+  // the rows' regularizer and diag_approx
+  const bool weights = slot.derived && stage_.has_rows;
   const mjtNum value = *slot.field;
   const double eps = kParamStep * (1 + std::fabs(value));
   SetParam(mp, slot, value + eps, pass_data_);
-  ParamPass(mp, 1, eps);
+  bool ok = ParamPass(mp, 1, eps, weights);
   SetParam(mp, slot, value - eps, pass_data_);
-  ParamPass(mp, -1, eps);
+  ok = ParamPass(mp, -1, eps, weights) && ok;
   SetParam(mp, slot, value, pass_data_);
+  tan_.has_dweight = weights;
   tan_.has_dM = true;
   tan_.dM_begin = 0;
   tan_.dM_end = nv_;
@@ -55,9 +58,10 @@ void SmoothTangent::ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot&
     }
   }
   FreeVelocityTangent(m);
+  return ok;
 }
 
-void SmoothTangent::ParamPass(mjModel* mp, int sign, double eps) {
+bool SmoothTangent::ParamPass(mjModel* mp, int sign, double eps, bool weights) {
   mjData* d = pass_data_;
   const int nv = nv_;
   mju_copy(d->qpos, nominal_.qpos, nq_);
@@ -76,6 +80,7 @@ void SmoothTangent::ParamPass(mjModel* mp, int sign, double eps) {
     CopyLegacyM(mp, d, tan_.dM_problem);
     for (int i = 0; i < nM_; i++) tan_.dM[i] = (tan_.dM[i] - tan_.dM_problem[i]) * scale;
   }
+  const bool ok = !weights || WeightPass(mp, d, sign, scale);
 
   // velocity and actuation stages, smooth force and activation rates
   d->nefc = 0;
@@ -100,6 +105,44 @@ void SmoothTangent::ParamPass(mjModel* mp, int sign, double eps) {
       tan_.dqderiv_qacc[i] = sign > 0 ? x[i] : h * (tan_.dqderiv_qacc[i] - x[i]) * scale;
     }
   }
+  return ok;
+}
+
+bool SmoothTangent::WeightPass(mjModel* mp, mjData* d, int sign, double scale) {
+  const Problem& p = *stage_.problem;
+  const int nplain = p.ne + p.nf + p.nl;
+  double* diag = tan_.ddiag;  // (the plus side until the minus side differences it)
+  double* R = tan_.dR;
+  auto take = [&](int i, double diag_i, double R_i) {
+    diag[i] = sign > 0 ? diag_i : (diag[i] - diag_i) * scale;
+    R[i] = sign > 0 ? R_i : (R[i] - R_i) * scale;
+  };
+
+  // plain rows: MuJoCo's own, in the same order (they do not depend on masses)
+  bool ok = true;
+  if (nplain) {
+    mj_collision(mp, d);
+    mj_makeConstraint(mp, d);
+    for (int i = 0; i < nplain; i++) {
+      ok = ok && i < d->nefc && d->efc_type[i] == p.mj_type[i] && d->efc_id[i] == p.mj_id[i];
+      take(i, ok ? EfcDiagApprox(d, i) : 0, ok ? d->efc_R[i] : 0);
+    }
+  }
+
+  // contacts: every row's R is proportional to the translational weight of the two bodies
+  // (Extractor::AddContact), unless held at its floor
+  const mjtNum* w = mp->body_invweight0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const double tran = w[2 * con.body[0]] + w[2 * con.body[1]];
+    const double rot = w[2 * con.body[0] + 1] + w[2 * con.body[1] + 1];
+    const double ratio = tran / p.diag_approx[con.row];
+    for (int r = 0; r < con.dim; r++) {
+      const int i = con.row + r;
+      take(i, r < 3 ? tran : rot, p.R[i] > mjMINVAL ? p.R[i] * ratio : p.R[i]);
+    }
+  }
+  return ok;
 }
 
 }  // namespace contactkit

@@ -92,10 +92,15 @@ class SmoothTangent {
   // tangents along the parameter slot of mp (a copy of m, restored bit for bit): central
   // differences of the position and velocity stages on pass_data_; damping_dof >= 0: the field
   // is that dof's damping, which also enters the integrator (and M_eff if fold_damping)
-  void ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot& slot, int damping_dof,
+  // (a derived slot with rows: also dR, ddiag, WeightPass); false if its rows could not be matched
+  bool ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot& slot, int damping_dof,
                     bool fold_damping);
   // one pass of ParamTangent at the current value of mp's field: sign 1 stores, -1 differences
-  void ParamPass(mjModel* mp, int sign, double eps);
+  bool ParamPass(mjModel* mp, int sign, double eps, bool weights);
+  // the rows' diag_approx and R on mp, whose invweight0 a derived parameter moved (pass_data_ at
+  // the nominal position stage): plain rows from MuJoCo's rows, contacts from their bodies as the
+  // extractor forms them; sign 1 stores, -1 differences; false if MuJoCo's plain rows differ
+  bool WeightPass(mjModel* mp, mjData* d, int sign, double scale);
   // sensor tangent of the current parameter direction (after SolveTangent)
   void ParamSensorTangent(mjModel* mp, const ParamSlot& slot, double* ds);
   // controls and activations: differences of mj_fwdActuation on stage_data_

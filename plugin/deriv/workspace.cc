@@ -39,6 +39,7 @@ void DirectionTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
   dvel = c.Take<double>(n.rows);
   dimp = c.Take<double>(n.rows);
   dR = c.Take<double>(n.rows);
+  ddiag = c.Take<double>(n.rows);
   daref = c.Take<double>(n.rows);
   dforce = c.Take<double>(n.rows);
   ddisp = c.Take<double>(n.rows);

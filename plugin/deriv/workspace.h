@@ -68,6 +68,7 @@ struct DirectionTangent {
   double* dJ_qvel_next;                     // dJ v+ (analytic position tangents)  (rows)
   double* dJ_force;                         // dJ' f (analytic position tangents)  (nv)
   double *dpos, *dvel, *dimp, *dR, *daref;  // rows: gap, J v, impedance, regularizer, aref (rows)
+  double* ddiag;                            // rows' diag_approx (a mass parameter)  (rows)
   double* dforce;                           // the solver's force             (rows)
   double* ddisp;                            // anchor displacement, contact tangent rows (rows)
   double* dframe;                // each contact's tangent axes (position directions)  (6 ncon)
@@ -81,6 +82,7 @@ struct DirectionTangent {
   int dM_begin = 0, dM_end = 0;  // dofs whose rows of dM can be nonzero (whole trees; has_dM)
   bool has_dM_problem = false;   // dM_problem holds the problem's tangent (a damping parameter)
   bool has_dM = false, has_dJ = false, has_dpos = false, has_dvel = false;
+  bool has_dweight = false;   // dR, ddiag hold a mass parameter's (no position tangent)
   bool has_dJ_force = false;  // dJ_qvel_next, dJ_force hold dJ v+, dJ' f (dJ not written)
   bool has_dposition_correction = false;
   void Carve(ArenaCarver& c, const DerivSizes& n);

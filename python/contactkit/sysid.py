@@ -19,10 +19,8 @@ jacobian="fd", from mujoco.minimize's finite differences (one rollout per parame
 of mujoco.sysid.
 
 Parameters are written as a recompiled model would hold them: after the values, mj_setConst
-refreshes what the compiler derives from them (subtree masses, dof_M0, invweight0). ck_paramJac
-follows the first two; the constraints' invweight0 (soft-constraint scaling) is held in the
-Jacobian, so with soft contact and a changing mass or inertia the Jacobian is a close
-approximation of the residual's (the residual itself is exact).
+refreshes what the compiler derives from them (subtree masses, dof_M0, invweight0), and
+ck_paramJac differentiates the model so recompiled (the rows' soft-constraint scaling included).
 """
 
 from __future__ import annotations

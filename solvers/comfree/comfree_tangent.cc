@@ -110,7 +110,10 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
 
   // relative tangent of r / (1 - r) = diag_approx / R
-  auto dratio = [&](int row) { return dir.R ? -dir.R[row] / p.R[row] : 0.0; };
+  auto dratio = [&](int row) {
+    return (dir.diag_approx ? dir.diag_approx[row] / p.diag_approx[row] : 0.0) -
+           (dir.R ? dir.R[row] / p.R[row] : 0.0);
+  };
 
   // trees on which dM is nonzero (a direction moves one tree's mass matrix)
   for (int t = 0; t < p.islands.ntree; t++) {
@@ -176,7 +179,9 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     const double slope = cfd ? con.cfd_slope : 1;
     double ddamp = 0;
     const double dmp = cfd ? CfdDamping(p, row, &ddamp) : d, cvc = k * h + dmp;
-    ddamp = dir.R ? ddamp * dir.R[row] : 0;
+    // (slope in R; in diag_approx it is -slope R / diag_approx)
+    ddamp = (dir.R ? ddamp * dir.R[row] : 0) -
+            (dir.diag_approx ? ddamp * p.R[row] / p.diag_approx[row] * dir.diag_approx[row] : 0);
     const double G = gain_[row] * cap_[row], dphi = dir.pos ? slope * dir.pos[row] : 0;
     const double* ddisp = anchored_ && dim >= 3 && dir.disp ? dir.disp + row : nullptr;
     double ds[6];

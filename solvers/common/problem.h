@@ -166,14 +166,15 @@ struct Solution {
 // a perturbation of the problem data along one direction; null members do not change. Rows,
 // contacts and the Jacobian's sparsity pattern stay those of the problem.
 struct ProblemTangent {
-  const double* v_free = nullptr;  // d v_free                                    (nv)
-  const double* M = nullptr;       // d M_eff, tree layout                        (nM)
-  const double* J = nullptr;       // d J values, same pattern                    (nnz)
-  const double* pos = nullptr;     // d pos (gaps, equality residuals)            (nrow)
-  const double* vel = nullptr;     // d (J v)                                     (nrow)
-  const double* R = nullptr;       // d R                                         (nrow)
-  const double* aref = nullptr;    // d aref                                      (nrow)
-  const double* disp = nullptr;    // d disp (anchor held fixed)                  (nrow)
+  const double* v_free = nullptr;       // d v_free                                    (nv)
+  const double* M = nullptr;            // d M_eff, tree layout                        (nM)
+  const double* J = nullptr;            // d J values, same pattern                    (nnz)
+  const double* pos = nullptr;          // d pos (gaps, equality residuals)            (nrow)
+  const double* vel = nullptr;          // d (J v)                                     (nrow)
+  const double* R = nullptr;            // d R                                         (nrow)
+  const double* diag_approx = nullptr;  // d diag_approx (a mass parameter)       (nrow)
+  const double* aref = nullptr;         // d aref                                      (nrow)
+  const double* disp = nullptr;         // d disp (anchor held fixed)                  (nrow)
   // islands whose data the perturbation may change (a superset; IslandReach), null: unknown
   const uint8_t* touched = nullptr;  //                                            (nisland)
 };

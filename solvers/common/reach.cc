@@ -51,7 +51,7 @@ void IslandReach::Mark(const Problem& p, const ProblemTangent& dir, uint8_t* tou
       if (nonzero) dof(j);
     }
   }
-  for (const double* x : {dir.pos, dir.vel, dir.R, dir.aref, dir.disp}) {
+  for (const double* x : {dir.pos, dir.vel, dir.R, dir.diag_approx, dir.aref, dir.disp}) {
     if (x) ForNonzero(x, p.nrow, row);
   }
   if (!dir.J) return;

@@ -90,7 +90,8 @@ double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
   const double x = h * p.aref[i] / den, t = target_[i];
   if (dir) {
     const double da = dir->aref ? dir->aref[i] : 0;
-    const double dx = (h * da - (dir->R ? x * dir->R[i] : 0)) / den;
+    const double dden = (dir->R ? dir->R[i] : 0) + (dir->diag_approx ? dir->diag_approx[i] : 0);
+    const double dx = (h * da - x * dden) / den;
     const double dt = dir->pos && !capped_[i] ? dir->pos[i] / h : 0;
     *dkappa = dx * t + x * dt;
   }

@@ -88,12 +88,13 @@ CKAPI int ck_checkParam(const mjModel* m, const ckParam* param, char* error, int
 // ck_transitionJac would use finite differences, under RK4, with contacts from distance
 // (cfd_width > 0) or the elastic correction. A parameter means the model recompiled with that
 // value: after a body's mass or inertia or a dof's armature the copy runs mj_setConst (subtree
-// masses, dof_M0, the constraints' invweight0), and those columns are central differences wherever
-// the step has constraint rows (the rows' regularizer reads invweight0; the tangent holds it). A
-// body's ipos moves only the field (mj_setConst refuses a moved center of mass on a simple body).
-// Returns 0 if every column is analytic, 1 if some used finite differences, -1 on bad arguments
-// (np <= 0, a parameter ck_checkParam refuses, and as ck_transitionJac), -2 as ck_transitionJac;
-// ck_lastError says why. m and d are left exactly as they were; nothing is allocated.
+// masses, dof_M0, the constraints' invweight0); their columns carry the change of the rows'
+// regularizer R and diag_approx through invweight0 (differences instead under the "mujoco"
+// solver with MuJoCo's pyramidal cones on a contact of condim 4 or 6). A body's ipos moves only the
+// field (mj_setConst refuses a moved center of mass on a simple body). Returns 0 if every column is
+// analytic, 1 if some used finite differences, -1 on bad arguments (np <= 0, a parameter
+// ck_checkParam refuses, and as ck_transitionJac), -2 as ck_transitionJac; ck_lastError says why. m
+// and d are left exactly as they were; nothing is allocated.
 CKAPI int ck_paramJac(ckHandle* ck, const mjModel* m, const mjData* d, const ckParam* params,
                       int np, mjtNum* DxDp, mjtNum* DsDp, int* how);
 
