@@ -12,6 +12,7 @@
 // stage-rate tangents, (ndx + nu)(7 ndx) values, whatever the number of internal steps.
 #include <mujoco/mujoco.h>
 
+#include <algorithm>
 #include <cstddef>
 
 #include "plugin/deriv/derivative.h"
@@ -36,6 +37,7 @@ void Derivative::SizeAdaptive(const ckSettings& s) {
   ad_.dk.assign(ndir * (kMaxStages - 1) * nk, 0.0);
   ad_.ddx.assign(nk, 0.0);
   ad_.dX.assign(nk, 0.0);
+  ad_.gp.assign(ndir * (nv_ + na_), 0.0);
 }
 
 bool Derivative::Adaptive(const mjModel* m, const mjData* d) {
@@ -50,6 +52,7 @@ bool Derivative::Adaptive(const mjModel* m, const mjData* d) {
   StepSkip(shadow_, m, stage_data_, mjSTAGE_NONE, 1);
   const int ntaken = shadow.ntaken();
   if (shadow.info().status != ckADAPT_OK || ntaken > AdaptiveIntegrator::kMaxTaken) return false;
+  if (param_.run) return AdaptiveParams(m, d, ntaken);
 
   // directions to chain (as RK4): state columns, control columns
   const bool state_out = sink_.A || (sink_.gx && sink_.dx);
@@ -74,6 +77,34 @@ bool Derivative::Adaptive(const mjModel* m, const mjData* d) {
   for (int kd = first; kd < last; kd++)
     EmitState(kd, ad_.dy.data() + static_cast<size_t>(kd) * ndx);
   return true;
+}
+
+bool Derivative::AdaptiveParams(const mjModel* m, const mjData* d, int ntaken) {
+  const int nq = nq_, nv = nv_, na = na_, ndx = 2 * nv + na, ndir = ndx + nu_;
+  const AdaptiveIntegrator& shadow = shadow_->adaptive;
+  bool ok = true;
+  for (int begin = 0; begin < param_.np && ok; begin += ndir) {
+    const int nslot = std::min(ndir, param_.np - begin);
+    ad_.param_begin = begin;
+    mju_zero(ad_.dy.data(), static_cast<size_t>(nslot) * ndx);
+    CopyStepInputs(m, d, stage_data_);
+    mju_copy(ad_.y.data(), d->qpos, nq);
+    mju_copy(ad_.y.data() + nq, d->qvel, nv);
+    mju_copy(ad_.y.data() + nq + nv, d->act, na);
+    double t = d->time;
+    for (int n = 0; n < ntaken && ok; n++) {
+      const double step = shadow.taken()[n];
+      ok = AdaptiveInternalStep(m, t, step, n == 0, 0, nslot);
+      t += step;
+    }
+    for (int s = 0; s < nslot && ok && param_.dx; s++) {
+      const double* dy = ad_.dy.data() + static_cast<size_t>(s) * ndx;
+      for (int i = 0; i < ndx; i++)
+        param_.dx[static_cast<size_t>(i) * param_.np + begin + s] = dy[i];
+    }
+  }
+  ad_.param_begin = -1;
+  return ok;
 }
 
 bool Derivative::AdaptiveInternalStep(const mjModel* m, double t, double step, bool first_step,
@@ -105,7 +136,7 @@ bool Derivative::AdaptiveInternalStep(const mjModel* m, double t, double step, b
 
     // the stage's rate k_i and its Jacobian G (nv+na x ndir); the first gives the sensors'
     if (!end) {
-      stage_.sensors = first_step && i == 0 && sensor_out;
+      stage_.sensors = first_step && i == 0 && (sensor_out || (param_.run && param_.ds));
       if (!PrepareStage(m, true)) return false;
       double* ki = k + i * ndx;
       mju_copy(ki, stage_data_->qvel, nv);
@@ -114,6 +145,7 @@ bool Derivative::AdaptiveInternalStep(const mjModel* m, double t, double step, b
       mju_copy(ad_.omega.data(), ki, ndx);
       if (i > 0) RotationRate(rot.data(), nrot, step, dx, ki);
       if (!StageJacobian(m)) return false;
+      if (ad_.param_begin >= 0 && !AdaptiveParamRates(m)) return false;
     }
     IntegrateMaps(m, dx, step, integrator_.step_maps);
     for (int kd = first; kd < last; kd++) AdaptiveStageTangent(m, i, step, kd);
@@ -155,11 +187,15 @@ void Derivative::AdaptiveStageTangent(const mjModel* m, int i, double step, int 
   for (int r = 0; r < na; r++) dX[2 * nv + r] = dy[2 * nv + r] + step * ddx[2 * nv + r];
 
   // dk_i = (dv_i, G [dX_i; du]), rotations corrected as the rate is
+  // (a control's own column of G, or a parameter's G_p)
   const double* G = integrator_.rk_stage_jac;
+  const double* own = ad_.param_begin >= 0 ? ad_.gp.data() + static_cast<size_t>(kd) * nva
+                      : kd >= ndx          ? G + static_cast<size_t>(kd) * nva
+                                           : nullptr;
   double* dki = dk + i * ndx;
   mju_copy(dki, dX + nv, nv);
   for (int r = 0; r < nva; r++) {
-    double sum = kd >= ndx ? G[static_cast<size_t>(kd) * nva + r] : 0;
+    double sum = own ? own[r] : 0;
     for (int c = 0; c < ndx; c++) sum += G[static_cast<size_t>(c) * nva + r] * dX[c];
     dki[nv + r] = sum;
   }

@@ -153,8 +153,14 @@ class Derivative : private FdTarget {
   bool AdaptiveInternalStep(const mjModel* m, double t, double step, bool first_step, int first,
                             int last);
   // direction kd through stage i of an internal step: its stage state's tangent and its rate's
-  // (the last row: its state tangent at the step's end)
+  // (the last row: its state tangent at the step's end); in a parameter run kd is a slot
   void AdaptiveStageTangent(const mjModel* m, int i, double step, int kd);
+  // ck_paramJac's columns through the adaptive step: the parameters in chunks of ndir slots, each
+  // chunk along the step's internal steps with each stage's parameter rates G_p
+  bool AdaptiveParams(const mjModel* m, const mjData* d, int ntaken);
+  // the current stage's rate tangent of each analytic parameter of the chunk into ad_.gp (and its
+  // sensor tangent at the step's first stage); false if one has no analytic path here
+  bool AdaptiveParamRates(const mjModel* m);
   // the adaptive tangent's arrays, for integrator tsit5 / dopri5 (allocated with the settings)
   void SizeAdaptive(const ckSettings& s);
 
@@ -164,13 +170,15 @@ class Derivative : private FdTarget {
   // every parameter with an analytic path through the current stage: fn(kParam, k, -1) after
   // tan_.dqacc_int and tan_.dact_dot are set
   template <typename Fn>
-  bool ParamDirections(const mjModel* m, Fn&& fn);
+  bool ParamDirections(const mjModel* m, int begin, int end, Fn&& fn);
   // parameter k has an analytic column here (its kind has one, and a derived one only without rows)
   bool ParamAnalytic(int k) const;
   // the smooth tangent of parameter k of the current call
   bool ParamTangent(const mjModel* m, int k);
   // column k of DxDp (out: 2nv+na) and of DsDp (the sensor tangent, computed here)
   void EmitParam(int k, const double* out);
+  // column k of DsDp, the sensor tangent of the current parameter direction
+  void EmitParamSensor(int k);
   // central differences of ck_step in parameter k into its columns
   void ParamFiniteDiff(const mjModel* m, const mjData* d, int k);
 
@@ -255,6 +263,8 @@ class Derivative : private FdTarget {
     std::vector<double> dk;     // per direction: stage rates' tangents         (ndir 6 nk)
     std::vector<double> ddx;    // a direction's combination tangent            (nk)
     std::vector<double> dX;     // a direction's stage state tangent            (nk)
+    std::vector<double> gp;     // per parameter slot: the stage's rate tangent (ndir (nv+na))
+    int param_begin = -1;       // a parameter run: slot s is parameter param_begin + s
   } ad_;
 
   // ck_paramJac: the call's parameters and outputs, the model copy they move, buffers

@@ -49,10 +49,10 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
 }
 
 template <typename Fn>
-bool Derivative::ParamDirections(const mjModel* m, Fn&& fn) {
+bool Derivative::ParamDirections(const mjModel* m, int begin, int end, Fn&& fn) {
   // as Directions, one direction per parameter with an analytic path (the others: how[k] set)
   int nslot = 0;
-  for (int k = 0; k < param_.np; k++) {
+  for (int k = begin; k < end; k++) {
     if (!ParamAnalytic(k)) continue;
     if (!ParamTangent(m, k)) return false;  // (rows not matched: every column by differences)
     if (stage_.batch) {
@@ -267,7 +267,7 @@ bool Derivative::SingleStage(const mjModel* m) {
       EmitSensor(col, ds);
     }
   };
-  const bool ok = param_.run ? ParamDirections(m, column)
+  const bool ok = param_.run ? ParamDirections(m, 0, param_.np, column)
                              : Directions(m, sink_.WantsState(), sink_.WantsCtrl(), column);
   if (ok && !param_.run) elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
   return ok;
@@ -391,6 +391,22 @@ bool Derivative::StageJacobian(const mjModel* m) {
       smooth_.SensorTangent(m, kind, ds);
       EmitSensor(col, ds);
     }
+  });
+}
+
+bool Derivative::AdaptiveParamRates(const mjModel* m) {
+  const int nv = nv_, na = na_, nva = nv + na, ndir = 2 * nv + na + nu_;
+  const int begin = ad_.param_begin, end = std::min(param_.np, begin + ndir);
+  mju_zero(ad_.gp.data(), static_cast<size_t>(end - begin) * nva);
+  for (int k = begin; k < end; k++) {
+    // (a column analytic at one stage and differenced at another would mix two derivatives)
+    if (ParamKindAnalytic(param_.params[k].kind) && !ParamAnalytic(k)) return false;
+  }
+  return ParamDirections(m, begin, end, [&](int, int k, int) {
+    double* g = ad_.gp.data() + static_cast<size_t>(k - begin) * nva;
+    mju_copy(g, tan_.dqacc_int, nv);
+    mju_copy(g + nv, tan_.dact_dot, na);
+    if (stage_.sensors) EmitParamSensor(k);
   });
 }
 

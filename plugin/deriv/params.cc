@@ -250,11 +250,14 @@ void Derivative::EmitParam(int k, const double* out) {
   if (param_.dx) {
     for (int i = 0; i < ndx; i++) param_.dx[static_cast<size_t>(i) * np + k] = out[i];
   }
-  if (param_.ds) {
-    double* ds = out_.sensor_col;
-    smooth_.ParamSensorTangent(param_model_, Slot(param_model_, param_.base, param_.params[k]), ds);
-    for (int i = 0; i < ns_; i++) param_.ds[static_cast<size_t>(i) * np + k] = ds[i];
-  }
+  EmitParamSensor(k);
+}
+
+void Derivative::EmitParamSensor(int k) {
+  if (!param_.ds) return;
+  double* ds = out_.sensor_col;
+  smooth_.ParamSensorTangent(param_model_, Slot(param_model_, param_.base, param_.params[k]), ds);
+  for (int i = 0; i < ns_; i++) param_.ds[static_cast<size_t>(i) * param_.np + k] = ds[i];
 }
 
 void Derivative::ParamFiniteDiff(const mjModel* m, const mjData* d, int k) {
@@ -316,7 +319,8 @@ int Derivative::ParamJacobian(const mjModel* m, const mjData* d, const ckParam* 
   // distance, elastic) whose parameter tangents are left out
   bool any = false;
   for (int k = 0; k < np; k++) any |= ParamKindAnalytic(params[k].kind);
-  bool analytic = any && m->opt.integrator != mjINT_RK4 && settings_.integrator == ckINT_MODEL &&
+  const bool adaptive = settings_.integrator != ckINT_MODEL;
+  bool analytic = any && (adaptive || m->opt.integrator != mjINT_RK4) &&
                   !(settings_.deriv.cfd_width > 0) && !settings_.deriv.elastic_correction;
   fallback_ = ckFALLBACK_NONE;
   if (analytic) {

@@ -80,7 +80,8 @@ CKAPI int ck_checkParam(const mjModel* m, const ckParam* param, char* error, int
 // theorem: it is changed on a copy of m (allocated by ck_make) and the smooth dynamics' tangent
 // comes from central differences of MuJoCo's position and velocity stages (mass matrix, bias,
 // passive and actuator forces, activation rates), never of the constraint solve; the solver's
-// force tangent (its own factorization) and the integrator's tangent follow. Analytic: body mass,
+// force tangent (its own factorization) and the integrator's tangent follow (the adaptive pairs:
+// through each stage of the step's internal steps as taken, their sizes held). Analytic: body mass,
 // ipos and inertia, dof damping and armature, joint stiffness, actuator gainprm and biasprm,
 // gravity. Central differences of ck_step on the copy (how = ckPARAM_FINITE_DIFF): the contact
 // parameters (geom friction, size, pos, solref, solimp) and dof frictionloss, which change the

@@ -6,6 +6,7 @@
 // solver and the single-stage integrators; the analytic columns are the parameters'
 // ck_paramJac's documentation lists. Also: a Menagerie arm (Panda), bad input, m and d untouched
 // to the last byte, no allocation in the call.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -191,7 +192,7 @@ class ParamJacTest : public MujocoTest {
           num += (x - y) * (x - y);
           den += y * y;
         }
-        const double err = std::sqrt(num) / std::max(std::sqrt(den), 1e-3 * scale);
+        const double err = std::sqrt(num) / std::max({std::sqrt(den), 1e-3 * scale, 1e-12});
         std::string rows;
         for (int i = 0; i < nrow; i++) {
           rows += " " + std::to_string((*a)[i * np + k]) + "/" + std::to_string((*b)[i * np + k]);
@@ -314,27 +315,102 @@ TEST_F(ParamJacTest, RungeKuttaFallsBackToFiniteDifferences) {
         "rk4");
 }
 
-// the adaptive pairs: differences of the whole adaptive step, said in how; on the spring slider
-// (x(h) = x0 cos(w h), w = sqrt(k / m)) against the closed form dx/dk = -x0 h sin(w h) / (2 m w)
-TEST_F(ParamJacTest, AdaptiveStepFallsBackToDifferencesOfTheStep) {
+// the adaptive pairs: the step as taken, its internal steps' sizes held (as the state
+// Jacobian); on the spring slider (x(h) = x0 cos(w h), w = sqrt(k / m)) against the closed form
+// dx/dk = -x0 h sin(w h) / (2 m w)
+TEST_F(ParamJacTest, AdaptiveStepIsDifferentiatedAsTaken) {
   ModelPtr m = LoadString(OscillatorXml());
   ASSERT_TRUE(m);
-  ckSettings s;
-  ck_defaultSettings(&s);
-  s.integrator = ckINT_TSIT5;
-  s.adaptive.rtol = s.adaptive.atol = 1e-12;
-  HandlePtr ck = Make(m.get(), &s);
-  DataPtr d(mj_makeData(m.get()));
-  d->qpos[0] = 0.1;
-  ckParam p;
-  char error[300];
-  ASSERT_EQ(0, ck_parseParam(m.get(), "joint:0:stiffness", &p, error, sizeof(error))) << error;
-  std::vector<double> dx(2);
-  int how = -1;
-  EXPECT_EQ(1, ck_paramJac(ck.get(), m.get(), d.get(), &p, 1, dx.data(), nullptr, &how));
-  EXPECT_EQ(how, ckPARAM_FINITE_DIFF);
-  const double h = m->opt.timestep, w = 10;
-  EXPECT_NEAR(dx[0], -0.1 * h * std::sin(w * h) / (2 * w), 1e-8);
+  for (int integrator : {ckINT_TSIT5, ckINT_DOPRI5}) {
+    ckSettings s;
+    ck_defaultSettings(&s);
+    s.integrator = integrator;
+    s.adaptive.rtol = s.adaptive.atol = 1e-12;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    d->qpos[0] = 0.1;
+    ckParam p;
+    char error[300];
+    ASSERT_EQ(0, ck_parseParam(m.get(), "joint:0:stiffness", &p, error, sizeof(error))) << error;
+    std::vector<double> dx(2);
+    int how = -1;
+    EXPECT_EQ(0, ck_paramJac(ck.get(), m.get(), d.get(), &p, 1, dx.data(), nullptr, &how));
+    EXPECT_EQ(how, ckPARAM_ANALYTIC);
+    const double h = m->opt.timestep, w = 10;
+    EXPECT_NEAR(dx[0], -0.1 * h * std::sin(w * h) / (2 * w), 1e-10);
+  }
+}
+
+// the adaptive pairs at a tight tolerance against differences of ck_step (whose controller
+// chooses its internal steps anew on each side; both from a reset controller): the box resting
+// (one internal step) and in flight beside the driven hinge, and a ball pressed into a stiff
+// floor (several internal steps through the contact's force law); contact parameters by
+// differences of the adaptive step (Check asserts which). A box sliding under MuJoCo's soft
+// friction is left out: its acceleration-level force law is not smooth in the state, the
+// controller takes ~100 internal steps and rejects as many, and differences of the re-adapted
+// step scatter by the tolerance over the nudge
+TEST_F(ParamJacTest, AdaptiveStepMatchesDifferences) {
+  ModelPtr box = LoadString(kBoxXml);
+  ModelPtr ball = LoadString(R"(
+    <mujoco>
+      <option timestep="0.01"/>
+      <worldbody>
+        <geom name="floor" type="plane" size="2 2 0.1" solref="0.005 1"
+              solimp="0 0.95 0.001 0.5 2"/>
+        <body name="ball" pos="0 0 0.098">
+          <freejoint/>
+          <geom name="ball" type="sphere" size="0.1" mass="1" solref="0.005 1"
+                solimp="0 0.95 0.001 0.5 2"/>
+        </body>
+      </worldbody>
+    </mujoco>)");
+  ASSERT_TRUE(box && ball);
+  Tighten(box.get());
+  Tighten(ball.get());
+  const std::vector<std::string> box_names = {"body:box:mass",
+                                              "body:box:inertia:0",
+                                              "body:arm:mass",
+                                              "joint:hinge:damping",
+                                              "joint:hinge:armature",
+                                              "joint:hinge:stiffness",
+                                              "actuator:motor:gainprm:0",
+                                              "actuator:servo:biasprm:1",
+                                              "geom:box:friction:0",
+                                              "gravity:2"};
+  const std::vector<std::string> ball_names = {"body:ball:mass", "body:ball:inertia:0",
+                                               "geom:ball:solref:0", "gravity:2"};
+  for (int integrator : {ckINT_TSIT5, ckINT_DOPRI5}) {
+    ckSettings s = Settings(ckSOL_MUJOCO);
+    s.integrator = integrator;
+    s.adaptive.rtol = s.adaptive.atol = 1e-10;
+    s.deriv.enabled = 1;
+    const std::string pair = integrator == ckINT_TSIT5 ? "tsit5 " : "dopri5 ";
+    for (const char* scene : {"resting", "flight"}) {
+      HandlePtr ck = Make(box.get(), &s);
+      DataPtr d(mj_makeData(box.get()));
+      d->ctrl[0] = 0.3;
+      d->ctrl[1] = 0.4;
+      if (scene[0] == 'r') {
+        BoxScenes()[0].prepare(ck.get(), box.get(), d.get());
+      } else {
+        d->qpos[2] = 1;
+        d->qpos[7] = 0.4;  // the hinge off its servo's target
+        d->qvel[0] = 0.5;
+        d->qvel[3] = 2;
+        d->qvel[6] = 1;
+      }
+      ck_reset(ck.get());
+      Check(ck.get(), box.get(), d.get(), box_names, 1e-5, pair + scene);
+    }
+    HandlePtr ck = Make(ball.get(), &s);
+    DataPtr d(mj_makeData(ball.get()));
+    d->qvel[0] = 0.2;
+    d->qvel[2] = -0.3;
+    ck_step(ck.get(), ball.get(), d.get());
+    ASSERT_GT(ck_stepInfo(ck.get())->accepted, 4) << "the contact should take internal steps";
+    ck_reset(ck.get());
+    Check(ck.get(), ball.get(), d.get(), ball_names, 1e-5, pair + "ball in stiff contact");
+  }
 }
 
 // a body's mass moves its subtree masses with it, as a recompiled model's would: in free flight
