@@ -80,7 +80,11 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
         for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * w[J.colind[adr + q]];
       }
     }
-    if (quad) dA = mass.SubQuadValues(dir.M, w, dA, begin, end);
+    if (quad) {
+      // (dM's rows, when listed, lie on this tree: dM is nonzero here)
+      dA = dir.M_rows ? mass.SubQuadValuesRows(dir.M, dir.M_rows, dir.M_nrows, w, dA)
+                      : mass.SubQuadValues(dir.M, w, dA, begin, end);
+    }
     for (int i = begin; i < end; i++) w[i] = 0;
   });
   return dA;

@@ -136,6 +136,30 @@ double TreeMass::SubQuadValues(const double* V, const double* x, double acc, int
   return acc;
 }
 
+void TreeMass::AddMulValuesRows(const double* V, const int* rows, int n, const double* x,
+                                double* y) const {
+  for (int r = 0; r < n; r++) {
+    const int i = rows[r];
+    int adr = madr[i];
+    y[i] += V[adr++] * x[i];
+    for (int j = parent[i]; j >= 0; j = parent[j], adr++) {
+      y[i] += V[adr] * x[j];
+      y[j] += V[adr] * x[i];
+    }
+  }
+}
+
+double TreeMass::SubQuadValuesRows(const double* V, const int* rows, int n, const double* x,
+                                   double acc) const {
+  for (int r = 0; r < n; r++) {
+    const int i = rows[r];
+    acc -= V[madr[i]] * x[i] * x[i];
+    int adr = madr[i] + 1;
+    for (int j = parent[i]; j >= 0; j = parent[j]) acc -= 2 * V[adr++] * x[i] * x[j];
+  }
+  return acc;
+}
+
 void TreeMass::Dense(int begin, int end, double* out, int ld) const {
   const int n = end - begin;
   for (int c = 0; c < n; c++) {

@@ -54,6 +54,13 @@ struct TreeMass {
   // subtracted from acc term by term
   double SubQuadValues(const double* V, const double* x, double acc, int begin, int end) const;
 
+  // the same two on the n rows listed (ascending), V zero on every other row: y += V x (y as
+  // MulValues leaves it when y is zero on V's rows and their ancestors beforehand), and
+  // acc - x' V x (SubQuadValues' value: the terms it skips are exact zeros)
+  void AddMulValuesRows(const double* V, const int* rows, int n, const double* x, double* y) const;
+  double SubQuadValuesRows(const double* V, const int* rows, int n, const double* x,
+                           double acc) const;
+
   // dense block of dofs [begin, end) (whole trees), both triangles: out[(i-begin) + (j-begin)*ld]
   void Dense(int begin, int end, double* out, int ld) const;
 };
