@@ -116,10 +116,11 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   // relative tangent of r / (1 - r) = diag_approx / R
   auto dratio = [&](int row) { return dir.R ? -dir.R[row] / p.R[row] : 0.0; };
 
-  // trees on which dM is nonzero (a direction moves one tree's mass matrix)
+  // trees on which dM is nonzero (a direction moves one tree's mass matrix; with its rows listed,
+  // their tree, where a zero dM adds exact zeros to w'dMw)
   for (int t = 0; t < p.islands.ntree; t++) {
-    dmtree_[t] = 0;
-    if (!dir.M) continue;
+    dmtree_[t] = dir.M_rows && dir.M_nrows > 0 && t == p.dof_tree[dir.M_rows[0]];
+    if (!dir.M || dir.M_rows) continue;
     const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
     const int m0 = p.mass.madr[b], m1 = e < p.nv ? p.mass.madr[e] : p.mass.nM;
     for (int k = m0; k < m1 && !dmtree_[t]; k++) dmtree_[t] = dir.M[k] != 0;

@@ -156,8 +156,10 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
       defect = std::max(defect, std::fabs(drv_[j]));
     }
     if (defect > kRefineTol * scale) {
-      for (int a = 0; a < NumRows(p, k); a++) drz_[rows[a]] = 0;
-      Constants(p, k, drz_.data(), drv_.data(), false);
+      // Constants at zero row residuals: every row's constant is zero, the right-hand side -drv
+      // (no J' c to add)
+      for (int a = 0; a < NumRows(p, k); a++) drz_[rows[a]] = c_[rows[a]] = 0;
+      for (int a = 0; a < NumDofs(p, k); a++) rhs_[dofs[a]] = -drv_[dofs[a]];
       Direct(p, k, cen_, drz_.data(), false, &aff_);
       for (int a = 0; a < NumRows(p, k); a++) dir_.lam[rows[a]] += aff_.lam[rows[a]];
       stats_.refinements++;
