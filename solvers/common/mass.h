@@ -16,6 +16,12 @@ struct TreeMass {
   double* M = nullptr;          // matrix values                               (nM)
   double* LD = nullptr;         // factor: L' D L = M, unit L below, D on diag (nM)
   double* Dinv = nullptr;       // inverse of D                                (nv)
+  // dof of each stored entry (the row's own at its diagonal, then its ancestors): the sweeps
+  // read it instead of walking parent (the same operations in the same order); null: walk
+  const int* col = nullptr;  //                                                 (nM)
+
+  // col for this layout's parent and madr into out (nM)
+  void Columns(int* out) const;
 
   // factor M into LD, Dinv for dofs [begin, end) (whole trees); returns the number of
   // diagonal entries that had to be clamped (not positive definite)
