@@ -90,7 +90,8 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
     // aint differ only under Euler's implicit damping and the implicit integrator)
     const double* a = stage_data_->qacc;
     const bool p_term = integrator_.damped || integrator_.implicit;
-    for (int i = tan_.dM_begin; i < tan_.dM_end; i++) {
+    for (int row = 0; row < tan_.dM_nrows; row++) {
+      const int i = tan_.dM_rows[row];
       int adr = m->dof_Madr[i];
       const double mii = tan_.dM[adr++];
       r[i] -= h * mii * a[i];

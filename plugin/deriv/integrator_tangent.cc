@@ -49,6 +49,9 @@ void IntegratorTangent::Carve(ArenaCarver& c, const DerivSizes& n, const mjModel
   mass.nM = n.nM;
   mass.parent = m->dof_parentid;
   mass.madr = m->dof_Madr;
+  int* col = c.Take<int>(n.nM);  // (the counting pass has no arrays)
+  if (col && n.nv > 0) mass.Columns(col);
+  mass.col = col && n.nv > 0 ? col : nullptr;
   mass.M = c.Take<double>(n.nM);
   mass.LD = c.Take<double>(n.nM);
   mass.Dinv = c.Take<double>(n.nv);

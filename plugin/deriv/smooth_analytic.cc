@@ -356,6 +356,13 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
   const double* inert = d->crb + 10 * b0;
   double* sc = rne_.chain_motion;
   mju_zero(dM, nM_);
+  // the rows that can be nonzero, ascending: the chain above s (ancestors precede), then [s, end)
+  int n = 0;
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) n++;
+  tan_.dM_nrows = n + end - s;
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) tan_.dM_rows[--n] = j;
+  for (int i = s, r = tan_.dM_nrows - (end - s); i < end; i++) tan_.dM_rows[r++] = i;
+  tan_.dM_one_tree = true;
   for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
     CrossMotion(sc + 6 * j, S, d->cdof + 6 * j);
   }
@@ -485,7 +492,8 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
     tan_.dM_end = trees_.dofadr[t] + trees_.dofnum[t];
     MassTangent(m, k, tan_.dM);
     const double* a = d->qacc;
-    for (int i = tan_.dM_begin; i < tan_.dM_end; i++) {
+    for (int r = 0; r < tan_.dM_nrows; r++) {
+      const int i = tan_.dM_rows[r];
       int adr = m->dof_Madr[i];
       tan_.dqfrc_smooth[i] += tan_.dM[adr++] * a[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {

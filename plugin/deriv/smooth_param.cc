@@ -46,6 +46,7 @@ bool SmoothTangent::ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot&
   tan_.has_dM = true;
   tan_.dM_begin = 0;
   tan_.dM_end = nv_;
+  tan_.AllRows();
 
   // damping enters the integrator's matrix (Euler: M + h D; implicit: -h qDeriv, whose change the
   // passes' velocity products hold) and, where the problem folds it in, M_eff

@@ -136,6 +136,7 @@ void SmoothTangent::ClearTangent() {
   mju_zero(tan_.dqderiv_qacc, nv);
   tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
   tan_.has_dM_problem = tan_.has_dweight = false;
+  tan_.dM_one_tree = false;
 }
 
 void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
@@ -178,7 +179,8 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
     if (tan_.has_dM) {
       const int b = tan_.dM_begin, e = tan_.dM_end;
       for (int i = b; i < e; i++) scratch_.a[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
-      for (int i = b; i < e; i++) {
+      for (int r = 0; r < tan_.dM_nrows; r++) {
+        const int i = tan_.dM_rows[r];
         int adr = m->dof_Madr[i];
         x[i] -= dM[adr++] * scratch_.a[i];
         for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
@@ -375,6 +377,7 @@ void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const doubl
   tan_.has_dM = true;
   tan_.dM_begin = 0;
   tan_.dM_end = nv;
+  tan_.AllRows();
 
   // bodies the perturbation moves
   for (int b = 0; b < m->nbody; b++) {
@@ -823,7 +826,8 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
   if (tan_.has_dM) {
     // the solvers' qacc is that of the problem's M_eff (damping folded in): its tangent
     const double* dM = tan_.has_dM_problem && stage_.has_rows ? tan_.dM_problem : tan_.dM;
-    for (int i = tan_.dM_begin; i < tan_.dM_end; i++) {
+    for (int r = 0; r < tan_.dM_nrows; r++) {
+      const int i = tan_.dM_rows[r];
       int adr = m->dof_Madr[i];
       da[i] -= dM[adr++] * d0->qacc[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {

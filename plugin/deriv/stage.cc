@@ -267,6 +267,10 @@ bool Derivative::SolveTangent(const mjModel* m) {
     ProblemTangent dir;
     dir.v_free = tan_.dv_free;
     dir.M = tan_.has_dM_problem ? tan_.dM_problem : tan_.has_dM ? tan_.dM : nullptr;
+    if (dir.M && tan_.dM_one_tree) {
+      dir.M_rows = tan_.dM_rows;
+      dir.M_nrows = tan_.dM_nrows;
+    }
     dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
     dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
     dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
@@ -300,7 +304,8 @@ bool Derivative::SolveTangent(const mjModel* m) {
   for (int i = 0; i < nv; i++)
     tan_.dqacc_int[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
   if (tan_.has_dM) {
-    for (int i = tan_.dM_begin; i < tan_.dM_end; i++) {
+    for (int r = 0; r < tan_.dM_nrows; r++) {
+      const int i = tan_.dM_rows[r];
       int adr = m->dof_Madr[i];
       tan_.dqacc_int[i] -= tan_.dM[adr++] * integrator_.qacc[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {

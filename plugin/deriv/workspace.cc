@@ -50,6 +50,7 @@ void DirectionTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
   dqderiv_qacc = c.Take<double>(n.nv);
   dposition_correction = c.Take<double>(n.nv);
   dM_problem = c.Take<double>(n.nM);
+  dM_rows = c.Take<int>(n.nv);
   touched = c.Take<uint8_t>(std::max(n.ntree, 1));
 }
 

@@ -79,13 +79,22 @@ struct DirectionTangent {
   double* dposition_correction;  // lcp's split impulse           (nv)
   double* dM_problem;            // the problem's M_eff where it differs from dM (damping) (nM)
   uint8_t* touched;              // islands the direction perturbs (IslandReach) (ntree)
+  int* dM_rows;                  // rows of dM that can be nonzero, ascending (has_dM) (nv)
+  int dM_nrows = 0;              // their number
   int dM_begin = 0, dM_end = 0;  // dofs whose rows of dM can be nonzero (whole trees; has_dM)
+  bool dM_one_tree = false;      // dM_rows lie in one tree (an analytic position direction)
   bool has_dM_problem = false;   // dM_problem holds the problem's tangent (a damping parameter)
   bool has_dM = false, has_dJ = false, has_dpos = false, has_dvel = false;
   bool has_dweight = false;   // dR, ddiag hold a mass parameter's (no position tangent)
   bool has_dJ_force = false;  // dJ_qvel_next, dJ_force hold dJ v+, dJ' f (dJ not written)
   bool has_dposition_correction = false;
   void Carve(ArenaCarver& c, const DerivSizes& n);
+  // dM_rows: every row of [dM_begin, dM_end)
+  void AllRows() {
+    dM_nrows = 0;
+    for (int i = dM_begin; i < dM_end; i++) dM_rows[dM_nrows++] = i;
+    dM_one_tree = false;
+  }
 };
 
 // the smooth tangent's view of the constraint rows

@@ -80,7 +80,11 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
         for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * w[J.colind[adr + q]];
       }
     }
-    if (quad) dA = mass.SubQuadValues(dir.M, w, dA, begin, end);
+    if (quad) {
+      // (dM's rows, when listed, lie on this tree: dM is nonzero here)
+      dA = dir.M_rows ? mass.SubQuadValuesRows(dir.M, dir.M_rows, dir.M_nrows, w, dA)
+                      : mass.SubQuadValues(dir.M, w, dA, begin, end);
+    }
     for (int i = begin; i < end; i++) w[i] = 0;
   });
   return dA;
@@ -103,22 +107,29 @@ double ComfreeSolver::PatchInvMassTangent(const Problem& p, int c0, const Proble
   return dA / count;
 }
 
+namespace {
+
+// relative tangent of r / (1 - r) = diag_approx / R
+double RatioTangent(const Problem& p, const ProblemTangent& dir, int row) {
+  return (dir.diag_approx ? dir.diag_approx[row] / p.diag_approx[row] : 0.0) -
+         (dir.R ? dir.R[row] / p.R[row] : 0.0);
+}
+
+}  // namespace
+
 bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                                  double* dforce) {
   const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
   const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon;
   for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
 
-  // relative tangent of r / (1 - r) = diag_approx / R
-  auto dratio = [&](int row) {
-    return (dir.diag_approx ? dir.diag_approx[row] / p.diag_approx[row] : 0.0) -
-           (dir.R ? dir.R[row] / p.R[row] : 0.0);
-  };
+  auto dratio = [&](int row) { return RatioTangent(p, dir, row); };
 
-  // trees on which dM is nonzero (a direction moves one tree's mass matrix)
+  // trees on which dM is nonzero (a direction moves one tree's mass matrix; with its rows listed,
+  // their tree, where a zero dM adds exact zeros to w'dMw)
   for (int t = 0; t < p.islands.ntree; t++) {
-    dmtree_[t] = 0;
-    if (!dir.M) continue;
+    dmtree_[t] = dir.M_rows && dir.M_nrows > 0 && t == p.dof_tree[dir.M_rows[0]];
+    if (!dir.M || dir.M_rows) continue;
     const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
     const int m0 = p.mass.madr[b], m1 = e < p.nv ? p.mass.madr[e] : p.mass.nM;
     for (int k = m0; k < m1 && !dmtree_[t]; k++) dmtree_[t] = dir.M[k] != 0;

@@ -31,7 +31,24 @@ int TreeMass::Factor(int begin, int end) {
   return nclamp;
 }
 
+void TreeMass::Columns(int* out) const {
+  for (int i = 0; i < nv; i++) {
+    int adr = madr[i];
+    out[adr++] = i;
+    for (int j = parent[i]; j >= 0; j = parent[j]) out[adr++] = j;
+  }
+}
+
 void TreeMass::SolveHalf(double* x, int begin, int end) const {
+  if (col) {
+    for (int i = end - 1; i >= begin; i--) {
+      const double xi = x[i];
+      if (xi == 0) continue;
+      const int last = i + 1 < nv ? madr[i + 1] : nM;
+      for (int adr = madr[i] + 1; adr < last; adr++) x[col[adr]] -= LD[adr] * xi;
+    }
+    return;
+  }
   for (int i = end - 1; i >= begin; i--) {
     const double xi = x[i];
     if (xi == 0) continue;
@@ -48,6 +65,15 @@ void TreeMass::Solve(double* x, int begin, int end) const {
   for (int i = begin; i < end; i++) x[i] *= Dinv[i];
 
   // x <- L^-1 x
+  if (col) {
+    for (int i = begin; i < end; i++) {
+      double s = x[i];
+      const int last = i + 1 < nv ? madr[i + 1] : nM;
+      for (int adr = madr[i] + 1; adr < last; adr++) s -= LD[adr] * x[col[adr]];
+      x[i] = s;
+    }
+    return;
+  }
   for (int i = begin; i < end; i++) {
     double s = x[i];
     int adr = madr[i] + 1;
@@ -106,6 +132,19 @@ void TreeMass::Mul(const double* x, double* y, int begin, int end) const {
 
 void TreeMass::MulValues(const double* V, const double* x, double* y, int begin, int end) const {
   for (int i = begin; i < end; i++) y[i] = V[madr[i]] * x[i];
+  if (col) {
+    for (int i = begin; i < end; i++) {
+      const int last = i + 1 < nv ? madr[i + 1] : nM;
+      const double xi = x[i];
+      double yi = y[i];
+      for (int adr = madr[i] + 1; adr < last; adr++) {
+        yi += V[adr] * x[col[adr]];
+        y[col[adr]] += V[adr] * xi;
+      }
+      y[i] = yi;
+    }
+    return;
+  }
   for (int i = begin; i < end; i++) {
     int adr = madr[i] + 1;
     for (int j = parent[i]; j >= 0; j = parent[j], adr++) {
@@ -129,6 +168,30 @@ void TreeMass::SubMulValues(const double* V, const double* x, double* y, int beg
 double TreeMass::SubQuadValues(const double* V, const double* x, double acc, int begin,
                                int end) const {
   for (int i = begin; i < end; i++) {
+    acc -= V[madr[i]] * x[i] * x[i];
+    int adr = madr[i] + 1;
+    for (int j = parent[i]; j >= 0; j = parent[j]) acc -= 2 * V[adr++] * x[i] * x[j];
+  }
+  return acc;
+}
+
+void TreeMass::AddMulValuesRows(const double* V, const int* rows, int n, const double* x,
+                                double* y) const {
+  for (int r = 0; r < n; r++) {
+    const int i = rows[r];
+    int adr = madr[i];
+    y[i] += V[adr++] * x[i];
+    for (int j = parent[i]; j >= 0; j = parent[j], adr++) {
+      y[i] += V[adr] * x[j];
+      y[j] += V[adr] * x[i];
+    }
+  }
+}
+
+double TreeMass::SubQuadValuesRows(const double* V, const int* rows, int n, const double* x,
+                                   double acc) const {
+  for (int r = 0; r < n; r++) {
+    const int i = rows[r];
     acc -= V[madr[i]] * x[i] * x[i];
     int adr = madr[i] + 1;
     for (int j = parent[i]; j >= 0; j = parent[j]) acc -= 2 * V[adr++] * x[i] * x[j];

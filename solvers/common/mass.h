@@ -16,6 +16,12 @@ struct TreeMass {
   double* M = nullptr;          // matrix values                               (nM)
   double* LD = nullptr;         // factor: L' D L = M, unit L below, D on diag (nM)
   double* Dinv = nullptr;       // inverse of D                                (nv)
+  // dof of each stored entry (the row's own at its diagonal, then its ancestors): the sweeps
+  // read it instead of walking parent (the same operations in the same order); null: walk
+  const int* col = nullptr;  //                                                 (nM)
+
+  // col for this layout's parent and madr into out (nM)
+  void Columns(int* out) const;
 
   // factor M into LD, Dinv for dofs [begin, end) (whole trees); returns the number of
   // diagonal entries that had to be clamped (not positive definite)
@@ -53,6 +59,13 @@ struct TreeMass {
   // acc - x' V x for a matrix V with this layout's sparsity, dofs [begin, end) (whole trees),
   // subtracted from acc term by term
   double SubQuadValues(const double* V, const double* x, double acc, int begin, int end) const;
+
+  // the same two on the n rows listed (ascending), V zero on every other row: y += V x (y as
+  // MulValues leaves it when y is zero on V's rows and their ancestors beforehand), and
+  // acc - x' V x (SubQuadValues' value: the terms it skips are exact zeros)
+  void AddMulValuesRows(const double* V, const int* rows, int n, const double* x, double* y) const;
+  double SubQuadValuesRows(const double* V, const int* rows, int n, const double* x,
+                           double acc) const;
 
   // dense block of dofs [begin, end) (whole trees), both triangles: out[(i-begin) + (j-begin)*ld]
   void Dense(int begin, int end, double* out, int ld) const;

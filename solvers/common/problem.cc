@@ -10,6 +10,7 @@ namespace {
 // tree structure arrays: parent, madr, dof_tree (nv), tree_dofadr, tree_dofnum (ntree)
 struct TreeArrays {
   int *parent, *madr, *dof_tree, *tree_dofadr, *tree_dofnum;
+  int* mass_col;  // TreeMass::col (nM)
 };
 
 void Carve(ArenaCarver& c, const ProblemDims& d, Problem* p, Solution* s, TreeArrays* t) {
@@ -52,6 +53,7 @@ void Carve(ArenaCarver& c, const ProblemDims& d, Problem* p, Solution* s, TreeAr
   s->v_next = c.Take<double>(nv);
   t->parent = c.Take<int>(nv);
   t->madr = c.Take<int>(nv);
+  t->mass_col = c.Take<int>(d.nM);
   t->dof_tree = c.Take<int>(nv);
   t->tree_dofadr = c.Take<int>(ntree);
   t->tree_dofnum = c.Take<int>(ntree);
@@ -90,6 +92,10 @@ void ProblemStorage::Allocate(const ProblemDims& dims, const int* dof_parent, co
   problem_.mass.nM = dims.nM;
   problem_.mass.parent = parent;
   problem_.mass.madr = madr;
+  if (dims.nv > 0) {
+    problem_.mass.Columns(t.mass_col);
+    problem_.mass.col = t.mass_col;
+  }
   problem_.dof_tree = dtree;
   problem_.J.ncol = dims.nv;
   problem_.islands.ntree = ntree;

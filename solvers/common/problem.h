@@ -172,11 +172,14 @@ struct ProblemTangent {
   const double* pos = nullptr;          // d pos (gaps, equality residuals)            (nrow)
   const double* vel = nullptr;          // d (J v)                                     (nrow)
   const double* R = nullptr;            // d R                                         (nrow)
-  const double* diag_approx = nullptr;  // d diag_approx (a mass parameter)       (nrow)
+  const double* diag_approx = nullptr;  // d diag_approx (a mass parameter)             (nrow)
   const double* aref = nullptr;         // d aref                                      (nrow)
   const double* disp = nullptr;         // d disp (anchor held fixed)                  (nrow)
   // islands whose data the perturbation may change (a superset; IslandReach), null: unknown
   const uint8_t* touched = nullptr;  //                                            (nisland)
+  // the rows of dM that can be nonzero, ascending and all in one tree; null: any row
+  const int* M_rows = nullptr;  //                                                 (M_nrows)
+  int M_nrows = 0;
 };
 
 // owns a Problem's and a Solution's arrays, allocated once

@@ -46,7 +46,12 @@ void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& 
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
     if (dir.M) {
       for (int j = b; j < e; j++) tmp_[j] = s.v[j] - p.v_free[j];
-      p.mass.MulValues(dir.M, tmp_.data(), drv_.data(), b, e);
+      if (!dir.M_rows) {
+        p.mass.MulValues(dir.M, tmp_.data(), drv_.data(), b, e);
+      } else if (dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e) {
+        // dM's rows on this tree only (drv_ is zero here)
+        p.mass.AddMulValuesRows(dir.M, dir.M_rows, dir.M_nrows, tmp_.data(), drv_.data());
+      }
     }
     if (dir.v_free) {
       p.mass.Mul(dir.v_free, rhs_.data(), b, e);
@@ -152,8 +157,10 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
       defect = std::max(defect, std::fabs(drv_[j]));
     }
     if (defect > kRefineTol * scale) {
-      for (int a = 0; a < NumRows(p, k); a++) drz_[rows[a]] = 0;
-      Constants(p, k, drz_.data(), drv_.data(), false);
+      // Constants at zero row residuals: every row's constant is zero, the right-hand side -drv
+      // (no J' c to add)
+      for (int a = 0; a < NumRows(p, k); a++) drz_[rows[a]] = c_[rows[a]] = 0;
+      for (int a = 0; a < NumDofs(p, k); a++) rhs_[dofs[a]] = -drv_[dofs[a]];
       Direct(p, k, cen_, drz_.data(), false, &aff_);
       for (int a = 0; a < NumRows(p, k); a++) dir_.lam[rows[a]] += aff_.lam[rows[a]];
       stats_.refinements++;

@@ -192,9 +192,15 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
       const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
       if (dir.M) {
         const int m0 = mass.madr[b], m1 = e < nv ? mass.madr[e] : mass.nM;
-        bool dm = false;
-        for (int i = m0; i < m1 && !dm; i++) dm = dir.M[i] != 0;
-        if (dm) {
+        // (listed rows: their tree, where a zero dM subtracts exact zeros)
+        bool dm = dir.M_rows && dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e;
+        for (int i = m0; i < m1 && !dm && !dir.M_rows; i++) dm = dir.M[i] != 0;
+        if (dm && dir.M_rows) {
+          // dM's rows (on this tree: dM is nonzero here)
+          for (int i = b; i < e; i++) tmp_[i] = 0;
+          mass.AddMulValuesRows(dir.M, dir.M_rows, dir.M_nrows, u, tmp_.data());
+          for (int i = b; i < e; i++) dv[i] -= tmp_[i];
+        } else if (dm) {
           mass.MulValues(dir.M, u, tmp_.data(), b, e);
           for (int i = b; i < e; i++) dv[i] -= tmp_[i];
         }

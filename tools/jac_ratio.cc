@@ -1,0 +1,151 @@
+// Copyright 2026 The contactkit developers.
+//
+// ck-jac-ratio: issue 18's evidence. For one model, the ratio of one forward mjd_transitionFD
+// (eps 1e-6) to each solver's ck_transitionJac, and the cost of ck_transitionVJP (one adjoint)
+// relative to that Jacobian, all in process CPU time in one process. The state: the model's
+// keyframe (held controls) or default pose, stepped --steps times with mj_step; then each
+// solver's handle takes one ck_step from a copy (its own warm start and state), and its Jacobian
+// is timed at the state that step reached. Rounds interleave the solvers and one
+// mjd_transitionFD; each figure is the best of the rounds.
+//   ck-jac-ratio humanoid --steps 200 --rounds 10
+//   ck-jac-ratio unitree_a1/scene --seconds 0.2
+#include <mujoco/mujoco.h>
+#include <time.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "contactkit/contactkit.h"
+#include "tools/common/tool_util.h"
+
+namespace {
+
+double CpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+struct Entry {
+  int solver;
+  ckHandle* ck = nullptr;
+  mjData* d = nullptr;
+  double jac = 1e300, vjp = 1e300;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ratio of mjd_transitionFD to ck_transitionJac per solver (process CPU time)"};
+  std::string model_arg, solvers_arg = "mujoco,comfree,ipm,lcp";
+  int steps = 200, rounds = 10;
+  double seconds = 0;
+  bool jac_only = false;
+  std::string dump;
+  app.add_option("model", model_arg, "model (path, bundled, MuJoCo example or Menagerie name)")
+      ->required();
+  app.add_option("--steps", steps, "mj_step steps before the Jacobian's state");
+  app.add_option("--seconds", seconds, "simulated time before it instead (> 0)");
+  app.add_option("--rounds", rounds, "timed rounds (best of)");
+  app.add_option("--solvers", solvers_arg, "comma-separated solvers");
+  app.add_flag("--jac-only", jac_only,
+               "time the Jacobians only (for perf record; ratios of one FD)");
+  app.add_option("--dump", dump, "write each solver's A and B (binary doubles) to DUMP.<solver>");
+  CLI11_PARSE(app, argc, argv);
+
+  std::string error;
+  mjModel* m = contactkit::tools::LoadModel(model_arg, &error);
+  if (!m) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return 1;
+  }
+  mjData* d = mj_makeData(m);
+  if (m->nkey > 0) mj_resetDataKeyframe(m, d, 0);
+  std::vector<double> held(d->ctrl, d->ctrl + m->nu);
+  if (seconds > 0) steps = static_cast<int>(seconds / m->opt.timestep + 0.5);
+  for (int i = 0; i < steps; i++) {
+    std::copy(held.begin(), held.end(), d->ctrl);
+    mj_step(m, d);
+  }
+
+  std::vector<Entry> entries;
+  size_t start = 0;
+  while (start <= solvers_arg.size()) {
+    size_t end = solvers_arg.find(',', start);
+    if (end == std::string::npos) end = solvers_arg.size();
+    const std::string name = solvers_arg.substr(start, end - start);
+    start = end + 1;
+    const int id = ck_solverId(name.c_str());
+    if (id < 0 || !ck_solverAvailable(id)) continue;
+    ckSettings s;
+    ck_defaultSettings(&s);
+    s.solver = id;
+    s.deriv.enabled = 1;
+    s.ipm.kappa_grad = s.ipm.kappa_tol;  // the derivative of the step taken
+    char err[512];
+    Entry e;
+    e.solver = id;
+    e.ck = ck_make(m, &s, err, sizeof(err));
+    if (!e.ck) {
+      std::fprintf(stderr, "%s: %s\n", name.c_str(), err);
+      return 1;
+    }
+    e.d = mj_makeData(m);
+    mj_copyData(e.d, m, d);
+    ck_step(e.ck, m, e.d);  // its own warm start, at its own state
+    entries.push_back(e);
+  }
+
+  const int nv = static_cast<int>(m->nv), na = static_cast<int>(m->na);
+  const int nu = std::max(static_cast<int>(m->nu), 1), ndx = 2 * nv + na;
+  std::vector<mjtNum> A(ndx * ndx), B(ndx * nu), dx(ndx, 1.0), gx(ndx), gu(nu);
+  double fd = 1e300;
+  for (int r = 0; r < rounds; r++) {
+    for (Entry& e : entries) {
+      double t0 = CpuSeconds();
+      const int rc = ck_transitionJac(e.ck, m, e.d, A.data(), B.data(), nullptr, nullptr);
+      double t1 = CpuSeconds();
+      if (rc != 0)
+        std::fprintf(stderr, "%s: Jacobian returned %d (%s)\n", ck_solverName(e.solver), rc,
+                     ck_lastError(e.ck));
+      e.jac = std::min(e.jac, t1 - t0);
+      if (jac_only) continue;
+      t0 = CpuSeconds();
+      ck_transitionVJP(e.ck, m, e.d, dx.data(), nullptr, gx.data(), gu.data());
+      t1 = CpuSeconds();
+      e.vjp = std::min(e.vjp, t1 - t0);
+    }
+    if (jac_only && r > 0) continue;
+    const double t0 = CpuSeconds();
+    mjd_transitionFD(m, d, 1e-6, 0, A.data(), B.data(), nullptr, nullptr);
+    fd = std::min(fd, CpuSeconds() - t0);
+  }
+
+  std::printf("%s: nv %d, ncon %d, mjd_transitionFD %.3f ms\n", model_arg.c_str(), nv,
+              static_cast<int>(d->ncon), 1e3 * fd);
+  for (const Entry& e : entries) {
+    std::printf("  %-8s jac %8.3f ms  ratio %6.1fx  vjp/jac %.2f  (ncon %d)\n",
+                ck_solverName(e.solver), 1e3 * e.jac, fd / e.jac, e.vjp / e.jac,
+                static_cast<int>(e.d->ncon));
+  }
+  for (Entry& e : entries) {
+    if (dump.empty()) break;
+    // the Jacobians at the solver's state, for comparisons between builds
+    ck_transitionJac(e.ck, m, e.d, A.data(), B.data(), nullptr, nullptr);
+    FILE* f = std::fopen((dump + "." + ck_solverName(e.solver)).c_str(), "wb");
+    if (!f) continue;
+    std::fwrite(A.data(), sizeof(mjtNum), A.size(), f);
+    std::fwrite(B.data(), sizeof(mjtNum), B.size(), f);
+    std::fclose(f);
+  }
+  for (Entry& e : entries) {
+    ck_free(e.ck);
+    mj_deleteData(e.d);
+  }
+  mj_deleteData(d);
+  mj_deleteModel(m);
+  return 0;
+}
