@@ -1,7 +1,7 @@
 set terminal pngcairo size 900,550 noenhanced
 set output 'docs/bench/sysid_panda.png'
-set title 'panda: recorded sensors and rollouts (contactkit, identified)'
+set title 'panda: rollouts minus recorded sensors (contactkit, identified)'
 set xlabel 'time (s)'
 set grid
 set key outside right top
-plot 'docs/bench/sysid_panda.dat' using 1:2 with points pt 7 ps 0.4 title 'q1: data', 'docs/bench/sysid_panda.dat' using 1:3 with lines lw 1 dt 2 title 'q1: start', 'docs/bench/sysid_panda.dat' using 1:4 with lines lw 2 title 'q1: identified', 'docs/bench/sysid_panda.dat' using 1:5 with points pt 7 ps 0.4 title 'q3: data', 'docs/bench/sysid_panda.dat' using 1:6 with lines lw 1 dt 2 title 'q3: start', 'docs/bench/sysid_panda.dat' using 1:7 with lines lw 2 title 'q3: identified'
+plot 'docs/bench/sysid_panda.dat' using 1:($3-$2) with lines lw 1 dt 2 title 'tau1 (Nm): start - data', 'docs/bench/sysid_panda.dat' using 1:($4-$2) with lines lw 2 title 'tau1 (Nm): identified - data', 'docs/bench/sysid_panda.dat' using 1:($6-$5) with lines lw 1 dt 2 title 'tau2 (Nm): start - data', 'docs/bench/sysid_panda.dat' using 1:($7-$5) with lines lw 2 title 'tau2 (Nm): identified - data'

@@ -16,7 +16,8 @@ Its Jacobian comes from forward sensitivities along each rollout, S_{t+1} = A_t 
 A_t = Handle.transition_jac and P_t = Handle.param_jac at the state before step t (one rollout
 per evaluation, whatever the number of parameters; sensor rows C_t S_t + DsDp_t), or, with
 jacobian="fd", from mujoco.minimize's finite differences (one rollout per parameter), the scheme
-of mujoco.sysid.
+of mujoco.sysid. Residuals without a Jacobian run the trajectories of one length as one batched
+contactkit.rollout (one thread), the same numbers as the step-by-step rollout.
 
 Parameters are written as a recompiled model would hold them: after the values, mj_setConst
 refreshes what the compiler derives from them (subtree masses, dof_M0, invweight0), and
@@ -33,7 +34,10 @@ import mujoco
 import mujoco.minimize
 import numpy as np
 
+from . import _rollout
 from ._handle import Handle, ParamKind, parse_params
+
+_FULLPHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
 
 # the model array of each parameter kind and whether it has components
 _FIELDS = {
@@ -137,8 +141,9 @@ def set_param(model: mujoco.MjModel, param, value: float) -> None:
 class _Problem:
     """the residual and its Jacobian over every trajectory, counting rollouts"""
 
-    def __init__(self, model, handle, groups, trajectories, weights, sensors):
+    def __init__(self, model, handle, groups, trajectories, weights, sensors, settings=None):
         self.model, self.handle, self.groups = model, handle, groups
+        self.settings = dict(settings or {})  # the handle's, for the batched residual rollouts
         self.flat = [p for g in groups for p in g]
         # columns of the flat parameters summed into each unknown
         self.tie = np.zeros((len(self.flat), len(groups)))
@@ -181,11 +186,54 @@ class _Problem:
         self.rollouts += 1
         return np.concatenate(res), (np.vstack(rows) if jac else None)
 
+    def _batches(self):
+        """the trajectories grouped by length: (indices, initial states (n, nstate), controls
+        (n, T, nu)), built once"""
+        if not hasattr(self, "_groups_by_length"):
+            m, d = self.model, self.data
+            nstate = mujoco.mj_stateSize(m, _FULLPHYSICS)
+            by_length: dict = {}
+            for i, tr in enumerate(self.trajectories):
+                mujoco.mj_resetData(m, d)
+                d.qpos[:], d.qvel[:] = tr.qpos0, tr.qvel0
+                s0 = np.empty(nstate)
+                mujoco.mj_getState(m, d, s0, _FULLPHYSICS)
+                by_length.setdefault(len(tr.ctrl), []).append((i, s0))
+            self._groups_by_length = [
+                ([i for i, _ in group], np.array([s0 for _, s0 in group]),
+                 np.array([self.trajectories[i].ctrl for i, _ in group]).reshape(
+                     len(group), length, m.nu))
+                for length, group in by_length.items()]
+        return self._groups_by_length
+
+    def _residual_of(self, traj: Trajectory, state: np.ndarray, sensordata: np.ndarray):
+        """traj's residual from a batched rollout's states and sensors (as rollout() computes it
+        step by step)"""
+        if self.sensors:
+            return ((sensordata - traj.sensordata) * self.weights).ravel()
+        m, nv = self.model, self.model.nv
+        qpos = state[:, 1:1 + m.nq]  # full-physics state: time, qpos, qvel, ...
+        dq = np.empty((len(qpos), nv))
+        for t in range(len(qpos)):
+            mujoco.mj_differentiatePos(m, dq[t], 1.0, traj.qpos[t], qpos[t])
+        dv = state[:, 1 + m.nq:1 + m.nq + nv] - traj.qvel
+        return (np.hstack([dq, dv]) * self.weights).ravel()
+
     def residual(self, x: np.ndarray) -> np.ndarray:
+        """the residual at each column of x: every trajectory of the same length in one batched
+        rollout (contactkit.rollout, one thread: no Python per step), the same numbers as
+        rollout(jac=False)"""
         cols = []
         for k in range(x.shape[1]):
-            cols.append(np.concatenate([self.rollout(x[:, k], tr, False)[0]
-                                        for tr in self.trajectories]))
+            set_params(self.model, self.groups, x[:, k], self.data)
+            parts: list = [None] * len(self.trajectories)
+            for index, s0, u in self._batches():
+                state, sens = _rollout.rollout(self.model, self.data, s0, u, nthread=1,
+                                               **self.settings)
+                for j, i in enumerate(index):
+                    parts[i] = self._residual_of(self.trajectories[i], state[j], sens[j])
+            self.rollouts += len(self.trajectories)
+            cols.append(np.concatenate(parts))
         return np.stack(cols, axis=1)
 
     def jacobian(self, x: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -256,7 +304,7 @@ def identify(model: mujoco.MjModel, params: Sequence, trajectories: Sequence[Tra
     if start.shape != (len(groups),):
         raise ValueError(f"x0 must have shape ({len(groups)},), got {start.shape}")
     if executor is None:
-        problem = _Problem(model, handle, groups, list(trajectories), w, sensors)
+        problem = _Problem(model, handle, groups, list(trajectories), w, sensors, settings)
     else:
         problem = executor.sysid_problem(model, groups, list(trajectories), w, sensors, settings)
     t = time.perf_counter()

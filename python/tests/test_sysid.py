@@ -1,6 +1,8 @@
 """contactkit.sysid: parameters recovered from simulated trajectories, analytic and differenced
 Jacobians, bad input."""
 
+import os
+
 import mujoco
 import numpy as np
 import pytest
@@ -142,3 +144,58 @@ def test_tossed_cube_matches_mujoco_sysid():
     np.testing.assert_allclose(x, pr.true, rtol=0.05)
     ref, _, _ = bench.run_mujoco_sysid(pr, 10, 1, 30)
     np.testing.assert_allclose(x, ref, rtol=1e-2)  # starts 20-60% away; noise flattens the optimum
+
+
+@pytest.mark.parametrize("observe", ["state", "sensors"])
+def test_batched_residual_is_the_step_by_step_rollout(data, observe):
+    """identify's residual (batched rollouts, grouped by length) gives the numbers of the
+    step-by-step rollout its Jacobian uses, for windows of unequal length, on a hinge and on a
+    free joint (quaternion differences)"""
+    from contactkit import _bench_sysid as bench
+    from contactkit._handle import Handle
+
+    model, trajectories = data
+    cube = bench.cube_problem(2, 40, seed=1)
+    cases = [(model, PARAMS, trajectories, np.array([[0.8, 1.3], [0.9, 0.3]])),
+             (cube.model, cube.names, cube.trajectories, np.stack([cube.start, cube.true], 1))]
+    for m, names, trs, X in cases:
+        wins = [w for tr in trs for w in sysid.windows(tr, 30)]
+        assert len({len(w.ctrl) for w in wins}) == 2
+        nobs = m.nsensordata if observe == "sensors" else 2 * m.nv
+        weights = np.linspace(1.0, 2.0, nobs)
+        problem = sysid._Problem(m, Handle(m, solver="mujoco"), sysid._groups(m, names), wins,
+                                 weights, observe == "sensors", {"solver": "mujoco"})
+        batched = problem.residual(X)
+        for k in range(X.shape[1]):
+            one = np.concatenate([problem.rollout(X[:, k], w, False)[0] for w in wins])
+            np.testing.assert_allclose(batched[:, k], one, rtol=0, atol=1e-12)
+        assert np.abs(batched[:, 0] - batched[:, 1]).max() > 1e-3  # the parameters show
+
+
+# Menagerie's folder from CK_MENAGERIE (as the C++ tests' option); the test skips without it
+PANDA = os.path.join(os.environ.get("CK_MENAGERIE", ""), "franka_emika_panda", "scene.xml")
+
+
+@pytest.mark.skipif(not os.path.isfile(PANDA), reason="Menagerie's Franka Panda is absent")
+def test_panda_benchmark_recovers_damping_armature_and_mass():
+    """the benchmark's arm: its servo targets keep every torque within 80% of its limit at the
+    true parameters (no saturation), and contactkit's analytic Jacobians recover the damping
+    and armature of joints 1-4 and link 3's mass from noisy joint positions, velocities and
+    torques within 5%, from a start 30-60% off"""
+    from contactkit import _bench_sysid as bench
+
+    pr = bench.panda_problem(PANDA, 1, 1000, seed=2)
+    m = pr.model
+    d = mujoco.MjData(m)
+    tr = pr.trajectories[0]
+    d.qpos[:], d.qvel[:] = tr.qpos0, tr.qvel0
+    peak = 0.0
+    for u in tr.ctrl:
+        d.ctrl[:] = u
+        mujoco.mj_step(m, d)
+        peak = max(peak, float(np.max(np.abs(d.actuator_force[:7]) / m.actuator_forcerange[:7, 1])))
+    assert peak < 0.8
+    assert np.abs(tr.ctrl[:, :4] - tr.ctrl[0, :4]).max() > 0.05  # the targets do move
+    assert np.all(np.abs(pr.start - pr.true) > 0.25 * pr.true)
+    x, _, _ = bench.run_contactkit(pr, 1000, "mujoco", "analytic", 30)
+    np.testing.assert_allclose(x, pr.true, rtol=0.05)
