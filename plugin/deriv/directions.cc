@@ -121,15 +121,15 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
     dir.J = tan_.dJ;
   }
   dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
-  dir.R = tan_.has_dpos || tan_.has_dweight ? tan_.dR : nullptr;
-  dir.diag_approx = tan_.has_dweight ? tan_.ddiag : nullptr;
-  dir.aref = tan_.has_dvel || tan_.has_dpos ? tan_.daref : nullptr;
+  dir.R = tan_.has_dpos || tan_.has_drows ? tan_.dR : nullptr;
+  dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
+  dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
   // a position or velocity direction reaches the rows of its tree's island only (none if the
   // tree has no rows)
   int island = -1;
   if (kind == kPos || kind == kVel) island = p.islands.tree_island[p.dof_tree[index]];
   const bool rows = kind == kPos || kind == kVel ? island >= 0 : true;
-  if (rows && (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos || tan_.has_dweight))
+  if (rows && (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos || tan_.has_drows))
     soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr, island);
   if (slot < 0) return;  // reverse mode: r and P only
   for (int i = 0; i < nv; i++) block_.rhs[static_cast<size_t>(i) * nb + slot] = r[i];

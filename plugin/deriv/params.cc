@@ -40,8 +40,8 @@ constexpr KindInfo kKinds[ckNPARAMKIND] = {
     {"geom", "friction", mjOBJ_GEOM, false},
     {"geom", "size", mjOBJ_GEOM, false},
     {"geom", "pos", mjOBJ_GEOM, false},
-    {"geom", "solref", mjOBJ_GEOM, false},
-    {"geom", "solimp", mjOBJ_GEOM, false},
+    {"geom", "solref", mjOBJ_GEOM, true},
+    {"geom", "solimp", mjOBJ_GEOM, true},
     {"dof", "damping", mjOBJ_DOF, true},
     {"dof", "armature", mjOBJ_DOF, true},
     {"joint", "stiffness", mjOBJ_JOINT, true},
@@ -219,6 +219,7 @@ ParamSlot Slot(mjModel* mp, const mjModel* base, const ckParam& p) {
   slot.base = base;
   slot.base_field = ParamField(const_cast<mjModel*>(base), p);
   slot.derived = ParamKindDerived(p.kind);
+  slot.impedance = p.kind == ckPARAM_GEOM_SOLREF || p.kind == ckPARAM_GEOM_SOLIMP;
   return slot;
 }
 

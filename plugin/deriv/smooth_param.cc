@@ -5,15 +5,20 @@
 // nominal state. The constraint rows are held (the parameters differentiated here leave the
 // Jacobian, gaps and impedance alone); dM, dqfrc_smooth, dact_dot and the implicit integrator's
 // d(qDeriv) aint carry the parameter into the solver's force tangent and the integrator.
+#include <algorithm>
 #include <cmath>
 
 #include "plugin/deriv/smooth_tangent.h"
 #include "plugin/step/compat.h"
+#include "solvers/common/impedance.h"
 
 namespace contactkit {
 namespace {
 
 constexpr double kParamStep = 1e-5;  // central-difference step, relative to 1 + |p|
+// (solref / solimp: smaller, for the impedance's width and midpoint of 1e-3 and below; their
+// pass re-collides, it has no stage whose rounding a small step would show)
+constexpr double kImpedanceStep = 1e-8;
 
 }  // namespace
 
@@ -34,15 +39,14 @@ bool SmoothTangent::ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot&
 
   // both sides, then the field back bit for bit; a derived parameter (invweight0) also moves
   // the rows' regularizer and diag_approx
-  const bool weights = slot.derived && stage_.has_rows;
   const mjtNum value = *slot.field;
-  const double eps = kParamStep * (1 + std::fabs(value));
+  const double eps = (slot.impedance ? kImpedanceStep : kParamStep) * (1 + std::fabs(value));
   SetParam(mp, slot, value + eps, pass_data_);
-  bool ok = ParamPass(mp, 1, eps, weights);
+  bool ok = ParamPass(mp, 1, eps, slot);
   SetParam(mp, slot, value - eps, pass_data_);
-  ok = ParamPass(mp, -1, eps, weights) && ok;
+  ok = ParamPass(mp, -1, eps, slot) && ok;
   SetParam(mp, slot, value, pass_data_);
-  tan_.has_dweight = weights;
+  tan_.has_drows = (slot.derived || slot.impedance) && stage_.has_rows;
   tan_.has_dM = true;
   tan_.dM_begin = 0;
   tan_.dM_end = nv_;
@@ -62,7 +66,7 @@ bool SmoothTangent::ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot&
   return ok;
 }
 
-bool SmoothTangent::ParamPass(mjModel* mp, int sign, double eps, bool weights) {
+bool SmoothTangent::ParamPass(mjModel* mp, int sign, double eps, const ParamSlot& slot) {
   mjData* d = pass_data_;
   const int nv = nv_;
   mju_copy(d->qpos, nominal_.qpos, nq_);
@@ -81,7 +85,9 @@ bool SmoothTangent::ParamPass(mjModel* mp, int sign, double eps, bool weights) {
     CopyLegacyM(mp, d, tan_.dM_problem);
     for (int i = 0; i < nM_; i++) tan_.dM[i] = (tan_.dM[i] - tan_.dM_problem[i]) * scale;
   }
-  const bool ok = !weights || WeightPass(mp, d, sign, scale);
+  bool ok = true;
+  if (stage_.has_rows && slot.derived) ok = WeightPass(mp, d, sign, scale);
+  if (stage_.has_rows && slot.impedance) ok = ImpedancePass(mp, d, sign, scale);
 
   // velocity and actuation stages, smooth force and activation rates
   d->nefc = 0;
@@ -117,6 +123,7 @@ bool SmoothTangent::WeightPass(mjModel* mp, mjData* d, int sign, double scale) {
   auto take = [&](int i, double diag_i, double R_i) {
     diag[i] = sign > 0 ? diag_i : (diag[i] - diag_i) * scale;
     R[i] = sign > 0 ? R_i : (R[i] - R_i) * scale;
+    tan_.daref[i] = 0;  // (aref reads no weight)
   };
 
   // plain rows: MuJoCo's own, in the same order (they do not depend on masses)
@@ -141,6 +148,46 @@ bool SmoothTangent::WeightPass(mjModel* mp, mjData* d, int sign, double scale) {
     for (int r = 0; r < con.dim; r++) {
       const int i = con.row + r;
       take(i, r < 3 ? tran : rot, p.R[i] > mjMINVAL ? p.R[i] * ratio : p.R[i]);
+    }
+  }
+  return ok;
+}
+
+bool SmoothTangent::ImpedancePass(mjModel* mp, mjData* d, int sign, double scale) {
+  const Problem& p = *stage_.problem;
+  const double h = mp->opt.timestep;
+  const bool refsafe = !(mp->opt.disableflags & mjDSBL_REFSAFE);
+  double* R = tan_.dR;  // (the plus side until the minus side differences it)
+  double* aref = tan_.daref;
+  auto take = [&](int i, double R_i, double aref_i) {
+    tan_.ddiag[i] = 0;
+    R[i] = sign > 0 ? R_i : (R[i] - R_i) * scale;
+    aref[i] = sign > 0 ? aref_i : (aref[i] - aref_i) * scale;
+  };
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) take(i, p.R[i], p.aref[i]);
+
+  // contacts as MuJoCo mixes them, rows as Extractor::AddContact forms them
+  mj_collision(mp, d);
+  bool ok = d->ncon == stage_data_->ncon;
+  for (int c = 0; c < p.ncon && ok; c++) {
+    const Contact& con = p.con[c];
+    const mjContact* mc = d->contact + con.mj_index;
+    ok = ContactGeom(mc, 0) == con.geom[0] && ContactGeom(mc, 1) == con.geom[1];
+    double solref[2] = {mc->solref[0], mc->solref[1]}, K, B;
+    double solimp[5] = {mc->solimp[0], mc->solimp[1], mc->solimp[2], mc->solimp[3], mc->solimp[4]};
+    ClampSolParams(h, refsafe, solref, solimp);
+    const double imp = Impedance(solimp, con.dist, con.margin);
+    ReferenceKB(solref, solimp, &K, &B);
+    const int row = con.row;
+    const double R0 = std::max(mjMINVAL, (1 - imp) * p.diag_approx[row] / imp);
+    for (int r = 0; r < con.dim; r++) {
+      const double Rr = r == 0   ? R0
+                        : r == 1 ? R0 / std::max(mjMINVAL, mp->opt.impratio)
+                                 : R0 / std::max(mjMINVAL, mp->opt.impratio) * con.mu[0] *
+                                       con.mu[0] / (con.mu[r - 1] * con.mu[r - 1]);
+      double a = -B * p.vel[row + r];
+      if (r == 0) a -= K * imp * (p.pos[row] - p.margin[row]);
+      take(row + r, Rr, a);
     }
   }
   return ok;

@@ -135,7 +135,7 @@ void SmoothTangent::ClearTangent() {
   mju_zero(tan_.du, nu_);
   mju_zero(tan_.dqderiv_qacc, nv);
   tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
-  tan_.has_dM_problem = tan_.has_dweight = false;
+  tan_.has_dM_problem = tan_.has_drows = false;
   tan_.dM_one_tree = false;
 }
 

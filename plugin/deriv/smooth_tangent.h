@@ -32,6 +32,7 @@ struct ParamSlot {
   const mjModel* base = nullptr;       // the unperturbed model (the copy's source)
   const mjtNum* base_field = nullptr;  // the parameter's value in base
   bool derived = false;                // mj_setConst follows the field
+  bool impedance = false;              // the contacts' solref / solimp follow (collision mixes)
 };
 
 // a slot's field to value, then mj_setConst on the copy if the slot is derived (scratch: data of
@@ -92,15 +93,20 @@ class SmoothTangent {
   // tangents along the parameter slot of mp (a copy of m, restored bit for bit): central
   // differences of the position and velocity stages on pass_data_; damping_dof >= 0: the field
   // is that dof's damping, which also enters the integrator (and M_eff if fold_damping)
-  // (a derived slot with rows: also dR, ddiag, WeightPass); false if its rows could not be matched
+  // (with rows, a derived slot: also dR, ddiag (WeightPass); an impedance slot: dR, daref
+  // (ImpedancePass)); false if its rows could not be matched
   bool ParamTangent(const mjModel* m, mjModel* mp, const ParamSlot& slot, int damping_dof,
                     bool fold_damping);
   // one pass of ParamTangent at the current value of mp's field: sign 1 stores, -1 differences
-  bool ParamPass(mjModel* mp, int sign, double eps, bool weights);
+  bool ParamPass(mjModel* mp, int sign, double eps, const ParamSlot& slot);
   // the rows' diag_approx and R on mp, whose invweight0 a derived parameter moved (pass_data_ at
   // the nominal position stage): plain rows from MuJoCo's rows, contacts from their bodies as the
   // extractor forms them; sign 1 stores, -1 differences; false if MuJoCo's plain rows differ
   bool WeightPass(mjModel* mp, mjData* d, int sign, double scale);
+  // the contacts' R and aref on mp, whose geom solref / solimp moved: MuJoCo's collision mixes
+  // them into its contacts (matched with the problem's by index and geoms), the extractor's
+  // impedance and reference from them; sign 1 stores, -1 differences; false if unmatched
+  bool ImpedancePass(mjModel* mp, mjData* d, int sign, double scale);
   // sensor tangent of the current parameter direction (after SolveTangent)
   void ParamSensorTangent(mjModel* mp, const ParamSlot& slot, double* ds);
   // controls and activations: differences of mj_fwdActuation on stage_data_

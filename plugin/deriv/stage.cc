@@ -274,9 +274,9 @@ bool Derivative::SolveTangent(const mjModel* m) {
     dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
     dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
     dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
-    dir.R = tan_.has_dpos || tan_.has_dweight ? tan_.dR : nullptr;
-    dir.diag_approx = tan_.has_dweight ? tan_.ddiag : nullptr;
-    dir.aref = tan_.has_dvel || tan_.has_dpos ? tan_.daref : nullptr;
+    dir.R = tan_.has_dpos || tan_.has_drows ? tan_.dR : nullptr;
+    dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
+    dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
     if (stage_.solver && p.disp) {
       AnchorTangent(m);
       dir.disp = tan_.ddisp;

@@ -68,7 +68,7 @@ struct DirectionTangent {
   double* dJ_qvel_next;                     // dJ v+ (analytic position tangents)  (rows)
   double* dJ_force;                         // dJ' f (analytic position tangents)  (nv)
   double *dpos, *dvel, *dimp, *dR, *daref;  // rows: gap, J v, impedance, regularizer, aref (rows)
-  double* ddiag;                            // rows' diag_approx (a mass parameter)  (rows)
+  double* ddiag;                            // rows' diag_approx (a parameter)       (rows)
   double* dforce;                           // the solver's force             (rows)
   double* ddisp;                            // anchor displacement, contact tangent rows (rows)
   double* dframe;                // each contact's tangent axes (position directions)  (6 ncon)
@@ -85,7 +85,7 @@ struct DirectionTangent {
   bool dM_one_tree = false;      // dM_rows lie in one tree (an analytic position direction)
   bool has_dM_problem = false;   // dM_problem holds the problem's tangent (a damping parameter)
   bool has_dM = false, has_dJ = false, has_dpos = false, has_dvel = false;
-  bool has_dweight = false;   // dR, ddiag hold a mass parameter's (no position tangent)
+  bool has_drows = false;     // dR, ddiag, daref hold a parameter's (no position tangent)
   bool has_dJ_force = false;  // dJ_qvel_next, dJ_force hold dJ v+, dJ' f (dJ not written)
   bool has_dposition_correction = false;
   void Carve(ArenaCarver& c, const DerivSizes& n);

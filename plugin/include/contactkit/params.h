@@ -83,9 +83,10 @@ CKAPI int ck_checkParam(const mjModel* m, const ckParam* param, char* error, int
 // force tangent (its own factorization) and the integrator's tangent follow (the adaptive pairs:
 // through each stage of the step's internal steps as taken, their sizes held). Analytic: body mass,
 // ipos and inertia, dof damping and armature, joint stiffness, actuator gainprm and biasprm,
-// gravity. Central differences of ck_step on the copy (how = ckPARAM_FINITE_DIFF): the contact
-// parameters (geom friction, size, pos, solref, solimp) and dof frictionloss, which change the
-// constraint problem's friction cones, bounds and impedance; and every parameter wherever
+// gravity, and a geom's solref and solimp (its contacts' R and reference acceleration, as MuJoCo's
+// collision mixes them). Central differences of ck_step on the copy (how = ckPARAM_FINITE_DIFF):
+// geom friction, size and pos and dof frictionloss, which change the constraint problem's
+// friction cones, bounds and contact geometry; and every parameter wherever
 // ck_transitionJac would use finite differences, under RK4, with contacts from distance
 // (cfd_width > 0) or the elastic correction. A parameter means the model recompiled with that
 // value: after a body's mass or inertia or a dof's armature the copy runs mj_setConst (subtree

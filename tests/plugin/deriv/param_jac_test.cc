@@ -205,7 +205,6 @@ class ParamJacTest : public MujocoTest {
 
   static bool ParamAnalyticKind(int kind) {
     return kind != ckPARAM_GEOM_FRICTION && kind != ckPARAM_GEOM_SIZE && kind != ckPARAM_GEOM_POS &&
-           kind != ckPARAM_GEOM_SOLREF && kind != ckPARAM_GEOM_SOLIMP &&
            kind != ckPARAM_DOF_FRICTIONLOSS;
   }
 
