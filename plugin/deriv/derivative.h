@@ -115,6 +115,11 @@ class Derivative : private FdTarget {
   // force tangent and integrator acceleration tangent tan_.dqacc_int; false if the solver has
   // none
   bool SolveTangent(const mjModel* m);
+  // the current direction's problem tangent (and tan_.touched)
+  void FormTangent(const mjModel* m, ProblemTangent* dir);
+  // tan_.dqacc_int = dqfrc_smooth + dqfrc_constraint + dqderiv_qacc - dM_int aint (before the
+  // integrator's solve)
+  void AccelerationRhs(const mjModel* m);
   // tan_.dqfrc_constraint += J' dforce + dJ' f (or dJ_force) on the touched islands' rows
   void ConstraintForceTangent(const Problem& p);
 
@@ -128,6 +133,12 @@ class Derivative : private FdTarget {
   void QueueColumn(const mjModel* m, int slot, int kind, int index, int col);
   template <typename Fn>
   void FlushColumns(const mjModel* m, int nslot, Fn&& fn);
+  // a solver with blocked force tangents (stage_.slots): queue the current direction's force
+  // tangent in slot, with its column's terms but J' df in mass_term; solve a block's force
+  // tangents and emit its columns. False if the solver has no tangent (fallback_ set)
+  bool QueueTangent(const mjModel* m, int slot, int kind, int index, int col);
+  template <typename Fn>
+  bool FlushTangents(const mjModel* m, int nslot, Fn&& fn);
   // reverse mode for a VJP of "mujoco" with rows under Euler (Vjp, no Jacobian wanted, no sensors,
   // no elastic correction): one solve of H with the adjoint, then one product per direction with
   // its right-hand side instead of its solve and column

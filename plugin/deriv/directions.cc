@@ -39,11 +39,21 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
         }
         continue;
       }
+      if (stage_.slots) {
+        // the solver's force tangents of a block of directions in one solve
+        if (!QueueTangent(m, nslot, kind, index, col)) return false;
+        if (++nslot == stage_.slots) {
+          if (!FlushTangents(m, nslot, fn)) return false;
+          nslot = 0;
+        }
+        continue;
+      }
       if (!SolveTangent(m)) return false;
       fn(kind, index, col);
     }
   }
-  if (nslot) FlushColumns(m, nslot, fn);
+  if (nslot && stage_.batch) FlushColumns(m, nslot, fn);
+  if (nslot && !stage_.batch && !FlushTangents(m, nslot, fn)) return false;
   smooth_.RestoreActuation();
   return true;
 }
@@ -220,6 +230,88 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     if (unit) unit[index] = 0;
   }
 }
+bool Derivative::QueueTangent(const mjModel* m, int slot, int kind, int index, int col) {
+  // SolveTangent's parts but the force tangent's solve, J' df and the integrator's solve
+  const Problem& p = *stage_.problem;
+  ProblemTangent dir;
+  FormTangent(m, &dir);
+  if (!stage_.solver->QueueTangent(p, dir, slot)) {
+    fallback_ = ckFALLBACK_NO_TANGENT;
+    return false;
+  }
+  // dJ' f (the force tangent zero) and the smooth terms
+  for (int i = 0; i < p.nrow; i++) tan_.dforce[i] = 0;
+  for (int i = 0; i < nv_; i++) tan_.dqfrc_constraint[i] = 0;
+  ConstraintForceTangent(p);
+  AccelerationRhs(m);
+  mju_copy(block_.mass_term + static_cast<size_t>(slot) * nv_, tan_.dqacc_int, nv_);
+  block_.kind[slot] = kind;
+  block_.index[slot] = index;
+  block_.col[slot] = col;
+  mju_copy(block_.act_dot + static_cast<size_t>(slot) * na_, tan_.dact_dot, na_);
+  return true;
+}
+
+template <typename Fn>
+bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
+  const Problem& p = *stage_.problem;
+  const SparseRows& J = p.J;
+  if (!stage_.solver->FlushTangents(p, nslot, block_.dforce)) {
+    fallback_ = ckFALLBACK_NO_TANGENT;
+    return false;
+  }
+  // each column's right-hand side M_int daint = its terms + J' df, row-major in rhs (padded to
+  // the block solve's chunks of 8); solved at once but under the implicit integrator
+  const int nv = nv_, nb = (nslot + 7) / 8 * 8;
+  double* X = block_.rhs;
+  for (int slot = 0; slot < nb; slot++) {
+    double* a = tan_.dqacc_int;
+    if (slot < nslot) {
+      mju_copy(a, block_.mass_term + static_cast<size_t>(slot) * nv, nv);
+      const double* df = block_.dforce + static_cast<size_t>(slot) * p.nrow;
+      for (int i = 0; i < p.nrow; i++) {
+        if (df[i] == 0) continue;
+        const int adr = J.rowadr[i];
+        for (int q = 0; q < J.rownnz[i]; q++) a[J.colind[adr + q]] += J.val[adr + q] * df[i];
+      }
+    } else {
+      mju_zero(a, nv);
+    }
+    for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = a[i];
+  }
+  if (!integrator_.implicit) {
+    // tree by tree, skipping trees no column reaches (as Solve skips a zero tree)
+    const Islands& is = p.islands;
+    for (int t = 0; t < is.ntree; t++) {
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      const double* y = X + static_cast<size_t>(b) * nb;
+      bool zero = true;
+      for (int i = 0; i < (e - b) * nb && zero; i++) zero = y[i] == 0;
+      if (!zero) integrator_.mass.SolveBlock(X, nb, b, e);
+    }
+  }
+  // the unit directions again (one entry set per column, reset after it)
+  mju_zero(tan_.dq, nv);
+  mju_zero(tan_.dv, nv);
+  mju_zero(tan_.dact, na_);
+  mju_zero(tan_.du, nu_);
+  tan_.has_dposition_correction = false;
+  for (int slot = 0; slot < nslot; slot++) {
+    const int kind = block_.kind[slot], index = block_.index[slot];
+    double* unit = kind == kCtrl  ? tan_.du
+                   : kind == kAct ? tan_.dact
+                   : kind == kVel ? tan_.dv
+                                  : tan_.dq;
+    unit[index] = 1;
+    mju_copy(tan_.dact_dot, block_.act_dot + static_cast<size_t>(slot) * na_, na_);
+    for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = X[static_cast<size_t>(i) * nb + slot];
+    if (integrator_.implicit) integrator_.Solve(tan_.dqacc_int);
+    fn(kind, index, block_.col[slot]);
+    unit[index] = 0;
+  }
+  return true;
+}
+
 //---------------------------------- single-stage integrators --------------------------------------
 
 bool Derivative::SingleStage(const mjModel* m) {

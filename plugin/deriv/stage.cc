@@ -2,6 +2,7 @@
 //
 // The nominal stage: a forward pass on the shadow handle, the solved problem, what the tangents
 // reuse; and the solver's force tangent along one direction.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -141,6 +142,13 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   // model allows (and the solver's tangent does not need the mass matrix's)
   integrator_.implicit = !rk4 && IsImplicit(m);
   stage_.batch = !shadow_->solver && stage_.has_rows && !stage_.sensors;
+  // a solver whose force tangents take blocks of directions (ipm on one island), where the
+  // columns need no more than the integrator's acceleration: no sensors, modes or correction
+  stage_.slots = 0;
+  if (stage_.solver && stage_.has_rows && !stage_.sensors && !apply_modes_ &&
+      !stage_.solution->position_correction) {
+    stage_.slots = std::min(stage_.solver->TangentSlots(*stage_.problem), SoftTangent::kBlock);
+  }
   smooth_.DecideAnalytic(m);
 
   // velocity derivative of the smooth forces, dense per tree (analytic: per direction)
@@ -256,6 +264,31 @@ void Derivative::AnchorTangent(const mjModel* m) {
   }
 }
 
+void Derivative::FormTangent(const mjModel* m, ProblemTangent* out) {
+  const Problem& p = *stage_.problem;
+  ProblemTangent& dir = *out;
+  dir.v_free = tan_.dv_free;
+  dir.M = tan_.has_dM_problem ? tan_.dM_problem : tan_.has_dM ? tan_.dM : nullptr;
+  if (dir.M && tan_.dM_one_tree) {
+    dir.M_rows = tan_.dM_rows;
+    dir.M_nrows = tan_.dM_nrows;
+  }
+  dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
+  dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
+  dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
+  dir.R = tan_.has_dpos || tan_.has_drows ? tan_.dR : nullptr;
+  dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
+  dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
+  if (stage_.solver && p.disp) {
+    AnchorTangent(m);
+    dir.disp = tan_.ddisp;
+  }
+  // the islands the direction perturbs: the others have no force tangent (most directions
+  // move one tree)
+  reach_.Mark(p, dir, tan_.touched);
+  dir.touched = tan_.touched;
+}
+
 bool Derivative::SolveTangent(const mjModel* m) {
   const int nv = nv_;
 
@@ -265,26 +298,7 @@ bool Derivative::SolveTangent(const mjModel* m) {
   if (stage_.has_rows) {
     const Problem& p = *stage_.problem;
     ProblemTangent dir;
-    dir.v_free = tan_.dv_free;
-    dir.M = tan_.has_dM_problem ? tan_.dM_problem : tan_.has_dM ? tan_.dM : nullptr;
-    if (dir.M && tan_.dM_one_tree) {
-      dir.M_rows = tan_.dM_rows;
-      dir.M_nrows = tan_.dM_nrows;
-    }
-    dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
-    dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
-    dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
-    dir.R = tan_.has_dpos || tan_.has_drows ? tan_.dR : nullptr;
-    dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
-    dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
-    if (stage_.solver && p.disp) {
-      AnchorTangent(m);
-      dir.disp = tan_.ddisp;
-    }
-    // the islands the direction perturbs: the others have no force tangent (most directions
-    // move one tree)
-    reach_.Mark(p, dir, tan_.touched);
-    dir.touched = tan_.touched;
+    FormTangent(m, &dir);
     if (stage_.solver) {
       if (!stage_.solver->ForceTangent(p, *stage_.solution, dir, tan_.dforce)) {
         fallback_ = ckFALLBACK_NO_TANGENT;
@@ -299,9 +313,14 @@ bool Derivative::SolveTangent(const mjModel* m) {
     }
     ConstraintForceTangent(p);
   }
+  AccelerationRhs(m);
+  integrator_.Solve(tan_.dqacc_int);
+  return true;
+}
 
+void Derivative::AccelerationRhs(const mjModel* m) {
   // integrator: M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint
-  for (int i = 0; i < nv; i++)
+  for (int i = 0; i < nv_; i++)
     tan_.dqacc_int[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
   if (tan_.has_dM) {
     for (int r = 0; r < tan_.dM_nrows; r++) {
@@ -314,8 +333,6 @@ bool Derivative::SolveTangent(const mjModel* m) {
       }
     }
   }
-  integrator_.Solve(tan_.dqacc_int);
-  return true;
 }
 
 void Derivative::ConstraintForceTangent(const Problem& p) {

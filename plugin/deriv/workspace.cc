@@ -124,6 +124,7 @@ void BlockWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   mass_term = c.Take<double>(n.nv * nb);
   damped = c.Take<double>(n.nv * nb);
   act_dot = c.Take<double>(n.na * nb);
+  dforce = c.Take<double>(n.rows * nb);
   kind = c.Take<int>(nb);
   index = c.Take<int>(nb);
   col = c.Take<int>(nb);

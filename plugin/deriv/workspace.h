@@ -40,7 +40,8 @@ struct StageState {
   Solver* solver = nullptr;          // its solver (null: "mujoco")
   bool has_rows = false;             // the stage has constraint rows
   bool batch = false;                // directions go through blocks (QueueColumn)
-  bool sensors = false;              // sensor Jacobians wanted in this stage
+  int slots = 0;         // the solver's force tangents in blocks of slots (QueueTangent)
+  bool sensors = false;  // sensor Jacobians wanted in this stage
 };
 
 // the nominal stage: state, smooth data and MuJoCo's rows every part reads
@@ -185,12 +186,14 @@ struct RneWork {
   void Fill(const mjModel* m);
 };
 
-// "mujoco" with constraint rows: directions solved in blocks of kBlock columns
+// "mujoco" with constraint rows: directions solved in blocks of kBlock columns (a solver's
+// blocked force tangents: mass_term, act_dot, dforce and the directions)
 struct BlockWork {
   double* rhs;              // right-hand sides, then dv+, row-major        (nv x kBlock)
   double* mass_term;        // dM (a - qacc_int) + h dqDeriv qacc_int per column (kBlock x nv)
   double* damped;           // M_E^-1 (P - D x), row-major                  (nv x kBlock)
   double* act_dot;          // dact_dot per column                          (kBlock x na)
+  double* dforce;           // a solver's force tangent per column          (kBlock x rows)
   int *kind, *index, *col;  // the direction of each column          (kBlock)
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };

@@ -43,6 +43,15 @@ class Solver {
     return false;
   }
 
+  // Optional, blocked force tangents (one factorization, a matrix right-hand side): how many
+  // directions p's tangents take in one block (0: none, ForceTangent one by one). QueueTangent
+  // takes the direction of slot (< TangentSlots) and FlushTangents solves slots [0, nslot) at
+  // once, writing slot s's dforce at dforce + s * p.nrow, equal to ForceTangent's up to rounding.
+  // False if the solver has no analytic derivative. Must not allocate.
+  virtual int TangentSlots(const Problem& p) const { return 0; }
+  virtual bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) { return false; }
+  virtual bool FlushTangents(const Problem& p, int nslot, double* dforce) { return false; }
+
   // Optional: the force (nrow) at which ForceTangent differentiates when it is not the last
   // solution's (ipm: its central point at kappa_grad, where contacts from distance push); null:
   // the solution's. Must not allocate.

@@ -231,6 +231,11 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     grad_kappa_.assign(T, 0);
     centered_.assign(T, 0);
     drz_.assign(R, 0);
+    blk_v_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
+    blk_rv_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
+    blk_c_.assign(static_cast<size_t>(R) * kTangentSlots, 0);
+    blk_rz_.assign(static_cast<size_t>(R) * kTangentSlots, 0);
+    blk_on_.assign(kTangentSlots, 0);
     cfd_kappa_.assign(R, 0);
     dcomp_.assign(R, 0);
     touched_.assign(T, 0);
@@ -877,10 +882,15 @@ void IpmSolver::Constants(const Problem& p, int k, const double* rz, const doubl
 void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d,
                        Direction* d) {
   // solve for dv, then every row's and cone's change and the change of the row residuals
-  const IslandLists& L = lists_[k];
   const int* dofs = Dofs(p, k);
   for (int a = 0; a < NumDofs(p, k); a++) d->v[dofs[a]] = rhs_[dofs[a]];
   lu_.Solve(d->v);
+  DirectRows(p, k, rz, with_d, d);
+}
+
+void IpmSolver::DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d) {
+  // every row's and cone's change from dv (d->v) and the constants c_
+  const IslandLists& L = lists_[k];
   const int* rows = Rows(p, k);
   BlockDot(*gapJ_, rows, NumRows(p, k), block_.data(), d->v, d->u);
   for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {

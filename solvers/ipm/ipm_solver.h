@@ -60,6 +60,16 @@ class IpmSolver final : public Solver {
 
   const double* TangentForce(const Problem& p) override { return CentralForce(p); }
 
+  // blocked force tangents on a problem of one island: QueueTangent forms a direction's
+  // residual perturbations and right-hand side, FlushTangents solves all queued ones with the
+  // island's factor at once (then the refinement's, also at once)
+  static constexpr int kTangentSlots = 32;
+  int TangentSlots(const Problem& p) const override {
+    return p.islands.nisland == 1 ? kTangentSlots : 0;
+  }
+  bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
+  bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
+
   // complementarity-aware tangents: mode 0 holds the impulse of a contact the step holds closed
   // (Closed) fixed (its rows leave the tangent), mode 1 clamps the normal velocity (as a hard
   // equality) of one the step left open; otherwise, and for -1, as solved; null restores. Takes
@@ -131,7 +141,14 @@ class IpmSolver final : public Solver {
   // kappa_grad); with dir, its tangent into dkappa
   double CfdKappa(const Problem& p, int i, const ProblemTangent* dir, double* dkappa) const;
   void Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d, Direction* d);
+  // Direct after its solve: the rows' and cones' changes from d->v and c_
+  void DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d);
   void DynamicsChange(const Problem& p, int k, Direction* d);
+  // the part of ForceTangent before island k's solve: residual perturbations (drz_, drv_), c_
+  // and rhs_; false if the island's Jacobian cannot be formed
+  bool TangentRhs(const Problem& p, int k, const ProblemTangent& dir);
+  // the refinement's dynamics defect of dir_ (drv_ + its change); true if it needs a solve
+  bool Defect(const Problem& p, int k);
   double MaxStep(const Problem& p, int k, const State& s, const Direction& d, double tau) const;
   double MuAt(const Problem& p, int k, const State& s, const Direction& d, double alpha) const;
   void Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
@@ -207,6 +224,11 @@ class IpmSolver final : public Solver {
   int center_iterations_ = 0;       // Newton steps of the last Center
   int lu_island_ = -1;              // island whose central-point Jacobian lu_ holds
   std::vector<double> drz_, drv_;   // residual perturbations for ForceTangent          (rows, nv)
+  std::vector<double> blk_v_;       // queued right-hand sides, then dv, X[j * slots + s] (nv x 32)
+  std::vector<double> blk_rv_;      // queued dynamics perturbations drv, by slot       (32 x nv)
+  std::vector<double> blk_c_;       // queued row constants c_, by slot                 (32 x rows)
+  std::vector<double> blk_rz_;      // queued row perturbations drz, by slot            (32 x rows)
+  std::vector<uint8_t> blk_on_;     // queued direction touches the island               (32)
   std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)
   std::vector<double> dcomp_;       // its tangent over z at the central point            (rows)
   std::vector<uint8_t> touched_;    // island's data perturbed by the tangent's direction (ntree)

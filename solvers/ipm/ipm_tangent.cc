@@ -103,6 +103,56 @@ double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
   return x * t > 0 ? x * t : 0;
 }
 
+bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir) {
+  if ((mode_want_[k] != mode_cur_[k] || mode_new_[k]) && !ModeTerms(p, k)) return false;
+  stats_.tangent_islands++;
+  TangentResiduals(p, k, dir, cen_);
+  // contacts from distance: their central-path value moves with the data
+  bool cfd = false;
+  const IslandLists& L = lists_[k];
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    double dk = 0;
+    if (cfd_kappa_[i] > 0 && !(mode_cur_[k] && row_moded_[i])) CfdKappa(p, i, &dir, &dk);
+    dcomp_[i] = dk / cen_.z[i];
+    cfd |= cfd_kappa_[i] > 0;
+  }
+  if (lu_island_ != k) {
+    // the island's exact Jacobian at its central point (its cone terms are still in place)
+    double cond;
+    if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) || !Linearize(p, k, true, &cond))
+      return false;
+    lu_island_ = k;
+  }
+  Constants(p, k, drz_.data(), drv_.data(), false, cfd ? dcomp_.data() : nullptr);
+  return true;
+}
+
+bool IpmSolver::Defect(const Problem& p, int k) {
+  // one step of iterative refinement: the row and cone equations hold by construction (back
+  // substitution), the dynamics M dv - J' dlam = -drv only to the accuracy of the reduced
+  // solve, whose condition grows as 1/kappa near the hard-contact limit (and with hard
+  // equality rows' 1e-10 regularizer): measured 5e-6 relative errors on the humanoid, 2e-4 on
+  // the mechanism's redundant loop before. The correction solves the same system for the
+  // dynamics defect with zero row residuals: here its right-hand side -drv into rhs_, and zero
+  // row constants (at zero row residuals every row's constant is zero: no J' c to add)
+  DynamicsChange(p, k, &dir_);
+  const int* dofs = Dofs(p, k);
+  double defect = 0, scale = 0;
+  for (int a = 0; a < NumDofs(p, k); a++) {
+    const int j = dofs[a];
+    scale = std::max(scale, std::max(std::fabs(drv_[j]), std::fabs(dir_.rv[j])));
+    drv_[j] += dir_.rv[j];
+    defect = std::max(defect, std::fabs(drv_[j]));
+  }
+  if (defect <= kRefineTol * scale) return false;
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) drz_[rows[a]] = c_[rows[a]] = 0;
+  for (int a = 0; a < NumDofs(p, k); a++) rhs_[dofs[a]] = -drv_[dofs[a]];
+  stats_.refinements++;
+  return true;
+}
+
 bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                              double* dforce) {
   // implicit function theorem at the central point kappa_grad: R dw = -dF/dtheta dir
@@ -117,55 +167,100 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     // a direction that leaves the island's data alone (most move one kinematic tree) has no
     // tangent there: no solve, and lu_ keeps the island it holds
     if (!touched_[k]) continue;
-    if ((mode_want_[k] != mode_cur_[k] || mode_new_[k]) && !ModeTerms(p, k)) return false;
-    stats_.tangent_islands++;
-    TangentResiduals(p, k, dir, cen_);
-    // contacts from distance: their central-path value moves with the data
-    bool cfd = false;
-    const IslandLists& L = lists_[k];
-    for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
-      const int i = orth_[e];
-      double dk = 0;
-      if (cfd_kappa_[i] > 0 && !(mode_cur_[k] && row_moded_[i])) CfdKappa(p, i, &dir, &dk);
-      dcomp_[i] = dk / cen_.z[i];
-      cfd |= cfd_kappa_[i] > 0;
-    }
-    if (lu_island_ != k) {
-      // the island's exact Jacobian at its central point (its cone terms are still in place)
-      double cond;
-      if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) ||
-          !Linearize(p, k, true, &cond))
-        return false;
-      lu_island_ = k;
-    }
-    Constants(p, k, drz_.data(), drv_.data(), false, cfd ? dcomp_.data() : nullptr);
+    if (!TangentRhs(p, k, dir)) return false;
     Direct(p, k, cen_, drz_.data(), false, &dir_);
     const int* rows = Rows(p, k);
-    // one step of iterative refinement: the row and cone equations hold by construction (back
-    // substitution), the dynamics M dv - J' dlam = -drv only to the accuracy of the reduced
-    // solve, whose condition grows as 1/kappa near the hard-contact limit (and with hard
-    // equality rows' 1e-10 regularizer): measured 5e-6 relative errors on the humanoid, 2e-4 on
-    // the mechanism's redundant loop before. The correction solves the same system for the
-    // dynamics defect with zero row residuals (aff_ is free outside Solve).
-    DynamicsChange(p, k, &dir_);
-    const int* dofs = Dofs(p, k);
-    double defect = 0, scale = 0;
-    for (int a = 0; a < NumDofs(p, k); a++) {
-      const int j = dofs[a];
-      scale = std::max(scale, std::max(std::fabs(drv_[j]), std::fabs(dir_.rv[j])));
-      drv_[j] += dir_.rv[j];
-      defect = std::max(defect, std::fabs(drv_[j]));
-    }
-    if (defect > kRefineTol * scale) {
-      // Constants at zero row residuals: every row's constant is zero, the right-hand side -drv
-      // (no J' c to add)
-      for (int a = 0; a < NumRows(p, k); a++) drz_[rows[a]] = c_[rows[a]] = 0;
-      for (int a = 0; a < NumDofs(p, k); a++) rhs_[dofs[a]] = -drv_[dofs[a]];
+    if (Defect(p, k)) {
       Direct(p, k, cen_, drz_.data(), false, &aff_);
       for (int a = 0; a < NumRows(p, k); a++) dir_.lam[rows[a]] += aff_.lam[rows[a]];
-      stats_.refinements++;
     }
     for (int a = 0; a < NumRows(p, k); a++) dforce[rows[a]] = dir_.lam[rows[a]] / p.h;
+  }
+  return true;
+}
+
+bool IpmSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) {
+  // ForceTangent up to the solve on the one island: the right-hand side into column slot of
+  // blk_v_, the row constants, row and dynamics perturbations into the slot's rows
+  const int k = 0, S = kTangentSlots, nr = p.nrow;
+  if (p.islands.nisland != 1 || slot < 0 || slot >= S || !Center(p, k)) return false;
+  if (dir.touched) {
+    blk_on_[slot] = dir.touched[k];
+  } else {
+    reach_.Mark(p, dir, touched_.data());
+    blk_on_[slot] = touched_[k];
+  }
+  const int* dofs = Dofs(p, k);
+  const int* rows = Rows(p, k);
+  const int nd = NumDofs(p, k);
+  if (!blk_on_[slot]) {
+    for (int a = 0; a < nd; a++) blk_v_[static_cast<size_t>(dofs[a]) * S + slot] = 0;
+    return true;
+  }
+  if (!TangentRhs(p, k, dir)) return false;
+  double* rv = blk_rv_.data() + static_cast<size_t>(slot) * p.nv;
+  double* c = blk_c_.data() + static_cast<size_t>(slot) * nr;
+  double* rz = blk_rz_.data() + static_cast<size_t>(slot) * nr;
+  for (int a = 0; a < nd; a++) {
+    const int j = dofs[a];
+    blk_v_[static_cast<size_t>(j) * S + slot] = rhs_[j];
+    rv[j] = drv_[j];
+  }
+  for (int a = 0; a < NumRows(p, k); a++) {
+    c[rows[a]] = c_[rows[a]];
+    rz[rows[a]] = drz_[rows[a]];
+  }
+  return true;
+}
+
+bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
+  // the queued slots' solves at once, each column's rows and refinement defect, the
+  // refinements' solves at once (columns without one solve zeros), the forces
+  const int k = 0, S = kTangentSlots, nr = p.nrow;
+  if (p.islands.nisland != 1 || nslot > S) return false;
+  for (int i = 0; i < nr * nslot; i++) dforce[i] = 0;
+  bool any = false;
+  for (int s = 0; s < nslot; s++) any |= blk_on_[s] != 0;
+  if (!any) return true;
+  const int* dofs = Dofs(p, k);
+  const int* rows = Rows(p, k);
+  const int nd = NumDofs(p, k), m = NumRows(p, k);
+  lu_.SolveColumns(blk_v_.data(), nslot, S);
+  bool refine = false;
+  for (int s = 0; s < nslot; s++) {
+    double* lam = dforce + static_cast<size_t>(s) * nr;
+    if (!blk_on_[s]) continue;
+    const double* rv = blk_rv_.data() + static_cast<size_t>(s) * p.nv;
+    const double* c = blk_c_.data() + static_cast<size_t>(s) * nr;
+    const double* rz = blk_rz_.data() + static_cast<size_t>(s) * nr;
+    for (int a = 0; a < nd; a++) {
+      dir_.v[dofs[a]] = blk_v_[static_cast<size_t>(dofs[a]) * S + s];
+      drv_[dofs[a]] = rv[dofs[a]];
+    }
+    for (int a = 0; a < m; a++) c_[rows[a]] = c[rows[a]];
+    DirectRows(p, k, rz, false, &dir_);
+    for (int a = 0; a < m; a++) lam[rows[a]] = dir_.lam[rows[a]];
+    const bool on = Defect(p, k);
+    blk_on_[s] = on ? 2 : 1;
+    refine |= on;
+    for (int a = 0; a < nd; a++) {
+      blk_v_[static_cast<size_t>(dofs[a]) * S + s] = on ? rhs_[dofs[a]] : 0;
+    }
+  }
+  if (refine) {
+    lu_.SolveColumns(blk_v_.data(), nslot, S);
+    for (int a = 0; a < m; a++) drz_[rows[a]] = c_[rows[a]] = 0;
+    for (int s = 0; s < nslot; s++) {
+      if (blk_on_[s] != 2) continue;
+      double* lam = dforce + static_cast<size_t>(s) * nr;
+      for (int a = 0; a < nd; a++) aff_.v[dofs[a]] = blk_v_[static_cast<size_t>(dofs[a]) * S + s];
+      DirectRows(p, k, drz_.data(), false, &aff_);
+      for (int a = 0; a < m; a++) lam[rows[a]] += aff_.lam[rows[a]];
+    }
+  }
+  for (int s = 0; s < nslot; s++) {
+    double* f = dforce + static_cast<size_t>(s) * nr;
+    for (int a = 0; a < m; a++) f[rows[a]] /= p.h;
   }
   return true;
 }

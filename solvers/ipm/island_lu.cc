@@ -69,6 +69,7 @@ bool IslandLU::Allocate(const ProblemDims& dims, long max_pool, std::string* err
     dof_loc_.assign(nv, -1);
     pool_.assign(pool, 0);
     work_.assign(nv, 0);
+    col_.assign(nv, 0);
     adjbits_.assign(static_cast<size_t>(ntree) * words_, 0);
     local_tree_.assign(ntree, -1);
     node_tree_.assign(ntree, 0);
@@ -710,6 +711,50 @@ bool IslandLU::Factor(double* min_pivot, double* max_pivot) {
 void IslandLU::Solve(double* x) { SolveAny(x, false); }
 
 void IslandLU::SolveTranspose(double* x) { SolveAny(x, true); }
+
+void IslandLU::SolveColumns(double* X, int ncol, int stride) {
+  if (!tree_sparse_ || cspace_) {
+    // the other layouts column by column (a zero column stays zero)
+    const Islands& is = problem_->islands;
+    const int* dofs = is.dofs + is.dofadr[island_];
+    const int nd = is.ndofs[island_];
+    double* x = col_.data();
+    for (int c = 0; c < ncol; c++) {
+      bool zero = true;
+      for (int a = 0; a < nd; a++) {
+        x[dofs[a]] = X[static_cast<size_t>(dofs[a]) * stride + c];
+        zero &= x[dofs[a]] == 0;
+      }
+      if (zero) continue;
+      SolveAny(x, false);
+      for (int a = 0; a < nd; a++) X[static_cast<size_t>(dofs[a]) * stride + c] = x[dofs[a]];
+    }
+    return;
+  }
+  // Solve's two sweeps, each entry of the factor applied to all columns
+  const double* fwd = lu_.data() + 1;
+  const double* bwd = lu_.data();
+  for (int k = end_ - 1; k >= begin_; k--) {
+    const double* xk = X + static_cast<size_t>(k) * stride;
+    int adr = 2 * (madr_[k] + 1);
+    for (int i = parent_[k]; i >= 0; i = parent_[i], adr += 2) {
+      double* xi = X + static_cast<size_t>(i) * stride;
+      const double f = fwd[adr];
+      for (int c = 0; c < ncol; c++) xi[c] -= f * xk[c];
+    }
+  }
+  for (int k = begin_; k < end_; k++) {
+    double* xk = X + static_cast<size_t>(k) * stride;
+    const double d = dinv_[k];
+    for (int c = 0; c < ncol; c++) xk[c] *= d;
+    int adr = 2 * (madr_[k] + 1);
+    for (int j = parent_[k]; j >= 0; j = parent_[j], adr += 2) {
+      const double* xj = X + static_cast<size_t>(j) * stride;
+      const double b = bwd[adr];
+      for (int c = 0; c < ncol; c++) xk[c] -= b * xj[c];
+    }
+  }
+}
 
 void IslandLU::SolveAny(double* x, bool transpose) {
   if (cspace_) {

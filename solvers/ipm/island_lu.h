@@ -72,6 +72,11 @@ class IslandLU {
   void Solve(double* x);
   void SolveTranspose(double* x);
 
+  // X <- A^-1 X for ncol columns interleaved by dof, X[j * stride + c] (c < ncol <= stride,
+  // island dofs j only): each column as Solve would give it, the tree-sparse layout's sweeps over
+  // all columns at once
+  void SolveColumns(double* X, int ncol, int stride);
+
   bool tree_sparse() const { return tree_sparse_; }
   bool constraint_space() const { return cspace_; }
   int ntrees() const { return npos_; }
@@ -122,6 +127,7 @@ class IslandLU {
   std::vector<int> where_;     // scatter: edge index of a position         (ntree)
   std::vector<double> pool_;   // dense blocks                              (max_pool)
   std::vector<double> work_;   // gathered vector in position order         (nv)
+  std::vector<double> col_;    // one column of SolveColumns, by global dof (nv)
   std::vector<double> add_;    // Jc' T of one row group                    (96 x 96 + 12 nv)
   int pool_used_ = 0;
   int diag_end_ = 0;  // pool entries of the diagonal blocks (the coupling blocks follow)

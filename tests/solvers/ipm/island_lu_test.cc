@@ -138,6 +138,28 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
       EXPECT_NEAR(xt[dofs[a]], reft[a], 1e-8 * (1 + reft.cwiseAbs().maxCoeff()))
           << "island " << island << " cspace " << lu.constraint_space();
     }
+
+    // three columns at once (stride 5): the first b, as Solve gave it to the bit, the others
+    // against the dense LU
+    constexpr int kCols = 3, kStride = 5;
+    std::vector<double> X(static_cast<size_t>(p.nv) * kStride, 0);
+    Eigen::MatrixXd B(nd, kCols);
+    for (int a = 0; a < nd; a++) {
+      for (int col = 0; col < kCols; col++) {
+        B(a, col) = col == 0 ? b[a] : uni(rng);
+        X[static_cast<size_t>(dofs[a]) * kStride + col] = B(a, col);
+      }
+    }
+    lu.SolveColumns(X.data(), kCols, kStride);
+    const Eigen::MatrixXd refs = dense.solve(B);
+    for (int a = 0; a < nd; a++) {
+      EXPECT_EQ(X[static_cast<size_t>(dofs[a]) * kStride], x[dofs[a]]) << "island " << island;
+      for (int col = 1; col < kCols; col++) {
+        EXPECT_NEAR(X[static_cast<size_t>(dofs[a]) * kStride + col], refs(a, col),
+                    1e-8 * (1 + refs.col(col).cwiseAbs().maxCoeff()))
+            << "island " << island << " cspace " << lu.constraint_space();
+      }
+    }
   }
   if (c.expect_tree_sparse) {
     EXPECT_GT(tree_sparse, 0);
