@@ -14,6 +14,21 @@
 #include "plugin/step/integrator.h"
 
 namespace contactkit {
+namespace {
+
+// mass's solves of the block Y (nv rows of nb columns) tree by tree, skipping trees no column
+// reaches (as TreeMass::Solve skips a zero tree)
+void SolveByTree(const TreeMass& mass, const Islands& is, double* Y, int nb) {
+  for (int t = 0; t < is.ntree; t++) {
+    const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+    const double* y = Y + static_cast<size_t>(b) * nb;
+    bool zero = true;
+    for (int i = 0; i < (e - b) * nb && zero; i++) zero = y[i] == 0;
+    if (!zero) mass.SolveBlock(Y, nb, b, e);
+  }
+}
+
+}  // namespace
 
 //---------------------------------- directions ----------------------------------------------------
 
@@ -188,15 +203,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     for (int i = 0; i < nv; i++) {
       for (int c = nslot; c < nb; c++) Y[static_cast<size_t>(i) * nb + c] = 0;
     }
-    // tree by tree, skipping trees no column of the block reaches
-    const Islands& is = p.islands;
-    for (int t = 0; t < is.ntree; t++) {
-      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
-      const double* y = Y + static_cast<size_t>(b) * nb;
-      bool zero = true;
-      for (int i = 0; i < (e - b) * nb && zero; i++) zero = y[i] == 0;
-      if (!zero) integrator_.mass.SolveBlock(Y, nb, b, e);
-    }
+    SolveByTree(integrator_.mass, p.islands, Y, nb);
   }
   // the unit directions again (one entry set per column, reset after it)
   mju_zero(tan_.dq, nv);
@@ -280,15 +287,7 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
     for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = a[i];
   }
   if (!integrator_.implicit) {
-    // tree by tree, skipping trees no column reaches (as Solve skips a zero tree)
-    const Islands& is = p.islands;
-    for (int t = 0; t < is.ntree; t++) {
-      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
-      const double* y = X + static_cast<size_t>(b) * nb;
-      bool zero = true;
-      for (int i = 0; i < (e - b) * nb && zero; i++) zero = y[i] == 0;
-      if (!zero) integrator_.mass.SolveBlock(X, nb, b, e);
-    }
+    SolveByTree(integrator_.mass, p.islands, X, nb);
   }
   // the unit directions again (one entry set per column, reset after it)
   mju_zero(tan_.dq, nv);
