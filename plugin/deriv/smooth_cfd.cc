@@ -64,7 +64,6 @@ double SmoothTangent::CfdSoftplus(double r, double* slope) const {
 
 void SmoothTangent::CfdAdjustProblem(const mjModel* m, Problem* p) {
   const mjData* d = stage_data_;
-  const double impratio = std::max(kMinVal, m->opt.impratio);
   for (int c = 0; c < p->ncon; c++) {
     Contact& con = p->con[c];
     const mjContact& mc = d->contact[con.mj_index];
@@ -78,13 +77,7 @@ void SmoothTangent::CfdAdjustProblem(const mjModel* m, Problem* p) {
     const int row = con.row;
     p->margin[row] = con.margin;
     for (int k = 0; k < con.dim; k++) p->imp[row + k] = imp;
-    p->R[row] = std::max(kMinVal, (1 - imp) * p->diag_approx[row] / imp);
-    if (con.dim > 1) {
-      p->R[row + 1] = p->R[row] / impratio;
-      for (int j = 1; j < con.dim - 1; j++) {
-        p->R[row + j + 1] = p->R[row + 1] * con.mu[0] * con.mu[0] / (con.mu[j] * con.mu[j]);
-      }
-    }
+    ContactRegularizers(imp, p->diag_approx[row], m->opt.impratio, con.mu, con.dim, p->R + row);
     double slope = 0;
     const double position = r < 0 ? con.dist - con.margin : CfdSoftplus(r, &slope);
     // the solvers' own laws for contacts from distance read the softplus position and its slope

@@ -179,15 +179,12 @@ bool SmoothTangent::ImpedancePass(mjModel* mp, mjData* d, int sign, double scale
     const double imp = Impedance(solimp, con.dist, con.margin);
     ReferenceKB(solref, solimp, &K, &B);
     const int row = con.row;
-    const double R0 = std::max(mjMINVAL, (1 - imp) * p.diag_approx[row] / imp);
+    double Rr[6];
+    ContactRegularizers(imp, p.diag_approx[row], mp->opt.impratio, con.mu, con.dim, Rr);
     for (int r = 0; r < con.dim; r++) {
-      const double Rr = r == 0   ? R0
-                        : r == 1 ? R0 / std::max(mjMINVAL, mp->opt.impratio)
-                                 : R0 / std::max(mjMINVAL, mp->opt.impratio) * con.mu[0] *
-                                       con.mu[0] / (con.mu[r - 1] * con.mu[r - 1]);
       double a = -B * p.vel[row + r];
       if (r == 0) a -= K * imp * (p.pos[row] - p.margin[row]);
-      take(row + r, Rr, a);
+      take(row + r, Rr[r], a);
     }
   }
   return ok;

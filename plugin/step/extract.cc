@@ -13,7 +13,6 @@
 namespace contactkit {
 namespace {
 
-constexpr double kMinVal = 1e-15;     // mjMINVAL
 constexpr int kMaxPairContacts = 64;  // contacts of one geom pair matched by the gap re-check
 
 // number of rows MuJoCo can make from equality, friction and limit constraints
@@ -302,13 +301,7 @@ void Extractor::AddContact(const mjModel* m, const mjData* d, const mjContact* m
     p->KB[2 * row] = r == 0 ? K : 0;
     p->KB[2 * row + 1] = B;
   }
-  p->R[nrow] = std::max(kMinVal, (1 - imp) * p->diag_approx[nrow] / imp);
-  if (dim > 1) {
-    p->R[nrow + 1] = p->R[nrow] / std::max(kMinVal, m->opt.impratio);
-    for (int j = 1; j < dim - 1; j++) {
-      p->R[nrow + j + 1] = p->R[nrow + 1] * c.mu[0] * c.mu[0] / (c.mu[j] * c.mu[j]);
-    }
-  }
+  ContactRegularizers(imp, p->diag_approx[nrow], m->opt.impratio, c.mu, dim, p->R + nrow);
   p->ncon++;
   p->nrow += dim;
 }

@@ -74,4 +74,12 @@ void ClampSolParams(double h, bool refsafe, double solref[2], double solimp[5]) 
   solimp[4] = std::max(1.0, solimp[4]);
 }
 
+void ContactRegularizers(double imp, double diag_approx, double impratio, const double mu[5],
+                         int dim, double* R) {
+  R[0] = std::max(kMinVal, (1 - imp) * diag_approx / imp);
+  if (dim < 2) return;
+  R[1] = R[0] / std::max(kMinVal, impratio);
+  for (int j = 1; j < dim - 1; j++) R[j + 1] = R[1] * mu[0] * mu[0] / (mu[j] * mu[j]);
+}
+
 }  // namespace contactkit
