@@ -4,7 +4,8 @@ Two problems on data simulated by MuJoCo with hidden "true" parameters plus sens
 fitted from the same starting guess by
   - mujoco.sysid (Gauss-Newton / Levenberg-Marquardt of mujoco.minimize with finite differences:
     one rollout per parameter, the spec recompiled per parameter vector, batched through
-    mujoco.rollout), with one thread and with every core;
+    mujoco.rollout), with one thread and with every core, and (like for like) with the
+    regularizer factor that identify uses;
   - contactkit.sysid.identify with contactkit's parameter Jacobians (forward sensitivities, one
     rollout per Jacobian) and, for reference, with mujoco.minimize's differences of the same
     residual, for each solver.
@@ -223,8 +224,9 @@ def panda_problem(path: str, ntraj: int, steps: int, seed: int = 0) -> Problem:
     return pr
 
 
-def run_mujoco_sysid(pr: Problem, horizon: int, threads: int, max_iter: int):
-    """mujoco.sysid on the problem's windows; returns (x, seconds, window rollouts)"""
+def run_mujoco_sysid(pr: Problem, horizon: int, threads: int, max_iter: int, **options):
+    """mujoco.sysid on the problem's windows (options: mujoco.minimize.least_squares's, which
+    mujoco.sysid forwards); returns (x, seconds, window rollouts)"""
     from mujoco import sysid as mjs  # optional extras (tools/setup.sh installs them)
 
     m = pr.model
@@ -266,7 +268,7 @@ def run_mujoco_sysid(pr: Problem, horizon: int, threads: int, max_iter: int):
 
     t = time.perf_counter()
     opt, _ = mjs.optimize(initial_params=params, residual_fn=counted, optimizer="mujoco",
-                          verbose=False, max_iters=max_iter)
+                          verbose=False, max_iters=max_iter, **options)
     return opt.as_vector(), time.perf_counter() - t, evals[0] * len(inits)
 
 
@@ -298,7 +300,10 @@ def bench_sysid(menagerie: Optional[str], quick: bool, plot_prefix: Optional[str
         k = horizon[pr.name]
         runs = [("mujoco.sysid, 1 thread", lambda: run_mujoco_sysid(pr, k, 1, max_iter)),
                 (f"mujoco.sysid, {os.cpu_count()} threads",
-                 lambda: run_mujoco_sysid(pr, k, os.cpu_count() or 1, max_iter))]
+                 lambda: run_mujoco_sysid(pr, k, os.cpu_count() or 1, max_iter)),
+                # like for like: mujoco.sysid given the regularizer factor identify uses
+                ("mujoco.sysid, 1 thread, mu_factor 10",
+                 lambda: run_mujoco_sysid(pr, k, 1, max_iter, **sysid.LM_OPTIONS))]
         for solver in solvers:
             runs.append((f"contactkit {solver}, analytic",
                          lambda s=solver: run_contactkit(pr, k, s, "analytic", max_iter)))
