@@ -288,6 +288,7 @@ class Derivative : private FdTarget {
     const mjModel* base = nullptr;        // the caller's model
   } param_;
   mjModel* param_model_ = nullptr;    // copy of the caller's model, one field moved at a time
+  ConstCache const_cache_;            // mj_setConst of param_model_ per moved value
   std::vector<double> param_next_;    // next states of the two sides (2 (nq + nv + na))
   std::vector<double> param_sensor_;  // sensors of the two sides (2 nsensordata)
   std::vector<double> param_dq_;      // tangent position difference (nv)

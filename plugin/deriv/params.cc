@@ -6,6 +6,7 @@
 // fallback through ck_step on the copy.
 #include <mujoco/mjxmacro.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdarg>
@@ -133,21 +134,92 @@ bool AssetField(const char* name) {
 
 }  // namespace
 
+// fn(offset, bytes) for each field of m's buffer but its assets, in order
+template <typename Fn>
+void ForEachValueField(const mjModel* m, Fn&& fn) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-variable"
+  MJMODEL_POINTERS_PREAMBLE(m)
+#define X(type, name, nr, nc)                                       \
+  if (!AssetField(#name) && m->nr * (nc) > 0) {                     \
+    fn(static_cast<size_t>(reinterpret_cast<const char*>(m->name) - \
+                           static_cast<const char*>(m->buffer)),    \
+       sizeof(type) * static_cast<size_t>(m->nr) * (nc));           \
+  }
+  MJMODEL_POINTERS
+#undef X
+#pragma GCC diagnostic pop
+}
+
 // mj_copyModel would copy megabytes of meshes per call (a Panda: 30 ms)
 void SyncModel(mjModel* dst, const mjModel* src) {
   dst->opt = src->opt;
   dst->vis = src->vis;
   dst->stat = src->stat;
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-variable"
-  MJMODEL_POINTERS_PREAMBLE(src)
-#define X(type, name, nr, nc)                                                              \
-  if (!AssetField(#name) && src->nr * (nc) > 0) {                                          \
-    std::memcpy(dst->name, src->name, sizeof(type) * static_cast<size_t>(src->nr) * (nc)); \
+  char* to = static_cast<char*>(dst->buffer);
+  const char* from = static_cast<const char*>(src->buffer);
+  ForEachValueField(src, [&](size_t at, size_t n) { std::memcpy(to + at, from + at, n); });
+}
+
+void ConstCache::Check(const mjModel* base) {
+  const char* from = static_cast<const char*>(base->buffer);
+  if (!base_.empty()) {
+    const unsigned char* at = base_.data();
+    bool same = std::memcmp(at, &base->opt, sizeof(mjOption)) == 0 &&
+                std::memcmp(at + sizeof(mjOption), &base->stat, sizeof(mjStatistic)) == 0;
+    at += sizeof(mjOption) + sizeof(mjStatistic);
+    ForEachValueField(base, [&](size_t off, size_t n) {
+      same = same && std::memcmp(at, from + off, n) == 0;
+      at += n;
+    });
+    if (same) return;
   }
-  MJMODEL_POINTERS
-#undef X
-#pragma GCC diagnostic pop
+  // a new fill (allocates only the first time: the sizes are the model's)
+  bytes_ = sizeof(mjOption) + sizeof(mjStatistic);
+  ForEachValueField(base, [&](size_t, size_t n) { bytes_ += n; });
+  base_.resize(bytes_);
+  unsigned char* to = base_.data();
+  std::memcpy(to, &base->opt, sizeof(mjOption));
+  std::memcpy(to + sizeof(mjOption), &base->stat, sizeof(mjStatistic));
+  to += sizeof(mjOption) + sizeof(mjStatistic);
+  ForEachValueField(base, [&](size_t off, size_t n) {
+    std::memcpy(to, from + off, n);
+    to += n;
+  });
+  entries_.clear();
+}
+
+bool ConstCache::Load(mjModel* mp, const mjtNum* field, mjtNum value) const {
+  for (size_t e = 0; e < entries_.size(); e++) {
+    if (entries_[e].field != field || entries_[e].value != value) continue;
+    const unsigned char* at = store_.data() + e * bytes_;
+    std::memcpy(&mp->opt, at, sizeof(mjOption));
+    std::memcpy(&mp->stat, at + sizeof(mjOption), sizeof(mjStatistic));
+    at += sizeof(mjOption) + sizeof(mjStatistic);
+    char* to = static_cast<char*>(mp->buffer);
+    ForEachValueField(mp, [&](size_t off, size_t n) {
+      std::memcpy(to + off, at, n);
+      at += n;
+    });
+    return true;
+  }
+  return false;
+}
+
+void ConstCache::Store(const mjModel* mp, const mjtNum* field, mjtNum value) {
+  // Check fills bytes_ first; past kMaxBytes mj_setConst runs each time
+  if (base_.empty() || (entries_.size() + 1) * bytes_ > kMaxBytes) return;
+  store_.resize(std::max(store_.size(), (entries_.size() + 1) * bytes_));
+  unsigned char* to = store_.data() + entries_.size() * bytes_;
+  std::memcpy(to, &mp->opt, sizeof(mjOption));
+  std::memcpy(to + sizeof(mjOption), &mp->stat, sizeof(mjStatistic));
+  to += sizeof(mjOption) + sizeof(mjStatistic);
+  const char* from = static_cast<const char*>(mp->buffer);
+  ForEachValueField(mp, [&](size_t off, size_t n) {
+    std::memcpy(to, from + off, n);
+    to += n;
+  });
+  entries_.push_back({field, value});
 }
 
 // mj_setConst follows parameters of this kind
@@ -213,8 +285,9 @@ mjtNum* ParamField(mjModel* m, const ckParam& p) {
 }
 
 // a parameter of the copy mp of base
-ParamSlot Slot(mjModel* mp, const mjModel* base, const ckParam& p) {
+ParamSlot Slot(mjModel* mp, const mjModel* base, const ckParam& p, ConstCache* cache) {
   ParamSlot slot;
+  slot.cache = cache;
   slot.field = ParamField(mp, p);
   slot.base = base;
   slot.base_field = ParamField(const_cast<mjModel*>(base), p);
@@ -243,7 +316,8 @@ bool Derivative::ParamTangent(const mjModel* m, int k) {
   // the solvers' problems fold the damping the integrator treats implicitly into M_eff (Extract);
   // "mujoco"'s holds M
   const bool fold = stage_.solver && (integrator_.damped || integrator_.implicit);
-  return smooth_.ParamTangent(m, param_model_, Slot(param_model_, m, p), damping_dof, fold);
+  return smooth_.ParamTangent(m, param_model_, Slot(param_model_, m, p, &const_cache_), damping_dof,
+                              fold);
 }
 
 void Derivative::EmitParam(int k, const double* out) {
@@ -257,13 +331,14 @@ void Derivative::EmitParam(int k, const double* out) {
 void Derivative::EmitParamSensor(int k) {
   if (!param_.ds) return;
   double* ds = out_.sensor_col;
-  smooth_.ParamSensorTangent(param_model_, Slot(param_model_, param_.base, param_.params[k]), ds);
+  smooth_.ParamSensorTangent(param_model_,
+                             Slot(param_model_, param_.base, param_.params[k], &const_cache_), ds);
   for (int i = 0; i < ns_; i++) param_.ds[static_cast<size_t>(i) * param_.np + k] = ds[i];
 }
 
 void Derivative::ParamFiniteDiff(const mjModel* m, const mjData* d, int k) {
   const int nq = nq_, nv = nv_, na = na_, ns = ns_, np = param_.np, nx = nq + nv + na;
-  const ParamSlot slot = Slot(param_model_, m, param_.params[k]);
+  const ParamSlot slot = Slot(param_model_, m, param_.params[k], &const_cache_);
   const mjtNum value = *slot.field;
   const double eps = kParamFdStep * (1 + std::fabs(value));
   for (int side = 0; side < 2; side++) {
@@ -303,6 +378,7 @@ int Derivative::ParamJacobian(const mjModel* m, const mjData* d, const ckParam* 
   if (DxDp) std::memset(DxDp, 0, sizeof(mjtNum) * ndx * np);
   if (DsDp) std::memset(DsDp, 0, sizeof(mjtNum) * ns_ * np);
   SyncModel(param_model_, m);  // the caller's current values
+  const_cache_.Check(m);       // mj_setConst's results kept while m's values stay
   param_ = ParamCall();
   param_.params = params;
   param_.base = m;

@@ -15,6 +15,7 @@
 #include <mujoco/mujoco.h>
 
 #include <string>
+#include <vector>
 
 #include "contactkit/contactkit.h"
 #include "plugin/deriv/integrator_tangent.h"
@@ -23,6 +24,31 @@
 #include "solvers/common/problem.h"
 
 namespace contactkit {
+
+// what mj_setConst made of a model copy with one derived parameter moved, kept per (field, value)
+// while the base model's values stay those of the last fill: mj_setConst costs about ten steps of
+// a small arm, and a parameter Jacobian per step of a rollout asks for the same values again
+class ConstCache {
+ public:
+  static constexpr size_t kMaxBytes = size_t{64} << 20;  // snapshots kept at most
+
+  // forgets every snapshot unless base's values (but its assets) are those of the last fill
+  void Check(const mjModel* base);
+  // mp as it was stored for (field, value): false if there is none
+  bool Load(mjModel* mp, const mjtNum* field, mjtNum value) const;
+  // mp's values (but its assets) for (field, value), while they fit in kMaxBytes
+  void Store(const mjModel* mp, const mjtNum* field, mjtNum value);
+
+ private:
+  struct Entry {
+    const mjtNum* field;  // the moved parameter in the copy
+    mjtNum value;         // its value
+  };
+  std::vector<unsigned char> base_;   // base's values at the fill (bytes_)
+  std::vector<Entry> entries_;        // the snapshots stored
+  std::vector<unsigned char> store_;  // their values (bytes_ each)
+  size_t bytes_ = 0;                  // one model's values but its assets
+};
 
 // one model parameter of a model copy; a body's mass or inertia and a dof's armature also move
 // what mj_setConst derives from them (subtree masses, dof_M0, the constraints' invweight0, ...),
@@ -33,10 +59,12 @@ struct ParamSlot {
   const mjtNum* base_field = nullptr;  // the parameter's value in base
   bool derived = false;                // mj_setConst follows the field
   bool impedance = false;              // the contacts' solref / solimp follow (collision mixes)
+  ConstCache* cache = nullptr;         // mj_setConst's results for this copy (NULL: none kept)
 };
 
 // a slot's field to value, then mj_setConst on the copy if the slot is derived (scratch: data of
-// the copy, overwritten); at base's value the copy is base's again, bit for bit
+// the copy, overwritten; the slot's cache answers for values it holds); at base's value the copy
+// is base's again, bit for bit
 void SetParam(mjModel* mp, const ParamSlot& slot, mjtNum value, mjData* scratch);
 
 // the caller's current values into a model copy of the same sizes, without its assets (meshes,

@@ -448,6 +448,52 @@ TEST_F(ParamJacTest, MassMovesTheSubtreeMassesLikeACompiledModel) {
   }
 }
 
+// mj_setConst's results are kept between calls while the model's values stay: a handle's second
+// call, and its call after the caller changed a mass (mj_setConst on m), equal a fresh handle's to
+// the last bit; with the old values back, the first answer again
+TEST_F(ParamJacTest, RepeatedCallsFollowTheModelsValues) {
+  ModelPtr m = LoadString(kBoxXml);
+  ASSERT_TRUE(m);
+  const std::vector<ckParam> params =
+      Parse(m.get(), {"body:box:mass", "body:arm:inertia:1", "joint:hinge:armature"});
+  const int np = params.size(), ndx = 2 * m->nv + m->na, ns = m->nsensordata;
+  for (int solver : Solvers()) {
+    HandlePtr ck = MakeFor(m.get(), solver);
+    DataPtr d(mj_makeData(m.get()));
+    BoxScenes()[1].prepare(ck.get(), m.get(), d.get());
+    auto jac = [&](ckHandle* h) {
+      Vec out(static_cast<size_t>(ndx + ns) * np);
+      ck_paramJac(h, m.get(), d.get(), params.data(), np, out.data(), out.data() + ndx * np,
+                  nullptr);
+      return out;
+    };
+    auto fresh = [&]() {
+      HandlePtr other = MakeFor(m.get(), solver);
+      return jac(other.get());
+    };
+    const Vec first = jac(ck.get());
+    EXPECT_EQ(first, jac(ck.get())) << ck_solverName(solver) << ": the second call";
+    EXPECT_EQ(first, fresh()) << ck_solverName(solver);
+    const double mass = m->body_mass[1], armature = m->dof_armature[6];
+    m->body_mass[1] = 1.3 * mass;
+    m->dof_armature[6] = 2 * armature;
+    DataPtr scratch(mj_makeData(m.get()));
+    mj_setConst(m.get(), scratch.get());
+    const Vec moved = jac(ck.get());
+    EXPECT_EQ(moved, fresh()) << ck_solverName(solver) << ": after the model changed";
+    double change = 0, size = 0;
+    for (size_t i = 0; i < moved.size(); i++) {
+      change = std::max(change, std::fabs(moved[i] - first[i]));
+      size = std::max(size, std::fabs(first[i]));
+    }
+    EXPECT_GT(change, 1e-3 * size) << ck_solverName(solver) << ": the change shows";
+    m->body_mass[1] = mass;
+    m->dof_armature[6] = armature;
+    mj_setConst(m.get(), scratch.get());
+    EXPECT_EQ(first, jac(ck.get())) << ck_solverName(solver) << ": the old values back";
+  }
+}
+
 // condim 6 contacts: their torsional and rolling rows' weights are rotational; the solvers whose
 // contacts read R and diag_approx ("mujoco", comfree; ipm and lcp hold hard contacts, whose
 // sliding box moves the same whatever its mass): under MuJoCo's elliptic cones the mass and
