@@ -67,6 +67,17 @@ void SmoothTangent::Setup(const mjModel* m, const DerivSizes& n, mjData* stage_d
   shadow_ = shadow;
   pairs_.Fill(m, n);
   rne_.Fill(m);
+
+  // the sensor tangent re-collides only for sensors that read contacts or constraint forces:
+  // of the acceleration stage's, these read only qacc, velocities and actuator forces
+  acc_sensors_ = acc_rows_ = false;
+  for (int i = 0; i < m->nsensor; i++) {
+    if (m->sensor_needstage[i] != mjSTAGE_ACC) continue;
+    acc_sensors_ = true;
+    const int type = m->sensor_type[i];
+    acc_rows_ |= type != mjSENS_ACCELEROMETER && type != mjSENS_FRAMELINACC &&
+                 type != mjSENS_FRAMEANGACC && type != mjSENS_ACTUATORFRC;
+  }
 }
 
 void SmoothTangent::BeginStage() {
@@ -816,11 +827,24 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
   for (int i = 0; i < na_; i++) d->act[i] = nominal_.act[i] + e * tan_.dact[i];
   for (int i = 0; i < nu_; i++) d->ctrl[i] = nominal_.ctrl[i] + e * tan_.du[i];
   mj_fwdVelocity(m, d);
-  mj_fwdActuation(m, d);
   mj_sensorPos(m, d);
   mj_sensorVel(m, d);
+  if (acc_sensors_) SensorAccTangent(m, e);
+  for (int i = 0; i < ns_; i++) ds[i] = (d->sensordata[i] - d0->sensordata[i]) / e;
 
-  // acceleration stage from the linearized solution: qacc, forces, contacts
+  // back to the nominal inputs
+  mju_copy(d->qvel, nominal_.qvel, nv);
+  mju_copy(d->act, nominal_.act, na_);
+  mju_copy(d->ctrl, nominal_.ctrl, nu_);
+}
+
+void SmoothTangent::SensorAccTangent(const mjModel* m, double e) {
+  mjData* d = pass_data_;
+  const mjData* d0 = stage_data_;
+  const int nv = nv_;
+
+  // acceleration stage from the linearized solution: actuator forces, qacc, forces, contacts
+  mj_fwdActuation(m, d);
   double* da = scratch_.a;
   for (int i = 0; i < nv; i++) da[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i];
   if (tan_.has_dM) {
@@ -846,7 +870,13 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
     d->qfrc_constraint[i] = nominal_.qfrc_constraint[i] + e * tan_.dqfrc_constraint[i];
   }
   // contacts and MuJoCo's rows at this state (in 3.x's arena too), forces of the linearized
-  // solution when the contact set is the nominal one
+  // solution when the contact set is the nominal one; none for sensors that read neither
+  if (!acc_rows_) {
+    d->ncon = 0;
+    d->nefc = 0;
+    SensorAcc(m, d);
+    return;
+  }
   const mjModel* mc = cfd_ ? cfd_model_ : m;
   mj_collision(mc, d);
   mj_makeConstraint(mc, d);
@@ -891,12 +921,6 @@ void SmoothTangent::SensorTangent(const mjModel* m, int kind, double* ds) {
     for (int i = 0; i < d->nefc; i++) d->efc_force[i] = 0;
   }
   SensorAcc(m, d);
-  for (int i = 0; i < ns_; i++) ds[i] = (d->sensordata[i] - d0->sensordata[i]) / e;
-
-  // back to the nominal inputs
-  mju_copy(d->qvel, nominal_.qvel, nv);
-  mju_copy(d->act, nominal_.act, na_);
-  mju_copy(d->ctrl, nominal_.ctrl, nu_);
 }
 
 void SmoothTangent::ParamSensorTangent(mjModel* mp, const ParamSlot& slot, double* ds) {

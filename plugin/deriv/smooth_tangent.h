@@ -175,6 +175,8 @@ class SmoothTangent {
   void PrepareRowSlopes();
   // sensor tangents of the current direction (after SolveTangent)
   void SensorTangent(const mjModel* m, int kind, double* ds);
+  // SensorTangent's acceleration stage at the nudge e (pass data's sensors of that stage)
+  void SensorAccTangent(const mjModel* m, double e);
 
   // ---- analytic position tangents (smooth_analytic.cc) ----
   // the model is in their scope; nominal Newton-Euler quantities of the stage (sets analytic_)
@@ -265,6 +267,8 @@ class SmoothTangent {
   bool analytic_ = false;       // position tangents from smooth_analytic.cc
   bool plain_varying_ = false;  // some row before the contacts has a q-dependent Jacobian
   int mode_changes_ = 0;        // pairs whose contacts changed (count, or a jump) within a nudge
+  bool acc_sensors_ = false;    // the model has sensors of the acceleration stage
+  bool acc_rows_ = false;       // and some of them read contacts or constraint forces
   // the blocked "mujoco" path reads a position or velocity direction's rows on its tree's island
   // only (QueueColumn): the row tangents skip the others (-2: every row)
   int row_island_ = -2;
