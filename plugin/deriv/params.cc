@@ -134,59 +134,71 @@ bool AssetField(const char* name) {
 
 }  // namespace
 
-// fn(offset, bytes) for each field of m's buffer but its assets, in order
-template <typename Fn>
-void ForEachValueField(const mjModel* m, Fn&& fn) {
+void ConstCache::Setup(const mjModel* m) {
+  // each field of m's buffer but its assets, adjacent ones merged (the model's layout is fixed)
+  ranges_.clear();
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
   MJMODEL_POINTERS_PREAMBLE(m)
-#define X(type, name, nr, nc)                                       \
-  if (!AssetField(#name) && m->nr * (nc) > 0) {                     \
-    fn(static_cast<size_t>(reinterpret_cast<const char*>(m->name) - \
-                           static_cast<const char*>(m->buffer)),    \
-       sizeof(type) * static_cast<size_t>(m->nr) * (nc));           \
+#define X(type, name, nr, nc)                                                      \
+  if (!AssetField(#name) && m->nr * (nc) > 0) {                                    \
+    const size_t at = static_cast<size_t>(reinterpret_cast<const char*>(m->name) - \
+                                          static_cast<const char*>(m->buffer));    \
+    const size_t n = sizeof(type) * static_cast<size_t>(m->nr) * (nc);             \
+    if (!ranges_.empty() && ranges_.back().first + ranges_.back().second == at) {  \
+      ranges_.back().second += n;                                                  \
+    } else {                                                                       \
+      ranges_.push_back({at, n});                                                  \
+    }                                                                              \
   }
   MJMODEL_POINTERS
 #undef X
 #pragma GCC diagnostic pop
+  bytes_ = sizeof(mjOption) + sizeof(mjStatistic);
+  for (const auto& r : ranges_) bytes_ += r.second;
+  base_.clear();
+  entries_.clear();
 }
 
 // mj_copyModel would copy megabytes of meshes per call (a Panda: 30 ms)
-void SyncModel(mjModel* dst, const mjModel* src) {
+void ConstCache::Sync(mjModel* dst, const mjModel* src) const {
   dst->opt = src->opt;
   dst->vis = src->vis;
   dst->stat = src->stat;
   char* to = static_cast<char*>(dst->buffer);
   const char* from = static_cast<const char*>(src->buffer);
-  ForEachValueField(src, [&](size_t at, size_t n) { std::memcpy(to + at, from + at, n); });
+  for (const auto& r : ranges_) std::memcpy(to + r.first, from + r.first, r.second);
 }
 
-void ConstCache::Check(const mjModel* base) {
-  const char* from = static_cast<const char*>(base->buffer);
+void ConstCache::Save(const mjModel* m, unsigned char* out) const {
+  std::memcpy(out, &m->opt, sizeof(mjOption));
+  std::memcpy(out + sizeof(mjOption), &m->stat, sizeof(mjStatistic));
+  out += sizeof(mjOption) + sizeof(mjStatistic);
+  const char* from = static_cast<const char*>(m->buffer);
+  for (const auto& r : ranges_) {
+    std::memcpy(out, from + r.first, r.second);
+    out += r.second;
+  }
+}
+
+bool ConstCache::Check(const mjModel* base) {
   if (!base_.empty()) {
     const unsigned char* at = base_.data();
     bool same = std::memcmp(at, &base->opt, sizeof(mjOption)) == 0 &&
                 std::memcmp(at + sizeof(mjOption), &base->stat, sizeof(mjStatistic)) == 0;
     at += sizeof(mjOption) + sizeof(mjStatistic);
-    ForEachValueField(base, [&](size_t off, size_t n) {
-      same = same && std::memcmp(at, from + off, n) == 0;
-      at += n;
-    });
-    if (same) return;
+    const char* from = static_cast<const char*>(base->buffer);
+    for (size_t i = 0; same && i < ranges_.size(); i++) {
+      same = std::memcmp(at, from + ranges_[i].first, ranges_[i].second) == 0;
+      at += ranges_[i].second;
+    }
+    if (same) return true;
   }
   // a new fill (allocates only the first time: the sizes are the model's)
-  bytes_ = sizeof(mjOption) + sizeof(mjStatistic);
-  ForEachValueField(base, [&](size_t, size_t n) { bytes_ += n; });
   base_.resize(bytes_);
-  unsigned char* to = base_.data();
-  std::memcpy(to, &base->opt, sizeof(mjOption));
-  std::memcpy(to + sizeof(mjOption), &base->stat, sizeof(mjStatistic));
-  to += sizeof(mjOption) + sizeof(mjStatistic);
-  ForEachValueField(base, [&](size_t off, size_t n) {
-    std::memcpy(to, from + off, n);
-    to += n;
-  });
+  Save(base, base_.data());
   entries_.clear();
+  return false;
 }
 
 bool ConstCache::Load(mjModel* mp, const mjtNum* field, mjtNum value) const {
@@ -197,28 +209,20 @@ bool ConstCache::Load(mjModel* mp, const mjtNum* field, mjtNum value) const {
     std::memcpy(&mp->stat, at + sizeof(mjOption), sizeof(mjStatistic));
     at += sizeof(mjOption) + sizeof(mjStatistic);
     char* to = static_cast<char*>(mp->buffer);
-    ForEachValueField(mp, [&](size_t off, size_t n) {
-      std::memcpy(to + off, at, n);
-      at += n;
-    });
+    for (const auto& r : ranges_) {
+      std::memcpy(to + r.first, at, r.second);
+      at += r.second;
+    }
     return true;
   }
   return false;
 }
 
 void ConstCache::Store(const mjModel* mp, const mjtNum* field, mjtNum value) {
-  // Check fills bytes_ first; past kMaxBytes mj_setConst runs each time
+  // Check fills base_ first; past kMaxBytes mj_setConst runs each time
   if (base_.empty() || (entries_.size() + 1) * bytes_ > kMaxBytes) return;
   store_.resize(std::max(store_.size(), (entries_.size() + 1) * bytes_));
-  unsigned char* to = store_.data() + entries_.size() * bytes_;
-  std::memcpy(to, &mp->opt, sizeof(mjOption));
-  std::memcpy(to + sizeof(mjOption), &mp->stat, sizeof(mjStatistic));
-  to += sizeof(mjOption) + sizeof(mjStatistic);
-  const char* from = static_cast<const char*>(mp->buffer);
-  ForEachValueField(mp, [&](size_t off, size_t n) {
-    std::memcpy(to, from + off, n);
-    to += n;
-  });
+  Save(mp, store_.data() + entries_.size() * bytes_);
   entries_.push_back({field, value});
 }
 
@@ -304,6 +308,7 @@ bool Derivative::SetupParams(const mjModel* m, std::string* error) {
     *error = "could not allocate the parameter Jacobian's model copy";
     return false;
   }
+  const_cache_.Setup(m);
   param_next_.assign(2 * static_cast<size_t>(nq_ + nv_ + na_), 0.0);
   param_sensor_.assign(2 * static_cast<size_t>(ns_), 0.0);
   param_dq_.assign(static_cast<size_t>(nv_), 0.0);
@@ -377,8 +382,9 @@ int Derivative::ParamJacobian(const mjModel* m, const mjData* d, const ckParam* 
   const size_t ndx = 2 * nv_ + na_;
   if (DxDp) std::memset(DxDp, 0, sizeof(mjtNum) * ndx * np);
   if (DsDp) std::memset(DsDp, 0, sizeof(mjtNum) * ns_ * np);
-  SyncModel(param_model_, m);  // the caller's current values
-  const_cache_.Check(m);       // mj_setConst's results kept while m's values stay
+  // the caller's current values, unless they are those of the last call (each call leaves the
+  // copy at them, bit for bit); mj_setConst's results are kept while they stay
+  if (!const_cache_.Check(m)) const_cache_.Sync(param_model_, m);
   param_ = ParamCall();
   param_.params = params;
   param_.base = m;

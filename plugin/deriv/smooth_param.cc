@@ -26,10 +26,10 @@ void SetParam(mjModel* mp, const ParamSlot& slot, mjtNum value, mjData* scratch)
   *slot.field = value;
   if (!slot.derived) return;
   if (value == *slot.base_field) {
-    SyncModel(mp, slot.base);  // every derived constant back, bit for bit
-  } else if (!slot.cache || !slot.cache->Load(mp, slot.field, value)) {
+    slot.cache->Sync(mp, slot.base);  // every derived constant back, bit for bit
+  } else if (!slot.cache->Load(mp, slot.field, value)) {
     mj_setConst(mp, scratch);
-    if (slot.cache) slot.cache->Store(mp, slot.field, value);
+    slot.cache->Store(mp, slot.field, value);
   }
 }
 

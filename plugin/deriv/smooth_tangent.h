@@ -15,6 +15,7 @@
 #include <mujoco/mujoco.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "contactkit/contactkit.h"
@@ -25,15 +26,22 @@
 
 namespace contactkit {
 
-// what mj_setConst made of a model copy with one derived parameter moved, kept per (field, value)
-// while the base model's values stay those of the last fill: mj_setConst costs about ten steps of
-// a small arm, and a parameter Jacobian per step of a rollout asks for the same values again
+// the parameter Jacobian's model copy: the caller's values into it without its assets (meshes,
+// skins, height fields, textures, bounding volumes: large and read by no parameter), and what
+// mj_setConst made of it with one derived parameter moved, kept per (field, value) while the base
+// model's values stay those of the last fill: mj_setConst costs about ten steps of a small arm,
+// and a parameter Jacobian per step of a rollout asks for the same values again
 class ConstCache {
  public:
   static constexpr size_t kMaxBytes = size_t{64} << 20;  // snapshots kept at most
 
-  // forgets every snapshot unless base's values (but its assets) are those of the last fill
-  void Check(const mjModel* base);
+  // the layout of m's values (allocates; forgets every snapshot)
+  void Setup(const mjModel* m);
+  // src's values (but its assets) into dst, a copy of the same model
+  void Sync(mjModel* dst, const mjModel* src) const;
+  // true if base's values (but its assets) are those of the last fill; else forgets every
+  // snapshot and fills from base
+  bool Check(const mjModel* base);
   // mp as it was stored for (field, value): false if there is none
   bool Load(mjModel* mp, const mjtNum* field, mjtNum value) const;
   // mp's values (but its assets) for (field, value), while they fit in kMaxBytes
@@ -44,10 +52,14 @@ class ConstCache {
     const mjtNum* field;  // the moved parameter in the copy
     mjtNum value;         // its value
   };
-  std::vector<unsigned char> base_;   // base's values at the fill (bytes_)
-  std::vector<Entry> entries_;        // the snapshots stored
-  std::vector<unsigned char> store_;  // their values (bytes_ each)
-  size_t bytes_ = 0;                  // one model's values but its assets
+  // m's options, statistics and values into out (bytes_)
+  void Save(const mjModel* m, unsigned char* out) const;
+
+  std::vector<std::pair<size_t, size_t>> ranges_;  // (offset, bytes) of the values in the buffer
+  std::vector<unsigned char> base_;                // base's values at the fill (bytes_)
+  std::vector<Entry> entries_;                     // the snapshots stored
+  std::vector<unsigned char> store_;               // their values (bytes_ each)
+  size_t bytes_ = 0;                               // options, statistics and values
 };
 
 // one model parameter of a model copy; a body's mass or inertia and a dof's armature also move
@@ -59,17 +71,13 @@ struct ParamSlot {
   const mjtNum* base_field = nullptr;  // the parameter's value in base
   bool derived = false;                // mj_setConst follows the field
   bool impedance = false;              // the contacts' solref / solimp follow (collision mixes)
-  ConstCache* cache = nullptr;         // mj_setConst's results for this copy (NULL: none kept)
+  ConstCache* cache = nullptr;         // the copy's layout and mj_setConst's results
 };
 
 // a slot's field to value, then mj_setConst on the copy if the slot is derived (scratch: data of
 // the copy, overwritten; the slot's cache answers for values it holds); at base's value the copy
 // is base's again, bit for bit
 void SetParam(mjModel* mp, const ParamSlot& slot, mjtNum value, mjData* scratch);
-
-// the caller's current values into a model copy of the same sizes, without its assets (meshes,
-// skins, height fields, textures, bounding volumes: large and read by no parameter)
-void SyncModel(mjModel* dst, const mjModel* src);
 
 class SmoothTangent {
  public:
