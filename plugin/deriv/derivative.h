@@ -67,6 +67,10 @@ class Derivative : private FdTarget {
   void FiniteDiff(const mjModel* m, const mjData* d, mjtNum eps, int centered, mjtNum* A, mjtNum* B,
                   mjtNum* C, mjtNum* D);
 
+  // the columns of the last Jacobian or VJP left to differences (a direction without a force
+  // tangent: one island ipm cannot center), the others analytic
+  int fd_columns() const { return nfd_; }
+
   // the owning handle: every evaluation starts the shadow handle from its contact anchors and
   // its adaptive integrator's step-size controller
   void set_owner(const ckHandle* owner) { owner_ = owner; }
@@ -213,6 +217,11 @@ class Derivative : private FdTarget {
   };
   // the analytic path into sink_: 0, or 1 if it does not apply (reason in fallback_)
   int Run(const mjModel* m, const mjData* d);
+  // a direction whose force tangent failed (fallback_ NO_TANGENT): its column col left to
+  // differences if defer_columns_ allows (true), else false
+  bool DeferColumn(int col);
+  // after a Run that left columns to differences (nfd_): those columns into sink_
+  void DeferredColumns(const mjModel* m, const mjData* d);
   // column col of [A B] (state tangent out, 2nv+na) and of [C D] (sensor tangent ds)
   void EmitState(int col, const double* out) override;
   void EmitSensor(int col, const double* ds) override;
@@ -247,6 +256,10 @@ class Derivative : private FdTarget {
   bool complementarity_applied_ = false;  // see complementarity_applied()
   bool keep_modes_ = false;  // the solver keeps its modes' tangent without Nimble's score
   int fallback_ = ckFALLBACK_NONE;
+  // a direction without a force tangent (one island ipm cannot center) leaves its column to
+  // differences (out_.fd_col) instead of the whole Jacobian: single-stage Jacobians and VJPs
+  bool defer_columns_ = false;
+  int nfd_ = 0;  // columns left to differences by the last Run
   Sink sink_;
   IslandReach reach_;  // the islands a direction perturbs (tan_.touched)
 

@@ -63,7 +63,10 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
         }
         continue;
       }
-      if (!SolveTangent(m)) return false;
+      if (!SolveTangent(m)) {
+        if (!DeferColumn(col)) return false;
+        continue;
+      }
       fn(kind, index, col);
     }
   }
@@ -237,17 +240,32 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     if (unit) unit[index] = 0;
   }
 }
+bool Derivative::DeferColumn(int col) {
+  if (!defer_columns_ || fallback_ != ckFALLBACK_NO_TANGENT) return false;
+  if (nfd_ == 0) std::memset(out_.fd_col, 0, 2 * nv_ + na_ + nu_);
+  out_.fd_col[col] = 1;
+  nfd_++;
+  fallback_ = ckFALLBACK_NONE;
+  return true;
+}
+
 bool Derivative::QueueTangent(const mjModel* m, int slot, int kind, int index, int col) {
   // SolveTangent's parts but the force tangent's solve, J' df and the integrator's solve
   const Problem& p = *stage_.problem;
   ProblemTangent dir;
   FormTangent(m, &dir);
-  if (!stage_.solver->QueueTangent(p, dir, slot)) {
+  // own_slots: the force tangent now, its column's terms with J' df (SolveTangent's sums)
+  const bool ok = stage_.own_slots
+                      ? stage_.solver->ForceTangent(p, *stage_.solution, dir, tan_.dforce)
+                      : stage_.solver->QueueTangent(p, dir, slot);
+  if (!ok) {
     fallback_ = ckFALLBACK_NO_TANGENT;
     return false;
   }
-  // dJ' f (the force tangent zero) and the smooth terms
-  for (int i = 0; i < p.nrow; i++) tan_.dforce[i] = 0;
+  // dJ' f (the force tangent zero unless own_slots) and the smooth terms
+  if (!stage_.own_slots) {
+    for (int i = 0; i < p.nrow; i++) tan_.dforce[i] = 0;
+  }
   for (int i = 0; i < nv_; i++) tan_.dqfrc_constraint[i] = 0;
   ConstraintForceTangent(p);
   AccelerationRhs(m);
@@ -263,7 +281,7 @@ template <typename Fn>
 bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
   const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
-  if (!stage_.solver->FlushTangents(p, nslot, block_.dforce)) {
+  if (!stage_.own_slots && !stage_.solver->FlushTangents(p, nslot, block_.dforce)) {
     fallback_ = ckFALLBACK_NO_TANGENT;
     return false;
   }
@@ -275,6 +293,11 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
     double* a = tan_.dqacc_int;
     if (slot < nslot) {
       mju_copy(a, block_.mass_term + static_cast<size_t>(slot) * nv, nv);
+      if (stage_.own_slots) {
+        // (J' df is in mass_term)
+        for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = a[i];
+        continue;
+      }
       const double* df = block_.dforce + static_cast<size_t>(slot) * p.nrow;
       for (int i = 0; i < p.nrow; i++) {
         if (df[i] == 0) continue;
@@ -359,8 +382,11 @@ bool Derivative::SingleStage(const mjModel* m) {
       EmitSensor(col, ds);
     }
   };
+  // (a column without a force tangent: by differences after the others, Run)
+  defer_columns_ = !param_.run && elastic_.n() == 0 && !settings_.deriv.complementarity_aware;
   const bool ok = param_.run ? ParamDirections(m, 0, param_.np, column)
                              : Directions(m, sink_.WantsState(), sink_.WantsCtrl(), column);
+  defer_columns_ = false;
   if (ok && !param_.run) elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
   return ok;
 }

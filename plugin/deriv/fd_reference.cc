@@ -82,7 +82,8 @@ void FdReference::Carve(ArenaCarver& c, const DerivSizes& n) {
 }
 
 void FdReference::Run(const mjModel* m, const mjData* d, mjData* scratch, double eps, int centered,
-                      bool state, bool ctrl, bool sensors, FdTarget* target) {
+                      bool state, bool ctrl, bool sensors, FdTarget* target,
+                      const unsigned char* only) {
   const int nv = m->nv, na = m->na, nu = m->nu, ns = m->nsensordata, ndx = 2 * nv + na;
   const int skipsensor = !sensors;
   const bool rk4 = m->opt.integrator == mjINT_RK4;
@@ -103,6 +104,7 @@ void FdReference::Run(const mjModel* m, const mjData* d, mjData* scratch, double
   // controls: skip position and velocity, respect ctrlrange
   if (ctrl) {
     for (int i = 0; i < nu; i++) {
+      if (only && !only[ndx + i]) continue;
       const double ui = d->ctrl[i];
       const int limited = m->actuator_ctrllimited[i];
       const double* range = m->actuator_ctrlrange + 2 * i;
@@ -134,6 +136,7 @@ void FdReference::Run(const mjModel* m, const mjData* d, mjData* scratch, double
       const int offset = kind == 0 ? 2 * nv : kind == 1 ? nv : 0;
       const int skip = kind == 0 ? skip_vel : kind == 1 ? skip_pos : mjSTAGE_NONE;
       for (int i = 0; i < n; i++) {
+        if (only && !only[offset + i]) continue;
         for (int side = 0; side < (centered ? 2 : 1); side++) {
           const double e = side == 0 ? eps : -eps;
           CopyStepInputs(m, d, scratch);

@@ -30,8 +30,9 @@ class FdReference {
   // the columns of mjd_transitionFD's differences at d (perturbation order, positions in the
   // tangent space, controls kept in ctrlrange, forward or centered with step eps), each
   // perturbation set in scratch: state and / or control columns, with sensors
+  // (only: the columns of [A B] to difference, ndx + nu; null: all)
   void Run(const mjModel* m, const mjData* d, mjData* scratch, double eps, int centered, bool state,
-           bool ctrl, bool sensors, FdTarget* target);
+           bool ctrl, bool sensors, FdTarget* target, const unsigned char* only = nullptr);
 
  private:
   double *next_, *next_plus_, *next_minus_;        // states  (nq+nv+na)

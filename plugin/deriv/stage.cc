@@ -144,10 +144,17 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   stage_.batch = !shadow_->solver && stage_.has_rows && !stage_.sensors;
   // a solver whose force tangents take blocks of directions (ipm on one island), where the
   // columns need no more than the integrator's acceleration: no sensors, modes or correction
+  // (another solver on one island: its force tangents one by one, the integrator's solves of
+  // the block at once)
   stage_.slots = 0;
+  stage_.own_slots = false;
   if (stage_.solver && stage_.has_rows && !stage_.sensors && !apply_modes_ &&
       !stage_.solution->position_correction) {
     stage_.slots = std::min(stage_.solver->TangentSlots(*stage_.problem), SoftTangent::kBlock);
+    if (!stage_.slots && stage_.problem->islands.nisland == 1) {
+      stage_.slots = SoftTangent::kBlock;
+      stage_.own_slots = true;
+    }
   }
   smooth_.DecideAnalytic(m);
 

@@ -192,6 +192,7 @@ void Derivative::EmitColumn(int col, const double* x, int n, mjtNum* X, mjtNum* 
 }
 int Derivative::Run(const mjModel* m, const mjData* d) {
   fallback_ = ckFALLBACK_NONE;
+  nfd_ = 0;
   bool ok = true;
   if (m->opt.noslip_iterations > 0) {
     fallback_ = ckFALLBACK_NOSLIP;
@@ -219,11 +220,24 @@ int Derivative::Run(const mjModel* m, const mjData* d) {
   return ok ? 0 : 1;
 }
 
+void Derivative::DeferredColumns(const mjModel* m, const mjData* d) {
+  // the columns of directions without a force tangent, by the fallback's differences (the
+  // others' columns are written: EmitColumn adds nothing to them); the shadow's steps replace
+  // the stage's problem
+  if (!nfd_) return;
+  const bool sensors = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
+  fd_.Run(m, d, stage_data_, kNudge, 0, sink_.WantsState(), sink_.WantsCtrl(), sensors, this,
+          out_.fd_col);
+}
+
 int Derivative::Jacobian(const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B, mjtNum* C,
                          mjtNum* D) {
   if (!A && !B && !C && !D) return 0;
   SinkTo(A, B, C, D);
-  if (Run(m, d) == 0) return 0;
+  if (Run(m, d) == 0) {
+    DeferredColumns(m, d);
+    return 0;
+  }
   FiniteDiff(m, d, kNudge, 0, A, B, C, D);
   return 1;
 }
@@ -246,6 +260,7 @@ int Derivative::Vjp(const mjModel* m, const mjData* d, const mjtNum* dx, const m
     FiniteDiffSink(m, d, kNudge, 0);
     return 1;
   }
+  DeferredColumns(m, d);  // (none when the complementarity-aware pass below may run)
   complementarity_applied_ = false;
   if (settings_.deriv.complementarity_aware && dx && m->opt.integrator != mjINT_RK4 &&
       settings_.integrator == ckINT_MODEL) {
@@ -342,7 +357,10 @@ int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* d
   sink_.dx = dx;
   sink_.gx = g;
   sink_.gu = g + ndx;
-  if (Run(m, d) != 0) {
+  // (columns left to differences: the whole Jacobian by them, the reclassification below reads
+  // the stage's problem)
+  if (Run(m, d) != 0 || nfd_) {
+    if (nfd_) fallback_ = ckFALLBACK_NO_TANGENT;
     FiniteDiff(m, d, kNudge, 0, A, B, C, D);
     return 1;
   }
@@ -360,7 +378,7 @@ int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* d
   const int ok = Run(m, d);
   apply_modes_ = false;
   if (stage_.solver) stage_.solver->SetTangentModes(*stage_.problem, nullptr);
-  if (ok == 0 && (s1 < AwareScore(m) || keep_modes_)) {
+  if (ok == 0 && !nfd_ && (s1 < AwareScore(m) || keep_modes_)) {
     complementarity_applied_ = true;
     return 0;
   }
@@ -368,7 +386,7 @@ int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* d
   sink_.dx = nullptr;
   sink_.gx = sink_.gu = nullptr;
   ZeroSink();
-  return Run(m, d) == 0 ? 0 : Jacobian(m, d, A, B, C, D);
+  return Run(m, d) == 0 && !nfd_ ? 0 : Jacobian(m, d, A, B, C, D);
 }
 
 }  // namespace contactkit

@@ -135,6 +135,7 @@ void OutputWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   sensor_col = c.Take<double>(n.ns);
   first_gradient = c.Take<double>(n.ndx() + n.nu);
   contact_modes = c.Take<signed char>(n.ncon);
+  fd_col = c.Take<unsigned char>(n.ndx() + n.nu);
 }
 
 void Scratch::Carve(ArenaCarver& c, const DerivSizes& n) {

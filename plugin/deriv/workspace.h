@@ -40,8 +40,9 @@ struct StageState {
   Solver* solver = nullptr;          // its solver (null: "mujoco")
   bool has_rows = false;             // the stage has constraint rows
   bool batch = false;                // directions go through blocks (QueueColumn)
-  int slots = 0;         // the solver's force tangents in blocks of slots (QueueTangent)
-  bool sensors = false;  // sensor Jacobians wanted in this stage
+  int slots = 0;           // the solver's force tangents in blocks of slots (QueueTangent)
+  bool own_slots = false;  // slots for the integrator's solve only: ForceTangent per direction
+  bool sensors = false;    // sensor Jacobians wanted in this stage
 };
 
 // the nominal stage: state, smooth data and MuJoCo's rows every part reads
@@ -204,6 +205,7 @@ struct OutputWork {
   double* sensor_col;          // a column of [C D]                   (ns)
   double* first_gradient;      // the first VJP                       (ndx + nu)
   signed char* contact_modes;  // classification of the second VJP (ncon)
+  unsigned char* fd_col;       // columns left to differences (ndx + nu)
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 

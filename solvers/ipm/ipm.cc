@@ -1324,11 +1324,14 @@ bool IpmSolver::Center(const Problem& p, int k) {
   // Newton steps at fixed kappa from the stored iterate onto the central point (kappa_grad, or the
   // step's own kappa_tol with GradAtEnd)
   center_iterations_ = 0;
-  if (centered_[k]) return true;
+  if (centered_[k]) return centered_[k] == 1;  // (2: it failed since the solve)
   if (!grad_ok_[k] || !gapJ_) return false;
   const double kg = grad_kappa_[k];
   if (!(kg > 0)) return false;
+  lu_island_ = -1;  // lu_ holds island k's terms from here on
   if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_)) return false;
+  centered_[k] = 2;  // until it succeeds
+  if (k == center_fail_island_) return false;
   State* cur = &cen_;
   State* trial = &trial_;
   Copy(p, k, grad_, cur);

@@ -85,6 +85,8 @@ class IpmSolver final : public Solver {
   // differentiates; null if that point could not be reached
   const double* CentralForce(const Problem& p);
 
+  // for tests: Center fails on this island (-1: none), to test what a failure leaves analytic
+  static inline int center_fail_island_ = -1;
   // for tests: one Newton direction at the cold start of island k for complementarity target
   // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
   bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);
@@ -220,7 +222,8 @@ class IpmSolver final : public Solver {
   std::vector<double> cen_force_;   // central-path force at kappa_grad                   (rows)
   std::vector<uint8_t> grad_ok_;    // island has a kappa_grad iterate                   (ntree)
   std::vector<double> grad_kappa_;  // central-path value Center goes to                (ntree)
-  std::vector<uint8_t> centered_;   // cen_ holds the island's central point             (ntree)
+  std::vector<uint8_t> centered_;   // 1: cen_ holds the island's central point, 2: Center
+                                    // failed since the solve                            (ntree)
   int center_iterations_ = 0;       // Newton steps of the last Center
   int lu_island_ = -1;              // island whose central-point Jacobian lu_ holds
   std::vector<double> drz_, drv_;   // residual perturbations for ForceTangent          (rows, nv)

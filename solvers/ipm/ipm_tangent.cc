@@ -163,10 +163,11 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     reach_.Mark(p, dir, touched_.data());
   }
   for (int k = 0; k < p.islands.nisland; k++) {
-    if (!Center(p, k)) return false;
     // a direction that leaves the island's data alone (most move one kinematic tree) has no
-    // tangent there: no solve, and lu_ keeps the island it holds
+    // tangent there: no solve, and lu_ keeps the island it holds; an island ipm cannot center
+    // fails only the directions that touch it
     if (!touched_[k]) continue;
+    if (!Center(p, k)) return false;
     if (!TangentRhs(p, k, dir)) return false;
     Direct(p, k, cen_, drz_.data(), false, &dir_);
     const int* rows = Rows(p, k);

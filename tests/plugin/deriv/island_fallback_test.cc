@@ -1,0 +1,99 @@
+// Copyright 2026 The contactkit developers.
+//
+// One island without a force tangent (ipm cannot center it) leaves only the columns of the
+// directions that touch it to differences: those columns are ck_transitionFD's forward ones, the
+// others the analytic columns of the Jacobian without the failure.
+#include <cmath>
+#include <vector>
+
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/handle.h"
+#include "solvers/ipm/ipm_solver.h"
+#include "tests/plugin/deriv/deriv_util.h"
+
+namespace contactkit::test {
+namespace {
+
+// two boxes resting on the floor apart: two islands
+constexpr char kTwoBoxes[] = R"(
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+    <body pos="1 0 0.1"><freejoint/><geom type="box" size="0.1 0.15 0.1"/></body>
+  </worldbody>
+</mujoco>)";
+
+class IslandFallbackTest : public MujocoTest {
+ protected:
+  void TearDown() override {
+    ipm::IpmSolver::center_fail_island_ = -1;
+    MujocoTest::TearDown();
+  }
+};
+
+TEST_F(IslandFallbackTest, OnlyTheFailedIslandsColumnsAreDifferences) {
+  if (!ck_solverAvailable(ckSOL_IPM)) GTEST_SKIP() << "solver ipm is not in this build";
+  ModelPtr m = LoadString(kTwoBoxes);
+  ASSERT_TRUE(m);
+  ckSettings s = Settings(ckSOL_IPM);
+  s.ipm.kappa_grad = s.ipm.kappa_tol;  // the derivative of the hard-contact step taken
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  for (int t = 0; t < 20; t++) ck_step(ck.get(), m.get(), d.get());
+  d->qvel[0] = 0.05;  // the first box slides
+  const int ndx = 2 * m->nv + m->na;
+
+  Jacobians analytic(m.get()), mixed(m.get()), fd(m.get());
+  ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), analytic.A.data(), nullptr, nullptr,
+                                nullptr));
+  ASSERT_EQ(0, ck->deriv->fd_columns());
+
+  // island k fails: the columns of the directions that touch it by differences (each box's
+  // directions touch its own island: the two failures cover every column once), the call still
+  // analytic
+  int total = 0;
+  for (int k = 0; k < 2; k++) {
+    ipm::IpmSolver::center_fail_island_ = k;
+    ASSERT_EQ(
+        0, ck_transitionJac(ck.get(), m.get(), d.get(), mixed.A.data(), nullptr, nullptr, nullptr));
+    if (AllocationCounter::Available()) {
+      // (again: the differences' steps allocate nothing either)
+      AllocationCounter counter;
+      counter.Start();
+      ck_transitionJac(ck.get(), m.get(), d.get(), mixed.A.data(), nullptr, nullptr, nullptr);
+      EXPECT_EQ(0, counter.Stop()) << "island " << k;
+    }
+    const int nfd = ck->deriv->fd_columns();
+    EXPECT_GT(nfd, 0);
+    EXPECT_LT(nfd, ndx);
+    total += nfd;
+    ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 0, fd.A.data(), nullptr, nullptr,
+                                 nullptr));
+
+    // every column is either the differences' (exactly) or the analytic one
+    int by_fd = 0;
+    for (int c = 0; c < ndx; c++) {
+      bool same_fd = true;
+      double err = 0, scale = 1e-12;
+      for (int r = 0; r < ndx; r++) {
+        const size_t i = static_cast<size_t>(r) * ndx + c;
+        same_fd = same_fd && mixed.A[i] == fd.A[i];
+        err = std::max(err, std::fabs(mixed.A[i] - analytic.A[i]));
+        scale = std::max(scale, std::fabs(analytic.A[i]));
+      }
+      if (same_fd) {
+        by_fd++;
+      } else {
+        EXPECT_LT(err, 1e-12 * scale) << "island " << k << ", column " << c;
+      }
+    }
+    EXPECT_EQ(nfd, by_fd) << "island " << k;
+    EXPECT_GT(RelativeError(mixed.A, analytic.A), 1e-12) << "island " << k;
+  }
+  EXPECT_EQ(ndx, total);
+}
+
+}  // namespace
+}  // namespace contactkit::test
