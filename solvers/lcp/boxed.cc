@@ -281,8 +281,11 @@ int BoxedLcpSolver::Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x) 
     for (int i = 0; i < n; i++) {
       const double d = lcp.A[i + i * ld];
       if (!(d > 0)) continue;
+      // row i of A, read as column i when A is symmetric (contiguous)
+      const double* a = lcp.A + (lcp.symmetric ? i * ld : i);
+      const size_t stride = lcp.symmetric ? 1 : ld;
       double r = lcp.b[i];
-      for (int j = 0; j < n; j++) r += lcp.A[i + j * ld] * x[j];
+      for (int j = 0; j < n; j++) r += a[j * stride] * x[j];
       double l, u;
       BoundsAt(lcp, nullptr, x, i, &l, &u);
       const double xi = std::min(std::max(x[i] - r / d, l), u);
@@ -739,7 +742,11 @@ bool BoxedLcpSolver::Fallback(const DenseLcp& lcp, const BoxedOptions& opt, doub
   Project(lcp, x);
   Velocity(lcp, x, w);
   Classify(lcp, x, w, loose, state);
-  Reduced(lcp, state, 0, opt.rtol, cod, xs, ws);
+  if (opt.factor_inexact) {
+    Reduced(lcp, state, 0, opt.rtol, cod, xs, ws);
+  } else {
+    stats->factored = false;
+  }
   return false;
 }
 
@@ -777,7 +784,8 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   // large problems first sweep from the guess's answer to a better classification
   if (opt.use_guess) {
     Normalize(lcp, nullptr, state);
-    if (Exact(lcp, opt, state, cod, x, w, stats)) {
+    const bool check = opt.check_guess || n < opt.sweep_rows;
+    if (check && Exact(lcp, opt, state, cod, x, w, stats)) {
       stats->guess_hit = true;
       return finish(true);
     }

@@ -204,7 +204,8 @@ class LcpSolver final : public Solver {
 
   // kept per island for the derivative
   struct IslandFactor {
-    bool stored = false;
+    bool stored = false;  // cod holds the island's final classification
+    bool lazy = false;    // its storage is bound but not factored (an inexact answer): Refactor
     Cod cod;
   };
 
@@ -225,6 +226,7 @@ class LcpSolver final : public Solver {
   std::vector<int> con_of_row_;        // contact of a contact row, -1 otherwise     (max_rows)
   std::vector<signed char> state_;     // classification                             (max_rows)
   std::vector<signed char> guess_;     // guessed classification, -1: none           (max_rows)
+  std::vector<signed char> inexact_;   // the row's island had no exact answer         (max_rows)
   std::vector<double> ximp_;           // the previous step's impulse of a row, or 0  (max_rows)
   std::vector<uint64_t> keya_, keyb_;  // matching keys                              (max_rows)
   std::vector<double> bfull_;          // stabilization of every row (large islands) (max_rows)
