@@ -14,7 +14,8 @@
 // is solved with the complete orthogonal decomposition, the least-squares minimum-norm solution
 // when K is rank deficient (Nimble appendix B); the answer is exact when it is complementary. The
 // solver tries, in this order, until one classification is exact:
-//   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start;
+//   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start,
+//      skipped on problems of at least opt.sweep_rows rows when !opt.check_guess;
 //      on problems of at least opt.sweep_rows rows, when it fails, projected Gauss-Seidel from the
 //      previous step's impulses (opt.start) whose classification, once it settles (at most 2
 //      opt.sweeps sweeps), is solved exactly nearest to the iterate: the "polish"), then a few

@@ -34,13 +34,15 @@
 // 1e-6 (m/s, relative to max(1, |b|)), MAX_ITER otherwise.
 //
 // Each island's dense LCP goes to BoxedLcpSolver (boxed.h): the previous step's classification
-// (contacts matched by geom pair) is checked first with one reduced solve, islands of at least
-// sweep_rows rows then start from Gauss-Seidel on the previous step's impulses, pivoting runs only
+// (contacts matched by geom pair) is checked first with one reduced solve (on islands of at least
+// sweep_rows rows only when that step's answer was exact), islands of at least sweep_rows rows
+// then start from Gauss-Seidel on the previous step's impulses, pivoting runs only
 // when that fails, within a work budget (max_work operations per island solve on average; cheaper
 // solves leave a credit of up to 10 max_work; LcpStats::spent counts the islands it stopped), and
 // the final answer is recomputed from its classification with the minimum-norm solution (Nimble's
 // stabilization). The classification and the decomposition of each island's reduced matrix stay
-// available after Solve for ForceTangent and the derivative module; SetTangentModes
+// available after Solve for ForceTangent and the derivative module (an inexact island's is
+// computed when first asked for); SetTangentModes
 // (complementarity-aware gradients, Nimble section IV-D) refactors the islands whose contacts it
 // reclassifies and restores the solve's own factorizations on null. Islands above max_island_rows
 // get matrix-free Gauss-Seidel with each row's M^-1 J' cached (at most 2^21 doubles), as many
