@@ -86,7 +86,6 @@ void Project(const DenseLcp& lcp, double* x) {
   }
 }
 
-// w = A x + b
 // sum of a[j stride] x[j] over j < n in four partial sums (a contiguous row, stride 1, is read
 // at the memory's speed; the loop-carried additions of one sum would limit it)
 double RowDot(const double* a, size_t stride, const double* x, int n) {
@@ -102,6 +101,7 @@ double RowDot(const double* a, size_t stride, const double* x, int n) {
   return (s0 + s1) + (s2 + s3);
 }
 
+// w = A x + b
 void Velocity(const DenseLcp& lcp, const double* x, double* w) {
   for (int i = 0; i < lcp.n; i++) w[i] = lcp.b[i];
   for (int j = 0; j < lcp.n; j++) {
