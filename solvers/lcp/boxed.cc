@@ -86,6 +86,21 @@ void Project(const DenseLcp& lcp, double* x) {
   }
 }
 
+// sum of a[j stride] x[j] over j < n in four partial sums (a contiguous row, stride 1, is read
+// at the memory's speed; the loop-carried additions of one sum would limit it)
+double RowDot(const double* a, size_t stride, const double* x, int n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    s0 += a[j * stride] * x[j];
+    s1 += a[(j + 1) * stride] * x[j + 1];
+    s2 += a[(j + 2) * stride] * x[j + 2];
+    s3 += a[(j + 3) * stride] * x[j + 3];
+  }
+  for (; j < n; j++) s0 += a[j * stride] * x[j];
+  return (s0 + s1) + (s2 + s3);
+}
+
 // w = A x + b
 void Velocity(const DenseLcp& lcp, const double* x, double* w) {
   for (int i = 0; i < lcp.n; i++) w[i] = lcp.b[i];
@@ -281,8 +296,9 @@ int BoxedLcpSolver::Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x) 
     for (int i = 0; i < n; i++) {
       const double d = lcp.A[i + i * ld];
       if (!(d > 0)) continue;
-      double r = lcp.b[i];
-      for (int j = 0; j < n; j++) r += lcp.A[i + j * ld] * x[j];
+      // row i of A, read as column i when A is symmetric (contiguous)
+      const double r = lcp.b[i] + (lcp.symmetric ? RowDot(lcp.A + i * ld, 1, x, n)
+                                                 : RowDot(lcp.A + i, ld, x, n));
       double l, u;
       BoundsAt(lcp, nullptr, x, i, &l, &u);
       const double xi = std::min(std::max(x[i] - r / d, l), u);
@@ -739,7 +755,11 @@ bool BoxedLcpSolver::Fallback(const DenseLcp& lcp, const BoxedOptions& opt, doub
   Project(lcp, x);
   Velocity(lcp, x, w);
   Classify(lcp, x, w, loose, state);
-  Reduced(lcp, state, 0, opt.rtol, cod, xs, ws);
+  if (opt.factor_inexact) {
+    Reduced(lcp, state, 0, opt.rtol, cod, xs, ws);
+  } else {
+    stats->factored = false;
+  }
   return false;
 }
 
@@ -777,7 +797,8 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   // large problems first sweep from the guess's answer to a better classification
   if (opt.use_guess) {
     Normalize(lcp, nullptr, state);
-    if (Exact(lcp, opt, state, cod, x, w, stats)) {
+    const bool check = opt.check_guess || n < opt.sweep_rows;
+    if (check && Exact(lcp, opt, state, cod, x, w, stats)) {
       stats->guess_hit = true;
       return finish(true);
     }

@@ -14,7 +14,8 @@
 // is solved with the complete orthogonal decomposition, the least-squares minimum-norm solution
 // when K is rank deficient (Nimble appendix B); the answer is exact when it is complementary. The
 // solver tries, in this order, until one classification is exact:
-//   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start;
+//   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start,
+//      skipped on problems of at least opt.sweep_rows rows when !opt.check_guess;
 //      on problems of at least opt.sweep_rows rows, when it fails, projected Gauss-Seidel from the
 //      previous step's impulses (opt.start) whose classification, once it settles (at most 2
 //      opt.sweeps sweeps), is solved exactly nearest to the iterate: the "polish"), then a few
@@ -65,11 +66,17 @@ struct BoxedStats {
   double work = 0;         // estimated floating-point operations of the solve
   bool spent = false;      // the budget (solves or work) ran out before an exact answer
   bool swept = false;      // the Gauss-Seidel start of a large problem ran (sweep_rows)
+  bool factored = true;    // cod holds the factorization of the final classification
 };
 
 // options of one solve
 struct BoxedOptions {
   bool use_guess = false;      // state holds a classification to check first
+  bool check_guess = true;     // its exact solve is tried first (else, on problems of at least
+                               // sweep_rows rows, it only seeds the Gauss-Seidel start: a guess
+                               // from an answer that was not exact rarely is)
+  bool factor_inexact = true;  // an answer that is not exact gets its classification factored
+                               // into cod (else cod is left as it is, and stats->factored says so)
   double tol = 1e-10;          // feasibility tolerance in velocity units (w, and x scaled by A_ii)
   double ridge = 1e-12;        // relative regularization of the pivoting systems (times max A_ii)
   double rtol = 1e-13;         // relative rank threshold of the decomposition
@@ -96,7 +103,8 @@ class BoxedLcpSolver {
 
   // Solve lcp: state (n) holds the guess on entry (when opt.use_guess) and the final
   // classification on exit; x and w (n) the solution. The final reduced system is factored into
-  // cod (bound to storage for at least n). Returns true if the answer is an exact complementary
+  // cod (bound to storage for at least n), unless the answer is not exact and
+  // !opt.factor_inexact. Returns true if the answer is an exact complementary
   // solution within opt.tol; otherwise x is the best answer found (finite, within the bounds).
   bool Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, double* x, double* w,
              Cod* cod, BoxedStats* stats);

@@ -23,6 +23,7 @@ struct DenseLcp {
   const double* hi = nullptr;   // constant upper bounds, +inf allowed          (n)
   const int* findex = nullptr;  // row whose x scales the bounds, -1: constant  (n)
   const double* mu = nullptr;   // bound coefficient of findex rows             (n)
+  bool symmetric = false;       // A is exactly symmetric: a row is read as its column
 };
 
 }  // namespace contactkit

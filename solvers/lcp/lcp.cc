@@ -11,8 +11,9 @@
 namespace contactkit {
 namespace {
 
-constexpr double kTol = 1e-10;      // acceptance tolerance (m/s), times max(1, max |b|)
-constexpr double kLooseTol = 1e-6;  // below this an inexact answer is INACCURATE, not MAX_ITER
+constexpr signed char kFromInexact = 4;  // state bit of the warm-start table: island inexact
+constexpr double kTol = 1e-10;           // acceptance tolerance (m/s), times max(1, max |b|)
+constexpr double kLooseTol = 1e-6;       // below this an inexact answer is INACCURATE, not MAX_ITER
 constexpr double kInf = HUGE_VAL;
 constexpr double kBank = 10;  // credit of the work budget, in solves' worth of max_work
 constexpr size_t kGsCache = size_t{1} << 21;  // most doubles of the Gauss-Seidel cache (16 MB)
@@ -119,6 +120,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     state_.assign(rows, kLcpLower);
     saved_state_.assign(rows, kLcpLower);
     guess_.assign(rows, -1);
+    inexact_.assign(rows, 0);
     gsadr_.assign(rows, -1);
     gsy_.assign(std::min(rows * nv, kGsCache), 0);
     keya_.assign(rows, 0);
@@ -370,7 +372,12 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
 
   // remember the classification for the next step's guess
   next_.Clear();
-  for (int i = 0; i < nrow; i++) next_.Put(keya_[i], keyb_[i], state_[i], p.h * sol->force[i]);
+  // (a row of an island without an exact answer is marked: its classification is a
+  // Gauss-Seidel answer's, not worth an exact check)
+  for (int i = 0; i < nrow; i++) {
+    next_.Put(keya_[i], keyb_[i], state_[i] | (inexact_[i] ? kFromInexact : 0),
+              p.h * sol->force[i]);
+  }
   std::swap(prev_, next_);
   have_prev_ = true;
 }
@@ -428,17 +435,20 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   const double h = p.h;
   IslandFactor& fac = factors_[island];
   fac.stored = false;
+  fac.lazy = false;
   exact_[island] = 0;
   if (n > cap_) {
     const bool converged = LargeIsland(p, island, sol);
+    for (int j = 0; j < n; j++) inexact_[rows[j]] = 1;
     sol->status = std::max(sol->status, converged ? static_cast<int>(ckSTATUS_INACCURATE)
                                                   : static_cast<int>(ckSTATUS_MAX_ITER));
     return;
   }
 
   const double vscale = BuildIsland(p, island);
-  const DenseLcp lcp{n,          n,          A_.data(),      b_.data(),
-                     lo_.data(), hi_.data(), findex_.data(), mu_.data()};
+  // (A = J M^-1 J' + cfm, built symmetric by BuildA)
+  const DenseLcp lcp{n,          n,   A_.data(), b_.data(), lo_.data(), hi_.data(), findex_.data(),
+                     mu_.data(), true};
 
   // the previous step's classification where rows match, a cold guess elsewhere
   BoxedOptions opt;
@@ -448,6 +458,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   opt.pgs_iter = settings_.lcp.pgs_iter;
   opt.max_work = Allowance();
   opt.sweep_rows = settings_.lcp.sweep_rows;
+  opt.factor_inexact = false;  // factored when a tangent asks (Refactor)
   signed char* state = lstate_.data();
   if (settings_.warmstart && have_prev_) {
     BoxedLcpSolver::ColdState(lcp, state);
@@ -455,7 +466,8 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
     for (int j = 0; j < n; j++) {
       x0_[j] = ximp_[rows[j]];
       if (guess_[rows[j]] >= 0) {
-        state[j] = guess_[rows[j]];
+        state[j] = guess_[rows[j]] & ~kFromInexact;
+        opt.check_guess = opt.check_guess && !(guess_[rows[j]] & kFromInexact);
         matched++;
       }
     }
@@ -475,6 +487,11 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   }
   BoxedStats st;
   const bool exact = boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, &st);
+  for (int j = 0; j < n; j++) inexact_[rows[j]] = !exact;
+  if (!st.factored && fac.stored) {
+    fac.stored = false;
+    fac.lazy = true;
+  }
   exact_[island] = exact;
   // results and statistics
   bool pinned = false;
@@ -502,7 +519,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   Spend(st.work);
   sol->residual = std::max(sol->residual, st.residual);
   sol->kappa = std::max(sol->kappa, st.kappa);
-  sol->condition = std::max(sol->condition, cod->condition());
+  if (st.factored) sol->condition = std::max(sol->condition, cod->condition());
   if (!exact) {
     const bool close = st.residual <= kLooseTol * std::max(1.0, vscale);
     sol->status = std::max(sol->status, close ? static_cast<int>(ckSTATUS_INACCURATE)
@@ -683,7 +700,8 @@ void LcpSolver::PositionIsland(const Problem& p, int island) {
     findex_[j] = -1;
     mu_[j] = 0;
   }
-  const DenseLcp lcp{np, np, Ap, b_.data(), lo_.data(), hi_.data(), findex_.data(), mu_.data()};
+  const DenseLcp lcp{np,         np,  Ap, b_.data(), lo_.data(), hi_.data(), findex_.data(),
+                     mu_.data(), true};
   // usually every penetrating row pushes: the minimum-norm solution of A_PP x = -b, accepted
   // when it is nonnegative; otherwise the boxed solver (with the default pivot limits, not the
   // settings': this small problem always gets its pivots; but within the settings' work budget,

@@ -34,13 +34,15 @@
 // 1e-6 (m/s, relative to max(1, |b|)), MAX_ITER otherwise.
 //
 // Each island's dense LCP goes to BoxedLcpSolver (boxed.h): the previous step's classification
-// (contacts matched by geom pair) is checked first with one reduced solve, islands of at least
-// sweep_rows rows then start from Gauss-Seidel on the previous step's impulses, pivoting runs only
+// (contacts matched by geom pair) is checked first with one reduced solve (on islands of at least
+// sweep_rows rows only when that step's answer was exact), islands of at least sweep_rows rows
+// then start from Gauss-Seidel on the previous step's impulses, pivoting runs only
 // when that fails, within a work budget (max_work operations per island solve on average; cheaper
 // solves leave a credit of up to 10 max_work; LcpStats::spent counts the islands it stopped), and
 // the final answer is recomputed from its classification with the minimum-norm solution (Nimble's
 // stabilization). The classification and the decomposition of each island's reduced matrix stay
-// available after Solve for ForceTangent and the derivative module; SetTangentModes
+// available after Solve for ForceTangent and the derivative module (an inexact island's is
+// computed when first asked for); SetTangentModes
 // (complementarity-aware gradients, Nimble section IV-D) refactors the islands whose contacts it
 // reclassifies and restores the solve's own factorizations on null. Islands above max_island_rows
 // get matrix-free Gauss-Seidel with each row's M^-1 J' cached (at most 2^21 doubles), as many
@@ -204,7 +206,8 @@ class LcpSolver final : public Solver {
 
   // kept per island for the derivative
   struct IslandFactor {
-    bool stored = false;
+    bool stored = false;  // cod holds the island's final classification
+    bool lazy = false;    // its storage is bound but not factored (an inexact answer): Refactor
     Cod cod;
   };
 
@@ -225,6 +228,7 @@ class LcpSolver final : public Solver {
   std::vector<int> con_of_row_;        // contact of a contact row, -1 otherwise     (max_rows)
   std::vector<signed char> state_;     // classification                             (max_rows)
   std::vector<signed char> guess_;     // guessed classification, -1: none           (max_rows)
+  std::vector<signed char> inexact_;   // the row's island had no exact answer         (max_rows)
   std::vector<double> ximp_;           // the previous step's impulse of a row, or 0  (max_rows)
   std::vector<uint64_t> keya_, keyb_;  // matching keys                              (max_rows)
   std::vector<double> bfull_;          // stabilization of every row (large islands) (max_rows)

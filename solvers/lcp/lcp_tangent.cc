@@ -77,6 +77,7 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
   size_t off = 0;
   cadr_[0] = badr_[0] = 0;
   for (int k = 0; k < nisland_; k++) {
+    if (factors_[k].lazy) Refactor(p, k);
     if (!factors_[k].stored) return false;
     const int n = is.nrows[k];
     const int* rows = is.rows + is.rowadr[k];
@@ -302,15 +303,20 @@ bool LcpSolver::Refactor(const Problem& p, int island) {
   const Islands& is = p.islands;
   const int n = is.nrows[island];
   const int* rows = is.rows + is.rowadr[island];
-  if (!factors_[island].stored) return false;
+  IslandFactor& fac = factors_[island];
+  if (fac.lazy) {
+    // an inexact answer's classification, factored now
+    fac.lazy = false;
+    fac.stored = true;
+  }
+  if (!fac.stored) return false;
   tan_ready_ = false;
   BuildIsland(p, island);
   const DenseLcp lcp{n,          n,          A_.data(),      b_.data(),
                      lo_.data(), hi_.data(), findex_.data(), mu_.data()};
   for (int j = 0; j < n; j++) lstate_[j] = state_[rows[j]];
   BoxedOptions opt;
-  return boxed_.Reduced(lcp, lstate_.data(), 0, opt.rtol, &factors_[island].cod, x_.data(),
-                        w_.data());
+  return boxed_.Reduced(lcp, lstate_.data(), 0, opt.rtol, &fac.cod, x_.data(), w_.data());
 }
 
 bool LcpSolver::SetTangentModes(const Problem& p, const signed char* mode) {

@@ -485,5 +485,100 @@ TEST(BoxedLcpTest, HugeMaxPivotsKeepsTheFrozenFrictionRounds) {
   EXPECT_GT(found, 0) << "no scanned problem needs the frozen-friction rounds";
 }
 
+// An inexact answer whose factorization is deferred (factor_inexact = false, the velocity
+// solve of lcp: its island is factored only when a tangent asks) is the same answer, costs one
+// decomposition less, and its classification factored afterwards is the decomposition the eager
+// solve left in cod
+TEST(BoxedLcpTest, InexactAnswerIsFactoredOnRequest) {
+  std::mt19937 rng(8);
+  Workspace eager(100), lazy(100), later(100);
+  int capped = 0;
+  for (int trial = 0; trial < 12; trial++) {
+    RandomLcp p(4, 8, 0, 0, &rng);
+    BoxedOptions opt;
+    BoxedStats full;
+    ASSERT_TRUE(eager.Solve(p.lcp, opt, &full));
+    opt.max_work = 0.05 * full.work;
+    BoxedStats st1, st2;
+    if (eager.Solve(p.lcp, opt, &st1)) continue;  // a cheaper path found it
+    capped++;
+    EXPECT_TRUE(st1.factored);
+    opt.factor_inexact = false;
+    EXPECT_FALSE(lazy.Solve(p.lcp, opt, &st2));
+    EXPECT_FALSE(st2.factored) << "trial " << trial;
+    EXPECT_TRUE(st2.spent);
+    const int n = p.n;
+    for (int i = 0; i < n; i++) {
+      ASSERT_EQ(lazy.x[i], eager.x[i]) << "trial " << trial << " row " << i;
+      ASSERT_EQ(lazy.state[i], eager.state[i]) << "trial " << trial << " row " << i;
+    }
+    EXPECT_LT(st2.work, st1.work) << "trial " << trial;
+    // factored on request: the same decomposition (rank and pseudo-inverse)
+    ASSERT_TRUE(later.solver.Reduced(p.lcp, lazy.state.data(), 0, opt.rtol, &later.cod,
+                                     later.x.data(), later.w.data()));
+    ASSERT_EQ(later.cod.n(), eager.cod.n());
+    EXPECT_EQ(later.cod.rank(), eager.cod.rank());
+    std::vector<double> c(later.cod.n()), y1(c.size()), y2(c.size());
+    for (double& v : c) v = std::uniform_real_distribution<double>(-1, 1)(rng);
+    eager.cod.Solve(c.data(), y1.data());
+    later.cod.Solve(c.data(), y2.data());
+    for (size_t a = 0; a < c.size(); a++) EXPECT_EQ(y1[a], y2[a]) << "trial " << trial;
+  }
+  EXPECT_GT(capped, 0) << "no problem needed more than the budget: the test does not test it";
+}
+
+// A large problem whose guess is not to be checked (check_guess = false: lcp's guess from an
+// answer that was not exact) goes straight to the Gauss-Seidel start from the previous answer
+// and still ends exact; small problems check their guess regardless
+TEST(BoxedLcpTest, UncheckedGuessStartsFromGaussSeidel) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> noise(0, 0.02);
+  Workspace ws(110);
+  for (int trial = 0; trial < 6; trial++) {
+    RandomLcp p(4, 6 + trial % 3, 2, 1, &rng);
+    BoxedOptions opt;
+    BoxedStats st;
+    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st));
+    const std::vector<double> prev(ws.x.begin(), ws.x.begin() + p.n);
+    const std::vector<signed char> state(ws.state.begin(), ws.state.begin() + p.n);
+    for (double& b : p.b) b += 1e-3 * noise(rng);
+    opt.use_guess = true;
+    opt.start = prev.data();
+    opt.check_guess = false;
+    opt.sweep_rows = 60;
+    EXPECT_TRUE(ws.Solve(p.lcp, opt, &st)) << "trial " << trial << " residual " << st.residual;
+    EXPECT_FALSE(st.guess_hit);
+    EXPECT_TRUE(st.swept);
+    // below sweep_rows the guess is checked
+    std::copy(state.begin(), state.end(), ws.state.begin());
+    opt.sweep_rows = p.n + 1;
+    EXPECT_TRUE(ws.Solve(p.lcp, opt, &st));
+    EXPECT_FALSE(st.swept);
+  }
+}
+
+// Gauss-Seidel reads row i of a symmetric A as its column (contiguous): the same sweeps, to the
+// last bit, as the strided row of the general case
+TEST(BoxedLcpTest, SymmetricRowsGiveTheSameSweeps) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 6; trial++) {
+    RandomLcp p(3, 4 + trial % 3, 1, 1, &rng);
+    const int n = p.n;
+    for (int i = 0; i < n; i++) {
+      for (int j = 0; j < i; j++) p.A[j + i * n] = p.A[i + j * n];
+    }
+    DenseLcp sym = p.lcp;
+    sym.symmetric = true;
+    std::vector<double> x1(n, 0.0), x2(n, 0.0);
+    const int it1 = BoxedLcpSolver::Pgs(p.lcp, 30, 0, x1.data());
+    const int it2 = BoxedLcpSolver::Pgs(sym, 30, 0, x2.data());
+    EXPECT_EQ(it1, it2);
+    for (int i = 0; i < n; i++) ASSERT_EQ(x1[i], x2[i]) << "trial " << trial << " row " << i;
+    double moved = 0;
+    for (int i = 0; i < n; i++) moved = std::max(moved, std::fabs(x1[i]));
+    EXPECT_GT(moved, 0) << "trial " << trial;
+  }
+}
+
 }  // namespace
 }  // namespace contactkit::test

@@ -592,6 +592,54 @@ TEST_F(LcpTest, LargeIslandIsExactOrReportsItsBudget) {
   EXPECT_GE(TakeWarnings("best iterate kept"), 1);
 }
 
+// an island whose answer is not exact is factored only when a tangent asks (the forward step
+// skips that decomposition): none before, one of its clamped set after, and the same tangent
+// from it on every later call
+TEST_F(LcpTest, InexactIslandIsFactoredWhenATangentAsks) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  ckSettings s = LcpSettings();
+  HandlePtr ck = Make(m.get(), &s);
+  for (int t = 0; t < 300; t++) ck_step(ck.get(), m.get(), d.get());
+  d->qpos[2] -= 3e-3;
+  Extracted e(m.get());
+  e.Extract(m.get(), d.get());
+  ASSERT_GT(e.p().nrow, 6);
+  // no guess and almost no budget: inexact
+  s.warmstart = 0;
+  s.lcp.max_work = 1e-6;
+  auto solver = MakeLcp(e, s);
+  solver->Solve(e.p(), &e.sol());
+  ASSERT_NE(e.sol().status, ckSTATUS_SOLVED) << "exact anyway: the test does not test it";
+  TakeWarnings("best iterate kept");
+  const Islands& is = e.p().islands;
+  for (int k = 0; k < is.nisland; k++) EXPECT_EQ(solver->factorization(k), nullptr) << k;
+
+  const int nv = m->nv, nrow = e.p().nrow;
+  std::vector<double> dv(nv), df1(nrow), df2(nrow);
+  for (int i = 0; i < nv; i++) dv[i] = std::sin(1.0 + i);
+  ProblemTangent dir;
+  dir.v_free = dv.data();
+  ASSERT_TRUE(solver->ForceTangent(e.p(), e.sol(), dir, df1.data()));
+  double scale = 0;
+  for (int i = 0; i < nrow; i++) {
+    ASSERT_TRUE(std::isfinite(df1[i])) << "row " << i;
+    scale = std::max(scale, std::fabs(df1[i]));
+  }
+  EXPECT_GT(scale, 0);
+  for (int k = 0; k < is.nisland; k++) {
+    ASSERT_NE(solver->factorization(k), nullptr) << k;
+    int clamped = 0;  // the order of the reduced system: the island's clamped rows
+    for (int j = 0; j < is.nrows[k]; j++) {
+      clamped += solver->classification()[is.rows[is.rowadr[k] + j]] == kLcpClamped;
+    }
+    EXPECT_EQ(solver->factorization(k)->n(), clamped) << k;
+  }
+  ASSERT_TRUE(solver->ForceTangent(e.p(), e.sol(), dir, df2.data()));
+  for (int i = 0; i < nrow; i++) EXPECT_EQ(df1[i], df2[i]) << "row " << i;
+}
+
 // islands above max_island_rows are solved by Gauss-Seidel on velocities, within the bounds
 TEST_F(LcpTest, IslandsAboveTheDenseLimitGetGaussSeidel) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
