@@ -354,21 +354,28 @@ double Median(std::vector<int> v) {
 }
 
 // median iterations per step stay at or below 20, and few steps end short of the tolerances
-// (a stalled solve that is retried and still ends within 1000x of them is INACCURATE)
+// (a stalled solve that is retried and still ends within 1000x of them is INACCURATE). A pile's
+// trajectory, and with it the count, changes chaotically with any change to a step (stacked
+// primitives on MuJoCo 2.2.2, 1000 steps: 15, 5, 37 at h and h (1 +- 5e-4) before the
+// path-following retry, 26, 0, 4 after): the count is taken over three time steps
 TEST_F(IpmPhysicsTest, MedianIterationsOnHumanoidAndStackedPrimitives) {
   for (const std::string& path :
        {MujocoModel("humanoid/humanoid.xml"), BundledModel("stacked_primitives.xml")}) {
     ModelPtr m = Load(path);
     ASSERT_TRUE(m);
-    DataPtr d(mj_makeData(m.get()));
-    const ckSettings s = IpmSettings();
-    HandlePtr ck = Make(m.get(), &s);
+    const double h = m->opt.timestep;
     std::vector<int> iterations;
     int inexact = 0;
-    for (int t = 0; t < TestSteps(1000); t++) {
-      ck_step(ck.get(), m.get(), d.get());
-      if (ck_stats(ck.get())->ncon > 0) iterations.push_back(ck_stats(ck.get())->iterations);
-      inexact += ck_stats(ck.get())->status != ckSTATUS_SOLVED;
+    for (const double scale : {1.0, 1 + 5e-4, 1 - 5e-4}) {
+      m->opt.timestep = h * scale;
+      DataPtr d(mj_makeData(m.get()));
+      const ckSettings s = IpmSettings();
+      HandlePtr ck = Make(m.get(), &s);
+      for (int t = 0; t < TestSteps(1000); t++) {
+        ck_step(ck.get(), m.get(), d.get());
+        if (ck_stats(ck.get())->ncon > 0) iterations.push_back(ck_stats(ck.get())->iterations);
+        inexact += ck_stats(ck.get())->status != ckSTATUS_SOLVED;
+      }
     }
     ASSERT_FALSE(iterations.empty()) << path;
     EXPECT_LE(Median(iterations), 20) << path;
