@@ -25,6 +25,7 @@ constexpr double kBacktrack = 0.5;         // Dojo's beta
 constexpr int kMaxBacktrack = 12;          // halvings of a step
 constexpr double kTargetFraction = 0.1;    // final central-path target, fraction of kappa_tol
 constexpr double kRetryTarget = 1e-3;      // the same for the last retries (stalled islands)
+constexpr double kPathSigma = 0.5;         // path-following retry: kappa = sigma mu each step
 constexpr double kVelFloor = 3e-3;         // velocity scale of the cold start (m/s)
 constexpr double kColdSlack = 0.1;         // cold-start gap slack, fraction of that scale
 constexpr double kRetryFloor = 1;          // the same for the retry of a failed solve
@@ -1081,7 +1082,9 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     // velocity reached its boundary while its force did not (a sliding contact beside sticking
     // ones) blocks the predictor-corrector direction until it is centered again
     const bool centering = cones && last_alpha < kCenterAfter;
-    if (centering) {
+    if (cones && path_sigma_ > 0) {
+      kappa = std::max(path_sigma_ * cur->mu, kappa);  // path following: no predictor
+    } else if (centering) {
       kappa = std::max(cur->mu, kappa);
     } else if (cones) {
       Targets(p, k, *cur, nullptr, 0);
@@ -1094,7 +1097,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     }
 
     // corrector with the second-order term
-    Targets(p, k, *cur, cones && !centering ? &aff_ : nullptr, kappa);
+    Targets(p, k, *cur, cones && !centering && !(path_sigma_ > 0) ? &aff_ : nullptr, kappa);
     Constants(p, k, cur->rz, cur->rv, true);
     Direct(p, k, *cur, cur->rz, true, &dir_);
     if (exact && lists_[k].eq_num == 0) {
@@ -1187,27 +1190,34 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   // attempts: warm (if any), cold, cold with Nesterov-Todd scaling (whose directions stay well
   // defined where a cone's force or velocity nears its boundary: sliding contacts in large
   // piles), cold from a more central point without eta0 re-centering (which can stall a pile's
-  // iterates near the cone boundary), softer contact. A stall (inaccurate) goes to the attempt
-  // named in next; a failure to the following one. The last two aim lower: an island that
-  // stalled twice just above kappa_tol (a contact between sticking and sliding whose blocked
-  // steps end near the tolerance) gets there from a deeper final target
+  // iterates near the cone boundary), cold path following, softer contact. A stall (inaccurate)
+  // goes to the attempt named in next; a failure to the following one. The last three aim lower:
+  // an island that stalled twice just above kappa_tol (a contact between sticking and sliding
+  // whose blocked steps end near the tolerance) gets there from a deeper final target. Path
+  // following (kappa = sigma mu each step, no predictor or second-order term) follows the central
+  // path where Mehrotra's long steps leave it and block on a cone's boundary far above kappa_tol
+  // (a sliding body against a floor and a wall: every other attempt stalls near mu ~ 1e-5)
   struct Plan {
     double floor, warm_mu, soft, target;
     bool recenter, scaled;
-    int next;  // the attempt after a stall (-1: stop)
+    double sigma;  // path following at kappa = sigma mu; 0: Mehrotra predictor-corrector
+    int next;      // the attempt after a stall (-1: stop)
   };
-  const Plan plans[5] = {{kVelFloor, kWarmMu, 1, kTargetFraction, true, false, 2},
-                         {kVelFloor, 0, 1, kTargetFraction, true, false, 2},
-                         {kVelFloor, 0, 1, kTargetFraction, true, true, 3},
-                         {kRetryFloor, 0, 1, kRetryTarget, false, false, -1},
-                         {kRetryFloor, 0, kSoftFactor, kRetryTarget, false, false, -1}};
-  for (int attempt = warm ? 0 : 1, first = attempt; attempt >= 0 && attempt < 5;) {
+  const Plan plans[6] = {{kVelFloor, kWarmMu, 1, kTargetFraction, true, false, 0, 2},
+                         {kVelFloor, 0, 1, kTargetFraction, true, false, 0, 2},
+                         {kVelFloor, 0, 1, kTargetFraction, true, true, 0, 3},
+                         {kRetryFloor, 0, 1, kRetryTarget, false, false, 0, 4},
+                         {kVelFloor, 0, 1, kRetryTarget, true, false, kPathSigma, -1},
+                         {kRetryFloor, 0, kSoftFactor, kRetryTarget, false, false, 0, -1}};
+  for (int attempt = warm ? 0 : 1, first = attempt; attempt >= 0 && attempt < 6;) {
     const Plan& plan = plans[attempt];
     int result;
     double c = 0;
     const State* fin = nullptr;
+    path_sigma_ = plan.sigma;
     iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
                           plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
+    path_sigma_ = 0;
     const bool soft = plan.soft > 1;
     if (soft && result != ckSTATUS_NUMERICAL) result = ckSTATUS_INACCURATE;
     const double m = soft && result == ckSTATUS_INACCURATE ? kInaccurate : merit(*fin);

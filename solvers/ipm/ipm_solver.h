@@ -244,6 +244,10 @@ class IpmSolver final : public Solver {
   std::vector<uint8_t> row_moded_;  // normal row whose cone terms a mode replaced        (rows)
   IslandReach reach_;               // the islands a tangent's direction perturbs (touched_)
 
+  // the current attempt follows the central path at kappa = path_sigma_ mu (no predictor or
+  // second-order term); 0: Mehrotra predictor-corrector
+  double path_sigma_ = 0;
+
   // warm start of a re-solve within one step
   std::vector<double> warm_lam_;  // warm impulse of each row of this step            (rows)
   std::vector<uint8_t> warm_ok_;  // row has a warm impulse                            (rows)
