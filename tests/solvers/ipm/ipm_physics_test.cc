@@ -415,7 +415,7 @@ TEST_F(IpmPhysicsTest, SpinningEllipsoidAgainstAWallConverges) {
     </worldbody></mujoco>)";
   ModelPtr m = LoadString(xml);
   ASSERT_TRUE(m);
-  const double qpos[7] = {-0.64460850832879291, -2.5102878071114412,  0.074242414804290072,
+  const double qpos[7] = {-0.64460850832879291,   -2.5102878071114412,   0.074242414804290072,
                           -0.0055047135178603766, -0.094760852387487729, -0.98014850452610414,
                           0.17406604510680387};
   const double qvel[6] = {-0.26637692991611883, -0.053023241953017324, -0.0027749406914041978,
