@@ -16,7 +16,28 @@
 namespace contactkit::test {
 namespace {
 
-using LcpTest = MujocoTest;
+class LcpTest : public MujocoTest {
+ protected:
+  struct Lowered {
+    ModelPtr m;
+    DataPtr d;
+    HandlePtr ck;
+    std::unique_ptr<Extracted> e;  // the problem at d
+  };
+  // the humanoid after 300 steps on the floor under s, lowered 3 mm (penetrations for the
+  // position pass), and its problem there (more than six rows)
+  void LowerHumanoid(const ckSettings& s, Lowered* h) {
+    h->m = Load(MujocoModel("humanoid/humanoid.xml"));
+    ASSERT_TRUE(h->m);
+    h->d.reset(mj_makeData(h->m.get()));
+    h->ck = Make(h->m.get(), &s);
+    for (int t = 0; t < 300; t++) ck_step(h->ck.get(), h->m.get(), h->d.get());
+    h->d->qpos[2] -= 3e-3;
+    h->e = std::make_unique<Extracted>(h->m.get());
+    h->e->Extract(h->m.get(), h->d.get());
+    ASSERT_GT(h->e->p().nrow, 6);
+  }
+};
 
 constexpr double kG = 9.81;
 
@@ -596,16 +617,11 @@ TEST_F(LcpTest, LargeIslandIsExactOrReportsItsBudget) {
 // skips that decomposition): none before, one of its clamped set after, and the same tangent
 // from it on every later call
 TEST_F(LcpTest, InexactIslandIsFactoredWhenATangentAsks) {
-  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
-  ASSERT_TRUE(m);
-  DataPtr d(mj_makeData(m.get()));
   ckSettings s = LcpSettings();
-  HandlePtr ck = Make(m.get(), &s);
-  for (int t = 0; t < 300; t++) ck_step(ck.get(), m.get(), d.get());
-  d->qpos[2] -= 3e-3;
-  Extracted e(m.get());
-  e.Extract(m.get(), d.get());
-  ASSERT_GT(e.p().nrow, 6);
+  Lowered h;
+  LowerHumanoid(s, &h);
+  ASSERT_TRUE(h.e);
+  Extracted& e = *h.e;
   // no guess and almost no budget: inexact
   s.warmstart = 0;
   s.lcp.max_work = 1e-6;
@@ -616,7 +632,7 @@ TEST_F(LcpTest, InexactIslandIsFactoredWhenATangentAsks) {
   const Islands& is = e.p().islands;
   for (int k = 0; k < is.nisland; k++) EXPECT_EQ(solver->factorization(k), nullptr) << k;
 
-  const int nv = m->nv, nrow = e.p().nrow;
+  const int nv = h.m->nv, nrow = e.p().nrow;
   std::vector<double> dv(nv), df1(nrow), df2(nrow);
   for (int i = 0; i < nv; i++) dv[i] = std::sin(1.0 + i);
   ProblemTangent dir;
@@ -642,16 +658,11 @@ TEST_F(LcpTest, InexactIslandIsFactoredWhenATangentAsks) {
 
 // islands above max_island_rows are solved by Gauss-Seidel on velocities, within the bounds
 TEST_F(LcpTest, IslandsAboveTheDenseLimitGetGaussSeidel) {
-  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
-  ASSERT_TRUE(m);
-  DataPtr d(mj_makeData(m.get()));
   ckSettings s = LcpSettings();
-  HandlePtr ck = Make(m.get(), &s);
-  for (int t = 0; t < 300; t++) ck_step(ck.get(), m.get(), d.get());
-  d->qpos[2] -= 3e-3;  // 3 mm lower: penetrations for the position pass
-  Extracted e(m.get());
-  e.Extract(m.get(), d.get());
-  ASSERT_GT(e.p().nrow, 6);
+  Lowered h;
+  LowerHumanoid(s, &h);
+  ASSERT_TRUE(h.e);
+  Extracted& e = *h.e;
   s.lcp.max_island_rows = 4;
   s.lcp.pgs_iter = 2000;
 
@@ -663,7 +674,7 @@ TEST_F(LcpTest, IslandsAboveTheDenseLimitGetGaussSeidel) {
   EXPECT_FALSE(small->ForceTangent(e.p(), e.sol(), ProblemTangent(), dummy.data()));
   // close to the exact answer of the dense solver: the velocity after the step (unique; the
   // forces of redundant contacts are not) and the position correction
-  const int nv = m->nv;
+  const int nv = h.m->nv;
   std::vector<double> v(e.sol().v_next, e.sol().v_next + nv);
   ASSERT_NE(e.sol().position_correction, nullptr);
   std::vector<double> u(e.sol().position_correction, e.sol().position_correction + nv);
