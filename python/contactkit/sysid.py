@@ -161,6 +161,10 @@ class _Problem:
         self.sensors = sensors
         self.data = mujoco.MjData(model)
         self.rollouts = 0
+        # the Jacobians a sensitivity step reads (B and D are not computed)
+        nx = 2 * model.nv + model.na
+        self.A = np.zeros((nx, nx))
+        self.C = np.zeros((model.nsensordata, nx)) if sensors else None
 
     def rollout(self, x: np.ndarray, traj: Trajectory, jac: bool):
         m, d, h = self.model, self.data, self.handle
@@ -175,7 +179,7 @@ class _Problem:
         for t in range(len(traj.ctrl)):
             d.ctrl[:] = traj.ctrl[t]
             if jac:
-                A, _, C, _ = h.transition_jac(m, d)
+                A, _, C, _ = h.transition_jac(m, d, A=self.A, C=self.C)
                 P, Ps, _ = h.param_jac(m, d, self.flat)
                 if self.sensors:
                     rows.append((C @ S + Ps @ self.tie) * self.weights[:, None])
