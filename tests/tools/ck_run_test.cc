@@ -333,7 +333,9 @@ TEST_F(CkRunTest, HelpGoesToStdout) {
 TEST_F(CkRunTest, MenagerieModelsThroughTheEnvironment) {
   const std::string dir = CK_SHARED_MODELS;
   if (!FileExists(dir + "/franka_emika_panda/scene.xml")) GTEST_SKIP() << dir << " is absent";
-  ProcessResult r = RunProcess({kRun, "franka_emika_panda/scene", "--steps", "5", "--quiet"});
+  // without the variable (empty is unset; the caller's environment may hold it)
+  ProcessResult r = RunProcess({kRun, "franka_emika_panda/scene", "--steps", "5", "--quiet"},
+                               {{"CK_MENAGERIE", ""}});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("CK_MENAGERIE"), std::string::npos) << r.err;
   r = RunProcess({kRun, "franka_emika_panda/scene", "--steps", "5", "--quiet"},
