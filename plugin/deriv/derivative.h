@@ -221,7 +221,7 @@ class Derivative : private FdTarget {
   // differences if defer_columns_ allows (true), else false
   bool DeferColumn(int col);
   // after a Run that left columns to differences (nfd_): those columns into sink_
-  void DeferredColumns(const mjModel* m, const mjData* d);
+  int DeferredColumns(const mjModel* m, const mjData* d);
   // column col of [A B] (state tangent out, 2nv+na) and of [C D] (sensor tangent ds)
   void EmitState(int col, const double* out) override;
   void EmitSensor(int col, const double* ds) override;

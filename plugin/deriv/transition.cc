@@ -220,24 +220,24 @@ int Derivative::Run(const mjModel* m, const mjData* d) {
   return ok ? 0 : 1;
 }
 
-void Derivative::DeferredColumns(const mjModel* m, const mjData* d) {
+int Derivative::DeferredColumns(const mjModel* m, const mjData* d) {
   // the columns of directions without a force tangent, by the fallback's differences (the
   // others' columns are written: EmitColumn adds nothing to them); the shadow's steps replace
-  // the stage's problem
-  if (!nfd_) return;
+  // the stage's problem. 1 if there were any (the caller is told, as for a full fallback)
+  if (!nfd_) return 0;
+  fallback_ = ckFALLBACK_NO_TANGENT;
   const bool sensors = sink_.C || sink_.D || (sink_.ds && (sink_.gx || sink_.gu));
   fd_.Run(m, d, stage_data_, kNudge, 0, sink_.WantsState(), sink_.WantsCtrl(), sensors, this,
           out_.fd_col);
+  return 1;
 }
 
 int Derivative::Jacobian(const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B, mjtNum* C,
                          mjtNum* D) {
   if (!A && !B && !C && !D) return 0;
   SinkTo(A, B, C, D);
-  if (Run(m, d) == 0) {
-    DeferredColumns(m, d);
-    return 0;
-  }
+  if (Run(m, d) == 0) return DeferredColumns(m, d);
+  nfd_ = 0;  // (every column by differences)
   FiniteDiff(m, d, kNudge, 0, A, B, C, D);
   return 1;
 }
@@ -257,16 +257,17 @@ int Derivative::Vjp(const mjModel* m, const mjData* d, const mjtNum* dx, const m
     // fallback: forward differences, one column at a time through the same sink
     if (gx) mju_zero(gx, ndx);
     if (gu) mju_zero(gu, nu_);
+    nfd_ = 0;  // (every column by differences)
     FiniteDiffSink(m, d, kNudge, 0);
     return 1;
   }
-  DeferredColumns(m, d);  // (none when the complementarity-aware pass below may run)
+  const int ret = DeferredColumns(m, d);  // (none when the complementarity-aware pass may run)
   complementarity_applied_ = false;
   if (settings_.deriv.complementarity_aware && dx && m->opt.integrator != mjINT_RK4 &&
       settings_.integrator == ckINT_MODEL) {
     ComplementarityAware(m, d);
   }
-  return 0;
+  return ret;
 }
 
 bool Derivative::AwareModes(const mjModel* m) {
@@ -361,6 +362,7 @@ int Derivative::JacobianAware(const mjModel* m, const mjData* d, const mjtNum* d
   // the stage's problem)
   if (Run(m, d) != 0 || nfd_) {
     if (nfd_) fallback_ = ckFALLBACK_NO_TANGENT;
+    nfd_ = 0;  // (every column by differences)
     FiniteDiff(m, d, kNudge, 0, A, B, C, D);
     return 1;
   }
@@ -480,7 +482,13 @@ int Finish(ckHandle* ck, const char* fn, int ret, int resets,
   }
   if (ret == 1) {
     ck->fallback = ck->deriv->fallback();
-    SetLastError(ck, fn, "finite differences: %s", ck_fallbackText(ck->fallback));
+    const int ncol = ck->deriv->fd_columns();
+    if (ncol > 0) {
+      SetLastError(ck, fn, "finite differences for %d columns, the others analytic: %s", ncol,
+                   ck_fallbackText(ck->fallback));
+    } else {
+      SetLastError(ck, fn, "finite differences: %s", ck_fallbackText(ck->fallback));
+    }
   }
   return ret;
 }

@@ -280,7 +280,8 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // kappa_grad = kappa_tol: each solve then ends on the central point at kappa_tol (a few extra
 // Newton steps; the step is that point) and that point is differentiated, which agrees with
 // ck_transitionFD. An island whose central point ipm cannot reach gives the columns of the
-// directions that touch it by forward differences (step 1e-6), the others analytic (return 0).
+// directions that touch it by forward differences (step 1e-6), the others analytic: the call
+// returns 1, ck_lastFallback says ckFALLBACK_NO_TANGENT and ck_lastError how many columns.
 CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                            mjtNum* C, mjtNum* D);
 

@@ -4,6 +4,7 @@
 // directions that touch it to differences: those columns are ck_transitionFD's forward ones, the
 // others the analytic columns of the Jacobian without the failure.
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "plugin/deriv/derivative.h"
@@ -51,13 +52,16 @@ TEST_F(IslandFallbackTest, OnlyTheFailedIslandsColumnsAreDifferences) {
   ASSERT_EQ(0, ck->deriv->fd_columns());
 
   // island k fails: the columns of the directions that touch it by differences (each box's
-  // directions touch its own island: the two failures cover every column once), the call still
-  // analytic
+  // directions touch its own island: the two failures cover every column once); the call
+  // returns 1 and says how many columns
   int total = 0;
   for (int k = 0; k < 2; k++) {
     ipm::IpmSolver::center_fail_island_ = k;
     ASSERT_EQ(
-        0, ck_transitionJac(ck.get(), m.get(), d.get(), mixed.A.data(), nullptr, nullptr, nullptr));
+        1, ck_transitionJac(ck.get(), m.get(), d.get(), mixed.A.data(), nullptr, nullptr, nullptr));
+    EXPECT_EQ(ckFALLBACK_NO_TANGENT, ck_lastFallback(ck.get()));
+    EXPECT_NE(std::string(ck_lastError(ck.get())).find("the others analytic"), std::string::npos)
+        << ck_lastError(ck.get());
     if (AllocationCounter::Available()) {
       // (again: the differences' steps allocate nothing either)
       AllocationCounter counter;
