@@ -174,11 +174,9 @@ bool SmoothTangent::ImpedancePass(mjModel* mp, mjData* d, int sign, double scale
     const Contact& con = p.con[c];
     const mjContact* mc = d->contact + con.mj_index;
     ok = ContactGeom(mc, 0) == con.geom[0] && ContactGeom(mc, 1) == con.geom[1];
-    double solref[2] = {mc->solref[0], mc->solref[1]}, K, B;
+    double solref[2] = {mc->solref[0], mc->solref[1]}, imp, K, B;
     double solimp[5] = {mc->solimp[0], mc->solimp[1], mc->solimp[2], mc->solimp[3], mc->solimp[4]};
-    ClampSolParams(h, refsafe, solref, solimp);
-    const double imp = Impedance(solimp, con.dist, con.margin);
-    ReferenceKB(solref, solimp, &K, &B);
+    ContactSoftness(h, refsafe, con.dist, con.margin, solref, solimp, &imp, &K, &B);
     const int row = con.row;
     double Rr[6];
     ContactRegularizers(imp, p.diag_approx[row], mp->opt.impratio, con.mu, con.dim, Rr);

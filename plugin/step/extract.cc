@@ -249,7 +249,9 @@ void Extractor::AddContact(const mjModel* m, const mjData* d, const mjContact* m
   for (int k = 0; k < 3; k++) c.pos[k] = mc->pos[k];
   for (int k = 0; k < 2; k++) c.solref[k] = mc->solref[k];
   for (int k = 0; k < 5; k++) c.solimp[k] = mc->solimp[k];
-  ClampSolParams(m->opt.timestep, !(m->opt.disableflags & mjDSBL_REFSAFE), c.solref, c.solimp);
+  double imp, K, B;
+  ContactSoftness(m->opt.timestep, !(m->opt.disableflags & mjDSBL_REFSAFE), c.dist, c.margin,
+                  c.solref, c.solimp, &imp, &K, &B);
   c.efc_address = i;
   c.mj_index = id;
   c.cfd_pos = c.cfd_slope = 0;
@@ -285,9 +287,6 @@ void Extractor::AddContact(const mjModel* m, const mjData* d, const mjContact* m
   // R[j] mu[j]^2 = R1 mu[0]^2 for the remaining friction rows
   const double tran = m->body_invweight0[2 * b1] + m->body_invweight0[2 * b2];
   const double rot = m->body_invweight0[2 * b1 + 1] + m->body_invweight0[2 * b2 + 1];
-  const double imp = Impedance(c.solimp, c.dist, c.margin);
-  double K, B;
-  ReferenceKB(c.solref, c.solimp, &K, &B);
   for (int r = 0; r < dim; r++) {
     const int row = nrow + r;
     p->kind[row] = r == 0 ? kRowContactNormal : kRowContactFriction;

@@ -74,6 +74,13 @@ void ClampSolParams(double h, bool refsafe, double solref[2], double solimp[5]) 
   solimp[4] = std::max(1.0, solimp[4]);
 }
 
+void ContactSoftness(double h, bool refsafe, double dist, double margin, double solref[2],
+                     double solimp[5], double* imp, double* K, double* B) {
+  ClampSolParams(h, refsafe, solref, solimp);
+  *imp = Impedance(solimp, dist, margin);
+  ReferenceKB(solref, solimp, K, B);
+}
+
 void ContactRegularizers(double imp, double diag_approx, double impratio, const double mu[5],
                          int dim, double* R) {
   R[0] = std::max(kMinVal, (1 - imp) * diag_approx / imp);

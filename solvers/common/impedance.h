@@ -17,6 +17,11 @@ void ReferenceKB(const double solref[2], const double solimp[5], double* K, doub
 // MuJoCo's clamps: solref[0] >= 2h in standard format (unless disabled), solimp ranges
 void ClampSolParams(double h, bool refsafe, double solref[2], double solimp[5]);
 
+// a contact's softness as MuJoCo makes it: solref and solimp clamped in place, then the
+// impedance at (dist, margin) and the reference stiffness K and damping B
+void ContactSoftness(double h, bool refsafe, double dist, double margin, double solref[2],
+                     double solimp[5], double* imp, double* K, double* B);
+
 // a contact's rows' regularizers R (dim), MuJoCo's elliptic convention: R0 from the impedance and
 // the normal row's diag_approx, R1 = R0 / impratio, R_j mu_j^2 = R1 mu_0^2 for the other rows
 void ContactRegularizers(double imp, double diag_approx, double impratio, const double mu[5],
