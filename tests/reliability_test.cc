@@ -64,7 +64,8 @@ TEST_F(ReliabilityTest, SettingsChangesKeepMemoryFlat) {
       << ck_lastError(ck.get());
 }
 
-// the header: m is needed only to turn derivatives on
+// the header: m is needed only to change cfd_width once the derivative workspace is made (by
+// the first derivative call)
 TEST_F(ReliabilityTest, SetSettingsWithoutModelOnDerivativeHandle) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ASSERT_TRUE(m);
@@ -73,7 +74,14 @@ TEST_F(ReliabilityTest, SetSettingsWithoutModelOnDerivativeHandle) {
   char err[512] = "stale";
   EXPECT_EQ(0, ck_setSettings(ck.get(), nullptr, &s, err, sizeof(err))) << err;
   EXPECT_STREQ(err, "");
-  s.deriv.cfd_width = 0.01;  // contacts from distance copy the model
+  s.deriv.cfd_width = 0.01;  // no workspace yet: kept for the one the first call makes
+  EXPECT_EQ(0, ck_setSettings(ck.get(), nullptr, &s, err, sizeof(err))) << err;
+  DataPtr d(mj_makeData(m.get()));
+  const int ndx = 2 * m->nv + m->na;
+  std::vector<mjtNum> A(ndx * ndx);
+  EXPECT_GE(ck_transitionJac(ck.get(), m.get(), d.get(), A.data(), nullptr, nullptr, nullptr), 0)
+      << ck_lastError(ck.get());
+  s.deriv.cfd_width = 0.02;  // contacts from distance copy the model
   EXPECT_EQ(-1, ck_setSettings(ck.get(), nullptr, &s, err, sizeof(err)));
   EXPECT_NE(std::string(err).find("cfd_width"), std::string::npos) << err;
   EXPECT_EQ(0, ck_setSettings(ck.get(), m.get(), &s, err, sizeof(err))) << err;

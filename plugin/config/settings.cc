@@ -97,7 +97,7 @@ const KeyInfo kKeys[] = {
    "previous step's impulses and an exact solve of its classification, then pivot from there"},
 
   {"derivatives", "derivative", kKeyBool, CK_OFF(deriv.enabled), 0, 1, false, false, "1",
-   "handle holds the derivative workspace (0: simulation only, less memory)"},
+   "derivatives allowed; their workspace is made by the first derivative call (0: refused)"},
   {"cfd_width", "derivative", kKeyReal, CK_OFF(deriv.cfd_width), 0, 1, false, false, "0",
    "contacts-from-distance width w_c in meters (0: off)"},
   {"cfd_solimp", "derivative", kKeyReal5, CK_OFF(deriv.cfd_solimp), 0, kInf, false, true,

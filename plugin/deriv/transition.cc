@@ -41,7 +41,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   SizeAdaptive(s);
   ckSettings inner = s;
   inner.deriv.enabled = 0;
-  shadow_ = MakeHandle(m, inner, false, error);
+  shadow_ = MakeHandle(m, inner, error);
   if (!shadow_) return false;
   shadow_->extractor.set_structural(true);
   stage_data_ = mj_makeData(m);
@@ -414,10 +414,15 @@ int FirstBad(const mjtNum* x, int n) {
 // their destructors, which is undefined behaviour.
 int CheckTransition(ckHandle* ck, const mjModel* m, const mjData* d, const char* fn) {
   if (!CheckEntry(ck, m, d, fn, false)) return -1;
-  if (!ck->deriv) {
+  if (!ck->settings.deriv.enabled) {
     SetLastError(ck, fn,
                  "the handle has no derivative workspace (setting 'derivatives' is 0; turn it on "
                  "with ck_setSettings)");
+    return -1;
+  }
+  std::string err;
+  if (!EnsureDerivative(ck, m, &err)) {
+    SetLastError(ck, fn, "could not make the derivative workspace: %s", err.c_str());
     return -1;
   }
   const struct {

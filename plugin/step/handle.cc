@@ -194,8 +194,7 @@ void WarnOnceMsg(ckHandle* ck, WarnOnce kind, const char* msg) {
   Warn(msg);
 }
 
-ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative,
-                     std::string* err) {
+ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, std::string* err) {
   ckHandle* ck = new (std::nothrow) ckHandle();
   if (!ck) {
     *err = "out of memory";
@@ -226,20 +225,27 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative
     std::memset(&ck->stats, 0, sizeof(ckStats));
     ck->stats.solver = s.solver;
     ck->fingerprint = ModelFingerprint(m);
-    if (with_derivative) {
-      ck->deriv = std::make_unique<Derivative>();
-      if (!ck->deriv->Setup(m, s, err)) {
-        delete ck;
-        return nullptr;
-      }
-      ck->deriv->set_owner(ck);
-    }
   } catch (const std::bad_alloc&) {
     *err = "out of memory";
     delete ck;
     return nullptr;
   }
   return ck;
+}
+
+bool EnsureDerivative(ckHandle* ck, const mjModel* m, std::string* err) {
+  if (ck->deriv) return true;
+  auto deriv = std::make_unique<Derivative>();
+  bool ok = false;
+  try {
+    ok = deriv->Setup(m, ck->settings, err);
+  } catch (const std::bad_alloc&) {
+    *err = "out of memory";
+  }
+  if (!ok) return false;
+  deriv->set_owner(ck);
+  ck->deriv = std::move(deriv);
+  return true;
 }
 
 }  // namespace contactkit
@@ -268,7 +274,7 @@ ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* error, int
     return nullptr;
   }
   std::string err;
-  ckHandle* ck = MakeHandle(m, s, s.deriv.enabled != 0, &err);
+  ckHandle* ck = MakeHandle(m, s, &err);
   if (!ck) SetError(error, error_sz, "ck_make: " + err);
   return ck;
 }
@@ -309,20 +315,9 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
   std::unique_ptr<Solver> solver;
   if (rebuild && !PrepareSolver(ck, *settings, &solver, &err)) return fail(err);
 
-  // the derivative workspace follows `derivatives`: made here when turned on, freed when off
-  std::unique_ptr<Derivative> deriv;
-  if (settings->deriv.enabled && !ck->deriv) {
-    if (!m) return fail("turning derivatives on needs the model (m is NULL)");
-    deriv = std::make_unique<Derivative>();
-    bool ok = false;
-    try {
-      ok = deriv->Setup(m, *settings, &err);
-    } catch (const std::bad_alloc&) {
-      err = "out of memory";
-    }
-    if (!ok) return fail(err);
-    deriv->set_owner(ck);
-  } else if (ck->deriv && settings->deriv.enabled && !ck->deriv->SetSettings(m, *settings, &err)) {
+  // the derivative workspace follows `derivatives`: a made one takes the new settings, or is
+  // freed when turned off (one not made yet is made by the first derivative call)
+  if (ck->deriv && settings->deriv.enabled && !ck->deriv->SetSettings(m, *settings, &err)) {
     return fail(err);
   }
   const bool regap = settings->solver == ckSOL_IPM && settings->ipm.gap_recheck > 0;
@@ -338,7 +333,6 @@ int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, c
   } else if (ck->solver) {
     ck->solver->SetSettings(*settings);
   }
-  if (deriv) ck->deriv = std::move(deriv);
   if (!settings->deriv.enabled) ck->deriv.reset();
   ck->settings = *settings;
   ck->error[0] = 0;

@@ -114,10 +114,14 @@ class InUse {
   bool ok_ = false;
 };
 
-// a handle for m with validated settings s; with_derivative also allocates the derivative
-// workspace. Null with a message on error.
-ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, bool with_derivative,
-                     std::string* error);
+// a handle for m with validated settings s, without a derivative workspace. Null with a message
+// on error.
+ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, std::string* error);
+
+// the derivative workspace of ck (setting "derivatives" on), made for m by the first derivative
+// call and kept: simulation-only use of a handle never pays for it. False with a message if it
+// cannot be made.
+bool EnsureDerivative(ckHandle* ck, const mjModel* m, std::string* error);
 
 // MuJoCo's resets of d for a bad state so far (mj_checkPos, mj_checkVel, mj_checkAcc)
 int Resets(const mjData* d);

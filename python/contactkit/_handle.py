@@ -260,8 +260,9 @@ class Handle:
     def set(self, model: Optional[mujoco.MjModel] = None, **settings: Any) -> None:
         """Change settings between steps (solver switch included); validated first.
 
-        model is needed only when turning derivatives on. Raises ValueError and keeps the
-        previous settings on bad input."""
+        model is needed only when turning gap_recheck on or changing cfd_width after a
+        derivative call (the first derivative call makes the derivative workspace). Raises
+        ValueError and keeps the previous settings on bad input."""
         address = 0
         if model is not None:
             self._require_model(model)

@@ -198,7 +198,9 @@ CKAPI const char* ck_fallbackText(int reason);
 
 // Create a handle for model m. settings may be NULL: the handle then takes its settings from the
 // model (ck_settingsFromModel), and a model without any gets the "mujoco" pass-through.
-// All workspace is allocated here. Returns NULL with a message on error.
+// All workspace for stepping is allocated here; the derivative workspace (setting "derivatives")
+// is made by the first derivative call on the handle and kept, so a handle that only simulates
+// never holds it. Returns NULL with a message on error.
 CKAPI ckHandle* ck_make(const mjModel* m, const ckSettings* settings, char* error, int error_sz);
 
 // Free a handle (NULL is allowed).
@@ -209,11 +211,12 @@ CKAPI void ck_free(ckHandle* ck);
 CKAPI int ck_sameModel(const ckHandle* ck, const mjModel* m);
 
 // Change settings between steps (solver switch included); allocates the new solver's workspace
-// (also lcp's when max_island_rows changes, which sizes it), and the derivative workspace when
-// "derivatives" is turned on. m may be NULL unless the change needs the model: turning
-// "derivatives" on, turning ipm's "gap_recheck" on, or changing "cfd_width" to a positive value
-// with derivatives on; if given, it must be the handle's model. Returns 0 (the error buffer is
-// then empty), or -1 with a message, in which case the handle keeps its previous settings.
+// (also lcp's when max_island_rows changes, which sizes it) and frees the derivative workspace
+// when "derivatives" is turned off (turned on, the next derivative call makes it). m may be NULL
+// unless the change needs the model: turning ipm's "gap_recheck" on, or changing "cfd_width" to
+// a positive value once the derivative workspace is made; if given, it must be the handle's
+// model. Returns 0 (the error buffer is then empty), or -1 with a message, in which case the
+// handle keeps its previous settings.
 CKAPI int ck_setSettings(ckHandle* ck, const mjModel* m, const ckSettings* settings, char* error,
                          int error_sz);
 
@@ -262,26 +265,28 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // analytically (Newton-Euler tangents, MuJoCo's qDeriv) where the model allows it, otherwise by
 // forward differences of MuJoCo's position stages, never of the constraint solve. Settings
 // "cfd_width" and "elastic_correction" change the Jacobian (not the step). d is left exactly as
-// it was; all memory was allocated by ck_make. Returns 0 if the analytic path was taken, 1 if
-// finite differences through ck_step were used instead (forward, eps 1e-6: a solver without a
-// force tangent, noslip iterations, more rows than the handle holds, a singular Hessian, an
-// active connect or weld equality on MuJoCo 3.7+, whose reference holds Jdot v, fluid forces
-// under the implicit integrators),
-// -1 on bad arguments, a model other than the handle's, or a handle without derivatives (setting
-// "derivatives" = 0), -2 for a state MuJoCo would reset (NaN, inf or beyond 1e10 in qpos, qvel,
-// act, ctrl, qacc_warmstart, qfrc_applied, xfrc_applied or mocap; nothing written) or one whose
-// step leaves that range (outputs then not meaningful); ck_lastError says why. With comfree's
-// contact anchors (setting "anchor") the step starts from the handle's anchors and the Jacobian
-// holds them fixed (the state does not include them); the handle's anchors are left as they were.
-// Solver ipm: the Jacobian is NOT the derivative of the step taken. It is taken at the central-
-// path point kappa_grad (default 1e-4), a smoothed gradient of softened contact, while the step
-// is solved to kappa_tol (default 1e-10); with the defaults it lies 10-100% away from finite
-// differences of ck_step on states with contact. For the exact derivative of the step set
-// kappa_grad = kappa_tol: each solve then ends on the central point at kappa_tol (a few extra
-// Newton steps; the step is that point) and that point is differentiated, which agrees with
-// ck_transitionFD. An island whose central point ipm cannot reach gives the columns of the
-// directions that touch it by forward differences (step 1e-6), the others analytic: the call
-// returns 1, ck_lastFallback says ckFALLBACK_NO_TANGENT and ck_lastError how many columns.
+// it was; the first derivative call on a handle makes its derivative workspace (see ck_make), later
+// calls allocate nothing. Returns 0 if the analytic path was taken, 1 if finite differences
+// through ck_step were used instead (forward, eps 1e-6: a solver without a force tangent, noslip
+// iterations, more rows than the handle holds, a singular Hessian, an active connect or weld
+// equality on MuJoCo 3.7+, whose reference holds Jdot v, fluid forces under the implicit
+// integrators),
+// -1 on bad arguments, a model other than the handle's, a handle without derivatives (setting
+// "derivatives" = 0) or a derivative workspace that cannot be made, -2 for a state MuJoCo would
+// reset (NaN, inf or beyond 1e10 in qpos, qvel, act, ctrl, qacc_warmstart, qfrc_applied,
+// xfrc_applied or mocap; nothing written) or one whose step leaves that range (outputs then not
+// meaningful); ck_lastError says why. With comfree's contact anchors (setting "anchor") the step
+// starts from the handle's anchors and the Jacobian holds them fixed (the state does not include
+// them); the handle's anchors are left as they were. Solver ipm: the Jacobian is NOT the derivative
+// of the step taken. It is taken at the central-path point kappa_grad (default 1e-4), a smoothed
+// gradient of softened contact, while the step is solved to kappa_tol (default 1e-10); with the
+// defaults it lies 10-100% away from finite differences of ck_step on states with contact. For the
+// exact derivative of the step set kappa_grad = kappa_tol: each solve then ends on the central
+// point at kappa_tol (a few extra Newton steps; the step is that point) and that point is
+// differentiated, which agrees with ck_transitionFD. An island whose central point ipm cannot reach
+// gives the columns of the directions that touch it by forward differences (step 1e-6), the others
+// analytic: the call returns 1, ck_lastFallback says ckFALLBACK_NO_TANGENT and ck_lastError how
+// many columns.
 CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                            mjtNum* C, mjtNum* D);
 

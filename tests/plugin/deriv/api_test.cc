@@ -373,10 +373,8 @@ TEST_F(DerivativeApiTest, SimulationOnlyHandle) {
                                 nullptr, nullptr));
 
   char err[200] = "";
-  s.deriv.enabled = 1;
-  EXPECT_EQ(-1, ck_setSettings(lean.get(), nullptr, &s, err, sizeof(err)));
-  EXPECT_NE(std::string(err).find("needs the model"), std::string::npos) << err;
-  ASSERT_EQ(0, ck_setSettings(lean.get(), m.get(), &s, err, sizeof(err))) << err;
+  s.deriv.enabled = 1;  // (the workspace is made by the first derivative call: no model needed)
+  ASSERT_EQ(0, ck_setSettings(lean.get(), nullptr, &s, err, sizeof(err))) << err;
   ASSERT_EQ(0, ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), ja.B.data(), nullptr,
                                 nullptr));
   ASSERT_EQ(0, ck_transitionJac(full.get(), m.get(), b.get(), jb.A.data(), jb.B.data(), nullptr,
@@ -388,6 +386,41 @@ TEST_F(DerivativeApiTest, SimulationOnlyHandle) {
   ASSERT_EQ(0, ck_setSettings(lean.get(), m.get(), &s, err, sizeof(err))) << err;
   EXPECT_EQ(-1,
             ck_transitionJac(lean.get(), m.get(), a.get(), ja.A.data(), nullptr, nullptr, nullptr));
+}
+
+// the derivative workspace is made by the first derivative call, not by ck_make: a handle that
+// only simulates costs the same with derivatives on or off, and only that first call allocates
+TEST_F(DerivativeApiTest, DerivativeWorkspaceIsMadeByTheFirstCall) {
+  if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  for (int solver = 0; solver < ckNSOLVER; solver++) {
+    ckSettings on = Settings(solver), off = on;
+    off.deriv.enabled = 0;
+    AllocationCounter counter;
+    counter.Start();
+    HandlePtr lean = Make(m.get(), &off);
+    const long made_off = counter.Stop();
+    counter.Start();
+    HandlePtr ck = Make(m.get(), &on);
+    const long made_on = counter.Stop();
+    EXPECT_EQ(made_on, made_off) << "solver " << solver;
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < 20; t++) ck_step(ck.get(), m.get(), d.get());
+    Jacobians jac(m.get());
+    counter.Start();
+    const int first =
+        ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr);
+    const long made_first = counter.Stop();
+    counter.Start();
+    const int second =
+        ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr);
+    const long made_second = counter.Stop();
+    EXPECT_EQ(0, first) << ck_lastError(ck.get());
+    EXPECT_EQ(0, second) << ck_lastError(ck.get());
+    EXPECT_GT(made_first, 0) << "solver " << solver;
+    EXPECT_EQ(made_second, 0) << "solver " << solver;
+  }
 }
 
 // switching solvers between Jacobians: a Jacobian after the switch is bit-identical to a new
