@@ -151,9 +151,10 @@ class Derivative : private FdTarget {
   // the same for a solver (comfree, lcp, ipm): the integrator's solve with the adjoint once, then
   // per direction its right-hand side's product and, with the solver's reverse mode
   // (Solver::PrepareAdjoint), AdjointDot instead of ForceTangent; false if a direction has no
-  // force tangent and cannot be deferred (fallback_ set)
+  // force tangent and cannot be deferred (fallback_ set); *done false, with nothing emitted,
+  // where the solver has blocked force tangents but no reverse mode (the caller streams)
   bool SolverAdjointApplies() const;
-  bool SolverAdjointDirections(const mjModel* m);
+  bool SolverAdjointDirections(const mjModel* m, bool* done);
   // tan_.touched of a unit position or velocity direction of dof: its tree's island (rows and
   // mass move with their trees) and the islands of the trees its dv_free reaches
   void MarkUnitTouched(const Problem& p, int dof);

@@ -359,7 +359,11 @@ bool Derivative::SingleStage(const mjModel* m) {
     AdjointDirections(m);
     return true;
   }
-  if (SolverAdjointApplies()) return SolverAdjointDirections(m);
+  bool done = false;
+  if (SolverAdjointApplies()) {
+    const bool ok = SolverAdjointDirections(m, &done);
+    if (done) return ok;
+  }
   double* out = out_.state_col;
   double* ds = out_.sensor_col;
   auto column = [&](int kind, int index, int col) {
@@ -457,7 +461,7 @@ bool Derivative::SolverAdjointApplies() const {
          !sink_.A && !sink_.B && !sink_.C && !sink_.D && !stage_.sensors && !apply_modes_;
 }
 
-bool Derivative::SolverAdjointDirections(const mjModel* m) {
+bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   // column k (SolveTangent): out_k = (Tq dq_k + Tw dv+_k, dv+_k, clip(dact_k + h dact_dot_k))
   // with dv+_k = dv_k + h daint_k, M_int daint_k = b_k + J' df_k (b_k: AccelerationRhs at
   // df = 0). With g = Tw' aq + av and w = h M_int^-T g (Euler's M, M + h D or implicit's LU):
@@ -489,6 +493,9 @@ bool Derivative::SolverAdjointDirections(const mjModel* m) {
   integrator_.SolveT(w);
   for (int i = 0; i < p.nrow; i++) y[i] = p.J.Dot(i, w);
   const bool reverse = stage_.solver->PrepareAdjoint(p, sol, y, up ? xi : nullptr);
+  // (a solver's blocked force tangents, ipm's on one island, beat them one by one: streamed)
+  if (!reverse && stage_.slots && !stage_.own_slots) return true;
+  *done = true;
   ActivationAdjoint(m, nominal_.act, nominal_.act_dot, h, sink_.dx + 2 * nv, alpha);
   for (int i = 0; i < p.nrow; i++) tan_.dforce[i] = 0;  // (reverse: b_k has no force tangent)
   tan_.has_dposition_correction = false;
