@@ -156,7 +156,8 @@ class Derivative : private FdTarget {
   bool SolverAdjointApplies() const;
   bool SolverAdjointDirections(const mjModel* m, bool* done);
   // tan_.touched of a unit position or velocity direction of dof: its tree's island (rows and
-  // mass move with their trees) and the islands of the trees its dv_free reaches
+  // mass move with their trees) and the islands of the trees its dv_free reaches; dof -1: the
+  // latter only (a direction that moves no row data and no M)
   void MarkUnitTouched(const Problem& p, int dof);
   // the Jacobians of an Euler / implicit step, of an RK4 step
   bool SingleStage(const mjModel* m);  // (param_.run: the parameter directions instead)

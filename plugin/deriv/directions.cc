@@ -512,9 +512,12 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
       smooth_.UnitTangent(m, kind, index);
       for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] = 0;
       ProblemTangent dir;
-      const bool unit = kind == kPos || kind == kVel;
-      if (unit) MarkUnitTouched(p, index);
-      FormTangent(m, &dir, unit);
+      // (a control or activation direction moving no row data and no M: dv_free's islands)
+      const bool rowless = !tan_.has_dJ && !tan_.has_dpos && !tan_.has_dvel && !tan_.has_drows &&
+                           !tan_.has_dM && !tan_.has_dM_problem;
+      const bool marked = kind == kPos || kind == kVel || rowless;
+      if (marked) MarkUnitTouched(p, kind == kPos || kind == kVel ? index : -1);
+      FormTangent(m, &dir, marked);
       double v = 0;
       if (reverse) {
         v = stage_.solver->AdjointDot(p, sol, dir);
@@ -548,7 +551,7 @@ void Derivative::MarkUnitTouched(const Problem& p, int dof) {
     return;
   }
   for (int k = 0; k < is.nisland; k++) tan_.touched[k] = 0;
-  const int island = is.tree_island[p.dof_tree[dof]];
+  const int island = dof >= 0 ? is.tree_island[p.dof_tree[dof]] : -1;
   if (island >= 0) tan_.touched[island] = 1;
   ForNonzero(tan_.dv_free, p.nv, [&](int j) {
     const int k = is.tree_island[p.dof_tree[j]];
