@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
   app.add_option("--solvers", solvers_arg, "comma-separated solvers");
   app.add_flag("--jac-only", jac_only,
                "time the Jacobians only (for perf record; ratios of one FD)");
+  bool vjp_only = false;
+  app.add_flag("--vjp-only", vjp_only, "after one round, time the VJPs only (for perf record)");
   app.add_option("--dump", dump, "write each solver's A and B (binary doubles) to DUMP.<solver>");
   CLI11_PARSE(app, argc, argv);
 
@@ -106,6 +108,11 @@ int main(int argc, char** argv) {
   for (int r = 0; r < rounds; r++) {
     for (Entry& e : entries) {
       double t0 = CpuSeconds();
+      if (vjp_only && r > 0) {
+        ck_transitionVJP(e.ck, m, e.d, dx.data(), nullptr, gx.data(), gu.data());
+        e.vjp = std::min(e.vjp, CpuSeconds() - t0);
+        continue;
+      }
       const int rc = ck_transitionJac(e.ck, m, e.d, A.data(), B.data(), nullptr, nullptr);
       double t1 = CpuSeconds();
       if (rc != 0)
@@ -118,7 +125,7 @@ int main(int argc, char** argv) {
       t1 = CpuSeconds();
       e.vjp = std::min(e.vjp, t1 - t0);
     }
-    if (jac_only && r > 0) continue;
+    if ((jac_only || vjp_only) && r > 0) continue;
     const double t0 = CpuSeconds();
     mjd_transitionFD(m, d, 1e-6, 0, A.data(), B.data(), nullptr, nullptr);
     fd = std::min(fd, CpuSeconds() - t0);

@@ -119,8 +119,8 @@ class Derivative : private FdTarget {
   // force tangent and integrator acceleration tangent tan_.dqacc_int; false if the solver has
   // none
   bool SolveTangent(const mjModel* m);
-  // the current direction's problem tangent (and tan_.touched)
-  void FormTangent(const mjModel* m, ProblemTangent* dir);
+  // the current direction's problem tangent (and tan_.touched; marked: the caller set it)
+  void FormTangent(const mjModel* m, ProblemTangent* dir, bool marked = false);
   // tan_.dqacc_int = dqfrc_smooth + dqfrc_constraint + dqderiv_qacc - dM_int aint (before the
   // integrator's solve)
   void AccelerationRhs(const mjModel* m);
@@ -148,6 +148,17 @@ class Derivative : private FdTarget {
   // its right-hand side instead of its solve and column
   bool AdjointApplies() const;
   void AdjointDirections(const mjModel* m);
+  // the same for a solver (comfree, lcp, ipm): the integrator's solve with the adjoint once, then
+  // per direction its right-hand side's product and, with the solver's reverse mode
+  // (Solver::PrepareAdjoint), AdjointDot instead of ForceTangent; false if a direction has no
+  // force tangent and cannot be deferred (fallback_ set); *done false, with nothing emitted,
+  // where the solver has blocked force tangents but no reverse mode (the caller streams)
+  bool SolverAdjointApplies() const;
+  bool SolverAdjointDirections(const mjModel* m, bool* done);
+  // tan_.touched of a unit position or velocity direction of dof: its tree's island (rows and
+  // mass move with their trees) and the islands of the trees its dv_free reaches; dof -1: the
+  // latter only (a direction that moves no row data and no M)
+  void MarkUnitTouched(const Problem& p, int dof);
   // the Jacobians of an Euler / implicit step, of an RK4 step
   bool SingleStage(const mjModel* m);  // (param_.run: the parameter directions instead)
   bool RungeKutta(const mjModel* m);

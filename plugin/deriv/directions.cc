@@ -12,6 +12,7 @@
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 #include "plugin/step/integrator.h"
+#include "solvers/common/reach.h"
 
 namespace contactkit {
 namespace {
@@ -358,6 +359,11 @@ bool Derivative::SingleStage(const mjModel* m) {
     AdjointDirections(m);
     return true;
   }
+  bool done = false;
+  if (SolverAdjointApplies()) {
+    const bool ok = SolverAdjointDirections(m, &done);
+    if (done) return ok;
+  }
   double* out = out_.state_col;
   double* ds = out_.sensor_col;
   auto column = [&](int kind, int index, int col) {
@@ -448,6 +454,109 @@ void Derivative::AdjointDirections(const mjModel* m) {
     }
   }
   smooth_.RestoreActuation();
+}
+
+bool Derivative::SolverAdjointApplies() const {
+  return stage_.solver && stage_.has_rows && !param_.run && elastic_.n() == 0 && sink_.dx &&
+         !sink_.A && !sink_.B && !sink_.C && !sink_.D && !stage_.sensors && !apply_modes_;
+}
+
+bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
+  // column k (SolveTangent): out_k = (Tq dq_k + Tw dv+_k, dv+_k, clip(dact_k + h dact_dot_k))
+  // with dv+_k = dv_k + h daint_k, M_int daint_k = b_k + J' df_k (b_k: AccelerationRhs at
+  // df = 0). With g = Tw' aq + av and w = h M_int^-T g (Euler's M, M + h D or implicit's LU):
+  //   a' out_k = (Tq' aq)' dq_k + g' dv_k + w' b_k + (J w)' df_k + alpha' (dact_k + h dact_dot_k)
+  // where (J w)' df_k is the solver's AdjointDot, prepared once with the weights J w; a solver
+  // without one gives df_k by ForceTangent (no integrator solve, no column). lcp's position
+  // correction u (q+ = (q (+) h v+) (+) h u): Tq, Tw through both maps, and xi' du_k with xi
+  // the correction map's adjoint of du (in AdjointDot, or by PositionTangent)
+  const Problem& p = *stage_.problem;
+  const Solution& sol = *stage_.solution;
+  const int nv = nv_, na = na_, ndx = 2 * nv + na;
+  const double h = p.h;
+  double* tq = block_.damped;           // Tq' aq           (nv)
+  double* g = block_.damped + nv;       // Tw' aq + av      (nv)
+  double* w = block_.damped + 2 * nv;   // h M_int^-T g     (nv)
+  double* y = block_.dforce;            // J w              (nrow)
+  double* xi = block_.damped + 3 * nv;  // du's adjoint      (nv)
+  double* alpha = out_.state_col;       //                  (na)
+  const double* up = sol.position_correction;
+  if (up) {
+    double* mid = block_.damped + 4 * nv;  // adjoint of q (+) h v+  (nv)
+    IntegrateTangentT(m, integrator_.correction_maps, h, sink_.dx, mid, xi);
+    IntegrateTangentT(m, integrator_.step_maps, h, mid, tq, g);
+  } else {
+    IntegrateTangentT(m, integrator_.step_maps, h, sink_.dx, tq, g);
+  }
+  for (int i = 0; i < nv; i++) g[i] += sink_.dx[nv + i];
+  for (int i = 0; i < nv; i++) w[i] = h * g[i];
+  integrator_.SolveT(w);
+  for (int i = 0; i < p.nrow; i++) y[i] = p.J.Dot(i, w);
+  const bool reverse = stage_.solver->PrepareAdjoint(p, sol, y, up ? xi : nullptr);
+  // (a solver's blocked force tangents, ipm's on one island, beat them one by one: streamed)
+  if (!reverse && stage_.slots && !stage_.own_slots) return true;
+  *done = true;
+  ActivationAdjoint(m, nominal_.act, nominal_.act_dot, h, sink_.dx + 2 * nv, alpha);
+  for (int i = 0; i < p.nrow; i++) tan_.dforce[i] = 0;  // (reverse: b_k has no force tangent)
+  tan_.has_dposition_correction = false;
+  defer_columns_ = !settings_.deriv.complementarity_aware;
+
+  for (int kind = kCtrl; kind <= kPos; kind++) {
+    if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
+    const int n = kind == kCtrl ? nu_ : kind == kAct ? na : nv;
+    for (int index = 0; index < n; index++) {
+      const int col = kind == kCtrl  ? ndx + index
+                      : kind == kAct ? 2 * nv + index
+                      : kind == kVel ? nv + index
+                                     : index;
+      smooth_.UnitTangent(m, kind, index);
+      for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] = 0;
+      ProblemTangent dir;
+      // (a control or activation direction moving no row data and no M: dv_free's islands)
+      const bool rowless = !tan_.has_dJ && !tan_.has_dpos && !tan_.has_dvel && !tan_.has_drows &&
+                           !tan_.has_dM && !tan_.has_dM_problem;
+      const bool marked = kind == kPos || kind == kVel || rowless;
+      if (marked) MarkUnitTouched(p, kind == kPos || kind == kVel ? index : -1);
+      FormTangent(m, &dir, marked);
+      double v = 0;
+      if (reverse) {
+        v = stage_.solver->AdjointDot(p, sol, dir);
+      } else if (!stage_.solver->ForceTangent(p, sol, dir, tan_.dforce)) {
+        // (by differences after the others, as Directions defers it)
+        fallback_ = ckFALLBACK_NO_TANGENT;
+        if (DeferColumn(col)) continue;
+        defer_columns_ = false;
+        return false;
+      } else if (up && stage_.solver->PositionTangent(p, dir, tan_.dposition_correction)) {
+        v = mju_dot(xi, tan_.dposition_correction, nv);
+      }
+      ConstraintForceTangent(p);
+      AccelerationRhs(m);  // b_k (+ J' df_k) in tan_.dqacc_int
+      v += mju_dot(w, tan_.dqacc_int, nv);
+      for (int i = 0; i < na; i++) v += h * alpha[i] * tan_.dact_dot[i];
+      v += kind == kPos ? tq[index] : kind == kVel ? g[index] : kind == kAct ? alpha[index] : 0;
+      (kind == kCtrl ? sink_.gu[index] : sink_.gx[col]) += v;
+    }
+  }
+  defer_columns_ = false;
+  smooth_.RestoreActuation();
+  return true;
+}
+
+void Derivative::MarkUnitTouched(const Problem& p, int dof) {
+  // (IslandReach::Mark's superset without its passes over the row and Jacobian arrays)
+  const Islands& is = p.islands;
+  if (is.nisland == 1) {
+    tan_.touched[0] = 1;
+    return;
+  }
+  for (int k = 0; k < is.nisland; k++) tan_.touched[k] = 0;
+  const int island = dof >= 0 ? is.tree_island[p.dof_tree[dof]] : -1;
+  if (island >= 0) tan_.touched[island] = 1;
+  ForNonzero(tan_.dv_free, p.nv, [&](int j) {
+    const int k = is.tree_island[p.dof_tree[j]];
+    if (k >= 0) tan_.touched[k] = 1;
+  });
 }
 
 //---------------------------------- RK4 -----------------------------------------------------------

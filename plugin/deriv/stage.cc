@@ -271,7 +271,7 @@ void Derivative::AnchorTangent(const mjModel* m) {
   }
 }
 
-void Derivative::FormTangent(const mjModel* m, ProblemTangent* out) {
+void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked) {
   const Problem& p = *stage_.problem;
   ProblemTangent& dir = *out;
   dir.v_free = tan_.dv_free;
@@ -292,7 +292,7 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out) {
   }
   // the islands the direction perturbs: the others have no force tangent (most directions
   // move one tree)
-  reach_.Mark(p, dir, tan_.touched);
+  if (!marked) reach_.Mark(p, dir, tan_.touched);
   dir.touched = tan_.touched;
 }
 

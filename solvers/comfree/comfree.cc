@@ -109,6 +109,13 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);
   dmtree_.assign(ntree, 0);
+  for (auto* v : {&adj_R_, &adj_diag_, &adj_pos_, &adj_disp_, &adj_ratio_, &adj_dvel_, &adj_invm_})
+    v->assign(rows, 0.0);
+  adj_J_.assign(std::max(dims.max_nnz, 1), 0.0);
+  adj_vfree_.assign(nv, 0.0);
+  adj_M_.assign(std::max(dims.nM, 1), 0.0);
+  adj_relax_.assign(ntree, 0.0);
+  adj_patch_.assign(ncon, 0.0);
   wstale_ = true;
   return true;
 }

@@ -87,6 +87,9 @@ class ComfreeSolver final : public Solver {
   // in the tangent (the closed form has no clamped set to change; "touching", mode 1, is how it
   // was solved already)
   bool SetTangentModes(const Problem& p, const signed char* mode) override;
+  bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
+                      const double* xi) override;
+  double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
 
   const ComfreeStats& stats() const { return stats_; }
 
@@ -170,6 +173,18 @@ class ComfreeSolver final : public Solver {
   size_t wused_ = 0;             // entries of wpool_ in use
   bool wstale_ = true;           // wadr_ belongs to an earlier Solve
   std::vector<char> dmtree_;     // ForceTangent: dir.M is nonzero on the tree        (ntree)
+  // reverse mode (PrepareAdjoint): y' dforce as products with the problem tangent's arrays
+  std::vector<double> adj_R_, adj_diag_, adj_pos_, adj_disp_;  // by row           (max_rows)
+  std::vector<double> adj_ratio_, adj_dvel_, adj_invm_;        // ... of r / (1 - r), J v_smooth and
+                                                               //  the inverse mass   (max_rows)
+  std::vector<double> adj_J_;      // of dJ                                        (max_nnz)
+  std::vector<double> adj_vfree_;  // of dv_free                                   (nv)
+  std::vector<double> adj_M_;      // of dM, tree layout                           (nM)
+  std::vector<double> adj_relax_;  // of the relaxation's tangent                  (ntree)
+  std::vector<double> adj_patch_;  // of a patch's dA, by its first contact         (max_contacts)
+  // PrepareAdjoint's parts: the contacts' and plain rows' weights, then the shared terms
+  void AdjointWeights(const Problem& p, const double* y);
+  void AdjointShared(const Problem& p);
 };
 
 }  // namespace contactkit

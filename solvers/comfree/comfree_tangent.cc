@@ -242,4 +242,190 @@ bool ComfreeSolver::SetTangentModes(const Problem& p, const signed char* mode) {
   return true;
 }
 
+//---------------------------------- reverse mode --------------------------------------------------
+
+void ComfreeSolver::AdjointWeights(const Problem& p, const double* y) {
+  // ForceTangent's sums transposed: y' dforce of a contact = rel sum_j Y_j arg_j + sum_j E_j
+  // (-cvc dsj - k dphij - ddamp sj) with Y_j = c_j' y_rows, E_j = Y_j weight_j G / h; of a plain
+  // row y_i (dgain a + G (-cv ds - k dphi) / h); rel and dgain's parts into ratio, patch (dA) and
+  // relax weights
+  const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
+  double coef[6 * kComfreeMaxFacets], weight[kComfreeMaxFacets];
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int row = con.row, dim = con.dim;
+    if (gain_[row] == 0 || (tangent_modes_ && tangent_modes_[c] == 0)) continue;
+    const int t0 = con.tree[0], t1 = con.tree[1];
+    const int t = t1 >= 0 && (t0 < 0 || relax_[t1] > relax_[t0]) ? t1 : t0;
+    const bool cfd = FromDistance(con);
+    double dd = 0;
+    const double dmp = cfd ? CfdDamping(p, row, &dd) : d, cvc = k * h + dmp;
+    const double G = gain_[row] * cap_[row], slope = cfd ? con.cfd_slope : 1;
+    const int nf = ComfreeFacets(con, settings_.facets, coef, weight);
+    const double* arg = facet_.data() + static_cast<size_t>(c) * kComfreeMaxFacets;
+    double a1 = 0, e1 = 0, es = 0, ec[6] = {0, 0, 0, 0, 0, 0};
+    for (int j = 0; j < nf; j++) {
+      if (!(arg[j] > 0)) continue;
+      const double* cj = coef + 6 * j;
+      double Y = 0, sj = 0;
+      for (int r = 0; r < dim; r++) {
+        Y += cj[r] * y[row + r];
+        sj += cj[r] * vel_[row + r];
+      }
+      const double E = Y * weight[j] * G / h;
+      a1 += Y * arg[j];
+      e1 += E;
+      es += E * sj;
+      for (int r = 0; r < dim; r++) ec[r] += E * cj[r];
+    }
+    adj_ratio_[row] += a1;
+    adj_patch_[patch_[c]] -= a1 / invmass_[row];
+    if (cap_[row] < 1) adj_relax_[t] -= a1 / relax_[t];
+    adj_pos_[row] -= k * slope * e1;
+    for (int r = 0; r < dim; r++) adj_dvel_[row + r] -= cvc * ec[r];
+    for (int r = 1; anchored_ && dim >= 3 && r < dim; r++) adj_disp_[row + r] -= k * ec[r];
+    if (cfd) {
+      adj_R_[row] -= es * dd;
+      adj_diag_[row] += es * dd * p.R[row] / p.diag_approx[row];
+    }
+  }
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
+    const double a = arg_[i];
+    const bool active = p.kind[i] == kRowLimit      ? a > 0
+                        : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
+                                                    : true;
+    if (gain_[i] == 0 || !active || y[i] == 0) continue;
+    int tmax = -1;
+    ForEachRowTree(p, i, [&](int t, int, int) {
+      if (tmax < 0 || relax_[t] > relax_[tmax]) tmax = t;
+    });
+    adj_ratio_[i] += y[i] * a;
+    adj_invm_[arow_[i]] -= y[i] * a * amul_[i] / invmass_[i];
+    if (cap_[i] < 1) adj_relax_[tmax] -= y[i] * a / relax_[tmax];
+    const double g = y[i] * gain_[i] * cap_[i] / h;
+    adj_dvel_[i] -= g * cv;
+    if (p.kind[i] != kRowFriction) adj_pos_[i] -= g * k;
+  }
+}
+
+void ComfreeSolver::AdjointShared(const Problem& p) {
+  // the patches' dA to their rows' inverse masses, the relaxation to the rows' ratios, the ratios
+  // to R and diag_approx, J v_smooth to dv_free and dJ, and each inverse mass' 2 dJ w - w' dM w
+  const SparseRows& J = p.J;
+  const TreeMass& mass = p.mass;
+  const double h = p.h, cv = settings_.stiffness * h + settings_.damping;
+  for (int c0 = 0; c0 < p.ncon; c0++) {
+    if (patch_[c0] != c0 || adj_patch_[c0] == 0) continue;
+    int count = 0;
+    for (int c = c0; c < p.ncon && patch_[c] == c0; c++) count += gain_[p.con[c].row] > 0;
+    for (int c = c0; c < p.ncon && patch_[c] == c0; c++) {
+      const int row = p.con[c].row;
+      if (!(gain_[row] > 0)) continue;
+      const double Ai = amul_[row] * rowinv_[arow_[row]];
+      const double w =
+          count == 1 ? 1 : std::pow(Ai / invmass_[row], kComfreePatchPower - 1) / count;
+      adj_invm_[arow_[row]] += adj_patch_[c0] * amul_[row] * w;
+    }
+  }
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
+    double s = 0;
+    ForEachRowTree(p, i, [&](int t, int, int) { s += adj_relax_[t]; });
+    adj_ratio_[i] += gain_[i] * invmass_[i] * cv * s;
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (FromDistance(con)) continue;
+    const double s = (con.tree[0] >= 0 ? adj_relax_[con.tree[0]] : 0) +
+                     (con.tree[1] >= 0 ? adj_relax_[con.tree[1]] : 0);
+    adj_ratio_[con.row] += WeightSum(con.dim) * gain_[con.row] * invmass_[con.row] * cv * s;
+  }
+  double* w = tangent_.data();
+  for (int i = 0; i < p.nrow; i++) {
+    const int adr = J.rowadr[i];
+    if (adj_ratio_[i] != 0) {
+      adj_diag_[i] += adj_ratio_[i] / p.diag_approx[i];
+      adj_R_[i] -= adj_ratio_[i] / p.R[i];
+    }
+    for (int q = 0; q < J.rownnz[i] && adj_dvel_[i] != 0; q++) {
+      adj_vfree_[J.colind[adr + q]] += adj_dvel_[i] * J.val[adr + q];
+      adj_J_[adr + q] += adj_dvel_[i] * p.v_free[J.colind[adr + q]];
+    }
+    const double a = adj_invm_[i];
+    if (a == 0) continue;
+    for (int q = 0; q < J.rownnz[i]; q++) w[J.colind[adr + q]] = J.val[adr + q];
+    ForEachRowTree(p, i, [&](int t, int, int) {
+      const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
+      mass.Solve(w, b, e);
+      for (int j = b; j < e; j++) {
+        int m = mass.madr[j];
+        adj_M_[m++] -= a * w[j] * w[j];
+        for (int l = mass.parent[j]; l >= 0; l = mass.parent[l]) adj_M_[m++] -= 2 * a * w[j] * w[l];
+      }
+    });
+    for (int q = 0; q < J.rownnz[i]; q++) adj_J_[adr + q] += 2 * a * w[J.colind[adr + q]];
+    ForEachRowTree(p, i, [&](int t, int, int) {
+      const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
+      for (int j = b; j < e; j++) w[j] = 0;
+    });
+  }
+}
+
+bool ComfreeSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
+                                   const double* xi) {
+  if (xi) return false;  // (no position correction)
+  for (int i = 0; i < p.nrow; i++) {
+    if (p.islands.row_island[i] < 0) return false;  // (AdjointDot visits the islands' rows)
+  }
+  for (auto* v : {&adj_R_, &adj_diag_, &adj_pos_, &adj_disp_, &adj_ratio_, &adj_dvel_, &adj_invm_})
+    std::fill(v->begin(), v->begin() + p.nrow, 0.0);
+  std::fill(adj_J_.begin(), adj_J_.end(), 0.0);
+  std::fill(adj_vfree_.begin(), adj_vfree_.begin() + p.nv, 0.0);
+  std::fill(adj_M_.begin(), adj_M_.begin() + p.mass.nM, 0.0);
+  std::fill(adj_relax_.begin(), adj_relax_.end(), 0.0);
+  std::fill(adj_patch_.begin(), adj_patch_.end(), 0.0);
+  AdjointWeights(p, y);
+  AdjointShared(p);
+  return true;
+}
+
+double ComfreeSolver::AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) {
+  // the products on the touched islands' rows and trees (the others' data do not move)
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  const TreeMass& mass = p.mass;
+  double s = 0;
+  for (int k = 0; k < is.nisland; k++) {
+    if (dir.touched && !dir.touched[k]) continue;
+    const int* rows = is.rows + is.rowadr[k];
+    for (int a = 0; a < is.nrows[k]; a++) {
+      const int i = rows[a];
+      if (dir.R) s += adj_R_[i] * dir.R[i];
+      if (dir.diag_approx) s += adj_diag_[i] * dir.diag_approx[i];
+      if (dir.pos) s += adj_pos_[i] * dir.pos[i];
+      if (dir.disp) s += adj_disp_[i] * dir.disp[i];
+      for (int q = J.rowadr[i]; dir.J && q < J.rowadr[i] + J.rownnz[i]; q++)
+        s += adj_J_[q] * dir.J[q];
+    }
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      for (int j = b; dir.v_free && j < e; j++) s += adj_vfree_[j] * dir.v_free[j];
+      if (!dir.M) continue;
+      if (dir.M_rows && !(dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e)) continue;
+      const int m0 = mass.madr[b], m1 = e < p.nv ? mass.madr[e] : mass.nM;
+      if (!dir.M_rows) {
+        for (int m = m0; m < m1; m++) s += adj_M_[m] * dir.M[m];
+        continue;
+      }
+      for (int r = 0; r < dir.M_nrows; r++) {
+        int m = mass.madr[dir.M_rows[r]];
+        s += adj_M_[m] * dir.M[m];
+        for (int l = mass.parent[dir.M_rows[r]]; l >= 0; l = mass.parent[l], m++)
+          s += adj_M_[m + 1] * dir.M[m + 1];
+      }
+    }
+  }
+  return s;
+}
+
 }  // namespace contactkit

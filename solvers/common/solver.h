@@ -76,6 +76,21 @@ class Solver {
   virtual bool PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) {
     return false;
   }
+
+  // Optional, reverse mode (a VJP): PrepareAdjoint takes force weights y (nrow) on the last
+  // solution, and with a position correction weights xi (nv) of PositionTangent's du (else
+  // null), and makes, with transposed solves of the forward factorizations, the adjoint of the
+  // tangents' linear maps; AdjointDot then returns y' dforce + xi' du for the dforce and du that
+  // ForceTangent and PositionTangent would write along dir (equal up to rounding) with products
+  // only. False if the solver has none for this solve (the caller calls the tangents). Must not
+  // allocate.
+  virtual bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
+                              const double* xi) {
+    return false;
+  }
+  virtual double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) {
+    return 0;
+  }
 };
 
 }  // namespace contactkit

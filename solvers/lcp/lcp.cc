@@ -142,6 +142,8 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     reach0_.assign(std::max(dims.ntree, 1), 0);
     reachp_.assign(std::max(dims.ntree, 1), 0);
     touched_.assign(std::max(dims.ntree, 1), 0);
+    for (auto* v : {&adj_lam_, &adj_om_, &adj_rho_}) v->assign(rows, 0);
+    for (auto* v : {&adj_nu_, &adj_pi_, &adj_pin_, &adj_kappa_}) v->assign(nv, 0);
     pinv_.assign(Cod::Doubles(cap_), 0);
     kadr_.assign(std::max(dims.ntree, 1), -1);
     nadr_.assign(std::max(dims.ntree, 1), -1);

@@ -88,6 +88,9 @@ class LcpSolver final : public Solver {
                     double* dforce) override;
   bool SetTangentModes(const Problem& p, const signed char* mode) override;
   bool PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) override;
+  bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
+                      const double* xi) override;
+  double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
 
   // classification of every row in the last solve (LcpRowState; normals and limits at their
   // lower bound are separating; rows outside islands are kLcpLower)                    (nrow)
@@ -299,6 +302,20 @@ class LcpSolver final : public Solver {
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)
   std::vector<double> rc_, dy_, tq_;     // (cap)
   std::vector<int> cidx_;                // (cap)
+
+  // reverse mode (PrepareAdjoint): lam = K^+' y_C of the clamped rows, om = the null-space
+  // term's row weights, nu = J_C' lam, pi = h M^-1 nu, pin = M^-1 J' om
+  std::vector<double> adj_lam_;                    // by clamped row, as crow_      (max_rows)
+  std::vector<double> adj_om_;                     // by row                        (max_rows)
+  std::vector<double> adj_nu_, adj_pi_, adj_pin_;  // (nv)
+  // ... of the position correction: rho = A_CC^+' J_C M^-1 xi by prow_, kappa = M^-1 (xi -
+  // J_C' rho), xi itself (null: no position term)
+  std::vector<double> adj_rho_;    // (max_rows)
+  std::vector<double> adj_kappa_;  // (nv)
+  const double* adj_xi_ = nullptr;
+  // PrepareAdjoint's position part; false if some island's A_CC is not in the store
+  bool PreparePositionAdjoint(const Problem& p, const double* xi);
+  double PositionAdjointDot(const Problem& p, const ProblemTangent& dir);
 };
 
 }  // namespace contactkit

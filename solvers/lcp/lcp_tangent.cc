@@ -365,4 +365,195 @@ bool LcpSolver::SetTangentModes(const Problem& p, const signed char* mode) {
   return ok;
 }
 
+//---------------------------------- reverse mode --------------------------------------------------
+
+namespace {
+
+// y = X' x for the m x m row-major X
+void MatTVec(const double* X, int m, const double* x, double* y) {
+  for (int j = 0; j < m; j++) y[j] = 0;
+  for (int a = 0; a < m; a++) {
+    const double* r = X + static_cast<size_t>(a) * m;
+    for (int j = 0; j < m; j++) y[j] += r[j] * x[a];
+  }
+}
+
+// x' dM u on the tree of dofs [b, e), dM u formed as IslandVelocityTangent forms it there (0
+// where dM is zero on the tree); tmp (nv) is scratch
+double TreeBilinear(const Problem& p, const ProblemTangent& dir, int b, int e, const double* x,
+                    const double* u, double* tmp) {
+  const TreeMass& mass = p.mass;
+  const int m0 = mass.madr[b], m1 = e < p.nv ? mass.madr[e] : mass.nM;
+  bool dm = dir.M_rows && dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e;
+  for (int i = m0; i < m1 && !dm && !dir.M_rows; i++) dm = dir.M[i] != 0;
+  if (!dm) return 0;
+  if (dir.M_rows) {
+    for (int i = b; i < e; i++) tmp[i] = 0;
+    mass.AddMulValuesRows(dir.M, dir.M_rows, dir.M_nrows, u, tmp);
+  } else {
+    mass.MulValues(dir.M, u, tmp, b, e);
+  }
+  double s = 0;
+  for (int i = b; i < e; i++) s += x[i] * tmp[i];
+  return s;
+}
+
+// out += w J_i' (row i's nonzeros)
+void AddRowT(const SparseRows& J, int i, double w, double* out) {
+  if (w == 0) return;
+  for (int k = 0; k < J.rownnz[i]; k++)
+    out[J.colind[J.rowadr[i] + k]] += w * J.val[J.rowadr[i] + k];
+}
+
+}  // namespace
+
+bool LcpSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
+                               const double* xi) {
+  // y' dforce = lam' dc_C with lam = K^+' y_C, y_C the clamped rows' weights with those of the
+  // bound rows that follow them (x_brow = bcoef x_normal), over h; rank deficient islands add
+  // om' dK' K^+' x_C with om = (I - K^+ K) y_C spread to the rows as tq_ gathers them
+  const int nv = p.nv;
+  const double h = p.h;
+  if (!tan_ready_ && !PrepareTangent(p, sol)) return false;
+  if (!PreparePositionAdjoint(p, xi)) return false;
+  for (int j = 0; j < nv; j++) adj_nu_[j] = adj_pin_[j] = 0;
+  for (int i = 0; i < p.nrow; i++) adj_om_[i] = 0;
+  for (int k = 0; k < nisland_; k++) {
+    const int m = cadr_[k + 1] - cadr_[k];
+    const int* c = crow_.data() + cadr_[k];
+    double* lam = adj_lam_.data() + cadr_[k];
+    for (int a = 0; a < m; a++) tq_[a] = y[c[a]];
+    for (int b = badr_[k]; b < badr_[k + 1]; b++) tq_[bnormal_[b]] += bcoef_[b] * y[brow_[b]];
+    for (int a = 0; a < m; a++) tq_[a] /= h;
+    Cod& cod = factors_[k].cod;
+    if (kadr_[k] >= 0) {
+      MatTVec(pinv_.data() + kadr_[k], m, tq_.data(), lam);
+    } else if (m > 0) {
+      cod.SolveT(tq_.data(), lam);
+    }
+    for (int a = 0; a < m; a++) AddRowT(p.J, c[a], lam[a], adj_nu_.data());
+    if (m == 0 || cod.rank() == m) continue;
+    if (nadr_[k] >= 0) {
+      MatTVec(pinv_.data() + nadr_[k], m, tq_.data(), dy_.data());
+    } else {
+      cod.NullProject(tq_.data(), dy_.data());
+    }
+    for (int a = 0; a < m; a++) adj_om_[c[a]] = dy_[a];
+    for (int b = badr_[k]; b < badr_[k + 1]; b++) adj_om_[brow_[b]] += bcoef_[b] * dy_[bnormal_[b]];
+    const int* rows = p.islands.rows + p.islands.rowadr[k];
+    for (int j = 0; j < p.islands.nrows[k]; j++)
+      AddRowT(p.J, rows[j], adj_om_[rows[j]], adj_pin_.data());
+  }
+  // pi = h M^-1 nu, pin = M^-1 J' om
+  for (int j = 0; j < nv; j++) adj_pi_[j] = adj_nu_[j];
+  p.mass.Solve(adj_pi_.data());
+  for (int j = 0; j < nv; j++) adj_pi_[j] *= h;
+  if (deficient_) p.mass.Solve(adj_pin_.data());
+  return true;
+}
+
+double LcpSolver::AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) {
+  // over the touched islands: lam' rc = -lam' (dJ_C v+ + dstab_C) - nu' dv0, with nu' dv0 =
+  // nu' dv_free + pi' (dJ' f - dM u); and om' (dJ qfake + J dvp + dR y~) with om' J dvp =
+  // pin' (dJ' y~ - dM qfake)
+  const Islands& is = p.islands;
+  const double h = p.h;
+  MarkTouched(p, dir);
+  double s = adj_xi_ ? PositionAdjointDot(p, dir) : 0;
+  for (int k = 0; k < nisland_; k++) {
+    if (!touched_[k]) continue;
+    for (int a = cadr_[k]; a < cadr_[k + 1]; a++) {
+      const int g = crow_[a];
+      const double lam = adj_lam_[a];
+      if (lam == 0) continue;
+      double dstab =
+          (dir.pos ? cdpos_[a] * dir.pos[g] : 0) + (dir.vel ? cdvel_[a] * dir.vel[g] : 0);
+      if (csoft_[a]) {
+        if (dir.aref) dstab -= h * dir.aref[g];
+        if (dir.R) dstab += dir.R[g] * h * sol.force[g];
+      }
+      s -= lam * (DJDot(p, dir, g, sol.v_next) + dstab);
+    }
+    const int* rows = is.rows + is.rowadr[k];
+    for (int j = 0; j < is.nrows[k]; j++) {
+      const int i = rows[j];
+      if (sol.force[i] != 0) s -= sol.force[i] * DJDot(p, dir, i, adj_pi_.data());
+      if (!deficient_) continue;
+      if (ytil_[i] != 0) s += ytil_[i] * DJDot(p, dir, i, adj_pin_.data());
+      const double om = adj_om_[i];
+      if (om == 0) continue;
+      s += om * DJDot(p, dir, i, qfake_.data());
+      if (dir.R && SoftRow(p, i)) s += om * dir.R[i] * ytil_[i];
+    }
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      if (dir.v_free) {
+        for (int i = b; i < e; i++) s -= adj_nu_[i] * dir.v_free[i];
+      }
+      if (!dir.M) continue;
+      s += TreeBilinear(p, dir, b, e, adj_pi_.data(), ustep_.data(), tmp_.data());
+      if (deficient_) s -= TreeBilinear(p, dir, b, e, adj_pin_.data(), qfake_.data(), tmp_.data());
+    }
+  }
+  return s;
+}
+
+bool LcpSolver::PreparePositionAdjoint(const Problem& p, const double* xi) {
+  // xi' du = xi' z + zeta' dx with zeta = J_C M^-1 xi, zeta' dx = rho' rc for rho = A_CC^+' zeta:
+  // xi' du = kappa' (dJ_C' x - dM u) - rho' (dt_C + dJ_C u), kappa = M^-1 (xi - J_C' rho)
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  adj_xi_ = position_active_ ? xi : nullptr;
+  if (!adj_xi_) return true;
+  if (!ptan_ready_) PreparePositionTangent(p);
+  double* mx = tmp_.data();  // M^-1 xi
+  for (int j = 0; j < p.nv; j++) mx[j] = adj_kappa_[j] = xi[j];
+  p.mass.Solve(mx);
+  for (int k = 0; k < nisland_; k++) {
+    const int* rows = prow_.data() + prowadr_[k];
+    const int nc = prowadr_[k + 1] - prowadr_[k];
+    if (!nc) continue;
+    if (!pcod_ok_[k]) return false;  // (ForceTangent's factor per direction: streamed)
+    for (int j = 0; j < nc; j++) rc_[j] = J.Dot(rows[j], mx);
+    double* rho = adj_rho_.data() + prowadr_[k];
+    pcod_[k].SolveT(rc_.data(), rho);
+    for (int j = 0; j < nc; j++) AddRowT(J, rows[j], -rho[j], adj_kappa_.data());
+  }
+  for (int k = 0; k < nisland_; k++) {
+    if (prowadr_[k + 1] == prowadr_[k]) continue;
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      p.mass.Solve(adj_kappa_.data(), is.tree_dofadr[t], is.tree_dofadr[t] + is.tree_dofnum[t]);
+    }
+  }
+  return true;
+}
+
+double LcpSolver::PositionAdjointDot(const Problem& p, const ProblemTangent& dir) {
+  // over the touched islands with a position pass (PositionTangent's du is zero elsewhere)
+  const Islands& is = p.islands;
+  double s = 0;
+  for (int k = 0; k < nisland_; k++) {
+    const int* rows = prow_.data() + prowadr_[k];
+    const int nc = prowadr_[k + 1] - prowadr_[k];
+    if (!nc || !touched_[k]) continue;
+    const double* rho = adj_rho_.data() + prowadr_[k];
+    const double* x = px_.data() + prowadr_[k];
+    for (int j = 0; j < nc; j++) {
+      const int g = rows[j];
+      double dpos;
+      PositionTarget(p, g, &dpos);
+      s += x[j] * DJDot(p, dir, g, adj_kappa_.data()) -
+           rho[j] * ((dir.pos ? dpos * dir.pos[g] : 0) + DJDot(p, dir, g, up_.data()));
+    }
+    for (int a = 0; a < is.ntrees[k] && dir.M; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      s -= TreeBilinear(p, dir, b, e, adj_kappa_.data(), up_.data(), tmp_.data());
+    }
+  }
+  return s;
+}
+
 }  // namespace contactkit

@@ -334,6 +334,107 @@ TEST_F(DerivativeApiTest, SensorJacobiansMatchFiniteDifferences) {
   }
 }
 
+// the state VJP on a scene of several islands (a box on its face, a torso whose hinge has a
+// limit and dof friction, a ball with torsional and rolling friction, an arm on its joint limit
+// away from contact) equals the transposed Jacobians: the solvers' reverse mode (comfree, lcp,
+// ipm) on pyramidal and elliptic cones, under Euler with and without damping and implicit, with
+// contacts from distance, comfree with anchors; the box pressed into the floor and sliding (lcp:
+// rank deficient, with a position correction)
+TEST_F(DerivativeApiTest, StateVjpEqualsTransposedJacobiansOnIslands) {
+  ModelPtr m = LoadString(R"(
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="box" pos="0 0 0.05">
+      <freejoint/>
+      <geom type="box" size="0.1 0.1 0.05" mass="1"/>
+    </body>
+    <body name="torso" pos="1 0 0.3">
+      <freejoint/>
+      <geom type="box" size="0.2 0.1 0.05" mass="2"/>
+      <body pos="0.2 0 0">
+        <joint name="hip" type="hinge" axis="0 1 0" damping="0.1" limited="true" range="-10 10"
+               frictionloss="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0.1 0 -0.2" size="0.04" mass="0.5"/>
+      </body>
+    </body>
+    <body name="ball" pos="-1 0 0.1">
+      <freejoint/>
+      <geom type="sphere" size="0.1" condim="6" mass="0.5"/>
+    </body>
+    <body name="arm" pos="0 2 1">
+      <joint name="swing" type="hinge" axis="0 1 0" limited="true" range="-30 60"
+             frictionloss="0.5" damping="0.05"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.025" mass="1" contype="0"
+            conaffinity="0"/>
+      <geom type="sphere" pos="0.5 0 0" size="0.03" mass="0.1"/>
+    </body>
+    <geom type="box" pos="0.25 2 0.502" size="0.05 0.05 0.03"/>
+  </worldbody>
+  <actuator>
+    <motor name="hipmotor" joint="hip" gear="5"/>
+    <general joint="hip" dyntype="filter" dynprm="0.05" gainprm="3"/>
+  </actuator>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  const std::vector<double> damping(m->dof_damping, m->dof_damping + m->nv);
+  for (int solver : Solvers()) {
+    for (int cone : {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC}) {
+      // variants: Euler, Euler with damping, implicit, Euler with damping and contacts from
+      // distance (cfd_width), and for comfree with contact anchors
+      for (int variant = 0; variant < (solver == ckSOL_COMFREE ? 5 : 4); variant++) {
+        const int integrator = variant == 2 ? mjINT_IMPLICIT : mjINT_EULER;
+        const bool damped = variant != 0, cfd = variant == 3, anchor = variant == 4;
+        m->opt.cone = cone;
+        m->opt.integrator = integrator;
+        for (int i = 0; i < m->nv; i++) m->dof_damping[i] = damped ? damping[i] : 0;
+        DataPtr d(mj_makeData(m.get()));
+        d->ctrl[0] = 0.3;
+        d->ctrl[1] = -0.2;
+        Settle(m.get(), d.get(), 200);
+        d->qvel[0] = 0.2;  // the box slides
+        int limits = 0;
+        for (int i = 0; i < d->nefc; i++) limits += d->efc_type[i] == mjCNSTR_LIMIT_JOINT;
+        ASSERT_GT(limits, 0);
+        ckSettings s = Settings(solver);
+        s.comfree.anchor = anchor;
+        s.deriv.cfd_width = cfd ? 0.02 : 0;
+        HandlePtr ck = Make(m.get(), &s);
+        for (int t = 0; t < (anchor ? 5 : 1); t++) {
+          ck_step(ck.get(), m.get(), d.get());  // (its islands in the statistics, the anchors)
+        }
+        d->qpos[2] -= 2e-3;  // the box pressed into the floor
+        const int ndx = 2 * m->nv + m->na, nu = m->nu;
+        Jacobians jac(m.get());
+        const int r = ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
+                                       nullptr, nullptr);
+        EXPECT_EQ(r, 0) << ck_solverName(solver);
+        if (solver == ckSOL_IPM) {
+          EXPECT_GT(ck_stats(ck.get())->nisland, 2);
+        }
+        std::vector<double> dx(ndx), gx(ndx), gu(nu);
+        for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
+        EXPECT_EQ(r, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(),
+                                      gu.data()));
+        std::vector<double> ex(ndx, 0.0), eu(nu, 0.0);
+        for (int j = 0; j < ndx; j++) {
+          for (int i = 0; i < ndx; i++) ex[j] += jac.A[i * ndx + j] * dx[i];
+        }
+        for (int j = 0; j < nu; j++) {
+          for (int i = 0; i < ndx; i++) eu[j] += jac.B[i * nu + j] * dx[i];
+        }
+        const std::string what = std::string(ck_solverName(solver)) + " cone " +
+                                 std::to_string(cone) + " integrator " +
+                                 std::to_string(integrator) + " variant " + std::to_string(variant);
+        EXPECT_LT(RelativeError(gx, ex), 1e-10) << what;
+        EXPECT_LT(RelativeError(gu, eu), 1e-10) << what;
+      }
+    }
+  }
+  for (int i = 0; i < m->nv; i++) m->dof_damping[i] = damping[i];
+}
+
 TEST_F(DerivativeApiTest, RejectsBadArguments) {
   ModelPtr m = Load(BundledModel("box_on_plane.xml"));
   ModelPtr other = Load(MujocoModel("humanoid/humanoid.xml"));
