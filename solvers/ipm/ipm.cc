@@ -1281,6 +1281,7 @@ int IpmSolver::ProxRetry(const Problem& p, int k, int* status, const State** fin
     if (result != ckSTATUS_SOLVED) break;
     if (s->rvio < st.residual_tol && s->kvio < st.kappa_tol) {
       *status = ckSTATUS_SOLVED;
+      prox_solved_++;
       break;
     }
     // the best answer so far in cen_ (free until Center, after the solve)
