@@ -26,6 +26,11 @@ constexpr int kMaxBacktrack = 12;          // halvings of a step
 constexpr double kTargetFraction = 0.1;    // final central-path target, fraction of kappa_tol
 constexpr double kRetryTarget = 1e-3;      // the same for the last retries (stalled islands)
 constexpr double kPathSigma = 0.5;         // path-following retry: kappa = sigma mu each step
+constexpr double kProx = 1e-3;             // proximal retry: weight, x diag_approx of the row
+constexpr int kProxOuter = 10;             // ... soft problems (centres) at most
+constexpr double kProxGain = 0.9;          // ... a centre that shrinks the residual less misses
+constexpr int kProxMisses = 1;             // ... misses before it stops
+constexpr double kProxJump = 1000;         // ... largest Aitken extrapolation of a centre
 constexpr double kVelFloor = 3e-3;         // velocity scale of the cold start (m/s)
 constexpr double kColdSlack = 0.1;         // cold-start gap slack, fraction of that scale
 constexpr double kRetryFloor = 1;          // the same for the retry of a failed solve
@@ -187,6 +192,37 @@ void BlockAdd(const SparseRows& J, const int* rows, int nr, const uint8_t* block
   }
 }
 
+// a cone's eliminated terms with the proximal part P (cnt) of its velocity rows: T = (I + S P)^-1,
+// q0 = q, then q = T q and S = T S
+void ProxCone(const double* P, int cnt, double* q, double* S, double* T, double* q0) {
+  double A[4];
+  for (int r = 0; r < cnt; r++) {
+    for (int c = 0; c < cnt; c++) A[r * cnt + c] = (r == c) + S[r * cnt + c] * P[c];
+  }
+  if (cnt == 1) {
+    T[0] = 1 / A[0];
+  } else {
+    const double det = A[0] * A[3] - A[1] * A[2];
+    T[0] = A[3] / det;
+    T[1] = -A[1] / det;
+    T[2] = -A[2] / det;
+    T[3] = A[0] / det;
+  }
+  double Sn[4];
+  for (int r = 0; r < cnt; r++) {
+    q0[r] = q[r];
+    for (int c = 0; c < cnt; c++) {
+      Sn[r * cnt + c] = 0;
+      for (int m = 0; m < cnt; m++) Sn[r * cnt + c] += T[r * cnt + m] * S[m * cnt + c];
+    }
+  }
+  for (int r = 0; r < cnt; r++) {
+    q[r] = 0;
+    for (int m = 0; m < cnt; m++) q[r] += T[r * cnt + m] * q0[m];
+  }
+  for (int a = 0; a < cnt * cnt; a++) S[a] = Sn[a];
+}
+
 }  // namespace
 
 bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) {
@@ -216,6 +252,12 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     sG_.assign(9 * R, 0);
     sq_.assign(2 * R, 0);
     sS_.assign(4 * R, 0);
+    sT_.assign(4 * R, 0);
+    sq0_.assign(2 * R, 0);
+    prox_.assign(R, 0);
+    xc_.assign(R, 0);
+    xd_.assign(R, 0);
+    pf_.assign(R, 1);
     sd_.assign(3 * R, 0);
     sW_.assign(9 * R, 0);
     sWi_.assign(9 * R, 0);
@@ -528,10 +570,12 @@ void IpmSolver::Residuals(const Problem& p, int k, State* s) {
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
     s->rz[i] = s->z[i] - s->u[i] - target_[i];
+    if (prox_on_) s->rz[i] -= prox_[i] * (s->x[i] - xc_[i]);
   }
   for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
     for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) {
       s->rz[r] = s->z[r] - scale_[r] * s->u[r];
+      if (prox_on_) s->rz[r] -= prox_[r] * (s->x[r] - xc_[r]);
     }
   }
   for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
@@ -651,6 +695,11 @@ bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s, bool scal
     const int i = orth_[e];
     if (!(s.x[i] > 0 && s.z[i] > 0)) return false;
     og_[i] = s.x[i] / s.z[i];
+    if (prox_on_) {
+      // dz = du - rz + prox dx: dx = pf (d + og rz) - og pf du
+      pf_[i] = 1 / (1 + og_[i] * prox_[i]);
+      og_[i] *= pf_[i];
+    }
   }
   for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
     const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
@@ -688,6 +737,7 @@ bool IpmSolver::ConeJacobians(const Problem& p, int k, const State& s, bool scal
     for (int a = 0; a < cnt; a++) {
       for (int b = 0; b < cnt; b++) S[a * cnt + b] = G[(a + 1) * n + b + 1] - q[a] * G[b + 1];
     }
+    if (prox_on_) ProxCone(prox_.data() + f, cnt, q, S, sT_.data() + 4 * e, sq0_.data() + 2 * e);
   }
   return true;
 }
@@ -862,7 +912,8 @@ void IpmSolver::Constants(const Problem& p, int k, const double* rz, const doubl
   }
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
-    c_[i] = (with_d ? od_[i] : 0) + og_[i] * rz[i] + (dcomp ? dcomp[i] : 0);
+    c_[i] =
+        (with_d ? od_[i] * (prox_on_ ? pf_[i] : 1) : 0) + og_[i] * rz[i] + (dcomp ? dcomp[i] : 0);
   }
   for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
     const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
@@ -870,9 +921,15 @@ void IpmSolver::Constants(const Problem& p, int k, const double* rz, const doubl
     const double* q = sq_.data() + 2 * e;
     const double* S = sS_.data() + 4 * e;
     const double* d = sd_.data() + 3 * e;
+    const double* T = sT_.data() + 4 * e;
+    const double* q0 = sq0_.data() + 2 * e;
     for (int r = 0; r < cnt; r++) {
       double v = q[r] * cn;
-      if (with_d) v += d[r + 1] - q[r] * d[0];
+      if (with_d && prox_on_) {
+        for (int c = 0; c < cnt; c++) v += T[r * cnt + c] * (d[c + 1] - q0[c] * d[0]);
+      } else if (with_d) {
+        v += d[r + 1] - q[r] * d[0];
+      }
       for (int c = 0; c < cnt; c++) v += S[r * cnt + c] * rz[f + c];
       c_[f + r] = scale_[f + r] * v;
     }
@@ -901,18 +958,38 @@ void IpmSolver::DirectRows(const Problem& p, int k, const double* rz, bool with_
   }
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
-    d->z[i] = d->u[i] - rz[i];
     d->x[i] = d->lam[i] = c_[i] - og_[i] * d->u[i];
+    d->z[i] = d->u[i] - rz[i];
     d->rz[i] = d->z[i] - d->u[i];
+    if (prox_on_) {
+      d->z[i] += prox_[i] * d->x[i];
+      d->rz[i] = -rz[i];
+    }
   }
   for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
     const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e], n = cnt + 1;
     const double* G = sG_.data() + 9 * e;
     const double* dd = sd_.data() + 3 * e;
     const double dx0 = nrm >= 0 ? d->x[nrm] : 0;
-    for (int r = f; r < f + cnt; r++) {
-      d->z[r] = scale_[r] * d->u[r] - rz[r];
-      d->rz[r] = d->z[r] - scale_[r] * d->u[r];
+    if (prox_on_) {
+      // dxi = c / scale - q (c_n - dgamma) - S scale du (the eliminated relations), then the
+      // velocity with its proximal part
+      const double* q = sq_.data() + 2 * e;
+      const double* S = sS_.data() + 4 * e;
+      const double cn = nrm >= 0 ? c_[nrm] : 0;
+      double dxi[2];
+      for (int r = 0; r < cnt; r++) {
+        dxi[r] = c_[f + r] / scale_[f + r] - q[r] * (cn - dx0);
+        for (int c = 0; c < cnt; c++) dxi[r] -= S[r * cnt + c] * scale_[f + c] * d->u[f + c];
+      }
+      for (int r = 0; r < cnt; r++)
+        d->z[f + r] = scale_[f + r] * d->u[f + r] - rz[f + r] + prox_[f + r] * dxi[r];
+      for (int r = f; r < f + cnt; r++) d->rz[r] = -rz[r];
+    } else {
+      for (int r = f; r < f + cnt; r++) {
+        d->z[r] = scale_[r] * d->u[r] - rz[r];
+        d->rz[r] = d->z[r] - scale_[r] * d->u[r];
+      }
     }
     double z0 = (with_d ? dd[0] : 0) - dx0;
     for (int c = 0; c < cnt; c++) z0 -= G[c + 1] * d->z[f + c];
@@ -1049,7 +1126,8 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   // by a worse one)
   double best = merit(*cur);
   bool cur_best = true;
-  grad_ok_[k] = 0;
+  // the proximal retry keeps the last attempt's point on the (hard) central path for gradients
+  if (!(prox_on_ && grad_ok_[k])) grad_ok_[k] = 0;
   *status = ckSTATUS_MAX_ITER;
   int it = 0, stalled = 0;
   double last_alpha = 1;
@@ -1171,6 +1249,69 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   return it;
 }
 
+int IpmSolver::ProxRetry(const Problem& p, int k, int* status, const State** fin) {
+  const ckIpmSettings& st = settings_.ipm;
+  auto merit = [&](const State& s) {
+    return std::max(s.rvio / st.residual_tol, s.kvio / st.kappa_tol);
+  };
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    xc_[i] = out_lam_[i] / scale_[i];
+    prox_[i] = kProx * scale_[i] * scale_[i] * p.diag_approx[i];
+    xd_[i] = 0;
+  }
+  if (force_prox_) grad_ok_[k] = 0;  // no attempt before it
+  int iterations = 0, misses = 0;
+  double last_rvio = HUGE_VAL, best = HUGE_VAL;
+  *status = ckSTATUS_MAX_ITER;
+  *fin = nullptr;
+  for (int outer = 0; outer < kProxOuter; outer++) {
+    int result;
+    double cond = 0;
+    const State* f = nullptr;
+    prox_on_ = true;
+    iterations += Attempt(p, k, kVelFloor, 0, true, false, kRetryTarget, st.residual_tol,
+                          st.kappa_tol, &result, &cond, &f);
+    prox_on_ = false;
+    State* s = const_cast<State*>(f);  // one of cur_, trial_, best_
+    Residuals(p, k, s);                // the hard problem's residuals at the soft answer
+    *fin = s;
+    if (result != ckSTATUS_SOLVED) break;
+    if (s->rvio < st.residual_tol && s->kvio < st.kappa_tol) {
+      *status = ckSTATUS_SOLVED;
+      prox_solved_++;
+      break;
+    }
+    // the best answer so far in cen_ (free until Center, after the solve)
+    if (merit(*s) < best) {
+      best = merit(*s);
+      Copy(p, k, *s, &cen_);
+    }
+    if (outer > 0 && !(s->rvio < kProxGain * last_rvio) && ++misses > kProxMisses) break;
+    last_rvio = s->rvio;
+    // the next centre: this answer, moved ahead along its step by Aitken's r / (1 - r) when the
+    // step shrinks at a steady rate r from the last one (a direction the problem barely resists)
+    double dd = 0, dp = 0;
+    for (int a = 0; a < nr; a++) {
+      const int i = rows[a];
+      const double d = s->x[i] - xc_[i];
+      dd += d * xd_[i];
+      dp += xd_[i] * xd_[i];
+      xd_[i] = d;
+    }
+    const double r = dp > 0 ? dd / dp : 0;
+    const double jump = r > 0 && r < 1 ? std::min(r / (1 - r), kProxJump) : 0;
+    for (int a = 0; a < nr; a++) xc_[rows[a]] = s->x[rows[a]] + jump * xd_[rows[a]];
+  }
+  if (*status != ckSTATUS_SOLVED && best < HUGE_VAL) *fin = &cen_;
+  if (*fin && *status != ckSTATUS_SOLVED) {
+    *status = merit(**fin) < kInaccurate ? ckSTATUS_INACCURATE : ckSTATUS_MAX_ITER;
+  }
+  return iterations;
+}
+
 void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   const ckIpmSettings& st = settings_.ipm;
   auto merit = [&](const State& s) {
@@ -1196,28 +1337,38 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   // whose blocked steps end near the tolerance) gets there from a deeper final target. Path
   // following (kappa = sigma mu each step, no predictor or second-order term) follows the central
   // path where Mehrotra's long steps leave it and block on a cone's boundary far above kappa_tol
-  // (a sliding body against a floor and a wall: every other attempt stalls near mu ~ 1e-5)
+  // (a sliding body against a floor and a wall: every other attempt stalls near mu ~ 1e-5).
+  // The proximal retry (ProxRetry) takes what path following leaves just above the tolerances
   struct Plan {
     double floor, warm_mu, soft, target;
     bool recenter, scaled;
     double sigma;  // path following at kappa = sigma mu; 0: Mehrotra predictor-corrector
     int next;      // the attempt after a stall (-1: stop)
+    int fail;      // the attempt after a failure (-1: stop)
   };
-  const Plan plans[6] = {{kVelFloor, kWarmMu, 1, kTargetFraction, true, false, 0, 2},
-                         {kVelFloor, 0, 1, kTargetFraction, true, false, 0, 2},
-                         {kVelFloor, 0, 1, kTargetFraction, true, true, 0, 3},
-                         {kRetryFloor, 0, 1, kRetryTarget, false, false, 0, 4},
-                         {kVelFloor, 0, 1, kRetryTarget, true, false, kPathSigma, -1},
-                         {kRetryFloor, 0, kSoftFactor, kRetryTarget, false, false, 0, -1}};
-  for (int attempt = warm ? 0 : 1, first = attempt; attempt >= 0 && attempt < 6;) {
+  constexpr int kProxAttempt = 6;
+  const Plan plans[7] = {{kVelFloor, kWarmMu, 1, kTargetFraction, true, false, 0, 2, 1},
+                         {kVelFloor, 0, 1, kTargetFraction, true, false, 0, 2, 2},
+                         {kVelFloor, 0, 1, kTargetFraction, true, true, 0, 3, 3},
+                         {kRetryFloor, 0, 1, kRetryTarget, false, false, 0, 4, 4},
+                         {kVelFloor, 0, 1, kRetryTarget, true, false, kPathSigma, kProxAttempt, 5},
+                         {kRetryFloor, 0, kSoftFactor, kRetryTarget, false, false, 0, -1, -1},
+                         {kVelFloor, 0, 1, kRetryTarget, true, false, 0, -1, 5}};
+  for (int attempt = force_prox_ ? kProxAttempt : warm ? 0 : 1, first = attempt; attempt >= 0;) {
     const Plan& plan = plans[attempt];
     int result;
     double c = 0;
     const State* fin = nullptr;
     path_sigma_ = plan.sigma;
-    iterations += Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
-                          plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
+    if (attempt == kProxAttempt) {
+      iterations += ProxRetry(p, k, &result, &fin);
+    } else {
+      iterations +=
+          Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
+                  plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
+    }
     path_sigma_ = 0;
+    if (!fin) break;
     const bool soft = plan.soft > 1;
     if (soft && result != ckSTATUS_NUMERICAL) result = ckSTATUS_INACCURATE;
     const double m = soft && result == ckSTATUS_INACCURATE ? kInaccurate : merit(*fin);
@@ -1237,7 +1388,7 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       }
     }
     if (status == ckSTATUS_SOLVED) break;
-    attempt = result == ckSTATUS_INACCURATE ? plan.next : attempt + 1;
+    attempt = result == ckSTATUS_INACCURATE ? plan.next : plan.fail;
     if (attempt >= 0) stats_.retries++;
   }
   // hard-contact derivatives: the final iterate (whose last target undershoots kappa_tol, a

@@ -5,6 +5,7 @@
 #ifndef CONTACTKIT_SOLVERS_IPM_IPM_SOLVER_H_
 #define CONTACTKIT_SOLVERS_IPM_IPM_SOLVER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -87,6 +88,10 @@ class IpmSolver final : public Solver {
 
   // for tests: Center fails on this island (-1: none), to test what a failure leaves analytic
   static inline int center_fail_island_ = -1;
+  // for tests: every island is solved by the proximal retry alone, from a zero centre
+  static inline bool force_prox_ = false;
+  // for tests: islands the proximal retry has solved (counted, never reset)
+  static inline std::atomic<int> prox_solved_{0};
   // for tests: one Newton direction at the cold start of island k for complementarity target
   // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
   bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);
@@ -119,6 +124,11 @@ class IpmSolver final : public Solver {
   void ColdStart(const Problem& p, int k, double floor, State* s);
   void WarmStart(const Problem& p, int k, double mu, State* s);
   void Residuals(const Problem& p, int k, State* s);
+  // the proximal retry of an island that path following left stalled: soft problems whose rows'
+  // velocities carry prox (x - xc), the first centred at the best answer so far, each next one
+  // at the last answer (extrapolated), until an answer holds the hard residuals; returns the
+  // iterations, the status and the answer (fin) measured on the hard problem
+  int ProxRetry(const Problem& p, int k, int* status, const State** fin);
   void Measures(const Problem& p, int k, State* s) const;
   void RecenterEta0(const Problem& p, int k, State* s) const;
   // raises eta0 of velocity cones on their boundary after a blocked step; true if any changed
@@ -243,6 +253,15 @@ class IpmSolver final : public Solver {
   std::vector<uint8_t> mode_new_;   // island's modes changed since its terms were formed (ntree)
   std::vector<uint8_t> row_moded_;  // normal row whose cone terms a mode replaced        (rows)
   IslandReach reach_;               // the islands a tangent's direction perturbs (touched_)
+
+  // proximal retry: the rows' velocities carry prox_ (x - xc_), a soft problem centred at xc_
+  bool prox_on_ = false;
+  std::vector<double> prox_;  // proximal weight: kProx diag_approx (x units)        (rows)
+  std::vector<double> xc_;    // proximal centre (x units)                             (rows)
+  std::vector<double> xd_;    // last step of the centre                               (rows)
+  std::vector<double> pf_;    // orthant row: 1 / (1 + og prox)                          (rows)
+  std::vector<double> sT_;    // cone: (I + S P)^-1                                      (cones x 4)
+  std::vector<double> sq0_;   // cone: q before the proximal term                        (cones x 2)
 
   // the current attempt follows the central path at kappa = path_sigma_ mu (no predictor or
   // second-order term); 0: Mehrotra predictor-corrector
