@@ -109,6 +109,11 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);
   dmtree_.assign(ntree, 0);
+  quadx_.assign(nv * kQuadSlots, 0.0);
+  quad_.assign(rows, 0.0);
+  qset_.assign(rows, 0);
+  qrow_.assign(rows, 0);
+  nqrow_ = 0;
   wstale_ = true;
   return true;
 }
