@@ -169,6 +169,25 @@ void ComfreeSolver::QuadPass(const Problem& p, const ProblemTangent& dir, int be
 
 namespace {
 
+// tangent of J_r v_smooth: J dv_free and dJ v_free summed apart, in one pass over the row
+double VelocityTangent(const Problem& p, const ProblemTangent& dir, int row) {
+  const int adr = p.J.rowadr[row], n = p.J.rownnz[row];
+  const int* col = p.J.colind + adr;
+  if (!dir.J) return dir.v_free ? p.J.Dot(row, dir.v_free) : 0.0;
+  const double* dJ = dir.J + adr;
+  double a = 0, b = 0;
+  if (dir.v_free) {
+    const double* val = p.J.val + adr;
+    for (int q = 0; q < n; q++) {
+      a += val[q] * dir.v_free[col[q]];
+      b += dJ[q] * p.v_free[col[q]];
+    }
+  } else {
+    for (int q = 0; q < n; q++) b += dJ[q] * p.v_free[col[q]];
+  }
+  return a + b;
+}
+
 // relative tangent of r / (1 - r) = diag_approx / R
 double RatioTangent(const Problem& p, const ProblemTangent& dir, int row) {
   return (dir.diag_approx ? dir.diag_approx[row] / p.diag_approx[row] : 0.0) -
@@ -211,24 +230,8 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     if (con.tree[1] >= 0) drelax_[con.tree[1]] += dw;
   }
 
-  // tangent of J_r v_smooth (J dv_free and dJ v_free summed apart, in one pass)
-  auto dvel = [&](int row) {
-    const int adr = p.J.rowadr[row], n = p.J.rownnz[row];
-    const int* col = p.J.colind + adr;
-    if (!dir.J) return dir.v_free ? p.J.Dot(row, dir.v_free) : 0.0;
-    const double* dJ = dir.J + adr;
-    double a = 0, b = 0;
-    if (dir.v_free) {
-      const double* val = p.J.val + adr;
-      for (int q = 0; q < n; q++) {
-        a += val[q] * dir.v_free[col[q]];
-        b += dJ[q] * p.v_free[col[q]];
-      }
-    } else {
-      for (int q = 0; q < n; q++) b += dJ[q] * p.v_free[col[q]];
-    }
-    return a + b;
-  };
+  // tangent of J_r v_smooth
+  auto dvel = [&](int row) { return VelocityTangent(p, dir, row); };
 
   // relative tangent of a gain: ratio, inverse mass (tangent dA) and, where it binds, the cap
   // set by tree t
