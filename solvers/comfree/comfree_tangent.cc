@@ -117,9 +117,10 @@ void ComfreeSolver::QuadTangents(const Problem& p, const ProblemTangent& dir) {
   if (!dir.M || !dir.M_rows || dir.M_nrows == 0) return;
   const int tree = p.dof_tree[dir.M_rows[0]], begin = p.islands.tree_dofadr[tree];
   const int n = p.islands.tree_dofnum[tree], nplain = p.ne + p.nf + p.nl;
+  const int island = p.islands.tree_island[tree];
   int first = 0;  // the rows of the pass being gathered: qrow_[first, nqrow_)
   auto add = [&](int row) {
-    if (qset_[row]) return;
+    if (qset_[row] || p.islands.row_island[row] != island) return;  // (another island's row)
     const double* w = RowSolve(p, row);
     int off = -1, size = 0;
     ForEachRowTree(p, row, [&](int t, int, int) {
