@@ -116,6 +116,11 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   adj_M_.assign(std::max(dims.nM, 1), 0.0);
   adj_relax_.assign(ntree, 0.0);
   adj_patch_.assign(ncon, 0.0);
+  quadx_.assign(nv * kQuadSlots, 0.0);
+  quad_.assign(rows, 0.0);
+  qset_.assign(rows, 0);
+  qrow_.assign(rows, 0);
+  nqrow_ = 0;
   wstale_ = true;
   return true;
 }

@@ -137,6 +137,12 @@ class ComfreeSolver final : public Solver {
   // tangent of the inverse mass A of a row along dir (dJ, dM)
   double InvMassTangent(const Problem& p, int row, const ProblemTangent& dir);
 
+  // w'dM w (w = M^-1 J' from RowSolve) on dM's tree of the rows whose inverse mass the force
+  // tangent differentiates, kQuadSlots rows per pass over dM's listed rows (dir.M_rows): into
+  // quad_ with qset_ (InvMassTangent reads them); nothing without listed rows
+  void QuadTangents(const Problem& p, const ProblemTangent& dir);
+  void QuadPass(const Problem& p, const ProblemTangent& dir, int begin, int first);
+
   // M^-1 J' of a row on the trees it touches (their dof ranges back to back, in ForEachRowTree's
   // order): solved by the first ForceTangent after a Solve and kept for every later direction;
   // null if the cache is full
@@ -185,6 +191,12 @@ class ComfreeSolver final : public Solver {
   // PrepareAdjoint's parts: the contacts' and plain rows' weights, then the shared terms
   void AdjointWeights(const Problem& p, const double* y);
   void AdjointShared(const Problem& p);
+  static constexpr int kQuadSlots = 8;  // rows per QuadPass
+  std::vector<double> quadx_;  // their w on dM's tree, dof-major              (nv x kQuadSlots)
+  std::vector<double> quad_;   // w'dM w of a row on dM's tree (QuadTangents)        (max_rows)
+  std::vector<char> qset_;     // quad_ holds the row's, for the current direction  (max_rows)
+  std::vector<int> qrow_;      // the rows with qset_                               (max_rows)
+  int nqrow_ = 0;              // how many
 };
 
 }  // namespace contactkit

@@ -73,6 +73,10 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
         for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * wt[J.colind[adr + q] - begin];
       }
       if (!quad) return;
+      if (qset_[row]) {
+        dA -= quad_[row];  // (QuadTangents: dM's tree is this one)
+        return;
+      }
       for (int i = begin; i < end; i++) w[i] = wt[i - begin];
     } else {
       mass.Solve(w, begin, end);
@@ -107,7 +111,83 @@ double ComfreeSolver::PatchInvMassTangent(const Problem& p, int c0, const Proble
   return dA / count;
 }
 
+void ComfreeSolver::QuadTangents(const Problem& p, const ProblemTangent& dir) {
+  for (int a = 0; a < nqrow_; a++) qset_[qrow_[a]] = 0;
+  nqrow_ = 0;
+  if (!dir.M || !dir.M_rows || dir.M_nrows == 0) return;
+  const int tree = p.dof_tree[dir.M_rows[0]], begin = p.islands.tree_dofadr[tree];
+  const int n = p.islands.tree_dofnum[tree], nplain = p.ne + p.nf + p.nl;
+  const int island = p.islands.tree_island[tree];
+  int first = 0;  // the rows of the pass being gathered: qrow_[first, nqrow_)
+  auto add = [&](int row) {
+    if (qset_[row] || p.islands.row_island[row] != island) return;  // (another island's row)
+    const double* w = RowSolve(p, row);
+    int off = -1, size = 0;
+    ForEachRowTree(p, row, [&](int t, int, int) {
+      if (t == tree) off = size;
+      size += p.islands.tree_dofnum[t];
+    });
+    if (!w || off < 0) return;  // (not cached: InvMassTangent solves it; another tree's row)
+    const int s = nqrow_ - first;
+    for (int i = 0; i < n; i++) quadx_[static_cast<size_t>(i) * kQuadSlots + s] = w[off + i];
+    qset_[row] = 1;
+    qrow_[nqrow_++] = row;
+    if (nqrow_ - first == kQuadSlots) {
+      QuadPass(p, dir, begin, first);
+      first = nqrow_;
+    }
+  };
+  // the rows ForceTangent reaches (PatchInvMassTangent's, the plain rows')
+  for (int c = 0; c < p.ncon; c++) {
+    if (gain_[p.con[c].row] > 0) add(arow_[p.con[c].row]);
+  }
+  for (int i = 0; i < nplain; i++) {
+    if (gain_[i] != 0) add(arow_[i]);
+  }
+  if (nqrow_ > first) QuadPass(p, dir, begin, first);
+}
+
+void ComfreeSolver::QuadPass(const Problem& p, const ProblemTangent& dir, int begin, int first) {
+  // SubQuadValuesRows' terms for each slot, each summed apart and subtracted by InvMassTangent
+  const TreeMass& mass = p.mass;
+  const double* V = dir.M;
+  constexpr int K = kQuadSlots;
+  double q[K] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int r = 0; r < dir.M_nrows; r++) {
+    const int i = dir.M_rows[r];
+    const double* xi = quadx_.data() + static_cast<size_t>(i - begin) * K;
+    const double vii = V[mass.madr[i]];
+    for (int s = 0; s < K; s++) q[s] += vii * xi[s] * xi[s];
+    int adr = mass.madr[i] + 1;
+    for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+      const double* xj = quadx_.data() + static_cast<size_t>(j - begin) * K;
+      const double v = 2 * V[adr];
+      for (int s = 0; s < K; s++) q[s] += v * xi[s] * xj[s];
+    }
+  }
+  for (int a = first; a < nqrow_; a++) quad_[qrow_[a]] = q[a - first];
+}
+
 namespace {
+
+// tangent of J_r v_smooth: J dv_free and dJ v_free summed apart, in one pass over the row
+double VelocityTangent(const Problem& p, const ProblemTangent& dir, int row) {
+  const int adr = p.J.rowadr[row], n = p.J.rownnz[row];
+  const int* col = p.J.colind + adr;
+  if (!dir.J) return dir.v_free ? p.J.Dot(row, dir.v_free) : 0.0;
+  const double* dJ = dir.J + adr;
+  double a = 0, b = 0;
+  if (dir.v_free) {
+    const double* val = p.J.val + adr;
+    for (int q = 0; q < n; q++) {
+      a += val[q] * dir.v_free[col[q]];
+      b += dJ[q] * p.v_free[col[q]];
+    }
+  } else {
+    for (int q = 0; q < n; q++) b += dJ[q] * p.v_free[col[q]];
+  }
+  return a + b;
+}
 
 // relative tangent of r / (1 - r) = diag_approx / R
 double RatioTangent(const Problem& p, const ProblemTangent& dir, int row) {
@@ -134,6 +214,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     const int m0 = p.mass.madr[b], m1 = e < p.nv ? p.mass.madr[e] : p.mass.nM;
     for (int k = m0; k < m1 && !dmtree_[t]; k++) dmtree_[t] = dir.M[k] != 0;
   }
+  QuadTangents(p, dir);
 
   // tangent of the relaxation per tree
   for (int t = 0; t < p.islands.ntree; t++) drelax_[t] = 0;
@@ -151,15 +232,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   }
 
   // tangent of J_r v_smooth
-  auto dvel = [&](int row) {
-    double ds = dir.v_free ? p.J.Dot(row, dir.v_free) : 0;
-    if (dir.J) {
-      const int adr = p.J.rowadr[row];
-      for (int q = 0; q < p.J.rownnz[row]; q++)
-        ds += dir.J[adr + q] * p.v_free[p.J.colind[adr + q]];
-    }
-    return ds;
-  };
+  auto dvel = [&](int row) { return VelocityTangent(p, dir, row); };
 
   // relative tangent of a gain: ratio, inverse mass (tangent dA) and, where it binds, the cap
   // set by tree t

@@ -179,6 +179,18 @@ void TreeMass::AddMulValuesRows(const double* V, const int* rows, int n, const d
                                 double* y) const {
   for (int r = 0; r < n; r++) {
     const int i = rows[r];
+    if (col) {
+      // (the same operations in the same order, y_i in a register)
+      const int last = i + 1 < nv ? madr[i + 1] : nM;
+      const double xi = x[i];
+      double yi = y[i] + V[madr[i]] * xi;
+      for (int adr = madr[i] + 1; adr < last; adr++) {
+        yi += V[adr] * x[col[adr]];
+        y[col[adr]] += V[adr] * xi;
+      }
+      y[i] = yi;
+      continue;
+    }
     int adr = madr[i];
     y[i] += V[adr++] * x[i];
     for (int j = parent[i]; j >= 0; j = parent[j], adr++) {

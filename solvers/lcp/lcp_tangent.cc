@@ -27,6 +27,22 @@ double DJDot(const Problem& p, const ProblemTangent& dir, int i, const double* x
   return s;
 }
 
+// DJDot(p, dir, i, x) + J_i . y (y nullable: 0) in one pass over the row, each sum as alone
+double RowDots(const Problem& p, const ProblemTangent& dir, int i, const double* x,
+               const double* y) {
+  const SparseRows& J = p.J;
+  if (!dir.J || !y) return DJDot(p, dir, i, x) + (y ? J.Dot(i, y) : 0);
+  const int adr = J.rowadr[i], n = J.rownnz[i];
+  const int* col = J.colind + adr;
+  const double *dJ = dir.J + adr, *val = J.val + adr;
+  double a = 0, b = 0;
+  for (int k = 0; k < n; k++) {
+    a += dJ[k] * x[col[k]];
+    b += val[k] * y[col[k]];
+  }
+  return a + b;
+}
+
 }  // namespace
 
 // y = X x for the m x m row-major X
@@ -131,7 +147,7 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
   bool reached = false;  // dvp is not zero on the island's trees
   auto dAy = [&](int g, bool soft) {
     const double dR = dir.R && soft ? dir.R[g] * ytil_[g] : 0;
-    return DJDot(p, dir, g, qfake_.data()) + (reached ? p.J.Dot(g, dvp_.data()) : 0) + dR;
+    return RowDots(p, dir, g, qfake_.data(), reached ? dvp_.data() : nullptr) + dR;
   };
   for (int k = 0; k < nisland_; k++) {
     Cod& cod = factors_[k].cod;
@@ -270,8 +286,8 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
         if (dir.aref) dstab -= h * dir.aref[g];
         if (dir.R) dstab += dir.R[g] * h * sol.force[g];
       }
-      const double jdv = reach0_[k] ? p.J.Dot(g, dv0_.data()) : 0;  // dv0 = 0 on its trees
-      rc_[a] = -(DJDot(p, dir, g, sol.v_next) + jdv + dstab);
+      // (dv0 = 0 on the trees of an island it does not reach)
+      rc_[a] = -(RowDots(p, dir, g, sol.v_next, reach0_[k] ? dv0_.data() : nullptr) + dstab);
       any |= rc_[a] != 0;
     }
     if (!any) continue;

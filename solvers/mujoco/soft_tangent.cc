@@ -398,6 +398,12 @@ void SoftTangent::IslandRowRhs(const Problem& p, const ProblemTangent& dir, cons
   }
   for (int a = 0; a < n; a++) {
     const int i = rows[a], e0 = efc_of_row_[i], e1 = e0 + EfcCount(p, i);
+    if (e1 == e0) continue;
+    // a row (contact) whose terms are zero, one the direction does not reach, adds zeros
+    bool zero = rho_[i] == 0;
+    const int nr = con_of_row_[i] < 0 ? 1 : p.con[con_of_row_[i]].dim;  // (its frame rows)
+    for (int r = 0; r < nr && zero; r++) zero = t_[i + r] == 0;
+    if (zero) continue;
     for (int e = e0; e < e1; e++) {
       te_[e] = rb_[e] < 0 ? t_[ra_[e]] : t_[ra_[e]] + rc_[e] * t_[rb_[e]];
       const double rho = rho_[ra_[e]];
@@ -405,8 +411,7 @@ void SoftTangent::IslandRowRhs(const Problem& p, const ProblemTangent& dir, cons
                : st_[e] == kSoftCone    ? -h * f_[e] * rho
                                         : 0;
     }
-    if (e1 > e0 && con_of_row_[i] >= 0)
-      ConeAddContact(p, con_of_row_[i], te_.data(), -1, ge_.data());
+    if (con_of_row_[i] >= 0) ConeAddContact(p, con_of_row_[i], te_.data(), -1, ge_.data());
     for (int e = e0; e < e1; e++) {
       if (ge_[e] == 0) continue;
       fold_[ra_[e]] += ge_[e];

@@ -424,6 +424,53 @@ TEST_F(ComfreeSolverTest, ForceTangentMatchesCentralDifferences) {
   }
 }
 
+// a direction whose dM lies on one tree's rows, listed (ProblemTangent::M_rows: w'dMw of every
+// gain row in one pass, QuadTangents) gives the tangent of the same direction unlisted (dM scanned
+// tree by tree, SubQuadValues per row), and dM matters in it
+TEST_F(ComfreeSolverTest, ForceTangentListedMassRowsMatchScan) {
+  ModelPtr m = LoadString(kAllRows);
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  PrepareAllRows(m.get(), d.get());
+  std::mt19937 rng(5);
+  Fixture fx(m.get(), Settings(ckSOL_COMFREE));
+  Problem& p = fx.p();
+  Solution& sol = fx.sol();
+  ASSERT_EQ(fx.ex.Extract(m.get(), d.get(), &p), 0);
+  fx.solver.Solve(p, &sol);
+  const int nrow = p.nrow;
+  int ntested = 0;
+  for (int tree = 0; tree < p.islands.ntree; tree++) {
+    const int b = p.islands.tree_dofadr[tree], e = b + p.islands.tree_dofnum[tree];
+    Direction dir = RandomDirection(p, &rng);
+    std::vector<int> rows;
+    for (int i = 0; i < p.nv; i++) {
+      const int m0 = p.mass.madr[i], m1 = i + 1 < p.nv ? p.mass.madr[i + 1] : p.mass.nM;
+      for (int k = m0; k < m1; k++) dir.M[k] *= i >= b && i < e;
+      if (i >= b && i < e) rows.push_back(i);
+    }
+    ProblemTangent listed = dir.tangent(), scan = dir.tangent(), none = dir.tangent();
+    listed.M_rows = rows.data();
+    listed.M_nrows = static_cast<int>(rows.size());
+    none.M = nullptr;
+    std::vector<double> df_listed(nrow), df_scan(nrow), df_none(nrow);
+    ASSERT_TRUE(fx.solver.ForceTangent(p, sol, listed, df_listed.data()));
+    ASSERT_TRUE(fx.solver.ForceTangent(p, sol, scan, df_scan.data()));
+    ASSERT_TRUE(fx.solver.ForceTangent(p, sol, none, df_none.data()));
+    double scale = 0, dm = 0;
+    for (int i = 0; i < nrow; i++) {
+      scale = std::max(scale, std::fabs(df_scan[i]));
+      dm = std::max(dm, std::fabs(df_scan[i] - df_none[i]));
+    }
+    if (dm == 0) continue;  // (no gain row on this tree)
+    ntested++;
+    EXPECT_GT(dm, 1e-6 * scale) << "tree " << tree;
+    for (int i = 0; i < nrow; i++)
+      EXPECT_NEAR(df_listed[i], df_scan[i], 1e-12 * scale) << "tree " << tree << " row " << i;
+  }
+  EXPECT_GT(ntested, 0);
+}
+
 // OpenMP over contacts gives the serial result bit for bit, and allocates nothing once warm
 TEST_F(ComfreeSolverTest, ParallelContactsMatchSerialWithoutAllocating) {
   ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
