@@ -134,9 +134,11 @@ int main(int argc, char** argv) {
   std::printf("%s: nv %d, ncon %d, mjd_transitionFD %.3f ms\n", model_arg.c_str(), nv,
               static_cast<int>(d->ncon), 1e3 * fd);
   for (const Entry& e : entries) {
-    std::printf("  %-8s jac %8.3f ms  ratio %6.1fx  vjp/jac %.2f  (ncon %d)\n",
-                ck_solverName(e.solver), 1e3 * e.jac, fd / e.jac, e.vjp / e.jac,
-                static_cast<int>(e.d->ncon));
+    // (--jac-only times no VJP)
+    char vjp[16] = "-";
+    if (!jac_only) std::snprintf(vjp, sizeof(vjp), "%.2f", e.vjp / e.jac);
+    std::printf("  %-8s jac %8.3f ms  ratio %6.1fx  vjp/jac %s  (ncon %d)\n",
+                ck_solverName(e.solver), 1e3 * e.jac, fd / e.jac, vjp, static_cast<int>(e.d->ncon));
   }
   for (Entry& e : entries) {
     if (dump.empty()) break;
