@@ -15,8 +15,8 @@ constexpr signed char kFromInexact = 4;  // state bit of the warm-start table: i
 constexpr double kTol = 1e-10;           // acceptance tolerance (m/s), times max(1, max |b|)
 constexpr double kLooseTol = 1e-6;       // below this an inexact answer is INACCURATE, not MAX_ITER
 constexpr double kInf = HUGE_VAL;
-constexpr double kBank = 10;           // credit of the work budget, in solves' worth of max_work
-constexpr double kSchurRcond = 1e-12;  // least (Cholesky pivot)^2 / max diagonal of A_EE eliminated
+constexpr double kBank = 10;          // credit of the work budget, in solves' worth of max_work
+constexpr double kSchurRcond = 1e-8;  // least (Cholesky pivot)^2 / max diagonal of A_EE eliminated
 constexpr size_t kGsCache = size_t{1} << 21;  // most doubles of the Gauss-Seidel cache (16 MB)
 
 uint64_t Mix(uint64_t a, uint64_t b) {
@@ -120,6 +120,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     cidx_.assign(cap, 0);
     lstate_.assign(cap, 0);
     rstate_.assign(cap, 0);
+    gstate_.assign(cap, 0);
     local_.assign(rows, -1);
     con_of_row_.assign(rows, -1);
     state_.assign(rows, kLcpLower);
@@ -543,14 +544,15 @@ bool LcpSolver::SolveDense(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   const int m = schur_.m();
   schur_.GatherState(state, rstate_.data());
   schur_.Gather(x_.data(), xr_.data());
+  std::copy(state, state + lcp.n, gstate_.begin());
   BoxedOptions ropt = opt;
   if (opt.start) {
     schur_.Gather(opt.start, x0r_.data());
     ropt.start = x0r_.data();
   }
   *st = BoxedStats();
-  bool exact = m == 0 || boxed_.Solve(schur_.reduced(), ropt, rstate_.data(), xr_.data(),
-                                      wr_.data(), &scratch_cod_, st);
+  bool exact = boxed_.Solve(schur_.reduced(), ropt, rstate_.data(), xr_.data(), wr_.data(),
+                            &scratch_cod_, st);
   schur_.Expand(xr_.data(), x_.data(), w_.data());
   for (int i = 0; i < lcp.n; i++) state[i] = kLcpClamped;
   for (int a = 0; a < m; a++) state[schur_.rows()[a]] = rstate_[a];
@@ -560,6 +562,15 @@ bool LcpSolver::SolveDense(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   exact = exact && st->residual <= opt.tol;
   st->spent = st->spent && !exact;
   st->factored = false;
+  if (exact || m >= opt.sweep_rows) return exact;
+  // a small reduced problem without an exact answer: the island itself from the same guess (the
+  // best answer of a small problem is not Gauss-Seidel's; on the hammock such answers diverged)
+  const BoxedStats reduced = *st;
+  std::copy(gstate_.begin(), gstate_.begin() + lcp.n, state);
+  exact = boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, st);
+  st->iterations += reduced.iterations;
+  st->pivots += reduced.pivots;
+  st->work += reduced.work;
   return exact;
 }
 

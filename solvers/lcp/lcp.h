@@ -156,8 +156,9 @@ class LcpSolver final : public Solver {
   // one island into sol->force (impulses / h) and state_
   void SolveIsland(const Problem& p, int island, Solution* sol);
   // its boxed LCP (x_, w_): large islands with many bilateral rows by the Schur complement of
-  // those rows (schur.h; their own factorization then on request, st->factored false), else
-  // directly; true if exact
+  // those rows (schur.h; their own factorization then on request, st->factored false), and
+  // directly when that is not possible or a reduced problem below sweep_rows rows has no exact
+  // answer; true if exact
   bool SolveDense(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
                   BoxedStats* st);
 
@@ -234,6 +235,7 @@ class LcpSolver final : public Solver {
   std::vector<signed char> lstate_;               // (cap)
   std::vector<double> xr_, wr_, x0r_;             // reduced problem's x, w and start (cap)
   std::vector<signed char> rstate_;               // its classification (cap)
+  std::vector<signed char> gstate_;               // the island's guess, kept (cap)
 
   // rows of the problem
   std::vector<int> local_;             // place of a row in its island              (max_rows)
