@@ -752,9 +752,13 @@ TEST_F(LcpTest, SchurComplementOfEqualityRowsMatchesTheDirectSolve) {
 
   const int nx = 2 * m->nv + m->na, nu = m->nu;
   std::vector<mjtNum> A(nx * nx), A0(nx * nx), B(nx * std::max(nu, 1)), B0(B.size());
-  ASSERT_EQ(ck_transitionJac(ck.get(), m.get(), d.get(), A.data(), B.data(), nullptr, nullptr), 0);
-  ASSERT_EQ(ck_transitionJac(ck0.get(), m.get(), d.get(), A0.data(), B0.data(), nullptr, nullptr),
-            0);
+  // (on MuJoCo 3.x some columns are taken by differences, 1: the same on both paths)
+  const int ret =
+      ck_transitionJac(ck.get(), m.get(), d.get(), A.data(), B.data(), nullptr, nullptr);
+  const int ret0 =
+      ck_transitionJac(ck0.get(), m.get(), d.get(), A0.data(), B0.data(), nullptr, nullptr);
+  ASSERT_GE(ret, 0);
+  EXPECT_EQ(ret, ret0);
   double scale = 0, diff = 0;
   for (int i = 0; i < nx * nx; i++) {
     scale = std::max(scale, std::fabs(A0[i]));
