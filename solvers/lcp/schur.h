@@ -25,8 +25,8 @@ class BilateralSchur {
   void Allocate(int nmax);
 
   // eliminate the bilateral rows of lcp (symmetric A): false (nothing reduced) if it has fewer
-  // than min_rows of them, no other row, or A_EE is not positive definite with its smallest
-  // pivot above rcond times its largest diagonal entry
+  // than min_rows of them, no other row, or A_EE is not positive definite with every squared
+  // Cholesky pivot above rcond times its largest diagonal entry
   bool Reduce(const DenseLcp& lcp, int min_rows, double rcond);
 
   // the reduced problem on R (valid after Reduce returned true, while lcp's arrays live)
