@@ -95,6 +95,9 @@ const KeyInfo kKeys[] = {
   {"sweep_rows", "lcp", kKeyInt, CK_OFF(lcp.sweep_rows), 1, 1e9, false, false, "60",
    "islands of at least this many rows whose guess fails start from Gauss-Seidel on the "
    "previous step's impulses and an exact solve of its classification, then pivot from there"},
+  {"schur_rows", "lcp", kKeyInt, CK_OFF(lcp.schur_rows), 0, 1e9, false, false, "8",
+   "islands of at least sweep_rows rows with at least this many bilateral rows (equalities, "
+   "tendons) solve the LCP of their other rows, the bilateral ones eliminated (0: never)"},
 
   {"derivatives", "derivative", kKeyBool, CK_OFF(deriv.enabled), 0, 1, false, false, "1",
    "derivatives allowed; their workspace is made by the first derivative call (0: refused)"},

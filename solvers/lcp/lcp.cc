@@ -15,7 +15,8 @@ constexpr signed char kFromInexact = 4;  // state bit of the warm-start table: i
 constexpr double kTol = 1e-10;           // acceptance tolerance (m/s), times max(1, max |b|)
 constexpr double kLooseTol = 1e-6;       // below this an inexact answer is INACCURATE, not MAX_ITER
 constexpr double kInf = HUGE_VAL;
-constexpr double kBank = 10;  // credit of the work budget, in solves' worth of max_work
+constexpr double kBank = 10;          // credit of the work budget, in solves' worth of max_work
+constexpr double kSchurRcond = 1e-8;  // least (Cholesky pivot)^2 / max diagonal of A_EE eliminated
 constexpr size_t kGsCache = size_t{1} << 21;  // most doubles of the Gauss-Seidel cache (16 MB)
 
 uint64_t Mix(uint64_t a, uint64_t b) {
@@ -110,11 +111,16 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     cap_ = std::max(1, std::min(dims.max_rows, settings.lcp.max_island_rows));
     const size_t cap = cap_, rows = std::max(dims.max_rows, 1), nv = std::max(dims.nv, 1);
     boxed_.Allocate(cap_);
+    schur_.Allocate(cap_);
     A_.assign(cap * cap, 0);
-    for (auto* v : {&b_, &lo_, &hi_, &mu_, &x_, &w_, &x0_, &rc_, &dy_, &tq_}) v->assign(cap, 0);
+    for (auto* v : {&b_, &lo_, &hi_, &mu_, &x_, &w_, &x0_, &rc_, &dy_, &tq_, &xr_, &wr_, &x0r_}) {
+      v->assign(cap, 0);
+    }
     findex_.assign(cap, -1);
     cidx_.assign(cap, 0);
     lstate_.assign(cap, 0);
+    rstate_.assign(cap, 0);
+    gstate_.assign(cap, 0);
     local_.assign(rows, -1);
     con_of_row_.assign(rows, -1);
     state_.assign(rows, kLcpLower);
@@ -488,7 +494,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
     cod = &fac.cod;
   }
   BoxedStats st;
-  const bool exact = boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, &st);
+  const bool exact = SolveDense(lcp, opt, state, cod, &st);
   for (int j = 0; j < n; j++) inexact_[rows[j]] = !exact;
   if (!st.factored && fac.stored) {
     fac.stored = false;
@@ -527,6 +533,47 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
     sol->status = std::max(sol->status, close ? static_cast<int>(ckSTATUS_INACCURATE)
                                               : static_cast<int>(ckSTATUS_MAX_ITER));
   }
+}
+
+bool LcpSolver::SolveDense(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
+                           Cod* cod, BoxedStats* st) {
+  const int min_rows = settings_.lcp.schur_rows;
+  if (min_rows <= 0 || lcp.n < opt.sweep_rows || !schur_.Reduce(lcp, min_rows, kSchurRcond)) {
+    return boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, st);
+  }
+  // the LCP of the other rows (the guess, impulses and start restricted to them), its answer
+  // expanded to the bilateral rows; the reduced factorization goes to the scratch
+  const int m = schur_.m();
+  schur_.GatherState(state, rstate_.data());
+  schur_.Gather(x_.data(), xr_.data());
+  std::copy(state, state + lcp.n, gstate_.begin());
+  BoxedOptions ropt = opt;
+  if (opt.start) {
+    schur_.Gather(opt.start, x0r_.data());
+    ropt.start = x0r_.data();
+  }
+  *st = BoxedStats();
+  bool exact = boxed_.Solve(schur_.reduced(), ropt, rstate_.data(), xr_.data(), wr_.data(),
+                            &scratch_cod_, st);
+  schur_.Expand(xr_.data(), x_.data(), w_.data());
+  for (int i = 0; i < lcp.n; i++) state[i] = kLcpClamped;
+  for (int a = 0; a < m; a++) state[schur_.rows()[a]] = rstate_[a];
+  // exact on the island itself (the expansion's rounding included)
+  st->work += schur_.work();
+  st->residual = BoxedLcpSolver::Residual(lcp, x_.data(), w_.data(), &st->kappa);
+  exact = exact && st->residual <= opt.tol;
+  st->spent = st->spent && !exact;
+  st->factored = false;
+  if (exact || m >= opt.sweep_rows) return exact;
+  // a small reduced problem without an exact answer: the island itself from the same guess (the
+  // best answer of a small problem is not Gauss-Seidel's; on the hammock such answers diverged)
+  const BoxedStats reduced = *st;
+  std::copy(gstate_.begin(), gstate_.begin() + lcp.n, state);
+  exact = boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, st);
+  st->iterations += reduced.iterations;
+  st->pivots += reduced.pivots;
+  st->work += reduced.work;
+  return exact;
 }
 
 void LcpSolver::AddIslandSolve(const Problem& p, int island, double* y, double* out) const {

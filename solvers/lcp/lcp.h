@@ -40,8 +40,11 @@
 // when that fails, within a work budget (max_work operations per island solve on average; cheaper
 // solves leave a credit of up to 10 max_work; LcpStats::spent counts the islands it stopped), and
 // the final answer is recomputed from its classification with the minimum-norm solution (Nimble's
-// stabilization). The classification and the decomposition of each island's reduced matrix stay
-// available after Solve for ForceTangent and the derivative module (an inexact island's is
+// stabilization). Islands of at least sweep_rows rows with at least schur_rows bilateral rows
+// (equalities, tendons: always clamped) solve the LCP of their other rows, the bilateral ones
+// eliminated by their Schur complement (schur.h), and expand its answer. The classification and
+// the decomposition of each island's reduced matrix stay available after Solve for ForceTangent
+// and the derivative module (an inexact island's, and one solved through the Schur complement, is
 // computed when first asked for); SetTangentModes
 // (complementarity-aware gradients, Nimble section IV-D) refactors the islands whose contacts it
 // reclassifies and restores the solve's own factorizations on null. Islands above max_island_rows
@@ -58,6 +61,7 @@
 #include "solvers/common/reach.h"
 #include "solvers/common/solver.h"
 #include "solvers/lcp/boxed.h"
+#include "solvers/lcp/schur.h"
 
 namespace contactkit {
 
@@ -154,6 +158,12 @@ class LcpSolver final : public Solver {
 
   // one island into sol->force (impulses / h) and state_
   void SolveIsland(const Problem& p, int island, Solution* sol);
+  // its boxed LCP (x_, w_): large islands with many bilateral rows by the Schur complement of
+  // those rows (schur.h; their own factorization then on request, st->factored false), and
+  // directly when that is not possible or a reduced problem below sweep_rows rows has no exact
+  // answer; true if exact
+  bool SolveDense(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
+                  BoxedStats* st);
 
   // dense A of an island's rows: A(i, j) = J_i M^-1 J_j' (+ cfm on the diagonal)
   void BuildA(const Problem& p, const int* rows, int n);
@@ -218,6 +228,7 @@ class LcpSolver final : public Solver {
   ProblemDims dims_;
   int cap_ = 0;  // largest island solved densely
   BoxedLcpSolver boxed_;
+  BilateralSchur schur_;  // bilateral rows of large islands eliminated
 
   // island problem (local rows)
   std::vector<double> A_;                         // (cap x cap)
@@ -225,6 +236,9 @@ class LcpSolver final : public Solver {
   std::vector<double> x0_;                        // previous impulses, Gauss-Seidel's start (cap)
   std::vector<int> findex_;                       // (cap)
   std::vector<signed char> lstate_;               // (cap)
+  std::vector<double> xr_, wr_, x0r_;             // reduced problem's x, w and start (cap)
+  std::vector<signed char> rstate_;               // its classification (cap)
+  std::vector<signed char> gstate_;               // the island's guess, kept (cap)
 
   // rows of the problem
   std::vector<int> local_;             // place of a row in its island              (max_rows)

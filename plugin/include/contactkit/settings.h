@@ -70,6 +70,7 @@ typedef struct ckLcpSettings_ {
   int max_island_rows;
   double max_work;
   int sweep_rows;
+  int schur_rows;
 } ckLcpSettings;
 
 // integrator of ck_step

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "solvers/lcp/schur.h"
 #include "support/fixture.h"
 
 namespace contactkit::test {
@@ -32,10 +33,12 @@ struct RandomLcp {
   std::vector<int> findex;
   DenseLcp lcp;
 
-  RandomLcp(int nbody, int ncon, int nbil, int nbox, std::mt19937* rng) {
+  // nlink (< nbody) bilateral pairs of rows join body k to body k-1 (k = 1..nlink): no relative
+  // horizontal velocity at a point between them, which lifting the levels apart keeps
+  RandomLcp(int nbody, int ncon, int nbil, int nbox, std::mt19937* rng, int nlink = 0) {
     std::uniform_real_distribution<double> u(0, 1), s(-1, 1);
     const int ndof = 6 * nbody;
-    n = 3 * ncon * nbody + nbil + nbox;
+    n = 3 * ncon * nbody + nbil + nbox + 2 * nlink;
     std::vector<double> J(static_cast<size_t>(n) * ndof, 0.0), Winv(ndof);
     for (int k = 0; k < nbody; k++) {
       const double mass = 0.5 + 1.5 * u(*rng);
@@ -52,6 +55,22 @@ struct RandomLcp {
     for (int k = 0; k < nbil; k++, row++) {
       J[row * ndof + 6 * (k % nbody) + 3 + 2 * (k / nbody % 2)] = 1;  // spin about x or z
       lo[row] = -HUGE_VAL;
+    }
+    for (int k = 1; k <= nlink; k++) {
+      const double r[3] = {0.1 * s(*rng), 0.1 * s(*rng), 0};  // from the joint to body k
+      for (int a = 0; a < 2; a++, row++) {
+        lo[row] = -HUGE_VAL;
+        for (int side = 0; side < 2; side++) {
+          // body k's point r + (0, 0, 0.1) above and body k-1's r - (0, 0, 0.1) below its centre
+          const double arm[3] = {r[0], r[1], side == 0 ? -0.1 : 0.1};
+          const double sign = side == 0 ? 1 : -1;
+          double* jr = J.data() + static_cast<size_t>(row) * ndof + 6 * (k - side);
+          jr[a] = sign;  // unit axis x or y; the angular part is arm x axis
+          jr[3] = sign * (a == 0 ? 0 : -arm[2]);
+          jr[4] = sign * (a == 0 ? arm[2] : 0);
+          jr[5] = sign * (a == 0 ? -arm[1] : arm[0]);
+        }
+      }
     }
     for (int k = 0; k < nbox; k++, row++) {
       J[row * ndof + 6 * (k % nbody)] = 1;  // slide along x
@@ -578,6 +597,76 @@ TEST(BoxedLcpTest, SymmetricRowsGiveTheSameSweeps) {
     for (int i = 0; i < n; i++) moved = std::max(moved, std::fabs(x1[i]));
     EXPECT_GT(moved, 0) << "trial " << trial;
   }
+}
+
+// A large problem held together by bilateral rows (spins and joints between the bodies) solved
+// through the Schur complement of those rows: the reduced problem has only the other rows, its
+// answer expanded to every row is exactly complementary on the whole problem (w_E = 0 on the
+// bilateral rows to rounding), w_R is the reduced problem's, and the solve is as exact as the
+// direct one
+TEST(BoxedLcpTest, SchurComplementOfBilateralRowsIsExact) {
+  std::mt19937 rng(21);
+  const int nmax = 3 * 5 * 5 + 10 + 1 + 8;
+  Workspace direct(nmax), reduced(nmax);
+  BilateralSchur schur;
+  schur.Allocate(nmax);
+  std::vector<double> x(nmax), w(nmax);
+  int exact_direct = 0, exact_reduced = 0;
+  for (int trial = 0; trial < 12; trial++) {
+    RandomLcp p(5, 3 + trial % 3, 10, 1, &rng, 4);
+    ASSERT_GE(p.n, 60);
+    // A exactly symmetric, as the lcp solver builds it
+    for (int j = 0; j < p.n; j++) {
+      for (int i = j + 1; i < p.n; i++) p.A[j + i * p.n] = p.A[i + j * p.n];
+    }
+    p.lcp.symmetric = true;
+    BoxedOptions opt;
+    BoxedStats st;
+    exact_direct += direct.Solve(p.lcp, opt, &st);
+
+    ASSERT_TRUE(schur.Reduce(p.lcp, 8, 1e-12)) << "trial " << trial;
+    const int m = schur.m();
+    EXPECT_EQ(m, p.n - 18) << "the 10 spins and 4 joints' 8 rows are eliminated";
+    const bool ok = reduced.Solve(schur.reduced(), opt, &st);
+    EXPECT_TRUE(ok) << "trial " << trial << " residual " << st.residual;
+    schur.Expand(reduced.x.data(), x.data(), w.data());
+    const double res = BoxedLcpSolver::Residual(p.lcp, x.data(), w.data(), nullptr);
+    EXPECT_LE(res, 1e-10) << "trial " << trial;
+    exact_reduced += ok && res <= 1e-10;
+    double wmax = 1;
+    for (int i = 0; i < p.n; i++) wmax = std::max(wmax, std::fabs(w[i]));
+    for (int a = 0; a < m; a++) {
+      const int i = schur.rows()[a];
+      EXPECT_EQ(x[i], reduced.x[a]);
+      EXPECT_NEAR(w[i], reduced.w[a], 1e-10 * wmax) << "trial " << trial << " row " << i;
+    }
+    for (int i = 0; i < p.n; i++) {
+      if (std::isinf(p.lo[i]) && std::isinf(p.hi[i]) && p.findex[i] < 0) {
+        EXPECT_NEAR(w[i], 0, 1e-12 * wmax) << "bilateral row " << i;
+      }
+    }
+  }
+  EXPECT_EQ(exact_direct, 12);
+  EXPECT_EQ(exact_reduced, 12);
+}
+
+// The Schur complement is refused when its rows are too few, or when they are redundant (a
+// bilateral row twice: A_EE singular), so that the caller solves the problem directly
+TEST(BoxedLcpTest, SchurComplementRefusesFewOrRedundantBilateralRows) {
+  std::mt19937 rng(22);
+  BilateralSchur schur;
+  schur.Allocate(120);
+  RandomLcp p(5, 3, 10, 1, &rng, 4);
+  p.lcp.symmetric = true;
+  EXPECT_TRUE(schur.Reduce(p.lcp, 18, 1e-12));
+  EXPECT_FALSE(schur.Reduce(p.lcp, 19, 1e-12));
+  // spins 10 and 11 repeat spins 0 and 1
+  RandomLcp q(5, 3, 12, 1, &rng, 4);
+  q.lcp.symmetric = true;
+  EXPECT_FALSE(schur.Reduce(q.lcp, 8, 1e-12));
+  // not symmetric: refused
+  p.lcp.symmetric = false;
+  EXPECT_FALSE(schur.Reduce(p.lcp, 8, 1e-12));
 }
 
 }  // namespace
