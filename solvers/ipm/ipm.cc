@@ -40,6 +40,7 @@ constexpr double kLiftDet = 1e-6;          // det(eta) / eta0^2 of a velocity co
 constexpr int kStallIter = 3;              // blocked steps in a row that end a solve
 constexpr double kInteriorMargin = 1e-13;  // det(y) / y0^2 of an interior point
 constexpr double kInaccurate = 1000;       // "inaccurate": within this factor of both tolerances
+constexpr double kRecoveryEnergy = 10;     // energy an island's recovery may add, x its rows' own
 constexpr long kMaxPool = 1L << 22;        // dense block pool bound for large models (doubles)
 constexpr int kCenterIter = 30;            // Newton steps onto the central point at kappa_grad
 constexpr double kCenterTol = 1e-10;       // relative complementarity accuracy of that point
@@ -1312,6 +1313,63 @@ int IpmSolver::ProxRetry(const Problem& p, int k, int* status, const State** fin
   return iterations;
 }
 
+void IpmSolver::EnergyTerms(const Problem& p, int k, const double* lam, double* work,
+                            double* quad) {
+  const Islands& is = p.islands;
+  const int* rows = Rows(p, k);
+  const int* dofs = Dofs(p, k);
+  for (int a = 0; a < NumDofs(p, k); a++) tmp_[dofs[a]] = 0;
+  for (int a = 0; a < NumRows(p, k); a++) {
+    if (lam[rows[a]] != 0) p.J.AddRowTo(rows[a], lam[rows[a]], tmp_.data());
+  }
+  *work = *quad = 0;
+  for (int a = 0; a < NumDofs(p, k); a++) *work += p.v_free[dofs[a]] * tmp_[dofs[a]];
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    p.mass.SolveHalf(tmp_.data(), b, e);  // then lam' J M^-1 J' lam = sum Dinv_j tmp_j^2
+    for (int j = b; j < e; j++) *quad += p.mass.Dinv[j] * tmp_[j] * tmp_[j];
+  }
+}
+
+bool IpmSolver::HoldRecovery(const Problem& p, int k) {
+  // the energy recovery may add: each recovering row moved alone at its speed, 1/2 t^2 / A_ii,
+  // and what complementarity leaves, gamma s <= kappa_tol per row
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  double allow = nr * settings_.ipm.kappa_tol;
+  bool recovers = false;
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    if (!Recovers(p, i)) continue;
+    allow += 0.5 * target_[i] * target_[i] / p.diag_approx[i];
+    recovers = true;
+  }
+  if (!recovers || !(EnergyChange(p, k) > kRecoveryEnergy * allow)) return false;
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    if (Recovers(p, i)) {
+      target_[i] = 0;
+      capped_[i] = 1;
+    }
+  }
+  stats_.holds++;
+  held_++;
+  return true;
+}
+
+void IpmSolver::Dissipate(const Problem& p, int k, int* status) {
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  double work, quad;
+  EnergyTerms(p, k, out_lam_.data(), &work, &quad);
+  if (!(work + 0.5 * quad > kRecoveryEnergy * nr * settings_.ipm.kappa_tol)) return;
+  // the least energy along the answer's direction: t lam with t = -work / quad in [0, 1]
+  const double t = quad > 0 ? std::min(1.0, std::max(0.0, -work / quad)) : 0;
+  for (int a = 0; a < nr; a++) out_lam_[rows[a]] *= t;
+  if (*status == ckSTATUS_SOLVED || *status == ckSTATUS_INACCURATE) *status = ckSTATUS_MAX_ITER;
+  stats_.dissipated++;
+}
+
 void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   const ckIpmSettings& st = settings_.ipm;
   auto merit = [&](const State& s) {
@@ -1354,43 +1412,51 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
                          {kVelFloor, 0, 1, kRetryTarget, true, false, kPathSigma, kProxAttempt, 5},
                          {kRetryFloor, 0, kSoftFactor, kRetryTarget, false, false, 0, -1, -1},
                          {kVelFloor, 0, 1, kRetryTarget, true, false, 0, -1, 5}};
-  for (int attempt = force_prox_ ? kProxAttempt : warm ? 0 : 1, first = attempt; attempt >= 0;) {
-    const Plan& plan = plans[attempt];
-    int result;
-    double c = 0;
-    const State* fin = nullptr;
-    path_sigma_ = plan.sigma;
-    if (attempt == kProxAttempt) {
-      iterations += ProxRetry(p, k, &result, &fin);
-    } else {
-      iterations +=
-          Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
-                  plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
-    }
-    path_sigma_ = 0;
-    if (!fin) break;
-    const bool soft = plan.soft > 1;
-    if (soft && result != ckSTATUS_NUMERICAL) result = ckSTATUS_INACCURATE;
-    const double m = soft && result == ckSTATUS_INACCURATE ? kInaccurate : merit(*fin);
-    if (attempt == first || m < best) {
-      best = m;
-      status = result;
-      cond = c;
-      rvio = fin->rvio;
-      kvio = fin->kvio;
-      for (int a = 0; a < nr; a++) out_lam_[rows[a]] = fin->lam[rows[a]];
-      if (GradAtEnd()) {
-        // the derivative of the step taken: the step ends on the central point at its
-        // complementarity tolerance (below), which is where ForceTangent differentiates
-        Copy(p, k, *fin, &grad_);
-        grad_ok_[k] = 1;
-        grad_kappa_[k] = plan.soft * st.kappa_tol;
+  // pass 1, only if pass 0's answer adds energy beyond what recovery may (HoldRecovery): the
+  // island again without recovery
+  bool held = false;
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1 && !(held = HoldRecovery(p, k))) break;
+    best = HUGE_VAL;
+    for (int attempt = force_prox_ ? kProxAttempt : warm ? 0 : 1, first = attempt; attempt >= 0;) {
+      const Plan& plan = plans[attempt];
+      int result;
+      double c = 0;
+      const State* fin = nullptr;
+      path_sigma_ = plan.sigma;
+      if (attempt == kProxAttempt) {
+        iterations += ProxRetry(p, k, &result, &fin);
+      } else {
+        iterations +=
+            Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
+                    plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
       }
+      path_sigma_ = 0;
+      if (!fin) break;
+      const bool soft = plan.soft > 1;
+      if (soft && result != ckSTATUS_NUMERICAL) result = ckSTATUS_INACCURATE;
+      const double m = soft && result == ckSTATUS_INACCURATE ? kInaccurate : merit(*fin);
+      if (attempt == first || m < best) {
+        best = m;
+        status = result;
+        cond = c;
+        rvio = fin->rvio;
+        kvio = fin->kvio;
+        for (int a = 0; a < nr; a++) out_lam_[rows[a]] = fin->lam[rows[a]];
+        if (GradAtEnd()) {
+          // the derivative of the step taken: the step ends on the central point at its
+          // complementarity tolerance (below), which is where ForceTangent differentiates
+          Copy(p, k, *fin, &grad_);
+          grad_ok_[k] = 1;
+          grad_kappa_[k] = plan.soft * st.kappa_tol;
+        }
+      }
+      if (status == ckSTATUS_SOLVED) break;
+      attempt = result == ckSTATUS_INACCURATE ? plan.next : plan.fail;
+      if (attempt >= 0) stats_.retries++;
     }
-    if (status == ckSTATUS_SOLVED) break;
-    attempt = result == ckSTATUS_INACCURATE ? plan.next : plan.fail;
-    if (attempt >= 0) stats_.retries++;
   }
+  if (held) Dissipate(p, k, &status);
   // hard-contact derivatives: the final iterate (whose last target undershoots kappa_tol, a
   // different point for every perturbation) moved onto the central point at kappa_tol, a smooth
   // function of the problem that ForceTangent differentiates exactly; a few Newton steps, taken

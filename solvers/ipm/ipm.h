@@ -31,6 +31,8 @@ struct IpmStats {
   int grad_islands = 0;      // islands with a stored kappa_grad iterate
   int refinements = 0;       // island force tangents refined since the solve
   int tangent_islands = 0;   // island force tangents solved since the solve (islands touched)
+  int holds = 0;             // islands re-solved without recovery (their answer added energy)
+  int dissipated = 0;        // ... whose answer still did, scaled down to its least energy
 
   void Reset() { *this = IpmStats(); }
 };

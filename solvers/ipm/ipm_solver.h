@@ -92,6 +92,8 @@ class IpmSolver final : public Solver {
   static inline bool force_prox_ = false;
   // for tests: islands the proximal retry has solved (counted, never reset)
   static inline std::atomic<int> prox_solved_{0};
+  // for tests: islands HoldRecovery re-solved without recovery (counted, never reset)
+  static inline std::atomic<int> held_{0};
   // for tests: one Newton direction at the cold start of island k for complementarity target
   // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
   bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);
@@ -109,6 +111,29 @@ class IpmSolver final : public Solver {
   void BuildLists(const Problem& p);
   void SolveAll(const Problem& p, Solution* sol);
   void SolveIsland(const Problem& p, int k, Solution* sol);
+  // the change of island k's kinetic energy (M_eff norm) from the free motion's that impulses
+  // lam (nrow) make, work + quad / 2: work = v_free' J' lam, quad = lam' J M^-1 J' lam
+  void EnergyTerms(const Problem& p, int k, const double* lam, double* work, double* quad);
+  double EnergyChange(const Problem& p, int k) {  // ... of the answer out_lam_
+    double work, quad;
+    EnergyTerms(p, k, out_lam_.data(), &work, &quad);
+    return work + 0.5 * quad;
+  }
+  // a limit, contact normal or hard equality row that undoes a violation (its target < 0)
+  bool Recovers(const Problem& p, int i) const {
+    const int kind = p.kind[i];
+    return target_[i] < 0 && (kind == kRowLimit || kind == kRowContactNormal ||
+                              (kind == kRowEquality && !settings_.ipm.soft_equality));
+  }
+  // after island k's answer (out_lam_) adds more energy than kRecoveryEnergy times what its
+  // recovering rows need alone (rows whose recovery conflicts: a wedged body, limits violated
+  // against contacts), holds those rows instead (target 0: no deeper, no recovery), under which
+  // the step, a projection onto a set that holds v = 0, cannot add energy; true if it did
+  bool HoldRecovery(const Problem& p, int k);
+  // after the held re-solve: an exact answer without recovery cannot add energy (at most
+  // kappa_tol per row); one that does more than kRecoveryEnergy times that is inexact, and is
+  // scaled down along its direction to its least energy (status at least MAX_ITER)
+  void Dissipate(const Problem& p, int k, int* status);
   // one solve attempt from a cold (warm_mu = 0) or warm start; recenter: re-center eta0 of
   // friction cones on feasible iterates; target: the final central-path value, fraction of ktol
   int Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter, bool scaled,

@@ -34,10 +34,6 @@ const Known kKnownRuns[] = {
     // MuJoCo's own solver: the Allegro's and LEAP's fingers blow up at 5h (|qvel| 1035, 1070)
     {"allegro", ckSOL_MUJOCO, 5, tools::kControlRandom},
     {"leap", ckSOL_MUJOCO, 5, tools::kControlRandom},
-    // ipm blows up at 5h with random controls on the humanoid (|qvel| 1.6e3, 2.6e4 on 3.17; 1.5e3,
-    // 3.4e3 on 2.2.2): after its hands and feet reach 0.1 m into the floor within one step, four
-    // solves in a row end at the iteration limit and their iterates add energy
-    {"humanoid", ckSOL_IPM, 5, tools::kControlRandom},
 #if mjVERSION_HEADER < 300
     // on 2.2.2 at 5h with random controls: LEAP's fingers blow up under comfree and ipm (|qvel|
     // 1.55e3, 1.24e3), and under lcp press 54 mm into the cube until its variant's 100 contacts
