@@ -147,6 +147,13 @@ class Derivative : private FdTarget {
   // no elastic correction): one solve of H with the adjoint, then one product per direction with
   // its right-hand side instead of its solve and column
   bool AdjointApplies() const;
+  // the column of [A B] (or the index of [gx gu]) of the unit direction (kind, index)
+  int OutputColumn(int kind, int index) const {
+    return kind == kCtrl  ? 2 * nv_ + na_ + index
+           : kind == kAct ? 2 * nv_ + index
+           : kind == kVel ? nv_ + index
+                          : index;
+  }
   void AdjointDirections(const mjModel* m);
   // the same for a solver (comfree, lcp, ipm): the integrator's solve with the adjoint once, then
   // per direction its right-hand side's product and, with the solver's reverse mode

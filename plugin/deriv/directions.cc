@@ -42,10 +42,7 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
     if (kind == kCtrl ? !ctrl : !state) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na_ : nv_;
     for (int index = 0; index < n; index++) {
-      const int col = kind == kCtrl  ? 2 * nv_ + na_ + index
-                      : kind == kAct ? 2 * nv_ + index
-                      : kind == kVel ? nv_ + index
-                                     : index;
+      const int col = OutputColumn(kind, index);
       smooth_.UnitTangent(m, kind, index);
       if (stage_.batch) {
         QueueColumn(m, nslot, kind, index, col);
@@ -411,7 +408,7 @@ void Derivative::AdjointDirections(const mjModel* m) {
   //   a' out_k = (Tq' aq)' dq_k + mu' r_k + z' P_k + (D z)' dv_k + alpha' (dact_k + h dact_dot_k)
   // with mu = H^-1 (g - D z) (z = 0 undamped) and alpha = aact where the update is not clipped
   const Problem& p = *stage_.problem;
-  const int nv = nv_, na = na_, ndx = 2 * nv + na;
+  const int nv = nv_, na = na_;
   const double h = p.h;
   const bool damped = integrator_.damped;
   double* tq = block_.damped;          // Tq' aq           (nv)
@@ -437,10 +434,7 @@ void Derivative::AdjointDirections(const mjModel* m) {
     if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na : nv;
     for (int index = 0; index < n; index++) {
-      const int col = kind == kCtrl  ? ndx + index
-                      : kind == kAct ? 2 * nv + index
-                      : kind == kVel ? nv + index
-                                     : index;
+      const int col = OutputColumn(kind, index);
       smooth_.UnitTangent(m, kind, index);
       QueueColumn(m, -1, kind, index, col);  // r_k in scratch_.a, P_k in mass_term's first column
       double g = mju_dot(mu, scratch_.a, nv);
@@ -472,7 +466,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   // the correction map's adjoint of du (in AdjointDot, or by PositionTangent)
   const Problem& p = *stage_.problem;
   const Solution& sol = *stage_.solution;
-  const int nv = nv_, na = na_, ndx = 2 * nv + na;
+  const int nv = nv_, na = na_;
   const double h = p.h;
   double* tq = block_.damped;           // Tq' aq           (nv)
   double* g = block_.damped + nv;       // Tw' aq + av      (nv)
@@ -505,10 +499,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
     if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na : nv;
     for (int index = 0; index < n; index++) {
-      const int col = kind == kCtrl  ? ndx + index
-                      : kind == kAct ? 2 * nv + index
-                      : kind == kVel ? nv + index
-                                     : index;
+      const int col = OutputColumn(kind, index);
       smooth_.UnitTangent(m, kind, index);
       for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] = 0;
       ProblemTangent dir;

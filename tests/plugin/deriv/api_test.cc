@@ -15,6 +15,25 @@ namespace {
 
 class DerivativeApiTest : public MujocoTest {};
 
+// ck_transitionVJP of a fixed adjoint returns what ck_transitionJac returned (r) and equals
+// dx' [A B] of jac, the Jacobians at the same state (1e-10)
+void ExpectVjpIsTransposedJacobians(ckHandle* ck, const mjModel* m, const mjData* d,
+                                    const Jacobians& jac, int r, const std::string& what) {
+  const int ndx = 2 * m->nv + m->na, nu = m->nu;
+  std::vector<double> dx(ndx), gx(ndx), gu(nu);
+  for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
+  EXPECT_EQ(r, ck_transitionVJP(ck, m, d, dx.data(), nullptr, gx.data(), gu.data())) << what;
+  std::vector<double> ex(ndx, 0.0), eu(nu, 0.0);
+  for (int j = 0; j < ndx; j++) {
+    for (int i = 0; i < ndx; i++) ex[j] += jac.A[i * ndx + j] * dx[i];
+  }
+  for (int j = 0; j < nu; j++) {
+    for (int i = 0; i < ndx; i++) eu[j] += jac.B[i * nu + j] * dx[i];
+  }
+  EXPECT_LT(RelativeError(gx, ex), 1e-10) << what;
+  EXPECT_LT(RelativeError(gu, eu), 1e-10) << what;
+}
+
 // every byte of an mjData: the struct, its buffer and its stack
 struct Snapshot {
   std::vector<unsigned char> head, buffer, stack;
@@ -248,25 +267,13 @@ TEST_F(DerivativeApiTest, StateVjpEqualsTransposedJacobians) {
         ASSERT_GT(d->ncon, 0);
         ckSettings s = Settings(solver);
         HandlePtr ck = Make(m.get(), &s);
-        const int ndx = 2 * m->nv + m->na, nu = m->nu;
         Jacobians jac(m.get());
         const int r = ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
                                        nullptr, nullptr);
-        std::vector<double> dx(ndx), gx(ndx), gu(nu);
-        for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
-        EXPECT_EQ(r, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(),
-                                      gu.data()));
-        std::vector<double> ex(ndx, 0.0), eu(nu, 0.0);
-        for (int j = 0; j < ndx; j++) {
-          for (int i = 0; i < ndx; i++) ex[j] += jac.A[i * ndx + j] * dx[i];
-        }
-        for (int j = 0; j < nu; j++) {
-          for (int i = 0; i < ndx; i++) eu[j] += jac.B[i * nu + j] * dx[i];
-        }
-        EXPECT_LT(RelativeError(gx, ex), 1e-10)
-            << ck_solverName(solver) << " " << integrator << " damped " << damped;
-        EXPECT_LT(RelativeError(gu, eu), 1e-10)
-            << ck_solverName(solver) << " " << integrator << " damped " << damped;
+        ExpectVjpIsTransposedJacobians(ck.get(), m.get(), d.get(), jac, r,
+                                       std::string(ck_solverName(solver)) + " " +
+                                           std::to_string(integrator) + " damped " +
+                                           std::to_string(damped));
       }
     }
   }
@@ -405,7 +412,6 @@ TEST_F(DerivativeApiTest, StateVjpEqualsTransposedJacobiansOnIslands) {
           ck_step(ck.get(), m.get(), d.get());  // (its islands in the statistics, the anchors)
         }
         d->qpos[2] -= 2e-3;  // the box pressed into the floor
-        const int ndx = 2 * m->nv + m->na, nu = m->nu;
         Jacobians jac(m.get());
         const int r = ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
                                        nullptr, nullptr);
@@ -413,22 +419,10 @@ TEST_F(DerivativeApiTest, StateVjpEqualsTransposedJacobiansOnIslands) {
         if (solver == ckSOL_IPM) {
           EXPECT_GT(ck_stats(ck.get())->nisland, 2);
         }
-        std::vector<double> dx(ndx), gx(ndx), gu(nu);
-        for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
-        EXPECT_EQ(r, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(),
-                                      gu.data()));
-        std::vector<double> ex(ndx, 0.0), eu(nu, 0.0);
-        for (int j = 0; j < ndx; j++) {
-          for (int i = 0; i < ndx; i++) ex[j] += jac.A[i * ndx + j] * dx[i];
-        }
-        for (int j = 0; j < nu; j++) {
-          for (int i = 0; i < ndx; i++) eu[j] += jac.B[i * nu + j] * dx[i];
-        }
-        const std::string what = std::string(ck_solverName(solver)) + " cone " +
-                                 std::to_string(cone) + " integrator " +
-                                 std::to_string(integrator) + " variant " + std::to_string(variant);
-        EXPECT_LT(RelativeError(gx, ex), 1e-10) << what;
-        EXPECT_LT(RelativeError(gu, eu), 1e-10) << what;
+        ExpectVjpIsTransposedJacobians(
+            ck.get(), m.get(), d.get(), jac, r,
+            std::string(ck_solverName(solver)) + " cone " + std::to_string(cone) + " integrator " +
+                std::to_string(integrator) + " variant " + std::to_string(variant));
       }
     }
   }
