@@ -39,6 +39,23 @@ ckSettings IpmSettings() {
   return s;
 }
 
+// one ipm step of a model with one free body from qpos (7) and qvel (6) at kappa_tol (kappa_grad
+// at least that): the next velocity (6), the solve's status and contact count
+std::vector<double> StepFreeBody(const mjModel* m, const double* qpos, const double* qvel,
+                                 double kappa_tol, int* status, int* ncon) {
+  DataPtr d(mj_makeData(m));
+  std::copy(qpos, qpos + 7, d->qpos);
+  std::copy(qvel, qvel + 6, d->qvel);
+  ckSettings s = IpmSettings();
+  s.ipm.kappa_tol = kappa_tol;
+  s.ipm.kappa_grad = std::max(s.ipm.kappa_grad, kappa_tol);
+  HandlePtr ck(ck_make(m, &s, nullptr, 0));
+  ck_step(ck.get(), m, d.get());
+  *status = ck_stats(ck.get())->status;
+  *ncon = ck_stats(ck.get())->ncon;
+  return std::vector<double>(d->qvel, d->qvel + 6);
+}
+
 int Body(const mjModel* m, const char* name) { return mj_name2id(m, mjOBJ_BODY, name); }
 
 // smallest signed distance among the contacts MuJoCo reports (inf without contacts)
@@ -426,17 +443,7 @@ TEST_F(IpmPhysicsTest, SpinningEllipsoidAgainstAWallConverges) {
                           -1.6022148879833495,  -4.5023258417471999,   -0.57268991688672011};
   // the step's velocity at kappa_tol (hard) and, as a reference, at softer tolerances
   auto step = [&](double kappa_tol, int* status, int* ncon) {
-    DataPtr d(mj_makeData(m.get()));
-    std::copy(qpos, qpos + 7, d->qpos);
-    std::copy(qvel, qvel + 6, d->qvel);
-    ckSettings s = IpmSettings();
-    s.ipm.kappa_tol = kappa_tol;
-    s.ipm.kappa_grad = std::max(s.ipm.kappa_grad, kappa_tol);
-    HandlePtr ck = Make(m.get(), &s);
-    ck_step(ck.get(), m.get(), d.get());
-    *status = ck_stats(ck.get())->status;
-    *ncon = ck_stats(ck.get())->ncon;
-    return std::vector<double>(d->qvel, d->qvel + 6);
+    return StepFreeBody(m.get(), qpos, qvel, kappa_tol, status, ncon);
   };
   int status, ncon;
   const std::vector<double> v = step(IpmSettings().ipm.kappa_tol, &status, &ncon);
@@ -475,17 +482,7 @@ TEST_F(IpmPhysicsTest, BoxRockingOntoFourCornersConverges) {
   const double qvel[6] = {0.015624888155229923,    -0.005517180415716149, 0.050409001435519622,
                           -2.4264989704371378e-05, -0.33347998731281414,  0.00093981825873158719};
   auto step = [&](double kappa_tol, int* status, int* ncon) {
-    DataPtr d(mj_makeData(m.get()));
-    std::copy(qpos, qpos + 7, d->qpos);
-    std::copy(qvel, qvel + 6, d->qvel);
-    ckSettings s = IpmSettings();
-    s.ipm.kappa_tol = kappa_tol;
-    s.ipm.kappa_grad = std::max(s.ipm.kappa_grad, kappa_tol);
-    HandlePtr ck = Make(m.get(), &s);
-    ck_step(ck.get(), m.get(), d.get());
-    *status = ck_stats(ck.get())->status;
-    *ncon = ck_stats(ck.get())->ncon;
-    return std::vector<double>(d->qvel, d->qvel + 6);
+    return StepFreeBody(m.get(), qpos, qvel, kappa_tol, status, ncon);
   };
   int status, ncon;
   const int rescued = ipm::IpmSolver::prox_solved_;
