@@ -1,5 +1,5 @@
 set terminal pngcairo size 900,600 noenhanced
-set output 'docs/bench/robots_time.png'
+set output '/tmp/robots_out/robots_time.png'
 set title 'ck_step time / mj_step time at h (geometric mean over the cases; no bar: every case diverged)'
 set xlabel ''
 set ylabel 'ratio'
@@ -12,4 +12,4 @@ set boxwidth 0.9
 set datafile missing '-'
 set xtics rotate by -30
 set logscale y
-plot 'docs/bench/robots_time.dat' using 2:xtic(1) title 'mujoco', 'docs/bench/robots_time.dat' using 3 title 'ipm', 'docs/bench/robots_time.dat' using 4 title 'comfree', 'docs/bench/robots_time.dat' using 5 title 'lcp'
+plot '/tmp/robots_out/robots_time.dat' using 2:xtic(1) title 'mujoco', '/tmp/robots_out/robots_time.dat' using 3 title 'ipm', '/tmp/robots_out/robots_time.dat' using 4 title 'comfree', '/tmp/robots_out/robots_time.dat' using 5 title 'lcp'
