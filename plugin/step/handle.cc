@@ -368,6 +368,9 @@ int ck_solverInfo(const ckHandle* ck, ckSolverInfo* info) {
     info->ipm_sym_fallbacks = st->sym_fallbacks;
     info->ipm_warm_islands = st->warm_islands;
     info->ipm_rechecks = st->rechecks;
+    info->ipm_holds = st->holds;
+    info->ipm_dissipated = st->dissipated;
+    info->ipm_prox_solved = st->prox_solved;
   } else if (const contactkit::LcpStats* st = contactkit::LcpSolverStats(solver)) {
     info->lcp_pivots = st->pivots;
     info->lcp_guess_tried = st->guess_tried;

@@ -282,9 +282,9 @@ class Handle:
     @property
     def solver_info(self) -> dict:
         """What the last forward pass's solver reports beyond stats (ckSolverInfo): "solver" and
-        ipm: retries, lifts, factorizations, sym_fallbacks, warm_islands, rechecks; lcp: pivots,
-        guess_tried, guess_hit, budget_spent; comfree: facets, active, capped; nothing more for
-        "mujoco"."""
+        ipm: retries, lifts, factorizations, sym_fallbacks, warm_islands, rechecks, holds,
+        dissipated, prox_solved; lcp: pivots, guess_tried, guess_hit, budget_spent; comfree:
+        facets, active, capped; nothing more for "mujoco"."""
         return self._core.solver_info()
 
     @property

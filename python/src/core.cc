@@ -167,6 +167,9 @@ class Handle {
         o["sym_fallbacks"] = in.ipm_sym_fallbacks;
         o["warm_islands"] = in.ipm_warm_islands;
         o["rechecks"] = in.ipm_rechecks;
+        o["holds"] = in.ipm_holds;
+        o["dissipated"] = in.ipm_dissipated;
+        o["prox_solved"] = in.ipm_prox_solved;
         break;
       case ckSOL_LCP:
         o["pivots"] = in.lcp_pivots;

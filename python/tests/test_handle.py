@@ -322,6 +322,8 @@ def test_totals_count_and_solver_info_describes_the_last_solve():
     h.step(m, d)
     info = h.solver_info
     assert info["solver"] == "ipm" and "pivots" not in info and info["factorizations"] > 0
+    # a box resting on the plane: nothing to hold or rescue
+    assert info["holds"] == 0 and info["dissipated"] == 0 and info["prox_solved"] == 0
     assert h.totals.solves == 301
 
 

@@ -1282,7 +1282,7 @@ int IpmSolver::ProxRetry(const Problem& p, int k, int* status, const State** fin
     if (result != ckSTATUS_SOLVED) break;
     if (s->rvio < st.residual_tol && s->kvio < st.kappa_tol) {
       *status = ckSTATUS_SOLVED;
-      prox_solved_++;
+      stats_.prox_solved++;
       break;
     }
     // the best answer so far in cen_ (free until Center, after the solve)
@@ -1353,7 +1353,6 @@ bool IpmSolver::HoldRecovery(const Problem& p, int k) {
     }
   }
   stats_.holds++;
-  held_++;
   return true;
 }
 

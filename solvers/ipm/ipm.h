@@ -33,6 +33,7 @@ struct IpmStats {
   int tangent_islands = 0;   // island force tangents solved since the solve (islands touched)
   int holds = 0;             // islands re-solved without recovery (their answer added energy)
   int dissipated = 0;        // ... whose answer still did, scaled down to its least energy
+  int prox_solved = 0;       // islands the proximal retry solved
 
   void Reset() { *this = IpmStats(); }
 };

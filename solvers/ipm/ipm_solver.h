@@ -5,7 +5,6 @@
 #ifndef CONTACTKIT_SOLVERS_IPM_IPM_SOLVER_H_
 #define CONTACTKIT_SOLVERS_IPM_IPM_SOLVER_H_
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -90,10 +89,6 @@ class IpmSolver final : public Solver {
   static inline int center_fail_island_ = -1;
   // for tests: every island is solved by the proximal retry alone, from a zero centre
   static inline bool force_prox_ = false;
-  // for tests: islands the proximal retry has solved (counted, never reset)
-  static inline std::atomic<int> prox_solved_{0};
-  // for tests: islands HoldRecovery re-solved without recovery (counted, never reset)
-  static inline std::atomic<int> held_{0};
   // for tests: one Newton direction at the cold start of island k for complementarity target
   // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
   bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);

@@ -121,6 +121,10 @@ typedef struct ckSolverInfo_ {
   int comfree_facets;      // comfree: contact facets
   int comfree_active;      // comfree: facets with a positive force
   int comfree_capped;      // comfree: contacts and rows whose gain relax_limit scaled down
+  int ipm_holds;           // ipm: islands re-solved with their recovery held (their answer added
+                           // energy: conflicting limits and contacts undone at once)
+  int ipm_dissipated;      // ipm: ... whose held answer still did, scaled to its least energy
+  int ipm_prox_solved;     // ipm: islands the proximal retry solved (path following stalled)
 } ckSolverInfo;
 
 // opaque handle that owns the workspace of one mjData
