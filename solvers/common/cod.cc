@@ -5,23 +5,10 @@
 #include <cmath>
 #include <utility>
 
+#include "solvers/common/dense.h"
+
 namespace contactkit {
 namespace {
-
-// sum of a[i] b[i] over i < m, in four partial sums (the loop-carried additions of one sum are
-// what limit a dot product's speed)
-inline double Dot(const double* a, const double* b, int m) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int i = 0;
-  for (; i + 4 <= m; i += 4) {
-    s0 += a[i] * b[i];
-    s1 += a[i + 1] * b[i + 1];
-    s2 += a[i + 2] * b[i + 2];
-    s3 += a[i + 3] * b[i + 3];
-  }
-  for (; i < m; i++) s0 += a[i] * b[i];
-  return (s0 + s1) + (s2 + s3);
-}
 
 // Householder reflector H = I - tau v v' with v = [1; x[1:m]] mapping x to [beta; 0]; x[0]
 // becomes beta and x[1:m] the tail of v

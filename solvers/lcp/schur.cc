@@ -9,20 +9,6 @@
 namespace contactkit {
 namespace {
 
-// sum of a[i] b[i] over i < n in four partial sums
-double Dot(const double* a, const double* b, int n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += a[i] * b[i];
-    s1 += a[i + 1] * b[i + 1];
-    s2 += a[i + 2] * b[i + 2];
-    s3 += a[i + 3] * b[i + 3];
-  }
-  for (; i < n; i++) s0 += a[i] * b[i];
-  return (s0 + s1) + (s2 + s3);
-}
-
 // w = A x + b (A symmetric: row i read as column i)
 void Velocity(const DenseLcp& lcp, const double* x, double* w) {
   for (int i = 0; i < lcp.n; i++) {
