@@ -268,16 +268,19 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
   const double speed = std::hypot(slip[0], slip[1]) / h;
 
   // largest position-level facet term max_j -mu d_j . y over the tangential facets (>= 0: they
-  // come in opposite pairs); y lies inside the cone while phi + that <= 0 (every facet pressed),
-  // and scale(y) is the factor that brings it back to the edge
+  // come in opposite pairs); y lies inside the cone while that <= -stretch phi, and scale(y) is
+  // the factor that brings it back to the edge. At stretch 1 the facet opposite y stops pressing
+  // there; beyond, the facet along y alone carries the friction. The edge is where the contact's
+  // friction reaches mu/2 of its normal force, whatever its condim (StickStretch)
   double coef[6 * kComfreeMaxFacets];
   const int nf = ComfreeFacets(con, settings_.facets, coef, nullptr);
+  const double stretch = StickStretch(con.dim);
   auto scale = [&](const double y[2]) {
     double edge = 0;
     for (int j = 0; j < nf; j++)
       edge = std::max(edge, coef[6 * j + 1] * y[0] + coef[6 * j + 2] * y[1]);
-    if (phi + edge <= 0) return 1.0;
-    return phi < 0 && edge > 0 ? std::min(1.0, -phi / edge) : 0.0;
+    if (stretch * phi + edge <= 0) return 1.0;
+    return phi < 0 && edge > 0 ? std::min(1.0, -stretch * phi / edge) : 0.0;
   };
 
   // sliding (the state at disp's normal row: the envelope of the slip speed, 0 when sticking):
@@ -296,16 +299,21 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
   // ground), so that stopping releases nothing
   double keep[2] = {s * x[0], s * x[1]};
   if (sliding) {
-    // the stick impulse of displacement y on axis r is 2 mu_r^2 G k y_r, its velocity change at
-    // the contact A_r times that; A_r = min(normal, tangential inverse mass) over-estimates the
-    // share a contact must carry rather than under-estimating it (cube, tall and flat boxes,
-    // capsule, cylinder), and kComfreeLoadShare lets the more loaded contacts of a body make up
-    // for those that reach the edge
+    // the stick impulse of displacement y on axis r is 2 mu_r^2 G k y_r up to mu_r |y_r| = -phi
+    // (stretch 1), where the facet opposite y_r stops pressing, and mu_r G k (mu_r |y_r| - phi)
+    // beyond; its velocity change at the contact A_r times that. A_r = min(normal, tangential
+    // inverse mass) over-estimates the share a contact must carry rather than under-estimating
+    // it (cube, tall and flat boxes, capsule, cylinder), and kComfreeLoadShare lets the more
+    // loaded contacts of a body make up for those that reach the edge
     for (int r = 1; r < 3; r++) {
       const double mu = con.mu[r - 1];
       const double A = std::min(rowinv_[row], rowinv_[row + r]);
       const double den = 2 * mu * mu * G * A * k;
-      keep[r - 1] = den > 0 ? kComfreeLoadShare * (vel_[row + r] - p.vel[row + r]) / den : 0;
+      const double u = kComfreeLoadShare * (vel_[row + r] - p.vel[row + r]);
+      const double y1 = phi < 0 && mu > 0 ? -phi / mu : 0;  // stretch 1
+      keep[r - 1] = !(den > 0)                 ? 0
+                    : std::fabs(u) <= den * y1 ? u / den
+                                               : std::copysign(2 * std::fabs(u) / den - y1, u);
     }
     // friction must not drive the slip: the stick force (against keep) does no work along it
     const double ks = keep[0] * slip[0] + keep[1] * slip[1];

@@ -105,6 +105,15 @@ class ComfreeSolver final : public Solver {
   // torsion and rolling
   static double WeightSum(int dim) { return dim == 1 ? 1 : 4 + 2 * (dim - 3); }
 
+  // how far an anchored contact's tangential displacement y may stretch, as mu |y| over its
+  // depth: W - 3 for summed facet weight W (WeightSum). The facets press alike at rest, each with
+  // its share of the normal force; stretched by s, the facet along y presses with 1 + s shares,
+  // the one opposite none, the other W - 2 with one each, so friction over normal force is
+  // mu (1 + s) / (W - 1 + s): mu / 2 at s = W - 3. Condim 3 (W = 4) stops where the facet
+  // opposite y lets go (s = 1); at condim 6 (W = 10) the torsional and rolling facets carry 6
+  // shares without sliding friction, and s = 1 held only mu / 5 (the Unitree A1's feet slid)
+  static double StickStretch(int dim) { return WeightSum(dim) - 3; }
+
   // pass 1 for a contact or plain row at row: inverse mass, gain, smooth row velocities
   void Measure(const Problem& p, int row, int dim, const Contact* con, double* x);
 

@@ -42,10 +42,12 @@ const Known kKnownRuns[] = {
     {"leap", ckSOL_IPM, 5, tools::kControlRandom},
     {"leap", ckSOL_LCP, 5, tools::kControlRandom},
 #endif
-    // comfree does not hold the A1, the Shadow hand and at 5h the Allegro's cube (1.3 mm) at rest
-    // (3.17, keyframe and drop at h, then at 5h: A1 0.49, 11, 62, 73 mm, its condim-6 feet reach
-    // mu/5 at the edge; Shadow 1.3, 14, 38, 29 mm, the object rolls or is knocked off the hand)
-    {"a1", ckSOL_COMFREE, 0, tools::kControlHeld},
+    // comfree does not hold the A1 at 5h, the Shadow hand and at 5h the Allegro's object at rest
+    // (3.17, keyframe and drop at h, then at 5h: A1 0.27, 0.95, 3.7, 5.5 mm, its stretched stick
+    // springs, soft and all but undamped, still rock; Shadow 1.1, 94, 2.9, 41 mm, the object
+    // rolls or is knocked off the hand; Allegro 5h 1.9, 2.0 mm, the object falls to the floor and
+    // rocks there). docs/solvers.md (comfree, static friction) has the measurements
+    {"a1", ckSOL_COMFREE, 5, tools::kControlHeld},
     {"allegro", ckSOL_COMFREE, 5, tools::kControlHeld},
     {"shadow", ckSOL_COMFREE, 0, tools::kControlHeld},
     // comfree at 5h: the X2 sinks 275 mm into the floor, the humanoid 191-286 mm

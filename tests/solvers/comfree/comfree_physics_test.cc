@@ -414,31 +414,40 @@ TEST_F(ComfreePhysicsTest, AnchoredBoxLaunchedOnTheInclineStopsAndHolds) {
   }
 }
 
-// The anchored static friction reaches mu / 2 (any facet count): at the cone's edge the facet
-// opposite the slip stops pressing and the one along it doubles, while every facet keeps its share
-// of the normal load. With mu = 0.4 (tan 10 / mu = 0.44) the box holds; with mu = 0.3 (0.59) it
-// slides, slower than without anchors.
+// The anchored static friction reaches mu / 2 (any facet count) at every condim: at condim 3 the
+// facet opposite the slip stops pressing at the cone's edge and the one along it doubles, while
+// every facet keeps its share of the normal load; at condim 4 and 6 the torsional and rolling
+// facets keep their shares too (6 of 10 at condim 6), and the displacement stretches further
+// (ComfreeSolver::StickStretch) until friction again reaches mu / 2 (it stopped at mu / 5 at condim
+// 6, mu / 3 at condim 4: at mu = 0.4 the box slid 0.89 and 0.38 m from 3 s to 4 s). With mu = 0.4
+// (tan 10 / mu = 0.44) the box holds after a slide of 9 cm at condim 6 (the stretched spring is
+// soft and the box overshoots its edge on being set down; it stops by 3 s); with mu = 0.3 (0.59)
+// it slides, slower than without anchors.
 TEST_F(ComfreePhysicsTest, AnchoredStaticFrictionReachesHalfMu) {
   ModelPtr m = Load(BundledModel("box_incline.xml"));
   ASSERT_TRUE(m);
-  for (double mu : {0.4, 0.3}) {
-    SetFriction(m.get(), 0, mu);
-    double dx[2];
-    for (int anchor = 0; anchor < 2; anchor++) {
-      ckSettings s = Comfree();
-      s.comfree.anchor = anchor;
-      HandlePtr ck = Make(m.get(), &s);
-      DataPtr d(mj_makeData(m.get()));
-      for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
-      const double x0 = d->qpos[0];
-      for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
-      dx[anchor] = d->qpos[0] - x0;
-    }
-    if (mu == 0.4) {
-      EXPECT_LT(std::fabs(dx[1]), 1e-4);
-    } else {
-      EXPECT_GT(dx[1], 0.1);
-      EXPECT_LT(dx[1], 0.6 * dx[0]);
+  for (int condim : {3, 4, 6}) {
+    for (int g = 0; g < m->ngeom; g++) m->geom_condim[g] = condim;
+    for (double mu : {0.4, 0.3}) {
+      SetFriction(m.get(), 0, mu);
+      double dx[2];
+      for (int anchor = 0; anchor < 2; anchor++) {
+        ckSettings s = Comfree();
+        s.comfree.anchor = anchor;
+        HandlePtr ck = Make(m.get(), &s);
+        DataPtr d(mj_makeData(m.get()));
+        for (int t = 0; t < 1500; t++) ck_step(ck.get(), m.get(), d.get());
+        const double x0 = d->qpos[0];
+        for (int t = 0; t < 500; t++) ck_step(ck.get(), m.get(), d.get());
+        dx[anchor] = d->qpos[0] - x0;
+        EXPECT_EQ(d->ncon, 4) << "condim " << condim;
+      }
+      if (mu == 0.4) {
+        EXPECT_LT(std::fabs(dx[1]), 1e-4) << "condim " << condim;
+      } else {
+        EXPECT_GT(dx[1], 0.1) << "condim " << condim;
+        EXPECT_LT(dx[1], 0.6 * dx[0]) << "condim " << condim;
+      }
     }
   }
 }
