@@ -487,7 +487,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   integrator_.SolveT(w);
   for (int i = 0; i < p.nrow; i++) y[i] = p.J.Dot(i, w);
   const bool reverse = stage_.solver->PrepareAdjoint(p, sol, y, up ? xi : nullptr);
-  // (a solver's blocked force tangents, ipm's on one island, beat them one by one: streamed)
+  // (a solver's blocked force tangents beat them one by one: streamed)
   if (!reverse && stage_.slots && !stage_.own_slots) return true;
   *done = true;
   ActivationAdjoint(m, nominal_.act, nominal_.act_dot, h, sink_.dx + 2 * nv, alpha);

@@ -289,6 +289,8 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     mode_new_.assign(T, 0);
     row_moded_.assign(R, 0);
     drv_.assign(V, 0);
+    for (auto* v : {&adj_t_, &adj_u_, &adj_z_, &adj_n_}) v->assign(R, 0);
+    adj_w_.assign(V, 0);
     warm_lam_.assign(R, 0);
     warm_ok_.assign(R, 0);
 

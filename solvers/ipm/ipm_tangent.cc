@@ -103,8 +103,20 @@ double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
   return x * t > 0 ? x * t : 0;
 }
 
-bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir) {
+bool IpmSolver::TangentJacobian(const Problem& p, int k) {
   if ((mode_want_[k] != mode_cur_[k] || mode_new_[k]) && !ModeTerms(p, k)) return false;
+  if (lu_island_ != k) {
+    // the island's exact Jacobian at its central point (its cone terms are still in place)
+    double cond;
+    if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) || !Linearize(p, k, true, &cond))
+      return false;
+    lu_island_ = k;
+  }
+  return true;
+}
+
+bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir) {
+  if (!TangentJacobian(p, k)) return false;
   stats_.tangent_islands++;
   TangentResiduals(p, k, dir, cen_);
   // contacts from distance: their central-path value moves with the data
@@ -116,13 +128,6 @@ bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir) {
     if (cfd_kappa_[i] > 0 && !(mode_cur_[k] && row_moded_[i])) CfdKappa(p, i, &dir, &dk);
     dcomp_[i] = dk / cen_.z[i];
     cfd |= cfd_kappa_[i] > 0;
-  }
-  if (lu_island_ != k) {
-    // the island's exact Jacobian at its central point (its cone terms are still in place)
-    double cond;
-    if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) || !Linearize(p, k, true, &cond))
-      return false;
-    lu_island_ = k;
   }
   Constants(p, k, drz_.data(), drv_.data(), false, cfd ? dcomp_.data() : nullptr);
   return true;
@@ -264,6 +269,122 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
     for (int a = 0; a < m; a++) f[rows[a]] /= p.h;
   }
   return true;
+}
+
+void IpmSolver::RowAdjoint(const Problem& p, int k, const double* y, bool dynamics, double* out) {
+  // the rows' relations (DirectRows, Constants): equality lam = c - u / R, c = -drz / R;
+  // orthant lam = c - og u, c = og drz + dcomp; a friction row f + r of a cone with normal row n
+  // lam = s_r (q_r lam_n - sum_c S_rc z_c), z_c = s_c u_c - drz_c, so that W and C share the
+  // normal's weight y_n + sum_r s_r q_r y_r
+  const IslandLists& L = lists_[k];
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    out[i] = (dynamics ? y[i] : -y[i]) / reg_[i];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) adj_n_[orth_[e]] = y[orth_[e]];
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    const double* q = sq_.data() + 2 * e;
+    const double* S = sS_.data() + 4 * e;
+    for (int c = 0; c < cnt; c++) {
+      double v = 0;
+      for (int r = 0; r < cnt; r++) v += scale_[f + r] * S[r * cnt + c] * y[f + r];
+      out[f + c] = dynamics ? scale_[f + c] * v : v;
+    }
+    if (nrm < 0) continue;
+    for (int r = 0; r < cnt; r++) adj_n_[nrm] += scale_[f + r] * q[r] * y[f + r];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    out[i] = og_[i] * adj_n_[i];
+  }
+}
+
+bool IpmSolver::AdjointDefect(const Problem& p, int k) {
+  // the transposed system K' (-w, t) = (0, y / h) holds its rows by construction (t = y / h -
+  // J w), its dynamics -A' w + G' W' y / h = 0 only to the accuracy of the transposed solve: the
+  // defect e = M w - G' W' t, corrected by w -= A^-T e, t += J A^-T e (as Defect for dir_)
+  const Islands& is = p.islands;
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Mul(adj_w_.data(), rhs_.data(), b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = 0;
+  RowAdjoint(p, k, adj_t_.data(), true, adj_u_.data());
+  for (int a = 0; a < nr; a++) gapJ_->AddRowTo(rows[a], adj_u_[rows[a]], tmp_.data());
+  double defect = 0, scale = 0;
+  for (int a = 0; a < nd; a++) {
+    const int j = dofs[a];
+    scale = std::max(scale, std::max(std::fabs(rhs_[j]), std::fabs(tmp_[j])));
+    rhs_[j] -= tmp_[j];
+    defect = std::max(defect, std::fabs(rhs_[j]));
+  }
+  if (defect <= kRefineTol * scale) return false;
+  lu_.SolveTranspose(rhs_.data());
+  for (int a = 0; a < nd; a++) adj_w_[dofs[a]] -= rhs_[dofs[a]];
+  for (int a = 0; a < nr; a++) adj_t_[rows[a]] += p.J.Dot(rows[a], rhs_.data());
+  stats_.adjoint_refined++;
+  return true;
+}
+
+bool IpmSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
+                               const double* xi) {
+  // island by island, the tangent system M dv - J' dlam = -drv, dlam = c - W G dv, c = C drz +
+  // dcomp (G: the rows that measure velocities) gives y' dlam / h = t' c + w' drv with w = A^-T
+  // G' W' y / h (A = M + J' W G) and t = y / h - J w: adj_z_ = C' t, adj_n_ the orthant rows'
+  // t for dcomp. Refined like the forward solve (AdjointDefect)
+  if (xi) return false;
+  const double h = p.h;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    if (!Center(p, k) || !TangentJacobian(p, k)) return false;
+    if (gapJ_ != &p.J && lu_.constraint_space()) return false;
+    stats_.adjoint_islands++;
+    const int* dofs = Dofs(p, k);
+    const int nd = NumDofs(p, k);
+    const int* rows = Rows(p, k);
+    const int nr = NumRows(p, k);
+    for (int a = 0; a < nr; a++) adj_t_[rows[a]] = y[rows[a]] / h;
+    RowAdjoint(p, k, adj_t_.data(), true, adj_u_.data());
+    for (int a = 0; a < nd; a++) adj_w_[dofs[a]] = 0;
+    for (int a = 0; a < nr; a++) gapJ_->AddRowTo(rows[a], adj_u_[rows[a]], adj_w_.data());
+    lu_.SolveTranspose(adj_w_.data());
+    for (int a = 0; a < nr; a++) adj_t_[rows[a]] -= p.J.Dot(rows[a], adj_w_.data());
+    AdjointDefect(p, k);
+    RowAdjoint(p, k, adj_t_.data(), false, adj_z_.data());
+  }
+  return true;
+}
+
+double IpmSolver::AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) {
+  // over the touched islands: the residual perturbations (TangentResiduals) and the contacts
+  // from distance's dcomp, dotted with PrepareAdjoint's weights
+  if (dir.touched) {
+    std::copy(dir.touched, dir.touched + p.islands.nisland, touched_.begin());
+  } else {
+    reach_.Mark(p, dir, touched_.data());
+  }
+  double s = 0;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    if (!touched_[k]) continue;
+    TangentResiduals(p, k, dir, cen_);
+    const int* rows = Rows(p, k);
+    for (int a = 0; a < NumRows(p, k); a++) s += adj_z_[rows[a]] * drz_[rows[a]];
+    const int* dofs = Dofs(p, k);
+    for (int a = 0; a < NumDofs(p, k); a++) s += adj_w_[dofs[a]] * drv_[dofs[a]];
+    const IslandLists& L = lists_[k];
+    for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+      const int i = orth_[e];
+      if (!(cfd_kappa_[i] > 0) || (mode_cur_[k] && row_moded_[i])) continue;
+      double dk;
+      CfdKappa(p, i, &dir, &dk);
+      s += adj_n_[i] * dk / cen_.z[i];
+    }
+  }
+  return s;
 }
 
 bool IpmSolver::SetTangentModes(const Problem& p, const signed char* mode) {
