@@ -189,6 +189,9 @@ class IpmSolver final : public Solver {
   bool TangentRhs(const Problem& p, int k, const ProblemTangent& dir);
   // the refinement's dynamics defect of dir_ (drv_ + its change); true if it needs a solve
   bool Defect(const Problem& p, int k);
+  // the dynamics changes M dv - J' lam of FlushTangents' slots [0, nslot) at once into blk_p_:
+  // dv from blk_v_, lam (unscaled) from slot s's column lam + s * nrow
+  void BlockDynamics(const Problem& p, int k, int nslot, const double* lam);
   // island k's exact Jacobian at its central point with the tangent modes, factored in lu_
   // (TangentRhs' and PrepareAdjoint's); false if it cannot be formed
   bool TangentJacobian(const Problem& p, int k);
@@ -279,6 +282,7 @@ class IpmSolver final : public Solver {
   std::vector<double> blk_rv_;      // queued dynamics perturbations drv, by slot       (32 x nv)
   std::vector<double> blk_c_;       // queued row constants c_, by slot                 (32 x rows)
   std::vector<double> blk_rz_;      // queued row perturbations drz, by slot            (32 x rows)
+  std::vector<double> blk_p_;       // their dynamics changes, P[j * slots + s]        (nv x 32)
   std::vector<uint8_t> blk_on_;     // queued direction touches the island               (32)
   std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)
   std::vector<double> dcomp_;       // its tangent over z at the central point            (rows)

@@ -236,21 +236,31 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   for (int s = 0; s < nslot; s++) {
     double* lam = dforce + static_cast<size_t>(s) * nr;
     if (!blk_on_[s]) continue;
-    const double* rv = blk_rv_.data() + static_cast<size_t>(s) * p.nv;
     const double* c = blk_c_.data() + static_cast<size_t>(s) * nr;
     const double* rz = blk_rz_.data() + static_cast<size_t>(s) * nr;
-    for (int a = 0; a < nd; a++) {
-      dir_.v[dofs[a]] = blk_v_[static_cast<size_t>(dofs[a]) * S + s];
-      drv_[dofs[a]] = rv[dofs[a]];
-    }
+    for (int a = 0; a < nd; a++) dir_.v[dofs[a]] = blk_v_[static_cast<size_t>(dofs[a]) * S + s];
     for (int a = 0; a < m; a++) c_[rows[a]] = c[rows[a]];
     DirectRows(p, k, rz, false, &dir_);
     for (int a = 0; a < m; a++) lam[rows[a]] = dir_.lam[rows[a]];
-    const bool on = Defect(p, k);
+  }
+  // each column's refinement defect (Defect's) from the dynamics changes of all at once
+  BlockDynamics(p, k, nslot, dforce);
+  for (int s = 0; s < nslot; s++) {
+    if (!blk_on_[s]) continue;
+    const double* rv = blk_rv_.data() + static_cast<size_t>(s) * p.nv;
+    double defect = 0, scale = 0;
+    for (int a = 0; a < nd; a++) {
+      const double dyn = blk_p_[static_cast<size_t>(dofs[a]) * S + s], d = rv[dofs[a]] + dyn;
+      scale = std::max(scale, std::max(std::fabs(rv[dofs[a]]), std::fabs(dyn)));
+      defect = std::max(defect, std::fabs(d));
+    }
+    const bool on = defect > kRefineTol * scale;
     blk_on_[s] = on ? 2 : 1;
     refine |= on;
+    stats_.refinements += on;
     for (int a = 0; a < nd; a++) {
-      blk_v_[static_cast<size_t>(dofs[a]) * S + s] = on ? rhs_[dofs[a]] : 0;
+      const size_t at = static_cast<size_t>(dofs[a]) * S + s;
+      blk_v_[at] = on ? -(rv[dofs[a]] + blk_p_[at]) : 0;
     }
   }
   if (refine) {
@@ -385,6 +395,49 @@ double IpmSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
     }
   }
   return s;
+}
+
+void IpmSolver::BlockDynamics(const Problem& p, int k, int nslot, const double* lam) {
+  // DynamicsChange's M dv - J' lam with every entry of M and J applied to all columns
+  const Islands& is = p.islands;
+  const TreeMass& mass = p.mass;
+  const SparseRows& J = p.J;
+  const int S = kTangentSlots, nr = p.nrow;
+  const double* X = blk_v_.data();
+  double* P = blk_p_.data();
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    for (int i = b; i < e; i++) {
+      const double mii = mass.M[mass.madr[i]];
+      for (int s = 0; s < nslot; s++) P[i * S + s] = mii * X[i * S + s];
+    }
+    for (int i = b; i < e; i++) {
+      int adr = mass.madr[i] + 1;
+      for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+        const double mij = mass.M[adr];
+        for (int s = 0; s < nslot; s++) {
+          P[i * S + s] += mij * X[j * S + s];
+          P[j * S + s] += mij * X[i * S + s];
+        }
+      }
+    }
+  }
+  const int* rows = Rows(p, k);
+  double l[kTangentSlots];
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a], adr = J.rowadr[i];
+    bool any = false;
+    for (int s = 0; s < nslot; s++) {
+      l[s] = lam[static_cast<size_t>(s) * nr + i];
+      any |= l[s] != 0;
+    }
+    if (!any) continue;
+    for (int c = adr; c < adr + J.rownnz[i]; c++) {
+      const double v = J.val[c];
+      double* y = P + static_cast<size_t>(J.colind[c]) * S;
+      for (int s = 0; s < nslot; s++) y[s] -= v * l[s];
+    }
+  }
 }
 
 bool IpmSolver::SetTangentModes(const Problem& p, const signed char* mode) {
