@@ -288,24 +288,27 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
   const int nv = nv_, nb = (nslot + 7) / 8 * 8;
   double* X = block_.rhs;
   for (int slot = 0; slot < nb; slot++) {
-    double* a = tan_.dqacc_int;
-    if (slot < nslot) {
-      mju_copy(a, block_.mass_term + static_cast<size_t>(slot) * nv, nv);
-      if (stage_.own_slots) {
-        // (J' df is in mass_term)
-        for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = a[i];
-        continue;
+    const double* a = block_.mass_term + static_cast<size_t>(slot) * nv;
+    for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = slot < nslot ? a[i] : 0;
+  }
+  if (!stage_.own_slots) {
+    // (own_slots: J' df is in mass_term) J' df of all columns, each entry of J applied to the
+    // row's forces of every column (one island's forces: few zeros)
+    double f[SoftTangent::kBlock];
+    for (int i = 0; i < p.nrow; i++) {
+      bool any = false;
+      for (int s = 0; s < nslot; s++) {
+        f[s] = block_.dforce[static_cast<size_t>(s) * p.nrow + i];
+        any |= f[s] != 0;
       }
-      const double* df = block_.dforce + static_cast<size_t>(slot) * p.nrow;
-      for (int i = 0; i < p.nrow; i++) {
-        if (df[i] == 0) continue;
-        const int adr = J.rowadr[i];
-        for (int q = 0; q < J.rownnz[i]; q++) a[J.colind[adr + q]] += J.val[adr + q] * df[i];
+      if (!any) continue;
+      const int adr = J.rowadr[i];
+      for (int q = adr; q < adr + J.rownnz[i]; q++) {
+        double* x = X + static_cast<size_t>(J.colind[q]) * nb;
+        const double v = J.val[q];
+        for (int s = 0; s < nslot; s++) x[s] += v * f[s];
       }
-    } else {
-      mju_zero(a, nv);
     }
-    for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = a[i];
   }
   if (!integrator_.implicit) {
     SolveByTree(integrator_.mass, p.islands, X, nb);
