@@ -129,6 +129,19 @@ bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir) {
     dcomp_[i] = dk / cen_.z[i];
     cfd |= cfd_kappa_[i] > 0;
   }
+  // a direction that leaves the rows alone (controls, velocities: dv_free only) has zero
+  // constants and the right-hand side -drv, Constants' values without its pass over J
+  const int* rows = Rows(p, k);
+  bool still = true;
+  for (int a = 0; a < NumRows(p, k) && still; a++) {
+    still = drz_[rows[a]] == 0 && (!cfd || dcomp_[rows[a]] == 0);
+  }
+  if (still) {
+    for (int a = 0; a < NumRows(p, k); a++) c_[rows[a]] = 0;
+    const int* dofs = Dofs(p, k);
+    for (int a = 0; a < NumDofs(p, k); a++) rhs_[dofs[a]] = -drv_[dofs[a]];
+    return true;
+  }
   Constants(p, k, drz_.data(), drv_.data(), false, cfd ? dcomp_.data() : nullptr);
   return true;
 }
