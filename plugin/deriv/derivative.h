@@ -117,10 +117,13 @@ class Derivative : private FdTarget {
   // (anchors held: their material points move with the bodies, the contact frame turns)
   void AnchorTangent(const mjModel* m);
   // force tangent and integrator acceleration tangent tan_.dqacc_int; false if the solver has
-  // none
-  bool SolveTangent(const mjModel* m);
+  // none. kind, index: the unit direction it is (its islands by MarkUnitTouched), -1: another
+  bool SolveTangent(const mjModel* m, int kind = -1, int index = -1);
   // the current direction's problem tangent (and tan_.touched; marked: the caller set it)
   void FormTangent(const mjModel* m, ProblemTangent* dir, bool marked = false);
+  // FormTangent of the unit direction (kind, index) (kind -1: another): a position or velocity
+  // direction, and one that moves no row data and no M, marked by MarkUnitTouched
+  void FormUnitTangent(const mjModel* m, ProblemTangent* dir, int kind, int index);
   // tan_.dqacc_int = dqfrc_smooth + dqfrc_constraint + dqderiv_qacc - dM_int aint (before the
   // integrator's solve)
   void AccelerationRhs(const mjModel* m);

@@ -61,7 +61,7 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
         }
         continue;
       }
-      if (!SolveTangent(m)) {
+      if (!SolveTangent(m, kind, index)) {
         if (!DeferColumn(col)) return false;
         continue;
       }
@@ -251,7 +251,7 @@ bool Derivative::QueueTangent(const mjModel* m, int slot, int kind, int index, i
   // SolveTangent's parts but the force tangent's solve, J' df and the integrator's solve
   const Problem& p = *stage_.problem;
   ProblemTangent dir;
-  FormTangent(m, &dir);
+  FormUnitTangent(m, &dir, kind, index);
   // own_slots: the force tangent now, its column's terms with J' df (SolveTangent's sums)
   const bool ok = stage_.own_slots
                       ? stage_.solver->ForceTangent(p, *stage_.solution, dir, tan_.dforce)
@@ -506,12 +506,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
       smooth_.UnitTangent(m, kind, index);
       for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] = 0;
       ProblemTangent dir;
-      // (a control or activation direction moving no row data and no M: dv_free's islands)
-      const bool rowless = !tan_.has_dJ && !tan_.has_dpos && !tan_.has_dvel && !tan_.has_drows &&
-                           !tan_.has_dM && !tan_.has_dM_problem;
-      const bool marked = kind == kPos || kind == kVel || rowless;
-      if (marked) MarkUnitTouched(p, kind == kPos || kind == kVel ? index : -1);
-      FormTangent(m, &dir, marked);
+      FormUnitTangent(m, &dir, kind, index);
       double v = 0;
       if (reverse) {
         v = stage_.solver->AdjointDot(p, sol, dir);
