@@ -202,6 +202,10 @@ class IpmSolver final : public Solver {
   // the transposed system's dynamics defect M w - G' W' t of island k's adjoint; if it is above
   // rounding, one refinement step (w, t); true if it took one
   bool AdjointDefect(const Problem& p, int k);
+  // island k's weights of the direction's arrays (adj_mw_, adj_dv_, adj_gj_) from w and C' t
+  void AdjointWeights(const Problem& p, int k);
+  // island k's share of AdjointDot: y' dforce on its rows
+  double IslandAdjointDot(const Problem& p, int k, const ProblemTangent& dir);
   double MaxStep(const Problem& p, int k, const State& s, const Direction& d, double tau) const;
   double MuAt(const Problem& p, int k, const State& s, const Direction& d, double alpha) const;
   void Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
@@ -297,11 +301,14 @@ class IpmSolver final : public Solver {
   IslandReach reach_;               // the islands a tangent's direction perturbs (touched_)
 
   // reverse mode (PrepareAdjoint): y' dforce = adj_z_' drz + adj_w_' drv + adj_n_' dcomp
-  std::vector<double> adj_w_;  // w = A^-T G' W' y / h                                  (nv)
-  std::vector<double> adj_t_;  // t = y / h - J w                                     (rows)
-  std::vector<double> adj_u_;  // W' t and other row scratch                          (rows)
-  std::vector<double> adj_z_;  // C' t: weight of the row perturbation drz            (rows)
-  std::vector<double> adj_n_;  // weight of an orthant row's constant (dcomp)         (rows)
+  std::vector<double> adj_w_;   // w = A^-T G' W' y / h                                  (nv)
+  std::vector<double> adj_t_;   // t = y / h - J w                                     (rows)
+  std::vector<double> adj_u_;   // W' t and other row scratch                          (rows)
+  std::vector<double> adj_z_;   // C' t: weight of the row perturbation drz            (rows)
+  std::vector<double> adj_n_;   // weight of an orthant row's constant (dcomp)         (rows)
+  std::vector<double> adj_mw_;  // M w: the weight of dv_free                            (nv)
+  std::vector<double> adj_dv_;  // v - v_free at the central point: dM's right factor     (nv)
+  std::vector<double> adj_gj_;  // weight of each dJ entry (through dJ v and dJ' lam)     (nnz)
 
   // proximal retry: the rows' velocities carry prox_ (x - xc_), a soft problem centred at xc_
   bool prox_on_ = false;

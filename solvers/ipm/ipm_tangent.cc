@@ -16,6 +16,17 @@ namespace {
 constexpr double kRefineTol = 1e-12;  // relative dynamics defect left unrefined (rounding)
 constexpr double kClampReg = 1e-10;   // regularizer of a clamped normal row, x diag_approx
 
+// w' V x over the stored entries of row i of a matrix V in mass's tree layout (its diagonal and
+// its ancestors', each off the diagonal counted for both triangles)
+double RowBilinear(const TreeMass& mass, const double* V, int i, const double* w, const double* x) {
+  int adr = mass.madr[i];
+  double s = V[adr++] * w[i] * x[i];
+  for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+    s += V[adr] * (w[i] * x[j] + w[j] * x[i]);
+  }
+  return s;
+}
+
 }  // namespace
 
 const double* IpmSolver::CentralForce(const Problem& p) {
@@ -378,13 +389,84 @@ bool IpmSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const doub
     for (int a = 0; a < nr; a++) adj_t_[rows[a]] -= p.J.Dot(rows[a], adj_w_.data());
     AdjointDefect(p, k);
     RowAdjoint(p, k, adj_t_.data(), false, adj_z_.data());
+    AdjointWeights(p, k);
   }
   return true;
 }
 
+void IpmSolver::AdjointWeights(const Problem& p, int k) {
+  // TangentResiduals' terms: drv = dM (v - v_free) - M dv_free - dJ' lam and drz = -scale dJ v
+  // (negated on equality rows), so that w' drv + z' drz = w' dM (v - v_free) - (M w)' dv_free +
+  // sum over dJ's entries of dJ (-lam w -+ z scale v)
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    p.mass.Mul(adj_w_.data(), adj_mw_.data(), b, e);
+    for (int j = b; j < e; j++) adj_dv_[j] = cen_.v[j] - p.v_free[j];
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a], adr = J.rowadr[i];
+    const double cv = (p.kind[i] == kRowEquality ? 1 : -1) * adj_z_[i] * scale_[i];
+    const double cw = -cen_.lam[i];
+    for (int c = adr; c < adr + J.rownnz[i]; c++) {
+      adj_gj_[c] = cv * cen_.v[J.colind[c]] + cw * adj_w_[J.colind[c]];
+    }
+  }
+}
+
+double IpmSolver::IslandAdjointDot(const Problem& p, int k, const ProblemTangent& dir) {
+  // the products of AdjointWeights with the direction's arrays, the rows' own terms
+  // (TangentResiduals') and the contacts from distance's dcomp
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  const IslandLists& L = lists_[k];
+  const double h = p.h;
+  double s = 0;
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    if (dir.v_free) {
+      for (int j = b; j < e; j++) s -= adj_mw_[j] * dir.v_free[j];
+    }
+    if (dir.M && !dir.M_rows) {
+      for (int i = b; i < e; i++) s += RowBilinear(p.mass, dir.M, i, adj_w_.data(), adj_dv_.data());
+    } else if (dir.M && dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e) {
+      for (int r = 0; r < dir.M_nrows; r++) {
+        s += RowBilinear(p.mass, dir.M, dir.M_rows[r], adj_w_.data(), adj_dv_.data());
+      }
+    }
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k) && dir.J; a++) {
+    const int i = rows[a], adr = J.rowadr[i];
+    for (int c = adr; c < adr + J.rownnz[i]; c++) s += dir.J[c] * adj_gj_[c];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (dir.pos && !capped_[i]) s -= adj_z_[i] * dir.pos[i] / h;
+    if (!(cfd_kappa_[i] > 0) || (mode_cur_[k] && row_moded_[i])) continue;
+    double dk;
+    CfdKappa(p, i, &dir, &dk);
+    s += adj_n_[i] * dk / cen_.z[i];
+  }
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    double dz = 0;
+    if (settings_.ipm.soft_equality) {
+      if (dir.vel) dz -= dir.vel[i];
+      if (dir.aref) dz -= h * dir.aref[i];
+      if (dir.R && p.R[i] > 1e-15) dz += dir.R[i] * cen_.lam[i];
+    } else if (dir.pos) {
+      dz += dir.pos[i] / h;
+    }
+    s += adj_z_[i] * dz;
+  }
+  return s;
+}
+
 double IpmSolver::AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) {
-  // over the touched islands: the residual perturbations (TangentResiduals) and the contacts
-  // from distance's dcomp, dotted with PrepareAdjoint's weights
+  // over the touched islands: products with PrepareAdjoint's weights, nothing solved
   if (dir.touched) {
     std::copy(dir.touched, dir.touched + p.islands.nisland, touched_.begin());
   } else {
@@ -392,20 +474,7 @@ double IpmSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
   }
   double s = 0;
   for (int k = 0; k < p.islands.nisland; k++) {
-    if (!touched_[k]) continue;
-    TangentResiduals(p, k, dir, cen_);
-    const int* rows = Rows(p, k);
-    for (int a = 0; a < NumRows(p, k); a++) s += adj_z_[rows[a]] * drz_[rows[a]];
-    const int* dofs = Dofs(p, k);
-    for (int a = 0; a < NumDofs(p, k); a++) s += adj_w_[dofs[a]] * drv_[dofs[a]];
-    const IslandLists& L = lists_[k];
-    for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
-      const int i = orth_[e];
-      if (!(cfd_kappa_[i] > 0) || (mode_cur_[k] && row_moded_[i])) continue;
-      double dk;
-      CfdKappa(p, i, &dir, &dk);
-      s += adj_n_[i] * dk / cen_.z[i];
-    }
+    if (touched_[k]) s += IslandAdjointDot(p, k, dir);
   }
   return s;
 }
