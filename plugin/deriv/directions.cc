@@ -393,7 +393,10 @@ bool Derivative::SingleStage(const mjModel* m) {
   const bool ok = param_.run ? ParamDirections(m, 0, param_.np, column)
                              : Directions(m, sink_.WantsState(), sink_.WantsCtrl(), column);
   defer_columns_ = false;
-  if (ok && !param_.run) elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
+  if (ok && !param_.run) {
+    sink_direct_ |= elastic_.n() > 0 && sink_.A;  // (A corrected in place)
+    elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
+  }
   return ok;
 }
 //---------------------------------- reverse mode (VJP) --------------------------------------------
@@ -729,6 +732,7 @@ void Derivative::RkNextState(const mjModel* m, int first, int last) {
     ActivationTangent(m, X0 + nq + nv, rate + nv, ea, S + 2 * nv, h, out + 2 * nv);
     EmitState(k, out);
   }
+  sink_direct_ |= elastic_.n() > 0 && sink_.A;  // (A corrected in place)
   elastic_.Finish(h, ndx, sink_.A, sink_.gx, sink_.dx);
 }
 
