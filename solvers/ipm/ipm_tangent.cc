@@ -143,11 +143,11 @@ bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir) {
   // a direction that leaves the rows alone (controls, velocities: dv_free only) has zero
   // constants and the right-hand side -drv, Constants' values without its pass over J
   const int* rows = Rows(p, k);
-  bool still = true;
-  for (int a = 0; a < NumRows(p, k) && still; a++) {
-    still = drz_[rows[a]] == 0 && (!cfd || dcomp_[rows[a]] == 0);
+  bool rowless = true;
+  for (int a = 0; a < NumRows(p, k) && rowless; a++) {
+    rowless = drz_[rows[a]] == 0 && (!cfd || dcomp_[rows[a]] == 0);
   }
-  if (still) {
+  if (rowless) {
     for (int a = 0; a < NumRows(p, k); a++) c_[rows[a]] = 0;
     const int* dofs = Dofs(p, k);
     for (int a = 0; a < NumDofs(p, k); a++) rhs_[dofs[a]] = -drv_[dofs[a]];
