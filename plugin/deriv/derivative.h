@@ -90,6 +90,10 @@ class Derivative : private FdTarget {
 
   // MuJoCo's resets of the scratch mjData so far (a bad state reached within the evaluation)
   int ScratchResets() const { return Resets(stage_data_) + Resets(pass_data_); }
+  // every value the last Jacobian, JacobianAware or FiniteDiff wrote into A, B, C, D was finite
+  // (EmitColumn checks what it writes; the others are the zeros of SinkTo); false after a write
+  // that bypasses it (the elastic correction), when the caller checks the outputs itself
+  bool SinkFinite() const { return !sink_direct_ && sink_check_ == 0; }
 
   // the last VJP asked for complementarity-aware gradients and the solver could reclassify (for
   // JacobianAware: the aware classification was kept)
@@ -117,10 +121,13 @@ class Derivative : private FdTarget {
   // (anchors held: their material points move with the bodies, the contact frame turns)
   void AnchorTangent(const mjModel* m);
   // force tangent and integrator acceleration tangent tan_.dqacc_int; false if the solver has
-  // none
-  bool SolveTangent(const mjModel* m);
+  // none. kind, index: the unit direction it is (its islands by MarkUnitTouched), -1: another
+  bool SolveTangent(const mjModel* m, int kind = -1, int index = -1);
   // the current direction's problem tangent (and tan_.touched; marked: the caller set it)
   void FormTangent(const mjModel* m, ProblemTangent* dir, bool marked = false);
+  // FormTangent of the unit direction (kind, index) (kind -1: another): a position or velocity
+  // direction, and one that moves no row data and no M, marked by MarkUnitTouched
+  void FormUnitTangent(const mjModel* m, ProblemTangent* dir, int kind, int index);
   // tan_.dqacc_int = dqfrc_smooth + dqfrc_constraint + dqderiv_qacc - dM_int aint (before the
   // integrator's solve)
   void AccelerationRhs(const mjModel* m);
@@ -279,7 +286,9 @@ class Derivative : private FdTarget {
   bool defer_columns_ = false;
   int nfd_ = 0;  // columns left to differences by the last Run
   Sink sink_;
-  IslandReach reach_;  // the islands a direction perturbs (tan_.touched)
+  double sink_check_ = 0;     // sum of x * 0 over the values EmitColumn wrote (NaN: not finite)
+  bool sink_direct_ = false;  // a write into the sink bypassed EmitColumn since ZeroSink
+  IslandReach reach_;         // the islands a direction perturbs (tan_.touched)
 
   // the parts' workspaces, carved from arena_ (workspace.h)
   Arena arena_;

@@ -61,7 +61,7 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
         }
         continue;
       }
-      if (!SolveTangent(m)) {
+      if (!SolveTangent(m, kind, index)) {
         if (!DeferColumn(col)) return false;
         continue;
       }
@@ -251,7 +251,7 @@ bool Derivative::QueueTangent(const mjModel* m, int slot, int kind, int index, i
   // SolveTangent's parts but the force tangent's solve, J' df and the integrator's solve
   const Problem& p = *stage_.problem;
   ProblemTangent dir;
-  FormTangent(m, &dir);
+  FormUnitTangent(m, &dir, kind, index);
   // own_slots: the force tangent now, its column's terms with J' df (SolveTangent's sums)
   const bool ok = stage_.own_slots
                       ? stage_.solver->ForceTangent(p, *stage_.solution, dir, tan_.dforce)
@@ -288,24 +288,27 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
   const int nv = nv_, nb = (nslot + 7) / 8 * 8;
   double* X = block_.rhs;
   for (int slot = 0; slot < nb; slot++) {
-    double* a = tan_.dqacc_int;
-    if (slot < nslot) {
-      mju_copy(a, block_.mass_term + static_cast<size_t>(slot) * nv, nv);
-      if (stage_.own_slots) {
-        // (J' df is in mass_term)
-        for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = a[i];
-        continue;
+    const double* a = block_.mass_term + static_cast<size_t>(slot) * nv;
+    for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = slot < nslot ? a[i] : 0;
+  }
+  if (!stage_.own_slots) {
+    // (own_slots: J' df is in mass_term) J' df of all columns, each entry of J applied to the
+    // row's forces of every column (one island's forces: few zeros)
+    double f[SoftTangent::kBlock];
+    for (int i = 0; i < p.nrow; i++) {
+      bool any = false;
+      for (int s = 0; s < nslot; s++) {
+        f[s] = block_.dforce[static_cast<size_t>(s) * p.nrow + i];
+        any |= f[s] != 0;
       }
-      const double* df = block_.dforce + static_cast<size_t>(slot) * p.nrow;
-      for (int i = 0; i < p.nrow; i++) {
-        if (df[i] == 0) continue;
-        const int adr = J.rowadr[i];
-        for (int q = 0; q < J.rownnz[i]; q++) a[J.colind[adr + q]] += J.val[adr + q] * df[i];
+      if (!any) continue;
+      const int adr = J.rowadr[i];
+      for (int q = adr; q < adr + J.rownnz[i]; q++) {
+        double* x = X + static_cast<size_t>(J.colind[q]) * nb;
+        const double v = J.val[q];
+        for (int s = 0; s < nslot; s++) x[s] += v * f[s];
       }
-    } else {
-      mju_zero(a, nv);
     }
-    for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = a[i];
   }
   if (!integrator_.implicit) {
     SolveByTree(integrator_.mass, p.islands, X, nb);
@@ -390,7 +393,10 @@ bool Derivative::SingleStage(const mjModel* m) {
   const bool ok = param_.run ? ParamDirections(m, 0, param_.np, column)
                              : Directions(m, sink_.WantsState(), sink_.WantsCtrl(), column);
   defer_columns_ = false;
-  if (ok && !param_.run) elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
+  if (ok && !param_.run) {
+    sink_direct_ |= elastic_.n() > 0 && sink_.A;  // (A corrected in place)
+    elastic_.Finish(h, 2 * nv_ + na_, sink_.A, sink_.gx, sink_.dx);
+  }
   return ok;
 }
 //---------------------------------- reverse mode (VJP) --------------------------------------------
@@ -487,7 +493,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   integrator_.SolveT(w);
   for (int i = 0; i < p.nrow; i++) y[i] = p.J.Dot(i, w);
   const bool reverse = stage_.solver->PrepareAdjoint(p, sol, y, up ? xi : nullptr);
-  // (a solver's blocked force tangents, ipm's on one island, beat them one by one: streamed)
+  // (a solver's blocked force tangents beat them one by one: streamed)
   if (!reverse && stage_.slots && !stage_.own_slots) return true;
   *done = true;
   ActivationAdjoint(m, nominal_.act, nominal_.act_dot, h, sink_.dx + 2 * nv, alpha);
@@ -503,12 +509,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
       smooth_.UnitTangent(m, kind, index);
       for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] = 0;
       ProblemTangent dir;
-      // (a control or activation direction moving no row data and no M: dv_free's islands)
-      const bool rowless = !tan_.has_dJ && !tan_.has_dpos && !tan_.has_dvel && !tan_.has_drows &&
-                           !tan_.has_dM && !tan_.has_dM_problem;
-      const bool marked = kind == kPos || kind == kVel || rowless;
-      if (marked) MarkUnitTouched(p, kind == kPos || kind == kVel ? index : -1);
-      FormTangent(m, &dir, marked);
+      FormUnitTangent(m, &dir, kind, index);
       double v = 0;
       if (reverse) {
         v = stage_.solver->AdjointDot(p, sol, dir);
@@ -731,6 +732,7 @@ void Derivative::RkNextState(const mjModel* m, int first, int last) {
     ActivationTangent(m, X0 + nq + nv, rate + nv, ea, S + 2 * nv, h, out + 2 * nv);
     EmitState(k, out);
   }
+  sink_direct_ |= elastic_.n() > 0 && sink_.A;  // (A corrected in place)
   elastic_.Finish(h, ndx, sink_.A, sink_.gx, sink_.dx);
 }
 

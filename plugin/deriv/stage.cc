@@ -296,7 +296,16 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked)
   dir.touched = tan_.touched;
 }
 
-bool Derivative::SolveTangent(const mjModel* m) {
+void Derivative::FormUnitTangent(const mjModel* m, ProblemTangent* dir, int kind, int index) {
+  // (a control or activation direction moving no row data and no M: dv_free's islands)
+  const bool rowless = !tan_.has_dJ && !tan_.has_dpos && !tan_.has_dvel && !tan_.has_drows &&
+                       !tan_.has_dM && !tan_.has_dM_problem;
+  const bool marked = kind == kPos || kind == kVel || (kind >= 0 && rowless);
+  if (marked) MarkUnitTouched(*stage_.problem, kind == kPos || kind == kVel ? index : -1);
+  FormTangent(m, dir, marked);
+}
+
+bool Derivative::SolveTangent(const mjModel* m, int kind, int index) {
   const int nv = nv_;
 
   // force tangent and the constraint force's tangent J' df + dJ' f
@@ -305,7 +314,7 @@ bool Derivative::SolveTangent(const mjModel* m) {
   if (stage_.has_rows) {
     const Problem& p = *stage_.problem;
     ProblemTangent dir;
-    FormTangent(m, &dir);
+    FormUnitTangent(m, &dir, kind, index);
     if (stage_.solver) {
       if (!stage_.solver->ForceTangent(p, *stage_.solution, dir, tan_.dforce)) {
         fallback_ = ckFALLBACK_NO_TANGENT;

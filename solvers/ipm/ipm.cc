@@ -289,6 +289,12 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     mode_new_.assign(T, 0);
     row_moded_.assign(R, 0);
     drv_.assign(V, 0);
+    for (auto* v : {&adj_t_, &adj_u_, &adj_z_, &adj_n_}) v->assign(R, 0);
+    adj_w_.assign(V, 0);
+    adj_mw_.assign(V, 0);
+    adj_dv_.assign(V, 0);
+    adj_gj_.assign(std::max(1, dims.max_nnz), 0);
+    blk_p_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
     warm_lam_.assign(R, 0);
     warm_ok_.assign(R, 0);
 

@@ -31,6 +31,8 @@ struct IpmStats {
   int grad_islands = 0;      // islands with a stored kappa_grad iterate
   int refinements = 0;       // island force tangents refined since the solve
   int tangent_islands = 0;   // island force tangents solved since the solve (islands touched)
+  int adjoint_islands = 0;   // island adjoints (PrepareAdjoint) solved since the solve
+  int adjoint_refined = 0;   // ... of them refined
   int holds = 0;             // islands re-solved without recovery (their answer added energy)
   int dissipated = 0;        // ... whose answer still did, scaled down to its least energy
   int prox_solved = 0;       // islands the proximal retry solved

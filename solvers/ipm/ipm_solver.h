@@ -70,6 +70,14 @@ class IpmSolver final : public Solver {
   bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
 
+  // reverse mode: per island the transposed solve of the tangent system with the weights y
+  // (once), then per direction the dot product with its residual perturbations (no position
+  // correction: xi must be null). False if an island cannot be centred or factored, or under the
+  // gap re-check on a constraint-space island (its transposed solve takes the rows as J)
+  bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
+                      const double* xi) override;
+  double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
+
   // complementarity-aware tangents: mode 0 holds the impulse of a contact the step holds closed
   // (Closed) fixed (its rows leave the tangent), mode 1 clamps the normal velocity (as a hard
   // equality) of one the step left open; otherwise, and for -1, as solved; null restores. Takes
@@ -181,6 +189,23 @@ class IpmSolver final : public Solver {
   bool TangentRhs(const Problem& p, int k, const ProblemTangent& dir);
   // the refinement's dynamics defect of dir_ (drv_ + its change); true if it needs a solve
   bool Defect(const Problem& p, int k);
+  // the dynamics changes M dv - J' lam of FlushTangents' slots [0, nslot) at once into blk_p_:
+  // dv from blk_v_, lam (unscaled) from slot s's column lam + s * nrow
+  void BlockDynamics(const Problem& p, int k, int nslot, const double* lam);
+  // island k's exact Jacobian at its central point with the tangent modes, factored in lu_
+  // (TangentRhs' and PrepareAdjoint's); false if it cannot be formed
+  bool TangentJacobian(const Problem& p, int k);
+  // the transposes of the row maps of the tangent system dlam = c - W u, u = G dv, c = C drz +
+  // dcomp, for island k's row weights y: out = W' y (dynamics) or C' y, and adj_n_ the weight of
+  // an orthant row's c (its own with its friction rows' coupling q)
+  void RowAdjoint(const Problem& p, int k, const double* y, bool dynamics, double* out);
+  // the transposed system's dynamics defect M w - G' W' t of island k's adjoint; if it is above
+  // rounding, one refinement step (w, t); true if it took one
+  bool AdjointDefect(const Problem& p, int k);
+  // island k's weights of the direction's arrays (adj_mw_, adj_dv_, adj_gj_) from w and C' t
+  void AdjointWeights(const Problem& p, int k);
+  // island k's share of AdjointDot: y' dforce on its rows
+  double IslandAdjointDot(const Problem& p, int k, const ProblemTangent& dir);
   double MaxStep(const Problem& p, int k, const State& s, const Direction& d, double tau) const;
   double MuAt(const Problem& p, int k, const State& s, const Direction& d, double alpha) const;
   void Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
@@ -261,6 +286,7 @@ class IpmSolver final : public Solver {
   std::vector<double> blk_rv_;      // queued dynamics perturbations drv, by slot       (32 x nv)
   std::vector<double> blk_c_;       // queued row constants c_, by slot                 (32 x rows)
   std::vector<double> blk_rz_;      // queued row perturbations drz, by slot            (32 x rows)
+  std::vector<double> blk_p_;       // their dynamics changes, P[j * slots + s]        (nv x 32)
   std::vector<uint8_t> blk_on_;     // queued direction touches the island               (32)
   std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)
   std::vector<double> dcomp_;       // its tangent over z at the central point            (rows)
@@ -273,6 +299,16 @@ class IpmSolver final : public Solver {
   std::vector<uint8_t> mode_new_;   // island's modes changed since its terms were formed (ntree)
   std::vector<uint8_t> row_moded_;  // normal row whose cone terms a mode replaced        (rows)
   IslandReach reach_;               // the islands a tangent's direction perturbs (touched_)
+
+  // reverse mode (PrepareAdjoint): y' dforce = adj_z_' drz + adj_w_' drv + adj_n_' dcomp
+  std::vector<double> adj_w_;   // w = A^-T G' W' y / h                                  (nv)
+  std::vector<double> adj_t_;   // t = y / h - J w                                     (rows)
+  std::vector<double> adj_u_;   // W' t and other row scratch                          (rows)
+  std::vector<double> adj_z_;   // C' t: weight of the row perturbation drz            (rows)
+  std::vector<double> adj_n_;   // weight of an orthant row's constant (dcomp)         (rows)
+  std::vector<double> adj_mw_;  // M w: the weight of dv_free                            (nv)
+  std::vector<double> adj_dv_;  // v - v_free at the central point: dM's right factor     (nv)
+  std::vector<double> adj_gj_;  // weight of each dJ entry (through dJ v and dJ' lam)     (nnz)
 
   // proximal retry: the rows' velocities carry prox_ (x - xc_), a soft problem centred at xc_
   bool prox_on_ = false;

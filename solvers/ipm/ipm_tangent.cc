@@ -16,6 +16,17 @@ namespace {
 constexpr double kRefineTol = 1e-12;  // relative dynamics defect left unrefined (rounding)
 constexpr double kClampReg = 1e-10;   // regularizer of a clamped normal row, x diag_approx
 
+// w' V x over the stored entries of row i of a matrix V in mass's tree layout (its diagonal and
+// its ancestors', each off the diagonal counted for both triangles)
+double RowBilinear(const TreeMass& mass, const double* V, int i, const double* w, const double* x) {
+  int adr = mass.madr[i];
+  double s = V[adr++] * w[i] * x[i];
+  for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+    s += V[adr] * (w[i] * x[j] + w[j] * x[i]);
+  }
+  return s;
+}
+
 }  // namespace
 
 const double* IpmSolver::CentralForce(const Problem& p) {
@@ -103,8 +114,20 @@ double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
   return x * t > 0 ? x * t : 0;
 }
 
-bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir) {
+bool IpmSolver::TangentJacobian(const Problem& p, int k) {
   if ((mode_want_[k] != mode_cur_[k] || mode_new_[k]) && !ModeTerms(p, k)) return false;
+  if (lu_island_ != k) {
+    // the island's exact Jacobian at its central point (its cone terms are still in place)
+    double cond;
+    if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) || !Linearize(p, k, true, &cond))
+      return false;
+    lu_island_ = k;
+  }
+  return true;
+}
+
+bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir) {
+  if (!TangentJacobian(p, k)) return false;
   stats_.tangent_islands++;
   TangentResiduals(p, k, dir, cen_);
   // contacts from distance: their central-path value moves with the data
@@ -117,12 +140,18 @@ bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir) {
     dcomp_[i] = dk / cen_.z[i];
     cfd |= cfd_kappa_[i] > 0;
   }
-  if (lu_island_ != k) {
-    // the island's exact Jacobian at its central point (its cone terms are still in place)
-    double cond;
-    if (!lu_.Analyze(p, k, chain_.data(), IslandLU::kAuto, gapJ_) || !Linearize(p, k, true, &cond))
-      return false;
-    lu_island_ = k;
+  // a direction that leaves the rows alone (controls, velocities: dv_free only) has zero
+  // constants and the right-hand side -drv, Constants' values without its pass over J
+  const int* rows = Rows(p, k);
+  bool rowless = true;
+  for (int a = 0; a < NumRows(p, k) && rowless; a++) {
+    rowless = drz_[rows[a]] == 0 && (!cfd || dcomp_[rows[a]] == 0);
+  }
+  if (rowless) {
+    for (int a = 0; a < NumRows(p, k); a++) c_[rows[a]] = 0;
+    const int* dofs = Dofs(p, k);
+    for (int a = 0; a < NumDofs(p, k); a++) rhs_[dofs[a]] = -drv_[dofs[a]];
+    return true;
   }
   Constants(p, k, drz_.data(), drv_.data(), false, cfd ? dcomp_.data() : nullptr);
   return true;
@@ -231,21 +260,31 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   for (int s = 0; s < nslot; s++) {
     double* lam = dforce + static_cast<size_t>(s) * nr;
     if (!blk_on_[s]) continue;
-    const double* rv = blk_rv_.data() + static_cast<size_t>(s) * p.nv;
     const double* c = blk_c_.data() + static_cast<size_t>(s) * nr;
     const double* rz = blk_rz_.data() + static_cast<size_t>(s) * nr;
-    for (int a = 0; a < nd; a++) {
-      dir_.v[dofs[a]] = blk_v_[static_cast<size_t>(dofs[a]) * S + s];
-      drv_[dofs[a]] = rv[dofs[a]];
-    }
+    for (int a = 0; a < nd; a++) dir_.v[dofs[a]] = blk_v_[static_cast<size_t>(dofs[a]) * S + s];
     for (int a = 0; a < m; a++) c_[rows[a]] = c[rows[a]];
     DirectRows(p, k, rz, false, &dir_);
     for (int a = 0; a < m; a++) lam[rows[a]] = dir_.lam[rows[a]];
-    const bool on = Defect(p, k);
+  }
+  // each column's refinement defect (Defect's) from the dynamics changes of all at once
+  BlockDynamics(p, k, nslot, dforce);
+  for (int s = 0; s < nslot; s++) {
+    if (!blk_on_[s]) continue;
+    const double* rv = blk_rv_.data() + static_cast<size_t>(s) * p.nv;
+    double defect = 0, scale = 0;
+    for (int a = 0; a < nd; a++) {
+      const double dyn = blk_p_[static_cast<size_t>(dofs[a]) * S + s], d = rv[dofs[a]] + dyn;
+      scale = std::max(scale, std::max(std::fabs(rv[dofs[a]]), std::fabs(dyn)));
+      defect = std::max(defect, std::fabs(d));
+    }
+    const bool on = defect > kRefineTol * scale;
     blk_on_[s] = on ? 2 : 1;
     refine |= on;
+    stats_.refinements += on;
     for (int a = 0; a < nd; a++) {
-      blk_v_[static_cast<size_t>(dofs[a]) * S + s] = on ? rhs_[dofs[a]] : 0;
+      const size_t at = static_cast<size_t>(dofs[a]) * S + s;
+      blk_v_[at] = on ? -(rv[dofs[a]] + blk_p_[at]) : 0;
     }
   }
   if (refine) {
@@ -264,6 +303,223 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
     for (int a = 0; a < m; a++) f[rows[a]] /= p.h;
   }
   return true;
+}
+
+void IpmSolver::RowAdjoint(const Problem& p, int k, const double* y, bool dynamics, double* out) {
+  // the rows' relations (DirectRows, Constants): equality lam = c - u / R, c = -drz / R;
+  // orthant lam = c - og u, c = og drz + dcomp; a friction row f + r of a cone with normal row n
+  // lam = s_r (q_r lam_n - sum_c S_rc z_c), z_c = s_c u_c - drz_c, so that W and C share the
+  // normal's weight y_n + sum_r s_r q_r y_r
+  const IslandLists& L = lists_[k];
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    out[i] = (dynamics ? y[i] : -y[i]) / reg_[i];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) adj_n_[orth_[e]] = y[orth_[e]];
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    const double* q = sq_.data() + 2 * e;
+    const double* S = sS_.data() + 4 * e;
+    for (int c = 0; c < cnt; c++) {
+      double v = 0;
+      for (int r = 0; r < cnt; r++) v += scale_[f + r] * S[r * cnt + c] * y[f + r];
+      out[f + c] = dynamics ? scale_[f + c] * v : v;
+    }
+    if (nrm < 0) continue;
+    for (int r = 0; r < cnt; r++) adj_n_[nrm] += scale_[f + r] * q[r] * y[f + r];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    out[i] = og_[i] * adj_n_[i];
+  }
+}
+
+bool IpmSolver::AdjointDefect(const Problem& p, int k) {
+  // the transposed system K' (-w, t) = (0, y / h) holds its rows by construction (t = y / h -
+  // J w), its dynamics -A' w + G' W' y / h = 0 only to the accuracy of the transposed solve: the
+  // defect e = M w - G' W' t, corrected by w -= A^-T e, t += J A^-T e (as Defect for dir_)
+  const Islands& is = p.islands;
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Mul(adj_w_.data(), rhs_.data(), b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = 0;
+  RowAdjoint(p, k, adj_t_.data(), true, adj_u_.data());
+  for (int a = 0; a < nr; a++) gapJ_->AddRowTo(rows[a], adj_u_[rows[a]], tmp_.data());
+  double defect = 0, scale = 0;
+  for (int a = 0; a < nd; a++) {
+    const int j = dofs[a];
+    scale = std::max(scale, std::max(std::fabs(rhs_[j]), std::fabs(tmp_[j])));
+    rhs_[j] -= tmp_[j];
+    defect = std::max(defect, std::fabs(rhs_[j]));
+  }
+  if (defect <= kRefineTol * scale) return false;
+  lu_.SolveTranspose(rhs_.data());
+  for (int a = 0; a < nd; a++) adj_w_[dofs[a]] -= rhs_[dofs[a]];
+  for (int a = 0; a < nr; a++) adj_t_[rows[a]] += p.J.Dot(rows[a], rhs_.data());
+  stats_.adjoint_refined++;
+  return true;
+}
+
+bool IpmSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
+                               const double* xi) {
+  // island by island, the tangent system M dv - J' dlam = -drv, dlam = c - W G dv, c = C drz +
+  // dcomp (G: the rows that measure velocities) gives y' dlam / h = t' c + w' drv with w = A^-T
+  // G' W' y / h (A = M + J' W G) and t = y / h - J w: adj_z_ = C' t, adj_n_ the orthant rows'
+  // t for dcomp. Refined like the forward solve (AdjointDefect)
+  if (xi) return false;
+  const double h = p.h;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    if (!Center(p, k) || !TangentJacobian(p, k)) return false;
+    if (gapJ_ != &p.J && lu_.constraint_space()) return false;
+    stats_.adjoint_islands++;
+    const int* dofs = Dofs(p, k);
+    const int nd = NumDofs(p, k);
+    const int* rows = Rows(p, k);
+    const int nr = NumRows(p, k);
+    for (int a = 0; a < nr; a++) adj_t_[rows[a]] = y[rows[a]] / h;
+    RowAdjoint(p, k, adj_t_.data(), true, adj_u_.data());
+    for (int a = 0; a < nd; a++) adj_w_[dofs[a]] = 0;
+    for (int a = 0; a < nr; a++) gapJ_->AddRowTo(rows[a], adj_u_[rows[a]], adj_w_.data());
+    lu_.SolveTranspose(adj_w_.data());
+    for (int a = 0; a < nr; a++) adj_t_[rows[a]] -= p.J.Dot(rows[a], adj_w_.data());
+    AdjointDefect(p, k);
+    RowAdjoint(p, k, adj_t_.data(), false, adj_z_.data());
+    AdjointWeights(p, k);
+  }
+  return true;
+}
+
+void IpmSolver::AdjointWeights(const Problem& p, int k) {
+  // TangentResiduals' terms: drv = dM (v - v_free) - M dv_free - dJ' lam and drz = -scale dJ v
+  // (negated on equality rows), so that w' drv + z' drz = w' dM (v - v_free) - (M w)' dv_free +
+  // sum over dJ's entries of dJ (-lam w -+ z scale v)
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    p.mass.Mul(adj_w_.data(), adj_mw_.data(), b, e);
+    for (int j = b; j < e; j++) adj_dv_[j] = cen_.v[j] - p.v_free[j];
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a], adr = J.rowadr[i];
+    const double cv = (p.kind[i] == kRowEquality ? 1 : -1) * adj_z_[i] * scale_[i];
+    const double cw = -cen_.lam[i];
+    for (int c = adr; c < adr + J.rownnz[i]; c++) {
+      adj_gj_[c] = cv * cen_.v[J.colind[c]] + cw * adj_w_[J.colind[c]];
+    }
+  }
+}
+
+double IpmSolver::IslandAdjointDot(const Problem& p, int k, const ProblemTangent& dir) {
+  // the products of AdjointWeights with the direction's arrays, the rows' own terms
+  // (TangentResiduals') and the contacts from distance's dcomp
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  const IslandLists& L = lists_[k];
+  const double h = p.h;
+  double s = 0;
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    if (dir.v_free) {
+      for (int j = b; j < e; j++) s -= adj_mw_[j] * dir.v_free[j];
+    }
+    if (dir.M && !dir.M_rows) {
+      for (int i = b; i < e; i++) s += RowBilinear(p.mass, dir.M, i, adj_w_.data(), adj_dv_.data());
+    } else if (dir.M && dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e) {
+      for (int r = 0; r < dir.M_nrows; r++) {
+        s += RowBilinear(p.mass, dir.M, dir.M_rows[r], adj_w_.data(), adj_dv_.data());
+      }
+    }
+  }
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k) && dir.J; a++) {
+    const int i = rows[a], adr = J.rowadr[i];
+    for (int c = adr; c < adr + J.rownnz[i]; c++) s += dir.J[c] * adj_gj_[c];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (dir.pos && !capped_[i]) s -= adj_z_[i] * dir.pos[i] / h;
+    if (!(cfd_kappa_[i] > 0) || (mode_cur_[k] && row_moded_[i])) continue;
+    double dk;
+    CfdKappa(p, i, &dir, &dk);
+    s += adj_n_[i] * dk / cen_.z[i];
+  }
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    double dz = 0;
+    if (settings_.ipm.soft_equality) {
+      if (dir.vel) dz -= dir.vel[i];
+      if (dir.aref) dz -= h * dir.aref[i];
+      if (dir.R && p.R[i] > 1e-15) dz += dir.R[i] * cen_.lam[i];
+    } else if (dir.pos) {
+      dz += dir.pos[i] / h;
+    }
+    s += adj_z_[i] * dz;
+  }
+  return s;
+}
+
+double IpmSolver::AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) {
+  // over the touched islands: products with PrepareAdjoint's weights, nothing solved
+  if (dir.touched) {
+    std::copy(dir.touched, dir.touched + p.islands.nisland, touched_.begin());
+  } else {
+    reach_.Mark(p, dir, touched_.data());
+  }
+  double s = 0;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    if (touched_[k]) s += IslandAdjointDot(p, k, dir);
+  }
+  return s;
+}
+
+void IpmSolver::BlockDynamics(const Problem& p, int k, int nslot, const double* lam) {
+  // DynamicsChange's M dv - J' lam with every entry of M and J applied to all columns
+  const Islands& is = p.islands;
+  const TreeMass& mass = p.mass;
+  const SparseRows& J = p.J;
+  const int S = kTangentSlots, nr = p.nrow;
+  const double* X = blk_v_.data();
+  double* P = blk_p_.data();
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    for (int i = b; i < e; i++) {
+      const double mii = mass.M[mass.madr[i]];
+      for (int s = 0; s < nslot; s++) P[i * S + s] = mii * X[i * S + s];
+    }
+    for (int i = b; i < e; i++) {
+      int adr = mass.madr[i] + 1;
+      for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+        const double mij = mass.M[adr];
+        for (int s = 0; s < nslot; s++) {
+          P[i * S + s] += mij * X[j * S + s];
+          P[j * S + s] += mij * X[i * S + s];
+        }
+      }
+    }
+  }
+  const int* rows = Rows(p, k);
+  double l[kTangentSlots];
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a], adr = J.rowadr[i];
+    bool any = false;
+    for (int s = 0; s < nslot; s++) {
+      l[s] = lam[static_cast<size_t>(s) * nr + i];
+      any |= l[s] != 0;
+    }
+    if (!any) continue;
+    for (int c = adr; c < adr + J.rownnz[i]; c++) {
+      const double v = J.val[c];
+      double* y = P + static_cast<size_t>(J.colind[c]) * S;
+      for (int s = 0; s < nslot; s++) y[s] -= v * l[s];
+    }
+  }
 }
 
 bool IpmSolver::SetTangentModes(const Problem& p, const signed char* mode) {

@@ -254,6 +254,69 @@ TEST_P(IpmAlgebra, HardContactTangentIsTheSolvesDerivative) {
   }
 }
 
+// the reverse mode: PrepareAdjoint's transposed solve with weights y, then AdjointDot along a
+// direction, equals y' ForceTangent along it (each perturbation alone and all at once), without
+// allocating and without a force tangent solve
+TEST_P(IpmAlgebra, AdjointDotIsTheForceTangentsProduct) {
+  const Scene& s = GetParam();
+  for (int soft = 0; soft < 2; soft++) {
+    ckSettings settings = TangentSettings(1e-3);
+    settings.ipm.soft_equality = soft;  // (the equality rows' terms of both kinds)
+    ASSERT_NO_FATAL_FAILURE(Prepare(settings));
+    Problem& p = at_->p();
+    Solution& sol = at_->sol();
+    ipm::IpmSolver& solver = solver_;
+    const int nv = p.nv, nr = p.nrow, nnz = p.J.nnz, nM = p.mass.nM;
+    std::mt19937 rng(17);
+    std::uniform_real_distribution<double> uni(-1, 1);
+    std::vector<double> y(nr), dvf(nv), dpos(nr), dJ(nnz), dM(nM), drow(nr);
+    for (double& x : y) x = uni(rng);
+    for (double& x : dvf) x = uni(rng);
+    for (double& x : dpos) x = 1e-3 * uni(rng);
+    for (double& x : dJ) x = 0.1 * uni(rng);
+    for (double& x : drow) x = uni(rng);
+    for (int i = 0; i < nv; i++) dM[p.mass.madr[i]] = 0.05 * p.mass.M[p.mass.madr[i]] * uni(rng);
+    for (int i = 0; i < nv; i++) {
+      if (p.mass.parent[i] >= 0) dM[p.mass.madr[i] + 1] = 0.01 * uni(rng);  // (off the diagonal)
+    }
+    solver.Solve(p, &sol);
+    AllocationCounter counter;
+    if (AllocationCounter::Available()) counter.Start();
+    ASSERT_TRUE(solver.PrepareAdjoint(p, sol, y.data(), nullptr)) << s.name;
+    if (AllocationCounter::Available()) {
+      EXPECT_EQ(counter.Stop(), 0) << s.name;
+    }
+    EXPECT_EQ(solver.stats().adjoint_islands, p.islands.nisland);
+    const char* names[7] = {"v_free", "pos", "J", "M", "aref", "R", "all"};
+    std::vector<double> df(nr);
+    for (int which = 0; which < 7; which++) {
+      ProblemTangent dir;
+      const bool all = which == 6;
+      if (which == 0 || all) dir.v_free = dvf.data();
+      if (which == 1 || all) dir.pos = dpos.data();
+      if (which == 2 || all) dir.J = dJ.data();
+      if (which == 3 || all) dir.M = dM.data();
+      if (which == 4 || all) dir.aref = drow.data(), dir.vel = drow.data();
+      if (which == 5 || all) dir.R = drow.data(), dir.diag_approx = drow.data();
+      const int tangents = solver.stats().tangent_islands;
+      if (AllocationCounter::Available()) counter.Start();
+      const double adjoint = solver.AdjointDot(p, sol, dir);
+      if (AllocationCounter::Available()) {
+        EXPECT_EQ(counter.Stop(), 0) << s.name;
+      }
+      EXPECT_EQ(solver.stats().tangent_islands, tangents) << s.name;
+      ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name << " " << names[which];
+      double forward = 0, scale = 0;
+      for (int i = 0; i < nr; i++) {
+        forward += y[i] * df[i];
+        scale += std::fabs(y[i] * df[i]);
+      }
+      EXPECT_NEAR(adjoint, forward, 1e-10 * scale + 1e-300)
+          << s.name << " " << names[which] << " soft equality " << soft;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Scenes, IpmAlgebra, ::testing::ValuesIn(Scenes()),
                          [](const ::testing::TestParamInfo<Scene>& info) {
                            return info.param.name;
