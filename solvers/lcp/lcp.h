@@ -7,8 +7,8 @@
 //   w = A x + b,  A = J M_eff^-1 J' + cfm I,  b = J v_free + stabilization,  v+ = v_free + u,
 // so w is the row velocity after the step plus its stabilization:
 //   equality rows   bilateral (x free, w = 0), b += erp pos / h, unless the island's answer
-//                   then adds more kinetic energy than these corrections cost row by row: it
-//                   is solved again without them (EqualityEnergy)
+//                   then adds more kinetic energy than ten times what these corrections cost
+//                   row by row: it is solved again without them (EqualityEnergy)
 //   friction loss   |x| <= h floss
 //   limits, normals x >= 0 complementary to w >= 0. With split_impulse (the default) b holds
 //                   only a gap ahead, b += max(pos + slop, 0) / h, so that a speculative contact
@@ -166,11 +166,11 @@ class LcpSolver final : public Solver {
   // answer; true if exact. again: the same island with another b (its elimination kept)
   bool SolveDense(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
                   BoxedStats* st, bool again);
-  // The answer x_ of island adds more kinetic energy to the free motion than the equality rows'
-  // stabilization (Baumgarte, erp pos / h) would cost row by row, sum_i stab_i^2 / (2 A_ii):
-  // true, and stab_ taken out of b_ (the island is to be solved again without it; its drift is
-  // left to later steps). Redundant equality rows whose drifts conflict (a tendon grid pinned
-  // at its corners, as MuJoCo's hammock), alone or clamped with contacts, ask large impulses
+  // The answer x_ of island adds more kinetic energy to the free motion than ten times what the
+  // equality rows' stabilization (Baumgarte, erp pos / h) would cost row by row, sum_i stab_i^2
+  // / (2 A_ii): true, and stab_ taken out of b_ (the island is to be solved again without it; its
+  // drift is left to later steps). Redundant equality rows whose drifts conflict (a tendon grid
+  // pinned at its corners, as MuJoCo's hammock), alone or clamped with contacts, ask large impulses
   // for a small correction, which the exact answer turns into kinetic energy
   bool EqualityEnergy(const Problem& p, int island);
 
