@@ -11,9 +11,11 @@
 namespace contactkit {
 namespace {
 
-constexpr signed char kFromInexact = 4;  // state bit of the warm-start table: island inexact
-constexpr double kTol = 1e-10;           // acceptance tolerance (m/s), times max(1, max |b|)
-constexpr double kLooseTol = 1e-6;       // below this an inexact answer is INACCURATE, not MAX_ITER
+constexpr signed char kFromInexact = 4;   // state bit of the warm-start table: island inexact
+constexpr signed char kUnstabilized = 8;  // ... island solved without its equality stabilization
+constexpr int kRetry = 4;           // then every kRetry-th solve tries it again (EqualityEnergy)
+constexpr double kTol = 1e-10;      // acceptance tolerance (m/s), times max(1, max |b|)
+constexpr double kLooseTol = 1e-6;  // below this an inexact answer is INACCURATE, not MAX_ITER
 constexpr double kInf = HUGE_VAL;
 constexpr double kBank = 10;          // credit of the work budget, in solves' worth of max_work
 constexpr double kSchurRcond = 1e-8;  // least (Cholesky pivot)^2 / max diagonal of A_EE eliminated
@@ -180,6 +182,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
   }
   have_prev_ = false;
   bank_ = 0;
+  solves_ = 0;
   nisland_ = 0;
   position_active_ = false;
   return true;
@@ -344,6 +347,7 @@ void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
 
 void LcpSolver::Solve(const Problem& p, Solution* sol) {
   // a new solve: its own classification (SetTangentModes starts over)
+  solves_++;
   modes_set_ = false;
   tan_ready_ = false;
   std::fill(changed_.begin(), changed_.end(), 0);
@@ -387,7 +391,10 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   // (a row of an island without an exact answer is marked: its classification is a
   // Gauss-Seidel answer's, not worth an exact check)
   for (int i = 0; i < nrow; i++) {
-    next_.Put(keya_[i], keyb_[i], state_[i] | (inexact_[i] ? kFromInexact : 0),
+    const int k = p.islands.row_island[i];
+    const bool unstab = k >= 0 && unstabilized_[k];
+    next_.Put(keya_[i], keyb_[i],
+              state_[i] | (inexact_[i] ? kFromInexact : 0) | (unstab ? kUnstabilized : 0),
               p.h * sol->force[i]);
   }
   std::swap(prev_, next_);
@@ -478,16 +485,19 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   if (settings_.warmstart && have_prev_) {
     BoxedLcpSolver::ColdState(lcp, state);
     int matched = 0;
+    bool unstab = false;  // the previous step solved these rows without the stabilization
     for (int j = 0; j < n; j++) {
       x0_[j] = ximp_[rows[j]];
       if (guess_[rows[j]] >= 0) {
-        state[j] = guess_[rows[j]] & ~kFromInexact;
+        state[j] = guess_[rows[j]] & ~(kFromInexact | kUnstabilized);
         opt.check_guess = opt.check_guess && !(guess_[rows[j]] & kFromInexact);
+        unstab = unstab || (guess_[rows[j]] & kUnstabilized);
         matched++;
       }
     }
     opt.use_guess = matched > 0;
     opt.start = x0_.data();
+    if (unstab && solves_ % kRetry != 0) DropEqualityStabilization(p, island);
   }
 
   // the final decomposition goes to the store (kept for the derivative) when it fits
@@ -574,12 +584,16 @@ bool LcpSolver::EqualityEnergy(const Problem& p, int island) {
   }
   // (beyond the sums' rounding)
   if (!any || !(gain > kEnergyBudget * budget + kEnergyTol * scale)) return false;
-  for (int j = 0; j < n; j++) {
+  DropEqualityStabilization(p, island);
+  return true;
+}
+
+void LcpSolver::DropEqualityStabilization(const Problem& p, int island) {
+  for (int j = 0; j < p.islands.nrows[island]; j++) {
     b_[j] -= stab_[j];
     stab_[j] = 0;
   }
   unstabilized_[island] = 1;
-  return true;
 }
 
 bool LcpSolver::SolveDense(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,

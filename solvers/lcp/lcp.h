@@ -173,6 +173,9 @@ class LcpSolver final : public Solver {
   // pinned at its corners, as MuJoCo's hammock), alone or clamped with contacts, ask large impulses
   // for a small correction, which the exact answer turns into kinetic energy
   bool EqualityEnergy(const Problem& p, int island);
+  // stab_ out of b_, island marked unstabilized_. The next step's first solve of the same rows
+  // leaves it out from the start (warm-start bit), but on every kRetry-th solve (lcp.cc)
+  void DropEqualityStabilization(const Problem& p, int island);
 
   // dense A of an island's rows: A(i, j) = J_i M^-1 J_j' (+ cfm on the diagonal)
   void BuildA(const Problem& p, const int* rows, int n);
@@ -272,6 +275,7 @@ class LcpSolver final : public Solver {
   StateTable prev_, next_;
   bool have_prev_ = false;
   double bank_ = 0;  // credit of the work budget (operations), see Allowance
+  long solves_ = 0;  // Solve calls since Setup
 
   // factorizations of the last solve, in a store of two decompositions of the largest island
   std::vector<IslandFactor> factors_;  // (ntree)
