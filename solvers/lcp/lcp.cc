@@ -11,12 +11,16 @@
 namespace contactkit {
 namespace {
 
-constexpr signed char kFromInexact = 4;  // state bit of the warm-start table: island inexact
-constexpr double kTol = 1e-10;           // acceptance tolerance (m/s), times max(1, max |b|)
-constexpr double kLooseTol = 1e-6;       // below this an inexact answer is INACCURATE, not MAX_ITER
+constexpr signed char kFromInexact = 4;   // state bit of the warm-start table: island inexact
+constexpr signed char kUnstabilized = 8;  // ... island solved without its equality stabilization
+constexpr int kRetry = 4;           // then every kRetry-th solve tries it again (EqualityEnergy)
+constexpr double kTol = 1e-10;      // acceptance tolerance (m/s), times max(1, max |b|)
+constexpr double kLooseTol = 1e-6;  // below this an inexact answer is INACCURATE, not MAX_ITER
 constexpr double kInf = HUGE_VAL;
 constexpr double kBank = 10;          // credit of the work budget, in solves' worth of max_work
 constexpr double kSchurRcond = 1e-8;  // least (Cholesky pivot)^2 / max diagonal of A_EE eliminated
+constexpr double kEnergyTol = 1e-9;   // EqualityEnergy's tolerance, relative to its sums' terms
+constexpr double kEnergyBudget = 10;  // ... its budget, in the rows' own corrections' energy
 constexpr size_t kGsCache = size_t{1} << 21;  // most doubles of the Gauss-Seidel cache (16 MB)
 
 uint64_t Mix(uint64_t a, uint64_t b) {
@@ -113,7 +117,8 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     boxed_.Allocate(cap_);
     schur_.Allocate(cap_);
     A_.assign(cap * cap, 0);
-    for (auto* v : {&b_, &lo_, &hi_, &mu_, &x_, &w_, &x0_, &rc_, &dy_, &tq_, &xr_, &wr_, &x0r_}) {
+    for (auto* v :
+         {&b_, &lo_, &hi_, &mu_, &x_, &w_, &x0_, &rc_, &dy_, &tq_, &xr_, &wr_, &x0r_, &stab_}) {
       v->assign(cap, 0);
     }
     findex_.assign(cap, -1);
@@ -158,6 +163,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     factors_.assign(std::max(dims.ntree, 1), IslandFactor());
     changed_.assign(std::max(dims.ntree, 1), 0);
     exact_.assign(std::max(dims.ntree, 1), 0);
+    unstabilized_.assign(std::max(dims.ntree, 1), 0);
     arena_d_.assign(2 * Cod::Doubles(cap_), 0);
     arena_i_.assign(2 * Cod::Ints(cap_), 0);
     scratch_d_.assign(Cod::Doubles(cap_), 0);
@@ -176,6 +182,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
   }
   have_prev_ = false;
   bank_ = 0;
+  solves_ = 0;
   nisland_ = 0;
   position_active_ = false;
   return true;
@@ -340,6 +347,7 @@ void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
 
 void LcpSolver::Solve(const Problem& p, Solution* sol) {
   // a new solve: its own classification (SetTangentModes starts over)
+  solves_++;
   modes_set_ = false;
   tan_ready_ = false;
   std::fill(changed_.begin(), changed_.end(), 0);
@@ -383,7 +391,10 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   // (a row of an island without an exact answer is marked: its classification is a
   // Gauss-Seidel answer's, not worth an exact check)
   for (int i = 0; i < nrow; i++) {
-    next_.Put(keya_[i], keyb_[i], state_[i] | (inexact_[i] ? kFromInexact : 0),
+    const int k = p.islands.row_island[i];
+    const bool unstab = k >= 0 && unstabilized_[k];
+    next_.Put(keya_[i], keyb_[i],
+              state_[i] | (inexact_[i] ? kFromInexact : 0) | (unstab ? kUnstabilized : 0),
               p.h * sol->force[i]);
   }
   std::swap(prev_, next_);
@@ -402,7 +413,9 @@ double LcpSolver::BuildIsland(const Problem& p, int island) {
     const int g = rows[j];
     const double b0 = p.J.Dot(g, p.v_free);
     double dpos, dvel;
-    b_[j] = b0 + Stabilization(p, g, b0, &dpos, &dvel);
+    const double stab = Stabilization(p, g, b0, &dpos, &dvel);
+    b_[j] = b0 + stab;
+    stab_[j] = p.kind[g] == kRowEquality ? stab : 0;
     vscale = std::max(vscale, std::fabs(b_[j]));
     findex_[j] = -1;
     mu_[j] = 0;
@@ -445,6 +458,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   fac.stored = false;
   fac.lazy = false;
   exact_[island] = 0;
+  unstabilized_[island] = 0;
   if (n > cap_) {
     const bool converged = LargeIsland(p, island, sol);
     for (int j = 0; j < n; j++) inexact_[rows[j]] = 1;
@@ -471,16 +485,19 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   if (settings_.warmstart && have_prev_) {
     BoxedLcpSolver::ColdState(lcp, state);
     int matched = 0;
+    bool unstab = false;  // the previous step solved these rows without the stabilization
     for (int j = 0; j < n; j++) {
       x0_[j] = ximp_[rows[j]];
       if (guess_[rows[j]] >= 0) {
-        state[j] = guess_[rows[j]] & ~kFromInexact;
+        state[j] = guess_[rows[j]] & ~(kFromInexact | kUnstabilized);
         opt.check_guess = opt.check_guess && !(guess_[rows[j]] & kFromInexact);
+        unstab = unstab || (guess_[rows[j]] & kUnstabilized);
         matched++;
       }
     }
     opt.use_guess = matched > 0;
     opt.start = x0_.data();
+    if (unstab && solves_ % kRetry != 0) DropEqualityStabilization(p, island);
   }
 
   // the final decomposition goes to the store (kept for the derivative) when it fits
@@ -494,7 +511,16 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
     cod = &fac.cod;
   }
   BoxedStats st;
-  const bool exact = SolveDense(lcp, opt, state, cod, &st);
+  bool exact = SolveDense(lcp, opt, state, cod, &st, false);
+  if (EqualityEnergy(p, island)) {
+    // solved again without the equality rows' stabilization, from the answer's classification
+    const BoxedStats first = st;
+    opt.use_guess = true;
+    exact = SolveDense(lcp, opt, state, cod, &st, true);
+    st.iterations += first.iterations;
+    st.pivots += first.pivots;
+    st.work += first.work;
+  }
   for (int j = 0; j < n; j++) inexact_[rows[j]] = !exact;
   if (!st.factored && fac.stored) {
     fac.stored = false;
@@ -535,14 +561,55 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   }
 }
 
+bool LcpSolver::EqualityEnergy(const Problem& p, int island) {
+  // v+ = v_free + M^-1 J' x: K(v+) - K(v_free) = x'J v_free + x'(A - cfm) x / 2, A x = w - b;
+  // the budget: kEnergyBudget sum_i stab_i^2 / (2 A_ii), each equality row's correction alone
+  // (MuJoCo's hammock: gains above 100 budgets on most steps; its cloth and a chain of spheres
+  // at rest on the floor: 1-3 on a few steps of their landing)
+  const Islands& is = p.islands;
+  const int n = is.nrows[island];
+  const int* rows = is.rows + is.rowadr[island];
+  const size_t ld = n;
+  double gain = 0, scale = 0, budget = 0;
+  bool any = false;
+  for (int j = 0; j < n; j++) {
+    const int g = rows[j];
+    const double Ax = w_[j] - b_[j] - RowCfm(p, g) * x_[j];
+    const double t0 = x_[j] * p.J.Dot(g, p.v_free), t1 = 0.5 * x_[j] * Ax;
+    gain += t0 + t1;
+    scale += std::fabs(t0) + std::fabs(t1);
+    const double a = A_[j + j * ld];
+    if (a > 0) budget += 0.5 * stab_[j] * stab_[j] / a;
+    any = any || stab_[j] != 0;
+  }
+  // (beyond the sums' rounding)
+  if (!any || !(gain > kEnergyBudget * budget + kEnergyTol * scale)) return false;
+  DropEqualityStabilization(p, island);
+  return true;
+}
+
+void LcpSolver::DropEqualityStabilization(const Problem& p, int island) {
+  for (int j = 0; j < p.islands.nrows[island]; j++) {
+    b_[j] -= stab_[j];
+    stab_[j] = 0;
+  }
+  unstabilized_[island] = 1;
+}
+
 bool LcpSolver::SolveDense(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
-                           Cod* cod, BoxedStats* st) {
+                           Cod* cod, BoxedStats* st, bool again) {
   const int min_rows = settings_.lcp.schur_rows;
-  if (min_rows <= 0 || lcp.n < opt.sweep_rows || !schur_.Reduce(lcp, min_rows, kSchurRcond)) {
+  if (again && schur_used_) {
+    schur_.Rebase(lcp.b);  // (the same A: its elimination kept)
+  } else if (min_rows <= 0 || lcp.n < opt.sweep_rows ||
+             !schur_.Reduce(lcp, min_rows, kSchurRcond)) {
+    schur_used_ = false;
     return boxed_.Solve(lcp, opt, state, x_.data(), w_.data(), cod, st);
   }
-  // the LCP of the other rows (the guess, impulses and start restricted to them), its answer
-  // expanded to the bilateral rows; the reduced factorization goes to the scratch
+  schur_used_ = true;
+  // the LCP of the other rows (the guess, impulses and start restricted to them; without other
+  // rows the elimination is the answer), its answer expanded to the bilateral rows; the reduced
+  // factorization goes to the scratch
   const int m = schur_.m();
   schur_.GatherState(state, rstate_.data());
   schur_.Gather(x_.data(), xr_.data());
@@ -553,8 +620,8 @@ bool LcpSolver::SolveDense(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     ropt.start = x0r_.data();
   }
   *st = BoxedStats();
-  bool exact = boxed_.Solve(schur_.reduced(), ropt, rstate_.data(), xr_.data(), wr_.data(),
-                            &scratch_cod_, st);
+  bool exact = m == 0 || boxed_.Solve(schur_.reduced(), ropt, rstate_.data(), xr_.data(),
+                                      wr_.data(), &scratch_cod_, st);
   schur_.Expand(xr_.data(), x_.data(), w_.data());
   for (int i = 0; i < lcp.n; i++) state[i] = kLcpClamped;
   for (int a = 0; a < m; a++) state[schur_.rows()[a]] = rstate_[a];

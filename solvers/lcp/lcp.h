@@ -6,7 +6,9 @@
 // Unknowns are the impulses x = h f of the island's rows; with u = M_eff^-1 J' x,
 //   w = A x + b,  A = J M_eff^-1 J' + cfm I,  b = J v_free + stabilization,  v+ = v_free + u,
 // so w is the row velocity after the step plus its stabilization:
-//   equality rows   bilateral (x free, w = 0), b += erp pos / h
+//   equality rows   bilateral (x free, w = 0), b += erp pos / h, unless the island's answer
+//                   then adds more kinetic energy than ten times what these corrections cost
+//                   row by row: it is solved again without them (EqualityEnergy)
 //   friction loss   |x| <= h floss
 //   limits, normals x >= 0 complementary to w >= 0. With split_impulse (the default) b holds
 //                   only a gap ahead, b += max(pos + slop, 0) / h, so that a speculative contact
@@ -161,9 +163,19 @@ class LcpSolver final : public Solver {
   // its boxed LCP (x_, w_): large islands with many bilateral rows by the Schur complement of
   // those rows (schur.h; their own factorization then on request, st->factored false), and
   // directly when that is not possible or a reduced problem below sweep_rows rows has no exact
-  // answer; true if exact
+  // answer; true if exact. again: the same island with another b (its elimination kept)
   bool SolveDense(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
-                  BoxedStats* st);
+                  BoxedStats* st, bool again);
+  // The answer x_ of island adds more kinetic energy to the free motion than ten times what the
+  // equality rows' stabilization (Baumgarte, erp pos / h) would cost row by row, sum_i stab_i^2
+  // / (2 A_ii): true, and stab_ taken out of b_ (the island is to be solved again without it; its
+  // drift is left to later steps). Redundant equality rows whose drifts conflict (a tendon grid
+  // pinned at its corners, as MuJoCo's hammock), alone or clamped with contacts, ask large impulses
+  // for a small correction, which the exact answer turns into kinetic energy
+  bool EqualityEnergy(const Problem& p, int island);
+  // stab_ out of b_, island marked unstabilized_. The next step's first solve of the same rows
+  // leaves it out from the start (warm-start bit), but on every kRetry-th solve (lcp.cc)
+  void DropEqualityStabilization(const Problem& p, int island);
 
   // dense A of an island's rows: A(i, j) = J_i M^-1 J_j' (+ cfm on the diagonal)
   void BuildA(const Problem& p, const int* rows, int n);
@@ -228,7 +240,8 @@ class LcpSolver final : public Solver {
   ProblemDims dims_;
   int cap_ = 0;  // largest island solved densely
   BoxedLcpSolver boxed_;
-  BilateralSchur schur_;  // bilateral rows of large islands eliminated
+  BilateralSchur schur_;     // bilateral rows of large islands eliminated
+  bool schur_used_ = false;  // the last SolveDense eliminated them (Rebase possible)
 
   // island problem (local rows)
   std::vector<double> A_;                         // (cap x cap)
@@ -237,6 +250,7 @@ class LcpSolver final : public Solver {
   std::vector<int> findex_;                       // (cap)
   std::vector<signed char> lstate_;               // (cap)
   std::vector<double> xr_, wr_, x0r_;             // reduced problem's x, w and start (cap)
+  std::vector<double> stab_;                      // equality rows' stabilization in b_ (cap)
   std::vector<signed char> rstate_;               // its classification (cap)
   std::vector<signed char> gstate_;               // the island's guess, kept (cap)
 
@@ -261,6 +275,7 @@ class LcpSolver final : public Solver {
   StateTable prev_, next_;
   bool have_prev_ = false;
   double bank_ = 0;  // credit of the work budget (operations), see Allowance
+  long solves_ = 0;  // Solve calls since Setup
 
   // factorizations of the last solve, in a store of two decompositions of the largest island
   std::vector<IslandFactor> factors_;  // (ntree)
@@ -289,9 +304,11 @@ class LcpSolver final : public Solver {
   LcpStats stats_;                          // of the last solve
 
   // classification of the solve while SetTangentModes holds another one
-  std::vector<signed char> saved_state_;  // (max_rows)
-  std::vector<unsigned char> changed_;    // island refactored for other modes  (ntree)
-  std::vector<unsigned char> exact_;      // island's velocity solve was exact   (ntree)
+  std::vector<signed char> saved_state_;     // (max_rows)
+  std::vector<unsigned char> changed_;       // island refactored for other modes  (ntree)
+  std::vector<unsigned char> exact_;         // island's velocity solve was exact   (ntree)
+  std::vector<unsigned char> unstabilized_;  // ... without the equality rows' stabilization
+                                             // (EqualityEnergy)                       (ntree)
   bool modes_set_ = false;
 
   // ForceTangent: what every direction of a solve shares (PrepareTangent), then scratch

@@ -102,6 +102,7 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
       if (state_[g] != kLcpClamped) continue;
       const double b0 = p.J.Dot(g, p.v_free);
       Stabilization(p, g, b0, &cdpos_[cnt], &cdvel_[cnt]);
+      if (p.kind[g] == kRowEquality && unstabilized_[k]) cdpos_[cnt] = 0;
       csoft_[cnt] = SoftRow(p, g);
       cplace_[g] = cnt - cadr_[k];
       crow_[cnt++] = g;

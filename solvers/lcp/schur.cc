@@ -72,7 +72,7 @@ bool BilateralSchur::Reduce(const DenseLcp& lcp, int min_rows, double rcond) {
       ridx_[m++] = i;
     }
   }
-  if (e < min_rows || m == 0) return false;
+  if (e < min_rows) return false;
   for (int a = 0; a < m; a++) {
     const int i = ridx_[a], f = lcp.findex[i];
     if (f >= 0 && rpos_[f] < 0) return false;  // bounds scaled by a bilateral row
@@ -153,6 +153,15 @@ void BilateralSchur::Expand(const double* xr, double* x, double* w) {
   LowerT(t);
   for (int r = 0; r < e; r++) x[eidx_[r]] -= t[r];
   Velocity(lcp, x, w);
+}
+
+void BilateralSchur::Rebase(const double* b) {
+  const int e = ne_, m = red_.n;
+  const size_t es = e;
+  double* ge = ge_.data();
+  for (int r = 0; r < e; r++) ge[r] = b[eidx_[r]];
+  Lower(ge);
+  for (int a = 0; a < m; a++) s_[a] = b[ridx_[a]] - Dot(G_.data() + a * es, ge, e);
 }
 
 }  // namespace contactkit

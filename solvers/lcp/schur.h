@@ -25,9 +25,14 @@ class BilateralSchur {
   void Allocate(int nmax);
 
   // eliminate the bilateral rows of lcp (symmetric A): false (nothing reduced) if it has fewer
-  // than min_rows of them, no other row, or A_EE is not positive definite with every squared
-  // Cholesky pivot above rcond times its largest diagonal entry
+  // than min_rows of them, or A_EE is not positive definite with every squared Cholesky pivot
+  // above rcond times its largest diagonal entry. Without other rows (m() = 0) the answer is
+  // Expand's alone
   bool Reduce(const DenseLcp& lcp, int min_rows, double rcond);
+
+  // after Reduce, the reduced problem for another b of lcp (n; the same A and the same array:
+  // Expand reads it)
+  void Rebase(const double* b);
 
   // the reduced problem on R (valid after Reduce returned true, while lcp's arrays live)
   const DenseLcp& reduced() const { return red_; }
