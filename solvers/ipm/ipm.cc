@@ -47,6 +47,8 @@ constexpr double kCenterTol = 1e-10;       // relative complementarity accuracy 
 constexpr double kCenterResidual = 1e-12;  // and its residual violation
 constexpr double kCenterStall = 1;         // largest relative deviation accepted when stalled
 constexpr double kCenterRounding = 1e-15;  // rounding of a cone product, times |x| |z|
+constexpr int kRefineSteps = 2;            // refinements of a direction's dynamics change
+constexpr double kRefineTol = 0.1;         // ... when its defect exceeds this x residual_tol
 constexpr double kWarmMu = 1e-5;     // complementarity of a warm start (gap re-check)           //
                                      // complementarity of a warm start
 constexpr double kWarmSpeed = 1e-3;  // smallest gap speed of a warm start (m/s)
@@ -1109,6 +1111,43 @@ void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) cons
   to->interior = from.interior;
 }
 
+void IpmSolver::Refine(const Problem& p, int k, const State& s) {
+  // the dynamics change of dir_ measured on the unfactored system, M dv - J' dlam; where the
+  // factor's solve misses -rv (pivots without pivoting on ill-conditioned islands), the defect
+  // is solved for again (iterative refinement) while it shrinks
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  auto defect = [&]() {
+    double e = 0;
+    for (int a = 0; a < nd; a++) {
+      const int j = dofs[a];
+      e = std::max(e, std::fabs(dir_.rv[j] + s.rv[j]) / mdiag_[j]);
+    }
+    return e;
+  };
+  DynamicsChange(p, k, &dir_);
+  double e = defect();
+  for (int r = 0; r < kRefineSteps && e > kRefineTol * settings_.ipm.residual_tol; r++) {
+    for (int a = 0; a < nd; a++) tmp_[dofs[a]] = -(dir_.rv[dofs[a]] + s.rv[dofs[a]]);
+    lu_.Solve(tmp_.data());
+    for (int a = 0; a < nd; a++) {
+      rhs_[dofs[a]] = dir_.v[dofs[a]];  // the direction before, kept if the defect grows
+      dir_.v[dofs[a]] += tmp_[dofs[a]];
+    }
+    DirectRows(p, k, s.rz, true, &dir_);
+    DynamicsChange(p, k, &dir_);
+    const double e2 = defect();
+    stats_.refined_dirs++;
+    if (!(e2 < e)) {
+      for (int a = 0; a < nd; a++) dir_.v[dofs[a]] = rhs_[dofs[a]];
+      DirectRows(p, k, s.rz, true, &dir_);
+      DynamicsChange(p, k, &dir_);
+      break;
+    }
+    e = e2;
+  }
+}
+
 int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter,
                        bool scaled, double target, double rtol, double ktol, int* status,
                        double* cond, const State** fin) {
@@ -1133,10 +1172,17 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   int it = 0, stalled = 0;
   double last_alpha = 1;
   bool short_step = false;  // some step of this attempt was short
+  bool measure = false;     // the dynamics change of every direction is measured (Refine)
   for (; it <= st.max_iter; it++) {
     if (cur->rvio < rtol && cur->kvio < ktol) {
-      *status = ckSTATUS_SOLVED;
-      break;
+      // the residuals are tracked along the steps: measure them on the unfactored system, and
+      // if the factor's solves left them above the tolerance, measure every direction from here
+      Residuals(p, k, cur);
+      if (cur->rvio < rtol && cur->kvio < ktol) {
+        *status = ckSTATUS_SOLVED;
+        break;
+      }
+      measure = true;
     }
     if (it == st.max_iter) break;
 
@@ -1179,13 +1225,14 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     Targets(p, k, *cur, cones && !centering && !(path_sigma_ > 0) ? &aff_ : nullptr, kappa);
     Constants(p, k, cur->rz, cur->rv, true);
     Direct(p, k, *cur, cur->rz, true, &dir_);
-    if (exact && lists_[k].eq_num == 0) {
-      // the exact Newton system makes M dv - J' dlam = -rv by construction (equality rows, with
-      // their tiny regularizer, leave a rounding residual worth tracking)
+    if (exact && lists_[k].eq_num == 0 && !measure) {
+      // the exact Newton system makes M dv - J' dlam = -rv, up to the factor's accuracy, which
+      // the convergence test measures (equality rows, with their tiny regularizer, leave a
+      // rounding residual worth tracking)
       const int* dofs = Dofs(p, k);
       for (int a = 0; a < NumDofs(p, k); a++) dir_.rv[dofs[a]] = -cur->rv[dofs[a]];
     } else {
-      DynamicsChange(p, k, &dir_);
+      Refine(p, k, *cur);
     }
 
     // fraction to the boundary, tending to 1 as mu vanishes, but kept off the boundary by a
@@ -1241,6 +1288,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   }
   // the converged iterate, else the best one
   *fin = *status == ckSTATUS_SOLVED || cur_best ? cur : &best_;
+  if (*status != ckSTATUS_SOLVED) Residuals(p, k, const_cast<State*>(*fin));  // measured
   if (!grad_ok_[k] && !grad_at_end) {
     Copy(p, k, *cur, &grad_);
     grad_ok_[k] = 1;

@@ -134,6 +134,9 @@ class IpmSolver final : public Solver {
   int Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter, bool scaled,
               double target, double rtol, double ktol, int* status, double* cond,
               const State** fin);
+  // the dynamics change of the direction dir_ from s, measured, and refined while the factor's
+  // solve leaves a defect
+  void Refine(const Problem& p, int k, const State& s);
   bool Center(const Problem& p, int k);
   // kappa_grad at (or below) kappa_tol asks for the derivative of the hard-contact step itself:
   // the step then ends on the central point at kappa_tol (its own final target undershoots it),
