@@ -1421,7 +1421,7 @@ void IpmSolver::EnergyTerms(const Problem& p, int k, const double* lam, double* 
   }
 }
 
-bool IpmSolver::HoldRecovery(const Problem& p, int k) {
+bool IpmSolver::AddsEnergy(const Problem& p, int k, const double* lam) {
   // the energy recovery may add: each recovering row moved alone at its speed, 1/2 t^2 / A_ii,
   // and what complementarity leaves, gamma s <= kappa_tol per row
   const int* rows = Rows(p, k);
@@ -1434,7 +1434,16 @@ bool IpmSolver::HoldRecovery(const Problem& p, int k) {
     allow += 0.5 * target_[i] * target_[i] / p.diag_approx[i];
     recovers = true;
   }
-  if (!recovers || !(EnergyChange(p, k) > kRecoveryEnergy * allow)) return false;
+  if (!recovers) return false;
+  double work, quad;
+  EnergyTerms(p, k, lam, &work, &quad);
+  return work + 0.5 * quad > kRecoveryEnergy * allow;
+}
+
+bool IpmSolver::HoldRecovery(const Problem& p, int k) {
+  if (!AddsEnergy(p, k, out_lam_.data())) return false;
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
   for (int a = 0; a < nr; a++) {
     const int i = rows[a];
     if (Recovers(p, i)) {
@@ -1618,6 +1627,13 @@ bool IpmSolver::Polish(const Problem& p, int k) {
   const int nr = NumRows(p, k), n = NumDofs(p, k) + nr;
   if (L.eq_num || L.fl_num || n > kPolishMax) return false;
   PolishSystem(p, k);
+  // an answer is taken unless its recovery adds energy (the attempts' answer was not held for it)
+  auto accept = [&]() {
+    if (AddsEnergy(p, k, trial_.lam)) return false;
+    for (int a = 0; a < nr; a++) out_lam_[Rows(p, k)[a]] = trial_.lam[Rows(p, k)[a]];
+    stats_.polished++;
+    return true;
+  };
   // the best answer's pattern first: a closed row pushes harder than its gap opens (lambda A > s),
   // a closed contact's cone slides where its slip leaves x0 |z_R| above kappa_tol
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
@@ -1639,7 +1655,7 @@ bool IpmSolver::Polish(const Problem& p, int k) {
     const int mode = pol_pat_[g] ? (x0 * std::sqrt(z2) > settings_.ipm.kappa_tol ? 2 : 1) : 0;
     for (int r = f; r < f + cnt; r++) pol_pat_[pol_loc_[r]] = mode;
   }
-  if (PolishPattern(p, k)) return true;
+  if (PolishPattern(p, k)) return accept();
   // then every pattern of few contacts: each orthant row open, closed and sticking, or closed and
   // sliding
   if (L.orth_num > kPolishEnumerate) return false;
@@ -1657,7 +1673,7 @@ bool IpmSolver::Polish(const Problem& p, int k) {
       }
       for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) pol_pat_[pol_loc_[r]] = mode;
     }
-    if (PolishPattern(p, k)) return true;
+    if (PolishPattern(p, k)) return accept();
   }
   return false;
 }
@@ -1748,14 +1764,11 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       if (attempt >= 0) stats_.retries++;
     }
   }
-  // the last resort: Newton on the complementarity pattern of the best answer (or of every
-  // pattern of a few contacts), measured on the hard problem
+  // the last resort (Polish): Newton on a complementarity pattern, measured on the hard problem
   if (status != ckSTATUS_SOLVED && status != ckSTATUS_NUMERICAL && Polish(p, k)) {
     status = ckSTATUS_SOLVED;
     rvio = trial_.rvio;
     kvio = trial_.kvio;
-    for (int a = 0; a < nr; a++) out_lam_[rows[a]] = trial_.lam[rows[a]];
-    stats_.polished++;
   }
   if (held) Dissipate(p, k, &status);
   // hard-contact derivatives: the final iterate (whose last target undershoots kappa_tol, a

@@ -109,11 +109,9 @@ class IpmSolver final : public Solver {
   // the change of island k's kinetic energy (M_eff norm) from the free motion's that impulses
   // lam (nrow) make, work + quad / 2: work = v_free' J' lam, quad = lam' J M^-1 J' lam
   void EnergyTerms(const Problem& p, int k, const double* lam, double* work, double* quad);
-  double EnergyChange(const Problem& p, int k) {  // ... of the answer out_lam_
-    double work, quad;
-    EnergyTerms(p, k, out_lam_.data(), &work, &quad);
-    return work + 0.5 * quad;
-  }
+  // impulses lam (nrow) of island k add more energy than kRecoveryEnergy times what its
+  // recovering rows need alone
+  bool AddsEnergy(const Problem& p, int k, const double* lam);
   // a limit, contact normal or hard equality row that undoes a violation (its target < 0)
   bool Recovers(const Problem& p, int i) const {
     const int kind = p.kind[i];
@@ -140,7 +138,8 @@ class IpmSolver final : public Solver {
   // the last resort for an island every attempt left inexact (kPolishMax dofs + rows at most, no
   // equality or friction-loss rows): Newton on a complementarity pattern (PolishPattern) of the
   // best answer (out_lam_), then of every pattern of up to kPolishEnumerate orthant rows; the
-  // answer, measured on the hard problem, in trial_; true if it meets both tolerances
+  // answer, measured on the hard problem, in trial_; true if it meets both tolerances and its
+  // recovery adds no energy (AddsEnergy): then out_lam_ holds it
   bool Polish(const Problem& p, int k);
   // the island's dense M, J and the start (pol_w0_)
   void PolishSystem(const Problem& p, int k);

@@ -553,7 +553,7 @@ TEST_F(IpmPhysicsTest, BoxOnFourContactsIsPolished) {
     *polished = solver.stats().polished;
     return std::vector<double>(sol.v_next, sol.v_next + p.nv);
   };
-  int status, polished, s9, s3, unused;
+  int status, polished;
   const std::vector<double> v = solve(IpmSettings().ipm.kappa_tol, &status, &polished);
   EXPECT_EQ(status, ckSTATUS_SOLVED);
   EXPECT_EQ(polished, 1);
