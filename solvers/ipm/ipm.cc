@@ -47,6 +47,13 @@ constexpr double kCenterTol = 1e-10;       // relative complementarity accuracy 
 constexpr double kCenterResidual = 1e-12;  // and its residual violation
 constexpr double kCenterStall = 1;         // largest relative deviation accepted when stalled
 constexpr double kCenterRounding = 1e-15;  // rounding of a cone product, times |x| |z|
+constexpr int kPolishMax = 64;             // polish: dofs + rows of an island at most
+constexpr int kPolishIter = 20;            // ... Newton steps per pattern
+constexpr double kPolishTol = 1e-3;        // ... its residual, x residual_tol
+constexpr double kPolishCone = 1e-9;       // ... relative excess of a force over its cone
+constexpr int kPolishEnumerate = 4;        // ... orthant rows up to which every pattern is tried
+constexpr int kRefineSteps = 2;            // refinements of a direction's dynamics change
+constexpr double kRefineTol = 0.1;         // ... when its defect exceeds this x residual_tol
 constexpr double kWarmMu = 1e-5;     // complementarity of a warm start (gap re-check)           //
                                      // complementarity of a warm start
 constexpr double kWarmSpeed = 1e-3;  // smallest gap speed of a warm start (m/s)
@@ -195,6 +202,34 @@ void BlockAdd(const SparseRows& J, const int* rows, int nr, const uint8_t* block
 
 // a cone's eliminated terms with the proximal part P (cnt) of its velocity rows: T = (I + S P)^-1,
 // q0 = q, then q = T q and S = T S
+// solve A x = b in place (b <- x) by LU with partial pivoting; A (n x n, row-major) is destroyed;
+// false on a zero pivot
+bool DenseSolve(double* A, int n, double* b) {
+  for (int c = 0; c < n; c++) {
+    int piv = c;
+    for (int r = c + 1; r < n; r++) {
+      if (std::fabs(A[r * n + c]) > std::fabs(A[piv * n + c])) piv = r;
+    }
+    if (!(std::fabs(A[piv * n + c]) > 0)) return false;
+    if (piv != c) {
+      for (int j = 0; j < n; j++) std::swap(A[c * n + j], A[piv * n + j]);
+      std::swap(b[c], b[piv]);
+    }
+    for (int r = c + 1; r < n; r++) {
+      const double m = A[r * n + c] / A[c * n + c];
+      if (m == 0) continue;
+      for (int j = c; j < n; j++) A[r * n + j] -= m * A[c * n + j];
+      b[r] -= m * b[c];
+    }
+  }
+  for (int c = n - 1; c >= 0; c--) {
+    double v = b[c];
+    for (int j = c + 1; j < n; j++) v -= A[c * n + j] * b[j];
+    b[c] = v / A[c * n + c];
+  }
+  return true;
+}
+
 void ProxCone(const double* P, int cnt, double* q, double* S, double* T, double* q0) {
   double A[4];
   for (int r = 0; r < cnt; r++) {
@@ -297,6 +332,15 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     blk_p_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
     warm_lam_.assign(R, 0);
     warm_ok_.assign(R, 0);
+    const size_t P = kPolishMax;
+    pol_M_.assign(P * P, 0);
+    pol_J_.assign(P * P, 0);
+    pol_A_.assign(P * P, 0);
+    for (auto* v : {&pol_w_, &pol_w0_, &pol_F_, &pol_u_}) v->assign(P, 0);
+    pol_pat_.assign(P, 0);
+    pol_cone_.assign(P, -1);
+    pol_loc_.assign(R, 0);
+    pol_dof_.assign(V, 0);
 
     // 5 states of (2 nv + 6 rows), 2 directions of (2 nv + 6 rows)
     store_.assign(7 * (2 * V + 6 * R), 0);
@@ -1115,6 +1159,43 @@ void IpmSolver::Copy(const Problem& p, int k, const State& from, State* to) cons
   to->interior = from.interior;
 }
 
+void IpmSolver::Refine(const Problem& p, int k, const State& s) {
+  // the dynamics change of dir_ measured on the unfactored system, M dv - J' dlam; where the
+  // factor's solve misses -rv (pivots without pivoting on ill-conditioned islands), the defect
+  // is solved for again (iterative refinement) while it shrinks
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  auto defect = [&]() {
+    double e = 0;
+    for (int a = 0; a < nd; a++) {
+      const int j = dofs[a];
+      e = std::max(e, std::fabs(dir_.rv[j] + s.rv[j]) / mdiag_[j]);
+    }
+    return e;
+  };
+  DynamicsChange(p, k, &dir_);
+  double e = defect();
+  for (int r = 0; r < kRefineSteps && e > kRefineTol * settings_.ipm.residual_tol; r++) {
+    for (int a = 0; a < nd; a++) tmp_[dofs[a]] = -(dir_.rv[dofs[a]] + s.rv[dofs[a]]);
+    lu_.Solve(tmp_.data());
+    for (int a = 0; a < nd; a++) {
+      rhs_[dofs[a]] = dir_.v[dofs[a]];  // the direction before, kept if the defect grows
+      dir_.v[dofs[a]] += tmp_[dofs[a]];
+    }
+    DirectRows(p, k, s.rz, true, &dir_);
+    DynamicsChange(p, k, &dir_);
+    const double e2 = defect();
+    stats_.refined_dirs++;
+    if (!(e2 < e)) {
+      for (int a = 0; a < nd; a++) dir_.v[dofs[a]] = rhs_[dofs[a]];
+      DirectRows(p, k, s.rz, true, &dir_);
+      DynamicsChange(p, k, &dir_);
+      break;
+    }
+    e = e2;
+  }
+}
+
 int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter,
                        bool scaled, double target, double rtol, double ktol, int* status,
                        double* cond, const State** fin) {
@@ -1139,10 +1220,17 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   int it = 0, stalled = 0;
   double last_alpha = 1;
   bool short_step = false;  // some step of this attempt was short
+  bool measure = false;     // the dynamics change of every direction is measured (Refine)
   for (; it <= st.max_iter; it++) {
     if (cur->rvio < rtol && cur->kvio < ktol) {
-      *status = ckSTATUS_SOLVED;
-      break;
+      // the residuals are tracked along the steps: measure them on the unfactored system, and
+      // if the factor's solves left them above the tolerance, measure every direction from here
+      Residuals(p, k, cur);
+      if (cur->rvio < rtol && cur->kvio < ktol) {
+        *status = ckSTATUS_SOLVED;
+        break;
+      }
+      measure = true;
     }
     if (it == st.max_iter) break;
 
@@ -1185,13 +1273,14 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     Targets(p, k, *cur, cones && !centering && !(path_sigma_ > 0) ? &aff_ : nullptr, kappa);
     Constants(p, k, cur->rz, cur->rv, true);
     Direct(p, k, *cur, cur->rz, true, &dir_);
-    if (exact && lists_[k].eq_num == 0) {
-      // the exact Newton system makes M dv - J' dlam = -rv by construction (equality rows, with
-      // their tiny regularizer, leave a rounding residual worth tracking)
+    if (exact && lists_[k].eq_num == 0 && !measure) {
+      // the exact Newton system makes M dv - J' dlam = -rv, up to the factor's accuracy, which
+      // the convergence test measures (equality rows, with their tiny regularizer, leave a
+      // rounding residual worth tracking)
       const int* dofs = Dofs(p, k);
       for (int a = 0; a < NumDofs(p, k); a++) dir_.rv[dofs[a]] = -cur->rv[dofs[a]];
     } else {
-      DynamicsChange(p, k, &dir_);
+      Refine(p, k, *cur);
     }
 
     // fraction to the boundary, tending to 1 as mu vanishes, but kept off the boundary by a
@@ -1247,6 +1336,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   }
   // the converged iterate, else the best one
   *fin = *status == ckSTATUS_SOLVED || cur_best ? cur : &best_;
+  if (*status != ckSTATUS_SOLVED) Residuals(p, k, const_cast<State*>(*fin));  // measured
   if (!grad_ok_[k] && !grad_at_end) {
     Copy(p, k, *cur, &grad_);
     grad_ok_[k] = 1;
@@ -1337,7 +1427,7 @@ void IpmSolver::EnergyTerms(const Problem& p, int k, const double* lam, double* 
   }
 }
 
-bool IpmSolver::HoldRecovery(const Problem& p, int k) {
+bool IpmSolver::AddsEnergy(const Problem& p, int k, const double* lam) {
   // the energy recovery may add: each recovering row moved alone at its speed, 1/2 t^2 / A_ii,
   // and what complementarity leaves, gamma s <= kappa_tol per row
   const int* rows = Rows(p, k);
@@ -1350,7 +1440,16 @@ bool IpmSolver::HoldRecovery(const Problem& p, int k) {
     allow += 0.5 * target_[i] * target_[i] / p.diag_approx[i];
     recovers = true;
   }
-  if (!recovers || !(EnergyChange(p, k) > kRecoveryEnergy * allow)) return false;
+  if (!recovers) return false;
+  double work, quad;
+  EnergyTerms(p, k, lam, &work, &quad);
+  return work + 0.5 * quad > kRecoveryEnergy * allow;
+}
+
+bool IpmSolver::HoldRecovery(const Problem& p, int k) {
+  if (!AddsEnergy(p, k, out_lam_.data())) return false;
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
   for (int a = 0; a < nr; a++) {
     const int i = rows[a];
     if (Recovers(p, i)) {
@@ -1373,6 +1472,216 @@ void IpmSolver::Dissipate(const Problem& p, int k, int* status) {
   for (int a = 0; a < nr; a++) out_lam_[rows[a]] *= t;
   if (*status == ckSTATUS_SOLVED || *status == ckSTATUS_INACCURATE) *status = ckSTATUS_MAX_ITER;
   stats_.dissipated++;
+}
+
+void IpmSolver::PolishSystem(const Problem& p, int k) {
+  // the island's dense M and J (its rows over its dofs, local indices), and the start: the best
+  // answer's impulses (out_lam_) and the velocity they give, v_free + M^-1 J' lambda
+  const Islands& is = p.islands;
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  for (int a = 0; a < nr; a++) pol_loc_[rows[a]] = a;
+  for (int a = 0; a < nd; a++) pol_dof_[dofs[a]] = a;
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    for (int c = b; c < e; c++) {
+      for (int j = b; j < e; j++) tmp_[j] = j == c ? 1 : 0;
+      p.mass.Mul(tmp_.data(), rhs_.data(), b, e);
+      for (int a = 0; a < nd; a++) pol_M_[a * nd + pol_dof_[c]] = 0;
+      for (int j = b; j < e; j++) pol_M_[pol_dof_[j] * nd + pol_dof_[c]] = rhs_[j];
+    }
+  }
+  for (int a = 0; a < nr; a++) {
+    for (int c = 0; c < nd; c++) tmp_[dofs[c]] = 0;
+    gapJ_->AddRowTo(rows[a], 1, tmp_.data());
+    for (int c = 0; c < nd; c++) pol_J_[a * nd + c] = tmp_[dofs[c]];
+  }
+  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = 0;
+  for (int a = 0; a < nr; a++) {
+    if (out_lam_[rows[a]] != 0) p.J.AddRowTo(rows[a], out_lam_[rows[a]], tmp_.data());
+  }
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Solve(tmp_.data(), b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  for (int a = 0; a < nd; a++) pol_w0_[a] = p.v_free[dofs[a]] + tmp_[dofs[a]];
+  for (int a = 0; a < nr; a++) pol_w0_[nd + a] = out_lam_[rows[a]];
+  // the cone and normal of each friction row (-1: an orthant row)
+  for (int a = 0; a < nr; a++) pol_cone_[a] = -1;
+  const IslandLists& L = lists_[k];
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) pol_cone_[pol_loc_[r]] = e;
+  }
+}
+
+void IpmSolver::PolishNewtonSystem(const Problem& p, int k) {
+  // F(w) and its Jacobian A (row-major, n x n) at w = (v, lambda) for the pattern pol_pat_:
+  // dynamics (scaled by diag M); a closed orthant row s = 0, an open one lambda = 0; a sticking
+  // cone's rows J v = 0, a sliding one's lambda_r / scale_r + gamma z_r / |z| = 0, an open one's
+  // lambda = 0
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k), n = nd + nr;
+  const double* w = pol_w_.data();
+  const double* M = pol_M_.data();
+  const double* J = pol_J_.data();
+  double* A = pol_A_.data();
+  double* F = pol_F_.data();
+  for (int a = 0; a < n * n; a++) A[a] = 0;
+  for (int a = 0; a < nr; a++) {  // row velocities
+    double u = 0;
+    for (int c = 0; c < nd; c++) u += J[a * nd + c] * w[c];
+    pol_u_[a] = u;
+  }
+  for (int a = 0; a < nd; a++) {
+    const double s = 1 / mdiag_[dofs[a]];
+    double f = 0;
+    for (int c = 0; c < nd; c++) {
+      f += M[a * nd + c] * (w[c] - p.v_free[dofs[c]]);
+      A[a * n + c] = s * M[a * nd + c];
+    }
+    for (int b = 0; b < nr; b++) {
+      f -= J[b * nd + a] * w[nd + b];
+      A[a * n + nd + b] = -s * J[b * nd + a];
+    }
+    F[a] = s * f;
+  }
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a], q = nd + a, e = pol_cone_[a];
+    double* Aq = A + q * n;
+    if (pol_pat_[a] == 0) {  // open: no impulse
+      F[q] = w[q];
+      Aq[q] = 1;
+    } else if (e < 0 || pol_pat_[a] == 1) {  // closed orthant row, sticking cone row
+      F[q] = (e < 0 ? target_[i] : 0) + pol_u_[a];
+      for (int c = 0; c < nd; c++) Aq[c] = J[a * nd + c];
+    } else {  // sliding: the force on the cone's boundary against the slip
+      const int f = soc_row_[e], cnt = soc_cnt_[e], g = nd + pol_loc_[soc_nrm_[e]];
+      double z[3], zn = 0;
+      for (int r = 0; r < cnt; r++) {
+        z[r] = scale_[f + r] * pol_u_[pol_loc_[f + r]];
+        zn += z[r] * z[r];
+      }
+      zn = std::max(std::sqrt(zn), 1e-300);
+      const int rr = i - f;
+      F[q] = w[q] / scale_[i] + w[g] * z[rr] / zn;
+      Aq[q] = 1 / scale_[i];
+      Aq[g] = z[rr] / zn;
+      for (int c2 = 0; c2 < cnt; c2++) {
+        const double dz =
+            w[g] / zn * ((rr == c2 ? 1 : 0) - z[rr] * z[c2] / (zn * zn)) * scale_[f + c2];
+        for (int c = 0; c < nd; c++) Aq[c] += dz * J[pol_loc_[f + c2] * nd + c];
+      }
+    }
+  }
+}
+
+bool IpmSolver::PolishPattern(const Problem& p, int k) {
+  // Newton on the pattern from the start (dense LU with partial pivoting), then the answer
+  // measured as an iterate: accepted if it lies in every cone and meets both tolerances
+  const ckIpmSettings& st = settings_.ipm;
+  const IslandLists& L = lists_[k];
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k), n = nd + nr;
+  double* w = pol_w_.data();
+  double* F = pol_F_.data();
+  for (int a = 0; a < n; a++) w[a] = pol_w0_[a];
+  bool converged = false;
+  for (int it = 0; it < kPolishIter && !converged; it++) {
+    PolishNewtonSystem(p, k);
+    double fmax = 0;
+    for (int a = 0; a < n; a++) fmax = std::max(fmax, std::fabs(F[a]));
+    converged = fmax < kPolishTol * st.residual_tol;
+    if (converged) break;
+    if (!DenseSolve(pol_A_.data(), n, F)) return false;
+    for (int a = 0; a < n; a++) w[a] -= F[a];
+  }
+  if (!converged) return false;
+  State* s = &trial_;
+  for (int a = 0; a < nd; a++) s->v[dofs[a]] = w[a];
+  for (int a = 0; a < nr; a++) {
+    s->lam[rows[a]] = w[nd + a];
+    s->x[rows[a]] = w[nd + a] / scale_[rows[a]];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    if (s->x[i] < 0) return false;
+    s->z[i] = std::max(0.0, target_[i] + pol_u_[pol_loc_[i]]);  // an open row's gap, measured
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+    double z2 = 0, x2 = 0;
+    for (int r = f; r < f + cnt; r++) {
+      s->z[r] = scale_[r] * pol_u_[pol_loc_[r]];
+      z2 += s->z[r] * s->z[r];
+      x2 += s->x[r] * s->x[r];
+    }
+    s->z0[f] = std::sqrt(z2);  // on the boundary: a sliding cone's x o z vanishes
+    if (std::sqrt(x2) > s->x[nrm] * (1 + kPolishCone)) return false;
+  }
+  Residuals(p, k, s);
+  return s->rvio < st.residual_tol && s->kvio < st.kappa_tol;
+}
+
+bool IpmSolver::Polish(const Problem& p, int k) {
+  const IslandLists& L = lists_[k];
+  const int nr = NumRows(p, k), n = NumDofs(p, k) + nr;
+  if (L.eq_num || L.fl_num || n > kPolishMax) return false;
+  PolishSystem(p, k);
+  // an answer is taken unless its recovery adds energy (the attempts' answer was not held for it)
+  auto accept = [&]() {
+    if (AddsEnergy(p, k, trial_.lam)) return false;
+    for (int a = 0; a < nr; a++) out_lam_[Rows(p, k)[a]] = trial_.lam[Rows(p, k)[a]];
+    stats_.polished++;
+    return true;
+  };
+  // the best answer's pattern first: a closed row pushes harder than its gap opens (lambda A > s),
+  // a closed contact's cone slides where its slip leaves x0 |z_R| above kappa_tol
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e], a = pol_loc_[i];
+    double s = target_[i];
+    for (int c = 0; c < NumDofs(p, k); c++) s += pol_J_[a * NumDofs(p, k) + c] * pol_w0_[c];
+    pol_pat_[a] = pol_w0_[NumDofs(p, k) + a] * p.diag_approx[i] > s ? 1 : 0;
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], g = pol_loc_[soc_nrm_[e]];
+    double z2 = 0;
+    for (int r = f; r < f + cnt; r++) {
+      double u = 0;
+      for (int c = 0; c < NumDofs(p, k); c++)
+        u += pol_J_[pol_loc_[r] * NumDofs(p, k) + c] * pol_w0_[c];
+      z2 += scale_[r] * scale_[r] * u * u;
+    }
+    const double x0 = pol_w0_[NumDofs(p, k) + g];
+    const int mode = pol_pat_[g] ? (x0 * std::sqrt(z2) > settings_.ipm.kappa_tol ? 2 : 1) : 0;
+    for (int r = f; r < f + cnt; r++) pol_pat_[pol_loc_[r]] = mode;
+  }
+  if (PolishPattern(p, k)) return accept();
+  // then every pattern of few contacts: each orthant row open, closed and sticking, or closed and
+  // sliding
+  if (L.orth_num > kPolishEnumerate) return false;
+  int total = 1;
+  for (int c = 0; c < L.orth_num; c++) total *= 3;
+  for (int code = 0; code < total; code++) {
+    int rest = code;
+    for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++, rest /= 3) {
+      pol_pat_[pol_loc_[orth_[e]]] = rest % 3 > 0;
+    }
+    for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+      int mode = 0;
+      for (int o = 0, r2 = code; o < L.orth_num; o++, r2 /= 3) {
+        if (orth_[L.orth_adr + o] == soc_nrm_[e]) mode = r2 % 3;
+      }
+      for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) pol_pat_[pol_loc_[r]] = mode;
+    }
+    if (PolishPattern(p, k)) return accept();
+  }
+  return false;
 }
 
 void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
@@ -1460,6 +1769,12 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       attempt = result == ckSTATUS_INACCURATE ? plan.next : plan.fail;
       if (attempt >= 0) stats_.retries++;
     }
+  }
+  // the last resort (Polish): Newton on a complementarity pattern, measured on the hard problem
+  if (status != ckSTATUS_SOLVED && status != ckSTATUS_NUMERICAL && Polish(p, k)) {
+    status = ckSTATUS_SOLVED;
+    rvio = trial_.rvio;
+    kvio = trial_.kvio;
   }
   if (held) Dissipate(p, k, &status);
   // hard-contact derivatives: the final iterate (whose last target undershoots kappa_tol, a

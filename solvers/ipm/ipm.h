@@ -36,6 +36,8 @@ struct IpmStats {
   int holds = 0;             // islands re-solved without recovery (their answer added energy)
   int dissipated = 0;        // ... whose answer still did, scaled down to its least energy
   int prox_solved = 0;       // islands the proximal retry solved
+  int refined_dirs = 0;      // Newton directions refined on the unfactored dynamics
+  int polished = 0;          // islands solved by the polish on a complementarity pattern
 
   void Reset() { *this = IpmStats(); }
 };

@@ -117,11 +117,9 @@ class IpmSolver final : public Solver {
   // the change of island k's kinetic energy (M_eff norm) from the free motion's that impulses
   // lam (nrow) make, work + quad / 2: work = v_free' J' lam, quad = lam' J M^-1 J' lam
   void EnergyTerms(const Problem& p, int k, const double* lam, double* work, double* quad);
-  double EnergyChange(const Problem& p, int k) {  // ... of the answer out_lam_
-    double work, quad;
-    EnergyTerms(p, k, out_lam_.data(), &work, &quad);
-    return work + 0.5 * quad;
-  }
+  // impulses lam (nrow) of island k add more energy than kRecoveryEnergy times what its
+  // recovering rows need alone
+  bool AddsEnergy(const Problem& p, int k, const double* lam);
   // a limit, contact normal or hard equality row that undoes a violation (its target < 0)
   bool Recovers(const Problem& p, int i) const {
     const int kind = p.kind[i];
@@ -142,6 +140,21 @@ class IpmSolver final : public Solver {
   int Attempt(const Problem& p, int k, double floor, double warm_mu, bool recenter, bool scaled,
               double target, double rtol, double ktol, int* status, double* cond,
               const State** fin);
+  // the dynamics change of the direction dir_ from s, measured, and refined while the factor's
+  // solve leaves a defect
+  void Refine(const Problem& p, int k, const State& s);
+  // the last resort for an island every attempt left inexact (kPolishMax dofs + rows at most, no
+  // equality or friction-loss rows): Newton on a complementarity pattern (PolishPattern) of the
+  // best answer (out_lam_), then of every pattern of up to kPolishEnumerate orthant rows; the
+  // answer, measured on the hard problem, in trial_; true if it meets both tolerances and its
+  // recovery adds no energy (AddsEnergy): then out_lam_ holds it
+  bool Polish(const Problem& p, int k);
+  // the island's dense M, J and the start (pol_w0_)
+  void PolishSystem(const Problem& p, int k);
+  // the pattern's residual F (pol_F_) and Jacobian (pol_A_) at pol_w_
+  void PolishNewtonSystem(const Problem& p, int k);
+  // Newton on the pattern pol_pat_; true if its answer lies in every cone and meets both tolerances
+  bool PolishPattern(const Problem& p, int k);
   bool Center(const Problem& p, int k);
   // kappa_grad at (or below) kappa_tol asks for the derivative of the hard-contact step itself:
   // the step then ends on the central point at kappa_tol (its own final target undershoots it),
@@ -322,6 +335,19 @@ class IpmSolver final : public Solver {
   // the current attempt follows the central path at kappa = path_sigma_ mu (no predictor or
   // second-order term); 0: Mehrotra predictor-corrector
   double path_sigma_ = 0;
+
+  // polish (dense, kPolishMax = dofs + rows at most), local indices: v then lambda
+  std::vector<double> pol_M_;   // M of the island                                  (64 x 64)
+  std::vector<double> pol_J_;   // J of the island (rows x dofs)                      (64 x 64)
+  std::vector<double> pol_A_;   // Newton matrix, then its LU                        (64 x 64)
+  std::vector<double> pol_w_;   // unknowns (v, lambda)                              (64)
+  std::vector<double> pol_w0_;  // the start                                         (64)
+  std::vector<double> pol_F_;   // residual, then the Newton step                    (64)
+  std::vector<double> pol_u_;   // row velocities J v                                (64)
+  std::vector<int> pol_pat_;    // row: 0 open, 1 closed / sticking, 2 sliding       (64)
+  std::vector<int> pol_cone_;   // cone of a friction row, -1: orthant row           (64)
+  std::vector<int> pol_loc_;    // local index of each island row                    (rows)
+  std::vector<int> pol_dof_;    // local index of each island dof                    (nv)
 
   // warm start of a re-solve within one step
   std::vector<double> warm_lam_;  // warm impulse of each row of this step            (rows)
