@@ -40,6 +40,16 @@ ckSettings IpmSettings() {
   return s;
 }
 
+// a 0.3 x 0.2 x 0.1 m box on a plane with stiff contacts (solimp width 1 cm), at time step h: the
+// scene of the hard problems captured from humanoid100
+std::string BoxOnPlane(const char* h) {
+  return std::string(R"(<mujoco><option timestep=")") + h + R"("/>
+    <default><geom solimp=".9 .9 .01"/></default>
+    <worldbody><geom type="plane" size="3 3 .5"/>
+      <body><freejoint/><geom type="box" size="0.15 0.1 0.05"/></body>
+    </worldbody></mujoco>)";
+}
+
 // one ipm step of a model with one free body from qpos (7) and qvel (6) at kappa_tol (kappa_grad
 // at least that): the next velocity (6), the solve's status and contact count, and what the
 // solver reports (info, nullable)
@@ -473,12 +483,7 @@ TEST_F(IpmPhysicsTest, SpinningEllipsoidAgainstAWallConverges) {
 // retry solves it (3.17), and its answer is the one the solver reaches from softer contact as
 // kappa_tol shrinks
 TEST_F(IpmPhysicsTest, BoxRockingOntoFourCornersConverges) {
-  const std::string xml = R"(<mujoco><option timestep="0.005001"/>
-    <default><geom solimp=".9 .9 .01"/></default>
-    <worldbody><geom type="plane" size="3 3 .5"/>
-      <body><freejoint/><geom type="box" size="0.15 0.1 0.05"/></body>
-    </worldbody></mujoco>)";
-  ModelPtr m = LoadString(xml);
+  ModelPtr m = LoadString(BoxOnPlane("0.005001"));
   ASSERT_TRUE(m);
   const double qpos[7] = {0.16959506622504608,   0.82610539766505708, 0.046469064601694345,
                           0.0019153540905343437, 0.9862684882092142,  -0.16474013326477119,
@@ -518,12 +523,7 @@ TEST_F(IpmPhysicsTest, BoxRockingOntoFourCornersConverges) {
 // 1e-8) end within 1e-4 of it (they do not come closer: their central path still turns below, so
 // the polish gives a solution of the hard problem, not necessarily that path's limit)
 TEST_F(IpmPhysicsTest, BoxOnFourContactsIsPolished) {
-  const std::string xml = R"(<mujoco><option timestep="0.00501"/>
-    <default><geom solimp=".9 .9 .01"/></default>
-    <worldbody><geom type="plane" size="3 3 .5"/>
-      <body><freejoint/><geom type="box" size="0.15 0.1 0.05"/></body>
-    </worldbody></mujoco>)";
-  ModelPtr m = LoadString(xml);
+  ModelPtr m = LoadString(BoxOnPlane("0.00501"));
   ASSERT_TRUE(m);
   const double qpos[7] = {0.22362275952154859,  0.47454330494889241,   0.049686663935294806,
                           0.031926225294017299, 0.0009446604841090643, -3.0174318345731286e-05,
