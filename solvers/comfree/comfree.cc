@@ -116,7 +116,16 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   adj_M_.assign(std::max(dims.nM, 1), 0.0);
   adj_relax_.assign(ntree, 0.0);
   adj_patch_.assign(ncon, 0.0);
-  quadx_.assign(nv * kQuadSlots, 0.0);
+  fsum_.assign(ncon * kFacetSums, 0.0);
+  fshared_.assign(ncon, 0);
+  qtadr_.assign(ntree, -1);
+  qtnum_.assign(ntree, 0);
+  qtx_.assign(ntree, 0);
+  qtrow_.assign(2 * rows, 0);
+  qtused_ = 0;
+  qxused_ = 0;
+  quadx_.assign(std::min((rows + kQuadSlots) * nv, kComfreeTangentPool), 0.0);  // (padding)
+  tstale_ = true;
   quad_.assign(rows, 0.0);
   qset_.assign(rows, 0);
   qrow_.assign(rows, 0);
@@ -125,7 +134,10 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   return true;
 }
 
-void ComfreeSolver::SetSettings(const ckSettings& settings) { settings_ = settings.comfree; }
+void ComfreeSolver::SetSettings(const ckSettings& settings) {
+  settings_ = settings.comfree;
+  tstale_ = true;  // (the facets may change)
+}
 
 int ComfreeSolver::FacetForce(int c, double* out) const {
   const double* arg = facet_.data() + static_cast<size_t>(c) * kComfreeMaxFacets;
@@ -352,6 +364,7 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon, nv = p.nv;
   anchored_ = settings_.anchor && p.disp;
   wstale_ = true;
+  tstale_ = true;
   const bool parallel = ncon > settings_.parallel_min && nthread_ > 1;
 
   // pass 1: inverse masses, gains and smooth row velocities

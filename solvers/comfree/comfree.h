@@ -150,7 +150,15 @@ class ComfreeSolver final : public Solver {
   // tangent differentiates, kQuadSlots rows per pass over dM's listed rows (dir.M_rows): into
   // quad_ with qset_ (InvMassTangent reads them); nothing without listed rows
   void QuadTangents(const Problem& p, const ProblemTangent& dir);
-  void QuadPass(const Problem& p, const ProblemTangent& dir, int begin, int first);
+  void QuadPass(const Problem& p, const ProblemTangent& dir, int tree, int first);
+
+  // the rows QuadTangents forms on a tree, gathered with their w at the first direction that
+  // moves the tree's mass after a Solve (qtrow_, quadx_); none if the pool is full
+  void QuadRows(const Problem& p, int tree);
+
+  // ForceTangent's parts that do not depend on the direction, at its first call after a Solve:
+  // each contact's facet sums (fsum_), whether a gain is capped, the quad rows' reset
+  void PrepareTangent(const Problem& p);
 
   // M^-1 J' of a row on the trees it touches (their dof ranges back to back, in ForEachRowTree's
   // order): solved by the first ForceTangent after a Solve and kept for every later direction;
@@ -200,8 +208,21 @@ class ComfreeSolver final : public Solver {
   // PrepareAdjoint's parts: the contacts' and plain rows' weights, then the shared terms
   void AdjointWeights(const Problem& p, const double* y);
   void AdjointShared(const Problem& p);
+  bool tstale_ = true;   // PrepareTangent's data belong to an earlier Solve
+  bool capped_ = false;  // some gain has cap_ < 1 in the last Solve
+  // per contact: sum_j arg_j c_j (6), sum_j w_j c_j c_j' (6 x 6), the latter times J v_smooth (6)
+  static constexpr int kFacetSums = 48;
+  std::vector<double> fsum_;   // over the active facets                (max_contacts x kFacetSums)
+  std::vector<char> fshared_;  // the contact's rows share their columns         (max_contacts)
   static constexpr int kQuadSlots = 8;  // rows per QuadPass
-  std::vector<double> quadx_;  // their w on dM's tree, dof-major              (nv x kQuadSlots)
+  std::vector<int> qtadr_;     // each tree's first quad row in qtrow_, -1 not gathered   (ntree)
+  std::vector<int> qtnum_;     // its quad rows                                           (ntree)
+  std::vector<size_t> qtx_;    // its first block in quadx_                               (ntree)
+  std::vector<int> qtrow_;     // the trees' quad rows, tree after tree              (2 max_rows)
+  int qtused_ = 0;             // entries of qtrow_ in use
+  size_t qxused_ = 0;          // entries of quadx_ in use
+  std::vector<double> quadx_;  // blocks of kQuadSlots quad rows' w on their tree, dof-major
+                               // (tree dofs x kQuadSlots each)  (min((max_rows + 8) nv, pool))
   std::vector<double> quad_;   // w'dM w of a row on dM's tree (QuadTangents)        (max_rows)
   std::vector<char> qset_;     // quad_ holds the row's, for the current direction  (max_rows)
   std::vector<int> qrow_;      // the rows with qset_                               (max_rows)

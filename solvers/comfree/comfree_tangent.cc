@@ -111,61 +111,131 @@ double ComfreeSolver::PatchInvMassTangent(const Problem& p, int c0, const Proble
   return dA / count;
 }
 
-void ComfreeSolver::QuadTangents(const Problem& p, const ProblemTangent& dir) {
-  for (int a = 0; a < nqrow_; a++) qset_[qrow_[a]] = 0;
-  nqrow_ = 0;
-  if (!dir.M || !dir.M_rows || dir.M_nrows == 0) return;
-  const int tree = p.dof_tree[dir.M_rows[0]], begin = p.islands.tree_dofadr[tree];
-  const int n = p.islands.tree_dofnum[tree], nplain = p.ne + p.nf + p.nl;
-  const int island = p.islands.tree_island[tree];
-  int first = 0;  // the rows of the pass being gathered: qrow_[first, nqrow_)
+void ComfreeSolver::QuadRows(const Problem& p, int tree) {
+  // the rows ForceTangent reaches (PatchInvMassTangent's, the plain rows') on the tree's island
+  // that touch the tree and whose w is cached (the others InvMassTangent forms itself)
+  const int island = p.islands.tree_island[tree], n = p.islands.tree_dofnum[tree];
+  const int nplain = p.ne + p.nf + p.nl, first = qtused_;
+  qtadr_[tree] = first;
+  qtnum_[tree] = 0;
   auto add = [&](int row) {
     if (qset_[row] || p.islands.row_island[row] != island) return;  // (another island's row)
-    const double* w = RowSolve(p, row);
-    int off = -1, size = 0;
-    ForEachRowTree(p, row, [&](int t, int, int) {
-      if (t == tree) off = size;
-      size += p.islands.tree_dofnum[t];
-    });
-    if (!w || off < 0) return;  // (not cached: InvMassTangent solves it; another tree's row)
-    const int s = nqrow_ - first;
-    for (int i = 0; i < n; i++) quadx_[static_cast<size_t>(i) * kQuadSlots + s] = w[off + i];
+    if (qtused_ == static_cast<int>(qtrow_.size()) || !RowSolve(p, row)) return;
+    bool on = false;
+    ForEachRowTree(p, row, [&](int t, int, int) { on = on || t == tree; });
+    if (!on) return;  // (another tree's row)
     qset_[row] = 1;
-    qrow_[nqrow_++] = row;
-    if (nqrow_ - first == kQuadSlots) {
-      QuadPass(p, dir, begin, first);
-      first = nqrow_;
-    }
+    qtrow_[qtused_++] = row;
   };
-  // the rows ForceTangent reaches (PatchInvMassTangent's, the plain rows')
   for (int c = 0; c < p.ncon; c++) {
     if (gain_[p.con[c].row] > 0) add(arow_[p.con[c].row]);
   }
   for (int i = 0; i < nplain; i++) {
     if (gain_[i] != 0) add(arow_[i]);
   }
-  if (nqrow_ > first) QuadPass(p, dir, begin, first);
+  const int nq = qtused_ - first, K = kQuadSlots;
+  const size_t size = static_cast<size_t>(n) * K * ((nq + K - 1) / K);
+  for (int a = first; a < qtused_; a++) qset_[qtrow_[a]] = 0;
+  if (qxused_ + size > quadx_.size()) {
+    qtused_ = first;  // (the pool is full: InvMassTangent forms them)
+    return;
+  }
+  // their w on the tree, kQuadSlots rows per block, dof-major in a block (the last one padded)
+  double* x = quadx_.data() + qxused_;
+  for (size_t e = 0; e < size; e++) x[e] = 0;
+  for (int s = 0; s < nq; s++) {
+    const int row = qtrow_[first + s];
+    int off = -1, size = 0;
+    ForEachRowTree(p, row, [&](int t, int, int) {
+      if (t == tree) off = size;
+      size += p.islands.tree_dofnum[t];
+    });
+    const double* w = RowSolve(p, row) + off;
+    double* xs = x + static_cast<size_t>(s / K) * n * K + s % K;
+    for (int i = 0; i < n; i++) xs[static_cast<size_t>(i) * K] = w[i];
+  }
+  qtx_[tree] = qxused_;
+  qxused_ += size;
+  qtnum_[tree] = nq;
 }
 
-void ComfreeSolver::QuadPass(const Problem& p, const ProblemTangent& dir, int begin, int first) {
-  // SubQuadValuesRows' terms for each slot, each summed apart and subtracted by InvMassTangent
+void ComfreeSolver::QuadTangents(const Problem& p, const ProblemTangent& dir) {
+  for (int a = 0; a < nqrow_; a++) qset_[qrow_[a]] = 0;
+  nqrow_ = 0;
+  if (!dir.M || !dir.M_rows || dir.M_nrows == 0) return;
+  const int tree = p.dof_tree[dir.M_rows[0]];
+  if (qtadr_[tree] < 0) QuadRows(p, tree);
+  for (int s = 0; s < qtnum_[tree]; s += kQuadSlots) QuadPass(p, dir, tree, s);
+}
+
+void ComfreeSolver::QuadPass(const Problem& p, const ProblemTangent& dir, int tree, int first) {
+  // SubQuadValuesRows' terms for each of the block's rows (the tree's quad rows from first),
+  // each summed apart and subtracted by InvMassTangent
   const TreeMass& mass = p.mass;
   const double* V = dir.M;
   constexpr int K = kQuadSlots;
+  const int begin = p.islands.tree_dofadr[tree], n = p.islands.tree_dofnum[tree];
+  const double* x = quadx_.data() + qtx_[tree] + static_cast<size_t>(first / K) * n * K;
   double q[K] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int r = 0; r < dir.M_nrows; r++) {
     const int i = dir.M_rows[r];
-    const double* xi = quadx_.data() + static_cast<size_t>(i - begin) * K;
+    const double* xi = x + static_cast<size_t>(i - begin) * K;
     const double vii = V[mass.madr[i]];
     for (int s = 0; s < K; s++) q[s] += vii * xi[s] * xi[s];
     int adr = mass.madr[i] + 1;
     for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
-      const double* xj = quadx_.data() + static_cast<size_t>(j - begin) * K;
+      const double* xj = x + static_cast<size_t>(j - begin) * K;
       const double v = 2 * V[adr];
       for (int s = 0; s < K; s++) q[s] += v * xi[s] * xj[s];
     }
   }
-  for (int a = first; a < nqrow_; a++) quad_[qrow_[a]] = q[a - first];
+  const int* rows = qtrow_.data() + qtadr_[tree] + first;
+  for (int s = 0; s < K && first + s < qtnum_[tree]; s++) {
+    quad_[rows[s]] = q[s];
+    qset_[rows[s]] = 1;
+    qrow_[nqrow_++] = rows[s];
+  }
+}
+
+void ComfreeSolver::PrepareTangent(const Problem& p) {
+  // each contact's sums over its active facets: ForceTangent's facet loop is linear in them
+  double coef[6 * kComfreeMaxFacets], weight[kComfreeMaxFacets];
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int row = con.row, dim = con.dim;
+    double* a = fsum_.data() + static_cast<size_t>(c) * kFacetSums;  // sum_j arg_j c_j
+    double* P = a + 6;                                               // sum_j w_j c_j c_j'
+    double* Pv = P + 36;                                             // P J v_smooth
+    for (int e = 0; e < kFacetSums; e++) a[e] = 0;
+    // (whether the contact's rows share their columns: VelocityTangents)
+    const int* col = p.J.colind + p.J.rowadr[row];
+    fshared_[c] = 1;
+    for (int r = 1; r < dim && fshared_[c]; r++) {
+      const int* cr = p.J.colind + p.J.rowadr[row + r];
+      fshared_[c] =
+          p.J.rownnz[row + r] == p.J.rownnz[row] && std::equal(col, col + p.J.rownnz[row], cr);
+    }
+    if (gain_[row] == 0) continue;
+    const int nf = ComfreeFacets(con, settings_.facets, coef, weight);
+    const double* arg = facet_.data() + static_cast<size_t>(c) * kComfreeMaxFacets;
+    for (int j = 0; j < nf; j++) {
+      if (!(arg[j] > 0)) continue;
+      const double* cj = coef + 6 * j;
+      for (int r = 0; r < dim; r++) {
+        a[r] += arg[j] * cj[r];
+        for (int s = 0; s < dim; s++) P[6 * r + s] += weight[j] * cj[r] * cj[s];
+      }
+    }
+    for (int r = 0; r < dim; r++) {
+      for (int s = 0; s < dim; s++) Pv[r] += P[6 * r + s] * vel_[row + s];
+    }
+  }
+  capped_ = false;
+  for (int i = 0; i < p.nrow && !capped_; i++) capped_ = cap_[i] < 1;
+  for (int t = 0; t < p.islands.ntree; t++) qtadr_[t] = -1;
+  qtused_ = 0;
+  qxused_ = 0;
+  tstale_ = false;
 }
 
 namespace {
@@ -189,6 +259,37 @@ double VelocityTangent(const Problem& p, const ProblemTangent& dir, int row) {
   return a + b;
 }
 
+// VelocityTangent of a contact's D rows that share their columns, in one pass over them (each
+// row's sums as VelocityTangent forms them) into ds
+template <int D>
+void VelocityTangents(const Problem& p, const ProblemTangent& dir, int row, double* ds) {
+  const int n = p.J.rownnz[row];
+  const int* col = p.J.colind + p.J.rowadr[row];
+  const double* val[D];
+  double a[D], b[D];
+  for (int r = 0; r < D; r++) {
+    val[r] = p.J.val + p.J.rowadr[row + r];
+    a[r] = b[r] = 0;
+  }
+  if (dir.v_free) {
+    for (int q = 0; q < n; q++) {
+      const double x = dir.v_free[col[q]];
+      for (int r = 0; r < D; r++) a[r] += val[r][q] * x;
+    }
+  }
+  if (!dir.J) {
+    for (int r = 0; r < D; r++) ds[r] = a[r];
+    return;
+  }
+  const double* dJ[D];
+  for (int r = 0; r < D; r++) dJ[r] = dir.J + p.J.rowadr[row + r];
+  for (int q = 0; q < n; q++) {
+    const double x = p.v_free[col[q]];
+    for (int r = 0; r < D; r++) b[r] += dJ[r][q] * x;
+  }
+  for (int r = 0; r < D; r++) ds[r] = a[r] + b[r];
+}
+
 // relative tangent of r / (1 - r) = diag_approx / R
 double RatioTangent(const Problem& p, const ProblemTangent& dir, int row) {
   return (dir.diag_approx ? dir.diag_approx[row] / p.diag_approx[row] : 0.0) -
@@ -202,6 +303,7 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
   const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon;
   for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
+  if (tstale_) PrepareTangent(p);
 
   auto dratio = [&](int row) { return RatioTangent(p, dir, row); };
 
@@ -216,13 +318,13 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   }
   QuadTangents(p, dir);
 
-  // tangent of the relaxation per tree
+  // tangent of the relaxation per tree (read where a gain is capped only)
   for (int t = 0; t < p.islands.ntree; t++) drelax_[t] = 0;
-  for (int i = 0; i < nplain; i++) {
+  for (int i = 0; i < nplain && capped_; i++) {
     const double dw = gain_[i] * invmass_[i] * cv * dratio(i);
     ForEachRowTree(p, i, [&](int t, int, int) { drelax_[t] += dw; });
   }
-  for (int c = 0; c < ncon; c++) {
+  for (int c = 0; c < ncon && capped_; c++) {
     const Contact& con = p.con[c];
     if (FromDistance(con)) continue;
     const double dw =
@@ -243,7 +345,6 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
   };
 
   // contacts (the contacts of a patch share the tangent of its A)
-  double coef[6 * kComfreeMaxFacets], weight[kComfreeMaxFacets];
   int patch = -1;
   double dA = 0;
   for (int c = 0; c < ncon; c++) {
@@ -269,26 +370,27 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     const double G = gain_[row] * cap_[row], dphi = dir.pos ? slope * dir.pos[row] : 0;
     const double* ddisp = anchored_ && dim >= 3 && dir.disp ? dir.disp + row : nullptr;
     double ds[6];
-    for (int r = 0; r < dim; r++) ds[r] = dvel(row + r);
+    if (fshared_[c] && dim == 3) {
+      VelocityTangents<3>(p, dir, row, ds);
+    } else if (fshared_[c] && dim == 4) {
+      VelocityTangents<4>(p, dir, row, ds);
+    } else {
+      for (int r = 0; r < dim; r++) ds[r] = dvel(row + r);
+    }
     // a direction that does not reach the contact (another tree) leaves its facets as they are
     bool moves = rel != 0 || dphi != 0 || ddamp != 0;
     for (int r = 0; r < dim && !moves; r++) moves = ds[r] != 0 || (ddisp && r > 0 && ddisp[r] != 0);
     if (!moves) continue;
-    const int nf = ComfreeFacets(con, settings_.facets, coef, weight);
-    const double* arg = facet_.data() + static_cast<size_t>(c) * kComfreeMaxFacets;
-    for (int j = 0; j < nf; j++) {
-      if (!(arg[j] > 0)) continue;
-      const double* cj = coef + 6 * j;
-      double dsj = 0;
-      for (int r = 0; r < dim; r++) dsj += cj[r] * ds[r];
-      double dphij = dphi;
-      for (int r = 1; ddisp && r < dim; r++) dphij += cj[r] * ddisp[r];
-      double sj = 0;
-      if (ddamp != 0) {
-        for (int r = 0; r < dim; r++) sj += cj[r] * vel_[row + r];
-      }
-      const double darg = rel * arg[j] + weight[j] * G * (-cvc * dsj - k * dphij - ddamp * sj) / h;
-      for (int r = 0; r < dim; r++) dforce[row + r] += cj[r] * darg;
+    // the facets' sum_j c_j (rel arg_j + w_j G (-cvc c_j' ds - k c_j' dphi - ddamp c_j' v) / h)
+    // by PrepareTangent's sums (dphi: the gap's tangent and the anchors' displacement's)
+    const double* a = fsum_.data() + static_cast<size_t>(c) * kFacetSums;
+    const double *P = a + 6, *Pv = P + 36;
+    double u[6];
+    for (int r = 0; r < dim; r++) u[r] = -cvc * ds[r] - k * (r == 0 ? dphi : ddisp ? ddisp[r] : 0);
+    for (int r = 0; r < dim; r++) {
+      double Pu = 0;
+      for (int q = 0; q < dim; q++) Pu += P[6 * r + q] * u[q];
+      dforce[row + r] += rel * a[r] + G * (Pu - ddamp * Pv[r]) / h;
     }
   }
 

@@ -471,6 +471,56 @@ TEST_F(ComfreeSolverTest, ForceTangentListedMassRowsMatchScan) {
   EXPECT_GT(ntested, 0);
 }
 
+// ForceTangent keeps per-solve data from its first call after a Solve (the facet sums, the
+// rows' w'dMw blocks per tree): after a Solve at another state its tangents are a fresh solver's
+// bit for bit, for directions listing dM's rows tree by tree and for unlisted ones
+TEST_F(ComfreeSolverTest, ForceTangentFollowsEachSolve) {
+  ModelPtr m = LoadString(kAllRows);
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  PrepareAllRows(m.get(), d.get());
+  std::mt19937 rng(7);
+  Fixture used(m.get(), Settings(ckSOL_COMFREE)), fresh(m.get(), Settings(ckSOL_COMFREE));
+  // tangents of random directions, one per tree with dM on its rows listed, then one unlisted
+  auto tangents = [&](Fixture& fx, std::mt19937 gen) {
+    Problem& p = fx.p();
+    std::vector<double> out;
+    for (int tree = 0; tree <= p.islands.ntree; tree++) {
+      Direction dir = RandomDirection(p, &gen);
+      std::vector<int> rows;
+      const int b = tree < p.islands.ntree ? p.islands.tree_dofadr[tree] : 0;
+      const int e = tree < p.islands.ntree ? b + p.islands.tree_dofnum[tree] : p.nv;
+      for (int i = 0; i < p.nv; i++) {
+        const int m0 = p.mass.madr[i], m1 = i + 1 < p.nv ? p.mass.madr[i + 1] : p.mass.nM;
+        for (int k = m0; k < m1; k++) dir.M[k] *= i >= b && i < e;
+        if (i >= b && i < e) rows.push_back(i);
+      }
+      ProblemTangent t = dir.tangent();
+      if (tree < p.islands.ntree) {
+        t.M_rows = rows.data();
+        t.M_nrows = static_cast<int>(rows.size());
+      }
+      std::vector<double> df(p.nrow);
+      EXPECT_TRUE(fx.solver.ForceTangent(p, fx.sol(), t, df.data()));
+      out.insert(out.end(), df.begin(), df.end());
+    }
+    return out;
+  };
+  ASSERT_EQ(used.ex.Extract(m.get(), d.get(), &used.p()), 0);
+  used.solver.Solve(used.p(), &used.sol());
+  const std::vector<double> first = tangents(used, rng);
+  for (int t = 0; t < 5; t++) mj_step(m.get(), d.get());
+  for (Fixture* fx : {&used, &fresh}) {
+    ASSERT_EQ(fx->ex.Extract(m.get(), d.get(), &fx->p()), 0);
+    fx->solver.Solve(fx->p(), &fx->sol());
+  }
+  const std::vector<double> again = tangents(used, rng), expected = tangents(fresh, rng);
+  ASSERT_EQ(again.size(), expected.size());
+  ASSERT_GT(used.solver.stats().nactive, 0);
+  EXPECT_NE(again, first);  // (the state moved)
+  for (size_t i = 0; i < again.size(); i++) EXPECT_EQ(again[i], expected[i]) << "entry " << i;
+}
+
 // OpenMP over contacts gives the serial result bit for bit, and allocates nothing once warm
 TEST_F(ComfreeSolverTest, ParallelContactsMatchSerialWithoutAllocating) {
   ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
