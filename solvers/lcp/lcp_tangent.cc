@@ -45,9 +45,26 @@ double RowDots(const Problem& p, const ProblemTangent& dir, int i, const double*
 
 }  // namespace
 
-// y = X x for the m x m row-major X
+// y = X x for the m x m row-major X; four rows at a time (their sums independent, each in the
+// order of one row alone)
 static void MatVec(const double* X, int m, const double* x, double* y) {
-  for (int a = 0; a < m; a++) {
+  int a = 0;
+  for (; a + 4 <= m; a += 4) {
+    const double* r0 = X + static_cast<size_t>(a) * m;
+    const double *r1 = r0 + m, *r2 = r1 + m, *r3 = r2 + m;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int j = 0; j < m; j++) {
+      s0 += r0[j] * x[j];
+      s1 += r1[j] * x[j];
+      s2 += r2[j] * x[j];
+      s3 += r3[j] * x[j];
+    }
+    y[a] = s0;
+    y[a + 1] = s1;
+    y[a + 2] = s2;
+    y[a + 3] = s3;
+  }
+  for (; a < m; a++) {
     const double* r = X + static_cast<size_t>(a) * m;
     double s = 0;
     for (int j = 0; j < m; j++) s += r[j] * x[j];
@@ -143,7 +160,8 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
 void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                                  double* dforce) {
   // (I - K^+ K) dK' K^+' x_C on rank-deficient islands, with dA y~ = dJ q + J dvp / h and
-  // dvp = h M^-1 (dJ' y~ - dM q)
+  // dvp = h M^-1 (dJ' y~ - dM q); zero for a direction that leaves J, M and R alone
+  if (!dir.J && !dir.M && !dir.R) return;
   IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data());
   bool reached = false;  // dvp is not zero on the island's trees
   auto dAy = [&](int g, bool soft) {
@@ -194,6 +212,7 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
       const int t = is.trees[is.treeadr[k] + a];
       for (int i = is.tree_dofadr[t]; i < is.tree_dofadr[t] + is.tree_dofnum[t]; i++) dv[i] = 0;
     }
+    bool added = false;  // dJ' force or dM u written into dv (else dv is zero on the trees)
     if (dir.J) {
       // the island's rows have their columns on its trees
       const int* rows = is.rows + is.rowadr[k];
@@ -201,6 +220,7 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
         const int i = rows[j];
         const double fi = force[i];
         if (fi == 0) continue;
+        added = true;
         const int adr = J.rowadr[i];
         for (int c = 0; c < J.rownnz[i]; c++) dv[J.colind[adr + c]] += dir.J[adr + c] * fi;
       }
@@ -213,6 +233,7 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
         // (listed rows: their tree, where a zero dM subtracts exact zeros)
         bool dm = dir.M_rows && dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e;
         for (int i = m0; i < m1 && !dm && !dir.M_rows; i++) dm = dir.M[i] != 0;
+        added |= dm;
         if (dm && dir.M_rows) {
           // dM's rows (on this tree: dM is nonzero here)
           for (int i = b; i < e; i++) tmp_[i] = 0;
@@ -224,7 +245,7 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
         }
       }
       bool any = false;
-      for (int i = b; i < e && !any; i++) any = dv[i] != 0;
+      for (int i = b; i < e && !any && added; i++) any = dv[i] != 0;
       if (any) {
         mass.Solve(dv, b, e);
         for (int i = b; i < e; i++) dv[i] *= scale;
