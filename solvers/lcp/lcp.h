@@ -144,7 +144,8 @@ class LcpSolver final : public Solver {
   void PreparePositionTangent(const Problem& p);
   // ForceTangent's shared part (see tan_ready_); false if some island's decomposition is missing
   bool PrepareTangent(const Problem& p, const Solution& sol);
-  // PrepareTangent: K^+ and I - K^+ K of island k (m clamped rows) into pinv_ at *off, if they fit
+  // PrepareTangent: K^+ and K's null-space basis of island k (m clamped rows) into pinv_ at *off,
+  // if they fit
   void StoreOperators(int k, int m, size_t* off);
   // ForceTangent's null-space term of rank-deficient islands, added to dforce (impulses)
   void NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
@@ -326,7 +327,7 @@ class LcpSolver final : public Solver {
   std::vector<unsigned char> reach0_, reachp_;  // dv0_, dvp_ not zero on island k     (ntree)
   std::vector<uint8_t> touched_;   // island k's data perturbed by the tangent's direction (ntree)
   IslandReach reach_;              // finds them
-  std::vector<double> pinv_;       // K^+, I - K^+ K by island, dense (Cod::Doubles(cap))
+  std::vector<double> pinv_;       // K^+, null-space rows V by island (Cod::Doubles(cap))
   std::vector<long> kadr_, nadr_;  // their place in pinv_, -1: not stored      (ntree)
   std::vector<double> ytil_;       // y~ = K^+' h x_C by row                    (max_rows)
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)

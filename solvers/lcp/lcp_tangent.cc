@@ -72,28 +72,39 @@ static void MatVec(const double* X, int m, const double* x, double* y) {
   }
 }
 
+// y = V' V x for the nn x m row-major V (rows orthonormal): the null-space projection of x
+static void NullApply(const double* V, int m, int nn, const double* x, double* y) {
+  for (int a = 0; a < m; a++) y[a] = 0;
+  for (int i = 0; i < nn; i++) {
+    const double* v = V + static_cast<size_t>(i) * m;
+    double w = 0;
+    for (int a = 0; a < m; a++) w += v[a] * x[a];
+    for (int a = 0; a < m; a++) y[a] += w * v[a];
+  }
+}
+
 void LcpSolver::StoreOperators(int k, int m, size_t* off) {
-  // K^+ and, rank deficient, I - K^+ K of island k as dense m x m matrices (column j: the
-  // decomposition applied to e_j), so that each direction costs one product; -1 where the store
-  // is full (the decomposition is then applied per direction)
+  // K^+ of island k as a dense m x m matrix (column j: the decomposition applied to e_j), so
+  // that each direction costs one product, and, rank deficient, the m - r rows of a basis V of
+  // K's null space (I - K^+ K = V' V); -1 where the store is full (the decomposition is then
+  // applied per direction)
   Cod& cod = factors_[k].cod;
   kadr_[k] = nadr_[k] = -1;
   const size_t mm = static_cast<size_t>(m) * m;
-  for (int pass = 0; pass < (cod.rank() < m ? 2 : 1) && m > 0; pass++) {
-    if (*off + mm > pinv_.size()) return;
-    double* X = pinv_.data() + *off;
-    for (int j = 0; j < m; j++) {
-      for (int a = 0; a < m; a++) rc_[a] = a == j;
-      if (pass == 0) {
-        cod.Solve(rc_.data(), dy_.data());
-      } else {
-        cod.NullProject(rc_.data(), dy_.data());
-      }
-      for (int a = 0; a < m; a++) X[static_cast<size_t>(a) * m + j] = dy_[a];
-    }
-    (pass == 0 ? kadr_ : nadr_)[k] = static_cast<long>(*off);
-    *off += mm;
+  if (m == 0 || *off + mm > pinv_.size()) return;
+  double* X = pinv_.data() + *off;
+  for (int j = 0; j < m; j++) {
+    for (int a = 0; a < m; a++) rc_[a] = a == j;
+    cod.Solve(rc_.data(), dy_.data());
+    for (int a = 0; a < m; a++) X[static_cast<size_t>(a) * m + j] = dy_[a];
   }
+  kadr_[k] = static_cast<long>(*off);
+  *off += mm;
+  const size_t nm = static_cast<size_t>(m - cod.rank()) * m;
+  if (nm == 0 || *off + nm > pinv_.size()) return;
+  cod.NullBasis(pinv_.data() + *off);
+  nadr_[k] = static_cast<long>(*off);
+  *off += nm;
 }
 
 bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
@@ -186,7 +197,7 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
     }
     if (!any) continue;  // the direction does not reach this island
     if (nadr_[k] >= 0) {
-      MatVec(pinv_.data() + nadr_[k], m, tq_.data(), dy_.data());
+      NullApply(pinv_.data() + nadr_[k], m, m - cod.rank(), tq_.data(), dy_.data());
       for (int a = 0; a < m; a++) dforce[c[a]] += dy_[a];
     } else {
       cod.NullProject(tq_.data(), tq_.data());
@@ -472,7 +483,7 @@ bool LcpSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const doub
     for (int a = 0; a < m; a++) AddRowT(p.J, c[a], lam[a], adj_nu_.data());
     if (m == 0 || cod.rank() == m) continue;
     if (nadr_[k] >= 0) {
-      MatTVec(pinv_.data() + nadr_[k], m, tq_.data(), dy_.data());
+      NullApply(pinv_.data() + nadr_[k], m, m - cod.rank(), tq_.data(), dy_.data());
     } else {
       cod.NullProject(tq_.data(), dy_.data());
     }
