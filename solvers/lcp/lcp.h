@@ -147,15 +147,19 @@ class LcpSolver final : public Solver {
   // PrepareTangent: K^+ and K's null-space basis of island k (m clamped rows) into pinv_ at *off,
   // if they fit
   void StoreOperators(int k, int m, size_t* off);
+  // PrepareTangent: Z = V S J_R M^-1 of island k over its trees' dofs into zst_ (see zst_)
+  void StoreNullVelocity(const Problem& p, int k);
+  // NullSpaceTangent with Z stored for every rank-deficient island (zall_)
+  void NullSpaceTangentStored(const Problem& p, const ProblemTangent& dir, double* dforce);
   // ForceTangent's null-space term of rank-deficient islands, added to dforce (impulses)
   void NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                         double* dforce);
   // dv = [dir.v_free] + scale M^-1 (dJ' force - dM u) on the trees of the islands that the
   // direction reaches (zero on the others, not computed outside islands); reach[k]: dv is not
-  // zero on some tree of island k
+  // zero on some tree of island k; !solve: dJ' force - dM u alone (no solve, scale, v_free)
   void IslandVelocityTangent(const Problem& p, const double* force, const double* u,
                              const ProblemTangent& dir, bool free, double scale, double* dv,
-                             unsigned char* reach);
+                             unsigned char* reach, bool solve = true);
   // a bound friction row g follows its clamped normal: x_g = coef x_normal (0: it does not)
   double Coupling(const Problem& p, int g, int* normal) const;
 
@@ -329,8 +333,16 @@ class LcpSolver final : public Solver {
   IslandReach reach_;              // finds them
   std::vector<double> pinv_;       // K^+, null-space rows V by island (Cod::Doubles(cap))
   std::vector<long> kadr_, nadr_;  // their place in pinv_, -1: not stored      (ntree)
-  std::vector<double> ytil_;       // y~ = K^+' h x_C by row                    (max_rows)
-  std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
+  // rank-deficient island k: row i of Z = V S J_R M^-1 (S: the clamped rows and the bound rows
+  // folded onto their normals, as NullSpaceTangent gathers tq_), over the island's trees' dofs in
+  // tree order, so that V tq's velocity part is Z (dJ' y~ - dM q) without a solve per direction
+  static constexpr size_t kNullRowsPerDof = 4;  // zst_'s size over nv
+  static constexpr int kNullMax = 8;            // the most null-space rows of a stored Z
+  std::vector<double> zst_;            // Z of the islands, one after the other (kNullRowsPerDof nv)
+  std::vector<long> zadr_;             // island k's place in zst_, -1: not stored  (ntree)
+  bool zall_ = false;                  // every rank-deficient island has its Z stored
+  std::vector<double> ytil_;           // y~ = K^+' h x_C by row                    (max_rows)
+  std::vector<double> ustep_, qfake_;  // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)
   std::vector<double> rc_, dy_, tq_;     // (cap)
   std::vector<int> cidx_;                // (cap)

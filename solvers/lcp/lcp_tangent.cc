@@ -158,6 +158,23 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
     }
     StoreOperators(k, m, &off);
   }
+  zall_ = true;
+  size_t zoff = 0;
+  for (int k = 0; k < nisland_ && deficient_; k++) {
+    zadr_[k] = -1;
+    const Cod& cod = factors_[k].cod;
+    if (cod.rank() == cod.n()) continue;
+    size_t nvk = 0;
+    for (int a = 0; a < is.ntrees[k]; a++) nvk += is.tree_dofnum[is.trees[is.treeadr[k] + a]];
+    const size_t need = (cod.n() - cod.rank()) * nvk;
+    if (nadr_[k] < 0 || cod.n() - cod.rank() > kNullMax || zoff + need > zst_.size()) {
+      zall_ = false;
+      continue;
+    }
+    zadr_[k] = static_cast<long>(zoff);
+    zoff += need;
+    StoreNullVelocity(p, k);
+  }
   // u = M^-1 J' f = (v+ - v_free) / h of the solution; q = M^-1 J' y~
   for (int j = 0; j < nv; j++) ustep_[j] = (sol.v_next[j] - p.v_free[j]) / h;
   if (deficient_) {
@@ -168,11 +185,94 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
   return true;
 }
 
+void LcpSolver::StoreNullVelocity(const Problem& p, int k) {
+  // Z_i = M^-1 (J_C' V_i + J_B' (bcoef V_i[bnormal])) on the island's trees, i < m - r
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  const int m = cadr_[k + 1] - cadr_[k], nn = m - factors_[k].cod.rank();
+  const int* c = crow_.data() + cadr_[k];
+  double* z = zst_.data() + zadr_[k];
+  for (int i = 0; i < nn; i++) {
+    const double* v = pinv_.data() + nadr_[k] + static_cast<size_t>(i) * m;
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      for (int j = is.tree_dofadr[t]; j < is.tree_dofadr[t] + is.tree_dofnum[t]; j++) tmp_[j] = 0;
+    }
+    auto add_row = [&](int g, double w) {
+      for (int q = J.rowadr[g]; q < J.rowadr[g] + J.rownnz[g]; q++)
+        tmp_[J.colind[q]] += w * J.val[q];
+    };
+    for (int a = 0; a < m; a++) add_row(c[a], v[a]);
+    for (int b = badr_[k]; b < badr_[k + 1]; b++) add_row(brow_[b], bcoef_[b] * v[bnormal_[b]]);
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      p.mass.Solve(tmp_.data(), b, e);
+      for (int j = b; j < e; j++) *z++ = tmp_[j];
+    }
+  }
+}
+
+void LcpSolver::NullSpaceTangentStored(const Problem& p, const ProblemTangent& dir,
+                                       double* dforce) {
+  // w = V tq with tq = S (dJ_R q + dR y~) + S J_R M^-1 r, r = dJ' y~ - dM q: w = V S (dJ_R q + dR
+  // y~) + Z r; then dforce_C += V' w
+  const Islands& is = p.islands;
+  IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data(),
+                        false);
+  double w[kNullMax];
+  for (int k = 0; k < nisland_; k++) {
+    const Cod& cod = factors_[k].cod;
+    if (!touched_[k] || cod.rank() == cod.n()) continue;
+    const int m = cadr_[k + 1] - cadr_[k], nn = m - cod.rank();
+    const int* c = crow_.data() + cadr_[k];
+    const double* V = pinv_.data() + nadr_[k];
+    // tq without its velocity part: S (dJ_R q + dR y~)
+    for (int a = 0; a < m; a++) {
+      const int g = c[a];
+      const double dR = dir.R && csoft_[cadr_[k] + a] ? dir.R[g] * ytil_[g] : 0;
+      tq_[a] = DJDot(p, dir, g, qfake_.data()) + dR;
+    }
+    for (int b = badr_[k]; b < badr_[k + 1]; b++)
+      tq_[bnormal_[b]] += bcoef_[b] * DJDot(p, dir, brow_[b], qfake_.data());
+    bool any = false;
+    for (int i = 0; i < nn; i++) {
+      const double* v = V + static_cast<size_t>(i) * m;
+      double s = 0;
+      for (int a = 0; a < m; a++) s += v[a] * tq_[a];
+      w[i] = s;
+    }
+    if (reachp_[k]) {
+      // Z r over the island's trees' dofs, row by row
+      const double* z = zst_.data() + zadr_[k];
+      size_t nvk = 0;
+      for (int a = 0; a < is.ntrees[k]; a++) nvk += is.tree_dofnum[is.trees[is.treeadr[k] + a]];
+      for (int i = 0; i < nn; i++) {
+        const double* zi = z + static_cast<size_t>(i) * nvk;
+        double s = 0;
+        for (int a = 0; a < is.ntrees[k]; a++) {
+          const int t = is.trees[is.treeadr[k] + a];
+          const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+          for (int j = b; j < e; j++) s += *zi++ * dvp_[j];
+        }
+        w[i] += s;
+      }
+    }
+    for (int i = 0; i < nn; i++) any |= w[i] != 0;
+    if (!any) continue;  // the direction does not reach this island
+    for (int i = 0; i < nn; i++) {
+      const double* v = V + static_cast<size_t>(i) * m;
+      for (int a = 0; a < m; a++) dforce[c[a]] += w[i] * v[a];
+    }
+  }
+}
+
 void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                                  double* dforce) {
   // (I - K^+ K) dK' K^+' x_C on rank-deficient islands, with dA y~ = dJ q + J dvp / h and
   // dvp = h M^-1 (dJ' y~ - dM q); zero for a direction that leaves J, M and R alone
   if (!dir.J && !dir.M && !dir.R) return;
+  if (zall_) return NullSpaceTangentStored(p, dir, dforce);
   IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data());
   bool reached = false;  // dvp is not zero on the island's trees
   auto dAy = [&](int g, bool soft) {
@@ -208,7 +308,7 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
 
 void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, const double* u,
                                       const ProblemTangent& dir, bool free, double scale,
-                                      double* dv, unsigned char* reach) {
+                                      double* dv, unsigned char* reach, bool solve) {
   // only the islands' trees matter (J_C dv), and of those only the ones of the islands the
   // direction touches (touched_; M^-1 is exact tree by tree): a tree whose right-hand side is
   // zero is not solved, and dv is left as it was on the trees of untouched islands
@@ -257,7 +357,7 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
       }
       bool any = false;
       for (int i = b; i < e && !any && added; i++) any = dv[i] != 0;
-      if (any) {
+      if (any && solve) {
         mass.Solve(dv, b, e);
         for (int i = b; i < e; i++) dv[i] *= scale;
       }
