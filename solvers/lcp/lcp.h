@@ -55,6 +55,7 @@
 #ifndef CONTACTKIT_SOLVERS_LCP_LCP_H_
 #define CONTACTKIT_SOLVERS_LCP_LCP_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -107,6 +108,13 @@ class LcpSolver final : public Solver {
   // decomposition of the reduced matrix K = A_CC + A_CB E of island i in the last solve (null
   // if it was not kept: island larger than max_island_rows, or the store was full)
   Cod* factorization(int island);
+
+  // the most null-space rows for which an island's null-space velocity map is stored (tests; 0:
+  // a tree solve per direction for every rank-deficient island); at most kNullMax
+  void set_null_store_rows(int n) {
+    null_rows_ = std::min(n, kNullMax);
+    tan_ready_ = false;
+  }
 
   // stabilization part of b for row i of p (velocity units) and its derivatives with respect to
   // pos and vel of that row; b0 = J_i v_free decides whether a contact bounces. With
@@ -336,13 +344,13 @@ class LcpSolver final : public Solver {
   // rank-deficient island k: row i of Z = V S J_R M^-1 (S: the clamped rows and the bound rows
   // folded onto their normals, as NullSpaceTangent gathers tq_), over the island's trees' dofs in
   // tree order, so that V tq's velocity part is Z (dJ' y~ - dM q) without a solve per direction
-  static constexpr size_t kNullRowsPerDof = 4;  // zst_'s size over nv
-  static constexpr int kNullMax = 8;            // the most null-space rows of a stored Z
-  std::vector<double> zst_;            // Z of the islands, one after the other (kNullRowsPerDof nv)
-  std::vector<long> zadr_;             // island k's place in zst_, -1: not stored  (ntree)
-  bool zall_ = false;                  // every rank-deficient island has its Z stored
-  std::vector<double> ytil_;           // y~ = K^+' h x_C by row                    (max_rows)
-  std::vector<double> ustep_, qfake_;  // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
+  static constexpr int kNullMax = 8;  // the most null-space rows of a stored Z
+  int null_rows_ = kNullMax;          // ... in this solver (set_null_store_rows)
+  std::vector<double> zst_;   // Z of the islands, one after the other (kNullMax nv: always fits)
+  std::vector<long> zadr_;    // island k's place in zst_, -1: not stored  (ntree)
+  bool zall_ = false;         // every rank-deficient island has its Z stored
+  std::vector<double> ytil_;  // y~ = K^+' h x_C by row                    (max_rows)
+  std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)
   std::vector<double> rc_, dy_, tq_;     // (cap)
   std::vector<int> cidx_;                // (cap)

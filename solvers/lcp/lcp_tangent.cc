@@ -167,7 +167,7 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
     size_t nvk = 0;
     for (int a = 0; a < is.ntrees[k]; a++) nvk += is.tree_dofnum[is.trees[is.treeadr[k] + a]];
     const size_t need = (cod.n() - cod.rank()) * nvk;
-    if (nadr_[k] < 0 || cod.n() - cod.rank() > kNullMax || zoff + need > zst_.size()) {
+    if (nadr_[k] < 0 || cod.n() - cod.rank() > null_rows_ || zoff + need > zst_.size()) {
       zall_ = false;
       continue;
     }
