@@ -155,8 +155,9 @@ class LcpSolver final : public Solver {
   // PrepareTangent: K^+ and K's null-space basis of island k (m clamped rows) into pinv_ at *off,
   // if they fit
   void StoreOperators(int k, int m, size_t* off);
-  // PrepareTangent: Z = V S J_R M^-1 of island k over its trees' dofs into zst_ (see zst_)
-  void StoreNullVelocity(const Problem& p, int k);
+  // PrepareTangent: Z = V S J_R M^-1 of island k over its trees' dofs into zst_ (see zst_);
+  // false if it is zero (to rounding)
+  bool StoreNullVelocity(const Problem& p, int k);
   // NullSpaceTangent with Z stored for every rank-deficient island (zall_)
   void NullSpaceTangentStored(const Problem& p, const ProblemTangent& dir, double* dforce);
   // ForceTangent's null-space term of rank-deficient islands, added to dforce (impulses)
@@ -346,10 +347,12 @@ class LcpSolver final : public Solver {
   // tree order, so that V tq's velocity part is Z (dJ' y~ - dM q) without a solve per direction
   static constexpr int kNullMax = 8;  // the most null-space rows of a stored Z
   int null_rows_ = kNullMax;          // ... in this solver (set_null_store_rows)
-  std::vector<double> zst_;   // Z of the islands, one after the other (kNullMax nv: always fits)
-  std::vector<long> zadr_;    // island k's place in zst_, -1: not stored  (ntree)
-  bool zall_ = false;         // every rank-deficient island has its Z stored
-  std::vector<double> ytil_;  // y~ = K^+' h x_C by row                    (max_rows)
+  std::vector<double> zst_;  // Z of the islands, one after the other (kNullMax nv: always fits)
+  std::vector<long> zadr_;   // island k's place in zst_, -1: not stored  (ntree)
+  bool zall_ = false;        // every rank-deficient island has its Z stored
+  bool znonzero_ = false;    // some stored Z is not zero (else no r per direction)
+  static constexpr double kNullCancel = 1e-12;  // StoreNullVelocity's cancellation to zero
+  std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)
   std::vector<double> rc_, dy_, tq_;     // (cap)

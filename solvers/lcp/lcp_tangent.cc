@@ -12,6 +12,7 @@
 // stabilization derivatives, y~ and M^-1 J' y~, the bound rows' coupling) is made once per solve
 // (PrepareTangent); a direction then solves only the trees and islands it reaches.
 #include <algorithm>
+#include <cmath>
 
 #include "solvers/lcp/lcp.h"
 
@@ -159,6 +160,7 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
     StoreOperators(k, m, &off);
   }
   zall_ = true;
+  znonzero_ = false;
   size_t zoff = 0;
   for (int k = 0; k < nisland_ && deficient_; k++) {
     zadr_[k] = -1;
@@ -173,7 +175,7 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
     }
     zadr_[k] = static_cast<long>(zoff);
     zoff += need;
-    StoreNullVelocity(p, k);
+    znonzero_ |= StoreNullVelocity(p, k);
   }
   // u = M^-1 J' f = (v+ - v_free) / h of the solution; q = M^-1 J' y~
   for (int j = 0; j < nv; j++) ustep_[j] = (sol.v_next[j] - p.v_free[j]) / h;
@@ -185,32 +187,50 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
   return true;
 }
 
-void LcpSolver::StoreNullVelocity(const Problem& p, int k) {
-  // Z_i = M^-1 (J_C' V_i + J_B' (bcoef V_i[bnormal])) on the island's trees, i < m - r
+bool LcpSolver::StoreNullVelocity(const Problem& p, int k) {
+  // Z_i = M^-1 w_i, w_i = J_C' V_i + J_B' (bcoef V_i[bnormal]) on the island's trees, i < m - r;
+  // a w_i that cancels to rounding (below kNullCancel of its terms' magnitudes, as when the
+  // null-space pattern exerts no generalized force) is stored as zero; false: Z is zero
   const Islands& is = p.islands;
   const SparseRows& J = p.J;
   const int m = cadr_[k + 1] - cadr_[k], nn = m - factors_[k].cod.rank();
   const int* c = crow_.data() + cadr_[k];
   double* z = zst_.data() + zadr_[k];
+  double* mag = dvp_.data();  // |terms| summed (dvp_: per-direction scratch)
+  bool nonzero = false;
   for (int i = 0; i < nn; i++) {
     const double* v = pinv_.data() + nadr_[k] + static_cast<size_t>(i) * m;
     for (int a = 0; a < is.ntrees[k]; a++) {
       const int t = is.trees[is.treeadr[k] + a];
-      for (int j = is.tree_dofadr[t]; j < is.tree_dofadr[t] + is.tree_dofnum[t]; j++) tmp_[j] = 0;
+      for (int j = is.tree_dofadr[t]; j < is.tree_dofadr[t] + is.tree_dofnum[t]; j++)
+        tmp_[j] = mag[j] = 0;
     }
     auto add_row = [&](int g, double w) {
-      for (int q = J.rowadr[g]; q < J.rowadr[g] + J.rownnz[g]; q++)
+      for (int q = J.rowadr[g]; q < J.rowadr[g] + J.rownnz[g]; q++) {
         tmp_[J.colind[q]] += w * J.val[q];
+        mag[J.colind[q]] += std::fabs(w * J.val[q]);
+      }
     };
     for (int a = 0; a < m; a++) add_row(c[a], v[a]);
     for (int b = badr_[k]; b < badr_[k + 1]; b++) add_row(brow_[b], bcoef_[b] * v[bnormal_[b]]);
+    double wmax = 0, magmax = 0;
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      for (int j = is.tree_dofadr[t]; j < is.tree_dofadr[t] + is.tree_dofnum[t]; j++) {
+        wmax = std::max(wmax, std::fabs(tmp_[j]));
+        magmax = std::max(magmax, mag[j]);
+      }
+    }
+    const bool zero = wmax <= kNullCancel * magmax;
+    nonzero |= !zero;
     for (int a = 0; a < is.ntrees[k]; a++) {
       const int t = is.trees[is.treeadr[k] + a];
       const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
-      p.mass.Solve(tmp_.data(), b, e);
-      for (int j = b; j < e; j++) *z++ = tmp_[j];
+      if (!zero) p.mass.Solve(tmp_.data(), b, e);
+      for (int j = b; j < e; j++) *z++ = zero ? 0 : tmp_[j];
     }
   }
+  return nonzero;
 }
 
 void LcpSolver::NullSpaceTangentStored(const Problem& p, const ProblemTangent& dir,
@@ -218,8 +238,13 @@ void LcpSolver::NullSpaceTangentStored(const Problem& p, const ProblemTangent& d
   // w = V tq with tq = S (dJ_R q + dR y~) + S J_R M^-1 r, r = dJ' y~ - dM q: w = V S (dJ_R q + dR
   // y~) + Z r; then dforce_C += V' w
   const Islands& is = p.islands;
-  IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data(),
-                        false);
+  // (r only where some Z row is not zero)
+  if (znonzero_) {
+    IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(),
+                          reachp_.data(), false);
+  } else {
+    for (int k = 0; k < nisland_; k++) reachp_[k] = 0;
+  }
   double w[kNullMax];
   for (int k = 0; k < nisland_; k++) {
     const Cod& cod = factors_[k].cod;
