@@ -9,8 +9,10 @@
 // where dc - dK x_C = -(dJ_C v+ + J_C dv0 + dstab_C) is the change of the clamped rows' velocity
 // at fixed impulses (dv0: IslandVelocityTangent), and dK' y folds dA y~ (y~ = y on C, zero
 // elsewhere) over the bound rows through E'. What every direction shares (clamped rows, their
-// stabilization derivatives, y~ and M^-1 J' y~, the bound rows' coupling) is made once per solve
-// (PrepareTangent); a direction then solves only the trees and islands it reaches.
+// stabilization derivatives, y~ and M^-1 J' y~, the bound rows' coupling, K^+, a basis V of K's
+// null space with I - K^+ K = V' V and its velocity map V S J M^-1) is made once per solve
+// (PrepareTangent); a direction then solves only the trees and islands it reaches, and the
+// null-space term needs no solve.
 #include <algorithm>
 #include <cmath>
 
