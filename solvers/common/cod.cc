@@ -211,4 +211,16 @@ void Cod::NullProject(const double* c, double* x) {
   for (int j = 0; j < n; j++) x[perm_[j]] = t[j];
 }
 
+void Cod::NullBasis(double* v) {
+  // P W e_i for the columns i >= r of the second QR's W (NullProject is P W [0 0; 0 I] W' P')
+  const int n = n_, r = rank_;
+  double* t = work_;
+  for (int i = r; i < n; i++) {
+    for (int j = 0; j < n; j++) t[j] = j == i;
+    if (r > 0) ApplyQ(qr2_, tau2_, r, t);
+    double* out = v + static_cast<size_t>(i - r) * n;
+    for (int j = 0; j < n; j++) out[perm_[j]] = t[j];
+  }
+}
+
 }  // namespace contactkit

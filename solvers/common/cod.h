@@ -40,6 +40,10 @@ class Cod {
   // x = (I - A^+ A) c, the component of c in the null space of A (zero at full rank)
   void NullProject(const double* c, double* x);
 
+  // the n - rank() vectors of an orthonormal basis of the null space of A, vector i at v + i n
+  // (I - A^+ A = V' V for the rows V; none at full rank)
+  void NullBasis(double* v);
+
   int n() const { return n_; }
   int rank() const { return rank_; }
   int capacity() const { return nmax_; }

@@ -158,6 +158,8 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     pinv_.assign(Cod::Doubles(cap_), 0);
     kadr_.assign(std::max(dims.ntree, 1), -1);
     nadr_.assign(std::max(dims.ntree, 1), -1);
+    zst_.assign(kNullMax * nv, 0);
+    zadr_.assign(std::max(dims.ntree, 1), -1);
     prev_.Allocate(dims.max_rows);
     next_.Allocate(dims.max_rows);
     factors_.assign(std::max(dims.ntree, 1), IslandFactor());

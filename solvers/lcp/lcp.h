@@ -55,6 +55,7 @@
 #ifndef CONTACTKIT_SOLVERS_LCP_LCP_H_
 #define CONTACTKIT_SOLVERS_LCP_LCP_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -108,6 +109,13 @@ class LcpSolver final : public Solver {
   // if it was not kept: island larger than max_island_rows, or the store was full)
   Cod* factorization(int island);
 
+  // the most null-space rows for which an island's null-space velocity map is stored (tests; 0:
+  // a tree solve per direction for every rank-deficient island); at most kNullMax
+  void set_null_store_rows(int n) {
+    null_rows_ = std::min(n, kNullMax);
+    tan_ready_ = false;
+  }
+
   // stabilization part of b for row i of p (velocity units) and its derivatives with respect to
   // pos and vel of that row; b0 = J_i v_free decides whether a contact bounces. With
   // split_impulse a penetration is left to the position pass
@@ -144,17 +152,23 @@ class LcpSolver final : public Solver {
   void PreparePositionTangent(const Problem& p);
   // ForceTangent's shared part (see tan_ready_); false if some island's decomposition is missing
   bool PrepareTangent(const Problem& p, const Solution& sol);
-  // PrepareTangent: K^+ and I - K^+ K of island k (m clamped rows) into pinv_ at *off, if they fit
+  // PrepareTangent: K^+ and K's null-space basis of island k (m clamped rows) into pinv_ at *off,
+  // if they fit
   void StoreOperators(int k, int m, size_t* off);
+  // PrepareTangent: Z = V S J_R M^-1 of island k over its trees' dofs into zst_ (see zst_);
+  // false if it is zero (to rounding)
+  bool StoreNullVelocity(const Problem& p, int k);
+  // NullSpaceTangent with Z stored for every rank-deficient island (zall_)
+  void NullSpaceTangentStored(const Problem& p, const ProblemTangent& dir, double* dforce);
   // ForceTangent's null-space term of rank-deficient islands, added to dforce (impulses)
   void NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                         double* dforce);
   // dv = [dir.v_free] + scale M^-1 (dJ' force - dM u) on the trees of the islands that the
   // direction reaches (zero on the others, not computed outside islands); reach[k]: dv is not
-  // zero on some tree of island k
+  // zero on some tree of island k; !solve: dJ' force - dM u alone (no solve, scale, v_free)
   void IslandVelocityTangent(const Problem& p, const double* force, const double* u,
                              const ProblemTangent& dir, bool free, double scale, double* dv,
-                             unsigned char* reach);
+                             unsigned char* reach, bool solve = true);
   // a bound friction row g follows its clamped normal: x_g = coef x_normal (0: it does not)
   double Coupling(const Problem& p, int g, int* normal) const;
 
@@ -326,9 +340,19 @@ class LcpSolver final : public Solver {
   std::vector<unsigned char> reach0_, reachp_;  // dv0_, dvp_ not zero on island k     (ntree)
   std::vector<uint8_t> touched_;   // island k's data perturbed by the tangent's direction (ntree)
   IslandReach reach_;              // finds them
-  std::vector<double> pinv_;       // K^+, I - K^+ K by island, dense (Cod::Doubles(cap))
+  std::vector<double> pinv_;       // K^+, null-space rows V by island (Cod::Doubles(cap))
   std::vector<long> kadr_, nadr_;  // their place in pinv_, -1: not stored      (ntree)
-  std::vector<double> ytil_;       // y~ = K^+' h x_C by row                    (max_rows)
+  // rank-deficient island k: row i of Z = V S J_R M^-1 (S: the clamped rows and the bound rows
+  // folded onto their normals, as NullSpaceTangent gathers tq_), over the island's trees' dofs in
+  // tree order, so that V tq's velocity part is Z (dJ' y~ - dM q) without a solve per direction
+  static constexpr int kNullMax = 8;  // the most null-space rows of a stored Z
+  int null_rows_ = kNullMax;          // ... in this solver (set_null_store_rows)
+  std::vector<double> zst_;  // Z of the islands, one after the other (kNullMax nv: always fits)
+  std::vector<long> zadr_;   // island k's place in zst_, -1: not stored  (ntree)
+  bool zall_ = false;        // every rank-deficient island has its Z stored
+  bool znonzero_ = false;    // some stored Z is not zero (else no r per direction)
+  static constexpr double kNullCancel = 1e-12;  // StoreNullVelocity's cancellation to zero
+  std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)
   std::vector<double> rc_, dy_, tq_;     // (cap)

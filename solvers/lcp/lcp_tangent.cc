@@ -9,9 +9,12 @@
 // where dc - dK x_C = -(dJ_C v+ + J_C dv0 + dstab_C) is the change of the clamped rows' velocity
 // at fixed impulses (dv0: IslandVelocityTangent), and dK' y folds dA y~ (y~ = y on C, zero
 // elsewhere) over the bound rows through E'. What every direction shares (clamped rows, their
-// stabilization derivatives, y~ and M^-1 J' y~, the bound rows' coupling) is made once per solve
-// (PrepareTangent); a direction then solves only the trees and islands it reaches.
+// stabilization derivatives, y~ and M^-1 J' y~, the bound rows' coupling, K^+, a basis V of K's
+// null space with I - K^+ K = V' V and its velocity map V S J M^-1) is made once per solve
+// (PrepareTangent); a direction then solves only the trees and islands it reaches, and the
+// null-space term needs no solve.
 #include <algorithm>
+#include <cmath>
 
 #include "solvers/lcp/lcp.h"
 
@@ -45,9 +48,26 @@ double RowDots(const Problem& p, const ProblemTangent& dir, int i, const double*
 
 }  // namespace
 
-// y = X x for the m x m row-major X
+// y = X x for the m x m row-major X; four rows at a time (their sums independent, each in the
+// order of one row alone)
 static void MatVec(const double* X, int m, const double* x, double* y) {
-  for (int a = 0; a < m; a++) {
+  int a = 0;
+  for (; a + 4 <= m; a += 4) {
+    const double* r0 = X + static_cast<size_t>(a) * m;
+    const double *r1 = r0 + m, *r2 = r1 + m, *r3 = r2 + m;
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int j = 0; j < m; j++) {
+      s0 += r0[j] * x[j];
+      s1 += r1[j] * x[j];
+      s2 += r2[j] * x[j];
+      s3 += r3[j] * x[j];
+    }
+    y[a] = s0;
+    y[a + 1] = s1;
+    y[a + 2] = s2;
+    y[a + 3] = s3;
+  }
+  for (; a < m; a++) {
     const double* r = X + static_cast<size_t>(a) * m;
     double s = 0;
     for (int j = 0; j < m; j++) s += r[j] * x[j];
@@ -55,28 +75,39 @@ static void MatVec(const double* X, int m, const double* x, double* y) {
   }
 }
 
+// y = V' V x for the nn x m row-major V (rows orthonormal): the null-space projection of x
+static void NullApply(const double* V, int m, int nn, const double* x, double* y) {
+  for (int a = 0; a < m; a++) y[a] = 0;
+  for (int i = 0; i < nn; i++) {
+    const double* v = V + static_cast<size_t>(i) * m;
+    double w = 0;
+    for (int a = 0; a < m; a++) w += v[a] * x[a];
+    for (int a = 0; a < m; a++) y[a] += w * v[a];
+  }
+}
+
 void LcpSolver::StoreOperators(int k, int m, size_t* off) {
-  // K^+ and, rank deficient, I - K^+ K of island k as dense m x m matrices (column j: the
-  // decomposition applied to e_j), so that each direction costs one product; -1 where the store
-  // is full (the decomposition is then applied per direction)
+  // K^+ of island k as a dense m x m matrix (column j: the decomposition applied to e_j), so
+  // that each direction costs one product, and, rank deficient, the m - r rows of a basis V of
+  // K's null space (I - K^+ K = V' V); -1 where the store is full (the decomposition is then
+  // applied per direction)
   Cod& cod = factors_[k].cod;
   kadr_[k] = nadr_[k] = -1;
   const size_t mm = static_cast<size_t>(m) * m;
-  for (int pass = 0; pass < (cod.rank() < m ? 2 : 1) && m > 0; pass++) {
-    if (*off + mm > pinv_.size()) return;
-    double* X = pinv_.data() + *off;
-    for (int j = 0; j < m; j++) {
-      for (int a = 0; a < m; a++) rc_[a] = a == j;
-      if (pass == 0) {
-        cod.Solve(rc_.data(), dy_.data());
-      } else {
-        cod.NullProject(rc_.data(), dy_.data());
-      }
-      for (int a = 0; a < m; a++) X[static_cast<size_t>(a) * m + j] = dy_[a];
-    }
-    (pass == 0 ? kadr_ : nadr_)[k] = static_cast<long>(*off);
-    *off += mm;
+  if (m == 0 || *off + mm > pinv_.size()) return;
+  double* X = pinv_.data() + *off;
+  for (int j = 0; j < m; j++) {
+    for (int a = 0; a < m; a++) rc_[a] = a == j;
+    cod.Solve(rc_.data(), dy_.data());
+    for (int a = 0; a < m; a++) X[static_cast<size_t>(a) * m + j] = dy_[a];
   }
+  kadr_[k] = static_cast<long>(*off);
+  *off += mm;
+  const size_t nm = static_cast<size_t>(m - cod.rank()) * m;
+  if (nm == 0 || *off + nm > pinv_.size()) return;
+  cod.NullBasis(pinv_.data() + *off);
+  nadr_[k] = static_cast<long>(*off);
+  *off += nm;
 }
 
 bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
@@ -130,6 +161,24 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
     }
     StoreOperators(k, m, &off);
   }
+  zall_ = true;
+  znonzero_ = false;
+  size_t zoff = 0;
+  for (int k = 0; k < nisland_ && deficient_; k++) {
+    zadr_[k] = -1;
+    const Cod& cod = factors_[k].cod;
+    if (cod.rank() == cod.n()) continue;
+    size_t nvk = 0;
+    for (int a = 0; a < is.ntrees[k]; a++) nvk += is.tree_dofnum[is.trees[is.treeadr[k] + a]];
+    const size_t need = (cod.n() - cod.rank()) * nvk;
+    if (nadr_[k] < 0 || cod.n() - cod.rank() > null_rows_ || zoff + need > zst_.size()) {
+      zall_ = false;
+      continue;
+    }
+    zadr_[k] = static_cast<long>(zoff);
+    zoff += need;
+    znonzero_ |= StoreNullVelocity(p, k);
+  }
   // u = M^-1 J' f = (v+ - v_free) / h of the solution; q = M^-1 J' y~
   for (int j = 0; j < nv; j++) ustep_[j] = (sol.v_next[j] - p.v_free[j]) / h;
   if (deficient_) {
@@ -140,10 +189,117 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
   return true;
 }
 
+bool LcpSolver::StoreNullVelocity(const Problem& p, int k) {
+  // Z_i = M^-1 w_i, w_i = J_C' V_i + J_B' (bcoef V_i[bnormal]) on the island's trees, i < m - r;
+  // a w_i that cancels to rounding (below kNullCancel of its terms' magnitudes, as when the
+  // null-space pattern exerts no generalized force) is stored as zero; false: Z is zero
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  const int m = cadr_[k + 1] - cadr_[k], nn = m - factors_[k].cod.rank();
+  const int* c = crow_.data() + cadr_[k];
+  double* z = zst_.data() + zadr_[k];
+  double* mag = dvp_.data();  // |terms| summed (dvp_: per-direction scratch)
+  bool nonzero = false;
+  for (int i = 0; i < nn; i++) {
+    const double* v = pinv_.data() + nadr_[k] + static_cast<size_t>(i) * m;
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      for (int j = is.tree_dofadr[t]; j < is.tree_dofadr[t] + is.tree_dofnum[t]; j++)
+        tmp_[j] = mag[j] = 0;
+    }
+    auto add_row = [&](int g, double w) {
+      for (int q = J.rowadr[g]; q < J.rowadr[g] + J.rownnz[g]; q++) {
+        tmp_[J.colind[q]] += w * J.val[q];
+        mag[J.colind[q]] += std::fabs(w * J.val[q]);
+      }
+    };
+    for (int a = 0; a < m; a++) add_row(c[a], v[a]);
+    for (int b = badr_[k]; b < badr_[k + 1]; b++) add_row(brow_[b], bcoef_[b] * v[bnormal_[b]]);
+    double wmax = 0, magmax = 0;
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      for (int j = is.tree_dofadr[t]; j < is.tree_dofadr[t] + is.tree_dofnum[t]; j++) {
+        wmax = std::max(wmax, std::fabs(tmp_[j]));
+        magmax = std::max(magmax, mag[j]);
+      }
+    }
+    const bool zero = wmax <= kNullCancel * magmax;
+    nonzero |= !zero;
+    for (int a = 0; a < is.ntrees[k]; a++) {
+      const int t = is.trees[is.treeadr[k] + a];
+      const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+      if (!zero) p.mass.Solve(tmp_.data(), b, e);
+      for (int j = b; j < e; j++) *z++ = zero ? 0 : tmp_[j];
+    }
+  }
+  return nonzero;
+}
+
+void LcpSolver::NullSpaceTangentStored(const Problem& p, const ProblemTangent& dir,
+                                       double* dforce) {
+  // w = V tq with tq = S (dJ_R q + dR y~) + S J_R M^-1 r, r = dJ' y~ - dM q: w = V S (dJ_R q + dR
+  // y~) + Z r; then dforce_C += V' w
+  const Islands& is = p.islands;
+  // (r only where some Z row is not zero)
+  if (znonzero_) {
+    IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(),
+                          reachp_.data(), false);
+  } else {
+    for (int k = 0; k < nisland_; k++) reachp_[k] = 0;
+  }
+  double w[kNullMax];
+  for (int k = 0; k < nisland_; k++) {
+    const Cod& cod = factors_[k].cod;
+    if (!touched_[k] || cod.rank() == cod.n()) continue;
+    const int m = cadr_[k + 1] - cadr_[k], nn = m - cod.rank();
+    const int* c = crow_.data() + cadr_[k];
+    const double* V = pinv_.data() + nadr_[k];
+    // tq without its velocity part: S (dJ_R q + dR y~)
+    for (int a = 0; a < m; a++) {
+      const int g = c[a];
+      const double dR = dir.R && csoft_[cadr_[k] + a] ? dir.R[g] * ytil_[g] : 0;
+      tq_[a] = DJDot(p, dir, g, qfake_.data()) + dR;
+    }
+    for (int b = badr_[k]; b < badr_[k + 1]; b++)
+      tq_[bnormal_[b]] += bcoef_[b] * DJDot(p, dir, brow_[b], qfake_.data());
+    bool any = false;
+    for (int i = 0; i < nn; i++) {
+      const double* v = V + static_cast<size_t>(i) * m;
+      double s = 0;
+      for (int a = 0; a < m; a++) s += v[a] * tq_[a];
+      w[i] = s;
+    }
+    if (reachp_[k]) {
+      // Z r over the island's trees' dofs, row by row
+      const double* z = zst_.data() + zadr_[k];
+      size_t nvk = 0;
+      for (int a = 0; a < is.ntrees[k]; a++) nvk += is.tree_dofnum[is.trees[is.treeadr[k] + a]];
+      for (int i = 0; i < nn; i++) {
+        const double* zi = z + static_cast<size_t>(i) * nvk;
+        double s = 0;
+        for (int a = 0; a < is.ntrees[k]; a++) {
+          const int t = is.trees[is.treeadr[k] + a];
+          const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+          for (int j = b; j < e; j++) s += *zi++ * dvp_[j];
+        }
+        w[i] += s;
+      }
+    }
+    for (int i = 0; i < nn; i++) any |= w[i] != 0;
+    if (!any) continue;  // the direction does not reach this island
+    for (int i = 0; i < nn; i++) {
+      const double* v = V + static_cast<size_t>(i) * m;
+      for (int a = 0; a < m; a++) dforce[c[a]] += w[i] * v[a];
+    }
+  }
+}
+
 void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                                  double* dforce) {
   // (I - K^+ K) dK' K^+' x_C on rank-deficient islands, with dA y~ = dJ q + J dvp / h and
-  // dvp = h M^-1 (dJ' y~ - dM q)
+  // dvp = h M^-1 (dJ' y~ - dM q); zero for a direction that leaves J, M and R alone
+  if (!dir.J && !dir.M && !dir.R) return;
+  if (zall_) return NullSpaceTangentStored(p, dir, dforce);
   IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data());
   bool reached = false;  // dvp is not zero on the island's trees
   auto dAy = [&](int g, bool soft) {
@@ -168,7 +324,7 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
     }
     if (!any) continue;  // the direction does not reach this island
     if (nadr_[k] >= 0) {
-      MatVec(pinv_.data() + nadr_[k], m, tq_.data(), dy_.data());
+      NullApply(pinv_.data() + nadr_[k], m, m - cod.rank(), tq_.data(), dy_.data());
       for (int a = 0; a < m; a++) dforce[c[a]] += dy_[a];
     } else {
       cod.NullProject(tq_.data(), tq_.data());
@@ -179,7 +335,7 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
 
 void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, const double* u,
                                       const ProblemTangent& dir, bool free, double scale,
-                                      double* dv, unsigned char* reach) {
+                                      double* dv, unsigned char* reach, bool solve) {
   // only the islands' trees matter (J_C dv), and of those only the ones of the islands the
   // direction touches (touched_; M^-1 is exact tree by tree): a tree whose right-hand side is
   // zero is not solved, and dv is left as it was on the trees of untouched islands
@@ -194,6 +350,7 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
       const int t = is.trees[is.treeadr[k] + a];
       for (int i = is.tree_dofadr[t]; i < is.tree_dofadr[t] + is.tree_dofnum[t]; i++) dv[i] = 0;
     }
+    bool added = false;  // dJ' force or dM u written into dv (else dv is zero on the trees)
     if (dir.J) {
       // the island's rows have their columns on its trees
       const int* rows = is.rows + is.rowadr[k];
@@ -201,6 +358,7 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
         const int i = rows[j];
         const double fi = force[i];
         if (fi == 0) continue;
+        added = true;
         const int adr = J.rowadr[i];
         for (int c = 0; c < J.rownnz[i]; c++) dv[J.colind[adr + c]] += dir.J[adr + c] * fi;
       }
@@ -213,6 +371,7 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
         // (listed rows: their tree, where a zero dM subtracts exact zeros)
         bool dm = dir.M_rows && dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e;
         for (int i = m0; i < m1 && !dm && !dir.M_rows; i++) dm = dir.M[i] != 0;
+        added |= dm;
         if (dm && dir.M_rows) {
           // dM's rows (on this tree: dM is nonzero here)
           for (int i = b; i < e; i++) tmp_[i] = 0;
@@ -224,8 +383,8 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
         }
       }
       bool any = false;
-      for (int i = b; i < e && !any; i++) any = dv[i] != 0;
-      if (any) {
+      for (int i = b; i < e && !any && added; i++) any = dv[i] != 0;
+      if (any && solve) {
         mass.Solve(dv, b, e);
         for (int i = b; i < e; i++) dv[i] *= scale;
       }
@@ -451,7 +610,7 @@ bool LcpSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const doub
     for (int a = 0; a < m; a++) AddRowT(p.J, c[a], lam[a], adj_nu_.data());
     if (m == 0 || cod.rank() == m) continue;
     if (nadr_[k] >= 0) {
-      MatTVec(pinv_.data() + nadr_[k], m, tq_.data(), dy_.data());
+      NullApply(pinv_.data() + nadr_[k], m, m - cod.rank(), tq_.data(), dy_.data());
     } else {
       cod.NullProject(tq_.data(), dy_.data());
     }

@@ -1,7 +1,7 @@
 // Copyright 2026 The contactkit developers.
 //
 // The complete orthogonal decomposition: minimum-norm least-squares solutions, the transposed
-// pseudo-inverse and the null-space projector against Eigen's SVD, the derivative of the
+// pseudo-inverse, the null-space projector and basis against Eigen's SVD, the derivative of the
 // minimum-norm solution (Golub-Pereyra) built from them against central differences, and no
 // allocation after Bind.
 #include "solvers/common/cod.h"
@@ -63,6 +63,13 @@ TEST(CodTest, MatchesThePseudoInverse) {
       EXPECT_LE((x - P * c).norm(), 1e-10 * scale) << "rank " << r;
       EXPECT_LE((xt - P.transpose() * c).norm(), 1e-10 * scale) << "rank " << r;
       EXPECT_LE((z - (c - P * (A * c))).norm(), 1e-10 * c.norm()) << "rank " << r;
+      // the null-space basis: orthonormal rows V with A V' = 0 and V' V = I - A^+ A
+      MatrixXd V(12, 12 - r);  // column i: basis vector i
+      h.cod.NullBasis(V.data());
+      const MatrixXd I = MatrixXd::Identity(12 - r, 12 - r);
+      EXPECT_LE((V.transpose() * V - I).norm(), 1e-13) << "rank " << r;
+      EXPECT_LE((A * V).norm(), 1e-10 * A.norm()) << "rank " << r;
+      EXPECT_LE((V * (V.transpose() * c) - z).norm(), 1e-10 * c.norm()) << "rank " << r;
       // aliasing is allowed
       VectorXd y = c;
       h.cod.Solve(y.data(), y.data());
@@ -139,13 +146,14 @@ TEST(CodTest, FactorAndSolveDoNotAllocate) {
   std::mt19937 rng(5);
   CodHolder h(10);
   const MatrixXd A = RankDeficient(10, 6, false, &rng);
-  std::vector<double> c(10, 1.0), x(10);
+  std::vector<double> c(10, 1.0), x(10), v(10 * 4);
   AllocationCounter counter;
   counter.Start();
   h.cod.Factor(A.data(), 10, 10, 1e-12);
   h.cod.Solve(c.data(), x.data());
   h.cod.SolveT(c.data(), x.data());
   h.cod.NullProject(c.data(), x.data());
+  h.cod.NullBasis(v.data());
   EXPECT_EQ(counter.Stop(), 0);
 }
 

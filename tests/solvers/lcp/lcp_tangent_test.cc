@@ -251,5 +251,74 @@ TEST_F(LcpTangentTest, EqualityAndFrictionLoss) {
   }
 }
 
+// the null-space term from the stored basis V and V S J M^-1 (rank-deficient islands of at most 8
+// null-space rows) equals the one with a tree solve per direction, whose agreement with
+// differences the tests above check: the box on four corners (12 clamped rows of rank 6), the
+// sliding box (4 of rank 3, friction rows at their bounds) and the humanoid's feet (23 of rank
+// 17). (In these scenes the velocity part V S J M^-1 r is zero up to rounding: the null-space
+// force patterns exert no generalized force, as a sign flipped in it shows.)
+TEST_F(LcpTangentTest, StoredNullVelocityEqualsTheSolvePerDirection) {
+  for (const char* scene : {"box", "sliding", "humanoid"}) {
+    const std::string name = scene;
+    SCOPED_TRACE(name);
+    ModelPtr m = Load(name == "humanoid"  ? MujocoModel("humanoid/humanoid.xml")
+                      : name == "sliding" ? BundledModel("box_sliding.xml")
+                                          : BundledModel("box_on_plane.xml"));
+    ASSERT_TRUE(m);
+    DataPtr d(mj_makeData(m.get()));
+    ckSettings s = name == "humanoid" ? LcpSettings() : TangentSettings();
+    HandlePtr ck;
+    if (name == "box") {
+      const int box = BodyId(m.get(), "box");
+      m->body_ipos[3 * box] = 0.03;
+      m->body_ipos[3 * box + 1] = -0.02;
+      for (int t = 0; t < 300; t++) mj_step(m.get(), d.get());
+    } else if (name == "sliding") {
+      mj_resetDataKeyframe(m.get(), d.get(), 0);
+      ckSettings step = LcpSettings();
+      ck = Make(m.get(), &step);
+      for (int t = 0; t < 50; t++) ck_step(ck.get(), m.get(), d.get());
+    } else {
+      // (ck-jac-ratio's state: 23 clamped rows of rank 17 on the feet)
+      for (int t = 0; t < 200; t++) mj_step(m.get(), d.get());
+    }
+    Extracted e(m.get());
+    e.Extract(m.get(), d.get());
+    Problem& p = e.p();
+    auto solver = MakeLcp(e, s);
+    solver->Solve(p, &e.sol());
+    ASSERT_EQ(e.sol().status, ckSTATUS_SOLVED);
+    bool deficient = false;
+    for (int k = 0; k < p.islands.nisland; k++) {
+      const Cod* cod = solver->factorization(k);
+      ASSERT_NE(cod, nullptr);
+      deficient |= cod->rank() < cod->n();
+    }
+    ASSERT_TRUE(deficient) << "no null-space term to compare";
+    std::mt19937 rng(5);
+    std::vector<double> stored(p.nrow), solved(p.nrow), R(p.nrow);
+    for (int k = 0; k < 6; k++) {
+      Perturb which;
+      which.v_free = which.pos = which.vel = k < 3;
+      which.J = true;
+      which.M = k % 2 == 0;
+      Direction dir(p, which, &rng);
+      for (double& r : R) r = 1e-3 * std::uniform_real_distribution<double>(-1, 1)(rng);
+      if (k == 5) dir.tangent.R = R.data();
+      solver->set_null_store_rows(8);
+      ASSERT_TRUE(solver->ForceTangent(p, e.sol(), dir.tangent, stored.data()));
+      solver->set_null_store_rows(0);
+      ASSERT_TRUE(solver->ForceTangent(p, e.sol(), dir.tangent, solved.data()));
+      double err = 0, scale = 0;
+      for (int i = 0; i < p.nrow; i++) {
+        err = std::max(err, std::fabs(stored[i] - solved[i]));
+        scale = std::max(scale, std::fabs(solved[i]));
+      }
+      EXPECT_GT(scale, 0) << "direction " << k;
+      EXPECT_LE(err, 1e-11 * scale) << "direction " << k;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace contactkit::test
