@@ -116,6 +116,9 @@ class LcpSolver final : public Solver {
     tan_ready_ = false;
   }
 
+  // some island's stored null-space velocity map is not zero (tests; read after a ForceTangent)
+  bool null_velocity_nonzero() const { return znonzero_; }
+
   // stabilization part of b for row i of p (velocity units) and its derivatives with respect to
   // pos and vel of that row; b0 = J_i v_free decides whether a contact bounces. With
   // split_impulse a penetration is left to the position pass

@@ -258,12 +258,23 @@ TEST_F(LcpTangentTest, EqualityAndFrictionLoss) {
 // 17). (In these scenes the velocity part V S J M^-1 r is zero up to rounding: the null-space
 // force patterns exert no generalized force, as a sign flipped in it shows.)
 TEST_F(LcpTangentTest, StoredNullVelocityEqualsTheSolvePerDirection) {
-  for (const char* scene : {"box", "sliding", "humanoid"}) {
+  for (const char* scene : {"box", "sliding", "table", "humanoid"}) {
     const std::string name = scene;
     SCOPED_TRACE(name);
-    ModelPtr m = Load(name == "humanoid"  ? MujocoModel("humanoid/humanoid.xml")
-                      : name == "sliding" ? BundledModel("box_sliding.xml")
-                                          : BundledModel("box_on_plane.xml"));
+    // (table: four feet of different friction, elliptic cones, its centre of mass at the feet's
+    // contact height so that friction neither tilts it nor presses a foot)
+    ModelPtr m = name == "table" ? LoadString(R"(<mujoco><option cone="elliptic"/>
+      <worldbody><geom type="plane" size="2 2 .1" friction=".1"/>
+        <body pos="0 0 .03"><freejoint/>
+          <inertial pos="0 0 -.02" mass="1" diaginertia=".01 .01 .02"/>
+          <geom type="sphere" size=".02" pos=".1 .1 0" friction=".3"/>
+          <geom type="sphere" size=".02" pos="-.1 .1 0" friction=".5"/>
+          <geom type="sphere" size=".02" pos="-.1 -.1 0" friction=".7"/>
+          <geom type="sphere" size=".02" pos=".1 -.1 0" friction=".9"/></body>
+      </worldbody></mujoco>)")
+                                 : Load(name == "humanoid"  ? MujocoModel("humanoid/humanoid.xml")
+                                        : name == "sliding" ? BundledModel("box_sliding.xml")
+                                                            : BundledModel("box_on_plane.xml"));
     ASSERT_TRUE(m);
     DataPtr d(mj_makeData(m.get()));
     ckSettings s = name == "humanoid" ? LcpSettings() : TangentSettings();
@@ -273,6 +284,13 @@ TEST_F(LcpTangentTest, StoredNullVelocityEqualsTheSolvePerDirection) {
       m->body_ipos[3 * box] = 0.03;
       m->body_ipos[3 * box + 1] = -0.02;
       for (int t = 0; t < 300; t++) mj_step(m.get(), d.get());
+    } else if (name == "table") {
+      // the table at rest set sliding: its feet's friction bounds, coupled to their normals by
+      // four different mu, give the normals' null-space pattern a generalized force
+      for (int t = 0; t < 300; t++) mj_step(m.get(), d.get());
+      d->qvel[0] = 0.3;
+      d->qvel[1] = 0.1;
+      mj_forward(m.get(), d.get());
     } else if (name == "sliding") {
       mj_resetDataKeyframe(m.get(), d.get(), 0);
       ckSettings step = LcpSettings();
@@ -307,6 +325,8 @@ TEST_F(LcpTangentTest, StoredNullVelocityEqualsTheSolvePerDirection) {
       if (k == 5) dir.tangent.R = R.data();
       solver->set_null_store_rows(8);
       ASSERT_TRUE(solver->ForceTangent(p, e.sol(), dir.tangent, stored.data()));
+      // (the table takes the stored map's nonzero branch, the others its zero one)
+      EXPECT_EQ(solver->null_velocity_nonzero(), name == "table");
       solver->set_null_store_rows(0);
       ASSERT_TRUE(solver->ForceTangent(p, e.sol(), dir.tangent, solved.data()));
       double err = 0, scale = 0;
