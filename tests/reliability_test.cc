@@ -225,6 +225,44 @@ TEST_F(ReliabilityTest, SkippedStepAfterResetIsComplete) {
   for (int i = 0; i < m->nq; i++) EXPECT_TRUE(std::isfinite(d->qpos[i])) << i;
 }
 
+// a hinge whose actuator feeds its velocity back (force = v, qDeriv = 1) with M = h = 0.01, so
+// that the implicit integrator's M - h qDeriv is 0: MuJoCo's factorization reaches mju_error,
+// which exits the process (found by fuzz_sim through the finite differences of a VJP, which step
+// states nudged from the caller's). The derivative's steps are refused instead and every entry
+// point returns -2 with a message; under Euler the same model steps and has its Jacobian
+TEST_F(ReliabilityTest, SingularImplicitMatrixIsRefusedNotFatal) {
+  // (loaded under Euler: MuJoCo 2.2.2's compiler steps the model and would stop there)
+  ModelPtr m = LoadString(R"(<mujoco><option timestep="0.01"/>
+    <worldbody><body><joint name="hinge" axis="0 0 1" damping="0"/>
+      <inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.01"/></body></worldbody>
+    <actuator><general joint="hinge" biastype="affine" biasprm="0 0 1"/></actuator>
+    </mujoco>)");
+  ASSERT_TRUE(m);
+  for (int solver : {ckSOL_MUJOCO, ckSOL_LCP}) {
+    ckSettings s = Settings(solver);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    d->qvel[0] = 0.5;
+    const int ndx = 2 * m->nv + m->na;
+    std::vector<mjtNum> A(ndx * ndx), B(ndx * m->nu), g(ndx), dx(ndx, 1.0);
+    m->opt.integrator = mjINT_IMPLICIT;
+    EXPECT_EQ(-2,
+              ck_transitionJac(ck.get(), m.get(), d.get(), A.data(), B.data(), nullptr, nullptr));
+    EXPECT_TRUE(Mentions(ck_lastError(ck.get()), "M - h qDeriv")) << ck_lastError(ck.get());
+    EXPECT_EQ(-2,
+              ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, g.data(), nullptr));
+    EXPECT_EQ(-2, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, A.data(), nullptr, nullptr,
+                                  nullptr));
+    EXPECT_EQ(d->time, 0);  // the caller's state untouched
+    EXPECT_EQ(d->qvel[0], 0.5);
+    // Euler: the step and its Jacobian (dv+/dv = 1 + h M^-1 = 2)
+    m->opt.integrator = mjINT_EULER;
+    EXPECT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), A.data(), B.data(), nullptr, nullptr))
+        << ck_lastError(ck.get());
+    EXPECT_NEAR(A[3], 2, 1e-9);
+  }
+}
+
 // a NaN control: a distinct return instead of 1 with values from a state MuJoCo reset
 TEST_F(ReliabilityTest, NanControlIsReported) {
   ModelPtr m = Load(BundledModel("hopper.xml"));

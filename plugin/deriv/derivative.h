@@ -90,6 +90,11 @@ class Derivative : private FdTarget {
 
   // MuJoCo's resets of the scratch mjData so far (a bad state reached within the evaluation)
   int ScratchResets() const { return Resets(stage_data_) + Resets(pass_data_); }
+
+  // a step of the differences was refused (StepSkip: MuJoCo's implicit integrator could not
+  // factor M - h qDeriv at a nudged state) since clear_refused
+  bool refused() const { return refused_; }
+  void clear_refused() { refused_ = false; }
   // every value the last Jacobian, JacobianAware or FiniteDiff wrote into A, B, C, D was finite
   // (EmitColumn checks what it writes; the others are the zeros of SinkTo); false after a write
   // that bypasses it (the elastic correction), when the caller checks the outputs itself
@@ -287,6 +292,7 @@ class Derivative : private FdTarget {
   int nfd_ = 0;  // columns left to differences by the last Run
   Sink sink_;
   double sink_check_ = 0;     // sum of x * 0 over the values EmitColumn wrote (NaN: not finite)
+  bool refused_ = false;      // a step of the differences was refused (refused())
   bool sink_direct_ = false;  // a write into the sink bypassed EmitColumn since ZeroSink
   IslandReach reach_;         // the islands a direction perturbs (tan_.touched)
 

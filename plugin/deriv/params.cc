@@ -577,9 +577,10 @@ int ck_paramJac(ckHandle* ck, const mjModel* m, const mjData* d, const ckParam* 
   if (CheckParams(ck, m, params, np, fn)) return -1;
   const int resets = ck->deriv->ScratchResets();
   const int ret = ck->deriv->ParamJacobian(m, d, params, np, DxDp, DsDp, how);
-  if (ck->deriv->ScratchResets() != resets) {
+  if (ck->deriv->ScratchResets() != resets || ck->deriv->refused()) {
     SetLastError(ck, fn,
-                 "MuJoCo reset the state within the step (NaN, inf or beyond 1e10); no Jacobian");
+                 "MuJoCo reset the state within the step (NaN, inf or beyond 1e10), or the "
+                 "implicit integrator cannot factor M - h qDeriv there; no Jacobian");
     return -2;
   }
   const size_t ndx = 2 * m->nv + m->na, ns = m->nsensordata;

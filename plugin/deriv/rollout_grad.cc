@@ -148,7 +148,7 @@ int ParamStep(ckHandle* ck, const mjModel* m, const mjData* dt, int t, const ckP
   const int resets = deriv.ScratchResets();
   const int r = deriv.ParamJacobian(m, dt, params, np, dxdp, dsdp, tape.how());
   const int bad = std::max(FirstBad(dxdp, ndx * np), dsdp ? FirstBad(dsdp, ns * np) : -1);
-  if (deriv.ScratchResets() != resets || bad >= 0) {
+  if (deriv.ScratchResets() != resets || deriv.refused() || bad >= 0) {
     SetLastError(ck, fn, "the parameter Jacobian of step %d is not finite", t);
     return -2;
   }
@@ -194,7 +194,7 @@ int Backward(ckHandle* ck, const mjModel* m, const mjData* d, int nstep, const c
     mjtNum* gut = gu ? gu + static_cast<size_t>(t) * nu : nullptr;
     const int r = deriv.Vjp(m, dt, a, ns ? tape.ds(t) : nullptr, tape.gx(), gut);
     const int badx = FirstBad(tape.gx(), ndx), badu = gut ? FirstBad(gut, nu) : -1;
-    if (deriv.ScratchResets() != resets || badx >= 0 || badu >= 0) {
+    if (deriv.ScratchResets() != resets || deriv.refused() || badx >= 0 || badu >= 0) {
       deriv.set_controller(nullptr);
       SweepError(ck, fn, t, badx >= 0 ? tape.gx()[badx] : badu >= 0 ? gut[badu] : 0);
       return -2;

@@ -44,6 +44,7 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   shadow_ = MakeHandle(m, inner, error);
   if (!shadow_) return false;
   shadow_->extractor.set_structural(true);
+  shadow_->guard_implicit = true;  // the differences step states the caller never stepped
   stage_data_ = mj_makeData(m);
   pass_data_ = mj_makeData(m);
   if (!stage_data_ || !pass_data_) {
@@ -126,6 +127,7 @@ void Derivative::Step(const mjModel* m, int skipstage, int skipsensor, double* n
                       double* sensor) {
   ResetShadow();
   StepSkip(shadow_, m, stage_data_, skipstage, skipsensor);
+  refused_ |= shadow_->step_refused;
   mju_copy(next, stage_data_->qpos, nq_);
   mju_copy(next + nq_, stage_data_->qvel, nv_);
   mju_copy(next + nq_ + nv_, stage_data_->act, na_);
@@ -453,6 +455,7 @@ int CheckTransition(ckHandle* ck, const mjModel* m, const mjData* d, const char*
       return -2;
     }
   }
+  ck->deriv->clear_refused();
   ck->error[0] = 0;
   return 0;
 }
@@ -478,6 +481,12 @@ int Finish(ckHandle* ck, const char* fn, int ret, int resets,
   if (ck->deriv->ScratchResets() != resets) {
     SetLastError(ck, fn,
                  "MuJoCo reset the state within the step (NaN, inf or beyond 1e10); no Jacobian");
+    return -2;
+  }
+  if (ck->deriv->refused()) {
+    SetLastError(ck, fn,
+                 "the implicit integrator cannot factor M - h qDeriv at a state the differences "
+                 "nudge (a pivot below 1e-15, where MuJoCo would stop the process); no Jacobian");
     return -2;
   }
   // (sink: the outputs are the sink's Jacobians, whose written values it checked: this pass over

@@ -46,23 +46,28 @@ struct ckRegap_ {
 };
 
 struct ckHandle_ {
-  ckSettings settings;                            // current settings
-  ckStats stats;                                  // statistics of the last forward pass
-  ckTotals totals = {};                           // counters since ck_make
-  uint64_t fingerprint = 0;                       // ModelFingerprint of the handle's model
-  char error[512] = "";                           // ck_lastError: why the last call failed
-  int fallback = ckFALLBACK_NONE;                 // ck_lastFallback: ckFallback of the last
-                                                  // ck_transitionJac / ck_transitionVJP
-  std::atomic<bool> in_use{false};                // an entry point is running on the handle
-  contactkit::Extractor extractor;                // model structure and capacities
-  contactkit::ProblemStorage storage;             // problem and solution arrays
-  std::unique_ptr<contactkit::Solver> solver;     // null for the "mujoco" pass-through
-  std::vector<double> rk;                         // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
-  contactkit::AdaptiveIntegrator adaptive;        // integrator tsit5 / dopri5: stages, controller
-  contactkit::Anchors anchors;                    // comfree contact anchors (comfree.anchor)
-  std::vector<double> position_fix;               // pseudo-velocity for after the step    (nv)
-  bool position_pending = false;                  // position_fix holds this step's correction
-  bool hold_stage = false;                        // RK4 stages after the first: record nothing
+  ckSettings settings;                         // current settings
+  ckStats stats;                               // statistics of the last forward pass
+  ckTotals totals = {};                        // counters since ck_make
+  uint64_t fingerprint = 0;                    // ModelFingerprint of the handle's model
+  char error[512] = "";                        // ck_lastError: why the last call failed
+  int fallback = ckFALLBACK_NONE;              // ck_lastFallback: ckFallback of the last
+                                               // ck_transitionJac / ck_transitionVJP
+  std::atomic<bool> in_use{false};             // an entry point is running on the handle
+  contactkit::Extractor extractor;             // model structure and capacities
+  contactkit::ProblemStorage storage;          // problem and solution arrays
+  std::unique_ptr<contactkit::Solver> solver;  // null for the "mujoco" pass-through
+  std::vector<double> rk;                      // RK4 stages: X (4 x nq+nv+na), F (4 x nv+na), dX
+  contactkit::AdaptiveIntegrator adaptive;     // integrator tsit5 / dopri5: stages, controller
+  contactkit::Anchors anchors;                 // comfree contact anchors (comfree.anchor)
+  std::vector<double> position_fix;            // pseudo-velocity for after the step    (nv)
+  bool position_pending = false;               // position_fix holds this step's correction
+  std::vector<double> implicit_lu;             // M - h qDeriv checked before MuJoCo factors it (nD)
+  std::vector<double> implicit_mass;           // M in MuJoCo's legacy layout             (nM)
+  bool guard_implicit = false;  // StepSkip refuses a step MuJoCo's implicit integrator could not
+                                // factor (the derivative's own handle; costs a second qDeriv)
+  bool step_refused = false;    // the last StepSkip left the state unstepped
+  bool hold_stage = false;      // RK4 stages after the first: record nothing
   bool warned[contactkit::kNumWarnOnce] = {};     // warn-once flags
   ckRegap_ regap;                                 // gap re-check context (ipm gap_recheck > 0)
   std::unique_ptr<contactkit::Derivative> deriv;  // derivative workspace (deriv/derivative.h)

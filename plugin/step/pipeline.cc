@@ -216,6 +216,49 @@ void RungeKutta4(ckHandle* ck, const mjModel* m, mjData* d) {
   ck->hold_stage = false;
 }
 
+// entry (r, c) of x in MuJoCo's D pattern (row r: its dof's ancestors and descendants, columns
+// ascending); (r, c) must be in the pattern
+mjtNum& DEntry(const mjModel* m, const mjData* d, mjtNum* x, int r, int c) {
+  const int* colind = DColInd(m, d) + DRowAdr(m, d)[r];
+  int k = 0;
+  while (colind[k] != c) k++;
+  return x[DRowAdr(m, d)[r] + k];
+}
+
+// false if MuJoCo's implicit integrator would reach mju_error at d, a fatal error under its
+// default handler: its LU of M - h qDeriv, eliminated from the last dof to the first on the tree
+// pattern without pivoting, meets a pivot below mjMINVAL. The same eliminations in the same order
+// as MuJoCo's, so the same pivots. Computes d->qDeriv (the integrator computes it again); lu
+// (nD) and mass (nM) are scratch
+bool ImplicitFactorable(const mjModel* m, mjData* d, mjtNum* lu, mjtNum* mass) {
+  SmoothVelDerivative(m, d);
+  CopyLegacyM(m, d, mass);
+  const int nD = m->nD;
+  for (int k = 0; k < nD; k++) lu[k] = 0;
+  for (int i = 0; i < m->nv; i++) {
+    int adr = m->dof_Madr[i];
+    DEntry(m, d, lu, i, i) = mass[adr++];
+    for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+      DEntry(m, d, lu, i, j) = mass[adr];
+      DEntry(m, d, lu, j, i) = mass[adr];
+    }
+  }
+  for (int k = 0; k < nD; k++) lu[k] += d->qDeriv[k] * -m->opt.timestep;
+  // dof i eliminated: rows j < i with (j, i) set are its ancestors, and so are the columns k < i
+  // with (i, k) set
+  for (int i = m->nv - 1; i >= 0; i--) {
+    const mjtNum pivot = DEntry(m, d, lu, i, i);
+    if (!(std::fabs(pivot) >= mjMINVAL)) return false;
+    for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j]) {
+      mjtNum& ji = DEntry(m, d, lu, j, i);
+      ji = ji / pivot;
+      for (int k = m->dof_parentid[i]; k >= 0; k = m->dof_parentid[k])
+        DEntry(m, d, lu, j, k) -= DEntry(m, d, lu, i, k) * ji;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool UsesAnchors(const ckHandle* ck) {
@@ -333,6 +376,7 @@ void StepSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skip
   // a reset (mj_resetData) clears the position and velocity results and the integrator's
   // factorization that skipped stages reuse (the implicit integrator would then factor
   // M - h D with M = 0, a fatal mju_error): after a reset nothing is skipped
+  ck->step_refused = false;
   const int resets = Resets(d);
   mj_checkPos(m, d);
   mj_checkVel(m, d);
@@ -366,7 +410,20 @@ void StepSkip(ckHandle* ck, const mjModel* m, mjData* d, int skipstage, int skip
       RungeKutta4(ck, m, d);
       break;
     default:
-      // implicit (and implicitfast on MuJoCo 3.x)
+      // implicit (and implicitfast on MuJoCo 3.x). On the derivative's handle, whose finite
+      // differences nudge the caller's state, a factorization MuJoCo would stop the process on
+      // is refused and the state left at the step's start; ck_step does what mj_step does (the
+      // check costs a second qDeriv, 0.8 of the humanoid's implicit mj_step)
+      if (ck->guard_implicit && m->opt.integrator == mjINT_IMPLICIT && skipstage < mjSTAGE_VEL &&
+          !ImplicitFactorable(m, d, ck->implicit_lu.data(), ck->implicit_mass.data())) {
+        ck->step_refused = true;
+        SetLastError(ck, "StepSkip",
+                     "the implicit integrator cannot factor M - h qDeriv at t = %g (a pivot below "
+                     "1e-15, where MuJoCo would stop the process); the state is left at the "
+                     "step's start",
+                     d->time);
+        return;
+      }
       mj_implicitSkip(m, d, skipstage >= mjSTAGE_VEL);
       break;
   }
