@@ -278,8 +278,10 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // -1 on bad arguments, a model other than the handle's, a handle without derivatives (setting
 // "derivatives" = 0) or a derivative workspace that cannot be made, -2 for a state MuJoCo would
 // reset (NaN, inf or beyond 1e10 in qpos, qvel, act, ctrl, qacc_warmstart, qfrc_applied,
-// xfrc_applied or mocap; nothing written) or one whose step leaves that range (outputs then not
-// meaningful); ck_lastError says why. With comfree's contact anchors (setting "anchor") the step
+// xfrc_applied or mocap; nothing written) or one whose step leaves that range, or where the
+// implicit integrator's M - h qDeriv cannot be factored at a state the differences step (a pivot
+// below 1e-15, where MuJoCo would stop the process; outputs then not meaningful);
+// ck_lastError says why. With comfree's contact anchors (setting "anchor") the step
 // starts from the handle's anchors and the Jacobian holds them fixed (the state does not include
 // them); the handle's anchors are left as they were. Solver ipm: the Jacobian is NOT the derivative
 // of the step taken. It is taken at the central-path point kappa_grad (default 1e-4), a smoothed
