@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "solvers/common/dense.h"
+
 namespace contactkit {
 namespace {
 
@@ -341,16 +343,7 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
     for (int q = 0; q < nu; q++) au[q] = a[ucol[q]];
     for (int i = 0; i < N; i++) {
       const double* bi = BU + static_cast<size_t>(i) * N;
-      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      int q = 0;
-      for (; q + 4 <= nu; q += 4) {
-        s0 += bi[q] * au[q];
-        s1 += bi[q + 1] * au[q + 1];
-        s2 += bi[q + 2] * au[q + 2];
-        s3 += bi[q + 3] * au[q + 3];
-      }
-      for (; q < nu; q++) s0 += bi[q] * au[q];
-      col_[i] = (basic_[i] < N ? a[basic_[i]] : 0) + ((s0 + s1) + (s2 + s3));
+      col_[i] = (basic_[i] < N ? a[basic_[i]] : 0) + Dot(bi, au, nu);
     }
   };
 
