@@ -44,7 +44,11 @@ bool Derivative::Setup(const mjModel* m, const ckSettings& s, std::string* error
   shadow_ = MakeHandle(m, inner, error);
   if (!shadow_) return false;
   shadow_->extractor.set_structural(true);
-  shadow_->guard_implicit = true;  // the differences step states the caller never stepped
+  // the differences step states the caller never stepped: refuse what MuJoCo's implicit
+  // integrator could not factor (ImplicitFactorable's scratch)
+  shadow_->guard_implicit = true;
+  shadow_->implicit_lu.assign(m->nD, 0);
+  shadow_->implicit_mass.assign(m->nM, 0);
   stage_data_ = mj_makeData(m);
   pass_data_ = mj_makeData(m);
   if (!stage_data_ || !pass_data_) {

@@ -218,8 +218,6 @@ ckHandle* MakeHandle(const mjModel* m, const ckSettings& s, std::string* err) {
     }
     ck->anchors.Allocate(ck->extractor.dims().max_contacts, ck->extractor.dims().max_rows);
     ck->position_fix.assign(m->nv, 0);
-    ck->implicit_lu.assign(m->nD, 0);
-    ck->implicit_mass.assign(m->nM, 0);
     ck->rk.assign(4 * static_cast<size_t>(m->nq + 2 * m->nv + 2 * m->na) + 2 * m->nv + m->na + 1,
                   0);
     ck->adaptive.Setup(m);

@@ -62,8 +62,8 @@ struct ckHandle_ {
   contactkit::Anchors anchors;                 // comfree contact anchors (comfree.anchor)
   std::vector<double> position_fix;            // pseudo-velocity for after the step    (nv)
   bool position_pending = false;               // position_fix holds this step's correction
-  std::vector<double> implicit_lu;             // M - h qDeriv checked before MuJoCo factors it (nD)
-  std::vector<double> implicit_mass;           // M in MuJoCo's legacy layout             (nM)
+  std::vector<double> implicit_lu;             // guard_implicit: M - h qDeriv checked        (nD)
+  std::vector<double> implicit_mass;           // guard_implicit: M, MuJoCo's legacy layout  (nM)
   bool guard_implicit = false;  // StepSkip refuses a step MuJoCo's implicit integrator could not
                                 // factor (the derivative's own handle; costs a second qDeriv)
   bool step_refused = false;    // the last StepSkip left the state unstepped
