@@ -1,7 +1,8 @@
 // Copyright 2026 The contactkit developers.
 //
 // One zeroed block of typed arrays. A layout function names the arrays (Take<T>(n) each); the
-// arena runs it once to count bytes, allocates, and runs it again to hand the arrays out.
+// arena runs it once to count bytes, allocates, and runs it again to hand the arrays out. And one
+// zeroed array whose memory is taken page by page as it is written (ZeroedArray).
 #ifndef CONTACTKIT_SOLVERS_COMMON_ARENA_H_
 #define CONTACTKIT_SOLVERS_COMMON_ARENA_H_
 
@@ -55,6 +56,38 @@ class Arena {
  private:
   void* block_ = nullptr;
   size_t bytes_ = 0;
+};
+
+// A zeroed array whose pages cost memory only once written: calloc takes large blocks from fresh
+// pages of the operating system, which it maps on the first write, where std::vector's assign
+// writes every element. A dense workspace sized for the largest possible island then holds memory
+// for the islands actually solved (a page fault on first use, no allocation in a step)
+template <typename T>
+class ZeroedArray {
+ public:
+  ZeroedArray() = default;
+  ZeroedArray(const ZeroedArray&) = delete;
+  ZeroedArray& operator=(const ZeroedArray&) = delete;
+  ~ZeroedArray() { std::free(data_); }
+
+  // n zero elements (at least one); throws std::bad_alloc
+  void Allocate(size_t n) {
+    std::free(data_);
+    data_ = static_cast<T*>(std::calloc(n ? n : 1, sizeof(T)));
+    size_ = data_ ? n : 0;
+    if (!data_) throw std::bad_alloc();
+  }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+
+ private:
+  T* data_ = nullptr;
+  size_t size_ = 0;
 };
 
 }  // namespace contactkit

@@ -116,8 +116,8 @@ void Velocity(const DenseLcp& lcp, const double* x, double* w) {
 void BoxedLcpSolver::Allocate(int nmax) {
   nmax_ = nmax;
   const size_t n = std::max(nmax, 1);
-  K_.assign(n * n, 0);
-  lu_.assign(n * n, 0);
+  K_.Allocate(n * n);
+  lu_.Allocate(n * n);
   piv_.assign(n, 0);
   c_.assign(n, 0);
   y_.assign(2 * n, 0);
@@ -128,7 +128,7 @@ void BoxedLcpSolver::Allocate(int nmax) {
   target_.assign(n, 0);
   s2_.assign(n, 0);
   lemke_.Allocate(static_cast<int>(n));
-  coddmem_.assign(Cod::Doubles(static_cast<int>(n)), 0);
+  coddmem_.Allocate(Cod::Doubles(static_cast<int>(n)));
   codimem_.assign(Cod::Ints(static_cast<int>(n)), 0);
   cod_.Bind(coddmem_.data(), codimem_.data(), static_cast<int>(n));
 }
@@ -224,7 +224,7 @@ bool BoxedLcpSolver::Reduced(const DenseLcp& lcp, const signed char* state, doub
   double* r = y + nmax_;
   bool lu = ridge > 0 && k > 0;
   if (lu) {
-    std::copy(K, K + static_cast<size_t>(k) * k, lu_.begin());
+    std::copy(K, K + static_cast<size_t>(k) * k, lu_.data());
     lu = LuFactor(lu_.data(), k, piv_.data());
   }
   const double kd = k;
@@ -476,7 +476,7 @@ bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, doubl
         // decomposition only if LU breaks down
         bool lu = ridge > 0 && k > 0;
         if (lu) {
-          std::copy(K, K + ks * ks, lu_.begin());
+          std::copy(K, K + ks * ks, lu_.data());
           lu = LuFactor(lu_.data(), k, piv_.data());
         }
         if (lu) {

@@ -47,6 +47,7 @@
 #include <cmath>
 #include <vector>
 
+#include "solvers/common/arena.h"
 #include "solvers/common/cod.h"
 #include "solvers/lcp/dense_lcp.h"
 #include "solvers/lcp/lemke.h"
@@ -200,8 +201,8 @@ class BoxedLcpSolver {
 
   int nmax_ = 0;
   double work_ = 0;                  // estimated operations of the current Solve
-  std::vector<double> K_;            // reduced matrix                                (nmax x nmax)
-  std::vector<double> lu_;           // its LU factors (pivoting systems)             (nmax x nmax)
+  ZeroedArray<double> K_;            // reduced matrix                                (nmax x nmax)
+  ZeroedArray<double> lu_;           // its LU factors (pivoting systems)             (nmax x nmax)
   std::vector<int> piv_;             // their row interchanges                        (nmax)
   std::vector<double> c_;            // reduced right-hand side                       (nmax)
   std::vector<double> y_;            // reduced solution and refinement               (2 nmax)
@@ -219,7 +220,7 @@ class BoxedLcpSolver {
   std::vector<int> list_;            // infeasible rows                               (nmax)
   std::vector<signed char> target_;  // their new states                         (nmax)
   std::vector<signed char> s2_;      // scratch classification                   (nmax)
-  std::vector<double> coddmem_;      // scratch decomposition for pivoting            (Cod::Doubles)
+  ZeroedArray<double> coddmem_;      // scratch decomposition for pivoting            (Cod::Doubles)
   std::vector<int> codimem_;
   Cod cod_;      // decomposition of the pivoting systems
   Lemke lemke_;  // complementary pivoting on the coupled problem
