@@ -167,6 +167,19 @@ class BoxedLcpSolver {
   bool Exact(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state, Cod* cod,
              double* x, double* w, BoxedStats* stats);
 
+  // after a failed Exact of state on a rank-deficient reduced system: its solution nearest to x0
+  // (n) on the clamped rows, by the decomposition Exact made (O(k^2), no factorization); true if
+  // complementary. A resting degenerate island (more clamped rows than degrees of freedom, as
+  // MuJoCo's cloth) keeps its classification from step to step, but the minimum-norm solution
+  // of it can leave the bounds where the previous step's impulses are inside them
+  bool ExactFrom(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state,
+                 const double* x0, Cod* cod, double* x, double* w);
+
+  // the reduced system K y = c that Reduced assembled and factored (by LU or into cod) solved
+  // from x0 (n, nullable: from 0) with one step of refinement: x, w (n); false if not finite
+  bool SolveKept(const DenseLcp& lcp, const signed char* state, bool lu, Cod* cod, double* x,
+                 double* w, const double* x0);
+
   // accept x (n) as it is when its residual is within opt.tol: state becomes its classification
   // and cod the factorization of that classification (whose minimum-norm solution can differ
   // from x where the clamped rows are redundant); w gets A x + b
@@ -205,6 +218,8 @@ class BoxedLcpSolver {
   ZeroedArray<double> lu_;           // its LU factors (pivoting systems)             (nmax x nmax)
   std::vector<int> piv_;             // their row interchanges                        (nmax)
   std::vector<double> c_;            // reduced right-hand side                       (nmax)
+  std::vector<double> rhs_;          // ... shifted by the start x0 (SolveKept)       (nmax)
+  int kept_k_ = 0;                   // order of the reduced system of the last Reduced
   std::vector<double> y_;            // reduced solution and refinement               (2 nmax)
   std::vector<double> xb_;           // best answer so far                            (nmax)
   std::vector<double> wb_;           // its w                                         (nmax)
