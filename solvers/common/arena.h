@@ -10,6 +10,10 @@
 #include <cstdlib>
 #include <new>
 
+#if !defined(_WIN32)
+#include <sys/mman.h>
+#endif
+
 namespace contactkit {
 
 // carves typed arrays (64-byte aligned, at least one element each) out of a block; with
@@ -58,24 +62,37 @@ class Arena {
   size_t bytes_ = 0;
 };
 
-// A zeroed array whose pages cost memory only once written: calloc takes large blocks from fresh
-// pages of the operating system, which it maps on the first write, where std::vector's assign
-// writes every element. A dense workspace sized for the largest possible island then holds memory
-// for the islands actually solved (a page fault on first use, no allocation in a step)
+// A zeroed array whose pages cost memory only once written: a large one is mapped from fresh
+// pages of the operating system (zero, and backed by memory on the first write), where
+// std::vector's assign writes every element (and calloc may hand back, and clear, memory the
+// process used before: MuJoCo 3.x's compiler raises glibc's mmap threshold). A dense workspace
+// sized for the largest possible island then holds memory for the islands actually solved (a
+// page fault on first use, no allocation in a step)
 template <typename T>
 class ZeroedArray {
  public:
   ZeroedArray() = default;
   ZeroedArray(const ZeroedArray&) = delete;
   ZeroedArray& operator=(const ZeroedArray&) = delete;
-  ~ZeroedArray() { std::free(data_); }
+  ~ZeroedArray() { Release(); }
 
   // n zero elements (at least one); throws std::bad_alloc
   void Allocate(size_t n) {
-    std::free(data_);
-    data_ = static_cast<T*>(std::calloc(n ? n : 1, sizeof(T)));
-    size_ = data_ ? n : 0;
+    Release();
+    const size_t bytes = (n ? n : 1) * sizeof(T);
+#if !defined(_WIN32)
+    if (bytes >= kMapBytes) {
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      data_ = static_cast<T*>(p);
+      bytes_ = bytes;
+      size_ = n;
+      return;
+    }
+#endif
+    data_ = static_cast<T*>(std::calloc(1, bytes));
     if (!data_) throw std::bad_alloc();
+    size_ = n;
   }
   T* data() { return data_; }
   const T* data() const { return data_; }
@@ -86,8 +103,18 @@ class ZeroedArray {
   T* end() { return data_ + size_; }
 
  private:
+  static constexpr size_t kMapBytes = 1 << 16;  // mapped from this size on
+  void Release() {
+#if !defined(_WIN32)
+    if (bytes_) munmap(data_, bytes_);
+#endif
+    if (!bytes_) std::free(data_);
+    data_ = nullptr;
+    size_ = bytes_ = 0;
+  }
   T* data_ = nullptr;
   size_t size_ = 0;
+  size_t bytes_ = 0;  // mapped size, 0: from calloc
 };
 
 }  // namespace contactkit
