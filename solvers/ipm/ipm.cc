@@ -50,6 +50,7 @@ constexpr double kCenterRounding = 1e-15;  // rounding of a cone product, times 
 constexpr int kPolishMax = 64;             // polish: dofs + rows of an island at most
 constexpr int kPolishRounds = 8;           // ... patterns corrected from the last answer
 constexpr int kPolishBacktrack = 20;       // ... halvings of a Newton step
+constexpr double kPolishWork = 4194304;    // ... damped: dense LU work, sum of n^3 (16 n = 64)
 constexpr double kPolishReg = 1e-8;        // ... Jacobian regularizer of closed rows, x diag_approx
 constexpr double kPolishRate = 0.5;        // ... a step shrinking the residual less is slow
 constexpr int kPolishSlow = 3;             // ... slow steps in a row that end a pattern
@@ -1623,6 +1624,7 @@ bool IpmSolver::PolishPattern(const Problem& p, int k, bool damped) {
     if (converged) break;
     slow = damped && fmax > kPolishRate * last ? slow + 1 : 0;  // linear: inconsistent pattern
     last = fmax;
+    if (damped && (pol_work_ -= static_cast<double>(n) * n * n) < 0) break;  // budget spent
     if (!DenseSolve(pol_A_.data(), n, F)) {
       merit_at();  // F at w again (PolishCorrect reads it)
       return false;
@@ -1789,6 +1791,7 @@ bool IpmSolver::PolishEnumerate(const Problem& p, int k, bool damped) {
       for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) pol_pat_[pol_loc_[r]] = mode;
     }
     if (PolishPattern(p, k, damped)) return true;
+    if (damped && pol_work_ <= 0) break;
   }
   return false;
 }
@@ -1812,16 +1815,17 @@ bool IpmSolver::Polish(const Problem& p, int k) {
   if (PolishPattern(p, k, false)) return accept();
   if (few && PolishEnumerate(p, k, false)) return accept();
   for (int a = 0; a < nr; a++) pol_tried_[a] = 0;
+  pol_work_ = kPolishWork;
   // damped Newton: the best answer's pattern, the same with contacts whose force does not oppose
   // their slip sticking, then patterns corrected from the last answer while that changes them
   PolishGuess(p, k, -HUGE_VAL);
   if (PolishPattern(p, k, true)) return accept();
   if (PolishGuess(p, k, kPolishAlign) && PolishPattern(p, k, true)) return accept();
-  for (int round = 0; round < kPolishRounds && PolishCorrect(p, k); round++) {
+  for (int round = 0; round < kPolishRounds && pol_work_ > 0 && PolishCorrect(p, k); round++) {
     if (PolishPattern(p, k, true)) return accept();
   }
   // and every pattern of few contacts again, damped
-  return few && PolishEnumerate(p, k, true) && accept();
+  return few && pol_work_ > 0 && PolishEnumerate(p, k, true) && accept();
 }
 
 void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {

@@ -364,6 +364,7 @@ class IpmSolver final : public Solver {
   std::vector<int> pol_cone_;   // cone of a friction row, -1: orthant row           (P)
   std::vector<int> pol_tried_;  // a stalled cone row's mode was switched (PolishCorrect) (P)
   bool pol_solved_ = false;     // the last pattern's Newton converged (pol_w_ its answer)
+  double pol_work_ = 0;         // dense LU work (sum of n^3) the damped patterns may still take
   std::vector<int> pol_loc_;    // local index of each island row                    (rows)
   std::vector<int> pol_dof_;    // local index of each island dof                    (nv)
 
