@@ -172,8 +172,9 @@ void IntegrateMaps(const mjModel* m, const double* w, double h, double* maps) {
 }
 
 void IntegrateTangent(const mjModel* m, const double* maps, double h, const double* dq,
-                      const double* dw, double* out) {
-  for (int j = 0; j < m->njnt; j++) {
+                      const double* dw, double* out, int j0, int j1) {
+  if (j1 < 0) j1 = m->njnt;
+  for (int j = j0; j < j1; j++) {
     int v = m->jnt_dofadr[j];
     switch (m->jnt_type[j]) {
       case mjJNT_FREE:

@@ -54,9 +54,10 @@ class IntegratorTangent {
 // free joint's rotation
 void IntegrateMaps(const mjModel* m, const double* w, double h, double* maps);
 
-// tangent out (nv) of q (+) h w for tangents dq, dw of q, w, with maps from IntegrateMaps of w
+// tangent out (nv) of q (+) h w for tangents dq, dw of q, w, with maps from IntegrateMaps of w;
+// joints [j0, j1) only (j1 < 0: to the last), their dofs of out written, the others untouched
 void IntegrateTangent(const mjModel* m, const double* maps, double h, const double* dq,
-                      const double* dw, double* out);
+                      const double* dw, double* out, int j0 = 0, int j1 = -1);
 
 // tangent out (na) of the activation update act + h rate (clipped to actrange) along dact, drate
 void ActivationTangent(const mjModel* m, const double* act, const double* rate, const double* dact,

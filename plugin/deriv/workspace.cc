@@ -2,11 +2,43 @@
 #include "plugin/deriv/workspace.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "solvers/mujoco/soft_tangent.h"
 
 namespace contactkit {
+
+// (8 entries at a time from each end, their bits or-ed without branches)
+void NonzeroSpan(const double* const* x, int nx, int n, int* lo, int* hi) {
+  constexpr int kChunk = 8;
+  auto bits = [&](int i) {
+    uint64_t b = 0;
+    for (int a = 0; a < nx; a++) {
+      uint64_t u;
+      std::memcpy(&u, x[a] + i, sizeof u);
+      b |= u << 1;
+    }
+    return b;
+  };
+  auto chunk = [&](int i0, int i1) {
+    uint64_t b = 0;
+    for (int i = i0; i < i1; i++) b |= bits(i);
+    return b;
+  };
+  int l = 0;
+  while (l < n && !chunk(l, std::min(l + kChunk, n))) l += kChunk;
+  if (l >= n) {
+    *lo = *hi = 0;
+    return;
+  }
+  while (!bits(l)) l++;
+  int h = n;
+  while (!chunk(std::max(h - kChunk, l), h)) h -= kChunk;
+  while (!bits(h - 1)) h--;
+  *lo = l;
+  *hi = h;
+}
 
 void NominalStage::Carve(ArenaCarver& c, const DerivSizes& n) {
   qpos = c.Take<double>(n.nq);

@@ -26,6 +26,10 @@ struct DerivSizes {
   size_t ndx() const { return 2 * nv + na; }
 };
 
+// first and last i < n with a nonzero entry in any of x[0..nx) ([lo, hi); lo = hi = 0 if none),
+// the sign bit left out (-0 is zero)
+void NonzeroSpan(const double* const* x, int nx, int n, int* lo, int* hi);
+
 // kinds of unit directions, in the order they are processed
 enum DirectionKind : int { kCtrl = 0, kAct, kVel, kPos, kParam };  // kParam: ck_paramJac's
 
