@@ -301,6 +301,10 @@ class Derivative : private FdTarget {
   bool refused_ = false;      // a step of the differences was refused (refused())
   bool sink_direct_ = false;  // a write into the sink bypassed EmitColumn since ZeroSink
   IslandReach reach_;         // the islands a direction perturbs (tan_.touched)
+  // SolveTangent's integrator solve: the dofs [acc_lo_, acc_hi_) of the trees it solved (the span
+  // of tan_.dqacc_int), until the column reads it (acc_known_)
+  int acc_lo_ = 0, acc_hi_ = 0;
+  bool acc_known_ = false;
 
   // the parts' workspaces, carved from arena_ (workspace.h)
   Arena arena_;

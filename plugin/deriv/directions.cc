@@ -374,21 +374,42 @@ bool Derivative::SingleStage(const mjModel* m) {
     int lo = 0, hi = nv, j0 = 0, j1 = m->njnt;
     const bool span = spans && kind != kParam;
     if (span) {
-      if (up && !tan_.has_dposition_correction) mju_zero(tan_.dposition_correction, nv);
-      const double* x[4] = {tan_.dq, tan_.dv, tan_.dqacc_int, tan_.dposition_correction};
-      NonzeroSpan(x, up ? 4 : 3, nv, &lo, &hi);
+      // dqacc_int's span from SolveTangent's solve (else scanned), a unit dq or dv at index
+      // (the others zero), lcp's position correction scanned
+      if (acc_known_) {
+        lo = acc_lo_;
+        hi = acc_hi_;
+      } else {
+        NonzeroSpan(&tan_.dqacc_int, 1, nv, &lo, &hi);
+      }
+      auto add = [&](int l, int u) {
+        if (hi > lo) {
+          lo = std::min(lo, l);
+          hi = std::max(hi, u);
+        } else {
+          lo = l;
+          hi = u;
+        }
+      };
+      if (kind == kPos || kind == kVel) add(index, index + 1);
+      if (up && tan_.has_dposition_correction) {
+        int l, u;
+        NonzeroSpan(&tan_.dposition_correction, 1, nv, &l, &u);
+        if (u > l) add(l, u);
+      }
       // (whole joints: a joint's dofs are consecutive, the joints' in order)
       j0 = hi > lo ? m->dof_jntid[lo] : 0;
       j1 = hi > lo ? m->dof_jntid[hi - 1] + 1 : 0;
       lo = hi > lo ? m->jnt_dofadr[j0] : 0;
       hi = j1 == 0 ? 0 : j1 < m->njnt ? m->jnt_dofadr[j1] : nv;
     }
+    acc_known_ = false;
     // next state: dv+ = dv + h daint, dq+ through the position update, dact+
     for (int i = lo; i < hi; i++) out[nv + i] = tan_.dv[i] + h * tan_.dqacc_int[i];
     if (up) {
       double* mid = integrator_.position_mid;
       IntegrateTangent(m, maps, h, tan_.dq, out + nv, mid, j0, j1);
-      if (!span && !tan_.has_dposition_correction) mju_zero(tan_.dposition_correction, nv);
+      if (!tan_.has_dposition_correction) mju_zero(tan_.dposition_correction + lo, hi - lo);
       IntegrateTangent(m, integrator_.correction_maps, h, mid, tan_.dposition_correction, out, j0,
                        j1);
     } else {

@@ -4,6 +4,7 @@
 // the tangent of the position update q (+) h w, and of the activation update.
 #include "plugin/deriv/integrator_tangent.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -137,15 +138,22 @@ bool Zero(const double* x, int b, int n) {
 
 }  // namespace
 
-void IntegratorTangent::Solve(double* x) const {
+void IntegratorTangent::Solve(double* x, int* lo, int* hi) const {
+  int first = -1, last = -1;
   for (int t = 0; t < ntree_; t++) {
     const int b = trees_->dofadr[t], n = trees_->dofnum[t];
     if (Zero(x, b, n)) continue;
+    first = first < 0 ? b : std::min(first, b);
+    last = std::max(last, b + n);
     if (implicit) {
       LuSolve(lu + trees_->blockadr[t], pivots + b, n, x + b);
     } else {
       mass.Solve(x, b, b + n);
     }
+  }
+  if (lo) {
+    *lo = first < 0 ? 0 : first;
+    *hi = first < 0 ? 0 : last;
   }
 }
 

@@ -23,8 +23,10 @@ class IntegratorTangent {
   // the integrator matrix of the stage in d (M: d's mass matrix, nM) factored, and qacc; false if
   // M - h qDeriv is singular
   bool Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4);
-  // x = M_int^-1 x, x = M_int^-T x   (nv)
-  void Solve(double* x) const;
+  // x = M_int^-1 x, x = M_int^-T x   (nv), tree by tree (zero trees skipped)
+  void Solve(double* x) const { Solve(x, nullptr, nullptr); }
+  // the same; [lo, hi): the dofs from the first tree solved to the last (0, 0 if none: x was zero)
+  void Solve(double* x, int* lo, int* hi) const;
   void SolveT(double* x) const;
 
   // the stage's integrator and what the tangents reuse

@@ -12,30 +12,27 @@ namespace contactkit {
 // (8 entries at a time from each end, their bits or-ed without branches)
 void NonzeroSpan(const double* const* x, int nx, int n, int* lo, int* hi) {
   constexpr int kChunk = 8;
-  auto bits = [&](int i) {
+  auto any = [&](int i0, int i1) {
     uint64_t b = 0;
     for (int a = 0; a < nx; a++) {
-      uint64_t u;
-      std::memcpy(&u, x[a] + i, sizeof u);
-      b |= u << 1;
+      for (int i = i0; i < i1; i++) {
+        uint64_t u;
+        std::memcpy(&u, x[a] + i, sizeof u);
+        b |= u;
+      }
     }
-    return b;
-  };
-  auto chunk = [&](int i0, int i1) {
-    uint64_t b = 0;
-    for (int i = i0; i < i1; i++) b |= bits(i);
-    return b;
+    return (b << 1) != 0;  // (the sign bit left out)
   };
   int l = 0;
-  while (l < n && !chunk(l, std::min(l + kChunk, n))) l += kChunk;
+  while (l + kChunk <= n && !any(l, l + kChunk)) l += kChunk;
+  while (l < n && !any(l, l + 1)) l++;
   if (l >= n) {
     *lo = *hi = 0;
     return;
   }
-  while (!bits(l)) l++;
   int h = n;
-  while (!chunk(std::max(h - kChunk, l), h)) h -= kChunk;
-  while (!bits(h - 1)) h--;
+  while (h - kChunk > l && !any(h - kChunk, h)) h -= kChunk;
+  while (!any(h - 1, h)) h--;
   *lo = l;
   *hi = h;
 }
