@@ -190,21 +190,34 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
 
   // M_int dacc = M x / h + P with x = dv+ - dv: dacc = x / h when M_int = M (P = 0), and
   // x / h + M_E^-1 (P - D x) for Euler's M_E = M + h D, all columns in one sweep
+  // (row by row: the block's rows are contiguous, the columns strided by nb)
   double* Y = block_.damped;
+  auto unit = [&](int slot, int i) {
+    return block_.kind[slot] == kVel && block_.index[slot] == i ? 1 : 0;
+  };
   if (integrator_.damped) {
-    for (int slot = 0; slot < nslot; slot++) {
-      const int kind = block_.kind[slot], index = block_.index[slot];
-      const double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
-      for (int i = 0; i < nv; i++) {
-        const double x =
-            block_.rhs[static_cast<size_t>(i) * nb + slot] - (kind == kVel && index == i ? 1 : 0);
-        Y[static_cast<size_t>(i) * nb + slot] = pc[i] - m->dof_damping[i] * x;
-      }
-    }
     for (int i = 0; i < nv; i++) {
-      for (int c = nslot; c < nb; c++) Y[static_cast<size_t>(i) * nb + c] = 0;
+      const double* ri = block_.rhs + static_cast<size_t>(i) * nb;
+      double* yi = Y + static_cast<size_t>(i) * nb;
+      for (int slot = 0; slot < nslot; slot++) {
+        const double x = ri[slot] - unit(slot, i);
+        yi[slot] = block_.mass_term[static_cast<size_t>(slot) * nv + i] - m->dof_damping[i] * x;
+      }
+      for (int c = nslot; c < nb; c++) yi[c] = 0;
     }
     SolveByTree(integrator_.mass, p.islands, Y, nb);
+  }
+  // Euler: every column's dacc = x / h (+ Y) into mass_term, no longer read (slot by slot)
+  if (!integrator_.implicit) {
+    for (int i = 0; i < nv; i++) {
+      const double* ri = block_.rhs + static_cast<size_t>(i) * nb;
+      const double* yi = Y + static_cast<size_t>(i) * nb;
+      for (int slot = 0; slot < nslot; slot++) {
+        const double x = ri[slot] - unit(slot, i);
+        block_.mass_term[static_cast<size_t>(slot) * nv + i] =
+            x / h + (integrator_.damped ? yi[slot] : 0);
+      }
+    }
   }
   // the unit directions again (one entry set per column, reset after it)
   mju_zero(tan_.dq, nv);
@@ -221,18 +234,16 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     if (unit) unit[index] = 1;
     mju_copy(tan_.dact_dot, block_.act_dot + static_cast<size_t>(slot) * na_, na_);
 
-    double* x = scratch_.b;
     const double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
-    for (int i = 0; i < nv; i++) x[i] = block_.rhs[static_cast<size_t>(i) * nb + slot] - tan_.dv[i];
     if (integrator_.implicit) {
+      double* x = scratch_.b;
+      for (int i = 0; i < nv; i++)
+        x[i] = block_.rhs[static_cast<size_t>(i) * nb + slot] - tan_.dv[i];
       p.mass.Mul(x, tan_.dqacc_int);
       for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = tan_.dqacc_int[i] / h + pc[i];
       integrator_.Solve(tan_.dqacc_int);
     } else {
-      for (int i = 0; i < nv; i++) {
-        tan_.dqacc_int[i] =
-            x[i] / h + (integrator_.damped ? Y[static_cast<size_t>(i) * nb + slot] : 0);
-      }
+      mju_copy(tan_.dqacc_int, pc, nv);  // (dacc, above)
     }
     fn(kind, index, block_.col[slot]);
     if (unit) unit[index] = 0;

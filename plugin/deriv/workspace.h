@@ -194,8 +194,10 @@ struct RneWork {
 // "mujoco" with constraint rows: directions solved in blocks of kBlock columns (a solver's
 // blocked force tangents: mass_term, act_dot, dforce and the directions)
 struct BlockWork {
-  double* rhs;              // right-hand sides, then dv+, row-major        (nv x kBlock)
-  double* mass_term;        // dM (a - qacc_int) + h dqDeriv qacc_int per column (kBlock x nv)
+  double* rhs;  // right-hand sides, then dv+, row-major        (nv x kBlock)
+  // dM (a - qacc_int) + h dqDeriv qacc_int per column (FlushColumns under Euler: then its
+  // column's dacc)                                             (kBlock x nv)
+  double* mass_term;
   double* damped;           // M_E^-1 (P - D x), row-major                  (nv x kBlock)
   double* act_dot;          // dact_dot per column                          (kBlock x na)
   double* dforce;           // a solver's force tangent per column          (kBlock x rows)
