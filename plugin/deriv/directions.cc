@@ -207,7 +207,8 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     }
     SolveByTree(integrator_.mass, p.islands, Y, nb);
   }
-  // Euler: every column's dacc = x / h (+ Y) into mass_term, no longer read (slot by slot)
+  // Euler: every column's dacc = x / h (+ Y) into mass_term, no longer read (slot by slot); a
+  // zero x is its own quotient (most of humanoid100's: the divisions were a tenth of its Jacobian)
   if (!integrator_.implicit) {
     for (int i = 0; i < nv; i++) {
       const double* ri = block_.rhs + static_cast<size_t>(i) * nb;
@@ -215,7 +216,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
       for (int slot = 0; slot < nslot; slot++) {
         const double x = ri[slot] - unit(slot, i);
         block_.mass_term[static_cast<size_t>(slot) * nv + i] =
-            x / h + (integrator_.damped ? yi[slot] : 0);
+            (x != 0 ? x / h : x) + (integrator_.damped ? yi[slot] : 0);
       }
     }
   }
