@@ -442,6 +442,7 @@ bool Derivative::SingleStage(const mjModel* m) {
       EmitSensor(col, ds);
     }
   };
+  acc_known_ = false;  // (not a solve of another stage's or integrator's columns)
   // (a column without a force tangent: by differences after the others, Run)
   defer_columns_ = !param_.run && elastic_.n() == 0 && !settings_.deriv.complementarity_aware;
   const bool ok = param_.run ? ParamDirections(m, 0, param_.np, column)

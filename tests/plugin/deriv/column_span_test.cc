@@ -71,6 +71,14 @@ TEST_F(ColumnSpanTest, SpanColumnsAreTheWholeColumns) {
           std::string(ck_solverName(solver)) + " variant " + std::to_string(variant);
 
       Jacobians span(m.get()), whole(m.get());
+      // an RK4 Jacobian first (its stages' solves must not hand their spans to the next call)
+      const int integrator = m->opt.integrator;
+      m->opt.integrator = mjINT_RK4;
+      // (lcp's split impulse: differences under RK4, 1)
+      ASSERT_LE(0, ck_transitionJac(ck.get(), m.get(), d.get(), span.A.data(), span.B.data(),
+                                    nullptr, nullptr))
+          << what << ": " << ck_lastError(ck.get());
+      m->opt.integrator = integrator;
       Derivative::column_spans_ = true;
       const int r = ck_transitionJac(ck.get(), m.get(), d.get(), span.A.data(), span.B.data(),
                                      nullptr, nullptr);
