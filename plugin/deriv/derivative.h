@@ -104,6 +104,9 @@ class Derivative : private FdTarget {
   // JacobianAware: the aware classification was kept)
   bool complementarity_applied() const { return complementarity_applied_; }
 
+  // test hook: the single-stage columns written and emitted on their dofs' span (true) or whole
+  static inline bool column_spans_ = true;
+
  private:
   // ---- the nominal stage and the force tangent (stage.cc) ----
   // the shadow handle as the caller's handle stands: its solver's warm start
@@ -254,6 +257,9 @@ class Derivative : private FdTarget {
   int DeferredColumns(const mjModel* m, const mjData* d);
   // column col of [A B] (state tangent out, 2nv+na) and of [C D] (sensor tangent ds)
   void EmitState(int col, const double* out) override;
+  // the same for a column out whose rows are zero outside the dofs [lo, hi) (rows lo..hi of dq+
+  // and of dv+, and dact+), without the elastic correction or an adjoint (not read elsewhere)
+  void EmitStateSpan(int col, const double* out, int lo, int hi);
   void EmitSensor(int col, const double* ds) override;
   // the sink writes the Jacobians A, B, C, D (each nullable), zeroed, and nothing else
   void SinkTo(mjtNum* A, mjtNum* B, mjtNum* C, mjtNum* D);
@@ -295,6 +301,10 @@ class Derivative : private FdTarget {
   bool refused_ = false;      // a step of the differences was refused (refused())
   bool sink_direct_ = false;  // a write into the sink bypassed EmitColumn since ZeroSink
   IslandReach reach_;         // the islands a direction perturbs (tan_.touched)
+  // SolveTangent's integrator solve: the dofs [acc_lo_, acc_hi_) of the trees it solved (the span
+  // of tan_.dqacc_int), until the column reads it (acc_known_)
+  int acc_lo_ = 0, acc_hi_ = 0;
+  bool acc_known_ = false;
 
   // the parts' workspaces, carved from arena_ (workspace.h)
   Arena arena_;

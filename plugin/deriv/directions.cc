@@ -190,21 +190,35 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
 
   // M_int dacc = M x / h + P with x = dv+ - dv: dacc = x / h when M_int = M (P = 0), and
   // x / h + M_E^-1 (P - D x) for Euler's M_E = M + h D, all columns in one sweep
+  // (row by row: the block's rows are contiguous, the columns strided by nb)
   double* Y = block_.damped;
+  auto unit = [&](int slot, int i) {
+    return block_.kind[slot] == kVel && block_.index[slot] == i ? 1 : 0;
+  };
   if (integrator_.damped) {
-    for (int slot = 0; slot < nslot; slot++) {
-      const int kind = block_.kind[slot], index = block_.index[slot];
-      const double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
-      for (int i = 0; i < nv; i++) {
-        const double x =
-            block_.rhs[static_cast<size_t>(i) * nb + slot] - (kind == kVel && index == i ? 1 : 0);
-        Y[static_cast<size_t>(i) * nb + slot] = pc[i] - m->dof_damping[i] * x;
-      }
-    }
     for (int i = 0; i < nv; i++) {
-      for (int c = nslot; c < nb; c++) Y[static_cast<size_t>(i) * nb + c] = 0;
+      const double* ri = block_.rhs + static_cast<size_t>(i) * nb;
+      double* yi = Y + static_cast<size_t>(i) * nb;
+      for (int slot = 0; slot < nslot; slot++) {
+        const double x = ri[slot] - unit(slot, i);
+        yi[slot] = block_.mass_term[static_cast<size_t>(slot) * nv + i] - m->dof_damping[i] * x;
+      }
+      for (int c = nslot; c < nb; c++) yi[c] = 0;
     }
     SolveByTree(integrator_.mass, p.islands, Y, nb);
+  }
+  // Euler: every column's dacc = x / h (+ Y) into mass_term, no longer read (slot by slot); a
+  // zero x is its own quotient (most of humanoid100's: the divisions were a tenth of its Jacobian)
+  if (!integrator_.implicit) {
+    for (int i = 0; i < nv; i++) {
+      const double* ri = block_.rhs + static_cast<size_t>(i) * nb;
+      const double* yi = Y + static_cast<size_t>(i) * nb;
+      for (int slot = 0; slot < nslot; slot++) {
+        const double x = ri[slot] - unit(slot, i);
+        block_.mass_term[static_cast<size_t>(slot) * nv + i] =
+            (x != 0 ? x / h : x) + (integrator_.damped ? yi[slot] : 0);
+      }
+    }
   }
   // the unit directions again (one entry set per column, reset after it)
   mju_zero(tan_.dq, nv);
@@ -221,18 +235,16 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     if (unit) unit[index] = 1;
     mju_copy(tan_.dact_dot, block_.act_dot + static_cast<size_t>(slot) * na_, na_);
 
-    double* x = scratch_.b;
     const double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
-    for (int i = 0; i < nv; i++) x[i] = block_.rhs[static_cast<size_t>(i) * nb + slot] - tan_.dv[i];
     if (integrator_.implicit) {
+      double* x = scratch_.b;
+      for (int i = 0; i < nv; i++)
+        x[i] = block_.rhs[static_cast<size_t>(i) * nb + slot] - tan_.dv[i];
       p.mass.Mul(x, tan_.dqacc_int);
       for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = tan_.dqacc_int[i] / h + pc[i];
       integrator_.Solve(tan_.dqacc_int);
     } else {
-      for (int i = 0; i < nv; i++) {
-        tan_.dqacc_int[i] =
-            x[i] / h + (integrator_.damped ? Y[static_cast<size_t>(i) * nb + slot] : 0);
-      }
+      mju_copy(tan_.dqacc_int, pc, nv);  // (dacc, above)
     }
     fn(kind, index, block_.col[slot]);
     if (unit) unit[index] = 0;
@@ -366,28 +378,71 @@ bool Derivative::SingleStage(const mjModel* m) {
   }
   double* out = out_.state_col;
   double* ds = out_.sensor_col;
+  // a column's dof rows outside the span of its nonzero tangents are zero: written and emitted
+  // on that span only (whole joints), where nothing else reads the column (O(nv) per direction
+  // was a fifth of humanoid100's Jacobian)
+  const bool spans = column_spans_ && elastic_.n() == 0 && !sink_.gx && !sink_.gu;
   auto column = [&](int kind, int index, int col) {
+    int lo = 0, hi = nv, j0 = 0, j1 = m->njnt;
+    const bool span = spans && kind != kParam;
+    if (span) {
+      // dqacc_int's span from SolveTangent's solve (else scanned), a unit dq or dv at index
+      // (the others zero), lcp's position correction scanned
+      if (acc_known_) {
+        lo = acc_lo_;
+        hi = acc_hi_;
+      } else {
+        NonzeroSpan(&tan_.dqacc_int, 1, nv, &lo, &hi);
+      }
+      auto add = [&](int l, int u) {
+        if (hi > lo) {
+          lo = std::min(lo, l);
+          hi = std::max(hi, u);
+        } else {
+          lo = l;
+          hi = u;
+        }
+      };
+      if (kind == kPos || kind == kVel) add(index, index + 1);
+      if (up && tan_.has_dposition_correction) {
+        int l, u;
+        NonzeroSpan(&tan_.dposition_correction, 1, nv, &l, &u);
+        if (u > l) add(l, u);
+      }
+      // (whole joints: a joint's dofs are consecutive, the joints' in order)
+      j0 = hi > lo ? m->dof_jntid[lo] : 0;
+      j1 = hi > lo ? m->dof_jntid[hi - 1] + 1 : 0;
+      lo = hi > lo ? m->jnt_dofadr[j0] : 0;
+      hi = j1 == 0 ? 0 : j1 < m->njnt ? m->jnt_dofadr[j1] : nv;
+    }
+    acc_known_ = false;
     // next state: dv+ = dv + h daint, dq+ through the position update, dact+
-    for (int i = 0; i < nv; i++) out[nv + i] = tan_.dv[i] + h * tan_.dqacc_int[i];
+    for (int i = lo; i < hi; i++) out[nv + i] = tan_.dv[i] + h * tan_.dqacc_int[i];
     if (up) {
       double* mid = integrator_.position_mid;
-      IntegrateTangent(m, maps, h, tan_.dq, out + nv, mid);
-      if (!tan_.has_dposition_correction) mju_zero(tan_.dposition_correction, nv);
-      IntegrateTangent(m, integrator_.correction_maps, h, mid, tan_.dposition_correction, out);
+      IntegrateTangent(m, maps, h, tan_.dq, out + nv, mid, j0, j1);
+      if (!tan_.has_dposition_correction) mju_zero(tan_.dposition_correction + lo, hi - lo);
+      IntegrateTangent(m, integrator_.correction_maps, h, mid, tan_.dposition_correction, out, j0,
+                       j1);
     } else {
-      IntegrateTangent(m, maps, h, tan_.dq, out + nv, out);
+      IntegrateTangent(m, maps, h, tan_.dq, out + nv, out, j0, j1);
     }
     ActivationTangent(m, nominal_.act, nominal_.act_dot, tan_.dact, tan_.dact_dot, h, out + 2 * nv);
     if (kind == kParam) {
       EmitParam(index, out);
       return;
     }
-    EmitState(col, out);
+    if (span) {
+      EmitStateSpan(col, out, lo, hi);
+    } else {
+      EmitState(col, out);
+    }
     if (stage_.sensors) {
       smooth_.SensorTangent(m, kind, ds);
       EmitSensor(col, ds);
     }
   };
+  acc_known_ = false;  // (not a solve of another stage's or integrator's columns)
   // (a column without a force tangent: by differences after the others, Run)
   defer_columns_ = !param_.run && elastic_.n() == 0 && !settings_.deriv.complementarity_aware;
   const bool ok = param_.run ? ParamDirections(m, 0, param_.np, column)

@@ -4,6 +4,7 @@
 // the tangent of the position update q (+) h w, and of the activation update.
 #include "plugin/deriv/integrator_tangent.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -137,15 +138,22 @@ bool Zero(const double* x, int b, int n) {
 
 }  // namespace
 
-void IntegratorTangent::Solve(double* x) const {
+void IntegratorTangent::Solve(double* x, int* lo, int* hi) const {
+  int first = -1, last = -1;
   for (int t = 0; t < ntree_; t++) {
     const int b = trees_->dofadr[t], n = trees_->dofnum[t];
     if (Zero(x, b, n)) continue;
+    first = first < 0 ? b : std::min(first, b);
+    last = std::max(last, b + n);
     if (implicit) {
       LuSolve(lu + trees_->blockadr[t], pivots + b, n, x + b);
     } else {
       mass.Solve(x, b, b + n);
     }
+  }
+  if (lo) {
+    *lo = first < 0 ? 0 : first;
+    *hi = first < 0 ? 0 : last;
   }
 }
 
@@ -172,8 +180,9 @@ void IntegrateMaps(const mjModel* m, const double* w, double h, double* maps) {
 }
 
 void IntegrateTangent(const mjModel* m, const double* maps, double h, const double* dq,
-                      const double* dw, double* out) {
-  for (int j = 0; j < m->njnt; j++) {
+                      const double* dw, double* out, int j0, int j1) {
+  if (j1 < 0) j1 = m->njnt;
+  for (int j = j0; j < j1; j++) {
     int v = m->jnt_dofadr[j];
     switch (m->jnt_type[j]) {
       case mjJNT_FREE:

@@ -23,8 +23,10 @@ class IntegratorTangent {
   // the integrator matrix of the stage in d (M: d's mass matrix, nM) factored, and qacc; false if
   // M - h qDeriv is singular
   bool Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4);
-  // x = M_int^-1 x, x = M_int^-T x   (nv)
-  void Solve(double* x) const;
+  // x = M_int^-1 x, x = M_int^-T x   (nv), tree by tree (zero trees skipped)
+  void Solve(double* x) const { Solve(x, nullptr, nullptr); }
+  // the same; [lo, hi): the dofs from the first tree solved to the last (0, 0 if none: x was zero)
+  void Solve(double* x, int* lo, int* hi) const;
   void SolveT(double* x) const;
 
   // the stage's integrator and what the tangents reuse
@@ -54,9 +56,10 @@ class IntegratorTangent {
 // free joint's rotation
 void IntegrateMaps(const mjModel* m, const double* w, double h, double* maps);
 
-// tangent out (nv) of q (+) h w for tangents dq, dw of q, w, with maps from IntegrateMaps of w
+// tangent out (nv) of q (+) h w for tangents dq, dw of q, w, with maps from IntegrateMaps of w;
+// joints [j0, j1) only (j1 < 0: to the last), their dofs of out written, the others untouched
 void IntegrateTangent(const mjModel* m, const double* maps, double h, const double* dq,
-                      const double* dw, double* out);
+                      const double* dw, double* out, int j0 = 0, int j1 = -1);
 
 // tangent out (na) of the activation update act + h rate (clipped to actrange) along dact, drate
 void ActivationTangent(const mjModel* m, const double* act, const double* rate, const double* dact,

@@ -24,22 +24,50 @@ bool InRange(double x1, double x2, const double* range) {
   return x1 >= range[0] && x1 <= range[1] && x2 >= range[0] && x2 <= range[1];
 }
 
-// MuJoCo's mju_makeFrame (not exported by 2.2.2): complete a contact frame from its normal
+// a 3-vector to unit length as mju_normalize3 (the same operations: inline, it was a tenth of a
+// re-collision's matching); (1, 0, 0) below mjMINVAL
+inline void Normalize3(double v[3]) {
+  const double norm = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+  if (norm < mjMINVAL) {
+    v[0] = 1;
+    v[1] = v[2] = 0;
+    return;
+  }
+  const double inv = 1 / norm;
+  v[0] *= inv;
+  v[1] *= inv;
+  v[2] *= inv;
+}
+
+// MuJoCo's mju_makeFrame (not exported by 2.2.2): complete a contact frame from its normal (the
+// operations of mju_normalize3, mju_norm3, mju_dot3 and mju_cross inline)
 void MakeFrame(double frame[9]) {
-  double tmp[3];
-  mju_normalize3(frame);
-  if (mju_norm3(frame + 3) < 0.5) {
-    mju_zero3(frame + 3);
-    if (frame[1] < 0.5 && frame[1] > -0.5) {
-      frame[4] = 1;
+  double* n = frame;
+  double* t = frame + 3;
+  Normalize3(n);
+  if (std::sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]) < 0.5) {
+    t[0] = t[1] = t[2] = 0;
+    if (n[1] < 0.5 && n[1] > -0.5) {
+      t[1] = 1;
     } else {
-      frame[5] = 1;
+      t[2] = 1;
     }
   }
-  mju_scl3(tmp, frame, mju_dot3(frame, frame + 3));
-  mju_subFrom3(frame + 3, tmp);
-  mju_normalize3(frame + 3);
-  mju_cross(frame + 6, frame, frame + 3);
+  const double dot = n[0] * t[0] + n[1] * t[1] + n[2] * t[2];
+  const double tmp[3] = {n[0] * dot, n[1] * dot, n[2] * dot};
+  t[0] -= tmp[0];
+  t[1] -= tmp[1];
+  t[2] -= tmp[2];
+  Normalize3(t);
+  frame[6] = n[1] * t[2] - n[2] * t[1];
+  frame[7] = n[2] * t[0] - n[0] * t[2];
+  frame[8] = n[0] * t[1] - n[1] * t[0];
+}
+
+// mju_dist3's operations inline
+inline double Dist3(const double a[3], const double b[3]) {
+  const double d[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+  return std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
 }
 
 }  // namespace
@@ -117,6 +145,9 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
     pairs_.contact_pair[c] = pairs_.npair++;
   }
   for (int c = 0; c < d->ncon; c++) pairs_.nominal[c] = d->contact[c];
+  // the re-collisions write only the geometry (dist, pos, frame) of a contact found again: the
+  // rest is the nominal contact's
+  for (int c = 0; c < d->ncon; c++) pairs_.forward[c] = pairs_.backward[c] = pairs_.nominal[c];
 }
 
 void SmoothTangent::DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign,
@@ -186,7 +217,20 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
     const Problem& p = *stage_.problem;
     const double* dM = tan_.has_dM_problem ? tan_.dM_problem : tan_.dM;
     double* x = tan_.dv_free;
-    mju_copy(x, tan_.dqfrc_smooth, nv);
+    // the trees of the span of dqfrc_smooth and dM's rows; elsewhere the solve gives zero and
+    // dv_free = dv (a humanoid100 direction reaches one tree of a hundred)
+    int lo, hi;
+    NonzeroSpan(&tan_.dqfrc_smooth, 1, nv, &lo, &hi);
+    if (tan_.has_dM && tan_.dM_end > tan_.dM_begin) {
+      lo = hi > lo ? std::min(lo, tan_.dM_begin) : tan_.dM_begin;
+      hi = std::max(hi, tan_.dM_end);
+    }
+    const int t0 = hi > lo ? p.dof_tree[lo] : 0, t1 = hi > lo ? p.dof_tree[hi - 1] + 1 : 0;
+    lo = hi > lo ? p.islands.tree_dofadr[t0] : 0;
+    hi = t1 > t0 ? p.islands.tree_dofadr[t1 - 1] + p.islands.tree_dofnum[t1 - 1] : 0;
+    mju_copy(x, tan_.dv, lo);
+    mju_copy(x + hi, tan_.dv + hi, nv - hi);
+    mju_copy(x + lo, tan_.dqfrc_smooth + lo, hi - lo);
     if (tan_.has_dM) {
       const int b = tan_.dM_begin, e = tan_.dM_end;
       for (int i = b; i < e; i++) scratch_.a[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
@@ -201,13 +245,13 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
       }
     }
     // tree by tree, skipping the trees the direction does not reach (their solve gives zero)
-    for (int t = 0; t < p.islands.ntree; t++) {
+    for (int t = t0; t < t1; t++) {
       const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
       int i = b;
       while (i < e && x[i] == 0) i++;
       if (i < e) p.mass.Solve(x, b, e);
     }
-    for (int i = 0; i < nv; i++) x[i] = tan_.dv[i] + p.h * x[i];
+    for (int i = lo; i < hi; i++) x[i] = tan_.dv[i] + p.h * x[i];
   }
 }
 
@@ -570,25 +614,25 @@ bool SmoothTangent::MatchPair(const mjModel* m, int k, int n, double jump, int b
     double best_dist = 0;
     for (int j = 0; j < n; j++) {
       if (taken[j]) continue;
-      const double dd = mju_dist3(buf[j].pos, pairs_.nominal[c].pos);
+      const double dd = Dist3(buf[j].pos, pairs_.nominal[c].pos);
       if (best < 0 || dd < best_dist) {
         best = j;
         best_dist = dd;
       }
     }
+    // (out's other fields are the nominal contact's: PreparePairs, and every whole copy)
     mjContact& o = out[c];
-    o = pairs_.nominal[c];
+    const mjContact& g = best_dist > jump ? pairs_.nominal[c] : buf[best];
     if (best_dist > jump) {
       all = false;
-      continue;
+    } else {
+      taken[best] = true;
+      pairs_.found[c] |= bit;
+      MakeFrame(buf[best].frame);
     }
-    taken[best] = true;
-    pairs_.found[c] |= bit;
-    mjContact& b = buf[best];
-    MakeFrame(b.frame);
-    o.dist = b.dist;
-    mju_copy3(o.pos, b.pos);
-    mju_copy(o.frame, b.frame, 9);
+    o.dist = g.dist;
+    for (int r = 0; r < 3; r++) o.pos[r] = g.pos[r];
+    for (int r = 0; r < 9; r++) o.frame[r] = g.frame[r];
   }
   return all;
 }

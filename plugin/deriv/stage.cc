@@ -330,7 +330,8 @@ bool Derivative::SolveTangent(const mjModel* m, int kind, int index) {
     ConstraintForceTangent(p);
   }
   AccelerationRhs(m);
-  integrator_.Solve(tan_.dqacc_int);
+  integrator_.Solve(tan_.dqacc_int, &acc_lo_, &acc_hi_);
+  acc_known_ = true;
   return true;
 }
 

@@ -173,6 +173,25 @@ void Derivative::EmitState(int col, const double* out) {
   EmitColumn(col, out, 2 * nv_ + na_, sink_.A, sink_.B, sink_.dx);
 }
 
+void Derivative::EmitStateSpan(int col, const double* out, int lo, int hi) {
+  const int nv = nv_, ndx = 2 * nv_ + na_, nu = nu_;
+  mjtNum* X = col < ndx ? sink_.A : sink_.B;
+  if (!X) return;
+  const size_t stride = col < ndx ? ndx : nu;
+  const size_t c = col < ndx ? col : col - ndx;
+  // (as EmitColumn: the nonzeros, x * 0 summed)
+  double check = 0;
+  auto rows = [&](int i0, int i1) {
+    for (int i = i0; i < i1; i++) {
+      if (out[i] != 0) X[static_cast<size_t>(i) * stride + c] = out[i], check += out[i] * 0;
+    }
+  };
+  rows(lo, hi);
+  rows(nv + lo, nv + hi);
+  rows(2 * nv, ndx);
+  sink_check_ += check;
+}
+
 void Derivative::EmitSensor(int col, const double* ds) {
   EmitColumn(col, ds, ns_, sink_.C, sink_.D, sink_.ds);
 }

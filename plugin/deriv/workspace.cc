@@ -2,11 +2,40 @@
 #include "plugin/deriv/workspace.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "solvers/mujoco/soft_tangent.h"
 
 namespace contactkit {
+
+// (8 entries at a time from each end, their bits or-ed without branches)
+void NonzeroSpan(const double* const* x, int nx, int n, int* lo, int* hi) {
+  constexpr int kChunk = 8;
+  auto any = [&](int i0, int i1) {
+    uint64_t b = 0;
+    for (int a = 0; a < nx; a++) {
+      for (int i = i0; i < i1; i++) {
+        uint64_t u;
+        std::memcpy(&u, x[a] + i, sizeof u);
+        b |= u;
+      }
+    }
+    return (b << 1) != 0;  // (the sign bit left out)
+  };
+  int l = 0;
+  while (l + kChunk <= n && !any(l, l + kChunk)) l += kChunk;
+  while (l < n && !any(l, l + 1)) l++;
+  if (l >= n) {
+    *lo = *hi = 0;
+    return;
+  }
+  int h = n;
+  while (h - kChunk > l && !any(h - kChunk, h)) h -= kChunk;
+  while (!any(h - 1, h)) h--;
+  *lo = l;
+  *hi = h;
+}
 
 void NominalStage::Carve(ArenaCarver& c, const DerivSizes& n) {
   qpos = c.Take<double>(n.nq);

@@ -26,6 +26,10 @@ struct DerivSizes {
   size_t ndx() const { return 2 * nv + na; }
 };
 
+// first and last i < n with a nonzero entry in any of x[0..nx) ([lo, hi); lo = hi = 0 if none),
+// the sign bit left out (-0 is zero)
+void NonzeroSpan(const double* const* x, int nx, int n, int* lo, int* hi);
+
 // kinds of unit directions, in the order they are processed
 enum DirectionKind : int { kCtrl = 0, kAct, kVel, kPos, kParam };  // kParam: ck_paramJac's
 
@@ -190,8 +194,10 @@ struct RneWork {
 // "mujoco" with constraint rows: directions solved in blocks of kBlock columns (a solver's
 // blocked force tangents: mass_term, act_dot, dforce and the directions)
 struct BlockWork {
-  double* rhs;              // right-hand sides, then dv+, row-major        (nv x kBlock)
-  double* mass_term;        // dM (a - qacc_int) + h dqDeriv qacc_int per column (kBlock x nv)
+  double* rhs;  // right-hand sides, then dv+, row-major        (nv x kBlock)
+  // dM (a - qacc_int) + h dqDeriv qacc_int per column (FlushColumns under Euler: then its
+  // column's dacc)                                             (kBlock x nv)
+  double* mass_term;
   double* damped;           // M_E^-1 (P - D x), row-major                  (nv x kBlock)
   double* act_dot;          // dact_dot per column                          (kBlock x na)
   double* dforce;           // a solver's force tangent per column          (kBlock x rows)

@@ -1,0 +1,113 @@
+// Copyright 2026 The contactkit developers.
+//
+// The single-stage columns are written and emitted on the span of their nonzero dofs
+// (Derivative::column_spans_): on a scene of several trees and islands every solver's Jacobians
+// are those of the whole columns bit for bit, under Euler, implicit and lcp's split impulse.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "plugin/deriv/derivative.h"
+#include "plugin/step/handle.h"
+#include "tests/plugin/deriv/deriv_util.h"
+
+namespace contactkit::test {
+namespace {
+
+// trees: a box sliding on the floor, an arm (hinge, ball) resting its tip on a second box, a
+// ball in the air (no rows), a cart on a slide with a motor; the boxes and the arm are islands
+constexpr char kTrees[] = R"(
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+    <body pos="1 0 0.4">
+      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.2"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <body pos="0.3 0 0">
+        <joint type="ball" damping="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.15" size="0.03"/>
+      </body>
+    </body>
+    <body pos="1.3 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+    <body pos="-1 0 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body pos="0 2 0.2">
+      <joint name="cart" type="slide" axis="1 0 0" damping="0.5"/>
+      <geom type="box" size="0.1 0.1 0.05" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="shoulder" gear="2"/>
+    <motor joint="cart" gear="1"/>
+  </actuator>
+</mujoco>)";
+
+class ColumnSpanTest : public MujocoTest {
+ protected:
+  void TearDown() override {
+    Derivative::column_spans_ = true;
+    MujocoTest::TearDown();
+  }
+};
+
+TEST_F(ColumnSpanTest, SpanColumnsAreTheWholeColumns) {
+  ModelPtr m = LoadString(kTrees);
+  ASSERT_TRUE(m);
+  const int ndx = 2 * m->nv + m->na;
+  for (int solver = 0; solver < ckNSOLVER; solver++) {
+    if (!ck_solverAvailable(solver)) continue;
+    for (int variant = 0; variant < (solver == ckSOL_LCP ? 3 : 2); variant++) {
+      m->opt.integrator = variant == 1 ? mjINT_IMPLICIT : mjINT_EULER;
+      ckSettings s = Settings(solver);
+      s.lcp.split_impulse = variant == 2;  // the position correction's second map
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      for (int t = 0; t < 40; t++) ck_step(ck.get(), m.get(), d.get());
+      d->qvel[0] = 0.3;          // the first box slides
+      d->qvel[m->nv - 1] = 0.2;  // the cart moves
+      for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0.3;
+      const std::string what =
+          std::string(ck_solverName(solver)) + " variant " + std::to_string(variant);
+
+      Jacobians span(m.get()), whole(m.get());
+      // an RK4 Jacobian first (its stages' solves must not hand their spans to the next call)
+      const int integrator = m->opt.integrator;
+      m->opt.integrator = mjINT_RK4;
+      // (lcp's split impulse: differences under RK4, 1)
+      ASSERT_LE(0, ck_transitionJac(ck.get(), m.get(), d.get(), span.A.data(), span.B.data(),
+                                    nullptr, nullptr))
+          << what << ": " << ck_lastError(ck.get());
+      m->opt.integrator = integrator;
+      Derivative::column_spans_ = true;
+      const int r = ck_transitionJac(ck.get(), m.get(), d.get(), span.A.data(), span.B.data(),
+                                     nullptr, nullptr);
+      Derivative::column_spans_ = false;
+      ASSERT_EQ(r, ck_transitionJac(ck.get(), m.get(), d.get(), whole.A.data(), whole.B.data(),
+                                    nullptr, nullptr))
+          << what;
+      EXPECT_EQ(0, r) << what << ": " << ck_lastError(ck.get());
+
+      // bit for bit, and not trivially: every column reaches its own dofs and B the motors'
+      EXPECT_EQ(0, std::memcmp(span.A.data(), whole.A.data(), sizeof(double) * span.A.size()))
+          << what << "\n"
+          << WorstEntries(m.get(), span.A, whole.A, ndx);
+      EXPECT_EQ(0, std::memcmp(span.B.data(), whole.B.data(), sizeof(double) * span.B.size()))
+          << what << "\n"
+          << WorstEntries(m.get(), span.B, whole.B, m->nu);
+      for (int j = 0; j < ndx; j++) {
+        int nonzero = 0;
+        for (int i = 0; i < ndx; i++) nonzero += span.A[i * ndx + j] != 0;
+        EXPECT_GT(nonzero, 0) << what << " column " << j;
+      }
+      for (int j = 0; j < m->nu; j++) {
+        int nonzero = 0;
+        for (int i = 0; i < ndx; i++) nonzero += span.B[i * m->nu + j] != 0;
+        EXPECT_GT(nonzero, 1) << what << " control " << j;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace contactkit::test
