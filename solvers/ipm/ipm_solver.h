@@ -95,6 +95,9 @@ class IpmSolver final : public Solver {
 
   // for tests: Center fails on this island (-1: none), to test what a failure leaves analytic
   static inline int center_fail_island_ = -1;
+  // for tests: Center skips the stored iterate on this island (-1: none), as if its steps had
+  // stalled, and takes its answer's point (AnswerPoint)
+  static inline int center_stall_island_ = -1;
   // for tests: every island is solved by the proximal retry alone, from a zero centre
   static inline bool force_prox_ = false;
   // for tests: one Newton direction at the cold start of island k for complementarity target
@@ -156,6 +159,14 @@ class IpmSolver final : public Solver {
   // Newton on the pattern pol_pat_; true if its answer lies in every cone and meets both tolerances
   bool PolishPattern(const Problem& p, int k);
   bool Center(const Problem& p, int k);
+  // where Center's steps stall: into cen_ the island's answer (out_lam_, its impulses as they are,
+  // the velocity they give, its measures) with the cones' variables on the central path at
+  // kappa_tol, whose terms are those of the hard problem's limit (a closed contact's velocity
+  // held, an open one's impulse null, a sliding one's on its cone), so that the tangent is the
+  // answer's derivative; false unless the answer holds the hard problem (kAnswerSlack)
+  bool AnswerPoint(const Problem& p, int k);
+  // cone e's variables in cen_ moved onto the central path at kappa (AnswerPoint's)
+  void AnswerCone(const Problem& p, int e, double kappa);
   // kappa_grad at (or below) kappa_tol asks for the derivative of the hard-contact step itself:
   // the step then ends on the central point at kappa_tol (its own final target undershoots it),
   // and that point is differentiated

@@ -15,6 +15,8 @@ namespace {
 
 constexpr double kRefineTol = 1e-12;  // relative dynamics defect left unrefined (rounding)
 constexpr double kClampReg = 1e-10;   // regularizer of a clamped normal row, x diag_approx
+constexpr double kAnswerSlack = 10;   // AnswerPoint: the answer's tolerances, x the solve's
+constexpr double kAnswerCone = 1e-6;  // ... and the relative excess of its force over its cone
 
 // w' V x over the stored entries of row i of a matrix V in mass's tree layout (its diagonal and
 // its ancestors', each off the diagonal counted for both triangles)
@@ -112,6 +114,107 @@ double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
     *dkappa = dx * t + x * dt;
   }
   return x * t > 0 ? x * t : 0;
+}
+
+bool IpmSolver::AnswerPoint(const Problem& p, int k) {
+  const ckIpmSettings& st = settings_.ipm;
+  const Islands& is = p.islands;
+  const IslandLists& L = lists_[k];
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  State* s = &cen_;
+  // the impulses and the velocity they give, v_free + M^-1 J' lambda
+  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = 0;
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    s->lam[i] = out_lam_[i];
+    s->x[i] = out_lam_[i] / scale_[i];
+    if (out_lam_[i] != 0) p.J.AddRowTo(i, out_lam_[i], tmp_.data());
+  }
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Solve(tmp_.data(), b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  for (int a = 0; a < nd; a++) s->v[dofs[a]] = p.v_free[dofs[a]] + tmp_[dofs[a]];
+  // its velocities: gaps, slips (eta0 = |eta_R|, on the cone's boundary), measured as an iterate
+  // (no residual but rounding's, its complementarity)
+  for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    s->z[i] = s->u[i] + target_[i];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    double z2 = 0;
+    for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) {
+      s->z[r] = scale_[r] * s->u[r];
+      z2 += s->z[r] * s->z[r];
+    }
+    s->z0[soc_row_[e]] = std::sqrt(z2);
+  }
+  Residuals(p, k, s);
+  // it holds the hard problem: forces in their cones, no gap closing, x o z within tolerance
+  const double rtol = kAnswerSlack * st.residual_tol, ktol = kAnswerSlack * st.kappa_tol;
+  if (!(s->rvio < rtol && s->kvio < ktol)) return false;
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    if (!(s->x[orth_[e]] >= 0 && s->z[orth_[e]] >= -rtol)) return false;
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], nrm = soc_nrm_[e];
+    double x2 = 0;
+    for (int r = f; r < f + soc_cnt_[e]; r++) x2 += s->x[r] * s->x[r];
+    if (!(std::sqrt(x2) <= (nrm >= 0 ? s->x[nrm] : bound_[f]) * (1 + kAnswerCone))) return false;
+  }
+  // the cone variables moved onto the central path at kappa_tol for the tangent's terms (the
+  // measures stay the answer's): an orthant pair keeps x - z
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    const double ki = cfd_kappa_[i] > 0 ? cfd_kappa_[i] : st.kappa_tol;
+    const double w = s->x[i] - s->z[i], r = std::sqrt(w * w + 4 * ki);
+    const double big = 0.5 * (std::fabs(w) + r), small = ki / big;
+    s->x[i] = w > 0 ? big : small;
+    s->z[i] = w > 0 ? small : big;
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) AnswerCone(p, e, st.kappa_tol);
+  return true;
+}
+
+void IpmSolver::AnswerCone(const Problem& p, int e, double kappa) {
+  // the cone's pair (x0, xi t), (eta0, zeta t) along the tail direction t: on the central path
+  // eta0 = kappa x0 / (x0^2 - xi^2), zeta = -kappa xi / (x0^2 - xi^2) with x0 fixed (the normal's
+  // smoothed impulse or the friction-loss bound); a sticking cone (its force's distance to the
+  // boundary x0 - xi above its slip's 2 |zeta|) keeps that distance, smoothed as an orthant
+  // pair's, a sliding or open one its slip
+  State* s = &cen_;
+  const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+  const double x0 = nrm >= 0 ? s->x[nrm] : bound_[f];
+  double t[2] = {0, 0}, tn = 0;
+  for (int r = 0; r < cnt; r++) {
+    t[r] = s->x[f + r] - s->z[f + r];
+    tn += t[r] * t[r];
+  }
+  tn = std::sqrt(tn);
+  if (!(tn > 0)) t[0] = tn = 1;
+  double xi = 0, zeta = 0;
+  for (int r = 0; r < cnt; r++) {
+    t[r] /= tn;
+    xi += t[r] * s->x[f + r];
+    zeta += t[r] * s->z[f + r];
+  }
+  const double w = (x0 - xi) - 2 * std::fabs(zeta), r = std::sqrt(w * w + 4 * kappa);
+  const double stick = x0 - 0.5 * (w + r);  // x0 - the smoothed distance
+  if (w > 0 && std::fabs(stick) < x0) {
+    xi = stick;
+  } else {
+    xi = -2 * zeta * x0 * x0 / (kappa + std::sqrt(kappa * kappa + 4 * zeta * zeta * x0 * x0));
+  }
+  const double det = (x0 - xi) * (x0 + xi);
+  s->z0[f] = kappa * x0 / det;
+  for (int c = 0; c < cnt; c++) {
+    s->x[f + c] = xi * t[c];
+    s->z[f + c] = -kappa * xi / det * t[c];
+  }
 }
 
 bool IpmSolver::TangentJacobian(const Problem& p, int k) {
