@@ -314,6 +314,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     blk_rv_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
     blk_c_.assign(static_cast<size_t>(R) * kTangentSlots, 0);
     blk_rz_.assign(static_cast<size_t>(R) * kTangentSlots, 0);
+    blk_u_.assign(static_cast<size_t>(R) * kTangentSlots, 0);
     blk_on_.assign(kTangentSlots, 0);
     cfd_kappa_.assign(R, 0);
     dcomp_.assign(R, 0);
@@ -997,11 +998,12 @@ void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz
   DirectRows(p, k, rz, with_d, d);
 }
 
-void IpmSolver::DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d) {
-  // every row's and cone's change from dv (d->v) and the constants c_
+void IpmSolver::DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d,
+                           bool have_u) {
+  // every row's and cone's change from dv (d->v, or its row velocities d->u) and the constants c_
   const IslandLists& L = lists_[k];
   const int* rows = Rows(p, k);
-  BlockDot(*gapJ_, rows, NumRows(p, k), block_.data(), d->v, d->u);
+  if (!have_u) BlockDot(*gapJ_, rows, NumRows(p, k), block_.data(), d->v, d->u);
   for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
     const int i = eq_[e];
     d->x[i] = d->lam[i] = c_[i] - d->u[i] / reg_[i];

@@ -205,8 +205,10 @@ class IpmSolver final : public Solver {
   // kappa_grad); with dir, its tangent into dkappa
   double CfdKappa(const Problem& p, int i, const ProblemTangent* dir, double* dkappa) const;
   void Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d, Direction* d);
-  // Direct after its solve: the rows' and cones' changes from d->v and c_
-  void DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d);
+  // Direct after its solve: the rows' and cones' changes from d->v and c_ (have_u: d->u holds
+  // the rows' velocities already)
+  void DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d,
+                  bool have_u = false);
   void DynamicsChange(const Problem& p, int k, Direction* d);
   // the part of ForceTangent before island k's solve: residual perturbations (drz_, drv_), c_
   // and rhs_; false if the island's Jacobian cannot be formed
@@ -216,6 +218,9 @@ class IpmSolver final : public Solver {
   // the dynamics changes M dv - J' lam of FlushTangents' slots [0, nslot) at once into blk_p_:
   // dv from blk_v_, lam (unscaled) from slot s's column lam + s * nrow
   void BlockDynamics(const Problem& p, int k, int nslot, const double* lam);
+  // the rows' velocities J dv of FlushTangents' slots [0, nslot) at once into blk_u_, dv from
+  // blk_v_ (DirectRows' products, each entry applied to all columns)
+  void BlockRows(const Problem& p, int k, int nslot);
   // island k's exact Jacobian at its central point with the tangent modes, factored in lu_
   // (TangentRhs' and PrepareAdjoint's); false if it cannot be formed
   bool TangentJacobian(const Problem& p, int k);
@@ -310,6 +315,7 @@ class IpmSolver final : public Solver {
   std::vector<double> blk_rv_;      // queued dynamics perturbations drv, by slot       (32 x nv)
   std::vector<double> blk_c_;       // queued row constants c_, by slot                 (32 x rows)
   std::vector<double> blk_rz_;      // queued row perturbations drz, by slot            (32 x rows)
+  std::vector<double> blk_u_;       // their rows' velocities, U[i * slots + s]          (rows x 32)
   std::vector<double> blk_p_;       // their dynamics changes, P[j * slots + s]        (nv x 32)
   std::vector<uint8_t> blk_on_;     // queued direction touches the island               (32)
   std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)

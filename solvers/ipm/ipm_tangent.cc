@@ -359,15 +359,18 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int* rows = Rows(p, k);
   const int nd = NumDofs(p, k), m = NumRows(p, k);
   lu_.SolveColumns(blk_v_.data(), nslot, S);
+  BlockRows(p, k, nslot);
   bool refine = false;
   for (int s = 0; s < nslot; s++) {
     double* lam = dforce + static_cast<size_t>(s) * nr;
     if (!blk_on_[s]) continue;
     const double* c = blk_c_.data() + static_cast<size_t>(s) * nr;
     const double* rz = blk_rz_.data() + static_cast<size_t>(s) * nr;
-    for (int a = 0; a < nd; a++) dir_.v[dofs[a]] = blk_v_[static_cast<size_t>(dofs[a]) * S + s];
-    for (int a = 0; a < m; a++) c_[rows[a]] = c[rows[a]];
-    DirectRows(p, k, rz, false, &dir_);
+    for (int a = 0; a < m; a++) {
+      c_[rows[a]] = c[rows[a]];
+      dir_.u[rows[a]] = blk_u_[static_cast<size_t>(rows[a]) * S + s];
+    }
+    DirectRows(p, k, rz, false, &dir_, true);
     for (int a = 0; a < m; a++) lam[rows[a]] = dir_.lam[rows[a]];
   }
   // each column's refinement defect (Defect's) from the dynamics changes of all at once
@@ -392,12 +395,13 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   }
   if (refine) {
     lu_.SolveColumns(blk_v_.data(), nslot, S);
+    BlockRows(p, k, nslot);
     for (int a = 0; a < m; a++) drz_[rows[a]] = c_[rows[a]] = 0;
     for (int s = 0; s < nslot; s++) {
       if (blk_on_[s] != 2) continue;
       double* lam = dforce + static_cast<size_t>(s) * nr;
-      for (int a = 0; a < nd; a++) aff_.v[dofs[a]] = blk_v_[static_cast<size_t>(dofs[a]) * S + s];
-      DirectRows(p, k, drz_.data(), false, &aff_);
+      for (int a = 0; a < m; a++) aff_.u[rows[a]] = blk_u_[static_cast<size_t>(rows[a]) * S + s];
+      DirectRows(p, k, drz_.data(), false, &aff_, true);
       for (int a = 0; a < m; a++) lam[rows[a]] += aff_.lam[rows[a]];
     }
   }
@@ -580,6 +584,24 @@ double IpmSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
     if (touched_[k]) s += IslandAdjointDot(p, k, dir);
   }
   return s;
+}
+
+void IpmSolver::BlockRows(const Problem& p, int k, int nslot) {
+  // DirectRows' J dv (the rows that measure velocities) with every entry applied to all columns
+  const SparseRows& G = *gapJ_;
+  const int S = kTangentSlots;
+  const double* X = blk_v_.data();
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a], adr = G.rowadr[i];
+    double* u = blk_u_.data() + static_cast<size_t>(i) * S;
+    for (int s = 0; s < nslot; s++) u[s] = 0;
+    for (int c = adr; c < adr + G.rownnz[i]; c++) {
+      const double v = G.val[c];
+      const double* x = X + static_cast<size_t>(G.colind[c]) * S;
+      for (int s = 0; s < nslot; s++) u[s] += v * x[s];
+    }
+  }
 }
 
 void IpmSolver::BlockDynamics(const Problem& p, int k, int nslot, const double* lam) {
