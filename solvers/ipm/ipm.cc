@@ -998,12 +998,11 @@ void IpmSolver::Direct(const Problem& p, int k, const State& s, const double* rz
   DirectRows(p, k, rz, with_d, d);
 }
 
-void IpmSolver::DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d,
-                           bool have_u) {
-  // every row's and cone's change from dv (d->v, or its row velocities d->u) and the constants c_
+void IpmSolver::DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d) {
+  // every row's and cone's change from dv (d->v) and the constants c_
   const IslandLists& L = lists_[k];
   const int* rows = Rows(p, k);
-  if (!have_u) BlockDot(*gapJ_, rows, NumRows(p, k), block_.data(), d->v, d->u);
+  BlockDot(*gapJ_, rows, NumRows(p, k), block_.data(), d->v, d->u);
   for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
     const int i = eq_[e];
     d->x[i] = d->lam[i] = c_[i] - d->u[i] / reg_[i];

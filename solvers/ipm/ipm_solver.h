@@ -205,10 +205,8 @@ class IpmSolver final : public Solver {
   // kappa_grad); with dir, its tangent into dkappa
   double CfdKappa(const Problem& p, int i, const ProblemTangent* dir, double* dkappa) const;
   void Direct(const Problem& p, int k, const State& s, const double* rz, bool with_d, Direction* d);
-  // Direct after its solve: the rows' and cones' changes from d->v and c_ (have_u: d->u holds
-  // the rows' velocities already)
-  void DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d,
-                  bool have_u = false);
+  // Direct after its solve: the rows' and cones' changes from d->v and c_
+  void DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d);
   void DynamicsChange(const Problem& p, int k, Direction* d);
   // the part of ForceTangent before island k's solve: residual perturbations (drz_, drv_), c_
   // and rhs_; false if the island's Jacobian cannot be formed
@@ -221,6 +219,10 @@ class IpmSolver final : public Solver {
   // the rows' velocities J dv of FlushTangents' slots [0, nslot) at once into blk_u_, dv from
   // blk_v_ (DirectRows' products, each entry applied to all columns)
   void BlockRows(const Problem& p, int k, int nslot);
+  // DirectRows' impulses alone (lam, rows), of FlushTangents' slot s: its rows' velocities from
+  // blk_u_, row perturbations rz and constants c (null: zero)
+  void TangentImpulses(const Problem& p, int k, const double* rz, const double* c, int s,
+                       double* lam);
   // island k's exact Jacobian at its central point with the tangent modes, factored in lu_
   // (TangentRhs' and PrepareAdjoint's); false if it cannot be formed
   bool TangentJacobian(const Problem& p, int k);

@@ -366,12 +366,7 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
     if (!blk_on_[s]) continue;
     const double* c = blk_c_.data() + static_cast<size_t>(s) * nr;
     const double* rz = blk_rz_.data() + static_cast<size_t>(s) * nr;
-    for (int a = 0; a < m; a++) {
-      c_[rows[a]] = c[rows[a]];
-      dir_.u[rows[a]] = blk_u_[static_cast<size_t>(rows[a]) * S + s];
-    }
-    DirectRows(p, k, rz, false, &dir_, true);
-    for (int a = 0; a < m; a++) lam[rows[a]] = dir_.lam[rows[a]];
+    TangentImpulses(p, k, rz, c, s, lam);
   }
   // each column's refinement defect (Defect's) from the dynamics changes of all at once
   BlockDynamics(p, k, nslot, dforce);
@@ -400,8 +395,7 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
     for (int s = 0; s < nslot; s++) {
       if (blk_on_[s] != 2) continue;
       double* lam = dforce + static_cast<size_t>(s) * nr;
-      for (int a = 0; a < m; a++) aff_.u[rows[a]] = blk_u_[static_cast<size_t>(rows[a]) * S + s];
-      DirectRows(p, k, drz_.data(), false, &aff_, true);
+      TangentImpulses(p, k, nullptr, nullptr, s, aff_.lam);
       for (int a = 0; a < m; a++) lam[rows[a]] += aff_.lam[rows[a]];
     }
   }
@@ -584,6 +578,36 @@ double IpmSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
     if (touched_[k]) s += IslandAdjointDot(p, k, dir);
   }
   return s;
+}
+
+void IpmSolver::TangentImpulses(const Problem& p, int k, const double* rz, const double* c, int s,
+                                double* lam) {
+  // DirectRows' impulses (with_d false) alone, of slot s: its rows' velocities from blk_u_
+  const IslandLists& L = lists_[k];
+  const double* u = blk_u_.data() + s;
+  constexpr size_t S = kTangentSlots;
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    lam[i] = (c ? c[i] : 0) - u[i * S] / reg_[i];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    lam[i] = (c ? c[i] : 0) - og_[i] * u[i * S];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e], n = cnt + 1;
+    const double* G = sG_.data() + 9 * e;
+    double dz[2] = {0, 0};
+    for (int r = 0; r < cnt; r++) dz[r] = scale_[f + r] * u[(f + r) * S] - (rz ? rz[f + r] : 0);
+    double z0 = 0 - (nrm >= 0 ? lam[nrm] : 0);
+    for (int c2 = 0; c2 < cnt; c2++) z0 -= G[c2 + 1] * dz[c2];
+    z0 /= G[0];
+    for (int r = 0; r < cnt; r++) {
+      double v = 0 - G[(r + 1) * n] * z0;
+      for (int c2 = 0; c2 < cnt; c2++) v -= G[(r + 1) * n + c2 + 1] * dz[c2];
+      lam[f + r] = scale_[f + r] * v;
+    }
+  }
 }
 
 void IpmSolver::BlockRows(const Problem& p, int k, int nslot) {
