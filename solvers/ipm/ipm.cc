@@ -1871,8 +1871,8 @@ void IpmSolver::Solve(const Problem& p, Solution* sol) {
 bool IpmSolver::Center(const Problem& p, int k) {
   // Newton steps at fixed kappa from the stored iterate onto the central point (kappa_grad, or the
   // step's own kappa_tol with GradAtEnd); where they stall (an iterate far from the central
-  // point with a cone near its boundary: an island the polish solved), the answer's limit point
-  // (AnswerPoint)
+  // point with a cone near its boundary: an island the polish solved), with GradAtEnd the
+  // answer's limit point (AnswerPoint)
   center_iterations_ = 0;
   if (centered_[k]) return centered_[k] == 1;  // (2: it failed since the solve)
   if (!grad_ok_[k] || !gapJ_) return false;
@@ -1942,7 +1942,8 @@ bool IpmSolver::Center(const Problem& p, int k) {
   // product rounding exceeds kappa) is still differentiated: close to the central point and far
   // better than differences of a non-smooth step
   if (!stored || !(cur->rvio < 1e3 * kCenterResidual && deviation(*cur) < kCenterStall)) {
-    if (!AnswerPoint(p, k)) return false;
+    // (the step's own derivative only: a smoothed kappa_grad asks for another point)
+    if (!GradAtEnd() || !AnswerPoint(p, k)) return false;
     stats_.answer_centered++;
   }
 

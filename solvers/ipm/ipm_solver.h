@@ -159,11 +159,12 @@ class IpmSolver final : public Solver {
   // Newton on the pattern pol_pat_; true if its answer lies in every cone and meets both tolerances
   bool PolishPattern(const Problem& p, int k);
   bool Center(const Problem& p, int k);
-  // where Center's steps stall: into cen_ the island's answer (out_lam_, its impulses as they are,
-  // the velocity they give, its measures) with the cones' variables on the central path at
-  // kappa_tol, whose terms are those of the hard problem's limit (a closed contact's velocity
-  // held, an open one's impulse null, a sliding one's on its cone), so that the tangent is the
-  // answer's derivative; false unless the answer holds the hard problem (kAnswerSlack)
+  // where Center's steps stall (with GradAtEnd): into cen_ the island's answer (out_lam_, its
+  // impulses as they are, the velocity they give, its measures) with the cones' variables on the
+  // central path at kappa_tol, whose terms are those of the hard problem's limit (a closed
+  // contact's velocity held, an open one's impulse null, a sliding one's on its cone), so that the
+  // tangent is the answer's derivative; false unless the answer holds the hard problem
+  // (kAnswerSlack)
   bool AnswerPoint(const Problem& p, int k);
   // cone e's variables in cen_ moved onto the central path at kappa (AnswerPoint's)
   void AnswerCone(const Problem& p, int e, double kappa);

@@ -364,9 +364,10 @@ INSTANTIATE_TEST_SUITE_P(Scenes, IpmAlgebra, ::testing::ValuesIn(Scenes()),
 // a box rocking on four contacts, captured from humanoid100 (MuJoCo 2.2.2, the physics test's
 // BoxOnFourContactsIsPolished): every attempt stalls and the polish solves it, so the stored
 // iterate lies far from the central point, where Newton's steps are cut to nothing by the cones'
-// boundaries. With kappa_grad = kappa_tol Center reaches the central point from the polished
-// answer, and ForceTangent is the solve's derivative: central differences of its force along
-// v_free and the gaps (J' f, as in HardContactTangentIsTheSolvesDerivative)
+// boundaries. With kappa_grad = kappa_tol Center takes the polished answer's limit point
+// (AnswerPoint), and ForceTangent is the solve's derivative: central differences of its force
+// along v_free and a change of M (J' f, as in HardContactTangentIsTheSolvesDerivative; along the
+// gaps the differences cross to regular solves, whose answers lie 1e-4 away), without allocating
 class IpmPolishedIsland : public MujocoTest {};
 
 constexpr char kBox[] = R"(<mujoco><option timestep="0.00501"/>
@@ -423,7 +424,12 @@ TEST_F(IpmPolishedIsland, TangentIsTheSolvesDerivative) {
     if (which == 0) dir.v_free = dvf.data();
     if (which == 1) dir.M = dM.data();
     std::vector<double> df(nr), fp(nr), fm(nr), fdiff(nr);
+    AllocationCounter counter;
+    if (AllocationCounter::Available()) counter.Start();
     ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << names[which];
+    if (AllocationCounter::Available()) {
+      EXPECT_EQ(counter.Stop(), 0) << names[which];
+    }
     const double eps = 1e-5;
     apply(which, eps);
     solver.Solve(p, &sol);
