@@ -163,8 +163,8 @@ class IpmSolver final : public Solver {
   // impulses as they are, the velocity they give, its measures) with the cones' variables on the
   // central path at kappa_tol, whose terms are those of the hard problem's limit (a closed
   // contact's velocity held, an open one's impulse null, a sliding one's on its cone), so that the
-  // tangent is the answer's derivative; false unless the answer holds the hard problem
-  // (kAnswerSlack)
+  // tangent is the answer's derivative; false unless the answer solves the hard problem with x o z
+  // at rounding (a pattern's answer, the polish's: kAnswerKappa)
   bool AnswerPoint(const Problem& p, int k);
   // cone e's variables in cen_ moved onto the central path at kappa (AnswerPoint's)
   void AnswerCone(const Problem& p, int e, double kappa);

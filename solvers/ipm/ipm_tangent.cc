@@ -13,10 +13,11 @@ namespace contactkit {
 namespace ipm {
 namespace {
 
-constexpr double kRefineTol = 1e-12;  // relative dynamics defect left unrefined (rounding)
-constexpr double kClampReg = 1e-10;   // regularizer of a clamped normal row, x diag_approx
-constexpr double kAnswerSlack = 10;   // AnswerPoint: the answer's tolerances, x the solve's
-constexpr double kAnswerCone = 1e-6;  // ... and the relative excess of its force over its cone
+constexpr double kRefineTol = 1e-12;   // relative dynamics defect left unrefined (rounding)
+constexpr double kClampReg = 1e-10;    // regularizer of a clamped normal row, x diag_approx
+constexpr double kAnswerSlack = 10;    // AnswerPoint: the answer's residual, x residual_tol
+constexpr double kAnswerKappa = 1e-4;  // ... its complementarity, x kappa_tol: a pattern's answer
+constexpr double kAnswerCone = 1e-6;   // ... and the relative excess of its force over its cone
 
 // w' V x over the stored entries of row i of a matrix V in mass's tree layout (its diagonal and
 // its ancestors', each off the diagonal counted for both triangles)
@@ -154,8 +155,10 @@ bool IpmSolver::AnswerPoint(const Problem& p, int k) {
     s->z0[soc_row_[e]] = std::sqrt(z2);
   }
   Residuals(p, k, s);
-  // it holds the hard problem: forces in their cones, no gap closing, x o z within tolerance
-  const double rtol = kAnswerSlack * st.residual_tol, ktol = kAnswerSlack * st.kappa_tol;
+  // it holds the hard problem: forces in their cones, no gap closing, x o z at rounding (the
+  // polish's pattern: an iterate's x o z ~ kappa_tol is a point of the central path, whose
+  // derivative, with indeterminate forces, is not the hard limit's)
+  const double rtol = kAnswerSlack * st.residual_tol, ktol = kAnswerKappa * st.kappa_tol;
   if (!(s->rvio < rtol && s->kvio < ktol)) return false;
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     if (!(s->x[orth_[e]] >= 0 && s->z[orth_[e]] >= -rtol)) return false;

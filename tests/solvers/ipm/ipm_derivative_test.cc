@@ -318,10 +318,11 @@ TEST_P(IpmAlgebra, AdjointDotIsTheForceTangentsProduct) {
   }
 }
 
-// the answer's limit point (AnswerPoint, Center's fallback, here forced by the test hook on one
-// island at a time) gives the tangent of the central point at kappa_tol up to that point's
-// distance from the hard limit: J' df along v_free within 1e-3 of the regular tangent's scale
-TEST_P(IpmAlgebra, AnswerPointTangentIsTheCentralPoints) {
+// Center's fallback (AnswerPoint, forced by the test hook on one island at a time) takes only an
+// answer complementary to rounding (a pattern's, the polish's): a regular solve's answer, x o z ~
+// kappa_tol, is declined wherever the island has cones (ForceTangent fails: differences), and an
+// island without (equality rows only) gives the central point's tangent
+TEST_P(IpmAlgebra, AnswerPointTakesOnlyAPatternsAnswer) {
   const Scene& s = GetParam();
   ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol)));
   Problem& p = at_->p();
@@ -342,17 +343,19 @@ TEST_P(IpmAlgebra, AnswerPointTangentIsTheCentralPoints) {
   double scale = 1e-9;
   for (double x : g0) scale = std::max(scale, std::fabs(x));
   for (int k = 0; k < p.islands.nisland; k++) {
+    bool cones = false;
+    for (int i = 0; i < nr; i++) cones |= p.islands.row_island[i] == k && p.kind[i] != kRowEquality;
     ipm::IpmSolver::center_stall_island_ = k;
     solver.Solve(p, &sol);
     const bool ok = solver.ForceTangent(p, sol, dir, df.data());
     ipm::IpmSolver::center_stall_island_ = -1;
-    ASSERT_TRUE(ok) << s.name << " island " << k;
-    EXPECT_EQ(solver.stats().answer_centered, 1) << s.name;
+    EXPECT_EQ(ok, !cones) << s.name << " island " << k;
+    EXPECT_EQ(solver.stats().answer_centered, ok ? 1 : 0) << s.name;
+    if (!ok) continue;
     p.J.MulT(df.data(), g.data());
     double err = 0;
     for (int j = 0; j < nv; j++) err = std::max(err, std::fabs(g[j] - g0[j]));
-    printf("%s island %d: |J' (df - df_central)| %.3g of %.3g\n", s.name.c_str(), k, err, scale);
-    EXPECT_LT(err, 1e-3 * scale) << s.name << " island " << k;
+    EXPECT_LT(err, 1e-9 * scale) << s.name << " island " << k;
   }
 }
 
