@@ -42,6 +42,9 @@ const char kUsage[] =
     "                      speculative contacts, seen up to M before touching (raises\n"
     "                      nconmax/njmax to fit)\n"
     "  --key K             start from keyframe K (default: keyframe 0 if the model has one)\n"
+    "  --random-controls S controls uniform in each actuator's range, drawn anew every 20 ms of\n"
+    "                      simulated time by mt19937 seeded with S (the robot suite's random\n"
+    "                      case: 12345; the same draws for every solver of --compare)\n"
     "  --set KEY=VALUE     set a solver setting (repeatable), e.g. --set kappa_tol=1e-6\n"
     "  --csv FILE          write per-step statistics (FILE gets the solver name appended when\n"
     "                      comparing)\n"
@@ -106,6 +109,7 @@ int ParseArgs(int argc, char** argv, Options* o, contactkit::tools::CommandLine*
              {{"euler", mjINT_EULER}, {"rk4", mjINT_RK4}, {"implicit", mjINT_IMPLICIT}});
   cl->Number("--margin", &o->margin, 0, true, "a non-negative distance in meters");
   cl->Int("--key", &o->run.keyframe, 0, INT_MAX, "a keyframe index (0 or more)");
+  cl->Int("--random-controls", &o->run.random_controls, 0, INT_MAX, "a seed (0 or more)");
   cl->Texts("--set", &o->sets);
   cl->Text("--csv", &o->csv);
   cl->Text("--menagerie", &o->menagerie);

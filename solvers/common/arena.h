@@ -1,13 +1,18 @@
 // Copyright 2026 The contactkit developers.
 //
 // One zeroed block of typed arrays. A layout function names the arrays (Take<T>(n) each); the
-// arena runs it once to count bytes, allocates, and runs it again to hand the arrays out.
+// arena runs it once to count bytes, allocates, and runs it again to hand the arrays out. And one
+// zeroed array whose memory is taken page by page as it is written (ZeroedArray).
 #ifndef CONTACTKIT_SOLVERS_COMMON_ARENA_H_
 #define CONTACTKIT_SOLVERS_COMMON_ARENA_H_
 
 #include <cstddef>
 #include <cstdlib>
 #include <new>
+
+#if !defined(_WIN32)
+#include <sys/mman.h>
+#endif
 
 namespace contactkit {
 
@@ -55,6 +60,61 @@ class Arena {
  private:
   void* block_ = nullptr;
   size_t bytes_ = 0;
+};
+
+// A zeroed array whose pages cost memory only once written: a large one is mapped from fresh
+// pages of the operating system (zero, and backed by memory on the first write), where
+// std::vector's assign writes every element (and calloc may hand back, and clear, memory the
+// process used before: MuJoCo 3.x's compiler raises glibc's mmap threshold). A dense workspace
+// sized for the largest possible island then holds memory for the islands actually solved (a
+// page fault on first use, no allocation in a step)
+template <typename T>
+class ZeroedArray {
+ public:
+  ZeroedArray() = default;
+  ZeroedArray(const ZeroedArray&) = delete;
+  ZeroedArray& operator=(const ZeroedArray&) = delete;
+  ~ZeroedArray() { Release(); }
+
+  // n zero elements (at least one); throws std::bad_alloc
+  void Allocate(size_t n) {
+    Release();
+    const size_t bytes = (n ? n : 1) * sizeof(T);
+#if !defined(_WIN32)
+    if (bytes >= kMapBytes) {
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      data_ = static_cast<T*>(p);
+      bytes_ = bytes;
+      size_ = n;
+      return;
+    }
+#endif
+    data_ = static_cast<T*>(std::calloc(1, bytes));
+    if (!data_) throw std::bad_alloc();
+    size_ = n;
+  }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+
+ private:
+  static constexpr size_t kMapBytes = 1 << 16;  // mapped from this size on
+  void Release() {
+#if !defined(_WIN32)
+    if (bytes_) munmap(data_, bytes_);
+#endif
+    if (!bytes_) std::free(data_);
+    data_ = nullptr;
+    size_ = bytes_ = 0;
+  }
+  T* data_ = nullptr;
+  size_t size_ = 0;
+  size_t bytes_ = 0;  // mapped size, 0: from calloc
 };
 
 }  // namespace contactkit

@@ -48,6 +48,14 @@ constexpr double kCenterResidual = 1e-12;  // and its residual violation
 constexpr double kCenterStall = 1;         // largest relative deviation accepted when stalled
 constexpr double kCenterRounding = 1e-15;  // rounding of a cone product, times |x| |z|
 constexpr int kPolishMax = 64;             // polish: dofs + rows of an island at most
+constexpr int kPolishRounds = 8;           // ... patterns corrected from the last answer
+constexpr int kPolishBacktrack = 20;       // ... halvings of a Newton step
+constexpr double kPolishWork = 4194304;    // ... damped: dense LU work, sum of n^3 (16 n = 64)
+constexpr double kPolishReg = 1e-8;        // ... Jacobian regularizer of closed rows, x diag_approx
+constexpr double kPolishRate = 0.5;        // ... a step shrinking the residual less is slow
+constexpr int kPolishSlow = 3;             // ... slow steps in a row that end a pattern
+constexpr double kPolishSlip = 1e-4;       // ... slip (mu m/s) above which a contact slides
+constexpr double kPolishAlign = 0.9;       // ... cosine of force against slip of a sliding guess
 constexpr int kPolishIter = 20;            // ... Newton steps per pattern
 constexpr double kPolishTol = 1e-3;        // ... its residual, x residual_tol
 constexpr double kPolishCone = 1e-9;       // ... relative excess of a force over its cone
@@ -337,8 +345,9 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     pol_M_.assign(P * P, 0);
     pol_J_.assign(P * P, 0);
     pol_A_.assign(P * P, 0);
-    for (auto* v : {&pol_w_, &pol_w0_, &pol_F_, &pol_u_}) v->assign(P, 0);
+    for (auto* v : {&pol_w_, &pol_w0_, &pol_wp_, &pol_d_, &pol_F_, &pol_u_}) v->assign(P, 0);
     pol_pat_.assign(P, 0);
+    pol_tried_.assign(P, 0);
     pol_cone_.assign(P, -1);
     pol_loc_.assign(R, 0);
     pol_dof_.assign(V, 0);
@@ -1559,6 +1568,8 @@ void IpmSolver::PolishNewtonSystem(const Problem& p, int k) {
     } else if (e < 0 || pol_pat_[a] == 1) {  // closed orthant row, sticking cone row
       F[q] = (e < 0 ? target_[i] : 0) + pol_u_[a];
       for (int c = 0; c < nd; c++) Aq[c] = J[a * nd + c];
+      // in the Jacobian only (F is exact): redundant closed rows leave their impulses undetermined
+      Aq[q] = kPolishReg * p.diag_approx[i];
     } else {  // sliding: the force on the cone's boundary against the slip
       const int f = soc_row_[e], cnt = soc_cnt_[e], g = nd + pol_loc_[soc_nrm_[e]];
       double z[3], zn = 0;
@@ -1580,7 +1591,7 @@ void IpmSolver::PolishNewtonSystem(const Problem& p, int k) {
   }
 }
 
-bool IpmSolver::PolishPattern(const Problem& p, int k) {
+bool IpmSolver::PolishPattern(const Problem& p, int k, bool damped) {
   // Newton on the pattern from the start (dense LU with partial pivoting), then the answer
   // measured as an iterate: accepted if it lies in every cone and meets both tolerances
   const ckIpmSettings& st = settings_.ipm;
@@ -1593,16 +1604,51 @@ bool IpmSolver::PolishPattern(const Problem& p, int k) {
   double* F = pol_F_.data();
   for (int a = 0; a < n; a++) w[a] = pol_w0_[a];
   bool converged = false;
-  for (int it = 0; it < kPolishIter && !converged; it++) {
+  pol_solved_ = false;
+  // damped: a step is halved until |F|^2 decreases (a sliding cone's z / |z| turns fast where its
+  // slip is small; a Newton step descends |F|^2), and the pattern is given up once |F|'s largest
+  // entry (the convergence test) shrinks only linearly; full steps otherwise
+  double fmax = 0;
+  auto merit_at = [&]() {
     PolishNewtonSystem(p, k);
-    double fmax = 0;
-    for (int a = 0; a < n; a++) fmax = std::max(fmax, std::fabs(F[a]));
+    double m = 0;
+    fmax = 0;
+    for (int a = 0; a < n; a++) {
+      m += F[a] * F[a];
+      fmax = std::max(fmax, std::fabs(F[a]));
+    }
+    return m;
+  };
+  double merit = merit_at(), last = HUGE_VAL;
+  for (int it = 0, slow = 0; it < kPolishIter && slow < kPolishSlow; it++) {
     converged = fmax < kPolishTol * st.residual_tol;
     if (converged) break;
-    if (!DenseSolve(pol_A_.data(), n, F)) return false;
-    for (int a = 0; a < n; a++) w[a] -= F[a];
+    slow = damped && fmax > kPolishRate * last ? slow + 1 : 0;  // linear: inconsistent pattern
+    last = fmax;
+    if (damped && (pol_work_ -= static_cast<double>(n) * n * n) < 0) break;  // budget spent
+    if (!DenseSolve(pol_A_.data(), n, F)) {
+      merit_at();  // F at w again (PolishCorrect reads it)
+      return false;
+    }
+    for (int a = 0; a < n; a++) {
+      pol_d_[a] = F[a];
+      pol_wp_[a] = w[a];
+    }
+    double alpha = 1, next = HUGE_VAL;
+    for (int bt = 0; bt <= kPolishBacktrack; bt++, alpha *= kBacktrack) {
+      for (int a = 0; a < n; a++) w[a] = pol_wp_[a] - alpha * pol_d_[a];
+      next = merit_at();
+      if (next < merit || !damped) break;
+    }
+    if (damped && !(next < merit)) {  // no decrease along the Newton direction: F at w again
+      for (int a = 0; a < n; a++) w[a] = pol_wp_[a];
+      merit_at();
+      break;
+    }
+    merit = next;
   }
   if (!converged) return false;
+  pol_solved_ = true;  // pol_w_ and pol_u_ hold the pattern's answer (PolishCorrect reads it)
   State* s = &trial_;
   for (int a = 0; a < nd; a++) s->v[dofs[a]] = w[a];
   for (int a = 0; a < nr; a++) {
@@ -1629,43 +1675,108 @@ bool IpmSolver::PolishPattern(const Problem& p, int k) {
   return s->rvio < st.residual_tol && s->kvio < st.kappa_tol;
 }
 
-bool IpmSolver::Polish(const Problem& p, int k) {
+bool IpmSolver::PolishCorrect(const Problem& p, int k) {
+  // an active-set step: a closed row that pulls opens, an open row whose gap closes faster than
+  // residual_tol closes (sticking), a sticking cone whose force left its cone slides
   const IslandLists& L = lists_[k];
-  const int nr = NumRows(p, k), n = NumDofs(p, k) + nr;
-  if (L.eq_num || L.fl_num || n > kPolishMax) return false;
-  PolishSystem(p, k);
-  // an answer is taken unless its recovery adds energy (the attempts' answer was not held for it)
-  auto accept = [&]() {
-    if (AddsEnergy(p, k, trial_.lam)) return false;
-    for (int a = 0; a < nr; a++) out_lam_[Rows(p, k)[a]] = trial_.lam[Rows(p, k)[a]];
-    stats_.polished++;
+  const int nd = NumDofs(p, k);
+  const double* w = pol_w_.data();
+  if (!pol_solved_) {
+    // Newton stalled: the closed row with the largest residual changes: a sliding cone (its slip
+    // turning) sticks, a sticking one (over-determined) slides, an orthant row opens
+    int worst = -1;
+    for (int a = 0; a < NumRows(p, k); a++) {
+      if (pol_pat_[a] && (worst < 0 || std::fabs(pol_F_[nd + a]) > std::fabs(pol_F_[nd + worst])))
+        worst = a;
+    }
+    if (worst < 0) return false;
+    int e = pol_cone_[worst];
+    if (e >= 0 && pol_tried_[worst]++) {  // the cone's other mode failed too: the contact opens
+      worst = pol_loc_[soc_nrm_[e]];
+      e = -1;
+    }
+    if (e < 0) {
+      pol_pat_[worst] = 0;
+      for (int c = L.soc_adr; c < L.soc_adr + L.soc_num; c++) {
+        if (pol_loc_[soc_nrm_[c]] != worst) continue;
+        for (int r = soc_row_[c]; r < soc_row_[c] + soc_cnt_[c]; r++) pol_pat_[pol_loc_[r]] = 0;
+      }
+      return true;
+    }
+    const int mode = 3 - pol_pat_[worst];
+    for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) pol_pat_[pol_loc_[r]] = mode;
     return true;
-  };
-  // the best answer's pattern first: a closed row pushes harder than its gap opens (lambda A > s),
-  // a closed contact's cone slides where its slip leaves x0 |z_R| above kappa_tol
+  }
+  bool changed = false;
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e], a = pol_loc_[i];
-    double s = target_[i];
-    for (int c = 0; c < NumDofs(p, k); c++) s += pol_J_[a * NumDofs(p, k) + c] * pol_w0_[c];
-    pol_pat_[a] = pol_w0_[NumDofs(p, k) + a] * p.diag_approx[i] > s ? 1 : 0;
+    const bool closed =
+        pol_pat_[a] ? !(w[nd + a] < 0) : target_[i] + pol_u_[a] < -settings_.ipm.residual_tol;
+    changed = changed || closed != (pol_pat_[a] != 0);
+    pol_pat_[a] = closed;
   }
   for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
     const int f = soc_row_[e], cnt = soc_cnt_[e], g = pol_loc_[soc_nrm_[e]];
-    double z2 = 0;
-    for (int r = f; r < f + cnt; r++) {
-      double u = 0;
-      for (int c = 0; c < NumDofs(p, k); c++)
-        u += pol_J_[pol_loc_[r] * NumDofs(p, k) + c] * pol_w0_[c];
-      z2 += scale_[r] * scale_[r] * u * u;
+    int mode = pol_pat_[pol_loc_[f]];
+    if (!pol_pat_[g]) {
+      mode = 0;
+    } else if (mode == 0) {
+      mode = 1;
+    } else if (mode == 1) {
+      double x2 = 0;
+      for (int r = f; r < f + cnt; r++) x2 += std::pow(w[nd + pol_loc_[r]] / scale_[r], 2);
+      if (std::sqrt(x2) > w[nd + g] * (1 + kPolishCone)) mode = 2;
     }
-    const double x0 = pol_w0_[NumDofs(p, k) + g];
-    const int mode = pol_pat_[g] ? (x0 * std::sqrt(z2) > settings_.ipm.kappa_tol ? 2 : 1) : 0;
+    changed = changed || mode != pol_pat_[pol_loc_[f]];
     for (int r = f; r < f + cnt; r++) pol_pat_[pol_loc_[r]] = mode;
   }
-  if (PolishPattern(p, k)) return accept();
-  // then every pattern of few contacts: each orthant row open, closed and sticking, or closed and
+  return changed;
+}
+
+bool IpmSolver::PolishGuess(const Problem& p, int k, double align) {
+  // a closed row pushes harder than its gap opens (lambda A > s); a closed contact's cone slides
+  // where its slip leaves x0 |z_R| above kappa_tol and its force opposes the slip by at least
+  // align (cosine)
+  const IslandLists& L = lists_[k];
+  const int nd = NumDofs(p, k);
+  const double* w0 = pol_w0_.data();
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e], a = pol_loc_[i];
+    double s = target_[i];
+    for (int c = 0; c < nd; c++) s += pol_J_[a * nd + c] * w0[c];
+    pol_pat_[a] = w0[nd + a] * p.diag_approx[i] > s ? 1 : 0;
+  }
+  bool aligned = false;
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], g = pol_loc_[soc_nrm_[e]];
+    double z2 = 0, x2 = 0, xz = 0;
+    for (int r = f; r < f + cnt; r++) {
+      double u = 0;
+      for (int c = 0; c < nd; c++) u += pol_J_[pol_loc_[r] * nd + c] * w0[c];
+      const double x = w0[nd + pol_loc_[r]] / scale_[r];
+      z2 += scale_[r] * scale_[r] * u * u;
+      x2 += x * x;
+      xz -= x * scale_[r] * u;
+    }
+    const double x0 = w0[nd + g];
+    int mode = pol_pat_[g] ? (x0 * std::sqrt(z2) > settings_.ipm.kappa_tol ? 2 : 1) : 0;
+    if (mode == 2 && !(xz >= align * x0 * std::sqrt(z2))) {
+      mode = 1;
+      aligned = true;
+    }
+    if (align > -HUGE_VAL && mode == 1 && std::sqrt(z2) > kPolishSlip) {
+      mode = 2;  // slipping fast under a small force: slides
+      aligned = true;
+    }
+    for (int r = f; r < f + cnt; r++) pol_pat_[pol_loc_[r]] = mode;
+  }
+  return aligned;
+}
+
+bool IpmSolver::PolishEnumerate(const Problem& p, int k, bool damped) {
+  // every pattern of few contacts: each orthant row open, closed and sticking, or closed and
   // sliding
-  if (L.orth_num > kPolishEnumerate) return false;
+  const IslandLists& L = lists_[k];
   int total = 1;
   for (int c = 0; c < L.orth_num; c++) total *= 3;
   for (int code = 0; code < total; code++) {
@@ -1680,9 +1791,42 @@ bool IpmSolver::Polish(const Problem& p, int k) {
       }
       for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) pol_pat_[pol_loc_[r]] = mode;
     }
-    if (PolishPattern(p, k)) return accept();
+    if (PolishPattern(p, k, damped)) return true;
+    if (damped && pol_work_ <= 0) break;
   }
   return false;
+}
+
+bool IpmSolver::Polish(const Problem& p, int k) {
+  const IslandLists& L = lists_[k];
+  const int nr = NumRows(p, k), n = NumDofs(p, k) + nr;
+  if (L.eq_num || L.fl_num || n > kPolishMax) return false;
+  PolishSystem(p, k);
+  // an answer is taken unless its recovery adds energy (the attempts' answer was not held for it)
+  auto accept = [&]() {
+    if (AddsEnergy(p, k, trial_.lam)) return false;
+    for (int a = 0; a < nr; a++) out_lam_[Rows(p, k)[a]] = trial_.lam[Rows(p, k)[a]];
+    stats_.polished++;
+    return true;
+  };
+  // full Newton steps: the best answer's pattern, then every pattern of up to kPolishEnumerate
+  // contacts
+  const bool few = L.orth_num <= kPolishEnumerate;
+  PolishGuess(p, k, -HUGE_VAL);
+  if (PolishPattern(p, k, false)) return accept();
+  if (few && PolishEnumerate(p, k, false)) return accept();
+  for (int a = 0; a < nr; a++) pol_tried_[a] = 0;
+  pol_work_ = kPolishWork;
+  // damped Newton: the best answer's pattern, the same with contacts whose force does not oppose
+  // their slip sticking, then patterns corrected from the last answer while that changes them
+  PolishGuess(p, k, -HUGE_VAL);
+  if (PolishPattern(p, k, true)) return accept();
+  if (PolishGuess(p, k, kPolishAlign) && PolishPattern(p, k, true)) return accept();
+  for (int round = 0; round < kPolishRounds && pol_work_ > 0 && PolishCorrect(p, k); round++) {
+    if (PolishPattern(p, k, true)) return accept();
+  }
+  // and every pattern of few contacts again, damped
+  return few && pol_work_ > 0 && PolishEnumerate(p, k, true) && accept();
 }
 
 void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {

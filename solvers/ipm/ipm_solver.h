@@ -148,16 +148,30 @@ class IpmSolver final : public Solver {
   void Refine(const Problem& p, int k, const State& s);
   // the last resort for an island every attempt left inexact (kPolishMax dofs + rows at most, no
   // equality or friction-loss rows): Newton on a complementarity pattern (PolishPattern) of the
-  // best answer (out_lam_), then of every pattern of up to kPolishEnumerate orthant rows; the
-  // answer, measured on the hard problem, in trial_; true if it meets both tolerances and its
-  // recovery adds no energy (AddsEnergy): then out_lam_ holds it
+  // best answer (out_lam_), then of every pattern of up to kPolishEnumerate orthant rows, with
+  // full steps; then damped: the best answer's pattern, the same with contacts whose force does
+  // not oppose their slip sticking (PolishGuess), patterns corrected from the last answer
+  // (PolishCorrect), every pattern of few rows; the answer, measured on the hard problem, in
+  // trial_; true if it meets both tolerances and its recovery adds no energy (AddsEnergy): then
+  // out_lam_ holds it
   bool Polish(const Problem& p, int k);
   // the island's dense M, J and the start (pol_w0_)
   void PolishSystem(const Problem& p, int k);
   // the pattern's residual F (pol_F_) and Jacobian (pol_A_) at pol_w_
   void PolishNewtonSystem(const Problem& p, int k);
-  // Newton on the pattern pol_pat_; true if its answer lies in every cone and meets both tolerances
-  bool PolishPattern(const Problem& p, int k);
+  // the pattern of the start (pol_w0_) into pol_pat_: rows that push harder than their gap
+  // opens closed, closed cones sliding where x0 |z| > kappa_tol and the force opposes the slip
+  // by the cosine align at least; true if that last condition made some cone stick
+  bool PolishGuess(const Problem& p, int k, double align);
+  // Newton on the pattern pol_pat_ (damped: steps halved until |F| decreases, stopped when it
+  // shrinks only linearly); true if its answer lies in every cone and meets both tolerances
+  bool PolishPattern(const Problem& p, int k, bool damped);
+  // every pattern of up to kPolishEnumerate orthant rows; true once one is solved
+  bool PolishEnumerate(const Problem& p, int k, bool damped);
+  // after a pattern whose Newton converged to an answer outside the cones or short of the
+  // tolerances: the pattern corrected from that answer (rows that pull open, rows that close
+  // faster than residual_tol close, forces beyond their cone slide); true if it changed
+  bool PolishCorrect(const Problem& p, int k);
   bool Center(const Problem& p, int k);
   // where Center's steps stall (with GradAtEnd): into cen_ the island's answer (out_lam_, its
   // impulses as they are, the velocity they give, its measures) with the cones' variables on the
@@ -356,16 +370,21 @@ class IpmSolver final : public Solver {
   // second-order term); 0: Mehrotra predictor-corrector
   double path_sigma_ = 0;
 
-  // polish (dense, kPolishMax = dofs + rows at most), local indices: v then lambda
-  std::vector<double> pol_M_;   // M of the island                                  (64 x 64)
-  std::vector<double> pol_J_;   // J of the island (rows x dofs)                      (64 x 64)
-  std::vector<double> pol_A_;   // Newton matrix, then its LU                        (64 x 64)
-  std::vector<double> pol_w_;   // unknowns (v, lambda)                              (64)
-  std::vector<double> pol_w0_;  // the start                                         (64)
-  std::vector<double> pol_F_;   // residual, then the Newton step                    (64)
-  std::vector<double> pol_u_;   // row velocities J v                                (64)
-  std::vector<int> pol_pat_;    // row: 0 open, 1 closed / sticking, 2 sliding       (64)
-  std::vector<int> pol_cone_;   // cone of a friction row, -1: orthant row           (64)
+  // polish (dense, P = kPolishMax = 64 dofs + rows at most), local indices: v then lambda
+  std::vector<double> pol_M_;   // M of the island                                  (P x P)
+  std::vector<double> pol_J_;   // J of the island (rows x dofs)                      (P x P)
+  std::vector<double> pol_A_;   // Newton matrix, then its LU                        (P x P)
+  std::vector<double> pol_w_;   // unknowns (v, lambda)                              (P)
+  std::vector<double> pol_w0_;  // the start                                         (P)
+  std::vector<double> pol_F_;   // residual, then the Newton step                    (P)
+  std::vector<double> pol_d_;   // the Newton step                                   (P)
+  std::vector<double> pol_wp_;  // the unknowns before the step                      (P)
+  std::vector<double> pol_u_;   // row velocities J v                                (P)
+  std::vector<int> pol_pat_;    // row: 0 open, 1 closed / sticking, 2 sliding       (P)
+  std::vector<int> pol_cone_;   // cone of a friction row, -1: orthant row           (P)
+  std::vector<int> pol_tried_;  // a stalled cone row's mode was switched (PolishCorrect) (P)
+  bool pol_solved_ = false;     // the last pattern's Newton converged (pol_w_ its answer)
+  double pol_work_ = 0;         // dense LU work (sum of n^3) the damped patterns may still take
   std::vector<int> pol_loc_;    // local index of each island row                    (rows)
   std::vector<int> pol_dof_;    // local index of each island dof                    (nv)
 

@@ -15,7 +15,9 @@
 // when K is rank deficient (Nimble appendix B); the answer is exact when it is complementary. The
 // solver tries, in this order, until one classification is exact:
 //   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start,
-//      skipped on problems of at least opt.sweep_rows rows when !opt.check_guess;
+//      skipped on problems of at least opt.sweep_rows rows when !opt.check_guess; on those, when
+//      its minimum-norm solution fails on a rank-deficient K, the same decomposition solves it
+//      again nearest to opt.start, ExactFrom, and that answer is not stabilized;
 //      on problems of at least opt.sweep_rows rows, when it fails, projected Gauss-Seidel from the
 //      previous step's impulses (opt.start) whose classification, once it settles (at most 2
 //      opt.sweeps sweeps), is solved exactly nearest to the iterate: the "polish"), then a few
@@ -47,6 +49,7 @@
 #include <cmath>
 #include <vector>
 
+#include "solvers/common/arena.h"
 #include "solvers/common/cod.h"
 #include "solvers/lcp/dense_lcp.h"
 #include "solvers/lcp/lemke.h"
@@ -166,6 +169,19 @@ class BoxedLcpSolver {
   bool Exact(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state, Cod* cod,
              double* x, double* w, BoxedStats* stats);
 
+  // after a failed Exact of state on a rank-deficient reduced system: its solution nearest to x0
+  // (n) on the clamped rows, by the decomposition Exact made (O(k^2), no factorization); true if
+  // complementary. A resting degenerate island (more clamped rows than degrees of freedom, as
+  // MuJoCo's cloth) keeps its classification from step to step, but the minimum-norm solution
+  // of it can leave the bounds where the previous step's impulses are inside them
+  bool ExactFrom(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state,
+                 const double* x0, Cod* cod, double* x, double* w);
+
+  // the reduced system K y = c that Reduced assembled and factored (by LU or into cod) solved
+  // from x0 (n, nullable: from 0) with one step of refinement: x, w (n); false if not finite
+  bool SolveKept(const DenseLcp& lcp, const signed char* state, bool lu, Cod* cod, double* x,
+                 double* w, const double* x0);
+
   // accept x (n) as it is when its residual is within opt.tol: state becomes its classification
   // and cod the factorization of that classification (whose minimum-norm solution can differ
   // from x where the clamped rows are redundant); w gets A x + b
@@ -200,10 +216,12 @@ class BoxedLcpSolver {
 
   int nmax_ = 0;
   double work_ = 0;                  // estimated operations of the current Solve
-  std::vector<double> K_;            // reduced matrix                                (nmax x nmax)
-  std::vector<double> lu_;           // its LU factors (pivoting systems)             (nmax x nmax)
+  ZeroedArray<double> K_;            // reduced matrix                                (nmax x nmax)
+  ZeroedArray<double> lu_;           // its LU factors (pivoting systems)             (nmax x nmax)
   std::vector<int> piv_;             // their row interchanges                        (nmax)
   std::vector<double> c_;            // reduced right-hand side                       (nmax)
+  std::vector<double> rhs_;          // ... shifted by the start x0 (SolveKept)       (nmax)
+  int kept_k_ = 0;                   // order of the reduced system of the last Reduced
   std::vector<double> y_;            // reduced solution and refinement               (2 nmax)
   std::vector<double> xb_;           // best answer so far                            (nmax)
   std::vector<double> wb_;           // its w                                         (nmax)
@@ -219,7 +237,7 @@ class BoxedLcpSolver {
   std::vector<int> list_;            // infeasible rows                               (nmax)
   std::vector<signed char> target_;  // their new states                         (nmax)
   std::vector<signed char> s2_;      // scratch classification                   (nmax)
-  std::vector<double> coddmem_;      // scratch decomposition for pivoting            (Cod::Doubles)
+  ZeroedArray<double> coddmem_;      // scratch decomposition for pivoting            (Cod::Doubles)
   std::vector<int> codimem_;
   Cod cod_;      // decomposition of the pivoting systems
   Lemke lemke_;  // complementary pivoting on the coupled problem

@@ -116,7 +116,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     const size_t cap = cap_, rows = std::max(dims.max_rows, 1), nv = std::max(dims.nv, 1);
     boxed_.Allocate(cap_);
     schur_.Allocate(cap_);
-    A_.assign(cap * cap, 0);
+    A_.Allocate(cap * cap);  // (dense storage: pages written as islands use them)
     for (auto* v :
          {&b_, &lo_, &hi_, &mu_, &x_, &w_, &x0_, &rc_, &dy_, &tq_, &xr_, &wr_, &x0r_, &stab_}) {
       v->assign(cap, 0);
@@ -133,7 +133,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     guess_.assign(rows, -1);
     inexact_.assign(rows, 0);
     gsadr_.assign(rows, -1);
-    gsy_.assign(std::min(rows * nv, kGsCache), 0);
+    gsy_.Allocate(std::min(rows * nv, kGsCache));
     keya_.assign(rows, 0);
     keyb_.assign(rows, 0);
     for (auto* v : {&bfull_, &diag_, &ytil_, &px_, &plam_, &cdpos_, &cdvel_, &ximp_}) {
@@ -155,7 +155,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     touched_.assign(std::max(dims.ntree, 1), 0);
     for (auto* v : {&adj_lam_, &adj_om_, &adj_rho_}) v->assign(rows, 0);
     for (auto* v : {&adj_nu_, &adj_pi_, &adj_pin_, &adj_kappa_}) v->assign(nv, 0);
-    pinv_.assign(Cod::Doubles(cap_), 0);
+    pinv_.Allocate(Cod::Doubles(cap_));
     kadr_.assign(std::max(dims.ntree, 1), -1);
     nadr_.assign(std::max(dims.ntree, 1), -1);
     zst_.assign(kNullMax * nv, 0);
@@ -166,16 +166,16 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     changed_.assign(std::max(dims.ntree, 1), 0);
     exact_.assign(std::max(dims.ntree, 1), 0);
     unstabilized_.assign(std::max(dims.ntree, 1), 0);
-    arena_d_.assign(2 * Cod::Doubles(cap_), 0);
+    arena_d_.Allocate(2 * Cod::Doubles(cap_));
     arena_i_.assign(2 * Cod::Ints(cap_), 0);
-    scratch_d_.assign(Cod::Doubles(cap_), 0);
+    scratch_d_.Allocate(Cod::Doubles(cap_));
     scratch_i_.assign(Cod::Ints(cap_), 0);
     scratch_cod_.Bind(scratch_d_.data(), scratch_i_.data(), cap_);
     prow_.assign(rows, 0);
-    pA_.assign(cap * cap, 0);
+    pA_.Allocate(cap * cap);
     pcod_.assign(std::max(dims.ntree, 1), Cod());
     pcod_ok_.assign(std::max(dims.ntree, 1), 0);
-    pcod_d_.assign(2 * Cod::Doubles(cap_), 0);
+    pcod_d_.Allocate(2 * Cod::Doubles(cap_));
     pcod_i_.assign(2 * Cod::Ints(cap_), 0);
     prowadr_.assign(std::max(dims.ntree, 1) + 1, 0);
   } catch (const std::bad_alloc&) {

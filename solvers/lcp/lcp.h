@@ -60,6 +60,7 @@
 #include <memory>
 #include <vector>
 
+#include "solvers/common/arena.h"
 #include "solvers/common/cod.h"
 #include "solvers/common/reach.h"
 #include "solvers/common/solver.h"
@@ -261,7 +262,7 @@ class LcpSolver final : public Solver {
   bool schur_used_ = false;  // the last SolveDense eliminated them (Rebase possible)
 
   // island problem (local rows)
-  std::vector<double> A_;                         // (cap x cap)
+  ZeroedArray<double> A_;                         // (cap x cap)
   std::vector<double> b_, lo_, hi_, mu_, x_, w_;  // (cap)
   std::vector<double> x0_;                        // previous impulses, Gauss-Seidel's start (cap)
   std::vector<int> findex_;                       // (cap)
@@ -284,7 +285,7 @@ class LcpSolver final : public Solver {
   std::vector<double> yv_;             // M^-1 J_i' scratch, zero between uses       (nv)
   std::vector<double> vis_;            // velocity of large islands                  (nv)
   double large_sweep_ = 0;             // operations of one sweep of the large island
-  std::vector<double> gsy_;            // M^-1 J_g' of its rows on their trees, packed
+  ZeroedArray<double> gsy_;            // M^-1 J_g' of its rows on their trees, packed
                                        //                      (min(max_rows nv, 2^21))
   std::vector<long> gsadr_;            // row g's start in gsy_, -1: not cached     (max_rows)
 
@@ -296,7 +297,7 @@ class LcpSolver final : public Solver {
 
   // factorizations of the last solve, in a store of two decompositions of the largest island
   std::vector<IslandFactor> factors_;  // (ntree)
-  std::vector<double> arena_d_;        // (2 Cod::Doubles(cap))
+  ZeroedArray<double> arena_d_;        // (2 Cod::Doubles(cap))
   std::vector<int> arena_i_;           // (2 Cod::Ints(cap))
   Cod scratch_cod_;                    // for islands that do not fit in the store
 
@@ -304,17 +305,17 @@ class LcpSolver final : public Solver {
   std::vector<double> up_;        // pseudo-velocity of the positions                 (nv)
   std::vector<int> prow_;         // clamped rows of the position pass, by island     (max_rows)
   std::vector<double> px_;        // their impulses                                   (max_rows)
-  std::vector<double> pA_;        // A_PP of the position pass                        (cap x cap)
+  ZeroedArray<double> pA_;        // A_PP of the position pass                        (cap x cap)
   std::vector<double> plam_;      // impulses of LargePositionIsland, by row          (max_rows)
   std::vector<double> pz_;        // PositionTangent scratch                          (nv)
   std::vector<int> prowadr_;      // first of island k in prow_                       (ntree + 1)
   bool position_active_ = false;  // some island has a position correction
   std::vector<Cod> pcod_;         // PositionTangent: A_CC of each island, factored (ntree)
   std::vector<unsigned char> pcod_ok_;  // ... factored into the store                  (ntree)
-  std::vector<double> pcod_d_;     // ... store                            (2 Cod::Doubles(cap))
+  ZeroedArray<double> pcod_d_;     // ... store                            (2 Cod::Doubles(cap))
   std::vector<int> pcod_i_;        //                                      (2 Cod::Ints(cap))
   bool ptan_ready_ = false;        // pcod_ holds this solve's factorizations
-  std::vector<double> scratch_d_;  // (Cod::Doubles(cap))
+  ZeroedArray<double> scratch_d_;  // (Cod::Doubles(cap))
   std::vector<int> scratch_i_;     // (Cod::Ints(cap))
   size_t arena_doff_ = 0, arena_ioff_ = 0;  // used part of the store
   int nisland_ = 0;                         // islands of the last solve
@@ -343,7 +344,7 @@ class LcpSolver final : public Solver {
   std::vector<unsigned char> reach0_, reachp_;  // dv0_, dvp_ not zero on island k     (ntree)
   std::vector<uint8_t> touched_;   // island k's data perturbed by the tangent's direction (ntree)
   IslandReach reach_;              // finds them
-  std::vector<double> pinv_;       // K^+, null-space rows V by island (Cod::Doubles(cap))
+  ZeroedArray<double> pinv_;       // K^+, null-space rows V by island (Cod::Doubles(cap))
   std::vector<long> kadr_, nadr_;  // their place in pinv_, -1: not stored      (ntree)
   // rank-deficient island k: row i of Z = V S J_R M^-1 (S: the clamped rows and the bound rows
   // folded onto their normals, as NullSpaceTangent gathers tq_), over the island's trees' dofs in

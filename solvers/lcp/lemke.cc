@@ -65,7 +65,7 @@ void Lemke::Allocate(int nmax) {
   var_.assign(rows, 0);
   row_.assign(N, 0);
   role_.assign(N, 0);
-  bu_.assign(N * N, 0);
+  bu_.Allocate(N * N);  // (pages written as large problems use them)
   xB_.assign(N, 0);
   q_.assign(N, 0);
   basic_.assign(N, 0);
@@ -78,7 +78,7 @@ void Lemke::Allocate(int nmax) {
   upos_.assign(N, -1);
   rowpos_.assign(N, 0);
   perm_.assign(N, 0);
-  g_.assign(N * N, 0);
+  g_.Allocate(N * N);
 }
 
 void Lemke::Column(const DenseLcp& lcp, int v, double* col) const {

@@ -18,6 +18,7 @@
 
 #include <vector>
 
+#include "solvers/common/arena.h"
 #include "solvers/lcp/dense_lcp.h"
 
 namespace contactkit {
@@ -60,13 +61,13 @@ class Lemke {
   std::vector<double> tmp_;  // scratch                                        (2N)
   std::vector<double> z_;    // standard solution                              (2N + 1)
   std::vector<int> cand_;    // ratio-test candidates                          (N)
-  std::vector<double> bu_;   // basis inverse on the columns of nonbasic slacks (N x N)
+  ZeroedArray<double> bu_;   // basis inverse on the columns of nonbasic slacks (N x N)
   std::vector<int> ucol_;    // column of the inverse in each column of bu_     (N)
   std::vector<int> upos_;    // column of bu_ holding column j, -1: unit vector (N)
   int nu_ = 0;               // columns in bu_
   std::vector<int> rowpos_;  // Refactor: place of a row no basic slack covers (N)
   std::vector<int> perm_;    // Refactor: row interchanges                     (N)
-  std::vector<double> g_;    // Refactor: inverse of the structural block      (N x N)
+  ZeroedArray<double> g_;    // Refactor: inverse of the structural block      (N x N)
 };
 
 }  // namespace contactkit

@@ -24,9 +24,9 @@ void BilateralSchur::Allocate(int nmax) {
   eidx_.assign(n, 0);
   ridx_.assign(n, 0);
   rpos_.assign(n, 0);
-  L_.assign(n * n, 0);
-  G_.assign(n * n, 0);
-  S_.assign(n * n, 0);
+  L_.Allocate(n * n);
+  G_.Allocate(n * n);
+  S_.Allocate(n * n);
   s_.assign(n, 0);
   lo_.assign(n, 0);
   hi_.assign(n, 0);

@@ -15,6 +15,7 @@
 
 #include <vector>
 
+#include "solvers/common/arena.h"
 #include "solvers/lcp/dense_lcp.h"
 
 namespace contactkit {
@@ -66,9 +67,9 @@ class BilateralSchur {
   std::vector<int> eidx_;  // bilateral rows                                 (nmax)
   std::vector<int> ridx_;  // other rows                                     (nmax)
   std::vector<int> rpos_;  // place of a row in R, -1 in E                   (nmax)
-  std::vector<double> L_;  // Cholesky factor of A_EE, column-major          (nmax x nmax)
-  std::vector<double> G_;  // L^-1 A_ER, column-major (e x m)                (nmax x nmax)
-  std::vector<double> S_;  // A_RR - G'G, column-major (m x m)               (nmax x nmax)
+  ZeroedArray<double> L_;  // Cholesky factor of A_EE, column-major          (nmax x nmax)
+  ZeroedArray<double> G_;  // L^-1 A_ER, column-major (e x m)                (nmax x nmax)
+  ZeroedArray<double> S_;  // A_RR - G'G, column-major (m x m)               (nmax x nmax)
   std::vector<double> s_;  // b_R - G' L^-1 b_E                              (nmax)
   std::vector<double> lo_, hi_, mu_;  // bounds of R                               (nmax)
   std::vector<int> findex_;           // findex of R in R's places                      (nmax)

@@ -46,7 +46,10 @@ const Known kKnownRuns[] = {
     // (3.17, keyframe and drop at h, then at 5h: A1 0.27, 0.95, 3.7, 5.5 mm, its stretched stick
     // springs, soft and all but undamped, still rock; Shadow 1.1, 94, 2.9, 41 mm, the object
     // rolls or is knocked off the hand; Allegro 5h 1.9, 2.0 mm, the object falls to the floor and
-    // rocks there). docs/solvers.md (comfree, static friction) has the measurements
+    // rocks there). docs/solvers.md (comfree, static friction) has the measurements. The drop
+    // cases pass or fail with the trajectory: a drop 1 mm higher or lower fails the A1 and the
+    // Allegro at h and the mug at 5h too, and the Shadow hand's object leaves the hand on landing
+    // in every run (docs/solvers.md, comfree, "Measured, not fixed")
     {"a1", ckSOL_COMFREE, 5, tools::kControlHeld},
 #if mjVERSION_HEADER < 300
     // on 2.2.2 the Allegro's object also rocks on two fingers after the drop at h (1.8 mm; 0.57

@@ -168,6 +168,38 @@ TEST_F(RunTest, ActuatorWorkIsNotDrift) {
   EXPECT_LT(st.energy_drift, 1e-3 * kinetic);
 }
 
+// --random-controls: the wheel's motor (unlimited: [-1, 1]) gets a new uniform draw every 20 ms
+// of simulated time and holds it in between; the same seed gives the same draws, another seed
+// others
+TEST_F(RunTest, RandomControlsAreRedrawnEvery20Ms) {
+  ModelPtr m = LoadString(kWheel);
+  ASSERT_TRUE(m);
+  auto controls = [&](int seed) {
+    RunOptions o;
+    o.steps = 100;  // 0.1 s at h = 0.001
+    o.random_controls = seed;
+    std::vector<double> ctrl;
+    o.on_step = [&ctrl](const mjModel*, const mjData* d, const ckHandle*, int) {
+      ctrl.push_back(d->ctrl[0]);
+    };
+    tools::Run(m.get(), Settings(ckSOL_MUJOCO), o);
+    return ctrl;
+  };
+  const std::vector<double> a = controls(12345), b = controls(12345), c = controls(7);
+  ASSERT_EQ(a.size(), 100u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  int changes = 0;
+  for (size_t t = 0; t < a.size(); t++) {
+    EXPECT_LE(std::fabs(a[t]), 1);
+    if (t > 0 && a[t] != a[t - 1]) {
+      changes++;
+      EXPECT_EQ(t % 20, 0u) << "step " << t;  // drawn before steps 0, 20, 40, ...
+    }
+  }
+  EXPECT_EQ(changes, 4);
+}
+
 TEST_F(RunTest, ExplodingVelocityIsDiverged) {
   for (int s = 0; s < ckNSOLVER; s++) {
     if (!ck_solverAvailable(s)) continue;

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 
 namespace contactkit::tools {
 namespace {
@@ -182,7 +183,18 @@ RunStats Run(mjModel* m, const ckSettings& settings, const RunOptions& opts) {
   iters.reserve(opts.steps);
   std::vector<mjtNum> v_before(m->nv);
   double total_time = 0, contacts = 0;
+  std::mt19937 rng(std::max(0, opts.random_controls));
+  double next_draw = -1;  // time of the next random controls
   for (int t = 0; t < opts.steps; t++) {
+    if (opts.random_controls >= 0 && d->time >= next_draw - 1e-12) {
+      next_draw = d->time + 0.02;
+      for (int i = 0; i < m->nu; i++) {
+        const bool limited = m->actuator_ctrllimited[i];
+        const double lo = limited ? m->actuator_ctrlrange[2 * i] : -1;
+        const double hi = limited ? m->actuator_ctrlrange[2 * i + 1] : 1;
+        d->ctrl[i] = std::uniform_real_distribution<double>(lo, hi)(rng);
+      }
+    }
     mju_copy(v_before.data(), d->qvel, m->nv);
     const double time = d->time;
     const auto t0 = std::chrono::steady_clock::now();

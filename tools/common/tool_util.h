@@ -56,11 +56,14 @@ struct RunStats {
 // options of a run
 struct RunOptions {
   int steps = 1000;
-  double timestep = 0;      // 0: model's own
-  int keyframe = -1;        // -1: keyframe 0 if the model has one, else the default pose
-  bool progress = false;    // show a progress bar on stderr (only if stderr is a terminal)
-  DivergenceLimits limits;  // when the run counts as diverged
-  std::string csv;          // per-step CSV output (empty: none)
+  double timestep = 0;       // 0: model's own
+  int keyframe = -1;         // -1: keyframe 0 if the model has one, else the default pose
+  bool progress = false;     // show a progress bar on stderr (only if stderr is a terminal)
+  DivergenceLimits limits;   // when the run counts as diverged
+  int random_controls = -1;  // >= 0: controls uniform in each range ([-1, 1] if unlimited),
+                             // drawn anew every 20 ms by mt19937 with this seed (the robot
+                             // suite's random case with 12345); -1: the model's
+  std::string csv;           // per-step CSV output (empty: none)
   // called after each step (for tools that record more)
   std::function<void(const mjModel*, const mjData*, const ckHandle*, int)> on_step;
 };

@@ -516,27 +516,19 @@ TEST_F(IpmPhysicsTest, BoxRockingOntoFourCornersConverges) {
   EXPECT_LT(d3, 1e-5);
 }
 
-// a hard problem captured from humanoid100 (MuJoCo 2.2.2, time step 0.00501 s, step 274): a box
-// rocking on the floor on four contacts. Every attempt and the proximal retry stall (the isolated
-// box on 2.2.2 and 3.17); the polish, Newton on the complementarity pattern of the best answer,
-// solves it. Its output meets the hard problem, and the regular solves at softer kappa_tol (1e-6 to
-// 1e-8) end within 1e-4 of it (they do not come closer: their central path still turns below, so
-// the polish gives a solution of the hard problem, not necessarily that path's limit)
-TEST_F(IpmPhysicsTest, BoxOnFourContactsIsPolished) {
-  ModelPtr m = LoadString(BoxOnPlane("0.00501"));
-  ASSERT_TRUE(m);
-  const double qpos[7] = {0.22362275952154859,  0.47454330494889241,   0.049686663935294806,
-                          0.031926225294017299, 0.0009446604841090643, -3.0174318345731286e-05,
-                          0.99948978126069699};
-  const double qvel[6] = {0.034156271391545541, 0.0034888717145757399, -0.033254508516348411,
-                          0.11279133116641815,  -0.67685425455365644,  -7.4362214371508084e-05};
-  DataPtr d(mj_makeData(m.get()));
+// a box on the floor on four contacts (BoxOnPlane) from qpos (7) and qvel (6) that
+// every attempt leaves inexact: the polish solves it, its output meets the hard problem (no
+// contact moves into the floor, a pushing one stays closed, every friction force lies in its cone
+// and a sliding contact's opposes its slip), and the regular solves at softer kappa_tol (1e-6 to
+// 1e-8) end within near of it (if near > 0)
+void ExpectBoxPolished(mjModel* m, const double* qpos, const double* qvel, double near) {
+  DataPtr d(mj_makeData(m));
   std::copy(qpos, qpos + 7, d->qpos);
   std::copy(qvel, qvel + 6, d->qvel);
-  mj_forward(m.get(), d.get());
-  ExtractedProblem e(m.get());
+  mj_forward(m, d.get());
+  ExtractedProblem e(m);
   ASSERT_TRUE(e.ok);
-  e.Extract(m.get(), d.get());
+  e.Extract(m, d.get());
   Problem& p = e.problem();
   ASSERT_EQ(p.islands.nisland, 1);
   // the step's velocity and its solver's stats at kappa_tol k
@@ -579,16 +571,53 @@ TEST_F(IpmPhysicsTest, BoxOnFourContactsIsPolished) {
       EXPECT_NEAR(f2, -mu * lam * u2 / slip, 1e-6 * lam) << "contact " << c;
     }
   }
-  // the regular solves at softer kappa_tol end within 1e-4 of it (|qvel| 0.68)
+  // the regular solves at softer kappa_tol end within near of it (near <= 0: not compared)
   for (const double kt : {1e-6, 1e-7, 1e-8}) {
+    if (near <= 0) break;
     int sk, pk;
     const std::vector<double> vk = solve(kt, &sk, &pk);
     ASSERT_EQ(sk, ckSTATUS_SOLVED);
     double dk = 0;
     for (int i = 0; i < 6; i++) dk = std::max(dk, std::fabs(v[i] - vk[i]));
     printf("kappa_tol %g: polished %d, |v - v(kappa_tol)| %.3g\n", kt, pk, dk);
-    EXPECT_LT(dk, 2e-4);
+    EXPECT_LT(dk, near);
   }
+}
+
+// a hard problem captured from humanoid100 (MuJoCo 2.2.2, time step 0.00501 s, step 274): a box
+// rocking on the floor on four contacts. Every attempt and the proximal retry stall (the isolated
+// box on 2.2.2 and 3.17); the polish, Newton on the complementarity pattern of the best answer,
+// solves it. Its output meets the hard problem, and the regular solves at softer kappa_tol (1e-6 to
+// 1e-8) end within 1e-4 of it (they do not come closer: their central path still turns below, so
+// the polish gives a solution of the hard problem, not necessarily that path's limit)
+TEST_F(IpmPhysicsTest, BoxOnFourContactsIsPolished) {
+  const double qpos[7] = {0.22362275952154859,  0.47454330494889241,   0.049686663935294806,
+                          0.031926225294017299, 0.0009446604841090643, -3.0174318345731286e-05,
+                          0.99948978126069699};
+  const double qvel[6] = {0.034156271391545541, 0.0034888717145757399, -0.033254508516348411,
+                          0.11279133116641815,  -0.67685425455365644,  -7.4362214371508084e-05};
+  ModelPtr m = LoadString(BoxOnPlane("0.00501"));
+  ASSERT_TRUE(m);
+  ExpectBoxPolished(m.get(), qpos, qvel, 2e-4);
+}
+
+// a hard problem captured from humanoid100 (MuJoCo 3.17, time step 0.005, step 342): a box
+// rocking about its long edge on its four corners. Every attempt stalls (the isolated box too, on
+// both versions), and so did every pattern of the polish with full Newton steps (sticking corners
+// over-determine the box's velocity: singular or diverging); damped steps with the closed rows'
+// Jacobian regularized and the pattern corrected solve it. Its answer (one corner open, two
+// sliding, one sticking) meets the hard problem, but it is not the limit of the softer solves:
+// at kappa_tol 1e-6 and 1e-7 they end 1.1e-3 rad/s away in the box's spin (Coulomb friction's
+// answer need not be unique), so they are not compared
+TEST_F(IpmPhysicsTest, BoxOnFourStickingCornersIsPolished) {
+  const double qpos[7] = {0.043883418966129135, -1.0514538533444262,   0.048958916157989904,
+                          -0.94444641894313119, 0.0047634025612955638, 0.0016574596468813996,
+                          -0.32862672528121251};
+  const double qvel[6] = {0.015331462989030311, -0.019481425210745688,  0.050299458502293386,
+                          0.50019320448077154,  1.5478065780459831e-05, -0.00110463995334272};
+  ModelPtr m = LoadString(BoxOnPlane("0.005"));
+  ASSERT_TRUE(m);
+  ExpectBoxPolished(m.get(), qpos, qvel, 0);
 }
 
 // the proximal retry (soft problems whose rows' velocities carry prox (x - xc), each centred at

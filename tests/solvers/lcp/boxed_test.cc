@@ -2,8 +2,8 @@
 //
 // The dense boxed LCP solver on random contact-like problems A = J W J' (rank deficient when
 // there are more rows than degrees of freedom): exact complementarity through every path (a
-// guessed classification, Lemke, the Gauss-Seidel fallback), agreement with enumeration on
-// small positive definite problems, and no allocation in Solve.
+// guessed classification, also nearest to the previous answer, Lemke, the Gauss-Seidel fallback),
+// agreement with enumeration on small positive definite problems, and no allocation in Solve.
 #include "solvers/lcp/boxed.h"
 
 #include <algorithm>
@@ -574,6 +574,62 @@ TEST(BoxedLcpTest, UncheckedGuessStartsFromGaussSeidel) {
     EXPECT_TRUE(ws.Solve(p.lcp, opt, &st));
     EXPECT_FALSE(st.swept);
   }
+}
+
+// A plank resting on 61 supports along x in [-0.5, 0.5] (rows: normal forces, A = J J' of rank 2
+// with J_i = (1, x_i): the weight and the moment about the centre), loaded at x = 0.4: the
+// minimum-norm forces of "every support clamped" are linear in x and negative at the far end,
+// though positive solutions exist (the previous step's). That guess, as a resting degenerate
+// island's (MuJoCo's cloth), is accepted with one decomposition, nearest to the start, without
+// the Gauss-Seidel start and its second decomposition (before: never, at every resting step)
+TEST(BoxedLcpTest, DegenerateGuessIsAcceptedNearestToTheStart) {
+  const int n = 61;
+  std::vector<double> x(n), A(n * n), b(n), lo(n, 0), hi(n, HUGE_VAL), mu(n, 0);
+  std::vector<int> findex(n, -1);
+  for (int i = 0; i < n; i++) x[i] = -0.5 + i / 60.0;
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) A[i + j * n] = 1 + x[i] * x[j];
+  }
+  // w = J (J' f - (W, W c)): at rest the forces carry the weight W at c
+  const double W = 1, c = 0.4;
+  for (int i = 0; i < n; i++) b[i] = -W - x[i] * W * c;
+  const DenseLcp lcp{n,         n,   A.data(), b.data(), lo.data(), hi.data(), findex.data(),
+                     mu.data(), true};
+  // the start: 1e-3 W on every support, the rest on the supports at 0.3 and 0.5
+  std::vector<double> f0(n, 1e-3 * W);
+  double sum = 0, moment = 0;
+  for (int i = 0; i < n; i++) sum += f0[i], moment += f0[i] * x[i];
+  const int p = 48, q = 60;  // x = 0.3, 0.5
+  const double fq = ((W * c - moment) - x[p] * (W - sum)) / (x[q] - x[p]);
+  f0[p] += W - sum - fq;
+  f0[q] += fq;
+  ASSERT_GT(std::min(f0[p], f0[q]), 0);
+
+  Workspace ws(n);
+  BoxedOptions opt;
+  opt.use_guess = true;
+  opt.sweep_rows = 60;
+  opt.start = f0.data();
+  std::fill(ws.state.begin(), ws.state.end(), kLcpClamped);
+  BoxedStats st;
+  ASSERT_TRUE(ws.Solve(lcp, opt, &st)) << "residual " << st.residual;
+  EXPECT_TRUE(st.guess_hit);
+  EXPECT_FALSE(st.swept);
+  EXPECT_EQ(st.iterations, 1);  // one decomposition
+  EXPECT_LE(st.residual, 1e-10);
+  double least = HUGE_VAL, total = 0, arm = 0;
+  for (int i = 0; i < n; i++) {
+    least = std::min(least, ws.x[i]);
+    total += ws.x[i];
+    arm += ws.x[i] * x[i];
+  }
+  EXPECT_GE(least, -1e-12);
+  EXPECT_NEAR(total, W, 1e-10);
+  EXPECT_NEAR(arm, W * c, 1e-10);
+  // (the minimum-norm forces of the same classification leave the bounds: that check fails)
+  ASSERT_TRUE(
+      ws.solver.Reduced(lcp, ws.state.data(), 0, opt.rtol, &ws.cod, ws.x.data(), ws.w.data()));
+  EXPECT_LT(*std::min_element(ws.x.begin(), ws.x.begin() + n), -0.01);
 }
 
 // Gauss-Seidel reads row i of a symmetric A as its column (contiguous): the same sweeps, to the

@@ -4,7 +4,11 @@
 // minimum-norm answer on redundant contacts (by pivoting and by the warm-start guess), restitution,
 // agreement with ipm on frictionless scenes, the guess hit rate at rest, Coulomb's closed forms
 // along the friction box's axes and the sideways drift between them, inclines, equality, limit
-// and friction-loss rows, the stabilization's closed form, and the failure policy.
+// and friction-loss rows, the stabilization's closed form, the failure policy, and the memory of
+// the dense workspace.
+#include <malloc.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -858,6 +862,48 @@ TEST_F(LcpTest, RedundantEqualityRowsAddNoEnergy) {
     EXPECT_LE(stretch, 1e-3);
     EXPECT_GE(lowest, -0.2);
   }
+}
+
+// resident memory of this process in bytes, after the allocator returned its free memory
+long ResidentBytes() {
+  malloc_trim(0);
+  long pages = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return -1;
+  const int n = std::fscanf(f, "%ld %ld", &pages, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
+}
+
+// The dense workspace is sized at ck_make for the largest island (max_island_rows = 400: about
+// 39 400^2 doubles, 50 MB, of which Lemke's tableau 18 400^2), but holds memory only for the
+// islands solved: eight boxes resting apart (islands of 12 rows) must not cost those 50 MB
+TEST_F(LcpTest, DenseWorkspaceHoldsMemoryOnlyForTheIslandsSolved) {
+  std::string xml =
+      "<mujoco><option timestep='0.002'/><size nconmax='400' njmax='2400'/><worldbody>"
+      "<geom type='plane' size='5 5 0.1' condim='3' friction='0.6'/>";
+  for (int k = 0; k < 8; k++) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "<body pos='%g 0 0.12'><freejoint/><geom type='box' size='0.1 0.1 0.1' "
+                  "mass='1'/></body>",
+                  0.5 * k);
+    xml += buf;
+  }
+  ModelPtr m = LoadString(xml + "</worldbody></mujoco>");
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  ckSettings s = LcpSettings();
+  ASSERT_EQ(s.lcp.max_island_rows, 400);
+  const long before = ResidentBytes();
+  ASSERT_GT(before, 0);
+  HandlePtr ck = Make(m.get(), &s);
+  for (int t = 0; t < 100; t++) ck_step(ck.get(), m.get(), d.get());
+  const long grown = ResidentBytes() - before;
+  EXPECT_EQ(ck_stats(ck.get())->status, ckSTATUS_SOLVED);
+  EXPECT_GE(ck_stats(ck.get())->ncon, 32);  // every box on its four corners
+  std::printf("resident memory of the lcp handle after 100 steps: %.1f MB\n", grown / 1048576.0);
+  EXPECT_LT(grown, 8l << 20);
 }
 
 }  // namespace
