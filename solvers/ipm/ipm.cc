@@ -322,6 +322,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     blk_rv_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
     blk_c_.assign(static_cast<size_t>(R) * kTangentSlots, 0);
     blk_rz_.assign(static_cast<size_t>(R) * kTangentSlots, 0);
+    blk_u_.assign(static_cast<size_t>(R) * kTangentSlots, 0);
     blk_on_.assign(kTangentSlots, 0);
     cfd_kappa_.assign(R, 0);
     dcomp_.assign(R, 0);
@@ -2013,7 +2014,9 @@ void IpmSolver::Solve(const Problem& p, Solution* sol) {
 
 bool IpmSolver::Center(const Problem& p, int k) {
   // Newton steps at fixed kappa from the stored iterate onto the central point (kappa_grad, or the
-  // step's own kappa_tol with GradAtEnd)
+  // step's own kappa_tol with GradAtEnd); where they stall (an iterate far from the central
+  // point with a cone near its boundary: an island the polish solved), with GradAtEnd the
+  // answer's limit point (AnswerPoint)
   center_iterations_ = 0;
   if (centered_[k]) return centered_[k] == 1;  // (2: it failed since the solve)
   if (!grad_ok_[k] || !gapJ_) return false;
@@ -2057,7 +2060,8 @@ bool IpmSolver::Center(const Problem& p, int k) {
     return dev / kg;
   };
   double cond, last = HUGE_VAL;
-  for (int it = 0; it < kCenterIter; it++) {
+  const bool stored = k != center_stall_island_;
+  for (int it = 0; it < kCenterIter && stored; it++) {
     center_iterations_ = it;
     const double dev = deviation(*cur);
     if (cur->rvio < kCenterResidual && dev < kCenterTol) break;
@@ -2081,7 +2085,11 @@ bool IpmSolver::Center(const Problem& p, int k) {
   // a point whose products stall within a factor of two of kappa (a near-degenerate pair whose
   // product rounding exceeds kappa) is still differentiated: close to the central point and far
   // better than differences of a non-smooth step
-  if (!(cur->rvio < 1e3 * kCenterResidual && deviation(*cur) < kCenterStall)) return false;
+  if (!stored || !(cur->rvio < 1e3 * kCenterResidual && deviation(*cur) < kCenterStall)) {
+    // (the step's own derivative only: a smoothed kappa_grad asks for another point)
+    if (!GradAtEnd() || !AnswerPoint(p, k)) return false;
+    stats_.answer_centered++;
+  }
 
   // the exact Jacobian at the central point, factored for ForceTangent
   if (!ConeJacobians(p, k, *cur, false) || !Linearize(p, k, true, &cond)) return false;

@@ -95,6 +95,9 @@ class IpmSolver final : public Solver {
 
   // for tests: Center fails on this island (-1: none), to test what a failure leaves analytic
   static inline int center_fail_island_ = -1;
+  // for tests: Center skips the stored iterate on this island (-1: none), as if its steps had
+  // stalled, and takes its answer's point (AnswerPoint)
+  static inline int center_stall_island_ = -1;
   // for tests: every island is solved by the proximal retry alone, from a zero centre
   static inline bool force_prox_ = false;
   // for tests: one Newton direction at the cold start of island k for complementarity target
@@ -170,6 +173,15 @@ class IpmSolver final : public Solver {
   // faster than residual_tol close, forces beyond their cone slide); true if it changed
   bool PolishCorrect(const Problem& p, int k);
   bool Center(const Problem& p, int k);
+  // where Center's steps stall (with GradAtEnd): into cen_ the island's answer (out_lam_, its
+  // impulses as they are, the velocity they give, its measures) with the cones' variables on the
+  // central path at kappa_tol, whose terms are those of the hard problem's limit (a closed
+  // contact's velocity held, an open one's impulse null, a sliding one's on its cone), so that the
+  // tangent is the answer's derivative; false unless the answer solves the hard problem with x o z
+  // at rounding (a pattern's answer, the polish's: kAnswerKappa)
+  bool AnswerPoint(const Problem& p, int k);
+  // cone e's variables in cen_ moved onto the central path at kappa (AnswerPoint's)
+  void AnswerCone(const Problem& p, int e, double kappa);
   // kappa_grad at (or below) kappa_tol asks for the derivative of the hard-contact step itself:
   // the step then ends on the central point at kappa_tol (its own final target undershoots it),
   // and that point is differentiated
@@ -219,6 +231,13 @@ class IpmSolver final : public Solver {
   // the dynamics changes M dv - J' lam of FlushTangents' slots [0, nslot) at once into blk_p_:
   // dv from blk_v_, lam (unscaled) from slot s's column lam + s * nrow
   void BlockDynamics(const Problem& p, int k, int nslot, const double* lam);
+  // the rows' velocities J dv of FlushTangents' slots [0, nslot) at once into blk_u_, dv from
+  // blk_v_ (DirectRows' products, each entry applied to all columns)
+  void BlockRows(const Problem& p, int k, int nslot);
+  // DirectRows' impulses alone (lam, rows), of FlushTangents' slot s: its rows' velocities from
+  // blk_u_, row perturbations rz and constants c (null: zero)
+  void TangentImpulses(const Problem& p, int k, const double* rz, const double* c, int s,
+                       double* lam);
   // island k's exact Jacobian at its central point with the tangent modes, factored in lu_
   // (TangentRhs' and PrepareAdjoint's); false if it cannot be formed
   bool TangentJacobian(const Problem& p, int k);
@@ -313,6 +332,7 @@ class IpmSolver final : public Solver {
   std::vector<double> blk_rv_;      // queued dynamics perturbations drv, by slot       (32 x nv)
   std::vector<double> blk_c_;       // queued row constants c_, by slot                 (32 x rows)
   std::vector<double> blk_rz_;      // queued row perturbations drz, by slot            (32 x rows)
+  std::vector<double> blk_u_;       // their rows' velocities, U[i * slots + s]          (rows x 32)
   std::vector<double> blk_p_;       // their dynamics changes, P[j * slots + s]        (nv x 32)
   std::vector<uint8_t> blk_on_;     // queued direction touches the island               (32)
   std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)

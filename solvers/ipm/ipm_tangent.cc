@@ -13,8 +13,11 @@ namespace contactkit {
 namespace ipm {
 namespace {
 
-constexpr double kRefineTol = 1e-12;  // relative dynamics defect left unrefined (rounding)
-constexpr double kClampReg = 1e-10;   // regularizer of a clamped normal row, x diag_approx
+constexpr double kRefineTol = 1e-12;   // relative dynamics defect left unrefined (rounding)
+constexpr double kClampReg = 1e-10;    // regularizer of a clamped normal row, x diag_approx
+constexpr double kAnswerSlack = 10;    // AnswerPoint: the answer's residual, x residual_tol
+constexpr double kAnswerKappa = 1e-4;  // ... its complementarity, x kappa_tol: a pattern's answer
+constexpr double kAnswerCone = 1e-6;   // ... and the relative excess of its force over its cone
 
 // w' V x over the stored entries of row i of a matrix V in mass's tree layout (its diagonal and
 // its ancestors', each off the diagonal counted for both triangles)
@@ -112,6 +115,109 @@ double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
     *dkappa = dx * t + x * dt;
   }
   return x * t > 0 ? x * t : 0;
+}
+
+bool IpmSolver::AnswerPoint(const Problem& p, int k) {
+  const ckIpmSettings& st = settings_.ipm;
+  const Islands& is = p.islands;
+  const IslandLists& L = lists_[k];
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  State* s = &cen_;
+  // the impulses and the velocity they give, v_free + M^-1 J' lambda
+  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = 0;
+  for (int a = 0; a < nr; a++) {
+    const int i = rows[a];
+    s->lam[i] = out_lam_[i];
+    s->x[i] = out_lam_[i] / scale_[i];
+    if (out_lam_[i] != 0) p.J.AddRowTo(i, out_lam_[i], tmp_.data());
+  }
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]];
+    p.mass.Solve(tmp_.data(), b, b + is.tree_dofnum[is.trees[t]]);
+  }
+  for (int a = 0; a < nd; a++) s->v[dofs[a]] = p.v_free[dofs[a]] + tmp_[dofs[a]];
+  // its velocities: gaps, slips (eta0 = |eta_R|, on the cone's boundary), measured as an iterate
+  // (no residual but rounding's, its complementarity)
+  for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    s->z[i] = s->u[i] + target_[i];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    double z2 = 0;
+    for (int r = soc_row_[e]; r < soc_row_[e] + soc_cnt_[e]; r++) {
+      s->z[r] = scale_[r] * s->u[r];
+      z2 += s->z[r] * s->z[r];
+    }
+    s->z0[soc_row_[e]] = std::sqrt(z2);
+  }
+  Residuals(p, k, s);
+  // it holds the hard problem: forces in their cones, no gap closing, x o z at rounding (the
+  // polish's pattern: an iterate's x o z ~ kappa_tol is a point of the central path, whose
+  // derivative, with indeterminate forces, is not the hard limit's)
+  const double rtol = kAnswerSlack * st.residual_tol, ktol = kAnswerKappa * st.kappa_tol;
+  if (!(s->rvio < rtol && s->kvio < ktol)) return false;
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    if (!(s->x[orth_[e]] >= 0 && s->z[orth_[e]] >= -rtol)) return false;
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], nrm = soc_nrm_[e];
+    double x2 = 0;
+    for (int r = f; r < f + soc_cnt_[e]; r++) x2 += s->x[r] * s->x[r];
+    if (!(std::sqrt(x2) <= (nrm >= 0 ? s->x[nrm] : bound_[f]) * (1 + kAnswerCone))) return false;
+  }
+  // the cone variables moved onto the central path at kappa_tol for the tangent's terms (the
+  // measures stay the answer's): an orthant pair keeps x - z
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    const double ki = cfd_kappa_[i] > 0 ? cfd_kappa_[i] : st.kappa_tol;
+    const double w = s->x[i] - s->z[i], r = std::sqrt(w * w + 4 * ki);
+    const double big = 0.5 * (std::fabs(w) + r), small = ki / big;
+    s->x[i] = w > 0 ? big : small;
+    s->z[i] = w > 0 ? small : big;
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) AnswerCone(p, e, st.kappa_tol);
+  return true;
+}
+
+void IpmSolver::AnswerCone(const Problem& p, int e, double kappa) {
+  // the cone's pair (x0, xi t), (eta0, zeta t) along the tail direction t: on the central path
+  // eta0 = kappa x0 / (x0^2 - xi^2), zeta = -kappa xi / (x0^2 - xi^2) with x0 fixed (the normal's
+  // smoothed impulse or the friction-loss bound); a sticking cone (its force's distance to the
+  // boundary x0 - xi above its slip's 2 |zeta|) keeps that distance, smoothed as an orthant
+  // pair's, a sliding or open one its slip
+  State* s = &cen_;
+  const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e];
+  const double x0 = nrm >= 0 ? s->x[nrm] : bound_[f];
+  double t[2] = {0, 0}, tn = 0;
+  for (int r = 0; r < cnt; r++) {
+    t[r] = s->x[f + r] - s->z[f + r];
+    tn += t[r] * t[r];
+  }
+  tn = std::sqrt(tn);
+  if (!(tn > 0)) t[0] = tn = 1;
+  double xi = 0, zeta = 0;
+  for (int r = 0; r < cnt; r++) {
+    t[r] /= tn;
+    xi += t[r] * s->x[f + r];
+    zeta += t[r] * s->z[f + r];
+  }
+  const double w = (x0 - xi) - 2 * std::fabs(zeta), r = std::sqrt(w * w + 4 * kappa);
+  const double stick = x0 - 0.5 * (w + r);  // x0 - the smoothed distance
+  if (w > 0 && std::fabs(stick) < x0) {
+    xi = stick;
+  } else {
+    xi = -2 * zeta * x0 * x0 / (kappa + std::sqrt(kappa * kappa + 4 * zeta * zeta * x0 * x0));
+  }
+  const double det = (x0 - xi) * (x0 + xi);
+  s->z0[f] = kappa * x0 / det;
+  for (int c = 0; c < cnt; c++) {
+    s->x[f + c] = xi * t[c];
+    s->z[f + c] = -kappa * xi / det * t[c];
+  }
 }
 
 bool IpmSolver::TangentJacobian(const Problem& p, int k) {
@@ -256,16 +362,14 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int* rows = Rows(p, k);
   const int nd = NumDofs(p, k), m = NumRows(p, k);
   lu_.SolveColumns(blk_v_.data(), nslot, S);
+  BlockRows(p, k, nslot);
   bool refine = false;
   for (int s = 0; s < nslot; s++) {
     double* lam = dforce + static_cast<size_t>(s) * nr;
     if (!blk_on_[s]) continue;
     const double* c = blk_c_.data() + static_cast<size_t>(s) * nr;
     const double* rz = blk_rz_.data() + static_cast<size_t>(s) * nr;
-    for (int a = 0; a < nd; a++) dir_.v[dofs[a]] = blk_v_[static_cast<size_t>(dofs[a]) * S + s];
-    for (int a = 0; a < m; a++) c_[rows[a]] = c[rows[a]];
-    DirectRows(p, k, rz, false, &dir_);
-    for (int a = 0; a < m; a++) lam[rows[a]] = dir_.lam[rows[a]];
+    TangentImpulses(p, k, rz, c, s, lam);
   }
   // each column's refinement defect (Defect's) from the dynamics changes of all at once
   BlockDynamics(p, k, nslot, dforce);
@@ -289,12 +393,12 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   }
   if (refine) {
     lu_.SolveColumns(blk_v_.data(), nslot, S);
+    BlockRows(p, k, nslot);
     for (int a = 0; a < m; a++) drz_[rows[a]] = c_[rows[a]] = 0;
     for (int s = 0; s < nslot; s++) {
       if (blk_on_[s] != 2) continue;
       double* lam = dforce + static_cast<size_t>(s) * nr;
-      for (int a = 0; a < nd; a++) aff_.v[dofs[a]] = blk_v_[static_cast<size_t>(dofs[a]) * S + s];
-      DirectRows(p, k, drz_.data(), false, &aff_);
+      TangentImpulses(p, k, nullptr, nullptr, s, aff_.lam);
       for (int a = 0; a < m; a++) lam[rows[a]] += aff_.lam[rows[a]];
     }
   }
@@ -477,6 +581,54 @@ double IpmSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
     if (touched_[k]) s += IslandAdjointDot(p, k, dir);
   }
   return s;
+}
+
+void IpmSolver::TangentImpulses(const Problem& p, int k, const double* rz, const double* c, int s,
+                                double* lam) {
+  // DirectRows' impulses (with_d false) alone, of slot s: its rows' velocities from blk_u_
+  const IslandLists& L = lists_[k];
+  const double* u = blk_u_.data() + s;
+  constexpr size_t S = kTangentSlots;
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+    const int i = eq_[e];
+    lam[i] = (c ? c[i] : 0) - u[i * S] / reg_[i];
+  }
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+    const int i = orth_[e];
+    lam[i] = (c ? c[i] : 0) - og_[i] * u[i * S];
+  }
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int f = soc_row_[e], cnt = soc_cnt_[e], nrm = soc_nrm_[e], n = cnt + 1;
+    const double* G = sG_.data() + 9 * e;
+    double dz[2] = {0, 0};
+    for (int r = 0; r < cnt; r++) dz[r] = scale_[f + r] * u[(f + r) * S] - (rz ? rz[f + r] : 0);
+    double z0 = 0 - (nrm >= 0 ? lam[nrm] : 0);
+    for (int c2 = 0; c2 < cnt; c2++) z0 -= G[c2 + 1] * dz[c2];
+    z0 /= G[0];
+    for (int r = 0; r < cnt; r++) {
+      double v = 0 - G[(r + 1) * n] * z0;
+      for (int c2 = 0; c2 < cnt; c2++) v -= G[(r + 1) * n + c2 + 1] * dz[c2];
+      lam[f + r] = scale_[f + r] * v;
+    }
+  }
+}
+
+void IpmSolver::BlockRows(const Problem& p, int k, int nslot) {
+  // DirectRows' J dv (the rows that measure velocities) with every entry applied to all columns
+  const SparseRows& G = *gapJ_;
+  const int S = kTangentSlots;
+  const double* X = blk_v_.data();
+  const int* rows = Rows(p, k);
+  for (int a = 0; a < NumRows(p, k); a++) {
+    const int i = rows[a], adr = G.rowadr[i];
+    double* u = blk_u_.data() + static_cast<size_t>(i) * S;
+    for (int s = 0; s < nslot; s++) u[s] = 0;
+    for (int c = adr; c < adr + G.rownnz[i]; c++) {
+      const double v = G.val[c];
+      const double* x = X + static_cast<size_t>(G.colind[c]) * S;
+      for (int s = 0; s < nslot; s++) u[s] += v * x[s];
+    }
+  }
 }
 
 void IpmSolver::BlockDynamics(const Problem& p, int k, int nslot, const double* lam) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "contactkit/contactkit.h"
 #include "solvers/ipm/ipm_solver.h"
 #include "support/fixture.h"
 #include "tests/solvers/ipm/ipm_support.h"
@@ -317,10 +318,183 @@ TEST_P(IpmAlgebra, AdjointDotIsTheForceTangentsProduct) {
   }
 }
 
+// Center's fallback (AnswerPoint, forced by the test hook on one island at a time) takes only an
+// answer complementary to rounding (a pattern's, the polish's): a regular solve's answer, x o z ~
+// kappa_tol, is declined wherever the island has cones (ForceTangent fails: differences), and an
+// island without (equality rows only) gives the central point's tangent
+TEST_P(IpmAlgebra, AnswerPointTakesOnlyAPatternsAnswer) {
+  const Scene& s = GetParam();
+  ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol)));
+  Problem& p = at_->p();
+  Solution& sol = at_->sol();
+  ipm::IpmSolver& solver = solver_;
+  const int nv = p.nv, nr = p.nrow;
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  std::vector<double> dvf(nv), df(nr), g0(nv), g(nv);
+  for (double& x : dvf) x = 0.1 * uni(rng);
+  ProblemTangent dir;
+  dir.v_free = dvf.data();
+  solver.Solve(p, &sol);
+  ASSERT_EQ(sol.status, ckSTATUS_SOLVED) << s.name;
+  ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name;
+  EXPECT_EQ(solver.stats().answer_centered, 0) << s.name;
+  p.J.MulT(df.data(), g0.data());
+  double scale = 1e-9;
+  for (double x : g0) scale = std::max(scale, std::fabs(x));
+  for (int k = 0; k < p.islands.nisland; k++) {
+    bool cones = false;
+    for (int i = 0; i < nr; i++) cones |= p.islands.row_island[i] == k && p.kind[i] != kRowEquality;
+    ipm::IpmSolver::center_stall_island_ = k;
+    solver.Solve(p, &sol);
+    const bool ok = solver.ForceTangent(p, sol, dir, df.data());
+    ipm::IpmSolver::center_stall_island_ = -1;
+    EXPECT_EQ(ok, !cones) << s.name << " island " << k;
+    EXPECT_EQ(solver.stats().answer_centered, ok ? 1 : 0) << s.name;
+    if (!ok) continue;
+    p.J.MulT(df.data(), g.data());
+    double err = 0;
+    for (int j = 0; j < nv; j++) err = std::max(err, std::fabs(g[j] - g0[j]));
+    EXPECT_LT(err, 1e-9 * scale) << s.name << " island " << k;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Scenes, IpmAlgebra, ::testing::ValuesIn(Scenes()),
                          [](const ::testing::TestParamInfo<Scene>& info) {
                            return info.param.name;
                          });
+
+// a box rocking on four contacts, captured from humanoid100 (MuJoCo 2.2.2, the physics test's
+// BoxOnFourContactsIsPolished): every attempt stalls and the polish solves it, so the stored
+// iterate lies far from the central point, where Newton's steps are cut to nothing by the cones'
+// boundaries. With kappa_grad = kappa_tol Center takes the polished answer's limit point
+// (AnswerPoint), and ForceTangent is the solve's derivative: central differences of its force
+// along v_free and a change of M (J' f, as in HardContactTangentIsTheSolvesDerivative; along the
+// gaps the differences cross to regular solves, whose answers lie 1e-4 away), without allocating
+class IpmPolishedIsland : public MujocoTest {};
+
+constexpr char kBox[] = R"(<mujoco><option timestep="0.00501"/>
+    <default><geom solimp=".9 .9 .01"/></default>
+    <worldbody><geom type="plane" size="3 3 .5"/>
+      <body><freejoint/><geom type="box" size="0.15 0.1 0.05"/></body>
+    </worldbody></mujoco>)";
+constexpr double kBoxQpos[7] = {
+    0.22362275952154859,   0.47454330494889241,     0.049686663935294806, 0.031926225294017299,
+    0.0009446604841090643, -3.0174318345731286e-05, 0.99948978126069699};
+constexpr double kBoxQvel[6] = {0.034156271391545541,  0.0034888717145757399,
+                                -0.033254508516348411, 0.11279133116641815,
+                                -0.67685425455365644,  -7.4362214371508084e-05};
+
+TEST_F(IpmPolishedIsland, TangentIsTheSolvesDerivative) {
+  ModelPtr m = LoadString(kBox);
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  std::copy(kBoxQpos, kBoxQpos + 7, d->qpos);
+  std::copy(kBoxQvel, kBoxQvel + 6, d->qvel);
+  mj_forward(m.get(), d.get());
+  ExtractedProblem e(m.get());
+  ASSERT_TRUE(e.ok);
+  e.Extract(m.get(), d.get());
+  Problem& p = e.problem();
+  Solution& sol = e.solution();
+  ASSERT_EQ(p.islands.nisland, 1);
+  ckSettings settings = Settings(ckSOL_IPM);
+  settings.ipm.kappa_grad = settings.ipm.kappa_tol;
+  ipm::IpmSolver solver;
+  std::string err;
+  ASSERT_TRUE(solver.Setup(e.ex.dims(), settings, &err)) << err;
+
+  const int nv = p.nv, nr = p.nrow;
+  std::mt19937 rng(19);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  const int nM = p.mass.nM;
+  std::vector<double> dvf(nv), dM(nM), vf0(p.v_free, p.v_free + nv), M0(p.mass.M, p.mass.M + nM);
+  for (double& x : dvf) x = 0.1 * uni(rng);
+  for (int i = 0; i < nv; i++) dM[p.mass.madr[i]] = 0.05 * p.mass.M[p.mass.madr[i]] * uni(rng);
+  auto apply = [&](int which, double t) {
+    for (int j = 0; j < nv; j++) p.v_free[j] = vf0[j] + (which == 0 ? t * dvf[j] : 0);
+    for (int i = 0; i < nM; i++) p.mass.M[i] = M0[i] + (which == 1 ? t * dM[i] : 0);
+    p.mass.Factor();
+  };
+  const char* names[2] = {"v_free", "M"};
+  for (int which = 0; which < 2; which++) {
+    apply(-1, 0);
+    solver.Solve(p, &sol);
+    ASSERT_EQ(sol.status, ckSTATUS_SOLVED);
+    EXPECT_EQ(solver.stats().polished, 1);
+    EXPECT_EQ(solver.stats().answer_centered, 1);
+    ProblemTangent dir;
+    if (which == 0) dir.v_free = dvf.data();
+    if (which == 1) dir.M = dM.data();
+    std::vector<double> df(nr), fp(nr), fm(nr), fdiff(nr);
+    AllocationCounter counter;
+    if (AllocationCounter::Available()) counter.Start();
+    ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << names[which];
+    if (AllocationCounter::Available()) {
+      EXPECT_EQ(counter.Stop(), 0) << names[which];
+    }
+    const double eps = 1e-5;
+    apply(which, eps);
+    solver.Solve(p, &sol);
+    ASSERT_EQ(sol.status, ckSTATUS_SOLVED);
+    ASSERT_EQ(solver.stats().polished, 1);  // the same branch of the step
+    std::copy(sol.force, sol.force + nr, fp.begin());
+    apply(which, -eps);
+    solver.Solve(p, &sol);
+    ASSERT_EQ(sol.status, ckSTATUS_SOLVED);
+    ASSERT_EQ(solver.stats().polished, 1);
+    std::copy(sol.force, sol.force + nr, fm.begin());
+    for (int i = 0; i < nr; i++) fdiff[i] = (fp[i] - fm[i]) / (2 * eps);
+    std::vector<double> gt(nv), gd(nv), g0(nv);
+    p.J.MulT(df.data(), gt.data());
+    p.J.MulT(fdiff.data(), gd.data());
+    p.J.MulT(fp.data(), g0.data());
+    double gscale = 1e-9, dscale = 0;
+    for (int j = 0; j < nv; j++) {
+      gscale = std::max(gscale, std::fabs(g0[j]));
+      dscale = std::max(dscale, std::fabs(gt[j]));
+    }
+    EXPECT_GT(dscale, 1e-6 * gscale) << names[which];
+    for (int j = 0; j < nv; j++) {
+      EXPECT_NEAR(gt[j], gd[j], 1e-6 * (dscale + gscale)) << names[which] << " dof " << j;
+    }
+  }
+}
+
+// the same state through ck_transitionJac (kappa_grad = kappa_tol): every column analytic (the
+// call returns 0; before, the island's 12 columns were differences and it returned 1), and dv+ /
+// dv agrees with central differences of the step
+TEST_F(IpmPolishedIsland, TransitionJacobianIsAnalytic) {
+  if (!ck_solverAvailable(ckSOL_IPM)) GTEST_SKIP() << "solver ipm is not in this build";
+  ModelPtr m = LoadString(kBox);
+  ASSERT_TRUE(m);
+  ckSettings s = Settings(ckSOL_IPM);
+  s.ipm.kappa_grad = s.ipm.kappa_tol;
+  s.deriv.enabled = 1;
+  HandlePtr ck = Make(m.get(), &s);
+  DataPtr d(mj_makeData(m.get()));
+  std::copy(kBoxQpos, kBoxQpos + 7, d->qpos);
+  std::copy(kBoxQvel, kBoxQvel + 6, d->qvel);
+  const int nv = m->nv, ndx = 2 * nv;
+  std::vector<double> A(ndx * ndx), Afd(ndx * ndx);
+  ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), A.data(), nullptr, nullptr, nullptr))
+      << ck_lastError(ck.get());
+  ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-7, 1, Afd.data(), nullptr, nullptr,
+                               nullptr));
+  // dv+ / dv (the velocity columns move v_free alone: the position columns' differences cross
+  // between the polished step and regular solves, whose answers differ by 1e-4, the physics
+  // test's): each column within 1e-3 of the largest entry (measured 5e-5)
+  double scale = 0;
+  for (int r = nv; r < ndx; r++) {
+    for (int c = nv; c < ndx; c++) scale = std::max(scale, std::fabs(Afd[r * ndx + c]));
+  }
+  EXPECT_GT(scale, 0);
+  for (int r = nv; r < ndx; r++) {
+    for (int c = nv; c < ndx; c++) {
+      EXPECT_NEAR(A[r * ndx + c], Afd[r * ndx + c], 1e-3 * scale) << "row " << r << " column " << c;
+    }
+  }
+}
 
 }  // namespace
 }  // namespace contactkit::test
