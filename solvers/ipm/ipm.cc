@@ -545,22 +545,17 @@ void IpmSolver::ColdStart(const Problem& p, int k, double floor, State* s) {
   Residuals(p, k, s);
 }
 
-void IpmSolver::WarmStart(const Problem& p, int k, double mu, State* s) {
-  // the cold start for rows without a warm impulse; the others from the previous impulses
-  ColdStart(p, k, kVelFloor, s);
-  const SparseRows& J = p.J;
+void IpmSolver::ImpulseVelocity(const Problem& p, int k, const double* lam, const uint8_t* ok,
+                                State* s) {
   const Islands& is = p.islands;
-  const IslandLists& L = lists_[k];
   const int* rows = Rows(p, k);
   const int nr = NumRows(p, k);
   const int* dofs = Dofs(p, k);
   const int nd = NumDofs(p, k);
-
-  // velocity consistent with the warm impulses: v = v_free + M^-1 J' lambda
   for (int a = 0; a < nd; a++) tmp_[dofs[a]] = 0;
   for (int a = 0; a < nr; a++) {
     const int i = rows[a];
-    if (warm_ok_[i] && warm_lam_[i] != 0) J.AddRowTo(i, warm_lam_[i], tmp_.data());
+    if ((!ok || ok[i]) && lam[i] != 0) p.J.AddRowTo(i, lam[i], tmp_.data());
   }
   for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
     const int b = is.tree_dofadr[is.trees[t]];
@@ -568,6 +563,15 @@ void IpmSolver::WarmStart(const Problem& p, int k, double mu, State* s) {
   }
   for (int a = 0; a < nd; a++) s->v[dofs[a]] = p.v_free[dofs[a]] + tmp_[dofs[a]];
   for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
+}
+
+void IpmSolver::WarmStart(const Problem& p, int k, double mu, State* s) {
+  // the cold start for rows without a warm impulse; the others from the previous impulses
+  ColdStart(p, k, kVelFloor, s);
+  const IslandLists& L = lists_[k];
+
+  // velocity consistent with the warm impulses
+  ImpulseVelocity(p, k, warm_lam_.data(), warm_ok_.data(), s);
 
   // orthant pairs: previous gamma, gap at v; complementarity at least mu
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {

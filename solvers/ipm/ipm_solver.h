@@ -190,6 +190,9 @@ class IpmSolver final : public Solver {
   // per island
   void ColdStart(const Problem& p, int k, double floor, State* s);
   void WarmStart(const Problem& p, int k, double mu, State* s);
+  // island k's velocity for impulses lam (rows where ok, NULL: all): v = v_free + M^-1 J' lam on
+  // its dofs, u = J v on its rows
+  void ImpulseVelocity(const Problem& p, int k, const double* lam, const uint8_t* ok, State* s);
   void Residuals(const Problem& p, int k, State* s);
   // the proximal retry of an island that path following left stalled: soft problems whose rows'
   // velocities carry prox (x - xc), the first centred at the best answer so far, each next one

@@ -119,29 +119,19 @@ double IpmSolver::CfdKappa(const Problem& p, int i, const ProblemTangent* dir,
 
 bool IpmSolver::AnswerPoint(const Problem& p, int k) {
   const ckIpmSettings& st = settings_.ipm;
-  const Islands& is = p.islands;
   const IslandLists& L = lists_[k];
   const int* rows = Rows(p, k);
   const int nr = NumRows(p, k);
-  const int* dofs = Dofs(p, k);
-  const int nd = NumDofs(p, k);
   State* s = &cen_;
   // the impulses and the velocity they give, v_free + M^-1 J' lambda
-  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = 0;
   for (int a = 0; a < nr; a++) {
     const int i = rows[a];
     s->lam[i] = out_lam_[i];
     s->x[i] = out_lam_[i] / scale_[i];
-    if (out_lam_[i] != 0) p.J.AddRowTo(i, out_lam_[i], tmp_.data());
   }
-  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
-    const int b = is.tree_dofadr[is.trees[t]];
-    p.mass.Solve(tmp_.data(), b, b + is.tree_dofnum[is.trees[t]]);
-  }
-  for (int a = 0; a < nd; a++) s->v[dofs[a]] = p.v_free[dofs[a]] + tmp_[dofs[a]];
+  ImpulseVelocity(p, k, out_lam_.data(), nullptr, s);
   // its velocities: gaps, slips (eta0 = |eta_R|, on the cone's boundary), measured as an iterate
   // (no residual but rounding's, its complementarity)
-  for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
   for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
     const int i = orth_[e];
     s->z[i] = s->u[i] + target_[i];
