@@ -3,8 +3,6 @@
 // Reliability of the C API (issue 13): settings changes that keep memory flat, the model
 // fingerprint in every entry point, states MuJoCo resets, NULL arguments, error messages,
 // sizes that overflowed int.
-#include <malloc.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -21,18 +19,6 @@ namespace contactkit::test {
 namespace {
 
 class ReliabilityTest : public MujocoTest {};
-
-// resident memory of this process in bytes, after the allocator returned its free memory (so
-// that what glibc keeps cached from the large workspaces of a solver just freed does not count)
-long ResidentBytes() {
-  malloc_trim(0);
-  long pages = 0, resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return -1;
-  const int n = std::fscanf(f, "%ld %ld", &pages, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
-}
 
 // ck_setSettings with derivatives on nested one more derivative workspace per call (+7 MB here)
 TEST_F(ReliabilityTest, SettingsChangesKeepMemoryFlat) {

@@ -606,16 +606,19 @@ bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, do
   return false;
 }
 
+void BoxedLcpSolver::KeepBest(int n, double res, const double* x, const double* w) {
+  if (!(res < best_res_)) return;
+  best_res_ = res;
+  std::copy(x, x + n, xb_.begin());
+  std::copy(w, w + n, wb_.begin());
+}
+
 bool BoxedLcpSolver::Exact(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state,
                            Cod* cod, double* x, double* w, BoxedStats* stats) {
   stats->iterations++;
   if (!Reduced(lcp, state, 0, opt.rtol, cod, x, w)) return false;
   const double res = Residual(lcp, x, w, nullptr);
-  if (res < best_res_) {
-    best_res_ = res;
-    std::copy(x, x + lcp.n, xb_.begin());
-    std::copy(w, w + lcp.n, wb_.begin());
-  }
+  KeepBest(lcp.n, res, x, w);
   return res <= opt.tol;
 }
 
@@ -628,11 +631,7 @@ bool BoxedLcpSolver::ExactFrom(const DenseLcp& lcp, const BoxedOptions& opt,
   work_ += 4 * kd * kd + 2.0 * n * (n + kd);
   if (!SolveKept(lcp, state, false, cod, x, w, x0)) return false;
   const double res = Residual(lcp, x, w, nullptr);
-  if (res < best_res_) {
-    best_res_ = res;
-    std::copy(x, x + n, xb_.begin());
-    std::copy(w, w + n, wb_.begin());
-  }
+  KeepBest(n, res, x, w);
   return res <= opt.tol;
 }
 
@@ -644,11 +643,7 @@ bool BoxedLcpSolver::AcceptAnswer(const DenseLcp& lcp, const BoxedOptions& opt, 
   Classify(lcp, x, w, opt.tol, state);
   stats->iterations++;
   Reduced(lcp, state, 0, opt.rtol, cod, xs_.data(), ws_.data());
-  if (res < best_res_) {
-    best_res_ = res;
-    std::copy(x, x + lcp.n, xb_.begin());
-    std::copy(w, w + lcp.n, wb_.begin());
-  }
+  KeepBest(lcp.n, res, x, w);
   return true;
 }
 
@@ -689,11 +684,7 @@ bool BoxedLcpSolver::Polish(const DenseLcp& lcp, const BoxedOptions& opt, signed
   stats->iterations++;
   if (!Reduced(lcp, state, 0, opt.rtol, cod, x, w, x0)) return false;
   const double res = Residual(lcp, x, w, nullptr);
-  if (res < best_res_) {
-    best_res_ = res;
-    std::copy(x, x + n, xb_.begin());
-    std::copy(w, w + n, wb_.begin());
-  }
+  KeepBest(n, res, x, w);
   return res <= opt.tol;
 }
 
@@ -715,11 +706,7 @@ bool BoxedLcpSolver::SweepStart(const DenseLcp& lcp, const BoxedOptions& opt, si
     Velocity(lcp, xs, ws);
     work_ += sweep * (it + 1);
     const double res = Residual(lcp, xs, ws, nullptr);
-    if (res < best_res_) {
-      best_res_ = res;
-      std::copy(xs, xs + n, xb_.begin());
-      std::copy(ws, ws + n, wb_.begin());
-    }
+    KeepBest(n, res, xs, ws);
     // the classification of the iterate, rows within its residual of a bound at the bound;
     // once it stops changing (or the iterate has converged), its exact solve
     Classify(lcp, xs, ws, std::max(opt.tol, res), state);
@@ -760,11 +747,7 @@ bool BoxedLcpSolver::Fallback(const DenseLcp& lcp, const BoxedOptions& opt, doub
   std::copy(xs, xs + n, xg_.begin());
   // the Gauss-Seidel answer is kept as the best one if it is (xs_ is scratch of the loops below,
   // which overwrote it before)
-  if (pgs_res < best_res_) {
-    best_res_ = pgs_res;
-    std::copy(xs, xs + n, xb_.begin());
-    std::copy(ws, ws + n, wb_.begin());
-  }
+  KeepBest(n, pgs_res, xs, ws);
   // its classification solved exactly, else the frozen loop from it (Dantzig starts from x = 0
   // and may not find it again); the exact solve is skipped once the work budget is spent
   std::copy(xs, xs + n, x);

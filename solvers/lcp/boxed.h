@@ -165,6 +165,8 @@ class BoxedLcpSolver {
   int Infeasible(const DenseLcp& lcp, const signed char* state, const double* x, const double* w,
                  double tol, int* list, signed char* target) const;
 
+  // (x, w) of n rows as the best answer so far if its residual res is below the best's
+  void KeepBest(int n, double res, const double* x, const double* w);
   // exact solve for state into cod and acceptance test; true if residual <= tol
   bool Exact(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state, Cod* cod,
              double* x, double* w, BoxedStats* stats);

@@ -1,6 +1,7 @@
 // Copyright 2026 The contactkit developers.
 #include "support/fixture.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -55,6 +56,16 @@ std::string OscillatorXml(const std::string& custom) {
 }
 
 bool FileExists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+long ResidentBytes() {
+  malloc_trim(0);
+  long pages = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return -1;
+  const int n = std::fscanf(f, "%ld %ld", &pages, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
+}
 
 int TestSteps(int n) {
   const char* quick = std::getenv("CK_TEST_QUICK");

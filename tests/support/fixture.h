@@ -52,6 +52,10 @@ void SetParamValue(mjModel* m, const ckParam& p, mjtNum value);
 // true if a file exists
 bool FileExists(const std::string& path);
 
+// resident memory of this process in bytes after the allocator returned its free memory (what
+// glibc keeps cached from a solver's workspace just freed does not count); -1 if unknown
+long ResidentBytes();
+
 // n, or a tenth of it (at least 1) when CK_TEST_QUICK is set (sanitizer runs)
 int TestSteps(int n);
 

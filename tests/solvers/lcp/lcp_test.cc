@@ -6,8 +6,6 @@
 // along the friction box's axes and the sideways drift between them, inclines, equality, limit
 // and friction-loss rows, the stabilization's closed form, the failure policy, and the memory of
 // the dense workspace.
-#include <malloc.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -862,17 +860,6 @@ TEST_F(LcpTest, RedundantEqualityRowsAddNoEnergy) {
     EXPECT_LE(stretch, 1e-3);
     EXPECT_GE(lowest, -0.2);
   }
-}
-
-// resident memory of this process in bytes, after the allocator returned its free memory
-long ResidentBytes() {
-  malloc_trim(0);
-  long pages = 0, resident = 0;
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return -1;
-  const int n = std::fscanf(f, "%ld %ld", &pages, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * sysconf(_SC_PAGESIZE) : -1;
 }
 
 // The dense workspace is sized at ck_make for the largest island (max_island_rows = 400: about
