@@ -111,19 +111,19 @@ void Derivative::ColumnReach(const Problem& p, int kind, int index, const double
                              const double* pc, int* lo, int* hi) const {
   const Islands& is = p.islands;
   const int nv = nv_;
-  int rl, rh, pl, ph;
-  NonzeroSpan(&r, 1, nv, &rl, &rh);
-  NonzeroSpan(&pc, 1, nv, &pl, &ph);
+  // (r's and P's span in one scan: P's trees' islands too, a superset)
+  const double* x[2] = {r, pc};
+  int rl, rh;
+  NonzeroSpan(x, 2, nv, &rl, &rh);
   int l = nv, u = 0;
   auto add = [&](int a, int b) {
     if (b <= a) return;
     l = std::min(l, a);
     u = std::max(u, b);
   };
-  add(pl, ph);
   if (tan_.has_dM) add(tan_.dM_begin, tan_.dM_end);
   if (kind == kVel) add(index, index + 1);  // (its unit dv)
-  // r's trees and the islands they are in (an island's trees ascending: first to last)
+  // the trees and the islands they are in (an island's trees ascending: first to last)
   const int t0 = rh > rl ? p.dof_tree[rl] : 0, t1 = rh > rl ? p.dof_tree[rh - 1] + 1 : 0;
   for (int t = t0; t < t1; t++) {
     const int k = is.tree_island[t];
