@@ -17,9 +17,9 @@
 namespace contactkit {
 namespace {
 
-// mass's solves of the block Y (nv rows of nb columns) tree by tree, skipping trees no column
-// reaches (as TreeMass::Solve skips a zero tree)
-// reach, on the trees of the dofs [lo, hi) (Y's other rows are not read)
+// mass's solves of the block Y (nv rows of nb columns) tree by tree on the trees of the dofs
+// [lo, hi) (Y's other rows are not read), skipping trees no column reaches (as TreeMass::Solve
+// skips a zero tree)
 void SolveByTree(const TreeMass& mass, const Islands& is, const int* dof_tree, double* Y, int nb,
                  int lo, int hi) {
   const int t0 = hi > lo ? dof_tree[lo] : 0, t1 = hi > lo ? dof_tree[hi - 1] + 1 : 0;
