@@ -150,6 +150,12 @@ class Derivative : private FdTarget {
   // "mujoco": queue the current direction's right-hand side in a block (slot < 0: only build it,
   // in scratch_.a, with P in mass_term's first column); solve a block
   void QueueColumn(const mjModel* m, int slot, int kind, int index, int col);
+  // the dofs [lo, hi) (whole trees) outside which a queued column's dv+ and dacc are zero: the
+  // islands (or lone trees) of the trees of its right-hand side r and of P, its unit dv's tree
+  void ColumnReach(const Problem& p, int kind, int index, const double* r, const double* pc,
+                   int* lo, int* hi) const;
+  // rhs zeroed, no column queued (the start of the blocked directions)
+  void ClearBlock();
   template <typename Fn>
   void FlushColumns(const mjModel* m, int nslot, Fn&& fn);
   // a solver with blocked force tangents (stage_.slots): queue the current direction's force

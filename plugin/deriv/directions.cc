@@ -17,10 +17,13 @@
 namespace contactkit {
 namespace {
 
-// mass's solves of the block Y (nv rows of nb columns) tree by tree, skipping trees no column
-// reaches (as TreeMass::Solve skips a zero tree)
-void SolveByTree(const TreeMass& mass, const Islands& is, double* Y, int nb) {
-  for (int t = 0; t < is.ntree; t++) {
+// mass's solves of the block Y (nv rows of nb columns) tree by tree on the trees of the dofs
+// [lo, hi) (Y's other rows are not read), skipping trees no column reaches (as TreeMass::Solve
+// skips a zero tree)
+void SolveByTree(const TreeMass& mass, const Islands& is, const int* dof_tree, double* Y, int nb,
+                 int lo, int hi) {
+  const int t0 = hi > lo ? dof_tree[lo] : 0, t1 = hi > lo ? dof_tree[hi - 1] + 1 : 0;
+  for (int t = t0; t < t1; t++) {
     const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
     const double* y = Y + static_cast<size_t>(b) * nb;
     bool zero = true;
@@ -38,6 +41,7 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   // "mujoco" with constraint rows (stage_.batch): one blocked solve of MuJoCo's Hessian per kBlock
   // directions
   int nslot = 0;
+  if (stage_.batch) ClearBlock();
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !ctrl : !state) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na_ : nv_;
@@ -78,6 +82,7 @@ template <typename Fn>
 bool Derivative::ParamDirections(const mjModel* m, int begin, int end, Fn&& fn) {
   // as Directions, one direction per parameter with an analytic path (the others: how[k] set)
   int nslot = 0;
+  if (stage_.batch) ClearBlock();
   for (int k = begin; k < end; k++) {
     if (!ParamAnalytic(k)) continue;
     if (!ParamTangent(m, k)) return false;  // (rows not matched: every column by differences)
@@ -94,6 +99,49 @@ bool Derivative::ParamDirections(const mjModel* m, int begin, int end, Fn&& fn) 
   }
   if (nslot) FlushColumns(m, nslot, fn);
   return true;
+}
+
+void Derivative::ClearBlock() {
+  // (the other blocked paths leave their columns in rhs)
+  mju_zero(block_.rhs, static_cast<size_t>(nv_) * SoftTangent::kBlock);
+  block_.lo = block_.hi = 0;
+}
+
+void Derivative::ColumnReach(const Problem& p, int kind, int index, const double* r,
+                             const double* pc, int* lo, int* hi) const {
+  const Islands& is = p.islands;
+  const int nv = nv_;
+  // (r's and P's span in one scan: P's trees' islands too, a superset)
+  const double* x[2] = {r, pc};
+  int rl, rh;
+  NonzeroSpan(x, 2, nv, &rl, &rh);
+  int l = nv, u = 0;
+  auto add = [&](int a, int b) {
+    if (b <= a) return;
+    l = std::min(l, a);
+    u = std::max(u, b);
+  };
+  if (tan_.has_dM) add(tan_.dM_begin, tan_.dM_end);
+  if (kind == kVel) add(index, index + 1);  // (its unit dv)
+  // the trees and the islands they are in (an island's trees ascending: first to last)
+  const int t0 = rh > rl ? p.dof_tree[rl] : 0, t1 = rh > rl ? p.dof_tree[rh - 1] + 1 : 0;
+  for (int t = t0; t < t1; t++) {
+    const int k = is.tree_island[t];
+    if (k < 0) {
+      add(is.tree_dofadr[t], is.tree_dofadr[t] + is.tree_dofnum[t]);
+      continue;
+    }
+    const int first = is.trees[is.treeadr[k]], last = is.trees[is.treeadr[k] + is.ntrees[k] - 1];
+    add(is.tree_dofadr[first], is.tree_dofadr[last] + is.tree_dofnum[last]);
+  }
+  // whole trees
+  if (u > l) {
+    const int a = p.dof_tree[l], b = p.dof_tree[u - 1];
+    l = is.tree_dofadr[a];
+    u = is.tree_dofadr[b] + is.tree_dofnum[b];
+  }
+  *lo = u > l ? l : 0;
+  *hi = u > l ? u : 0;
 }
 
 void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, int col) {
@@ -158,7 +206,13 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   if (rows && (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos || tan_.has_drows))
     soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr, island);
   if (slot < 0) return;  // reverse mode: r and P only
-  for (int i = 0; i < nv; i++) block_.rhs[static_cast<size_t>(i) * nb + slot] = r[i];
+  // the column's reach: its solve H^-1 r stays on the islands (or lone trees) of r's trees, M_E^-1
+  // P on P's trees; its right-hand side is written there only (rhs is zero elsewhere, FlushColumns)
+  int lo = 0, hi = nv;
+  if (column_spans_ && !integrator_.implicit) ColumnReach(p, kind, index, r, pc, &lo, &hi);
+  block_.lo = block_.hi > block_.lo ? std::min(block_.lo, lo) : lo;
+  block_.hi = std::max(block_.hi, hi);
+  for (int i = lo; i < hi; i++) block_.rhs[static_cast<size_t>(i) * nb + slot] = r[i];
 
   // what the columns need after the solve
   block_.kind[slot] = kind;
@@ -172,6 +226,8 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
   const Problem& p = *stage_.problem;
   const int nv = nv_;
   const double h = p.h;
+  // the dofs the columns reach (QueueColumn): rhs, Y and dacc are zero on the others
+  const int lo = block_.lo, hi = block_.hi;
 
   // a partial block: its columns (rounded up to the solves' chunks of 8) packed to that stride
   const int nb = std::min(SoftTangent::kBlock, (nslot + 7) / 8 * 8);
@@ -196,7 +252,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
     return block_.kind[slot] == kVel && block_.index[slot] == i ? 1 : 0;
   };
   if (integrator_.damped) {
-    for (int i = 0; i < nv; i++) {
+    for (int i = lo; i < hi; i++) {
       const double* ri = block_.rhs + static_cast<size_t>(i) * nb;
       double* yi = Y + static_cast<size_t>(i) * nb;
       for (int slot = 0; slot < nslot; slot++) {
@@ -205,12 +261,12 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
       }
       for (int c = nslot; c < nb; c++) yi[c] = 0;
     }
-    SolveByTree(integrator_.mass, p.islands, Y, nb);
+    SolveByTree(integrator_.mass, p.islands, p.dof_tree, Y, nb, lo, hi);
   }
   // Euler: every column's dacc = x / h (+ Y) into mass_term, no longer read (slot by slot); a
   // zero x is its own quotient (most of humanoid100's: the divisions were a tenth of its Jacobian)
   if (!integrator_.implicit) {
-    for (int i = 0; i < nv; i++) {
+    for (int i = lo; i < hi; i++) {
       const double* ri = block_.rhs + static_cast<size_t>(i) * nb;
       const double* yi = Y + static_cast<size_t>(i) * nb;
       for (int slot = 0; slot < nslot; slot++) {
@@ -225,6 +281,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
   mju_zero(tan_.dv, nv);
   mju_zero(tan_.dact, na_);
   mju_zero(tan_.du, nu_);
+  if (!integrator_.implicit) mju_zero(tan_.dqacc_int, nv);
   for (int slot = 0; slot < nslot; slot++) {
     const int kind = block_.kind[slot], index = block_.index[slot];
     double* unit = kind == kCtrl    ? tan_.du
@@ -244,11 +301,25 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
       for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = tan_.dqacc_int[i] / h + pc[i];
       integrator_.Solve(tan_.dqacc_int);
     } else {
-      mju_copy(tan_.dqacc_int, pc, nv);  // (dacc, above)
+      // (dacc, above; zero outside [lo, hi)): its span is found there
+      mju_copy(tan_.dqacc_int + lo, pc + lo, hi - lo);
+      const double* acc = tan_.dqacc_int + lo;
+      int l, u;
+      NonzeroSpan(&acc, 1, hi - lo, &l, &u);
+      acc_lo_ = u > l ? lo + l : 0;
+      acc_hi_ = u > l ? lo + u : 0;
+      acc_known_ = true;
     }
     fn(kind, index, block_.col[slot]);
     if (unit) unit[index] = 0;
   }
+  // rhs zero again for the next block (a partial block changed its stride: all of it)
+  if (nb < SoftTangent::kBlock) {
+    mju_zero(block_.rhs, static_cast<size_t>(nv) * SoftTangent::kBlock);
+  } else {
+    mju_zero(block_.rhs + static_cast<size_t>(lo) * nb, static_cast<size_t>(hi - lo) * nb);
+  }
+  block_.lo = block_.hi = 0;
 }
 bool Derivative::DeferColumn(int col) {
   if (!defer_columns_ || fallback_ != ckFALLBACK_NO_TANGENT) return false;
@@ -323,7 +394,7 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
     }
   }
   if (!integrator_.implicit) {
-    SolveByTree(integrator_.mass, p.islands, X, nb);
+    SolveByTree(integrator_.mass, p.islands, p.dof_tree, X, nb, 0, nv);
   }
   // the unit directions again (one entry set per column, reset after it)
   mju_zero(tan_.dq, nv);

@@ -139,8 +139,12 @@ bool Zero(const double* x, int b, int n) {
 }  // namespace
 
 void IntegratorTangent::Solve(double* x, int* lo, int* hi) const {
-  int first = -1, last = -1;
-  for (int t = 0; t < ntree_; t++) {
+  // the trees of x's span (the others are zero: one scan, 32 entries at a time)
+  int first = -1, last = -1, l = 0, u = 0;
+  if (ntree_ > 0)
+    NonzeroSpan(&x, 1, trees_->dofadr[ntree_ - 1] + trees_->dofnum[ntree_ - 1], &l, &u);
+  const int t0 = u > l ? dof_tree_[l] : 0, t1 = u > l ? dof_tree_[u - 1] + 1 : 0;
+  for (int t = t0; t < t1; t++) {
     const int b = trees_->dofadr[t], n = trees_->dofnum[t];
     if (Zero(x, b, n)) continue;
     first = first < 0 ? b : std::min(first, b);

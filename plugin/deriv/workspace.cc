@@ -9,9 +9,9 @@
 
 namespace contactkit {
 
-// (8 entries at a time from each end, their bits or-ed without branches)
+// (32, then 8 entries at a time from each end, their bits or-ed without branches)
 void NonzeroSpan(const double* const* x, int nx, int n, int* lo, int* hi) {
-  constexpr int kChunk = 8;
+  constexpr int kWide = 32, kChunk = 8;
   auto any = [&](int i0, int i1) {
     uint64_t b = 0;
     for (int a = 0; a < nx; a++) {
@@ -24,6 +24,7 @@ void NonzeroSpan(const double* const* x, int nx, int n, int* lo, int* hi) {
     return (b << 1) != 0;  // (the sign bit left out)
   };
   int l = 0;
+  while (l + kWide <= n && !any(l, l + kWide)) l += kWide;
   while (l + kChunk <= n && !any(l, l + kChunk)) l += kChunk;
   while (l < n && !any(l, l + 1)) l++;
   if (l >= n) {
@@ -31,6 +32,7 @@ void NonzeroSpan(const double* const* x, int nx, int n, int* lo, int* hi) {
     return;
   }
   int h = n;
+  while (h - kWide > l && !any(h - kWide, h)) h -= kWide;
   while (h - kChunk > l && !any(h - kChunk, h)) h -= kChunk;
   while (!any(h - 1, h)) h--;
   *lo = l;

@@ -202,6 +202,7 @@ struct BlockWork {
   double* act_dot;          // dact_dot per column                          (kBlock x na)
   double* dforce;           // a solver's force tangent per column          (kBlock x rows)
   int *kind, *index, *col;  // the direction of each column          (kBlock)
+  int lo = 0, hi = 0;       // dofs the queued columns reach (QueueColumn); rhs zero elsewhere
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 

@@ -109,5 +109,60 @@ TEST_F(ColumnSpanTest, SpanColumnsAreTheWholeColumns) {
   }
 }
 
+// a stack of three boxes, four balls in the air (trees of no island) between the middle box and
+// the top one: nv = 42, and the last block of 32 directions (dq of dofs 22 to 41) holds the balls'
+// and the top box's only, whose right-hand sides reach the middle box (their contact rows) but
+// not the bottom one, which the stack's Hessian moves all the same
+constexpr char kStack[] = R"(
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+    <body pos="0 0 0.3"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+    <body pos="-1 0 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body pos="-1 1 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body pos="-1 2 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body pos="-1 3 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body pos="0 0 0.5"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+  </worldbody>
+</mujoco>)";
+
+TEST_F(ColumnSpanTest, BlockedColumnsReachTheirWholeIsland) {
+  // the "mujoco" solver's blocked columns (QueueColumn, FlushColumns) on their reach: the islands
+  // of their right-hand sides' trees, not only those trees
+  ModelPtr m = LoadString(kStack);
+  ASSERT_TRUE(m);
+  const int ndx = 2 * m->nv + m->na, nv = m->nv;
+  ASSERT_EQ(42, nv);
+  for (int damped = 0; damped < 2; damped++) {
+    for (int j = 0; j < m->njnt; j++) m->dof_damping[6 * j] = damped ? 0.3 : 0;
+    ckSettings s = Settings(ckSOL_MUJOCO);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < 40; t++) ck_step(ck.get(), m.get(), d.get());
+    d->qvel[nv - 6] = 0.1;  // the top box slides on the middle one
+    ASSERT_GE(d->ncon, 8);
+    Jacobians span(m.get()), whole(m.get());
+    Derivative::column_spans_ = true;
+    ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), span.A.data(), span.B.data(), nullptr,
+                                  nullptr))
+        << ck_lastError(ck.get());
+    Derivative::column_spans_ = false;
+    ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), whole.A.data(), whole.B.data(),
+                                  nullptr, nullptr))
+        << ck_lastError(ck.get());
+    EXPECT_EQ(0, std::memcmp(span.A.data(), whole.A.data(), sizeof(double) * span.A.size()))
+        << "damped " << damped << "\n"
+        << WorstEntries(m.get(), span.A, whole.A, ndx);
+    // not trivially: the top box's position directions move the bottom box's next velocity
+    for (int j = nv - 6; j < nv; j++) {
+      int nonzero = 0;
+      for (int i = nv; i < nv + 6; i++) nonzero += span.A[i * ndx + j] != 0;
+      EXPECT_GT(nonzero, 0) << "damped " << damped << ": dq " << j;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace contactkit::test
