@@ -9,6 +9,7 @@
 
 #include "contactkit/settings.h"
 #include "solvers/common/cone.h"
+#include "solvers/common/dense.h"
 #include "solvers/ipm/ipm_solver.h"
 
 namespace contactkit {
@@ -210,34 +211,6 @@ void BlockAdd(const SparseRows& J, const int* rows, int nr, const uint8_t* block
 
 // a cone's eliminated terms with the proximal part P (cnt) of its velocity rows: T = (I + S P)^-1,
 // q0 = q, then q = T q and S = T S
-// solve A x = b in place (b <- x) by LU with partial pivoting; A (n x n, row-major) is destroyed;
-// false on a zero pivot
-bool DenseSolve(double* A, int n, double* b) {
-  for (int c = 0; c < n; c++) {
-    int piv = c;
-    for (int r = c + 1; r < n; r++) {
-      if (std::fabs(A[r * n + c]) > std::fabs(A[piv * n + c])) piv = r;
-    }
-    if (!(std::fabs(A[piv * n + c]) > 0)) return false;
-    if (piv != c) {
-      for (int j = 0; j < n; j++) std::swap(A[c * n + j], A[piv * n + j]);
-      std::swap(b[c], b[piv]);
-    }
-    for (int r = c + 1; r < n; r++) {
-      const double m = A[r * n + c] / A[c * n + c];
-      if (m == 0) continue;
-      for (int j = c; j < n; j++) A[r * n + j] -= m * A[c * n + j];
-      b[r] -= m * b[c];
-    }
-  }
-  for (int c = n - 1; c >= 0; c--) {
-    double v = b[c];
-    for (int j = c + 1; j < n; j++) v -= A[c * n + j] * b[j];
-    b[c] = v / A[c * n + c];
-  }
-  return true;
-}
-
 void ProxCone(const double* P, int cnt, double* q, double* S, double* T, double* q0) {
   double A[4];
   for (int r = 0; r < cnt; r++) {
@@ -347,6 +320,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     pol_A_.assign(P * P, 0);
     for (auto* v : {&pol_w_, &pol_w0_, &pol_wp_, &pol_d_, &pol_F_, &pol_u_}) v->assign(P, 0);
     pol_pat_.assign(P, 0);
+    pol_piv_.assign(P, 0);
     pol_tried_.assign(P, 0);
     pol_cone_.assign(P, -1);
     pol_loc_.assign(R, 0);
@@ -545,8 +519,8 @@ void IpmSolver::ColdStart(const Problem& p, int k, double floor, State* s) {
   Residuals(p, k, s);
 }
 
-void IpmSolver::ImpulseVelocity(const Problem& p, int k, const double* lam, const uint8_t* ok,
-                                State* s) {
+void IpmSolver::ImpulseVelocityChange(const Problem& p, int k, const double* lam,
+                                      const uint8_t* ok) {
   const Islands& is = p.islands;
   const int* rows = Rows(p, k);
   const int nr = NumRows(p, k);
@@ -561,6 +535,15 @@ void IpmSolver::ImpulseVelocity(const Problem& p, int k, const double* lam, cons
     const int b = is.tree_dofadr[is.trees[t]];
     p.mass.Solve(tmp_.data(), b, b + is.tree_dofnum[is.trees[t]]);
   }
+}
+
+void IpmSolver::ImpulseVelocity(const Problem& p, int k, const double* lam, const uint8_t* ok,
+                                State* s) {
+  const int* rows = Rows(p, k);
+  const int nr = NumRows(p, k);
+  const int* dofs = Dofs(p, k);
+  const int nd = NumDofs(p, k);
+  ImpulseVelocityChange(p, k, lam, ok);
   for (int a = 0; a < nd; a++) s->v[dofs[a]] = p.v_free[dofs[a]] + tmp_[dofs[a]];
   for (int a = 0; a < nr; a++) s->u[rows[a]] = gapJ_->Dot(rows[a], s->v);
 }
@@ -1512,14 +1495,7 @@ void IpmSolver::PolishSystem(const Problem& p, int k) {
     gapJ_->AddRowTo(rows[a], 1, tmp_.data());
     for (int c = 0; c < nd; c++) pol_J_[a * nd + c] = tmp_[dofs[c]];
   }
-  for (int a = 0; a < nd; a++) tmp_[dofs[a]] = 0;
-  for (int a = 0; a < nr; a++) {
-    if (out_lam_[rows[a]] != 0) p.J.AddRowTo(rows[a], out_lam_[rows[a]], tmp_.data());
-  }
-  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
-    const int b = is.tree_dofadr[is.trees[t]];
-    p.mass.Solve(tmp_.data(), b, b + is.tree_dofnum[is.trees[t]]);
-  }
+  ImpulseVelocityChange(p, k, out_lam_.data(), nullptr);
   for (int a = 0; a < nd; a++) pol_w0_[a] = p.v_free[dofs[a]] + tmp_[dofs[a]];
   for (int a = 0; a < nr; a++) pol_w0_[nd + a] = out_lam_[rows[a]];
   // the cone and normal of each friction row (-1: an orthant row)
@@ -1630,10 +1606,14 @@ bool IpmSolver::PolishPattern(const Problem& p, int k, bool damped) {
     slow = damped && fmax > kPolishRate * last ? slow + 1 : 0;  // linear: inconsistent pattern
     last = fmax;
     if (damped && (pol_work_ -= static_cast<double>(n) * n * n) < 0) break;  // budget spent
-    if (!DenseSolve(pol_A_.data(), n, F)) {
+    double pmin = HUGE_VAL, pmax = 0;  // (the pivots' range, unused)
+    if (!LuFactorRows(pol_A_.data(), n, pol_piv_.data(), &pmin, &pmax)) {
       merit_at();  // F at w again (PolishCorrect reads it)
       return false;
     }
+    PermuteRows(pol_piv_.data(), n, F);  // F <- A^-1 F
+    LowerSolveRows(pol_A_.data(), n, F, 1);
+    UpperSolveRows(pol_A_.data(), n, F);
     for (int a = 0; a < n; a++) {
       pol_d_[a] = F[a];
       pol_wp_[a] = w[a];

@@ -190,8 +190,10 @@ class IpmSolver final : public Solver {
   // per island
   void ColdStart(const Problem& p, int k, double floor, State* s);
   void WarmStart(const Problem& p, int k, double mu, State* s);
-  // island k's velocity for impulses lam (rows where ok, NULL: all): v = v_free + M^-1 J' lam on
-  // its dofs, u = J v on its rows
+  // M^-1 J' lam on island k's dofs into tmp_ (impulses lam on the rows where ok, NULL: all)
+  void ImpulseVelocityChange(const Problem& p, int k, const double* lam, const uint8_t* ok);
+  // island k's velocity for those impulses: v = v_free + M^-1 J' lam on its dofs, u = J v on its
+  // rows
   void ImpulseVelocity(const Problem& p, int k, const double* lam, const uint8_t* ok, State* s);
   void Residuals(const Problem& p, int k, State* s);
   // the proximal retry of an island that path following left stalled: soft problems whose rows'
@@ -384,6 +386,7 @@ class IpmSolver final : public Solver {
   std::vector<double> pol_wp_;  // the unknowns before the step                      (P)
   std::vector<double> pol_u_;   // row velocities J v                                (P)
   std::vector<int> pol_pat_;    // row: 0 open, 1 closed / sticking, 2 sliding       (P)
+  std::vector<int> pol_piv_;    // row interchanges of pol_A_'s LU                   (P)
   std::vector<int> pol_cone_;   // cone of a friction row, -1: orthant row           (P)
   std::vector<int> pol_tried_;  // a stalled cone row's mode was switched (PolishCorrect) (P)
   bool pol_solved_ = false;     // the last pattern's Newton converged (pol_w_ its answer)
