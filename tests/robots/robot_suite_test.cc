@@ -49,7 +49,9 @@ const Known kKnownRuns[] = {
     // rocks there). docs/solvers.md (comfree, static friction) has the measurements. The drop
     // cases pass or fail with the trajectory: a drop 1 mm higher or lower fails the A1 and the
     // Allegro at h and the mug at 5h too, and the Shadow hand's object leaves the hand on landing
-    // in every run (docs/solvers.md, comfree, "Measured, not fixed")
+    // in every run (docs/solvers.md, comfree, "Measured, not fixed"). The A1's calves slide for
+    // 1.4 s and so damp its sway on its legs; made to stick sooner, it sways past 1 mm at h too
+    // (docs/solvers.md, comfree, "the A1's calves leave the sliding state")
     {"a1", ckSOL_COMFREE, 5, tools::kControlHeld},
 #if mjVERSION_HEADER < 300
     // on 2.2.2 the Allegro's object also rocks on two fingers after the drop at h (1.8 mm; 0.57
