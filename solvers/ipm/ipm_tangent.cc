@@ -30,6 +30,47 @@ double RowBilinear(const TreeMass& mass, const double* V, int i, const double* w
   return s;
 }
 
+// Chunks of W columns of the blocked tangents (row-major, stride kTangentSlots) for the block
+// products below: each column's sums in the order of one column alone, a chunk's values in
+// registers. u = G_i x of row i (its nnz entries val at columns col)
+template <int W>
+void RowTimesColumns(const double* val, const int* col, int nnz, const double* X, size_t S,
+                     double* u) {
+  double acc[W] = {};
+  for (int c = 0; c < nnz; c++) {
+    const double v = val[c];
+    const double* x = X + static_cast<size_t>(col[c]) * S;
+    for (int s = 0; s < W; s++) acc[s] += v * x[s];
+  }
+  for (int s = 0; s < W; s++) u[s] = acc[s];
+}
+
+// P = M X on dofs [b, e) (whole trees) of W columns: row i's diagonal and ancestors' terms
+// accumulated in registers, the ancestors' rows pushed to
+template <int W>
+void MassTimesColumns(const TreeMass& mass, int b, int e, const double* X, size_t S, double* P) {
+  for (int i = b; i < e; i++) {
+    const double* xi = X + i * S;
+    double v[W], acc[W];
+    const double mii = mass.M[mass.madr[i]];
+    for (int s = 0; s < W; s++) {
+      v[s] = xi[s];
+      acc[s] = mii * v[s];
+    }
+    int adr = mass.madr[i] + 1;
+    for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+      const double mij = mass.M[adr];
+      const double* xj = X + j * S;
+      double* pj = P + j * S;
+      for (int s = 0; s < W; s++) {
+        acc[s] += mij * xj[s];
+        pj[s] += mij * v[s];
+      }
+    }
+    for (int s = 0; s < W; s++) P[i * S + s] = acc[s];
+  }
+}
+
 }  // namespace
 
 const double* IpmSolver::CentralForce(const Problem& p) {
@@ -606,18 +647,18 @@ void IpmSolver::TangentImpulses(const Problem& p, int k, const double* rz, const
 void IpmSolver::BlockRows(const Problem& p, int k, int nslot) {
   // DirectRows' J dv (the rows that measure velocities) with every entry applied to all columns
   const SparseRows& G = *gapJ_;
-  const int S = kTangentSlots;
+  const size_t S = kTangentSlots;
   const double* X = blk_v_.data();
   const int* rows = Rows(p, k);
   for (int a = 0; a < NumRows(p, k); a++) {
-    const int i = rows[a], adr = G.rowadr[i];
-    double* u = blk_u_.data() + static_cast<size_t>(i) * S;
-    for (int s = 0; s < nslot; s++) u[s] = 0;
-    for (int c = adr; c < adr + G.rownnz[i]; c++) {
-      const double v = G.val[c];
-      const double* x = X + static_cast<size_t>(G.colind[c]) * S;
-      for (int s = 0; s < nslot; s++) u[s] += v * x[s];
-    }
+    const int i = rows[a], adr = G.rowadr[i], n = G.rownnz[i];
+    const double* val = G.val + adr;
+    const int* col = G.colind + adr;
+    double* u = blk_u_.data() + i * S;
+    int s = 0;
+    for (; s + 8 <= nslot; s += 8) RowTimesColumns<8>(val, col, n, X + s, S, u + s);
+    for (; s + 4 <= nslot; s += 4) RowTimesColumns<4>(val, col, n, X + s, S, u + s);
+    for (; s < nslot; s++) RowTimesColumns<1>(val, col, n, X + s, S, u + s);
   }
 }
 
@@ -626,25 +667,16 @@ void IpmSolver::BlockDynamics(const Problem& p, int k, int nslot, const double* 
   const Islands& is = p.islands;
   const TreeMass& mass = p.mass;
   const SparseRows& J = p.J;
-  const int S = kTangentSlots, nr = p.nrow;
+  const int nr = p.nrow;
+  const size_t S = kTangentSlots;
   const double* X = blk_v_.data();
   double* P = blk_p_.data();
   for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
-    for (int i = b; i < e; i++) {
-      const double mii = mass.M[mass.madr[i]];
-      for (int s = 0; s < nslot; s++) P[i * S + s] = mii * X[i * S + s];
-    }
-    for (int i = b; i < e; i++) {
-      int adr = mass.madr[i] + 1;
-      for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
-        const double mij = mass.M[adr];
-        for (int s = 0; s < nslot; s++) {
-          P[i * S + s] += mij * X[j * S + s];
-          P[j * S + s] += mij * X[i * S + s];
-        }
-      }
-    }
+    int s = 0;  // (row i is written before its descendants push to it)
+    for (; s + 8 <= nslot; s += 8) MassTimesColumns<8>(mass, b, e, X + s, S, P + s);
+    for (; s + 4 <= nslot; s += 4) MassTimesColumns<4>(mass, b, e, X + s, S, P + s);
+    for (; s < nslot; s++) MassTimesColumns<1>(mass, b, e, X + s, S, P + s);
   }
   const int* rows = Rows(p, k);
   double l[kTangentSlots];
