@@ -32,42 +32,62 @@ double RowBilinear(const TreeMass& mass, const double* V, int i, const double* w
 
 // Chunks of W columns of the blocked tangents (row-major, stride kTangentSlots) for the block
 // products below: each column's sums in the order of one column alone, a chunk's values in
-// registers. u = G_i x of row i (its nnz entries val at columns col)
+// registers as SIMD pairs (GCC vector extension: GCC leaves the scalar form unvectorized; W 1:
+// the pair's first lane), loaded and stored through memcpy
+typedef double Pair __attribute__((vector_size(16)));
+template <int W>
+inline Pair Load(const double* p) {
+  Pair v = {p[0], 0};
+  if (W > 1) std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+template <int W>
+inline void Store(double* p, Pair v) {
+  if (W > 1) {
+    std::memcpy(p, &v, sizeof(v));
+  } else {
+    p[0] = v[0];
+  }
+}
+
+// u = G_i x of row i (its nnz entries val at columns col)
 template <int W>
 void RowTimesColumns(const double* val, const int* col, int nnz, const double* X, size_t S,
                      double* u) {
-  double acc[W] = {};
+  constexpr int H = (W + 1) / 2;
+  Pair acc[H] = {};
   for (int c = 0; c < nnz; c++) {
-    const double v = val[c];
+    const Pair v = {val[c], val[c]};
     const double* x = X + static_cast<size_t>(col[c]) * S;
-    for (int s = 0; s < W; s++) acc[s] += v * x[s];
+    for (int h = 0; h < H; h++) acc[h] += v * Load<W>(x + 2 * h);
   }
-  for (int s = 0; s < W; s++) u[s] = acc[s];
+  for (int h = 0; h < H; h++) Store<W>(u + 2 * h, acc[h]);
 }
 
 // P = M X on dofs [b, e) (whole trees) of W columns: row i's diagonal and ancestors' terms
 // accumulated in registers, the ancestors' rows pushed to
 template <int W>
 void MassTimesColumns(const TreeMass& mass, int b, int e, const double* X, size_t S, double* P) {
+  constexpr int H = (W + 1) / 2;
   for (int i = b; i < e; i++) {
-    const double* xi = X + i * S;
-    double v[W], acc[W];
-    const double mii = mass.M[mass.madr[i]];
-    for (int s = 0; s < W; s++) {
-      v[s] = xi[s];
-      acc[s] = mii * v[s];
+    Pair v[H], acc[H];
+    const double d = mass.M[mass.madr[i]];
+    const Pair mii = {d, d};
+    for (int h = 0; h < H; h++) {
+      v[h] = Load<W>(X + i * S + 2 * h);
+      acc[h] = mii * v[h];
     }
     int adr = mass.madr[i] + 1;
     for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
-      const double mij = mass.M[adr];
+      const Pair mij = {mass.M[adr], mass.M[adr]};
       const double* xj = X + j * S;
       double* pj = P + j * S;
-      for (int s = 0; s < W; s++) {
-        acc[s] += mij * xj[s];
-        pj[s] += mij * v[s];
+      for (int h = 0; h < H; h++) {
+        acc[h] += mij * Load<W>(xj + 2 * h);
+        Store<W>(pj + 2 * h, Load<W>(pj + 2 * h) + mij * v[h]);
       }
     }
-    for (int s = 0; s < W; s++) P[i * S + s] = acc[s];
+    for (int h = 0; h < H; h++) Store<W>(P + i * S + 2 * h, acc[h]);
   }
 }
 
@@ -658,6 +678,7 @@ void IpmSolver::BlockRows(const Problem& p, int k, int nslot) {
     int s = 0;
     for (; s + 8 <= nslot; s += 8) RowTimesColumns<8>(val, col, n, X + s, S, u + s);
     for (; s + 4 <= nslot; s += 4) RowTimesColumns<4>(val, col, n, X + s, S, u + s);
+    for (; s + 2 <= nslot; s += 2) RowTimesColumns<2>(val, col, n, X + s, S, u + s);
     for (; s < nslot; s++) RowTimesColumns<1>(val, col, n, X + s, S, u + s);
   }
 }
@@ -676,6 +697,7 @@ void IpmSolver::BlockDynamics(const Problem& p, int k, int nslot, const double* 
     int s = 0;  // (row i is written before its descendants push to it)
     for (; s + 8 <= nslot; s += 8) MassTimesColumns<8>(mass, b, e, X + s, S, P + s);
     for (; s + 4 <= nslot; s += 4) MassTimesColumns<4>(mass, b, e, X + s, S, P + s);
+    for (; s + 2 <= nslot; s += 2) MassTimesColumns<2>(mass, b, e, X + s, S, P + s);
     for (; s < nslot; s++) MassTimesColumns<1>(mass, b, e, X + s, S, P + s);
   }
   const int* rows = Rows(p, k);
