@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "solvers/common/columns.h"
 #include "solvers/ipm/ipm_solver.h"
 
 namespace contactkit {
@@ -30,42 +31,13 @@ double RowBilinear(const TreeMass& mass, const double* V, int i, const double* w
   return s;
 }
 
-// Chunks of W columns of the blocked tangents (row-major, stride kTangentSlots) for the block
-// products below: each column's sums in the order of one column alone, a chunk's values in
-// registers as SIMD pairs (GCC vector extension: GCC leaves the scalar form unvectorized; W 1:
-// the pair's first lane), loaded and stored through memcpy
-typedef double Pair __attribute__((vector_size(16)));
-template <int W>
-inline Pair Load(const double* p) {
-  Pair v = {p[0], 0};
-  if (W > 1) std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-template <int W>
-inline void Store(double* p, Pair v) {
-  if (W > 1) {
-    std::memcpy(p, &v, sizeof(v));
-  } else {
-    p[0] = v[0];
-  }
-}
+using columns::Load;
+using columns::Pair;
+using columns::Store;
 
-// u = G_i x of row i (its nnz entries val at columns col)
-template <int W>
-void RowTimesColumns(const double* val, const int* col, int nnz, const double* X, size_t S,
-                     double* u) {
-  constexpr int H = (W + 1) / 2;
-  Pair acc[H] = {};
-  for (int c = 0; c < nnz; c++) {
-    const Pair v = {val[c], val[c]};
-    const double* x = X + static_cast<size_t>(col[c]) * S;
-    for (int h = 0; h < H; h++) acc[h] += v * Load<W>(x + 2 * h);
-  }
-  for (int h = 0; h < H; h++) Store<W>(u + 2 * h, acc[h]);
-}
-
-// P = M X on dofs [b, e) (whole trees) of W columns: row i's diagonal and ancestors' terms
-// accumulated in registers, the ancestors' rows pushed to
+// P = M X on dofs [b, e) (whole trees) of W columns (1 or even) of a block of stride S
+// (columns.h): row i's diagonal and ancestors' terms accumulated in registers, the ancestors'
+// rows pushed to
 template <int W>
 void MassTimesColumns(const TreeMass& mass, int b, int e, const double* X, size_t S, double* P) {
   constexpr int H = (W + 1) / 2;
@@ -674,12 +646,7 @@ void IpmSolver::BlockRows(const Problem& p, int k, int nslot) {
     const int i = rows[a], adr = G.rowadr[i], n = G.rownnz[i];
     const double* val = G.val + adr;
     const int* col = G.colind + adr;
-    double* u = blk_u_.data() + i * S;
-    int s = 0;
-    for (; s + 8 <= nslot; s += 8) RowTimesColumns<8>(val, col, n, X + s, S, u + s);
-    for (; s + 4 <= nslot; s += 4) RowTimesColumns<4>(val, col, n, X + s, S, u + s);
-    for (; s + 2 <= nslot; s += 2) RowTimesColumns<2>(val, col, n, X + s, S, u + s);
-    for (; s < nslot; s++) RowTimesColumns<1>(val, col, n, X + s, S, u + s);
+    columns::RowTimesAll(val, col, n, X, S, nslot, blk_u_.data() + i * S);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "solvers/common/columns.h"
 #include "solvers/lcp/lcp.h"
 
 namespace contactkit {
@@ -577,12 +578,7 @@ bool LcpSolver::BlockRowChange(const Problem& p, int nslot) {
   for (int s = 0; s < nslot; s++) blk_rcon_[s] = 0;
   for (int a = 0; a < m; a++) {
     const int g = c[a], adr = J.rowadr[g];
-    for (int s = 0; s < nslot; s++) u[s] = 0;
-    for (int q = adr; q < adr + J.rownnz[g]; q++) {
-      const double v = J.val[q];
-      const double* x = X + J.colind[q] * nb;
-      for (int s = 0; s < nslot; s++) u[s] += v * x[s];
-    }
+    columns::RowTimesAll(J.val + adr, J.colind + adr, J.rownnz[g], X, nb, nslot, u);
     double* rc = blk_rc_.data() + a * S;
     for (int s = 0; s < nslot; s++) {
       rc[s] = -((blk_a_[a * S + s] + u[s]) + blk_st_[a * S + s]);
@@ -601,16 +597,9 @@ void LcpSolver::BlockPinv(int nslot) {
   const int m = cadr_[1] - cadr_[0];
   if (kadr_[0] >= 0) {
     const double* K = pinv_.data() + kadr_[0];
-    double acc[kTangentSlots];
     for (int a = 0; a < m; a++) {
       const double* r = K + static_cast<size_t>(a) * m;
-      for (int s = 0; s < nslot; s++) acc[s] = 0;
-      for (int j = 0; j < m; j++) {
-        const double kj = r[j];
-        const double* x = blk_rc_.data() + j * S;
-        for (int s = 0; s < nslot; s++) acc[s] += kj * x[s];
-      }
-      for (int s = 0; s < nslot; s++) blk_dy_[a * S + s] = acc[s];
+      columns::RowTimesAll(r, nullptr, m, blk_rc_.data(), S, nslot, blk_dy_.data() + a * S);
     }
     return;
   }
