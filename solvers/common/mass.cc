@@ -120,9 +120,10 @@ void SolveColumns(const TreeMass& t, double* x, int ld, int begin, int end) {
 }  // namespace
 
 void TreeMass::SolveBlock(double* x, int nb, int begin, int end) const {
-  // chunks of 8 columns, then the rest one by one
+  // chunks of 8 columns, then of 4, then the rest one by one
   int c = 0;
   for (; c + 8 <= nb; c += 8) SolveColumns<8>(*this, x + c, nb, begin, end);
+  for (; c + 4 <= nb; c += 4) SolveColumns<4>(*this, x + c, nb, begin, end);
   for (; c < nb; c++) SolveColumns<1>(*this, x + c, nb, begin, end);
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "solvers/common/columns.h"
 #include "solvers/ipm/ipm_solver.h"
 
 namespace contactkit {
@@ -28,6 +29,38 @@ double RowBilinear(const TreeMass& mass, const double* V, int i, const double* w
     s += V[adr] * (w[i] * x[j] + w[j] * x[i]);
   }
   return s;
+}
+
+using columns::Load;
+using columns::Pair;
+using columns::Store;
+
+// P = M X on dofs [b, e) (whole trees) of W columns (1 or even) of a block of stride S
+// (columns.h): row i's diagonal and ancestors' terms accumulated in registers, the ancestors'
+// rows pushed to
+template <int W>
+void MassTimesColumns(const TreeMass& mass, int b, int e, const double* X, size_t S, double* P) {
+  constexpr int H = (W + 1) / 2;
+  for (int i = b; i < e; i++) {
+    Pair v[H], acc[H];
+    const double d = mass.M[mass.madr[i]];
+    const Pair mii = {d, d};
+    for (int h = 0; h < H; h++) {
+      v[h] = Load<W>(X + i * S + 2 * h);
+      acc[h] = mii * v[h];
+    }
+    int adr = mass.madr[i] + 1;
+    for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+      const Pair mij = {mass.M[adr], mass.M[adr]};
+      const double* xj = X + j * S;
+      double* pj = P + j * S;
+      for (int h = 0; h < H; h++) {
+        acc[h] += mij * Load<W>(xj + 2 * h);
+        Store<W>(pj + 2 * h, Load<W>(pj + 2 * h) + mij * v[h]);
+      }
+    }
+    for (int h = 0; h < H; h++) Store<W>(P + i * S + 2 * h, acc[h]);
+  }
 }
 
 }  // namespace
@@ -606,18 +639,14 @@ void IpmSolver::TangentImpulses(const Problem& p, int k, const double* rz, const
 void IpmSolver::BlockRows(const Problem& p, int k, int nslot) {
   // DirectRows' J dv (the rows that measure velocities) with every entry applied to all columns
   const SparseRows& G = *gapJ_;
-  const int S = kTangentSlots;
+  const size_t S = kTangentSlots;
   const double* X = blk_v_.data();
   const int* rows = Rows(p, k);
   for (int a = 0; a < NumRows(p, k); a++) {
-    const int i = rows[a], adr = G.rowadr[i];
-    double* u = blk_u_.data() + static_cast<size_t>(i) * S;
-    for (int s = 0; s < nslot; s++) u[s] = 0;
-    for (int c = adr; c < adr + G.rownnz[i]; c++) {
-      const double v = G.val[c];
-      const double* x = X + static_cast<size_t>(G.colind[c]) * S;
-      for (int s = 0; s < nslot; s++) u[s] += v * x[s];
-    }
+    const int i = rows[a], adr = G.rowadr[i], n = G.rownnz[i];
+    const double* val = G.val + adr;
+    const int* col = G.colind + adr;
+    columns::RowTimesAll(val, col, n, X, S, nslot, blk_u_.data() + i * S);
   }
 }
 
@@ -626,25 +655,17 @@ void IpmSolver::BlockDynamics(const Problem& p, int k, int nslot, const double* 
   const Islands& is = p.islands;
   const TreeMass& mass = p.mass;
   const SparseRows& J = p.J;
-  const int S = kTangentSlots, nr = p.nrow;
+  const int nr = p.nrow;
+  const size_t S = kTangentSlots;
   const double* X = blk_v_.data();
   double* P = blk_p_.data();
   for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
-    for (int i = b; i < e; i++) {
-      const double mii = mass.M[mass.madr[i]];
-      for (int s = 0; s < nslot; s++) P[i * S + s] = mii * X[i * S + s];
-    }
-    for (int i = b; i < e; i++) {
-      int adr = mass.madr[i] + 1;
-      for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
-        const double mij = mass.M[adr];
-        for (int s = 0; s < nslot; s++) {
-          P[i * S + s] += mij * X[j * S + s];
-          P[j * S + s] += mij * X[i * S + s];
-        }
-      }
-    }
+    int s = 0;  // (row i is written before its descendants push to it)
+    for (; s + 8 <= nslot; s += 8) MassTimesColumns<8>(mass, b, e, X + s, S, P + s);
+    for (; s + 4 <= nslot; s += 4) MassTimesColumns<4>(mass, b, e, X + s, S, P + s);
+    for (; s + 2 <= nslot; s += 2) MassTimesColumns<2>(mass, b, e, X + s, S, P + s);
+    for (; s < nslot; s++) MassTimesColumns<1>(mass, b, e, X + s, S, P + s);
   }
   const int* rows = Rows(p, k);
   double l[kTangentSlots];

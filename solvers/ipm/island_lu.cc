@@ -731,27 +731,59 @@ void IslandLU::SolveColumns(double* X, int ncol, int stride) {
     }
     return;
   }
-  // Solve's two sweeps, each entry of the factor applied to all columns
+  // Solve's two sweeps, each entry of the factor applied to all columns: chunks of 8, 4, 2, then
+  // single columns, each chunk's values kept in registers
+  int c = 0;
+  for (; c + 8 <= ncol; c += 8) SweepColumns<8>(X + c, stride);
+  for (; c + 4 <= ncol; c += 4) SweepColumns<4>(X + c, stride);
+  for (; c + 2 <= ncol; c += 2) SweepColumns<2>(X + c, stride);
+  for (; c < ncol; c++) SweepColumns<1>(X + c, stride);
+}
+
+template <int W>
+void IslandLU::SweepColumns(double* X, int stride) const {
+  // the tree-sparse layout's two sweeps on W columns (Solve's operations on each): L' from the
+  // leaves, the column's values in registers while they are pushed to its ancestors, then D and
+  // U from the root, the row's values accumulated in registers; W even in SIMD pairs (GCC
+  // does not vectorize the scalar form); the entries' dofs from the mass matrix's col (walking
+  // parent where it is absent)
+  constexpr int H = (W + 1) / 2;
   const double* fwd = lu_.data() + 1;
   const double* bwd = lu_.data();
+  const int* col = problem_->mass.col;
+  const int nM = problem_->mass.nM;
   for (int k = end_ - 1; k >= begin_; k--) {
     const double* xk = X + static_cast<size_t>(k) * stride;
-    int adr = 2 * (madr_[k] + 1);
-    for (int i = parent_[k]; i >= 0; i = parent_[i], adr += 2) {
-      double* xi = X + static_cast<size_t>(i) * stride;
-      const double f = fwd[adr];
-      for (int c = 0; c < ncol; c++) xi[c] -= f * xk[c];
+    Pair v[H];
+    for (int c = 0; c < H; c++) v[c] = W == 1 ? Pair{xk[0], 0} : LoadPair(xk + 2 * c);
+    const int last = k + 1 < nv_ ? madr_[k + 1] : nM;
+    for (int adr = madr_[k] + 1, i = parent_[k]; adr < last; adr++) {
+      double* xi = X + static_cast<size_t>(col ? col[adr] : i) * stride;
+      const Pair f = {fwd[2 * adr], fwd[2 * adr]};
+      if (W == 1) {
+        xi[0] -= f[0] * v[0][0];
+      } else {
+        for (int c = 0; c < H; c++) StorePair(xi + 2 * c, LoadPair(xi + 2 * c) - f * v[c]);
+      }
+      if (!col) i = parent_[i];
     }
   }
   for (int k = begin_; k < end_; k++) {
     double* xk = X + static_cast<size_t>(k) * stride;
-    const double d = dinv_[k];
-    for (int c = 0; c < ncol; c++) xk[c] *= d;
-    int adr = 2 * (madr_[k] + 1);
-    for (int j = parent_[k]; j >= 0; j = parent_[j], adr += 2) {
-      const double* xj = X + static_cast<size_t>(j) * stride;
-      const double b = bwd[adr];
-      for (int c = 0; c < ncol; c++) xk[c] -= b * xj[c];
+    const Pair d = {dinv_[k], dinv_[k]};
+    Pair acc[H];
+    for (int c = 0; c < H; c++) acc[c] = (W == 1 ? Pair{xk[0], 0} : LoadPair(xk + 2 * c)) * d;
+    const int last = k + 1 < nv_ ? madr_[k + 1] : nM;
+    for (int adr = madr_[k] + 1, j = parent_[k]; adr < last; adr++) {
+      const double* xj = X + static_cast<size_t>(col ? col[adr] : j) * stride;
+      const Pair b = {bwd[2 * adr], bwd[2 * adr]};
+      for (int c = 0; c < H; c++) acc[c] -= b * (W == 1 ? Pair{xj[0], 0} : LoadPair(xj + 2 * c));
+      if (!col) j = parent_[j];
+    }
+    if (W == 1) {
+      xk[0] = acc[0][0];
+    } else {
+      for (int c = 0; c < H; c++) StorePair(xk + 2 * c, acc[c]);
     }
   }
 }

@@ -99,6 +99,8 @@ class IslandLU {
   static constexpr int kMaxDenseAdd = 96;  // rows wider than this are added entry by entry
   void FactorBlocks(double* min_pivot, double* max_pivot, bool* ok);
   void FactorTree(double* min_pivot, double* max_pivot, bool* ok);
+  template <int W>
+  void SweepColumns(double* X, int stride) const;  // SolveColumns' sweeps on W columns
 
   int nv_ = 0;
   const int* parent_ = nullptr;  // dof parents of the problem                (nv)

@@ -159,6 +159,11 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     kadr_.assign(std::max(dims.ntree, 1), -1);
     nadr_.assign(std::max(dims.ntree, 1), -1);
     zst_.assign(kNullMax * nv, 0);
+    const size_t S = kTangentSlots;
+    for (auto* v : {&blk_r_, &blk_vf_, &blk_x_, &blk_m_}) v->assign(nv * S, 0);
+    for (auto* v : {&blk_a_, &blk_st_, &blk_rc_, &blk_dy_}) v->assign(cap * S, 0);
+    blk_ns_.assign(std::max<size_t>(cap, kNullMax) * S, 0);
+    for (auto* v : {&blk_on_, &blk_ron_, &blk_vfon_, &blk_rcon_, &blk_nson_}) v->assign(S, 0);
     zadr_.assign(std::max(dims.ntree, 1), -1);
     prev_.Allocate(dims.max_rows);
     next_.Allocate(dims.max_rows);
@@ -352,6 +357,7 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   solves_++;
   modes_set_ = false;
   tan_ready_ = false;
+  solved_ = sol;
   std::fill(changed_.begin(), changed_.end(), 0);
   const int nrow = p.nrow;
   sol->status = ckSTATUS_SOLVED;

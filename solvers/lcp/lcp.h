@@ -95,6 +95,15 @@ class LcpSolver final : public Solver {
   bool ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                     double* dforce) override;
   bool SetTangentModes(const Problem& p, const signed char* mode) override;
+  // blocked force tangents on a problem of one island: QueueTangent forms a direction's parts
+  // that need its data (dv0's right-hand side, dJ_C v+, the stabilization's change, the
+  // null-space term), FlushTangents the tree solves of dv0, J_C dv0 and K^+ rc of all at once
+  static constexpr int kTangentSlots = 32;
+  int TangentSlots(const Problem& p) const override {
+    return p.islands.nisland == 1 ? kTangentSlots : 0;
+  }
+  bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
+  bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
   bool PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
@@ -173,6 +182,11 @@ class LcpSolver final : public Solver {
   void IslandVelocityTangent(const Problem& p, const double* force, const double* u,
                              const ProblemTangent& dir, bool free, double scale, double* dv,
                              unsigned char* reach, bool solve = true);
+  // FlushTangents' parts: dv0 of the slots into blk_x_ (stride nslot), their clamped rows'
+  // rc into blk_rc_ (false: no slot's is nonzero), K^+ rc into blk_dy_
+  void BlockVelocity(const Problem& p, int nslot);
+  bool BlockRowChange(const Problem& p, int nslot);
+  void BlockPinv(int nslot);
   // a bound friction row g follows its clamped normal: x_g = coef x_normal (0: it does not)
   double Coupling(const Problem& p, int g, int* normal) const;
 
@@ -361,6 +375,25 @@ class LcpSolver final : public Solver {
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)
   std::vector<double> rc_, dy_, tq_;     // (cap)
   std::vector<int> cidx_;                // (cap)
+  // blocked tangents (one island), slot s of kTangentSlots: by dof j at j S + s, by clamped row
+  // a at a S + s
+  const Solution* solved_ = nullptr;     // the last Solve's solution (QueueTangent has none)
+  std::vector<double> blk_r_;            // dv0's right-hand side dJ' f - dM u    (nv S)
+  std::vector<double> blk_vf_;           // dv_free                                (nv S)
+  std::vector<double> blk_x_;            // dv0, stride nslot                      (nv S)
+  std::vector<double> blk_m_;            // M^-1 r of the slots with r, packed     (nv S)
+  std::vector<double> blk_a_;            // dJ_C v+                               (cap S)
+  std::vector<double> blk_st_;           // the stabilization's change            (cap S)
+  std::vector<double> blk_rc_;           // rc                                    (cap S)
+  std::vector<double> blk_dy_;           // K^+ rc                                (cap S)
+  std::vector<double> blk_ns_;           // null-space term: V's weights w, or the vector
+                                         // added                       (max(cap, kNullMax) S)
+  std::vector<unsigned char> blk_on_;    // the slot's island touched                  (S)
+  std::vector<unsigned char> blk_ron_;   // its r not zero                              (S)
+  std::vector<unsigned char> blk_vfon_;  // its dv_free given                           (S)
+  std::vector<unsigned char> blk_rcon_;  // its rc not zero                             (S)
+  std::vector<unsigned char> blk_nson_;  // its null-space term kept: 1 weights, 2 vector (S)
+  int rec_slot_ = -1;  // NullSpaceTangent records slot's term into blk_ns_ (-1: adds it)
 
   // reverse mode (PrepareAdjoint): lam = K^+' y_C of the clamped rows, om = the null-space
   // term's row weights, nu = J_C' lam, pi = h M^-1 nu, pin = M^-1 J' om

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "solvers/common/columns.h"
 #include "solvers/lcp/lcp.h"
 
 namespace contactkit {
@@ -287,6 +288,13 @@ void LcpSolver::NullSpaceTangentStored(const Problem& p, const ProblemTangent& d
     }
     for (int i = 0; i < nn; i++) any |= w[i] != 0;
     if (!any) continue;  // the direction does not reach this island
+    if (rec_slot_ >= 0) {
+      // (QueueTangent: the weights, added by FlushTangents as here)
+      for (int i = 0; i < nn; i++)
+        blk_ns_[static_cast<size_t>(i) * kTangentSlots + rec_slot_] = w[i];
+      blk_nson_[rec_slot_] = 1;
+      continue;
+    }
     for (int i = 0; i < nn; i++) {
       const double* v = V + static_cast<size_t>(i) * m;
       for (int a = 0; a < m; a++) dforce[c[a]] += w[i] * v[a];
@@ -323,13 +331,21 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
       any |= v != 0;
     }
     if (!any) continue;  // the direction does not reach this island
+    const double* add = dy_.data();
     if (nadr_[k] >= 0) {
       NullApply(pinv_.data() + nadr_[k], m, m - cod.rank(), tq_.data(), dy_.data());
-      for (int a = 0; a < m; a++) dforce[c[a]] += dy_[a];
     } else {
       cod.NullProject(tq_.data(), tq_.data());
-      for (int a = 0; a < m; a++) dforce[c[a]] += tq_[a];
+      add = tq_.data();
     }
+    if (rec_slot_ >= 0) {
+      // (QueueTangent: the vector, added by FlushTangents)
+      for (int a = 0; a < m; a++)
+        blk_ns_[static_cast<size_t>(a) * kTangentSlots + rec_slot_] = add[a];
+      blk_nson_[rec_slot_] = 2;
+      continue;
+    }
+    for (int a = 0; a < m; a++) dforce[c[a]] += add[a];
   }
 }
 
@@ -471,6 +487,163 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
       dforce[brow_[b]] = bcoef_[b] * dforce[c[bnormal_[b]]];
     const int* rows = is.rows + is.rowadr[k];
     for (int j = 0; j < is.nrows[k]; j++) dforce[rows[j]] /= h;
+  }
+  return true;
+}
+
+bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) {
+  // ForceTangent's parts that read the direction's data, on the one island: dv0's right-hand
+  // side and dv_free, each clamped row's dJ v+ and stabilization change, the null-space term
+  const size_t S = kTangentSlots;
+  if (p.islands.nisland != 1 || slot < 0 || slot >= kTangentSlots || !solved_) return false;
+  const Solution& sol = *solved_;
+  if (!tan_ready_ && !PrepareTangent(p, sol)) return false;
+  MarkTouched(p, dir);
+  blk_on_[slot] = touched_[0];
+  blk_nson_[slot] = 0;
+  if (!touched_[0]) return true;
+  const Islands& is = p.islands;
+  const double h = p.h;
+  // (exact zeros on the trees where ForceTangent does not solve: their solve gives zeros)
+  IslandVelocityTangent(p, sol.force, ustep_.data(), dir, false, h, dv0_.data(), reach0_.data(),
+                        false);
+  blk_ron_[slot] = reach0_[0];
+  blk_vfon_[slot] = dir.v_free != nullptr;
+  for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    for (int j = b; j < e && blk_ron_[slot]; j++) blk_r_[j * S + slot] = dv0_[j];
+    for (int j = b; j < e && blk_vfon_[slot]; j++) blk_vf_[j * S + slot] = dir.v_free[j];
+  }
+  const int m = cadr_[1] - cadr_[0];
+  const int* c = crow_.data() + cadr_[0];
+  for (int a = 0; a < m; a++) {
+    const int g = c[a];
+    double dstab = (dir.pos ? cdpos_[a] * dir.pos[g] : 0) + (dir.vel ? cdvel_[a] * dir.vel[g] : 0);
+    if (csoft_[a]) {
+      if (dir.aref) dstab -= h * dir.aref[g];
+      if (dir.R) dstab += dir.R[g] * h * sol.force[g];
+    }
+    blk_st_[a * S + slot] = dstab;
+    blk_a_[a * S + slot] = DJDot(p, dir, g, sol.v_next);
+  }
+  if (deficient_) {
+    rec_slot_ = slot;
+    NullSpaceTangent(p, sol, dir, nullptr);
+    rec_slot_ = -1;
+  }
+  return true;
+}
+
+void LcpSolver::BlockVelocity(const Problem& p, int nslot) {
+  // dv0 = h M^-1 r + dv_free of every slot on the island's trees (ForceTangent's
+  // IslandVelocityTangent: the same operations per column; a slot whose r is zero has
+  // dv0 = 0 + dv_free without a solve), into blk_x_ with stride nslot; the slots with an r are
+  // solved at once, packed into blk_m_
+  const Islands& is = p.islands;
+  const size_t S = kTangentSlots, nb = nslot;
+  const double h = p.h;
+  int packed[kTangentSlots], nc = 0;
+  for (int s = 0; s < nslot; s++) {
+    if (blk_on_[s] && blk_ron_[s]) packed[nc++] = s;
+  }
+  double* X = blk_x_.data();
+  double* Y = blk_m_.data();
+  for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    for (int j = b; j < e; j++) {
+      for (int c = 0; c < nc; c++) Y[j * nc + c] = blk_r_[j * S + packed[c]];
+    }
+    if (nc) p.mass.SolveBlock(Y, nc, b, e);
+    for (int j = b; j < e; j++) {
+      double* x = X + j * nb;
+      for (int s = 0; s < nslot; s++) x[s] = 0;
+      for (int c = 0; c < nc; c++) x[packed[c]] = Y[j * nc + c] * h;
+      const double* vf = blk_vf_.data() + j * S;
+      for (int s = 0; s < nslot; s++) {
+        if (blk_vfon_[s]) x[s] += vf[s];
+      }
+    }
+  }
+}
+
+bool LcpSolver::BlockRowChange(const Problem& p, int nslot) {
+  // rc = -(dJ_C v+ + J_C dv0 + dstab) of every slot, J_C dv0 with each entry of J applied to all
+  // columns (each column's sum in RowDots' order)
+  const SparseRows& J = p.J;
+  const size_t S = kTangentSlots, nb = nslot;
+  const int m = cadr_[1] - cadr_[0];
+  const int* c = crow_.data() + cadr_[0];
+  const double* X = blk_x_.data();
+  double u[kTangentSlots];
+  for (int s = 0; s < nslot; s++) blk_rcon_[s] = 0;
+  for (int a = 0; a < m; a++) {
+    const int g = c[a], adr = J.rowadr[g];
+    columns::RowTimesAll(J.val + adr, J.colind + adr, J.rownnz[g], X, nb, nslot, u);
+    double* rc = blk_rc_.data() + a * S;
+    for (int s = 0; s < nslot; s++) {
+      rc[s] = -((blk_a_[a * S + s] + u[s]) + blk_st_[a * S + s]);
+      blk_rcon_[s] |= rc[s] != 0;
+    }
+  }
+  bool any = false;
+  for (int s = 0; s < nslot; s++) any |= blk_on_[s] && blk_rcon_[s];
+  return any;
+}
+
+void LcpSolver::BlockPinv(int nslot) {
+  // dy = K^+ rc of every slot: the stored K^+ applied to all columns (each column's sums in
+  // MatVec's order), or the decomposition column by column
+  const size_t S = kTangentSlots;
+  const int m = cadr_[1] - cadr_[0];
+  if (kadr_[0] >= 0) {
+    const double* K = pinv_.data() + kadr_[0];
+    for (int a = 0; a < m; a++) {
+      const double* r = K + static_cast<size_t>(a) * m;
+      columns::RowTimesAll(r, nullptr, m, blk_rc_.data(), S, nslot, blk_dy_.data() + a * S);
+    }
+    return;
+  }
+  for (int s = 0; s < nslot; s++) {
+    if (!blk_on_[s] || !blk_rcon_[s]) continue;
+    for (int a = 0; a < m; a++) rc_[a] = blk_rc_[a * S + s];
+    factors_[0].cod.Solve(rc_.data(), dy_.data());
+    for (int a = 0; a < m; a++) blk_dy_[a * S + s] = dy_[a];
+  }
+}
+
+bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
+  // the queued slots' dv0, rc and K^+ rc at once, then each slot's forces as ForceTangent
+  // forms them (the null-space term added after K^+ rc, the bound rows, impulses to forces)
+  const size_t S = kTangentSlots;
+  const int nr = p.nrow;
+  if (p.islands.nisland != 1 || nslot > kTangentSlots || !tan_ready_) return false;
+  for (size_t i = 0; i < static_cast<size_t>(nr) * nslot; i++) dforce[i] = 0;
+  bool on = false;
+  for (int s = 0; s < nslot; s++) on |= blk_on_[s] != 0;
+  if (!on) return true;
+  BlockVelocity(p, nslot);
+  if (BlockRowChange(p, nslot)) BlockPinv(nslot);
+  const Islands& is = p.islands;
+  const int m = cadr_[1] - cadr_[0];
+  const int* c = crow_.data() + cadr_[0];
+  const int* rows = is.rows + is.rowadr[0];
+  for (int s = 0; s < nslot; s++) {
+    if (!blk_on_[s]) continue;
+    double* f = dforce + static_cast<size_t>(s) * nr;
+    for (int a = 0; a < m && blk_rcon_[s]; a++) f[c[a]] = blk_dy_[a * S + s];
+    if (blk_nson_[s] == 1) {
+      const int nn = m - factors_[0].cod.rank();
+      const double* V = pinv_.data() + nadr_[0];
+      for (int i = 0; i < nn; i++) {
+        const double* v = V + static_cast<size_t>(i) * m;
+        const double w = blk_ns_[i * S + s];
+        for (int a = 0; a < m; a++) f[c[a]] += w * v[a];
+      }
+    } else if (blk_nson_[s] == 2) {
+      for (int a = 0; a < m; a++) f[c[a]] += blk_ns_[a * S + s];
+    }
+    for (int b = badr_[0]; b < badr_[1]; b++) f[brow_[b]] = bcoef_[b] * f[c[bnormal_[b]]];
+    for (int j = 0; j < is.nrows[0]; j++) f[rows[j]] /= p.h;
   }
   return true;
 }

@@ -139,9 +139,9 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
           << "island " << island << " cspace " << lu.constraint_space();
     }
 
-    // three columns at once (stride 5): the first b, as Solve gave it to the bit, the others
-    // against the dense LU
-    constexpr int kCols = 3, kStride = 5;
+    // 15 columns at once (stride 17: the tree-sparse sweeps' chunks of 8, 4, 2 and 1), the first
+    // b: each column as Solve gives it, to the bit, and against the dense LU
+    constexpr int kCols = 15, kStride = 17;
     std::vector<double> X(static_cast<size_t>(p.nv) * kStride, 0);
     Eigen::MatrixXd B(nd, kCols);
     for (int a = 0; a < nd; a++) {
@@ -152,11 +152,14 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
     }
     lu.SolveColumns(X.data(), kCols, kStride);
     const Eigen::MatrixXd refs = dense.solve(B);
-    for (int a = 0; a < nd; a++) {
-      EXPECT_EQ(X[static_cast<size_t>(dofs[a]) * kStride], x[dofs[a]]) << "island " << island;
-      for (int col = 1; col < kCols; col++) {
-        EXPECT_NEAR(X[static_cast<size_t>(dofs[a]) * kStride + col], refs(a, col),
-                    1e-8 * (1 + refs.col(col).cwiseAbs().maxCoeff()))
+    std::vector<double> one(p.nv, 0);
+    for (int col = 0; col < kCols; col++) {
+      for (int a = 0; a < nd; a++) one[dofs[a]] = B(a, col);
+      lu.Solve(one.data());
+      for (int a = 0; a < nd; a++) {
+        const double got = X[static_cast<size_t>(dofs[a]) * kStride + col];
+        EXPECT_EQ(got, one[dofs[a]]) << "island " << island << " column " << col;
+        EXPECT_NEAR(got, refs(a, col), 1e-8 * (1 + refs.col(col).cwiseAbs().maxCoeff()))
             << "island " << island << " cspace " << lu.constraint_space();
       }
     }

@@ -3,6 +3,7 @@
 // ForceTangent of the lcp solver (Nimble's clamping-set derivative, boxed friction through E,
 // minimum-norm term for rank-deficient clamping sets) against central finite differences of
 // Solve on perturbed problems whose classification does not change.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -336,6 +337,89 @@ TEST_F(LcpTangentTest, StoredNullVelocityEqualsTheSolvePerDirection) {
       }
       EXPECT_GT(scale, 0) << "direction " << k;
       EXPECT_LE(err, 1e-11 * scale) << "direction " << k;
+    }
+  }
+}
+
+// The blocked force tangents (QueueTangent, FlushTangents: dv0's tree solves, J_C dv0 and K^+ rc
+// of all slots at once) are ForceTangent's bit for bit, with the directions' arrays overwritten
+// between the queue and the flush (the queue keeps what it needs): on the scenes above, each
+// rank deficient on one island, with the null-space velocity map stored (its weights replayed;
+// the table's map nonzero) and solved per direction (its vector kept), 11 directions (the last
+// block's chunks of 8 and single columns), one of them perturbing nothing
+TEST_F(LcpTangentTest, BlockedTangentsAreForceTangents) {
+  for (const char* scene : {"box", "table", "humanoid"}) {
+    const std::string name = scene;
+    SCOPED_TRACE(name);
+    ModelPtr m = name == "table" ? LoadString(R"(<mujoco><option cone="elliptic"/>
+      <worldbody><geom type="plane" size="2 2 .1" friction=".1"/>
+        <body pos="0 0 .03"><freejoint/>
+          <inertial pos="0 0 -.02" mass="1" diaginertia=".01 .01 .02"/>
+          <geom type="sphere" size=".02" pos=".1 .1 0" friction=".3"/>
+          <geom type="sphere" size=".02" pos="-.1 .1 0" friction=".5"/>
+          <geom type="sphere" size=".02" pos="-.1 -.1 0" friction=".7"/>
+          <geom type="sphere" size=".02" pos=".1 -.1 0" friction=".9"/></body>
+      </worldbody></mujoco>)")
+                                 : Load(name == "humanoid" ? MujocoModel("humanoid/humanoid.xml")
+                                                           : BundledModel("box_on_plane.xml"));
+    ASSERT_TRUE(m);
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < (name == "humanoid" ? 200 : 300); t++) mj_step(m.get(), d.get());
+    if (name == "table") {
+      d->qvel[0] = 0.3;
+      d->qvel[1] = 0.1;
+      mj_forward(m.get(), d.get());
+    }
+    Extracted e(m.get());
+    e.Extract(m.get(), d.get());
+    Problem& p = e.p();
+    ASSERT_EQ(p.islands.nisland, 1);
+    auto solver = MakeLcp(e, name == "humanoid" ? LcpSettings() : TangentSettings());
+    solver->Solve(p, &e.sol());
+    ASSERT_EQ(e.sol().status, ckSTATUS_SOLVED);
+    ASSERT_LT(solver->factorization(0)->rank(), solver->factorization(0)->n());
+    ASSERT_EQ(solver->TangentSlots(p), LcpSolver::kTangentSlots);
+    const int n = 11, nrow = p.nrow;
+    std::vector<double> R(nrow), blocked(static_cast<size_t>(n) * nrow), one(nrow);
+    for (int store : {8, 0}) {
+      SCOPED_TRACE(store);
+      solver->set_null_store_rows(store);
+      std::mt19937 rng(11);
+      for (double& r : R) r = 1e-3 * std::uniform_real_distribution<double>(-1, 1)(rng);
+      std::vector<Direction> dirs;
+      dirs.reserve(n);  // (each tangent points into its own arrays)
+      for (int k = 0; k < n; k++) {
+        Perturb which;
+        which.v_free = k % 3 != 1 || k == 4;
+        which.pos = which.vel = k % 4 == 0;
+        which.J = k % 2 == 1;
+        which.M = k % 3 == 2 || k == 10;
+        if (k == 7) which = Perturb();
+        dirs.emplace_back(p, which, &rng);
+        if (k == 5) dirs[k].tangent.R = R.data();
+      }
+      for (int k = 0; k < n; k++) ASSERT_TRUE(solver->QueueTangent(p, dirs[k].tangent, k));
+      std::vector<std::vector<double>> kept;
+      for (Direction& dir : dirs) {
+        for (auto* v : {&dir.v_free, &dir.pos, &dir.vel, &dir.J, &dir.M, &R}) {
+          kept.push_back(*v);
+          std::fill(v->begin(), v->end(), std::nan(""));
+        }
+      }
+      ASSERT_TRUE(solver->FlushTangents(p, n, blocked.data()));
+      size_t at = 0;
+      for (Direction& dir : dirs) {
+        for (auto* v : {&dir.v_free, &dir.pos, &dir.vel, &dir.J, &dir.M, &R}) *v = kept[at++];
+      }
+      for (int k = 0; k < n; k++) {
+        ASSERT_TRUE(solver->ForceTangent(p, e.sol(), dirs[k].tangent, one.data()));
+        double scale = 0;
+        for (int i = 0; i < nrow; i++) {
+          EXPECT_EQ(blocked[static_cast<size_t>(k) * nrow + i], one[i]) << "direction " << k;
+          scale = std::max(scale, std::fabs(one[i]));
+        }
+        EXPECT_EQ(scale > 0, k != 7) << "direction " << k;
+      }
     }
   }
 }

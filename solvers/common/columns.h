@@ -1,0 +1,62 @@
+// Copyright 2026 The contactkit developers.
+//
+// Kernels on blocks of columns stored row-major (x[i * ld + c]: the blocked tangents' layout)
+// that apply one matrix entry to a chunk of W columns held in registers as SIMD pairs (GCC/Clang
+// vector extension: GCC leaves the scalar form of such chunks unvectorized); each column's sums
+// are formed in the order of one column alone, so that a block gives every column bit for bit
+// what a product per column gives. Loads and stores through memcpy (unaligned).
+#ifndef CONTACTKIT_SOLVERS_COMMON_COLUMNS_H_
+#define CONTACTKIT_SOLVERS_COMMON_COLUMNS_H_
+
+#include <cstddef>
+#include <cstring>
+
+namespace contactkit::columns {
+
+typedef double Pair __attribute__((vector_size(16)));
+
+// the first W (1 or 2) values at p as a pair (W 1: the first lane, the second zero)
+template <int W>
+inline Pair Load(const double* p) {
+  Pair v = {p[0], 0};
+  if (W > 1) std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+template <int W>
+inline void Store(double* p, Pair v) {
+  if (W > 1) {
+    std::memcpy(p, &v, sizeof(v));
+  } else {
+    p[0] = v[0];
+  }
+}
+
+// u[c] = sum_k val[k] X[col[k] ld + c] for c < W (W 1 or even), the terms in k order; col null:
+// col[k] = k (a dense row)
+template <int W>
+inline void RowTimes(const double* val, const int* col, int n, const double* X, size_t ld,
+                     double* u) {
+  constexpr int H = (W + 1) / 2;
+  Pair acc[H] = {};
+  for (int k = 0; k < n; k++) {
+    const Pair v = {val[k], val[k]};
+    const double* x = X + static_cast<size_t>(col ? col[k] : k) * ld;
+    for (int h = 0; h < H; h++) acc[h] += v * Load<W>(x + 2 * h);
+  }
+  for (int h = 0; h < H; h++) Store<W>(u + 2 * h, acc[h]);
+}
+
+// RowTimes on all ncol columns: chunks of 8, 4, 2, then single columns
+inline void RowTimesAll(const double* val, const int* col, int n, const double* X, size_t ld,
+                        int ncol, double* u) {
+  int c = 0;
+  for (; c + 8 <= ncol; c += 8) RowTimes<8>(val, col, n, X + c, ld, u + c);
+  for (; c + 4 <= ncol; c += 4) RowTimes<4>(val, col, n, X + c, ld, u + c);
+  for (; c + 2 <= ncol; c += 2) RowTimes<2>(val, col, n, X + c, ld, u + c);
+  for (; c < ncol; c++) RowTimes<1>(val, col, n, X + c, ld, u + c);
+}
+
+}  // namespace contactkit::columns
+
+#endif  // CONTACTKIT_SOLVERS_COMMON_COLUMNS_H_
