@@ -434,6 +434,7 @@ TEST_F(IpmPhysicsTest, FewInexactSolvesOnAPileOfHumanoids) {
   }
   EXPECT_GT(ck_stats(ck.get())->ncon, 0);
   EXPECT_LE(inexact, static_cast<int>(0.05 * steps) + 1);
+  TakeWarnings("iteration limit");  // inexact steps far from the tolerances end MAX_ITER
 }
 
 // a hard problem captured from humanoid100 (MuJoCo 3.17, time step 0.005001 s, step 1177): one
