@@ -1876,9 +1876,11 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       }
       path_sigma_ = 0;
       if (!fin) break;
-      const bool soft = plan.soft > 1;
-      if (soft && result != ckSTATUS_NUMERICAL) result = ckSTATUS_INACCURATE;
-      const double m = soft && result == ckSTATUS_INACCURATE ? kInaccurate : merit(*fin);
+      // every answer measured on the hard tolerances, the soft attempt's too (INACCURATE within
+      // kInaccurate of them, else MAX_ITER): the best of all attempts is kept
+      const double m = merit(*fin);
+      const bool soft = plan.soft > 1 && result != ckSTATUS_NUMERICAL;
+      if (soft) result = m < kInaccurate ? ckSTATUS_INACCURATE : ckSTATUS_MAX_ITER;
       if (attempt == first || m < best) {
         best = m;
         status = result;
@@ -1905,6 +1907,7 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
     rvio = trial_.rvio;
     kvio = trial_.kvio;
   }
+  if (status == ckSTATUS_MAX_ITER) stats_.far++;
   if (held) Dissipate(p, k, &status);
   // hard-contact derivatives: the final iterate (whose last target undershoots kappa_tol, a
   // different point for every perturbation) moved onto the central point at kappa_tol, a smooth
