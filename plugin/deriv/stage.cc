@@ -11,6 +11,32 @@
 #include "plugin/step/handle.h"
 
 namespace contactkit {
+namespace {
+
+// mju_cross, mju_dot3 and mju_addTo3 inline (the same operations in their order; MuJoCo's are
+// library calls, per contact and direction in AnchorTangent)
+inline void Cross3(double* res, const double* a, const double* b) {
+  const double t[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                       a[0] * b[1] - a[1] * b[0]};
+  res[0] = t[0];
+  res[1] = t[1];
+  res[2] = t[2];
+}
+
+inline double Dot3(const double* a, const double* b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+// J.Dot(i, x) of an x whose only nonzero is x[k] = xk: row i's entry in column k (its columns
+// ascend) times xk, the other products being zeros
+inline double DotOne(const SparseRows& J, int i, int k, double xk) {
+  const int* c = J.colind + J.rowadr[i];
+  const int* e = c + J.rownnz[i];
+  const int* f = std::lower_bound(c, e, k);
+  return f != e && *f == k ? J.val[f - J.colind] * xk : 0.0;
+}
+
+}  // namespace
 
 bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   mjData* d = stage_data_;
@@ -134,6 +160,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
     }
     smooth_.PrepareRows(m);
     reach_.Prepare(*stage_.problem);
+    SharedRowGroups(*stage_.problem, nominal_.row_group);
     if (apply_modes_ && stage_.solver)
       stage_.solver->SetTangentModes(*stage_.problem, out_.contact_modes);
   }
@@ -247,12 +274,14 @@ void Derivative::AnchorTangent(const mjModel* m) {
       // by o_i = x_i - pos: + dw_2 x o_2 - dw_1 x o_1; and the frame turns under disp
       const double* F = con.frame + 3 * r;
       const double* dF = tan_.dframe + 6 * c + 3 * (r - 1);
-      double dd = p.J.Dot(con.row + r, tan_.dq) + mju_dot3(dF, w);
+      const double jdq = first == last ? DotOne(p.J, con.row + r, first, tan_.dq[first])
+                                       : p.J.Dot(con.row + r, tan_.dq);
+      double dd = jdq + Dot3(dF, w);
       for (int side = 0; side < 2; side++) {
         double o[3], t[3];
         for (int i = 0; i < 3; i++) o[i] = x[3 * side + i] - con.pos[i];
-        mju_cross(t, dw[side], o);
-        dd += (side == 1 ? 1 : -1) * mju_dot3(F, t);
+        Cross3(t, dw[side], o);
+        dd += (side == 1 ? 1 : -1) * Dot3(F, t);
       }
       tan_.ddisp[con.row + r] = dd;
     }
@@ -262,11 +291,11 @@ void Derivative::AnchorTangent(const mjModel* m) {
     const double* turn = shadow_->anchors.Turn(c);
     const double* dt = tan_.dframe + 6 * c;
     double dn[3], e[3];
-    mju_cross(dn, dt, con.frame + 6);
-    mju_cross(e, con.frame + 3, dt + 3);
-    mju_addTo3(dn, e);
+    Cross3(dn, dt, con.frame + 6);
+    Cross3(e, con.frame + 3, dt + 3);
+    for (int i = 0; i < 3; i++) dn[i] += e[i];
     for (int r = 3; r < con.dim; r++) {
-      tan_.ddisp[con.row + r] = mju_dot3(r == 3 ? dn : dt + 3 * (r - 4), turn);
+      tan_.ddisp[con.row + r] = Dot3(r == 3 ? dn : dt + 3 * (r - 4), turn);
     }
   }
 }
@@ -358,24 +387,14 @@ void Derivative::ConstraintForceTangent(const Problem& p) {
   const SparseRows& J = p.J;
   const Islands& is = p.islands;
   const bool dJ = !tan_.has_dJ_force && tan_.has_dJ;
+  // (a contact's rows that share their columns in one pass: SharedRowGroups)
   for (int k = 0; k < is.nisland; k++) {
     if (!tan_.touched[k]) continue;
     const int* rows = is.rows + is.rowadr[k];
-    for (int a = 0; a < is.nrows[k]; a++) {
-      const int i = rows[a], adr = J.rowadr[i];
-      const double df = tan_.dforce[i];
-      if (df != 0) {
-        for (int q = 0; q < J.rownnz[i]; q++)
-          tan_.dqfrc_constraint[J.colind[adr + q]] += J.val[adr + q] * df;
-      }
-    }
-    if (!dJ) continue;
-    for (int a = 0; a < is.nrows[k]; a++) {
-      const int i = rows[a], adr = J.rowadr[i];
-      const double fi = stage_.solution->force[i];
-      if (fi == 0) continue;
-      for (int q = 0; q < J.rownnz[i]; q++)
-        tan_.dqfrc_constraint[J.colind[adr + q]] += tan_.dJ[adr + q] * fi;
+    AddRowsT(J, J.val, tan_.dforce, rows, is.nrows[k], nominal_.row_group, tan_.dqfrc_constraint);
+    if (dJ) {
+      AddRowsT(J, tan_.dJ, stage_.solution->force, rows, is.nrows[k], nominal_.row_group,
+               tan_.dqfrc_constraint);
     }
   }
   if (tan_.has_dJ_force) {
