@@ -311,6 +311,9 @@ class Derivative : private FdTarget {
   // of tan_.dqacc_int), until the column reads it (acc_known_)
   int acc_lo_ = 0, acc_hi_ = 0;
   bool acc_known_ = false;
+  // the contacts whose tan_.ddisp rows the last AnchorTangent wrote (the others' are zero): an
+  // island's, -1 none, -2 any (a new stage)
+  int ddisp_island_ = -2;
 
   // the parts' workspaces, carved from arena_ (workspace.h)
   Arena arena_;

@@ -159,6 +159,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
       if (smooth_.cfd()) UseTangentForce();
     }
     smooth_.PrepareRows(m);
+    ddisp_island_ = -2;
     reach_.Prepare(*stage_.problem);
     SharedRowGroups(*stage_.problem, nominal_.row_group);
     if (apply_modes_ && stage_.solver)
@@ -240,21 +241,45 @@ int Derivative::CountIncluded(const mjData* d) const {
 
 void Derivative::AnchorTangent(const mjModel* m) {
   const Problem& p = *stage_.problem;
+  const Islands& is = p.islands;
   const mjData* d = stage_data_;
   const int nv = nv_;
+  // fn(c) for the contacts of an island (-2: every contact), through its rows on an island
+  auto contacts = [&](int island, auto&& fn) {
+    if (island < 0) {
+      for (int c = 0; c < p.ncon; c++) {
+        if (island == -2 || is.row_island[p.con[c].row] == island) fn(c);
+      }
+      return;
+    }
+    const int* rows = is.rows + is.rowadr[island];
+    for (int a = 0; a < is.nrows[island]; a++) {
+      if (p.kind[rows[a]] != kRowContactNormal) continue;
+      const Contact* c = std::lower_bound(p.con, p.con + p.ncon, rows[a],
+                                          [](const Contact& x, int row) { return x.row < row; });
+      if (c != p.con + p.ncon && c->row == rows[a]) fn(static_cast<int>(c - p.con));
+    }
+  };
+  // ddisp zero again where the last direction wrote it (it is zero elsewhere: a unit direction
+  // visits its island's contacts only, not every contact)
+  if (ddisp_island_ != -1) {
+    contacts(ddisp_island_, [&](int c) {
+      for (int r = 1; r < p.con[c].dim; r++) tan_.ddisp[p.con[c].row + r] = 0;
+    });
+  }
+  ddisp_island_ = -1;
   // the dofs [first, last] that dq moves (one for a unit direction)
-  int first = 0, last = nv - 1;
-  while (first < nv && tan_.dq[first] == 0) first++;
-  while (last > first && tan_.dq[last] == 0) last--;
-  const bool position = first < nv;
+  int first, end;
+  NonzeroSpan(&tan_.dq, 1, nv, &first, &end);
+  if (end == first) return;  // (no position direction: ddisp = 0)
+  const int last = end - 1;
   // a unit direction moves the contacts of its tree's island only
-  const int island = first == last && position ? p.islands.tree_island[p.dof_tree[first]] : -2;
-  for (int c = 0; c < p.ncon; c++) {
+  const int island = first == last ? is.tree_island[p.dof_tree[first]] : -2;
+  ddisp_island_ = island;
+  contacts(island, [&](int c) {
     const Contact& con = p.con[c];
-    for (int r = 1; r < con.dim; r++) tan_.ddisp[con.row + r] = 0;
     const double* w = shadow_->anchors.Anchored(c);
-    if (!w || !position || con.dim < 3) continue;
-    if (island > -2 && p.islands.row_island[con.row] != island) continue;
+    if (!w || con.dim < 3) return;
 
     // angular velocity tangent of each body along dq (its ancestors' dofs)
     const double* x = shadow_->anchors.Points(c);
@@ -297,7 +322,7 @@ void Derivative::AnchorTangent(const mjModel* m) {
     for (int r = 3; r < con.dim; r++) {
       tan_.ddisp[con.row + r] = Dot3(r == 3 ? dn : dt + 3 * (r - 4), turn);
     }
-  }
+  });
 }
 
 void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked) {
