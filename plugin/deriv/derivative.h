@@ -136,9 +136,9 @@ class Derivative : private FdTarget {
   // FormTangent of the unit direction (kind, index) (kind -1: another): a position or velocity
   // direction, and one that moves no row data and no M, marked by MarkUnitTouched
   void FormUnitTangent(const mjModel* m, ProblemTangent* dir, int kind, int index);
-  // tan_.dqacc_int = dqfrc_smooth + dqfrc_constraint + dqderiv_qacc - dM_int aint (before the
-  // integrator's solve)
-  void AccelerationRhs(const mjModel* m);
+  // tan_.dqacc_int (or out, nv) = dqfrc_smooth + dqfrc_constraint + dqderiv_qacc - dM_int aint
+  // (before the integrator's solve)
+  void AccelerationRhs(const mjModel* m, double* out = nullptr);
   // tan_.dqfrc_constraint += J' dforce + dJ' f (or dJ_force) on the touched islands' rows
   void ConstraintForceTangent(const Problem& p);
 

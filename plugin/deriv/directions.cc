@@ -360,8 +360,7 @@ bool Derivative::QueueTangent(const mjModel* m, int slot, int kind, int index, i
   }
   for (int i = 0; i < nv_; i++) tan_.dqfrc_constraint[i] = 0;
   ConstraintForceTangent(p);
-  AccelerationRhs(m);
-  mju_copy(block_.mass_term + static_cast<size_t>(slot) * nv_, tan_.dqacc_int, nv_);
+  AccelerationRhs(m, block_.mass_term + static_cast<size_t>(slot) * nv_);
   block_.kind[slot] = kind;
   block_.index[slot] = index;
   block_.col[slot] = col;

@@ -389,18 +389,20 @@ bool Derivative::SolveTangent(const mjModel* m, int kind, int index) {
   return true;
 }
 
-void Derivative::AccelerationRhs(const mjModel* m) {
-  // integrator: M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint
+void Derivative::AccelerationRhs(const mjModel* m, double* out) {
+  // integrator: M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint (into out, else
+  // tan_.dqacc_int)
+  double* y = out ? out : tan_.dqacc_int;
   for (int i = 0; i < nv_; i++)
-    tan_.dqacc_int[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
+    y[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
   if (tan_.has_dM) {
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];
       int adr = m->dof_Madr[i];
-      tan_.dqacc_int[i] -= tan_.dM[adr++] * integrator_.qacc[i];
+      y[i] -= tan_.dM[adr++] * integrator_.qacc[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-        tan_.dqacc_int[i] -= tan_.dM[adr] * integrator_.qacc[j];
-        tan_.dqacc_int[j] -= tan_.dM[adr] * integrator_.qacc[i];
+        y[i] -= tan_.dM[adr] * integrator_.qacc[j];
+        y[j] -= tan_.dM[adr] * integrator_.qacc[i];
       }
     }
   }
