@@ -139,8 +139,9 @@ class Derivative : private FdTarget {
   // tan_.dqacc_int (or out, nv) = dqfrc_smooth + dqfrc_constraint + dqderiv_qacc - dM_int aint
   // (before the integrator's solve)
   void AccelerationRhs(const mjModel* m, double* out = nullptr);
-  // tan_.dqfrc_constraint += J' dforce + dJ' f (or dJ_force) on the touched islands' rows
-  void ConstraintForceTangent(const Problem& p);
+  // tan_.dqfrc_constraint += J' dforce + dJ' f (or dJ_force) on the touched islands' rows (df
+  // false: the caller's dforce is zero, J' dforce left out)
+  void ConstraintForceTangent(const Problem& p, bool df = true);
 
   // ---- directions (directions.cc) ----
   // every unit direction of the current stage: fn(kind, index, column of [A B]) after

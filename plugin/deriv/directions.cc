@@ -359,7 +359,7 @@ bool Derivative::QueueTangent(const mjModel* m, int slot, int kind, int index, i
     for (int i = 0; i < p.nrow; i++) tan_.dforce[i] = 0;
   }
   for (int i = 0; i < nv_; i++) tan_.dqfrc_constraint[i] = 0;
-  ConstraintForceTangent(p);
+  ConstraintForceTangent(p, stage_.own_slots);
   AccelerationRhs(m, block_.mass_term + static_cast<size_t>(slot) * nv_);
   block_.kind[slot] = kind;
   block_.index[slot] = index;
@@ -658,7 +658,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
       } else if (up && stage_.solver->PositionTangent(p, dir, tan_.dposition_correction)) {
         v = mju_dot(xi, tan_.dposition_correction, nv);
       }
-      ConstraintForceTangent(p);
+      ConstraintForceTangent(p, !reverse);
       AccelerationRhs(m);  // b_k (+ J' df_k) in tan_.dqacc_int
       v += mju_dot(w, tan_.dqacc_int, nv);
       for (int i = 0; i < na; i++) v += h * alpha[i] * tan_.dact_dot[i];

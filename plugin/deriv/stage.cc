@@ -408,7 +408,7 @@ void Derivative::AccelerationRhs(const mjModel* m, double* out) {
   }
 }
 
-void Derivative::ConstraintForceTangent(const Problem& p) {
+void Derivative::ConstraintForceTangent(const Problem& p, bool df) {
   // J' df + dJ' f on the rows of the touched islands (df and dJ are zero elsewhere; a column's
   // rows are visited in ascending order, as a pass over all rows would)
   const SparseRows& J = p.J;
@@ -418,7 +418,9 @@ void Derivative::ConstraintForceTangent(const Problem& p) {
   for (int k = 0; k < is.nisland; k++) {
     if (!tan_.touched[k]) continue;
     const int* rows = is.rows + is.rowadr[k];
-    AddRowsT(J, J.val, tan_.dforce, rows, is.nrows[k], nominal_.row_group, tan_.dqfrc_constraint);
+    if (df) {
+      AddRowsT(J, J.val, tan_.dforce, rows, is.nrows[k], nominal_.row_group, tan_.dqfrc_constraint);
+    }
     if (dJ) {
       AddRowsT(J, tan_.dJ, stage_.solution->force, rows, is.nrows[k], nominal_.row_group,
                tan_.dqfrc_constraint);

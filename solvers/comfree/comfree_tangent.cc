@@ -385,14 +385,13 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     // by PrepareTangent's sums (dphi: the gap's tangent and the anchors' displacement's)
     const double* a = fsum_.data() + static_cast<size_t>(c) * kFacetSums;
     const double *P = a + 6, *Pv = P + 36;
-    // (P u by columns, each u_q formed once and used from a register: reading the u just stored
-    // as pairs stalled the store forwarding, a tenth of this function's samples)
-    double Pu[6] = {0, 0, 0, 0, 0, 0};
-    for (int q = 0; q < dim; q++) {
-      const double uq = -cvc * ds[q] - k * (q == 0 ? dphi : ddisp ? ddisp[q] : 0);
-      for (int r = 0; r < dim; r++) Pu[r] += P[6 * r + q] * uq;
+    double u[6];
+    for (int r = 0; r < dim; r++) u[r] = -cvc * ds[r] - k * (r == 0 ? dphi : ddisp ? ddisp[r] : 0);
+    for (int r = 0; r < dim; r++) {
+      double Pu = 0;
+      for (int q = 0; q < dim; q++) Pu += P[6 * r + q] * u[q];
+      dforce[row + r] += rel * a[r] + G * (Pu - ddamp * Pv[r]) / h;
     }
-    for (int r = 0; r < dim; r++) dforce[row + r] += rel * a[r] + G * (Pu[r] - ddamp * Pv[r]) / h;
   }
 
   // plain rows
