@@ -136,11 +136,12 @@ class Derivative : private FdTarget {
   // FormTangent of the unit direction (kind, index) (kind -1: another): a position or velocity
   // direction, and one that moves no row data and no M, marked by MarkUnitTouched
   void FormUnitTangent(const mjModel* m, ProblemTangent* dir, int kind, int index);
-  // tan_.dqacc_int = dqfrc_smooth + dqfrc_constraint + dqderiv_qacc - dM_int aint (before the
-  // integrator's solve)
-  void AccelerationRhs(const mjModel* m);
-  // tan_.dqfrc_constraint += J' dforce + dJ' f (or dJ_force) on the touched islands' rows
-  void ConstraintForceTangent(const Problem& p);
+  // tan_.dqacc_int (or out, nv) = dqfrc_smooth + dqfrc_constraint + dqderiv_qacc - dM_int aint
+  // (before the integrator's solve)
+  void AccelerationRhs(const mjModel* m, double* out = nullptr);
+  // tan_.dqfrc_constraint += J' dforce + dJ' f (or dJ_force) on the touched islands' rows (df
+  // false: the caller's dforce is zero, J' dforce left out)
+  void ConstraintForceTangent(const Problem& p, bool df = true);
 
   // ---- directions (directions.cc) ----
   // every unit direction of the current stage: fn(kind, index, column of [A B]) after
@@ -311,6 +312,9 @@ class Derivative : private FdTarget {
   // of tan_.dqacc_int), until the column reads it (acc_known_)
   int acc_lo_ = 0, acc_hi_ = 0;
   bool acc_known_ = false;
+  // the contacts whose tan_.ddisp rows the last AnchorTangent wrote (the others' are zero): an
+  // island's, -1 none, -2 any (a new stage)
+  int ddisp_island_ = -2;
 
   // the parts' workspaces, carved from arena_ (workspace.h)
   Arena arena_;

@@ -111,6 +111,13 @@ void Derivative::ColumnReach(const Problem& p, int kind, int index, const double
                              const double* pc, int* lo, int* hi) const {
   const Islands& is = p.islands;
   const int nv = nv_;
+  // every tree in one island (the humanoid): the reach is all dofs, no scan (a zero column solved
+  // there stays zero)
+  if (is.nisland == 1 && is.ntrees[0] == is.ntree) {
+    *lo = 0;
+    *hi = nv;
+    return;
+  }
   // (r's and P's span in one scan: P's trees' islands too, a superset)
   const double* x[2] = {r, pc};
   int rl, rh;
@@ -248,15 +255,19 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
   // x / h + M_E^-1 (P - D x) for Euler's M_E = M + h D, all columns in one sweep
   // (row by row: the block's rows are contiguous, the columns strided by nb)
   double* Y = block_.damped;
-  auto unit = [&](int slot, int i) {
-    return block_.kind[slot] == kVel && block_.index[slot] == i ? 1 : 0;
-  };
+  if (!integrator_.implicit) {
+    // x = dv+ - dv in place: a velocity column's unit dv off its entry (rhs is zeroed after)
+    for (int slot = 0; slot < nslot; slot++) {
+      if (block_.kind[slot] == kVel)
+        block_.rhs[static_cast<size_t>(block_.index[slot]) * nb + slot] -= 1;
+    }
+  }
   if (integrator_.damped) {
     for (int i = lo; i < hi; i++) {
       const double* ri = block_.rhs + static_cast<size_t>(i) * nb;
       double* yi = Y + static_cast<size_t>(i) * nb;
       for (int slot = 0; slot < nslot; slot++) {
-        const double x = ri[slot] - unit(slot, i);
+        const double x = ri[slot];
         yi[slot] = block_.mass_term[static_cast<size_t>(slot) * nv + i] - m->dof_damping[i] * x;
       }
       for (int c = nslot; c < nb; c++) yi[c] = 0;
@@ -270,7 +281,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
       const double* ri = block_.rhs + static_cast<size_t>(i) * nb;
       const double* yi = Y + static_cast<size_t>(i) * nb;
       for (int slot = 0; slot < nslot; slot++) {
-        const double x = ri[slot] - unit(slot, i);
+        const double x = ri[slot];
         block_.mass_term[static_cast<size_t>(slot) * nv + i] =
             (x != 0 ? x / h : x) + (integrator_.damped ? yi[slot] : 0);
       }
@@ -348,9 +359,8 @@ bool Derivative::QueueTangent(const mjModel* m, int slot, int kind, int index, i
     for (int i = 0; i < p.nrow; i++) tan_.dforce[i] = 0;
   }
   for (int i = 0; i < nv_; i++) tan_.dqfrc_constraint[i] = 0;
-  ConstraintForceTangent(p);
-  AccelerationRhs(m);
-  mju_copy(block_.mass_term + static_cast<size_t>(slot) * nv_, tan_.dqacc_int, nv_);
+  ConstraintForceTangent(p, stage_.own_slots);
+  AccelerationRhs(m, block_.mass_term + static_cast<size_t>(slot) * nv_);
   block_.kind[slot] = kind;
   block_.index[slot] = index;
   block_.col[slot] = col;
@@ -648,7 +658,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
       } else if (up && stage_.solver->PositionTangent(p, dir, tan_.dposition_correction)) {
         v = mju_dot(xi, tan_.dposition_correction, nv);
       }
-      ConstraintForceTangent(p);
+      ConstraintForceTangent(p, !reverse);
       AccelerationRhs(m);  // b_k (+ J' df_k) in tan_.dqacc_int
       v += mju_dot(w, tan_.dqacc_int, nv);
       for (int i = 0; i < na; i++) v += h * alpha[i] * tan_.dact_dot[i];

@@ -11,6 +11,32 @@
 #include "plugin/step/handle.h"
 
 namespace contactkit {
+namespace {
+
+// mju_cross, mju_dot3 and mju_addTo3 inline (the same operations in their order; MuJoCo's are
+// library calls, per contact and direction in AnchorTangent)
+inline void Cross3(double* res, const double* a, const double* b) {
+  const double t[3] = {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                       a[0] * b[1] - a[1] * b[0]};
+  res[0] = t[0];
+  res[1] = t[1];
+  res[2] = t[2];
+}
+
+inline double Dot3(const double* a, const double* b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+// J.Dot(i, x) of an x whose only nonzero is x[k] = xk: row i's entry in column k (its columns
+// ascend) times xk, the other products being zeros
+inline double DotOne(const SparseRows& J, int i, int k, double xk) {
+  const int* c = J.colind + J.rowadr[i];
+  const int* e = c + J.rownnz[i];
+  const int* f = std::lower_bound(c, e, k);
+  return f != e && *f == k ? J.val[f - J.colind] * xk : 0.0;
+}
+
+}  // namespace
 
 bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   mjData* d = stage_data_;
@@ -133,7 +159,9 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
       if (smooth_.cfd()) UseTangentForce();
     }
     smooth_.PrepareRows(m);
+    ddisp_island_ = -2;
     reach_.Prepare(*stage_.problem);
+    SharedRowGroups(*stage_.problem, nominal_.row_group);
     if (apply_modes_ && stage_.solver)
       stage_.solver->SetTangentModes(*stage_.problem, out_.contact_modes);
   }
@@ -213,21 +241,45 @@ int Derivative::CountIncluded(const mjData* d) const {
 
 void Derivative::AnchorTangent(const mjModel* m) {
   const Problem& p = *stage_.problem;
+  const Islands& is = p.islands;
   const mjData* d = stage_data_;
   const int nv = nv_;
+  // fn(c) for the contacts of an island (-2: every contact), through its rows on an island
+  auto contacts = [&](int island, auto&& fn) {
+    if (island < 0) {
+      for (int c = 0; c < p.ncon; c++) {
+        if (island == -2 || is.row_island[p.con[c].row] == island) fn(c);
+      }
+      return;
+    }
+    const int* rows = is.rows + is.rowadr[island];
+    for (int a = 0; a < is.nrows[island]; a++) {
+      if (p.kind[rows[a]] != kRowContactNormal) continue;
+      const Contact* c = std::lower_bound(p.con, p.con + p.ncon, rows[a],
+                                          [](const Contact& x, int row) { return x.row < row; });
+      if (c != p.con + p.ncon && c->row == rows[a]) fn(static_cast<int>(c - p.con));
+    }
+  };
+  // ddisp zero again where the last direction wrote it (it is zero elsewhere: a unit direction
+  // visits its island's contacts only, not every contact)
+  if (ddisp_island_ != -1) {
+    contacts(ddisp_island_, [&](int c) {
+      for (int r = 1; r < p.con[c].dim; r++) tan_.ddisp[p.con[c].row + r] = 0;
+    });
+  }
+  ddisp_island_ = -1;
   // the dofs [first, last] that dq moves (one for a unit direction)
-  int first = 0, last = nv - 1;
-  while (first < nv && tan_.dq[first] == 0) first++;
-  while (last > first && tan_.dq[last] == 0) last--;
-  const bool position = first < nv;
+  int first, end;
+  NonzeroSpan(&tan_.dq, 1, nv, &first, &end);
+  if (end == first) return;  // (no position direction: ddisp = 0)
+  const int last = end - 1;
   // a unit direction moves the contacts of its tree's island only
-  const int island = first == last && position ? p.islands.tree_island[p.dof_tree[first]] : -2;
-  for (int c = 0; c < p.ncon; c++) {
+  const int island = first == last ? is.tree_island[p.dof_tree[first]] : -2;
+  ddisp_island_ = island;
+  contacts(island, [&](int c) {
     const Contact& con = p.con[c];
-    for (int r = 1; r < con.dim; r++) tan_.ddisp[con.row + r] = 0;
     const double* w = shadow_->anchors.Anchored(c);
-    if (!w || !position || con.dim < 3) continue;
-    if (island > -2 && p.islands.row_island[con.row] != island) continue;
+    if (!w || con.dim < 3) return;
 
     // angular velocity tangent of each body along dq (its ancestors' dofs)
     const double* x = shadow_->anchors.Points(c);
@@ -247,12 +299,14 @@ void Derivative::AnchorTangent(const mjModel* m) {
       // by o_i = x_i - pos: + dw_2 x o_2 - dw_1 x o_1; and the frame turns under disp
       const double* F = con.frame + 3 * r;
       const double* dF = tan_.dframe + 6 * c + 3 * (r - 1);
-      double dd = p.J.Dot(con.row + r, tan_.dq) + mju_dot3(dF, w);
+      const double jdq = first == last ? DotOne(p.J, con.row + r, first, tan_.dq[first])
+                                       : p.J.Dot(con.row + r, tan_.dq);
+      double dd = jdq + Dot3(dF, w);
       for (int side = 0; side < 2; side++) {
         double o[3], t[3];
         for (int i = 0; i < 3; i++) o[i] = x[3 * side + i] - con.pos[i];
-        mju_cross(t, dw[side], o);
-        dd += (side == 1 ? 1 : -1) * mju_dot3(F, t);
+        Cross3(t, dw[side], o);
+        dd += (side == 1 ? 1 : -1) * Dot3(F, t);
       }
       tan_.ddisp[con.row + r] = dd;
     }
@@ -262,13 +316,13 @@ void Derivative::AnchorTangent(const mjModel* m) {
     const double* turn = shadow_->anchors.Turn(c);
     const double* dt = tan_.dframe + 6 * c;
     double dn[3], e[3];
-    mju_cross(dn, dt, con.frame + 6);
-    mju_cross(e, con.frame + 3, dt + 3);
-    mju_addTo3(dn, e);
+    Cross3(dn, dt, con.frame + 6);
+    Cross3(e, con.frame + 3, dt + 3);
+    for (int i = 0; i < 3; i++) dn[i] += e[i];
     for (int r = 3; r < con.dim; r++) {
-      tan_.ddisp[con.row + r] = mju_dot3(r == 3 ? dn : dt + 3 * (r - 4), turn);
+      tan_.ddisp[con.row + r] = Dot3(r == 3 ? dn : dt + 3 * (r - 4), turn);
     }
-  }
+  });
 }
 
 void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked) {
@@ -335,47 +389,41 @@ bool Derivative::SolveTangent(const mjModel* m, int kind, int index) {
   return true;
 }
 
-void Derivative::AccelerationRhs(const mjModel* m) {
-  // integrator: M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint
+void Derivative::AccelerationRhs(const mjModel* m, double* out) {
+  // integrator: M_int daint = dqfrc_smooth + dqfrc_constraint - dM_int aint (into out, else
+  // tan_.dqacc_int)
+  double* y = out ? out : tan_.dqacc_int;
   for (int i = 0; i < nv_; i++)
-    tan_.dqacc_int[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
+    y[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
   if (tan_.has_dM) {
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];
       int adr = m->dof_Madr[i];
-      tan_.dqacc_int[i] -= tan_.dM[adr++] * integrator_.qacc[i];
+      y[i] -= tan_.dM[adr++] * integrator_.qacc[i];
       for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
-        tan_.dqacc_int[i] -= tan_.dM[adr] * integrator_.qacc[j];
-        tan_.dqacc_int[j] -= tan_.dM[adr] * integrator_.qacc[i];
+        y[i] -= tan_.dM[adr] * integrator_.qacc[j];
+        y[j] -= tan_.dM[adr] * integrator_.qacc[i];
       }
     }
   }
 }
 
-void Derivative::ConstraintForceTangent(const Problem& p) {
+void Derivative::ConstraintForceTangent(const Problem& p, bool df) {
   // J' df + dJ' f on the rows of the touched islands (df and dJ are zero elsewhere; a column's
   // rows are visited in ascending order, as a pass over all rows would)
   const SparseRows& J = p.J;
   const Islands& is = p.islands;
   const bool dJ = !tan_.has_dJ_force && tan_.has_dJ;
+  // (a contact's rows that share their columns in one pass: SharedRowGroups)
   for (int k = 0; k < is.nisland; k++) {
     if (!tan_.touched[k]) continue;
     const int* rows = is.rows + is.rowadr[k];
-    for (int a = 0; a < is.nrows[k]; a++) {
-      const int i = rows[a], adr = J.rowadr[i];
-      const double df = tan_.dforce[i];
-      if (df != 0) {
-        for (int q = 0; q < J.rownnz[i]; q++)
-          tan_.dqfrc_constraint[J.colind[adr + q]] += J.val[adr + q] * df;
-      }
+    if (df) {
+      AddRowsT(J, J.val, tan_.dforce, rows, is.nrows[k], nominal_.row_group, tan_.dqfrc_constraint);
     }
-    if (!dJ) continue;
-    for (int a = 0; a < is.nrows[k]; a++) {
-      const int i = rows[a], adr = J.rowadr[i];
-      const double fi = stage_.solution->force[i];
-      if (fi == 0) continue;
-      for (int q = 0; q < J.rownnz[i]; q++)
-        tan_.dqfrc_constraint[J.colind[adr + q]] += tan_.dJ[adr + q] * fi;
+    if (dJ) {
+      AddRowsT(J, tan_.dJ, stage_.solution->force, rows, is.nrows[k], nominal_.row_group,
+               tan_.dqfrc_constraint);
     }
   }
   if (tan_.has_dJ_force) {

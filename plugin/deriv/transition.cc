@@ -179,17 +179,23 @@ void Derivative::EmitStateSpan(int col, const double* out, int lo, int hi) {
   if (!X) return;
   const size_t stride = col < ndx ? ndx : nu;
   const size_t c = col < ndx ? col : col - ndx;
-  // (as EmitColumn: the nonzeros, x * 0 summed)
-  double check = 0;
+  // (as EmitColumn: the nonzeros, x * 0 summed, NaN if a value is not finite; the sums four
+  // apart, in their own pass: one chain of adds through the column cost more than the writes)
+  double check[4] = {0, 0, 0, 0};
   auto rows = [&](int i0, int i1) {
     for (int i = i0; i < i1; i++) {
-      if (out[i] != 0) X[static_cast<size_t>(i) * stride + c] = out[i], check += out[i] * 0;
+      if (out[i] != 0) X[static_cast<size_t>(i) * stride + c] = out[i];
     }
+    int i = i0;
+    for (; i + 4 <= i1; i += 4) {
+      for (int k = 0; k < 4; k++) check[k] += out[i + k] * 0;
+    }
+    for (; i < i1; i++) check[0] += out[i] * 0;
   };
   rows(lo, hi);
   rows(nv + lo, nv + hi);
   rows(2 * nv, ndx);
-  sink_check_ += check;
+  sink_check_ += (check[0] + check[1]) + (check[2] + check[3]);
 }
 
 void Derivative::EmitSensor(int col, const double* ds) {

@@ -53,6 +53,7 @@ void NominalStage::Carve(ArenaCarver& c, const DerivSizes& n) {
   contact_mu = c.Take<double>(n.ncon);
   efc_jar = c.Take<double>(n.nefc);
   efc_state = c.Take<int>(n.nefc);
+  row_group = c.Take<int>(n.rows);
 }
 
 void DirectionTangent::Carve(ArenaCarver& c, const DerivSizes& n) {

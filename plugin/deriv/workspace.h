@@ -61,6 +61,7 @@ struct NominalStage {
   double* contact_mu;                // MuJoCo's regularized cone friction per contact (ncon)
   double* efc_jar;                   // J qacc - aref of MuJoCo's rows (3.x)     (nefc)
   int* efc_state;                    // MuJoCo's row states                      (nefc)
+  int* row_group;                    // SharedRowGroups of the stage's problem   (rows)
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 

@@ -37,7 +37,82 @@ void ConeHessian(const double* jar, int dim, double mu, const double* friction, 
   }
 }
 
+// y[col] += sum_r V_r[q] x_r over the G rows of a group (each column's sum in the rows' order)
+template <int G>
+void AddGroupT(const SparseRows& J, const double* V, const double* x, int i, double* y) {
+  const int nnz = J.rownnz[i];
+  const int* col = J.colind + J.rowadr[i];
+  const double* v[G];
+  double xs[G];
+  for (int r = 0; r < G; r++) {
+    v[r] = V + J.rowadr[i + r];
+    xs[r] = x[i + r];
+  }
+  for (int q = 0; q < nnz; q++) {
+    double s = y[col[q]];
+    for (int r = 0; r < G; r++) s += v[r][q] * xs[r];
+    y[col[q]] = s;
+  }
+}
+
 }  // namespace
+
+void SharedRowGroups(const Problem& p, int* group) {
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  for (int i = 0; i < p.nrow; i++) group[i] = 1;
+  for (int c = 0; c < p.ncon; c++) {
+    const int row = p.con[c].row, dim = p.con[c].dim, k = is.row_island[row];
+    if (dim == 1 || k < 0) continue;
+    const int* rows = is.rows + is.rowadr[k];
+    const int a = static_cast<int>(std::lower_bound(rows, rows + is.nrows[k], row) - rows);
+    bool shared = a + dim <= is.nrows[k];
+    const int n = J.rownnz[row];
+    const int* col = J.colind + J.rowadr[row];
+    for (int r = 1; r < dim && shared; r++) {
+      const int* cr = J.colind + J.rowadr[row + r];
+      shared = rows[a + r] == row + r && J.rownnz[row + r] == n && std::equal(col, col + n, cr);
+    }
+    if (!shared) continue;
+    group[row] = dim;
+    for (int r = 1; r < dim; r++) group[row + r] = 0;
+  }
+}
+
+void AddRowsT(const SparseRows& J, const double* V, const double* x, const int* rows, int n,
+              const int* group, double* y) {
+  for (int a = 0; a < n;) {
+    const int i = rows[a], g = std::max(group[i], 1);
+    a += g;
+    bool any = false;
+    for (int r = 0; r < g; r++) any |= x[i + r] != 0;
+    if (!any) continue;
+    switch (g) {
+      case 1: {
+        const int adr = J.rowadr[i];
+        for (int q = 0; q < J.rownnz[i]; q++) y[J.colind[adr + q]] += V[adr + q] * x[i];
+        break;
+      }
+      case 2:
+        AddGroupT<2>(J, V, x, i, y);
+        break;
+      case 3:
+        AddGroupT<3>(J, V, x, i, y);
+        break;
+      case 4:
+        AddGroupT<4>(J, V, x, i, y);
+        break;
+      case 6:
+        AddGroupT<6>(J, V, x, i, y);
+        break;
+      default:
+        for (int r = i; r < i + g; r++) {
+          const int adr = J.rowadr[r];
+          for (int q = 0; q < J.rownnz[r]; q++) y[J.colind[adr + q]] += V[adr + q] * x[r];
+        }
+    }
+  }
+}
 
 void SoftTangent::Setup(const ProblemDims& dims) {
   const size_t nefc = dims.max_rows + 4 * static_cast<size_t>(dims.max_contacts);
@@ -51,6 +126,7 @@ void SoftTangent::Setup(const ProblemDims& dims) {
   ge_.assign(nefc, 0);
   efc_of_row_.assign(std::max(dims.max_rows, 1), 0);
   con_of_row_.assign(std::max(dims.max_rows, 1), -1);
+  group_.assign(std::max(dims.max_rows, 1), 1);
   hcone_.assign(36 * static_cast<size_t>(std::max(dims.max_contacts, 1)), 0);
   H_.assign(static_cast<size_t>(dims.nv) * dims.nv + 1, 0);
   hadr_.assign(std::max(dims.ntree, 1), 0);
@@ -171,6 +247,7 @@ void SoftTangent::MapRows(const Problem& p, const SoftRows& rows, const double* 
   }
   modes_changed_ = false;
   if (mode_) ApplyModes(p);
+  SharedRowGroups(p, group_.data());
 
   // jar of the frame rows at the solution, cone Hessians
   for (int i = 0; i < p.nrow; i++) {
@@ -376,51 +453,47 @@ void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rh
 
 void SoftTangent::IslandRowRhs(const Problem& p, const ProblemTangent& dir, const double* dJv,
                                const int* rows, int n, double* rhs) {
-  // RowTerms and RowsAdd on these rows and their MuJoCo rows alone
+  // RowTerms and RowsAdd on these rows and their MuJoCo rows alone, a row or a contact's rows at
+  // a time (they share the normal's rho)
   const SparseRows& J = p.J;
   const double h = h_;
-  for (int a = 0; a < n; a++) {
-    const int i = rows[a];
-    double t = 0;
-    if (dJv) {
-      t = dJv[i];
-    } else if (dir.J) {
-      const int adr = J.rowadr[i];
-      for (int k = 0; k < J.rownnz[i]; k++) t += dir.J[adr + k] * v_next_[J.colind[adr + k]];
-    }
-    if (dir.vel) t -= dir.vel[i];
-    if (dir.aref) t -= h * dir.aref[i];
-    t_[i] = t;
-    const int c = con_of_row_[i];
-    const int ri = c < 0 ? i : p.con[c].row;
-    rho_[i] = dir.R ? dir.R[ri] / p.R[ri] : 0;
-    fold_[i] = 0;
-  }
-  for (int a = 0; a < n; a++) {
-    const int i = rows[a], e0 = efc_of_row_[i], e1 = e0 + EfcCount(p, i);
-    if (e1 == e0) continue;
+  for (int a = 0; a < n;) {
+    const int i = rows[a], c = con_of_row_[i];
+    const int nr = c >= 0 && p.con[c].row == i ? p.con[c].dim : 1;  // (its frame rows)
+    a += nr;
+    const double rho = dir.R ? dir.R[i] / p.R[i] : 0;
     // a row (contact) whose terms are zero, one the direction does not reach, adds zeros
-    bool zero = rho_[i] == 0;
-    const int nr = con_of_row_[i] < 0 ? 1 : p.con[con_of_row_[i]].dim;  // (its frame rows)
-    for (int r = 0; r < nr && zero; r++) zero = t_[i + r] == 0;
-    if (zero) continue;
+    bool zero = rho == 0;
+    for (int r = i; r < i + nr; r++) {
+      double t = 0;
+      if (dJv) {
+        t = dJv[r];
+      } else if (dir.J) {
+        const int adr = J.rowadr[r];
+        for (int k = 0; k < J.rownnz[r]; k++) t += dir.J[adr + k] * v_next_[J.colind[adr + k]];
+      }
+      if (dir.vel) t -= dir.vel[r];
+      if (dir.aref) t -= h * dir.aref[r];
+      t_[r] = t;
+      fold_[r] = 0;
+      zero = zero && t == 0;
+    }
+    const int e0 = efc_of_row_[i], e1 = e0 + EfcCount(p, i);
+    if (zero || e1 == e0) continue;
     for (int e = e0; e < e1; e++) {
       te_[e] = rb_[e] < 0 ? t_[ra_[e]] : t_[ra_[e]] + rc_[e] * t_[rb_[e]];
-      const double rho = rho_[ra_[e]];
       ge_[e] = st_[e] == kSoftQuadratic ? -D_[e] * te_[e] - h * f_[e] * rho
                : st_[e] == kSoftCone    ? -h * f_[e] * rho
                                         : 0;
     }
-    if (con_of_row_[i] >= 0) ConeAddContact(p, con_of_row_[i], te_.data(), -1, ge_.data());
+    if (c >= 0) ConeAddContact(p, c, te_.data(), -1, ge_.data());
     for (int e = e0; e < e1; e++) {
       if (ge_[e] == 0) continue;
       fold_[ra_[e]] += ge_[e];
       if (rb_[e] >= 0) fold_[rb_[e]] += ge_[e] * rc_[e];
     }
   }
-  for (int a = 0; a < n; a++) {
-    if (fold_[rows[a]] != 0) p.J.AddRowTo(rows[a], fold_[rows[a]], rhs);
-  }
+  AddRowsT(p.J, p.J.val, fold_.data(), rows, n, group_.data(), rhs);
 }
 
 namespace {

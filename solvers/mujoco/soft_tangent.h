@@ -45,6 +45,17 @@ struct SoftRows {
   const double* mu = nullptr;     // regularized cone friction of each problem contact (ncon)
 };
 
+// group[i] of frame row i: the rows [i, i + group[i]) share row i's columns and follow each other
+// in i's island's row list (a contact's rows from the extractor), 1 for a row alone, 0 for a
+// group's other rows (rows outside the islands: 1)                                     (nrow)
+void SharedRowGroups(const Problem& p, int* group);
+
+// y += V' x over the rows rows[0..n) (an island's, ascending), V with J's sparsity (J.val, dJ):
+// a group of rows that share their columns in one pass (each column's sum in the rows' order, as
+// row by row; a row with x = 0 adds zeros), a group whose x are all zero skipped
+void AddRowsT(const SparseRows& J, const double* V, const double* x, const int* rows, int n,
+              const int* group, double* y);
+
 class SoftTangent {
  public:
   // allocate for every problem that fits in dims
@@ -126,6 +137,7 @@ class SoftTangent {
   std::vector<double> D_, f_;    // 1/R, force                                   (max efc)
   std::vector<int> efc_of_row_;  // first MuJoCo row of each frame row's group    (max_rows)
   std::vector<int> con_of_row_;  // contact of each frame row, -1: none           (max_rows)
+  std::vector<int> group_;       // SharedRowGroups of the problem               (max_rows)
   std::vector<double> hcone_;    // cone Hessians in jar space, 6x6 per contact   (36 max_con)
 
   // Hessian blocks of the islands, dense, column-major
