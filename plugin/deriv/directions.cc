@@ -744,6 +744,8 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   for (int i = 0; i < p.nrow; i++) tan_.dforce[i] = 0;  // (reverse: b_k has no force tangent)
   tan_.has_dposition_correction = false;
   defer_columns_ = !settings_.deriv.complementarity_aware;
+  // (AdjointDot reads the touched islands alone: a unit direction's row tangents on its island)
+  smooth_.set_island_rows(reverse && smooth_.analytic());
 
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
@@ -781,6 +783,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
     }
   }
   defer_columns_ = false;
+  smooth_.set_island_rows(false);
   smooth_.RestoreActuation();
   return true;
 }
