@@ -798,6 +798,8 @@ void Derivative::MarkUnitTouched(const Problem& p, int dof) {
   for (int k = 0; k < is.nisland; k++) tan_.touched[k] = 0;
   const int island = dof >= 0 ? is.tree_island[p.dof_tree[dof]] : -1;
   if (island >= 0) tan_.touched[island] = 1;
+  // (a solver's reverse mode with the analytic tangents: dv_free stays on the tree)
+  if (dof >= 0 && smooth_.island_rows()) return;
   ForNonzero(tan_.dv_free, p.nv, [&](int j) {
     const int k = is.tree_island[p.dof_tree[j]];
     if (k >= 0) tan_.touched[k] = 1;

@@ -121,6 +121,7 @@ class SmoothTangent {
   // analytic tangents (every vector of a direction stays on its tree) that is its tree's island,
   // and the row tangents skip the others as for the blocked path (false: every row)
   void set_island_rows(bool on) { island_rows_ = on; }
+  bool island_rows() const { return island_rows_; }
 
   // ---- a direction (smooth_tangent.cc) ----
   // tangents of the smooth data and rows along a unit direction
