@@ -177,6 +177,21 @@ class Derivative : private FdTarget {
                           : index;
   }
   void AdjointDirections(const mjModel* m);
+  // the dofs a unit direction's smooth vectors (dqfrc_smooth, dJ_force, dqderiv_qacc) can be
+  // nonzero on: an analytic position or velocity direction's island (dofs[0..hi)) or lone tree
+  // [lo, hi) (Newton-Euler, springs, dampers and its joint's actuators stay in the tree, its
+  // contact rows in the island), else all dofs; w' x over them
+  void ReachedDofs(int kind, int index, const int** dofs, int* lo, int* hi) const;
+  double ReachedDot(int kind, int index, const double* w, const double* x) const;
+  // the reverse modes' product of the current direction's right-hand side with an adjoint, on the
+  // dofs and rows the direction reaches (not formed over nv): w' (dqfrc_smooth + dJ' f - dM a)
+  // (+ dqderiv_qacc with qderiv), dJ' f from dJ_force or the rows' forces (of the touched
+  // islands with touched, else all rows)
+  double SmoothRhsDot(const mjModel* m, int kind, int index, const double* w, const double* a,
+                      bool qderiv, bool touched) const;
+  // mu' r_k + z' P_k of QueueColumn's r_k and P_k (z null: undamped); RowRhs into block_.rhs's
+  // first nv entries, kept zero between directions
+  double AdjointRhsDot(const mjModel* m, int kind, int index, const double* mu, const double* z);
   // the same for a solver (comfree, lcp, ipm): the integrator's solve with the adjoint once, then
   // per direction its right-hand side's product and, with the solver's reverse mode
   // (Solver::PrepareAdjoint), AdjointDot instead of ForceTangent; false if a direction has no

@@ -32,6 +32,23 @@ void SolveByTree(const TreeMass& mass, const Islands& is, const int* dof_tree, d
   }
 }
 
+// w' dM (a - b) (b null: w' dM a) over dM's listed rows, M's lower triangle in MuJoCo's layout
+double MassForm(const mjModel* m, const DirectionTangent& tan, const double* w, const double* a,
+                const double* b) {
+  double s = 0;
+  for (int r = 0; r < tan.dM_nrows; r++) {
+    const int i = tan.dM_rows[r];
+    const double ai = b ? a[i] - b[i] : a[i];
+    int adr = m->dof_Madr[i];
+    s += tan.dM[adr++] * w[i] * ai;
+    for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
+      const double aj = b ? a[j] - b[j] : a[j];
+      s += tan.dM[adr] * (w[i] * aj + w[j] * ai);
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 //---------------------------------- directions ----------------------------------------------------
@@ -570,6 +587,7 @@ void Derivative::AdjointDirections(const mjModel* m) {
   }
   soft_.SolveBlock(p, block_.rhs, kWidth);
   for (int i = 0; i < nv; i++) mu[i] = block_.rhs[i * kWidth];
+  mju_zero(block_.rhs, static_cast<size_t>(nv) * kWidth);  // (AdjointRhsDot's rows, zero)
   ActivationAdjoint(m, nominal_.act, nominal_.act_dot, h, sink_.dx + 2 * nv, alpha);
 
   for (int kind = kCtrl; kind <= kPos; kind++) {
@@ -578,9 +596,7 @@ void Derivative::AdjointDirections(const mjModel* m) {
     for (int index = 0; index < n; index++) {
       const int col = OutputColumn(kind, index);
       smooth_.UnitTangent(m, kind, index);
-      QueueColumn(m, -1, kind, index, col);  // r_k in scratch_.a, P_k in mass_term's first column
-      double g = mju_dot(mu, scratch_.a, nv);
-      if (damped) g += mju_dot(z, block_.mass_term, nv);
+      double g = AdjointRhsDot(m, kind, index, mu, damped ? z : nullptr);
       for (int i = 0; i < na; i++) g += h * alpha[i] * tan_.dact_dot[i];
       g += kind == kPos   ? tq[index]
            : kind == kVel ? (damped ? m->dof_damping[index] * z[index] : 0)
@@ -590,6 +606,108 @@ void Derivative::AdjointDirections(const mjModel* m) {
     }
   }
   smooth_.RestoreActuation();
+}
+
+void Derivative::ReachedDofs(int kind, int index, const int** dofs, int* lo, int* hi) const {
+  const Problem& p = *stage_.problem;
+  *dofs = nullptr;
+  *lo = 0;
+  *hi = nv_;
+  if (!smooth_.analytic() || (kind != kPos && kind != kVel)) return;
+  const Islands& is = p.islands;
+  const int t = p.dof_tree[index], k = is.tree_island[t];
+  if (k >= 0) {
+    *dofs = is.dofs + is.dofadr[k];
+    *hi = is.ndofs[k];
+  } else {
+    *lo = is.tree_dofadr[t];
+    *hi = *lo + is.tree_dofnum[t];
+  }
+}
+
+double Derivative::ReachedDot(int kind, int index, const double* w, const double* x) const {
+  const int* dofs;
+  int lo, hi;
+  ReachedDofs(kind, index, &dofs, &lo, &hi);
+  if (!dofs) return hi > lo ? mju_dot(w + lo, x + lo, hi - lo) : 0;
+  double s = 0;
+  for (int a = 0; a < hi; a++) s += w[dofs[a]] * x[dofs[a]];
+  return s;
+}
+
+double Derivative::SmoothRhsDot(const mjModel* m, int kind, int index, const double* w,
+                                const double* a, bool qderiv, bool touched) const {
+  const Problem& p = *stage_.problem;
+  double s = ReachedDot(kind, index, w, tan_.dqfrc_smooth);
+  if (tan_.has_dJ_force) s += ReachedDot(kind, index, w, tan_.dJ_force);
+  if (qderiv) s += ReachedDot(kind, index, w, tan_.dqderiv_qacc);
+  if (tan_.has_dM) s -= MassForm(m, tan_, w, a, nullptr);
+  if (tan_.has_dJ_force || !tan_.has_dJ) return s;
+  // dJ' f row by row: w' dJ_i' f_i = f_i (dJ_i . w)
+  const SparseRows& J = p.J;
+  const double* force = stage_.solution->force;
+  auto row = [&](int i) {
+    if (force[i] == 0) return;
+    const int adr = J.rowadr[i];
+    double d = 0;
+    for (int q = 0; q < J.rownnz[i]; q++) d += tan_.dJ[adr + q] * w[J.colind[adr + q]];
+    s += force[i] * d;
+  };
+  if (!touched) {
+    for (int i = 0; i < J.nrow; i++) row(i);
+    return s;
+  }
+  const Islands& is = p.islands;
+  for (int k = 0; k < is.nisland; k++) {
+    if (!tan_.touched[k]) continue;
+    for (int a = 0; a < is.nrows[k]; a++) row(is.rows[is.rowadr[k] + a]);
+  }
+  return s;
+}
+
+double Derivative::AdjointRhsDot(const mjModel* m, int kind, int index, const double* mu,
+                                 const double* z) {
+  // r = M dv + h (dqfrc_smooth - dM a + dJ' f) + J_E' (Phi t - h f rho) and P = dqderiv_qacc +
+  // dM (a - aint) as QueueColumn forms them (a: the solver's qacc)
+  const Problem& p = *stage_.problem;
+  const double h = p.h;
+  const double* a = stage_data_->qacc;
+  double v = h * SmoothRhsDot(m, kind, index, mu, a, false, false);
+  if (kind == kVel) {
+    // mu' M e_index: the row of the tree's dense block
+    const int t = extractor_.dof_tree()[index], n = trees_.dofnum[t], b = trees_.dofadr[t];
+    const double* col = trees_.mass + trees_.blockadr[t] + (index - b) * n;
+    for (int i = 0; i < n; i++) v += col[i] * mu[b + i];
+  }
+  if (z) {
+    v += ReachedDot(kind, index, z, tan_.dqderiv_qacc);
+    if (tan_.has_dM) v += MassForm(m, tan_, z, a, integrator_.qacc);
+  }
+  // the rows' term: RowRhs into a zero vector, read and zeroed again on the island's dofs
+  const bool moves = tan_.has_dJ || tan_.has_dvel || tan_.has_dpos || tan_.has_drows;
+  int island = -1;
+  if (kind == kPos || kind == kVel) island = p.islands.tree_island[p.dof_tree[index]];
+  if (!moves || ((kind == kPos || kind == kVel) && island < 0)) return v;
+  ProblemTangent dir;
+  if (!tan_.has_dJ_force && tan_.has_dJ) dir.J = tan_.dJ;
+  dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
+  dir.R = tan_.has_dpos || tan_.has_drows ? tan_.dR : nullptr;
+  dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
+  dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
+  double* rr = block_.rhs;
+  soft_.RowRhs(p, dir, rr, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr, island);
+  if (island < 0) {
+    v += mju_dot(mu, rr, nv_);
+    mju_zero(rr, nv_);
+    return v;
+  }
+  const Islands& is = p.islands;
+  const int* dofs = is.dofs + is.dofadr[island];
+  for (int k = 0; k < is.ndofs[island]; k++) {
+    v += mu[dofs[k]] * rr[dofs[k]];
+    rr[dofs[k]] = 0;
+  }
+  return v;
 }
 
 bool Derivative::SolverAdjointApplies() const {
@@ -636,6 +754,8 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   for (int i = 0; i < p.nrow; i++) tan_.dforce[i] = 0;  // (reverse: b_k has no force tangent)
   tan_.has_dposition_correction = false;
   defer_columns_ = !settings_.deriv.complementarity_aware;
+  // (AdjointDot reads the touched islands alone: a unit direction's row tangents on its island)
+  smooth_.set_island_rows(reverse && smooth_.analytic());
 
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
@@ -643,7 +763,6 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
     for (int index = 0; index < n; index++) {
       const int col = OutputColumn(kind, index);
       smooth_.UnitTangent(m, kind, index);
-      for (int i = 0; i < nv; i++) tan_.dqfrc_constraint[i] = 0;
       ProblemTangent dir;
       FormUnitTangent(m, &dir, kind, index);
       double v = 0;
@@ -655,18 +774,26 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
         if (DeferColumn(col)) continue;
         defer_columns_ = false;
         return false;
-      } else if (up && stage_.solver->PositionTangent(p, dir, tan_.dposition_correction)) {
-        v = mju_dot(xi, tan_.dposition_correction, nv);
+      } else {
+        // (J w)' df_k on the touched islands' rows, as ConstraintForceTangent adds J' df_k
+        const Islands& is = p.islands;
+        for (int k = 0; k < is.nisland; k++) {
+          if (!tan_.touched[k]) continue;
+          const int* rows = is.rows + is.rowadr[k];
+          for (int a = 0; a < is.nrows[k]; a++) v += y[rows[a]] * tan_.dforce[rows[a]];
+        }
+        if (up && stage_.solver->PositionTangent(p, dir, tan_.dposition_correction))
+          v += mju_dot(xi, tan_.dposition_correction, nv);
       }
-      ConstraintForceTangent(p, !reverse);
-      AccelerationRhs(m);  // b_k (+ J' df_k) in tan_.dqacc_int
-      v += mju_dot(w, tan_.dqacc_int, nv);
+      // w' b_k (AccelerationRhs with df = 0) on the direction's spans and rows
+      v += SmoothRhsDot(m, kind, index, w, integrator_.qacc, true, true);
       for (int i = 0; i < na; i++) v += h * alpha[i] * tan_.dact_dot[i];
       v += kind == kPos ? tq[index] : kind == kVel ? g[index] : kind == kAct ? alpha[index] : 0;
       (kind == kCtrl ? sink_.gu[index] : sink_.gx[col]) += v;
     }
   }
   defer_columns_ = false;
+  smooth_.set_island_rows(false);
   smooth_.RestoreActuation();
   return true;
 }
@@ -681,6 +808,8 @@ void Derivative::MarkUnitTouched(const Problem& p, int dof) {
   for (int k = 0; k < is.nisland; k++) tan_.touched[k] = 0;
   const int island = dof >= 0 ? is.tree_island[p.dof_tree[dof]] : -1;
   if (island >= 0) tan_.touched[island] = 1;
+  // (a solver's reverse mode with the analytic tangents: dv_free stays on the tree)
+  if (dof >= 0 && smooth_.island_rows()) return;
   ForNonzero(tan_.dv_free, p.nv, [&](int j) {
     const int k = is.tree_island[p.dof_tree[j]];
     if (k >= 0) tan_.touched[k] = 1;

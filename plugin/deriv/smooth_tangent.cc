@@ -184,7 +184,7 @@ void SmoothTangent::ClearTangent() {
 void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
   ClearTangent();
   row_island_ = -2;
-  if (stage_.batch && stage_.has_rows && (kind == kPos || kind == kVel)) {
+  if ((stage_.batch || island_rows_) && stage_.has_rows && (kind == kPos || kind == kVel)) {
     const Problem& p = *stage_.problem;
     row_island_ = p.islands.tree_island[p.dof_tree[index]];
   }

@@ -117,6 +117,11 @@ class SmoothTangent {
   void DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign, bool clear) const;
   // position tangents are analytic in this stage (DecideAnalytic)
   bool analytic() const { return analytic_; }
+  // a solver's reverse mode reads a unit direction's rows on the touched islands only: with the
+  // analytic tangents (every vector of a direction stays on its tree) that is its tree's island,
+  // and the row tangents skip the others as for the blocked path (false: every row)
+  void set_island_rows(bool on) { island_rows_ = on; }
+  bool island_rows() const { return island_rows_; }
 
   // ---- a direction (smooth_tangent.cc) ----
   // tangents of the smooth data and rows along a unit direction
@@ -280,6 +285,7 @@ class SmoothTangent {
   // the blocked "mujoco" path reads a position or velocity direction's rows on its tree's island
   // only (QueueColumn): the row tangents skip the others (-2: every row)
   int row_island_ = -2;
+  bool island_rows_ = false;  // (set_island_rows)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }
