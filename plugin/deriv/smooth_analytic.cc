@@ -560,6 +560,8 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
   const double* S = d->cdof + 6 * k;
   const double* com = d->subtree_com + 3 * m->body_rootid[b0];
   for (int b = 0; b < m->nbody; b++) pairs_.body_moved[b] = b >= b0 && b <= last;
+  double Q[2][9];  // the rotations exp(+-e [S]x) of the two sides (every geom's)
+  bool turned = false;
   for (int q = 0; q < pairs_.npair; q++) {
     ContactPair& pr = pairs_.pair[q];
     if (!pairs_.body_moved[pr.body1] && !pairs_.body_moved[pr.body2]) continue;
@@ -571,6 +573,11 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
       mju_copy(saved[g] + 3, d->geom_xmat + 9 * geom, 9);
     }
     for (int c = pr.first; c < pr.first + pr.count; c++) pairs_.found[c] = 0;
+    if (!turned) {
+      Rotation(S, kPoseStep, Q[0]);
+      Rotation(S, -kPoseStep, Q[1]);
+      turned = true;
+    }
     for (int side = 0; side < 2; side++) {
       const double e = side == 0 ? kPoseStep : -kPoseStep;
       for (int g = 0; g < 2; g++) {
@@ -580,14 +587,14 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
         double* mat = d->geom_xmat + 9 * geom;
 
         // x = c + Q (x - c) + e v, R = Q R with Q = exp(e [w]x)
-        double r[3], Q[9];
+        const double* Qs = Q[side];
+        double r[3];
         mju_sub3(r, saved[g], com);
-        Rotation(S, e, Q);
-        for (int i = 0; i < 3; i++) pos[i] = com[i] + Dot3(Q + 3 * i, r) + e * S[3 + i];
+        for (int i = 0; i < 3; i++) pos[i] = com[i] + Dot3(Qs + 3 * i, r) + e * S[3 + i];
         for (int i = 0; i < 3; i++) {
           for (int c = 0; c < 3; c++) {
             mat[3 * i + c] = 0;
-            for (int a = 0; a < 3; a++) mat[3 * i + c] += Q[3 * i + a] * saved[g][3 + 3 * a + c];
+            for (int a = 0; a < 3; a++) mat[3 * i + c] += Qs[3 * i + a] * saved[g][3 + 3 * a + c];
           }
         }
       }
