@@ -95,6 +95,9 @@ void SmoothTangent::Setup(const mjModel* m, const DerivSizes& n, mjData* stage_d
   shadow_ = shadow;
   pairs_.Fill(m, n);
   rne_.Fill(m);
+  unit_kind_ = -1;  // (the tangent's arrays: this model's sizes, nothing known of them)
+  dM_listed_ = false;
+  rows_dirty_ = -2;
 
   // the sensor tangent re-collides only for sensors that read contacts or constraint forces:
   // of the acceleration stage's, these read only qacc, velocities and actuator forces
@@ -182,6 +185,7 @@ void SmoothTangent::ClearTangent() {
   tan_.dM_one_tree = false;
   unit_kind_ = -1;     // (a parameter direction follows: it may write any of them)
   dM_listed_ = false;  // (and dM)
+  rows_dirty_ = -2;    // (and every row)
 }
 
 void SmoothTangent::ClearUnit() {
