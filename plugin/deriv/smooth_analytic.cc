@@ -355,7 +355,18 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
   const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
   const double* inert = d->crb + 10 * b0;
   double* sc = rne_.chain_motion;
-  mju_zero(dM, nM_);
+  // dM zero but on the last direction's rows (dM_listed_): those rows zeroed
+  if (dM_listed_ && dM == tan_.dM) {
+    for (int r = 0; r < tan_.dM_nrows; r++) {
+      const int i = tan_.dM_rows[r];
+      int adr = m->dof_Madr[i];
+      dM[adr++] = 0;
+      for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j]) dM[adr++] = 0;
+    }
+  } else {
+    mju_zero(dM, nM_);
+  }
+  dM_listed_ = dM == tan_.dM;
   // the rows that can be nonzero, ascending: the chain above s (ancestors precede), then [s, end)
   int n = 0;
   for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) n++;
@@ -516,12 +527,17 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
   RecollideRigid(m, k);
   AnalyticContactRows(m, k);
 
+  PlainRowGaps(k);
+  tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
+  RowTangents();
+}
+
+void SmoothTangent::PlainRowGaps(int k) {
   // rows before the contacts: constant Jacobians (the scope; dJ zero from PrepareAnalytic), gaps
   // J dq
   const Problem& p = *stage_.problem;
   const SparseRows& J = p.J;
-  const int nplain = p.ne + p.nf + p.nl;
-  for (int i = 0; i < nplain; i++) {
+  ForRows(0, p.ne + p.nf + p.nl, [&](int i) {
     double g = 0;
     if (p.kind[i] != kRowFriction) {
       for (int q = 0; q < J.rownnz[i]; q++) {
@@ -530,9 +546,8 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
     }
     tan_.dpos[i] = g;
     tan_.dvel[i] = tan_.dJ_qvel_next[i] = 0;
-  }
-  tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
-  RowTangents();
+    return 1;
+  });
 }
 
 void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
@@ -545,6 +560,8 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
   const double* S = d->cdof + 6 * k;
   const double* com = d->subtree_com + 3 * m->body_rootid[b0];
   for (int b = 0; b < m->nbody; b++) pairs_.body_moved[b] = b >= b0 && b <= last;
+  double Q[2][9];  // the rotations exp(+-e [S]x) of the two sides (every geom's)
+  bool turned = false;
   for (int q = 0; q < pairs_.npair; q++) {
     ContactPair& pr = pairs_.pair[q];
     if (!pairs_.body_moved[pr.body1] && !pairs_.body_moved[pr.body2]) continue;
@@ -556,6 +573,11 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
       mju_copy(saved[g] + 3, d->geom_xmat + 9 * geom, 9);
     }
     for (int c = pr.first; c < pr.first + pr.count; c++) pairs_.found[c] = 0;
+    if (!turned) {
+      Rotation(S, kPoseStep, Q[0]);
+      Rotation(S, -kPoseStep, Q[1]);
+      turned = true;
+    }
     for (int side = 0; side < 2; side++) {
       const double e = side == 0 ? kPoseStep : -kPoseStep;
       for (int g = 0; g < 2; g++) {
@@ -565,14 +587,14 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
         double* mat = d->geom_xmat + 9 * geom;
 
         // x = c + Q (x - c) + e v, R = Q R with Q = exp(e [w]x)
-        double r[3], Q[9];
+        const double* Qs = Q[side];
+        double r[3];
         mju_sub3(r, saved[g], com);
-        Rotation(S, e, Q);
-        for (int i = 0; i < 3; i++) pos[i] = com[i] + Dot3(Q + 3 * i, r) + e * S[3 + i];
+        for (int i = 0; i < 3; i++) pos[i] = com[i] + Dot3(Qs + 3 * i, r) + e * S[3 + i];
         for (int i = 0; i < 3; i++) {
           for (int c = 0; c < 3; c++) {
             mat[3 * i + c] = 0;
-            for (int a = 0; a < 3; a++) mat[3 * i + c] += Q[3 * i + a] * saved[g][3 + 3 * a + c];
+            for (int a = 0; a < 3; a++) mat[3 * i + c] += Qs[3 * i + a] * saved[g][3 + 3 * a + c];
           }
         }
       }
@@ -652,10 +674,12 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   mju_zero(dJf, nv);
   const double* u = rne_.cvel_before_dof + 6 * carry;  // velocity and v+ before the carried dofs
   const double* un = rne_.cvel_next_before_dof + 6 * carry;
-  for (int c = 0; c < p.ncon; c++) {
+  // (the contacts of the direction's island, UnitTangent; the others hold zeros)
+  ForRows(p.ne + p.nf + p.nl, p.nrow, [&](int row) {
+    const int c = rows_.row_contact[row];
+    if (c < 0) return 1;
     const Contact& con = p.con[c];
-    const int row = con.row, dim = con.dim;
-    if (SkipRow(row)) continue;  // (the blocked path: another island's contact, not read)
+    const int dim = con.dim;
     for (int r = 0; r < dim; r++)
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
@@ -664,7 +688,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         for (int r = 0; r < dim; r++) mju_zero(tan_.dJ + J.rowadr[row + r], J.rownnz[row + r]);
         rows_.contact_dJ_written[c] = 0;
       }
-      continue;
+      return dim;
     }
     rows_.contact_dJ_written[c] = 1;
     const mjContact& g0 = pairs_.nominal[con.mj_index];
@@ -733,7 +757,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         const int sign = rows_.nonzero_side[adr0 + q];
         dJf[j] += sign * Dot6(wrench[sign > 0][j >= carry && j < carry_end], d->cdof + 6 * j);
       }
-      continue;
+      return dim;
     }
 
     // the row's columns: each on one side's chain (dofs on both cancel)
@@ -757,7 +781,8 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
       tan_.dvel[row + r] = dvel[r];
       tan_.dJ_qvel_next[row + r] = djv[r];
     }
-  }
+    return dim;
+  });
 }
 
 void SmoothTangent::JointActuatorDifference(const mjModel* m, int k, mjtNum* field) {

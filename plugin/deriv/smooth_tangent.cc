@@ -95,6 +95,9 @@ void SmoothTangent::Setup(const mjModel* m, const DerivSizes& n, mjData* stage_d
   shadow_ = shadow;
   pairs_.Fill(m, n);
   rne_.Fill(m);
+  unit_kind_ = -1;  // (the tangent's arrays: this model's sizes, nothing known of them)
+  dM_listed_ = false;
+  rows_dirty_ = -2;
 
   // the sensor tangent re-collides only for sensors that read contacts or constraint forces:
   // of the acceleration stage's, these read only qacc, velocities and actuator forces
@@ -118,6 +121,7 @@ void SmoothTangent::PrepareRows(const mjModel* m) {
   plain_varying_ = false;
   for (int i = 0; i < p.ne + p.nf + p.nl; i++) plain_varying_ |= PlainRowVaries(m, i);
   PrepareRowSlopes();
+  rows_dirty_ = -2;  // (the tangent arrays hold another problem's rows)
 }
 
 void SmoothTangent::PreparePairs(const mjModel* m) {
@@ -179,14 +183,47 @@ void SmoothTangent::ClearTangent() {
   tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
   tan_.has_dM_problem = tan_.has_drows = false;
   tan_.dM_one_tree = false;
+  unit_kind_ = -1;     // (a parameter direction follows: it may write any of them)
+  dM_listed_ = false;  // (and dM)
+  rows_dirty_ = -2;    // (and every row)
+}
+
+void SmoothTangent::ClearUnit() {
+  // the last unit direction's entry (UnitTangent wrote no other), dqderiv_qacc if it may have
+  if (unit_kind_ < 0) {
+    ClearTangent();
+    return;
+  }
+  double* unit[4] = {tan_.du, tan_.dact, tan_.dv, tan_.dq};  // (kCtrl .. kPos)
+  unit[unit_kind_][unit_index_] = 0;
+  if (unit_dqderiv_) mju_zero(tan_.dqderiv_qacc, nv_);
+  tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
+  tan_.has_dM_problem = tan_.has_drows = false;
+  tan_.dM_one_tree = false;
 }
 
 void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
-  ClearTangent();
+  ClearUnit();
+  unit_kind_ = kind;
+  unit_index_ = index;
+  // (written by the implicit integrator's terms and Euler's damped RNE pass)
+  unit_dqderiv_ = integrator_.implicit || integrator_.damped;
+  // a position or velocity direction moves its tree's island's rows only (tree_island): their
+  // tangents are formed there and the others kept zero (the analytic position tangents and the
+  // velocity columns of J; the position passes write every row). The blocked path reads that
+  // island only (QueueColumn)
   row_island_ = -2;
-  if ((stage_.batch || island_rows_) && stage_.has_rows && (kind == kPos || kind == kVel)) {
+  if (stage_.has_rows && (kind == kPos || kind == kVel)) {
     const Problem& p = *stage_.problem;
-    row_island_ = p.islands.tree_island[p.dof_tree[index]];
+    const int island = p.islands.tree_island[p.dof_tree[index]];
+    if ((kind == kVel || analytic_) && (island_rows_ || stage_.batch)) {
+      // (a tree without rows: none; the blocked path's, as before, the rows without dofs)
+      row_island_ = island >= 0 ? island : stage_.batch ? -1 : -3;
+      ZeroRowsBut(row_island_);
+    } else {
+      row_island_ = stage_.batch ? island : -2;
+      rows_dirty_ = -2;
+    }
   }
 
   switch (kind) {
@@ -207,6 +244,32 @@ void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
       }
   }
   FreeVelocityTangent(m);
+}
+
+void SmoothTangent::ZeroRowsBut(int island) {
+  // zero the rows of rows_dirty_ (-1: the rows without dofs, -2: any: every row) but island's
+  const Problem& p = *stage_.problem;
+  const Islands& is = p.islands;
+  const SparseRows& J = p.J;
+  auto zero = [&](int i) {
+    tan_.dpos[i] = tan_.dvel[i] = tan_.dJ_qvel_next[i] = 0;
+    tan_.dimp[i] = tan_.dR[i] = tan_.daref[i] = 0;
+    mju_zero(tan_.dJ + J.rowadr[i], J.rownnz[i]);
+    const int c = rows_.row_contact[i];
+    if (c >= 0) {
+      mju_zero(tan_.dframe + 6 * c, 6);
+      rows_.contact_dJ_written[c] = 0;
+    }
+  };
+  if (rows_dirty_ >= 0 && rows_dirty_ != island) {
+    const int* rows = is.rows + is.rowadr[rows_dirty_];
+    for (int a = 0; a < is.nrows[rows_dirty_]; a++) zero(rows[a]);
+  } else if (rows_dirty_ == -2 || (rows_dirty_ == -1 && island != -1)) {
+    for (int i = 0; i < p.nrow; i++) {
+      if (island < 0 || is.row_island[i] != island) zero(i);
+    }
+  }
+  rows_dirty_ = island;
 }
 
 void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
@@ -401,10 +464,13 @@ void SmoothTangent::VelocityTangent(const mjModel* m, int index) {
     for (int i = 0; i < n; i++) tan_.dqderiv_qacc[b + i] = m->opt.timestep * blk2[i];
   }
 
-  // rows: dvel = J e_index, the column of J
+  // rows: dvel = J e_index, the column of J (on the rows of its island, UnitTangent)
   if (stage_.has_rows) {
     tan_.has_dvel = true;
-    mju_zero(tan_.dvel, stage_.problem->nrow);
+    ForRows(0, stage_.problem->nrow, [&](int i) {
+      tan_.dvel[i] = 0;
+      return 1;
+    });
     for (int q = rows_.col_adr[index]; q < rows_.col_adr[index + 1]; q++)
       tan_.dvel[rows_.col_row[q]] = rows_.col_val[q];
     RowTangents();
@@ -429,6 +495,7 @@ void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const doubl
   mj_transmission(m, d);
   CopyLegacyM(m, d, tan_.dM);
   for (int i = 0; i < nM_; i++) tan_.dM[i] = (tan_.dM[i] - nominal_.mass[i]) / eps;
+  dM_listed_ = false;
   tan_.has_dM = true;
   tan_.dM_begin = 0;
   tan_.dM_end = nv;
@@ -755,9 +822,12 @@ void SmoothTangent::PrepareRowSlopes() {
   for (int j = nv_; j > 0; j--) rows_.col_adr[j] = rows_.col_adr[j - 1];
   rows_.col_adr[0] = 0;
 
-  // per contact: d imp / d dist, the position term of aref and its slope (1, or the softplus')
+  // per contact: d imp / d dist, the position term of aref and its slope (1, or the softplus');
+  // its first row's contact
+  for (int i = 0; i < p.nrow; i++) rows_.row_contact[i] = -1;
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
+    rows_.row_contact[con.row] = c;
     if (cfd_ && rows_.cfd_distance[c] >= 0) {
       CfdImpedance(con.solimp, rows_.cfd_distance[c], &rows_.imp_slope[c]);
       rows_.position[c] = CfdSoftplus(rows_.cfd_distance[c], &rows_.position_slope[c]);
@@ -791,23 +861,20 @@ void SmoothTangent::RowTangents() {
 
   // velocities only (no position tangent): aref = -B vel
   if (!tan_.has_dpos) {
-    for (int i = 0; i < p.nrow; i++) {
-      if (SkipRow(i)) continue;
+    ForRows(0, p.nrow, [&](int i) {
       tan_.dimp[i] = tan_.dR[i] = 0;
       tan_.daref[i] = tan_.has_dvel ? -p.KB[2 * i + 1] * tan_.dvel[i] : 0;
-    }
+      return 1;
+    });
     return;
   }
   const mjData* d = stage_data_;
 
   // impedance and regularizer of the plain rows: imp' (MuJoCo's KBIP[3]) times the change of
   // the impedance's argument: the row's own distance, or the norm of a connect / weld residual
-  for (int i = 0; i < nplain;) {
+  // (a connect or weld's rows share an island)
+  ForRows(0, nplain, [&](int i) {
     int n = 1;
-    if (SkipRow(i)) {
-      i++;  // (a connect or weld's rows share an island)
-      continue;
-    }
     double darg = tan_.dpos[i];
     if (p.kind[i] == kRowEquality &&
         (pairs_.eq_type[p.mj_id[i]] == mjEQ_CONNECT || pairs_.eq_type[p.mj_id[i]] == mjEQ_WELD)) {
@@ -825,14 +892,15 @@ void SmoothTangent::RowTangents() {
       tan_.dimp[k] = d->efc_KBIP[4 * k + 3] * darg;
       tan_.dR[k] = rows_.dR_dimp[k] * tan_.dimp[k];
     }
-    i += n;
-  }
+    return n;
+  });
 
   // contacts: one impedance for all rows, d(dist) on the normal; contacts from distance with the
   // continued impedance and the softplus position term
-  for (int c = 0; c < p.ncon; c++) {
+  ForRows(nplain, p.nrow, [&](int row) {
+    const int c = rows_.row_contact[row];
+    if (c < 0) return 1;
     const Contact& con = p.con[c];
-    if (SkipRow(con.row)) continue;
     const double dposition = rows_.position_slope[c] * tan_.dpos[con.row];
     const double dimp = rows_.imp_slope[c] * tan_.dpos[con.row];
     for (int r = 0; r < con.dim; r++) {
@@ -843,16 +911,17 @@ void SmoothTangent::RowTangents() {
       if (r == 0) da -= p.KB[2 * i] * (dimp * rows_.position[c] + p.imp[i] * dposition);
       tan_.daref[i] = da;
     }
-  }
+    return con.dim;
+  });
 
   // reference acceleration of the plain rows: aref = -B vel - K imp (pos - margin)
-  for (int i = 0; i < nplain; i++) {
-    if (SkipRow(i)) continue;
+  ForRows(0, nplain, [&](int i) {
     const double K = p.KB[2 * i], B = p.KB[2 * i + 1];
     double da = tan_.has_dvel ? -B * tan_.dvel[i] : 0;
     da -= K * (tan_.dimp[i] * (p.pos[i] - p.margin[i]) + p.imp[i] * tan_.dpos[i]);
     tan_.daref[i] = da;
-  }
+    return 1;
+  });
 }
 
 }  // namespace contactkit

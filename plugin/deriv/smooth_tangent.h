@@ -14,6 +14,7 @@
 
 #include <mujoco/mujoco.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -118,16 +119,21 @@ class SmoothTangent {
   // position tangents are analytic in this stage (DecideAnalytic)
   bool analytic() const { return analytic_; }
   // a solver's reverse mode reads a unit direction's rows on the touched islands only: with the
-  // analytic tangents (every vector of a direction stays on its tree) that is its tree's island,
-  // and the row tangents skip the others as for the blocked path (false: every row)
-  void set_island_rows(bool on) { island_rows_ = on; }
-  bool island_rows() const { return island_rows_; }
+  // analytic tangents (every vector of a direction stays on its tree) that is its tree's island
+  // (Derivative::MarkUnitTouched marks it without a scan while this is on)
+  void set_island_rows(bool on) { adjoint_rows_ = on; }
+  bool island_rows() const { return adjoint_rows_; }
+  // test hook: a position or velocity direction's row tangents on its tree's island's rows, the
+  // others kept zero (true), or on every row (false; the blocked path: its island either way)
+  static inline bool island_rows_ = true;
 
   // ---- a direction (smooth_tangent.cc) ----
   // tangents of the smooth data and rows along a unit direction
   void UnitTangent(const mjModel* m, int kind, int index);
   // the direction's tangent to zero, no perturbed matrix or row data
   void ClearTangent();
+  // the same after a unit direction: its one entry (and dqderiv_qacc if written) zeroed
+  void ClearUnit();
   // dv_free of the direction from dqfrc_smooth and dM (or dM_problem), for a problem with rows
   void FreeVelocityTangent(const mjModel* m);
   // ---- a parameter direction (smooth_param.cc) ----
@@ -282,13 +288,27 @@ class SmoothTangent {
   int mode_changes_ = 0;        // pairs whose contacts changed (count, or a jump) within a nudge
   bool acc_sensors_ = false;    // the model has sensors of the acceleration stage
   bool acc_rows_ = false;       // and some of them read contacts or constraint forces
-  // the blocked "mujoco" path reads a position or velocity direction's rows on its tree's island
-  // only (QueueColumn): the row tangents skip the others (-2: every row)
+  // a position or velocity direction moves the rows of its tree's island only: the row tangents
+  // are formed there (-2: every row; -3: none, a tree without rows; -1: the blocked path's tree
+  // without rows, the rows without dofs). The other rows hold zeros (ZeroRowsBut)
   int row_island_ = -2;
-  bool island_rows_ = false;  // (set_island_rows)
+  // the island whose rows' tangents may be nonzero (-2: any row, -3: none)
+  int rows_dirty_ = -2;
+  // the last unit direction (ClearUnit; -1: another direction, every entry may be nonzero)
+  int unit_kind_ = -1, unit_index_ = 0;
+  bool unit_dqderiv_ = true;  // it may have written dqderiv_qacc
+  bool dM_listed_ = false;    // tan_.dM is zero but on the rows of tan_.dM_rows (MassTangent)
+  bool adjoint_rows_ = false;  // (set_island_rows: a solver's reverse mode)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }
+  // the rows of [begin, end) the direction's row tangents are formed on, ascending (row_island_)
+  template <typename Fn>
+  void ForRows(int begin, int end, Fn&& fn) const;
+  // every row's tangents but island's zero (rows_dirty_'s rows zeroed), then rows_dirty_ = island
+  void ZeroRowsBut(int island);
+  // the plain rows' gaps along position dof k, their velocity terms zero
+  void PlainRowGaps(int k);
 
   // contacts from distance
   mjModel* cfd_model_ = nullptr;  // margins + w_c (null: off)
@@ -296,6 +316,24 @@ class SmoothTangent {
   double cfd_solimp_[5] = {};     // (d_c, d_0, width, midpoint, power)
   bool cfd_ = false;              // the current stage solves the contacts-from-distance problem
 };
+
+template <typename Fn>
+void SmoothTangent::ForRows(int begin, int end, Fn&& fn) const {
+  // fn(i) forms row i's tangents and returns the rows it formed (a connect or weld's, a contact's:
+  // consecutive rows of one island)
+  if (row_island_ >= 0) {
+    const Islands& is = stage_.problem->islands;
+    const int* rows = is.rows + is.rowadr[row_island_];
+    const int n = is.nrows[row_island_];
+    for (int a = static_cast<int>(std::lower_bound(rows, rows + n, begin) - rows);
+         a < n && rows[a] < end;) {
+      const int next = rows[a] + fn(rows[a]);
+      while (a < n && rows[a] < next) a++;
+    }
+    return;
+  }
+  for (int i = begin; i < end && row_island_ != -3;) i += SkipRow(i) ? 1 : fn(i);
+}
 
 }  // namespace contactkit
 

@@ -99,6 +99,7 @@ void RowWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   contact_rows = c.Take<double>(6 * static_cast<size_t>(n.nv));
   nonzero_side = c.Take<signed char>(n.nnz);
   contact_dJ_written = c.Take<char>(n.ncon);
+  row_contact = c.Take<int>(n.rows);
   dof_marked = c.Take<char>(n.nv);
   moment = c.Take<double>(n.nv);
 }

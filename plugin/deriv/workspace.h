@@ -118,6 +118,7 @@ struct RowWork {
   double* contact_rows;       // a contact's rows, dense               (6 nv)
   signed char* nonzero_side;  // side of each contact row nonzero: -1 body 1, 1 body 2 (nnz)
   char* contact_dJ_written;   // dJ of the contact holds the direction's values     (ncon)
+  int* row_contact;           // contact whose first row it is, -1: none            (rows)
   char* dof_marked;           // scratch                                            (nv)
   double* moment;             // a dense actuator moment row                        (nv)
   void Carve(ArenaCarver& c, const DerivSizes& n);

@@ -3,11 +3,13 @@
 // The single-stage columns are written and emitted on the span of their nonzero dofs
 // (Derivative::column_spans_): on a scene of several trees and islands every solver's Jacobians
 // are those of the whole columns bit for bit, under Euler, implicit and lcp's split impulse.
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "plugin/deriv/derivative.h"
+#include "plugin/deriv/smooth_tangent.h"
 #include "plugin/step/handle.h"
 #include "tests/plugin/deriv/deriv_util.h"
 
@@ -47,6 +49,7 @@ class ColumnSpanTest : public MujocoTest {
  protected:
   void TearDown() override {
     Derivative::column_spans_ = true;
+    SmoothTangent::island_rows_ = true;
     MujocoTest::TearDown();
   }
 };
@@ -105,6 +108,76 @@ TEST_F(ColumnSpanTest, SpanColumnsAreTheWholeColumns) {
         for (int i = 0; i < ndx; i++) nonzero += span.B[i * m->nu + j] != 0;
         EXPECT_GT(nonzero, 1) << what << " control " << j;
       }
+    }
+  }
+}
+
+TEST_F(ColumnSpanTest, RowTangentsOnTheirIslandAreTheWholeRows) {
+  // a position or velocity direction's row tangents formed on its tree's island's rows only, the
+  // others kept zero from direction to direction (SmoothTangent::island_rows_): every solver's A
+  // and B and the VJP are those of the tangents on every row, bit for bit, under Euler (the
+  // analytic position tangents) and implicit (the position passes), after an RK4 Jacobian
+  ModelPtr m = LoadString(kTrees);
+  ASSERT_TRUE(m);
+  const int ndx = 2 * m->nv + m->na;
+  for (int solver = 0; solver < ckNSOLVER; solver++) {
+    if (!ck_solverAvailable(solver)) continue;
+    for (int variant = 0; variant < 2; variant++) {
+      m->opt.integrator = variant == 1 ? mjINT_IMPLICIT : mjINT_EULER;
+      ckSettings s = Settings(solver);
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      for (int t = 0; t < 40; t++) ck_step(ck.get(), m.get(), d.get());
+      d->qvel[0] = 0.3;  // the first box slides
+      d->qvel[6] = 0.2;  // the arm turns on the second box
+      for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0.3;
+      ASSERT_GE(d->ncon, 5);
+      const std::string what =
+          std::string(ck_solverName(solver)) + " variant " + std::to_string(variant);
+
+      Jacobians island(m.get()), every(m.get());
+      std::vector<double> dx(ndx), gx[2], gu[2];
+      for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
+      int r[2];
+      for (int pass = 0; pass < 2; pass++) {
+        SmoothTangent::island_rows_ = pass == 0;
+        Jacobians& jac = pass == 0 ? island : every;
+        const int integrator = m->opt.integrator;
+        m->opt.integrator = mjINT_RK4;
+        ASSERT_LE(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
+                                      nullptr, nullptr))
+            << what;
+        m->opt.integrator = integrator;
+        r[pass] = ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                                   nullptr);
+        gx[pass].resize(ndx);
+        gu[pass].resize(m->nu);
+        ASSERT_EQ(0, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr,
+                                      gx[pass].data(), gu[pass].data()))
+            << what << ": " << ck_lastError(ck.get());
+      }
+      ASSERT_EQ(0, r[0]) << what << ": " << ck_lastError(ck.get());
+      ASSERT_EQ(0, r[1]) << what;
+      EXPECT_EQ(0, std::memcmp(island.A.data(), every.A.data(), sizeof(double) * island.A.size()))
+          << what << "\n"
+          << WorstEntries(m.get(), island.A, every.A, ndx);
+      EXPECT_EQ(0, std::memcmp(island.B.data(), every.B.data(), sizeof(double) * island.B.size()))
+          << what << "\n"
+          << WorstEntries(m.get(), island.B, every.B, m->nu);
+      EXPECT_EQ(0, std::memcmp(gx[0].data(), gx[1].data(), sizeof(double) * ndx)) << what;
+      EXPECT_EQ(0, std::memcmp(gu[0].data(), gu[1].data(), sizeof(double) * m->nu)) << what;
+
+      // not trivially: the arm's and the boxes' position columns move the next velocities of
+      // their island's other tree (through the rows) and not those of another island
+      const int arm = 6, box2 = 10;  // the hinge's dof, the second box's first dof
+      int coupled = 0;
+      for (int j = arm; j < box2; j++) {
+        for (int i = m->nv + box2; i < m->nv + box2 + 6; i++) coupled += island.A[i * ndx + j] != 0;
+        for (int i = m->nv; i < m->nv + 6; i++) {
+          EXPECT_EQ(0, island.A[i * ndx + j]) << what << ": the first box's row " << i;
+        }
+      }
+      EXPECT_GT(coupled, 0) << what;
     }
   }
 }
