@@ -296,8 +296,8 @@ class SmoothTangent {
   int rows_dirty_ = -2;
   // the last unit direction (ClearUnit; -1: another direction, every entry may be nonzero)
   int unit_kind_ = -1, unit_index_ = 0;
-  bool unit_dqderiv_ = true;  // it may have written dqderiv_qacc
-  bool dM_listed_ = false;    // tan_.dM is zero but on the rows of tan_.dM_rows (MassTangent)
+  bool unit_dqderiv_ = true;   // it may have written dqderiv_qacc
+  bool dM_listed_ = false;     // tan_.dM is zero but on the rows of tan_.dM_rows (MassTangent)
   bool adjoint_rows_ = false;  // (set_island_rows: a solver's reverse mode)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
