@@ -148,8 +148,7 @@ class Derivative : private FdTarget {
   // tan_.dqacc_int, tan_.dact_dot and the unit direction are set
   template <typename Fn>
   bool Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn);
-  // "mujoco": queue the current direction's right-hand side in a block (slot < 0: only build it,
-  // in scratch_.a, with P in mass_term's first column); solve a block
+  // "mujoco": queue the current direction's right-hand side in a block's slot; solve a block
   void QueueColumn(const mjModel* m, int slot, int kind, int index, int col);
   // the dofs [lo, hi) (whole trees) outside which a queued column's dv+ and dacc are zero: the
   // islands (or lone trees) of the trees of its right-hand side r and of P, its unit dv's tree

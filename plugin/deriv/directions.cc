@@ -181,7 +181,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
     mju_copy(r + b, trees_.mass + trees_.blockadr[t] + (index - b) * n, n);
   }
   for (int i = 0; i < nv; i++) r[i] += h * tan_.dqfrc_smooth[i];
-  double* pc = block_.mass_term + static_cast<size_t>(std::max(slot, 0)) * nv;
+  double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
   mju_copy(pc, tan_.dqderiv_qacc, nv);
   if (tan_.has_dM) {
     // with a = qacc of the solver: r -= h dM a, and P = dM (a - aint) + h dqDeriv aint (a and
@@ -229,7 +229,6 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   const bool rows = kind == kPos || kind == kVel ? island >= 0 : true;
   if (rows && (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos || tan_.has_drows))
     soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr, island);
-  if (slot < 0) return;  // reverse mode: r and P only
   // the column's reach: its solve H^-1 r stays on the islands (or lone trees) of r's trees, M_E^-1
   // P on P's trees; its right-hand side is written there only (rhs is zero elsewhere, FlushColumns)
   int lo = 0, hi = nv;
