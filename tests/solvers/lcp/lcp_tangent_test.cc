@@ -121,6 +121,25 @@ class LcpTangentTest : public MujocoTest {
     }
   }
 
+  // the scenes of the stored and blocked tangent tests: "box" (on four corners), "sliding",
+  // "table" (four feet of different friction, elliptic cones, its centre of mass at the feet's
+  // contact height so that friction neither tilts it nor presses a foot) and "humanoid"
+  ModelPtr Scene(const std::string& name) {
+    if (name == "table")
+      return LoadString(R"(<mujoco><option cone="elliptic"/>
+      <worldbody><geom type="plane" size="2 2 .1" friction=".1"/>
+        <body pos="0 0 .03"><freejoint/>
+          <inertial pos="0 0 -.02" mass="1" diaginertia=".01 .01 .02"/>
+          <geom type="sphere" size=".02" pos=".1 .1 0" friction=".3"/>
+          <geom type="sphere" size=".02" pos="-.1 .1 0" friction=".5"/>
+          <geom type="sphere" size=".02" pos="-.1 -.1 0" friction=".7"/>
+          <geom type="sphere" size=".02" pos=".1 -.1 0" friction=".9"/></body>
+      </worldbody></mujoco>)");
+    return Load(name == "humanoid"  ? MujocoModel("humanoid/humanoid.xml")
+                : name == "sliding" ? BundledModel("box_sliding.xml")
+                                    : BundledModel("box_on_plane.xml"));
+  }
+
   // free velocity, gaps and mass, one kind at a time
   void CheckEachKind(const mjModel* m, mjData* d, double tol) {
     for (int k = 0; k < 3; k++) {
@@ -262,20 +281,7 @@ TEST_F(LcpTangentTest, StoredNullVelocityEqualsTheSolvePerDirection) {
   for (const char* scene : {"box", "sliding", "table", "humanoid"}) {
     const std::string name = scene;
     SCOPED_TRACE(name);
-    // (table: four feet of different friction, elliptic cones, its centre of mass at the feet's
-    // contact height so that friction neither tilts it nor presses a foot)
-    ModelPtr m = name == "table" ? LoadString(R"(<mujoco><option cone="elliptic"/>
-      <worldbody><geom type="plane" size="2 2 .1" friction=".1"/>
-        <body pos="0 0 .03"><freejoint/>
-          <inertial pos="0 0 -.02" mass="1" diaginertia=".01 .01 .02"/>
-          <geom type="sphere" size=".02" pos=".1 .1 0" friction=".3"/>
-          <geom type="sphere" size=".02" pos="-.1 .1 0" friction=".5"/>
-          <geom type="sphere" size=".02" pos="-.1 -.1 0" friction=".7"/>
-          <geom type="sphere" size=".02" pos=".1 -.1 0" friction=".9"/></body>
-      </worldbody></mujoco>)")
-                                 : Load(name == "humanoid"  ? MujocoModel("humanoid/humanoid.xml")
-                                        : name == "sliding" ? BundledModel("box_sliding.xml")
-                                                            : BundledModel("box_on_plane.xml"));
+    ModelPtr m = Scene(name);
     ASSERT_TRUE(m);
     DataPtr d(mj_makeData(m.get()));
     ckSettings s = name == "humanoid" ? LcpSettings() : TangentSettings();
@@ -351,17 +357,7 @@ TEST_F(LcpTangentTest, BlockedTangentsAreForceTangents) {
   for (const char* scene : {"box", "table", "humanoid"}) {
     const std::string name = scene;
     SCOPED_TRACE(name);
-    ModelPtr m = name == "table" ? LoadString(R"(<mujoco><option cone="elliptic"/>
-      <worldbody><geom type="plane" size="2 2 .1" friction=".1"/>
-        <body pos="0 0 .03"><freejoint/>
-          <inertial pos="0 0 -.02" mass="1" diaginertia=".01 .01 .02"/>
-          <geom type="sphere" size=".02" pos=".1 .1 0" friction=".3"/>
-          <geom type="sphere" size=".02" pos="-.1 .1 0" friction=".5"/>
-          <geom type="sphere" size=".02" pos="-.1 -.1 0" friction=".7"/>
-          <geom type="sphere" size=".02" pos=".1 -.1 0" friction=".9"/></body>
-      </worldbody></mujoco>)")
-                                 : Load(name == "humanoid" ? MujocoModel("humanoid/humanoid.xml")
-                                                           : BundledModel("box_on_plane.xml"));
+    ModelPtr m = Scene(name);
     ASSERT_TRUE(m);
     DataPtr d(mj_makeData(m.get()));
     for (int t = 0; t < (name == "humanoid" ? 200 : 300); t++) mj_step(m.get(), d.get());
