@@ -4,9 +4,9 @@
 // (eps 1e-6) to each solver's ck_transitionJac, and the cost of ck_transitionVJP (one adjoint)
 // relative to that Jacobian, all in process CPU time in one process. The state: the model's
 // keyframe (held controls) or default pose, stepped --steps times with mj_step; then each
-// solver's handle takes one ck_step from a copy (its own warm start and state), and its Jacobian
-// is timed at the state that step reached. Rounds interleave the solvers and one
-// mjd_transitionFD; each figure is the best of the rounds.
+// solver's handle takes --settle ck_steps (default one) from a copy (its own warm start and
+// state), and its Jacobian is timed at the state those steps reached. Rounds interleave the solvers
+// and one mjd_transitionFD; each figure is the best of the rounds.
 //   ck-jac-ratio humanoid --steps 200 --rounds 10
 //   ck-jac-ratio unitree_a1/scene --seconds 0.2
 #include <mujoco/mujoco.h>
@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--steps", steps, "mj_step steps before the Jacobian's state");
   app.add_option("--seconds", seconds, "simulated time before it instead (> 0)");
+  int settle = 1;
+  app.add_option("--settle", settle,
+                 "ck_step steps each solver's handle then takes on its own (held controls)")
+      ->check(CLI::Range(1, 1000000));
   app.add_option("--rounds", rounds, "timed rounds (best of)");
   app.add_option("--solvers", solvers_arg, "comma-separated solvers");
   app.add_flag("--jac-only", jac_only,
@@ -97,7 +101,10 @@ int main(int argc, char** argv) {
     }
     e.d = mj_makeData(m);
     mj_copyData(e.d, m, d);
-    ck_step(e.ck, m, e.d);  // its own warm start, at its own state
+    for (int i = 0; i < settle; i++) {  // its own warm start, at its own state
+      std::copy(held.begin(), held.end(), e.d->ctrl);
+      ck_step(e.ck, m, e.d);
+    }
     entries.push_back(e);
   }
 
