@@ -36,6 +36,43 @@ struct Entry {
   double jac = 1e300, vjp = 1e300;
 };
 
+// a handle per available solver of the comma-separated list, each with its own copy of d stepped
+// settle times by ck_step under the held controls (its own warm start, at its own state); false
+// (the error printed) if a handle cannot be made
+bool MakeEntries(const mjModel* m, const mjData* d, const std::string& solvers_arg,
+                 const std::vector<double>& held, int settle, std::vector<Entry>* entries) {
+  size_t start = 0;
+  while (start <= solvers_arg.size()) {
+    size_t end = solvers_arg.find(',', start);
+    if (end == std::string::npos) end = solvers_arg.size();
+    const std::string name = solvers_arg.substr(start, end - start);
+    start = end + 1;
+    const int id = ck_solverId(name.c_str());
+    if (id < 0 || !ck_solverAvailable(id)) continue;
+    ckSettings s;
+    ck_defaultSettings(&s);
+    s.solver = id;
+    s.deriv.enabled = 1;
+    s.ipm.kappa_grad = s.ipm.kappa_tol;  // the derivative of the step taken
+    char err[512];
+    Entry e;
+    e.solver = id;
+    e.ck = ck_make(m, &s, err, sizeof(err));
+    if (!e.ck) {
+      std::fprintf(stderr, "%s: %s\n", name.c_str(), err);
+      return false;
+    }
+    e.d = mj_makeData(m);
+    mj_copyData(e.d, m, d);
+    for (int i = 0; i < settle; i++) {
+      std::copy(held.begin(), held.end(), e.d->ctrl);
+      ck_step(e.ck, m, e.d);
+    }
+    entries->push_back(e);
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,35 +115,7 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Entry> entries;
-  size_t start = 0;
-  while (start <= solvers_arg.size()) {
-    size_t end = solvers_arg.find(',', start);
-    if (end == std::string::npos) end = solvers_arg.size();
-    const std::string name = solvers_arg.substr(start, end - start);
-    start = end + 1;
-    const int id = ck_solverId(name.c_str());
-    if (id < 0 || !ck_solverAvailable(id)) continue;
-    ckSettings s;
-    ck_defaultSettings(&s);
-    s.solver = id;
-    s.deriv.enabled = 1;
-    s.ipm.kappa_grad = s.ipm.kappa_tol;  // the derivative of the step taken
-    char err[512];
-    Entry e;
-    e.solver = id;
-    e.ck = ck_make(m, &s, err, sizeof(err));
-    if (!e.ck) {
-      std::fprintf(stderr, "%s: %s\n", name.c_str(), err);
-      return 1;
-    }
-    e.d = mj_makeData(m);
-    mj_copyData(e.d, m, d);
-    for (int i = 0; i < settle; i++) {  // its own warm start, at its own state
-      std::copy(held.begin(), held.end(), e.d->ctrl);
-      ck_step(e.ck, m, e.d);
-    }
-    entries.push_back(e);
-  }
+  if (!MakeEntries(m, d, solvers_arg, held, settle, &entries)) return 1;
 
   const int nv = static_cast<int>(m->nv), na = static_cast<int>(m->na);
   const int nu = std::max(static_cast<int>(m->nu), 1), ndx = 2 * nv + na;
