@@ -817,9 +817,9 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
       stats->guess_hit = true;
       return finish(true);
     }
-    // (a large problem's guess also nearest to the previous impulses, where the sweeps start)
-    if (check && n >= opt.sweep_rows && opt.start &&
-        ExactFrom(lcp, opt, state, opt.start, cod, x, w)) {
+    // (on a rank-deficient reduced system, whatever the size, the guess also nearest to the
+    // previous impulses, where the sweeps start: a quadruped's stance, 24 rows of rank 18)
+    if (check && opt.start && ExactFrom(lcp, opt, state, opt.start, cod, x, w)) {
       stats->guess_hit = nearest = true;
       return finish(true);
     }

@@ -15,9 +15,10 @@
 // when K is rank deficient (Nimble appendix B); the answer is exact when it is complementary. The
 // solver tries, in this order, until one classification is exact:
 //   1. the guessed classification (the previous step's), one reduced solve (Nimble's warm start,
-//      skipped on problems of at least opt.sweep_rows rows when !opt.check_guess; on those, when
-//      its minimum-norm solution fails on a rank-deficient K, the same decomposition solves it
-//      again nearest to opt.start, ExactFrom, and that answer is not stabilized;
+//      skipped on problems of at least opt.sweep_rows rows when !opt.check_guess; when its
+//      minimum-norm solution fails on a rank-deficient K (a resting cloth, a quadruped's stance),
+//      the same decomposition solves it again nearest to opt.start, ExactFrom, and that answer
+//      is not stabilized;
 //      on problems of at least opt.sweep_rows rows, when it fails, projected Gauss-Seidel from the
 //      previous step's impulses (opt.start) whose classification, once it settles (at most 2
 //      opt.sweeps sweeps), is solved exactly nearest to the iterate: the "polish"), then a few

@@ -632,6 +632,92 @@ TEST(BoxedLcpTest, DegenerateGuessIsAcceptedNearestToTheStart) {
   EXPECT_LT(*std::min_element(ws.x.begin(), ws.x.begin() + n), -0.01);
 }
 
+// A box standing on four condim-6 contacts (a quadruped's stance: normal, two sliding, torsional
+// and two rolling rows each, the A1's feet's friction 0.8 0.02 0.01; 24 rows, A = J W J' of rank
+// 6), its load off-centre: the minimum-norm impulses of the previous classification (every row
+// clamped) carry the moment on the rolling rows, beyond their bounds, while the previous step's
+// impulses (on the normals only) plus the nearest correction for the next step's load are inside
+// them. Below sweep_rows that guess is now accepted with its one decomposition, nearest to the
+// start, without a pivot (before: Lemke's pivots at about a quarter of the A1's stance steps)
+TEST(BoxedLcpTest, RankDeficientSmallIslandTakesTheNearestExactGuess) {
+  const int n = 24, ndof = 6;
+  const double a = 0.1, depth = 0.1, mus[5] = {0.8, 0.8, 0.02, 0.01, 0.01};
+  const double winv[ndof] = {1, 1, 1, 150, 150, 150};  // 1 kg, 0.2 m cube
+  std::vector<double> J(n * ndof, 0.0), A(n * n, 0.0), b(n, 0.0), lo(n, 0), hi(n, HUGE_VAL);
+  std::vector<double> mu(n, 0);
+  std::vector<int> findex(n, -1);
+  for (int k = 0; k < 4; k++) {
+    const double r[3] = {(k & 1 ? 1 : -1) * a, (k & 2 ? 1 : -1) * a, -depth};  // corner
+    double* jr = J.data() + 6 * k * ndof;
+    // rows: normal z, friction x and y at the corner (angular part r x axis), torsion, rolling
+    const double axes[3][3] = {{0, 0, 1}, {1, 0, 0}, {0, 1, 0}};
+    for (int t = 0; t < 3; t++, jr += ndof) {
+      const double* d = axes[t];
+      for (int c = 0; c < 3; c++) jr[c] = d[c];
+      jr[3] = r[1] * d[2] - r[2] * d[1];
+      jr[4] = r[2] * d[0] - r[0] * d[2];
+      jr[5] = r[0] * d[1] - r[1] * d[0];
+    }
+    jr[5] = 1, jr[ndof + 3] = 1, jr[2 * ndof + 4] = 1;  // torsion about z, rolling about x, y
+    for (int t = 1; t < 6; t++) {
+      findex[6 * k + t] = 6 * k;
+      mu[6 * k + t] = mus[t - 1];
+      lo[6 * k + t] = -HUGE_VAL;
+    }
+  }
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) {
+      for (int d = 0; d < ndof; d++) A[i + j * n] += J[i * ndof + d] * winv[d] * J[j * ndof + d];
+    }
+  }
+  // the previous impulses: the weight W at (0.03, 0.02) on the normals (bilinear shares); the next
+  // step's load F: that wrench J' f0 with 1% more weight and a small push
+  const double W = 1, cx = 0.03, cy = 0.02;
+  std::vector<double> f0(n, 0.0), F(ndof, 0.0);
+  for (int k = 0; k < 4; k++) {
+    f0[6 * k] =
+        W * (0.5 + (k & 1 ? 1 : -1) * cx / (2 * a)) * (0.5 + (k & 2 ? 1 : -1) * cy / (2 * a));
+  }
+  for (int i = 0; i < n; i++) {
+    for (int d = 0; d < ndof; d++) F[d] += J[i * ndof + d] * f0[i];
+  }
+  F[0] += 1e-3 * W, F[1] += 5e-4 * W, F[2] += 1e-2 * W;
+  // w = J W (J' f - F): at rest the impulses carry F
+  for (int i = 0; i < n; i++) {
+    for (int d = 0; d < ndof; d++) b[i] -= J[i * ndof + d] * winv[d] * F[d];
+  }
+  const DenseLcp lcp{n,         n,   A.data(), b.data(), lo.data(), hi.data(), findex.data(),
+                     mu.data(), true};
+
+  Workspace ws(n);
+  BoxedOptions opt;  // (sweep_rows: INT_MAX, as lcp's 60 for these 24 rows)
+  opt.use_guess = true;
+  opt.start = f0.data();
+  std::fill(ws.state.begin(), ws.state.end(), kLcpClamped);
+  BoxedStats st;
+  ASSERT_TRUE(ws.Solve(lcp, opt, &st)) << "residual " << st.residual;
+  EXPECT_TRUE(st.guess_hit);
+  EXPECT_FALSE(st.swept);
+  EXPECT_EQ(st.pivots, 0);
+  EXPECT_EQ(st.iterations, 1);  // one decomposition
+  EXPECT_LE(st.residual, opt.tol);
+  // the impulses carry the load and stay within their (coupled) bounds
+  for (int d = 0; d < ndof; d++) {
+    double acc = 0;
+    for (int i = 0; i < n; i++) acc += J[i * ndof + d] * ws.x[i];
+    EXPECT_NEAR(acc, F[d], 1e-10) << "component " << d;
+  }
+  for (int i = 0; i < n; i++) {
+    const double bound = findex[i] < 0 ? HUGE_VAL : mu[i] * ws.x[findex[i]];
+    EXPECT_GE(findex[i] < 0 ? ws.x[i] : bound - std::fabs(ws.x[i]), -1e-12) << "row " << i;
+  }
+  // (the minimum-norm impulses of the guess leave the rolling rows' bounds: that check fails)
+  std::fill(ws.state.begin(), ws.state.end(), kLcpClamped);
+  ASSERT_TRUE(
+      ws.solver.Reduced(lcp, ws.state.data(), 0, opt.rtol, &ws.cod, ws.x.data(), ws.w.data()));
+  EXPECT_GT(BoxedLcpSolver::Residual(lcp, ws.x.data(), ws.w.data(), nullptr), 1e-6);
+}
+
 // Gauss-Seidel reads row i of a symmetric A as its column (contiguous): the same sweeps, to the
 // last bit, as the strided row of the general case
 TEST(BoxedLcpTest, SymmetricRowsGiveTheSameSweeps) {
