@@ -89,6 +89,8 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   rows.force = d->efc_force;
   rows.R = d->efc_R;
   rows.mu = nominal_.contact_mu;
+  SharedRowGroups(p, nominal_.row_group);
+  rows.group = nominal_.row_group;
   soft_.SetModes(apply_modes_ ? out_.contact_modes : nullptr);  // complementarity-aware run
   if (!soft_.Prepare(p, rows, sol.v_next)) {
     fallback_ = ckFALLBACK_SOFT_HESSIAN;
@@ -161,7 +163,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
     smooth_.PrepareRows(m);
     ddisp_island_ = -2;
     reach_.Prepare(*stage_.problem);
-    SharedRowGroups(*stage_.problem, nominal_.row_group);
+    if (stage_.solver) SharedRowGroups(*stage_.problem, nominal_.row_group);  // (else: above)
     if (apply_modes_ && stage_.solver)
       stage_.solver->SetTangentModes(*stage_.problem, out_.contact_modes);
   }

@@ -126,7 +126,6 @@ void SoftTangent::Setup(const ProblemDims& dims) {
   ge_.assign(nefc, 0);
   efc_of_row_.assign(std::max(dims.max_rows, 1), 0);
   con_of_row_.assign(std::max(dims.max_rows, 1), -1);
-  group_.assign(std::max(dims.max_rows, 1), 1);
   hcone_.assign(36 * static_cast<size_t>(std::max(dims.max_contacts, 1)), 0);
   H_.assign(static_cast<size_t>(dims.nv) * dims.nv + 1, 0);
   hadr_.assign(std::max(dims.ntree, 1), 0);
@@ -247,7 +246,7 @@ void SoftTangent::MapRows(const Problem& p, const SoftRows& rows, const double* 
   }
   modes_changed_ = false;
   if (mode_) ApplyModes(p);
-  SharedRowGroups(p, group_.data());
+  group_ = rows.group;
 
   // jar of the frame rows at the solution, cone Hessians
   for (int i = 0; i < p.nrow; i++) {
@@ -493,7 +492,7 @@ void SoftTangent::IslandRowRhs(const Problem& p, const ProblemTangent& dir, cons
       if (rb_[e] >= 0) fold_[rb_[e]] += ge_[e] * rc_[e];
     }
   }
-  AddRowsT(p.J, p.J.val, fold_.data(), rows, n, group_.data(), rhs);
+  AddRowsT(p.J, p.J.val, fold_.data(), rows, n, group_, rhs);
 }
 
 namespace {

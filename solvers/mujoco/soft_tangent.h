@@ -43,6 +43,7 @@ struct SoftRows {
   const double* force = nullptr;  // efc_force                                    (nrow)
   const double* R = nullptr;      // efc_R                                        (nrow)
   const double* mu = nullptr;     // regularized cone friction of each problem contact (ncon)
+  const int* group = nullptr;     // SharedRowGroups of the problem (the caller's)  (problem rows)
 };
 
 // group[i] of frame row i: the rows [i, i + group[i]) share row i's columns and follow each other
@@ -137,7 +138,7 @@ class SoftTangent {
   std::vector<double> D_, f_;    // 1/R, force                                   (max efc)
   std::vector<int> efc_of_row_;  // first MuJoCo row of each frame row's group    (max_rows)
   std::vector<int> con_of_row_;  // contact of each frame row, -1: none           (max_rows)
-  std::vector<int> group_;       // SharedRowGroups of the problem               (max_rows)
+  const int* group_ = nullptr;   // SharedRowGroups of the problem (SoftRows::group)   (rows)
   std::vector<double> hcone_;    // cone Hessians in jar space, 6x6 per contact   (36 max_con)
 
   // Hessian blocks of the islands, dense, column-major
