@@ -142,6 +142,15 @@ class Derivative : private FdTarget {
   // tan_.dqfrc_constraint += J' dforce + dJ' f (or dJ_force) on the touched islands' rows (df
   // false: the caller's dforce is zero, J' dforce left out)
   void ConstraintForceTangent(const Problem& p, bool df = true);
+  // fn(i) for each row i of the touched islands (tan_.touched), island by island in row order
+  template <typename Fn>
+  void ForTouchedRows(const Islands& is, Fn&& fn) const {
+    for (int k = 0; k < is.nisland; k++) {
+      if (!tan_.touched[k]) continue;
+      const int* rows = is.rows + is.rowadr[k];
+      for (int a = 0; a < is.nrows[k]; a++) fn(rows[a]);
+    }
+  }
 
   // ---- directions (directions.cc) ----
   // every unit direction of the current stage: fn(kind, index, column of [A B]) after

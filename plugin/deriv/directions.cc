@@ -652,14 +652,10 @@ double Derivative::SmoothRhsDot(const mjModel* m, int kind, int index, const dou
     for (int q = 0; q < J.rownnz[i]; q++) d += tan_.dJ[adr + q] * w[J.colind[adr + q]];
     s += force[i] * d;
   };
-  if (!touched) {
+  if (touched) {
+    ForTouchedRows(p.islands, row);
+  } else {
     for (int i = 0; i < J.nrow; i++) row(i);
-    return s;
-  }
-  const Islands& is = p.islands;
-  for (int k = 0; k < is.nisland; k++) {
-    if (!tan_.touched[k]) continue;
-    for (int a = 0; a < is.nrows[k]; a++) row(is.rows[is.rowadr[k] + a]);
   }
   return s;
 }
@@ -775,12 +771,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
         return false;
       } else {
         // (J w)' df_k on the touched islands' rows, as ConstraintForceTangent adds J' df_k
-        const Islands& is = p.islands;
-        for (int k = 0; k < is.nisland; k++) {
-          if (!tan_.touched[k]) continue;
-          const int* rows = is.rows + is.rowadr[k];
-          for (int a = 0; a < is.nrows[k]; a++) v += y[rows[a]] * tan_.dforce[rows[a]];
-        }
+        ForTouchedRows(p.islands, [&](int i) { v += y[i] * tan_.dforce[i]; });
         if (up && stage_.solver->PositionTangent(p, dir, tan_.dposition_correction))
           v += mju_dot(xi, tan_.dposition_correction, nv);
       }
