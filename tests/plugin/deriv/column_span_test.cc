@@ -45,6 +45,14 @@ constexpr char kTrees[] = R"(
   </actuator>
 </mujoco>)";
 
+// a and b (ncol columns) equal bit for bit, the worst entries named if not
+void ExpectSameBits(const mjModel* m, const std::vector<double>& a, const std::vector<double>& b,
+                    int ncol, const std::string& what) {
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), sizeof(double) * a.size()))
+      << what << "\n"
+      << WorstEntries(m, a, b, ncol);
+}
+
 class ColumnSpanTest : public MujocoTest {
  protected:
   void TearDown() override {
@@ -92,12 +100,8 @@ TEST_F(ColumnSpanTest, SpanColumnsAreTheWholeColumns) {
       EXPECT_EQ(0, r) << what << ": " << ck_lastError(ck.get());
 
       // bit for bit, and not trivially: every column reaches its own dofs and B the motors'
-      EXPECT_EQ(0, std::memcmp(span.A.data(), whole.A.data(), sizeof(double) * span.A.size()))
-          << what << "\n"
-          << WorstEntries(m.get(), span.A, whole.A, ndx);
-      EXPECT_EQ(0, std::memcmp(span.B.data(), whole.B.data(), sizeof(double) * span.B.size()))
-          << what << "\n"
-          << WorstEntries(m.get(), span.B, whole.B, m->nu);
+      ExpectSameBits(m.get(), span.A, whole.A, ndx, what);
+      ExpectSameBits(m.get(), span.B, whole.B, m->nu, what);
       for (int j = 0; j < ndx; j++) {
         int nonzero = 0;
         for (int i = 0; i < ndx; i++) nonzero += span.A[i * ndx + j] != 0;
@@ -158,12 +162,8 @@ TEST_F(ColumnSpanTest, RowTangentsOnTheirIslandAreTheWholeRows) {
       }
       ASSERT_EQ(0, r[0]) << what << ": " << ck_lastError(ck.get());
       ASSERT_EQ(0, r[1]) << what;
-      EXPECT_EQ(0, std::memcmp(island.A.data(), every.A.data(), sizeof(double) * island.A.size()))
-          << what << "\n"
-          << WorstEntries(m.get(), island.A, every.A, ndx);
-      EXPECT_EQ(0, std::memcmp(island.B.data(), every.B.data(), sizeof(double) * island.B.size()))
-          << what << "\n"
-          << WorstEntries(m.get(), island.B, every.B, m->nu);
+      ExpectSameBits(m.get(), island.A, every.A, ndx, what);
+      ExpectSameBits(m.get(), island.B, every.B, m->nu, what);
       EXPECT_EQ(0, std::memcmp(gx[0].data(), gx[1].data(), sizeof(double) * ndx)) << what;
       EXPECT_EQ(0, std::memcmp(gu[0].data(), gu[1].data(), sizeof(double) * m->nu)) << what;
 
@@ -225,9 +225,7 @@ TEST_F(ColumnSpanTest, BlockedColumnsReachTheirWholeIsland) {
     ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), whole.A.data(), whole.B.data(),
                                   nullptr, nullptr))
         << ck_lastError(ck.get());
-    EXPECT_EQ(0, std::memcmp(span.A.data(), whole.A.data(), sizeof(double) * span.A.size()))
-        << "damped " << damped << "\n"
-        << WorstEntries(m.get(), span.A, whole.A, ndx);
+    ExpectSameBits(m.get(), span.A, whole.A, ndx, "damped " + std::to_string(damped));
     // not trivially: the top box's position directions move the bottom box's next velocity
     for (int j = nv - 6; j < nv; j++) {
       int nonzero = 0;
