@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "contactkit/contactkit.h"
+#include "tools/common/divergence.h"
 #include "tools/common/tool_util.h"
 
 namespace {
@@ -37,8 +38,9 @@ struct Entry {
 };
 
 // a handle per available solver of the comma-separated list, each with its own copy of d stepped
-// settle times by ck_step under the held controls (its own warm start, at its own state); false
-// (the error printed) if a handle cannot be made
+// settle times by ck_step under the held controls (its own warm start, at its own state), a
+// solver whose steps diverge (DivergenceCheck) left out with its reason printed instead of a time;
+// false (the error printed) if a handle cannot be made
 bool MakeEntries(const mjModel* m, const mjData* d, const std::string& solvers_arg,
                  const std::vector<double>& held, int settle, std::vector<Entry>* entries) {
   size_t start = 0;
@@ -64,9 +66,18 @@ bool MakeEntries(const mjModel* m, const mjData* d, const std::string& solvers_a
     }
     e.d = mj_makeData(m);
     mj_copyData(e.d, m, d);
-    for (int i = 0; i < settle; i++) {
+    contactkit::tools::DivergenceCheck check;
+    check.Start(e.d);
+    for (int i = 0; i < settle && !check.diverged(); i++) {
       std::copy(held.begin(), held.end(), e.d->ctrl);
       ck_step(e.ck, m, e.d);
+      check.Check(m, e.d, i);
+    }
+    if (check.diverged()) {
+      std::printf("  %-8s DIVERGED while settling: %s\n", name.c_str(), check.reason().c_str());
+      ck_free(e.ck);
+      mj_deleteData(e.d);
+      continue;
     }
     entries->push_back(e);
   }
@@ -109,9 +120,17 @@ int main(int argc, char** argv) {
   if (m->nkey > 0) mj_resetDataKeyframe(m, d, 0);
   std::vector<double> held(d->ctrl, d->ctrl + m->nu);
   if (seconds > 0) steps = static_cast<int>(seconds / m->opt.timestep + 0.5);
-  for (int i = 0; i < steps; i++) {
+  contactkit::tools::DivergenceCheck check;
+  check.Start(d);
+  for (int i = 0; i < steps && !check.diverged(); i++) {
     std::copy(held.begin(), held.end(), d->ctrl);
     mj_step(m, d);
+    check.Check(m, d, i);
+  }
+  if (check.diverged()) {
+    std::fprintf(stderr, "mj_step diverged before the Jacobian's state: %s\n",
+                 check.reason().c_str());
+    return 1;
   }
 
   std::vector<Entry> entries;
