@@ -64,6 +64,32 @@ void MassTimesColumns(const TreeMass& mass, int b, int e, const double* X, size_
   }
 }
 
+constexpr int kRowGroup = 3;  // rows with one pattern taken at once (a contact's)
+
+// rows i and j of G have the same columns
+bool SamePattern(const SparseRows& G, int i, int j) {
+  const int n = G.rownnz[i];
+  return G.rownnz[j] == n &&
+         std::memcmp(G.colind + G.rowadr[i], G.colind + G.rowadr[j], n * sizeof(int)) == 0;
+}
+
+// P -= G' L for R rows of G that share their columns col (row r's values val[r]), on nslot
+// columns of stride S, L[r][s] row r's value in column s: each entry's terms in row order
+template <int R>
+void SubRowsT(const double* const* val, const int* col, int n,
+              const double (*L)[IpmSolver::kTangentSlots], int nslot, size_t S, double* P) {
+  for (int c = 0; c < n; c++) {
+    double v[R];
+    for (int r = 0; r < R; r++) v[r] = val[r][c];
+    double* y = P + static_cast<size_t>(col[c]) * S;
+    for (int s = 0; s < nslot; s++) {
+      double t = y[s];
+      for (int r = 0; r < R; r++) t -= v[r] * L[r][s];
+      y[s] = t;
+    }
+  }
+}
+
 // P = M X on the trees of island k, nslot columns of a block of stride S
 void MassTimesBlock(const Problem& p, int k, int nslot, const double* X, size_t S, double* P) {
   const Islands& is = p.islands;
@@ -669,16 +695,32 @@ void IpmSolver::TangentImpulses(const Problem& p, int k, const double* rz, const
 }
 
 void IpmSolver::BlockRows(const Problem& p, int k, int nslot) {
-  // DirectRows' J dv (the rows that measure velocities) with every entry applied to all columns
+  // DirectRows' J dv (the rows that measure velocities) with every entry applied to all columns,
+  // a contact's rows that share their columns at once (each row's sums as alone)
   const SparseRows& G = *gapJ_;
   const size_t S = kTangentSlots;
   const double* X = blk_v_.data();
   const int* rows = Rows(p, k);
-  for (int a = 0; a < NumRows(p, k); a++) {
+  const int m = NumRows(p, k);
+  for (int a = 0; a < m;) {
     const int i = rows[a], adr = G.rowadr[i], n = G.rownnz[i];
-    const double* val = G.val + adr;
+    int g = 1;
+    while (g < kRowGroup && a + g < m && rows[a + g] == i + g && SamePattern(G, i, i + g)) g++;
+    const double* val[kRowGroup];
+    double* u[kRowGroup];
+    for (int r = 0; r < g; r++) {
+      val[r] = G.val + G.rowadr[i + r];
+      u[r] = blk_u_.data() + (i + r) * S;
+    }
     const int* col = G.colind + adr;
-    columns::RowTimesAll(val, col, n, X, S, nslot, blk_u_.data() + i * S);
+    if (g == 3) {
+      columns::RowsTimesAll<3>(val, col, n, X, S, nslot, u);
+    } else if (g == 2) {
+      columns::RowsTimesAll<2>(val, col, n, X, S, nslot, u);
+    } else {
+      columns::RowTimesAll(val[0], col, n, X, S, nslot, u[0]);
+    }
+    a += g;
   }
 }
 
@@ -689,21 +731,40 @@ void IpmSolver::BlockDynamics(const Problem& p, int k, int nslot, const double* 
   const size_t S = kTangentSlots;
   double* P = blk_p_.data();
   MassTimesBlock(p, k, nslot, blk_v_.data(), S, P);
+  // J' lam, a contact's rows that share their columns at once (each entry's terms in row order)
   const int* rows = Rows(p, k);
-  double l[kTangentSlots];
-  for (int a = 0; a < NumRows(p, k); a++) {
-    const int i = rows[a], adr = J.rowadr[i];
+  const int m = NumRows(p, k);
+  double l[kRowGroup][kTangentSlots];
+  auto gather = [&](int i, double* li) {
     bool any = false;
     for (int s = 0; s < nslot; s++) {
-      l[s] = lam[static_cast<size_t>(s) * nr + i];
-      any |= l[s] != 0;
+      li[s] = lam[static_cast<size_t>(s) * nr + i];
+      any |= li[s] != 0;
     }
-    if (!any) continue;
-    for (int c = adr; c < adr + J.rownnz[i]; c++) {
-      const double v = J.val[c];
-      double* y = P + static_cast<size_t>(J.colind[c]) * S;
-      for (int s = 0; s < nslot; s++) y[s] -= v * l[s];
+    return any;
+  };
+  for (int a = 0; a < m;) {
+    const int i = rows[a];
+    if (!gather(i, l[0])) {
+      a++;
+      continue;
     }
+    int g = 1;
+    while (g < kRowGroup && a + g < m && rows[a + g] == i + g && SamePattern(J, i, i + g) &&
+           gather(i + g, l[g])) {
+      g++;
+    }
+    const double* val[kRowGroup];
+    for (int r = 0; r < g; r++) val[r] = J.val + J.rowadr[i + r];
+    const int* col = J.colind + J.rowadr[i];
+    if (g == 3) {
+      SubRowsT<3>(val, col, J.rownnz[i], l, nslot, S, P);
+    } else if (g == 2) {
+      SubRowsT<2>(val, col, J.rownnz[i], l, nslot, S, P);
+    } else {
+      SubRowsT<1>(val, col, J.rownnz[i], l, nslot, S, P);
+    }
+    a += g;
   }
 }
 
