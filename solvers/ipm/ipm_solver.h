@@ -336,7 +336,7 @@ class IpmSolver final : public Solver {
   int lu_island_ = -1;              // island whose central-point Jacobian lu_ holds
   std::vector<double> drz_, drv_;   // residual perturbations for ForceTangent          (rows, nv)
   std::vector<double> blk_v_;       // queued right-hand sides, then dv, X[j * slots + s] (nv x 32)
-  std::vector<double> blk_rv_;      // queued dynamics perturbations drv, by slot       (32 x nv)
+  std::vector<double> blk_rv_;      // queued dynamics perturbations drv, R[j * slots + s] (nv x 32)
   std::vector<double> blk_c_;       // queued row constants c_, by slot                 (32 x rows)
   std::vector<double> blk_rz_;      // queued row perturbations drz, by slot            (32 x rows)
   std::vector<double> blk_u_;       // their rows' velocities, U[i * slots + s]          (rows x 32)

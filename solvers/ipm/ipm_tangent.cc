@@ -398,18 +398,18 @@ bool IpmSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
     for (int a = 0; a < nd; a++) {
       blk_v_[static_cast<size_t>(dofs[a]) * S + slot] = 0;
       blk_f_[static_cast<size_t>(dofs[a]) * S + slot] = 0;
+      blk_rv_[static_cast<size_t>(dofs[a]) * S + slot] = 0;
     }
     return true;
   }
   if (!TangentRhs(p, k, dir, false)) return false;
-  double* rv = blk_rv_.data() + static_cast<size_t>(slot) * p.nv;
   double* c = blk_c_.data() + static_cast<size_t>(slot) * nr;
   double* rz = blk_rz_.data() + static_cast<size_t>(slot) * nr;
   for (int a = 0; a < nd; a++) {
     const int j = dofs[a];
     blk_v_[static_cast<size_t>(j) * S + slot] = rhs_[j];
     blk_f_[static_cast<size_t>(j) * S + slot] = dir.v_free ? dir.v_free[j] : 0;
-    rv[j] = drv_[j];
+    blk_rv_[static_cast<size_t>(j) * S + slot] = drv_[j];
   }
   for (int a = 0; a < NumRows(p, k); a++) {
     c[rows[a]] = c_[rows[a]];
@@ -452,25 +452,32 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   }
   // each column's refinement defect (Defect's) from the dynamics changes of all at once
   BlockDynamics(p, k, nslot, dforce);
+  double defect[kTangentSlots] = {}, scale[kTangentSlots] = {};
+  for (int a = 0; a < nd; a++) {
+    const size_t at = static_cast<size_t>(dofs[a]) * S;
+    double* rv = blk_rv_.data() + at;
+    const double* mf = blk_f_.data() + at;
+    const double* dyn = blk_p_.data() + at;
+    for (int s = 0; s < nslot; s++) {
+      rv[s] -= mf[s];  // drv
+      const double d = rv[s] + dyn[s];
+      scale[s] = std::max(scale[s], std::max(std::fabs(rv[s]), std::fabs(dyn[s])));
+      defect[s] = std::max(defect[s], std::fabs(d));
+    }
+  }
   for (int s = 0; s < nslot; s++) {
     if (!blk_on_[s]) continue;
-    double* rv = blk_rv_.data() + static_cast<size_t>(s) * p.nv;
-    double defect = 0, scale = 0;
-    for (int a = 0; a < nd; a++) {
-      const size_t at = static_cast<size_t>(dofs[a]) * S + s;
-      rv[dofs[a]] -= blk_f_[at];  // drv
-      const double dyn = blk_p_[at], d = rv[dofs[a]] + dyn;
-      scale = std::max(scale, std::max(std::fabs(rv[dofs[a]]), std::fabs(dyn)));
-      defect = std::max(defect, std::fabs(d));
-    }
-    const bool on = defect > kRefineTol * scale;
+    const bool on = defect[s] > kRefineTol * scale[s];
     blk_on_[s] = on ? 2 : 1;
     refine |= on;
     stats_.refinements += on;
-    for (int a = 0; a < nd; a++) {
-      const size_t at = static_cast<size_t>(dofs[a]) * S + s;
-      blk_v_[at] = on ? -(rv[dofs[a]] + blk_p_[at]) : 0;
-    }
+  }
+  for (int a = 0; a < nd; a++) {
+    const size_t at = static_cast<size_t>(dofs[a]) * S;
+    const double* rv = blk_rv_.data() + at;
+    const double* dyn = blk_p_.data() + at;
+    double* x = blk_v_.data() + at;
+    for (int s = 0; s < nslot; s++) x[s] = blk_on_[s] == 2 ? -(rv[s] + dyn[s]) : 0;
   }
   if (refine) {
     lu_.SolveColumns(blk_v_.data(), nslot, S);
