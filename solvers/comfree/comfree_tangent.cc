@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "solvers/comfree/comfree.h"
+#include "solvers/common/columns.h"
 
 namespace contactkit {
 namespace {
@@ -300,6 +301,11 @@ double RatioTangent(const Problem& p, const ProblemTangent& dir, int row) {
 
 bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                                  double* dforce) {
+  DirectionTangent(p, dir, dforce);
+  return true;
+}
+
+void ComfreeSolver::DirectionTangent(const Problem& p, const ProblemTangent& dir, double* dforce) {
   const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
   const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon;
   for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
@@ -409,7 +415,114 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     const double dA = amul_[i] * InvMassTangent(p, arow_[i], dir);
     dforce[i] = dgain(i, tmax, dA) * a + gain_[i] * cap_[i] * (-cv * dvel(i) - k * dphi) / h;
   }
+}
+
+//---------------------------------- blocked tangents ----------------------------------------------
+
+void ComfreeSolver::SetupTangentBlocks(const ProblemDims& dims) {
+  const size_t S = kTangentSlots, rows = std::max(dims.max_rows, 1), nv = std::max(dims.nv, 1);
+  blk_kind_.assign(S, 0);
+  blk_touch_.assign(S, 0);
+  blk_f_.assign(S * rows, 0.0);
+  blk_vf_.assign(nv * S, 0.0);
+  blk_ds_.assign(6 * S, 0.0);
+  nlin_ = 0;
+}
+
+bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) {
+  // a direction that moves dv_free only (the anchors' displacement, if any, zero) is kept for
+  // FlushTangents' products; the others are formed now (their arrays change after the call)
+  if (p.islands.nisland != 1 || slot < 0 || slot >= kTangentSlots) return false;
+  if (slot == 0) nlin_ = 0;
+  bool linear = dir.v_free && !dir.J && !dir.M && !dir.R && !dir.diag_approx && !dir.pos;
+  for (int c = 0; c < p.ncon && linear && anchored_ && dir.disp; c++) {
+    for (int r = 1; r < p.con[c].dim; r++) linear = linear && dir.disp[p.con[c].row + r] == 0;
+  }
+  blk_touch_[slot] = !dir.touched || dir.touched[0];
+  if (!linear) {
+    blk_kind_[slot] = 1;
+    DirectionTangent(p, dir, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
+    return true;
+  }
+  blk_kind_[slot] = 2;
+  const size_t S = kTangentSlots;
+  for (int j = 0; j < p.nv; j++) blk_vf_[j * S + nlin_] = dir.v_free[j];
+  lin_slot_[nlin_++] = slot;
   return true;
+}
+
+bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
+  const int nr = p.nrow;
+  if (p.islands.nisland != 1 || nslot > kTangentSlots) return false;
+  for (int s = 0; s < nslot; s++) {
+    double* f = dforce + static_cast<size_t>(s) * nr;
+    const double* g = blk_f_.data() + static_cast<size_t>(s) * nr;
+    for (int i = 0; i < nr; i++) f[i] = blk_kind_[s] == 1 ? g[i] : 0;
+  }
+  if (nlin_ > 0) LinearTangents(p, nslot, dforce);
+  nlin_ = 0;
+  return true;
+}
+
+void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) {
+  // ForceTangent's terms of a direction along dv_free alone: the gains' tangents (ratio, inverse
+  // mass, relaxation) are exactly zero, as are dphi, ddamp and the anchors' ddisp; what is left
+  // is each row's J dv_free through the facets' sums (the same operations in their order)
+  const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
+  const int nplain = p.ne + p.nf + p.nl, nr = p.nrow, nc = nlin_;
+  const size_t S = kTangentSlots;
+  if (tstale_) PrepareTangent(p);
+  const SparseRows& J = p.J;
+  const double* X = blk_vf_.data();
+  double* ds = blk_ds_.data();
+  auto rowdots = [&](int row, double* out) {
+    const int adr = J.rowadr[row];
+    columns::RowTimesAll(J.val + adr, J.colind + adr, J.rownnz[row], X, S, nc, out);
+  };
+  // (rows outside the island are never skipped, as in ForceTangent)
+  auto skip = [&](int row, int c) {
+    return p.islands.row_island[row] >= 0 && !blk_touch_[lin_slot_[c]];
+  };
+  for (int c0 = 0; c0 < p.ncon; c0++) {
+    const Contact& con = p.con[c0];
+    const int row = con.row, dim = con.dim;
+    if (gain_[row] == 0 || (tangent_modes_ && tangent_modes_[c0] == 0)) continue;
+    const double rel = 0, ddamp = 0;
+    const bool cfd = FromDistance(con);
+    double slope = 0;
+    const double dmp = cfd ? CfdDamping(p, row, &slope) : d, cvc = k * h + dmp;
+    const double G = gain_[row] * cap_[row];
+    for (int r = 0; r < dim; r++) rowdots(row + r, ds + r * S);
+    const double* a = fsum_.data() + static_cast<size_t>(c0) * kFacetSums;
+    const double *P = a + 6, *Pv = P + 36;
+    for (int c = 0; c < nc; c++) {
+      bool moves = false;
+      for (int r = 0; r < dim; r++) moves = moves || ds[r * S + c] != 0;
+      if (!moves || skip(row, c)) continue;
+      double* f = dforce + static_cast<size_t>(lin_slot_[c]) * nr;
+      double u[6];
+      for (int r = 0; r < dim; r++) u[r] = -cvc * ds[r * S + c] - k * 0.0;
+      for (int r = 0; r < dim; r++) {
+        double Pu = 0;
+        for (int q = 0; q < dim; q++) Pu += P[6 * r + q] * u[q];
+        f[row + r] += rel * a[r] + G * (Pu - ddamp * Pv[r]) / h;
+      }
+    }
+  }
+  for (int i = 0; i < nplain; i++) {
+    const double a = arg_[i];
+    const bool active = p.kind[i] == kRowLimit      ? a > 0
+                        : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
+                                                    : true;
+    if (gain_[i] == 0 || !active) continue;
+    const double dgain = 0;
+    rowdots(i, ds);
+    for (int c = 0; c < nc; c++) {
+      if (skip(i, c)) continue;
+      dforce[static_cast<size_t>(lin_slot_[c]) * nr + i] =
+          dgain * a + gain_[i] * cap_[i] * (-cv * ds[c] - k * 0.0) / h;
+    }
+  }
 }
 
 bool ComfreeSolver::SetTangentModes(const Problem& p, const signed char* mode) {
