@@ -18,6 +18,7 @@
 #ifndef CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 #define CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -234,7 +235,9 @@ class ComfreeSolver final : public Solver {
   static constexpr int kFacetSums = 48;
   std::vector<double> fsum_;   // over the active facets                (max_contacts x kFacetSums)
   std::vector<char> fshared_;  // the contact's rows share their columns         (max_contacts)
-  static constexpr int kQuadSlots = 8;  // rows per QuadPass
+  static constexpr int kQuadSlots = 16;  // rows per QuadPass (a block of quadx_)
+  // the width of a block of nq rows in quadx_: nq rounded up to even (SIMD pairs)
+  static int QuadWidth(int nq) { return std::min(nq + (nq & 1), kQuadSlots); }
   std::vector<int> qtadr_;     // each tree's first quad row in qtrow_, -1 not gathered   (ntree)
   std::vector<int> qtnum_;     // its quad rows                                           (ntree)
   std::vector<size_t> qtx_;    // its first block in quadx_                               (ntree)
@@ -242,7 +245,7 @@ class ComfreeSolver final : public Solver {
   int qtused_ = 0;             // entries of qtrow_ in use
   size_t qxused_ = 0;          // entries of quadx_ in use
   std::vector<double> quadx_;  // blocks of kQuadSlots quad rows' w on their tree, dof-major
-                               // (tree dofs x kQuadSlots each)  (min((max_rows + 8) nv, pool))
+                               // (tree dofs x kQuadSlots each)  (min((max_rows + 16) nv, pool))
   std::vector<double> quad_;   // w'dM w of a row on dM's tree (QuadTangents)        (max_rows)
   std::vector<char> qset_;     // quad_ holds the row's, for the current direction  (max_rows)
   std::vector<int> qrow_;      // the rows with qset_                               (max_rows)
