@@ -135,7 +135,8 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree) {
     if (gain_[i] != 0) add(arow_[i]);
   }
   const int nq = qtused_ - first, K = kQuadSlots;
-  const size_t size = static_cast<size_t>(n) * K * ((nq + K - 1) / K);
+  // (full blocks of K, the last one as wide as QuadWidth of its rows)
+  const size_t size = static_cast<size_t>(n) * (nq / K * K + (nq % K ? QuadWidth(nq % K) : 0));
   for (int a = first; a < qtused_; a++) qset_[qtrow_[a]] = 0;
   if (qxused_ + size > quadx_.size()) {
     qtused_ = first;  // (the pool is full: InvMassTangent forms them)
