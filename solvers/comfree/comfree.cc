@@ -131,6 +131,7 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   qrow_.assign(rows, 0);
   nqrow_ = 0;
   wstale_ = true;
+  SetupTangentBlocks(dims);
   return true;
 }
 
