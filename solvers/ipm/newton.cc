@@ -282,7 +282,7 @@ int IpmSolver::NewtonSolve(const Problem& p, int k, int max_iter, double ftol, b
 bool IpmSolver::Semismooth(const Problem& p, int k) {
   const IslandLists& L = lists_[k];
   const int nr = NumRows(p, k);
-  if (no_semismooth_ || L.eq_num || L.fl_num || nr > kNewtonMax) return false;
+  if (!semismooth_ || L.eq_num || L.fl_num || nr > kNewtonMax) return false;
   const int* rows = Rows(p, k);
   NewtonDelassus(p, k);
   double* lam = ssn_lam_.data();
