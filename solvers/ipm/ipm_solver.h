@@ -176,6 +176,9 @@ class IpmSolver final : public Solver {
   // tolerances: the pattern corrected from that answer (rows that pull open, rows that close
   // faster than residual_tol close, forces beyond their cone slide); true if it changed
   bool PolishCorrect(const Problem& p, int k);
+  // the last resorts for an island every attempt left inexact: Polish, then Semismooth (off by
+  // default); true if one solved it (trial_ holds its answer as measured)
+  bool LastResort(const Problem& p, int k);
   // the last resort after the polish (islands of kNewtonMax rows at most, no equality or
   // friction-loss rows; newton.cc): semismooth Newton on the hard problem's natural residual in
   // the island's impulses, from the best answer (out_lam_); true if its answer meets both

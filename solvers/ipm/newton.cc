@@ -279,6 +279,8 @@ int IpmSolver::NewtonSolve(const Problem& p, int k, int max_iter, double ftol, b
   return it;
 }
 
+bool IpmSolver::LastResort(const Problem& p, int k) { return Polish(p, k) || Semismooth(p, k); }
+
 bool IpmSolver::Semismooth(const Problem& p, int k) {
   const IslandLists& L = lists_[k];
   const int nr = NumRows(p, k);
