@@ -192,6 +192,9 @@ class IpmSolver final : public Solver {
   // the step (ssn_d_): Newton's (lm = 0) or Levenberg-Marquardt's; false if it cannot be solved
   bool NewtonDirection(int nr, double lm);
   double NewtonLmScale(int nr) const;
+  // Tresca's radii (ssn_g_) moved to the answer's normal impulses, extrapolated; the largest step
+  // and radius into change and gmax
+  void TrescaRadii(const Problem& p, int k, double* change, double* gmax);
   // the next Levenberg-Marquardt weight into lm (its scale in lm_scale); false past the largest
   bool NewtonDamp(int nr, double* lm, double* lm_scale) const;
   // Newton from ssn_lam_ until |F| is below ftol, or (ftol = 0) until its answer meets the hard

@@ -8,6 +8,7 @@
 // Levenberg-Marquardt fallback is started from the best interior answer.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "contactkit/settings.h"
 #include "solvers/common/dense.h"
@@ -25,7 +26,8 @@ constexpr double kNewtonLm = 1e-10;     // first Levenberg-Marquardt weight, x m
 constexpr double kNewtonLmGain = 100;   // ... its growth after a step without decrease
 constexpr double kNewtonLmMax = 1e2;    // ... up to this, x max diag(A'A)
 constexpr double kNewtonReg = 1e-8;    // Jacobian regularizer of closed and sticking rows, x r D_ii
-constexpr int kTrescaOuter = 30;       // Tresca fixed-point rounds at most
+constexpr int kTrescaOuter = 30;       // Tresca fixed-point rounds at most (twice with the prox)
+constexpr double kTrescaProx = 1e-2;   // ... proximal weight of the second pass, x D_ii
 constexpr double kTrescaTol = 1e-13;   // ... each solved to |F| below this, x the largest radius
 constexpr double kTrescaLoose = 1e-2;  // ... or below this, x the radii's last change
 constexpr double kTrescaJump = 4;      // ... largest Aitken extrapolation of the radii
@@ -279,6 +281,30 @@ int IpmSolver::NewtonSolve(const Problem& p, int k, int max_iter, double ftol, b
   return it;
 }
 
+void IpmSolver::TrescaRadii(const Problem& p, int k, double* change, double* gmax) {
+  // the radii's step d = gamma - g, extrapolated by Aitken's r / (1 - r) while it shrinks at a
+  // steady rate r; change: the largest |d|, gmax the largest new radius before extrapolation
+  const IslandLists& L = lists_[k];
+  const double* lam = ssn_lam_.data();
+  double dd = 0, dp = 0;
+  *change = *gmax = 0;
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int a = pol_loc_[soc_row_[e]];
+    const double d = std::max(lam[pol_loc_[soc_nrm_[e]]], 0.0) - ssn_g_[a];
+    dd += d * ssn_gd_[a];
+    dp += ssn_gd_[a] * ssn_gd_[a];
+    ssn_gd_[a] = d;
+    *change = std::max(*change, std::fabs(d));
+    *gmax = std::max(*gmax, ssn_g_[a] + d);
+  }
+  const double r = dp > 0 ? dd / dp : 0;
+  const double jump = r > -1 && r < 1 ? std::min(r / (1 - r), kTrescaJump) : 0;
+  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+    const int a = pol_loc_[soc_row_[e]];
+    ssn_g_[a] = std::max(ssn_g_[a] + (1 + jump) * ssn_gd_[a], 0.0);
+  }
+}
+
 bool IpmSolver::LastResort(const Problem& p, int k) { return Polish(p, k) || Semismooth(p, k); }
 
 bool IpmSolver::Semismooth(const Problem& p, int k) {
@@ -288,51 +314,51 @@ bool IpmSolver::Semismooth(const Problem& p, int k) {
   const int* rows = Rows(p, k);
   NewtonDelassus(p, k);
   double* lam = ssn_lam_.data();
-  for (int a = 0; a < nr; a++) lam[a] = out_lam_[rows[a]];
+  double* D = ssn_D_.data();
   bool solved = false;
   // Tresca's fixed point: the friction discs' radii held at the last normal impulses (a monotone
-  // problem), solved, the radii updated
-  tresca_ = true;
-  for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
-    ssn_g_[pol_loc_[soc_row_[e]]] = std::max(lam[pol_loc_[soc_nrm_[e]]], 0.0);
-    ssn_gd_[pol_loc_[soc_row_[e]]] = 0;
-  }
-  double change = HUGE_VAL, gmax = 0;
-  int budget = kNewtonBudget;
-  for (int outer = 0; outer < kTrescaOuter && !solved && budget > 0; outer++) {
-    bool dummy;
-    const int inner = NewtonSolve(p, k, std::min(kNewtonIter, budget),
-                                  std::max(kTrescaTol * gmax, kTrescaLoose * change), &dummy);
-    budget -= inner;
-    // the radii's step d = gamma - g, extrapolated by Aitken's r / (1 - r) while it shrinks at a
-    // steady rate r
-    double dd = 0, dp = 0;
-    change = gmax = 0;
-    for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
-      const int a = pol_loc_[soc_row_[e]];
-      const double d = std::max(lam[pol_loc_[soc_nrm_[e]]], 0.0) - ssn_g_[a];
-      dd += d * ssn_gd_[a];
-      dp += ssn_gd_[a] * ssn_gd_[a];
-      ssn_gd_[a] = d;
-      change = std::max(change, std::fabs(d));
-      gmax = std::max(gmax, ssn_g_[a] + d);
-    }
-    const double r = dp > 0 ? dd / dp : 0;
-    const double jump = r > -1 && r < 1 ? std::min(r / (1 - r), kTrescaJump) : 0;
-    for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
-      const int a = pol_loc_[soc_row_[e]];
-      ssn_g_[a] = std::max(ssn_g_[a] + (1 + jump) * ssn_gd_[a], 0.0);
-    }
-    if (inner == 0 || !(change < kProbeChange * gmax)) continue;
-    // Newton on Coulomb's problem from Tresca's answer, kept if it solves it
-    std::copy(lam, lam + nr, ssn_lt_.data());
-    tresca_ = false;
-    budget -= NewtonSolve(p, k, kProbeIter, 0, &solved);
+  // problem), solved, the radii updated; from the best answer, first plain, then with a proximal
+  // term eps D_ii (lambda - lambda_c) on each row's velocity (lambda_c: the round's start), which
+  // keeps the impulses that the problem leaves free (bit-identical contacts) near the last ones
+  int steps = 0;
+  for (const auto& [eps, rounds] :
+       {std::pair<double, int>{0, kTrescaOuter}, {kTrescaProx, 2 * kTrescaOuter}}) {
+    for (int a = 0; a < nr; a++) lam[a] = out_lam_[rows[a]];
     tresca_ = true;
-    if (!solved) std::copy(ssn_lt_.data(), ssn_lt_.data() + nr, lam);
+    for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
+      ssn_g_[pol_loc_[soc_row_[e]]] = std::max(lam[pol_loc_[soc_nrm_[e]]], 0.0);
+      ssn_gd_[pol_loc_[soc_row_[e]]] = 0;
+    }
+    double change = HUGE_VAL, gmax = 0;
+    int budget = kNewtonBudget;
+    for (int outer = 0; outer < rounds && !solved && budget > 0; outer++) {
+      std::copy(lam, lam + nr, ssn_lt_.data());  // lambda_c
+      for (int a = 0; a < nr && eps > 0; a++) {
+        ssn_u0_[a] -= eps * D[a * nr + a] * lam[a];
+        D[a * nr + a] *= 1 + eps;
+      }
+      bool dummy;
+      const int inner = NewtonSolve(p, k, std::min(kNewtonIter, budget),
+                                    std::max(kTrescaTol * gmax, kTrescaLoose * change), &dummy);
+      budget -= inner;
+      for (int a = 0; a < nr && eps > 0; a++) {
+        D[a * nr + a] /= 1 + eps;
+        ssn_u0_[a] += eps * D[a * nr + a] * ssn_lt_[a];
+      }
+      TrescaRadii(p, k, &change, &gmax);
+      if (inner == 0 || !(change < kProbeChange * gmax)) continue;
+      // Newton on Coulomb's problem from Tresca's answer, kept if it solves it
+      std::copy(lam, lam + nr, ssn_lt_.data());
+      tresca_ = false;
+      budget -= NewtonSolve(p, k, kProbeIter, 0, &solved);
+      tresca_ = true;
+      if (!solved) std::copy(ssn_lt_.data(), ssn_lt_.data() + nr, lam);
+    }
+    tresca_ = false;
+    steps += kNewtonBudget - budget;
+    if (solved) break;
   }
-  tresca_ = false;
-  stats_.newton_steps += kNewtonBudget - budget;
+  stats_.newton_steps += steps;
   if (!solved || AddsEnergy(p, k, trial_.lam)) return false;
   for (int a = 0; a < nr; a++) out_lam_[rows[a]] = trial_.lam[rows[a]];
   stats_.semismooth++;

@@ -766,10 +766,6 @@ TEST_F(IpmPhysicsTest, StalledCylinderIslandIsReportedByItsMeasuredDistance) {
 // the scaled variables f / mu), a contact that slips is on its cone's rim against its slip, and
 // one inside its cone does not slip (both as the complementarity of the cone at kappa_tol)
 TEST_F(IpmPhysicsTest, StalledCylinderIslandIsSolvedBySemismoothNewton) {
-  if (mj_version() < 300) {
-    GTEST_SKIP() << "on 2.2.2 (its bit-identical contact pairs) Tresca's fixed point does not "
-                    "converge on this island (docs/solvers.md, ipm)";
-  }
   ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
   ASSERT_TRUE(m);
   ASSERT_EQ(m->nv, 627);
