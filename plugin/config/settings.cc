@@ -47,6 +47,8 @@ const KeyInfo kKeys[] = {
    "depth (m) at which contacts/limits without margin rest, so MuJoCo keeps reporting them"},
   {"recovery_speed", "ipm", kKeyReal, CK_OFF(ipm.recovery_speed), 0, kInf, true, true, "0.1",
    "largest speed (m/s) at which a penetration or violated limit is undone per step"},
+  {"semismooth", "ipm", kKeyBool, CK_OFF(ipm.semismooth), 0, 1, false, false, "0",
+   "islands every interior attempt leaves inexact: Tresca fixed point, then semismooth Newton"},
 
   {"stiffness", "comfree", kKeyReal, CK_OFF(comfree.stiffness), 0, 100, true, false, "0.2",
    "k_user: dimensionless stiffness of the impedance update"},

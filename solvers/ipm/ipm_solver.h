@@ -100,10 +100,6 @@ class IpmSolver final : public Solver {
   static inline int center_stall_island_ = -1;
   // for tests: every island is solved by the proximal retry alone, from a zero centre
   static inline bool force_prox_ = false;
-  // the semismooth Newton after the polish (Semismooth), off by default: it solves islands the
-  // interior attempts leave stalled, but its answers moved humanoid100's trajectories on 2.2.2 into
-  // more inexact steps (docs/solvers.md, ipm); for tests and experiments
-  static inline bool semismooth_ = false;
   // for tests: one Newton direction at the cold start of island k for complementarity target
   // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
   bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);

@@ -310,7 +310,7 @@ bool IpmSolver::LastResort(const Problem& p, int k) { return Polish(p, k) || Sem
 bool IpmSolver::Semismooth(const Problem& p, int k) {
   const IslandLists& L = lists_[k];
   const int nr = NumRows(p, k);
-  if (!semismooth_ || L.eq_num || L.fl_num || nr > kNewtonMax) return false;
+  if (!settings_.ipm.semismooth || L.eq_num || L.fl_num || nr > kNewtonMax) return false;
   const int* rows = Rows(p, k);
   NewtonDelassus(p, k);
   double* lam = ssn_lam_.data();

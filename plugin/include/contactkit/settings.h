@@ -43,6 +43,7 @@ typedef struct ckIpmSettings_ {
   int soft_equality;
   double rest_depth;
   double recovery_speed;
+  int semismooth;
 } ckIpmSettings;
 
 // solver "comfree"

@@ -700,7 +700,7 @@ int SetStalledCylinderIsland(const mjModel* m, mjData* d) {
 // iterations; the soft attempt's answer was reported INACCURATE at 1e5 x kappa_tol. Now an answer
 // is INACCURATE only within 1000x the tolerances as measured (MAX_ITER beyond), and whatever
 // the status, the output is physical: no row moves into penetration, every friction impulse lies
-// in its cone (the semismooth Newton, off by default, solves it on 3.17: the next test)
+// in its cone (the semismooth Newton, off by default, solves it: the next test)
 TEST_F(IpmPhysicsTest, StalledCylinderIslandIsReportedByItsMeasuredDistance) {
   ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
   ASSERT_TRUE(m);
@@ -758,10 +758,10 @@ TEST_F(IpmPhysicsTest, StalledCylinderIslandIsReportedByItsMeasuredDistance) {
 }
 
 // the same island has a hard answer that the interior point does not reach: the semismooth Newton
-// (off by default; Tresca's fixed point, then Newton on the natural residual of the hard problem,
-// started from the best interior answer: it does not follow the central path) ends it SOLVED at
-// both tolerances on 3.17 (not on 2.2.2, whose island differs: skipped there). Checked
-// on the output (velocity from force): every contact and limit is closed or open with
+// (setting "semismooth", off by default; Tresca's fixed point, then Newton on the natural residual
+// of the hard problem, started from the best interior answer: it does not follow the central path)
+// ends it SOLVED at both tolerances on both versions (2.2.2 needs the proximal second pass).
+// Checked on the output (velocity from force): every contact and limit is closed or open with
 // complementarity at kappa_tol, every friction impulse lies in its cone (tangent and torsion, in
 // the scaled variables f / mu), a contact that slips is on its cone's rim against its slip, and
 // one inside its cone does not slip (both as the complementarity of the cone at kappa_tol)
@@ -777,14 +777,13 @@ TEST_F(IpmPhysicsTest, StalledCylinderIslandIsSolvedBySemismoothNewton) {
   ASSERT_TRUE(e.ok);
   ASSERT_EQ(e.Extract(m.get(), d.get()), 0);
   Problem& p = e.problem();
-  const ckSettings st = IpmSettings();
+  ckSettings st = IpmSettings();
+  st.ipm.semismooth = 1;
   ipm::IpmSolver solver;
   std::string err;
   ASSERT_TRUE(solver.Setup(e.ex.dims(), st, &err)) << err;
   Solution& sol = e.solution();
-  ipm::IpmSolver::semismooth_ = true;
   solver.Solve(p, &sol);
-  ipm::IpmSolver::semismooth_ = false;
   printf("status %d, residual %.3g, kappa %.3g, semismooth %d (%d Newton steps), iterations %d\n",
          sol.status, sol.residual, sol.kappa, solver.stats().semismooth,
          solver.stats().newton_steps, sol.iterations);
