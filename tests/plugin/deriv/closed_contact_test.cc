@@ -36,7 +36,7 @@ constexpr char kCapsules[] = R"(
   </worldbody>
 </mujoco>)";
 
-class ClosedContactTest : public MujocoTest {
+class ClosedContactJacTest : public MujocoTest {
  protected:
   void TearDown() override {
     SmoothTangent::closed_form_ = true;
@@ -44,7 +44,7 @@ class ClosedContactTest : public MujocoTest {
   }
 };
 
-TEST_F(ClosedContactTest, PlaneCapsuleAndSphereJacobiansMatchTheRecollisions) {
+TEST_F(ClosedContactJacTest, PlaneCapsuleAndSphereJacobiansMatchTheRecollisions) {
   ModelPtr m = LoadString(kCapsules);
   ASSERT_TRUE(m);
   const mjOption opt = m->opt;
