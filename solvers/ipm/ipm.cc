@@ -312,6 +312,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     adj_dv_.assign(V, 0);
     adj_gj_.assign(std::max(1, dims.max_nnz), 0);
     blk_p_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
+    blk_f_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
     warm_lam_.assign(R, 0);
     warm_ok_.assign(R, 0);
     const size_t P = kPolishMax;

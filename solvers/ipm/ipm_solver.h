@@ -229,8 +229,9 @@ class IpmSolver final : public Solver {
   void DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d);
   void DynamicsChange(const Problem& p, int k, Direction* d);
   // the part of ForceTangent before island k's solve: residual perturbations (drz_, drv_), c_
-  // and rhs_; false if the island's Jacobian cannot be formed
-  bool TangentRhs(const Problem& p, int k, const ProblemTangent& dir);
+  // and rhs_ (free_term false: without dv_free's term M dv_free, in drv_ and rhs_); false if the
+  // island's Jacobian cannot be formed
+  bool TangentRhs(const Problem& p, int k, const ProblemTangent& dir, bool free_term = true);
   // the refinement's dynamics defect of dir_ (drv_ + its change); true if it needs a solve
   bool Defect(const Problem& p, int k);
   // the dynamics changes M dv - J' lam of FlushTangents' slots [0, nslot) at once into blk_p_:
@@ -262,7 +263,8 @@ class IpmSolver final : public Solver {
   void Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
             State* out) const;
   void Copy(const Problem& p, int k, const State& from, State* to) const;
-  void TangentResiduals(const Problem& p, int k, const ProblemTangent& dir, const State& s);
+  void TangentResiduals(const Problem& p, int k, const ProblemTangent& dir, const State& s,
+                        bool free_term = true);
   // the step's solution holds contact normal row i closed: its impulse lam, alone on the row,
   // would move it faster than its gap closes, lam A > z, i.e. lam^2 A > lam z = kappa_tol
   bool Closed(const Problem& p, int i) const {
@@ -334,11 +336,12 @@ class IpmSolver final : public Solver {
   int lu_island_ = -1;              // island whose central-point Jacobian lu_ holds
   std::vector<double> drz_, drv_;   // residual perturbations for ForceTangent          (rows, nv)
   std::vector<double> blk_v_;       // queued right-hand sides, then dv, X[j * slots + s] (nv x 32)
-  std::vector<double> blk_rv_;      // queued dynamics perturbations drv, by slot       (32 x nv)
+  std::vector<double> blk_rv_;      // queued dynamics perturbations drv, R[j * slots + s] (nv x 32)
   std::vector<double> blk_c_;       // queued row constants c_, by slot                 (32 x rows)
   std::vector<double> blk_rz_;      // queued row perturbations drz, by slot            (32 x rows)
   std::vector<double> blk_u_;       // their rows' velocities, U[i * slots + s]          (rows x 32)
   std::vector<double> blk_p_;       // their dynamics changes, P[j * slots + s]        (nv x 32)
+  std::vector<double> blk_f_;       // queued dv_free, X[j * slots + s]                 (nv x 32)
   std::vector<uint8_t> blk_on_;     // queued direction touches the island               (32)
   std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)
   std::vector<double> dcomp_;       // its tangent over z at the central point            (rows)
