@@ -106,6 +106,9 @@ class Derivative : private FdTarget {
 
   // test hook: the single-stage columns written and emitted on their dofs' span (true) or whole
   static inline bool column_spans_ = true;
+  // test hook: the blocked velocity columns' row terms from SoftTangent::VelocityRowRhs (true)
+  // or from their row tangents one by one (SoftTangent::RowRhs)
+  static inline bool velocity_rows_ = true;
 
  private:
   // ---- the nominal stage and the force tangent (stage.cc) ----

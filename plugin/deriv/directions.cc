@@ -227,8 +227,12 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   int island = -1;
   if (kind == kPos || kind == kVel) island = p.islands.tree_island[p.dof_tree[index]];
   const bool rows = kind == kPos || kind == kVel ? island >= 0 : true;
-  if (rows && (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos || tan_.has_drows))
+  if (rows && kind == kVel && velocity_rows_ && tan_.has_dvel && !tan_.has_dJ && !tan_.has_dpos &&
+      !tan_.has_drows) {
+    soft_.VelocityRowRhs(p, index, r);  // (J e_k's row terms: one product per island and stage)
+  } else if (rows && (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos || tan_.has_drows)) {
     soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr, island);
+  }
   // the column's reach: its solve H^-1 r stays on the islands (or lone trees) of r's trees, M_E^-1
   // P on P's trees; its right-hand side is written there only (rhs is zero elsewhere, FlushColumns)
   int lo = 0, hi = nv;

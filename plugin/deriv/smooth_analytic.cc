@@ -484,6 +484,43 @@ void SmoothTangent::PatchTangent(int i, double step, const Twist& t1, const Twis
   }
 }
 
+void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, double dp[3],
+                                  double dF[9], double* ddist) const {
+  // MuJoCo's plane-sphere contact (a capsule's: each end's sphere) has the plane's normal n, the
+  // distance n.(c - x_plane) - r from the sphere's center c, the point c - (dist / 2 + r) n, and
+  // for a capsule the frame's tangent t = p / |p|, p = a - (n.a) n its axis a off the normal
+  // (MakeFrame), the third axis n x t. The plane does not move (ClosedPair): along the twist t2
+  // of the sphere's body c moves by u, dist by n.u, the point by u - (n.u / 2) n, a by w x a
+  const mjContact& g0 = pairs_.nominal[i];
+  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
+  const double* n = g0.frame;
+  const double r = m->geom_size[3 * pr.g2];
+  double c[3], u[3];
+  for (int k = 0; k < 3; k++) c[k] = g0.pos[k] + (0.5 * g0.dist + r) * n[k];
+  t2.PointMotion(c, u);
+  const double dd = Dot3(n, u);
+  for (int k = 0; k < 3; k++) dp[k] = u[k] - 0.5 * dd * n[k];
+  *ddist = dd;
+  for (int k = 0; k < 9; k++) dF[k] = 0;
+  if (m->geom_type[pr.g2] != mjGEOM_CAPSULE) return;  // a sphere's frame: from n alone
+
+  // dt = (I - t t') dp / |p| with dp = da - (n.da) n
+  const double* R = stage_data_->geom_xmat + 9 * pr.g2;
+  const double a[3] = {R[2], R[5], R[8]};
+  double da[3], p[3], q[3];
+  Cross3(da, t2.w, a);
+  const double na = Dot3(n, a), nda = Dot3(n, da);
+  for (int k = 0; k < 3; k++) {
+    p[k] = a[k] - na * n[k];
+    q[k] = da[k] - nda * n[k];
+  }
+  const double len = std::sqrt(Dot3(p, p));
+  const double* t = g0.frame + 3;
+  const double s = (Dot3(t, p) < 0 ? -1 : 1) / len, tq = Dot3(t, q);
+  for (int k = 0; k < 3; k++) dF[3 + k] = s * (q[k] - tq * t[k]);
+  Cross3(dF + 6, n, dF + 3);
+}
+
 void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
   mjData* d = stage_data_;
   const int nv = nv_, na = na_;
@@ -565,6 +602,7 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
   for (int q = 0; q < pairs_.npair; q++) {
     ContactPair& pr = pairs_.pair[q];
     if (!pairs_.body_moved[pr.body1] && !pairs_.body_moved[pr.body2]) continue;
+    if (ClosedPair(pr)) continue;  // (ClosedTangent)
     double saved[2][12];
     for (int g = 0; g < 2; g++) {
       const int geom = g == 0 ? pr.g1 : pr.g2;
@@ -619,6 +657,7 @@ void SmoothTangent::ContactAxisTangents(const mjModel* m, const Contact& con, co
   // per side and row: d rho (uncarried dofs) and d rho - S x* rho (carried)
   for (int side = 0; side < 2; side++) {
     const int body = con.body[side];
+    if (m->body_weldid[body] == 0) continue;  // a static side has no columns (its tan unset)
     const double* com = d->subtree_com + 3 * m->body_rootid[body];
     const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
     for (int r = 0; r < dim; r++) {
@@ -705,7 +744,9 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         tw[side].o[r] = com[r];
       }
     }
-    if (!GeometryTangent(con.mj_index, kPoseStep, dp, dF, &ddist)) {
+    if (ClosedPair(pairs_.pair[pairs_.contact_pair[con.mj_index]])) {
+      ClosedTangent(m, con.mj_index, tw[1], dp, dF, &ddist);
+    } else if (!GeometryTangent(con.mj_index, kPoseStep, dp, dF, &ddist)) {
       PatchTangent(con.mj_index, kPoseStep, tw[0], tw[1], dp, dF, &ddist);
     } else if (pairs_.found[con.mj_index] != 3) {
       // found on one side only: the nominal pose is a tie of the patch, where the collider's
@@ -728,6 +769,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
       double wrench[2][2][6] = {};
       for (int side = 0; side < 2; side++) {
         const int body = con.body[side];
+        if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
         const double sg = side ? 1 : -1;
         const bool carried = pairs_.body_moved[body];
         const double* V = d->cvel + 6 * body;

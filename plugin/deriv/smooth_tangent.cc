@@ -14,11 +14,13 @@
 namespace contactkit {
 namespace {
 
-constexpr double kNudge = 1e-6;    // forward-difference step of actuation and sensors
-constexpr double kPosStep = 1e-7;  // forward-difference step of the position passes (their
-                                   // truncation error, not rounding, limits the accuracy)
-constexpr double kJumpRate = 1e4;  // fastest a contact point moves per unit of a direction
-                                   // (m); faster is a jump to other points (a new patch)
+constexpr double kNudge = 1e-6;          // forward-difference step of actuation and sensors
+constexpr double kPosStep = 1e-7;        // forward-difference step of the position passes (their
+                                         // truncation error, not rounding, limits the accuracy)
+constexpr double kJumpRate = 1e4;        // fastest a contact point moves per unit of a direction
+                                         // (m); faster is a jump to other points (a new patch)
+constexpr double kClosedMinSine = 1e-3;  // sine of a capsule's axis to the plane's normal
+                                         // below which its contacts are re-collided
 
 bool InRange(double x1, double x2, const double* range) {
   return x1 >= range[0] && x1 <= range[1] && x2 >= range[0] && x2 <= range[1];
@@ -152,6 +154,21 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
   // the re-collisions write only the geometry (dist, pos, frame) of a contact found again: the
   // rest is the nominal contact's
   for (int c = 0; c < d->ncon; c++) pairs_.forward[c] = pairs_.backward[c] = pairs_.nominal[c];
+  // a plane against a sphere or capsule in closed form (ClosedTangent), but a capsule within
+  // kClosedMinSine of standing on the plane (its contacts' tangent, the axis off the normal)
+  for (int q = 0; q < pairs_.npair; q++) {
+    ContactPair& pr = pairs_.pair[q];
+    const int type2 = pr.g1 >= 0 && pr.g2 >= 0 ? m->geom_type[pr.g2] : -1;
+    pr.closed = type2 >= 0 && m->geom_type[pr.g1] == mjGEOM_PLANE &&
+                (type2 == mjGEOM_SPHERE || type2 == mjGEOM_CAPSULE);
+    if (pr.closed && type2 == mjGEOM_CAPSULE) {
+      const double* R = d->geom_xmat + 9 * pr.g2;
+      const double* n = pairs_.nominal[pr.first].frame;
+      const double s[3] = {R[5] * n[2] - R[8] * n[1], R[8] * n[0] - R[2] * n[2],
+                           R[2] * n[1] - R[5] * n[0]};  // axis x normal
+      pr.closed = std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]) >= kClosedMinSine;
+    }
+  }
 }
 
 void SmoothTangent::DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign,

@@ -126,6 +126,9 @@ class SmoothTangent {
   // test hook: a position or velocity direction's row tangents on its tree's island's rows, the
   // others kept zero (true), or on every row (false; the blocked path: its island either way)
   static inline bool island_rows_ = true;
+  // test hook: a static plane's contacts with spheres and capsules in closed form (true) or
+  // from the centred re-collisions as any other pair (false)
+  static inline bool closed_form_ = true;
 
   // ---- a direction (smooth_tangent.cc) ----
   // tangents of the smooth data and rows along a unit direction
@@ -216,6 +219,11 @@ class SmoothTangent {
   // (pairs_.forward, pairs_.backward, as pairs_.found marks); false if neither
   // found it again
   bool GeometryTangent(int i, double step, double dp[3], double dF[9], double* ddist) const;
+  // the pair's contacts' geometry in closed form along the direction (ClosedTangent): a plane
+  // the direction does not move against a sphere or capsule
+  bool ClosedPair(const ContactPair& pr) const {
+    return closed_form_ && pr.closed && !pairs_.body_moved[pr.body1];
+  }
   void AnalyticVelocity(const mjModel* m, int k);
   // the joint actuators of dof k: add to the direction's tangent the differences of
   // mj_fwdActuation along their lengths or velocities (field: the stage data's actuator_length or
@@ -265,6 +273,9 @@ class SmoothTangent {
   // and its bodies' rigid motions along the direction
   void PatchTangent(int i, double step, const Twist& t1, const Twist& t2, double dp[3],
                     double dF[9], double* ddist) const;
+  // point, frame and distance tangents of contact i of a ClosedPair, its g2 moved by twist t2
+  void ClosedTangent(const mjModel* m, int i, const Twist& t2, double dp[3], double dF[9],
+                     double* ddist) const;
 
   // the other parts
   Extractor& extractor_;

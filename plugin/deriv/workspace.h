@@ -146,6 +146,7 @@ struct ContactPair {
   int count = 0;       // contacts of the pair in the nominal list
   double margin = 0;   // margin passed to the collision function
   int body1 = 0, body2 = 0;
+  bool closed = false;  // a plane (g1) and a sphere or capsule (g2): ClosedTangent's geometry
 };
 
 // the nominal contact pairs and their collisions re-run along a direction

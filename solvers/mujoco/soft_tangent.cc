@@ -128,6 +128,7 @@ void SoftTangent::Setup(const ProblemDims& dims) {
   con_of_row_.assign(std::max(dims.max_rows, 1), -1);
   hcone_.assign(36 * static_cast<size_t>(std::max(dims.max_contacts, 1)), 0);
   H_.assign(static_cast<size_t>(dims.nv) * dims.nv + 1, 0);
+  K_.assign(static_cast<size_t>(dims.nv) * dims.nv + 1, 0);
   hadr_.assign(std::max(dims.ntree, 1), 0);
   local_.assign(std::max(dims.nv, 1), -1);
   t_.assign(std::max(dims.max_rows, 1), 0);
@@ -190,6 +191,7 @@ bool SoftTangent::Prepare(const Problem& p, const SoftRows& rows, const double* 
   v_next_ = v_next;
   nrow_ = rows.nrow;
   if (nrow_ > static_cast<int>(ra_.size())) return false;
+  k_ready_ = false;
   MapRows(p, rows, v_next);
   MassBlocks(p);
   AddCurvature(p, rows);
@@ -303,6 +305,104 @@ void SoftTangent::MassBlocks(const Problem& p) {
   }
 }
 
+bool SoftTangent::ContactCurvature(const Problem& p, int c, double W[36]) const {
+  const Contact& con = p.con[c];
+  const int adr = con.efc_address, dim = con.dim, row = con.row;
+  bool any = false;
+  if (dim == 1 || rb_[adr] < 0) {
+    for (int r = 0; r < dim; r++) {
+      if (st_[adr + r] != kSoftQuadratic) continue;
+      W[r * dim + r] += D_[adr + r];
+      any = true;
+    }
+    if (elliptic_ && dim > 1 && st_[adr] == kSoftCone) {
+      const double* hc = hcone_.data() + 36 * c;
+      for (int q = 0; q < dim * dim; q++) W[q] += hc[q];
+      any = true;
+    }
+  } else {
+    for (int e = adr; e < adr + 2 * (dim - 1); e++) {
+      if (st_[e] != kSoftQuadratic) continue;
+      const int b = rb_[e] - row;
+      const double De = D_[e], ce = rc_[e];
+      W[0] += De;
+      W[b] += De * ce;
+      W[b * dim] += De * ce;
+      W[b * dim + b] += De * ce * ce;
+      any = true;
+    }
+  }
+  return any;
+}
+
+void SoftTangent::VelocityRows(const Problem& p) {
+  // a velocity direction e_k has t = -dvel - h daref = (h B - 1) J e_k on its island's rows and
+  // IslandRowRhs adds J' fold, fold = -W t: K = J' W S J, S = diag(1 - h B), column k contiguous
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const int nplain = p.ne + p.nf + p.nl;
+  for (int k = 0; k < is.nisland; k++) {
+    double* Kk = K_.data() + hadr_[k];
+    for (int a = 0; a < is.ndofs[k] * is.ndofs[k]; a++) Kk[a] = 0;
+  }
+  for (int e = 0; e < nplain; e++) {
+    const int k = is.row_island[e];
+    if (st_[e] != kSoftQuadratic || k < 0) continue;
+    const int n = is.ndofs[k], nnz = J.rownnz[e];
+    const int* cols = J.colind + J.rowadr[e];
+    const double* va = J.val + J.rowadr[e];
+    const double s = D_[e] * (1 - h_ * p.KB[2 * e + 1]);
+    double* Kk = K_.data() + hadr_[k];
+    for (int y = 0; y < nnz; y++) {
+      double* ky = Kk + local_[cols[y]] * n;
+      for (int x = 0; x < nnz; x++) ky[local_[cols[x]]] += va[x] * s * va[y];
+    }
+  }
+  double* G = gbuf_.data();
+  int* loc = loc_cols_.data();
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int dim = con.dim, row = con.row, k = is.row_island[row];
+    double W[36] = {};
+    if (k < 0 || !ContactCurvature(p, c, W)) continue;
+    const int n = is.ndofs[k], nnz = J.rownnz[row];
+    const int* cols = J.colind + J.rowadr[row];
+    for (int x = 0; x < nnz; x++) loc[x] = local_[cols[x]];
+    // G = W S J_c (the contact's rows share their columns)
+    for (int r = 0; r < dim; r++) {
+      for (int y = 0; y < nnz; y++) {
+        double g = 0;
+        for (int q = 0; q < dim; q++) {
+          g += W[r * dim + q] * (1 - h_ * p.KB[2 * (row + q) + 1]) * J.val[J.rowadr[row + q] + y];
+        }
+        G[r * nnz + y] = g;
+      }
+    }
+    double* Kk = K_.data() + hadr_[k];
+    for (int y = 0; y < nnz; y++) {
+      double* ky = Kk + loc[y] * n;
+      for (int r = 0; r < dim; r++) {
+        const double gry = G[r * nnz + y];
+        if (gry == 0) continue;
+        const double* jr = J.val + J.rowadr[row + r];
+        for (int x = 0; x < nnz; x++) ky[loc[x]] += jr[x] * gry;
+      }
+    }
+  }
+}
+
+void SoftTangent::VelocityRowRhs(const Problem& p, int k, double* rhs) {
+  const Islands& is = p.islands;
+  const int island = is.tree_island[p.dof_tree[k]];
+  if (island < 0) return;
+  if (!k_ready_) VelocityRows(p);
+  k_ready_ = true;
+  const int n = is.ndofs[island];
+  const int* dofs = is.dofs + is.dofadr[island];
+  const double* col = K_.data() + hadr_[island] + local_[k] * n;
+  for (int a = 0; a < n; a++) rhs[dofs[a]] += col[local_[dofs[a]]];
+}
+
 void SoftTangent::AddCurvature(const Problem& p, const SoftRows& rows) {
   const SparseRows& J = p.J;
   const Islands& is = p.islands;
@@ -329,35 +429,11 @@ void SoftTangent::AddCurvature(const Problem& p, const SoftRows& rows) {
   }
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    const int adr = con.efc_address, dim = con.dim, row = con.row;
+    const int dim = con.dim, row = con.row;
     const int k = is.row_island[row];
     if (k < 0) continue;
     double W[36] = {};
-    bool any = false;
-    if (dim == 1 || rb_[adr] < 0) {
-      for (int r = 0; r < dim; r++) {
-        if (st_[adr + r] != kSoftQuadratic) continue;
-        W[r * dim + r] += D_[adr + r];
-        any = true;
-      }
-      if (rows.elliptic && dim > 1 && st_[adr] == kSoftCone) {
-        const double* hc = hcone_.data() + 36 * c;
-        for (int q = 0; q < dim * dim; q++) W[q] += hc[q];
-        any = true;
-      }
-    } else {
-      for (int e = adr; e < adr + 2 * (dim - 1); e++) {
-        if (st_[e] != kSoftQuadratic) continue;
-        const int b = rb_[e] - row;
-        const double De = D_[e], ce = rc_[e];
-        W[0] += De;
-        W[b] += De * ce;
-        W[b * dim] += De * ce;
-        W[b * dim + b] += De * ce * ce;
-        any = true;
-      }
-    }
-    if (!any) continue;
+    if (!ContactCurvature(p, c, W)) continue;
     const int n = is.ndofs[k], nnz = J.rownnz[row];
     const int* cols = J.colind + J.rowadr[row];
     double* Hk = H_.data() + hadr_[k];

@@ -91,6 +91,11 @@ class SoftTangent {
   void RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs, const double* dJv = nullptr,
               int island = -1);
   void SolveBlock(const Problem& p, double* x, int nb);
+  // RowRhs of velocity direction e_k alone (dir.vel = J e_k, dir.aref = -B dir.vel, no J, R or
+  // position terms): column k of J' W S J with W the rows' curvature (AddCurvature's) and
+  // S = diag(1 - h B), added to rhs on k's island; formed per island at the first call after
+  // Prepare (the same terms as RowRhs, summed in another order)
+  void VelocityRowRhs(const Problem& p, int k, double* rhs);
 
   // MuJoCo rows in the last Prepare
   int nrow() const { return nrow_; }
@@ -102,6 +107,11 @@ class SoftTangent {
   void MapRows(const Problem& p, const SoftRows& rows, const double* v_next);
   void MassBlocks(const Problem& p);
   void AddCurvature(const Problem& p, const SoftRows& rows);
+  // W of contact c in its frame rows (dim x dim, row-major, zeroed by the caller): its quadratic
+  // rows, pyramid edges and cone Hessian; false if none of its MuJoCo rows is active
+  bool ContactCurvature(const Problem& p, int c, double W[36]) const;
+  // VelocityRowRhs' J' W S J of every island into K_
+  void VelocityRows(const Problem& p);
 
   // the modes' states over MuJoCo's own (st_)
   void ApplyModes(const Problem& p);
@@ -145,6 +155,9 @@ class SoftTangent {
   std::vector<double> H_;   //                                              (nv x nv)
   std::vector<int> hadr_;   // start of each island's block                  (ntree)
   std::vector<int> local_;  // index of each dof inside its island           (nv)
+  // velocity directions' row terms J' W S J, per island as H_ (column k of a block contiguous)
+  std::vector<double> K_;  //                                              (nv x nv)
+  bool k_ready_ = false;   // K_ formed since the last Prepare
 
   // scratch
   std::vector<double> block_;            // an island\'s block (nv x kBlock)
