@@ -7,8 +7,8 @@
 //   lambda = max(-K (J~ v_smooth h + phi) - D J~ v_smooth, 0),  K = k M / h,  D = d M / h,
 //   M = r / (1 - r) / A   (eq. 12: r the impedance of |phi|, A the contact's inverse mass).
 // The facets decouple across contacts, so one pass over them and one M^-1 solve give the next
-// velocity (eq. 9). Limits take the same update on one facet, friction loss clamps it to the
-// loss, and equality rows use it without a clamp.
+// velocity (eq. 9). Limits take the same update on one facet and equality rows use it without a
+// clamp; friction loss acts after them, a one-step stick clamped to the loss (FrictionAfter).
 //
 // Beyond the paper (docs/solvers.md, comfree): A is the exact normal inverse mass J_n M^-1 J_n',
 // raised for contacts with a light tangent (kComfreeLightTangent) and shared by the contacts of a
