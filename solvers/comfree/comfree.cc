@@ -109,6 +109,8 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   vafter_.assign(nv, 0.0);
   flg_.assign(nv, 0.0);
   flu_.assign(nv, 0.0);
+  flv_.assign(nv, 0.0);
+  flforce_.assign(rows, 0.0);
   adj_y_.assign(rows, 0.0);
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);
@@ -135,6 +137,7 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   qrow_.assign(rows, 0);
   nqrow_ = 0;
   wstale_ = true;
+  SetupTangentBlocks(dims);
   return true;
 }
 
@@ -374,6 +377,7 @@ void ComfreeSolver::FrictionAfter(const Problem& p, Solution* sol) {
     sol->force[i] = std::clamp(arg_[i], -p.floss[i], p.floss[i]);
   }
   VelocityFromForce(p, sol->force, sol->v_next, nullptr);
+  for (int i = 0; i < p.nrow; i++) flforce_[i] = sol->force[i];
 }
 
 void ComfreeSolver::Solve(const Problem& p, Solution* sol) {

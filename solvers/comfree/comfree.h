@@ -18,6 +18,7 @@
 #ifndef CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 #define CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,6 +88,16 @@ class ComfreeSolver final : public Solver {
   // in the tangent (the closed form has no clamped set to change; "touching", mode 1, is how it
   // was solved already)
   bool SetTangentModes(const Problem& p, const signed char* mode) override;
+  // blocked force tangents on a problem of one island: QueueTangent keeps a direction that moves
+  // dv_free only (velocity, control: the force tangent is a fixed linear map of dv_free) and
+  // forms the others' at once (ForceTangent); FlushTangents applies the map to the kept
+  // dv_free of all slots at once, each entry of J to all columns (ForceTangent's bits)
+  static constexpr int kTangentSlots = 32;
+  int TangentSlots(const Problem& p) const override {
+    return p.islands.nisland == 1 ? kTangentSlots : 0;
+  }
+  bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
+  bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
@@ -155,8 +166,7 @@ class ComfreeSolver final : public Solver {
   // the friction-loss rows' force tangent (FrictionAfter), over what ForceTangent wrote for them
   // from the other rows' dforce: df_i = -(J_i dv' + dJ_i v') / (A_i h) - f_i dA_i / A_i, with
   // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM (v' - v_smooth) / h)
-  void FrictionLossTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
-                           double* dforce);
+  void FrictionLossTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
 
   // reverse mode of FrictionLossTangent: its y_f' df_f terms into the adjoint arrays; returns the
   // weights of the other rows' forces, y_o + J_o M^-1 sum_i (-y_i / A_i) J_i' (adj_y_, friction
@@ -179,6 +189,16 @@ class ComfreeSolver final : public Solver {
   // the rows QuadTangents forms on a tree, gathered with their w at the first direction that
   // moves the tree's mass after a Solve (qtrow_, quadx_); none if the pool is full
   void QuadRows(const Problem& p, int tree);
+
+  // ForceTangent without the solution (it reads the solver's own copy of what it needs)
+  void DirectionTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
+
+  // the blocked tangents' workspace (Setup)
+  void SetupTangentBlocks(const ProblemDims& dims);
+
+  // FlushTangents' part for the slots kept as dv_free (lin_slot_): ForceTangent of a direction
+  // that moves dv_free only, every entry of J applied to all of them
+  void LinearTangents(const Problem& p, int nslot, double* dforce);
 
   // ForceTangent's parts that do not depend on the direction, at its first call after a Solve:
   // each contact's facet sums (fsum_), whether a gain is capped, the quad rows' reset
@@ -218,6 +238,8 @@ class ComfreeSolver final : public Solver {
   std::vector<double> vafter_;   // v' of FrictionAfter, before the friction-loss rows (nv)
   std::vector<double> flg_;      // FrictionLossTangent / Adjoint scratch            (nv)
   std::vector<double> flu_;      // ... and (v' - v_smooth) / h                      (nv)
+  std::vector<double> flv_;      // ... and a kept slot's dv_free (FlushTangents)     (nv)
+  std::vector<double> flforce_;  // the last Solve's forces (FrictionLossTangent's dJ' f) (max_rows)
   std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
   std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
   size_t wused_ = 0;             // entries of wpool_ in use
@@ -242,7 +264,9 @@ class ComfreeSolver final : public Solver {
   static constexpr int kFacetSums = 48;
   std::vector<double> fsum_;   // over the active facets                (max_contacts x kFacetSums)
   std::vector<char> fshared_;  // the contact's rows share their columns         (max_contacts)
-  static constexpr int kQuadSlots = 8;  // rows per QuadPass
+  static constexpr int kQuadSlots = 16;  // rows per QuadPass (a block of quadx_)
+  // the width of a block of nq rows in quadx_: nq rounded up to even (SIMD pairs)
+  static int QuadWidth(int nq) { return std::min(nq + (nq & 1), kQuadSlots); }
   std::vector<int> qtadr_;     // each tree's first quad row in qtrow_, -1 not gathered   (ntree)
   std::vector<int> qtnum_;     // its quad rows                                           (ntree)
   std::vector<size_t> qtx_;    // its first block in quadx_                               (ntree)
@@ -250,11 +274,19 @@ class ComfreeSolver final : public Solver {
   int qtused_ = 0;             // entries of qtrow_ in use
   size_t qxused_ = 0;          // entries of quadx_ in use
   std::vector<double> quadx_;  // blocks of kQuadSlots quad rows' w on their tree, dof-major
-                               // (tree dofs x kQuadSlots each)  (min((max_rows + 8) nv, pool))
+                               // (tree dofs x kQuadSlots each)  (min((max_rows + 16) nv, pool))
   std::vector<double> quad_;   // w'dM w of a row on dM's tree (QuadTangents)        (max_rows)
   std::vector<char> qset_;     // quad_ holds the row's, for the current direction  (max_rows)
   std::vector<int> qrow_;      // the rows with qset_                               (max_rows)
   int nqrow_ = 0;              // how many
+  // blocked tangents (QueueTangent): a slot's kind, 1 formed (blk_f_), 2 dv_free kept (blk_vf_)
+  std::vector<signed char> blk_kind_;  //                                     (kTangentSlots)
+  std::vector<char> blk_touch_;        // the slot's direction touches the island  (kTangentSlots)
+  std::vector<double> blk_f_;          // formed slots' force tangents    (kTangentSlots x max_rows)
+  std::vector<double> blk_vf_;         // kept dv_free, dof-major, packed      (nv x kTangentSlots)
+  std::vector<double> blk_ds_;         // a contact's rows' J dv_free, packed   (6 x kTangentSlots)
+  int lin_slot_[kTangentSlots] = {};   // the slot of each packed dv_free column
+  int nlin_ = 0;                       // how many
 };
 
 }  // namespace contactkit

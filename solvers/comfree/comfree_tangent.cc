@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "solvers/comfree/comfree.h"
+#include "solvers/common/columns.h"
 
 namespace contactkit {
 namespace {
@@ -134,13 +135,15 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree) {
     if (gain_[i] != 0) add(arow_[i]);
   }
   const int nq = qtused_ - first, K = kQuadSlots;
-  const size_t size = static_cast<size_t>(n) * K * ((nq + K - 1) / K);
+  // (full blocks of K, the last one as wide as QuadWidth of its rows)
+  const size_t size = static_cast<size_t>(n) * (nq / K * K + (nq % K ? QuadWidth(nq % K) : 0));
   for (int a = first; a < qtused_; a++) qset_[qtrow_[a]] = 0;
   if (qxused_ + size > quadx_.size()) {
     qtused_ = first;  // (the pool is full: InvMassTangent forms them)
     return;
   }
-  // their w on the tree, kQuadSlots rows per block, dof-major in a block (the last one padded)
+  // their w on the tree, kQuadSlots rows per block, dof-major in a block as wide as its rows
+  // rounded up to even (QuadWidth; the last block padded)
   double* x = quadx_.data() + qxused_;
   for (size_t e = 0; e < size; e++) x[e] = 0;
   for (int s = 0; s < nq; s++) {
@@ -151,8 +154,9 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree) {
       size += p.islands.tree_dofnum[t];
     });
     const double* w = RowSolve(p, row) + off;
+    const int W = QuadWidth(nq - s / K * K);
     double* xs = x + static_cast<size_t>(s / K) * n * K + s % K;
-    for (int i = 0; i < n; i++) xs[static_cast<size_t>(i) * K] = w[i];
+    for (int i = 0; i < n; i++) xs[static_cast<size_t>(i) * W] = w[i];
   }
   qtx_[tree] = qxused_;
   qxused_ += size;
@@ -168,29 +172,72 @@ void ComfreeSolver::QuadTangents(const Problem& p, const ProblemTangent& dir) {
   for (int s = 0; s < qtnum_[tree]; s += kQuadSlots) QuadPass(p, dir, tree, s);
 }
 
+namespace {
+
+// QuadPass' sums for a block of 2 H lanes (dof-major, stride 2 H) over dM's listed rows, into out
+// (2 H), the lanes in SIMD pairs: each row's terms in the order of a pass over it alone
+template <int H>
+void QuadPairs(const TreeMass& mass, const ProblemTangent& dir, const double* x, int begin,
+               double* out) {
+  using columns::Load;
+  using columns::Pair;
+  const double* V = dir.M;
+  Pair q[H] = {}, xi[H];
+  for (int r = 0; r < dir.M_nrows; r++) {
+    const int i = dir.M_rows[r];
+    const double* x0 = x + static_cast<size_t>(i - begin) * 2 * H;
+    for (int h = 0; h < H; h++) xi[h] = Load<2>(x0 + 2 * h);
+    const Pair vii = {V[mass.madr[i]], V[mass.madr[i]]};
+    for (int h = 0; h < H; h++) q[h] += vii * xi[h] * xi[h];
+    int adr = mass.madr[i] + 1;
+    for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
+      const double* xj = x + static_cast<size_t>(j - begin) * 2 * H;
+      const double v2 = 2 * V[adr];
+      const Pair v = {v2, v2};
+      for (int h = 0; h < H; h++) q[h] += v * xi[h] * Load<2>(xj + 2 * h);
+    }
+  }
+  for (int h = 0; h < H; h++) columns::Store<2>(out + 2 * h, q[h]);
+}
+
+}  // namespace
+
 void ComfreeSolver::QuadPass(const Problem& p, const ProblemTangent& dir, int tree, int first) {
   // SubQuadValuesRows' terms for each of the block's rows (the tree's quad rows from first),
   // each summed apart and subtracted by InvMassTangent
-  const TreeMass& mass = p.mass;
-  const double* V = dir.M;
   constexpr int K = kQuadSlots;
   const int begin = p.islands.tree_dofadr[tree], n = p.islands.tree_dofnum[tree];
+  const int nq = std::min(qtnum_[tree] - first, K), H = QuadWidth(nq) / 2;
   const double* x = quadx_.data() + qtx_[tree] + static_cast<size_t>(first / K) * n * K;
-  double q[K] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int r = 0; r < dir.M_nrows; r++) {
-    const int i = dir.M_rows[r];
-    const double* xi = x + static_cast<size_t>(i - begin) * K;
-    const double vii = V[mass.madr[i]];
-    for (int s = 0; s < K; s++) q[s] += vii * xi[s] * xi[s];
-    int adr = mass.madr[i] + 1;
-    for (int j = mass.parent[i]; j >= 0; j = mass.parent[j], adr++) {
-      const double* xj = x + static_cast<size_t>(j - begin) * K;
-      const double v = 2 * V[adr];
-      for (int s = 0; s < K; s++) q[s] += v * xi[s] * xj[s];
-    }
+  double q[K];
+  switch (H) {
+    case 1:
+      QuadPairs<1>(p.mass, dir, x, begin, q);
+      break;
+    case 2:
+      QuadPairs<2>(p.mass, dir, x, begin, q);
+      break;
+    case 3:
+      QuadPairs<3>(p.mass, dir, x, begin, q);
+      break;
+    case 4:
+      QuadPairs<4>(p.mass, dir, x, begin, q);
+      break;
+    case 5:
+      QuadPairs<5>(p.mass, dir, x, begin, q);
+      break;
+    case 6:
+      QuadPairs<6>(p.mass, dir, x, begin, q);
+      break;
+    case 7:
+      QuadPairs<7>(p.mass, dir, x, begin, q);
+      break;
+    default:
+      QuadPairs<8>(p.mass, dir, x, begin, q);
+      break;
   }
   const int* rows = qtrow_.data() + qtadr_[tree] + first;
-  for (int s = 0; s < K && first + s < qtnum_[tree]; s++) {
+  for (int s = 0; s < nq; s++) {
     quad_[rows[s]] = q[s];
     qset_[rows[s]] = 1;
     qrow_[nqrow_++] = rows[s];
@@ -300,6 +347,12 @@ double RatioTangent(const Problem& p, const ProblemTangent& dir, int row) {
 
 bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                                  double* dforce) {
+  DirectionTangent(p, dir, dforce);
+  FrictionLossTangent(p, dir, dforce);
+  return true;
+}
+
+void ComfreeSolver::DirectionTangent(const Problem& p, const ProblemTangent& dir, double* dforce) {
   const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
   const int nplain = p.ne + p.nf + p.nl, ncon = p.ncon;
   for (int i = 0; i < p.nrow; i++) dforce[i] = 0;
@@ -409,8 +462,132 @@ bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const Pr
     const double dA = amul_[i] * InvMassTangent(p, arow_[i], dir);
     dforce[i] = dgain(i, tmax, dA) * a + gain_[i] * cap_[i] * (-cv * dvel(i) - k * dphi) / h;
   }
-  FrictionLossTangent(p, sol, dir, dforce);
+}
+
+//---------------------------------- blocked tangents ----------------------------------------------
+
+void ComfreeSolver::SetupTangentBlocks(const ProblemDims& dims) {
+  const size_t S = kTangentSlots, rows = std::max(dims.max_rows, 1), nv = std::max(dims.nv, 1);
+  blk_kind_.assign(S, 0);
+  blk_touch_.assign(S, 0);
+  blk_f_.assign(S * rows, 0.0);
+  blk_vf_.assign(nv * S, 0.0);
+  blk_ds_.assign(6 * S, 0.0);
+  nlin_ = 0;
+}
+
+bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) {
+  // a direction that moves dv_free only (the anchors' displacement, if any, zero) is kept for
+  // FlushTangents' products; the others are formed now (their arrays change after the call)
+  if (p.islands.nisland != 1 || slot < 0 || slot >= kTangentSlots) return false;
+  if (slot == 0) nlin_ = 0;
+  bool linear = dir.v_free && !dir.J && !dir.M && !dir.R && !dir.diag_approx && !dir.pos;
+  for (int c = 0; c < p.ncon && linear && anchored_ && dir.disp; c++) {
+    for (int r = 1; r < p.con[c].dim; r++) linear = linear && dir.disp[p.con[c].row + r] == 0;
+  }
+  blk_touch_[slot] = !dir.touched || dir.touched[0];
+  if (!linear) {
+    blk_kind_[slot] = 1;
+    DirectionTangent(p, dir, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
+    FrictionLossTangent(p, dir, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
+    return true;
+  }
+  blk_kind_[slot] = 2;
+  const size_t S = kTangentSlots;
+  for (int j = 0; j < p.nv; j++) blk_vf_[j * S + nlin_] = dir.v_free[j];
+  lin_slot_[nlin_++] = slot;
   return true;
+}
+
+bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
+  const int nr = p.nrow;
+  if (p.islands.nisland != 1 || nslot > kTangentSlots) return false;
+  for (int s = 0; s < nslot; s++) {
+    double* f = dforce + static_cast<size_t>(s) * nr;
+    const double* g = blk_f_.data() + static_cast<size_t>(s) * nr;
+    for (int i = 0; i < nr; i++) f[i] = blk_kind_[s] == 1 ? g[i] : 0;
+  }
+  if (nlin_ > 0) LinearTangents(p, nslot, dforce);
+  for (int c = 0; c < nlin_ && p.nf > 0; c++) {
+    // the friction-loss rows of the kept slots (FrictionLossTangent), one direction at a time
+    const size_t S = kTangentSlots;
+    for (int j = 0; j < p.nv; j++) flv_[j] = blk_vf_[j * S + c];
+    const uint8_t touch = blk_touch_[lin_slot_[c]];
+    ProblemTangent dir;
+    dir.v_free = flv_.data();
+    dir.touched = &touch;
+    FrictionLossTangent(p, dir, dforce + static_cast<size_t>(lin_slot_[c]) * nr);
+  }
+  nlin_ = 0;
+  return true;
+}
+
+void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) {
+  // ForceTangent's terms of a direction along dv_free alone: the gains' tangents (ratio, inverse
+  // mass, relaxation) are exactly zero, as are dphi, ddamp and the anchors' ddisp; what is left
+  // is each row's J dv_free through the facets' sums, each operation applied to all slots in
+  // turn (the same operations per slot in ForceTangent's order)
+  const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
+  const int nplain = p.ne + p.nf + p.nl, nr = p.nrow, nc = nlin_;
+  const size_t S = kTangentSlots;
+  if (tstale_) PrepareTangent(p);
+  const SparseRows& J = p.J;
+  double* u = blk_ds_.data();  // a contact's rows' J dv_free, then u (6 x S)
+  double f[kTangentSlots];     // a row's force tangent per slot
+  unsigned char moves[kTangentSlots], touch[kTangentSlots];
+  for (int c = 0; c < nc; c++) touch[c] = blk_touch_[lin_slot_[c]];
+  auto rowdots = [&](int row, double* out) {
+    const int adr = J.rowadr[row];
+    columns::RowTimesAll(J.val + adr, J.colind + adr, J.rownnz[row], blk_vf_.data(), S, nc, out);
+  };
+  // f into the slots' dforce at row (a row outside the island is never skipped, as in
+  // ForceTangent; a contact's rows are written once, onto zeros)
+  auto store = [&](int row, const unsigned char* on) {
+    const bool island = p.islands.row_island[row] >= 0;
+    for (int c = 0; c < nc; c++) {
+      if ((!on || on[c]) && (touch[c] || !island))
+        dforce[static_cast<size_t>(lin_slot_[c]) * nr + row] += f[c];
+    }
+  };
+  for (int c0 = 0; c0 < p.ncon; c0++) {
+    const Contact& con = p.con[c0];
+    const int row = con.row, dim = con.dim;
+    if (gain_[row] == 0 || (tangent_modes_ && tangent_modes_[c0] == 0)) continue;
+    const double rel = 0, ddamp = 0;
+    double slope = 0;
+    const double dmp = FromDistance(con) ? CfdDamping(p, row, &slope) : d, cvc = k * h + dmp;
+    const double G = gain_[row] * cap_[row];
+    for (int c = 0; c < nc; c++) moves[c] = 0;
+    for (int r = 0; r < dim; r++) {
+      double* ur = u + r * S;
+      rowdots(row + r, ur);
+      for (int c = 0; c < nc; c++) moves[c] |= ur[c] != 0;
+      for (int c = 0; c < nc; c++) ur[c] = -cvc * ur[c] - k * 0.0;
+    }
+    const double* a = fsum_.data() + static_cast<size_t>(c0) * kFacetSums;
+    const double *P = a + 6, *Pv = P + 36;
+    for (int r = 0; r < dim; r++) {
+      for (int c = 0; c < nc; c++) f[c] = 0;
+      for (int q = 0; q < dim; q++) {
+        const double Prq = P[6 * r + q], *uq = u + q * S;
+        for (int c = 0; c < nc; c++) f[c] += Prq * uq[c];
+      }
+      const double ra = rel * a[r], dv = ddamp * Pv[r];
+      for (int c = 0; c < nc; c++) f[c] = ra + G * (f[c] - dv) / h;
+      store(row + r, moves);
+    }
+  }
+  for (int i = 0; i < nplain; i++) {
+    const double a = arg_[i];
+    const bool active = p.kind[i] == kRowLimit      ? a > 0
+                        : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
+                                                    : true;
+    if (gain_[i] == 0 || !active) continue;
+    const double dga = 0 * a, G = gain_[i] * cap_[i];
+    rowdots(i, f);
+    for (int c = 0; c < nc; c++) f[c] = dga + G * (-cv * f[c] - k * 0.0) / h;
+    store(i, nullptr);
+  }
 }
 
 bool ComfreeSolver::SetTangentModes(const Problem& p, const signed char* mode) {
@@ -611,8 +788,8 @@ double ComfreeSolver::AdjointDot(const Problem& p, const Solution& sol, const Pr
 
 //---------------------------------- friction loss after the other rows ----------------------------
 
-void ComfreeSolver::FrictionLossTangent(const Problem& p, const Solution& sol,
-                                        const ProblemTangent& dir, double* dforce) {
+void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& dir,
+                                        double* dforce) {
   const SparseRows& J = p.J;
   const int f0 = p.ne, f1 = p.ne + p.nf, nv = p.nv;
   const double h = p.h;
@@ -630,7 +807,7 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const Solution& sol,
   for (int i = 0; i < p.nrow; i++) {
     if (i >= f0 && i < f1) continue;
     const int adr = J.rowadr[i];
-    const double df = dforce[i], f = dir.J ? sol.force[i] : 0;
+    const double df = dforce[i], f = dir.J ? flforce_[i] : 0;
     if (df == 0 && f == 0) continue;
     for (int q = 0; q < J.rownnz[i]; q++)
       g[J.colind[adr + q]] += J.val[adr + q] * df + (f != 0 ? dir.J[adr + q] * f : 0);

@@ -57,6 +57,43 @@ inline void RowTimesAll(const double* val, const int* col, int n, const double* 
   for (; c < ncol; c++) RowTimes<1>(val, col, n, X + c, ld, u + c);
 }
 
+// RowTimes of R rows that share their pattern col (row r's values val[r], its products into
+// u[r]): each column of X loaded once for the R rows, each row's sums as RowTimes forms them
+template <int W, int R>
+inline void RowsTimes(const double* const* val, const int* col, int n, const double* X, size_t ld,
+                      double* const* u) {
+  constexpr int H = (W + 1) / 2;
+  Pair acc[R][H] = {};
+  for (int k = 0; k < n; k++) {
+    const double* x = X + static_cast<size_t>(col[k]) * ld;
+    Pair xv[H];
+    for (int h = 0; h < H; h++) xv[h] = Load<W>(x + 2 * h);
+    for (int r = 0; r < R; r++) {
+      const Pair v = {val[r][k], val[r][k]};
+      for (int h = 0; h < H; h++) acc[r][h] += v * xv[h];
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    for (int h = 0; h < H; h++) Store<W>(u[r] + 2 * h, acc[r][h]);
+  }
+}
+
+// RowsTimes on all ncol columns: chunks of 8, 4, 2, then single columns
+template <int R>
+inline void RowsTimesAll(const double* const* val, const int* col, int n, const double* X,
+                         size_t ld, int ncol, double* const* u) {
+  double* uc[R];
+  auto at = [&](int c) {
+    for (int r = 0; r < R; r++) uc[r] = u[r] + c;
+    return uc;
+  };
+  int c = 0;
+  for (; c + 8 <= ncol; c += 8) RowsTimes<8, R>(val, col, n, X + c, ld, at(c));
+  for (; c + 4 <= ncol; c += 4) RowsTimes<4, R>(val, col, n, X + c, ld, at(c));
+  for (; c + 2 <= ncol; c += 2) RowsTimes<2, R>(val, col, n, X + c, ld, at(c));
+  for (; c < ncol; c++) RowsTimes<1, R>(val, col, n, X + c, ld, at(c));
+}
+
 }  // namespace contactkit::columns
 
 #endif  // CONTACTKIT_SOLVERS_COMMON_COLUMNS_H_

@@ -312,6 +312,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     adj_dv_.assign(V, 0);
     adj_gj_.assign(std::max(1, dims.max_nnz), 0);
     blk_p_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
+    blk_f_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
     warm_lam_.assign(R, 0);
     warm_ok_.assign(R, 0);
     const size_t P = kPolishMax;
@@ -325,6 +326,13 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     pol_cone_.assign(P, -1);
     pol_loc_.assign(R, 0);
     pol_dof_.assign(V, 0);
+    const size_t N = std::min<size_t>(R, kNewtonMax);
+    for (auto* v : {&ssn_D_, &ssn_A_, &ssn_H_}) v->assign(N * N, 0);
+    for (auto* v : {&ssn_u0_, &ssn_u_, &ssn_r_, &ssn_lam_, &ssn_lp_, &ssn_F_, &ssn_d_, &ssn_g_,
+                    &ssn_lt_, &ssn_gd_}) {
+      v->assign(N, 0);
+    }
+    ssn_piv_.assign(N, 0);
 
     // 5 states of (2 nv + 6 rows), 2 directions of (2 nv + 6 rows)
     store_.assign(7 * (2 * V + 6 * R), 0);
@@ -1901,8 +1909,8 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       if (attempt >= 0) stats_.retries++;
     }
   }
-  // the last resort (Polish): Newton on a complementarity pattern, measured on the hard problem
-  if (status != ckSTATUS_SOLVED && status != ckSTATUS_NUMERICAL && Polish(p, k)) {
+  // the last resorts (LastResort), measured on the hard problem
+  if (status != ckSTATUS_SOLVED && status != ckSTATUS_NUMERICAL && LastResort(p, k)) {
     status = ckSTATUS_SOLVED;
     rvio = trial_.rvio;
     kvio = trial_.kvio;

@@ -38,6 +38,8 @@ struct IpmStats {
   int prox_solved = 0;       // islands the proximal retry solved
   int refined_dirs = 0;      // Newton directions refined on the unfactored dynamics
   int polished = 0;          // islands solved by the polish on a complementarity pattern
+  int semismooth = 0;        // islands solved by the semismooth Newton (after the polish)
+  int newton_steps = 0;      // its Newton steps
   int far = 0;               // islands whose best answer ends beyond 1000x the tolerances
   int answer_centered = 0;   // islands Center reached from their answer, not the stored iterate
 

@@ -100,6 +100,10 @@ class IpmSolver final : public Solver {
   static inline int center_stall_island_ = -1;
   // for tests: every island is solved by the proximal retry alone, from a zero centre
   static inline bool force_prox_ = false;
+  // the semismooth Newton after the polish (Semismooth), off by default: it solves islands the
+  // interior attempts leave stalled, but its answers moved humanoid100's trajectories on 2.2.2 into
+  // more inexact steps (docs/solvers.md, ipm); for tests and experiments
+  static inline bool semismooth_ = false;
   // for tests: one Newton direction at the cold start of island k for complementarity target
   // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
   bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);
@@ -172,6 +176,33 @@ class IpmSolver final : public Solver {
   // tolerances: the pattern corrected from that answer (rows that pull open, rows that close
   // faster than residual_tol close, forces beyond their cone slide); true if it changed
   bool PolishCorrect(const Problem& p, int k);
+  // the last resorts for an island every attempt left inexact: Polish, then Semismooth (off by
+  // default); true if one solved it (trial_ holds its answer as measured)
+  bool LastResort(const Problem& p, int k);
+  // the last resort after the polish (islands of kNewtonMax rows at most, no equality or
+  // friction-loss rows; newton.cc): semismooth Newton on the hard problem's natural residual in
+  // the island's impulses, from the best answer (out_lam_); true if its answer meets both
+  // tolerances and its recovery adds no energy: then out_lam_ holds it
+  bool Semismooth(const Problem& p, int k);
+  // the island's dense D = J M^-1 J' (ssn_D_), free row velocities (ssn_u0_), weights (ssn_r_)
+  void NewtonDelassus(const Problem& p, int k);
+  // the natural residual F (ssn_F_) at lam (island rows) and with jacobian its generalized
+  // Jacobian (ssn_A_); returns |F|^2 / 2
+  double NewtonResidual(const Problem& p, int k, const double* lam, bool jacobian);
+  // the step (ssn_d_): Newton's (lm = 0) or Levenberg-Marquardt's; false if it cannot be solved
+  bool NewtonDirection(int nr, double lm);
+  double NewtonLmScale(int nr) const;
+  // Tresca's radii (ssn_g_) moved to the answer's normal impulses, extrapolated; the largest step
+  // and radius into change and gmax
+  void TrescaRadii(const Problem& p, int k, double* change, double* gmax);
+  // the next Levenberg-Marquardt weight into lm (its scale in lm_scale); false past the largest
+  bool NewtonDamp(int nr, double* lm, double* lm_scale) const;
+  // Newton from ssn_lam_ until |F| is below ftol, or (ftol = 0) until its answer meets the hard
+  // problem (*solved); returns the steps
+  int NewtonSolve(const Problem& p, int k, int max_iter, double ftol, bool* solved);
+  // lam (island rows) measured as an iterate of the hard problem (trial_); true if it meets both
+  // tolerances
+  bool NewtonMeasure(const Problem& p, int k, const double* lam);
   bool Center(const Problem& p, int k);
   // where Center's steps stall (with GradAtEnd): into cen_ the island's answer (out_lam_, its
   // impulses as they are, the velocity they give, its measures) with the cones' variables on the
@@ -229,8 +260,9 @@ class IpmSolver final : public Solver {
   void DirectRows(const Problem& p, int k, const double* rz, bool with_d, Direction* d);
   void DynamicsChange(const Problem& p, int k, Direction* d);
   // the part of ForceTangent before island k's solve: residual perturbations (drz_, drv_), c_
-  // and rhs_; false if the island's Jacobian cannot be formed
-  bool TangentRhs(const Problem& p, int k, const ProblemTangent& dir);
+  // and rhs_ (free_term false: without dv_free's term M dv_free, in drv_ and rhs_); false if the
+  // island's Jacobian cannot be formed
+  bool TangentRhs(const Problem& p, int k, const ProblemTangent& dir, bool free_term = true);
   // the refinement's dynamics defect of dir_ (drv_ + its change); true if it needs a solve
   bool Defect(const Problem& p, int k);
   // the dynamics changes M dv - J' lam of FlushTangents' slots [0, nslot) at once into blk_p_:
@@ -262,7 +294,8 @@ class IpmSolver final : public Solver {
   void Step(const Problem& p, int k, const State& s, const Direction& d, double alpha,
             State* out) const;
   void Copy(const Problem& p, int k, const State& from, State* to) const;
-  void TangentResiduals(const Problem& p, int k, const ProblemTangent& dir, const State& s);
+  void TangentResiduals(const Problem& p, int k, const ProblemTangent& dir, const State& s,
+                        bool free_term = true);
   // the step's solution holds contact normal row i closed: its impulse lam, alone on the row,
   // would move it faster than its gap closes, lam A > z, i.e. lam^2 A > lam z = kappa_tol
   bool Closed(const Problem& p, int i) const {
@@ -334,11 +367,12 @@ class IpmSolver final : public Solver {
   int lu_island_ = -1;              // island whose central-point Jacobian lu_ holds
   std::vector<double> drz_, drv_;   // residual perturbations for ForceTangent          (rows, nv)
   std::vector<double> blk_v_;       // queued right-hand sides, then dv, X[j * slots + s] (nv x 32)
-  std::vector<double> blk_rv_;      // queued dynamics perturbations drv, by slot       (32 x nv)
+  std::vector<double> blk_rv_;      // queued dynamics perturbations drv, R[j * slots + s] (nv x 32)
   std::vector<double> blk_c_;       // queued row constants c_, by slot                 (32 x rows)
   std::vector<double> blk_rz_;      // queued row perturbations drz, by slot            (32 x rows)
   std::vector<double> blk_u_;       // their rows' velocities, U[i * slots + s]          (rows x 32)
   std::vector<double> blk_p_;       // their dynamics changes, P[j * slots + s]        (nv x 32)
+  std::vector<double> blk_f_;       // queued dv_free, X[j * slots + s]                 (nv x 32)
   std::vector<uint8_t> blk_on_;     // queued direction touches the island               (32)
   std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)
   std::vector<double> dcomp_;       // its tangent over z at the central point            (rows)
@@ -393,6 +427,24 @@ class IpmSolver final : public Solver {
   double pol_work_ = 0;         // dense LU work (sum of n^3) the damped patterns may still take
   std::vector<int> pol_loc_;    // local index of each island row                    (rows)
   std::vector<int> pol_dof_;    // local index of each island dof                    (nv)
+
+  // semismooth Newton (dense, N = kNewtonMax rows at most), island-local row indices
+  static constexpr int kNewtonMax = 128;
+  std::vector<double> ssn_D_;    // J M^-1 J'                                        (N x N)
+  std::vector<double> ssn_A_;    // generalized Jacobian of F                        (N x N)
+  std::vector<double> ssn_H_;    // its LU, or A'A + lm I and its Cholesky factor     (N x N)
+  std::vector<double> ssn_u0_;   // free row velocity, plus the target on orthant rows (N)
+  std::vector<double> ssn_u_;    // row velocity at lam                               (N)
+  std::vector<double> ssn_r_;    // weight r of the row's projection                   (N)
+  std::vector<double> ssn_lam_;  // impulses                                          (N)
+  std::vector<double> ssn_lp_;   // impulses before the step                          (N)
+  std::vector<double> ssn_F_;    // natural residual                                  (N)
+  std::vector<double> ssn_d_;    // step                                              (N)
+  std::vector<int> ssn_piv_;     // row interchanges of the LU                         (N)
+  std::vector<double> ssn_lt_;   // Tresca's answer of the last round                   (N)
+  std::vector<double> ssn_gd_;   // Tresca: the radius's last step, at the first row    (N)
+  std::vector<double> ssn_g_;    // Tresca: a cone's disc radius, at its first row      (N)
+  bool tresca_ = false;          // F with the radii ssn_g_ held (Tresca's problem)
 
   // warm start of a re-solve within one step
   std::vector<double> warm_lam_;  // warm impulse of each row of this step            (rows)

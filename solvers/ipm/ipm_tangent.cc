@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <utility>
 
 #include "solvers/common/columns.h"
 #include "solvers/ipm/ipm_solver.h"
@@ -63,6 +64,45 @@ void MassTimesColumns(const TreeMass& mass, int b, int e, const double* X, size_
   }
 }
 
+constexpr int kRowGroup = 3;  // rows with one pattern taken at once (a contact's)
+
+// rows i and j of G have the same columns
+bool SamePattern(const SparseRows& G, int i, int j) {
+  const int n = G.rownnz[i];
+  return G.rownnz[j] == n &&
+         std::memcmp(G.colind + G.rowadr[i], G.colind + G.rowadr[j], n * sizeof(int)) == 0;
+}
+
+// P -= G' L for R rows of G that share their columns col (row r's values val[r]), on nslot
+// columns of stride S, L[r][s] row r's value in column s: each entry's terms in row order
+template <int R>
+void SubRowsT(const double* const* val, const int* col, int n,
+              const double (*L)[IpmSolver::kTangentSlots], int nslot, size_t S, double* P) {
+  for (int c = 0; c < n; c++) {
+    double v[R];
+    for (int r = 0; r < R; r++) v[r] = val[r][c];
+    double* y = P + static_cast<size_t>(col[c]) * S;
+    for (int s = 0; s < nslot; s++) {
+      double t = y[s];
+      for (int r = 0; r < R; r++) t -= v[r] * L[r][s];
+      y[s] = t;
+    }
+  }
+}
+
+// P = M X on the trees of island k, nslot columns of a block of stride S
+void MassTimesBlock(const Problem& p, int k, int nslot, const double* X, size_t S, double* P) {
+  const Islands& is = p.islands;
+  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
+    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
+    int s = 0;  // (row i is written before its descendants push to it)
+    for (; s + 8 <= nslot; s += 8) MassTimesColumns<8>(p.mass, b, e, X + s, S, P + s);
+    for (; s + 4 <= nslot; s += 4) MassTimesColumns<4>(p.mass, b, e, X + s, S, P + s);
+    for (; s + 2 <= nslot; s += 2) MassTimesColumns<2>(p.mass, b, e, X + s, S, P + s);
+    for (; s < nslot; s++) MassTimesColumns<1>(p.mass, b, e, X + s, S, P + s);
+  }
+}
+
 }  // namespace
 
 const double* IpmSolver::CentralForce(const Problem& p) {
@@ -75,8 +115,8 @@ const double* IpmSolver::CentralForce(const Problem& p) {
   return cen_force_.data();
 }
 
-void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& dir,
-                                 const State& s) {
+void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& dir, const State& s,
+                                 bool free_term) {
   // derivative of the residual along the data perturbation at fixed unknowns
   const SparseRows& J = p.J;
   const Islands& is = p.islands;
@@ -87,7 +127,7 @@ void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& 
   const int* rows = Rows(p, k);
   const int nr = NumRows(p, k);
 
-  // dynamics: dM (v - v_free) - M dv_free - dJ' lambda
+  // dynamics: dM (v - v_free) - M dv_free - dJ' lambda (free_term false: without M dv_free)
   for (int a = 0; a < nd; a++) drv_[dofs[a]] = 0;
   for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
@@ -100,7 +140,7 @@ void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& 
         p.mass.AddMulValuesRows(dir.M, dir.M_rows, dir.M_nrows, tmp_.data(), drv_.data());
       }
     }
-    if (dir.v_free) {
+    if (dir.v_free && free_term) {
       p.mass.Mul(dir.v_free, rhs_.data(), b, e);
       for (int j = b; j < e; j++) drv_[j] -= rhs_[j];
     }
@@ -255,10 +295,10 @@ bool IpmSolver::TangentJacobian(const Problem& p, int k) {
   return true;
 }
 
-bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir) {
+bool IpmSolver::TangentRhs(const Problem& p, int k, const ProblemTangent& dir, bool free_term) {
   if (!TangentJacobian(p, k)) return false;
   stats_.tangent_islands++;
-  TangentResiduals(p, k, dir, cen_);
+  TangentResiduals(p, k, dir, cen_, free_term);
   // contacts from distance: their central-path value moves with the data
   bool cfd = false;
   const IslandLists& L = lists_[k];
@@ -340,7 +380,9 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
 
 bool IpmSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) {
   // ForceTangent up to the solve on the one island: the right-hand side into column slot of
-  // blk_v_, the row constants, row and dynamics perturbations into the slot's rows
+  // blk_v_, the row constants, row and dynamics perturbations into the slot's rows, all without
+  // the term M dv_free, and dv_free into column slot of blk_f_ (FlushTangents adds M dv_free of
+  // all slots at once)
   const int k = 0, S = kTangentSlots, nr = p.nrow;
   if (p.islands.nisland != 1 || slot < 0 || slot >= S || !Center(p, k)) return false;
   if (dir.touched) {
@@ -353,17 +395,21 @@ bool IpmSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   const int* rows = Rows(p, k);
   const int nd = NumDofs(p, k);
   if (!blk_on_[slot]) {
-    for (int a = 0; a < nd; a++) blk_v_[static_cast<size_t>(dofs[a]) * S + slot] = 0;
+    for (int a = 0; a < nd; a++) {
+      blk_v_[static_cast<size_t>(dofs[a]) * S + slot] = 0;
+      blk_f_[static_cast<size_t>(dofs[a]) * S + slot] = 0;
+      blk_rv_[static_cast<size_t>(dofs[a]) * S + slot] = 0;
+    }
     return true;
   }
-  if (!TangentRhs(p, k, dir)) return false;
-  double* rv = blk_rv_.data() + static_cast<size_t>(slot) * p.nv;
+  if (!TangentRhs(p, k, dir, false)) return false;
   double* c = blk_c_.data() + static_cast<size_t>(slot) * nr;
   double* rz = blk_rz_.data() + static_cast<size_t>(slot) * nr;
   for (int a = 0; a < nd; a++) {
     const int j = dofs[a];
     blk_v_[static_cast<size_t>(j) * S + slot] = rhs_[j];
-    rv[j] = drv_[j];
+    blk_f_[static_cast<size_t>(j) * S + slot] = dir.v_free ? dir.v_free[j] : 0;
+    blk_rv_[static_cast<size_t>(j) * S + slot] = drv_[j];
   }
   for (int a = 0; a < NumRows(p, k); a++) {
     c[rows[a]] = c_[rows[a]];
@@ -373,8 +419,9 @@ bool IpmSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
 }
 
 bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
-  // the queued slots' solves at once, each column's rows and refinement defect, the
-  // refinements' solves at once (columns without one solve zeros), the forces
+  // the queued slots' solves at once (their right-hand sides with M dv_free added at once), each
+  // column's rows and refinement defect, the refinements' solves at once (columns without one
+  // solve zeros), the forces
   const int k = 0, S = kTangentSlots, nr = p.nrow;
   if (p.islands.nisland != 1 || nslot > S) return false;
   for (int i = 0; i < nr * nslot; i++) dforce[i] = 0;
@@ -384,6 +431,15 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int* dofs = Dofs(p, k);
   const int* rows = Rows(p, k);
   const int nd = NumDofs(p, k), m = NumRows(p, k);
+  // M dv_free of all slots (zero where off) added to the right-hand sides, then kept in blk_f_
+  // for the defects (drv = rv - M dv_free)
+  MassTimesBlock(p, k, nslot, blk_f_.data(), S, blk_p_.data());
+  for (int a = 0; a < nd; a++) {
+    double* x = blk_v_.data() + static_cast<size_t>(dofs[a]) * S;
+    const double* mf = blk_p_.data() + static_cast<size_t>(dofs[a]) * S;
+    for (int s = 0; s < nslot; s++) x[s] += mf[s];
+  }
+  std::swap(blk_p_, blk_f_);
   lu_.SolveColumns(blk_v_.data(), nslot, S);
   BlockRows(p, k, nslot);
   bool refine = false;
@@ -396,23 +452,32 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   }
   // each column's refinement defect (Defect's) from the dynamics changes of all at once
   BlockDynamics(p, k, nslot, dforce);
+  double defect[kTangentSlots] = {}, scale[kTangentSlots] = {};
+  for (int a = 0; a < nd; a++) {
+    const size_t at = static_cast<size_t>(dofs[a]) * S;
+    double* rv = blk_rv_.data() + at;
+    const double* mf = blk_f_.data() + at;
+    const double* dyn = blk_p_.data() + at;
+    for (int s = 0; s < nslot; s++) {
+      rv[s] -= mf[s];  // drv
+      const double d = rv[s] + dyn[s];
+      scale[s] = std::max(scale[s], std::max(std::fabs(rv[s]), std::fabs(dyn[s])));
+      defect[s] = std::max(defect[s], std::fabs(d));
+    }
+  }
   for (int s = 0; s < nslot; s++) {
     if (!blk_on_[s]) continue;
-    const double* rv = blk_rv_.data() + static_cast<size_t>(s) * p.nv;
-    double defect = 0, scale = 0;
-    for (int a = 0; a < nd; a++) {
-      const double dyn = blk_p_[static_cast<size_t>(dofs[a]) * S + s], d = rv[dofs[a]] + dyn;
-      scale = std::max(scale, std::max(std::fabs(rv[dofs[a]]), std::fabs(dyn)));
-      defect = std::max(defect, std::fabs(d));
-    }
-    const bool on = defect > kRefineTol * scale;
+    const bool on = defect[s] > kRefineTol * scale[s];
     blk_on_[s] = on ? 2 : 1;
     refine |= on;
     stats_.refinements += on;
-    for (int a = 0; a < nd; a++) {
-      const size_t at = static_cast<size_t>(dofs[a]) * S + s;
-      blk_v_[at] = on ? -(rv[dofs[a]] + blk_p_[at]) : 0;
-    }
+  }
+  for (int a = 0; a < nd; a++) {
+    const size_t at = static_cast<size_t>(dofs[a]) * S;
+    const double* rv = blk_rv_.data() + at;
+    const double* dyn = blk_p_.data() + at;
+    double* x = blk_v_.data() + at;
+    for (int s = 0; s < nslot; s++) x[s] = blk_on_[s] == 2 ? -(rv[s] + dyn[s]) : 0;
   }
   if (refine) {
     lu_.SolveColumns(blk_v_.data(), nslot, S);
@@ -637,51 +702,76 @@ void IpmSolver::TangentImpulses(const Problem& p, int k, const double* rz, const
 }
 
 void IpmSolver::BlockRows(const Problem& p, int k, int nslot) {
-  // DirectRows' J dv (the rows that measure velocities) with every entry applied to all columns
+  // DirectRows' J dv (the rows that measure velocities) with every entry applied to all columns,
+  // a contact's rows that share their columns at once (each row's sums as alone)
   const SparseRows& G = *gapJ_;
   const size_t S = kTangentSlots;
   const double* X = blk_v_.data();
   const int* rows = Rows(p, k);
-  for (int a = 0; a < NumRows(p, k); a++) {
+  const int m = NumRows(p, k);
+  for (int a = 0; a < m;) {
     const int i = rows[a], adr = G.rowadr[i], n = G.rownnz[i];
-    const double* val = G.val + adr;
+    int g = 1;
+    while (g < kRowGroup && a + g < m && rows[a + g] == i + g && SamePattern(G, i, i + g)) g++;
+    const double* val[kRowGroup];
+    double* u[kRowGroup];
+    for (int r = 0; r < g; r++) {
+      val[r] = G.val + G.rowadr[i + r];
+      u[r] = blk_u_.data() + (i + r) * S;
+    }
     const int* col = G.colind + adr;
-    columns::RowTimesAll(val, col, n, X, S, nslot, blk_u_.data() + i * S);
+    if (g == 3) {
+      columns::RowsTimesAll<3>(val, col, n, X, S, nslot, u);
+    } else if (g == 2) {
+      columns::RowsTimesAll<2>(val, col, n, X, S, nslot, u);
+    } else {
+      columns::RowTimesAll(val[0], col, n, X, S, nslot, u[0]);
+    }
+    a += g;
   }
 }
 
 void IpmSolver::BlockDynamics(const Problem& p, int k, int nslot, const double* lam) {
   // DynamicsChange's M dv - J' lam with every entry of M and J applied to all columns
-  const Islands& is = p.islands;
-  const TreeMass& mass = p.mass;
   const SparseRows& J = p.J;
   const int nr = p.nrow;
   const size_t S = kTangentSlots;
-  const double* X = blk_v_.data();
   double* P = blk_p_.data();
-  for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
-    const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
-    int s = 0;  // (row i is written before its descendants push to it)
-    for (; s + 8 <= nslot; s += 8) MassTimesColumns<8>(mass, b, e, X + s, S, P + s);
-    for (; s + 4 <= nslot; s += 4) MassTimesColumns<4>(mass, b, e, X + s, S, P + s);
-    for (; s + 2 <= nslot; s += 2) MassTimesColumns<2>(mass, b, e, X + s, S, P + s);
-    for (; s < nslot; s++) MassTimesColumns<1>(mass, b, e, X + s, S, P + s);
-  }
+  MassTimesBlock(p, k, nslot, blk_v_.data(), S, P);
+  // J' lam, a contact's rows that share their columns at once (each entry's terms in row order)
   const int* rows = Rows(p, k);
-  double l[kTangentSlots];
-  for (int a = 0; a < NumRows(p, k); a++) {
-    const int i = rows[a], adr = J.rowadr[i];
+  const int m = NumRows(p, k);
+  double l[kRowGroup][kTangentSlots];
+  auto gather = [&](int i, double* li) {
     bool any = false;
     for (int s = 0; s < nslot; s++) {
-      l[s] = lam[static_cast<size_t>(s) * nr + i];
-      any |= l[s] != 0;
+      li[s] = lam[static_cast<size_t>(s) * nr + i];
+      any |= li[s] != 0;
     }
-    if (!any) continue;
-    for (int c = adr; c < adr + J.rownnz[i]; c++) {
-      const double v = J.val[c];
-      double* y = P + static_cast<size_t>(J.colind[c]) * S;
-      for (int s = 0; s < nslot; s++) y[s] -= v * l[s];
+    return any;
+  };
+  for (int a = 0; a < m;) {
+    const int i = rows[a];
+    if (!gather(i, l[0])) {
+      a++;
+      continue;
     }
+    int g = 1;
+    while (g < kRowGroup && a + g < m && rows[a + g] == i + g && SamePattern(J, i, i + g) &&
+           gather(i + g, l[g])) {
+      g++;
+    }
+    const double* val[kRowGroup];
+    for (int r = 0; r < g; r++) val[r] = J.val + J.rowadr[i + r];
+    const int* col = J.colind + J.rowadr[i];
+    if (g == 3) {
+      SubRowsT<3>(val, col, J.rownnz[i], l, nslot, S, P);
+    } else if (g == 2) {
+      SubRowsT<2>(val, col, J.rownnz[i], l, nslot, S, P);
+    } else {
+      SubRowsT<1>(val, col, J.rownnz[i], l, nslot, S, P);
+    }
+    a += g;
   }
 }
 

@@ -6,6 +6,7 @@
 // tangent matches central differences of Solve, and the parallel path changes nothing.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
@@ -519,6 +520,62 @@ TEST_F(ComfreeSolverTest, ForceTangentFollowsEachSolve) {
   ASSERT_GT(used.solver.stats().nactive, 0);
   EXPECT_NE(again, first);  // (the state moved)
   for (size_t i = 0; i < again.size(); i++) EXPECT_EQ(again[i], expected[i]) << "entry " << i;
+}
+
+// the blocked force tangents (QueueTangent, FlushTangents) are ForceTangent's bit for bit: on the
+// humanoid in contact (one island), the relaxation limit off and binding, directions along
+// dv_free alone (kept and applied to all at once) between directions of every input (formed when
+// queued), their arrays overwritten before the flush, one of each kind touching no island
+TEST_F(ComfreeSolverTest, BlockedTangentsAreForceTangents) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  for (int t = 0; t < 200; t++) mj_step(m.get(), d.get());
+  std::mt19937 rng(13);
+  for (double limit : {0.0, 0.02}) {
+    SCOPED_TRACE(limit);
+    ckSettings s = Settings(ckSOL_COMFREE);
+    s.comfree.relax_limit = limit;
+    Fixture fx(m.get(), s);
+    Problem& p = fx.p();
+    ASSERT_EQ(fx.ex.Extract(m.get(), d.get(), &p), 0);
+    ASSERT_EQ(p.islands.nisland, 1);
+    ASSERT_GT(p.ncon, 0);
+    fx.solver.Solve(p, &fx.sol());
+    ASSERT_EQ(fx.solver.TangentSlots(p), ComfreeSolver::kTangentSlots);
+    const int n = 13, nrow = p.nrow;
+    const uint8_t on = 1, off = 0;
+    std::vector<Direction> dirs;
+    std::vector<ProblemTangent> tangents;
+    for (int k = 0; k < n; k++) dirs.push_back(RandomDirection(p, &rng));
+    for (int k = 0; k < n; k++) {
+      ProblemTangent t = dirs[k].tangent();
+      if (k % 3 != 0) t.J = t.M = t.pos = t.R = nullptr;  // (dv_free alone)
+      t.touched = k == 4 || k == 6 ? &off : &on;
+      tangents.push_back(t);
+    }
+    std::vector<double> blocked(static_cast<size_t>(n) * nrow), one(nrow);
+    for (int k = 0; k < n; k++) ASSERT_TRUE(fx.solver.QueueTangent(p, tangents[k], k));
+    const std::vector<Direction> kept = dirs;
+    for (Direction& dir : dirs) {
+      for (auto* v : {&dir.v_free, &dir.J, &dir.pos, &dir.R, &dir.M})
+        std::fill(v->begin(), v->end(), std::nan(""));
+    }
+    ASSERT_TRUE(fx.solver.FlushTangents(p, n, blocked.data()));
+    for (int k = 0; k < n; k++) {
+      dirs[k] = kept[k];
+      ProblemTangent t = dirs[k].tangent();
+      if (k % 3 != 0) t.J = t.M = t.pos = t.R = nullptr;
+      t.touched = tangents[k].touched;
+      ASSERT_TRUE(fx.solver.ForceTangent(p, fx.sol(), t, one.data()));
+      double scale = 0;
+      for (int i = 0; i < nrow; i++) {
+        EXPECT_EQ(blocked[static_cast<size_t>(k) * nrow + i], one[i]) << "direction " << k;
+        scale = std::max(scale, std::fabs(one[i]));
+      }
+      EXPECT_EQ(scale > 0, k != 4 && k != 6) << "direction " << k;
+    }
+  }
 }
 
 // OpenMP over contacts gives the serial result bit for bit, and allocates nothing once warm

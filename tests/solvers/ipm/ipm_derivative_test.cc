@@ -318,6 +318,69 @@ TEST_P(IpmAlgebra, AdjointDotIsTheForceTangentsProduct) {
   }
 }
 
+// The blocked force tangents (QueueTangent, FlushTangents: the solves, rows, refinement defects
+// and M dv_free of all slots at once) are ForceTangent's within rounding (M dv_free is summed
+// apart from the other terms of drv; measured 3e-13 of the column on the humanoid), with the
+// directions' arrays overwritten with NaN between the queue and the flush: 11 random directions
+// (chunks of 8, 2 and 1 columns), v_free, gaps, J and M in turns, one perturbing nothing; on the
+// scenes whose problem is one island (the others decline the blocked path)
+TEST_P(IpmAlgebra, BlockedTangentsAreForceTangents) {
+  const Scene& s = GetParam();
+  ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(1e-3)));
+  Problem& p = at_->p();
+  Solution& sol = at_->sol();
+  ipm::IpmSolver& solver = solver_;
+  // the blocked path serves one island only; on the others every direction takes ForceTangent
+  if (p.islands.nisland != 1) {
+    EXPECT_EQ(solver.TangentSlots(p), 0) << s.name;
+    return;
+  }
+  ASSERT_EQ(solver.TangentSlots(p), ipm::IpmSolver::kTangentSlots) << s.name;
+  const int n = 11, nv = p.nv, nr = p.nrow, nnz = p.J.nnz, nM = p.mass.nM;
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  std::vector<std::vector<double>> dvf(n, std::vector<double>(nv)),
+      dpos(n, std::vector<double>(nr)), dJ(n, std::vector<double>(nnz)),
+      dM(n, std::vector<double>(nM));
+  std::vector<ProblemTangent> dirs(n);
+  for (int k = 0; k < n; k++) {
+    for (double& x : dvf[k]) x = uni(rng);
+    for (double& x : dpos[k]) x = 1e-3 * uni(rng);
+    for (double& x : dJ[k]) x = 0.1 * uni(rng);
+    for (int i = 0; i < nv; i++) dM[k][p.mass.madr[i]] = 0.05 * p.mass.M[p.mass.madr[i]] * uni(rng);
+    if (k == 7) continue;  // (nothing)
+    if (k % 3 != 1 || k == 4) dirs[k].v_free = dvf[k].data();
+    if (k % 4 == 0) dirs[k].pos = dpos[k].data();
+    if (k % 2 == 1) dirs[k].J = dJ[k].data();
+    if (k % 3 == 2 || k == 10) dirs[k].M = dM[k].data();
+  }
+  solver.Solve(p, &sol);
+  for (int k = 0; k < n; k++) ASSERT_TRUE(solver.QueueTangent(p, dirs[k], k)) << s.name;
+  std::vector<std::vector<double>> kept;
+  for (auto* set : {&dvf, &dpos, &dJ, &dM}) {
+    for (auto& v : *set) {
+      kept.push_back(v);
+      std::fill(v.begin(), v.end(), std::nan(""));
+    }
+  }
+  std::vector<double> blocked(static_cast<size_t>(n) * nr), one(nr);
+  ASSERT_TRUE(solver.FlushTangents(p, n, blocked.data())) << s.name;
+  size_t at = 0;  // (back into the same buffers: the tangents point into them)
+  for (auto* set : {&dvf, &dpos, &dJ, &dM}) {
+    for (auto& v : *set) std::copy(kept[at].begin(), kept[at].end(), v.begin()), at++;
+  }
+  for (int k = 0; k < n; k++) {
+    ASSERT_TRUE(solver.ForceTangent(p, sol, dirs[k], one.data())) << s.name;
+    double err = 0, scale = 0;
+    for (int i = 0; i < nr; i++) {
+      err = std::max(err, std::fabs(blocked[static_cast<size_t>(k) * nr + i] - one[i]));
+      scale = std::max(scale, std::fabs(one[i]));
+    }
+    EXPECT_EQ(scale > 0, k != 7) << s.name << " direction " << k;
+    EXPECT_LE(err, 1e-11 * scale) << s.name << " direction " << k;
+  }
+}
+
 // Center's fallback (AnswerPoint, forced by the test hook on one island at a time) takes only an
 // answer complementary to rounding (a pattern's, the polish's): a regular solve's answer, x o z ~
 // kappa_tol, is declined wherever the island has cones (ForceTangent fails: differences), and an
