@@ -106,6 +106,12 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   drelax_.assign(ntree, 0.0);
   scratch_.assign(nthread_ * nv, 0.0);
   tangent_.assign(nv, 0.0);
+  vafter_.assign(nv, 0.0);
+  flg_.assign(nv, 0.0);
+  flu_.assign(nv, 0.0);
+  flv_.assign(nv, 0.0);
+  flforce_.assign(rows, 0.0);
+  adj_y_.assign(rows, 0.0);
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);
   dmtree_.assign(ntree, 0);
@@ -359,6 +365,21 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
   }
 }
 
+void ComfreeSolver::FrictionAfter(const Problem& p, Solution* sol) {
+  const int f0 = p.ne, f1 = p.ne + p.nf;
+  for (int i = f0; i < f1; i++) sol->force[i] = 0;
+  VelocityFromForce(p, sol->force, sol->v_next, nullptr);
+  if (p.nf == 0) return;
+  for (int j = 0; j < p.nv; j++) vafter_[j] = sol->v_next[j];
+  for (int i = f0; i < f1; i++) {
+    const double A = invmass_[i];
+    arg_[i] = gain_[i] > 0 ? -p.J.Dot(i, vafter_.data()) / (A * p.h) : 0;
+    sol->force[i] = std::clamp(arg_[i], -p.floss[i], p.floss[i]);
+  }
+  VelocityFromForce(p, sol->force, sol->v_next, nullptr);
+  for (int i = 0; i < p.nrow; i++) flforce_[i] = sol->force[i];
+}
+
 void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   tangent_modes_ = nullptr;  // a new solve: its own tangent until SetTangentModes
   const double h = p.h, k = settings_.stiffness, d = settings_.damping;
@@ -436,8 +457,8 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   }
   for (int i = 0; i < nplain; i++) stats_.ncapped += cap_[i] < 1;
 
-  // v+ = v_smooth + h M^-1 J' f (eq. 9)
-  VelocityFromForce(p, sol->force, sol->v_next, nullptr);
+  // v+ = v_smooth + h M^-1 J' f (eq. 9), friction loss after the other rows
+  FrictionAfter(p, sol);
   sol->edge_force = settings_.facets == 4 ? edge_.data() : nullptr;
 
   // anchors for the next step

@@ -7,8 +7,8 @@
 //   lambda = max(-K (J~ v_smooth h + phi) - D J~ v_smooth, 0),  K = k M / h,  D = d M / h,
 //   M = r / (1 - r) / A   (eq. 12: r the impedance of |phi|, A the contact's inverse mass).
 // The facets decouple across contacts, so one pass over them and one M^-1 solve give the next
-// velocity (eq. 9). Limits take the same update on one facet, friction loss clamps it to the
-// loss, and equality rows use it without a clamp.
+// velocity (eq. 9). Limits take the same update on one facet and equality rows use it without a
+// clamp; friction loss acts after them, a one-step stick clamped to the loss (FrictionAfter).
 //
 // Beyond the paper (docs/solvers.md, comfree): A is the exact normal inverse mass J_n M^-1 J_n',
 // raised for contacts with a light tangent (kComfreeLightTangent) and shared by the contacts of a
@@ -150,6 +150,29 @@ class ComfreeSolver final : public Solver {
   // anchored contact c: the displacement it keeps for the next step and its state (anchor_)
   void SlideAnchor(const Problem& p, int c, const double* v_next);
 
+  // v+ with friction loss after the other rows: v' = v_smooth + h M^-1 J' f of the other rows'
+  // forces, then each friction-loss row i a one-step stick on it, f_i = -J_i v' / (A_i h) clamped
+  // at +-floss (arg_ the unclamped force), and v+ = v' + h M^-1 J_f' f_f. Computed from
+  // v_smooth, as the other rows are, the rows saw the velocity before the contacts and limits
+  // stop the motion and could not hold a static load (docs/solvers.md, comfree)
+  void FrictionAfter(const Problem& p, Solution* sol);
+
+  // friction-loss row i sticks (FrictionAfter's force is not clamped): its force has a tangent
+  bool FrictionSticks(const Problem& p, int i) const {
+    return p.kind[i] == kRowFriction && gain_[i] > 0 && arg_[i] > -p.floss[i] &&
+           arg_[i] < p.floss[i];
+  }
+
+  // the friction-loss rows' force tangent (FrictionAfter), over what ForceTangent wrote for them
+  // from the other rows' dforce: df_i = -(J_i dv' + dJ_i v') / (A_i h) - f_i dA_i / A_i, with
+  // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM (v' - v_smooth) / h)
+  void FrictionLossTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
+
+  // reverse mode of FrictionLossTangent: its y_f' df_f terms into the adjoint arrays; returns the
+  // weights of the other rows' forces, y_o + J_o M^-1 sum_i (-y_i / A_i) J_i' (adj_y_, friction
+  // rows 0), or y when no friction row sticks
+  const double* FrictionLossAdjoint(const Problem& p, const Solution& sol, const double* y);
+
   // tangent of the inverse mass A of the patch whose first contact is c0 (SharePatches; a
   // contact whose patch does not share is a patch of its own)
   double PatchInvMassTangent(const Problem& p, int c0, const ProblemTangent& dir);
@@ -212,6 +235,11 @@ class ComfreeSolver final : public Solver {
   std::vector<double> drelax_;   // its tangent                                      (ntree)
   std::vector<double> scratch_;  // zeroed vectors, one per thread                   (nthread x nv)
   std::vector<double> tangent_;  // ForceTangent scratch                              (nv)
+  std::vector<double> vafter_;   // v' of FrictionAfter, before the friction-loss rows (nv)
+  std::vector<double> flg_;      // FrictionLossTangent / Adjoint scratch            (nv)
+  std::vector<double> flu_;      // ... and (v' - v_smooth) / h                      (nv)
+  std::vector<double> flv_;      // ... and a kept slot's dv_free (FlushTangents)     (nv)
+  std::vector<double> flforce_;  // the last Solve's forces (FrictionLossTangent's dJ' f) (max_rows)
   std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
   std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
   size_t wused_ = 0;             // entries of wpool_ in use
@@ -226,6 +254,7 @@ class ComfreeSolver final : public Solver {
   std::vector<double> adj_M_;      // of dM, tree layout                           (nM)
   std::vector<double> adj_relax_;  // of the relaxation's tangent                  (ntree)
   std::vector<double> adj_patch_;  // of a patch's dA, by its first contact         (max_contacts)
+  std::vector<double> adj_y_;      // FrictionLossAdjoint's weights of the forces   (max_rows)
   // PrepareAdjoint's parts: the contacts' and plain rows' weights, then the shared terms
   void AdjointWeights(const Problem& p, const double* y);
   void AdjointShared(const Problem& p);

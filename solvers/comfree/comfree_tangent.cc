@@ -348,6 +348,7 @@ double RatioTangent(const Problem& p, const ProblemTangent& dir, int row) {
 bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                                  double* dforce) {
   DirectionTangent(p, dir, dforce);
+  FrictionLossTangent(p, dir, dforce);
   return true;
 }
 
@@ -488,6 +489,7 @@ bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, in
   if (!linear) {
     blk_kind_[slot] = 1;
     DirectionTangent(p, dir, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
+    FrictionLossTangent(p, dir, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
     return true;
   }
   blk_kind_[slot] = 2;
@@ -506,6 +508,16 @@ bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
     for (int i = 0; i < nr; i++) f[i] = blk_kind_[s] == 1 ? g[i] : 0;
   }
   if (nlin_ > 0) LinearTangents(p, nslot, dforce);
+  for (int c = 0; c < nlin_ && p.nf > 0; c++) {
+    // the friction-loss rows of the kept slots (FrictionLossTangent), one direction at a time
+    const size_t S = kTangentSlots;
+    for (int j = 0; j < p.nv; j++) flv_[j] = blk_vf_[j * S + c];
+    const uint8_t touch = blk_touch_[lin_slot_[c]];
+    ProblemTangent dir;
+    dir.v_free = flv_.data();
+    dir.touched = &touch;
+    FrictionLossTangent(p, dir, dforce + static_cast<size_t>(lin_slot_[c]) * nr);
+  }
   nlin_ = 0;
   return true;
 }
@@ -729,7 +741,7 @@ bool ComfreeSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const 
   std::fill(adj_M_.begin(), adj_M_.begin() + p.mass.nM, 0.0);
   std::fill(adj_relax_.begin(), adj_relax_.end(), 0.0);
   std::fill(adj_patch_.begin(), adj_patch_.begin() + p.ncon, 0.0);
-  AdjointWeights(p, y);
+  AdjointWeights(p, FrictionLossAdjoint(p, sol, y));
   AdjointShared(p);
   return true;
 }
@@ -772,6 +784,99 @@ double ComfreeSolver::AdjointDot(const Problem& p, const Solution& sol, const Pr
     }
   }
   return s;
+}
+
+//---------------------------------- friction loss after the other rows ----------------------------
+
+void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& dir,
+                                        double* dforce) {
+  const SparseRows& J = p.J;
+  const int f0 = p.ne, f1 = p.ne + p.nf, nv = p.nv;
+  const double h = p.h;
+  bool any = false;
+  for (int i = f0; i < f1; i++) {
+    dforce[i] = 0;  // (a clamped row's force is constant)
+    any = any || (FrictionSticks(p, i) && !Untouched(p, dir, i));
+  }
+  if (!any) return;
+
+  // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM u) over the other rows, u = (v' - v_smooth)
+  // / h
+  double* g = flg_.data();
+  for (int j = 0; j < nv; j++) g[j] = 0;
+  for (int i = 0; i < p.nrow; i++) {
+    if (i >= f0 && i < f1) continue;
+    const int adr = J.rowadr[i];
+    const double df = dforce[i], f = dir.J ? flforce_[i] : 0;
+    if (df == 0 && f == 0) continue;
+    for (int q = 0; q < J.rownnz[i]; q++)
+      g[J.colind[adr + q]] += J.val[adr + q] * df + (f != 0 ? dir.J[adr + q] * f : 0);
+  }
+  if (dir.M) {
+    double* u = flu_.data();
+    for (int j = 0; j < nv; j++) u[j] = (vafter_[j] - p.v_free[j]) / h;
+    p.mass.SubMulValues(dir.M, u, g);
+  }
+  p.mass.Solve(g);
+  for (int j = 0; j < nv; j++) g[j] = (dir.v_free ? dir.v_free[j] : 0) + h * g[j];
+
+  // df_i = -(J_i dv' + dJ_i v') / (A_i h) - f_i dA_i / A_i
+  for (int i = f0; i < f1; i++) {
+    if (!FrictionSticks(p, i) || Untouched(p, dir, i)) continue;
+    const int adr = J.rowadr[i];
+    double dv = J.Dot(i, g);
+    for (int q = 0; dir.J && q < J.rownnz[i]; q++)
+      dv += dir.J[adr + q] * vafter_[J.colind[adr + q]];
+    const double A = invmass_[i], dA = amul_[i] * InvMassTangent(p, arow_[i], dir);
+    dforce[i] = -dv / (A * h) - arg_[i] * dA / A;
+  }
+}
+
+const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solution& sol,
+                                                 const double* y) {
+  const SparseRows& J = p.J;
+  const TreeMass& mass = p.mass;
+  const int f0 = p.ne, f1 = p.ne + p.nf, nv = p.nv;
+  const double h = p.h;
+
+  // y_i df_i = c_i / h (J_i dv' + dJ_i v') - y_i f_i dA_i / A_i with c_i = -y_i / A_i; J_i dv'
+  // = J_i dv_free + h J_i M^-1 (...): z = M^-1 sum_i c_i J_i' carries the rest
+  double* z = flg_.data();
+  for (int j = 0; j < nv; j++) z[j] = 0;
+  bool any = false;
+  for (int i = f0; i < f1; i++) {
+    if (!FrictionSticks(p, i) || y[i] == 0) continue;
+    any = true;
+    const double A = invmass_[i], c = -y[i] / A;
+    const int adr = J.rowadr[i];
+    for (int q = 0; q < J.rownnz[i]; q++) {
+      const int col = J.colind[adr + q];
+      z[col] += c * J.val[adr + q];
+      adj_J_[adr + q] += c / h * vafter_[col];
+      adj_vfree_[col] += c / h * J.val[adr + q];
+    }
+    adj_invm_[arow_[i]] -= y[i] * arg_[i] * amul_[i] / A;
+  }
+  if (!any) return y;
+  mass.Solve(z);
+
+  // z' (J_o' df_o + dJ_o' f_o - dM u): the other rows' weights y_o + J_o z, their dJ, and dM
+  for (int i = 0; i < p.nrow; i++) {
+    const bool fl = i >= f0 && i < f1;
+    adj_y_[i] = fl ? 0 : y[i] + J.Dot(i, z);
+    if (fl || sol.force[i] == 0) continue;
+    const int adr = J.rowadr[i];
+    for (int q = 0; q < J.rownnz[i]; q++) adj_J_[adr + q] += sol.force[i] * z[J.colind[adr + q]];
+  }
+  double* u = flu_.data();
+  for (int j = 0; j < nv; j++) u[j] = (vafter_[j] - p.v_free[j]) / h;
+  for (int j = 0; j < nv; j++) {
+    int m = mass.madr[j];
+    adj_M_[m++] -= z[j] * u[j];
+    for (int l = mass.parent[j]; l >= 0; l = mass.parent[l])
+      adj_M_[m++] -= z[j] * u[l] + z[l] * u[j];
+  }
+  return adj_y_.data();
 }
 
 }  // namespace contactkit

@@ -319,6 +319,96 @@ TEST_F(TransitionTest, AnchoredComfreeMatchesFiniteDifferences) {
   CheckScenes(ckSOL_COMFREE, {mjINT_EULER, mjINT_RK4}, {}, 1);
 }
 
+// comfree's friction loss acts after the other rows (FrictionAfter): a sticking friction-loss
+// row's force is -J_i v' / (A_i h), v' the velocity after the contacts' and limits' forces, so
+// its tangent carries theirs. An arm held by friction loss alone, one resting on its joint limit
+// (friction loss below the gravity torque), one spinning at the clamp, and a box with friction
+// loss on its free joint resting on the floor, with and without anchors: analytic against
+// centred differences (1e-5), the VJP against the transposed Jacobians (1e-10). The box alone
+// too: one island, whose velocity columns take the blocked tangents (FlushTangents)
+TEST_F(TransitionTest, ComfreeFrictionLossAfterOtherRowsMatchesFiniteDifferences) {
+  if (!ck_solverAvailable(ckSOL_COMFREE)) GTEST_SKIP() << "solver comfree is not in this build";
+  const char* xml = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body pos="0 0 1">
+      <joint name="held" type="hinge" axis="0 1 0" frictionloss="1.5"/>
+      <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="1" contype="0" conaffinity="0"/>
+    </body>
+    <body pos="0 0.5 1">
+      <joint name="onlimit" type="hinge" axis="0 1 0" frictionloss="0.2" limited="true"
+             range="-30 0"/>
+      <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="1" contype="0" conaffinity="0"/>
+    </body>
+    <body pos="0 1 1">
+      <joint name="spin" type="hinge" axis="0 0 1" frictionloss="0.01"/>
+      <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="1" contype="0" conaffinity="0"/>
+    </body>
+    <body pos="1 0 0.1">
+      <joint type="free" frictionloss="0.1"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+  const char* box = R"(
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1"/>
+    <body pos="1 0 0.1">
+      <joint type="free" frictionloss="0.1"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+  for (int test = 0; test < 4; test++) {
+    const int anchor = test % 2, alone = test / 2;
+    ModelPtr m = LoadString(alone ? box : xml);
+    ASSERT_TRUE(m);
+    DataPtr d(mj_makeData(m.get()));
+    ckSettings s;
+    ck_defaultSettings(&s);
+    s.solver = ckSOL_COMFREE;
+    s.comfree.anchor = anchor;
+    HandlePtr ck = Make(m.get(), &s);
+    if (!alone) d->qvel[m->jnt_dofadr[mj_name2id(m.get(), mjOBJ_JOINT, "spin")]] = 5;
+    for (int t = 0; t < 200; t++) ck_step(ck.get(), m.get(), d.get());
+    Jacobians jac(m.get()), fd(m.get());
+    const int n = 2 * m->nv + m->na;
+    EXPECT_EQ(
+        0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), nullptr, nullptr, nullptr));
+    ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, fd.A.data(), nullptr, nullptr,
+                                 nullptr));
+    EXPECT_LT(RelativeError(jac.A, fd.A), 1e-5) << "anchor " << anchor << " alone " << alone << "\n"
+                                                << WorstEntries(m.get(), jac.A, fd.A, n);
+    Vec dx(n), gx(n), ex(n, 0.0);
+    for (int i = 0; i < n; i++) dx[i] = std::sin(1.0 + i);
+    EXPECT_EQ(0,
+              ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), nullptr));
+    for (int j = 0; j < n; j++) {
+      for (int i = 0; i < n; i++) ex[j] += jac.A[i * n + j] * dx[i];
+    }
+    EXPECT_LT(RelativeError(gx, ex), 1e-10) << "anchor " << anchor;
+
+    // the step differentiated: friction-loss rows sticking (the arms, the box) and clamped (spin)
+    ck_step(ck.get(), m.get(), d.get());
+    int sticking = 0, clamped = 0, limits = 0;
+    for (int i = 0; i < d->nefc; i++) {
+      if (d->efc_type[i] == mjCNSTR_LIMIT_JOINT) limits += d->efc_force[i] > 0;
+      if (d->efc_type[i] != mjCNSTR_FRICTION_DOF) continue;
+      const double f = std::fabs(d->efc_force[i]), floss = d->efc_frictionloss[i];
+      sticking += f < floss * (1 - 1e-9);
+      clamped += f == floss;
+    }
+    EXPECT_EQ(clamped, alone ? 0 : 1) << "anchor " << anchor;
+    EXPECT_EQ(sticking, alone ? 6 : 8) << "anchor " << anchor;
+    EXPECT_EQ(limits, alone ? 0 : 1) << "anchor " << anchor;
+    EXPECT_GT(d->ncon, 0);
+  }
+}
+
 // each body of the patch scene on its own (its position and velocity columns), so that one
 // pair's error is not diluted by the others: the almost flat cylinder on the floor, whose
 // triangle slides along the rim at radius / tilt (1e3 per radian here), was 6e-5 off with
