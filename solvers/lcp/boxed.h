@@ -70,6 +70,8 @@ struct BoxedStats {
   double work = 0;         // estimated floating-point operations of the solve
   bool spent = false;      // the budget (solves or work) ran out before an exact answer
   bool swept = false;      // the Gauss-Seidel start of a large problem ran (sweep_rows)
+  int warm_pivots = 0;     // pivots of Lemke's run from the guess's basis (in pivots)
+  bool warm_hit = false;   // that warm-started run found the exact answer
   bool factored = true;    // cod holds the factorization of the final classification
 };
 
@@ -191,6 +193,11 @@ class BoxedLcpSolver {
   bool AcceptAnswer(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
                     double* x, double* w, BoxedStats* stats);
 
+  // Lemke's answer (x, state): the exact solve of its classification, else x itself when its
+  // residual is within opt.tol (AcceptAnswer); true if one is exact
+  bool LemkeAnswer(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
+                   double* x, double* w, BoxedStats* stats);
+
   // Nimble's stabilization of an accepted solution: tied rows join C when the minimum-norm
   // solution of the larger system stays exact; cod ends with the factorization of state
   void Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
@@ -240,6 +247,8 @@ class BoxedLcpSolver {
   std::vector<int> list_;            // infeasible rows                               (nmax)
   std::vector<signed char> target_;  // their new states                         (nmax)
   std::vector<signed char> s2_;      // scratch classification                   (nmax)
+  std::vector<signed char> sw_;      // Lemke's warm start: the guess's classification (nmax)
+  std::vector<double> xw_;           // ... and its impulses                          (nmax)
   ZeroedArray<double> coddmem_;      // scratch decomposition for pivoting            (Cod::Doubles)
   std::vector<int> codimem_;
   Cod cod_;      // decomposition of the pivoting systems
