@@ -26,6 +26,10 @@
 //      infeasible row while their count falls, then Murty's single pivots; a classification seen in
 //      the last 16 pivots ends the block flips, and ends the single pivots, which then cycle; at
 //      most 100 reduced solves, each O(|C|^3), before the cheaper pivots of Lemke take over),
+//      (when the guess's reduced system is regular, Lemke's method from the guess's complementary
+//      basis, step 2 warm-started, runs before these pivots: its pivots grow with the rows the
+//      guess gets wrong, each O(N k) instead of a reduced solve's O(|C|^3); they follow when it
+//      fails, as it can on a ray),
 //   2. Lemke's complementary pivoting on the coupled problem (lemke.h) and the exact solve of the
 //      classification of its final basis,
 //   3. Dantzig's principal pivoting (Baraff; boxed as in ODE) with the friction bounds frozen at

@@ -16,6 +16,8 @@ constexpr double kTieTol = 1e-12;       // relative tolerance for ties in the ra
 constexpr double kResidualTol = 1e-13;  // relative residual of the basic solution kept
 constexpr double kWarmPivot = 1e-10;    // smallest pivot of a warm basis, relative to its entries
 constexpr double kWarmZero = 1e-13;     // basic values of a warm basis taken as 0, relative to q
+constexpr int kWarmPivots = 8;          // pivots of a warm run: this many, plus
+constexpr int kWarmPerRow = 4;          // ... this many per row of negative basic value
 
 enum Role { kRoleX = 0, kRoleP, kRoleM, kRoleS };
 enum Kind { kUnilateral = 0, kBilateral, kBox };
@@ -273,8 +275,10 @@ bool Lemke::WarmBasis(const DenseLcp& lcp, const signed char* state, const doubl
   // d = B e': the basic columns of the rows with a negative basic value, summed
   double* col = tmp_.data();
   std::fill(d_.begin(), d_.begin() + N, 0.0);
+  nneg_ = 0;
   for (int r = 0; r < N; r++) {
     if (!(xB_[r] < 0)) continue;
+    nneg_++;
     Column(lcp, basic_[r], col);
     for (int i = 0; i < N; i++) d_[i] += col[i];
   }
@@ -330,6 +334,9 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
   std::copy(xB, xB + N, q_.begin());
   warm_ok_ = warm && WarmBasis(lcp, state, x);
   if (warm && !warm_ok_) return false;
+  // (a guess wrong in a few rows takes a few pivots; one that takes many is no better a start
+  // than the slacks, and its budget is left to the other methods)
+  if (warm_ok_) max_pivots = std::min(max_pivots, kWarmPivots + kWarmPerRow * nneg_);
   if (!warm_ok_) {
     std::fill(d_.begin(), d_.begin() + N, 1.0);
     for (int r = 0; r < N; r++) basic_[r] = r;  // Binv = I (held by BU below: no column)

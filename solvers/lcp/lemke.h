@@ -38,7 +38,8 @@ class Lemke {
   // With warm, the run starts from the complementary basis of the classification state holds on
   // entry (x: the impulses whose signs pick p or m of free rows), and fails at once (warm_ok()
   // false, no pivot) when that basis is singular (a pivot of its structural block at most
-  // kWarmPivot times the block's largest entry).
+  // kWarmPivot times the block's largest entry). A warm run takes at most kWarmPivots +
+  // kWarmPerRow pivots per row of negative basic value in the starting basis.
   bool Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* state, int* pivots,
              bool warm = false);
   bool warm_ok() const { return warm_ok_; }
@@ -73,6 +74,7 @@ class Lemke {
   std::vector<double> q_;    // right-hand side                                (N)
   std::vector<double> d_;    // covering vector (z0's column is -d)            (N)
   bool warm_ok_ = false;     // the last Solve started from the given classification
+  int nneg_ = 0;             // rows of its starting basis with a negative basic value
   std::vector<int> basic_;   // basic variable of each row                     (N)
   std::vector<int> where_;   // row of each basic variable, -1: nonbasic       (2N + 1)
   std::vector<double> col_;  // entering column in basis coordinates           (N)
