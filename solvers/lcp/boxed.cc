@@ -834,9 +834,8 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
       return finish(true);
     }
     // a regular reduced system of a problem below sweep_rows: its complementary basis is Lemke's
-    // warm start (kept in sw_, xw_). (On the stacked pile's islands of 100-250 rows a failed warm
-    // run spent the work budget its repair and Lemke's run from scratch needed: 127 of 2000
-    // steps inexact at h = 0.0019 on MuJoCo 3.17, 30 without it)
+    // warm start (kept in sw_, xw_). (Larger problems start from Gauss-Seidel instead; there a
+    // warm run's pivots, 20 n^2 operations each, would take the work budget the others need)
     warm = check && n < opt.sweep_rows && cod->rank() >= kept_k_;
     warm_k = kept_k_;
     if (warm) {

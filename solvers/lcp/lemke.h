@@ -10,10 +10,10 @@
 // so the friction bounds stay coupled to the normal forces. From scratch the starting basis is all
 // slacks and the covering vector d is all ones; warm-started, the starting basis B is the
 // complementary basis of a given classification and d = B e' with e' one on the rows whose basic
-// value is negative (Cottle, Pang & Stone 4.4.5, an arbitrary starting basis), so the artificial
-// variable enters only there and the pivots grow with the rows the classification gets wrong.
-// Ties in the ratio test are broken lexicographically. The basis inverse is kept explicitly and
-// updated by each pivot, but only its columns of nonbasic slacks (the others are unit vectors),
+// value is negative (Cottle, Pang & Stone section 4.4, an arbitrary starting basis), so the
+// artificial variable enters only there and the pivots grow with the rows the classification gets
+// wrong. Ties in the ratio test are broken lexicographically. The basis inverse is kept explicitly
+// and updated by each pivot, but only its columns of nonbasic slacks (the others are unit vectors),
 // so a pivot costs O(N k) with k structural variables in the basis; it is refactored (O(k^3))
 // only when the basic solution's residual shows lost accuracy. Columns of M are formed from A
 // on demand.
