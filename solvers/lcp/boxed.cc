@@ -836,7 +836,7 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     // a regular reduced system of a problem below sweep_rows: its complementary basis is Lemke's
     // warm start (kept in sw_, xw_). (Larger problems start from Gauss-Seidel instead; there a
     // warm run's pivots, 20 n^2 operations each, would take the work budget the others need)
-    warm = check && n < opt.sweep_rows && cod->rank() >= kept_k_;
+    warm = opt.lemke_warm > 0 && check && n < opt.sweep_rows && cod->rank() >= kept_k_;
     warm_k = kept_k_;
     if (warm) {
       std::copy(state, state + n, sw_.begin());
@@ -856,10 +856,10 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   }
   // 2. Lemke's method on the coupled problem (each run counted as one solve of the budget; its
   // pivots, about 20 n^2 operations each, within the work budget), then the exact solve of its
-  // classification (else a repair from it). From the guess's complementary basis (sw_, xw_: its
-  // pivots grow with the rows the guess gets wrong, each O(N k) where the repair's cost O(k^3))
-  // when its reduced system is regular, before the repair; else, or when that run fails, the
-  // repair and then Lemke's method from scratch
+  // classification (else a repair from it). With opt.lemke_warm, when the guess's reduced system
+  // is regular, first from its complementary basis (sw_, xw_: its pivots grow with the rows the
+  // guess gets wrong), after the repair fails (1) or before it (2); then from scratch. (Either way
+  // the stacked pile takes another path than without: docs/solvers.md, lcp14b)
   const double pivot_work = 20.0 * n * n;
   bool lemke_ok = false;
   auto lemke = [&](bool from_guess) {
@@ -891,8 +891,10 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     }
     return lemke_ok && repair();
   };
-  if (warm && lemke(true)) return finish(true);
-  if (!(warm && lemke_ok) && repair()) return finish(true);
+  const bool warm_first = warm && opt.lemke_warm == 2;
+  if (warm_first && lemke(true)) return finish(true);
+  if (!(warm_first && lemke_ok) && repair()) return finish(true);
+  if (warm && !warm_first && lemke(true)) return finish(true);
   if (lemke(false)) return finish(true);
 
   // Dantzig's method with frozen friction bounds, refrozen until consistent

@@ -26,9 +26,9 @@
 //      infeasible row while their count falls, then Murty's single pivots; a classification seen in
 //      the last 16 pivots ends the block flips, and ends the single pivots, which then cycle; at
 //      most 100 reduced solves, each O(|C|^3), before the cheaper pivots of Lemke take over),
-//      (when the guess's reduced system is regular, Lemke's method from the guess's complementary
-//      basis, step 2 warm-started, runs before these pivots: its pivots grow with the rows the
-//      guess gets wrong, each O(N k) instead of a reduced solve's O(|C|^3); they follow when it
+//      (with opt.lemke_warm, when the guess's reduced system is regular, Lemke's method from the
+//      guess's complementary basis, step 2 warm-started, after these pivots fail (1) or before
+//      them (2): its pivots grow with the rows the guess gets wrong; the others follow when it
 //      fails, as it can on a ray),
 //   2. Lemke's complementary pivoting on the coupled problem (lemke.h) and the exact solve of the
 //      classification of its final basis,
@@ -101,6 +101,9 @@ struct BoxedOptions {
                                // Gauss-Seidel on the guess's answer and an exact solve of its
                                // classification, then pivot from there
   int sweeps = 20;             // Gauss-Seidel sweeps between two classifications of that start
+  int lemke_warm = 0;  // Lemke's method from the basis of a guess with a regular reduced system
+                       // (below sweep_rows) before the one from scratch: 1 when the repair
+                       // fails, 2 before the repair (0: never)
   const double* start = nullptr;  // (n, nullable) where that Gauss-Seidel starts (the previous
                                   // step's impulses); else from the guess's answer
 };
