@@ -122,12 +122,13 @@ void BoxedLcpSolver::Allocate(int nmax) {
   c_.assign(n, 0);
   rhs_.assign(n, 0);
   y_.assign(2 * n, 0);
-  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &xl_, &xg_, &fixv_}) v->assign(n, 0);
+  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &xl_, &xg_, &xw_, &fixv_}) v->assign(n, 0);
   cidx_.assign(n, 0);
   pos_.assign(n, 0);
   list_.assign(n, 0);
   target_.assign(n, 0);
   s2_.assign(n, 0);
+  sw_.assign(n, 0);
   lemke_.Allocate(static_cast<int>(n));
   coddmem_.Allocate(Cod::Doubles(static_cast<int>(n)));
   codimem_.assign(Cod::Ints(static_cast<int>(n)), 0);
@@ -774,6 +775,19 @@ bool BoxedLcpSolver::Fallback(const DenseLcp& lcp, const BoxedOptions& opt, doub
   return false;
 }
 
+bool BoxedLcpSolver::LemkeAnswer(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
+                                 Cod* cod, double* x, double* w, BoxedStats* stats) {
+  // the exact solve of its classification (minimum-norm: redundant rows share), else Lemke's
+  // own answer when it is complementary (on a degenerate basis the minimum-norm solution of
+  // the classification can leave the bounds)
+  const int n = lcp.n;
+  std::copy(x, x + n, xl_.begin());
+  Normalize(lcp, nullptr, state);
+  if (Exact(lcp, opt, state, cod, x, w, stats)) return true;
+  std::copy(xl_.begin(), xl_.begin() + n, x);
+  return AcceptAnswer(lcp, opt, state, cod, x, w, stats);
+}
+
 bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
                            double* x, double* w, Cod* cod, BoxedStats* stats) {
   const int n = lcp.n;
@@ -786,6 +800,8 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     maxdiag = std::max(maxdiag, lcp.A[i + i * static_cast<size_t>(lcp.ld)]);
   const double ridge = opt.ridge * (maxdiag > 0 ? maxdiag : 1);
   bool nearest = false;  // the answer is the guess's nearest to opt.start (ExactFrom)
+  bool warm = false;     // Lemke starts from the guess (sw_, xw_)
+  double warm_k = 0;     // its clamped rows (Lemke's warm basis inverts about as many, k^3)
   auto finish = [&](bool exact) {
     if (exact) {
       stats->pivot_ok = !stats->guess_hit;
@@ -817,6 +833,15 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
       stats->guess_hit = true;
       return finish(true);
     }
+    // a regular reduced system of a problem below sweep_rows: its complementary basis is Lemke's
+    // warm start (kept in sw_, xw_). (Larger problems start from Gauss-Seidel instead; there a
+    // warm run's pivots, 20 n^2 operations each, would take the work budget the others need)
+    warm = opt.lemke_warm > 0 && check && n < opt.sweep_rows && cod->rank() >= kept_k_;
+    warm_k = kept_k_;
+    if (warm) {
+      std::copy(state, state + n, sw_.begin());
+      std::copy(x, x + n, xw_.begin());
+    }
     // (on a rank-deficient reduced system, whatever the size, the guess also nearest to the
     // previous impulses, where the sweeps start: a quadruped's stance, 24 rows of rank 18)
     if (check && opt.start && ExactFrom(lcp, opt, state, opt.start, cod, x, w)) {
@@ -829,32 +854,48 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   if (n >= opt.sweep_rows && SweepStart(lcp, opt, state, cod, x, w, stats)) {
     return finish(true);
   }
-  if (repair()) return finish(true);
-
-  // 2. Lemke's method on the coupled problem (counted as one solve of the budget; its pivots,
-  // about 20 n^2 operations each, within the work budget), 3. exact solve of its classification
+  // 2. Lemke's method on the coupled problem (each run counted as one solve of the budget; its
+  // pivots, about 20 n^2 operations each, within the work budget), then the exact solve of its
+  // classification (else a repair from it). With opt.lemke_warm, when the guess's reduced system
+  // is regular, first from its complementary basis (sw_, xw_: its pivots grow with the rows the
+  // guess gets wrong), after the repair fails (1) or before it (2); then from scratch. (Either way
+  // the stacked pile takes another path than without: docs/solvers.md, lcp14b)
   const double pivot_work = 20.0 * n * n;
-  const int lemke_max = static_cast<int>(
-      std::min<double>(opt.max_pivots, std::max(opt.max_work - work_, 0.0) / pivot_work));
-  int lemke_pivots = 0;
-  const bool lemke_ok =
-      !Spent(opt, *stats) && lemke_max > 0 && lemke_.Solve(lcp, lemke_max, x, state, &lemke_pivots);
-  stats->pivots += lemke_pivots;
-  stats->iterations++;
-  work_ += pivot_work * lemke_pivots;
-  if (lemke_ok) {
-    // the exact solve of its classification (minimum-norm: redundant rows share), else Lemke's
-    // own answer when it is complementary (on a degenerate basis the minimum-norm solution of
-    // the classification can leave the bounds), else a few pivots from the classification
-    std::copy(x, x + n, xl_.begin());
-    Normalize(lcp, nullptr, state);
-    bool ok = Exact(lcp, opt, state, cod, x, w, stats);
-    if (!ok) {
-      std::copy(xl_.begin(), xl_.begin() + n, x);
-      ok = AcceptAnswer(lcp, opt, state, cod, x, w, stats);
+  bool lemke_ok = false;
+  auto lemke = [&](bool from_guess) {
+    const int lemke_max = static_cast<int>(
+        std::min<double>(opt.max_pivots, std::max(opt.max_work - work_, 0.0) / pivot_work));
+    if (from_guess) {
+      // (the current classification and answer kept in sw_, xw_, back if the run fails)
+      std::swap_ranges(state, state + n, sw_.begin());
+      std::swap_ranges(x, x + n, xw_.begin());
     }
-    if (ok || repair()) return finish(true);
-  }
+    int lemke_pivots = 0;
+    lemke_ok = !Spent(opt, *stats) && lemke_max > 0 &&
+               lemke_.Solve(lcp, lemke_max, x, state, &lemke_pivots, from_guess);
+    if (from_guess && !lemke_ok) {
+      std::copy(sw_.begin(), sw_.begin() + n, state);
+      std::copy(xw_.begin(), xw_.begin() + n, x);
+    }
+    if (from_guess && !lemke_.warm_ok()) return false;  // a singular basis: no pivot
+    stats->pivots += lemke_pivots;
+    stats->iterations++;
+    work_ += pivot_work * lemke_pivots;
+    if (from_guess) {
+      stats->warm_pivots = lemke_pivots;
+      work_ += warm_k * warm_k * warm_k;
+    }
+    if (lemke_ok && LemkeAnswer(lcp, opt, state, cod, x, w, stats)) {
+      stats->warm_hit = from_guess;
+      return true;
+    }
+    return lemke_ok && repair();
+  };
+  const bool warm_first = warm && opt.lemke_warm == 2;
+  if (warm_first && lemke(true)) return finish(true);
+  if (!(warm_first && lemke_ok) && repair()) return finish(true);
+  if (warm && !warm_first && lemke(true)) return finish(true);
+  if (lemke(false)) return finish(true);
 
   // Dantzig's method with frozen friction bounds, refrozen until consistent
   if (!opt.use_guess && !lemke_ok) {

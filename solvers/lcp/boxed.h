@@ -26,6 +26,10 @@
 //      infeasible row while their count falls, then Murty's single pivots; a classification seen in
 //      the last 16 pivots ends the block flips, and ends the single pivots, which then cycle; at
 //      most 100 reduced solves, each O(|C|^3), before the cheaper pivots of Lemke take over),
+//      (with opt.lemke_warm, when the guess's reduced system is regular, Lemke's method from the
+//      guess's complementary basis, step 2 warm-started, after these pivots fail (1) or before
+//      them (2): its pivots grow with the rows the guess gets wrong; the others follow when it
+//      fails, as it can on a ray),
 //   2. Lemke's complementary pivoting on the coupled problem (lemke.h) and the exact solve of the
 //      classification of its final basis,
 //   3. Dantzig's principal pivoting (Baraff; boxed as in ODE) with the friction bounds frozen at
@@ -70,6 +74,8 @@ struct BoxedStats {
   double work = 0;         // estimated floating-point operations of the solve
   bool spent = false;      // the budget (solves or work) ran out before an exact answer
   bool swept = false;      // the Gauss-Seidel start of a large problem ran (sweep_rows)
+  int warm_pivots = 0;     // pivots of Lemke's run from the guess's basis (in pivots)
+  bool warm_hit = false;   // that warm-started run found the exact answer
   bool factored = true;    // cod holds the factorization of the final classification
 };
 
@@ -95,6 +101,9 @@ struct BoxedOptions {
                                // Gauss-Seidel on the guess's answer and an exact solve of its
                                // classification, then pivot from there
   int sweeps = 20;             // Gauss-Seidel sweeps between two classifications of that start
+  int lemke_warm = 0;  // Lemke's method from the basis of a guess with a regular reduced system
+                       // (below sweep_rows) before the one from scratch: 1 when the repair
+                       // fails, 2 before the repair (0: never)
   const double* start = nullptr;  // (n, nullable) where that Gauss-Seidel starts (the previous
                                   // step's impulses); else from the guess's answer
 };
@@ -191,6 +200,11 @@ class BoxedLcpSolver {
   bool AcceptAnswer(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
                     double* x, double* w, BoxedStats* stats);
 
+  // Lemke's answer (x, state): the exact solve of its classification, else x itself when its
+  // residual is within opt.tol (AcceptAnswer); true if one is exact
+  bool LemkeAnswer(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
+                   double* x, double* w, BoxedStats* stats);
+
   // Nimble's stabilization of an accepted solution: tied rows join C when the minimum-norm
   // solution of the larger system stays exact; cod ends with the factorization of state
   void Stabilize(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, Cod* cod,
@@ -240,6 +254,8 @@ class BoxedLcpSolver {
   std::vector<int> list_;            // infeasible rows                               (nmax)
   std::vector<signed char> target_;  // their new states                         (nmax)
   std::vector<signed char> s2_;      // scratch classification                   (nmax)
+  std::vector<signed char> sw_;      // Lemke's warm start: the guess's classification (nmax)
+  std::vector<double> xw_;           // ... and its impulses                          (nmax)
   ZeroedArray<double> coddmem_;      // scratch decomposition for pivoting            (Cod::Doubles)
   std::vector<int> codimem_;
   Cod cod_;      // decomposition of the pivoting systems

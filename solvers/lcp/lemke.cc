@@ -14,13 +14,20 @@ constexpr int kRefactor = 64;           // fewest pivots between periodic refact
 constexpr double kWeakPivot = 1e-1;     // pivots below this fraction of the column refactor soon
 constexpr double kTieTol = 1e-12;       // relative tolerance for ties in the ratio test
 constexpr double kResidualTol = 1e-13;  // relative residual of the basic solution kept
+constexpr double kWarmPivot = 1e-10;    // smallest pivot of a warm basis, relative to its entries
+constexpr double kWarmZero = 1e-13;     // basic values of a warm basis taken as 0, relative to q
+constexpr int kWarmPivots = 8;          // pivots of a warm run: this many, plus
+constexpr int kWarmPerRow = 4;          // ... this many per row of negative basic value
 
 enum Role { kRoleX = 0, kRoleP, kRoleM, kRoleS };
 enum Kind { kUnilateral = 0, kBilateral, kBox };
 
 // inverse of the k x k row-major matrix a in place by Gauss-Jordan elimination with partial
-// pivoting (perm: k row interchanges); false if a pivot is zero
-bool InvertInPlace(double* a, int k, int* perm) {
+// pivoting (perm: k row interchanges); false if a pivot is at most tol times the largest entry
+bool InvertInPlace(double* a, int k, int* perm, double tol) {
+  double amax = 0;
+  for (size_t i = 0; i < static_cast<size_t>(k) * k; i++) amax = std::max(amax, std::fabs(a[i]));
+  const double small = tol * amax;
   for (int c = 0; c < k; c++) {
     int p = c;
     for (int i = c + 1; i < k; i++) {
@@ -29,7 +36,7 @@ bool InvertInPlace(double* a, int k, int* perm) {
         p = i;
     }
     perm[c] = p;
-    if (!(std::fabs(a[static_cast<size_t>(p) * k + c]) > 0)) return false;
+    if (!(std::fabs(a[static_cast<size_t>(p) * k + c]) > small)) return false;
     if (p != c) {
       for (int j = 0; j < k; j++)
         std::swap(a[static_cast<size_t>(c) * k + j], a[static_cast<size_t>(p) * k + j]);
@@ -68,6 +75,7 @@ void Lemke::Allocate(int nmax) {
   bu_.Allocate(N * N);  // (pages written as large problems use them)
   xB_.assign(N, 0);
   q_.assign(N, 0);
+  d_.assign(N, 1);
   basic_.assign(N, 0);
   where_.assign(2 * N + 1, -1);
   col_.assign(N, 0);
@@ -89,7 +97,7 @@ void Lemke::Column(const DenseLcp& lcp, int v, double* col) const {
     return;
   }
   if (v == 2 * N) {
-    std::fill(col, col + N, -1.0);
+    for (int i = 0; i < N; i++) col[i] = -d_[i];
     return;
   }
 
@@ -120,7 +128,7 @@ void Lemke::Column(const DenseLcp& lcp, int v, double* col) const {
   for (int i = 0; i < N; i++) col[i] = -col[i];
 }
 
-bool Lemke::Refactor(const DenseLcp& lcp) {
+bool Lemke::Refactor(const DenseLcp& lcp, double pivot_tol) {
   // the basis has identity columns e_j for its basic slacks w_j (rows J) and k structural
   // columns S (z and z0) whose rows R are the rows no slack covers: B x = y gives
   // S_R x_T = y_R and x_J = y_J - S_J x_T, so only the k x k block S_R is inverted. The
@@ -151,7 +159,7 @@ bool Lemke::Refactor(const DenseLcp& lcp) {
     for (int a = 0; a < k; a++) G[static_cast<size_t>(a) * k + t] = col[ucol_[a]];
     t++;
   }
-  if (t != k || !InvertInPlace(G, k, perm_.data())) return false;
+  if (t != k || !InvertInPlace(G, k, perm_.data(), pivot_tol)) return false;
 
   // slack rows: e_j' - S_j G (the unit part implicit), one structural column at a time (formed
   // again rather than stored); structural rows: G's rows
@@ -230,9 +238,58 @@ double Lemke::Residual(const DenseLcp& lcp) {
   return res / scale;
 }
 
-bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* state, int* pivots) {
+bool Lemke::WarmBasis(const DenseLcp& lcp, const signed char* state, const double* x) {
+  // per row, the basic member of each complementary pair (w_j or z_j, z_j = j + N):
+  //   unilateral: clamped z, else w; bilateral: p and w_m (x >= 0), else w_p and m;
+  //   box (p, m, s): clamped p, w_m, w_s (x >= 0) or w_p, m, w_s; upper p, w_m, s; lower w_p, m, s
+  //   a friction row whose normal is not clamped (its bounds collapsed to 0): at the bound its
+  //   velocity w = (A x + b)_i at x pushes against (lower if w >= 0), whatever state says
+  const int N = N_;
+  for (int i = 0; i < lcp.n; i++) {
+    const int v = var_[i], f = lcp.findex[i];
+    signed char si = state[i];
+    if (f >= 0 && state[f] != kLcpClamped) {
+      double wi = lcp.b[i];
+      for (int j = 0; j < lcp.n; j++) wi += lcp.A[i + static_cast<size_t>(j) * lcp.ld] * x[j];
+      si = wi < 0 ? kLcpUpper : kLcpLower;
+    }
+    const bool up = si == kLcpUpper || (si == kLcpClamped && !(x[i] < 0));
+    if (kind_[i] == kUnilateral) {
+      basic_[v] = state[i] == kLcpClamped ? v + N : v;
+      continue;
+    }
+    basic_[v] = up ? v + N : v;
+    basic_[v + 1] = up ? v + 1 : v + 1 + N;
+    if (kind_[i] == kBox) basic_[v + 2] = si == kLcpClamped ? v + 2 : v + 2 + N;
+  }
+  std::fill(where_.begin(), where_.begin() + 2 * N + 1, -1);
+  for (int r = 0; r < N; r++) where_[basic_[r]] = r;
+  if (!Refactor(lcp, kWarmPivot)) return false;
+  // (basic values within rounding of zero, as degenerate rows of an exact basis have, are zero)
+  double scale = 1;
+  for (int r = 0; r < N; r++) scale = std::max(scale, std::fabs(q_[r]));
+  for (int r = 0; r < N; r++) {
+    if (!std::isfinite(xB_[r])) return false;
+    if (xB_[r] < 0 && xB_[r] >= -kWarmZero * scale) xB_[r] = 0;
+  }
+  // d = B e': the basic columns of the rows with a negative basic value, summed
+  double* col = tmp_.data();
+  std::fill(d_.begin(), d_.begin() + N, 0.0);
+  nneg_ = 0;
+  for (int r = 0; r < N; r++) {
+    if (!(xB_[r] < 0)) continue;
+    nneg_++;
+    Column(lcp, basic_[r], col);
+    for (int i = 0; i < N; i++) d_[i] += col[i];
+  }
+  return true;
+}
+
+bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* state, int* pivots,
+                  bool warm) {
   const int n = lcp.n;
   *pivots = 0;
+  warm_ok_ = false;
 
   // standard variables
   int N = 0;
@@ -275,9 +332,17 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
     if (kind_[i] == kBox) xB[v + 2] = lcp.findex[i] >= 0 ? 0 : lcp.hi[i];
   }
   std::copy(xB, xB + N, q_.begin());
-  for (int r = 0; r < N; r++) basic_[r] = r;  // Binv = I (held by BU below: no column)
-  std::fill(where_.begin(), where_.begin() + 2 * N + 1, -1);
-  for (int r = 0; r < N; r++) where_[r] = r;
+  warm_ok_ = warm && WarmBasis(lcp, state, x);
+  if (warm && !warm_ok_) return false;
+  // (a guess wrong in a few rows takes a few pivots; one that takes many is no better a start
+  // than the slacks, and its budget is left to the other methods)
+  if (warm_ok_) max_pivots = std::min(max_pivots, kWarmPivots + kWarmPerRow * nneg_);
+  if (!warm_ok_) {
+    std::fill(d_.begin(), d_.begin() + N, 1.0);
+    for (int r = 0; r < N; r++) basic_[r] = r;  // Binv = I (held by BU below: no column)
+    std::fill(where_.begin(), where_.begin() + 2 * N + 1, -1);
+    for (int r = 0; r < N; r++) where_[r] = r;
+  }
 
   // The basis inverse is dense only in the columns U of the nonbasic slacks: the column of a
   // basic slack w_j is the unit vector of its row. Those columns are kept packed, row by row, in
@@ -286,8 +351,10 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
   int* ucol = ucol_.data();  // column of the inverse held in BU's column q
   int* upos = upos_.data();  // BU's column of the inverse's column j, -1 for a basic slack
   int& nu = nu_;
-  nu = 0;
-  std::fill(upos, upos + N, -1);
+  if (!warm_ok_) {
+    nu = 0;
+    std::fill(upos, upos + N, -1);
+  }
   auto binv = [&](int i, int j) {  // entry (i, j) of the basis inverse
     return upos[j] >= 0 ? BU[static_cast<size_t>(i) * N + upos[j]] : where_[j] == i ? 1.0 : 0.0;
   };
@@ -356,9 +423,9 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
     // z0 enters at the most negative q (lexicographic ties: the largest index)
     const int z0 = 2 * N;
     enter(z0);
+    int leaving = basic_[qmin];  // (w_qmin from scratch)
     pivot(qmin, z0);
-    int leaving = qmin;  // w_qmin left
-    int since = 0;       // pivots since the last refactorization
+    int since = 0;  // pivots since the last refactorization
     solved = false;
     while (*pivots < max_pivots) {
       const int entering = leaving < N ? leaving + N : leaving - N;
@@ -412,8 +479,10 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
       }
     }
   }
-  if (!solved || (*pivots > 0 && !Refactor(lcp))) return false;
-  if (*pivots > 0) Refine(lcp);
+  // (a warm run of a few pivots keeps its updated inverse unless the basic solution lost accuracy)
+  const bool refactor = *pivots > 0 && (!warm_ok_ || Residual(lcp) > kResidualTol);
+  if (!solved || (refactor && !Refactor(lcp))) return false;
+  if (*pivots > 0 || warm_ok_) Refine(lcp);
 
   // solution and classification from the basis
   double* z = z_.data();

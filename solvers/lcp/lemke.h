@@ -7,9 +7,13 @@
 //   bilateral row i (unbounded):         x_i = p - m,      w_p = (A x + b)_i, w_m = -(A x + b)_i
 //   box row i (|x_i| <= mu x_f or <= hi): x_i = p - m and a slack s:
 //       w_p = (A x + b)_i + s,  w_m = -(A x + b)_i + s,  w_s = mu x_f - p - m  (or hi - p - m)
-// so the friction bounds stay coupled to the normal forces. The covering vector is all ones and
-// ties in the ratio test are broken lexicographically. The basis inverse is kept explicitly and
-// updated by each pivot, but only its columns of nonbasic slacks (the others are unit vectors),
+// so the friction bounds stay coupled to the normal forces. From scratch the starting basis is all
+// slacks and the covering vector d is all ones; warm-started, the starting basis B is the
+// complementary basis of a given classification and d = B e' with e' one on the rows whose basic
+// value is negative (Cottle, Pang & Stone section 4.4, an arbitrary starting basis), so the
+// artificial variable enters only there and the pivots grow with the rows the classification gets
+// wrong. Ties in the ratio test are broken lexicographically. The basis inverse is kept explicitly
+// and updated by each pivot, but only its columns of nonbasic slacks (the others are unit vectors),
 // so a pivot costs O(N k) with k structural variables in the basis; it is refactored (O(k^3))
 // only when the basic solution's residual shows lost accuracy. Columns of M are formed from A
 // on demand.
@@ -31,15 +35,28 @@ class Lemke {
   // Solve lcp: x (n) and the classification read from the final basis (state, n). Returns false
   // on a secondary ray, the pivot limit, a numerically singular pivot or bounds it cannot
   // express (a finite bound that is not symmetric about zero and not [0, inf)).
-  bool Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* state, int* pivots);
+  // With warm, the run starts from the complementary basis of the classification state holds on
+  // entry (x: the impulses whose signs pick p or m of free rows), and fails at once (warm_ok()
+  // false, no pivot) when that basis is singular (a pivot of its structural block at most
+  // kWarmPivot times the block's largest entry). A warm run takes at most kWarmPivots +
+  // kWarmPerRow pivots per row of negative basic value in the starting basis.
+  bool Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* state, int* pivots,
+             bool warm = false);
+  bool warm_ok() const { return warm_ok_; }
 
  private:
   // column of [I, -M, -d] for variable v (w: 0..N-1, z: N..2N-1, z0: 2N) into col (N)
   void Column(const DenseLcp& lcp, int v, double* col) const;
 
+  // the complementary basis of state (n; x: signs of free rows) as the starting basis, its basic
+  // solution and the covering vector d = B e' (e': the rows with a negative basic value); false
+  // (the basis left to the caller to reset) if that basis is singular
+  bool WarmBasis(const DenseLcp& lcp, const signed char* state, const double* x);
+
   // recompute the basis inverse and the basic solution from the basic columns (only the block of
-  // the structural columns is inverted); false if singular
-  bool Refactor(const DenseLcp& lcp);
+  // the structural columns is inverted); false if singular (a pivot of the block at most
+  // pivot_tol times its largest entry)
+  bool Refactor(const DenseLcp& lcp, double pivot_tol = 0);
 
   // one step of iterative refinement of the basic solution (after Refactor; uses tmp_, col_)
   void Refine(const DenseLcp& lcp);
@@ -55,6 +72,9 @@ class Lemke {
   std::vector<int> role_;    // per standard variable: 0 x, 1 p, 2 m, 3 slack  (3 nmax)
   std::vector<double> xB_;   // basic solution                                 (N)
   std::vector<double> q_;    // right-hand side                                (N)
+  std::vector<double> d_;    // covering vector (z0's column is -d)            (N)
+  bool warm_ok_ = false;     // the last Solve started from the given classification
+  int nneg_ = 0;             // rows of its starting basis with a negative basic value
   std::vector<int> basic_;   // basic variable of each row                     (N)
   std::vector<int> where_;   // row of each basic variable, -1: nonbasic       (2N + 1)
   std::vector<double> col_;  // entering column in basis coordinates           (N)

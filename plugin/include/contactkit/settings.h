@@ -72,6 +72,7 @@ typedef struct ckLcpSettings_ {
   double max_work;
   int sweep_rows;
   int schur_rows;
+  int lemke_warm;
 } ckLcpSettings;
 
 // integrator of ck_step
