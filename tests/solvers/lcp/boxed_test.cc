@@ -273,7 +273,9 @@ TEST(BoxedLcpTest, WarmLemkePivotsScaleWithTheWrongRows) {
         }
         EXPECT_LE(BoxedLcpSolver::Residual(p.lcp, ws.x.data(), w.data(), nullptr), 1e-10)
             << "trial " << trial << " k " << k;
-        if (k == 0) EXPECT_EQ(warm, 0) << trial;  // the exact basis is feasible as it is
+        if (k == 0) {
+          EXPECT_EQ(warm, 0) << trial;  // the exact basis is feasible as it is
+        }
         sum[k] += warm;
         count[k]++;
       }
