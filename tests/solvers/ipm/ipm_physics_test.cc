@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -690,6 +691,27 @@ int SetStalledCylinderIsland(const mjModel* m, mjData* d) {
   return lifted;
 }
 
+// humanoid100 at the stalled island's state (MuJoCo 2.2.2's step 1938 at h = 0.005001), extracted
+struct StalledIsland {
+  ModelPtr m;
+  DataPtr d;
+  std::unique_ptr<ExtractedProblem> e;
+  // model: humanoid100, loaded by the fixture
+  void Set(ModelPtr model) {
+    m = std::move(model);
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m->nq, 728);
+    ASSERT_EQ(m->nv, 627);
+    m->opt.timestep = 0.005001;
+    d.reset(mj_makeData(m.get()));
+    ASSERT_EQ(SetStalledCylinderIsland(m.get(), d.get()), 96);
+    mj_forward(m.get(), d.get());
+    e = std::make_unique<ExtractedProblem>(m.get());
+    ASSERT_TRUE(e->ok);
+    ASSERT_EQ(e->Extract(m.get(), d.get()), 0);
+  }
+};
+
 // the island that ended 18 of humanoid100's 27 inexact steps on MuJoCo 2.2.2 (time step 0.005001
 // s, step 1938), built from the captured state of its bodies with the other 96 lifted out of
 // reach: the humanoid lying on the floor with five joints at their limits, its shin on a box (two
@@ -702,17 +724,9 @@ int SetStalledCylinderIsland(const mjModel* m, mjData* d) {
 // the status, the output is physical: no row moves into penetration, every friction impulse lies
 // in its cone (the semismooth Newton, off by default, solves it: the next test)
 TEST_F(IpmPhysicsTest, StalledCylinderIslandIsReportedByItsMeasuredDistance) {
-  ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
-  ASSERT_TRUE(m);
-  ASSERT_EQ(m->nq, 728);
-  ASSERT_EQ(m->nv, 627);
-  m->opt.timestep = 0.005001;
-  DataPtr d(mj_makeData(m.get()));
-  ASSERT_EQ(SetStalledCylinderIsland(m.get(), d.get()), 96);
-  mj_forward(m.get(), d.get());
-  ExtractedProblem e(m.get());
-  ASSERT_TRUE(e.ok);
-  ASSERT_EQ(e.Extract(m.get(), d.get()), 0);
+  StalledIsland island;
+  ASSERT_NO_FATAL_FAILURE(island.Set(Load(MujocoModel("humanoid100/humanoid100.xml"))));
+  ExtractedProblem& e = *island.e;
   Problem& p = e.problem();
   const ckSettings st = IpmSettings();
   ipm::IpmSolver solver;
@@ -766,16 +780,9 @@ TEST_F(IpmPhysicsTest, StalledCylinderIslandIsReportedByItsMeasuredDistance) {
 // the scaled variables f / mu), a contact that slips is on its cone's rim against its slip, and
 // one inside its cone does not slip (both as the complementarity of the cone at kappa_tol)
 TEST_F(IpmPhysicsTest, StalledCylinderIslandIsSolvedBySemismoothNewton) {
-  ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
-  ASSERT_TRUE(m);
-  ASSERT_EQ(m->nv, 627);
-  m->opt.timestep = 0.005001;
-  DataPtr d(mj_makeData(m.get()));
-  ASSERT_EQ(SetStalledCylinderIsland(m.get(), d.get()), 96);
-  mj_forward(m.get(), d.get());
-  ExtractedProblem e(m.get());
-  ASSERT_TRUE(e.ok);
-  ASSERT_EQ(e.Extract(m.get(), d.get()), 0);
+  StalledIsland island;
+  ASSERT_NO_FATAL_FAILURE(island.Set(Load(MujocoModel("humanoid100/humanoid100.xml"))));
+  ExtractedProblem& e = *island.e;
   Problem& p = e.problem();
   ckSettings st = IpmSettings();
   st.ipm.semismooth = 1;
