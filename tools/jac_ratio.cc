@@ -45,9 +45,11 @@ struct Entry {
 // a handle per available solver of the comma-separated list, each with its own copy of d stepped
 // settle times by ck_step under the held controls (its own warm start, at its own state), a
 // solver whose steps diverge (DivergenceCheck) left out with its reason printed instead of a time;
-// false (the error printed) if a handle cannot be made
+// sets (KEY=VALUE) applied to every solver's settings after the tool's own; false (the error
+// printed) if a setting is malformed or a handle cannot be made
 bool MakeEntries(const mjModel* m, const mjData* d, const std::string& solvers_arg,
-                 const std::vector<double>& held, int settle, std::vector<Entry>* entries) {
+                 const std::vector<std::string>& sets, const std::vector<double>& held, int settle,
+                 std::vector<Entry>* entries) {
   size_t start = 0;
   while (start <= solvers_arg.size()) {
     size_t end = solvers_arg.find(',', start);
@@ -62,6 +64,18 @@ bool MakeEntries(const mjModel* m, const mjData* d, const std::string& solvers_a
     s.deriv.enabled = 1;
     s.ipm.kappa_grad = s.ipm.kappa_tol;  // the derivative of the step taken
     char err[512];
+    for (const std::string& kv : sets) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "--set takes KEY=VALUE, got '%s'\n", kv.c_str());
+        return false;
+      }
+      if (ck_setSetting(&s, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), err,
+                        sizeof(err)) != 0) {
+        std::fprintf(stderr, "--set %s: %s\n", kv.c_str(), err);
+        return false;
+      }
+    }
     Entry e;
     e.solver = id;
     e.ck = ck_make(m, &s, err, sizeof(err));
@@ -113,6 +127,10 @@ int main(int argc, char** argv) {
   bool vjp_only = false;
   app.add_flag("--vjp-only", vjp_only, "after one round, time the VJPs only (for perf record)");
   app.add_option("--dump", dump, "write each solver's A and B (binary doubles) to DUMP.<solver>");
+  std::vector<std::string> sets;
+  app.add_option("--set", sets,
+                 "KEY=VALUE for every solver's handle, after the tool's kappa_grad = kappa_tol "
+                 "(repeatable; keys: ck-run --list-settings)");
   CLI11_PARSE(app, argc, argv);
 
   std::string error;
@@ -139,7 +157,7 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Entry> entries;
-  if (!MakeEntries(m, d, solvers_arg, held, settle, &entries)) return 1;
+  if (!MakeEntries(m, d, solvers_arg, sets, held, settle, &entries)) return 1;
 
   const int nv = static_cast<int>(m->nv), na = static_cast<int>(m->na);
   const int nu = std::max(static_cast<int>(m->nu), 1), ndx = 2 * nv + na;

@@ -398,5 +398,38 @@ TEST_F(CkRunTest, IncompleteMenagerieModelLoadsItsVariant) {
 }
 #endif
 
+//---------------------------------- ck-jac-ratio --------------------------------------------------
+
+#ifdef CK_JAC_RATIO
+// --set reaches every solver's handle: a valid key runs, a malformed pair, an unknown key and an
+// out-of-range value each stop the tool with a message naming them, and so does a kappa_grad
+// below kappa_tol, which the handle refuses
+TEST(CkJacRatioTest, SetReachesTheHandlesAndBadSettingsAreNamed) {
+  const std::vector<std::string> base = {CK_JAC_RATIO, "box_sliding", "--steps",   "5",
+                                         "--rounds",   "1",           "--solvers", "ipm"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunProcess(args);
+  };
+  ProcessResult r = run({"--set", "max_iter=80", "--set", "kappa_grad=1e-4"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("ipm      jac"), std::string::npos) << r.out;
+  r = run({"--set", "max_iter"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("KEY=VALUE, got 'max_iter'"), std::string::npos) << r.err;
+  r = run({"--set", "no_such_key=1"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("no_such_key"), std::string::npos) << r.err;
+  r = run({"--set", "max_iter=0"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("max_iter"), std::string::npos) << r.err;
+  // kappa_grad below kappa_tol is refused by the handle, naming both
+  r = run({"--set", "kappa_grad=1e-12"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("kappa_grad"), std::string::npos) << r.err;
+}
+#endif
+
 }  // namespace
 }  // namespace contactkit::test
