@@ -167,18 +167,7 @@ bool BaseSettings(const mjModel* m, const Options& o, ckSettings* base, std::str
     *err = cerr;
     return false;
   }
-  for (const std::string& kv : o.sets) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos) {
-      *err = "--set takes KEY=VALUE, got '" + kv + "'";
-      return false;
-    }
-    if (ck_setSetting(base, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), cerr,
-                      sizeof(cerr)) != 0) {
-      *err = cerr;
-      return false;
-    }
-  }
+  if (!contactkit::tools::ApplySets(o.sets, base, err)) return false;
   if (ck_validateSettings(base, cerr, sizeof(cerr)) != 0) {
     *err = cerr;
     return false;

@@ -50,12 +50,7 @@ struct Entry {
 bool MakeEntries(const mjModel* m, const mjData* d, const std::string& solvers_arg,
                  const std::vector<std::string>& sets, const std::vector<double>& held, int settle,
                  std::vector<Entry>* entries) {
-  size_t start = 0;
-  while (start <= solvers_arg.size()) {
-    size_t end = solvers_arg.find(',', start);
-    if (end == std::string::npos) end = solvers_arg.size();
-    const std::string name = solvers_arg.substr(start, end - start);
-    start = end + 1;
+  for (const std::string& name : contactkit::tools::Split(solvers_arg, ',')) {
     const int id = ck_solverId(name.c_str());
     if (id < 0 || !ck_solverAvailable(id)) continue;
     ckSettings s;
@@ -63,19 +58,12 @@ bool MakeEntries(const mjModel* m, const mjData* d, const std::string& solvers_a
     s.solver = id;
     s.deriv.enabled = 1;
     s.ipm.kappa_grad = s.ipm.kappa_tol;  // the derivative of the step taken
-    char err[512];
-    for (const std::string& kv : sets) {
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos) {
-        std::fprintf(stderr, "--set takes KEY=VALUE, got '%s'\n", kv.c_str());
-        return false;
-      }
-      if (ck_setSetting(&s, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), err,
-                        sizeof(err)) != 0) {
-        std::fprintf(stderr, "--set %s: %s\n", kv.c_str(), err);
-        return false;
-      }
+    std::string error;
+    if (!contactkit::tools::ApplySets(sets, &s, &error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return false;
     }
+    char err[512];
     Entry e;
     e.solver = id;
     e.ck = ck_make(m, &s, err, sizeof(err));

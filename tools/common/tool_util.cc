@@ -294,6 +294,23 @@ std::string MarkdownTable(const std::vector<std::string>& header,
   return out;
 }
 
+bool ApplySets(const std::vector<std::string>& sets, ckSettings* s, std::string* error) {
+  char err[1024];
+  for (const std::string& kv : sets) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) {
+      *error = "--set takes KEY=VALUE, got '" + kv + "'";
+      return false;
+    }
+    if (ck_setSetting(s, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), err, sizeof(err)) !=
+        0) {
+      *error = err;
+      return false;
+    }
+  }
+  return true;
+}
+
 std::vector<std::string> Split(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t start = 0;

@@ -111,6 +111,10 @@ void ClearProgress();
 std::string MarkdownTable(const std::vector<std::string>& header,
                           const std::vector<std::vector<std::string>>& rows);
 
+// apply --set pairs KEY=VALUE to s in order; false with a message naming the pair or the key and
+// what is allowed (ck_setSetting's)
+bool ApplySets(const std::vector<std::string>& sets, ckSettings* s, std::string* error);
+
 // non-empty items of a separated list ("a,b,,c" -> a, b, c)
 std::vector<std::string> Split(const std::string& s, char sep);
 

@@ -225,19 +225,7 @@ bool App::Init(std::string* error) {
   m_ = tools::LoadModel(model_arg_, error);
   if (!m_) return false;
   if (ck_settingsFromModel(m_, &base_, nullptr, 0) < 0) ck_defaultSettings(&base_);
-  char err[1024];
-  for (const std::string& kv : sets_) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos) {
-      *error = "--set takes KEY=VALUE, got '" + kv + "'";
-      return false;
-    }
-    if (ck_setSetting(&base_, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), err,
-                      sizeof(err)) != 0) {
-      *error = err;
-      return false;
-    }
-  }
+  if (!tools::ApplySets(sets_, &base_, error)) return false;
   sliders_ = {
       {"kappa_tol", "ipm kappa", 1e-12, 1e-2, true, base_.ipm.kappa_tol, {}},
       {"stiffness", "comfree stiffness", 0.01, 1.0, false, base_.comfree.stiffness, {}},
