@@ -58,6 +58,7 @@ void IntegratorTangent::Carve(ArenaCarver& c, const DerivSizes& n, const mjModel
   mass.Dinv = c.Take<double>(n.nv);
   lu = c.Take<double>(n.ntreeblock);
   pivots = c.Take<int>(n.nv);
+  bias_dof = c.Take<unsigned char>(n.nv);
   step_maps = c.Take<double>(18 * static_cast<size_t>(n.njnt));
   correction_maps = c.Take<double>(18 * static_cast<size_t>(n.njnt));
   qvel_next = c.Take<double>(n.nv);
@@ -75,10 +76,21 @@ void IntegratorTangent::Bind(const TreeBlocks* trees, const int* dof_tree, int n
   ntree_ = ntree;
 }
 
+void IntegratorTangent::SetKind(const mjModel* m, const mjData* d, bool rk4) {
+  implicit = !rk4 && IsImplicit(m);
+  fast = implicit && IsImplicitFast(m);
+  for (int i = 0; i < m->nv; i++) bias_dof[i] = !fast;
+  double A[36];
+  for (int j = 0; j < m->njnt && fast; j++) {
+    if (!ImplicitFastFreeBlock(m, d, j, A)) continue;
+    for (int r = 0; r < 6; r++) bias_dof[m->jnt_dofadr[j] + r] = 1;
+  }
+}
+
 bool IntegratorTangent::Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4) {
   const int nv = m->nv;
   const double h = m->opt.timestep;
-  implicit = !rk4 && IsImplicit(m);
+  SetKind(m, d, rk4);
 
   // acceleration the integrator uses: M_int aint = qfrc_smooth + qfrc_constraint, or qacc itself
   // (RK4, Euler without damping)
@@ -103,6 +115,15 @@ bool IntegratorTangent::Prepare(const mjModel* m, const mjData* d, const double*
         blk[(j - b) * n + (i - b)] += M[adr];
         blk[(i - b) * n + (j - b)] += M[adr];
       }
+    }
+    // implicitfast: a standalone free body's block with its gyroscopic terms (column-major)
+    double A[36];
+    for (int j = 0; j < m->njnt && fast; j++) {
+      if (!ImplicitFastFreeBlock(m, d, j, A)) continue;
+      const int adr = m->jnt_dofadr[j];
+      double* blk = lu + trees_->blockadr[dof_tree_[adr]];
+      for (int r = 0; r < 6; r++)
+        for (int c = 0; c < 6; c++) blk[c * 6 + r] = A[6 * r + c];
     }
     for (int t = 0; t < ntree_; t++) {
       if (!LuFactor(lu + trees_->blockadr[t], trees_->dofnum[t], pivots + trees_->dofadr[t])) {

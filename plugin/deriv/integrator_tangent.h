@@ -23,6 +23,8 @@ class IntegratorTangent {
   // the integrator matrix of the stage in d (M: d's mass matrix, nM) factored, and qacc; false if
   // M - h qDeriv is singular
   bool Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4);
+  // implicit, fast and bias_dof for the model's integrator at d (rk4: the stages are RK4's)
+  void SetKind(const mjModel* m, const mjData* d, bool rk4);
   // x = M_int^-1 x, x = M_int^-T x   (nv), tree by tree (zero trees skipped)
   void Solve(double* x) const { Solve(x, nullptr, nullptr); }
   // the same; [lo, hi): the dofs from the first tree solved to the last (0, 0 if none: x was zero)
@@ -36,6 +38,8 @@ class IntegratorTangent {
   int* pivots;              // its pivots                          (nv)
   bool implicit = false;    // the integrator matrix is lu
   bool damped = false;      // the integrator matrix is M + h D (Euler's implicit damping)
+  bool fast = false;        // implicitfast: qDeriv without the bias forces' part but on bias_dof
+  unsigned char* bias_dof;  // implicit: 1 where the matrix holds the bias forces' derivative (nv)
   double* step_maps;        // IntegrateMaps of the step's velocity     (18 njnt)
   double* correction_maps;  // IntegrateMaps of the position correction (18 njnt)
   double* qvel_next;        // v+, or RK4's weighted velocity            (nv)

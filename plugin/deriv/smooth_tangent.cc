@@ -559,6 +559,7 @@ void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const doubl
 void SmoothTangent::SmoothVelocityProduct(const mjModel* m, mjData* d, double* out) {
   // qDeriv(q) aint for the polynomial velocity terms (RNE: quadratic, damping and affine
   // actuators: linear): (F(v + a) - F(v - a)) / 2, F = qfrc_passive + qfrc_actuator - qfrc_bias
+  // (implicitfast: qfrc_bias on bias_dof only)
   const int nv = nv_;
   double* save = scratch_.b;
   mju_copy(save, d->qvel, nv);
@@ -568,7 +569,8 @@ void SmoothTangent::SmoothVelocityProduct(const mjModel* m, mjData* d, double* o
     mj_fwdVelocity(m, d);
     mj_fwdActuation(m, d);
     for (int i = 0; i < nv; i++) {
-      const double f = d->qfrc_passive[i] + d->qfrc_actuator[i] - d->qfrc_bias[i];
+      const double bias = integrator_.bias_dof[i] ? d->qfrc_bias[i] : 0;
+      const double f = d->qfrc_passive[i] + d->qfrc_actuator[i] - bias;
       out[i] = side == 0 ? 0.5 * f : out[i] - 0.5 * f;
     }
   }

@@ -170,7 +170,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
 
   // "mujoco" with constraint rows: directions in blocks; analytic position tangents where the
   // model allows (and the solver's tangent does not need the mass matrix's)
-  integrator_.implicit = !rk4 && IsImplicit(m);
+  integrator_.SetKind(m, d, rk4);
   stage_.batch = !shadow_->solver && stage_.has_rows && !stage_.sensors;
   // a solver whose force tangents take blocks of directions (ipm on one island), where the
   // columns need no more than the integrator's acceleration: no sensors, modes or correction
@@ -209,6 +209,9 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   }
 
   smooth_.PreparePairs(smooth_.contact_model(m));
+  // implicitfast factors M - h qDeriv without the bias forces' derivative (trees_.qderiv keeps
+  // the smooth forces' whole derivative)
+  if (integrator_.fast) ImplicitFastQDeriv(m, d);
   if (!integrator_.Prepare(m, d, nominal_.mass, rk4)) {
     fallback_ = ckFALLBACK_IMPLICIT;
     return false;
@@ -464,6 +467,12 @@ void Derivative::PreparePasses(const mjModel* m) {
     mju_copy(pass_data_->qvel, nominal_.qvel, nv);
     mj_fwdVelocity(m, pass_data_);
     mj_fwdActuation(m, pass_data_);
+    // implicitfast: no RNE part but on the standalone free bodies
+    for (int i = 0; i < nv && integrator_.fast; i++) {
+      const int t = extractor_.dof_tree()[i];
+      if (trees_.dofadr[t] != i || integrator_.bias_dof[i]) continue;
+      mju_zero(trees_.qderiv_rne + trees_.blockadr[t], trees_.dofnum[t] * trees_.dofnum[t]);
+    }
   }
 }
 

@@ -21,6 +21,9 @@ MJAPI void mj_makeMSparse(const mjModel* m, mjData* d, int* rownnz, int* rowadr,
 #else
 MJAPI void mjd_smooth_vel(const mjModel* m, mjData* d, int flg_bias);
 #endif
+#if CK_MJ3 && mjVERSION_HEADER >= 3011000
+MJAPI int mjd_freeMhat(const mjModel* m, const mjData* d, int jnt, mjtNum h, mjtNum A[36]);
+#endif
 MJAPI void mj_EulerSkip(const mjModel* m, mjData* d, int skipfactor);
 MJAPI void mj_implicitSkip(const mjModel* m, mjData* d, int skipfactor);
 }
@@ -66,6 +69,42 @@ inline bool IsImplicit(const mjModel* m) {
   return m->opt.integrator == mjINT_IMPLICIT || m->opt.integrator == mjINT_IMPLICITFAST;
 #else
   return m->opt.integrator == mjINT_IMPLICIT;
+#endif
+}
+
+// 1 if the integrator is implicitfast (MuJoCo 3.x): M - h qDeriv without the bias forces'
+// velocity derivative (but on standalone free bodies from 3.11: ImplicitFastFreeBlock)
+inline bool IsImplicitFast(const mjModel* m) {
+#if CK_MJ3
+  return m->opt.integrator == mjINT_IMPLICITFAST;
+#else
+  (void)m;
+  return false;
+#endif
+}
+
+// qDeriv as implicitfast computes it: without the bias forces' derivative
+inline void ImplicitFastQDeriv(const mjModel* m, mjData* d) {
+#if CK_MJ3
+  mjd_smooth_vel(m, d, 0);
+#else
+  (void)m;
+  (void)d;
+#endif
+}
+
+// implicitfast's block (6x6, row-major) of free joint jnt when its body stands alone and is awake
+// (MuJoCo 3.11+ solves it with the gyroscopic terms, as implicit does): M - h (qDeriv + the bias
+// forces' derivative), qDeriv as ImplicitFastQDeriv left it in d; false for any other joint
+inline bool ImplicitFastFreeBlock(const mjModel* m, const mjData* d, int jnt, mjtNum A[36]) {
+#if CK_MJ3 && mjVERSION_HEADER >= 3011000
+  return m->jnt_type[jnt] == mjJNT_FREE && mjd_freeMhat(m, d, jnt, m->opt.timestep, A);
+#else
+  (void)m;
+  (void)d;
+  (void)jnt;
+  (void)A;
+  return false;
 #endif
 }
 

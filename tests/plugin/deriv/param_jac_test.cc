@@ -19,6 +19,13 @@
 namespace contactkit::test {
 namespace {
 
+// the single-stage integrators: Euler, implicit, and implicitfast on 3.x
+#if CK_MJ3
+const int kSingleStage[] = {mjINT_EULER, mjINT_IMPLICIT, mjINT_IMPLICITFAST};
+#else
+const int kSingleStage[] = {mjINT_EULER, mjINT_IMPLICIT};
+#endif
+
 using Vec = std::vector<double>;
 
 // a box on a floor, and a damped, sprung hinge driven by a motor and a position servo (its dof
@@ -279,7 +286,7 @@ TEST_F(ParamJacTest, EveryKindMatchesFiniteDifferencesOnTheBox) {
   ModelPtr m = LoadString(kBoxXml);
   ASSERT_TRUE(m);
   Tighten(m.get());
-  for (int integrator : {mjINT_EULER, mjINT_IMPLICIT}) {
+  for (int integrator : kSingleStage) {
     m->opt.integrator = integrator;
     for (int solver : Solvers()) {
       for (const BoxScene& scene : BoxScenes()) {
@@ -536,7 +543,7 @@ TEST_F(ParamJacTest, PandaDampingArmatureGain) {
   names.push_back("actuator:actuator1:gainprm:0");
   names.push_back("actuator:actuator4:biasprm:1");
   names.push_back("body:link5:mass");
-  for (int integrator : {mjINT_EULER, mjINT_IMPLICIT}) {
+  for (int integrator : kSingleStage) {
     m->opt.integrator = integrator;
     for (int solver : Solvers()) {
       HandlePtr ck = MakeFor(m.get(), solver);

@@ -60,7 +60,13 @@ struct Scene {
   std::string path;
   std::function<void(mjModel*)> edit;
   std::function<void(const mjModel*, mjData*)> prepare;
+  // and implicitfast on 3.x: the free box's gyroscopic terms in its block (3.11+), none of the
+  // humanoid's bias forces in the matrix
+#if CK_MJ3
+  std::vector<int> integrators = {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4, mjINT_IMPLICITFAST};
+#else
   std::vector<int> integrators = {mjINT_EULER, mjINT_IMPLICIT, mjINT_RK4};
+#endif
   double fd_eps = 1e-6;  // step of the centered differences
   bool lcp = true;       // lcp's Jacobian is checked here too
   // leave out the columns of cylinders on boxes where MuJoCo's step is not smooth (see
