@@ -616,6 +616,7 @@ void Derivative::AdjointDirections(const mjModel* m) {
       (kind == kCtrl ? sink_.gu[index] : sink_.gx[col]) += g;
     }
   }
+  smooth_.EndRneAdjoint();
   smooth_.RestoreActuation();
 }
 

@@ -69,8 +69,9 @@ void RneAdjointWork::Carve(ArenaCarver& c, const DerivSizes& n) {
 bool SmoothTangent::PrepareRneAdjoint(const mjModel* m, const double* x, const double* xz) {
   radj_.ready = reverse_rne_ && analytic_ && stage_.batch && !integrator_.implicit;
   radj_.damped = xz != nullptr && integrator_.damped;
-  adj_lo_ = 0;  // (dqfrc_smooth: whatever the last direction wrote)
+  adj_lo_ = 0;  // (dqfrc_smooth and dJ_force: whatever the last direction wrote)
   adj_hi_ = nv_;
+  adj_force_island_ = -2;
   if (!radj_.ready) return false;
   reverse_rne_calls_++;
   const int nv = nv_, nbody = m->nbody;
@@ -164,6 +165,23 @@ double SmoothTangent::RneVelocityAdjoint(const mjModel* m, int k) const {
     v += Dot6(radj_.chain + 6 * parent, dF);
   }
   return v;
+}
+
+bool SmoothTangent::ZeroAdjointForce(double* x) {
+  // AnalyticContactRows writes dJ' f on the columns of the island's rows: its dofs
+  if (!radj_.ready || row_island_ < 0) {
+    adj_force_island_ = -2;
+    return false;
+  }
+  const Islands& is = stage_.problem->islands;
+  if (adj_force_island_ == -2) {
+    mju_zero(x, nv_);
+  } else if (adj_force_island_ >= 0) {
+    const int* dofs = is.dofs + is.dofadr[adj_force_island_];
+    for (int a = 0; a < is.ndofs[adj_force_island_]; a++) x[dofs[a]] = 0;
+  }
+  adj_force_island_ = row_island_;
+  return true;
 }
 
 bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {

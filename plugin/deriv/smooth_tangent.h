@@ -258,6 +258,11 @@ class SmoothTangent {
   // UnitTangent, but after PrepareRneAdjoint a position or velocity direction without its
   // Newton-Euler terms (true: they are RnePositionAdjoint's or RneVelocityAdjoint's)
   bool AdjointUnitTangent(const mjModel* m, int kind, int index);
+  // the reverse pass is over (the directions' vectors are whole again)
+  void EndRneAdjoint() { radj_.ready = false; }
+  // after PrepareRneAdjoint, for a direction whose rows are its island's: x (nv, zero but on the
+  // dofs of the island the last such direction wrote) zeroed there, and true; else false
+  bool ZeroAdjointForce(double* x);
 
   // ---- contacts from distance (smooth_cfd.cc) ----
   // the model copy with margins enlarged by cfd_width (null: off)
@@ -334,6 +339,8 @@ class SmoothTangent {
   RneAdjointWork radj_;
   // dqfrc_smooth may be nonzero on [adj_lo_, adj_hi_) (AdjointUnitTangent)
   int adj_lo_ = 0, adj_hi_ = 0;
+  // the island whose dofs dJ_force may be nonzero on (ZeroAdjointForce; -2: any)
+  int adj_force_island_ = -2;
 
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;

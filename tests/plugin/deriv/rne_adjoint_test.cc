@@ -4,7 +4,7 @@
 // (SmoothTangent::PrepareRneAdjoint, smooth_adjoint.cc) instead of each direction's tangent
 // vectors: the VJP is the one of the tangents (SmoothTangent::reverse_rne_ off) and dx' [A B] of
 // ck_transitionJac, on a scene of free, ball, hinge (with a spring and a motor) and slide joints
-// in contact and on the humanoid, under Euler with and without joint damping.
+// in contact, on the humanoid and on humanoid100, under Euler with and without joint damping.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -117,6 +117,13 @@ TEST_F(RneAdjointTest, ReversePassIsTheTangentsVjpOnTheHumanoid) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
   ASSERT_TRUE(m);
   Check(m.get(), 300, "humanoid");
+}
+
+TEST_F(RneAdjointTest, ReversePassIsTheTangentsVjpOnHumanoid100) {
+  // (a hundred trees and islands: the sums run over every tree, a direction reads its own)
+  ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
+  ASSERT_TRUE(m);
+  Check(m.get(), 100, "humanoid100");
 }
 
 }  // namespace
