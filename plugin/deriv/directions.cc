@@ -592,14 +592,22 @@ void Derivative::AdjointDirections(const mjModel* m) {
   for (int i = 0; i < nv; i++) mu[i] = block_.rhs[i * kWidth];
   mju_zero(block_.rhs, static_cast<size_t>(nv) * kWidth);  // (AdjointRhsDot's rows, zero)
   ActivationAdjoint(m, nominal_.act, nominal_.act_dot, h, sink_.dx + 2 * nv, alpha);
+  // the Newton-Euler terms of mu' r_k (h dqfrc_smooth = -h d(M a + bias)) and z' P_k (damped:
+  // d(M (a - aint))) by the smooth stage's reverse pass where it applies (analytic tangents)
+  smooth_.PrepareRneAdjoint(m, mu, damped ? z : nullptr);
 
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na : nv;
     for (int index = 0; index < n; index++) {
       const int col = OutputColumn(kind, index);
-      smooth_.UnitTangent(m, kind, index);
-      double g = AdjointRhsDot(m, kind, index, mu, damped ? z : nullptr);
+      double g = 0;
+      if (smooth_.AdjointUnitTangent(m, kind, index)) {
+        double dot2 = 0;
+        g = kind == kPos ? -h * smooth_.RnePositionAdjoint(m, index, &dot2) + dot2
+                         : -h * smooth_.RneVelocityAdjoint(m, index);
+      }
+      g += AdjointRhsDot(m, kind, index, mu, damped ? z : nullptr);
       for (int i = 0; i < na; i++) g += h * alpha[i] * tan_.dact_dot[i];
       g += kind == kPos   ? tq[index]
            : kind == kVel ? (damped ? m->dof_damping[index] * z[index] : 0)
@@ -608,6 +616,7 @@ void Derivative::AdjointDirections(const mjModel* m) {
       (kind == kCtrl ? sink_.gu[index] : sink_.gx[col]) += g;
     }
   }
+  smooth_.EndRneAdjoint();
   smooth_.RestoreActuation();
 }
 

@@ -710,7 +710,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   const double* vnext = stage_.solution->v_next;
   const double* force = stage_.solution->force;
   double* dJf = tan_.dJ_force;
-  mju_zero(dJf, nv);
+  if (!ZeroAdjointForce(dJf)) mju_zero(dJf, nv);       // (the reverse pass: on an island's dofs)
   const double* u = rne_.cvel_before_dof + 6 * carry;  // velocity and v+ before the carried dofs
   const double* un = rne_.cvel_next_before_dof + 6 * carry;
   // (the contacts of the direction's island, UnitTangent; the others hold zeros)

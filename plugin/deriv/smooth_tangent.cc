@@ -82,6 +82,7 @@ void SmoothTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
   rows_.Carve(c, n);
   pairs_.Carve(c, n);
   rne_.Carve(c, n);
+  radj_.Carve(c, n);
 }
 
 void SmoothTangent::Setup(const mjModel* m, const DerivSizes& n, mjData* stage_data,

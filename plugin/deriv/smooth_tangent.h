@@ -21,6 +21,7 @@
 
 #include "contactkit/contactkit.h"
 #include "plugin/deriv/integrator_tangent.h"
+#include "plugin/deriv/smooth_adjoint.h"
 #include "plugin/deriv/workspace.h"
 #include "plugin/step/extract.h"
 #include "solvers/common/problem.h"
@@ -240,6 +241,29 @@ class SmoothTangent {
                            const double dp[3], const double dF[9], const double* S,
                            double tan[2][2][6][6]) const;
 
+  // ---- the reverse pass of the Newton-Euler tangents (smooth_adjoint.cc) ----
+  // test hook: the "mujoco" reverse mode's position and velocity directions take their
+  // Newton-Euler terms from the reverse pass (true) or from the tangents' vectors (false)
+  static inline bool reverse_rne_ = true;
+  // test probe: the calls PrepareRneAdjoint prepared
+  static inline int reverse_rne_calls_ = 0;
+  // the sums of adjoint x (weights of d(M a + bias)) and xz (null: undamped; of d(M (a - aint)))
+  // for the directions of this stage; false (nothing prepared) unless the position tangents are
+  // analytic on the blocked path (stage_.batch) and reverse_rne_ is on
+  bool PrepareRneAdjoint(const mjModel* m, const double* x, const double* xz);
+  // x' d(M a + bias)/dq_k and, prepared with xz, xz' d(M (a - aint))/dq_k into dot2 (nullable)
+  double RnePositionAdjoint(const mjModel* m, int k, double* dot2) const;
+  // x' d bias/dv_k
+  double RneVelocityAdjoint(const mjModel* m, int k) const;
+  // UnitTangent, but after PrepareRneAdjoint a position or velocity direction without its
+  // Newton-Euler terms (true: they are RnePositionAdjoint's or RneVelocityAdjoint's)
+  bool AdjointUnitTangent(const mjModel* m, int kind, int index);
+  // the reverse pass is over (the directions' vectors are whole again)
+  void EndRneAdjoint() { radj_.ready = false; }
+  // after PrepareRneAdjoint, for a direction whose rows are its island's: x (nv, zero but on the
+  // dofs of the island the last such direction wrote) zeroed there, and true; else false
+  bool ZeroAdjointForce(double* x);
+
   // ---- contacts from distance (smooth_cfd.cc) ----
   // the model copy with margins enlarged by cfd_width (null: off)
   bool MakeCfdModel(const mjModel* m, const ckSettings& s, std::string* error);
@@ -310,6 +334,14 @@ class SmoothTangent {
   bool unit_dqderiv_ = true;   // it may have written dqderiv_qacc
   bool dM_listed_ = false;     // tan_.dM is zero but on the rows of tan_.dM_rows (MassTangent)
   bool adjoint_rows_ = false;  // (set_island_rows: a solver's reverse mode)
+
+  // the reverse pass's sums (PrepareRneAdjoint)
+  RneAdjointWork radj_;
+  // dqfrc_smooth may be nonzero on [adj_lo_, adj_hi_) (AdjointUnitTangent)
+  int adj_lo_ = 0, adj_hi_ = 0;
+  // the island whose dofs dJ_force may be nonzero on (ZeroAdjointForce; -2: any)
+  int adj_force_island_ = -2;
+
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }
