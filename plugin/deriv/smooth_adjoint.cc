@@ -15,48 +15,12 @@
 #include <cstring>
 
 #include "plugin/deriv/smooth_tangent.h"
+#include "plugin/deriv/spatial.h"
 #include "plugin/step/compat.h"
 
 namespace contactkit {
-namespace {
 
-inline double Dot6(const double* a, const double* b) {
-  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
-}
-
-inline void AddScl6(double* y, const double* x, double a) {
-  for (int k = 0; k < 6; k++) y[k] += a * x[k];
-}
-
-// MuJoCo's spatial algebra (as smooth_analytic.cc's)
-void CrossMotion6(double res[6], const double v[6], const double x[6]) {
-  res[0] = -v[2] * x[1] + v[1] * x[2];
-  res[1] = v[2] * x[0] - v[0] * x[2];
-  res[2] = -v[1] * x[0] + v[0] * x[1];
-  res[3] = -v[2] * x[4] + v[1] * x[5] - v[5] * x[1] + v[4] * x[2];
-  res[4] = v[2] * x[3] - v[0] * x[5] + v[5] * x[0] - v[3] * x[2];
-  res[5] = -v[1] * x[3] + v[0] * x[4] - v[4] * x[0] + v[3] * x[1];
-}
-
-void CrossForce6(double res[6], const double v[6], const double f[6]) {
-  res[0] = -v[2] * f[1] + v[1] * f[2] - v[5] * f[4] + v[4] * f[5];
-  res[1] = v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5];
-  res[2] = -v[1] * f[0] + v[0] * f[1] - v[4] * f[3] + v[3] * f[4];
-  res[3] = -v[2] * f[4] + v[1] * f[5];
-  res[4] = v[2] * f[3] - v[0] * f[5];
-  res[5] = -v[1] * f[3] + v[0] * f[4];
-}
-
-void MulInert6(double res[6], const double* i, const double v[6]) {
-  res[0] = i[0] * v[0] + i[3] * v[1] + i[4] * v[2] - i[8] * v[4] + i[7] * v[5];
-  res[1] = i[3] * v[0] + i[1] * v[1] + i[5] * v[2] + i[8] * v[3] - i[6] * v[5];
-  res[2] = i[4] * v[0] + i[5] * v[1] + i[2] * v[2] - i[7] * v[3] + i[6] * v[4];
-  res[3] = i[8] * v[1] - i[7] * v[2] + i[9] * v[3];
-  res[4] = i[6] * v[2] - i[8] * v[0] + i[9] * v[4];
-  res[5] = i[7] * v[0] - i[6] * v[1] + i[9] * v[5];
-}
-
-}  // namespace
+using namespace spatial;  // NOLINT(build/namespaces)
 
 void RneAdjointWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   const size_t nv = n.nv, nbody = n.nbody;
@@ -121,18 +85,18 @@ double SmoothTangent::RnePositionAdjoint(const mjModel* m, int k, double* dot2) 
   for (int pass = 0; pass < (radj_.damped ? 2 : 1); pass++) {
     const double* au = rne_.cacc_before_dof + 6 * (pass * nv + s);
     double w[6] = {0, 0, 0, 0, 0, 0}, c[6], t[6];
-    CrossMotion6(c, S, au);
+    CrossMotion(c, S, au);
     if (pass == 0) {
-      CrossMotion6(w, S, u);
-      CrossMotion6(t, w, u);
+      CrossMotion(w, S, u);
+      CrossMotion(t, w, u);
       for (int r = 0; r < 6; r++) c[r] -= t[r];
     }
     double v = -Dot6(radj_.carried_crb + pass * 6 * nv + 6 * s, c);
     if (pass == 0) v -= Dot6(radj_.carried_bsub + 6 * s, w);
     if (parent >= 0) {
       double dF[6];
-      CrossForce6(dF, S, rne_.cfrc + pass * 6 * nbody + 6 * b0);
-      MulInert6(t, d->crb + 10 * b0, c);
+      CrossForce(dF, S, rne_.cfrc + pass * 6 * nbody + 6 * b0);
+      MulInert(t, d->crb + 10 * b0, c);
       for (int r = 0; r < 6; r++) {
         dF[r] -= t[r];
         if (pass == 0) dF[r] -= Dot6(B + 6 * r, w);
@@ -154,13 +118,13 @@ double SmoothTangent::RneVelocityAdjoint(const mjModel* m, int k) const {
   const int parent = m->dof_parentid[first];
   const double* U = l < bend ? rne_.cvel_before_dof + 6 * l : d->cvel + 6 * b0;
   double e[6], t[6];
-  CrossMotion6(t, C, U);
+  CrossMotion(t, C, U);
   for (int r = 0; r < 6; r++) e[r] = d->cdof_dot[6 * k + r] - t[r];
   double v = Dot6(radj_.carried_bsub + 6 * first, C) + Dot6(radj_.carried_crb + 6 * first, e);
   if (parent >= 0) {
     const double* B = rne_.subtree_bsub + 36 * b0;
     double dF[6];
-    MulInert6(dF, d->crb + 10 * b0, e);
+    MulInert(dF, d->crb + 10 * b0, e);
     for (int r = 0; r < 6; r++) dF[r] += Dot6(B + 6 * r, C);
     v += Dot6(radj_.chain + 6 * parent, dF);
   }

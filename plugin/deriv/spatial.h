@@ -1,0 +1,66 @@
+// Copyright 2026 The contactkit developers.
+//
+// Small 3- and 6-vector helpers and MuJoCo's spatial algebra (engine_util_spatial.c, not exported
+// by 2.2.2) for the per-direction loops of the smooth tangents and their reverse pass (MuJoCo's
+// own are library calls). Motions and forces are MuJoCo's 6-vectors (rotation first); an inertia
+// is its 10-vector cinert.
+#ifndef CONTACTKIT_PLUGIN_DERIV_SPATIAL_H_
+#define CONTACTKIT_PLUGIN_DERIV_SPATIAL_H_
+
+namespace contactkit::spatial {
+
+inline double Dot3(const double* a, const double* b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+inline double Dot6(const double* a, const double* b) { return Dot3(a, b) + Dot3(a + 3, b + 3); }
+
+inline void Cross3(double* res, const double* a, const double* b) {
+  res[0] = a[1] * b[2] - a[2] * b[1];
+  res[1] = a[2] * b[0] - a[0] * b[2];
+  res[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+inline void Copy6(double* y, const double* x) {
+  for (int k = 0; k < 6; k++) y[k] = x[k];
+}
+
+inline void Zero6(double* y) {
+  for (int k = 0; k < 6; k++) y[k] = 0;
+}
+
+// MuJoCo's spatial algebra (engine_util_spatial.c, not exported by 2.2.2)
+inline void CrossMotion(double res[6], const double v[6], const double x[6]) {
+  res[0] = -v[2] * x[1] + v[1] * x[2];
+  res[1] = v[2] * x[0] - v[0] * x[2];
+  res[2] = -v[1] * x[0] + v[0] * x[1];
+  res[3] = -v[2] * x[4] + v[1] * x[5] - v[5] * x[1] + v[4] * x[2];
+  res[4] = v[2] * x[3] - v[0] * x[5] + v[5] * x[0] - v[3] * x[2];
+  res[5] = -v[1] * x[3] + v[0] * x[4] - v[4] * x[0] + v[3] * x[1];
+}
+
+inline void CrossForce(double res[6], const double v[6], const double f[6]) {
+  res[0] = -v[2] * f[1] + v[1] * f[2] - v[5] * f[4] + v[4] * f[5];
+  res[1] = v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5];
+  res[2] = -v[1] * f[0] + v[0] * f[1] - v[4] * f[3] + v[3] * f[4];
+  res[3] = -v[2] * f[4] + v[1] * f[5];
+  res[4] = v[2] * f[3] - v[0] * f[5];
+  res[5] = -v[1] * f[3] + v[0] * f[4];
+}
+
+inline void MulInert(double res[6], const double* i, const double v[6]) {
+  res[0] = i[0] * v[0] + i[3] * v[1] + i[4] * v[2] - i[8] * v[4] + i[7] * v[5];
+  res[1] = i[3] * v[0] + i[1] * v[1] + i[5] * v[2] + i[8] * v[3] - i[6] * v[5];
+  res[2] = i[4] * v[0] + i[5] * v[1] + i[2] * v[2] - i[7] * v[3] + i[6] * v[4];
+  res[3] = i[8] * v[1] - i[7] * v[2] + i[9] * v[3];
+  res[4] = i[6] * v[2] - i[8] * v[0] + i[9] * v[4];
+  res[5] = i[7] * v[0] - i[6] * v[1] + i[9] * v[5];
+}
+
+inline void AddScl6(double* y, const double* x, double a) {
+  for (int k = 0; k < 6; k++) y[k] += a * x[k];
+}
+
+}  // namespace contactkit::spatial
+
+#endif  // CONTACTKIT_PLUGIN_DERIV_SPATIAL_H_
