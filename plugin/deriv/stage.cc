@@ -48,9 +48,18 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   }
   if (smooth_.cfd()) smooth_.CfdAdjustProblem(m, &p);
 
-  // MuJoCo's solver works with M itself (Extract folds implicit damping in)
-  for (int i = 0; i < nM_; i++) p.mass.M[i] = nominal_.mass[i];  // d's inertia (PrepareStage)
-  p.mass.Factor();
+  // MuJoCo's solver works with M itself. Extract factored d's M, with h D folded in under
+  // Euler's implicit damping and the implicit integrators: that factor is the integrator's
+  // matrix where it is the same (IntegratorTangent::Prepare copies it, Euler and RK4), and M's
+  // factor without damping (the same sums as a second factor of M: not repeated)
+  const bool adopt = IntegratorTangent::adopt_factors_;
+  const bool folded =
+      (m->opt.integrator == mjINT_EULER && EulerDampingImplicit(m)) || IsImplicit(m);
+  if (adopt) integrator_.AdoptFactor(p.mass, folded);
+  if (folded || !adopt) {
+    for (int i = 0; i < nM_; i++) p.mass.M[i] = nominal_.mass[i];  // d's inertia (PrepareStage)
+    p.mass.Factor();
+  }
   for (int i = 0; i < nv_; i++) p.v_free[i] = d->qfrc_smooth[i];
   p.mass.Solve(p.v_free);
   for (int i = 0; i < nv_; i++) p.v_free[i] = d->qvel[i] + p.h * p.v_free[i];
@@ -127,6 +136,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   // that is on
   ResetShadow();
   smooth_.BeginStage();
+  integrator_.ClearAdopted();  // (PrepareMujocoProblem may adopt: for this stage only)
   if (smooth_.cfd()) {
     smooth_.CfdForward(m);
   } else {
