@@ -36,6 +36,12 @@ inline double DotOne(const SparseRows& J, int i, int k, double xk) {
   return f != e && *f == k ? J.val[f - J.colind] * xk : 0.0;
 }
 
+// the extraction folds h D into M under Euler's implicit damping and the implicit integrators
+// (Extractor::Dynamics, which factors it)
+bool ExtractFoldsDamping(const mjModel* m) {
+  return (m->opt.integrator == mjINT_EULER && EulerDampingImplicit(m)) || IsImplicit(m);
+}
+
 }  // namespace
 
 bool Derivative::PrepareMujocoProblem(const mjModel* m) {
@@ -53,8 +59,7 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   // matrix where it is the same (IntegratorTangent::Prepare copies it, Euler and RK4), and M's
   // factor without damping (the same sums as a second factor of M: not repeated)
   const bool adopt = IntegratorTangent::adopt_factors_;
-  const bool folded =
-      (m->opt.integrator == mjINT_EULER && EulerDampingImplicit(m)) || IsImplicit(m);
+  const bool folded = ExtractFoldsDamping(m);
   if (adopt) integrator_.AdoptFactor(p.mass, folded);
   if (folded || !adopt) {
     for (int i = 0; i < nM_; i++) p.mass.M[i] = nominal_.mass[i];  // d's inertia (PrepareStage)
@@ -168,6 +173,10 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
         fallback_ = ckFALLBACK_ROWS;
         return false;
       }
+      // the shadow's step extracted this d's problem (the solvers read its factor, never write
+      // it): the integrator's matrix where it is the same (PrepareMujocoProblem)
+      if (IntegratorTangent::adopt_factors_)
+        integrator_.AdoptFactor(stage_.problem->mass, ExtractFoldsDamping(m));
       if (smooth_.cfd()) UseTangentForce();
     }
     smooth_.PrepareRows(m);
