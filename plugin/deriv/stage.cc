@@ -305,16 +305,21 @@ void Derivative::AnchorTangent(const mjModel* m) {
     // angular velocity tangent of each body along dq (its ancestors' dofs)
     const double* x = shadow_->anchors.Points(c);
     double dw[2][3] = {{0, 0, 0}, {0, 0, 0}};
+    bool moved = false;
     for (int k = first; k <= last; k++) {
       if (tan_.dq[k] == 0) continue;
       for (int side = 0; side < 2; side++) {
         int b = con.body[side];
         while (b > 0 && b != m->dof_bodyid[k]) b = m->body_parentid[b];
         if (b > 0) {
+          moved = true;
           for (int i = 0; i < 3; i++) dw[side][i] += tan_.dq[k] * d->cdof[6 * k + i];
         }
       }
     }
+    // a unit direction that moves neither body: J's column, the frame's tangent and dw are zero,
+    // and so is ddisp (left as the zeroing above left it)
+    if (first == last && !moved) return;
     for (int r = 1; r < 3; r++) {
       // J_t dq moves the material points at the contact point; the anchor's points lie off it
       // by o_i = x_i - pos: + dw_2 x o_2 - dw_1 x o_1; and the frame turns under disp
