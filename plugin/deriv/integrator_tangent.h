@@ -24,8 +24,9 @@ class IntegratorTangent {
   // M - h qDeriv is singular
   bool Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4);
   // src: the factor of M (with_damping: M + h D, Euler's implicit damping) of the d the next
-  // Prepare reads, made by another part (the "mujoco" stage's extraction): that Prepare copies
-  // it instead of factoring when it wants the same matrix. ClearAdopted: none
+  // Prepare reads, made by another part (the stage's extraction: "mujoco"'s, or the shadow
+  // step's): that Prepare copies it instead of factoring when it wants the same matrix.
+  // ClearAdopted: none
   void AdoptFactor(const TreeMass& src, bool with_damping);
   void ClearAdopted() { adopted_ = false; }
   // test hook: factors adopted (true) or every Prepare factoring its own
