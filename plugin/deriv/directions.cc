@@ -59,6 +59,9 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   // directions
   int nslot = 0;
   if (stage_.batch) ClearBlock();
+  // (QueueColumn's velocity columns: VelocityRowRhs, no row tangents read)
+  smooth_.set_velocity_rows_unread(stage_.batch && velocity_rows_ &&
+                                   SmoothTangent::skip_unread_rows_);
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !ctrl : !state) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na_ : nv_;
@@ -91,6 +94,7 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   }
   if (nslot && stage_.batch) FlushColumns(m, nslot, fn);
   if (nslot && !stage_.batch && !FlushTangents(m, nslot, fn)) return false;
+  smooth_.set_velocity_rows_unread(false);
   smooth_.RestoreActuation();
   return true;
 }

@@ -87,6 +87,14 @@ void IntegratorTangent::SetKind(const mjModel* m, const mjData* d, bool rk4) {
   }
 }
 
+void IntegratorTangent::AdoptFactor(const TreeMass& src, bool with_damping) {
+  std::memcpy(mass.M, src.M, sizeof(double) * mass.nM);
+  std::memcpy(mass.LD, src.LD, sizeof(double) * mass.nM);
+  std::memcpy(mass.Dinv, src.Dinv, sizeof(double) * mass.nv);
+  adopted_ = true;
+  adopted_damping_ = with_damping;
+}
+
 bool IntegratorTangent::Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4) {
   const int nv = m->nv;
   const double h = m->opt.timestep;
@@ -95,6 +103,8 @@ bool IntegratorTangent::Prepare(const mjModel* m, const mjData* d, const double*
   // acceleration the integrator uses: M_int aint = qfrc_smooth + qfrc_constraint, or qacc itself
   // (RK4, Euler without damping)
   damped = !rk4 && !implicit && EulerDampingImplicit(m);
+  const bool adopted = adopted_ && adopted_damping_ == damped;  // (AdoptFactor: this call's only)
+  adopted_ = false;
   for (int i = 0; i < nv; i++) qacc[i] = d->qfrc_smooth[i] + d->qfrc_constraint[i];
   if (implicit) {
     // dense blocks of M - h qDeriv per tree, LU
@@ -132,12 +142,15 @@ bool IntegratorTangent::Prepare(const mjModel* m, const mjData* d, const double*
     }
     Solve(qacc);
   } else {
-    // M, plus h diag(damping) for Euler's implicit damping
-    for (int i = 0; i < m->nM; i++) mass.M[i] = M[i];
-    if (damped) {
-      for (int i = 0; i < nv; i++) mass.M[m->dof_Madr[i]] += h * m->dof_damping[i];
+    // M, plus h diag(damping) for Euler's implicit damping (adopted: the same factor, made from
+    // the same d with the same sums)
+    if (!adopted) {
+      for (int i = 0; i < m->nM; i++) mass.M[i] = M[i];
+      if (damped) {
+        for (int i = 0; i < nv; i++) mass.M[m->dof_Madr[i]] += h * m->dof_damping[i];
+      }
+      mass.Factor();
     }
-    mass.Factor();
     if (damped) {
       mass.Solve(qacc);
     } else {

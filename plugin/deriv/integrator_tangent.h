@@ -25,6 +25,14 @@ class IntegratorTangent {
   bool Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4);
   // implicit, fast and bias_dof for the model's integrator at d (rk4: the stages are RK4's)
   void SetKind(const mjModel* m, const mjData* d, bool rk4);
+  // src: the factor of M (with_damping: M + h D, Euler's implicit damping) of the d the next
+  // Prepare reads, made by another part (the stage's extraction: "mujoco"'s, or the shadow
+  // step's): that Prepare copies it instead of factoring when it wants the same matrix.
+  // ClearAdopted: none
+  void AdoptFactor(const TreeMass& src, bool with_damping);
+  void ClearAdopted() { adopted_ = false; }
+  // test hook: factors adopted (true) or every Prepare factoring its own
+  static inline bool adopt_factors_ = true;
   // x = M_int^-1 x, x = M_int^-T x   (nv), tree by tree (zero trees skipped)
   void Solve(double* x) const { Solve(x, nullptr, nullptr); }
   // the same; [lo, hi): the dofs from the first tree solved to the last (0, 0 if none: x was zero)
@@ -54,6 +62,8 @@ class IntegratorTangent {
   const TreeBlocks* trees_ = nullptr;
   const int* dof_tree_ = nullptr;  // (nv)
   int ntree_ = 0;
+  bool adopted_ = false;          // mass holds AdoptFactor's copy
+  bool adopted_damping_ = false;  // of M + h D
 };
 
 // maps (18 njnt) of the position update q (+) h w: R(h w) and the right Jacobian of each ball and

@@ -483,8 +483,10 @@ void SmoothTangent::VelocityTangent(const mjModel* m, int index) {
   }
 
   // rows: dvel = J e_index, the column of J (on the rows of its island, UnitTangent)
+  // (unread by the blocked columns' product: not formed, set_velocity_rows_unread)
   if (stage_.has_rows) {
     tan_.has_dvel = true;
+    if (velocity_rows_unread_) return;
     ForRows(0, stage_.problem->nrow, [&](int i) {
       tan_.dvel[i] = 0;
       return 1;

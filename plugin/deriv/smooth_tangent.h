@@ -124,6 +124,13 @@ class SmoothTangent {
   // (Derivative::MarkUnitTouched marks it without a scan while this is on)
   void set_island_rows(bool on) { adjoint_rows_ = on; }
   bool island_rows() const { return adjoint_rows_; }
+  // the blocked columns' velocity directions take their row terms from one product per island
+  // (Derivative::QueueColumn, SoftTangent::VelocityRowRhs): their row tangents (dvel, dimp, dR,
+  // daref) are not formed, the island's rows keep the last direction's (the next direction on
+  // another island zeroes them, a position direction on the island writes them all)
+  void set_velocity_rows_unread(bool on) { velocity_rows_unread_ = on; }
+  // test hook: the unread row tangents skipped (true) or formed
+  static inline bool skip_unread_rows_ = true;
   // test hook: a position or velocity direction's row tangents on its tree's island's rows, the
   // others kept zero (true), or on every row (false; the blocked path: its island either way)
   static inline bool island_rows_ = true;
@@ -342,6 +349,7 @@ class SmoothTangent {
   // the island whose dofs dJ_force may be nonzero on (ZeroAdjointForce; -2: any)
   int adj_force_island_ = -2;
 
+  bool velocity_rows_unread_ = false;  // (set_velocity_rows_unread)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }

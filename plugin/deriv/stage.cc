@@ -36,6 +36,12 @@ inline double DotOne(const SparseRows& J, int i, int k, double xk) {
   return f != e && *f == k ? J.val[f - J.colind] * xk : 0.0;
 }
 
+// the extraction folds h D into M under Euler's implicit damping and the implicit integrators
+// (Extractor::Dynamics, which factors it)
+bool ExtractFoldsDamping(const mjModel* m) {
+  return (m->opt.integrator == mjINT_EULER && EulerDampingImplicit(m)) || IsImplicit(m);
+}
+
 }  // namespace
 
 bool Derivative::PrepareMujocoProblem(const mjModel* m) {
@@ -48,9 +54,17 @@ bool Derivative::PrepareMujocoProblem(const mjModel* m) {
   }
   if (smooth_.cfd()) smooth_.CfdAdjustProblem(m, &p);
 
-  // MuJoCo's solver works with M itself (Extract folds implicit damping in)
-  for (int i = 0; i < nM_; i++) p.mass.M[i] = nominal_.mass[i];  // d's inertia (PrepareStage)
-  p.mass.Factor();
+  // MuJoCo's solver works with M itself. Extract factored d's M, with h D folded in under
+  // Euler's implicit damping and the implicit integrators: that factor is the integrator's
+  // matrix where it is the same (IntegratorTangent::Prepare copies it, Euler and RK4), and M's
+  // factor without damping (the same sums as a second factor of M: not repeated)
+  const bool adopt = IntegratorTangent::adopt_factors_;
+  const bool folded = ExtractFoldsDamping(m);
+  if (adopt) integrator_.AdoptFactor(p.mass, folded);
+  if (folded || !adopt) {
+    for (int i = 0; i < nM_; i++) p.mass.M[i] = nominal_.mass[i];  // d's inertia (PrepareStage)
+    p.mass.Factor();
+  }
   for (int i = 0; i < nv_; i++) p.v_free[i] = d->qfrc_smooth[i];
   p.mass.Solve(p.v_free);
   for (int i = 0; i < nv_; i++) p.v_free[i] = d->qvel[i] + p.h * p.v_free[i];
@@ -127,6 +141,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   // that is on
   ResetShadow();
   smooth_.BeginStage();
+  integrator_.ClearAdopted();  // (PrepareMujocoProblem may adopt: for this stage only)
   if (smooth_.cfd()) {
     smooth_.CfdForward(m);
   } else {
@@ -158,6 +173,10 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
         fallback_ = ckFALLBACK_ROWS;
         return false;
       }
+      // the shadow's step extracted this d's problem (the solvers read its factor, never write
+      // it): the integrator's matrix where it is the same (PrepareMujocoProblem)
+      if (IntegratorTangent::adopt_factors_)
+        integrator_.AdoptFactor(stage_.problem->mass, ExtractFoldsDamping(m));
       if (smooth_.cfd()) UseTangentForce();
     }
     smooth_.PrepareRows(m);
@@ -289,16 +308,21 @@ void Derivative::AnchorTangent(const mjModel* m) {
     // angular velocity tangent of each body along dq (its ancestors' dofs)
     const double* x = shadow_->anchors.Points(c);
     double dw[2][3] = {{0, 0, 0}, {0, 0, 0}};
+    bool moved = false;
     for (int k = first; k <= last; k++) {
       if (tan_.dq[k] == 0) continue;
       for (int side = 0; side < 2; side++) {
         int b = con.body[side];
         while (b > 0 && b != m->dof_bodyid[k]) b = m->body_parentid[b];
         if (b > 0) {
+          moved = true;
           for (int i = 0; i < 3; i++) dw[side][i] += tan_.dq[k] * d->cdof[6 * k + i];
         }
       }
     }
+    // a unit direction that moves neither body: J's column, the frame's tangent and dw are zero,
+    // and so is ddisp (left as the zeroing above left it)
+    if (first == last && !moved) return;
     for (int r = 1; r < 3; r++) {
       // J_t dq moves the material points at the contact point; the anchor's points lie off it
       // by o_i = x_i - pos: + dw_2 x o_2 - dw_1 x o_1; and the frame turns under disp
