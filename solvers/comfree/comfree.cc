@@ -103,6 +103,20 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   edge_.assign(2 * rows, 0.0);
   anchor_.assign(rows, 0.0);
   relax_.assign(ntree, 0.0);
+  rrelax_.assign(rows, 0.0);
+  rd_.assign(rows, 0.0);
+  rgam_.assign(rows, 0.0);
+  rgroup_.assign(rows, -1);
+  drho_.assign(rows, 0.0);
+  dgam_.assign(rows, 0.0);
+  ddrel_.assign(rows, 0.0);
+  adj_rho_.assign(rows, 0.0);
+  adj_gam_.assign(rows, 0.0);
+  trow_adr_.assign(ntree + 1, 0);
+  trow_.assign(4 * rows, 0);
+  rstamp_.assign(rows, -1);
+  rcon_.assign(rows, -1);
+  rflag_.assign(rows, 0);
   drelax_.assign(ntree, 0.0);
   scratch_.assign(nthread_ * nv, 0.0);
   tangent_.assign(nv, 0.0);
@@ -231,6 +245,114 @@ double ComfreeSolver::CfdDamping(const Problem& p, int row, double* slope) const
 double ComfreeSolver::CapFactor(double relax) const {
   const double limit = settings_.relax_limit;
   return limit > 0 && relax > limit ? limit / relax : 1;
+}
+
+bool ComfreeSolver::Relaxes(const Problem& p, int row) const { return rflag_[row]; }
+
+long ComfreeSolver::TreeOffset(const Problem& p, int row, int tree) {
+  size_t off = 0;
+  long seg = -1;
+  ForEachRowTree(p, row, [&](int t, int, int) {
+    if (t == tree) seg = static_cast<long>(off);
+    off += p.islands.tree_dofnum[t];
+  });
+  return seg;
+}
+
+double ComfreeSolver::CrossInvMass(const Problem& p, const double* val, int i, int j,
+                                   const double* wj) const {
+  const SparseRows& J = p.J;
+  const int adr = J.rowadr[i];
+  double s = 0;
+  ForEachRowTree(p, i, [&](int t, int k0, int k1) {
+    const long seg = TreeOffset(p, j, t);
+    if (seg < 0) return;
+    const double* w = wj + seg - p.islands.tree_dofadr[t];
+    for (int k = k0; k < k1; k++) s += val[adr + k] * w[J.colind[adr + k]];
+  });
+  return s;
+}
+
+void ComfreeSolver::CoupledRelax(const Problem& p) {
+  const int ntree = p.islands.ntree, nrow = p.nrow;
+  coupled_ = settings_.relax_limit > 0;
+  if (!coupled_) return;
+
+  // the contact of each normal row, the relaxing rows of each tree (counting sort) and their
+  // M^-1 J' (RowSolve)
+  for (int i = 0; i < nrow; i++) rcon_[i] = -1;
+  for (int c = 0; c < p.ncon; c++) rcon_[p.con[c].row] = c;
+  for (int i = 0; i < nrow; i++) {
+    const int c = rcon_[i];
+    bool busy = false;  // (a tree whose summed relaxation binds)
+    ForEachRowTree(p, i, [&](int t, int, int) { busy = busy || CapFactor(relax_[t]) < 1; });
+    rflag_[i] =
+        busy && gain_[i] > 0 && (i < p.ne + p.nf + p.nl || (c >= 0 && !FromDistance(p.con[c])));
+  }
+  for (int t = 0; t <= ntree; t++) trow_adr_[t] = 0;
+  stamp_ = 0;
+  for (int i = 0; i < nrow; i++) {
+    rstamp_[i] = -1;
+    if (!Relaxes(p, i)) continue;
+    if (!RowSolve(p, i)) coupled_ = false;
+    ForEachRowTree(p, i, [&](int t, int, int) { trow_adr_[t + 1]++; });
+  }
+  for (int t = 0; t < ntree; t++) trow_adr_[t + 1] += trow_adr_[t];
+  if (!coupled_ || trow_adr_[ntree] > static_cast<int>(trow_.size())) {
+    coupled_ = false;
+    return;
+  }
+  for (int i = 0; i < nrow; i++) {
+    if (!Relaxes(p, i)) continue;
+    ForEachRowTree(p, i, [&](int t, int, int) { trow_[trow_adr_[t]++] = i; });
+  }
+  for (int t = ntree; t > 0; t--) trow_adr_[t] = trow_adr_[t - 1];
+  trow_adr_[0] = 0;
+
+  // each row's share D_i = W_i G_i m (1.5 k h + d) with the margin m, then each column's
+  // D_j A_j + sum_i D_i |N_ij|
+  const double cs =
+      kComfreeCoupledMargin * (kComfreeStableShare * settings_.stiffness * p.h + settings_.damping);
+  for (int i = 0; i < nrow; i++) {
+    if (!Relaxes(p, i)) continue;
+    rd_[i] = (rcon_[i] < 0 ? 1 : WeightSum(p.con[rcon_[i]].dim)) * gain_[i] * cs;
+  }
+  for (int j = 0; j < nrow; j++) {
+    if (!Relaxes(p, j)) continue;
+    const double* wj = RowSolve(p, j);
+    double sum = rd_[j] * invmass_[j];
+    ForEachCoupled(p, j,
+                   [&](int i) { sum += rd_[i] * std::fabs(CrossInvMass(p, p.J.val, i, j, wj)); });
+    rrelax_[j] = sum;
+  }
+  GroupRelax(p);
+}
+
+void ComfreeSolver::GroupRelax(const Problem& p) {
+  // a contact's relaxation: the largest over its bodies of the norm of order kComfreeRelaxPower
+  // of the columns of that body's contacts; a plain row's its own column
+  for (int j = 0; j < p.nrow; j++) {
+    if (!Relaxes(p, j)) continue;
+    rgroup_[j] = -1;
+    rgam_[j] = rrelax_[j];
+    if (rcon_[j] < 0) continue;
+    double best = 0;
+    for (int side = 0; side < 2; side++) {
+      const int b = p.con[rcon_[j]].body[side];
+      if (b <= 0) continue;
+      double big = 0, sum = 0;
+      ForEachGroupRow(p, j, b, [&](int i) { big = std::max(big, rrelax_[i]); });
+      if (!(big > 0)) continue;
+      ForEachGroupRow(p, j, b,
+                      [&](int i) { sum += std::pow(rrelax_[i] / big, kComfreeRelaxPower); });
+      const double norm = big * std::pow(sum, 1 / kComfreeRelaxPower);
+      if (norm > best) {
+        best = norm;
+        rgroup_[j] = b;
+      }
+    }
+    rgam_[j] = best;
+  }
 }
 
 int ComfreeSolver::SolveContact(const Problem& p, int c, Solution* sol) {
@@ -419,6 +541,8 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
     if (con.tree[1] >= 0) relax_[con.tree[1]] += w;
   }
 
+  CoupledRelax(p);
+
   // pass 2: facet forces
   // (a serialized OpenMP region would allocate its team on every call: branch instead)
   int nactive = 0;
@@ -427,6 +551,7 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
     double w = 0;
     if (con.tree[0] >= 0) w = std::max(w, relax_[con.tree[0]]);
     if (con.tree[1] >= 0) w = std::max(w, relax_[con.tree[1]]);
+    if (coupled_ && Relaxes(p, con.row)) w = rgam_[con.row];
     cap_[con.row] = CapFactor(w);
     return SolveContact(p, c, sol);
   };
@@ -439,6 +564,7 @@ void ComfreeSolver::Solve(const Problem& p, Solution* sol) {
   for (int i = 0; i < nplain; i++) {
     double w = 0;
     ForEachRowTree(p, i, [&](int t, int, int) { w = std::max(w, relax_[t]); });
+    if (coupled_ && Relaxes(p, i)) w = rgam_[i];
     cap_[i] = CapFactor(w);
     const double phi = p.kind[i] == kRowFriction ? 0 : p.pos[i] - p.margin[i];
     arg_[i] = FacetArg(1, gain_[i] * cap_[i], k, d, h, vel_[i], phi);

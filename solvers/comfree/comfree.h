@@ -64,6 +64,19 @@ constexpr double kComfreeLightTangent = 4;
 // largest, smooth where contacts tie, as a resting box's do)
 constexpr double kComfreePatchPower = 8;
 
+// a contact's relaxation bound counts its facets' gap term k h this many times (a facet's explicit
+// update of gap and velocity is stable while R (k h + d) + R k h / 2 < 2)
+constexpr double kComfreeStableShare = 1.5;
+
+// the coupled bound is held this far below relax_limit (it is near the update's largest eigenvalue,
+// where the trace was far above it; at the stability edge the update rings: at 1.33 the humanoid
+// diverged at 5h under random controls and a dropped cube at h = 20 ms, k = 0.5 rocked)
+constexpr double kComfreeCoupledMargin = 1.6;
+
+// the contacts of a body share the norm of this order of their relaxation bounds (near the
+// largest; smooth where they tie)
+constexpr double kComfreeRelaxPower = 8;
+
 // most entries of ForceTangent's cache of M^-1 J' rows (2 MB); rows beyond it are solved per call
 constexpr size_t kComfreeTangentPool = size_t{1} << 18;
 
@@ -143,6 +156,74 @@ class ComfreeSolver final : public Solver {
 
   // factor of the gains on a tree whose facets sum to this relaxation (relax_limit)
   double CapFactor(double relax) const;
+
+  // rows CoupledRelax bounds (rflag_): contacts' normal rows not from distance and plain rows,
+  // gain > 0, on a tree whose summed relaxation relax_limit caps (elsewhere the sum, a bound of
+  // the update's eigenvalues too, caps nothing)
+  bool Relaxes(const Problem& p, int row) const;
+
+  // offset of tree's dofs in a row's M^-1 J' packed by its trees (RowSolve), -1 if none
+  static long TreeOffset(const Problem& p, int row, int tree);
+
+  // sum_k val_k (M^-1 J_j')_k over row i's entries (val: J's or dJ's) on the trees both rows
+  // touch, with wj = M^-1 J_j' packed by j's trees (RowSolve)
+  double CrossInvMass(const Problem& p, const double* val, int i, int j, const double* wj) const;
+
+  // the update's largest eigenvalue bounded by its columns (Gershgorin) instead of the trace:
+  // with D_i = W_i G_i m (1.5 k h + d) (m = kComfreeCoupledMargin) the share of row i's facets and
+  // N = J M^-1 J' over the relaxing rows, every eigenvalue of N D is at most the largest
+  // row-weighted column sum rrelax_j = D_j A_j + sum_i D_i |N_ij| (the similarity diag(D) of
+  // Gershgorin's rows). A body on many weakly coupled contacts (the humanoid lying on 30, one tree)
+  // was capped by their sum: it sank 150-240 mm at 5h. 1.5 k h: a facet's explicit map of gap and
+  // velocity is stable while R (k h + d) + R k h / 2 < 2. Writes rcon_, trow_, rd_, rrelax_, then
+  // GroupRelax; coupled_ is false (the trees' sums relax_ cap the gains) when RowSolve's cache is
+  // full
+  void CoupledRelax(const Problem& p);
+
+  // each relaxing row's bound rgam_: a contact's is the largest over its bodies b of the norm of
+  // order kComfreeRelaxPower of the columns of b's contacts (rgroup_ the body, smooth where they
+  // tie; one factor for a body's contacts, as a rigid body's gains must not vary from contact to
+  // contact: the mug rocked), a plain row's its own column
+  void GroupRelax(const Problem& p);
+
+  // f(i) for each relaxing row i != j that shares a tree with row j, once
+  template <typename F>
+  void ForEachCoupled(const Problem& p, int j, F f) {
+    const int stamp = ++stamp_;
+    ForEachRowTree(p, j, [&](int t, int, int) {
+      for (int a = trow_adr_[t]; a < trow_adr_[t + 1]; a++) {
+        const int i = trow_[a];
+        if (i == j || rstamp_[i] == stamp) continue;
+        rstamp_[i] = stamp;
+        f(i);
+      }
+    });
+  }
+
+  // f(i) for each relaxing contact row i on row j's trees with body b, once (j among them)
+  template <typename F>
+  void ForEachGroupRow(const Problem& p, int j, int b, F f) {
+    const int stamp = ++stamp_;
+    ForEachRowTree(p, j, [&](int t, int, int) {
+      for (int a = trow_adr_[t]; a < trow_adr_[t + 1]; a++) {
+        const int i = trow_[a], c = rcon_[i];
+        if (c < 0 || rstamp_[i] == stamp || (p.con[c].body[0] != b && p.con[c].body[1] != b))
+          continue;
+        rstamp_[i] = stamp;
+        f(i);
+      }
+    });
+  }
+
+  // tangent of each capped row's bound rgam_ along dir into dgam_ (CoupledRelax, GroupRelax)
+  void CoupledRelaxTangent(const Problem& p, const ProblemTangent& dir);
+
+  // reverse mode of CoupledRelaxTangent: adj_gam_ (by row) into the adjoint arrays
+  void CoupledRelaxAdjoint(const Problem& p);
+
+  // u' dM v on tree t (dM in the tree layout), with u, v on the tree's dofs from their first
+  static double TreeQuad(const Problem& p, const double* dM, int t, const double* u,
+                         const double* v);
 
   // pass 2 for contact c: facet forces, frame forces, pyramid edge forces; returns active facets
   int SolveContact(const Problem& p, int c, Solution* sol);
@@ -232,6 +313,22 @@ class ComfreeSolver final : public Solver {
   std::vector<double> edge_;     // pyramid edge forces, contact at 2 row            (2 max_rows)
   std::vector<double> anchor_;   // anchor displacement for the next step, by row    (max_rows)
   std::vector<double> relax_;    // relaxation of the facets on each tree            (ntree)
+  std::vector<double> rrelax_;   // CoupledRelax's column bound of each relaxing row  (max_rows)
+  std::vector<double> rd_;       // ... each row's facets' share D_i                 (max_rows)
+  std::vector<double> rgam_;     // GroupRelax's bound of each relaxing row           (max_rows)
+  std::vector<int> rgroup_;      // ... the body whose contacts set it, -1 its own    (max_rows)
+  std::vector<double> drho_;     // CoupledRelaxTangent: tangent of rrelax_          (max_rows)
+  std::vector<double> dgam_;     // ... and of rgam_                                  (max_rows)
+  std::vector<double> ddrel_;    // ... relative tangent of D_i                       (max_rows)
+  std::vector<double> adj_rho_;  // CoupledRelaxAdjoint: adjoint of rrelax_           (max_rows)
+  std::vector<double> adj_gam_;  // ... and of rgam_ (AdjointWeights)                 (max_rows)
+  int stamp_ = 0;                // ForEachCoupled's and ForEachGroupRow's visit mark
+  std::vector<int> trow_adr_;    // each tree's first entry in trow_                  (ntree + 1)
+  std::vector<int> trow_;        // the relaxing rows touching each tree, tree by tree (4 max_rows)
+  std::vector<int> rstamp_;      // CoupledRelax: the last column that visited a row  (max_rows)
+  std::vector<int> rcon_;        // the contact whose normal row a row is, else -1    (max_rows)
+  std::vector<char> rflag_;      // the row Relaxes                                   (max_rows)
+  bool coupled_ = false;         // the gains are capped by rrelax_ (CoupledRelax)
   std::vector<double> drelax_;   // its tangent                                      (ntree)
   std::vector<double> scratch_;  // zeroed vectors, one per thread                   (nthread x nv)
   std::vector<double> tangent_;  // ForceTangent scratch                              (nv)

@@ -345,6 +345,125 @@ double RatioTangent(const Problem& p, const ProblemTangent& dir, int row) {
 
 }  // namespace
 
+double ComfreeSolver::TreeQuad(const Problem& p, const double* dM, int t, const double* u,
+                               const double* v) {
+  const TreeMass& mass = p.mass;
+  const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
+  double s = 0;
+  for (int j = b; j < e; j++) {
+    int m = mass.madr[j];
+    s += dM[m++] * u[j - b] * v[j - b];
+    for (int l = mass.parent[j]; l >= 0; l = mass.parent[l])
+      s += dM[m++] * (u[j - b] * v[l - b] + u[l - b] * v[j - b]);
+  }
+  return s;
+}
+
+void ComfreeSolver::CoupledRelaxTangent(const Problem& p, const ProblemTangent& dir) {
+  // dD_i / D_i = dratio_i - dA_i / A_i; d(D_j A_j) = D_j A_j dratio_j; dN_ij = dJ_i w_j +
+  // dJ_j w_i - w_i' dM w_j on the trees both rows touch
+  const int nrow = p.nrow;
+  for (int i = 0; i < nrow; i++) {
+    if (!Relaxes(p, i)) continue;
+    const int c = rcon_[i];
+    const double dA = c >= 0 ? PatchInvMassTangent(p, patch_[c], dir)
+                             : amul_[i] * InvMassTangent(p, arow_[i], dir);
+    ddrel_[i] = RatioTangent(p, dir, i) - dA / invmass_[i];
+  }
+  for (int j = 0; j < nrow; j++) {
+    if (!Relaxes(p, j)) continue;
+    const double* wj = RowSolve(p, j);
+    double d = rd_[j] * invmass_[j] * RatioTangent(p, dir, j);
+    ForEachCoupled(p, j, [&](int i) {
+      const double* wi = RowSolve(p, i);
+      const double n = CrossInvMass(p, p.J.val, i, j, wj);
+      double dn = 0;
+      if (dir.J) dn += CrossInvMass(p, dir.J, i, j, wj) + CrossInvMass(p, dir.J, j, i, wi);
+      if (dir.M) {
+        ForEachRowTree(p, i, [&](int t, int, int) {
+          const long si = TreeOffset(p, i, t), sj = TreeOffset(p, j, t);
+          if (sj >= 0 && dmtree_[t]) dn -= TreeQuad(p, dir.M, t, wi + si, wj + sj);
+        });
+      }
+      d += rd_[i] * (ddrel_[i] * std::fabs(n) + (n > 0 ? dn : n < 0 ? -dn : 0));
+    });
+    drho_[j] = d;
+  }
+  // the norm's tangent: d rgam = sum_i (rrelax_i / rgam)^(P-1) d rrelax_i over the group
+  for (int j = 0; j < nrow; j++) {
+    if (!Relaxes(p, j) || !(cap_[j] < 1)) continue;
+    if (rgroup_[j] < 0) {
+      dgam_[j] = drho_[j];
+      continue;
+    }
+    double d = 0;
+    ForEachGroupRow(p, j, rgroup_[j], [&](int i) {
+      d += std::pow(rrelax_[i] / rgam_[j], kComfreeRelaxPower - 1) * drho_[i];
+    });
+    dgam_[j] = d;
+  }
+}
+
+void ComfreeSolver::CoupledRelaxAdjoint(const Problem& p) {
+  // CoupledRelaxTangent transposed: adj_gam_ to the columns, then each column's terms to the
+  // ratios, inverse masses (patches), J and M
+  const SparseRows& J = p.J;
+  const int nrow = p.nrow;
+  for (int i = 0; i < nrow; i++) adj_rho_[i] = 0;
+  for (int j = 0; j < nrow; j++) {
+    if (!Relaxes(p, j) || adj_gam_[j] == 0) continue;
+    if (rgroup_[j] < 0) {
+      adj_rho_[j] += adj_gam_[j];
+      continue;
+    }
+    ForEachGroupRow(p, j, rgroup_[j], [&](int i) {
+      adj_rho_[i] += adj_gam_[j] * std::pow(rrelax_[i] / rgam_[j], kComfreeRelaxPower - 1);
+    });
+  }
+  for (int j = 0; j < nrow; j++) {
+    const double a = adj_rho_[j];
+    if (!Relaxes(p, j) || a == 0) continue;
+    adj_ratio_[j] += a * rd_[j] * invmass_[j];
+    const double* wj = RowSolve(p, j);
+    ForEachCoupled(p, j, [&](int i) {
+      const double* wi = RowSolve(p, i);
+      const double n = CrossInvMass(p, J.val, i, j, wj), e = a * rd_[i] * std::fabs(n);
+      adj_ratio_[i] += e;
+      if (rcon_[i] >= 0) {
+        adj_patch_[patch_[rcon_[i]]] -= e / invmass_[i];
+      } else {
+        adj_invm_[arow_[i]] -= e * amul_[i] / invmass_[i];
+      }
+      const double g = a * rd_[i] * (n > 0 ? 1 : n < 0 ? -1 : 0);
+      if (g == 0) return;
+      // dJ_i w_j + dJ_j w_i - w_i' dM w_j
+      auto addJ = [&](int r, int o, const double* wo) {
+        const int adr = J.rowadr[r];
+        ForEachRowTree(p, r, [&](int t, int k0, int k1) {
+          const long so = TreeOffset(p, o, t);
+          if (so < 0) return;
+          const double* w = wo + so - p.islands.tree_dofadr[t];
+          for (int k = k0; k < k1; k++) adj_J_[adr + k] += g * w[J.colind[adr + k]];
+        });
+      };
+      addJ(i, j, wj);
+      addJ(j, i, wi);
+      ForEachRowTree(p, i, [&](int t, int, int) {
+        const long si = TreeOffset(p, i, t), sj = TreeOffset(p, j, t);
+        if (sj < 0) return;
+        const double *u = wi + si, *v = wj + sj;
+        const int b = p.islands.tree_dofadr[t], end = b + p.islands.tree_dofnum[t];
+        for (int q = b; q < end; q++) {
+          int m = p.mass.madr[q];
+          adj_M_[m++] -= g * u[q - b] * v[q - b];
+          for (int l = p.mass.parent[q]; l >= 0; l = p.mass.parent[l])
+            adj_M_[m++] -= g * (u[q - b] * v[l - b] + u[l - b] * v[q - b]);
+        }
+      });
+    });
+  }
+}
+
 bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                                  double* dforce) {
   DirectionTangent(p, dir, dforce);
@@ -385,6 +504,7 @@ void ComfreeSolver::DirectionTangent(const Problem& p, const ProblemTangent& dir
     if (con.tree[0] >= 0) drelax_[con.tree[0]] += dw;
     if (con.tree[1] >= 0) drelax_[con.tree[1]] += dw;
   }
+  if (capped_ && coupled_) CoupledRelaxTangent(p, dir);
 
   // tangent of J_r v_smooth
   auto dvel = [&](int row) { return VelocityTangent(p, dir, row); };
@@ -393,7 +513,8 @@ void ComfreeSolver::DirectionTangent(const Problem& p, const ProblemTangent& dir
   // set by tree t
   auto dgain = [&](int row, int t, double dA) {
     double rel = dratio(row) - dA / invmass_[row];
-    if (cap_[row] < 1) rel -= drelax_[t] / relax_[t];
+    if (cap_[row] < 1)
+      rel -= coupled_ && Relaxes(p, row) ? dgam_[row] / rgam_[row] : drelax_[t] / relax_[t];
     return rel;
   };
 
@@ -633,7 +754,11 @@ void ComfreeSolver::AdjointWeights(const Problem& p, const double* y) {
     }
     adj_ratio_[row] += a1;
     adj_patch_[patch_[c]] -= a1 / invmass_[row];
-    if (cap_[row] < 1) adj_relax_[t] -= a1 / relax_[t];
+    if (cap_[row] < 1 && coupled_ && Relaxes(p, row)) {
+      adj_gam_[row] -= a1 / rgam_[row];
+    } else if (cap_[row] < 1) {
+      adj_relax_[t] -= a1 / relax_[t];
+    }
     adj_pos_[row] -= k * slope * e1;
     for (int r = 0; r < dim; r++) adj_dvel_[row + r] -= cvc * ec[r];
     for (int r = 1; anchored_ && dim >= 3 && r < dim; r++) adj_disp_[row + r] -= k * ec[r];
@@ -654,7 +779,11 @@ void ComfreeSolver::AdjointWeights(const Problem& p, const double* y) {
     });
     adj_ratio_[i] += y[i] * a;
     adj_invm_[arow_[i]] -= y[i] * a * amul_[i] / invmass_[i];
-    if (cap_[i] < 1) adj_relax_[tmax] -= y[i] * a / relax_[tmax];
+    if (cap_[i] < 1 && coupled_ && Relaxes(p, i)) {
+      adj_gam_[i] -= y[i] * a / rgam_[i];
+    } else if (cap_[i] < 1) {
+      adj_relax_[tmax] -= y[i] * a / relax_[tmax];
+    }
     const double g = y[i] * gain_[i] * cap_[i] / h;
     adj_dvel_[i] -= g * cv;
     if (p.kind[i] != kRowFriction) adj_pos_[i] -= g * k;
@@ -667,6 +796,7 @@ void ComfreeSolver::AdjointShared(const Problem& p) {
   const SparseRows& J = p.J;
   const TreeMass& mass = p.mass;
   const double h = p.h, cv = settings_.stiffness * h + settings_.damping;
+  if (coupled_) CoupledRelaxAdjoint(p);
   for (int c0 = 0; c0 < p.ncon; c0++) {
     if (patch_[c0] != c0 || adj_patch_[c0] == 0) continue;
     int count = 0;
@@ -740,6 +870,7 @@ bool ComfreeSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const 
   std::fill(adj_vfree_.begin(), adj_vfree_.begin() + p.nv, 0.0);
   std::fill(adj_M_.begin(), adj_M_.begin() + p.mass.nM, 0.0);
   std::fill(adj_relax_.begin(), adj_relax_.end(), 0.0);
+  std::fill(adj_gam_.begin(), adj_gam_.begin() + p.nrow, 0.0);
   std::fill(adj_patch_.begin(), adj_patch_.begin() + p.ncon, 0.0);
   AdjointWeights(p, FrictionLossAdjoint(p, sol, y));
   AdjointShared(p);
