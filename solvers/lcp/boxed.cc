@@ -101,6 +101,25 @@ double RowDot(const double* a, size_t stride, const double* x, int n) {
   return (s0 + s1) + (s2 + s3);
 }
 
+// x within its (coupled) bounds at x, to tol in velocity units
+bool WithinBounds(const DenseLcp& lcp, const double* x, double tol) {
+  for (int i = 0; i < lcp.n; i++) {
+    double l, u;
+    BoundsAt(lcp, nullptr, x, i, &l, &u);
+    const double d = Diag(lcp, i);
+    if (!std::isfinite(x[i]) || (l - x[i]) * d > tol || (x[i] - u) * d > tol) return false;
+  }
+  return true;
+}
+
+// some row has constant finite bounds on both sides (friction loss)
+bool HasBoxRow(const DenseLcp& lcp) {
+  for (int i = 0; i < lcp.n; i++) {
+    if (lcp.findex[i] < 0 && std::isfinite(lcp.lo[i]) && std::isfinite(lcp.hi[i])) return true;
+  }
+  return false;
+}
+
 // w = A x + b
 void Velocity(const DenseLcp& lcp, const double* x, double* w) {
   for (int i = 0; i < lcp.n; i++) w[i] = lcp.b[i];
@@ -122,13 +141,14 @@ void BoxedLcpSolver::Allocate(int nmax) {
   c_.assign(n, 0);
   rhs_.assign(n, 0);
   y_.assign(2 * n, 0);
-  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &xl_, &xg_, &xw_, &fixv_}) v->assign(n, 0);
+  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &xl_, &xg_, &xw_, &xd_, &fixv_}) v->assign(n, 0);
   cidx_.assign(n, 0);
   pos_.assign(n, 0);
   list_.assign(n, 0);
   target_.assign(n, 0);
   s2_.assign(n, 0);
   sw_.assign(n, 0);
+  sd_.assign(n, 0);
   lemke_.Allocate(static_cast<int>(n));
   coddmem_.Allocate(Cod::Doubles(static_cast<int>(n)));
   codimem_.assign(Cod::Ints(static_cast<int>(n)), 0);
@@ -432,8 +452,39 @@ bool BoxedLcpSolver::Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double 
   }
 }
 
+bool BoxedLcpSolver::DantzigStart(const DenseLcp& lcp, const BoxedOptions& opt,
+                                  const signed char* state, const double* x, double* w,
+                                  signed char* done) const {
+  // x must lie within the frozen bounds (Dantzig's rows not yet entered keep their x); the rows
+  // that already meet their classification count as entered
+  const int n = lcp.n;
+  for (int i = 0; i < n; i++) {
+    double l, u;
+    BoundsAt(lcp, fix_, x, i, &l, &u);
+    const double d = Diag(lcp, i);
+    if ((l - x[i]) * d > opt.tol || (x[i] - u) * d > opt.tol || !std::isfinite(x[i])) return false;
+  }
+  Velocity(lcp, x, w);
+  for (int i = 0; i < n; i++) {
+    double l, u;
+    BoundsAt(lcp, fix_, x, i, &l, &u);
+    const double d = Diag(lcp, i);
+    if (!(u > l)) {
+      done[i] = 0;  // fixed at zero: entered at once
+    } else if (state[i] == kLcpClamped) {
+      done[i] = std::fabs(w[i]) <= opt.tol;
+    } else if (state[i] == kLcpLower) {
+      done[i] = (x[i] - l) * d <= opt.tol && w[i] >= -opt.tol;
+    } else {
+      done[i] = (u - x[i]) * d <= opt.tol && w[i] <= opt.tol;
+    }
+  }
+  return true;
+}
+
 bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, double ridge,
-                             signed char* state, double* x, double* w, BoxedStats* stats) {
+                             signed char* state, double* x, double* w, BoxedStats* stats,
+                             bool warm) {
   const int n = lcp.n;
   const size_t ld = lcp.ld;
   const double* A = lcp.A;
@@ -443,15 +494,17 @@ bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, doubl
   double* dx = y_.data();    // direction on C, then scratch
   double* dw = c_.data();    // change of w on every row
   double* col = xs_.data();  // -A_Ci dir
-  std::fill(x, x + n, 0.0);
-  std::copy(lcp.b, lcp.b + n, w);
-  std::fill(done, done + n, 0);
+  if (!(warm && DantzigStart(lcp, opt, state, x, w, done))) {
+    std::fill(x, x + n, 0.0);
+    std::copy(lcp.b, lcp.b + n, w);
+    std::fill(done, done + n, 0);
+  }
   int events = 0;
 
   // rows with constant bounds first, friction rows once their normals are settled
   for (int pass = 0; pass < 2; pass++) {
     for (int i = 0; i < n; i++) {
-      if ((lcp.findex[i] >= 0) != (pass == 1)) continue;
+      if ((lcp.findex[i] >= 0) != (pass == 1) || done[i]) continue;
       double li, ui;
       BoundsAt(lcp, fix_, x, i, &li, &ui);
       done[i] = 1;
@@ -565,7 +618,7 @@ bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, doubl
 
 bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, double ridge,
                                 signed char* state, Cod* cod, double* x, double* w,
-                                BoxedStats* stats) {
+                                BoxedStats* stats, bool warm) {
   const int n = lcp.n;
   double* fix = fixv_.data();
   for (int round = 0;
@@ -579,7 +632,7 @@ bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, do
     }
     fix_ = fix;
     stats->frozen_rounds++;
-    const bool ok = Dantzig(lcp, opt, ridge, state, x, w, stats);
+    const bool ok = Dantzig(lcp, opt, ridge, state, x, w, stats, warm);
     fix_ = nullptr;
     if (!ok) return false;
 
@@ -799,9 +852,10 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   for (int i = 0; i < n; i++)
     maxdiag = std::max(maxdiag, lcp.A[i + i * static_cast<size_t>(lcp.ld)]);
   const double ridge = opt.ridge * (maxdiag > 0 ? maxdiag : 1);
-  bool nearest = false;  // the answer is the guess's nearest to opt.start (ExactFrom)
-  bool warm = false;     // Lemke starts from the guess (sw_, xw_)
-  double warm_k = 0;     // its clamped rows (Lemke's warm basis inverts about as many, k^3)
+  bool nearest = false;        // the answer is the guess's nearest to opt.start (ExactFrom)
+  bool warm = false;           // Lemke starts from the guess (sw_, xw_)
+  double warm_k = 0;           // its clamped rows (Lemke's warm basis inverts about as many, k^3)
+  bool dantzig_start = false;  // sd_, xd_ hold the guess's classification and answer
   auto finish = [&](bool exact) {
     if (exact) {
       stats->pivot_ok = !stats->guess_hit;
@@ -848,6 +902,13 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
       stats->guess_hit = nearest = true;
       return finish(true);
     }
+    // (the guess's answer, nearest to the previous impulses if that was solved, starts Dantzig's
+    // method below)
+    dantzig_start = check && n < opt.sweep_rows;
+    if (dantzig_start) {
+      std::copy(state, state + n, sd_.begin());
+      std::copy(x, x + n, xd_.begin());
+    }
   } else {
     ColdState(lcp, state);
   }
@@ -891,6 +952,33 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     }
     return lemke_ok && repair();
   };
+  // Dantzig's method with frozen friction bounds, from the guess's answer (its rows that meet
+  // their classification stay; a few events per wrong row; at most n solves, as where it fails
+  // the repair and Lemke follow) or from zero (at most 4n: it enters every row). Only on islands
+  // with friction-loss rows (a legged robot's joints): elsewhere the exact answers it finds on
+  // degenerate islands differ from Lemke's, and the stacked pile's and the random scenes' chaotic
+  // paths then part from main's (docs/solvers.md, lcp15)
+  auto dantzig = [&]() {
+    const bool from_guess = opt.use_guess && dantzig_start;
+    if (from_guess && !WithinBounds(lcp, xd_.data(), opt.tol)) return false;  // far from it
+    if (from_guess) {
+      std::copy(xd_.begin(), xd_.begin() + n, x);
+    } else {
+      ColdState(lcp, state);
+      std::fill(x, x + n, 0.0);
+    }
+    BoxedOptions frozen = opt;
+    frozen.budget = std::min(opt.budget, stats->iterations + (from_guess ? n : 4 * n));
+    if (FrozenLoop(lcp, frozen, ridge, state, cod, x, w, stats, from_guess)) return true;
+    // (the repair then starts where it would have: the guess, or the cold classification)
+    if (from_guess) {
+      std::copy(sd_.begin(), sd_.begin() + n, state);
+    } else {
+      ColdState(lcp, state);
+    }
+    return false;
+  };
+  if (n < opt.sweep_rows && opt.dantzig_first && HasBoxRow(lcp) && dantzig()) return finish(true);
   const bool warm_first = warm && opt.lemke_warm == 2;
   if (warm_first && lemke(true)) return finish(true);
   if (!(warm_first && lemke_ok) && repair()) return finish(true);

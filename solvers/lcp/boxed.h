@@ -19,6 +19,11 @@
 //      minimum-norm solution fails on a rank-deficient K (a resting cloth, a quadruped's stance),
 //      the same decomposition solves it again nearest to opt.start, ExactFrom, and that answer
 //      is not stabilized;
+//      on problems below opt.sweep_rows rows holding a friction-loss row, when it fails,
+//      Dantzig's method (step 3) from the guess's answer when that lies within its bounds: the
+//      rows that meet their classification stay entered and only the wrong ones are driven, a few
+//      events each (opt.dantzig_first; from zero without a guess; at most n solves, 4n from zero);
+//      then, or
 //      on problems of at least opt.sweep_rows rows, when it fails, projected Gauss-Seidel from the
 //      previous step's impulses (opt.start) whose classification, once it settles (at most 2
 //      opt.sweeps sweeps), is solved exactly nearest to the iterate: the "polish"), then a few
@@ -104,6 +109,10 @@ struct BoxedOptions {
   int lemke_warm = 0;  // Lemke's method from the basis of a guess with a regular reduced system
                        // (below sweep_rows) before the one from scratch: 1 when the repair
                        // fails, 2 before the repair (0: never)
+  bool dantzig_first = true;  // problems below sweep_rows with a friction-loss row (constant
+                              // finite bounds) whose guess fails run Dantzig's method with frozen
+                              // friction bounds from the guess's answer (from zero without a
+                              // guess) before the repair and Lemke's method
   const double* start = nullptr;  // (n, nullable) where that Gauss-Seidel starts (the previous
                                   // step's impulses); else from the guess's answer
 };
@@ -157,15 +166,21 @@ class BoxedLcpSolver {
   void Value(const DenseLcp& lcp, const signed char* state, int i, double* coef, double* g) const;
 
   // pivoting with the friction bounds frozen at mu x_normal of the current x, refrozen until the
-  // classification solves the coupled problem exactly (into cod); true on success
+  // classification solves the coupled problem exactly (into cod); true on success. warm: each
+  // round's Dantzig run starts from x when x lies within its frozen bounds
   bool FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
-                  Cod* cod, double* x, double* w, BoxedStats* stats);
+                  Cod* cod, double* x, double* w, BoxedStats* stats, bool warm = false);
 
   // Dantzig's principal pivoting (Baraff 1994, boxed as in ODE) for the bounds of fix_: rows
   // enter one at a time, each driven until its w vanishes or it reaches a bound, with clamped
-  // rows kept at w = 0 and ratio tests moving rows between C and the bounds; x starts at 0
+  // rows kept at w = 0 and ratio tests moving rows between C and the bounds; x starts at 0, or
+  // with warm at x as given when it lies within the bounds (DantzigStart)
   bool Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
-               double* x, double* w, BoxedStats* stats);
+               double* x, double* w, BoxedStats* stats, bool warm = false);
+  // Dantzig's warm start: false if x (n) leaves the frozen bounds; else w = A x + b and done (n)
+  // marks the rows that meet their classification in state (entered: they are not driven again)
+  bool DantzigStart(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state,
+                    const double* x, double* w, signed char* done) const;
 
   // one pivoting run from state; true if it ends with no infeasible row
   bool Pivot(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
@@ -256,6 +271,8 @@ class BoxedLcpSolver {
   std::vector<signed char> s2_;      // scratch classification                   (nmax)
   std::vector<signed char> sw_;      // Lemke's warm start: the guess's classification (nmax)
   std::vector<double> xw_;           // ... and its impulses                          (nmax)
+  std::vector<signed char> sd_;      // Dantzig's warm start: the guess's classification (nmax)
+  std::vector<double> xd_;           // ... and its answer                            (nmax)
   ZeroedArray<double> coddmem_;      // scratch decomposition for pivoting            (Cod::Doubles)
   std::vector<int> codimem_;
   Cod cod_;      // decomposition of the pivoting systems

@@ -286,6 +286,7 @@ TEST(BoxedLcpTest, WarmLemkePivotsScaleWithTheWrongRows) {
         BoxedOptions opt;
         opt.use_guess = true;
         opt.lemke_warm = on;
+        opt.dantzig_first = false;  // (the repair and Lemke's runs measured here)
         EXPECT_TRUE(ws.Solve(p.lcp, opt, &st[on])) << "trial " << trial << " k " << k;
         EXPECT_LE(st[on].residual, opt.tol);
         answer[on].assign(ws.x.begin(), ws.x.begin() + n);
@@ -548,11 +549,124 @@ TEST(BoxedLcpTest, PivotingCycleEndsAtOnce) {
   const DenseLcp lcp{n, n, A.data(), b.data(), lo.data(), hi.data(), findex.data(), mu.data()};
   BoxedOptions opt;
   opt.use_guess = true;
+  opt.dantzig_first = false;
   BoxedStats st;
+  std::vector<signed char> guess(ws.state.begin(), ws.state.begin() + n);
   ASSERT_TRUE(ws.Solve(lcp, opt, &st));
   EXPECT_FALSE(st.guess_hit);
   EXPECT_LE(st.residual, opt.tol);
   EXPECT_LE(st.iterations, 12);
+  // no friction-loss row: Dantzig's start from the guess does not run, the same path
+  opt.dantzig_first = true;
+  std::copy(guess.begin(), guess.end(), ws.state.begin());
+  ASSERT_TRUE(ws.Solve(lcp, opt, &st));
+  EXPECT_LE(st.residual, opt.tol);
+  EXPECT_LE(st.iterations, 12);
+}
+
+// a captured island (tests/solvers/lcp/data): its problem, guess and previous impulses
+struct CapturedLcp {
+  int n = 0;
+  double tol = 0;
+  std::vector<double> A, b, lo, hi, mu, start;
+  std::vector<int> findex;
+  std::vector<signed char> guess;
+  DenseLcp lcp;
+
+  // false if the file cannot be read
+  bool Read(const std::string& name) {
+    std::ifstream in(std::string(CK_SOURCE_DIR) + "/tests/solvers/lcp/data/" + name);
+    std::string line;
+    while (in.peek() == '#') std::getline(in, line);
+    in >> n >> tol;
+    if (!in.good() || n <= 0) return false;
+    A.resize(static_cast<size_t>(n) * n);
+    for (auto* v : {&b, &lo, &hi, &mu, &start}) v->resize(n);
+    findex.resize(n);
+    guess.resize(n);
+    for (int i = 0; i < n; i++) {
+      std::string l, h, m, s;
+      int g;
+      in >> b[i] >> l >> h >> findex[i] >> m >> g >> s;
+      lo[i] = std::stod(l);  // "-inf" and "inf" are not read by >>
+      hi[i] = std::stod(h);
+      mu[i] = std::stod(m);
+      start[i] = std::stod(s);
+      guess[i] = static_cast<signed char>(g);
+      for (int j = 0; j < n; j++) in >> A[i + static_cast<size_t>(j) * n];
+    }
+    lcp = DenseLcp{n, n, A.data(), b.data(), lo.data(), hi.data(), findex.data(), mu.data(), true};
+    return in.good();
+  }
+};
+
+// The A1's stance (issue 18, lcp15): a guess with a regular reduced system wrong in two
+// friction-loss rows and a rolling row that stop slipping. Their flips make the reduced system
+// nearly singular (impulses ~1e4 times the bounds), so the repair's block flips cycle and Lemke's
+// method from scratch took 236 pivots (main's path, dantzig_first off). Dantzig's method from the
+// guess's answer drives only the wrong rows, keeping every other row's classification, and
+// reaches the same exact answer in a few events
+TEST(BoxedLcpTest, QuadrupedStanceIsRepairedFromTheGuessAnswer) {
+  CapturedLcp p;
+  ASSERT_TRUE(p.Read("a1_stance.txt"));
+  ASSERT_EQ(p.n, 36);
+  Workspace ws(p.n);
+  BoxedStats st[2];
+  std::vector<double> answer[2];
+  for (int on = 0; on < 2; on++) {
+    std::copy(p.guess.begin(), p.guess.end(), ws.state.begin());
+    BoxedOptions opt;
+    opt.use_guess = true;
+    opt.start = p.start.data();
+    opt.tol = p.tol;
+    opt.sweep_rows = 60;
+    opt.dantzig_first = on;
+    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st[on])) << on;
+    EXPECT_FALSE(st[on].guess_hit);
+    EXPECT_LE(st[on].residual, p.tol);
+    answer[on].assign(ws.x.begin(), ws.x.begin() + p.n);
+  }
+  std::printf("pivots %d (%d solves) without Dantzig's start, %d (%d) with it\n", st[0].pivots,
+              st[0].iterations, st[1].pivots, st[1].iterations);
+  EXPECT_GT(st[0].pivots, 100);  // (measured 236: the repair's 75 flips, then Lemke's 161)
+  EXPECT_LE(st[1].pivots, 20);   // (measured 5)
+  EXPECT_LE(st[1].iterations, 20);
+  // the same exact answer (the reduced system of the final classification is regular)
+  double scale = 0, diff = 0;
+  for (int i = 0; i < p.n; i++) {
+    scale = std::max(scale, std::fabs(answer[0][i]));
+    diff = std::max(diff, std::fabs(answer[0][i] - answer[1][i]));
+  }
+  EXPECT_LE(diff, 1e-9 * scale);
+}
+
+// The A1 solved cold (no guess: ck-bench-step's Jacobian from a new handle): Dantzig's method from
+// zero before the repair and Lemke's method, a fraction of their work, the same exact answer
+TEST(BoxedLcpTest, ColdQuadrupedIslandStartsWithDantzig) {
+  CapturedLcp p;
+  ASSERT_TRUE(p.Read("a1_cold.txt"));
+  ASSERT_EQ(p.n, 48);
+  Workspace ws(p.n);
+  BoxedStats st[2];
+  std::vector<double> answer[2];
+  for (int on = 0; on < 2; on++) {
+    BoxedOptions opt;
+    opt.tol = p.tol;
+    opt.sweep_rows = 60;
+    opt.dantzig_first = on;
+    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st[on])) << on;
+    EXPECT_LE(st[on].residual, p.tol);
+    answer[on].assign(ws.x.begin(), ws.x.begin() + p.n);
+  }
+  std::printf("work %.3g (%d pivots) without Dantzig's start, %.3g (%d) with it\n", st[0].work,
+              st[0].pivots, st[1].work, st[1].pivots);
+  EXPECT_LT(st[1].work * 10, st[0].work);  // (measured 2.1e5 against 8.0e6)
+  double scale = 0, diff = 0;
+  for (int i = 0; i < p.n; i++) {
+    scale = std::max(scale, std::fabs(answer[0][i]));
+    diff = std::max(diff, std::fabs(answer[0][i] - answer[1][i]));
+  }
+  EXPECT_LE(diff, 1e-9 * scale);
 }
 
 TEST(BoxedLcpTest, SolveDoesNotAllocate) {
