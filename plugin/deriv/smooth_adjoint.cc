@@ -84,17 +84,12 @@ double SmoothTangent::RnePositionAdjoint(const mjModel* m, int k, double* dot2) 
   double out[2] = {0, 0};
   for (int pass = 0; pass < (radj_.damped ? 2 : 1); pass++) {
     const double* au = rne_.cacc_before_dof + 6 * (pass * nv + s);
-    double w[6] = {0, 0, 0, 0, 0, 0}, c[6], t[6];
-    CrossMotion(c, S, au);
-    if (pass == 0) {
-      CrossMotion(w, S, u);
-      CrossMotion(t, w, u);
-      for (int r = 0; r < 6; r++) c[r] -= t[r];
-    }
+    double w[6], c[6];
+    CarriedMotions(S, u, au, pass == 0, c, w);
     double v = -Dot6(radj_.carried_crb + pass * 6 * nv + 6 * s, c);
     if (pass == 0) v -= Dot6(radj_.carried_bsub + 6 * s, w);
     if (parent >= 0) {
-      double dF[6];
+      double dF[6], t[6];
       CrossForce(dF, S, rne_.cfrc + pass * 6 * nbody + 6 * b0);
       MulInert(t, d->crb + 10 * b0, c);
       for (int r = 0; r < 6; r++) {

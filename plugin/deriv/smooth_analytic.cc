@@ -241,13 +241,8 @@ void SmoothTangent::RneTangent(const mjModel* m, int k, double* dtau, double* dt
   for (int pass = 0; pass < (dtau2 ? 2 : 1); pass++) {
     double* out = pass == 0 ? dtau : dtau2;
     const double* au = rne_.cacc_before_dof + 6 * (pass * nv + s);
-    double w[6] = {0, 0, 0, 0, 0, 0}, c[6], t[6];
-    CrossMotion(c, S, au);
-    if (pass == 0) {
-      CrossMotion(w, S, u);
-      CrossMotion(t, w, u);
-      for (int r = 0; r < 6; r++) c[r] -= t[r];
-    }
+    double w[6], c[6];
+    CarriedMotions(S, u, au, pass == 0, c, w);
 
     // carried dofs: -(crb cdof) . c - (Bsub' cdof) . w
     for (int j = s; j < end; j++) {
@@ -255,7 +250,7 @@ void SmoothTangent::RneTangent(const mjModel* m, int k, double* dtau, double* dt
     }
 
     // the others on the chain: cdof . dF of the subtree
-    double dF[6];
+    double dF[6], t[6];
     CrossForce(dF, S, rne_.cfrc + pass * 6 * nbody + 6 * b0);
     MulInert(t, inert, c);
     for (int r = 0; r < 6; r++) {

@@ -61,6 +61,19 @@ inline void AddScl6(double* y, const double* x, double a) {
   for (int k = 0; k < 6; k++) y[k] += a * x[k];
 }
 
+// the motions a perturbation of dof S carries to the bodies after it, with u and au the velocity
+// and acceleration before it: w = S x u and c = S x au - w x u (velocity), or w = 0 and c = S x au
+inline void CarriedMotions(const double S[6], const double u[6], const double au[6], bool velocity,
+                           double c[6], double w[6]) {
+  CrossMotion(c, S, au);
+  Zero6(w);
+  if (!velocity) return;
+  double t[6];
+  CrossMotion(w, S, u);
+  CrossMotion(t, w, u);
+  for (int r = 0; r < 6; r++) c[r] -= t[r];
+}
+
 }  // namespace contactkit::spatial
 
 #endif  // CONTACTKIT_PLUGIN_DERIV_SPATIAL_H_
