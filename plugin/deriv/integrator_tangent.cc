@@ -85,6 +85,8 @@ void IntegratorTangent::SetKind(const mjModel* m, const mjData* d, bool rk4) {
     if (!ImplicitFastFreeBlock(m, d, j, A)) continue;
     for (int r = 0; r < 6; r++) bias_dof[m->jnt_dofadr[j] + r] = 1;
   }
+  fast_no_bias = fast;
+  for (int i = 0; i < m->nv && fast_no_bias; i++) fast_no_bias = !bias_dof[i];
 }
 
 void IntegratorTangent::AdoptFactor(const TreeMass& src, bool with_damping) {

@@ -40,14 +40,18 @@ class IntegratorTangent {
   void SolveT(double* x) const;
 
   // the stage's integrator and what the tangents reuse
-  double* qacc;             // acceleration the integrator uses   (nv)
-  TreeMass mass;            // M or M + h D, factored (Euler, RK4)
-  double* lu;               // M - h qDeriv per tree, LU (implicit) (ntreeblock)
-  int* pivots;              // its pivots                          (nv)
-  bool implicit = false;    // the integrator matrix is lu
-  bool damped = false;      // the integrator matrix is M + h D (Euler's implicit damping)
-  bool fast = false;        // implicitfast: qDeriv without the bias forces' part but on bias_dof
-  unsigned char* bias_dof;  // implicit: 1 where the matrix holds the bias forces' derivative (nv)
+  double* qacc;               // acceleration the integrator uses   (nv)
+  TreeMass mass;              // M or M + h D, factored (Euler, RK4)
+  double* lu;                 // M - h qDeriv per tree, LU (implicit) (ntreeblock)
+  int* pivots;                // its pivots                          (nv)
+  bool implicit = false;      // the integrator matrix is lu
+  bool damped = false;        // the integrator matrix is M + h D (Euler's implicit damping)
+  bool fast = false;          // implicitfast: qDeriv without the bias forces' part but on bias_dof
+  unsigned char* bias_dof;    // implicit: 1 where the matrix holds the bias forces' derivative (nv)
+  bool fast_no_bias = false;  // implicitfast without a standalone free body: qDeriv has no RNE part
+  // the integrator's acceleration (qacc) differs from the solver's: Euler's implicit damping, the
+  // implicit integrators
+  bool split() const { return damped || implicit; }
   double* step_maps;        // IntegrateMaps of the step's velocity     (18 njnt)
   double* correction_maps;  // IntegrateMaps of the position correction (18 njnt)
   double* qvel_next;        // v+, or RK4's weighted velocity            (nv)

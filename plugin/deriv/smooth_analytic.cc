@@ -81,12 +81,17 @@ bool SmoothTangent::AnalyticScope(const mjModel* m) const {
 }
 
 void SmoothTangent::DecideAnalytic(const mjModel* m) {
-  analytic_ = !stage_.sensors && !integrator_.implicit && !(stage_.has_rows && plain_varying_) &&
-              AnalyticScope(m);
+  // implicit: only implicitfast without bias forces in qDeriv, whose passive and actuator terms
+  // are constant in q and v within the scope (joint transmissions, no tendons, no fluid): its
+  // tangents are Euler's implicit damping's with M - h qDeriv for M + h D
+  const bool integrator = !integrator_.implicit || integrator_.fast_no_bias;
+  analytic_ =
+      !stage_.sensors && integrator && !(stage_.has_rows && plain_varying_) && AnalyticScope(m);
   for (int i = 0; i < 6 * m->nbody && analytic_; i++) analytic_ = stage_data_->xfrc_applied[i] == 0;
 }
 
 void SmoothTangent::PrepareAnalytic(const mjModel* m) {
+  analytic_stages_++;
   const mjData* d = stage_data_;
   const int nbody = m->nbody;
   const double* cdof = d->cdof;
@@ -95,7 +100,7 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
   // Newton-Euler at (v, a, gravity) and, for Euler's implicit damping, at (0, a - aint, 0):
   // accelerations, body forces, subtree forces
   const double* a = d->qacc;
-  for (int pass = 0; pass < (integrator_.damped ? 2 : 1); pass++) {
+  for (int pass = 0; pass < (integrator_.split() ? 2 : 1); pass++) {
     double* cacc = rne_.cacc + pass * 6 * nbody;
     double* cfrc = rne_.cfrc + pass * 6 * nbody;
     Zero6(cacc);
@@ -141,7 +146,7 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
       AddScl6(v, cdof + 6 * j, nominal_.qvel[j]);
       AddScl6(a0, d->cdof_dot + 6 * j, nominal_.qvel[j]);
       AddScl6(a0, cdof + 6 * j, a[j]);
-      if (integrator_.damped) AddScl6(a2, cdof + 6 * j, a[j] - integrator_.qacc[j]);
+      if (integrator_.split()) AddScl6(a2, cdof + 6 * j, a[j] - integrator_.qacc[j]);
     }
   }
 
@@ -475,7 +480,7 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
   const bool with_dM = stage_.has_rows && !stage_.batch;
   double* dtau = scratch_.b;
   RneTangent(m, k, dtau,
-             integrator_.damped && !with_dM ? tan_.dqderiv_qacc : nullptr);  // dM (a - aint)
+             integrator_.split() && !with_dM ? tan_.dqderiv_qacc : nullptr);  // dM (a - aint)
   for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = -dtau[i];
   tan_.has_dM = with_dM;
   if (with_dM) {

@@ -254,6 +254,8 @@ class SmoothTangent {
   static inline bool reverse_rne_ = true;
   // test probe: the calls PrepareRneAdjoint prepared
   static inline int reverse_rne_calls_ = 0;
+  // test probe: the stages whose position tangents were analytic (PrepareAnalytic)
+  static inline int analytic_stages_ = 0;
   // the sums of adjoint x (weights of d(M a + bias)) and xz (null: undamped; of d(M (a - aint)))
   // for the directions of this stage; false (nothing prepared) unless the position tangents are
   // analytic on the blocked path (stage_.batch) and reverse_rne_ is on

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin/deriv/smooth_tangent.h"
 #include "plugin/step/compat.h"
 #include "tests/plugin/deriv/deriv_util.h"
 #include "tools/common/gen_stack.h"
@@ -344,6 +345,68 @@ TEST_F(TransitionTest, ImplicitFastTumblingBodyMatchesFiniteDifferences) {
                                  nullptr));
     EXPECT_LT(RelativeError(jac.A, fd.A), 1e-6) << "integrator " << integrator << "\n"
                                                 << WorstEntries(m.get(), jac.A, fd.A, 2 * m->nv);
+  }
+}
+
+// implicitfast without a standalone free body: its qDeriv (joint damping, the servos' kv) is
+// constant in q and v, so the position tangents are analytic, as under Euler's implicit damping;
+// an arm with position servos sliding on a frictionless floor, every solver
+TEST_F(TransitionTest, ImplicitFastArmTakesTheAnalyticTangents) {
+  ModelPtr m = LoadString(R"(
+<mujoco>
+  <option timestep="0.005" integrator="implicitfast"/>
+  <worldbody>
+    <geom type="plane" size="2 2 0.1" condim="1"/>
+    <body pos="0 0 0.5">
+      <joint name="j1" type="hinge" axis="0 1 0" damping="0.3"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03" mass="1"/>
+      <body pos="0.3 0 0">
+        <joint name="j2" type="hinge" axis="0 1 0" damping="0.2"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.45" size="0.03" mass="0.5"/>
+        <body pos="0 0 -0.45">
+          <joint name="j3" type="hinge" axis="1 0 0" damping="0.1"/>
+          <geom type="sphere" size="0.04" mass="0.2"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <position joint="j1" kp="40" kv="2"/>
+    <position joint="j2" kp="30" kv="1"/>
+    <motor joint="j3" gear="2"/>
+  </actuator>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  Tighten(m.get());
+  for (int solver : {ckSOL_MUJOCO, ckSOL_IPM, ckSOL_COMFREE, ckSOL_LCP}) {
+    if (!ck_solverAvailable(solver)) continue;
+    ckSettings s;
+    ck_defaultSettings(&s);
+    s.solver = solver;
+    s.ipm.kappa_grad = s.ipm.kappa_tol;
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    d->ctrl[0] = 0.4;
+    d->ctrl[1] = 0.3;
+    d->ctrl[2] = 0.1;
+    for (int t = 0; t < 200; t++) ck_step(ck.get(), m.get(), d.get());
+    d->qvel[0] += 0.5;
+    d->qvel[2] -= 0.7;
+    ck_forward(ck.get(), m.get(), d.get());
+    ASSERT_GT(d->ncon, 0) << ck_solverName(solver);
+    Jacobians jac(m.get()), fd(m.get());
+    const int before = SmoothTangent::analytic_stages_;
+    ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                                  nullptr));
+    EXPECT_GT(SmoothTangent::analytic_stages_, before) << ck_solverName(solver);
+    ASSERT_EQ(0, ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, fd.A.data(), fd.B.data(),
+                                 nullptr, nullptr));
+    const int n = 2 * m->nv + m->na;
+    EXPECT_LT(RelativeError(jac.A, fd.A), 1e-5) << ck_solverName(solver) << "\n"
+                                                << WorstEntries(m.get(), jac.A, fd.A, n);
+    // (the hard solvers hold the arm where the servos push it: B at the differences' rounding)
+    EXPECT_LT(RelativeError(jac.B, fd.B, 1e-3), 1e-5) << ck_solverName(solver) << "\n"
+                                                      << WorstEntries(m.get(), jac.B, fd.B, m->nu);
   }
 }
 #endif
