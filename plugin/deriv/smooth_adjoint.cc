@@ -174,38 +174,17 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   mju_zero(tan_.dact_dot, na_);
   if (kind == kVel) {
     tan_.dv[index] = 1;
-    if (!DampersDisabled(m)) tan_.dqfrc_smooth[index] -= m->dof_damping[index];
-    if (rne_.dof_actuator_velocity[index]) {
-      JointActuatorDifference(m, index, stage_data_->actuator_velocity);
+    VelocityLocalForces(m, index);
+    if (stage_.has_rows) {
+      tan_.has_dvel = true;
+      VelocityRows(index);
     }
-    if (!stage_.has_rows) return true;
-    // (VelocityTangent's rows: dvel = J e_index on the island's rows)
-    tan_.has_dvel = true;
-    ForRows(0, p.nrow, [&](int i) {
-      tan_.dvel[i] = 0;
-      return 1;
-    });
-    for (int q = rows_.col_adr[index]; q < rows_.col_adr[index + 1]; q++)
-      tan_.dvel[rows_.col_row[q]] = rows_.col_val[q];
-    RowTangents();
     return true;
   }
   tan_.dq[index] = 1;
   tan_.has_dM = false;
-  const int jnt = m->dof_jntid[index];
-  if (!SpringsDisabled(m) && (m->jnt_type[jnt] == mjJNT_HINGE || m->jnt_type[jnt] == mjJNT_SLIDE)) {
-    tan_.dqfrc_smooth[index] -= m->jnt_stiffness[jnt];
-  }
-  if (rne_.dof_actuator_length[index]) {
-    JointActuatorDifference(m, index, stage_data_->actuator_length);
-  }
-  if (!stage_.has_rows) return true;
-  // (AnalyticPosition's rows)
-  RecollideRigid(m, index);
-  AnalyticContactRows(m, index);
-  PlainRowGaps(index);
-  tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
-  RowTangents();
+  PositionLocalForces(m, index);
+  if (stage_.has_rows) PositionRows(m, index);
   return true;
 }
 

@@ -349,7 +349,6 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
 }
 
 void SmoothTangent::AnalyticVelocity(const mjModel* m, int k) {
-  mjData* d = stage_data_;
   const int nv = nv_, na = na_;
 
   // -dbias/dv_k, joint damping, and the actuators on this dof (through their velocity)
@@ -357,9 +356,14 @@ void SmoothTangent::AnalyticVelocity(const mjModel* m, int k) {
   RneVelTangent(m, k, dtau);
   for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = -dtau[i];
   mju_zero(tan_.dact_dot, na);
+  VelocityLocalForces(m, k);
+}
+
+void SmoothTangent::VelocityLocalForces(const mjModel* m, int k) {
+  // joint damping and the actuators on this dof (through their velocity), added to dqfrc_smooth
   if (!DampersDisabled(m)) tan_.dqfrc_smooth[k] -= m->dof_damping[k];
   if (rne_.dof_actuator_velocity[k]) {
-    JointActuatorDifference(m, k, d->actuator_velocity);
+    JointActuatorDifference(m, k, stage_data_->actuator_velocity);
   }
 }
 
@@ -501,19 +505,26 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
     }
   }
   mju_zero(tan_.dact_dot, na);
+  PositionLocalForces(m, k);
+  if (stage_.has_rows) PositionRows(m, k);
+}
+
+void SmoothTangent::PositionLocalForces(const mjModel* m, int k) {
+  // the hinge's or slide's spring and the actuators on this dof, added to dqfrc_smooth
   const int jnt = m->dof_jntid[k];
   if (!SpringsDisabled(m) && (m->jnt_type[jnt] == mjJNT_HINGE || m->jnt_type[jnt] == mjJNT_SLIDE)) {
     tan_.dqfrc_smooth[k] -= m->jnt_stiffness[jnt];
   }
   if (rne_.dof_actuator_length[k]) {
     // joint-transmission lengths move with the dof: difference mj_fwdActuation
-    JointActuatorDifference(m, k, d->actuator_length);
+    JointActuatorDifference(m, k, stage_data_->actuator_length);
   }
-  if (!stage_.has_rows) return;
+}
 
+void SmoothTangent::PositionRows(const mjModel* m, int k) {
+  // the rows' tangents along dof k: the contacts' geometry and Jacobians, the plain rows' gaps
   RecollideRigid(m, k);
   AnalyticContactRows(m, k);
-
   PlainRowGaps(k);
   tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
   RowTangents();

@@ -482,19 +482,23 @@ void SmoothTangent::VelocityTangent(const mjModel* m, int index) {
     for (int i = 0; i < n; i++) tan_.dqderiv_qacc[b + i] = m->opt.timestep * blk2[i];
   }
 
-  // rows: dvel = J e_index, the column of J (on the rows of its island, UnitTangent)
-  // (unread by the blocked columns' product: not formed, set_velocity_rows_unread)
+  // rows: dvel = J e_index (unread by the blocked columns' product: not formed,
+  // set_velocity_rows_unread)
   if (stage_.has_rows) {
     tan_.has_dvel = true;
-    if (velocity_rows_unread_) return;
-    ForRows(0, stage_.problem->nrow, [&](int i) {
-      tan_.dvel[i] = 0;
-      return 1;
-    });
-    for (int q = rows_.col_adr[index]; q < rows_.col_adr[index + 1]; q++)
-      tan_.dvel[rows_.col_row[q]] = rows_.col_val[q];
-    RowTangents();
+    if (!velocity_rows_unread_) VelocityRows(index);
   }
+}
+
+void SmoothTangent::VelocityRows(int index) {
+  // dvel = J e_index, the column of J (on the rows of its island, UnitTangent)
+  ForRows(0, stage_.problem->nrow, [&](int i) {
+    tan_.dvel[i] = 0;
+    return 1;
+  });
+  for (int q = rows_.col_adr[index]; q < rows_.col_adr[index + 1]; q++)
+    tan_.dvel[rows_.col_row[q]] = rows_.col_val[q];
+  RowTangents();
 }
 
 void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const double* dv, double eps) {

@@ -264,6 +264,13 @@ class SmoothTangent {
   double RnePositionAdjoint(const mjModel* m, int k, double* dot2) const;
   // x' d bias/dv_k
   double RneVelocityAdjoint(const mjModel* m, int k) const;
+  // the parts of a position (velocity) direction besides the Newton-Euler terms, shared by the
+  // forward tangents and the reverse pass: the dof's spring (damping) and joint actuators added
+  // to dqfrc_smooth, and the rows' tangents
+  void PositionLocalForces(const mjModel* m, int k);
+  void PositionRows(const mjModel* m, int k);
+  void VelocityLocalForces(const mjModel* m, int k);
+  void VelocityRows(int index);
   // UnitTangent, but after PrepareRneAdjoint a position or velocity direction without its
   // Newton-Euler terms (true: they are RnePositionAdjoint's or RneVelocityAdjoint's)
   bool AdjointUnitTangent(const mjModel* m, int kind, int index);
