@@ -99,8 +99,7 @@ void IntegratorTangent::AdoptFactor(const TreeMass& src, bool with_damping) {
 
 bool IntegratorTangent::Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4) {
   const int nv = m->nv;
-  const double h = m->opt.timestep;
-  SetKind(m, d, rk4);
+  const double h = m->opt.timestep;  // (implicit, fast, bias_dof: SetKind's, called before)
 
   // acceleration the integrator uses: M_int aint = qfrc_smooth + qfrc_constraint, or qacc itself
   // (RK4, Euler without damping)

@@ -20,8 +20,8 @@ class IntegratorTangent {
   // the dense per-tree layout the implicit integrators factor in (dof_tree: nv)
   void Bind(const TreeBlocks* trees, const int* dof_tree, int ntree);
 
-  // the integrator matrix of the stage in d (M: d's mass matrix, nM) factored, and qacc; false if
-  // M - h qDeriv is singular
+  // the integrator matrix of the stage in d (M: d's mass matrix, nM) factored, and qacc, after
+  // SetKind with the same d; false if M - h qDeriv is singular
   bool Prepare(const mjModel* m, const mjData* d, const double* M, bool rk4);
   // implicit, fast and bias_dof for the model's integrator at d (rk4: the stages are RK4's)
   void SetKind(const mjModel* m, const mjData* d, bool rk4);

@@ -565,6 +565,18 @@ TEST(BoxedLcpTest, PivotingCycleEndsAtOnce) {
 }
 
 // a captured island (tests/solvers/lcp/data): its problem, guess and previous impulses
+// max |a_i - b_i| and max |a_i| over the first n entries
+double MaxDifference(const std::vector<double>& a, const std::vector<double>& b, int n) {
+  double diff = 0;
+  for (int i = 0; i < n; i++) diff = std::max(diff, std::fabs(a[i] - b[i]));
+  return diff;
+}
+double MaxAbs(const std::vector<double>& a, int n) {
+  double scale = 0;
+  for (int i = 0; i < n; i++) scale = std::max(scale, std::fabs(a[i]));
+  return scale;
+}
+
 struct CapturedLcp {
   int n = 0;
   double tol = 0;
@@ -632,12 +644,7 @@ TEST(BoxedLcpTest, QuadrupedStanceIsRepairedFromTheGuessAnswer) {
   EXPECT_LE(st[1].pivots, 20);   // (measured 5)
   EXPECT_LE(st[1].iterations, 20);
   // the same exact answer (the reduced system of the final classification is regular)
-  double scale = 0, diff = 0;
-  for (int i = 0; i < p.n; i++) {
-    scale = std::max(scale, std::fabs(answer[0][i]));
-    diff = std::max(diff, std::fabs(answer[0][i] - answer[1][i]));
-  }
-  EXPECT_LE(diff, 1e-9 * scale);
+  EXPECT_LE(MaxDifference(answer[0], answer[1], p.n), 1e-9 * MaxAbs(answer[0], p.n));
 }
 
 // The A1 solved cold (no guess: ck-bench-step's Jacobian from a new handle): Dantzig's method from
@@ -661,12 +668,7 @@ TEST(BoxedLcpTest, ColdQuadrupedIslandStartsWithDantzig) {
   std::printf("work %.3g (%d pivots) without Dantzig's start, %.3g (%d) with it\n", st[0].work,
               st[0].pivots, st[1].work, st[1].pivots);
   EXPECT_LT(st[1].work * 10, st[0].work);  // (measured 2.1e5 against 8.0e6)
-  double scale = 0, diff = 0;
-  for (int i = 0; i < p.n; i++) {
-    scale = std::max(scale, std::fabs(answer[0][i]));
-    diff = std::max(diff, std::fabs(answer[0][i] - answer[1][i]));
-  }
-  EXPECT_LE(diff, 1e-9 * scale);
+  EXPECT_LE(MaxDifference(answer[0], answer[1], p.n), 1e-9 * MaxAbs(answer[0], p.n));
 }
 
 TEST(BoxedLcpTest, SolveDoesNotAllocate) {
