@@ -385,10 +385,15 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   // (UnitTangent's rows of the direction's tree's island; stage_.batch)
   const Problem& p = *stage_.problem;
   row_island_ = -2;
+  // with the rows' weights (radj_.rows) only a position direction of a tree with rows forms row
+  // tangents (the others' rows stay zero as they are, a velocity direction's term is
+  // VelocityRowAdjoint's): its island's
+  bool rows = false;
   if (stage_.has_rows) {
     const int island = p.islands.tree_island[p.dof_tree[index]];
     row_island_ = island >= 0 ? island : -1;
-    ZeroRowsBut(row_island_);
+    rows = !radj_.rows || (kind == kPos && island >= 0);
+    if (rows) ZeroRowsBut(row_island_);
   }
 
   mju_zero(tan_.dqfrc_smooth + adj_lo_, adj_hi_ - adj_lo_);
@@ -399,7 +404,7 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   if (kind == kVel) {
     tan_.dv[index] = 1;
     VelocityLocalForces(m, index);
-    if (stage_.has_rows && !radj_.rows) {  // (else VelocityRowAdjoint's)
+    if (rows) {  // (else VelocityRowAdjoint's)
       tan_.has_dvel = true;
       VelocityRows(index);
     }
@@ -408,7 +413,7 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   tan_.dq[index] = 1;
   tan_.has_dM = false;
   PositionLocalForces(m, index);
-  if (stage_.has_rows) {
+  if (rows) {
     if (radj_.rows) {
       AdjointPositionRows(m, index);
     } else {
