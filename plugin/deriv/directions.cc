@@ -599,6 +599,8 @@ void Derivative::AdjointDirections(const mjModel* m) {
   // the Newton-Euler terms of mu' r_k (h dqfrc_smooth = -h d(M a + bias)) and z' P_k (damped:
   // d(M (a - aint))) by the smooth stage's reverse pass where it applies (analytic tangents)
   smooth_.PrepareRneAdjoint(m, mu, damped ? z : nullptr);
+  smooth_.PrepareRowAdjoint(soft_, mu);  // (and the rows' term's weights)
+  smooth_.PrepareContactAdjoint(m, mu);
 
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
@@ -608,7 +610,8 @@ void Derivative::AdjointDirections(const mjModel* m) {
       double g = 0;
       if (smooth_.AdjointUnitTangent(m, kind, index)) {
         double dot2 = 0;
-        g = kind == kPos ? -h * smooth_.RnePositionAdjoint(m, index, &dot2) + dot2
+        g = kind == kPos ? -h * smooth_.RnePositionAdjoint(m, index, &dot2) + dot2 +
+                               smooth_.ContactAdjoint(m, index)
                          : -h * smooth_.RneVelocityAdjoint(m, index);
       }
       g += AdjointRhsDot(m, kind, index, mu, damped ? z : nullptr);
@@ -695,11 +698,17 @@ double Derivative::AdjointRhsDot(const mjModel* m, int kind, int index, const do
     v += ReachedDot(kind, index, z, tan_.dqderiv_qacc);
     if (tan_.has_dM) v += MassForm(m, tan_, z, a, integrator_.qacc);
   }
-  // the rows' term: RowRhs into a zero vector, read and zeroed again on the island's dofs
+  // the rows' term: RowRhs into a zero vector, read and zeroed again on the island's dofs (or,
+  // in the reverse pass, from its weights of the row tangents)
+  if (kind == kVel && smooth_.row_adjoint()) return v + smooth_.VelocityRowAdjoint(index);
   const bool moves = tan_.has_dJ || tan_.has_dvel || tan_.has_dpos || tan_.has_drows;
   int island = -1;
   if (kind == kPos || kind == kVel) island = p.islands.tree_island[p.dof_tree[index]];
   if (!moves || ((kind == kPos || kind == kVel) && island < 0)) return v;
+  if ((kind == kPos || kind == kVel) && smooth_.row_adjoint() && !tan_.has_drows &&
+      (tan_.has_dJ_force || !tan_.has_dJ)) {
+    return v + smooth_.RowAdjointDot();  // (the reverse pass's weights of the row tangents)
+  }
   ProblemTangent dir;
   if (!tan_.has_dJ_force && tan_.has_dJ) dir.J = tan_.dJ;
   dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;

@@ -12,11 +12,13 @@
 // O(1) per direction, where the tangent was a vector over nv. RneVelTangent's d bias/dv_k likewise.
 #include "plugin/deriv/smooth_adjoint.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "plugin/deriv/smooth_tangent.h"
 #include "plugin/deriv/spatial.h"
 #include "plugin/step/compat.h"
+#include "solvers/mujoco/soft_tangent.h"
 
 namespace contactkit {
 
@@ -28,6 +30,13 @@ void RneAdjointWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   carried_bsub = c.Take<double>(6 * nv);
   chain = c.Take<double>(12 * nv);
   child = c.Take<double>(24 * nbody);
+  row_w = c.Take<double>(3 * n.rows);
+  row_y = c.Take<double>(3 * n.rows);
+  row_jw = c.Take<double>(nv);
+  contact_g = c.Take<double>(6 * nbody);
+  contact_p = c.Take<double>(18 * nbody);
+  vel_x = c.Take<double>(6 * nbody);
+  contact_rev = c.Take<char>(n.ncon);
 }
 
 bool SmoothTangent::PrepareRneAdjoint(const mjModel* m, const double* x, const double* xz) {
@@ -36,6 +45,7 @@ bool SmoothTangent::PrepareRneAdjoint(const mjModel* m, const double* x, const d
   adj_lo_ = 0;  // (dqfrc_smooth and dJ_force: whatever the last direction wrote)
   adj_hi_ = nv_;
   adj_force_island_ = -2;
+  radj_.rows = radj_.contacts = false;
   if (!radj_.ready) return false;
   reverse_rne_calls_++;
   const int nv = nv_, nbody = m->nbody;
@@ -143,6 +153,220 @@ bool SmoothTangent::ZeroAdjointForce(double* x) {
   return true;
 }
 
+bool SmoothTangent::PrepareRowAdjoint(SoftTangent& soft, const double* x) {
+  // RowTangents transposed: with t_i = dJv_i - dvel_i - h daref_i and rho_i = dR_i / R_i (a
+  // group's first row), sum tau_i t_i + sigma_i rho_i as weights of dvel, dJv and dpos. Plain
+  // rows: daref = -B dvel - K (dimp (pos - margin) + imp dpos), dR = dR_dimp dimp, dimp = KBIP_3
+  // darg (darg: dpos, or a connect / weld residual's norm's rate); contacts: the normal's dpos
+  // moves dimp and the position term of the first row and the group's rho
+  radj_.rows = radj_.ready && reverse_rows_ && stage_.has_rows;
+  if (!radj_.rows) return false;
+  reverse_rows_calls_++;
+  const Problem& p = *stage_.problem;
+  const mjData* d = stage_data_;
+  double* y = radj_.row_y;
+  double* tau = y + p.nrow;
+  double* sigma = tau + p.nrow;
+  for (int i = 0; i < p.nrow; i++) y[i] = p.J.Dot(i, x);
+  soft.RowAdjoint(p, y, tau, sigma);
+  const double h = p.h;
+  const int nplain = p.ne + p.nf + p.nl;
+  double* w = radj_.row_w;  // (vel, Jv, pos) per row
+  for (int i = 0; i < p.nrow; i++) {
+    w[3 * i] = tau[i] * (h * p.KB[2 * i + 1] - 1);
+    w[3 * i + 1] = tau[i];
+    w[3 * i + 2] = 0;
+  }
+  for (int i = 0; i < nplain;) {
+    int n = 1;
+    const bool norm = p.kind[i] == kRowEquality && (pairs_.eq_type[p.mj_id[i]] == mjEQ_CONNECT ||
+                                                    pairs_.eq_type[p.mj_id[i]] == mjEQ_WELD);
+    if (norm) n = pairs_.eq_type[p.mj_id[i]] == mjEQ_WELD ? 6 : 3;
+    double warg = 0;  // the weight of darg
+    for (int k = i; k < i + n; k++) {
+      const double wimp = tau[k] * h * p.KB[2 * k] * (p.pos[k] - p.margin[k]) +
+                          sigma[k] * rows_.dR_dimp[k] / p.R[k];
+      warg += wimp * d->efc_KBIP[4 * k + 3];
+      w[3 * k + 2] = tau[k] * h * p.KB[2 * k] * p.imp[k];
+    }
+    if (!norm) {
+      w[3 * i + 2] += warg;
+    } else {
+      double rr = 0;
+      for (int k = 0; k < n; k++) {
+        const double s = k < 3 ? 1 : pairs_.eq_torquescale[p.mj_id[i]];
+        rr += s * s * p.pos[i + k] * p.pos[i + k];
+      }
+      for (int k = 0; rr > 0 && k < n; k++) {
+        const double s = k < 3 ? 1 : pairs_.eq_torquescale[p.mj_id[i]];
+        w[3 * (i + k) + 2] += warg * s * s * p.pos[i + k] / std::sqrt(rr);
+      }
+    }
+    i += n;
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    const int i = p.con[c].row;
+    w[3 * i + 2] =
+        tau[i] * h * p.KB[2 * i] *
+            (rows_.imp_slope[c] * rows_.position[c] + p.imp[i] * rows_.position_slope[c]) +
+        sigma[i] * rows_.dR_dimp[i] * rows_.imp_slope[c] / p.R[i];
+  }
+  // a velocity direction e_k has dvel = J e_k alone: its term is column k of J' w_vel
+  const SparseRows& J = p.J;
+  mju_zero(radj_.row_jw, nv_);
+  for (int i = 0; i < p.nrow; i++) {
+    for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
+      radj_.row_jw[J.colind[q]] += w[3 * i] * J.val[q];
+    }
+  }
+  return true;
+}
+
+bool SmoothTangent::ClosedContactGradient(const mjModel* m, int c, const double* x) {
+  // a static plane's contact c with a sphere or capsule on body B (ClosedTangent: linear in B's
+  // twist S): its rows' term x' r for a direction moving B with twist S and velocities u, u+, u_x
+  // before its carried dofs is (AnalyticContactRows' carried side, RowAdjointDot's weights)
+  //   sum_r a_r(S) . X_r - (S x* rho_r) . X_r + (S x* rho_r) . Y_r + w_pos ddist(S)
+  // with X_r = w_vel V_B + w_Jv V+_B + h f_r V_x,B and Y_r the same of u, u+, u_x: the first
+  // terms G . S (G from the six unit twists), the last three sums of forces (S x* P_t) . u_t
+  const Problem& p = *stage_.problem;
+  const mjData* d = stage_data_;
+  const Contact& con = p.con[c];
+  const int i = con.mj_index;
+  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
+  const int B = con.body[1];
+  if (!closed_form_ || !pr.closed || m->body_weldid[pr.body1] != 0 || pr.body2 != B ||
+      m->body_weldid[con.body[0]] != 0 || m->body_weldid[B] == 0 ||
+      p.islands.row_island[con.row] < 0) {
+    return false;
+  }
+  const mjContact& g0 = pairs_.nominal[i];
+  const double* com = d->subtree_com + 3 * m->body_rootid[B];
+  const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
+  const double h = p.h;
+  const double* force = stage_.solution->force;
+  const double* V[3] = {d->cvel + 6 * B, rne_.cvel_next + 6 * B, radj_.vel_x + 6 * B};
+  double rho[6][6], X[6][6];
+  double* P = radj_.contact_p + 18 * B;
+  for (int r = 0; r < con.dim; r++) {
+    const double* Fr = g0.frame + 3 * (r < 3 ? r : r - 3);
+    if (r < 3) {
+      Cross3(rho[r], off, Fr);
+      for (int k = 0; k < 3; k++) rho[r][3 + k] = Fr[k];
+    } else {
+      for (int k = 0; k < 3; k++) rho[r][k] = Fr[k], rho[r][3 + k] = 0;
+    }
+    const double* w = radj_.row_w + 3 * (con.row + r);
+    const double wt[3] = {w[0], w[1], h * force[con.row + r]};
+    for (int k = 0; k < 6; k++) X[r][k] = 0;
+    for (int t = 0; t < 3; t++) {
+      AddScl6(X[r], V[t], wt[t]);
+      AddScl6(P + 6 * t, rho[r], wt[t]);
+    }
+  }
+  const double wpos = radj_.row_w[3 * con.row + 2];
+  double* G = radj_.contact_g + 6 * B;
+  for (int e = 0; e < 6; e++) {
+    double S[6] = {0, 0, 0, 0, 0, 0};
+    S[e] = 1;
+    Twist tw;
+    for (int k = 0; k < 3; k++) tw.w[k] = S[k], tw.v[k] = S[3 + k], tw.o[k] = com[k];
+    double dp[3], dF[9], ddist;
+    ClosedTangent(m, i, tw, dp, dF, &ddist);
+    double v = wpos * ddist;
+    for (int r = 0; r < con.dim; r++) {
+      const double* dFr = dF + 3 * (r < 3 ? r : r - 3);
+      double a[6], sr[6], t[3], u[3];
+      if (r < 3) {
+        Cross3(t, dp, g0.frame + 3 * r);
+        Cross3(u, off, dFr);
+        for (int k = 0; k < 3; k++) a[k] = t[k] + u[k], a[3 + k] = dFr[k];
+      } else {
+        for (int k = 0; k < 3; k++) a[k] = dFr[k], a[3 + k] = 0;
+      }
+      CrossForce(sr, S, rho[r]);
+      for (int k = 0; k < 6; k++) v += (a[k] - sr[k]) * X[r][k];
+    }
+    G[e] += v;
+  }
+  return true;
+}
+
+bool SmoothTangent::PrepareContactAdjoint(const mjModel* m, const double* x) {
+  // the closed contacts' gradients on their bodies' twists (ClosedContactGradient), summed over
+  // each body's subtree: a position direction's term of them is ContactAdjoint's, O(1)
+  radj_.contacts = radj_.rows && reverse_contacts_ && stage_.batch;
+  if (!radj_.contacts) return false;
+  reverse_contacts_calls_++;
+  const Problem& p = *stage_.problem;
+  const int nbody = m->nbody;
+  const double* cdof = stage_data_->cdof;
+  double* vx = radj_.vel_x;
+  Zero6(vx);
+  for (int b = 1; b < nbody; b++) {
+    Copy6(vx + 6 * b, vx + 6 * m->body_parentid[b]);
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      AddScl6(vx + 6 * b, cdof + 6 * j, x[j]);
+    }
+  }
+  mju_zero(radj_.contact_g, 6 * nbody);
+  mju_zero(radj_.contact_p, 18 * nbody);
+  for (int c = 0; c < p.ncon; c++) {
+    radj_.contact_rev[c] = ClosedContactGradient(m, c, x);
+    reversed_contacts_ += radj_.contact_rev[c];
+  }
+  for (int b = nbody - 1; b > 0; b--) {
+    const int parent = m->body_parentid[b];
+    if (parent == 0) continue;
+    AddScl6(radj_.contact_g + 6 * parent, radj_.contact_g + 6 * b, 1);
+    for (int t = 0; t < 3; t++) {
+      AddScl6(radj_.contact_p + 18 * parent + 6 * t, radj_.contact_p + 18 * b + 6 * t, 1);
+    }
+  }
+  return true;
+}
+
+double SmoothTangent::ContactAdjoint(const mjModel* m, int k) const {
+  // G . S + sum_t (S x* P_t) . u_t over the closed contacts of dof k's subtree (its body's sums)
+  if (!radj_.contacts) return 0;
+  const double* S = stage_data_->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], parent = m->dof_parentid[s];
+  const double zero[6] = {0, 0, 0, 0, 0, 0};
+  const double* u[3] = {rne_.cvel_before_dof + 6 * s, rne_.cvel_next_before_dof + 6 * s,
+                        parent >= 0 ? radj_.chain + 6 * parent : zero};
+  double v = Dot6(radj_.contact_g + 6 * b0, S);
+  for (int t = 0; t < 3; t++) {
+    double sp[6];
+    CrossForce(sp, S, radj_.contact_p + 18 * b0 + 6 * t);
+    v += Dot6(sp, u[t]);
+  }
+  return v;
+}
+
+double SmoothTangent::RowAdjointDot() const {
+  // the direction's rows' term of mu' r from its row tangents on its island's rows
+  const Problem& p = *stage_.problem;
+  const Islands& is = p.islands;
+  const double* w = radj_.row_w;
+  const int* rows = is.rows + is.rowadr[row_island_];
+  double v = 0;
+  for (int a = 0; a < is.nrows[row_island_]; a++) {
+    const int i = rows[a];
+    if (tan_.has_dvel) v += w[3 * i] * tan_.dvel[i];
+    if (tan_.has_dJ_force) v += w[3 * i + 1] * tan_.dJ_qvel_next[i];
+    if (tan_.has_dpos) v += w[3 * i + 2] * tan_.dpos[i];
+  }
+  return v;
+}
+
+void SmoothTangent::AdjointPositionRows(const mjModel* m, int k) {
+  // PositionRows without RowTangents (RowAdjointDot's weights hold it)
+  RecollideRigid(m, k);
+  AnalyticContactRows(m, k);
+  PlainRowGaps(k);
+  tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
+}
+
 bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   // UnitTangent's position and velocity directions without their Newton-Euler terms: dqfrc_smooth
   // holds the springs, the damping and the joint actuators only, on the direction's tree (zero
@@ -161,10 +385,15 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   // (UnitTangent's rows of the direction's tree's island; stage_.batch)
   const Problem& p = *stage_.problem;
   row_island_ = -2;
+  // with the rows' weights (radj_.rows) only a position direction of a tree with rows forms row
+  // tangents (the others' rows stay zero as they are, a velocity direction's term is
+  // VelocityRowAdjoint's): its island's
+  bool rows = false;
   if (stage_.has_rows) {
     const int island = p.islands.tree_island[p.dof_tree[index]];
     row_island_ = island >= 0 ? island : -1;
-    ZeroRowsBut(row_island_);
+    rows = !radj_.rows || (kind == kPos && island >= 0);
+    if (rows) ZeroRowsBut(row_island_);
   }
 
   mju_zero(tan_.dqfrc_smooth + adj_lo_, adj_hi_ - adj_lo_);
@@ -175,7 +404,7 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   if (kind == kVel) {
     tan_.dv[index] = 1;
     VelocityLocalForces(m, index);
-    if (stage_.has_rows) {
+    if (rows) {  // (else VelocityRowAdjoint's)
       tan_.has_dvel = true;
       VelocityRows(index);
     }
@@ -184,7 +413,13 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   tan_.dq[index] = 1;
   tan_.has_dM = false;
   PositionLocalForces(m, index);
-  if (stage_.has_rows) PositionRows(m, index);
+  if (rows) {
+    if (radj_.rows) {
+      AdjointPositionRows(m, index);
+    } else {
+      PositionRows(m, index);
+    }
+  }
   return true;
 }
 

@@ -17,8 +17,18 @@ struct RneAdjointWork {
   double* carried_bsub;  // the same of x_j Bsub' cdof_j (pass 0)                      (6 nv)
   double* chain;         // sum of x_j cdof_j over i and its ancestor dofs             (2 x 6 nv)
   double* child;         // the carried sums (crb, bsub) of each body, per pass       (24 nbody)
-  bool ready = false;    // prepared for the current adjoint (PrepareRneAdjoint)
-  bool damped = false;   // and pass 1 too
+  double* row_w;         // each row's weights of d vel, d(J v+) and d pos (RowAdjointDot)  (3 rows)
+  double* row_jw;        // J' (the rows' dvel weights): a velocity direction's rows' term   (nv)
+  double* row_y;       // J x, then the rows' tau and sigma (SoftTangent::RowAdjoint)      (3 rows)
+  double* contact_g;   // the closed contacts' gradients on each body's twist, summed over its
+                       // subtree (ContactAdjoint)                                     (6 nbody)
+  double* contact_p;   // their forces weighted against u, u+ and u_x, the same sums   (18 nbody)
+  double* vel_x;       // each body's velocity sum of x_j cdof_j                        (6 nbody)
+  char* contact_rev;   // each problem contact's rows in reverse (1) or per direction   (ncon)
+  bool ready = false;  // prepared for the current adjoint (PrepareRneAdjoint)
+  bool rows = false;   // and the rows' weights (PrepareRowAdjoint)
+  bool contacts = false;  // and the closed contacts (PrepareContactAdjoint)
+  bool damped = false;    // and pass 1 too
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 

@@ -683,6 +683,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     for (int r = 0; r < dim; r++)
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
+    if (radj_.contacts && radj_.contact_rev[c]) return dim;  // (ContactAdjoint's)
     if (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]]) {
       if (!stage_.batch && rows_.contact_dJ_written[c]) {
         for (int r = 0; r < dim; r++) mju_zero(tan_.dJ + J.rowadr[row + r], J.rownnz[row + r]);

@@ -28,6 +28,8 @@
 
 namespace contactkit {
 
+class SoftTangent;
+
 // the parameter Jacobian's model copy: the caller's values into it without its assets (meshes,
 // skins, height fields, textures, bounding volumes: large and read by no parameter), and what
 // mj_setConst made of it with one derived parameter moved, kept per (field, value) while the base
@@ -274,8 +276,37 @@ class SmoothTangent {
   // UnitTangent, but after PrepareRneAdjoint a position or velocity direction without its
   // Newton-Euler terms (true: they are RnePositionAdjoint's or RneVelocityAdjoint's)
   bool AdjointUnitTangent(const mjModel* m, int kind, int index);
+  // test hook: after PrepareRneAdjoint the rows' term of mu' r from weights of the row tangents
+  // made once per adjoint (PrepareRowAdjoint) instead of RowTangents and SoftTangent::RowRhs
+  static inline bool reverse_rows_ = true;
+  // test probe: the calls PrepareRowAdjoint prepared
+  static inline int reverse_rows_calls_ = 0;
+  // after PrepareRneAdjoint: the weights of each row's dvel, dJ v+ and dpos in x' r (r: the
+  // rows' term of the solution's right-hand side, soft's RowRhs); false (not prepared) without
+  // rows or the reverse pass
+  bool PrepareRowAdjoint(SoftTangent& soft, const double* x);
+  bool row_adjoint() const { return radj_.ready && radj_.rows; }
+  // a position or velocity direction's rows' term of mu' r (AdjointUnitTangent's, row_island_ >= 0)
+  double RowAdjointDot() const;
+  // test hook: after PrepareRowAdjoint the rows of a static plane's contacts with spheres and
+  // capsules (ClosedPair) in reverse: their gradients on the bodies' twists once per adjoint
+  // (PrepareContactAdjoint), a position direction's term from its subtree's sums (ContactAdjoint)
+  // and AnalyticContactRows leaves their rows zero
+  static inline bool reverse_contacts_ = true;
+  static inline int reverse_contacts_calls_ = 0;  // test probe: PrepareContactAdjoint's
+  static inline int reversed_contacts_ = 0;       // test probe: the contacts it took
+  bool PrepareContactAdjoint(const mjModel* m, const double* x);
+  // contact c's gradient and force sums added to its body's (false: not a closed contact)
+  bool ClosedContactGradient(const mjModel* m, int c, const double* x);
+  // position direction k's term of the closed contacts' rows in x' r
+  double ContactAdjoint(const mjModel* m, int k) const;
+  // a velocity direction's (e_k's) rows' term of mu' r, whose row tangents AdjointUnitTangent
+  // then leaves unformed
+  double VelocityRowAdjoint(int k) const { return radj_.row_jw[k]; }
+  // PositionRows without RowTangents
+  void AdjointPositionRows(const mjModel* m, int k);
   // the reverse pass is over (the directions' vectors are whole again)
-  void EndRneAdjoint() { radj_.ready = false; }
+  void EndRneAdjoint() { radj_.ready = radj_.rows = radj_.contacts = false; }
   // after PrepareRneAdjoint, for a direction whose rows are its island's: x (nv, zero but on the
   // dofs of the island the last such direction wrote) zeroed there, and true; else false
   bool ZeroAdjointForce(double* x);

@@ -571,6 +571,41 @@ void SoftTangent::IslandRowRhs(const Problem& p, const ProblemTangent& dir, cons
   AddRowsT(p.J, p.J.val, fold_.data(), rows, n, group_, rhs);
 }
 
+void SoftTangent::RowAdjoint(const Problem& p, const double* y, double* tau, double* sigma) {
+  // IslandRowRhs' mu' J_E' g = sum_e g_e ye_e (ye = J_e mu) with g_e = -D_e te_e - h f_e rho (a
+  // quadratic row; a cone row: -h f_e rho minus its cone Hessian times te) and te_e = t_a + c t_b:
+  // the weight of te is -D ye minus the cone Hessian's transpose times ye, folded onto t_a, t_b
+  const double h = h_;
+  double* ye = te_.data();
+  double* we = ge_.data();
+  for (int i = 0; i < p.nrow; i++) tau[i] = sigma[i] = 0;
+  for (int i = 0; i < p.nrow; i++) {
+    const int e0 = efc_of_row_[i], e1 = e0 + EfcCount(p, i);
+    for (int e = e0; e < e1; e++) {
+      ye[e] = rb_[e] < 0 ? y[ra_[e]] : y[ra_[e]] + rc_[e] * y[rb_[e]];
+      we[e] = st_[e] == kSoftQuadratic ? -D_[e] * ye[e] : 0;
+      if (st_[e] == kSoftQuadratic || st_[e] == kSoftCone) sigma[i] -= h * f_[e] * ye[e];
+    }
+    const int c = con_of_row_[i];
+    if (c >= 0 && e1 > e0) {
+      const Contact& con = p.con[c];
+      const int adr = con.efc_address, dim = con.dim;
+      if (dim > 1 && st_[adr] == kSoftCone) {
+        const double* hc = hcone_.data() + 36 * c;
+        for (int q = 0; q < dim; q++) {
+          double s = 0;
+          for (int r = 0; r < dim; r++) s += hc[r * dim + q] * ye[adr + r];
+          we[adr + q] -= s;
+        }
+      }
+    }
+    for (int e = e0; e < e1; e++) {
+      tau[ra_[e]] += we[e];
+      if (rb_[e] >= 0) tau[rb_[e]] += rc_[e] * we[e];
+    }
+  }
+}
+
 namespace {
 
 // the rows dofs[0..n) (or begin..begin + n) of the row-major block x (nb columns) are zero

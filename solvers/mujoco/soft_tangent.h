@@ -96,6 +96,11 @@ class SoftTangent {
   // S = diag(1 - h B), added to rhs on k's island; formed per island at the first call after
   // Prepare (the same terms as RowRhs, summed in another order)
   void VelocityRowRhs(const Problem& p, int k, double* rhs);
+  // RowRhs transposed: for y = J mu (nrow), mu' RowRhs(dir) = sum_i tau_i t_i + sigma_i rho_i
+  // over the frame rows, t = dJ v+ - dir.vel - h dir.aref and rho_i = dir.R_i / R_i of a row
+  // group's first row (sigma zero on a contact's other rows); tau, sigma (nrow). One reverse-mode
+  // call (Derivative::AdjointDirections) for every direction's row term
+  void RowAdjoint(const Problem& p, const double* y, double* tau, double* sigma);
 
   // MuJoCo rows in the last Prepare
   int nrow() const { return nrow_; }
