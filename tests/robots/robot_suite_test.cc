@@ -38,7 +38,11 @@ const Known kKnownRuns[] = {
     // on 2.2.2 at 5h with random controls: LEAP's fingers blow up under comfree and ipm (|qvel|
     // 1.55e3, 1.24e3), and under lcp press 54 mm into the cube until its variant's 100 contacts
     // overflow (MuJoCo's warning); all three hold on 3.17, and lcp at h on both versions. comfree
-    // at h overflows them too since its coupled relaxation bound (31 mm deep, 26 before)
+    // at h overflows them too since its coupled relaxation bound (31 mm deep, 26 before): the
+    // bound caps the fingers' rows (solimp 0.999: every row binds) 1.8x harder than the trees'
+    // sums, and the fingers, swung at up to 118 rad/s, press into each other's boxes (40-100
+    // contacts over seeds 1-8 against 21-63); every looser bound tried broke LEAP at 5h or the
+    // X2's landing (docs/solvers.md, comfree, "LEAP on 2.2.2 and the humanoid's landing")
     {"leap", ckSOL_COMFREE, 0, tools::kControlRandom},
     {"leap", ckSOL_IPM, 5, tools::kControlRandom},
     {"leap", ckSOL_LCP, 5, tools::kControlRandom},
@@ -62,10 +66,13 @@ const Known kKnownRuns[] = {
     {"allegro", ckSOL_COMFREE, 5, tools::kControlHeld},
 #endif
     {"shadow", ckSOL_COMFREE, 0, tools::kControlHeld},
-    // comfree at 5h: the humanoid's drop lands 196 mm deep in one step (bound 150; keyframe
-    // 154 mm; both versions): the gains of its feet, light links, do not stop the whole body's
-    // fall in one explicit step. Before the coupled relaxation bound (docs/solvers.md, comfree) it
-    // sank 174, 241 mm and lay 147-169 mm deep, now 61-133 mm; the X2 (275 mm, hopping) rests
+    // comfree at 5h: the humanoid's drop lands 196 mm deep (bound 150; keyframe 154 mm; both
+    // versions; MuJoCo's solver 63, 65 mm, the depth at detection): each foot lands on four
+    // capsule ends whose forces, one row at a time, turn the foot about its soft ankle, so one
+    // end digs in ahead of the body (with relax_limit 8 the pelvis stops in the landing step and
+    // the foot still reaches 157 mm; docs/solvers.md, comfree, "the humanoid's landing"). Before
+    // the coupled relaxation bound it sank 174, 241 mm and lay 147-169 mm deep, now 61-133 mm;
+    // the X2 (275 mm, hopping) rests
     {"humanoid", ckSOL_COMFREE, 5, tools::kControlHeld},
 };
 
