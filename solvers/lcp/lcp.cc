@@ -488,7 +488,8 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   opt.pgs_iter = settings_.lcp.pgs_iter;
   opt.max_work = Allowance();
   opt.sweep_rows = settings_.lcp.sweep_rows;
-  opt.lemke_warm = settings_.lcp.lemke_warm;
+  opt.lemke_warm = settings_.lcp.lemke_warm == 3 ? 0 : settings_.lcp.lemke_warm;
+  opt.lemke_sweep = settings_.lcp.lemke_warm == 3;
   opt.factor_inexact = false;  // factored when a tangent asks (Refactor)
   signed char* state = lstate_.data();
   if (settings_.warmstart && have_prev_) {
