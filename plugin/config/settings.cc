@@ -104,6 +104,9 @@ const KeyInfo kKeys[] = {
    "islands below sweep_rows with a regular guess run Lemke from its basis before Lemke from "
    "scratch: 1 when the guess's repair fails, 2 before the repair; 3: from large islands' sweep "
    "(0: never)"},
+  {"match_points", "lcp", kKeyBool, CK_OFF(lcp.match_points), 0, 1, false, false, "0",
+   "a geom pair's several contacts take the warm start of the previous step's contacts nearest "
+   "to their points (0: of the contacts in the same place of the pair's list)"},
 
   {"derivatives", "derivative", kKeyBool, CK_OFF(deriv.enabled), 0, 1, false, false, "1",
    "derivatives allowed; their workspace is made by the first derivative call (0: refused)"},

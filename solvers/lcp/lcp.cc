@@ -315,7 +315,7 @@ void LcpSolver::Keys(const Problem& p) {
         keyb_[i] = putb_[i] = kContactKey | (static_cast<uint64_t>(c - c0) << 8) | r;
       }
     }
-    if (have_prev_ && c1 - c0 <= kPatchMax) PatchKeys(p, c0, c1, a);
+    if (settings_.lcp.match_points && have_prev_ && c1 - c0 <= kPatchMax) PatchKeys(p, c0, c1, a);
   }
 
   // other rows: MuJoCo constraint type, object id, occurrence (rows of one weld, one tendon)

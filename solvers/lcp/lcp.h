@@ -150,7 +150,8 @@ class LcpSolver final : public Solver {
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
   // constraint type, id and occurrence): keyb_ finds the previous step's entry, putb_ files this
-  // step's. A pair's contacts are matched to its previous contacts by their points (PatchKeys)
+  // step's. With match_points, a pair's contacts are matched to its previous contacts by their
+  // points (PatchKeys)
   void Keys(const Problem& p);
   // the contacts c0..c1-1 of one geom pair (key a), matched to the previous step's contacts of
   // the pair, nearest points first: MuJoCo 3.x lists a patch's contacts in an order that changes
