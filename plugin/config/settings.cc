@@ -100,9 +100,13 @@ const KeyInfo kKeys[] = {
   {"schur_rows", "lcp", kKeyInt, CK_OFF(lcp.schur_rows), 0, 1e9, false, false, "8",
    "islands of at least sweep_rows rows with at least this many bilateral rows (equalities, "
    "tendons) solve the LCP of their other rows, the bilateral ones eliminated (0: never)"},
-  {"lemke_warm", "lcp", kKeyInt, CK_OFF(lcp.lemke_warm), 0, 2, false, false, "0",
+  {"lemke_warm", "lcp", kKeyInt, CK_OFF(lcp.lemke_warm), 0, 3, false, false, "0",
    "islands below sweep_rows with a regular guess run Lemke from its basis before Lemke from "
-   "scratch: 1 when the guess's repair fails, 2 before the repair (0: never)"},
+   "scratch: 1 when the guess's repair fails, 2 before the repair; 3: from large islands' sweep "
+   "(0: never)"},
+  {"match_points", "lcp", kKeyBool, CK_OFF(lcp.match_points), 0, 1, false, false, "0",
+   "a geom pair's several contacts take the warm start of the previous step's contacts nearest "
+   "to their points (0: of the contacts in the same place of the pair's list)"},
 
   {"derivatives", "derivative", kKeyBool, CK_OFF(deriv.enabled), 0, 1, false, false, "1",
    "derivatives allowed; their workspace is made by the first derivative call (0: refused)"},

@@ -11,13 +11,15 @@
 namespace contactkit {
 namespace {
 
-constexpr int kBlockTries = 3;      // non-improving block flips before single pivots
-constexpr int kSeen = 16;           // classifications remembered to detect a pivoting cycle
-constexpr int kFreezes = 12;        // rounds of frozen friction bounds per loop
-constexpr int kRepairSolves = 100;  // reduced solves of a repair before Lemke takes over
-constexpr double kKeepBest = 1e4;   // after a sweep start, the best answer is kept within this
-                                    // many tolerances (else Gauss-Seidel's answer is returned)
-constexpr int kSweepRounds = 2;     // rounds of opt.sweeps before the exact solve of SweepStart
+constexpr int kBlockTries = 3;          // non-improving block flips before single pivots
+constexpr int kSeen = 16;               // classifications remembered to detect a pivoting cycle
+constexpr int kFreezes = 12;            // rounds of frozen friction bounds per loop
+constexpr int kRepairSolves = 100;      // reduced solves of a repair before Lemke takes over
+constexpr double kRegularPivot = 1e-9;  // least Cholesky pivot^2 of a warm start's clamped rows,
+                                        // relative to their largest diagonal entry of A
+constexpr double kKeepBest = 1e4;       // after a sweep start, the best answer is kept within this
+                                        // many tolerances (else Gauss-Seidel's answer is returned)
+constexpr int kSweepRounds = 2;         // rounds of opt.sweeps before the exact solve of SweepStart
 
 // FNV-1a hash of a classification (n)
 uint64_t Hash(const signed char* state, int n) {
@@ -742,6 +744,51 @@ bool BoxedLcpSolver::Polish(const DenseLcp& lcp, const BoxedOptions& opt, signed
   return res <= opt.tol;
 }
 
+int BoxedLcpSolver::RegularClamped(const DenseLcp& lcp, signed char* state, double* x) {
+  // pivoted Cholesky of A_CC (symmetric positive semidefinite; lu_ as scratch, O(k^3 / 3)): the
+  // rows whose pivot stays above kRegularPivot times the largest diagonal entry are independent
+  int* c = cidx_.data();
+  const int k = ClampedSet(lcp, state, c, pos_.data());
+  double* L = lu_.data();
+  const size_t ld = lcp.ld;
+  double dmax = 0;
+  for (int a = 0; a < k; a++) {
+    for (int b = 0; b < k; b++) L[a + b * static_cast<size_t>(k)] = lcp.A[c[a] + c[b] * ld];
+    dmax = std::max(dmax, L[a + a * static_cast<size_t>(k)]);
+  }
+  auto at = [&](int a, int b) -> double& { return L[a + b * static_cast<size_t>(k)]; };
+  int r = 0;
+  for (; r < k; r++) {
+    int p = r;  // (the largest remaining pivot; c and L's rows and columns permuted with it)
+    for (int a = r + 1; a < k; a++) p = at(a, a) > at(p, p) ? a : p;
+    if (!(at(p, p) > kRegularPivot * dmax)) break;
+    if (p != r) {
+      std::swap(c[p], c[r]);
+      for (int a = 0; a < k; a++) std::swap(at(a, p), at(a, r));
+      for (int a = 0; a < k; a++) std::swap(at(p, a), at(r, a));
+    }
+    const double d = std::sqrt(at(r, r));
+    for (int a = r + 1; a < k; a++) at(a, r) /= d;
+    for (int b = r + 1; b < k; b++) {
+      for (int a = b; a < k; a++) at(a, b) -= at(a, r) * at(b, r);
+      for (int a = b + 1; a < k; a++) at(b, a) = at(a, b);
+    }
+  }
+  work_ += static_cast<double>(k) * k * k / 3;
+  // the dependent ones leave C: a normal or limit to its lower bound (x = 0), a friction or other
+  // box row to the bound of its sign (bilateral rows stay)
+  for (int a = r; a < k; a++) {
+    const int i = c[a];
+    if (lcp.findex[i] < 0 && lcp.lo[i] == 0) {
+      state[i] = kLcpLower;
+      x[i] = 0;
+    } else if (lcp.findex[i] >= 0 || std::isfinite(lcp.hi[i])) {
+      state[i] = x[i] < 0 ? kLcpLower : kLcpUpper;
+    }
+  }
+  return r;
+}
+
 bool BoxedLcpSolver::SweepStart(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
                                 Cod* cod, double* x, double* w, BoxedStats* stats) {
   const int n = lcp.n;
@@ -915,6 +962,15 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   if (n >= opt.sweep_rows && SweepStart(lcp, opt, state, cod, x, w, stats)) {
     return finish(true);
   }
+  // (a large problem: its Gauss-Seidel classification, its clamped rows reduced to a regular
+  // block, is Lemke's warm start, before the repair)
+  const bool warm_sweep = opt.lemke_sweep && n >= opt.sweep_rows;
+  if (warm_sweep) {
+    std::copy(state, state + n, sw_.begin());
+    std::copy(x, x + n, xw_.begin());
+    warm_k = RegularClamped(lcp, sw_.data(), xw_.data());
+    warm = true;
+  }
   // 2. Lemke's method on the coupled problem (each run counted as one solve of the budget; its
   // pivots, about 20 n^2 operations each, within the work budget), then the exact solve of its
   // classification (else a repair from it). With opt.lemke_warm, when the guess's reduced system
@@ -979,7 +1035,7 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
     return false;
   };
   if (n < opt.sweep_rows && opt.dantzig_first && HasBoxRow(lcp) && dantzig()) return finish(true);
-  const bool warm_first = warm && opt.lemke_warm == 2;
+  const bool warm_first = warm && (opt.lemke_warm == 2 || warm_sweep);
   if (warm_first && lemke(true)) return finish(true);
   if (!(warm_first && lemke_ok) && repair()) return finish(true);
   if (warm && !warm_first && lemke(true)) return finish(true);

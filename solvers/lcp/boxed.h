@@ -113,6 +113,9 @@ struct BoxedOptions {
                               // finite bounds) whose guess fails run Dantzig's method with frozen
                               // friction bounds from the guess's answer (from zero without a
                               // guess) before the repair and Lemke's method
+  bool lemke_sweep = false;   // problems of at least sweep_rows rows whose Gauss-Seidel start fails
+                              // run Lemke's method from its classification (its clamped rows
+                              // reduced to a regular block of A) before the repair
   const double* start = nullptr;  // (n, nullable) where that Gauss-Seidel starts (the previous
                                   // step's impulses); else from the guess's answer
 };
@@ -229,6 +232,12 @@ class BoxedLcpSolver {
   bool Spent(const BoxedOptions& opt, const BoxedStats& st) const {
     return st.iterations >= opt.budget || work_ >= opt.max_work;
   }
+
+  // Lemke's warm start after a failed Gauss-Seidel start: the clamped rows of state (n) whose
+  // block of A is regular, the others moved to a bound (x, n: signs of friction rows; a normal's
+  // x set to 0); returns the clamped rows kept. On MuJoCo 3.x patches (up to five contacts of
+  // one pair at one depth) the clamped block is singular and Lemke's warm basis refused
+  int RegularClamped(const DenseLcp& lcp, signed char* state, double* x);
 
   // large problems (opt.sweep_rows): Gauss-Seidel from x, with an exact solve of its
   // classification whenever it stops changing; true if one is exact (state, x, w, cod)

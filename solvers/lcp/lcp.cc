@@ -13,8 +13,10 @@ namespace {
 
 constexpr signed char kFromInexact = 4;   // state bit of the warm-start table: island inexact
 constexpr signed char kUnstabilized = 8;  // ... island solved without its equality stabilization
-constexpr int kRetry = 4;           // then every kRetry-th solve tries it again (EqualityEnergy)
-constexpr double kTol = 1e-10;      // acceptance tolerance (m/s), times max(1, max |b|)
+constexpr int kRetry = 4;       // then every kRetry-th solve tries it again (EqualityEnergy)
+constexpr double kTol = 1e-10;  // acceptance tolerance (m/s), times max(1, max |b|)
+constexpr uint64_t kContactKey = 1ull << 63;  // keyb of contact rows: this, occurrence << 8, row
+constexpr int kPatchMax = 16;       // most contacts of one geom pair matched by their points
 constexpr double kLooseTol = 1e-6;  // below this an inexact answer is INACCURATE, not MAX_ITER
 constexpr double kInf = HUGE_VAL;
 constexpr double kBank = 10;          // credit of the work budget, in solves' worth of max_work
@@ -57,6 +59,7 @@ void LcpSolver::StateTable::Allocate(int n) {
   stamp.assign(cap, 0);
   val.assign(cap, 0);
   imp.assign(cap, 0);
+  pos.assign(3 * cap, 0);
   used.assign(cap, 0);
   nused = 0;
   mask = cap - 1;
@@ -71,7 +74,7 @@ void LcpSolver::StateTable::Clear() {
   }
 }
 
-void LcpSolver::StateTable::Put(uint64_t a, uint64_t b, signed char v, double x) {
+void LcpSolver::StateTable::Put(uint64_t a, uint64_t b, signed char v, double x, const double* pt) {
   for (size_t s = Mix(a, b) & mask;; s = (s + 1) & mask) {
     if (stamp[s] != cur || (ka[s] == a && kb[s] == b)) {
       if (stamp[s] != cur) used[nused++] = s;
@@ -80,6 +83,7 @@ void LcpSolver::StateTable::Put(uint64_t a, uint64_t b, signed char v, double x)
       kb[s] = b;
       val[s] = v;
       imp[s] = x;
+      for (int d = 0; d < 3; d++) pos[3 * s + d] = pt ? pt[d] : 0;
       return;
     }
   }
@@ -90,7 +94,7 @@ bool LcpSolver::StateTable::CopyFrom(const StateTable& o) {
   Clear();
   for (size_t e = 0; e < o.nused; e++) {
     const size_t s = o.used[e];
-    Put(o.ka[s], o.kb[s], o.val[s], o.imp[s]);
+    Put(o.ka[s], o.kb[s], o.val[s], o.imp[s], &o.pos[3 * s]);
   }
   return true;
 }
@@ -103,6 +107,13 @@ int LcpSolver::StateTable::Get(uint64_t a, uint64_t b, double* x) const {
       *x = imp[s];
       return val[s];
     }
+  }
+}
+
+const double* LcpSolver::StateTable::Point(uint64_t a, uint64_t b) const {
+  for (size_t s = Mix(a, b) & mask;; s = (s + 1) & mask) {
+    if (stamp[s] != cur) return nullptr;
+    if (ka[s] == a && kb[s] == b) return &pos[3 * s];
   }
 }
 
@@ -136,6 +147,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     gsy_.Allocate(std::min(rows * nv, kGsCache));
     keya_.assign(rows, 0);
     keyb_.assign(rows, 0);
+    putb_.assign(rows, 0);
     for (auto* v : {&bfull_, &diag_, &ytil_, &px_, &plam_, &cdpos_, &cdvel_, &ximp_}) {
       v->assign(rows, 0);
     }
@@ -289,23 +301,25 @@ double LcpSolver::PositionTarget(const Problem& p, int i, double* dpos) const {
 
 void LcpSolver::Keys(const Problem& p) {
   // contacts: geom pair, occurrence of the pair (MuJoCo lists a pair's contacts together), row
-  int occ = 0;
-  for (int c = 0; c < p.ncon; c++) {
-    const Contact& con = p.con[c];
-    if (c > 0 && p.con[c - 1].geom[0] == con.geom[0] && p.con[c - 1].geom[1] == con.geom[1]) {
-      occ++;
-    } else {
-      occ = 0;
+  for (int c0 = 0, c1; c0 < p.ncon; c0 = c1) {
+    const Contact& con = p.con[c0];
+    for (c1 = c0 + 1; c1 < p.ncon; c1++) {
+      if (p.con[c1].geom[0] != con.geom[0] || p.con[c1].geom[1] != con.geom[1]) break;
     }
-    for (int r = 0; r < con.dim; r++) {
-      keya_[con.row + r] =
-          (static_cast<uint64_t>(con.geom[0] + 1) << 32) | static_cast<uint32_t>(con.geom[1] + 1);
-      keyb_[con.row + r] = (1ull << 63) | (static_cast<uint64_t>(occ) << 8) | r;
+    const uint64_t a =
+        (static_cast<uint64_t>(con.geom[0] + 1) << 32) | static_cast<uint32_t>(con.geom[1] + 1);
+    for (int c = c0; c < c1; c++) {
+      for (int r = 0; r < p.con[c].dim; r++) {
+        const int i = p.con[c].row + r;
+        keya_[i] = a;
+        keyb_[i] = putb_[i] = kContactKey | (static_cast<uint64_t>(c - c0) << 8) | r;
+      }
     }
+    if (settings_.lcp.match_points && have_prev_ && c1 - c0 <= kPatchMax) PatchKeys(p, c0, c1, a);
   }
 
   // other rows: MuJoCo constraint type, object id, occurrence (rows of one weld, one tendon)
-  occ = 0;
+  int occ = 0;
   for (int i = 0; i < p.nrow; i++) {
     if (con_of_row_[i] >= 0) continue;
     if (i > 0 && con_of_row_[i - 1] < 0 && p.mj_type[i - 1] == p.mj_type[i] &&
@@ -316,7 +330,52 @@ void LcpSolver::Keys(const Problem& p) {
     }
     keya_[i] =
         (static_cast<uint64_t>(p.mj_type[i] + 1) << 32) | static_cast<uint32_t>(p.mj_id[i] + 1);
-    keyb_[i] = static_cast<uint64_t>(occ);
+    keyb_[i] = putb_[i] = static_cast<uint64_t>(occ);
+  }
+}
+
+void LcpSolver::PatchKeys(const Problem& p, int c0, int c1, uint64_t a) {
+  // the previous step's contacts of the pair (filed under occurrences 0, 1, ...) and their points
+  const double* prev[kPatchMax];
+  int np = 0;
+  while (np < kPatchMax) {
+    prev[np] = prev_.Point(a, kContactKey | (static_cast<uint64_t>(np) << 8));
+    if (!prev[np]) break;
+    np++;
+  }
+  const int k = c1 - c0;
+  if (np == 0 || (np == 1 && k == 1)) return;  // nothing to match, or the occurrence's match
+  // greedy matching, nearest pair first (ties: the lower occurrences, so identical points keep
+  // their order)
+  int match[kPatchMax];
+  bool taken[kPatchMax] = {};
+  for (int i = 0; i < k; i++) match[i] = -1;
+  for (int m = 0; m < std::min(k, np); m++) {
+    double best = kInf;
+    int bi = -1, bj = -1;
+    for (int i = 0; i < k; i++) {
+      if (match[i] >= 0) continue;
+      const double* x = p.con[c0 + i].pos;
+      for (int j = 0; j < np; j++) {
+        if (taken[j]) continue;
+        const double dx = x[0] - prev[j][0], dy = x[1] - prev[j][1], dz = x[2] - prev[j][2];
+        const double d = dx * dx + dy * dy + dz * dz;
+        if (d < best) {
+          best = d;
+          bi = i;
+          bj = j;
+        }
+      }
+    }
+    if (bi < 0) break;  // (a point that is not finite)
+    match[bi] = bj;
+    taken[bj] = true;
+  }
+  for (int i = 0; i < k; i++) {
+    // (an unmatched contact: an occurrence no step files)
+    const uint64_t occ = match[i] >= 0 ? match[i] : (1ull << 40) + i;
+    const Contact& con = p.con[c0 + i];
+    for (int r = 0; r < con.dim; r++) keyb_[con.row + r] = kContactKey | (occ << 8) | r;
   }
 }
 
@@ -401,9 +460,10 @@ void LcpSolver::Solve(const Problem& p, Solution* sol) {
   for (int i = 0; i < nrow; i++) {
     const int k = p.islands.row_island[i];
     const bool unstab = k >= 0 && unstabilized_[k];
-    next_.Put(keya_[i], keyb_[i],
+    const int c = con_of_row_[i];
+    next_.Put(keya_[i], putb_[i],
               state_[i] | (inexact_[i] ? kFromInexact : 0) | (unstab ? kUnstabilized : 0),
-              p.h * sol->force[i]);
+              p.h * sol->force[i], c >= 0 ? p.con[c].pos : nullptr);
   }
   std::swap(prev_, next_);
   have_prev_ = true;
@@ -488,7 +548,8 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   opt.pgs_iter = settings_.lcp.pgs_iter;
   opt.max_work = Allowance();
   opt.sweep_rows = settings_.lcp.sweep_rows;
-  opt.lemke_warm = settings_.lcp.lemke_warm;
+  opt.lemke_warm = settings_.lcp.lemke_warm == 3 ? 0 : settings_.lcp.lemke_warm;
+  opt.lemke_sweep = settings_.lcp.lemke_warm == 3;
   opt.factor_inexact = false;  // factored when a tangent asks (Refactor)
   signed char* state = lstate_.data();
   if (settings_.warmstart && have_prev_) {

@@ -149,8 +149,15 @@ class LcpSolver final : public Solver {
 
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
-  // constraint type, id and occurrence)
+  // constraint type, id and occurrence): keyb_ finds the previous step's entry, putb_ files this
+  // step's. With match_points, a pair's contacts are matched to its previous contacts by their
+  // points (PatchKeys)
   void Keys(const Problem& p);
+  // the contacts c0..c1-1 of one geom pair (key a), matched to the previous step's contacts of
+  // the pair, nearest points first: MuJoCo 3.x lists a patch's contacts in an order that changes
+  // from step to step, and adds or drops some, so the occurrence would take another contact's
+  // classification and impulses. Unmatched contacts get a key without a previous entry
+  void PatchKeys(const Problem& p, int c0, int c1, uint64_t a);
 
   // the boxed LCP of one island into A_, b_, lo_, hi_, findex_, mu_ (local_ set); returns the
   // largest |b|
@@ -248,15 +255,19 @@ class LcpSolver final : public Solver {
     std::vector<unsigned> stamp;
     std::vector<signed char> val;
     std::vector<double> imp;   // the row's impulse
+    std::vector<double> pos;   // a contact row's point (world frame; 3 per slot)
     std::vector<size_t> used;  // slots of the current entries, in the order put
     size_t nused = 0;
     unsigned cur = 1;
     size_t mask = 0;
     void Allocate(int n);
     void Clear();
-    void Put(uint64_t a, uint64_t b, signed char v, double x);
+    // (pt: a contact's point, 3, nullable)
+    void Put(uint64_t a, uint64_t b, signed char v, double x, const double* pt = nullptr);
     // state (-1: none) and impulse x (0: none)
     int Get(uint64_t a, uint64_t b, double* x) const;
+    // the point put with (a, b), nullptr if none
+    const double* Point(uint64_t a, uint64_t b) const;
     // the entries of o (same capacity; a pass over o's entries); false if the capacities differ
     bool CopyFrom(const StateTable& o);
   };
@@ -294,6 +305,7 @@ class LcpSolver final : public Solver {
   std::vector<signed char> inexact_;   // the row's island had no exact answer         (max_rows)
   std::vector<double> ximp_;           // the previous step's impulse of a row, or 0  (max_rows)
   std::vector<uint64_t> keya_, keyb_;  // matching keys                              (max_rows)
+  std::vector<uint64_t> putb_;         // keyb_ under which this step's rows are filed (max_rows)
   std::vector<double> bfull_;          // stabilization of every row (large islands) (max_rows)
   std::vector<double> diag_;           // diagonal of A (large islands)              (max_rows)
   std::vector<double> yv_;             // M^-1 J_i' scratch, zero between uses       (nv)

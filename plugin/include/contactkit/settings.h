@@ -73,6 +73,7 @@ typedef struct ckLcpSettings_ {
   int sweep_rows;
   int schur_rows;
   int lemke_warm;
+  int match_points;
 } ckLcpSettings;
 
 // integrator of ck_step

@@ -671,6 +671,39 @@ TEST(BoxedLcpTest, ColdQuadrupedIslandStartsWithDantzig) {
   EXPECT_LE(MaxDifference(answer[0], answer[1], p.n), 1e-9 * MaxAbs(answer[0], p.n));
 }
 
+// A 69-row island of the stacked pile (issue 14 section 3, lcp16): its guess fails and so does
+// the Gauss-Seidel start, whose classification clamps redundant contacts of MuJoCo 3.x patches
+// (A_CC singular, so Lemke's warm basis from it was refused). Main's path then repaired and ran
+// Lemke's method from scratch (264 pivots). With the clamped rows reduced to a regular block by a
+// pivoted Cholesky of A_CC, Lemke's method from that classification finds an exact answer in a
+// few pivots
+TEST(BoxedLcpTest, PileIslandTakesLemkeFromTheReducedSweepClassification) {
+  CapturedLcp p;
+  ASSERT_TRUE(p.Read("pile_patch.txt"));
+  ASSERT_EQ(p.n, 69);
+  Workspace ws(p.n);
+  BoxedStats st[2];
+  for (int on = 0; on < 2; on++) {
+    std::copy(p.guess.begin(), p.guess.end(), ws.state.begin());
+    BoxedOptions opt;
+    opt.use_guess = true;
+    opt.start = p.start.data();
+    opt.tol = p.tol;
+    opt.sweep_rows = 60;
+    opt.lemke_sweep = on;
+    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st[on])) << on;
+    EXPECT_FALSE(st[on].guess_hit);
+    EXPECT_TRUE(st[on].swept);
+    EXPECT_LE(st[on].residual, p.tol);
+  }
+  std::printf("pivots %d, work %.3g without the warm run; %d (warm %d), %.3g with it\n",
+              st[0].pivots, st[0].work, st[1].pivots, st[1].warm_pivots, st[1].work);
+  EXPECT_GT(st[0].pivots, 100);  // (measured 264: Lemke from scratch)
+  EXPECT_TRUE(st[1].warm_hit);
+  EXPECT_LE(st[1].pivots, 40);            // (measured 14)
+  EXPECT_LT(st[1].work * 3, st[0].work);  // (measured 2.2e6 against 1.3e7)
+}
+
 TEST(BoxedLcpTest, SolveDoesNotAllocate) {
   if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
   std::mt19937 rng(8);
