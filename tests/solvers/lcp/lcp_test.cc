@@ -4,8 +4,8 @@
 // minimum-norm answer on redundant contacts (by pivoting and by the warm-start guess), restitution,
 // agreement with ipm on frictionless scenes, the guess hit rate at rest, Coulomb's closed forms
 // along the friction box's axes and the sideways drift between them, inclines, equality, limit
-// and friction-loss rows, the stabilization's closed form, the failure policy, and the memory of
-// the dense workspace.
+// and friction-loss rows, the stabilization's closed form, the failure policy, the memory of
+// the dense workspace, and the warm start of a pair's contacts matched by their points.
 
 #include <cmath>
 #include <cstdio>
@@ -139,6 +139,52 @@ TEST_F(LcpTest, BoxOnFourCornersSharesTheLoadEqually) {
   ASSERT_NE(solver->factorization(0), nullptr);
   EXPECT_EQ(solver->factorization(0)->n(), 12);
   EXPECT_EQ(solver->factorization(0)->rank(), 6);
+}
+
+// match_points: a geom pair's contacts take the warm start of the previous step's contacts at
+// their points, not at their places in the pair's list. A box tipped by a torque rests on its two
+// +x corners while the -x corners separate; with the points of a loaded and a separating corner
+// exchanged, the guess taken by points is the other corner's and misses, the one taken by place
+// hits; with every point moved by 1 mm the guess taken by points still hits
+TEST_F(LcpTest, MatchedPointsCarryTheGuessOfThePreviousContactThere) {
+  ModelPtr m = Load(BundledModel("box_on_plane.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  d->qpos[2] = 0.1 - 2e-4;
+  d->qfrc_applied[4] = 3;  // about y: the +x corners press, the -x corners lift
+  for (int swap = 0; swap < 2; swap++) {
+    for (int points = 0; points < 2; points++) {
+      const std::string what =
+          std::string(swap ? "swapped" : "moved") + (points ? " by points" : " by place");
+      Extracted e(m.get());
+      e.Extract(m.get(), d.get());
+      Problem& p = e.p();
+      ASSERT_EQ(p.ncon, 4);
+      ckSettings s = LcpSettings();
+      s.lcp.match_points = points;
+      auto solver = MakeLcp(e, s);
+      solver->Solve(p, &e.sol());
+      ASSERT_EQ(e.sol().status, ckSTATUS_SOLVED);
+      int loaded = -1, lifted = -1;
+      for (int c = 0; c < 4; c++) (p.con[c].pos[0] > 0 ? loaded : lifted) = c;
+      ASSERT_GT(e.sol().force[p.con[loaded].row], 0) << what;
+      ASSERT_EQ(e.sol().force[p.con[lifted].row], 0) << what;
+      ASSERT_NE(solver->classification()[p.con[loaded].row],
+                solver->classification()[p.con[lifted].row]);
+      if (swap) {
+        for (int k = 0; k < 3; k++) std::swap(p.con[loaded].pos[k], p.con[lifted].pos[k]);
+      } else {
+        for (int c = 0; c < 4; c++) p.con[c].pos[0] += 1e-3;
+      }
+      solver->Solve(p, &e.sol());
+      ASSERT_EQ(e.sol().status, ckSTATUS_SOLVED) << what;
+      const LcpStats* st = LcpSolverStats(solver.get());
+      ASSERT_NE(st, nullptr);
+      EXPECT_TRUE(st->guess_tried) << what;
+      EXPECT_EQ(st->guess_all_hit, !(swap && points)) << what;
+      EXPECT_GT(e.sol().force[p.con[loaded].row], 0) << what;
+    }
+  }
 }
 
 // drop the ball; the step whose solve sees the contact first is the impact
