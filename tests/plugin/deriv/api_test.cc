@@ -23,13 +23,8 @@ void ExpectVjpIsTransposedJacobians(ckHandle* ck, const mjModel* m, const mjData
   std::vector<double> dx(ndx), gx(ndx), gu(nu);
   for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
   EXPECT_EQ(r, ck_transitionVJP(ck, m, d, dx.data(), nullptr, gx.data(), gu.data())) << what;
-  std::vector<double> ex(ndx, 0.0), eu(nu, 0.0);
-  for (int j = 0; j < ndx; j++) {
-    for (int i = 0; i < ndx; i++) ex[j] += jac.A[i * ndx + j] * dx[i];
-  }
-  for (int j = 0; j < nu; j++) {
-    for (int i = 0; i < ndx; i++) eu[j] += jac.B[i * nu + j] * dx[i];
-  }
+  std::vector<double> ex, eu;
+  TransposedProducts(m, jac, dx, {}, &ex, &eu);
   EXPECT_LT(RelativeError(gx, ex), 1e-10) << what;
   EXPECT_LT(RelativeError(gu, eu), 1e-10) << what;
 }
@@ -211,15 +206,8 @@ TEST_F(DerivativeApiTest, VjpEqualsTransposedJacobians) {
       for (int i = 0; i < ns; i++) ds[i] = std::cos(2.0 + i);
       EXPECT_EQ(r, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), ds.data(), gx.data(),
                                     gu.data()));
-      std::vector<double> ex(ndx, 0.0), eu(nu, 0.0);
-      for (int j = 0; j < ndx; j++) {
-        for (int i = 0; i < ndx; i++) ex[j] += jac.A[i * ndx + j] * dx[i];
-        for (int i = 0; i < ns; i++) ex[j] += jac.C[i * ndx + j] * ds[i];
-      }
-      for (int j = 0; j < nu; j++) {
-        for (int i = 0; i < ndx; i++) eu[j] += jac.B[i * nu + j] * dx[i];
-        for (int i = 0; i < ns; i++) eu[j] += jac.D[i * nu + j] * ds[i];
-      }
+      std::vector<double> ex, eu;
+      TransposedProducts(m.get(), jac, dx, ds, &ex, &eu);
       EXPECT_LT(RelativeError(gx, ex), 1e-10) << ck_solverName(solver) << " " << integrator;
       EXPECT_LT(RelativeError(gu, eu), 1e-10) << ck_solverName(solver) << " " << integrator;
     }

@@ -52,6 +52,74 @@ inline std::string WorstEntries(const mjModel* m, const std::vector<double>& a,
   return out;
 }
 
+// the VJP the Jacobians give: gx = dx' A (+ ds' C), gu = dx' B (+ ds' D) (ds: nsensordata, or
+// empty)
+inline void TransposedProducts(const mjModel* m, const Jacobians& jac,
+                               const std::vector<double>& dx, const std::vector<double>& ds,
+                               std::vector<double>* gx, std::vector<double>* gu) {
+  const int ndx = 2 * m->nv + m->na, nu = m->nu, ns = static_cast<int>(ds.size());
+  gx->assign(ndx, 0.0);
+  gu->assign(nu, 0.0);
+  for (int j = 0; j < ndx; j++) {
+    for (int i = 0; i < ndx; i++) (*gx)[j] += jac.A[i * ndx + j] * dx[i];
+    for (int i = 0; i < ns; i++) (*gx)[j] += jac.C[i * ndx + j] * ds[i];
+  }
+  for (int j = 0; j < nu; j++) {
+    for (int i = 0; i < ndx; i++) (*gu)[j] += jac.B[i * nu + j] * dx[i];
+    for (int i = 0; i < ns; i++) (*gu)[j] += jac.D[i * nu + j] * ds[i];
+  }
+}
+
+// free, hinge, ball and slide joints in contact: a box on the floor; an arm whose shoulder (a
+// spring and a motor) rests on its limit and whose tip (a ball joint with friction loss) presses
+// on a second box; a torso on a free joint with a limited, hinged limb and a slid sphere (a spring
+// and friction loss) lying on the floor
+inline std::string MixedJointScene(const std::string& cone = "pyramidal") {
+  return R"(
+<mujoco>
+  <option timestep="0.005" cone=")" +
+         cone + R"("/>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+    <body pos="1 0 0.4">
+      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.2" stiffness="3"
+             limited="true" range="-10 -2"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <body pos="0.3 0 0">
+        <joint type="ball" damping="0.1" frictionloss="0.01"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.15" size="0.03"/>
+      </body>
+    </body>
+    <body pos="1.3 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+    <body pos="-1 0 0.15">
+      <freejoint/>
+      <geom type="box" size="0.2 0.1 0.05" mass="2"/>
+      <body pos="0.2 0 0">
+        <joint name="knee" type="hinge" axis="0 1 0" damping="0.3" limited="true" range="-5 5"/>
+        <geom type="capsule" fromto="0 0 0 0.2 0 -0.1" size="0.04" mass="0.5"/>
+        <body pos="0.2 0 -0.1">
+          <joint type="slide" axis="1 0 0" damping="0.4" stiffness="5" frictionloss="0.05"/>
+          <geom type="sphere" size="0.05" mass="0.3"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="shoulder" gear="2"/>
+    <motor joint="knee" gear="1"/>
+  </actuator>
+</mujoco>)";
+}
+
+// steps of ck from d with controls held at 0.2 (i % 3) - 0.1, then the velocities nudged by
+// 0.1 sin(0.7 i): a state in contact off the solver's fixed points, for the reverse-mode tests
+inline void SettleAndNudge(ckHandle* ck, const mjModel* m, mjData* d, int steps) {
+  for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0.2 * (i % 3) - 0.1;
+  for (int t = 0; t < steps; t++) ck_step(ck, m, d);
+  for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.1 * std::sin(0.7 * i);
+}
+
 // step with MuJoCo's pipeline
 inline void Settle(const mjModel* m, mjData* d, int steps) {
   for (int t = 0; t < steps; t++) mj_step(m, d);

@@ -18,43 +18,6 @@
 namespace contactkit::test {
 namespace {
 
-// a box on the floor; an arm whose hinge rests on its limit and whose tip (a ball joint with
-// friction loss) presses on a second box; a torso with a limited, hinged limb lying on the floor
-constexpr char kScene[] = R"(
-<mujoco>
-  <option timestep="0.005" cone="CONE"/>
-  <worldbody>
-    <geom type="plane" size="5 5 0.1"/>
-    <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
-    <body pos="1 0 0.4">
-      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.2" limited="true"
-             range="-10 -2"/>
-      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
-      <body pos="0.3 0 0">
-        <joint type="ball" damping="0.1" frictionloss="0.01"/>
-        <geom type="capsule" fromto="0 0 0 0 0 -0.15" size="0.03"/>
-      </body>
-    </body>
-    <body pos="1.3 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
-    <body pos="-1 0 0.15">
-      <freejoint/>
-      <geom type="box" size="0.2 0.1 0.05" mass="2"/>
-      <body pos="0.2 0 0">
-        <joint name="knee" type="hinge" axis="0 1 0" damping="0.3" limited="true" range="-5 5"/>
-        <geom type="capsule" fromto="0 0 0 0.2 0 -0.1" size="0.04" mass="0.5"/>
-        <body pos="0.2 0 -0.1">
-          <joint type="slide" axis="1 0 0" damping="0.4" frictionloss="0.05"/>
-          <geom type="sphere" size="0.05" mass="0.3"/>
-        </body>
-      </body>
-    </body>
-  </worldbody>
-  <actuator>
-    <motor joint="shoulder" gear="2"/>
-    <motor joint="knee" gear="1"/>
-  </actuator>
-</mujoco>)";
-
 class RowAdjointTest : public MujocoTest {
  protected:
   void TearDown() override {
@@ -66,11 +29,9 @@ class RowAdjointTest : public MujocoTest {
   void Check(mjModel* m, int steps, const std::string& what, bool closed = true) {
     const int ndx = 2 * m->nv + m->na, nu = m->nu;
     DataPtr d(mj_makeData(m));
-    for (int i = 0; i < nu; i++) d->ctrl[i] = 0.2 * (i % 3) - 0.1;
     ckSettings s = Settings(ckSOL_MUJOCO);
     HandlePtr ck = Make(m, &s);
-    for (int t = 0; t < steps; t++) ck_step(ck.get(), m, d.get());
-    for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.1 * std::sin(0.7 * i);
+    SettleAndNudge(ck.get(), m, d.get(), steps);
     ASSERT_GT(d->ncon, 0) << what;
 
     // the rows' weights and the closed contacts in reverse; the weights alone; neither
@@ -100,13 +61,8 @@ class RowAdjointTest : public MujocoTest {
     ASSERT_EQ(0,
               ck_transitionJac(ck.get(), m, d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr))
         << what;
-    std::vector<double> ex(ndx, 0.0), eu(nu, 0.0);
-    for (int j = 0; j < ndx; j++) {
-      for (int i = 0; i < ndx; i++) ex[j] += jac.A[i * ndx + j] * dx[i];
-    }
-    for (int j = 0; j < nu; j++) {
-      for (int i = 0; i < ndx; i++) eu[j] += jac.B[i * nu + j] * dx[i];
-    }
+    std::vector<double> ex, eu;
+    TransposedProducts(m, jac, dx, {}, &ex, &eu);
     std::printf("%s: |g - g_rows| %.2g, |g - g_streamed| %.2g, |g - dx'[A B]| %.2g\n", what.c_str(),
                 RelativeError(gx[0], gx[1]), RelativeError(gx[0], gx[2]), RelativeError(gx[0], ex));
     for (int pass = 1; pass < 3; pass++) {
@@ -121,9 +77,7 @@ class RowAdjointTest : public MujocoTest {
 
 TEST_F(RowAdjointTest, RowWeightsAreTheRowTangentsVjp) {
   for (const char* cone : {"pyramidal", "elliptic"}) {
-    std::string xml = kScene;
-    xml.replace(xml.find("CONE"), 4, cone);
-    ModelPtr m = LoadString(xml);
+    ModelPtr m = LoadString(MixedJointScene(cone));
     ASSERT_TRUE(m);
     Check(m.get(), 60, std::string("scene ") + cone);
   }
