@@ -674,6 +674,18 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   if (!ZeroAdjointForce(dJf)) mju_zero(dJf, nv);       // (the reverse pass: on an island's dofs)
   const double* u = rne_.cvel_before_dof + 6 * carry;  // velocity and v+ before the carried dofs
   const double* un = rne_.cvel_next_before_dof + 6 * carry;
+  // the blocked path's dJ' f: consecutive contacts on the same bodies (the same columns and
+  // sides: MuJoCo's rows of one body pair) sum their wrenches, then one pass over the columns
+  double group[2][2][6];
+  int group_row = -1;
+  auto same_columns = [&](int row, const Contact& con) {
+    if (group_row < 0) return false;
+    const Contact& g = p.con[rows_.row_contact[group_row]];
+    const int n = J.rownnz[row];
+    return g.body[0] == con.body[0] && g.body[1] == con.body[1] && J.rownnz[group_row] == n &&
+           std::equal(J.colind + J.rowadr[row], J.colind + J.rowadr[row] + n,
+                      J.colind + J.rowadr[group_row]);
+  };
   // (the contacts of the direction's island, UnitTangent; the others hold zeros)
   ForRows(p.ne + p.nf + p.nl, p.nrow, [&](int row) {
     const int c = rows_.row_contact[row];
@@ -755,10 +767,12 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
           for (int i = 0; i < 6; i++) wrench[side][0][i] += fr * a[i];
         }
       }
-      for (int q = 0; q < n; q++) {
-        const int j = J.colind[adr0 + q];
-        const int sign = rows_.nonzero_side[adr0 + q];
-        dJf[j] += sign * Dot6(wrench[sign > 0][j >= carry && j < carry_end], d->cdof + 6 * j);
+      if (same_columns(row, con) && group_wrenches_) {
+        for (int q = 0; q < 24; q++) (&group[0][0][0])[q] += (&wrench[0][0][0])[q];
+      } else {
+        if (group_row >= 0) WrenchColumns(group_row, carry, carry_end, group, dJf);
+        std::memcpy(group, wrench, sizeof(group));
+        group_row = row;
       }
       return dim;
     }
@@ -786,6 +800,19 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     }
     return dim;
   });
+  if (group_row >= 0) WrenchColumns(group_row, carry, carry_end, group, dJf);
+}
+
+void SmoothTangent::WrenchColumns(int row, int carry, int carry_end, const double (*wrench)[2][6],
+                                  double* dJf) const {
+  const SparseRows& J = stage_.problem->J;
+  const double* cdof = stage_data_->cdof;
+  const int adr = J.rowadr[row], n = J.rownnz[row];
+  for (int q = 0; q < n; q++) {
+    const int j = J.colind[adr + q];
+    const int sign = rows_.nonzero_side[adr + q];
+    dJf[j] += sign * Dot6(wrench[sign > 0][j >= carry && j < carry_end], cdof + 6 * j);
+  }
 }
 
 void SmoothTangent::JointActuatorDifference(const mjModel* m, int k, mjtNum* field) {

@@ -109,17 +109,19 @@ void LuSolveT(const double* lu, const int* piv, int n, double* x) {
 
 bool CholFactor(double* a, int n) {
   for (int j = 0; j < n; j++) {
-    double* cj = a + j * n;
+    double* __restrict cj = a + j * n;
+    // row j's entries j.. less the finished rows' products, k ascending for every entry (the
+    // same sums as one entry at a time; contiguous in i)
+    for (int k = 0; k < j; k++) {
+      const double* __restrict ak = a + k * n;
+      const double f = ak[j];
+      for (int i = j; i < n; i++) cj[i] -= ak[i] * f;
+    }
     double d = cj[j];
-    for (int k = 0; k < j; k++) d -= a[k * n + j] * a[k * n + j];
     if (!(d > 0)) return false;
     d = std::sqrt(d);
     cj[j] = d;
-    for (int i = j + 1; i < n; i++) {
-      double s = cj[i];
-      for (int k = 0; k < j; k++) s -= a[k * n + i] * a[k * n + j];
-      cj[i] = s / d;
-    }
+    for (int i = j + 1; i < n; i++) cj[i] = cj[i] / d;
   }
   return true;
 }
