@@ -387,17 +387,19 @@ void SoftTangent::VelocityRows(const Problem& p) {
     const int n = is.ndofs[k], nnz = J.rownnz[row];
     const int* cols = J.colind + J.rowadr[row];
     for (int x = 0; x < nnz; x++) loc[x] = local_[cols[x]];
-    double sq[6];  // S's entries on the contact's rows
+    double sq[6];         // S's entries on the contact's rows
+    const double* jr[6];  // their J
     bool uniform = symmetric_velocity_rows_;
     for (int q = 0; q < dim; q++) {
       sq[q] = 1 - h_ * p.KB[2 * (row + q) + 1];
       uniform &= sq[q] == sq[0];
+      jr[q] = J.val + J.rowadr[row + q];
     }
     // G = W S J_c (the contact's rows share their columns)
     for (int r = 0; r < dim; r++) {
       for (int y = 0; y < nnz; y++) {
         double g = 0;
-        for (int q = 0; q < dim; q++) g += W[r * dim + q] * sq[q] * J.val[J.rowadr[row + q] + y];
+        for (int q = 0; q < dim; q++) g += W[r * dim + q] * sq[q] * jr[q][y];
         G[r * nnz + y] = g;
       }
     }
@@ -405,8 +407,6 @@ void SoftTangent::VelocityRows(const Problem& p) {
     if (uniform) {
       // S = s I on the contact (MuJoCo's rows of a contact share their impedance): J_c' W S J_c
       // is symmetric, each pair of columns formed once
-      const double* jr[6];
-      for (int r = 0; r < dim; r++) jr[r] = J.val + J.rowadr[row + r];
       if (dim == 3) {
         AddSymmetricBlock<3>(jr, G, dim, nnz, loc, n, Kk);
       } else {
@@ -473,17 +473,19 @@ void SoftTangent::AddCurvature(const Problem& p, const SoftRows& rows) {
     const int* cols = J.colind + J.rowadr[row];
     double* Hk = H_.data() + hadr_[k];
     for (int x = 0; x < nnz; x++) loc_cols_[x] = local_[cols[x]];
+    const double* jr[6];  // the contact's rows' J
+    for (int q = 0; q < dim; q++) jr[q] = J.val + J.rowadr[row + q];
     for (int r = 0; r < dim; r++) {
       for (int y = 0; y < nnz; y++) {
         double g = 0;
-        for (int q = 0; q < dim; q++) g += W[r * dim + q] * J.val[J.rowadr[row + q] + y];
+        for (int q = 0; q < dim; q++) g += W[r * dim + q] * jr[q][y];
         G[r * nnz + y] = g;
       }
     }
     for (int x = 0; x < nnz; x++) {
       double* hx = Hk + loc[x] * n;
       for (int r = 0; r < dim; r++) {
-        const double jrx = J.val[J.rowadr[row + r] + x];
+        const double jrx = jr[r][x];
         if (jrx == 0) continue;
         const double* gr = G + r * nnz;
         for (int y = 0; y <= x; y++) hx[loc[y]] += jrx * gr[y];
