@@ -11,6 +11,7 @@
 
 #include "plugin/deriv/derivative.h"
 #include "plugin/deriv/smooth_tangent.h"
+#include "plugin/step/compat.h"
 #include "solvers/mujoco/soft_tangent.h"
 #include "tests/plugin/deriv/deriv_util.h"
 
@@ -44,7 +45,8 @@ TEST_F(SharedTermsJacTest, SummedWrenchesAndSymmetricRowsAreThePerContactSums) {
     const std::string what = "variant " + std::to_string(variant);
     ASSERT_GE(d->ncon, 2) << what;
     for (int c = 1; c < d->ncon; c++) {
-      shared += m->geom_bodyid[d->contact[c].geom[1]] == m->geom_bodyid[d->contact[c - 1].geom[1]];
+      shared += m->geom_bodyid[ContactGeom(d->contact + c, 1)] ==
+                m->geom_bodyid[ContactGeom(d->contact + c - 1, 1)];
     }
 
     Jacobians once(m.get()), each(m.get());
