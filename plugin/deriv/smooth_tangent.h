@@ -140,6 +140,9 @@ class SmoothTangent {
   // test hook: the blocked path's dJ' f of consecutive contacts on the same bodies from their
   // summed wrenches (true) or contact by contact (false)
   static inline bool group_wrenches_ = true;
+  // test hook: each body's B of the Newton-Euler tangents in closed form (true) or column by
+  // column from the unit vectors (false)
+  static inline bool closed_form_b_ = true;
 
   // ---- a direction (smooth_tangent.cc) ----
   // tangents of the smooth data and rows along a unit direction

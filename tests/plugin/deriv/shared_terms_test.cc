@@ -3,9 +3,11 @@
 // Two sums of the `mujoco` solver's blocked Jacobian formed once where they were formed per
 // contact: the dJ' f of contacts on the same bodies from their summed wrenches
 // (SmoothTangent::group_wrenches_), and a contact's symmetric J_c' W S J_c of the velocity columns'
-// row terms once per pair of columns (SoftTangent::symmetric_velocity_rows_). The Jacobians agree
-// with the per-contact sums to rounding on the humanoid in contact (pyramidal and elliptic cones,
-// with and without joint damping), where both feet hold several contacts.
+// row terms once per pair of columns (SoftTangent::symmetric_velocity_rows_); and each body's B of
+// the Newton-Euler tangents in closed form instead of column by column from the unit vectors
+// (SmoothTangent::closed_form_b_). The Jacobians agree with the per-contact sums and the columns
+// to rounding on the humanoid in contact (pyramidal and elliptic cones, with and without joint
+// damping), where both feet hold several contacts.
 #include <cmath>
 #include <string>
 
@@ -23,11 +25,12 @@ class SharedTermsJacTest : public MujocoTest {
   void TearDown() override {
     SmoothTangent::group_wrenches_ = true;
     SoftTangent::symmetric_velocity_rows_ = true;
+    SmoothTangent::closed_form_b_ = true;
     MujocoTest::TearDown();
   }
 };
 
-TEST_F(SharedTermsJacTest, SummedWrenchesAndSymmetricRowsAreThePerContactSums) {
+TEST_F(SharedTermsJacTest, SummedWrenchesSymmetricRowsAndClosedFormBAreThePerContactSums) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
   ASSERT_TRUE(m);
   const int ndx = 2 * m->nv + m->na, nv = m->nv;
@@ -53,6 +56,7 @@ TEST_F(SharedTermsJacTest, SummedWrenchesAndSymmetricRowsAreThePerContactSums) {
     for (int pass = 0; pass < 2; pass++) {
       SmoothTangent::group_wrenches_ = pass == 0;
       SoftTangent::symmetric_velocity_rows_ = pass == 0;
+      SmoothTangent::closed_form_b_ = pass == 0;
       Jacobians& jac = pass == 0 ? once : each;
       ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
                                     nullptr))
