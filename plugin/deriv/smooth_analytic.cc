@@ -54,6 +54,49 @@ void Rotation(const double* w, double e, double Q[9]) {
   }
 }
 
+// a body's B w = I (w x v) + w x* (I v) + v x* (I w), row-major 6 x 6, column by column from
+// the unit vectors (the test hook's path)
+void BodyBByColumns(const double* inert, const double* v, const double* iv, double* B) {
+  for (int i = 0; i < 6; i++) {
+    double x[6] = {0, 0, 0, 0, 0, 0}, t[6], col[6], ix[6];
+    x[i] = 1;
+    CrossMotion(t, x, v);
+    MulInert(col, inert, t);
+    CrossForce(t, x, iv);
+    for (int r = 0; r < 6; r++) col[r] += t[r];
+    MulInert(ix, inert, x);
+    CrossForce(t, v, ix);
+    for (int r = 0; r < 6; r++) B[6 * r + i] = col[r] + t[r];
+  }
+}
+
+// the same in closed form. With I = [J [h]x; -[h]x m] (MuJoCo's cinert: J the rotational
+// inertia, h = inert[6..8]), v = (o, l) and I v = (f, g): the right half vanishes, the lower left
+// block is -2 [g]x and the upper left W J + (W J)' - l h' - h l' + 2 (h . l) 1 - [f]x, W = [o]x
+void BodyB(const double* inert, const double* v, const double* iv, double* B) {
+  const double J[9] = {inert[0], inert[3], inert[4], inert[3], inert[1],
+                       inert[5], inert[4], inert[5], inert[2]};
+  const double *h = inert + 6, *l = v + 3, *f = iv, *g = iv + 3;
+  double wj[9];  // W J, row-major
+  for (int c = 0; c < 3; c++) {
+    wj[c] = v[1] * J[6 + c] - v[2] * J[3 + c];
+    wj[3 + c] = v[2] * J[c] - v[0] * J[6 + c];
+    wj[6 + c] = v[0] * J[3 + c] - v[1] * J[c];
+  }
+  const double hl2 = 2 * Dot3(h, l);
+  const double fx[9] = {0, -f[2], f[1], f[2], 0, -f[0], -f[1], f[0], 0};  // [f]x
+  const double gx[9] = {0, -g[2], g[1], g[2], 0, -g[0], -g[1], g[0], 0};  // [g]x
+  for (int r = 0; r < 3; r++) {
+    for (int c = 0; c < 3; c++) {
+      B[6 * r + c] = wj[3 * r + c] + wj[3 * c + r] - l[r] * h[c] - h[r] * l[c] - fx[3 * r + c] +
+                     (r == c ? hl2 : 0);
+      B[6 * (r + 3) + c] = -2 * gx[3 * r + c];
+      B[6 * r + c + 3] = 0;
+      B[6 * (r + 3) + c + 3] = 0;
+    }
+  }
+}
+
 }  // namespace
 
 bool SmoothTangent::AnalyticScope(const mjModel* m) const {
@@ -151,28 +194,22 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
   }
 
   // B w = I (w x v) + w x* (I v) + v x* (I w) of each body (row-major 6 x 6), summed over subtrees
+  // (its right half zero: the sums run over the left half)
   double* bsub = rne_.subtree_bsub;
   for (int b = 1; b < nbody; b++) {
-    const double* inert = d->cinert + 10 * b;
-    const double* v = cvel + 6 * b;
-    const double* iv = rne_.icvel + 6 * b;
     double* B = bsub + 36 * b;
-    for (int i = 0; i < 6; i++) {
-      double x[6] = {0, 0, 0, 0, 0, 0}, t[6], col[6], ix[6];
-      x[i] = 1;
-      CrossMotion(t, x, v);
-      MulInert(col, inert, t);
-      CrossForce(t, x, iv);
-      for (int r = 0; r < 6; r++) col[r] += t[r];
-      MulInert(ix, inert, x);
-      CrossForce(t, v, ix);
-      for (int r = 0; r < 6; r++) B[6 * r + i] = col[r] + t[r];
+    if (closed_form_b_) {
+      BodyB(d->cinert + 10 * b, cvel + 6 * b, rne_.icvel + 6 * b, B);
+    } else {
+      BodyBByColumns(d->cinert + 10 * b, cvel + 6 * b, rne_.icvel + 6 * b, B);
     }
   }
   for (int b = nbody - 1; b > 0; b--) {
     const int parent = m->body_parentid[b];
     if (parent == 0) continue;
-    for (int r = 0; r < 36; r++) bsub[36 * parent + r] += bsub[36 * b + r];
+    for (int r = 0; r < 36; r += 6) {
+      for (int c = 0; c < 3; c++) bsub[36 * parent + r + c] += bsub[36 * b + r + c];
+    }
   }
 
   if (stage_.has_rows) PrepareAnalyticRows(m);
@@ -184,9 +221,10 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
     const double* B = bsub + 36 * b;
     MulInert(rne_.crb_cdof + 6 * j, d->crb + 10 * b, c);
     double* q = rne_.bsub_cdof + 6 * j;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 3; i++) {
       q[i] = B[i] * c[0] + B[6 + i] * c[1] + B[12 + i] * c[2] + B[18 + i] * c[3] +
              B[24 + i] * c[4] + B[30 + i] * c[5];
+      q[3 + i] = 0;
     }
   }
 }
@@ -674,6 +712,18 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   if (!ZeroAdjointForce(dJf)) mju_zero(dJf, nv);       // (the reverse pass: on an island's dofs)
   const double* u = rne_.cvel_before_dof + 6 * carry;  // velocity and v+ before the carried dofs
   const double* un = rne_.cvel_next_before_dof + 6 * carry;
+  // the blocked path's dJ' f: consecutive contacts on the same bodies (the same columns and
+  // sides: MuJoCo's rows of one body pair) sum their wrenches, then one pass over the columns
+  double group[2][2][6];
+  int group_row = -1;
+  auto same_columns = [&](int row, const Contact& con) {
+    if (group_row < 0) return false;
+    const Contact& g = p.con[rows_.row_contact[group_row]];
+    const int n = J.rownnz[row];
+    return g.body[0] == con.body[0] && g.body[1] == con.body[1] && J.rownnz[group_row] == n &&
+           std::equal(J.colind + J.rowadr[row], J.colind + J.rowadr[row] + n,
+                      J.colind + J.rowadr[group_row]);
+  };
   // (the contacts of the direction's island, UnitTangent; the others hold zeros)
   ForRows(p.ne + p.nf + p.nl, p.nrow, [&](int row) {
     const int c = rows_.row_contact[row];
@@ -756,10 +806,12 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
           for (int i = 0; i < 6; i++) wrench[side][0][i] += fr * a[i];
         }
       }
-      for (int q = 0; q < n; q++) {
-        const int j = J.colind[adr0 + q];
-        const int sign = rows_.nonzero_side[adr0 + q];
-        dJf[j] += sign * Dot6(wrench[sign > 0][j >= carry && j < carry_end], d->cdof + 6 * j);
+      if (same_columns(row, con) && group_wrenches_) {
+        for (int q = 0; q < 24; q++) (&group[0][0][0])[q] += (&wrench[0][0][0])[q];
+      } else {
+        if (group_row >= 0) WrenchColumns(group_row, carry, carry_end, group, dJf);
+        std::memcpy(group, wrench, sizeof(group));
+        group_row = row;
       }
       return dim;
     }
@@ -787,6 +839,19 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     }
     return dim;
   });
+  if (group_row >= 0) WrenchColumns(group_row, carry, carry_end, group, dJf);
+}
+
+void SmoothTangent::WrenchColumns(int row, int carry, int carry_end, const double (*wrench)[2][6],
+                                  double* dJf) const {
+  const SparseRows& J = stage_.problem->J;
+  const double* cdof = stage_data_->cdof;
+  const int adr = J.rowadr[row], n = J.rownnz[row];
+  for (int q = 0; q < n; q++) {
+    const int j = J.colind[adr + q];
+    const int sign = rows_.nonzero_side[adr + q];
+    dJf[j] += sign * Dot6(wrench[sign > 0][j >= carry && j < carry_end], cdof + 6 * j);
+  }
 }
 
 void SmoothTangent::JointActuatorDifference(const mjModel* m, int k, mjtNum* field) {

@@ -139,6 +139,12 @@ class SmoothTangent {
   // test hook: a static plane's contacts with spheres and capsules in closed form (true) or
   // from the centred re-collisions as any other pair (false)
   static inline bool closed_form_ = true;
+  // test hook: the blocked path's dJ' f of consecutive contacts on the same bodies from their
+  // summed wrenches (true) or contact by contact (false)
+  static inline bool group_wrenches_ = true;
+  // test hook: each body's B of the Newton-Euler tangents in closed form (true) or column by
+  // column from the unit vectors (false)
+  static inline bool closed_form_b_ = true;
 
   // ---- a direction (smooth_tangent.cc) ----
   // tangents of the smooth data and rows along a unit direction
@@ -244,6 +250,10 @@ class SmoothTangent {
   void RecollideRigid(const mjModel* m, int k);
   // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
   void AnalyticContactRows(const mjModel* m, int k);
+  // the blocked path's dJ' f on a contact row's columns: dJf_j += sign_j wrench[side_j][carried_j]
+  // . cdof_j (the summed wrenches of the contacts on the same bodies, which share the columns)
+  void WrenchColumns(int row, int carry, int carry_end, const double (*wrench)[2][6],
+                     double* dJf) const;
   // per side of contact con and row: d rho of the uncarried dofs and d rho - S x* rho of the
   // carried ones, from the nominal contact g0 and its point and frame tangents dp, dF
   void ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,

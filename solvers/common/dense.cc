@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <utility>
 
 namespace contactkit {
@@ -12,7 +13,7 @@ constexpr double kTinyPivot = 1e-300;
 
 // CholSolve on W columns of the row-major block y (stride ld), both sweeps pulling into registers
 template <int W>
-void CholSolveColumns(const double* L, int n, double* y, int ld) {
+CK_ALWAYS_INLINE void CholSolveColumns(const double* L, int n, double* y, int ld) {
   for (int i = 0; i < n; i++) {
     double* yi = y + static_cast<size_t>(i) * ld;
     double acc[W];
@@ -42,7 +43,35 @@ void CholSolveColumns(const double* L, int n, double* y, int ld) {
   }
 }
 
+// CholSolveBlock's chunks of W columns (W = 16 holds AVX2's, 8 SSE2's accumulators in registers),
+// then of 8, then the rest one by one
+template <int W>
+CK_ALWAYS_INLINE void CholSolveBlockBody(const double* L, int n, double* y, int nb, int ld) {
+  int c = 0;
+  for (; c + W <= nb; c += W) CholSolveColumns<W>(L, n, y + c, ld);
+  for (; c + 8 <= nb; c += 8) CholSolveColumns<8>(L, n, y + c, ld);
+  for (; c < nb; c++) CholSolveColumns<1>(L, n, y + c, ld);
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 void CholSolveBlockAvx2(const double* L, int n, double* y, int nb, int ld) {
+  CholSolveBlockBody<16>(L, n, y, nb, ld);
+}
+#endif
+
 }  // namespace
+
+bool Avx2Kernels::On() {
+#if CK_AVX2_CLONES
+  static const bool cpu = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0 && !std::getenv("CK_NO_AVX2");
+  }();
+  return allowed_ && cpu;
+#else
+  return false;
+#endif
+}
 
 //---------------------------------- column-major ------------------------------------------------
 
@@ -109,17 +138,19 @@ void LuSolveT(const double* lu, const int* piv, int n, double* x) {
 
 bool CholFactor(double* a, int n) {
   for (int j = 0; j < n; j++) {
-    double* cj = a + j * n;
+    double* __restrict cj = a + j * n;
+    // row j's entries j.. less the finished rows' products, k ascending for every entry (the
+    // same sums as one entry at a time; contiguous in i)
+    for (int k = 0; k < j; k++) {
+      const double* __restrict ak = a + k * n;
+      const double f = ak[j];
+      for (int i = j; i < n; i++) cj[i] -= ak[i] * f;
+    }
     double d = cj[j];
-    for (int k = 0; k < j; k++) d -= a[k * n + j] * a[k * n + j];
     if (!(d > 0)) return false;
     d = std::sqrt(d);
     cj[j] = d;
-    for (int i = j + 1; i < n; i++) {
-      double s = cj[i];
-      for (int k = 0; k < j; k++) s -= a[k * n + i] * a[k * n + j];
-      cj[i] = s / d;
-    }
+    for (int i = j + 1; i < n; i++) cj[i] = cj[i] / d;
   }
   return true;
 }
@@ -139,10 +170,10 @@ void CholSolve(const double* L, int n, double* x) {
 }
 
 void CholSolveBlock(const double* L, int n, double* y, int nb, int ld) {
-  // chunks of 8 columns, then the rest one by one
-  int c = 0;
-  for (; c + 8 <= nb; c += 8) CholSolveColumns<8>(L, n, y + c, ld);
-  for (; c < nb; c++) CholSolveColumns<1>(L, n, y + c, ld);
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return CholSolveBlockAvx2(L, n, y, nb, ld);
+#endif
+  CholSolveBlockBody<8>(L, n, y, nb, ld);
 }
 
 //---------------------------------- row-major ---------------------------------------------------

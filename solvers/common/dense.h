@@ -5,7 +5,28 @@
 #ifndef CONTACTKIT_SOLVERS_COMMON_DENSE_H_
 #define CONTACTKIT_SOLVERS_COMMON_DENSE_H_
 
+// AVX2 clones of a few hot block kernels (CholSolveBlock, TreeMass::SolveBlock), chosen at run
+// time on x86-64 with GCC or Clang: the default build stays portable (SSE2). A clone does the same
+// operations in the same order (no FMA: -ffp-contract=off), four doubles a vector instead of two,
+// so its results are bit for bit the portable code's.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__)
+#define CK_AVX2_CLONES 1
+#define CK_TARGET_AVX2 __attribute__((target("avx2")))
+#define CK_ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define CK_AVX2_CLONES 0
+#define CK_ALWAYS_INLINE inline
+#endif
+
 namespace contactkit {
+
+struct Avx2Kernels {
+  // test hook: the clones may run (true) or the portable code always runs (false)
+  static inline bool allowed_ = true;
+  // the clones run: allowed, built (CK_AVX2_CLONES), the CPU has AVX2 and the environment
+  // variable CK_NO_AVX2 is not set (read once)
+  static bool On();
+};
 
 // sum of a[i] b[i] over i < n, in four partial sums (the loop-carried additions of one sum are
 // what limit a dot product's speed)

@@ -3,6 +3,8 @@
 
 #include <cstddef>
 
+#include "solvers/common/dense.h"
+
 namespace contactkit {
 
 int TreeMass::Factor(int begin, int end) {
@@ -86,21 +88,18 @@ namespace {
 
 // Solve's sweeps on W columns of the row-major block x (stride ld), dofs [begin, end): the values
 // of a row stay in registers, the second and third sweeps fused into one pull from the ancestors
-// y -= a x on W values of distinct rows (the product through a temporary: GCC vectorizes it)
 template <int W>
-inline void SubScaled(double* __restrict y, const double* __restrict x, double a) {
-  double t[W];
-  for (int c = 0; c < W; c++) t[c] = a * x[c];
-  for (int c = 0; c < W; c++) y[c] -= t[c];
-}
-
-template <int W>
-void SolveColumns(const TreeMass& t, double* x, int ld, int begin, int end) {
+CK_ALWAYS_INLINE void SolveColumns(const TreeMass& t, double* x, int ld, int begin, int end) {
   for (int i = end - 1; i >= begin; i--) {
-    const double* xi = x + static_cast<size_t>(i) * ld;
+    double xi[W];  // (in registers: the ancestors' rows are written through x, not xi)
+    for (int c = 0; c < W; c++) xi[c] = x[static_cast<size_t>(i) * ld + c];
     int adr = t.madr[i] + 1;
     for (int j = t.parent[i]; j >= 0; j = t.parent[j], adr++) {
-      SubScaled<W>(x + static_cast<size_t>(j) * ld, xi, t.LD[adr]);
+      double* xj = x + static_cast<size_t>(j) * ld;
+      const double l = t.LD[adr];
+      double y[W];
+      for (int c = 0; c < W; c++) y[c] = xj[c] - l * xi[c];
+      for (int c = 0; c < W; c++) xj[c] = y[c];
     }
   }
   for (int i = begin; i < end; i++) {
@@ -117,14 +116,30 @@ void SolveColumns(const TreeMass& t, double* x, int ld, int begin, int end) {
   }
 }
 
+// SolveBlock's chunks of W columns (16 with AVX2, 8 with SSE2), then of 8, of 4, then the rest
+// one by one
+template <int W>
+CK_ALWAYS_INLINE void SolveBlockBody(const TreeMass& t, double* x, int nb, int begin, int end) {
+  int c = 0;
+  for (; c + W <= nb; c += W) SolveColumns<W>(t, x + c, nb, begin, end);
+  for (; c + 8 <= nb; c += 8) SolveColumns<8>(t, x + c, nb, begin, end);
+  for (; c + 4 <= nb; c += 4) SolveColumns<4>(t, x + c, nb, begin, end);
+  for (; c < nb; c++) SolveColumns<1>(t, x + c, nb, begin, end);
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 void SolveBlockAvx2(const TreeMass& t, double* x, int nb, int begin, int end) {
+  SolveBlockBody<16>(t, x, nb, begin, end);
+}
+#endif
+
 }  // namespace
 
 void TreeMass::SolveBlock(double* x, int nb, int begin, int end) const {
-  // chunks of 8 columns, then of 4, then the rest one by one
-  int c = 0;
-  for (; c + 8 <= nb; c += 8) SolveColumns<8>(*this, x + c, nb, begin, end);
-  for (; c + 4 <= nb; c += 4) SolveColumns<4>(*this, x + c, nb, begin, end);
-  for (; c < nb; c++) SolveColumns<1>(*this, x + c, nb, begin, end);
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return SolveBlockAvx2(*this, x, nb, begin, end);
+#endif
+  SolveBlockBody<8>(*this, x, nb, begin, end);
 }
 
 void TreeMass::Mul(const double* x, double* y, int begin, int end) const {

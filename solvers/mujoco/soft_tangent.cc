@@ -55,6 +55,25 @@ void AddGroupT(const SparseRows& J, const double* V, const double* x, int i, dou
   }
 }
 
+// K += J_c' G over the pairs y >= x of the contact's columns (local indices loc, K n x n), the
+// product symmetric: jr its rows' J, G its dim x nnz block (D: dim, 0 for any)
+template <int D>
+void AddSymmetricBlock(const double* const* jr, const double* G, int dim, int nnz, const int* loc,
+                       int n, double* K) {
+  const int nd = D > 0 ? D : dim;
+  for (int y = 0; y < nnz; y++) {
+    double gy[6];
+    for (int r = 0; r < nd; r++) gy[r] = G[r * nnz + y];
+    double* ky = K + loc[y] * n;
+    for (int x = 0; x <= y; x++) {
+      double v = 0;
+      for (int r = 0; r < nd; r++) v += jr[r][x] * gy[r];
+      ky[loc[x]] += v;
+      if (x != y) K[loc[x] * n + loc[y]] += v;
+    }
+  }
+}
+
 }  // namespace
 
 void SharedRowGroups(const Problem& p, int* group) {
@@ -368,17 +387,33 @@ void SoftTangent::VelocityRows(const Problem& p) {
     const int n = is.ndofs[k], nnz = J.rownnz[row];
     const int* cols = J.colind + J.rowadr[row];
     for (int x = 0; x < nnz; x++) loc[x] = local_[cols[x]];
+    double sq[6];         // S's entries on the contact's rows
+    const double* jr[6];  // their J
+    bool uniform = symmetric_velocity_rows_;
+    for (int q = 0; q < dim; q++) {
+      sq[q] = 1 - h_ * p.KB[2 * (row + q) + 1];
+      uniform &= sq[q] == sq[0];
+      jr[q] = J.val + J.rowadr[row + q];
+    }
     // G = W S J_c (the contact's rows share their columns)
     for (int r = 0; r < dim; r++) {
       for (int y = 0; y < nnz; y++) {
         double g = 0;
-        for (int q = 0; q < dim; q++) {
-          g += W[r * dim + q] * (1 - h_ * p.KB[2 * (row + q) + 1]) * J.val[J.rowadr[row + q] + y];
-        }
+        for (int q = 0; q < dim; q++) g += W[r * dim + q] * sq[q] * jr[q][y];
         G[r * nnz + y] = g;
       }
     }
     double* Kk = K_.data() + hadr_[k];
+    if (uniform) {
+      // S = s I on the contact (MuJoCo's rows of a contact share their impedance): J_c' W S J_c
+      // is symmetric, each pair of columns formed once
+      if (dim == 3) {
+        AddSymmetricBlock<3>(jr, G, dim, nnz, loc, n, Kk);
+      } else {
+        AddSymmetricBlock<0>(jr, G, dim, nnz, loc, n, Kk);
+      }
+      continue;
+    }
     for (int y = 0; y < nnz; y++) {
       double* ky = Kk + loc[y] * n;
       for (int r = 0; r < dim; r++) {
@@ -438,17 +473,19 @@ void SoftTangent::AddCurvature(const Problem& p, const SoftRows& rows) {
     const int* cols = J.colind + J.rowadr[row];
     double* Hk = H_.data() + hadr_[k];
     for (int x = 0; x < nnz; x++) loc_cols_[x] = local_[cols[x]];
+    const double* jr[6];  // the contact's rows' J
+    for (int q = 0; q < dim; q++) jr[q] = J.val + J.rowadr[row + q];
     for (int r = 0; r < dim; r++) {
       for (int y = 0; y < nnz; y++) {
         double g = 0;
-        for (int q = 0; q < dim; q++) g += W[r * dim + q] * J.val[J.rowadr[row + q] + y];
+        for (int q = 0; q < dim; q++) g += W[r * dim + q] * jr[q][y];
         G[r * nnz + y] = g;
       }
     }
     for (int x = 0; x < nnz; x++) {
       double* hx = Hk + loc[x] * n;
       for (int r = 0; r < dim; r++) {
-        const double jrx = J.val[J.rowadr[row + r] + x];
+        const double jrx = jr[r][x];
         if (jrx == 0) continue;
         const double* gr = G + r * nnz;
         for (int y = 0; y <= x; y++) hx[loc[y]] += jrx * gr[y];

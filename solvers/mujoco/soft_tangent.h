@@ -61,6 +61,9 @@ class SoftTangent {
  public:
   // allocate for every problem that fits in dims
   void Setup(const ProblemDims& dims);
+  // test hook: VelocityRows forms a contact's symmetric J_c' W S J_c (S the same on its rows)
+  // once per pair of columns (true) or whole
+  static inline bool symmetric_velocity_rows_ = true;
 
   // Build and factor the Hessian at the solution v+ = v_next of problem p, whose mass matrix
   // (p.mass, factored) is the one MuJoCo's solver used. False if a Hessian block is not

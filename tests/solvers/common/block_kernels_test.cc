@@ -1,0 +1,102 @@
+// Copyright 2026 The contactkit developers.
+//
+// The Jacobian's block solves (CholSolveBlock: H^-1 on an island, TreeMass::SolveBlock: M^-1 and
+// Euler's damped M_E^-1) column by column: each column of a block equals the single-vector solve
+// (TreeMass::Solve bit for bit, CholSolve to rounding), and the AVX2 clones (Avx2Kernels) give
+// the portable code's results bit for bit, on every chunk width (16, 8, 4 and single columns).
+#include <cmath>
+#include <vector>
+
+#include "solvers/common/dense.h"
+#include "support/extracted.h"
+#include "support/fixture.h"
+
+namespace contactkit::test {
+namespace {
+
+class JacBlockKernelsTest : public MujocoTest {
+ protected:
+  void TearDown() override {
+    Avx2Kernels::allowed_ = true;
+    MujocoTest::TearDown();
+  }
+};
+
+constexpr int kColumns = 45;  // 16 + 16 + 8 + 4 + 1: every chunk width of both kernels
+
+// the block x (n x kColumns, row-major) of distinct columns
+std::vector<double> Block(int n) {
+  std::vector<double> x(static_cast<size_t>(n) * kColumns);
+  for (int i = 0; i < n; i++) {
+    for (int c = 0; c < kColumns; c++) x[i * kColumns + c] = std::sin(0.37 * i + 0.91 * c + 1);
+  }
+  return x;
+}
+
+TEST_F(JacBlockKernelsTest, TreeMassBlockSolveIsTheColumnSolves) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  for (int i = 0; i < m->nq; i++) d->qpos[i] += 0.2 * std::sin(2.0 + i);  // bent: a full M
+  Extracted e(m.get());
+  e.Extract(m.get(), d.get());
+  TreeMass& mass = e.p().mass;
+  const int nv = m->nv;
+  std::vector<double> blocks[2];
+  for (int pass = 0; pass < 2; pass++) {
+    Avx2Kernels::allowed_ = pass == 0;
+    blocks[pass] = Block(nv);
+    mass.SolveBlock(blocks[pass].data(), kColumns);
+  }
+  const std::vector<double> x = Block(nv);
+  std::vector<double> col(nv);
+  for (int c = 0; c < kColumns; c++) {
+    for (int i = 0; i < nv; i++) col[i] = x[i * kColumns + c];
+    mass.Solve(col.data());
+    for (int i = 0; i < nv; i++) {
+      EXPECT_EQ(blocks[1][i * kColumns + c], col[i]) << "column " << c << ", dof " << i;
+      EXPECT_EQ(blocks[0][i * kColumns + c], col[i]) << "AVX2: column " << c << ", dof " << i;
+    }
+  }
+}
+
+TEST_F(JacBlockKernelsTest, CholBlockSolveIsTheColumnSolves) {
+  const int n = 27;  // the humanoid's island
+  std::vector<double> L(n * n), A(n * n);
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) {
+      double s = i == j ? n : 0;
+      for (int k = 0; k < n; k++) s += std::sin(1.3 * i + 0.7 * k) * std::sin(1.3 * j + 0.7 * k);
+      A[i * n + j] = s;
+    }
+  }
+  L = A;
+  ASSERT_TRUE(CholFactor(L.data(), n));
+  std::vector<double> blocks[2];
+  for (int pass = 0; pass < 2; pass++) {
+    Avx2Kernels::allowed_ = pass == 0;
+    blocks[pass] = Block(n);
+    CholSolveBlock(L.data(), n, blocks[pass].data(), kColumns, kColumns);
+  }
+  const std::vector<double> x = Block(n);
+  std::vector<double> col(n);
+  for (int c = 0; c < kColumns; c++) {
+    for (int i = 0; i < n; i++) col[i] = x[i * kColumns + c];
+    CholSolve(L.data(), n, col.data());
+    double residual = 0, scale = 0;  // of A y = x
+    for (int i = 0; i < n; i++) {
+      double s = 0;
+      for (int j = 0; j < n; j++) s += A[i * n + j] * blocks[1][j * kColumns + c];
+      residual = std::fmax(residual, std::fabs(s - x[i * kColumns + c]));
+      scale = std::fmax(scale, std::fabs(x[i * kColumns + c]));
+      EXPECT_NEAR(blocks[1][i * kColumns + c], col[i], 1e-13 * std::fabs(col[i]) + 1e-300)
+          << "column " << c << ", row " << i;
+      EXPECT_EQ(blocks[0][i * kColumns + c], blocks[1][i * kColumns + c])
+          << "AVX2: column " << c << ", row " << i;
+    }
+    EXPECT_LT(residual, 1e-12 * scale) << "column " << c;
+  }
+}
+
+}  // namespace
+}  // namespace contactkit::test
