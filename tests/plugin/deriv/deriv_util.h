@@ -135,6 +135,47 @@ inline void Tighten(mjModel* m) {
   m->opt.iterations = 200;
 }
 
+// a test comparing the `mujoco` solver's Jacobians with one path of the module on and off
+class PathToggleTest : public MujocoTest {
+ protected:
+  // the humanoid in contact in three variants (pyramidal, elliptic, pyramidal with joint damping:
+  // Euler's damped solve), each after 150 steps with the velocities nudged; A and B with set(true)
+  // and with set(false), then check(m, d, on, off, what) with set(true) restored. A within 1e-13
+  // of each other, B bit for bit (control columns: no row, no dJ, no dv)
+  template <class Set, class Check>
+  void CompareOnHumanoid(Set set, Check check) {
+    ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+    ASSERT_TRUE(m);
+    const int ndx = 2 * m->nv + m->na, nv = m->nv;
+    for (int variant = 0; variant < 3; variant++) {
+      m->opt.cone = variant == 1 ? mjCONE_ELLIPTIC : mjCONE_PYRAMIDAL;
+      if (variant == 2) {
+        for (int i = 6; i < nv; i++) m->dof_damping[i] = 0.5;
+      }
+      ckSettings s = Settings(ckSOL_MUJOCO);
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      for (int t = 0; t < 150; t++) ck_step(ck.get(), m.get(), d.get());
+      for (int i = 0; i < nv; i++) d->qvel[i] += 0.1 * std::sin(1.0 + i);
+      const std::string what = "variant " + std::to_string(variant);
+      ASSERT_GE(d->ncon, 2) << what;
+      Jacobians on(m.get()), off(m.get());
+      for (int pass = 0; pass < 2; pass++) {
+        set(pass == 0);
+        Jacobians& jac = pass == 0 ? on : off;
+        ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
+                                      nullptr, nullptr))
+            << what << ": " << ck_lastError(ck.get());
+      }
+      set(true);
+      EXPECT_LT(RelativeError(on.A, off.A), 1e-13) << what << "\n"
+                                                   << WorstEntries(m.get(), on.A, off.A, ndx);
+      EXPECT_EQ(0, RelativeError(on.B, off.B)) << what;
+      check(m.get(), d.get(), on, off, what);
+    }
+  }
+};
+
 }  // namespace contactkit::test
 
 #endif  // CONTACTKIT_TESTS_PLUGIN_DERIV_DERIV_UTIL_H_

@@ -564,7 +564,6 @@ TEST(BoxedLcpTest, PivotingCycleEndsAtOnce) {
   EXPECT_LE(st.iterations, 12);
 }
 
-// a captured island (tests/solvers/lcp/data): its problem, guess and previous impulses
 // max |a_i - b_i| and max |a_i| over the first n entries
 double MaxDifference(const std::vector<double>& a, const std::vector<double>& b, int n) {
   double diff = 0;
@@ -577,6 +576,7 @@ double MaxAbs(const std::vector<double>& a, int n) {
   return scale;
 }
 
+// a captured island (tests/solvers/lcp/data): its problem, guess and previous impulses
 struct CapturedLcp {
   int n = 0;
   double tol = 0;
@@ -610,6 +610,30 @@ struct CapturedLcp {
     lcp = DenseLcp{n, n, A.data(), b.data(), lo.data(), hi.data(), findex.data(), mu.data(), true};
     return in.good();
   }
+
+  // two exact solves (sweep_rows 60), with set(&options, on) for on = 0, 1, from the guess and
+  // the previous impulses when guessed, else cold: their stats and answers
+  template <class Set>
+  void SolveTwice(bool guessed, Set set, BoxedStats st[2], std::vector<double> answer[2]) {
+    Workspace ws(n);
+    for (int on = 0; on < 2; on++) {
+      BoxedOptions opt;
+      if (guessed) {
+        std::copy(guess.begin(), guess.end(), ws.state.begin());
+        opt.use_guess = true;
+        opt.start = start.data();
+      }
+      opt.tol = tol;
+      opt.sweep_rows = 60;
+      set(&opt, on);
+      ASSERT_TRUE(ws.Solve(lcp, opt, &st[on])) << on;
+      EXPECT_LE(st[on].residual, tol) << on;
+      if (guessed) {
+        EXPECT_FALSE(st[on].guess_hit) << on;
+      }
+      answer[on].assign(ws.x.begin(), ws.x.begin() + n);
+    }
+  }
 };
 
 // The A1's stance (issue 18, lcp15): a guess with a regular reduced system wrong in two
@@ -622,22 +646,10 @@ TEST(BoxedLcpTest, QuadrupedStanceIsRepairedFromTheGuessAnswer) {
   CapturedLcp p;
   ASSERT_TRUE(p.Read("a1_stance.txt"));
   ASSERT_EQ(p.n, 36);
-  Workspace ws(p.n);
   BoxedStats st[2];
   std::vector<double> answer[2];
-  for (int on = 0; on < 2; on++) {
-    std::copy(p.guess.begin(), p.guess.end(), ws.state.begin());
-    BoxedOptions opt;
-    opt.use_guess = true;
-    opt.start = p.start.data();
-    opt.tol = p.tol;
-    opt.sweep_rows = 60;
-    opt.dantzig_first = on;
-    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st[on])) << on;
-    EXPECT_FALSE(st[on].guess_hit);
-    EXPECT_LE(st[on].residual, p.tol);
-    answer[on].assign(ws.x.begin(), ws.x.begin() + p.n);
-  }
+  ASSERT_NO_FATAL_FAILURE(p.SolveTwice(
+      true, [](BoxedOptions* o, int on) { o->dantzig_first = on; }, st, answer));
   std::printf("pivots %d (%d solves) without Dantzig's start, %d (%d) with it\n", st[0].pivots,
               st[0].iterations, st[1].pivots, st[1].iterations);
   EXPECT_GT(st[0].pivots, 100);  // (measured 236: the repair's 75 flips, then Lemke's 161)
@@ -653,18 +665,10 @@ TEST(BoxedLcpTest, ColdQuadrupedIslandStartsWithDantzig) {
   CapturedLcp p;
   ASSERT_TRUE(p.Read("a1_cold.txt"));
   ASSERT_EQ(p.n, 48);
-  Workspace ws(p.n);
   BoxedStats st[2];
   std::vector<double> answer[2];
-  for (int on = 0; on < 2; on++) {
-    BoxedOptions opt;
-    opt.tol = p.tol;
-    opt.sweep_rows = 60;
-    opt.dantzig_first = on;
-    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st[on])) << on;
-    EXPECT_LE(st[on].residual, p.tol);
-    answer[on].assign(ws.x.begin(), ws.x.begin() + p.n);
-  }
+  ASSERT_NO_FATAL_FAILURE(p.SolveTwice(
+      false, [](BoxedOptions* o, int on) { o->dantzig_first = on; }, st, answer));
   std::printf("work %.3g (%d pivots) without Dantzig's start, %.3g (%d) with it\n", st[0].work,
               st[0].pivots, st[1].work, st[1].pivots);
   EXPECT_LT(st[1].work * 10, st[0].work);  // (measured 2.1e5 against 8.0e6)
@@ -681,21 +685,12 @@ TEST(BoxedLcpTest, PileIslandTakesLemkeFromTheReducedSweepClassification) {
   CapturedLcp p;
   ASSERT_TRUE(p.Read("pile_patch.txt"));
   ASSERT_EQ(p.n, 69);
-  Workspace ws(p.n);
   BoxedStats st[2];
-  for (int on = 0; on < 2; on++) {
-    std::copy(p.guess.begin(), p.guess.end(), ws.state.begin());
-    BoxedOptions opt;
-    opt.use_guess = true;
-    opt.start = p.start.data();
-    opt.tol = p.tol;
-    opt.sweep_rows = 60;
-    opt.lemke_sweep = on;
-    ASSERT_TRUE(ws.Solve(p.lcp, opt, &st[on])) << on;
-    EXPECT_FALSE(st[on].guess_hit);
-    EXPECT_TRUE(st[on].swept);
-    EXPECT_LE(st[on].residual, p.tol);
-  }
+  std::vector<double> answer[2];
+  ASSERT_NO_FATAL_FAILURE(p.SolveTwice(
+      true, [](BoxedOptions* o, int on) { o->lemke_sweep = on; }, st, answer));
+  EXPECT_TRUE(st[0].swept);
+  EXPECT_TRUE(st[1].swept);
   std::printf("pivots %d, work %.3g without the warm run; %d (warm %d), %.3g with it\n",
               st[0].pivots, st[0].work, st[1].pivots, st[1].warm_pivots, st[1].work);
   EXPECT_GT(st[0].pivots, 100);  // (measured 264: Lemke from scratch)
