@@ -210,6 +210,13 @@ class Derivative : private FdTarget {
   // where the solver has blocked force tangents but no reverse mode (the caller streams)
   bool SolverAdjointApplies() const;
   bool SolverAdjointDirections(const mjModel* m, bool* done);
+  // after the solver's PrepareAdjoint with the integrator's weights w: its weight c of dv_free
+  // transposed (pic = sign h M_p^-1 c) and the reverse pass prepared with x = w + pic for the
+  // Newton-Euler terms (false: the directions' dqfrc_smooth and dv_free, as before)
+  bool PrepareSolverRne(const mjModel* m, const double* w);
+  // a position or velocity direction's terms SolverAdjointUnitTangent left out: pic' dv_free's
+  // and x' of dqfrc_smooth's Newton-Euler terms
+  double SolverRneDot(const mjModel* m, int kind, int index) const;
   // tan_.touched of a unit position or velocity direction of dof: its tree's island (rows and
   // mass move with their trees) and the islands of the trees its dv_free reaches; dof -1: the
   // latter only (a direction that moves no row data and no M)
@@ -338,6 +345,8 @@ class Derivative : private FdTarget {
   // of tan_.dqacc_int), until the column reads it (acc_known_)
   int acc_lo_ = 0, acc_hi_ = 0;
   bool acc_known_ = false;
+  const double* solver_c_ = nullptr;  // the solver's weight of dv_free (PrepareSolverRne)
+  double solver_sign_ = 0;            // and its sign
   // the contacts whose tan_.ddisp rows the last AnchorTangent wrote (the others' are zero): an
   // island's, -1 none, -2 any (a new stage)
   int ddisp_island_ = -2;

@@ -777,23 +777,31 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   defer_columns_ = !settings_.deriv.complementarity_aware;
   // (AdjointDot reads the touched islands alone: a unit direction's row tangents on its island)
   smooth_.set_island_rows(reverse && smooth_.analytic());
+  const bool rne = reverse && PrepareSolverRne(m, w);
 
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na : nv;
     for (int index = 0; index < n; index++) {
       const int col = OutputColumn(kind, index);
-      smooth_.UnitTangent(m, kind, index);
+      bool omit = false;  // (its Newton-Euler terms and dv_free: SolverRneDot's)
+      if (rne) {
+        omit = smooth_.SolverAdjointUnitTangent(m, kind, index);
+      } else {
+        smooth_.UnitTangent(m, kind, index);
+      }
       ProblemTangent dir;
       FormUnitTangent(m, &dir, kind, index);
-      double v = 0;
+      if (omit) dir.v_free = nullptr;
+      double v = omit ? SolverRneDot(m, kind, index) : 0;
       if (reverse) {
-        v = stage_.solver->AdjointDot(p, sol, dir);
+        v += stage_.solver->AdjointDot(p, sol, dir);
       } else if (!stage_.solver->ForceTangent(p, sol, dir, tan_.dforce)) {
         // (by differences after the others, as Directions defers it)
         fallback_ = ckFALLBACK_NO_TANGENT;
         if (DeferColumn(col)) continue;
         defer_columns_ = false;
+        smooth_.EndRneAdjoint();
         return false;
       } else {
         // (J w)' df_k on the touched islands' rows, as ConstraintForceTangent adds J' df_k
@@ -810,8 +818,55 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   }
   defer_columns_ = false;
   smooth_.set_island_rows(false);
+  smooth_.EndRneAdjoint();
   smooth_.RestoreActuation();
   return true;
+}
+
+bool Derivative::PrepareSolverRne(const mjModel* m, const double* w) {
+  // AdjointDot's sign c' dv_free with dv_free = dv + h M_p^-1 (dqfrc_smooth - dM vfa), vfa =
+  // (v_free - v) / h (FreeVelocityTangent), is sign c' dv + pic' (dqfrc_smooth - dM vfa) with
+  // pic = sign h M_p^-1 c; with w' b_k's, dqfrc_smooth = springs etc. - d(M a + bias) + dM a weighs
+  // x = w + pic: its Newton-Euler terms -x' d(M a + bias) by the reverse pass
+  const Problem& p = *stage_.problem;
+  const int nv = nv_;
+  solver_c_ =
+      smooth_.analytic() ? stage_.solver->AdjointFreeVelocityWeight(&solver_sign_) : nullptr;
+  if (!solver_c_) return false;
+  double* pic = block_.damped + 5 * nv;  // sign h M_p^-1 c  (nv)
+  double* x = block_.damped + 6 * nv;    // w + pic          (nv)
+  double* vfa = block_.damped + 7 * nv;  // (v_free - v) / h (nv)
+  // (AdjointDot reads c on its touched islands' trees alone: zero on the others')
+  const Islands& is = p.islands;
+  for (int t = 0; t < is.ntree; t++) {
+    const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+    for (int i = b; i < e; i++) pic[i] = is.tree_island[t] >= 0 ? solver_c_[i] : 0;
+  }
+  p.mass.Solve(pic);
+  for (int i = 0; i < nv; i++) {
+    pic[i] *= solver_sign_ * p.h;
+    x[i] = w[i] + pic[i];
+    vfa[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
+  }
+  return smooth_.PrepareSolverRneAdjoint(m, x);
+}
+
+double Derivative::SolverRneDot(const mjModel* m, int kind, int index) const {
+  // pic' (springs etc.) + sign c' dv - x' d(M a + bias) + x' dM a - pic' dM vfa (position), or
+  // - x' d bias/dv (velocity); a the solver's qacc (AnalyticPosition's)
+  const int nv = nv_;
+  const double* pic = block_.damped + 5 * nv;
+  const double* x = block_.damped + 6 * nv;
+  const double* vfa = block_.damped + 7 * nv;
+  double v = ReachedDot(kind, index, pic, tan_.dqfrc_smooth);
+  if (kind == kVel) {
+    const Problem& p = *stage_.problem;
+    const bool island = p.islands.tree_island[p.dof_tree[index]] >= 0;
+    return v + (island ? solver_sign_ * solver_c_[index] : 0) -
+           smooth_.RneVelocityAdjoint(m, index);
+  }
+  return v - smooth_.RnePositionAdjoint(m, index, nullptr) +
+         MassForm(m, tan_, x, stage_data_->qacc, nullptr) - MassForm(m, tan_, pic, vfa, nullptr);
 }
 
 void Derivative::MarkUnitTouched(const Problem& p, int dof) {

@@ -48,6 +48,26 @@ bool SmoothTangent::PrepareRneAdjoint(const mjModel* m, const double* x, const d
   radj_.rows = radj_.contacts = false;
   if (!radj_.ready) return false;
   reverse_rne_calls_++;
+  RneAdjointSums(m, x, xz);
+  return true;
+}
+
+bool SmoothTangent::PrepareSolverRneAdjoint(const mjModel* m, const double* x) {
+  // a solver's reverse mode (not blocked, dM formed per direction): pass 0 alone
+  radj_.ready =
+      reverse_solver_rne_ && analytic_ && stage_.has_rows && !stage_.batch && !integrator_.implicit;
+  radj_.damped = false;
+  adj_lo_ = 0;
+  adj_hi_ = nv_;
+  adj_force_island_ = -2;
+  radj_.rows = radj_.contacts = false;
+  if (!radj_.ready) return false;
+  reverse_solver_calls_++;
+  RneAdjointSums(m, x, nullptr);
+  return true;
+}
+
+void SmoothTangent::RneAdjointSums(const mjModel* m, const double* x, const double* xz) {
   const int nv = nv_, nbody = m->nbody;
   const double* cdof = stage_data_->cdof;
   for (int pass = 0; pass < (radj_.damped ? 2 : 1); pass++) {
@@ -80,7 +100,6 @@ bool SmoothTangent::PrepareRneAdjoint(const mjModel* m, const double* x, const d
       }
     }
   }
-  return true;
 }
 
 double SmoothTangent::RnePositionAdjoint(const mjModel* m, int k, double* dot2) const {
@@ -420,6 +439,57 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
       PositionRows(m, index);
     }
   }
+  return true;
+}
+
+bool SmoothTangent::SolverAdjointUnitTangent(const mjModel* m, int kind, int index) {
+  // UnitTangent's position and velocity directions for a solver's reverse mode after
+  // PrepareSolverRneAdjoint: dqfrc_smooth without the Newton-Euler terms (springs, damping, joint
+  // actuators; on the direction's tree, zero elsewhere), dM formed (the solver's and the
+  // integrator's products read it), the rows as UnitTangent forms them, and no dv_free (its
+  // weight is transposed by the caller)
+  if (!radj_.ready || (kind != kPos && kind != kVel)) {
+    UnitTangent(m, kind, index);
+    adj_lo_ = 0;
+    adj_hi_ = nv_;
+    return false;
+  }
+  ClearUnit();
+  unit_kind_ = kind;
+  unit_index_ = index;
+  unit_dqderiv_ = false;
+  row_island_ = -2;
+  if (stage_.has_rows) {  // (UnitTangent's, analytic and not blocked)
+    const Problem& p = *stage_.problem;
+    const int island = p.islands.tree_island[p.dof_tree[index]];
+    if (island_rows_) {
+      row_island_ = island >= 0 ? island : -3;
+      ZeroRowsBut(row_island_);
+    } else {
+      rows_dirty_ = -2;
+    }
+  }
+  mju_zero(tan_.dqfrc_smooth + adj_lo_, adj_hi_ - adj_lo_);
+  const int t = extractor_.dof_tree()[index];
+  adj_lo_ = trees_.dofadr[t];
+  adj_hi_ = adj_lo_ + trees_.dofnum[t];
+  mju_zero(tan_.dact_dot, na_);
+  if (kind == kVel) {
+    tan_.dv[index] = 1;
+    VelocityLocalForces(m, index);
+    if (stage_.has_rows) {
+      tan_.has_dvel = true;
+      if (!velocity_rows_unread_) VelocityRows(index);
+    }
+    return true;
+  }
+  tan_.dq[index] = 1;
+  tan_.has_dM = true;
+  tan_.dM_begin = adj_lo_;
+  tan_.dM_end = adj_hi_;
+  MassTangent(m, index, tan_.dM);
+  PositionLocalForces(m, index);
+  if (stage_.has_rows) PositionRows(m, index);
   return true;
 }
 

@@ -272,6 +272,16 @@ class SmoothTangent {
   // for the directions of this stage; false (nothing prepared) unless the position tangents are
   // analytic on the blocked path (stage_.batch) and reverse_rne_ is on
   bool PrepareRneAdjoint(const mjModel* m, const double* x, const double* xz);
+  // a solver's reverse mode (SolverAdjointDirections, not blocked): the sums of x alone; false
+  // (nothing prepared) unless the position tangents are analytic and reverse_solver_rne_ is on
+  bool PrepareSolverRneAdjoint(const mjModel* m, const double* x);
+  // test hook: a solver's reverse mode takes its Newton-Euler terms and dv_free's from the reverse
+  // pass (true) or from each direction's dqfrc_smooth and dv_free (false)
+  static inline bool reverse_solver_rne_ = true;
+  static inline int reverse_solver_calls_ = 0;  // test probe: PrepareSolverRneAdjoint's
+  // UnitTangent, but after PrepareSolverRneAdjoint a position or velocity direction without its
+  // Newton-Euler terms and dv_free (true), dM formed
+  bool SolverAdjointUnitTangent(const mjModel* m, int kind, int index);
   // x' d(M a + bias)/dq_k and, prepared with xz, xz' d(M (a - aint))/dq_k into dot2 (nullable)
   double RnePositionAdjoint(const mjModel* m, int k, double* dot2) const;
   // x' d bias/dv_k
@@ -394,6 +404,7 @@ class SmoothTangent {
 
   // the reverse pass's sums (PrepareRneAdjoint)
   RneAdjointWork radj_;
+  void RneAdjointSums(const mjModel* m, const double* x, const double* xz);
   // dqfrc_smooth may be nonzero on [adj_lo_, adj_hi_) (AdjointUnitTangent)
   int adj_lo_ = 0, adj_hi_ = 0;
   // the island whose dofs dJ_force may be nonzero on (ZeroAdjointForce; -2: any)

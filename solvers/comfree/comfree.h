@@ -114,6 +114,10 @@ class ComfreeSolver final : public Solver {
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
+  const double* AdjointFreeVelocityWeight(double* sign) const override {
+    *sign = 1;  // (AdjointDot's adj_vfree_' dv_free)
+    return adj_vfree_.data();
+  }
 
   const ComfreeStats& stats() const { return stats_; }
 

@@ -91,6 +91,10 @@ class Solver {
   virtual double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) {
     return 0;
   }
+  // Optional, after PrepareAdjoint: AdjointDot's weight c (nv) of dir.v_free, the term being
+  // sign c' dv_free (*sign set), which AdjointDot leaves out when dir.v_free is null (the caller
+  // then adds it, transposed through dv_free's smooth forces); null if the solver has none
+  virtual const double* AdjointFreeVelocityWeight(double* sign) const { return nullptr; }
 };
 
 }  // namespace contactkit

@@ -77,6 +77,10 @@ class IpmSolver final : public Solver {
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
+  const double* AdjointFreeVelocityWeight(double* sign) const override {
+    *sign = -1;  // (IslandAdjointDot's -(M w)' dv_free, on the islands' trees)
+    return adj_mw_.data();
+  }
 
   // complementarity-aware tangents: mode 0 holds the impulse of a contact the step holds closed
   // (Closed) fixed (its rows leave the tangent), mode 1 clamps the normal velocity (as a hard

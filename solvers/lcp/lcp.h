@@ -108,6 +108,10 @@ class LcpSolver final : public Solver {
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
+  const double* AdjointFreeVelocityWeight(double* sign) const override {
+    *sign = -1;  // (AdjointDot's -nu' dv_free)
+    return adj_nu_.data();
+  }
 
   // classification of every row in the last solve (LcpRowState; normals and limits at their
   // lower bound are separating; rows outside islands are kLcpLower)                    (nrow)
