@@ -73,8 +73,13 @@ inline void TransposedProducts(const mjModel* m, const Jacobians& jac,
 // free, hinge, ball and slide joints in contact: a box on the floor; an arm whose shoulder (a
 // spring and a motor) rests on its limit and whose tip (a ball joint with friction loss) presses
 // on a second box; a torso on a free joint with a limited, hinged limb and a slid sphere (a spring
-// and friction loss) lying on the floor
-inline std::string MixedJointScene(const std::string& cone = "pyramidal") {
+// and friction loss) lying on the floor. Without limits (limits false: no limit and no friction
+// loss) the motors move their joints under hard solvers too, so that B is not zero
+inline std::string MixedJointScene(const std::string& cone = "pyramidal", bool limits = true) {
+  const std::string shoulder = limits ? R"( limited="true" range="-10 -2")" : "";
+  const std::string ball = limits ? R"( frictionloss="0.01")" : "";
+  const std::string knee = limits ? R"( limited="true" range="-5 5")" : "";
+  const std::string slide = limits ? R"( frictionloss="0.05")" : "";
   return R"(
 <mujoco>
   <option timestep="0.005" cone=")" +
@@ -83,11 +88,12 @@ inline std::string MixedJointScene(const std::string& cone = "pyramidal") {
     <geom type="plane" size="5 5 0.1"/>
     <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
     <body pos="1 0 0.4">
-      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.2" stiffness="3"
-             limited="true" range="-10 -2"/>
+      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.2" stiffness="3")" +
+         shoulder + R"(/>
       <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
       <body pos="0.3 0 0">
-        <joint type="ball" damping="0.1" frictionloss="0.01"/>
+        <joint type="ball" damping="0.1")" +
+         ball + R"(/>
         <geom type="capsule" fromto="0 0 0 0 0 -0.15" size="0.03"/>
       </body>
     </body>
@@ -96,10 +102,12 @@ inline std::string MixedJointScene(const std::string& cone = "pyramidal") {
       <freejoint/>
       <geom type="box" size="0.2 0.1 0.05" mass="2"/>
       <body pos="0.2 0 0">
-        <joint name="knee" type="hinge" axis="0 1 0" damping="0.3" limited="true" range="-5 5"/>
+        <joint name="knee" type="hinge" axis="0 1 0" damping="0.3")" +
+         knee + R"(/>
         <geom type="capsule" fromto="0 0 0 0.2 0 -0.1" size="0.04" mass="0.5"/>
         <body pos="0.2 0 -0.1">
-          <joint type="slide" axis="1 0 0" damping="0.4" stiffness="5" frictionloss="0.05"/>
+          <joint type="slide" axis="1 0 0" damping="0.4" stiffness="5")" +
+         slide + R"(/>
           <geom type="sphere" size="0.05" mass="0.3"/>
         </body>
       </body>
