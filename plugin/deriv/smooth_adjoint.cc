@@ -378,6 +378,30 @@ double SmoothTangent::RowAdjointDot() const {
   return v;
 }
 
+bool SmoothTangent::BeginAdjointUnit(const mjModel* m, int kind, int index) {
+  // other directions, or without the reverse pass: UnitTangent's whole (dqfrc_smooth on nv)
+  if (!radj_.ready || (kind != kPos && kind != kVel)) {
+    UnitTangent(m, kind, index);
+    adj_lo_ = 0;
+    adj_hi_ = nv_;
+    return false;
+  }
+  ClearUnit();
+  unit_kind_ = kind;
+  unit_index_ = index;
+  unit_dqderiv_ = false;
+  return true;
+}
+
+void SmoothTangent::AdjointTreeSpan(int index) {
+  // zero what the last such direction wrote of dqfrc_smooth, then take the direction's tree
+  mju_zero(tan_.dqfrc_smooth + adj_lo_, adj_hi_ - adj_lo_);
+  const int t = extractor_.dof_tree()[index];
+  adj_lo_ = trees_.dofadr[t];
+  adj_hi_ = adj_lo_ + trees_.dofnum[t];
+  mju_zero(tan_.dact_dot, na_);
+}
+
 void SmoothTangent::AdjointPositionRows(const mjModel* m, int k) {
   // PositionRows without RowTangents (RowAdjointDot's weights hold it)
   RecollideRigid(m, k);
@@ -391,16 +415,7 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   // holds the springs, the damping and the joint actuators only, on the direction's tree (zero
   // elsewhere: the span the last such direction wrote is zeroed, not nv), and dqderiv_qacc stays
   // zero (Euler's damped pass is RnePositionAdjoint's second sum)
-  if (!radj_.ready || (kind != kPos && kind != kVel)) {
-    UnitTangent(m, kind, index);
-    adj_lo_ = 0;
-    adj_hi_ = nv_;
-    return false;
-  }
-  ClearUnit();
-  unit_kind_ = kind;
-  unit_index_ = index;
-  unit_dqderiv_ = false;
+  if (!BeginAdjointUnit(m, kind, index)) return false;
   // (UnitTangent's rows of the direction's tree's island; stage_.batch)
   const Problem& p = *stage_.problem;
   row_island_ = -2;
@@ -415,11 +430,7 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
     if (rows) ZeroRowsBut(row_island_);
   }
 
-  mju_zero(tan_.dqfrc_smooth + adj_lo_, adj_hi_ - adj_lo_);
-  const int t = extractor_.dof_tree()[index];
-  adj_lo_ = trees_.dofadr[t];
-  adj_hi_ = adj_lo_ + trees_.dofnum[t];
-  mju_zero(tan_.dact_dot, na_);
+  AdjointTreeSpan(index);
   if (kind == kVel) {
     tan_.dv[index] = 1;
     VelocityLocalForces(m, index);
@@ -448,16 +459,7 @@ bool SmoothTangent::SolverAdjointUnitTangent(const mjModel* m, int kind, int ind
   // actuators; on the direction's tree, zero elsewhere), dM formed (the solver's and the
   // integrator's products read it), the rows as UnitTangent forms them, and no dv_free (its
   // weight is transposed by the caller)
-  if (!radj_.ready || (kind != kPos && kind != kVel)) {
-    UnitTangent(m, kind, index);
-    adj_lo_ = 0;
-    adj_hi_ = nv_;
-    return false;
-  }
-  ClearUnit();
-  unit_kind_ = kind;
-  unit_index_ = index;
-  unit_dqderiv_ = false;
+  if (!BeginAdjointUnit(m, kind, index)) return false;
   row_island_ = -2;
   if (stage_.has_rows) {  // (UnitTangent's, analytic and not blocked)
     const Problem& p = *stage_.problem;
@@ -469,11 +471,7 @@ bool SmoothTangent::SolverAdjointUnitTangent(const mjModel* m, int kind, int ind
       rows_dirty_ = -2;
     }
   }
-  mju_zero(tan_.dqfrc_smooth + adj_lo_, adj_hi_ - adj_lo_);
-  const int t = extractor_.dof_tree()[index];
-  adj_lo_ = trees_.dofadr[t];
-  adj_hi_ = adj_lo_ + trees_.dofnum[t];
-  mju_zero(tan_.dact_dot, na_);
+  AdjointTreeSpan(index);
   if (kind == kVel) {
     tan_.dv[index] = 1;
     VelocityLocalForces(m, index);

@@ -325,6 +325,12 @@ class SmoothTangent {
   double VelocityRowAdjoint(int k) const { return radj_.row_jw[k]; }
   // PositionRows without RowTangents
   void AdjointPositionRows(const mjModel* m, int k);
+  // the reverse modes' unit directions: false after UnitTangent's whole tangent (not a position
+  // or velocity direction, or no reverse pass), else the unit cleared for the direction
+  bool BeginAdjointUnit(const mjModel* m, int kind, int index);
+  // dqfrc_smooth zeroed where the last such direction wrote it, [adj_lo_, adj_hi_) set to the
+  // direction's tree, dact_dot zeroed
+  void AdjointTreeSpan(int index);
   // the reverse pass is over (the directions' vectors are whole again)
   void EndRneAdjoint() { radj_.ready = radj_.rows = radj_.contacts = false; }
   // after PrepareRneAdjoint, for a direction whose rows are its island's: x (nv, zero but on the

@@ -143,6 +143,57 @@ inline void Tighten(mjModel* m) {
   m->opt.iterations = 200;
 }
 
+// a test of a path of the reverse mode against the VJP with the path off and dx' [A B]
+class ReversePathTest : public MujocoTest {
+ protected:
+  // m under solver after SettleAndNudge, in `variants` of 0: no joint damping, 1: m's, 2: m's and
+  // lcp's split impulse toggled: the VJP of a fixed adjoint with set(true), which runs the path
+  // once (calls() grows by one), and with set(false), and dx' [A B] of ck_transitionJac, within
+  // 1e-10 of each other
+  template <class Set, class Calls>
+  void CompareReverse(mjModel* m, int solver, int steps, const std::string& name, int variants,
+                      Set set, Calls calls) {
+    const std::vector<double> damping(m->dof_damping, m->dof_damping + m->nv);
+    const int ndx = 2 * m->nv + m->na, nu = m->nu;
+    for (int variant = 0; variant < variants; variant++) {
+      for (int i = 0; i < m->nv; i++) m->dof_damping[i] = variant ? damping[i] : 0;
+      const std::string what = name + " variant " + std::to_string(variant);
+      DataPtr d(mj_makeData(m));
+      ckSettings s = Settings(solver);
+      if (variant == 2) s.lcp.split_impulse = !s.lcp.split_impulse;
+      HandlePtr ck = Make(m, &s);
+      SettleAndNudge(ck.get(), m, d.get(), steps);
+      ASSERT_GT(d->ncon, 0) << what;
+
+      std::vector<double> dx(ndx), gx[2], gu[2];
+      for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
+      for (int pass = 0; pass < 2; pass++) {
+        set(pass == 0);
+        const int before = calls();
+        gx[pass].assign(ndx, 0);
+        gu[pass].assign(nu, 0);
+        ASSERT_EQ(0, ck_transitionVJP(ck.get(), m, d.get(), dx.data(), nullptr, gx[pass].data(),
+                                      gu[pass].data()))
+            << what << ": " << ck_lastError(ck.get());
+        EXPECT_EQ(pass == 0 ? before + 1 : before, calls()) << what;
+      }
+      set(true);
+      Jacobians jac(m);
+      ASSERT_EQ(
+          0, ck_transitionJac(ck.get(), m, d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr))
+          << what;
+      std::vector<double> ex, eu;
+      TransposedProducts(m, jac, dx, {}, &ex, &eu);
+      const double e[4] = {RelativeError(gx[0], gx[1]), RelativeError(gu[0], gu[1]),
+                           RelativeError(gx[0], ex), RelativeError(gu[0], eu)};
+      std::printf("  %s: path/off %.1e %.1e, path/Jacobian %.1e %.1e\n", what.c_str(), e[0], e[1],
+                  e[2], e[3]);
+      for (double v : e) EXPECT_LT(v, 1e-10) << what;
+    }
+    for (int i = 0; i < m->nv; i++) m->dof_damping[i] = damping[i];
+  }
+};
+
 // a test comparing the `mujoco` solver's Jacobians with one path of the module on and off
 class PathToggleTest : public MujocoTest {
  protected:

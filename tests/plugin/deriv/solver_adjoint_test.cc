@@ -18,56 +18,20 @@
 namespace contactkit::test {
 namespace {
 
-class SolverAdjointTest : public MujocoTest {
+class SolverAdjointTest : public ReversePathTest {
  protected:
   void TearDown() override {
     SmoothTangent::reverse_solver_rne_ = true;
     MujocoTest::TearDown();
   }
 
-  // the VJP with and without the reverse pass and dx' [A B] at a settled state
+  // the VJP with and without the reverse pass: undamped, damped, damped with lcp's split impulse
+  // toggled (comfree, ipm: as damped)
   void Check(mjModel* m, int solver, int steps, const std::string& name) {
     if (!ck_solverAvailable(solver)) GTEST_SKIP() << "solver not in this build";
-    const std::vector<double> damping(m->dof_damping, m->dof_damping + m->nv);
-    const int ndx = 2 * m->nv + m->na, nu = m->nu;
-    for (int variant = 0; variant < 3; variant++) {
-      // 0: undamped, 1: damped, 2: damped with lcp's split impulse toggled (comfree, ipm: as 1)
-      for (int i = 0; i < m->nv; i++) m->dof_damping[i] = variant ? damping[i] : 0;
-      const std::string what = name + " variant " + std::to_string(variant);
-      DataPtr d(mj_makeData(m));
-      ckSettings s = Settings(solver);
-      if (variant == 2) s.lcp.split_impulse = !s.lcp.split_impulse;
-      HandlePtr ck = Make(m, &s);
-      SettleAndNudge(ck.get(), m, d.get(), steps);
-      ASSERT_GT(d->ncon, 0) << what;
-
-      std::vector<double> dx(ndx), gx[2], gu[2];
-      for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
-      for (int pass = 0; pass < 2; pass++) {
-        SmoothTangent::reverse_solver_rne_ = pass == 0;
-        const int calls = SmoothTangent::reverse_solver_calls_;
-        gx[pass].assign(ndx, 0);
-        gu[pass].assign(nu, 0);
-        ASSERT_EQ(0, ck_transitionVJP(ck.get(), m, d.get(), dx.data(), nullptr, gx[pass].data(),
-                                      gu[pass].data()))
-            << what << ": " << ck_lastError(ck.get());
-        // (the reverse pass ran in the first VJP only)
-        EXPECT_EQ(pass == 0 ? calls + 1 : calls, SmoothTangent::reverse_solver_calls_) << what;
-      }
-      SmoothTangent::reverse_solver_rne_ = true;
-      Jacobians jac(m);
-      ASSERT_EQ(
-          0, ck_transitionJac(ck.get(), m, d.get(), jac.A.data(), jac.B.data(), nullptr, nullptr))
-          << what;
-      std::vector<double> ex, eu;
-      TransposedProducts(m, jac, dx, {}, &ex, &eu);
-      const double e[4] = {RelativeError(gx[0], gx[1]), RelativeError(gu[0], gu[1]),
-                           RelativeError(gx[0], ex), RelativeError(gu[0], eu)};
-      std::printf("  %s: new/streamed %.1e %.1e, new/Jacobian %.1e %.1e\n", what.c_str(), e[0],
-                  e[1], e[2], e[3]);
-      for (double v : e) EXPECT_LT(v, 1e-10) << what;
-    }
-    for (int i = 0; i < m->nv; i++) m->dof_damping[i] = damping[i];
+    CompareReverse(
+        m, solver, steps, name, 3, [](bool on) { SmoothTangent::reverse_solver_rne_ = on; },
+        [] { return SmoothTangent::reverse_solver_calls_; });
   }
 };
 
