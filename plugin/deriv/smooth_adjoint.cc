@@ -197,10 +197,8 @@ bool SmoothTangent::PrepareRowAdjoint(SoftTangent& soft, const double* x) {
     w[3 * i + 2] = 0;
   }
   for (int i = 0; i < nplain;) {
-    int n = 1;
-    const bool norm = p.kind[i] == kRowEquality && (pairs_.eq_type[p.mj_id[i]] == mjEQ_CONNECT ||
-                                                    pairs_.eq_type[p.mj_id[i]] == mjEQ_WELD);
-    if (norm) n = pairs_.eq_type[p.mj_id[i]] == mjEQ_WELD ? 6 : 3;
+    double g[6], norm;
+    const int n = ImpedanceArgument(p, i, g, &norm);
     double warg = 0;  // the weight of darg
     for (int k = i; k < i + n; k++) {
       const double wimp = tau[k] * h * p.KB[2 * k] * (p.pos[k] - p.margin[k]) +
@@ -208,19 +206,7 @@ bool SmoothTangent::PrepareRowAdjoint(SoftTangent& soft, const double* x) {
       warg += wimp * d->efc_KBIP[4 * k + 3];
       w[3 * k + 2] = tau[k] * h * p.KB[2 * k] * p.imp[k];
     }
-    if (!norm) {
-      w[3 * i + 2] += warg;
-    } else {
-      double rr = 0;
-      for (int k = 0; k < n; k++) {
-        const double s = k < 3 ? 1 : pairs_.eq_torquescale[p.mj_id[i]];
-        rr += s * s * p.pos[i + k] * p.pos[i + k];
-      }
-      for (int k = 0; rr > 0 && k < n; k++) {
-        const double s = k < 3 ? 1 : pairs_.eq_torquescale[p.mj_id[i]];
-        w[3 * (i + k) + 2] += warg * s * s * p.pos[i + k] / std::sqrt(rr);
-      }
-    }
+    for (int k = 0; norm > 0 && k < n; k++) w[3 * (i + k) + 2] += warg * g[k] / norm;
     i += n;
   }
   for (int c = 0; c < p.ncon; c++) {
@@ -402,14 +388,6 @@ void SmoothTangent::AdjointTreeSpan(int index) {
   mju_zero(tan_.dact_dot, na_);
 }
 
-void SmoothTangent::AdjointPositionRows(const mjModel* m, int k) {
-  // PositionRows without RowTangents (RowAdjointDot's weights hold it)
-  RecollideRigid(m, k);
-  AnalyticContactRows(m, k);
-  PlainRowGaps(k);
-  tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
-}
-
 bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   // UnitTangent's position and velocity directions without their Newton-Euler terms: dqfrc_smooth
   // holds the springs, the damping and the joint actuators only, on the direction's tree (zero
@@ -443,13 +421,7 @@ bool SmoothTangent::AdjointUnitTangent(const mjModel* m, int kind, int index) {
   tan_.dq[index] = 1;
   tan_.has_dM = false;
   PositionLocalForces(m, index);
-  if (rows) {
-    if (radj_.rows) {
-      AdjointPositionRows(m, index);
-    } else {
-      PositionRows(m, index);
-    }
-  }
+  if (rows) PositionRows(m, index, !radj_.rows);  // (without RowTangents: RowAdjointDot's weights)
   return true;
 }
 

@@ -559,13 +559,13 @@ void SmoothTangent::PositionLocalForces(const mjModel* m, int k) {
   }
 }
 
-void SmoothTangent::PositionRows(const mjModel* m, int k) {
+void SmoothTangent::PositionRows(const mjModel* m, int k, bool tangents) {
   // the rows' tangents along dof k: the contacts' geometry and Jacobians, the plain rows' gaps
   RecollideRigid(m, k);
   AnalyticContactRows(m, k);
   PlainRowGaps(k);
   tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
-  RowTangents();
+  if (tangents) RowTangents();
 }
 
 void SmoothTangent::PlainRowGaps(int k) {

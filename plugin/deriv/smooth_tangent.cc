@@ -881,6 +881,25 @@ void SmoothTangent::RowVelocityTangents(bool with_dJ, const double* dv) {
   RowTangents();
 }
 
+int SmoothTangent::ImpedanceArgument(const Problem& p, int i, double g[6], double* norm) const {
+  // a connect's or weld's rows: the norm of their residual (torques scaled), else the row's
+  // distance alone
+  const int type = p.kind[i] == kRowEquality ? pairs_.eq_type[p.mj_id[i]] : -1;
+  if (type != mjEQ_CONNECT && type != mjEQ_WELD) {
+    g[0] = *norm = 1;
+    return 1;
+  }
+  const int n = type == mjEQ_WELD ? 6 : 3;
+  double rr = 0;
+  for (int k = 0; k < n; k++) {
+    const double s = k < 3 ? 1 : pairs_.eq_torquescale[p.mj_id[i]];
+    g[k] = s * s * p.pos[i + k];
+    rr += g[k] * p.pos[i + k];
+  }
+  *norm = std::sqrt(rr);
+  return n;
+}
+
 void SmoothTangent::RowTangents() {
   const Problem& p = *stage_.problem;
   const int nplain = p.ne + p.nf + p.nl;
@@ -900,19 +919,12 @@ void SmoothTangent::RowTangents() {
   // the impedance's argument: the row's own distance, or the norm of a connect / weld residual
   // (a connect or weld's rows share an island)
   ForRows(0, nplain, [&](int i) {
-    int n = 1;
-    double darg = tan_.dpos[i];
-    if (p.kind[i] == kRowEquality &&
-        (pairs_.eq_type[p.mj_id[i]] == mjEQ_CONNECT || pairs_.eq_type[p.mj_id[i]] == mjEQ_WELD)) {
-      const bool weld = pairs_.eq_type[p.mj_id[i]] == mjEQ_WELD;
-      n = weld ? 6 : 3;
-      double rr = 0, rdr = 0;
-      for (int k = 0; k < n; k++) {
-        const double s = k < 3 ? 1 : pairs_.eq_torquescale[p.mj_id[i]];
-        rr += s * s * p.pos[i + k] * p.pos[i + k];
-        rdr += s * s * p.pos[i + k] * tan_.dpos[i + k];
-      }
-      darg = rr > 0 ? rdr / std::sqrt(rr) : 0;
+    double g[6], norm;
+    const int n = ImpedanceArgument(p, i, g, &norm);
+    double darg = 0;
+    if (norm > 0) {
+      for (int k = 0; k < n; k++) darg += g[k] * tan_.dpos[i + k];
+      darg /= norm;
     }
     for (int k = i; k < i + n; k++) {
       tan_.dimp[k] = d->efc_KBIP[4 * k + 3] * darg;

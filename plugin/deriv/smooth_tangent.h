@@ -208,6 +208,10 @@ class SmoothTangent {
   // impedance, regularizer and reference acceleration tangents from tan_.dpos, tan_.dvel; the rows'
   // regularizer slopes, J by columns, the contacts' impedance slopes and position terms
   void RowTangents();
+  // the rows [i, i + n) whose impedance shares one argument, returning n: a connect's 3 or a
+  // weld's 6 rows, the norm of their residual (d arg = g' dpos / norm, norm 0: no change), else
+  // row i's distance alone (g 1, norm 1)
+  int ImpedanceArgument(const Problem& p, int i, double g[6], double* norm) const;
   // tan_.dvel = tan_.dJ v (with_dJ) + J dv (nullable dv), then RowTangents
   void RowVelocityTangents(bool with_dJ, const double* dv);
   void PrepareRowSlopes();
@@ -288,9 +292,10 @@ class SmoothTangent {
   double RneVelocityAdjoint(const mjModel* m, int k) const;
   // the parts of a position (velocity) direction besides the Newton-Euler terms, shared by the
   // forward tangents and the reverse pass: the dof's spring (damping) and joint actuators added
-  // to dqfrc_smooth, and the rows' tangents
+  // to dqfrc_smooth, and the rows' tangents (without RowTangents' impedance and reference terms
+  // when not tangents: the reverse pass's row weights hold them)
   void PositionLocalForces(const mjModel* m, int k);
-  void PositionRows(const mjModel* m, int k);
+  void PositionRows(const mjModel* m, int k, bool tangents = true);
   void VelocityLocalForces(const mjModel* m, int k);
   void VelocityRows(int index);
   // UnitTangent, but after PrepareRneAdjoint a position or velocity direction without its
@@ -323,8 +328,6 @@ class SmoothTangent {
   // a velocity direction's (e_k's) rows' term of mu' r, whose row tangents AdjointUnitTangent
   // then leaves unformed
   double VelocityRowAdjoint(int k) const { return radj_.row_jw[k]; }
-  // PositionRows without RowTangents
-  void AdjointPositionRows(const mjModel* m, int k);
   // the reverse modes' unit directions: false after UnitTangent's whole tangent (not a position
   // or velocity direction, or no reverse pass), else the unit cleared for the direction
   bool BeginAdjointUnit(const mjModel* m, int kind, int index);
