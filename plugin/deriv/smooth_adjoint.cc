@@ -39,14 +39,21 @@ void RneAdjointWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   contact_rev = c.Take<char>(n.ncon);
 }
 
-bool SmoothTangent::PrepareRneAdjoint(const mjModel* m, const double* x, const double* xz) {
-  radj_.ready = reverse_rne_ && analytic_ && stage_.batch && !integrator_.implicit;
-  radj_.damped = xz != nullptr && integrator_.damped;
+bool SmoothTangent::StartRneAdjoint(bool ready, bool damped) {
+  radj_.ready = ready;
+  radj_.damped = ready && damped;
   adj_lo_ = 0;  // (dqfrc_smooth and dJ_force: whatever the last direction wrote)
   adj_hi_ = nv_;
   adj_force_island_ = -2;
   radj_.rows = radj_.contacts = false;
-  if (!radj_.ready) return false;
+  return ready;
+}
+
+bool SmoothTangent::PrepareRneAdjoint(const mjModel* m, const double* x, const double* xz) {
+  if (!StartRneAdjoint(reverse_rne_ && analytic_ && stage_.batch && !integrator_.implicit,
+                       xz != nullptr && integrator_.damped)) {
+    return false;
+  }
   reverse_rne_calls_++;
   RneAdjointSums(m, x, xz);
   return true;
@@ -54,14 +61,11 @@ bool SmoothTangent::PrepareRneAdjoint(const mjModel* m, const double* x, const d
 
 bool SmoothTangent::PrepareSolverRneAdjoint(const mjModel* m, const double* x) {
   // a solver's reverse mode (not blocked, dM formed per direction): pass 0 alone
-  radj_.ready =
-      reverse_solver_rne_ && analytic_ && stage_.has_rows && !stage_.batch && !integrator_.implicit;
-  radj_.damped = false;
-  adj_lo_ = 0;
-  adj_hi_ = nv_;
-  adj_force_island_ = -2;
-  radj_.rows = radj_.contacts = false;
-  if (!radj_.ready) return false;
+  if (!StartRneAdjoint(reverse_solver_rne_ && analytic_ && stage_.has_rows && !stage_.batch &&
+                           !integrator_.implicit,
+                       false)) {
+    return false;
+  }
   reverse_solver_calls_++;
   RneAdjointSums(m, x, nullptr);
   return true;

@@ -413,6 +413,9 @@ class SmoothTangent {
 
   // the reverse pass's sums (PrepareRneAdjoint)
   RneAdjointWork radj_;
+  // a new reverse pass (ready: it applies; damped: with pass 1), the directions' spans reset;
+  // returns ready
+  bool StartRneAdjoint(bool ready, bool damped);
   void RneAdjointSums(const mjModel* m, const double* x, const double* xz);
   // dqfrc_smooth may be nonzero on [adj_lo_, adj_hi_) (AdjointUnitTangent)
   int adj_lo_ = 0, adj_hi_ = 0;
