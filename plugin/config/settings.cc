@@ -108,9 +108,8 @@ const KeyInfo kKeys[] = {
    "a geom pair's several contacts take the warm start of the previous step's contacts nearest "
    "to their points (0: of the contacts in the same place of the pair's list)"},
   {"qp_sweep", "lcp", kKeyBool, CK_OFF(lcp.qp_sweep), 0, 1, false, false, "0",
-   "islands of at least sweep_rows rows whose Gauss-Seidel start fails solve the box QP of "
-   "friction bounds frozen at their normals by projected active-set steps from its iterate, "
-   "refrozen until exact, before the repair and Lemke's method"},
+   "islands of at least sweep_rows rows whose Gauss-Seidel start fails solve the box QP of their "
+   "friction bounds frozen at its normals, refrozen until exact, before Lemke's method"},
 
   {"derivatives", "derivative", kKeyBool, CK_OFF(deriv.enabled), 0, 1, false, false, "1",
    "derivatives allowed; their workspace is made by the first derivative call (0: refused)"},

@@ -123,7 +123,7 @@ struct BoxedOptions {
   bool qp_sweep = false;      // problems of at least sweep_rows rows whose Gauss-Seidel start
                               // fails solve the box QP of friction bounds frozen at its normals
                               // (BoxQp) from its iterate, refrozen until exact (Tresca rounds),
-                              // before the repair
+                              // then, where that fails, Lemke's method without the repair
   const double* start = nullptr;  // (n, nullable) where that Gauss-Seidel starts (the previous
                                   // step's impulses); else from the guess's answer
 };
@@ -181,18 +181,21 @@ class BoxedLcpSolver {
   // pivoting with the friction bounds frozen at mu x_normal of the current x, refrozen until the
   // classification solves the coupled problem exactly (into cod); true on success. warm: each
   // round's Dantzig run starts from x when x lies within its frozen bounds
-  // With qp, each round solves the box QP of the frozen bounds (BoxQp) from x instead, and its
-  // classification's exact solve, else its answer itself, is accepted (LemkeAnswer)
+  // With qp, each round solves the box QP of the frozen bounds (BoxQp) from x instead; its answer
+  // is accepted when exact with the bounds coupled, else its classification's exact solve, else
+  // a few coupled pivots from it; else the next round freezes the bounds at that exact solve's
+  // normals
   bool FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
                   Cod* cod, double* x, double* w, BoxedStats* stats, bool warm = false,
                   bool qp = false);
 
   // min x'Ax/2 + b'x within the bounds of fix_ (the boxed LCP with frozen friction bounds; A
   // symmetric positive semidefinite) from x (n, projected into them): projected active-set
-  // steps, each an LU solve of the free rows' system with the others at their bounds, the step
-  // to it projected into the bounds (else up to the first bound it meets) only when it lowers
-  // the objective, so that no classification returns; true when every row meets its
-  // classification within opt.tol (state, x, w)
+  // steps, each a Gauss-Seidel sweep and then FaceStep on the rows it leaves inside their
+  // bounds, the step to its point projected into the bounds (halved, else up to the first bound
+  // it meets) only where it lowers the objective, so that no classification returns; true when
+  // every row meets its classification within opt.tol, or the objective stops falling within
+  // kQpStall of it (state, x, w)
   bool BoxQp(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, double* x, double* w,
              BoxedStats* stats);
   // BoxQp's step on the free rows of state from x (w = A x + b, n): a pivoted Cholesky of their
