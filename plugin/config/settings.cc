@@ -107,6 +107,9 @@ const KeyInfo kKeys[] = {
   {"match_points", "lcp", kKeyBool, CK_OFF(lcp.match_points), 0, 1, false, false, "0",
    "a geom pair's several contacts take the warm start of the previous step's contacts nearest "
    "to their points (0: of the contacts in the same place of the pair's list)"},
+  {"qp_sweep", "lcp", kKeyBool, CK_OFF(lcp.qp_sweep), 0, 1, false, false, "0",
+   "islands of at least sweep_rows rows whose Gauss-Seidel start fails solve the box QP of their "
+   "friction bounds frozen at its normals, refrozen until exact, before Lemke's method"},
 
   {"derivatives", "derivative", kKeyBool, CK_OFF(deriv.enabled), 0, 1, false, false, "1",
    "derivatives allowed; their workspace is made by the first derivative call (0: refused)"},

@@ -20,6 +20,14 @@ constexpr double kRegularPivot = 1e-9;  // least Cholesky pivot^2 of a warm star
 constexpr double kKeepBest = 1e4;       // after a sweep start, the best answer is kept within this
                                         // many tolerances (else Gauss-Seidel's answer is returned)
 constexpr int kSweepRounds = 2;         // rounds of opt.sweeps before the exact solve of SweepStart
+constexpr int kQpSteps = 40;            // active-set steps of one BoxQp
+constexpr double kFacePivot = 1e-6;     // least Cholesky pivot^2 of BoxQp's free rows, relative
+constexpr int kQpHalvings = 3;          // halvings of BoxQp's projected step
+constexpr double kQpStall = 1e4;        // BoxQp's answer where the objective stops falling goes
+                                        // to the exact test within this many tolerances
+constexpr int kQpPivotSolves = 8;       // reduced solves of coupled pivots after each QP round
+constexpr double kQpWork = 10;          // work of the Tresca rounds after a sweep start, in
+                                        // factorizations of the whole problem (n^3 / 1.5 each)
 
 // FNV-1a hash of a classification (n)
 uint64_t Hash(const signed char* state, int n) {
@@ -132,6 +140,53 @@ void Velocity(const DenseLcp& lcp, const double* x, double* w) {
   }
 }
 
+// pivoted Cholesky of A's block on the k rows c (symmetric positive semidefinite) into L (k x k,
+// column-major): c is permuted so that its first r rows, whose pivots stay above rel times the
+// largest diagonal entry, are independent; L's first r columns hold the factor of their block
+// (rows below r: the dependent rows' part). Returns r. O(k^3 / 3) multiply-adds
+int PivotedCholesky(const DenseLcp& lcp, int* c, int k, double rel, double* L) {
+  const size_t ld = lcp.ld, ks = k;
+  double dmax = 0;
+  for (int b = 0; b < k; b++) {
+    const double* col = lcp.A + c[b] * ld;
+    for (int a = b; a < k; a++) L[a + b * ks] = col[c[a]];
+    dmax = std::max(dmax, L[b + b * ks]);
+  }
+  // (the lower triangle only; a symmetric interchange of rows and columns p > r moves its
+  // entries across the diagonal)
+  auto at = [&](int a, int b) -> double& { return L[a + b * ks]; };
+  int r = 0;
+  for (; r < k; r++) {
+    int p = r;  // the largest remaining pivot
+    for (int a = r + 1; a < k; a++) p = at(a, a) > at(p, p) ? a : p;
+    if (!(at(p, p) > rel * dmax)) break;
+    if (p != r) {
+      std::swap(c[p], c[r]);
+      for (int j = 0; j < r; j++) std::swap(at(r, j), at(p, j));
+      std::swap(at(r, r), at(p, p));
+      for (int a = r + 1; a < p; a++) std::swap(at(a, r), at(p, a));
+      for (int a = p + 1; a < k; a++) std::swap(at(a, r), at(a, p));
+    }
+    const double d = std::sqrt(at(r, r));
+    at(r, r) = d;
+    double* lr = L + r * ks;
+    for (int a = r + 1; a < k; a++) lr[a] /= d;
+    for (int b = r + 1; b < k; b++) {
+      double* col = L + b * ks;
+      const double f = lr[b];
+      for (int a = b; a < k; a++) col[a] -= lr[a] * f;
+    }
+  }
+  return r;
+}
+
+// x'Ax/2 + b'x from x and w = A x + b (n)
+double Objective(const DenseLcp& lcp, const double* x, const double* w) {
+  double q = 0;
+  for (int i = 0; i < lcp.n; i++) q += x[i] * (w[i] + lcp.b[i]);
+  return 0.5 * q;
+}
+
 }  // namespace
 
 void BoxedLcpSolver::Allocate(int nmax) {
@@ -143,7 +198,8 @@ void BoxedLcpSolver::Allocate(int nmax) {
   c_.assign(n, 0);
   rhs_.assign(n, 0);
   y_.assign(2 * n, 0);
-  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &xl_, &xg_, &xw_, &xd_, &fixv_}) v->assign(n, 0);
+  for (auto* v : {&xb_, &wb_, &xs_, &ws_, &xl_, &xg_, &xw_, &xd_, &xt_, &wt_, &fixv_})
+    v->assign(n, 0);
   cidx_.assign(n, 0);
   pos_.assign(n, 0);
   list_.assign(n, 0);
@@ -321,7 +377,7 @@ double BoxedLcpSolver::Residual(const DenseLcp& lcp, const double* x, const doub
   return res;
 }
 
-int BoxedLcpSolver::Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x) {
+int BoxedLcpSolver::Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x, const double* fix) {
   const int n = lcp.n;
   const size_t ld = lcp.ld;
   int it = 0;
@@ -334,7 +390,7 @@ int BoxedLcpSolver::Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x) 
       const double r = lcp.b[i] + (lcp.symmetric ? RowDot(lcp.A + i * ld, 1, x, n)
                                                  : RowDot(lcp.A + i, ld, x, n));
       double l, u;
-      BoundsAt(lcp, nullptr, x, i, &l, &u);
+      BoundsAt(lcp, fix, x, i, &l, &u);
       const double xi = std::min(std::max(x[i] - r / d, l), u);
       change = std::max(change, std::fabs(xi - x[i]) * d);
       x[i] = xi;
@@ -618,9 +674,176 @@ bool BoxedLcpSolver::Dantzig(const DenseLcp& lcp, const BoxedOptions& opt, doubl
   return true;
 }
 
+void BoxedLcpSolver::FaceStep(const DenseLcp& lcp, const BoxedOptions& opt,
+                              const signed char* state, const double* x, const double* w,
+                              double* y) {
+  const int n = lcp.n;
+  const size_t ld = lcp.ld;
+  int* c = cidx_.data();
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    if (state[i] == kLcpClamped) c[k++] = i;
+  }
+  const size_t ks = k;
+  double* L = lu_.data();
+  const int r = PivotedCholesky(lcp, c, k, kFacePivot, L);
+  work_ += static_cast<double>(k) * k * k / 3 + 4.0 * n * n;
+  auto forward = [&](double* t) {  // t = L_II^-1 t (r)
+    for (int a = 0; a < r; a++) {
+      t[a] /= L[a + a * ks];
+      for (int b = a + 1; b < r; b++) t[b] -= L[b + a * ks] * t[a];
+    }
+  };
+  auto backward = [&](double* t) {  // t = L_II^-T t (r)
+    for (int a = r - 1; a >= 0; a--) {
+      for (int b = a + 1; b < r; b++) t[a] -= L[b + a * ks] * t[b];
+      t[a] /= L[a + a * ks];
+    }
+  };
+
+  // the independent free rows solved for w = 0, the dependent ones kept
+  double* d = y_.data();
+  for (int a = 0; a < r; a++) d[a] = -w[c[a]];
+  forward(d);
+  backward(d);
+  std::copy(x, x + n, y);
+  for (int a = 0; a < r; a++) y[c[a]] += d[a];
+  // (one step of iterative refinement: the block's condition reaches 1 / kFacePivot)
+  double* wr = wt_.data();
+  Velocity(lcp, y, wr);
+  for (int a = 0; a < r; a++) d[a] = -wr[c[a]];
+  forward(d);
+  backward(d);
+  for (int a = 0; a < r; a++) y[c[a]] += d[a];
+  Velocity(lcp, y, wr);
+
+  // where the dependent rows' w is left (a singular, inconsistent block: redundant contacts at
+  // different depths), the objective falls linearly along v, -w on them and the independent rows
+  // following in the block's null space: y moves along it to the minimum or the first bound
+  double* v = xt_.data();
+  double* av = ws_.data();
+  std::fill(v, v + n, 0.0);
+  double big = 0;
+  for (int a = r; a < k; a++) {
+    v[c[a]] = -wr[c[a]];
+    big = std::max(big, std::fabs(wr[c[a]]));
+  }
+  if (!(big > opt.tol)) return;
+  double* t = d + nmax_;
+  for (int b = 0; b < r; b++) {
+    double s = 0;
+    for (int a = r; a < k; a++) s += L[a + b * ks] * v[c[a]];
+    t[b] = -s;
+  }
+  backward(t);
+  for (int b = 0; b < r; b++) v[c[b]] = t[b];
+  double slope = 0;
+  for (int i = 0; i < n; i++) slope += wr[i] * v[i];
+  std::fill(av, av + n, 0.0);
+  for (int j = 0; j < n; j++) {
+    if (v[j] == 0) continue;
+    const double* col = lcp.A + j * ld;
+    for (int i = 0; i < n; i++) av[i] += col[i] * v[j];
+  }
+  work_ += 4.0 * n * n;
+  double curv = 0;
+  for (int i = 0; i < n; i++) curv += v[i] * av[i];
+  double step = curv > 0 ? -slope / curv : HUGE_VAL;
+  for (int i = 0; i < n; i++) {
+    if (v[i] == 0) continue;
+    double l, u;
+    BoundsAt(lcp, fix_, y, i, &l, &u);
+    step = std::min(step, v[i] < 0 ? (y[i] - l) / -v[i] : (u - y[i]) / v[i]);
+  }
+  if (!std::isfinite(step) || !(step > 0) || !(slope < 0)) return;
+  for (int i = 0; i < n; i++) y[i] += step * v[i];
+}
+
+bool BoxedLcpSolver::BoxQp(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state,
+                           double* x, double* w, BoxedStats* stats) {
+  const int n = lcp.n;
+  const double matvec = 2.0 * n * n;
+  double* y = xs_.data();   // the free rows' solution, the others at their bounds
+  double* xt = xt_.data();  // the trial point
+  double* wt = wt_.data();
+  for (int i = 0; i < n; i++) {
+    double l, u;
+    BoundsAt(lcp, fix_, x, i, &l, &u);
+    x[i] = std::min(std::max(x[i], l), u);
+  }
+  for (int step = 0; step < kQpSteps && !Spent(opt, *stats); step++) {
+    // a row at a bound that its w holds there stays; the others are free (w = 0 sought)
+    Velocity(lcp, x, w);
+    work_ += matvec;
+    double maxw = 0;  // largest |w| of a free row
+    for (int i = 0; i < n; i++) {
+      double l, u;
+      BoundsAt(lcp, fix_, x, i, &l, &u);
+      const double d = Diag(lcp, i);
+      if (Bilateral(lcp, i)) {
+        state[i] = kLcpClamped;
+      } else if (!(u > l) || ((x[i] - l) * d <= opt.tol && w[i] >= -opt.tol)) {
+        state[i] = kLcpLower;
+      } else if ((u - x[i]) * d <= opt.tol && w[i] <= opt.tol) {
+        state[i] = kLcpUpper;
+      } else {
+        state[i] = kLcpClamped;
+      }
+      if (state[i] == kLcpClamped) maxw = std::max(maxw, std::fabs(w[i]));
+    }
+    if (maxw <= opt.tol) return true;
+
+    // a sweep of Gauss-Seidel (it lowers the objective and frees the rows held wrongly at a
+    // bound), then the rows it leaves at a bound stay there and the others are solved for
+    Pgs(lcp, 1, 0, x, fix_);
+    Velocity(lcp, x, w);
+    work_ += 2 * matvec;
+    const double q = Objective(lcp, x, w);
+    for (int i = 0; i < n; i++) {
+      double l, u;
+      BoundsAt(lcp, fix_, x, i, &l, &u);
+      state[i] = Bilateral(lcp, i) || (x[i] > l && x[i] < u) ? kLcpClamped
+                 : x[i] < u                                  ? kLcpLower
+                                                             : kLcpUpper;
+    }
+    stats->iterations++;
+    FaceStep(lcp, opt, state, x, w, y);
+
+    // the step to y projected into the bounds, halved a few times until it lowers the
+    // objective; else the step along the segment to the first bound it meets (along which the
+    // objective falls: y is its minimum on the free rows' face), which adds a bound row
+    double reach = 1;
+    for (int i = 0; i < n; i++) {
+      double l, u;
+      BoundsAt(lcp, fix_, x, i, &l, &u);
+      if (y[i] < l) reach = std::min(reach, (x[i] - l) / (x[i] - y[i]));
+      if (y[i] > u) reach = std::min(reach, (u - x[i]) / (y[i] - x[i]));
+    }
+    auto lowers = [&](double t) {  // x + t (y - x) projected into xt: true if q falls there
+      for (int i = 0; i < n; i++) {
+        double l, u;
+        BoundsAt(lcp, fix_, x, i, &l, &u);
+        xt[i] = std::min(std::max(x[i] + t * (y[i] - x[i]), l), u);
+      }
+      Velocity(lcp, xt, wt);
+      work_ += matvec;
+      return Objective(lcp, xt, wt) < q;
+    };
+    bool lower = false;
+    for (int half = 0; half <= kQpHalvings && !lower && std::ldexp(1.0, -half) > reach; half++) {
+      lower = lowers(std::ldexp(1.0, -half));
+    }
+    // (no descent left: the answer, within rounding of the QP's when nearly so, goes to the
+    // exact test)
+    if (!lower && !lowers(reach)) return maxw <= kQpStall * opt.tol;
+    std::copy(xt, xt + n, x);
+  }
+  return false;
+}
+
 bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, double ridge,
                                 signed char* state, Cod* cod, double* x, double* w,
-                                BoxedStats* stats, bool warm) {
+                                BoxedStats* stats, bool warm, bool qp) {
   const int n = lcp.n;
   double* fix = fixv_.data();
   for (int round = 0;
@@ -634,7 +857,8 @@ bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, do
     }
     fix_ = fix;
     stats->frozen_rounds++;
-    const bool ok = Dantzig(lcp, opt, ridge, state, x, w, stats, warm);
+    const bool ok = qp ? BoxQp(lcp, opt, state, x, w, stats)
+                       : Dantzig(lcp, opt, ridge, state, x, w, stats, warm);
     fix_ = nullptr;
     if (!ok) return false;
 
@@ -645,6 +869,27 @@ bool BoxedLcpSolver::FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, do
       state[i] = std::fabs(w[i]) <= opt.tol ? kLcpClamped : w[i] > 0 ? kLcpLower : kLcpUpper;
     }
     Normalize(lcp, nullptr, state);
+
+    // after the QP: its answer when exact with the bounds coupled, else its classification's
+    // exact solve, else a few coupled pivots from it; else the next round freezes the bounds at
+    // that exact solve's normals, projected (where the classification is right they are the
+    // fixed point of these rounds, which alone converge linearly: 0.93 a round on the pile)
+    if (qp) {
+      if (AcceptAnswer(lcp, opt, state, cod, x, w, stats)) return true;
+      if (Exact(lcp, opt, state, cod, x, w, stats)) return true;
+      std::copy(state, state + n, s2_.begin());
+      std::copy(x, x + n, xt_.begin());
+      BoxedOptions few = opt;
+      few.budget = std::min(opt.budget, stats->iterations + kQpPivotSolves);
+      few.max_pivots = std::min(opt.max_pivots, 2 * n);
+      if (Pivot(lcp, few, ridge, state, x, w, stats) && Exact(lcp, opt, state, cod, x, w, stats)) {
+        return true;
+      }
+      std::copy(s2_.begin(), s2_.begin() + n, state);
+      std::copy(xt_.begin(), xt_.begin() + n, x);
+      Project(lcp, x);
+      continue;
+    }
 
     // the classification with the bounds coupled to the normals; near a stick-slip boundary the
     // frozen rounds can alternate, so a few coupled pivots polish the classification first
@@ -745,35 +990,11 @@ bool BoxedLcpSolver::Polish(const DenseLcp& lcp, const BoxedOptions& opt, signed
 }
 
 int BoxedLcpSolver::RegularClamped(const DenseLcp& lcp, signed char* state, double* x) {
-  // pivoted Cholesky of A_CC (symmetric positive semidefinite; lu_ as scratch, O(k^3 / 3)): the
-  // rows whose pivot stays above kRegularPivot times the largest diagonal entry are independent
+  // pivoted Cholesky of A_CC (lu_ as scratch): the rows whose pivot stays above kRegularPivot
+  // times the largest diagonal entry are independent
   int* c = cidx_.data();
   const int k = ClampedSet(lcp, state, c, pos_.data());
-  double* L = lu_.data();
-  const size_t ld = lcp.ld;
-  double dmax = 0;
-  for (int a = 0; a < k; a++) {
-    for (int b = 0; b < k; b++) L[a + b * static_cast<size_t>(k)] = lcp.A[c[a] + c[b] * ld];
-    dmax = std::max(dmax, L[a + a * static_cast<size_t>(k)]);
-  }
-  auto at = [&](int a, int b) -> double& { return L[a + b * static_cast<size_t>(k)]; };
-  int r = 0;
-  for (; r < k; r++) {
-    int p = r;  // (the largest remaining pivot; c and L's rows and columns permuted with it)
-    for (int a = r + 1; a < k; a++) p = at(a, a) > at(p, p) ? a : p;
-    if (!(at(p, p) > kRegularPivot * dmax)) break;
-    if (p != r) {
-      std::swap(c[p], c[r]);
-      for (int a = 0; a < k; a++) std::swap(at(a, p), at(a, r));
-      for (int a = 0; a < k; a++) std::swap(at(p, a), at(r, a));
-    }
-    const double d = std::sqrt(at(r, r));
-    for (int a = r + 1; a < k; a++) at(a, r) /= d;
-    for (int b = r + 1; b < k; b++) {
-      for (int a = b; a < k; a++) at(a, b) -= at(a, r) * at(b, r);
-      for (int a = b + 1; a < k; a++) at(b, a) = at(a, b);
-    }
-  }
+  const int r = PivotedCholesky(lcp, c, k, kRegularPivot, lu_.data());
   work_ += static_cast<double>(k) * k * k / 3;
   // the dependent ones leave C: a normal or limit to its lower bound (x = 0), a friction or other
   // box row to the bound of its sign (bilateral rows stay)
@@ -962,6 +1183,22 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   if (n >= opt.sweep_rows && SweepStart(lcp, opt, state, cod, x, w, stats)) {
     return finish(true);
   }
+  // (a large problem: the box QP of its friction bounds frozen at the Gauss-Seidel iterate's
+  // normals, refrozen until exact, within kQpWork factorizations of the problem; where that
+  // fails, Lemke's method from scratch follows without the repair, whose coupled pivots those
+  // rounds made: docs/solvers.md, lcp17)
+  const bool qp_tried = opt.qp_sweep && stats->swept;
+  if (qp_tried) {
+    std::copy(state, state + n, sd_.begin());
+    std::copy(x, x + n, xd_.begin());
+    std::copy(xg_.begin(), xg_.begin() + n, x);
+    BoxedOptions qp = opt;
+    qp.max_work = std::min(opt.max_work, work_ + kQpWork * n * n * n / 1.5);
+    stats->qp_hit = FrozenLoop(lcp, qp, ridge, state, cod, x, w, stats, false, true);
+    if (stats->qp_hit) return finish(true);
+    std::copy(sd_.begin(), sd_.begin() + n, state);
+    std::copy(xd_.begin(), xd_.begin() + n, x);
+  }
   // (a large problem: its Gauss-Seidel classification, its clamped rows reduced to a regular
   // block, is Lemke's warm start, before the repair)
   const bool warm_sweep = opt.lemke_sweep && n >= opt.sweep_rows;
@@ -1037,7 +1274,7 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
   if (n < opt.sweep_rows && opt.dantzig_first && HasBoxRow(lcp) && dantzig()) return finish(true);
   const bool warm_first = warm && (opt.lemke_warm == 2 || warm_sweep);
   if (warm_first && lemke(true)) return finish(true);
-  if (!(warm_first && lemke_ok) && repair()) return finish(true);
+  if (!(warm_first && lemke_ok) && !qp_tried && repair()) return finish(true);
   if (warm && !warm_first && lemke(true)) return finish(true);
   if (lemke(false)) return finish(true);
 

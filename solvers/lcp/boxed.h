@@ -26,7 +26,10 @@
 //      then, or
 //      on problems of at least opt.sweep_rows rows, when it fails, projected Gauss-Seidel from the
 //      previous step's impulses (opt.start) whose classification, once it settles (at most 2
-//      opt.sweeps sweeps), is solved exactly nearest to the iterate: the "polish"), then a few
+//      opt.sweeps sweeps), is solved exactly nearest to the iterate: the "polish"; with
+//      opt.qp_sweep then the box QP of the friction bounds frozen at its iterate's normals
+//      (BoxQp), refrozen until its classification is exact with the bounds coupled, and where
+//      that fails Lemke's method, step 2, without the pivots that follow here), then a few
 //      coupled principal pivots from it (block principal pivoting, Judice & Pires: flip every
 //      infeasible row while their count falls, then Murty's single pivots; a classification seen in
 //      the last 16 pivots ends the block flips, and ends the single pivots, which then cycle; at
@@ -82,6 +85,7 @@ struct BoxedStats {
   int warm_pivots = 0;     // pivots of Lemke's run from the guess's basis (in pivots)
   bool warm_hit = false;   // that warm-started run found the exact answer
   bool factored = true;    // cod holds the factorization of the final classification
+  bool qp_hit = false;     // the box QP's Tresca rounds found the answer (opt.qp_sweep)
 };
 
 // options of one solve
@@ -116,6 +120,10 @@ struct BoxedOptions {
   bool lemke_sweep = false;   // problems of at least sweep_rows rows whose Gauss-Seidel start fails
                               // run Lemke's method from its classification (its clamped rows
                               // reduced to a regular block of A) before the repair
+  bool qp_sweep = false;      // problems of at least sweep_rows rows whose Gauss-Seidel start
+                              // fails solve the box QP of friction bounds frozen at its normals
+                              // (BoxQp) from its iterate, refrozen until exact (Tresca rounds),
+                              // then, where that fails, Lemke's method without the repair
   const double* start = nullptr;  // (n, nullable) where that Gauss-Seidel starts (the previous
                                   // step's impulses); else from the guess's answer
 };
@@ -145,8 +153,10 @@ class BoxedLcpSolver {
   // units) with the bounds at x; kappa (nullable) gets the complementarity measure
   static double Residual(const DenseLcp& lcp, const double* x, const double* w, double* kappa);
 
-  // projected Gauss-Seidel from x: sweeps until the largest change (velocity units) is below tol
-  static int Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x);
+  // projected Gauss-Seidel from x: sweeps until the largest change (velocity units) is below tol;
+  // fix (n, nullable) holds frozen friction bounds
+  static int Pgs(const DenseLcp& lcp, int sweeps, double tol, double* x,
+                 const double* fix = nullptr);
 
   // classification of an approximate solution
   static void Classify(const DenseLcp& lcp, const double* x, const double* w, double tol,
@@ -171,8 +181,29 @@ class BoxedLcpSolver {
   // pivoting with the friction bounds frozen at mu x_normal of the current x, refrozen until the
   // classification solves the coupled problem exactly (into cod); true on success. warm: each
   // round's Dantzig run starts from x when x lies within its frozen bounds
+  // With qp, each round solves the box QP of the frozen bounds (BoxQp) from x instead; its answer
+  // is accepted when exact with the bounds coupled, else its classification's exact solve, else
+  // a few coupled pivots from it; else the next round freezes the bounds at that exact solve's
+  // normals
   bool FrozenLoop(const DenseLcp& lcp, const BoxedOptions& opt, double ridge, signed char* state,
-                  Cod* cod, double* x, double* w, BoxedStats* stats, bool warm = false);
+                  Cod* cod, double* x, double* w, BoxedStats* stats, bool warm = false,
+                  bool qp = false);
+
+  // min x'Ax/2 + b'x within the bounds of fix_ (the boxed LCP with frozen friction bounds; A
+  // symmetric positive semidefinite) from x (n, projected into them): projected active-set
+  // steps, each a Gauss-Seidel sweep and then FaceStep on the rows it leaves inside their
+  // bounds, the step to its point projected into the bounds (halved, else up to the first bound
+  // it meets) only where it lowers the objective, so that no classification returns; true when
+  // every row meets its classification within opt.tol, or the objective stops falling within
+  // kQpStall of it (state, x, w)
+  bool BoxQp(const DenseLcp& lcp, const BoxedOptions& opt, signed char* state, double* x, double* w,
+             BoxedStats* stats);
+  // BoxQp's step on the free rows of state from x (w = A x + b, n): a pivoted Cholesky of their
+  // block of A solves its independent rows for w = 0 (the others kept), then, where the
+  // dependent rows' w is left, y moves along the block's null space to the objective's minimum
+  // on that line or to the first bound it meets; y (n)
+  void FaceStep(const DenseLcp& lcp, const BoxedOptions& opt, const signed char* state,
+                const double* x, const double* w, double* y);
 
   // Dantzig's principal pivoting (Baraff 1994, boxed as in ODE) for the bounds of fix_: rows
   // enter one at a time, each driven until its w vanishes or it reaches a bound, with clamped
@@ -282,6 +313,8 @@ class BoxedLcpSolver {
   std::vector<double> xw_;           // ... and its impulses                          (nmax)
   std::vector<signed char> sd_;      // Dantzig's warm start: the guess's classification (nmax)
   std::vector<double> xd_;           // ... and its answer                            (nmax)
+  std::vector<double> xt_;           // BoxQp's trial point, then its answer          (nmax)
+  std::vector<double> wt_;           // its w                                         (nmax)
   ZeroedArray<double> coddmem_;      // scratch decomposition for pivoting            (Cod::Doubles)
   std::vector<int> codimem_;
   Cod cod_;      // decomposition of the pivoting systems

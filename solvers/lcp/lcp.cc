@@ -550,6 +550,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   opt.sweep_rows = settings_.lcp.sweep_rows;
   opt.lemke_warm = settings_.lcp.lemke_warm == 3 ? 0 : settings_.lcp.lemke_warm;
   opt.lemke_sweep = settings_.lcp.lemke_warm == 3;
+  opt.qp_sweep = settings_.lcp.qp_sweep;
   opt.factor_inexact = false;  // factored when a tangent asks (Refactor)
   signed char* state = lstate_.data();
   if (settings_.warmstart && have_prev_) {

@@ -74,6 +74,7 @@ typedef struct ckLcpSettings_ {
   int schur_rows;
   int lemke_warm;
   int match_points;
+  int qp_sweep;
 } ckLcpSettings;
 
 // integrator of ck_step

@@ -699,6 +699,84 @@ TEST(BoxedLcpTest, PileIslandTakesLemkeFromTheReducedSweepClassification) {
   EXPECT_LT(st[1].work * 3, st[0].work);  // (measured 2.2e6 against 1.3e7)
 }
 
+// The same pile island (issue 14 section 3, lcp17): with qp_sweep, after the failed Gauss-Seidel
+// start, the box QP of the friction bounds frozen at that iterate's normals (projected active-set
+// steps on a pivoted Cholesky of the free rows), refrozen at each round's exact solve, finds the
+// exact answer without Lemke's method; the same answer, a fraction of the work, and no allocation
+// the captured island name solved without and with qp_sweep (CapturedLcp::SolveTwice)
+void SolveWithoutAndWithQp(const char* name, CapturedLcp* p, BoxedStats st[2],
+                           std::vector<double> answer[2]) {
+  ASSERT_TRUE(p->Read(name));
+  ASSERT_NO_FATAL_FAILURE(p->SolveTwice(
+      true, [](BoxedOptions* o, int on) { o->qp_sweep = on; }, st, answer));
+  std::printf("work %.3g (%d pivots) without the QP, %.3g (%d pivots, %d rounds) with it\n",
+              st[0].work, st[0].pivots, st[1].work, st[1].pivots, st[1].frozen_rounds);
+}
+
+TEST(BoxedLcpTest, PileIslandIsSolvedByTheBoxQp) {
+  CapturedLcp p;
+  BoxedStats st[2];
+  std::vector<double> answer[2];
+  ASSERT_NO_FATAL_FAILURE(SolveWithoutAndWithQp("pile_patch.txt", &p, st, answer));
+  EXPECT_FALSE(st[0].qp_hit);
+  EXPECT_TRUE(st[1].qp_hit);
+  EXPECT_LT(st[1].work * 3, st[0].work);  // (measured 1.75e6 against 1.32e7)
+  EXPECT_LE(MaxDifference(answer[0], answer[1], p.n), 1e-9 * MaxAbs(answer[0], p.n));
+  // complementary row by row: x inside its bounds, w = 0 inside them, of the bound's sign at one
+  std::vector<double> w(p.n);
+  for (int i = 0; i < p.n; i++) {
+    w[i] = p.b[i];
+    for (int j = 0; j < p.n; j++) w[i] += p.A[i + static_cast<size_t>(j) * p.n] * answer[1][j];
+  }
+  for (int i = 0; i < p.n; i++) {
+    const int f = p.findex[i];
+    const double lo = f >= 0 ? -p.mu[i] * answer[1][f] : p.lo[i];
+    const double hi = f >= 0 ? p.mu[i] * answer[1][f] : p.hi[i];
+    const double x = answer[1][i], d = p.A[i + static_cast<size_t>(i) * p.n], tol = 1e-9;
+    EXPECT_GE((x - lo) * d, -tol) << i;
+    EXPECT_GE((hi - x) * d, -tol) << i;
+    const bool above = (x - lo) * d > tol, below = (hi - x) * d > tol;
+    if (above && below) {
+      EXPECT_NEAR(w[i], 0, tol) << i;
+    } else if (below) {
+      EXPECT_GE(w[i], -tol) << i;  // at the lower bound
+    } else if (above) {
+      EXPECT_LE(w[i], tol) << i;  // at the upper bound
+    }
+  }
+  if (!AllocationCounter::Available()) return;
+  Workspace ws(p.n);
+  BoxedOptions opt;
+  std::copy(p.guess.begin(), p.guess.end(), ws.state.begin());
+  opt.use_guess = true;
+  opt.start = p.start.data();
+  opt.tol = p.tol;
+  opt.sweep_rows = 60;
+  opt.qp_sweep = true;
+  BoxedStats s;
+  AllocationCounter counter;
+  counter.Start();
+  ws.Solve(p.lcp, opt, &s);
+  EXPECT_EQ(counter.Stop(), 0);
+  EXPECT_TRUE(s.qp_hit);
+}
+
+// An island of the pile on which the box QP runs out of its work (kQpWork factorizations of the
+// island) before an exact answer: the solve falls back to Lemke's method from scratch and ends
+// with the same exact answer as without the QP
+TEST(BoxedLcpTest, PileIslandFallsBackWhenTheBoxQpFails) {
+  CapturedLcp p;
+  BoxedStats st[2];
+  std::vector<double> answer[2];
+  ASSERT_NO_FATAL_FAILURE(SolveWithoutAndWithQp("pile_qp_fallback.txt", &p, st, answer));
+  ASSERT_EQ(p.n, 63);
+  EXPECT_TRUE(st[1].swept);
+  EXPECT_GE(st[1].frozen_rounds, 1);  // the QP ran
+  EXPECT_FALSE(st[1].qp_hit);         // and failed
+  EXPECT_GT(st[1].pivots, 50);        // Lemke's method followed (measured 180)
+  EXPECT_LE(MaxDifference(answer[0], answer[1], p.n), 1e-9 * MaxAbs(answer[0], p.n));
+}
+
 TEST(BoxedLcpTest, SolveDoesNotAllocate) {
   if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
   std::mt19937 rng(8);
