@@ -131,6 +131,11 @@ class SmoothTangent {
   // daref) are not formed, the island's rows keep the last direction's (the next direction on
   // another island zeroes them, a position direction on the island writes them all)
   void set_velocity_rows_unread(bool on) { velocity_rows_unread_ = on; }
+  // a unit direction's dv_free is left unsolved, its right-hand side in dv_free
+  // (tan_.dv_free_unit; the solver solves a block's at once: Solver::DefersFreeVelocity)
+  void set_defer_free_velocity(bool on) { defer_free_velocity_ = on; }
+  // test hook: the deferral taken where it applies (true) or dv_free solved per direction
+  static inline bool defer_free_velocity_on_ = true;
   // test hook: the unread row tangents skipped (true) or formed
   static inline bool skip_unread_rows_ = true;
   // test hook: a position or velocity direction's row tangents on its tree's island's rows, the
@@ -423,6 +428,7 @@ class SmoothTangent {
   int adj_force_island_ = -2;
 
   bool velocity_rows_unread_ = false;  // (set_velocity_rows_unread)
+  bool defer_free_velocity_ = false;   // (set_defer_free_velocity)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }

@@ -358,6 +358,12 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked)
   const Problem& p = *stage_.problem;
   ProblemTangent& dir = *out;
   dir.v_free = tan_.dv_free;
+  if (tan_.dv_free_unit >= -1) {
+    // (its solve left to the solver's block: SmoothTangent::set_defer_free_velocity)
+    dir.v_free = nullptr;
+    dir.v_free_rhs = tan_.dv_free;
+    dir.v_free_unit = tan_.dv_free_unit;
+  }
   dir.M = tan_.has_dM_problem ? tan_.dM_problem : tan_.has_dM ? tan_.dM : nullptr;
   if (dir.M && tan_.dM_one_tree) {
     dir.M_rows = tan_.dM_rows;

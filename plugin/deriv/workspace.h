@@ -79,7 +79,7 @@ struct DirectionTangent {
   double* dforce;                           // the solver's force             (rows)
   double* ddisp;                            // anchor displacement, contact tangent rows (rows)
   double* dframe;                // each contact's tangent axes (position directions)  (6 ncon)
-  double* dv_free;               //                                (nv)
+  double* dv_free;               // (dv_free_unit >= -1: h M^-1's right-hand side)  (nv)
   double* dqfrc_constraint;      // J' df + dJ' f                  (nv)
   double* dqacc_int;             // acceleration the integrator uses (nv)
   double* dqderiv_qacc;          // h d(qDeriv) qacc_int, implicit integrator (nv)
@@ -95,6 +95,9 @@ struct DirectionTangent {
   bool has_drows = false;     // dR, ddiag, daref hold a parameter's (no position tangent)
   bool has_dJ_force = false;  // dJ_qvel_next, dJ_force hold dJ v+, dJ' f (dJ not written)
   bool has_dposition_correction = false;
+  // dv_free's solve deferred to the solver (Solver::DefersFreeVelocity): dv_free holds its
+  // right-hand side x, dv_free = e_unit + h M^-1 x (unit -1: none); -2: dv_free solved
+  int dv_free_unit = -2;
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // dM_rows: every row of [dM_begin, dM_end)
   void AllRows() {

@@ -111,6 +111,7 @@ class ComfreeSolver final : public Solver {
   }
   bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
+  bool DefersFreeVelocity() const override { return true; }
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
@@ -388,6 +389,11 @@ class ComfreeSolver final : public Solver {
   std::vector<double> blk_ds_;         // a contact's rows' J dv_free, packed   (6 x kTangentSlots)
   int lin_slot_[kTangentSlots] = {};   // the slot of each packed dv_free column
   int nlin_ = 0;                       // how many
+  // the packed columns holding a deferred dv_free's right-hand side, their unit dof (-1 none)
+  int lin_rhs_[kTangentSlots] = {}, lin_unit_[kTangentSlots] = {};
+  int nrhs_ = 0;                // how many
+  std::vector<double> blk_vx_;  // FreeVelocities' scratch              (nv x kTangentSlots)
+  std::vector<double> vfree_;   // a formed slot's deferred dv_free, solved (nv)
 };
 
 }  // namespace contactkit

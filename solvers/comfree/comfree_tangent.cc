@@ -594,28 +594,43 @@ void ComfreeSolver::SetupTangentBlocks(const ProblemDims& dims) {
   blk_f_.assign(S * rows, 0.0);
   blk_vf_.assign(nv * S, 0.0);
   blk_ds_.assign(6 * S, 0.0);
-  nlin_ = 0;
+  blk_vx_.assign(nv * S, 0.0);
+  vfree_.assign(nv, 0.0);
+  nlin_ = nrhs_ = 0;
 }
 
 bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) {
   // a direction that moves dv_free only (the anchors' displacement, if any, zero) is kept for
   // FlushTangents' products; the others are formed now (their arrays change after the call)
   if (p.islands.nisland != 1 || slot < 0 || slot >= kTangentSlots) return false;
-  if (slot == 0) nlin_ = 0;
-  bool linear = dir.v_free && !dir.J && !dir.M && !dir.R && !dir.diag_approx && !dir.pos;
+  if (slot == 0) nlin_ = nrhs_ = 0;
+  const bool deferred = !dir.v_free && dir.v_free_rhs;  // (DefersFreeVelocity)
+  bool linear =
+      (dir.v_free || deferred) && !dir.J && !dir.M && !dir.R && !dir.diag_approx && !dir.pos;
   for (int c = 0; c < p.ncon && linear && anchored_ && dir.disp; c++) {
     for (int r = 1; r < p.con[c].dim; r++) linear = linear && dir.disp[p.con[c].row + r] == 0;
   }
   blk_touch_[slot] = !dir.touched || dir.touched[0];
   if (!linear) {
     blk_kind_[slot] = 1;
-    DirectionTangent(p, dir, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
-    FrictionLossTangent(p, dir, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
+    // (a deferred dv_free solved here: the force tangent reads it now)
+    ProblemTangent solved = dir;
+    if (deferred) {
+      FreeVelocityOf(p, dir, vfree_.data());
+      solved.v_free = vfree_.data();
+    }
+    DirectionTangent(p, solved, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
+    FrictionLossTangent(p, solved, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
     return true;
   }
   blk_kind_[slot] = 2;
   const size_t S = kTangentSlots;
-  for (int j = 0; j < p.nv; j++) blk_vf_[j * S + nlin_] = dir.v_free[j];
+  const double* vf = deferred ? dir.v_free_rhs : dir.v_free;
+  for (int j = 0; j < p.nv; j++) blk_vf_[j * S + nlin_] = vf[j];
+  if (deferred) {
+    lin_rhs_[nrhs_] = nlin_;
+    lin_unit_[nrhs_++] = dir.v_free_unit;
+  }
   lin_slot_[nlin_++] = slot;
   return true;
 }
@@ -623,6 +638,9 @@ bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, in
 bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int nr = p.nrow;
   if (p.islands.nisland != 1 || nslot > kTangentSlots) return false;
+  // the kept slots' deferred dv_free in one block solve
+  FreeVelocities(p, -1, blk_vf_.data(), kTangentSlots, lin_rhs_, lin_unit_, nrhs_, blk_vx_.data());
+  nrhs_ = 0;
   for (int s = 0; s < nslot; s++) {
     double* f = dforce + static_cast<size_t>(s) * nr;
     const double* g = blk_f_.data() + static_cast<size_t>(s) * nr;

@@ -496,6 +496,7 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   // side and dv_free, each clamped row's dJ v+ and stabilization change, the null-space term
   const size_t S = kTangentSlots;
   if (p.islands.nisland != 1 || slot < 0 || slot >= kTangentSlots || !solved_) return false;
+  if (slot == 0) nvf_ = 0;
   const Solution& sol = *solved_;
   if (!tan_ready_ && !PrepareTangent(p, sol)) return false;
   MarkTouched(p, dir);
@@ -508,11 +509,17 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   IslandVelocityTangent(p, sol.force, ustep_.data(), dir, false, h, dv0_.data(), reach0_.data(),
                         false);
   blk_ron_[slot] = reach0_[0];
-  blk_vfon_[slot] = dir.v_free != nullptr;
+  // (a deferred dv_free's right-hand side: BlockVelocity solves the block's at once)
+  const double* vf = dir.v_free ? dir.v_free : dir.v_free_rhs;
+  blk_vfon_[slot] = vf != nullptr;
+  if (!dir.v_free && vf) {
+    vf_slot_[nvf_] = slot;
+    vf_unit_[nvf_++] = dir.v_free_unit;
+  }
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
     for (int j = b; j < e && blk_ron_[slot]; j++) blk_r_[j * S + slot] = dv0_[j];
-    for (int j = b; j < e && blk_vfon_[slot]; j++) blk_vf_[j * S + slot] = dir.v_free[j];
+    for (int j = b; j < e && blk_vfon_[slot]; j++) blk_vf_[j * S + slot] = vf[j];
   }
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
@@ -548,6 +555,9 @@ void LcpSolver::BlockVelocity(const Problem& p, int nslot) {
   }
   double* X = blk_x_.data();
   double* Y = blk_m_.data();
+  // the deferred dv_free of the slots (QueueTangent) in one block solve
+  FreeVelocities(p, 0, blk_vf_.data(), kTangentSlots, vf_slot_, vf_unit_, nvf_, Y);
+  nvf_ = 0;
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
     for (int j = b; j < e; j++) {
