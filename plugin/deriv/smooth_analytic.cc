@@ -135,6 +135,7 @@ void SmoothTangent::DecideAnalytic(const mjModel* m) {
 
 void SmoothTangent::PrepareAnalytic(const mjModel* m) {
   analytic_stages_++;
+  forms_model_ = m;
   const mjData* d = stage_data_;
   const int nbody = m->nbody;
   const double* cdof = d->cdof;
@@ -386,6 +387,46 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
   }
 }
 
+void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const {
+  // MassTangent's entries of the carried rows, -(S x cdof_j) . crb_i cdof_i, sum to -2 (S x U) .
+  // F; those of the chain above s, cdof_j . G cdof_i with G = S x* crb_b0 - crb_b0 S x
+  // (symmetric), to U' G U = -2 (S x U) . crb_b0 U
+  const mjModel* m = forms_model_;
+  const mjData* d = stage_data_;
+  const int root = m->body_rootid[m->dof_bodyid[begin]], last = rne_.subtree_last[root];
+  auto wof = [&](int j) { return j >= begin && j < end ? w[j - begin] : 0.0; };
+  // w's velocity of each body and before each dof (from the world's, zero)
+  for (int b = root; b <= last; b++) {
+    double v[6] = {0, 0, 0, 0, 0, 0};
+    if (b > root) Copy6(v, rne_.form_body + 6 * m->body_parentid[b]);
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      Copy6(rne_.form_before + 6 * j, v);
+      AddScl6(v, d->cdof + 6 * j, wof(j));
+    }
+    Copy6(rne_.form_body + 6 * b, v);
+    Zero6(rne_.form_sub + 6 * b);
+  }
+  // the sums of w_i crb_i cdof_i over each dof, the dofs after it in its body and the subtrees
+  for (int b = last; b >= root; b--) {
+    double f[6];
+    Copy6(f, rne_.form_sub + 6 * b);  // (its children's)
+    for (int j = m->body_dofadr[b] + m->body_dofnum[b] - 1; j >= m->body_dofadr[b]; j--) {
+      AddScl6(f, rne_.crb_cdof + 6 * j, wof(j));
+      Copy6(rne_.form_carried + 6 * j, f);
+    }
+    if (b > root) AddScl6(rne_.form_sub + 6 * m->body_parentid[b], f, 1);
+  }
+  for (int k = begin; k < end; k++) {
+    const int s = rne_.dof_carry_start[k];
+    const double* u = rne_.form_before + 6 * s;
+    double su[6], g[6];
+    CrossMotion(su, d->cdof + 6 * k, u);
+    MulInert(g, d->crb + 10 * m->dof_bodyid[k], u);
+    for (int r = 0; r < 6; r++) g[r] += rne_.form_carried[6 * s + r];
+    q[k - begin] = -2 * Dot6(su, g);
+  }
+}
+
 void SmoothTangent::AnalyticVelocity(const mjModel* m, int k) {
   const int nv = nv_, na = na_;
 
@@ -531,6 +572,7 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
     tan_.dM_begin = trees_.dofadr[t];
     tan_.dM_end = trees_.dofadr[t] + trees_.dofnum[t];
     MassTangent(m, k, tan_.dM);
+    tan_.dM_dof = k;
     const double* a = d->qacc;
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];

@@ -204,6 +204,7 @@ void SmoothTangent::ClearTangent() {
   tan_.has_dM_problem = tan_.has_drows = false;
   tan_.dM_one_tree = false;
   tan_.dv_free_unit = -2;
+  tan_.dM_dof = -1;
   unit_kind_ = -1;     // (a parameter direction follows: it may write any of them)
   dM_listed_ = false;  // (and dM)
   rows_dirty_ = -2;    // (and every row)
@@ -222,6 +223,7 @@ void SmoothTangent::ClearUnit() {
   tan_.has_dM_problem = tan_.has_drows = false;
   tan_.dM_one_tree = false;
   tan_.dv_free_unit = -2;
+  tan_.dM_dof = -1;
 }
 
 void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {

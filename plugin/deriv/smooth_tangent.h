@@ -83,7 +83,7 @@ struct ParamSlot {
 // is base's again, bit for bit
 void SetParam(mjModel* mp, const ParamSlot& slot, mjtNum value, mjData* scratch);
 
-class SmoothTangent {
+class SmoothTangent : public MassForms {
  public:
   // the parts it reads (the extractor's trees, the nominal stage, the integrator, the stage's
   // problem) and writes (the direction's tangent, scratch)
@@ -136,6 +136,12 @@ class SmoothTangent {
   void set_defer_free_velocity(bool on) { defer_free_velocity_ = on; }
   // test hook: the deferral taken where it applies (true) or dv_free solved per direction
   static inline bool defer_free_velocity_on_ = true;
+  // MassForms of MassTangent's dM_k in closed form (after PrepareAnalytic): with U = sum w_j
+  // cdof_j over the chain above k's carry start s and F = sum w_i crb_i cdof_i over the dofs it
+  // carries, w' dM_k w = -2 (S x U) . (F + crb_b0 U), S = cdof_k, b0 = k's body
+  void Forms(const double* w, int begin, int end, double* q) const override;
+  // test hook: the analytic position directions' dM handed to the solver with these forms (true)
+  static inline bool mass_forms_ = true;
   // test hook: the unread row tangents skipped (true) or formed
   static inline bool skip_unread_rows_ = true;
   // test hook: a position or velocity direction's row tangents on its tree's island's rows, the
@@ -412,9 +418,10 @@ class SmoothTangent {
   int rows_dirty_ = -2;
   // the last unit direction (ClearUnit; -1: another direction, every entry may be nonzero)
   int unit_kind_ = -1, unit_index_ = 0;
-  bool unit_dqderiv_ = true;   // it may have written dqderiv_qacc
-  bool dM_listed_ = false;     // tan_.dM is zero but on the rows of tan_.dM_rows (MassTangent)
-  bool adjoint_rows_ = false;  // (set_island_rows: a solver's reverse mode)
+  bool unit_dqderiv_ = true;  // it may have written dqderiv_qacc
+  bool dM_listed_ = false;    // tan_.dM is zero but on the rows of tan_.dM_rows (MassTangent)
+  const mjModel* forms_model_ = nullptr;  // the model of the last PrepareAnalytic (Forms)
+  bool adjoint_rows_ = false;             // (set_island_rows: a solver's reverse mode)
 
   // the reverse pass's sums (PrepareRneAdjoint)
   RneAdjointWork radj_;

@@ -369,6 +369,10 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked)
     dir.M_rows = tan_.dM_rows;
     dir.M_nrows = tan_.dM_nrows;
   }
+  if (dir.M == tan_.dM && tan_.has_dM && tan_.dM_dof >= 0 && SmoothTangent::mass_forms_) {
+    dir.M_forms = &smooth_;  // (MassTangent's dM: its forms in closed form)
+    dir.M_dof = tan_.dM_dof;
+  }
   dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
   dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
   dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;

@@ -149,6 +149,10 @@ void RneWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   crb_cdof = c.Take<double>(6 * nv);
   bsub_cdof = c.Take<double>(6 * nv);
   subtree_bsub = c.Take<double>(36 * nbody);
+  form_body = c.Take<double>(6 * nbody);
+  form_before = c.Take<double>(6 * nv);
+  form_sub = c.Take<double>(6 * nbody);
+  form_carried = c.Take<double>(6 * nv);
 }
 
 void BlockWork::Carve(ArenaCarver& c, const DerivSizes& n) {

@@ -98,6 +98,7 @@ struct DirectionTangent {
   // dv_free's solve deferred to the solver (Solver::DefersFreeVelocity): dv_free holds its
   // right-hand side x, dv_free = e_unit + h M^-1 x (unit -1: none); -2: dv_free solved
   int dv_free_unit = -2;
+  int dM_dof = -1;  // dM is MassTangent's along this dof (SmoothTangent's MassForms), -1 not
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // dM_rows: every row of [dM_begin, dM_end)
   void AllRows() {
@@ -192,6 +193,10 @@ struct RneWork {
   double* crb_cdof;                 // crb cdof of each dof                         (6 nv)
   double* bsub_cdof;                // Bsub' cdof of each dof                       (6 nv)
   double* subtree_bsub;             // B of the subtree of each body (PrepareAnalytic) (36 nbody)
+  double* form_body;                // MassForms: w's velocity of each body         (6 nbody)
+  double* form_before;              // ... before each dof                          (6 nv)
+  double* form_sub;                 // ... subtree sums of w crb cdof, by body      (6 nbody)
+  double* form_carried;             // ... over each dof's carried dofs             (6 nv)
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // the model's structure: subtrees, each dof's actuators and carried dofs
   void Fill(const mjModel* m);

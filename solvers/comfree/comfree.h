@@ -273,8 +273,12 @@ class ComfreeSolver final : public Solver {
   void QuadPass(const Problem& p, const ProblemTangent& dir, int tree, int first);
 
   // the rows QuadTangents forms on a tree, gathered with their w at the first direction that
-  // moves the tree's mass after a Solve (qtrow_, quadx_); none if the pool is full
-  void QuadRows(const Problem& p, int tree);
+  // moves the tree's mass after a Solve (qtrow_, quadx_); none if the pool is full. With forms
+  // (the direction's dM has them: ProblemTangent::M_forms) each row's w' dM_k w for every dof k
+  // of the tree instead (qtform_), which QuadTangents then reads for every direction
+  void QuadRows(const Problem& p, int tree, const MassForms* forms);
+  // RowSolve's w of row on tree
+  const double* QuadW(const Problem& p, int row, int tree);
 
   // ForceTangent without the solution (it reads the solver's own copy of what it needs)
   void DirectionTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
@@ -372,6 +376,7 @@ class ComfreeSolver final : public Solver {
   std::vector<int> qtadr_;     // each tree's first quad row in qtrow_, -1 not gathered   (ntree)
   std::vector<int> qtnum_;     // its quad rows                                           (ntree)
   std::vector<size_t> qtx_;    // its first block in quadx_                               (ntree)
+  std::vector<char> qtform_;   // its block holds the rows' forms, tree dofs per row      (ntree)
   std::vector<int> qtrow_;     // the trees' quad rows, tree after tree              (2 max_rows)
   int qtused_ = 0;             // entries of qtrow_ in use
   size_t qxused_ = 0;          // entries of quadx_ in use

@@ -112,13 +112,15 @@ double ComfreeSolver::PatchInvMassTangent(const Problem& p, int c0, const Proble
   return dA / count;
 }
 
-void ComfreeSolver::QuadRows(const Problem& p, int tree) {
+void ComfreeSolver::QuadRows(const Problem& p, int tree, const MassForms* forms) {
   // the rows ForceTangent reaches (PatchInvMassTangent's, the plain rows') on the tree's island
   // that touch the tree and whose w is cached (the others InvMassTangent forms itself)
   const int island = p.islands.tree_island[tree], n = p.islands.tree_dofnum[tree];
+  const int begin = p.islands.tree_dofadr[tree];
   const int nplain = p.ne + p.nf + p.nl, first = qtused_;
   qtadr_[tree] = first;
   qtnum_[tree] = 0;
+  qtform_[tree] = 0;
   auto add = [&](int row) {
     if (qset_[row] || p.islands.row_island[row] != island) return;  // (another island's row)
     if (qtused_ == static_cast<int>(qtrow_.size()) || !RowSolve(p, row)) return;
@@ -135,11 +137,25 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree) {
     if (gain_[i] != 0) add(arow_[i]);
   }
   const int nq = qtused_ - first, K = kQuadSlots;
-  // (full blocks of K, the last one as wide as QuadWidth of its rows)
-  const size_t size = static_cast<size_t>(n) * (nq / K * K + (nq % K ? QuadWidth(nq % K) : 0));
+  // (full blocks of K, the last one as wide as QuadWidth of its rows; with forms, each row's
+  // w' dM_k w for the tree's dofs k)
+  const size_t size =
+      forms ? static_cast<size_t>(n) * nq
+            : static_cast<size_t>(n) * (nq / K * K + (nq % K ? QuadWidth(nq % K) : 0));
   for (int a = first; a < qtused_; a++) qset_[qtrow_[a]] = 0;
   if (qxused_ + size > quadx_.size()) {
     qtused_ = first;  // (the pool is full: InvMassTangent forms them)
+    return;
+  }
+  qtform_[tree] = forms != nullptr;
+  if (forms) {
+    double* x = quadx_.data() + qxused_;
+    for (int s = 0; s < nq; s++)
+      forms->Forms(QuadW(p, qtrow_[first + s], tree), begin, begin + n,
+                   x + static_cast<size_t>(s) * n);
+    qtx_[tree] = qxused_;
+    qxused_ += size;
+    qtnum_[tree] = nq;
     return;
   }
   // their w on the tree, kQuadSlots rows per block, dof-major in a block as wide as its rows
@@ -147,13 +163,7 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree) {
   double* x = quadx_.data() + qxused_;
   for (size_t e = 0; e < size; e++) x[e] = 0;
   for (int s = 0; s < nq; s++) {
-    const int row = qtrow_[first + s];
-    int off = -1, size = 0;
-    ForEachRowTree(p, row, [&](int t, int, int) {
-      if (t == tree) off = size;
-      size += p.islands.tree_dofnum[t];
-    });
-    const double* w = RowSolve(p, row) + off;
+    const double* w = QuadW(p, qtrow_[first + s], tree);
     const int W = QuadWidth(nq - s / K * K);
     double* xs = x + static_cast<size_t>(s / K) * n * K + s % K;
     for (int i = 0; i < n; i++) xs[static_cast<size_t>(i) * W] = w[i];
@@ -163,13 +173,37 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree) {
   qtnum_[tree] = nq;
 }
 
+const double* ComfreeSolver::QuadW(const Problem& p, int row, int tree) {
+  // (RowSolve's w of the row, packed by its trees)
+  int off = -1, size = 0;
+  ForEachRowTree(p, row, [&](int t, int, int) {
+    if (t == tree) off = size;
+    size += p.islands.tree_dofnum[t];
+  });
+  return RowSolve(p, row) + off;
+}
+
 void ComfreeSolver::QuadTangents(const Problem& p, const ProblemTangent& dir) {
   for (int a = 0; a < nqrow_; a++) qset_[qrow_[a]] = 0;
   nqrow_ = 0;
   if (!dir.M || !dir.M_rows || dir.M_nrows == 0) return;
   const int tree = p.dof_tree[dir.M_rows[0]];
-  if (qtadr_[tree] < 0) QuadRows(p, tree);
-  for (int s = 0; s < qtnum_[tree]; s += kQuadSlots) QuadPass(p, dir, tree, s);
+  const bool forms = dir.M_forms && dir.M_dof >= 0 && p.dof_tree[dir.M_dof] == tree;
+  if (qtadr_[tree] < 0) QuadRows(p, tree, forms ? dir.M_forms : nullptr);
+  if (!qtform_[tree]) {
+    for (int s = 0; s < qtnum_[tree]; s += kQuadSlots) QuadPass(p, dir, tree, s);
+    return;
+  }
+  if (!forms) return;  // (the tree's rows hold forms: InvMassTangent forms this one's)
+  // the rows' forms of dM_k at k = M_dof (QuadRows)
+  const int n = p.islands.tree_dofnum[tree], k = dir.M_dof - p.islands.tree_dofadr[tree];
+  const double* x = quadx_.data() + qtx_[tree];
+  const int* rows = qtrow_.data() + qtadr_[tree];
+  for (int s = 0; s < qtnum_[tree]; s++) {
+    quad_[rows[s]] = x[static_cast<size_t>(s) * n + k];
+    qset_[rows[s]] = 1;
+    qrow_[nqrow_++] = rows[s];
+  }
 }
 
 namespace {

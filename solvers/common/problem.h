@@ -163,6 +163,16 @@ struct Solution {
   }
 };
 
+// w' dM_k w for the mass matrix's tangents dM_k along the positions of the dofs k of a tree, all
+// k at once (the derivative module's analytic position tangents, without forming dM)
+class MassForms {
+ public:
+  virtual ~MassForms() = default;
+  // q[k - begin] = w' dM_k w for each dof k of the tree [begin, end), w on its dofs (w[0] is
+  // dof begin's)
+  virtual void Forms(const double* w, int begin, int end, double* q) const = 0;
+};
+
 // a perturbation of the problem data along one direction; null members do not change. Rows,
 // contacts and the Jacobian's sparsity pattern stay those of the problem.
 struct ProblemTangent {
@@ -184,6 +194,9 @@ struct ProblemTangent {
   // the rows of dM that can be nonzero, ascending and all in one tree; null: any row
   const int* M_rows = nullptr;  //                                                 (M_nrows)
   int M_nrows = 0;
+  // M is M_forms' dM_k of dof k = M_dof (its forms w' M w without M); null: not known
+  const MassForms* M_forms = nullptr;
+  int M_dof = -1;
 };
 
 // owns a Problem's and a Solution's arrays, allocated once
