@@ -237,20 +237,27 @@ void SmoothTangent::PrepareAnalyticRows(const mjModel* m) {
 
   // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
   // side of each column
-  const double* vnext = stage_.solution->v_next;
-  Zero6(rne_.cvel_next);
-  for (int b = 1; b < nbody; b++) {
-    double v[6];
-    Copy6(v, rne_.cvel_next + 6 * m->body_parentid[b]);
-    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      Copy6(rne_.cvel_next_before_dof + 6 * j, v);
-      AddScl6(v, cdof + 6 * j, vnext[j]);
-    }
-    Copy6(rne_.cvel_next + 6 * b, v);
-  }
   const Problem& p = *stage_.problem;
+  const double* vnext = stage_.solution->v_next;
+  // (and at the problem's v_free, for the solvers' dJ v_free: set_jacobian_rows)
+  for (int pass = 0; pass < (stage_.batch ? 1 : 2); pass++) {
+    const double* x = pass == 0 ? vnext : p.v_free;
+    double* cv = pass == 0 ? rne_.cvel_next : rne_.cvel_free;
+    double* before = pass == 0 ? rne_.cvel_next_before_dof : rne_.cvel_free_before_dof;
+    Zero6(cv);
+    for (int b = 1; b < nbody; b++) {
+      double v[6];
+      Copy6(v, cv + 6 * m->body_parentid[b]);
+      for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+        Copy6(before + 6 * j, v);
+        AddScl6(v, cdof + 6 * j, x[j]);
+      }
+      Copy6(cv + 6 * b, v);
+    }
+  }
   const SparseRows& J = p.J;
   mju_zero(tan_.dJ, J.nnz);
+  mju_zero(tan_.dJ_vfree, p.nrow);
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     rows_.contact_dJ_written[c] = 0;
@@ -754,6 +761,8 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   if (!ZeroAdjointForce(dJf)) mju_zero(dJf, nv);       // (the reverse pass: on an island's dofs)
   const double* u = rne_.cvel_before_dof + 6 * carry;  // velocity and v+ before the carried dofs
   const double* un = rne_.cvel_next_before_dof + 6 * carry;
+  const double* uf = rne_.cvel_free_before_dof + 6 * carry;  // (jac_rows_: at v_free)
+  tan_.has_dJ_vfree = jac_rows_ != nullptr;
   // the blocked path's dJ' f: consecutive contacts on the same bodies (the same columns and
   // sides: MuJoCo's rows of one body pair) sum their wrenches, then one pass over the columns
   double group[2][2][6];
@@ -772,8 +781,10 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     if (c < 0) return 1;
     const Contact& con = p.con[c];
     const int dim = con.dim;
-    for (int r = 0; r < dim; r++)
+    for (int r = 0; r < dim; r++) {
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
+      tan_.dJ_vfree[row + r] = 0;
+    }
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
     if (radj_.contacts && radj_.contact_rev[c]) return dim;  // (ContactAdjoint's)
     if (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]]) {
@@ -817,9 +828,10 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     ContactAxisTangents(m, con, g0, dp, dF, S, tan);
 
     // the blocked path needs only dJ v, dJ v+ and dJ' f: chain sums of cdof v are body velocities
-    // (V, from u before the carried dofs), and the rows combine with their forces first
+    // (V, from u before the carried dofs), and the rows combine with their forces first; so does
+    // a solver that reads dJ v_free and dJ of some rows only (jac_rows_)
     const int adr0 = J.rowadr[row], n = J.rownnz[row];
-    if (stage_.batch) {
+    if (stage_.batch || jac_rows_) {
       double wrench[2][2][6] = {};
       for (int side = 0; side < 2; side++) {
         const int body = con.body[side];
@@ -828,6 +840,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         const bool carried = pairs_.body_moved[body];
         const double* V = d->cvel + 6 * body;
         const double* Vn = rne_.cvel_next + 6 * body;
+        const double* Vf = rne_.cvel_free + 6 * body;
         for (int r = 0; r < dim; r++) {
           const double* a = tan[side][0][r];
           const double fr = force[row + r];
@@ -841,9 +854,15 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
             }
             tan_.dvel[row + r] += sg * dv;
             tan_.dJ_qvel_next[row + r] += sg * dn;
+            if (jac_rows_) {
+              double df = Dot6(a, uf);
+              for (int i = 0; i < 6; i++) df += b[i] * (Vf[i] - uf[i]);
+              tan_.dJ_vfree[row + r] += sg * df;
+            }
           } else {
             tan_.dvel[row + r] += sg * Dot6(a, V);
             tan_.dJ_qvel_next[row + r] += sg * Dot6(a, Vn);
+            if (jac_rows_) tan_.dJ_vfree[row + r] += sg * Dot6(a, Vf);
           }
           for (int i = 0; i < 6; i++) wrench[side][0][i] += fr * a[i];
         }
@@ -854,6 +873,15 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         if (group_row >= 0) WrenchColumns(group_row, carry, carry_end, group, dJf);
         std::memcpy(group, wrench, sizeof(group));
         group_row = row;
+      }
+      // the rows whose dJ the solver reads, column by column
+      for (int r = 0; r < dim && jac_rows_; r++) {
+        if (!jac_rows_[row + r]) continue;
+        double* dJ = tan_.dJ + J.rowadr[row + r];
+        for (int q = 0; q < n; q++) {
+          const int j = J.colind[adr0 + q], sign = rows_.nonzero_side[adr0 + q];
+          dJ[q] = sign * Dot6(tan[sign > 0][j >= carry && j < carry_end][r], d->cdof + 6 * j);
+        }
       }
       return dim;
     }

@@ -118,6 +118,7 @@ void SmoothTangent::BeginStage() {
   cfd_ = cfd_model_ != nullptr;
   mode_changes_ = 0;
   defer_free_velocity_ = false;  // (Derivative::Directions sets it for its loop)
+  jac_rows_ = nullptr;           // (and this)
   tan_.dv_free_unit = -2;
 }
 
@@ -205,6 +206,7 @@ void SmoothTangent::ClearTangent() {
   tan_.dM_one_tree = false;
   tan_.dv_free_unit = -2;
   tan_.dM_dof = -1;
+  tan_.has_dJ_vfree = false;
   unit_kind_ = -1;     // (a parameter direction follows: it may write any of them)
   dM_listed_ = false;  // (and dM)
   rows_dirty_ = -2;    // (and every row)
@@ -224,6 +226,7 @@ void SmoothTangent::ClearUnit() {
   tan_.dM_one_tree = false;
   tan_.dv_free_unit = -2;
   tan_.dM_dof = -1;
+  tan_.has_dJ_vfree = false;
 }
 
 void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
@@ -276,7 +279,7 @@ void SmoothTangent::ZeroRowsBut(int island) {
   const Islands& is = p.islands;
   const SparseRows& J = p.J;
   auto zero = [&](int i) {
-    tan_.dpos[i] = tan_.dvel[i] = tan_.dJ_qvel_next[i] = 0;
+    tan_.dpos[i] = tan_.dvel[i] = tan_.dJ_qvel_next[i] = tan_.dJ_vfree[i] = 0;
     tan_.dimp[i] = tan_.dR[i] = tan_.daref[i] = 0;
     mju_zero(tan_.dJ + J.rowadr[i], J.rownnz[i]);
     const int c = rows_.row_contact[i];

@@ -134,6 +134,12 @@ class SmoothTangent : public MassForms {
   // a unit direction's dv_free is left unsolved, its right-hand side in dv_free
   // (tan_.dv_free_unit; the solver solves a block's at once: Solver::DefersFreeVelocity)
   void set_defer_free_velocity(bool on) { defer_free_velocity_ = on; }
+  // the analytic contact rows of a position direction give dJ v_free (tan_.dJ_vfree) and write
+  // dJ on the rows marked (Solver::TangentJacobianRows) only, their velocity products from body
+  // velocities as the blocked "mujoco" path forms them (null: every row's dJ, column by column)
+  void set_jacobian_rows(const char* rows) { jac_rows_ = jacobian_rows_on_ ? rows : nullptr; }
+  // test hook: set_jacobian_rows taken (true) or ignored
+  static inline bool jacobian_rows_on_ = true;
   // test hook: the deferral taken where it applies (true) or dv_free solved per direction
   static inline bool defer_free_velocity_on_ = true;
   // MassForms of MassTangent's dM_k in closed form (after PrepareAnalytic): with U = sum w_j
@@ -436,6 +442,7 @@ class SmoothTangent : public MassForms {
 
   bool velocity_rows_unread_ = false;  // (set_velocity_rows_unread)
   bool defer_free_velocity_ = false;   // (set_defer_free_velocity)
+  const char* jac_rows_ = nullptr;     // (set_jacobian_rows)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }

@@ -374,6 +374,7 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked)
     dir.M_dof = tan_.dM_dof;
   }
   dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
+  dir.J_vfree = tan_.has_dJ && tan_.has_dJ_vfree ? tan_.dJ_vfree : nullptr;
   dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
   dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
   dir.R = tan_.has_dpos || tan_.has_drows ? tan_.dR : nullptr;

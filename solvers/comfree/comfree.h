@@ -112,6 +112,7 @@ class ComfreeSolver final : public Solver {
   bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
   bool DefersFreeVelocity() const override { return true; }
+  const char* TangentJacobianRows(const Problem& p) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
@@ -399,6 +400,7 @@ class ComfreeSolver final : public Solver {
   int nrhs_ = 0;                // how many
   std::vector<double> blk_vx_;  // FreeVelocities' scratch              (nv x kTangentSlots)
   std::vector<double> vfree_;   // a formed slot's deferred dv_free, solved (nv)
+  std::vector<char> jrows_;     // TangentJacobianRows' rows                (max_rows)
 };
 
 }  // namespace contactkit

@@ -321,11 +321,15 @@ void ComfreeSolver::PrepareTangent(const Problem& p) {
 
 namespace {
 
-// tangent of J_r v_smooth: J dv_free and dJ v_free summed apart, in one pass over the row
+// tangent of J_r v_smooth: J dv_free and dJ v_free summed apart, in one pass over the row (dJ
+// v_free given: dir.J_vfree)
 double VelocityTangent(const Problem& p, const ProblemTangent& dir, int row) {
   const int adr = p.J.rowadr[row], n = p.J.rownnz[row];
   const int* col = p.J.colind + adr;
-  if (!dir.J) return dir.v_free ? p.J.Dot(row, dir.v_free) : 0.0;
+  if (!dir.J || dir.J_vfree) {
+    const double a = dir.v_free ? p.J.Dot(row, dir.v_free) : 0.0;
+    return dir.J_vfree ? a + dir.J_vfree[row] : a;
+  }
   const double* dJ = dir.J + adr;
   double a = 0, b = 0;
   if (dir.v_free) {
@@ -358,8 +362,8 @@ void VelocityTangents(const Problem& p, const ProblemTangent& dir, int row, doub
       for (int r = 0; r < D; r++) a[r] += val[r][q] * x;
     }
   }
-  if (!dir.J) {
-    for (int r = 0; r < D; r++) ds[r] = a[r];
+  if (!dir.J || dir.J_vfree) {
+    for (int r = 0; r < D; r++) ds[r] = dir.J_vfree ? a[r] + dir.J_vfree[row + r] : a[r];
     return;
   }
   const double* dJ[D];
@@ -630,6 +634,7 @@ void ComfreeSolver::SetupTangentBlocks(const ProblemDims& dims) {
   blk_ds_.assign(6 * S, 0.0);
   blk_vx_.assign(nv * S, 0.0);
   vfree_.assign(nv, 0.0);
+  jrows_.assign(rows, 0);
   nlin_ = nrhs_ = 0;
 }
 
@@ -761,6 +766,22 @@ void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) 
     for (int c = 0; c < nc; c++) f[c] = dga + G * (-cv * f[c] - k * 0.0) / h;
     store(i, nullptr);
   }
+}
+
+const char* ComfreeSolver::TangentJacobianRows(const Problem& p) {
+  // InvMassTangent's rows (arow_ of the contacts and plain rows with a gain); every row where
+  // CoupledRelaxTangent (a capped gain) or FrictionLossTangent (friction-loss rows) read dJ
+  bool capped = false;
+  for (int i = 0; i < p.nrow && !capped; i++) capped = cap_[i] < 1;
+  if ((capped && coupled_) || p.nf > 0) return nullptr;
+  for (int i = 0; i < p.nrow; i++) jrows_[i] = 0;
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
+    if (gain_[i] != 0) jrows_[arow_[i]] = 1;
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    if (gain_[p.con[c].row] != 0) jrows_[arow_[p.con[c].row]] = 1;
+  }
+  return jrows_.data();
 }
 
 bool ComfreeSolver::SetTangentModes(const Problem& p, const signed char* mode) {

@@ -194,6 +194,9 @@ struct ProblemTangent {
   // the rows of dM that can be nonzero, ascending and all in one tree; null: any row
   const int* M_rows = nullptr;  //                                                 (M_nrows)
   int M_nrows = 0;
+  // d J v_free of the problem's v_free (nrow); where given, J holds the rows of
+  // Solver::TangentJacobianRows only
+  const double* J_vfree = nullptr;
   // M is M_forms' dM_k of dof k = M_dof (its forms w' M w without M); null: not known
   const MassForms* M_forms = nullptr;
   int M_dof = -1;

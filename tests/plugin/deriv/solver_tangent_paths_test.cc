@@ -9,7 +9,10 @@
 //   per-direction TreeMass::Solve): the Jacobians bit for bit;
 // - comfree's w' dM_k w of its rows for every position direction k from the closed form of
 //   SmoothTangent's MassForms, once per solve, instead of a pass over each direction's dM: A
-//   within 1e-14 of its norm (other sums), B bit for bit (no dM).
+//   within 1e-14 of its norm (other sums), B bit for bit (no dM);
+// - comfree's dJ v_free from body velocities and dJ formed on the rows it reads only
+//   (Solver::TangentJacobianRows, SmoothTangent::set_jacobian_rows) instead of every row's dJ
+//   column by column: A within 1e-13 (other sums), B bit for bit.
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -26,6 +29,7 @@ class SolverTangentPathTest : public MujocoTest {
   void TearDown() override {
     SmoothTangent::defer_free_velocity_on_ = true;
     SmoothTangent::mass_forms_ = true;
+    SmoothTangent::jacobian_rows_on_ = true;
     MujocoTest::TearDown();
   }
 
@@ -81,13 +85,18 @@ void SolverTangentPathTest::Compare(std::initializer_list<int> solvers, Set set,
 }
 
 TEST_F(SolverTangentPathTest, BlockSolvedFreeVelocitiesAreThePerDirectionSolves) {
-  Compare(
-      {ckSOL_COMFREE, ckSOL_LCP}, [](bool on) { SmoothTangent::defer_free_velocity_on_ = on; }, 0);
+  auto set = [](bool on) { SmoothTangent::defer_free_velocity_on_ = on; };
+  Compare({ckSOL_COMFREE, ckSOL_LCP}, set, 0);
 }
 
 TEST_F(SolverTangentPathTest, ComfreeMassFormsAreTheQuadraticFormsOfDM) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { SmoothTangent::mass_forms_ = on; }, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeRowsDJFreeVelocityFromBodyVelocities) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { SmoothTangent::jacobian_rows_on_ = on; }, 1e-13);
 }
 
 }  // namespace
