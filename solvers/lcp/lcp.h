@@ -411,9 +411,8 @@ class LcpSolver final : public Solver {
   std::vector<unsigned char> blk_rcon_;  // its rc not zero                             (S)
   std::vector<unsigned char> blk_nson_;  // its null-space term kept: 1 weights, 2 vector (S)
   int rec_slot_ = -1;  // NullSpaceTangent records slot's term into blk_ns_ (-1: adds it)
-  // the slots whose blk_vf_ holds a deferred dv_free's right-hand side, their unit dof (-1 none)
-  int vf_slot_[kTangentSlots] = {}, vf_unit_[kTangentSlots] = {};
-  int nvf_ = 0;  // how many
+  // a slot's deferred dv_free's unit dof (-1 none; its right-hand side is in blk_r_)
+  int blk_unit_[kTangentSlots] = {};
 
   // reverse mode (PrepareAdjoint): lam = K^+' y_C of the clamped rows, om = the null-space
   // term's row weights, nu = J_C' lam, pi = h M^-1 nu, pin = M^-1 J' om

@@ -496,7 +496,6 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   // side and dv_free, each clamped row's dJ v+ and stabilization change, the null-space term
   const size_t S = kTangentSlots;
   if (p.islands.nisland != 1 || slot < 0 || slot >= kTangentSlots || !solved_) return false;
-  if (slot == 0) nvf_ = 0;
   const Solution& sol = *solved_;
   if (!tan_ready_ && !PrepareTangent(p, sol)) return false;
   MarkTouched(p, dir);
@@ -508,18 +507,17 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   // (exact zeros on the trees where ForceTangent does not solve: their solve gives zeros)
   IslandVelocityTangent(p, sol.force, ustep_.data(), dir, false, h, dv0_.data(), reach0_.data(),
                         false);
-  blk_ron_[slot] = reach0_[0];
-  // (a deferred dv_free's right-hand side: BlockVelocity solves the block's at once)
-  const double* vf = dir.v_free ? dir.v_free : dir.v_free_rhs;
-  blk_vfon_[slot] = vf != nullptr;
-  if (!dir.v_free && vf) {
-    vf_slot_[nvf_] = slot;
-    vf_unit_[nvf_++] = dir.v_free_unit;
-  }
+  // a deferred dv_free = e_unit + h M^-1 x joins dv0's solve: dv0 = e_unit + h M^-1 (r + x)
+  const double* x = dir.v_free ? nullptr : dir.v_free_rhs;
+  const bool r = reach0_[0];
+  blk_ron_[slot] = r || x;
+  blk_vfon_[slot] = dir.v_free != nullptr;
+  blk_unit_[slot] = x ? dir.v_free_unit : -1;
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
-    for (int j = b; j < e && blk_ron_[slot]; j++) blk_r_[j * S + slot] = dv0_[j];
-    for (int j = b; j < e && blk_vfon_[slot]; j++) blk_vf_[j * S + slot] = vf[j];
+    for (int j = b; j < e && blk_ron_[slot]; j++)
+      blk_r_[j * S + slot] = (r ? dv0_[j] : 0) + (x ? x[j] : 0);
+    for (int j = b; j < e && blk_vfon_[slot]; j++) blk_vf_[j * S + slot] = dir.v_free[j];
   }
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
@@ -542,7 +540,8 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
 }
 
 void LcpSolver::BlockVelocity(const Problem& p, int nslot) {
-  // dv0 = h M^-1 r + dv_free of every slot on the island's trees (ForceTangent's
+  // dv0 = h M^-1 r + dv_free of every slot on the island's trees (a deferred dv_free's
+  // right-hand side in r: e_unit + h M^-1 (r + x)) (ForceTangent's
   // IslandVelocityTangent: the same operations per column; a slot whose r is zero has
   // dv0 = 0 + dv_free without a solve), into blk_x_ with stride nslot; the slots with an r are
   // solved at once, packed into blk_m_
@@ -555,9 +554,6 @@ void LcpSolver::BlockVelocity(const Problem& p, int nslot) {
   }
   double* X = blk_x_.data();
   double* Y = blk_m_.data();
-  // the deferred dv_free of the slots (QueueTangent) in one block solve
-  FreeVelocities(p, 0, blk_vf_.data(), kTangentSlots, vf_slot_, vf_unit_, nvf_, Y);
-  nvf_ = 0;
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
     for (int j = b; j < e; j++) {
@@ -573,6 +569,11 @@ void LcpSolver::BlockVelocity(const Problem& p, int nslot) {
         if (blk_vfon_[s]) x[s] += vf[s];
       }
     }
+  }
+  // a deferred dv_free's unit dv (on the island's trees, where dv0 is read)
+  for (int s = 0; s < nslot; s++) {
+    const int u = blk_unit_[s];
+    if (blk_on_[s] && u >= 0 && is.tree_island[p.dof_tree[u]] == 0) X[u * nb + s] += 1;
   }
 }
 
