@@ -761,7 +761,6 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   if (!ZeroAdjointForce(dJf)) mju_zero(dJf, nv);       // (the reverse pass: on an island's dofs)
   const double* u = rne_.cvel_before_dof + 6 * carry;  // velocity and v+ before the carried dofs
   const double* un = rne_.cvel_next_before_dof + 6 * carry;
-  const double* uf = rne_.cvel_free_before_dof + 6 * carry;  // (jac_rows_: at v_free)
   tan_.has_dJ_vfree = jac_rows_ != nullptr;
   // the blocked path's dJ' f: consecutive contacts on the same bodies (the same columns and
   // sides: MuJoCo's rows of one body pair) sum their wrenches, then one pass over the columns
@@ -781,10 +780,9 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     if (c < 0) return 1;
     const Contact& con = p.con[c];
     const int dim = con.dim;
-    for (int r = 0; r < dim; r++) {
+    for (int r = 0; r < dim; r++)
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
-      tan_.dJ_vfree[row + r] = 0;
-    }
+    for (int r = 0; r < dim && jac_rows_; r++) tan_.dJ_vfree[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
     if (radj_.contacts && radj_.contact_rev[c]) return dim;  // (ContactAdjoint's)
     if (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]]) {
@@ -840,7 +838,6 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         const bool carried = pairs_.body_moved[body];
         const double* V = d->cvel + 6 * body;
         const double* Vn = rne_.cvel_next + 6 * body;
-        const double* Vf = rne_.cvel_free + 6 * body;
         for (int r = 0; r < dim; r++) {
           const double* a = tan[side][0][r];
           const double fr = force[row + r];
@@ -854,15 +851,9 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
             }
             tan_.dvel[row + r] += sg * dv;
             tan_.dJ_qvel_next[row + r] += sg * dn;
-            if (jac_rows_) {
-              double df = Dot6(a, uf);
-              for (int i = 0; i < 6; i++) df += b[i] * (Vf[i] - uf[i]);
-              tan_.dJ_vfree[row + r] += sg * df;
-            }
           } else {
             tan_.dvel[row + r] += sg * Dot6(a, V);
             tan_.dJ_qvel_next[row + r] += sg * Dot6(a, Vn);
-            if (jac_rows_) tan_.dJ_vfree[row + r] += sg * Dot6(a, Vf);
           }
           for (int i = 0; i < 6; i++) wrench[side][0][i] += fr * a[i];
         }
@@ -874,15 +865,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         std::memcpy(group, wrench, sizeof(group));
         group_row = row;
       }
-      // the rows whose dJ the solver reads, column by column
-      for (int r = 0; r < dim && jac_rows_; r++) {
-        if (!jac_rows_[row + r]) continue;
-        double* dJ = tan_.dJ + J.rowadr[row + r];
-        for (int q = 0; q < n; q++) {
-          const int j = J.colind[adr0 + q], sign = rows_.nonzero_side[adr0 + q];
-          dJ[q] = sign * Dot6(tan[sign > 0][j >= carry && j < carry_end][r], d->cdof + 6 * j);
-        }
-      }
+      if (jac_rows_) SolverRowTerms(m, con, row, carry, carry_end, tan);
       return dim;
     }
 
@@ -910,6 +893,37 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     return dim;
   });
   if (group_row >= 0) WrenchColumns(group_row, carry, carry_end, group, dJf);
+}
+
+void SmoothTangent::SolverRowTerms(const mjModel* m, const Contact& con, int row, int carry,
+                                   int carry_end, const double (*tan)[2][6][6]) {
+  // dJ v_free of the contact's rows as the blocked path's dJ v (body velocities at v_free, from
+  // uf before the carried dofs), and dJ of the rows the solver reads, column by column
+  const mjData* d = stage_data_;
+  const SparseRows& J = stage_.problem->J;
+  const double* uf = rne_.cvel_free_before_dof + 6 * carry;
+  for (int side = 0; side < 2; side++) {
+    const int body = con.body[side];
+    if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
+    const double sg = side ? 1 : -1;
+    const bool carried = pairs_.body_moved[body];
+    const double* Vf = rne_.cvel_free + 6 * body;
+    for (int r = 0; r < con.dim; r++) {
+      const double* a = tan[side][0][r];
+      double df = Dot6(a, carried ? uf : Vf);
+      for (int i = 0; i < 6 && carried; i++) df += tan[side][1][r][i] * (Vf[i] - uf[i]);
+      tan_.dJ_vfree[row + r] += sg * df;
+    }
+  }
+  const int adr0 = J.rowadr[row], n = J.rownnz[row];
+  for (int r = 0; r < con.dim; r++) {
+    if (!jac_rows_[row + r]) continue;
+    double* dJ = tan_.dJ + J.rowadr[row + r];
+    for (int q = 0; q < n; q++) {
+      const int j = J.colind[adr0 + q], sign = rows_.nonzero_side[adr0 + q];
+      dJ[q] = sign * Dot6(tan[sign > 0][j >= carry && j < carry_end][r], d->cdof + 6 * j);
+    }
+  }
 }
 
 void SmoothTangent::WrenchColumns(int row, int carry, int carry_end, const double (*wrench)[2][6],

@@ -271,6 +271,10 @@ class SmoothTangent : public MassForms {
   void RecollideRigid(const mjModel* m, int k);
   // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
   void AnalyticContactRows(const mjModel* m, int k);
+  // set_jacobian_rows' terms of contact con at row along a position direction: its rows' dJ
+  // v_free, and dJ of the rows asked for (tan: its axes' tangents, ContactAxisTangents)
+  void SolverRowTerms(const mjModel* m, const Contact& con, int row, int carry, int carry_end,
+                      const double (*tan)[2][6][6]);
   // the blocked path's dJ' f on a contact row's columns: dJf_j += sign_j wrench[side_j][carried_j]
   // . cdof_j (the summed wrenches of the contacts on the same bodies, which share the columns)
   void WrenchColumns(int row, int carry, int carry_end, const double (*wrench)[2][6],
