@@ -14,8 +14,6 @@
 // - comfree's dJ v_free from body velocities and dJ formed on the rows it reads only
 //   (Solver::TangentJacobianRows, SmoothTangent::set_jacobian_rows) instead of every row's dJ
 //   column by column: A within 1e-13 (other sums), B bit for bit.
-#include <cmath>
-#include <cstring>
 #include <initializer_list>
 #include <string>
 
@@ -25,65 +23,26 @@
 namespace contactkit::test {
 namespace {
 
-class SolverTangentPathTest : public MujocoTest {
+class SolverTangentPathTest : public PathToggleTest {
  protected:
   void TearDown() override {
     SmoothTangent::defer_free_velocity_on_ = true;
     SmoothTangent::mass_forms_ = true;
     SmoothTangent::jacobian_rows_on_ = true;
-    MujocoTest::TearDown();
+    PathToggleTest::TearDown();
   }
-
-  // A and B with set(true) and with set(false) for each solver and variant; A within tol of its
-  // norm (0: bit for bit), B bit for bit
+  // each solver's A within tol of each other (0: bit for bit), B bit for bit
   template <class Set>
-  void Compare(std::initializer_list<int> solvers, Set set, double tol);
-};
-
-template <class Set>
-void SolverTangentPathTest::Compare(std::initializer_list<int> solvers, Set set, double tol) {
-  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
-  ASSERT_TRUE(m);
-  const int nv = m->nv;
-  for (int solver : solvers) {
-    for (int variant = 0; variant < 3; variant++) {
-      m->opt.cone = variant == 1 ? mjCONE_ELLIPTIC : mjCONE_PYRAMIDAL;
-      for (int i = 6; i < nv; i++) m->dof_damping[i] = variant == 2 ? 0.5 : 0;
-      ckSettings s = Settings(solver);
-      HandlePtr ck = Make(m.get(), &s);
-      DataPtr d(mj_makeData(m.get()));
-      for (int t = 0; t < 150; t++) ck_step(ck.get(), m.get(), d.get());
-      for (int i = 0; i < nv; i++) d->qvel[i] += 0.1 * std::sin(1.0 + i);
-      for (int i = 0; i < m->nu; i++) d->ctrl[i] = 0.3 * std::cos(2.0 + i);
-      const std::string what =
-          std::string(ck_solverName(solver)) + ", variant " + std::to_string(variant);
-      ASSERT_GE(d->ncon, 2) << what;
-      Jacobians on(m.get()), off(m.get());
-      for (int pass = 0; pass < 2; pass++) {
-        set(pass == 0);
-        Jacobians& jac = pass == 0 ? on : off;
-        ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
-                                      nullptr, nullptr))
-            << what << ": " << ck_lastError(ck.get());
-      }
-      const int ndx = 2 * nv + m->na;
-      if (tol > 0) {
-        EXPECT_LT(RelativeError(on.A, off.A), tol) << what << "\n"
-                                                   << WorstEntries(m.get(), on.A, off.A, ndx);
-      } else {
-        EXPECT_EQ(0, std::memcmp(on.A.data(), off.A.data(), on.A.size() * sizeof(double)))
-            << what << "\n"
-            << WorstEntries(m.get(), on.A, off.A, ndx);
-      }
-      EXPECT_EQ(0, std::memcmp(on.B.data(), off.B.data(), on.B.size() * sizeof(double)))
-          << what << "\n"
-          << WorstEntries(m.get(), on.B, off.B, m->nu);
-      double norm = 0;
-      for (double x : on.B) norm += x * x;
-      EXPECT_GT(norm, 0) << what;
+  void Compare(std::initializer_list<int> solvers, Set set, double tol) {
+    for (int solver : solvers) {
+      CompareOnHumanoid(
+          set,
+          [](const mjModel*, const mjData*, const Jacobians&, const Jacobians&,
+             const std::string&) {},
+          solver, tol);
     }
   }
-}
+};
 
 TEST_F(SolverTangentPathTest, BlockSolvedFreeVelocitiesAreThePerDirectionSolves) {
   auto set = [](bool on) { SmoothTangent::defer_free_velocity_on_ = on; };
