@@ -62,6 +62,13 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   // (QueueColumn's velocity columns: VelocityRowRhs, no row tangents read)
   smooth_.set_velocity_rows_unread(stage_.batch && velocity_rows_ &&
                                    SmoothTangent::skip_unread_rows_);
+  // (a solver's blocked tangents on one island: dv_free's solves in its blocks, and dJ on the
+  // rows it reads)
+  const bool blocked = stage_.slots && !stage_.own_slots && stage_.problem->islands.nisland == 1;
+  smooth_.set_defer_free_velocity(blocked && stage_.solver->DefersFreeVelocity());
+  smooth_.set_jacobian_rows(blocked && smooth_.analytic()
+                                ? stage_.solver->TangentJacobianRows(*stage_.problem)
+                                : nullptr);
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !ctrl : !state) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na_ : nv_;
@@ -95,6 +102,8 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   if (nslot && stage_.batch) FlushColumns(m, nslot, fn);
   if (nslot && !stage_.batch && !FlushTangents(m, nslot, fn)) return false;
   smooth_.set_velocity_rows_unread(false);
+  smooth_.set_defer_free_velocity(false);
+  smooth_.set_jacobian_rows(nullptr);
   smooth_.RestoreActuation();
   return true;
 }

@@ -135,6 +135,7 @@ void SmoothTangent::DecideAnalytic(const mjModel* m) {
 
 void SmoothTangent::PrepareAnalytic(const mjModel* m) {
   analytic_stages_++;
+  forms_model_ = m;
   const mjData* d = stage_data_;
   const int nbody = m->nbody;
   const double* cdof = d->cdof;
@@ -236,20 +237,27 @@ void SmoothTangent::PrepareAnalyticRows(const mjModel* m) {
 
   // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
   // side of each column
-  const double* vnext = stage_.solution->v_next;
-  Zero6(rne_.cvel_next);
-  for (int b = 1; b < nbody; b++) {
-    double v[6];
-    Copy6(v, rne_.cvel_next + 6 * m->body_parentid[b]);
-    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      Copy6(rne_.cvel_next_before_dof + 6 * j, v);
-      AddScl6(v, cdof + 6 * j, vnext[j]);
-    }
-    Copy6(rne_.cvel_next + 6 * b, v);
-  }
   const Problem& p = *stage_.problem;
+  const double* vnext = stage_.solution->v_next;
+  // (and at the problem's v_free, for the solvers' dJ v_free: set_jacobian_rows)
+  for (int pass = 0; pass < (stage_.batch ? 1 : 2); pass++) {
+    const double* x = pass == 0 ? vnext : p.v_free;
+    double* cv = pass == 0 ? rne_.cvel_next : rne_.cvel_free;
+    double* before = pass == 0 ? rne_.cvel_next_before_dof : rne_.cvel_free_before_dof;
+    Zero6(cv);
+    for (int b = 1; b < nbody; b++) {
+      double v[6];
+      Copy6(v, cv + 6 * m->body_parentid[b]);
+      for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+        Copy6(before + 6 * j, v);
+        AddScl6(v, cdof + 6 * j, x[j]);
+      }
+      Copy6(cv + 6 * b, v);
+    }
+  }
   const SparseRows& J = p.J;
   mju_zero(tan_.dJ, J.nnz);
+  mju_zero(tan_.dJ_vfree, p.nrow);
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     rows_.contact_dJ_written[c] = 0;
@@ -383,6 +391,46 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
     for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
       dM[adr] = Dot6(d->cdof + 6 * j, g);
     }
+  }
+}
+
+void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const {
+  // MassTangent's entries of the carried rows, -(S x cdof_j) . crb_i cdof_i, sum to -2 (S x U) .
+  // F; those of the chain above s, cdof_j . G cdof_i with G = S x* crb_b0 - crb_b0 S x
+  // (symmetric), to U' G U = -2 (S x U) . crb_b0 U
+  const mjModel* m = forms_model_;
+  const mjData* d = stage_data_;
+  const int root = m->body_rootid[m->dof_bodyid[begin]], last = rne_.subtree_last[root];
+  auto wof = [&](int j) { return j >= begin && j < end ? w[j - begin] : 0.0; };
+  // w's velocity of each body and before each dof (from the world's, zero)
+  for (int b = root; b <= last; b++) {
+    double v[6] = {0, 0, 0, 0, 0, 0};
+    if (b > root) Copy6(v, rne_.form_body + 6 * m->body_parentid[b]);
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      Copy6(rne_.form_before + 6 * j, v);
+      AddScl6(v, d->cdof + 6 * j, wof(j));
+    }
+    Copy6(rne_.form_body + 6 * b, v);
+    Zero6(rne_.form_sub + 6 * b);
+  }
+  // the sums of w_i crb_i cdof_i over each dof, the dofs after it in its body and the subtrees
+  for (int b = last; b >= root; b--) {
+    double f[6];
+    Copy6(f, rne_.form_sub + 6 * b);  // (its children's)
+    for (int j = m->body_dofadr[b] + m->body_dofnum[b] - 1; j >= m->body_dofadr[b]; j--) {
+      AddScl6(f, rne_.crb_cdof + 6 * j, wof(j));
+      Copy6(rne_.form_carried + 6 * j, f);
+    }
+    if (b > root) AddScl6(rne_.form_sub + 6 * m->body_parentid[b], f, 1);
+  }
+  for (int k = begin; k < end; k++) {
+    const int s = rne_.dof_carry_start[k];
+    const double* u = rne_.form_before + 6 * s;
+    double su[6], g[6];
+    CrossMotion(su, d->cdof + 6 * k, u);
+    MulInert(g, d->crb + 10 * m->dof_bodyid[k], u);
+    for (int r = 0; r < 6; r++) g[r] += rne_.form_carried[6 * s + r];
+    q[k - begin] = -2 * Dot6(su, g);
   }
 }
 
@@ -531,6 +579,7 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
     tan_.dM_begin = trees_.dofadr[t];
     tan_.dM_end = trees_.dofadr[t] + trees_.dofnum[t];
     MassTangent(m, k, tan_.dM);
+    tan_.dM_dof = k;
     const double* a = d->qacc;
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];
@@ -712,6 +761,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   if (!ZeroAdjointForce(dJf)) mju_zero(dJf, nv);       // (the reverse pass: on an island's dofs)
   const double* u = rne_.cvel_before_dof + 6 * carry;  // velocity and v+ before the carried dofs
   const double* un = rne_.cvel_next_before_dof + 6 * carry;
+  tan_.has_dJ_vfree = jac_rows_ != nullptr;
   // the blocked path's dJ' f: consecutive contacts on the same bodies (the same columns and
   // sides: MuJoCo's rows of one body pair) sum their wrenches, then one pass over the columns
   double group[2][2][6];
@@ -732,6 +782,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     const int dim = con.dim;
     for (int r = 0; r < dim; r++)
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
+    for (int r = 0; r < dim && jac_rows_; r++) tan_.dJ_vfree[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
     if (radj_.contacts && radj_.contact_rev[c]) return dim;  // (ContactAdjoint's)
     if (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]]) {
@@ -775,9 +826,10 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     ContactAxisTangents(m, con, g0, dp, dF, S, tan);
 
     // the blocked path needs only dJ v, dJ v+ and dJ' f: chain sums of cdof v are body velocities
-    // (V, from u before the carried dofs), and the rows combine with their forces first
+    // (V, from u before the carried dofs), and the rows combine with their forces first; so does
+    // a solver that reads dJ v_free and dJ of some rows only (jac_rows_)
     const int adr0 = J.rowadr[row], n = J.rownnz[row];
-    if (stage_.batch) {
+    if (stage_.batch || jac_rows_) {
       double wrench[2][2][6] = {};
       for (int side = 0; side < 2; side++) {
         const int body = con.body[side];
@@ -813,6 +865,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         std::memcpy(group, wrench, sizeof(group));
         group_row = row;
       }
+      if (jac_rows_) SolverRowTerms(m, con, row, carry, carry_end, tan);
       return dim;
     }
 
@@ -840,6 +893,37 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     return dim;
   });
   if (group_row >= 0) WrenchColumns(group_row, carry, carry_end, group, dJf);
+}
+
+void SmoothTangent::SolverRowTerms(const mjModel* m, const Contact& con, int row, int carry,
+                                   int carry_end, const double (*tan)[2][6][6]) {
+  // dJ v_free of the contact's rows as the blocked path's dJ v (body velocities at v_free, from
+  // uf before the carried dofs), and dJ of the rows the solver reads, column by column
+  const mjData* d = stage_data_;
+  const SparseRows& J = stage_.problem->J;
+  const double* uf = rne_.cvel_free_before_dof + 6 * carry;
+  for (int side = 0; side < 2; side++) {
+    const int body = con.body[side];
+    if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
+    const double sg = side ? 1 : -1;
+    const bool carried = pairs_.body_moved[body];
+    const double* Vf = rne_.cvel_free + 6 * body;
+    for (int r = 0; r < con.dim; r++) {
+      const double* a = tan[side][0][r];
+      double df = Dot6(a, carried ? uf : Vf);
+      for (int i = 0; i < 6 && carried; i++) df += tan[side][1][r][i] * (Vf[i] - uf[i]);
+      tan_.dJ_vfree[row + r] += sg * df;
+    }
+  }
+  const int adr0 = J.rowadr[row], n = J.rownnz[row];
+  for (int r = 0; r < con.dim; r++) {
+    if (!jac_rows_[row + r]) continue;
+    double* dJ = tan_.dJ + J.rowadr[row + r];
+    for (int q = 0; q < n; q++) {
+      const int j = J.colind[adr0 + q], sign = rows_.nonzero_side[adr0 + q];
+      dJ[q] = sign * Dot6(tan[sign > 0][j >= carry && j < carry_end][r], d->cdof + 6 * j);
+    }
+  }
 }
 
 void SmoothTangent::WrenchColumns(int row, int carry, int carry_end, const double (*wrench)[2][6],

@@ -117,6 +117,9 @@ void SmoothTangent::Setup(const mjModel* m, const DerivSizes& n, mjData* stage_d
 void SmoothTangent::BeginStage() {
   cfd_ = cfd_model_ != nullptr;
   mode_changes_ = 0;
+  defer_free_velocity_ = false;  // (Derivative::Directions sets it for its loop)
+  jac_rows_ = nullptr;           // (and this)
+  tan_.dv_free_unit = -2;
 }
 
 void SmoothTangent::PrepareRows(const mjModel* m) {
@@ -201,6 +204,9 @@ void SmoothTangent::ClearTangent() {
   tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
   tan_.has_dM_problem = tan_.has_drows = false;
   tan_.dM_one_tree = false;
+  tan_.dv_free_unit = -2;
+  tan_.dM_dof = -1;
+  tan_.has_dJ_vfree = false;
   unit_kind_ = -1;     // (a parameter direction follows: it may write any of them)
   dM_listed_ = false;  // (and dM)
   rows_dirty_ = -2;    // (and every row)
@@ -218,6 +224,9 @@ void SmoothTangent::ClearUnit() {
   tan_.has_dM = tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = false;
   tan_.has_dM_problem = tan_.has_drows = false;
   tan_.dM_one_tree = false;
+  tan_.dv_free_unit = -2;
+  tan_.dM_dof = -1;
+  tan_.has_dJ_vfree = false;
 }
 
 void SmoothTangent::UnitTangent(const mjModel* m, int kind, int index) {
@@ -270,7 +279,7 @@ void SmoothTangent::ZeroRowsBut(int island) {
   const Islands& is = p.islands;
   const SparseRows& J = p.J;
   auto zero = [&](int i) {
-    tan_.dpos[i] = tan_.dvel[i] = tan_.dJ_qvel_next[i] = 0;
+    tan_.dpos[i] = tan_.dvel[i] = tan_.dJ_qvel_next[i] = tan_.dJ_vfree[i] = 0;
     tan_.dimp[i] = tan_.dR[i] = tan_.daref[i] = 0;
     mju_zero(tan_.dJ + J.rowadr[i], J.rownnz[i]);
     const int c = rows_.row_contact[i];
@@ -294,10 +303,13 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
   // dv_free = dv + h M_p^-1 (dqfrc_smooth - dM_p (v_free - v) / h), M_p the problem's matrix
   // (the blocked "mujoco" path builds its right-hand side without it)
   const int nv = nv_;
+  tan_.dv_free_unit = -2;
   if (stage_.has_rows && !stage_.batch) {
     const Problem& p = *stage_.problem;
     const double* dM = tan_.has_dM_problem ? tan_.dM_problem : tan_.dM;
     double* x = tan_.dv_free;
+    // (deferred: x alone, zero off its trees; the solver's block solve gives zero there too)
+    const bool defer = defer_free_velocity_ && unit_kind_ >= 0 && defer_free_velocity_on_;
     // the trees of the span of dqfrc_smooth and dM's rows; elsewhere the solve gives zero and
     // dv_free = dv (a humanoid100 direction reaches one tree of a hundred)
     int lo, hi;
@@ -309,8 +321,13 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
     const int t0 = hi > lo ? p.dof_tree[lo] : 0, t1 = hi > lo ? p.dof_tree[hi - 1] + 1 : 0;
     lo = hi > lo ? p.islands.tree_dofadr[t0] : 0;
     hi = t1 > t0 ? p.islands.tree_dofadr[t1 - 1] + p.islands.tree_dofnum[t1 - 1] : 0;
-    mju_copy(x, tan_.dv, lo);
-    mju_copy(x + hi, tan_.dv + hi, nv - hi);
+    if (defer) {
+      mju_zero(x, lo);
+      mju_zero(x + hi, nv - hi);
+    } else {
+      mju_copy(x, tan_.dv, lo);
+      mju_copy(x + hi, tan_.dv + hi, nv - hi);
+    }
     mju_copy(x + lo, tan_.dqfrc_smooth + lo, hi - lo);
     if (tan_.has_dM) {
       const int b = tan_.dM_begin, e = tan_.dM_end;
@@ -324,6 +341,10 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
           x[j] -= dM[adr] * scratch_.a[i];
         }
       }
+    }
+    if (defer) {
+      tan_.dv_free_unit = unit_kind_ == kVel ? unit_index_ : -1;
+      return;
     }
     // tree by tree, skipping the trees the direction does not reach (their solve gives zero)
     for (int t = t0; t < t1; t++) {

@@ -83,7 +83,7 @@ struct ParamSlot {
 // is base's again, bit for bit
 void SetParam(mjModel* mp, const ParamSlot& slot, mjtNum value, mjData* scratch);
 
-class SmoothTangent {
+class SmoothTangent : public MassForms {
  public:
   // the parts it reads (the extractor's trees, the nominal stage, the integrator, the stage's
   // problem) and writes (the direction's tangent, scratch)
@@ -131,6 +131,23 @@ class SmoothTangent {
   // daref) are not formed, the island's rows keep the last direction's (the next direction on
   // another island zeroes them, a position direction on the island writes them all)
   void set_velocity_rows_unread(bool on) { velocity_rows_unread_ = on; }
+  // a unit direction's dv_free is left unsolved, its right-hand side in dv_free
+  // (tan_.dv_free_unit; the solver solves a block's at once: Solver::DefersFreeVelocity)
+  void set_defer_free_velocity(bool on) { defer_free_velocity_ = on; }
+  // the analytic contact rows of a position direction give dJ v_free (tan_.dJ_vfree) and write
+  // dJ on the rows marked (Solver::TangentJacobianRows) only, their velocity products from body
+  // velocities as the blocked "mujoco" path forms them (null: every row's dJ, column by column)
+  void set_jacobian_rows(const char* rows) { jac_rows_ = jacobian_rows_on_ ? rows : nullptr; }
+  // test hook: set_jacobian_rows taken (true) or ignored
+  static inline bool jacobian_rows_on_ = true;
+  // test hook: the deferral taken where it applies (true) or dv_free solved per direction
+  static inline bool defer_free_velocity_on_ = true;
+  // MassForms of MassTangent's dM_k in closed form (after PrepareAnalytic): with U = sum w_j
+  // cdof_j over the chain above k's carry start s and F = sum w_i crb_i cdof_i over the dofs it
+  // carries, w' dM_k w = -2 (S x U) . (F + crb_b0 U), S = cdof_k, b0 = k's body
+  void Forms(const double* w, int begin, int end, double* q) const override;
+  // test hook: the analytic position directions' dM handed to the solver with these forms (true)
+  static inline bool mass_forms_ = true;
   // test hook: the unread row tangents skipped (true) or formed
   static inline bool skip_unread_rows_ = true;
   // test hook: a position or velocity direction's row tangents on its tree's island's rows, the
@@ -254,6 +271,10 @@ class SmoothTangent {
   void RecollideRigid(const mjModel* m, int k);
   // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
   void AnalyticContactRows(const mjModel* m, int k);
+  // set_jacobian_rows' terms of contact con at row along a position direction: its rows' dJ
+  // v_free, and dJ of the rows asked for (tan: its axes' tangents, ContactAxisTangents)
+  void SolverRowTerms(const mjModel* m, const Contact& con, int row, int carry, int carry_end,
+                      const double (*tan)[2][6][6]);
   // the blocked path's dJ' f on a contact row's columns: dJf_j += sign_j wrench[side_j][carried_j]
   // . cdof_j (the summed wrenches of the contacts on the same bodies, which share the columns)
   void WrenchColumns(int row, int carry, int carry_end, const double (*wrench)[2][6],
@@ -407,9 +428,10 @@ class SmoothTangent {
   int rows_dirty_ = -2;
   // the last unit direction (ClearUnit; -1: another direction, every entry may be nonzero)
   int unit_kind_ = -1, unit_index_ = 0;
-  bool unit_dqderiv_ = true;   // it may have written dqderiv_qacc
-  bool dM_listed_ = false;     // tan_.dM is zero but on the rows of tan_.dM_rows (MassTangent)
-  bool adjoint_rows_ = false;  // (set_island_rows: a solver's reverse mode)
+  bool unit_dqderiv_ = true;  // it may have written dqderiv_qacc
+  bool dM_listed_ = false;    // tan_.dM is zero but on the rows of tan_.dM_rows (MassTangent)
+  const mjModel* forms_model_ = nullptr;  // the model of the last PrepareAnalytic (Forms)
+  bool adjoint_rows_ = false;             // (set_island_rows: a solver's reverse mode)
 
   // the reverse pass's sums (PrepareRneAdjoint)
   RneAdjointWork radj_;
@@ -423,6 +445,8 @@ class SmoothTangent {
   int adj_force_island_ = -2;
 
   bool velocity_rows_unread_ = false;  // (set_velocity_rows_unread)
+  bool defer_free_velocity_ = false;   // (set_defer_free_velocity)
+  const char* jac_rows_ = nullptr;     // (set_jacobian_rows)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }

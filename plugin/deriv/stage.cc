@@ -358,12 +358,23 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked)
   const Problem& p = *stage_.problem;
   ProblemTangent& dir = *out;
   dir.v_free = tan_.dv_free;
+  if (tan_.dv_free_unit >= -1) {
+    // (its solve left to the solver's block: SmoothTangent::set_defer_free_velocity)
+    dir.v_free = nullptr;
+    dir.v_free_rhs = tan_.dv_free;
+    dir.v_free_unit = tan_.dv_free_unit;
+  }
   dir.M = tan_.has_dM_problem ? tan_.dM_problem : tan_.has_dM ? tan_.dM : nullptr;
   if (dir.M && tan_.dM_one_tree) {
     dir.M_rows = tan_.dM_rows;
     dir.M_nrows = tan_.dM_nrows;
   }
+  if (dir.M == tan_.dM && tan_.has_dM && tan_.dM_dof >= 0 && SmoothTangent::mass_forms_) {
+    dir.M_forms = &smooth_;  // (MassTangent's dM: its forms in closed form)
+    dir.M_dof = tan_.dM_dof;
+  }
   dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
+  dir.J_vfree = tan_.has_dJ && tan_.has_dJ_vfree ? tan_.dJ_vfree : nullptr;
   dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
   dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
   dir.R = tan_.has_dpos || tan_.has_drows ? tan_.dR : nullptr;

@@ -67,6 +67,7 @@ void DirectionTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
   dJ = c.Take<double>(n.nnz);
   dJ_qvel_next = c.Take<double>(n.rows);
   dJ_force = c.Take<double>(n.nv);
+  dJ_vfree = c.Take<double>(n.rows);
   dpos = c.Take<double>(n.rows);
   dvel = c.Take<double>(n.rows);
   dimp = c.Take<double>(n.rows);
@@ -144,11 +145,17 @@ void RneWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   cvel_before_dof = c.Take<double>(6 * nv);
   cvel_next = c.Take<double>(6 * nbody);
   cvel_next_before_dof = c.Take<double>(6 * nv);
+  cvel_free = c.Take<double>(6 * nbody);
+  cvel_free_before_dof = c.Take<double>(6 * nv);
   cacc_before_dof = c.Take<double>(12 * nv);
   chain_motion = c.Take<double>(6 * nv);
   crb_cdof = c.Take<double>(6 * nv);
   bsub_cdof = c.Take<double>(6 * nv);
   subtree_bsub = c.Take<double>(36 * nbody);
+  form_body = c.Take<double>(6 * nbody);
+  form_before = c.Take<double>(6 * nv);
+  form_sub = c.Take<double>(6 * nbody);
+  form_carried = c.Take<double>(6 * nv);
 }
 
 void BlockWork::Carve(ArenaCarver& c, const DerivSizes& n) {

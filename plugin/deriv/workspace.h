@@ -67,19 +67,20 @@ struct NominalStage {
 
 // the tangent of everything along the current unit direction
 struct DirectionTangent {
-  double *dq, *dv, *dact, *du;              // the direction                  (nv, nv, na, nu)
-  double* dM;                               // mass matrix                    (nM)
-  double* dqfrc_smooth;                     //                                (nv)
-  double* dact_dot;                         //                                (na)
-  double* dJ;                               // constraint Jacobian values     (nnz)
-  double* dJ_qvel_next;                     // dJ v+ (analytic position tangents)  (rows)
-  double* dJ_force;                         // dJ' f (analytic position tangents)  (nv)
+  double *dq, *dv, *dact, *du;  // the direction                  (nv, nv, na, nu)
+  double* dM;                   // mass matrix                    (nM)
+  double* dqfrc_smooth;         //                                (nv)
+  double* dact_dot;             //                                (na)
+  double* dJ;                   // constraint Jacobian values     (nnz)
+  double* dJ_qvel_next;         // dJ v+ (analytic position tangents)  (rows)
+  double* dJ_force;             // dJ' f (analytic position tangents)  (nv)
+  double* dJ_vfree;  // dJ v_free (SmoothTangent::set_jacobian_rows; has_dJ_vfree)   (rows)
   double *dpos, *dvel, *dimp, *dR, *daref;  // rows: gap, J v, impedance, regularizer, aref (rows)
   double* ddiag;                            // rows' diag_approx (a parameter)       (rows)
   double* dforce;                           // the solver's force             (rows)
   double* ddisp;                            // anchor displacement, contact tangent rows (rows)
   double* dframe;                // each contact's tangent axes (position directions)  (6 ncon)
-  double* dv_free;               //                                (nv)
+  double* dv_free;               // (dv_free_unit >= -1: h M^-1's right-hand side)  (nv)
   double* dqfrc_constraint;      // J' df + dJ' f                  (nv)
   double* dqacc_int;             // acceleration the integrator uses (nv)
   double* dqderiv_qacc;          // h d(qDeriv) qacc_int, implicit integrator (nv)
@@ -95,6 +96,11 @@ struct DirectionTangent {
   bool has_drows = false;     // dR, ddiag, daref hold a parameter's (no position tangent)
   bool has_dJ_force = false;  // dJ_qvel_next, dJ_force hold dJ v+, dJ' f (dJ not written)
   bool has_dposition_correction = false;
+  // dv_free's solve deferred to the solver (Solver::DefersFreeVelocity): dv_free holds its
+  // right-hand side x, dv_free = e_unit + h M^-1 x (unit -1: none); -2: dv_free solved
+  int dv_free_unit = -2;
+  bool has_dJ_vfree = false;  // dJ_vfree holds the direction's, dJ the rows asked for only
+  int dM_dof = -1;  // dM is MassTangent's along this dof (SmoothTangent's MassForms), -1 not
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // dM_rows: every row of [dM_begin, dM_end)
   void AllRows() {
@@ -184,11 +190,17 @@ struct RneWork {
   double* cvel_before_dof;          // cvel before each dof within its body (6 nv)
   double* cvel_next;                // cvel at v+ per body                  (6 nbody)
   double* cvel_next_before_dof;     // cvel at v+ before each dof           (6 nv)
+  double* cvel_free;                // cvel at the problem's v_free per body (6 nbody)
+  double* cvel_free_before_dof;     // ... before each dof                  (6 nv)
   double* cacc_before_dof;          // cacc of both passes before each dof  (12 nv)
   double* chain_motion;             // S x cdof of the chain above a direction      (6 nv)
   double* crb_cdof;                 // crb cdof of each dof                         (6 nv)
   double* bsub_cdof;                // Bsub' cdof of each dof                       (6 nv)
   double* subtree_bsub;             // B of the subtree of each body (PrepareAnalytic) (36 nbody)
+  double* form_body;                // MassForms: w's velocity of each body         (6 nbody)
+  double* form_before;              // ... before each dof                          (6 nv)
+  double* form_sub;                 // ... subtree sums of w crb cdof, by body      (6 nbody)
+  double* form_carried;             // ... over each dof's carried dofs             (6 nv)
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // the model's structure: subtrees, each dof's actuators and carried dofs
   void Fill(const mjModel* m);

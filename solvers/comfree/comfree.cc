@@ -141,6 +141,7 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   qtadr_.assign(ntree, -1);
   qtnum_.assign(ntree, 0);
   qtx_.assign(ntree, 0);
+  qtform_.assign(ntree, 0);
   qtrow_.assign(2 * rows, 0);
   qtused_ = 0;
   qxused_ = 0;

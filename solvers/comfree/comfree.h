@@ -111,6 +111,8 @@ class ComfreeSolver final : public Solver {
   }
   bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
+  bool DefersFreeVelocity() const override { return true; }
+  const char* TangentJacobianRows(const Problem& p) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
@@ -272,8 +274,12 @@ class ComfreeSolver final : public Solver {
   void QuadPass(const Problem& p, const ProblemTangent& dir, int tree, int first);
 
   // the rows QuadTangents forms on a tree, gathered with their w at the first direction that
-  // moves the tree's mass after a Solve (qtrow_, quadx_); none if the pool is full
-  void QuadRows(const Problem& p, int tree);
+  // moves the tree's mass after a Solve (qtrow_, quadx_); none if the pool is full. With forms
+  // (the direction's dM has them: ProblemTangent::M_forms) each row's w' dM_k w for every dof k
+  // of the tree instead (qtform_), which QuadTangents then reads for every direction
+  void QuadRows(const Problem& p, int tree, const MassForms* forms);
+  // RowSolve's w of row on tree
+  const double* QuadW(const Problem& p, int row, int tree);
 
   // ForceTangent without the solution (it reads the solver's own copy of what it needs)
   void DirectionTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
@@ -371,6 +377,7 @@ class ComfreeSolver final : public Solver {
   std::vector<int> qtadr_;     // each tree's first quad row in qtrow_, -1 not gathered   (ntree)
   std::vector<int> qtnum_;     // its quad rows                                           (ntree)
   std::vector<size_t> qtx_;    // its first block in quadx_                               (ntree)
+  std::vector<char> qtform_;   // its block holds the rows' forms, tree dofs per row      (ntree)
   std::vector<int> qtrow_;     // the trees' quad rows, tree after tree              (2 max_rows)
   int qtused_ = 0;             // entries of qtrow_ in use
   size_t qxused_ = 0;          // entries of quadx_ in use
@@ -388,6 +395,12 @@ class ComfreeSolver final : public Solver {
   std::vector<double> blk_ds_;         // a contact's rows' J dv_free, packed   (6 x kTangentSlots)
   int lin_slot_[kTangentSlots] = {};   // the slot of each packed dv_free column
   int nlin_ = 0;                       // how many
+  // the packed columns holding a deferred dv_free's right-hand side, their unit dof (-1 none)
+  int lin_rhs_[kTangentSlots] = {}, lin_unit_[kTangentSlots] = {};
+  int nrhs_ = 0;                // how many
+  std::vector<double> blk_vx_;  // FreeVelocities' scratch              (nv x kTangentSlots)
+  std::vector<double> vfree_;   // a formed slot's deferred dv_free, solved (nv)
+  std::vector<char> jrows_;     // TangentJacobianRows' rows                (max_rows)
 };
 
 }  // namespace contactkit

@@ -112,13 +112,15 @@ double ComfreeSolver::PatchInvMassTangent(const Problem& p, int c0, const Proble
   return dA / count;
 }
 
-void ComfreeSolver::QuadRows(const Problem& p, int tree) {
+void ComfreeSolver::QuadRows(const Problem& p, int tree, const MassForms* forms) {
   // the rows ForceTangent reaches (PatchInvMassTangent's, the plain rows') on the tree's island
   // that touch the tree and whose w is cached (the others InvMassTangent forms itself)
   const int island = p.islands.tree_island[tree], n = p.islands.tree_dofnum[tree];
+  const int begin = p.islands.tree_dofadr[tree];
   const int nplain = p.ne + p.nf + p.nl, first = qtused_;
   qtadr_[tree] = first;
   qtnum_[tree] = 0;
+  qtform_[tree] = 0;
   auto add = [&](int row) {
     if (qset_[row] || p.islands.row_island[row] != island) return;  // (another island's row)
     if (qtused_ == static_cast<int>(qtrow_.size()) || !RowSolve(p, row)) return;
@@ -135,11 +137,25 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree) {
     if (gain_[i] != 0) add(arow_[i]);
   }
   const int nq = qtused_ - first, K = kQuadSlots;
-  // (full blocks of K, the last one as wide as QuadWidth of its rows)
-  const size_t size = static_cast<size_t>(n) * (nq / K * K + (nq % K ? QuadWidth(nq % K) : 0));
+  // (full blocks of K, the last one as wide as QuadWidth of its rows; with forms, each row's
+  // w' dM_k w for the tree's dofs k)
+  const size_t size =
+      forms ? static_cast<size_t>(n) * nq
+            : static_cast<size_t>(n) * (nq / K * K + (nq % K ? QuadWidth(nq % K) : 0));
   for (int a = first; a < qtused_; a++) qset_[qtrow_[a]] = 0;
   if (qxused_ + size > quadx_.size()) {
     qtused_ = first;  // (the pool is full: InvMassTangent forms them)
+    return;
+  }
+  qtform_[tree] = forms != nullptr;
+  if (forms) {
+    double* x = quadx_.data() + qxused_;
+    for (int s = 0; s < nq; s++)
+      forms->Forms(QuadW(p, qtrow_[first + s], tree), begin, begin + n,
+                   x + static_cast<size_t>(s) * n);
+    qtx_[tree] = qxused_;
+    qxused_ += size;
+    qtnum_[tree] = nq;
     return;
   }
   // their w on the tree, kQuadSlots rows per block, dof-major in a block as wide as its rows
@@ -147,13 +163,7 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree) {
   double* x = quadx_.data() + qxused_;
   for (size_t e = 0; e < size; e++) x[e] = 0;
   for (int s = 0; s < nq; s++) {
-    const int row = qtrow_[first + s];
-    int off = -1, size = 0;
-    ForEachRowTree(p, row, [&](int t, int, int) {
-      if (t == tree) off = size;
-      size += p.islands.tree_dofnum[t];
-    });
-    const double* w = RowSolve(p, row) + off;
+    const double* w = QuadW(p, qtrow_[first + s], tree);
     const int W = QuadWidth(nq - s / K * K);
     double* xs = x + static_cast<size_t>(s / K) * n * K + s % K;
     for (int i = 0; i < n; i++) xs[static_cast<size_t>(i) * W] = w[i];
@@ -163,13 +173,37 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree) {
   qtnum_[tree] = nq;
 }
 
+const double* ComfreeSolver::QuadW(const Problem& p, int row, int tree) {
+  // (RowSolve's w of the row, packed by its trees)
+  int off = -1, size = 0;
+  ForEachRowTree(p, row, [&](int t, int, int) {
+    if (t == tree) off = size;
+    size += p.islands.tree_dofnum[t];
+  });
+  return RowSolve(p, row) + off;
+}
+
 void ComfreeSolver::QuadTangents(const Problem& p, const ProblemTangent& dir) {
   for (int a = 0; a < nqrow_; a++) qset_[qrow_[a]] = 0;
   nqrow_ = 0;
   if (!dir.M || !dir.M_rows || dir.M_nrows == 0) return;
   const int tree = p.dof_tree[dir.M_rows[0]];
-  if (qtadr_[tree] < 0) QuadRows(p, tree);
-  for (int s = 0; s < qtnum_[tree]; s += kQuadSlots) QuadPass(p, dir, tree, s);
+  const bool forms = dir.M_forms && dir.M_dof >= 0 && p.dof_tree[dir.M_dof] == tree;
+  if (qtadr_[tree] < 0) QuadRows(p, tree, forms ? dir.M_forms : nullptr);
+  if (!qtform_[tree]) {
+    for (int s = 0; s < qtnum_[tree]; s += kQuadSlots) QuadPass(p, dir, tree, s);
+    return;
+  }
+  if (!forms) return;  // (the tree's rows hold forms: InvMassTangent forms this one's)
+  // the rows' forms of dM_k at k = M_dof (QuadRows)
+  const int n = p.islands.tree_dofnum[tree], k = dir.M_dof - p.islands.tree_dofadr[tree];
+  const double* x = quadx_.data() + qtx_[tree];
+  const int* rows = qtrow_.data() + qtadr_[tree];
+  for (int s = 0; s < qtnum_[tree]; s++) {
+    quad_[rows[s]] = x[static_cast<size_t>(s) * n + k];
+    qset_[rows[s]] = 1;
+    qrow_[nqrow_++] = rows[s];
+  }
 }
 
 namespace {
@@ -287,11 +321,15 @@ void ComfreeSolver::PrepareTangent(const Problem& p) {
 
 namespace {
 
-// tangent of J_r v_smooth: J dv_free and dJ v_free summed apart, in one pass over the row
+// tangent of J_r v_smooth: J dv_free and dJ v_free summed apart, in one pass over the row (dJ
+// v_free given: dir.J_vfree)
 double VelocityTangent(const Problem& p, const ProblemTangent& dir, int row) {
   const int adr = p.J.rowadr[row], n = p.J.rownnz[row];
   const int* col = p.J.colind + adr;
-  if (!dir.J) return dir.v_free ? p.J.Dot(row, dir.v_free) : 0.0;
+  if (!dir.J || dir.J_vfree) {
+    const double a = dir.v_free ? p.J.Dot(row, dir.v_free) : 0.0;
+    return dir.J_vfree ? a + dir.J_vfree[row] : a;
+  }
   const double* dJ = dir.J + adr;
   double a = 0, b = 0;
   if (dir.v_free) {
@@ -324,8 +362,8 @@ void VelocityTangents(const Problem& p, const ProblemTangent& dir, int row, doub
       for (int r = 0; r < D; r++) a[r] += val[r][q] * x;
     }
   }
-  if (!dir.J) {
-    for (int r = 0; r < D; r++) ds[r] = a[r];
+  if (!dir.J || dir.J_vfree) {
+    for (int r = 0; r < D; r++) ds[r] = dir.J_vfree ? a[r] + dir.J_vfree[row + r] : a[r];
     return;
   }
   const double* dJ[D];
@@ -594,28 +632,44 @@ void ComfreeSolver::SetupTangentBlocks(const ProblemDims& dims) {
   blk_f_.assign(S * rows, 0.0);
   blk_vf_.assign(nv * S, 0.0);
   blk_ds_.assign(6 * S, 0.0);
-  nlin_ = 0;
+  blk_vx_.assign(nv * S, 0.0);
+  vfree_.assign(nv, 0.0);
+  jrows_.assign(rows, 0);
+  nlin_ = nrhs_ = 0;
 }
 
 bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) {
   // a direction that moves dv_free only (the anchors' displacement, if any, zero) is kept for
   // FlushTangents' products; the others are formed now (their arrays change after the call)
   if (p.islands.nisland != 1 || slot < 0 || slot >= kTangentSlots) return false;
-  if (slot == 0) nlin_ = 0;
-  bool linear = dir.v_free && !dir.J && !dir.M && !dir.R && !dir.diag_approx && !dir.pos;
+  if (slot == 0) nlin_ = nrhs_ = 0;
+  const bool deferred = !dir.v_free && dir.v_free_rhs;  // (DefersFreeVelocity)
+  bool linear =
+      (dir.v_free || deferred) && !dir.J && !dir.M && !dir.R && !dir.diag_approx && !dir.pos;
   for (int c = 0; c < p.ncon && linear && anchored_ && dir.disp; c++) {
     for (int r = 1; r < p.con[c].dim; r++) linear = linear && dir.disp[p.con[c].row + r] == 0;
   }
   blk_touch_[slot] = !dir.touched || dir.touched[0];
   if (!linear) {
     blk_kind_[slot] = 1;
-    DirectionTangent(p, dir, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
-    FrictionLossTangent(p, dir, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
+    // (a deferred dv_free solved here: the force tangent reads it now)
+    ProblemTangent solved = dir;
+    if (deferred) {
+      FreeVelocityOf(p, dir, vfree_.data());
+      solved.v_free = vfree_.data();
+    }
+    DirectionTangent(p, solved, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
+    FrictionLossTangent(p, solved, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
     return true;
   }
   blk_kind_[slot] = 2;
   const size_t S = kTangentSlots;
-  for (int j = 0; j < p.nv; j++) blk_vf_[j * S + nlin_] = dir.v_free[j];
+  const double* vf = deferred ? dir.v_free_rhs : dir.v_free;
+  for (int j = 0; j < p.nv; j++) blk_vf_[j * S + nlin_] = vf[j];
+  if (deferred) {
+    lin_rhs_[nrhs_] = nlin_;
+    lin_unit_[nrhs_++] = dir.v_free_unit;
+  }
   lin_slot_[nlin_++] = slot;
   return true;
 }
@@ -623,6 +677,9 @@ bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, in
 bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int nr = p.nrow;
   if (p.islands.nisland != 1 || nslot > kTangentSlots) return false;
+  // the kept slots' deferred dv_free in one block solve
+  FreeVelocities(p, -1, blk_vf_.data(), kTangentSlots, lin_rhs_, lin_unit_, nrhs_, blk_vx_.data());
+  nrhs_ = 0;
   for (int s = 0; s < nslot; s++) {
     double* f = dforce + static_cast<size_t>(s) * nr;
     const double* g = blk_f_.data() + static_cast<size_t>(s) * nr;
@@ -709,6 +766,22 @@ void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) 
     for (int c = 0; c < nc; c++) f[c] = dga + G * (-cv * f[c] - k * 0.0) / h;
     store(i, nullptr);
   }
+}
+
+const char* ComfreeSolver::TangentJacobianRows(const Problem& p) {
+  // InvMassTangent's rows (arow_ of the contacts and plain rows with a gain); every row where
+  // CoupledRelaxTangent (a capped gain) or FrictionLossTangent (friction-loss rows) read dJ
+  bool capped = false;
+  for (int i = 0; i < p.nrow && !capped; i++) capped = cap_[i] < 1;
+  if ((capped && coupled_) || p.nf > 0) return nullptr;
+  for (int i = 0; i < p.nrow; i++) jrows_[i] = 0;
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
+    if (gain_[i] != 0) jrows_[arow_[i]] = 1;
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    if (gain_[p.con[c].row] != 0) jrows_[arow_[p.con[c].row]] = 1;
+  }
+  return jrows_.data();
 }
 
 bool ComfreeSolver::SetTangentModes(const Problem& p, const signed char* mode) {

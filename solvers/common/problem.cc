@@ -131,6 +131,48 @@ double RowInvMass(const Problem& p, int i, double* x) {
   return a;
 }
 
+void FreeVelocityOf(const Problem& p, const ProblemTangent& dir, double* out) {
+  const int nv = p.nv;
+  if (dir.v_free) {
+    for (int j = 0; j < nv; j++) out[j] = dir.v_free[j];
+    return;
+  }
+  for (int j = 0; j < nv; j++) out[j] = dir.v_free_rhs[j];
+  const Islands& is = p.islands;
+  for (int t = 0; t < is.ntree; t++) {
+    const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+    int i = b;
+    while (i < e && out[i] == 0) i++;
+    if (i < e) p.mass.Solve(out, b, e);
+  }
+  for (int j = 0; j < nv; j++) out[j] = (j == dir.v_free_unit ? 1.0 : 0.0) + p.h * out[j];
+}
+
+void FreeVelocities(const Problem& p, int island, double* X, int ld, const int* cols,
+                    const int* unit, int n, double* scratch) {
+  const Islands& is = p.islands;
+  double* Y = scratch;  // the columns packed, stride n
+  const int nt = island < 0 ? is.ntree : is.ntrees[island];
+  for (int a = 0; a < nt && n > 0; a++) {
+    const int t = island < 0 ? a : is.trees[is.treeadr[island] + a];
+    const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+    bool zero = true;
+    for (int j = b; j < e; j++) {
+      for (int k = 0; k < n; k++) {
+        Y[static_cast<size_t>(j) * n + k] = X[static_cast<size_t>(j) * ld + cols[k]];
+        zero = zero && Y[static_cast<size_t>(j) * n + k] == 0;
+      }
+    }
+    if (!zero) p.mass.SolveBlock(Y, n, b, e);
+    for (int j = b; j < e; j++) {
+      for (int k = 0; k < n; k++) {
+        X[static_cast<size_t>(j) * ld + cols[k]] =
+            (j == unit[k] ? 1.0 : 0.0) + p.h * Y[static_cast<size_t>(j) * n + k];
+      }
+    }
+  }
+}
+
 void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                      const double* dforce, double* dv, double* scratch) {
   const int nv = p.nv;

@@ -163,6 +163,16 @@ struct Solution {
   }
 };
 
+// w' dM_k w for the mass matrix's tangents dM_k along the positions of the dofs k of a tree, all
+// k at once (the derivative module's analytic position tangents, without forming dM)
+class MassForms {
+ public:
+  virtual ~MassForms() = default;
+  // q[k - begin] = w' dM_k w for each dof k of the tree [begin, end), w on its dofs (w[0] is
+  // dof begin's)
+  virtual void Forms(const double* w, int begin, int end, double* q) const = 0;
+};
+
 // a perturbation of the problem data along one direction; null members do not change. Rows,
 // contacts and the Jacobian's sparsity pattern stay those of the problem.
 struct ProblemTangent {
@@ -175,11 +185,21 @@ struct ProblemTangent {
   const double* diag_approx = nullptr;  // d diag_approx (a mass parameter)             (nrow)
   const double* aref = nullptr;         // d aref                                      (nrow)
   const double* disp = nullptr;         // d disp (anchor held fixed)                  (nrow)
+  // with v_free null (Solver::DefersFreeVelocity): d v_free = e_unit + h M_eff^-1 v_free_rhs,
+  // the solve left to the solver (unit -1: no unit term)
+  const double* v_free_rhs = nullptr;  //                                           (nv)
+  int v_free_unit = -1;
   // islands whose data the perturbation may change (a superset; IslandReach), null: unknown
   const uint8_t* touched = nullptr;  //                                            (nisland)
   // the rows of dM that can be nonzero, ascending and all in one tree; null: any row
   const int* M_rows = nullptr;  //                                                 (M_nrows)
   int M_nrows = 0;
+  // d J v_free of the problem's v_free (nrow); where given, J holds the rows of
+  // Solver::TangentJacobianRows only
+  const double* J_vfree = nullptr;
+  // M is M_forms' dM_k of dof k = M_dof (its forms w' M w without M); null: not known
+  const MassForms* M_forms = nullptr;
+  int M_dof = -1;
 };
 
 // owns a Problem's and a Solution's arrays, allocated once
@@ -211,6 +231,17 @@ void VelocityFromForce(const Problem& p, const double* force, double* v_next, do
 // dv = dv_free + h M^-1 (J' df + dJ' f - dM M^-1 J' f); scratch (nv) is overwritten
 void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                      const double* dforce, double* dv, double* scratch);
+
+// dir's d v_free into out (nv): dir.v_free, or with the solve deferred (dir.v_free_rhs) e_unit +
+// h M_eff^-1 v_free_rhs, solved on the trees where the right-hand side is not zero
+void FreeVelocityOf(const Problem& p, const ProblemTangent& dir, double* out);
+
+// the deferred d v_free of n columns at once: column cols[k] of X (nv rows, stride ld) holds a
+// direction's v_free_rhs and becomes e_unit[k] + h M_eff^-1 of it (FreeVelocityOf's operations),
+// on the trees of island (-1: every tree; the others' rows are neither read nor written);
+// scratch (nv n)
+void FreeVelocities(const Problem& p, int island, double* X, int ld, const int* cols,
+                    const int* unit, int n, double* scratch);
 
 // calls f(tree, k0, k1) for each kinematic tree row i touches, with the row's nonzeros in that
 // tree at J.rowadr[i] + [k0, k1) (columns ascend, so each tree's nonzeros are contiguous)

@@ -51,6 +51,13 @@ class Solver {
   virtual int TangentSlots(const Problem& p) const { return 0; }
   virtual bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) { return false; }
   virtual bool FlushTangents(const Problem& p, int nslot, double* dforce) { return false; }
+  // Optional, with blocked force tangents: QueueTangent takes a direction whose dv_free is left
+  // unsolved (dir.v_free null, dir.v_free_rhs), and the solver solves the slots' at once
+  virtual bool DefersFreeVelocity() const { return false; }
+  // Optional, with blocked force tangents: the rows (nrow, 1: read) whose dJ QueueTangent reads
+  // of a direction that gives dJ v_free (dir.J_vfree); the other rows' dJ need not be formed.
+  // Null: every row's. Valid until the next Solve
+  virtual const char* TangentJacobianRows(const Problem& p) { return nullptr; }
 
   // Optional: the force (nrow) at which ForceTangent differentiates when it is not the last
   // solution's (ipm: its central point at kappa_grad, where contacts from distance push); null:

@@ -104,6 +104,7 @@ class LcpSolver final : public Solver {
   }
   bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
+  bool DefersFreeVelocity() const override { return true; }
   bool PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
@@ -410,6 +411,8 @@ class LcpSolver final : public Solver {
   std::vector<unsigned char> blk_rcon_;  // its rc not zero                             (S)
   std::vector<unsigned char> blk_nson_;  // its null-space term kept: 1 weights, 2 vector (S)
   int rec_slot_ = -1;  // NullSpaceTangent records slot's term into blk_ns_ (-1: adds it)
+  // a slot's deferred dv_free's unit dof (-1 none; its right-hand side is in blk_r_)
+  int blk_unit_[kTangentSlots] = {};
 
   // reverse mode (PrepareAdjoint): lam = K^+' y_C of the clamped rows, om = the null-space
   // term's row weights, nu = J_C' lam, pi = h M^-1 nu, pin = M^-1 J' om

@@ -507,11 +507,16 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   // (exact zeros on the trees where ForceTangent does not solve: their solve gives zeros)
   IslandVelocityTangent(p, sol.force, ustep_.data(), dir, false, h, dv0_.data(), reach0_.data(),
                         false);
-  blk_ron_[slot] = reach0_[0];
+  // a deferred dv_free = e_unit + h M^-1 x joins dv0's solve: dv0 = e_unit + h M^-1 (r + x)
+  const double* x = dir.v_free ? nullptr : dir.v_free_rhs;
+  const bool r = reach0_[0];
+  blk_ron_[slot] = r || x;
   blk_vfon_[slot] = dir.v_free != nullptr;
+  blk_unit_[slot] = x ? dir.v_free_unit : -1;
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
-    for (int j = b; j < e && blk_ron_[slot]; j++) blk_r_[j * S + slot] = dv0_[j];
+    for (int j = b; j < e && blk_ron_[slot]; j++)
+      blk_r_[j * S + slot] = (r ? dv0_[j] : 0) + (x ? x[j] : 0);
     for (int j = b; j < e && blk_vfon_[slot]; j++) blk_vf_[j * S + slot] = dir.v_free[j];
   }
   const int m = cadr_[1] - cadr_[0];
@@ -535,7 +540,8 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
 }
 
 void LcpSolver::BlockVelocity(const Problem& p, int nslot) {
-  // dv0 = h M^-1 r + dv_free of every slot on the island's trees (ForceTangent's
+  // dv0 = h M^-1 r + dv_free of every slot on the island's trees (a deferred dv_free's
+  // right-hand side in r: e_unit + h M^-1 (r + x)) (ForceTangent's
   // IslandVelocityTangent: the same operations per column; a slot whose r is zero has
   // dv0 = 0 + dv_free without a solve), into blk_x_ with stride nslot; the slots with an r are
   // solved at once, packed into blk_m_
@@ -563,6 +569,11 @@ void LcpSolver::BlockVelocity(const Problem& p, int nslot) {
         if (blk_vfon_[s]) x[s] += vf[s];
       }
     }
+  }
+  // a deferred dv_free's unit dv (on the island's trees, where dv0 is read)
+  for (int s = 0; s < nslot; s++) {
+    const int u = blk_unit_[s];
+    if (blk_on_[s] && u >= 0 && is.tree_island[p.dof_tree[u]] == 0) X[u * nb + s] += 1;
   }
 }
 

@@ -1,0 +1,64 @@
+// Copyright 2026 The contactkit developers.
+//
+// Two paths of comfree's and lcp's Jacobians against the ones they replace, on the humanoid in
+// contact (one island, every dv_free reaching the contacts through the free root), pyramidal and
+// elliptic, with and without joint damping:
+// - blocked dv_free: the solvers' blocked force tangents take each direction's dv_free unsolved
+//   (SmoothTangent::set_defer_free_velocity, Solver::DefersFreeVelocity) and solve a block's at
+//   once (FreeVelocities: TreeMass::SolveBlock, the same operations per column as the
+//   per-direction TreeMass::Solve): comfree's Jacobians bit for bit; lcp's joins them to its dv0's
+//   solve (e_unit + h M^-1 (r + x)): A within 1e-14, B bit for bit;
+// - comfree's w' dM_k w of its rows for every position direction k from the closed form of
+//   SmoothTangent's MassForms, once per solve, instead of a pass over each direction's dM: A
+//   within 1e-14 of its norm (other sums), B bit for bit (no dM);
+// - comfree's dJ v_free from body velocities and dJ formed on the rows it reads only
+//   (Solver::TangentJacobianRows, SmoothTangent::set_jacobian_rows) instead of every row's dJ
+//   column by column: A within 1e-13 (other sums), B bit for bit.
+#include <initializer_list>
+#include <string>
+
+#include "plugin/deriv/smooth_tangent.h"
+#include "tests/plugin/deriv/deriv_util.h"
+
+namespace contactkit::test {
+namespace {
+
+class SolverTangentPathTest : public PathToggleTest {
+ protected:
+  void TearDown() override {
+    SmoothTangent::defer_free_velocity_on_ = true;
+    SmoothTangent::mass_forms_ = true;
+    SmoothTangent::jacobian_rows_on_ = true;
+    PathToggleTest::TearDown();
+  }
+  // each solver's A within tol of each other (0: bit for bit), B bit for bit
+  template <class Set>
+  void Compare(std::initializer_list<int> solvers, Set set, double tol) {
+    for (int solver : solvers) {
+      CompareOnHumanoid(
+          set,
+          [](const mjModel*, const mjData*, const Jacobians&, const Jacobians&,
+             const std::string&) {},
+          solver, tol);
+    }
+  }
+};
+
+TEST_F(SolverTangentPathTest, BlockSolvedFreeVelocitiesAreThePerDirectionSolves) {
+  auto set = [](bool on) { SmoothTangent::defer_free_velocity_on_ = on; };
+  Compare({ckSOL_COMFREE}, set, 0);
+  Compare({ckSOL_LCP}, set, 1e-14);  // (joined to dv0's solve: other sums)
+}
+
+TEST_F(SolverTangentPathTest, ComfreeMassFormsAreTheQuadraticFormsOfDM) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { SmoothTangent::mass_forms_ = on; }, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeRowsDJFreeVelocityFromBodyVelocities) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { SmoothTangent::jacobian_rows_on_ = on; }, 1e-13);
+}
+
+}  // namespace
+}  // namespace contactkit::test
