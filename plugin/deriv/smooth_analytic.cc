@@ -691,6 +691,34 @@ void SmoothTangent::ContactAxisTangents(const mjModel* m, const Contact& con, co
   }
 }
 
+void SmoothTangent::ContactGeometry(const mjModel* m, int i, const double* S, const double* com,
+                                    double dp[3], double dF[9], double* ddist) const {
+  // both bodies that move turn with S about the subtree's center
+  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
+  Twist tw[2];
+  for (int side = 0; side < 2; side++) {
+    const bool moved = pairs_.body_moved[side ? pr.body2 : pr.body1];
+    for (int r = 0; r < 3; r++) {
+      tw[side].w[r] = moved ? S[r] : 0;
+      tw[side].v[r] = moved ? S[3 + r] : 0;
+      tw[side].o[r] = com[r];
+    }
+  }
+  if (ClosedPair(pr)) {
+    ClosedTangent(m, i, tw[1], dp, dF, ddist);
+  } else if (!GeometryTangent(i, kPoseStep, dp, dF, ddist)) {
+    PatchTangent(i, kPoseStep, tw[0], tw[1], dp, dF, ddist);
+  } else if (pairs_.found[i] != 3) {
+    // found on one side only: the nominal pose is a tie of the patch, where the collider's
+    // distance need not be continuous (MuJoCo 3.x's plane-cylinder holds a cap tilted less
+    // than about 1e-8 flat). The distance's rate is the normal motion of the point's bodies
+    const mjContact& g0 = pairs_.nominal[i];
+    double u[2][3];
+    for (int side = 0; side < 2; side++) tw[side].PointMotion(g0.pos, u[side]);
+    *ddist = Dot3(g0.frame, u[1]) - Dot3(g0.frame, u[0]);
+  }
+}
+
 void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   mjData* d = stage_data_;
   const int nv = nv_;
@@ -744,30 +772,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     rows_.contact_dJ_written[c] = 1;
     const mjContact& g0 = pairs_.nominal[con.mj_index];
     double dp[3], dF[9], ddist;
-    // both bodies that move turn with S about the subtree's center
-    Twist tw[2];
-    for (int side = 0; side < 2; side++) {
-      const int body = side ? pairs_.pair[pairs_.contact_pair[con.mj_index]].body2
-                            : pairs_.pair[pairs_.contact_pair[con.mj_index]].body1;
-      const bool moved = pairs_.body_moved[body];
-      for (int r = 0; r < 3; r++) {
-        tw[side].w[r] = moved ? S[r] : 0;
-        tw[side].v[r] = moved ? S[3 + r] : 0;
-        tw[side].o[r] = com[r];
-      }
-    }
-    if (ClosedPair(pairs_.pair[pairs_.contact_pair[con.mj_index]])) {
-      ClosedTangent(m, con.mj_index, tw[1], dp, dF, &ddist);
-    } else if (!GeometryTangent(con.mj_index, kPoseStep, dp, dF, &ddist)) {
-      PatchTangent(con.mj_index, kPoseStep, tw[0], tw[1], dp, dF, &ddist);
-    } else if (pairs_.found[con.mj_index] != 3) {
-      // found on one side only: the nominal pose is a tie of the patch, where the collider's
-      // distance need not be continuous (MuJoCo 3.x's plane-cylinder holds a cap tilted less
-      // than about 1e-8 flat). The distance's rate is the normal motion of the point's bodies
-      double u[2][3];
-      for (int side = 0; side < 2; side++) tw[side].PointMotion(g0.pos, u[side]);
-      ddist = Dot3(g0.frame, u[1]) - Dot3(g0.frame, u[0]);
-    }
+    ContactGeometry(m, con.mj_index, S, com, dp, dF, &ddist);
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = dF[3 + i];
     tan_.dpos[row] = ddist;
 

@@ -671,6 +671,36 @@ double IpmSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
   return s;
 }
 
+bool IpmSolver::AdjointRowWeights(const Problem& p, const Solution& sol, RowWeights* w) const {
+  // IslandAdjointDot's row products; a contact from distance's dcomp (CfdKappa): none
+  const SparseRows& J = p.J;
+  const double h = p.h;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    const IslandLists& L = lists_[k];
+    for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+      const int i = orth_[e];
+      if (cfd_kappa_[i] > 0 && !(mode_cur_[k] && row_moded_[i])) return false;
+      if (!capped_[i]) w->pos[i] -= adj_z_[i] / h;
+    }
+    const int* rows = Rows(p, k);
+    for (int a = 0; a < NumRows(p, k); a++) {
+      const int i = rows[a];
+      for (int c = J.rowadr[i]; c < J.rowadr[i] + J.rownnz[i]; c++) w->J[c] += adj_gj_[c];
+    }
+    for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+      const int i = eq_[e];
+      if (!settings_.ipm.soft_equality) {
+        w->pos[i] += adj_z_[i] / h;
+        continue;
+      }
+      w->vel[i] -= adj_z_[i];
+      w->aref[i] -= h * adj_z_[i];
+      if (p.R[i] > 1e-15) w->R[i] += adj_z_[i] * cen_.lam[i];
+    }
+  }
+  return true;
+}
+
 void IpmSolver::TangentImpulses(const Problem& p, int k, const double* rz, const double* c, int s,
                                 double* lam) {
   // DirectRows' impulses (with_d false) alone, of slot s: its rows' velocities from blk_u_
