@@ -595,7 +595,15 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
   // curvature that forward differences of the step would miss by 1e-4)
   const double* S = d->cdof + 6 * k;
   const double* com = d->subtree_com + 3 * m->body_rootid[b0];
-  for (int b = 0; b < m->nbody; b++) pairs_.body_moved[b] = b >= b0 && b <= last;
+  // (the bodies moved: the subtree's range, where the last one marked is cleared, not every body)
+  if (pairs_.moved_first < 0) {
+    for (int b = 0; b < m->nbody; b++) pairs_.body_moved[b] = b >= b0 && b <= last;
+  } else if (pairs_.moved_first != b0) {
+    for (int b = pairs_.moved_first; b <= pairs_.moved_last; b++) pairs_.body_moved[b] = 0;
+    for (int b = b0; b <= last; b++) pairs_.body_moved[b] = 1;
+  }
+  pairs_.moved_first = b0;
+  pairs_.moved_last = last;
   double Q[2][9];  // the rotations exp(+-e [S]x) of the two sides (every geom's)
   bool turned = false;
   for (int q = 0; q < pairs_.npair; q++) {

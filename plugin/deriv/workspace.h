@@ -159,6 +159,8 @@ struct PairWork {
   mjContact* backward;     // geometry nudged backward           (ncon)
   char* found;             // nudges that found a contact again: 1 forward, 2 back (ncon)
   char* body_moved;        // bodies the pass moves              (nbody)
+  int moved_first = -1;    // the subtree RecollideRigid marked last, [first, last] (-1: any)
+  int moved_last = -1;
   int* eq_type;            // equality type                      (neq)
   double* eq_torquescale;  // weld rotation-to-translation       (neq)
   mjContact* collide_out;  // collision output                   (mjMAXCONPAIR)

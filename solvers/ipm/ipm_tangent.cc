@@ -634,7 +634,9 @@ double IpmSolver::IslandAdjointDot(const Problem& p, int k, const ProblemTangent
     const int i = rows[a], adr = J.rowadr[i];
     for (int c = adr; c < adr + J.rownnz[i]; c++) s += dir.J[c] * adj_gj_[c];
   }
-  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+  // (without row arrays, AdjointRowWeights' terms: none, dkappa included)
+  const bool moved = dir.J || dir.pos || dir.vel || dir.R || dir.aref || dir.diag_approx;
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num && moved; e++) {
     const int i = orth_[e];
     if (dir.pos && !capped_[i]) s -= adj_z_[i] * dir.pos[i] / h;
     if (!(cfd_kappa_[i] > 0) || (mode_cur_[k] && row_moded_[i])) continue;
@@ -642,7 +644,7 @@ double IpmSolver::IslandAdjointDot(const Problem& p, int k, const ProblemTangent
     CfdKappa(p, i, &dir, &dk);
     s += adj_n_[i] * dk / cen_.z[i];
   }
-  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num && moved; e++) {
     const int i = eq_[e];
     double dz = 0;
     if (settings_.ipm.soft_equality) {

@@ -808,10 +808,12 @@ double LcpSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
   const Islands& is = p.islands;
   const double h = p.h;
   MarkTouched(p, dir);
+  // (without row arrays, AdjointRowWeights' terms: the trees' alone)
+  const bool rows = dir.J || dir.pos || dir.vel || dir.R || dir.aref;
   double s = adj_xi_ ? PositionAdjointDot(p, dir) : 0;
   for (int k = 0; k < nisland_; k++) {
     if (!touched_[k]) continue;
-    for (int a = cadr_[k]; a < cadr_[k + 1]; a++) {
+    for (int a = cadr_[k]; a < cadr_[k + 1] && rows; a++) {
       const int g = crow_[a];
       const double lam = adj_lam_[a];
       if (lam == 0) continue;
@@ -823,9 +825,9 @@ double LcpSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
       }
       s -= lam * (DJDot(p, dir, g, sol.v_next) + dstab);
     }
-    const int* rows = is.rows + is.rowadr[k];
-    for (int j = 0; j < is.nrows[k]; j++) {
-      const int i = rows[j];
+    const int* irows = is.rows + is.rowadr[k];
+    for (int j = 0; j < is.nrows[k] && rows; j++) {
+      const int i = irows[j];
       if (sol.force[i] != 0) s -= sol.force[i] * DJDot(p, dir, i, adj_pi_.data());
       if (!deficient_) continue;
       if (ytil_[i] != 0) s += ytil_[i] * DJDot(p, dir, i, adj_pin_.data());
@@ -936,7 +938,7 @@ double LcpSolver::PositionAdjointDot(const Problem& p, const ProblemTangent& dir
     if (!nc || !touched_[k]) continue;
     const double* rho = adj_rho_.data() + prowadr_[k];
     const double* x = px_.data() + prowadr_[k];
-    for (int j = 0; j < nc; j++) {
+    for (int j = 0; j < nc && (dir.J || dir.pos); j++) {
       const int g = rows[j];
       double dpos;
       PositionTarget(p, g, &dpos);
