@@ -263,7 +263,7 @@ int Derivative::CountIncluded(const mjData* d) const {
 
 //---------------------------------- force tangent -------------------------------------------------
 
-void Derivative::AnchorTangent(const mjModel* m) {
+void Derivative::AnchorTangent(const mjModel* m, int unit) {
   const Problem& p = *stage_.problem;
   const Islands& is = p.islands;
   const mjData* d = stage_data_;
@@ -293,8 +293,9 @@ void Derivative::AnchorTangent(const mjModel* m) {
   }
   ddisp_island_ = -1;
   // the dofs [first, last] that dq moves (one for a unit direction)
-  int first, end;
-  NonzeroSpan(&tan_.dq, 1, nv, &first, &end);
+  int first = unit, end = unit + 1;
+  if (unit == -1) return;  // (no position direction: ddisp = 0)
+  if (unit < 0) NonzeroSpan(&tan_.dq, 1, nv, &first, &end);
   if (end == first) return;  // (no position direction: ddisp = 0)
   const int last = end - 1;
   // a unit direction moves the contacts of its tree's island only
@@ -354,7 +355,7 @@ void Derivative::AnchorTangent(const mjModel* m) {
   });
 }
 
-void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked) {
+void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked, int unit) {
   const Problem& p = *stage_.problem;
   ProblemTangent& dir = *out;
   dir.v_free = tan_.dv_free;
@@ -370,7 +371,7 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked)
   dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
   dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
   if (stage_.solver && p.disp) {
-    AnchorTangent(m);
+    AnchorTangent(m, unit);
     dir.disp = tan_.ddisp;
   }
   // the islands the direction perturbs: the others have no force tangent (most directions
@@ -385,7 +386,8 @@ void Derivative::FormUnitTangent(const mjModel* m, ProblemTangent* dir, int kind
                        !tan_.has_dM && !tan_.has_dM_problem;
   const bool marked = kind == kPos || kind == kVel || (kind >= 0 && rowless);
   if (marked) MarkUnitTouched(*stage_.problem, kind == kPos || kind == kVel ? index : -1);
-  FormTangent(m, dir, marked);
+  // (a unit direction's dq: e_index for a position direction, else zero)
+  FormTangent(m, dir, marked, kind == kPos ? index : kind >= kCtrl && kind <= kVel ? -1 : -2);
 }
 
 bool Derivative::SolveTangent(const mjModel* m, int kind, int index) {
