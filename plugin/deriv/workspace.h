@@ -152,6 +152,8 @@ struct ContactPair {
 // the nominal contact pairs and their collisions re-run along a direction
 struct PairWork {
   int npair = 0;
+  // the subtree's bodies [moved_first, moved_last] RecollideRigid marked last (-1: any body)
+  int moved_first = -1, moved_last = -1;
   ContactPair* pair;       //                                    (ncon)
   int* contact_pair;       // pair of each mjContact             (ncon)
   mjContact* nominal;      // nominal geometry                   (ncon)
@@ -159,8 +161,6 @@ struct PairWork {
   mjContact* backward;     // geometry nudged backward           (ncon)
   char* found;             // nudges that found a contact again: 1 forward, 2 back (ncon)
   char* body_moved;        // bodies the pass moves              (nbody)
-  int moved_first = -1;    // the subtree RecollideRigid marked last, [first, last] (-1: any)
-  int moved_last = -1;
   int* eq_type;            // equality type                      (neq)
   double* eq_torquescale;  // weld rotation-to-translation       (neq)
   mjContact* collide_out;  // collision output                   (mjMAXCONPAIR)
