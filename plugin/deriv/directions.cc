@@ -779,7 +779,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   smooth_.set_island_rows(reverse && smooth_.analytic());
   const bool rne = reverse && PrepareSolverRne(m, w);
   // (and the position and velocity directions' rows from the solver's row weights)
-  const bool rows = rne && smooth_.PrepareSolverRowAdjoint(*stage_.solver, sol, w);
+  const bool rows = rne && smooth_.PrepareSolverRowAdjoint(m, *stage_.solver, sol, w);
 
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;

@@ -43,6 +43,7 @@ void RneAdjointWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   solver_J = c.Take<double>(n.nnz);
   suffix = c.Take<double>(12 * n.nnz);
   col_pos = c.Take<double>(nv);
+  contact_pq = c.Take<double>(24 * n.ncon);
 }
 
 bool SmoothTangent::StartRneAdjoint(bool ready, bool damped) {
@@ -269,8 +270,8 @@ void SmoothTangent::TransposeRowTangents(const double* wR, const double* waref, 
   }
 }
 
-bool SmoothTangent::PrepareSolverRowAdjoint(const Solver& solver, const Solution& sol,
-                                            const double* w) {
+bool SmoothTangent::PrepareSolverRowAdjoint(const mjModel* m, const Solver& solver,
+                                            const Solution& sol, const double* w) {
   // the solver's weights of the rows' arrays, RowTangents transposed onto d vel and d pos; a
   // velocity direction e_k moves d vel = J e_k (column k of J' w_vel), a position direction the
   // plain rows' d pos = J e_k (but friction loss'), the contacts' d J, d vel = d J v and w' d J' f
@@ -305,7 +306,8 @@ bool SmoothTangent::PrepareSolverRowAdjoint(const Solver& solver, const Solution
     }
   }
   // d J_rj = sign (d rho_r - [j carried] S x* rho_r) . cdof_j (AnalyticContactRows): per side,
-  // the sums of sign w_J cdof_j over a row's entries from each on (its carried ones: the last)
+  // the sums W_r of sign w_J cdof_j over a row's entries from each on (its carried ones: the
+  // last), and with them d rho_r . W_r over the rows as P . dp + sum_a Q_a . dF_a
   const double* cdof = stage_data_->cdof;
   for (int c = 0; c < p.ncon; c++) {
     const int row = p.con[c].row, adr0 = J.rowadr[row], n = J.rownnz[row];
@@ -318,8 +320,41 @@ bool SmoothTangent::PrepareSolverRowAdjoint(const Solver& solver, const Solution
         std::memcpy(radj_.suffix + 12 * (adr + q), sum, sizeof(sum));
       }
     }
+    if (n > 0) ContactWeightPQ(m, c);
   }
   return true;
+}
+
+void SmoothTangent::ContactWeightPQ(const mjModel* m, int c) {
+  // d rho_r = [dp x F_r + off x dF_r; dF_r] (r < 3), [dF_{r-3}; 0]: with W_r = (t_r, l_r),
+  // P = sum_{r<3} F_r x t_r and Q_a = t_a x off + l_a + t_{a+3}
+  const Problem& p = *stage_.problem;
+  const SparseRows& J = p.J;
+  const Contact& con = p.con[c];
+  const mjContact& g0 = pairs_.nominal[con.mj_index];
+  for (int side = 0; side < 2; side++) {
+    double* P = radj_.contact_pq + 24 * c + 12 * side;
+    double* Q = P + 3;
+    for (int k = 0; k < 12; k++) P[k] = 0;
+    const int body = con.body[side];
+    if (m->body_weldid[body] == 0) continue;  // (static: no columns)
+    const double* com = stage_data_->subtree_com + 3 * m->body_rootid[body];
+    const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
+    for (int r = 0; r < con.dim; r++) {
+      const double* W = radj_.suffix + 12 * J.rowadr[con.row + r] + 6 * side;
+      const int a = r < 3 ? r : r - 3;
+      double* Qa = Q + 3 * a;
+      if (r >= 3) {
+        for (int k = 0; k < 3; k++) Qa[k] += W[k];
+        continue;
+      }
+      double t[3];
+      Cross3(t, g0.frame + 3 * r, W);
+      for (int k = 0; k < 3; k++) P[k] += t[k];
+      Cross3(t, W, off);
+      for (int k = 0; k < 3; k++) Qa[k] += t[k] + W[3 + k];
+    }
+  }
 }
 
 double SmoothTangent::SolverRowAdjointDot(const mjModel* m, int kind, int k) {
@@ -346,22 +381,31 @@ double SmoothTangent::SolverRowAdjointDot(const mjModel* m, int kind, int k) {
     const int adr0 = J.rowadr[con.row], n = J.rownnz[con.row];
     mju_zero(tan_.dframe + 6 * c, 6);
     if (n == 0 || (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]])) continue;
-    double dp[3], dF[9], ddist, tan[2][2][6][6];
+    const mjContact& g0 = pairs_.nominal[con.mj_index];
+    double dp[3], dF[9], ddist;
     ContactGeometry(m, con.mj_index, S, com, dp, dF, &ddist);
     mju_copy(tan_.dframe + 6 * c, dF + 3, 6);
-    ContactAxisTangents(m, con, pairs_.nominal[con.mj_index], dp, dF, S, tan);
     v += radj_.solver_w[con.row] * ddist;
     const int qc = static_cast<int>(std::lower_bound(J.colind + adr0, J.colind + adr0 + n, carry) -
                                     (J.colind + adr0));
     for (int side = 0; side < 2; side++) {
-      if (m->body_weldid[con.body[side]] == 0) continue;  // (static: no columns)
-      const bool carried = pairs_.body_moved[con.body[side]] && qc < n;
+      const int body = con.body[side];
+      if (m->body_weldid[body] == 0) continue;  // (static: no columns)
+      const double* P = radj_.contact_pq + 24 * c + 12 * side;
+      v += Dot3(dp, P) + Dot3(dF, P + 3) + Dot3(dF + 3, P + 6) + Dot3(dF + 6, P + 9);
+      if (!pairs_.body_moved[body] || qc == n) continue;
+      // the carried entries' - (S x* rho_r) . W_r
+      const double* bc = stage_data_->subtree_com + 3 * m->body_rootid[body];
+      const double off[3] = {g0.pos[0] - bc[0], g0.pos[1] - bc[1], g0.pos[2] - bc[2]};
       for (int r = 0; r < con.dim; r++) {
-        const double* W = radj_.suffix + 12 * J.rowadr[con.row + r] + 6 * side;
-        const double* a0 = tan[side][0][r];
-        v += Dot6(a0, W);
-        if (!carried) continue;
-        for (int i = 0; i < 6; i++) v += (tan[side][1][r][i] - a0[i]) * W[12 * qc + i];
+        const double* F = g0.frame + 3 * (r < 3 ? r : r - 3);
+        double rho[6] = {F[0], F[1], F[2], 0, 0, 0}, sr[6];
+        if (r < 3) {
+          Cross3(rho, off, F);
+          for (int k = 0; k < 3; k++) rho[3 + k] = F[k];
+        }
+        CrossForce(sr, S, rho);
+        v -= Dot6(sr, radj_.suffix + 12 * (J.rowadr[con.row + r] + qc) + 6 * side);
       }
     }
   }

@@ -31,6 +31,8 @@ struct RneAdjointWork {
   double* suffix;      // per contact row entry and side, sum of sign w_J cdof over the entries
                        // from it on (the carried columns' sum)                       (12 nnz)
   double* col_pos;     // the plain rows' J' (d pos weights): a position direction's   (nv)
+  double* contact_pq;  // per contact and side, the weights P of d p and Q of d F (its
+                       // columns' sums of d rho . w_J)                              (24 ncon)
   bool ready = false;  // prepared for the current adjoint (PrepareRneAdjoint)
   bool rows = false;   // and the rows' weights (PrepareRowAdjoint)
   bool contacts = false;     // and the closed contacts (PrepareContactAdjoint)

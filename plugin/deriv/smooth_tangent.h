@@ -348,7 +348,10 @@ class SmoothTangent {
   // after PrepareSolverRneAdjoint: the solver's weights of the rows' arrays (AdjointRowWeights)
   // with w' dJ' f (w: the integrator's weight, nv) added and RowTangents transposed; false (not
   // prepared: the row tangents are formed) if the solver has none
-  bool PrepareSolverRowAdjoint(const Solver& solver, const Solution& sol, const double* w);
+  bool PrepareSolverRowAdjoint(const mjModel* m, const Solver& solver, const Solution& sol,
+                               const double* w);
+  // contact c's weights of its point and frame tangents (RneAdjointWork::contact_pq)
+  void ContactWeightPQ(const mjModel* m, int c);
   bool solver_rows() const { return radj_.solver_rows; }
   // RowTangents transposed: the weights of each row's d R (wR) and d aref (waref) moved onto its
   // d vel and d pos weights (added into wvel[stride i], wpos[stride i])
