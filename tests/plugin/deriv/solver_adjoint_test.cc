@@ -128,6 +128,19 @@ class SolverRowAdjointTest : public SolverAdjointTest {
 
 TEST_F(SolverRowAdjointTest, LcpRowWeightsAreTheRowTangents) { CheckAll(ckSOL_LCP); }
 
+TEST_F(SolverRowAdjointTest, LcpRowWeightsWithSoftAndRestitutionRows) {
+  // contacts from distance (MuJoCo's soft rows in the LCP: weights of d vel, d aref and d R)
+  // and restitution (d vel's of an approaching contact): the contacts' d vel = d J v folded in
+  tweak_ = [](ckSettings* s) {
+    s->deriv.cfd_width = 0.1;
+    s->lcp.restitution = 0.5;
+    s->lcp.restitution_threshold = 0;
+  };
+  ModelPtr m = LoadString(MixedJointScene("pyramidal", false));
+  ASSERT_TRUE(m);
+  CheckRows(m.get(), ckSOL_LCP, 60, "scene");
+}
+
 TEST_F(SolverRowAdjointTest, ComfreeRowWeightsAreTheRowTangents) { CheckAll(ckSOL_COMFREE); }
 
 TEST_F(SolverRowAdjointTest, IpmRowWeightsAreTheRowTangents) { CheckAll(ckSOL_IPM); }
