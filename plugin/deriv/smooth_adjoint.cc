@@ -364,9 +364,9 @@ double SmoothTangent::SolverRowAdjointDot(const mjModel* m, int kind, int k) {
   const Problem& p = *stage_.problem;
   const Islands& is = p.islands;
   const int island = is.tree_island[p.dof_tree[k]];
+  if (kind == kVel) return island >= 0 ? radj_.row_jw[k] : 0;
+  RecollideRigid(m, k);  // (its bodies marked for AnchorTangent, as PositionRows marks them)
   if (island < 0) return 0;
-  if (kind == kVel) return radj_.row_jw[k];
-  RecollideRigid(m, k);
   const mjData* d = stage_data_;
   const SparseRows& J = p.J;
   const int carry = rne_.dof_carry_start[k];

@@ -254,6 +254,8 @@ class SmoothTangent {
   void RecollideRigid(const mjModel* m, int k);
   // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
   void AnalyticContactRows(const mjModel* m, int k);
+  // body b moves with the current position direction (RecollideRigid's or PositionPass' mark)
+  bool body_moved(int b) const { return pairs_.body_moved[b]; }
   // point, frame and distance tangents of contact i (MuJoCo's index) along a direction of twist
   // S about com moving the bodies of pairs_.body_moved (after RecollideRigid)
   void ContactGeometry(const mjModel* m, int i, const double* S, const double* com, double dp[3],
@@ -357,8 +359,8 @@ class SmoothTangent {
   // d vel and d pos weights (added into wvel[stride i], wpos[stride i])
   void TransposeRowTangents(const double* wR, const double* waref, double* wvel, double* wpos,
                             int stride) const;
-  // a position or velocity direction's rows' term with the solver's weights (RecollideRigid run
-  // for a position direction whose tree has rows)
+  // a position or velocity direction's rows' term with the solver's weights (a position
+  // direction's RecollideRigid run, its bodies marked)
   double SolverRowAdjointDot(const mjModel* m, int kind, int index);
   // after PrepareRneAdjoint, for a direction whose rows are its island's: x (nv, zero but on the
   // dofs of the island the last such direction wrote) zeroed there, and true; else false

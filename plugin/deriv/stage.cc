@@ -314,6 +314,8 @@ void Derivative::AnchorTangent(const mjModel* m, int unit) {
       if (tan_.dq[k] == 0) continue;
       for (int side = 0; side < 2; side++) {
         int b = con.body[side];
+        // (a unit direction's bodies: those its re-collisions moved, dof k's subtree)
+        if (unit >= 0) b = smooth_.body_moved(b) ? b : 0;
         while (b > 0 && b != m->dof_bodyid[k]) b = m->body_parentid[b];
         if (b > 0) {
           moved = true;
