@@ -239,14 +239,14 @@ bool SmoothTangent::PrepareRowAdjoint(SoftTangent& soft, const double* x) {
 }
 
 void SmoothTangent::TransposeRowTangents(const double* wR, const double* waref, double* wvel,
-                                         double* wpos, int stride) const {
+                                         double* wpos) const {
   // RowTangents' maps: daref = -B dvel on every row; a plain row's dimp = KBIP_3 darg (darg its
   // dpos, or a connect / weld residual's norm's rate), dR = dR_dimp dimp, daref -= K (dimp (pos -
   // margin) + imp dpos); a contact's dimp and its first row's position term from that row's dpos
   const Problem& p = *stage_.problem;
   const mjData* d = stage_data_;
   const int nplain = p.ne + p.nf + p.nl;
-  for (int i = 0; i < p.nrow; i++) wvel[stride * i] -= p.KB[2 * i + 1] * waref[i];
+  for (int i = 0; i < p.nrow; i++) wvel[i] -= p.KB[2 * i + 1] * waref[i];
   for (int i = 0; i < nplain;) {
     double g[6], norm;
     const int n = ImpedanceArgument(p, i, g, &norm);
@@ -255,9 +255,9 @@ void SmoothTangent::TransposeRowTangents(const double* wR, const double* waref, 
       const double K = p.KB[2 * k];
       warg += (wR[k] * rows_.dR_dimp[k] - waref[k] * K * (p.pos[k] - p.margin[k])) *
               d->efc_KBIP[4 * k + 3];
-      wpos[stride * k] -= waref[k] * K * p.imp[k];
+      wpos[k] -= waref[k] * K * p.imp[k];
     }
-    for (int k = 0; norm > 0 && k < n; k++) wpos[stride * (i + k)] += warg * g[k] / norm;
+    for (int k = 0; norm > 0 && k < n; k++) wpos[i + k] += warg * g[k] / norm;
     i += n;
   }
   for (int c = 0; c < p.ncon; c++) {
@@ -265,8 +265,7 @@ void SmoothTangent::TransposeRowTangents(const double* wR, const double* waref, 
     const double K = p.KB[2 * i];
     double wimp = -waref[i] * K * rows_.position[c];
     for (int r = 0; r < p.con[c].dim; r++) wimp += wR[i + r] * rows_.dR_dimp[i + r];
-    wpos[stride * i] +=
-        wimp * rows_.imp_slope[c] - waref[i] * K * p.imp[i] * rows_.position_slope[c];
+    wpos[i] += wimp * rows_.imp_slope[c] - waref[i] * K * p.imp[i] * rows_.position_slope[c];
   }
 }
 
@@ -292,7 +291,7 @@ bool SmoothTangent::PrepareSolverRowAdjoint(const mjModel* m, const Solver& solv
   if (!solver.AdjointRowWeights(p, sol, &rw)) return radj_.solver_rows = false;
   reverse_solver_rows_calls_++;
   rows_dirty_ = -2;  // (the contacts' frame tangents written below: every row's zeroed after)
-  TransposeRowTangents(rw.R, rw.aref, rw.vel, rw.pos, 1);
+  TransposeRowTangents(rw.R, rw.aref, rw.vel, rw.pos);
   const double* qvel = nominal_.qvel;
   mju_zero(radj_.row_jw, nv_);
   mju_zero(radj_.col_pos, nv_);

@@ -356,9 +356,9 @@ class SmoothTangent {
   void ContactWeightPQ(const mjModel* m, int c);
   bool solver_rows() const { return radj_.solver_rows; }
   // RowTangents transposed: the weights of each row's d R (wR) and d aref (waref) moved onto its
-  // d vel and d pos weights (added into wvel[stride i], wpos[stride i])
-  void TransposeRowTangents(const double* wR, const double* waref, double* wvel, double* wpos,
-                            int stride) const;
+  // d vel and d pos weights (added into wvel, wpos; nrow each)
+  void TransposeRowTangents(const double* wR, const double* waref, double* wvel,
+                            double* wpos) const;
   // a position or velocity direction's rows' term with the solver's weights (a position
   // direction's RecollideRigid run, its bodies marked)
   double SolverRowAdjointDot(const mjModel* m, int kind, int index);
