@@ -284,22 +284,22 @@ void Derivative::AnchorTangent(const mjModel* m, int unit) {
       if (c != p.con + p.ncon && c->row == rows[a]) fn(static_cast<int>(c - p.con));
     }
   };
+  // the dofs [first, last] that dq moves (one for a unit direction; none: ddisp = 0)
+  int first = unit, end = unit + 1;
+  if (unit == -1) end = first;
+  if (unit < -1) NonzeroSpan(&tan_.dq, 1, nv, &first, &end);
+  const int last = end - 1;
+  // a unit direction moves the contacts of its tree's island only
+  const int island = end == first ? -1 : first == last ? is.tree_island[p.dof_tree[first]] : -2;
   // ddisp zero again where the last direction wrote it (it is zero elsewhere: a unit direction
-  // visits its island's contacts only, not every contact)
-  if (ddisp_island_ != -1) {
+  // visits its island's contacts only, not every contact), unless this one rewrites that island
+  if (ddisp_island_ != -1 && (ddisp_island_ != island || island < 0)) {
     contacts(ddisp_island_, [&](int c) {
       for (int r = 1; r < p.con[c].dim; r++) tan_.ddisp[p.con[c].row + r] = 0;
     });
   }
   ddisp_island_ = -1;
-  // the dofs [first, last] that dq moves (one for a unit direction)
-  int first = unit, end = unit + 1;
-  if (unit == -1) return;  // (no position direction: ddisp = 0)
-  if (unit < 0) NonzeroSpan(&tan_.dq, 1, nv, &first, &end);
-  if (end == first) return;  // (no position direction: ddisp = 0)
-  const int last = end - 1;
-  // a unit direction moves the contacts of its tree's island only
-  const int island = first == last ? is.tree_island[p.dof_tree[first]] : -2;
+  if (end == first) return;
   ddisp_island_ = island;
   contacts(island, [&](int c) {
     const Contact& con = p.con[c];
@@ -324,8 +324,11 @@ void Derivative::AnchorTangent(const mjModel* m, int unit) {
       }
     }
     // a unit direction that moves neither body: J's column, the frame's tangent and dw are zero,
-    // and so is ddisp (left as the zeroing above left it)
-    if (first == last && !moved) return;
+    // and so is ddisp (written: the island's last direction may have moved it)
+    if (first == last && !moved) {
+      for (int r = 1; r < con.dim; r++) tan_.ddisp[con.row + r] = 0;
+      return;
+    }
     for (int r = 1; r < 3; r++) {
       // J_t dq moves the material points at the contact point; the anchor's points lie off it
       // by o_i = x_i - pos: + dw_2 x o_2 - dw_1 x o_1; and the frame turns under disp
