@@ -130,12 +130,14 @@ class Derivative : private FdTarget {
   void UseTangentForce();
   // tan_.ddisp: tangent of the anchored contacts' displacements along the current direction
   // (anchors held: their material points move with the bodies, the contact frame turns)
-  void AnchorTangent(const mjModel* m);
+  // (unit: the position dof of a unit direction, -1 a unit direction moving no position, -2
+  // unknown: dq scanned)
+  void AnchorTangent(const mjModel* m, int unit = -2);
   // force tangent and integrator acceleration tangent tan_.dqacc_int; false if the solver has
   // none. kind, index: the unit direction it is (its islands by MarkUnitTouched), -1: another
   bool SolveTangent(const mjModel* m, int kind = -1, int index = -1);
   // the current direction's problem tangent (and tan_.touched; marked: the caller set it)
-  void FormTangent(const mjModel* m, ProblemTangent* dir, bool marked = false);
+  void FormTangent(const mjModel* m, ProblemTangent* dir, bool marked = false, int unit = -2);
   // FormTangent of the unit direction (kind, index) (kind -1: another): a position or velocity
   // direction, and one that moves no row data and no M, marked by MarkUnitTouched
   void FormUnitTangent(const mjModel* m, ProblemTangent* dir, int kind, int index);

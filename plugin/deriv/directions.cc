@@ -787,6 +787,8 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   // (AdjointDot reads the touched islands alone: a unit direction's row tangents on its island)
   smooth_.set_island_rows(reverse && smooth_.analytic());
   const bool rne = reverse && PrepareSolverRne(m, w);
+  // (and the position and velocity directions' rows from the solver's row weights)
+  const bool rows = rne && smooth_.PrepareSolverRowAdjoint(m, *stage_.solver, sol, w);
 
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !sink_.gu : !sink_.gx) continue;
@@ -799,10 +801,12 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
       } else {
         smooth_.UnitTangent(m, kind, index);
       }
+      // (the rows' term first: it writes the contacts' frame tangents that AnchorTangent reads)
+      double v = omit && rows ? smooth_.SolverRowAdjointDot(m, kind, index) : 0;
       ProblemTangent dir;
       FormUnitTangent(m, &dir, kind, index);
       if (omit) dir.v_free = nullptr;
-      double v = omit ? SolverRneDot(m, kind, index) : 0;
+      if (omit) v += SolverRneDot(m, kind, index);
       if (reverse) {
         v += stage_.solver->AdjointDot(p, sol, dir);
       } else if (!stage_.solver->ForceTangent(p, sol, dir, tan_.dforce)) {

@@ -12,12 +12,14 @@
 // O(1) per direction, where the tangent was a vector over nv. RneVelTangent's d bias/dv_k likewise.
 #include "plugin/deriv/smooth_adjoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "plugin/deriv/smooth_tangent.h"
 #include "plugin/deriv/spatial.h"
 #include "plugin/step/compat.h"
+#include "solvers/common/solver.h"
 #include "solvers/mujoco/soft_tangent.h"
 
 namespace contactkit {
@@ -37,6 +39,11 @@ void RneAdjointWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   contact_p = c.Take<double>(18 * nbody);
   vel_x = c.Take<double>(6 * nbody);
   contact_rev = c.Take<char>(n.ncon);
+  solver_w = c.Take<double>(4 * n.rows);
+  solver_J = c.Take<double>(n.nnz);
+  suffix = c.Take<double>(12 * n.nnz);
+  col_pos = c.Take<double>(nv);
+  contact_pq = c.Take<double>(24 * n.ncon);
 }
 
 bool SmoothTangent::StartRneAdjoint(bool ready, bool damped) {
@@ -45,7 +52,7 @@ bool SmoothTangent::StartRneAdjoint(bool ready, bool damped) {
   adj_lo_ = 0;  // (dqfrc_smooth and dJ_force: whatever the last direction wrote)
   adj_hi_ = nv_;
   adj_force_island_ = -2;
-  radj_.rows = radj_.contacts = false;
+  radj_.rows = radj_.contacts = radj_.solver_rows = false;
   return ready;
 }
 
@@ -229,6 +236,179 @@ bool SmoothTangent::PrepareRowAdjoint(SoftTangent& soft, const double* x) {
     }
   }
   return true;
+}
+
+void SmoothTangent::TransposeRowTangents(const double* wR, const double* waref, double* wvel,
+                                         double* wpos) const {
+  // RowTangents' maps: daref = -B dvel on every row; a plain row's dimp = KBIP_3 darg (darg its
+  // dpos, or a connect / weld residual's norm's rate), dR = dR_dimp dimp, daref -= K (dimp (pos -
+  // margin) + imp dpos); a contact's dimp and its first row's position term from that row's dpos
+  const Problem& p = *stage_.problem;
+  const mjData* d = stage_data_;
+  const int nplain = p.ne + p.nf + p.nl;
+  for (int i = 0; i < p.nrow; i++) wvel[i] -= p.KB[2 * i + 1] * waref[i];
+  for (int i = 0; i < nplain;) {
+    double g[6], norm;
+    const int n = ImpedanceArgument(p, i, g, &norm);
+    double warg = 0;  // the weight of darg
+    for (int k = i; k < i + n; k++) {
+      const double K = p.KB[2 * k];
+      warg += (wR[k] * rows_.dR_dimp[k] - waref[k] * K * (p.pos[k] - p.margin[k])) *
+              d->efc_KBIP[4 * k + 3];
+      wpos[k] -= waref[k] * K * p.imp[k];
+    }
+    for (int k = 0; norm > 0 && k < n; k++) wpos[i + k] += warg * g[k] / norm;
+    i += n;
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    const int i = p.con[c].row;
+    const double K = p.KB[2 * i];
+    double wimp = -waref[i] * K * rows_.position[c];
+    for (int r = 0; r < p.con[c].dim; r++) wimp += wR[i + r] * rows_.dR_dimp[i + r];
+    wpos[i] += wimp * rows_.imp_slope[c] - waref[i] * K * p.imp[i] * rows_.position_slope[c];
+  }
+}
+
+bool SmoothTangent::PrepareSolverRowAdjoint(const mjModel* m, const Solver& solver,
+                                            const Solution& sol, const double* w) {
+  // the solver's weights of the rows' arrays, RowTangents transposed onto d vel and d pos; a
+  // velocity direction e_k moves d vel = J e_k (column k of J' w_vel), a position direction the
+  // plain rows' d pos = J e_k (but friction loss'), the contacts' d J, d vel = d J v and w' d J' f
+  // (weights of d J), and its contacts' gaps (their first rows' d pos)
+  radj_.solver_rows = radj_.ready && reverse_solver_rows_ && stage_.has_rows && !stage_.batch;
+  const Problem& p = *stage_.problem;
+  if (!radj_.solver_rows) return false;
+  const SparseRows& J = p.J;
+  const int nrow = p.nrow, nplain = p.ne + p.nf + p.nl;
+  RowWeights rw;
+  rw.pos = radj_.solver_w;
+  rw.vel = rw.pos + nrow;
+  rw.R = rw.vel + nrow;
+  rw.aref = rw.R + nrow;
+  rw.J = radj_.solver_J;
+  mju_zero(radj_.solver_w, 4 * nrow);
+  for (int i = 0; i < nrow; i++) mju_zero(rw.J + J.rowadr[i], J.rownnz[i]);
+  if (!solver.AdjointRowWeights(p, sol, &rw)) return radj_.solver_rows = false;
+  reverse_solver_rows_calls_++;
+  rows_dirty_ = -2;  // (the contacts' frame tangents written below: every row's zeroed after)
+  TransposeRowTangents(rw.R, rw.aref, rw.vel, rw.pos);
+  const double* qvel = nominal_.qvel;
+  mju_zero(radj_.row_jw, nv_);
+  mju_zero(radj_.col_pos, nv_);
+  for (int i = 0; i < nrow; i++) {
+    const bool gap = i < nplain && p.kind[i] != kRowFriction;
+    for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
+      const int j = J.colind[q];
+      radj_.row_jw[j] += rw.vel[i] * J.val[q];
+      if (gap) radj_.col_pos[j] += rw.pos[i] * J.val[q];
+      if (i >= nplain) rw.J[q] += rw.vel[i] * qvel[j] + sol.force[i] * w[j];
+    }
+  }
+  // d J_rj = sign (d rho_r - [j carried] S x* rho_r) . cdof_j (AnalyticContactRows): per side,
+  // the sums W_r of sign w_J cdof_j over a row's entries from each on (its carried ones: the
+  // last), and with them d rho_r . W_r over the rows as P . dp + sum_a Q_a . dF_a
+  const double* cdof = stage_data_->cdof;
+  for (int c = 0; c < p.ncon; c++) {
+    const int row = p.con[c].row, adr0 = J.rowadr[row], n = J.rownnz[row];
+    for (int r = 0; r < p.con[c].dim; r++) {
+      const int adr = J.rowadr[row + r];
+      double sum[12] = {0};
+      for (int q = n - 1; q >= 0; q--) {
+        const int sign = rows_.nonzero_side[adr0 + q];
+        AddScl6(sum + 6 * (sign > 0), cdof + 6 * J.colind[adr + q], sign * rw.J[adr + q]);
+        std::memcpy(radj_.suffix + 12 * (adr + q), sum, sizeof(sum));
+      }
+    }
+    if (n > 0) ContactWeightPQ(m, c);
+  }
+  return true;
+}
+
+void SmoothTangent::ContactWeightPQ(const mjModel* m, int c) {
+  // d rho_r = [dp x F_r + off x dF_r; dF_r] (r < 3), [dF_{r-3}; 0]: with W_r = (t_r, l_r),
+  // P = sum_{r<3} F_r x t_r and Q_a = t_a x off + l_a + t_{a+3}
+  const Problem& p = *stage_.problem;
+  const SparseRows& J = p.J;
+  const Contact& con = p.con[c];
+  const mjContact& g0 = pairs_.nominal[con.mj_index];
+  for (int side = 0; side < 2; side++) {
+    double* P = radj_.contact_pq + 24 * c + 12 * side;
+    double* Q = P + 3;
+    for (int k = 0; k < 12; k++) P[k] = 0;
+    const int body = con.body[side];
+    if (m->body_weldid[body] == 0) continue;  // (static: no columns)
+    const double* com = stage_data_->subtree_com + 3 * m->body_rootid[body];
+    const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
+    for (int r = 0; r < con.dim; r++) {
+      const double* W = radj_.suffix + 12 * J.rowadr[con.row + r] + 6 * side;
+      const int a = r < 3 ? r : r - 3;
+      double* Qa = Q + 3 * a;
+      if (r >= 3) {
+        for (int k = 0; k < 3; k++) Qa[k] += W[k];
+        continue;
+      }
+      double t[3];
+      Cross3(t, g0.frame + 3 * r, W);
+      for (int k = 0; k < 3; k++) P[k] += t[k];
+      Cross3(t, W, off);
+      for (int k = 0; k < 3; k++) Qa[k] += t[k] + W[3 + k];
+    }
+  }
+}
+
+double SmoothTangent::SolverRowAdjointDot(const mjModel* m, int kind, int k) {
+  // the plain rows' and each moved contact's: w_pos ddist + sum over sides and rows of d rho_r .
+  // (its entries' sum) - (S x* rho_r) . (its carried entries' sum); the island's contacts' frame
+  // tangents written (the anchors' displacements read them, Derivative::AnchorTangent)
+  const Problem& p = *stage_.problem;
+  const Islands& is = p.islands;
+  const int island = is.tree_island[p.dof_tree[k]];
+  if (kind == kVel) return island >= 0 ? radj_.row_jw[k] : 0;
+  RecollideRigid(m, k);  // (its bodies marked for AnchorTangent, as PositionRows marks them)
+  if (island < 0) return 0;
+  const mjData* d = stage_data_;
+  const SparseRows& J = p.J;
+  const int carry = rne_.dof_carry_start[k];
+  const double* S = d->cdof + 6 * k;
+  const double* com = d->subtree_com + 3 * m->body_rootid[m->dof_bodyid[k]];
+  double v = radj_.col_pos[k];
+  const int* rows = is.rows + is.rowadr[island];
+  for (int a = 0; a < is.nrows[island]; a++) {
+    const int c = rows_.row_contact[rows[a]];
+    if (c < 0) continue;
+    const Contact& con = p.con[c];
+    const int adr0 = J.rowadr[con.row], n = J.rownnz[con.row];
+    mju_zero(tan_.dframe + 6 * c, 6);
+    if (n == 0 || (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]])) continue;
+    const mjContact& g0 = pairs_.nominal[con.mj_index];
+    double dp[3], dF[9], ddist;
+    ContactGeometry(m, con.mj_index, S, com, dp, dF, &ddist);
+    mju_copy(tan_.dframe + 6 * c, dF + 3, 6);
+    v += radj_.solver_w[con.row] * ddist;
+    const int qc = static_cast<int>(std::lower_bound(J.colind + adr0, J.colind + adr0 + n, carry) -
+                                    (J.colind + adr0));
+    for (int side = 0; side < 2; side++) {
+      const int body = con.body[side];
+      if (m->body_weldid[body] == 0) continue;  // (static: no columns)
+      const double* P = radj_.contact_pq + 24 * c + 12 * side;
+      v += Dot3(dp, P) + Dot3(dF, P + 3) + Dot3(dF + 3, P + 6) + Dot3(dF + 6, P + 9);
+      if (!pairs_.body_moved[body] || qc == n) continue;
+      // the carried entries' - (S x* rho_r) . W_r
+      const double* bc = stage_data_->subtree_com + 3 * m->body_rootid[body];
+      const double off[3] = {g0.pos[0] - bc[0], g0.pos[1] - bc[1], g0.pos[2] - bc[2]};
+      for (int r = 0; r < con.dim; r++) {
+        const double* F = g0.frame + 3 * (r < 3 ? r : r - 3);
+        double rho[6] = {F[0], F[1], F[2], 0, 0, 0}, sr[6];
+        if (r < 3) {
+          Cross3(rho, off, F);
+          for (int k = 0; k < 3; k++) rho[3 + k] = F[k];
+        }
+        CrossForce(sr, S, rho);
+        v -= Dot6(sr, radj_.suffix + 12 * (J.rowadr[con.row + r] + qc) + 6 * side);
+      }
+    }
+  }
+  return v;
 }
 
 bool SmoothTangent::ClosedContactGradient(const mjModel* m, int c, const double* x) {
@@ -437,7 +617,8 @@ bool SmoothTangent::SolverAdjointUnitTangent(const mjModel* m, int kind, int ind
   // weight is transposed by the caller)
   if (!BeginAdjointUnit(m, kind, index)) return false;
   row_island_ = -2;
-  if (stage_.has_rows) {  // (UnitTangent's, analytic and not blocked)
+  const bool rows = stage_.has_rows && !radj_.solver_rows;  // (else SolverRowAdjointDot's)
+  if (rows) {  // (UnitTangent's, analytic and not blocked)
     const Problem& p = *stage_.problem;
     const int island = p.islands.tree_island[p.dof_tree[index]];
     if (island_rows_) {
@@ -451,7 +632,7 @@ bool SmoothTangent::SolverAdjointUnitTangent(const mjModel* m, int kind, int ind
   if (kind == kVel) {
     tan_.dv[index] = 1;
     VelocityLocalForces(m, index);
-    if (stage_.has_rows) {
+    if (rows) {
       tan_.has_dvel = true;
       if (!velocity_rows_unread_) VelocityRows(index);
     }
@@ -463,7 +644,7 @@ bool SmoothTangent::SolverAdjointUnitTangent(const mjModel* m, int kind, int ind
   tan_.dM_end = adj_hi_;
   MassTangent(m, index, tan_.dM);
   PositionLocalForces(m, index);
-  if (stage_.has_rows) PositionRows(m, index);
+  if (rows) PositionRows(m, index);
   return true;
 }
 

@@ -25,10 +25,19 @@ struct RneAdjointWork {
   double* contact_p;   // their forces weighted against u, u+ and u_x, the same sums   (18 nbody)
   double* vel_x;       // each body's velocity sum of x_j cdof_j                        (6 nbody)
   char* contact_rev;   // each problem contact's rows in reverse (1) or per direction   (ncon)
+  double* solver_w;    // a solver's weights of d pos, d vel, d R, d aref, then of d pos and d vel
+                       // with RowTangents transposed                                   (4 rows)
+  double* solver_J;    // its weights of d J, with d vel's folded in on the contacts      (nnz)
+  double* suffix;      // per contact row entry and side, sum of sign w_J cdof over the entries
+                       // from it on (the carried columns' sum)                       (12 nnz)
+  double* col_pos;     // the plain rows' J' (d pos weights): a position direction's   (nv)
+  double* contact_pq;  // per contact and side, the weights P of d p and Q of d F (its
+                       // columns' sums of d rho . w_J)                              (24 ncon)
   bool ready = false;  // prepared for the current adjoint (PrepareRneAdjoint)
   bool rows = false;   // and the rows' weights (PrepareRowAdjoint)
-  bool contacts = false;  // and the closed contacts (PrepareContactAdjoint)
-  bool damped = false;    // and pass 1 too
+  bool contacts = false;     // and the closed contacts (PrepareContactAdjoint)
+  bool damped = false;       // and pass 1 too
+  bool solver_rows = false;  // a solver's row weights (PrepareSolverRowAdjoint)
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 

@@ -644,7 +644,15 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
   // curvature that forward differences of the step would miss by 1e-4)
   const double* S = d->cdof + 6 * k;
   const double* com = d->subtree_com + 3 * m->body_rootid[b0];
-  for (int b = 0; b < m->nbody; b++) pairs_.body_moved[b] = b >= b0 && b <= last;
+  // (the bodies moved: the subtree's range, where the last one marked is cleared, not every body)
+  if (pairs_.moved_first < 0) {
+    for (int b = 0; b < m->nbody; b++) pairs_.body_moved[b] = b >= b0 && b <= last;
+  } else if (pairs_.moved_first != b0) {
+    for (int b = pairs_.moved_first; b <= pairs_.moved_last; b++) pairs_.body_moved[b] = 0;
+    for (int b = b0; b <= last; b++) pairs_.body_moved[b] = 1;
+  }
+  pairs_.moved_first = b0;
+  pairs_.moved_last = last;
   double Q[2][9];  // the rotations exp(+-e [S]x) of the two sides (every geom's)
   bool turned = false;
   for (int q = 0; q < pairs_.npair; q++) {
@@ -740,6 +748,34 @@ void SmoothTangent::ContactAxisTangents(const mjModel* m, const Contact& con, co
   }
 }
 
+void SmoothTangent::ContactGeometry(const mjModel* m, int i, const double* S, const double* com,
+                                    double dp[3], double dF[9], double* ddist) const {
+  // both bodies that move turn with S about the subtree's center
+  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
+  Twist tw[2];
+  for (int side = 0; side < 2; side++) {
+    const bool moved = pairs_.body_moved[side ? pr.body2 : pr.body1];
+    for (int r = 0; r < 3; r++) {
+      tw[side].w[r] = moved ? S[r] : 0;
+      tw[side].v[r] = moved ? S[3 + r] : 0;
+      tw[side].o[r] = com[r];
+    }
+  }
+  if (ClosedPair(pr)) {
+    ClosedTangent(m, i, tw[1], dp, dF, ddist);
+  } else if (!GeometryTangent(i, kPoseStep, dp, dF, ddist)) {
+    PatchTangent(i, kPoseStep, tw[0], tw[1], dp, dF, ddist);
+  } else if (pairs_.found[i] != 3) {
+    // found on one side only: the nominal pose is a tie of the patch, where the collider's
+    // distance need not be continuous (MuJoCo 3.x's plane-cylinder holds a cap tilted less
+    // than about 1e-8 flat). The distance's rate is the normal motion of the point's bodies
+    const mjContact& g0 = pairs_.nominal[i];
+    double u[2][3];
+    for (int side = 0; side < 2; side++) tw[side].PointMotion(g0.pos, u[side]);
+    *ddist = Dot3(g0.frame, u[1]) - Dot3(g0.frame, u[0]);
+  }
+}
+
 void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   mjData* d = stage_data_;
   const int nv = nv_;
@@ -795,30 +831,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     rows_.contact_dJ_written[c] = 1;
     const mjContact& g0 = pairs_.nominal[con.mj_index];
     double dp[3], dF[9], ddist;
-    // both bodies that move turn with S about the subtree's center
-    Twist tw[2];
-    for (int side = 0; side < 2; side++) {
-      const int body = side ? pairs_.pair[pairs_.contact_pair[con.mj_index]].body2
-                            : pairs_.pair[pairs_.contact_pair[con.mj_index]].body1;
-      const bool moved = pairs_.body_moved[body];
-      for (int r = 0; r < 3; r++) {
-        tw[side].w[r] = moved ? S[r] : 0;
-        tw[side].v[r] = moved ? S[3 + r] : 0;
-        tw[side].o[r] = com[r];
-      }
-    }
-    if (ClosedPair(pairs_.pair[pairs_.contact_pair[con.mj_index]])) {
-      ClosedTangent(m, con.mj_index, tw[1], dp, dF, &ddist);
-    } else if (!GeometryTangent(con.mj_index, kPoseStep, dp, dF, &ddist)) {
-      PatchTangent(con.mj_index, kPoseStep, tw[0], tw[1], dp, dF, &ddist);
-    } else if (pairs_.found[con.mj_index] != 3) {
-      // found on one side only: the nominal pose is a tie of the patch, where the collider's
-      // distance need not be continuous (MuJoCo 3.x's plane-cylinder holds a cap tilted less
-      // than about 1e-8 flat). The distance's rate is the normal motion of the point's bodies
-      double u[2][3];
-      for (int side = 0; side < 2; side++) tw[side].PointMotion(g0.pos, u[side]);
-      ddist = Dot3(g0.frame, u[1]) - Dot3(g0.frame, u[0]);
-    }
+    ContactGeometry(m, con.mj_index, S, com, dp, dF, &ddist);
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = dF[3 + i];
     tan_.dpos[row] = ddist;
 

@@ -554,6 +554,7 @@ void SmoothTangent::PositionPass(const mjModel* m, const double* dq, const doubl
     }
     pairs_.body_moved[b] = moved;
   }
+  pairs_.moved_first = -1;
 
   // constraint rows
   if (stage_.has_rows) {

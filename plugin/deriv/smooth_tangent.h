@@ -275,6 +275,12 @@ class SmoothTangent : public MassForms {
   // v_free, and dJ of the rows asked for (tan: its axes' tangents, ContactAxisTangents)
   void SolverRowTerms(const mjModel* m, const Contact& con, int row, int carry, int carry_end,
                       const double (*tan)[2][6][6]);
+  // body b moves with the current position direction (RecollideRigid's or PositionPass' mark)
+  bool body_moved(int b) const { return pairs_.body_moved[b]; }
+  // point, frame and distance tangents of contact i (MuJoCo's index) along a direction of twist
+  // S about com moving the bodies of pairs_.body_moved (after RecollideRigid)
+  void ContactGeometry(const mjModel* m, int i, const double* S, const double* com, double dp[3],
+                       double dF[9], double* ddist) const;
   // the blocked path's dJ' f on a contact row's columns: dJf_j += sign_j wrench[side_j][carried_j]
   // . cdof_j (the summed wrenches of the contacts on the same bodies, which share the columns)
   void WrenchColumns(int row, int carry, int carry_end, const double (*wrench)[2][6],
@@ -356,7 +362,27 @@ class SmoothTangent : public MassForms {
   // direction's tree, dact_dot zeroed
   void AdjointTreeSpan(int index);
   // the reverse pass is over (the directions' vectors are whole again)
-  void EndRneAdjoint() { radj_.ready = radj_.rows = radj_.contacts = false; }
+  void EndRneAdjoint() { radj_.ready = radj_.rows = radj_.contacts = radj_.solver_rows = false; }
+  // test hook: after PrepareSolverRneAdjoint the rows' terms of a solver's position and velocity
+  // directions from the solver's row weights made once (PrepareSolverRowAdjoint) instead of
+  // their row tangents and AdjointDot's row products
+  static inline bool reverse_solver_rows_ = true;
+  static inline int reverse_solver_rows_calls_ = 0;  // test probe: PrepareSolverRowAdjoint's
+  // after PrepareSolverRneAdjoint: the solver's weights of the rows' arrays (AdjointRowWeights)
+  // with w' dJ' f (w: the integrator's weight, nv) added and RowTangents transposed; false (not
+  // prepared: the row tangents are formed) if the solver has none
+  bool PrepareSolverRowAdjoint(const mjModel* m, const Solver& solver, const Solution& sol,
+                               const double* w);
+  // contact c's weights of its point and frame tangents (RneAdjointWork::contact_pq)
+  void ContactWeightPQ(const mjModel* m, int c);
+  bool solver_rows() const { return radj_.solver_rows; }
+  // RowTangents transposed: the weights of each row's d R (wR) and d aref (waref) moved onto its
+  // d vel and d pos weights (added into wvel, wpos; nrow each)
+  void TransposeRowTangents(const double* wR, const double* waref, double* wvel,
+                            double* wpos) const;
+  // a position or velocity direction's rows' term with the solver's weights (a position
+  // direction's RecollideRigid run, its bodies marked)
+  double SolverRowAdjointDot(const mjModel* m, int kind, int index);
   // after PrepareRneAdjoint, for a direction whose rows are its island's: x (nv, zero but on the
   // dofs of the island the last such direction wrote) zeroed there, and true; else false
   bool ZeroAdjointForce(double* x);

@@ -263,7 +263,7 @@ int Derivative::CountIncluded(const mjData* d) const {
 
 //---------------------------------- force tangent -------------------------------------------------
 
-void Derivative::AnchorTangent(const mjModel* m) {
+void Derivative::AnchorTangent(const mjModel* m, int unit) {
   const Problem& p = *stage_.problem;
   const Islands& is = p.islands;
   const mjData* d = stage_data_;
@@ -284,21 +284,22 @@ void Derivative::AnchorTangent(const mjModel* m) {
       if (c != p.con + p.ncon && c->row == rows[a]) fn(static_cast<int>(c - p.con));
     }
   };
+  // the dofs [first, last] that dq moves (one for a unit direction; none: ddisp = 0)
+  int first = unit, end = unit + 1;
+  if (unit == -1) end = first;
+  if (unit < -1) NonzeroSpan(&tan_.dq, 1, nv, &first, &end);
+  const int last = end - 1;
+  // a unit direction moves the contacts of its tree's island only
+  const int island = end == first ? -1 : first == last ? is.tree_island[p.dof_tree[first]] : -2;
   // ddisp zero again where the last direction wrote it (it is zero elsewhere: a unit direction
-  // visits its island's contacts only, not every contact)
-  if (ddisp_island_ != -1) {
+  // visits its island's contacts only, not every contact), unless this one rewrites that island
+  if (ddisp_island_ != -1 && (ddisp_island_ != island || island < 0)) {
     contacts(ddisp_island_, [&](int c) {
       for (int r = 1; r < p.con[c].dim; r++) tan_.ddisp[p.con[c].row + r] = 0;
     });
   }
   ddisp_island_ = -1;
-  // the dofs [first, last] that dq moves (one for a unit direction)
-  int first, end;
-  NonzeroSpan(&tan_.dq, 1, nv, &first, &end);
-  if (end == first) return;  // (no position direction: ddisp = 0)
-  const int last = end - 1;
-  // a unit direction moves the contacts of its tree's island only
-  const int island = first == last ? is.tree_island[p.dof_tree[first]] : -2;
+  if (end == first) return;
   ddisp_island_ = island;
   contacts(island, [&](int c) {
     const Contact& con = p.con[c];
@@ -313,6 +314,8 @@ void Derivative::AnchorTangent(const mjModel* m) {
       if (tan_.dq[k] == 0) continue;
       for (int side = 0; side < 2; side++) {
         int b = con.body[side];
+        // (a unit direction's bodies: those its re-collisions moved, dof k's subtree)
+        if (unit >= 0) b = smooth_.body_moved(b) ? b : 0;
         while (b > 0 && b != m->dof_bodyid[k]) b = m->body_parentid[b];
         if (b > 0) {
           moved = true;
@@ -321,8 +324,11 @@ void Derivative::AnchorTangent(const mjModel* m) {
       }
     }
     // a unit direction that moves neither body: J's column, the frame's tangent and dw are zero,
-    // and so is ddisp (left as the zeroing above left it)
-    if (first == last && !moved) return;
+    // and so is ddisp (written: the island's last direction may have moved it)
+    if (first == last && !moved) {
+      for (int r = 1; r < con.dim; r++) tan_.ddisp[con.row + r] = 0;
+      return;
+    }
     for (int r = 1; r < 3; r++) {
       // J_t dq moves the material points at the contact point; the anchor's points lie off it
       // by o_i = x_i - pos: + dw_2 x o_2 - dw_1 x o_1; and the frame turns under disp
@@ -354,7 +360,7 @@ void Derivative::AnchorTangent(const mjModel* m) {
   });
 }
 
-void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked) {
+void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked, int unit) {
   const Problem& p = *stage_.problem;
   ProblemTangent& dir = *out;
   dir.v_free = tan_.dv_free;
@@ -381,7 +387,7 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked)
   dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
   dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
   if (stage_.solver && p.disp) {
-    AnchorTangent(m);
+    AnchorTangent(m, unit);
     dir.disp = tan_.ddisp;
   }
   // the islands the direction perturbs: the others have no force tangent (most directions
@@ -396,7 +402,8 @@ void Derivative::FormUnitTangent(const mjModel* m, ProblemTangent* dir, int kind
                        !tan_.has_dM && !tan_.has_dM_problem;
   const bool marked = kind == kPos || kind == kVel || (kind >= 0 && rowless);
   if (marked) MarkUnitTouched(*stage_.problem, kind == kPos || kind == kVel ? index : -1);
-  FormTangent(m, dir, marked);
+  // (a unit direction's dq: e_index for a position direction, else zero)
+  FormTangent(m, dir, marked, kind == kPos ? index : kind >= kCtrl && kind <= kVel ? -1 : -2);
 }
 
 bool Derivative::SolveTangent(const mjModel* m, int kind, int index) {

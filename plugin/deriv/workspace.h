@@ -158,6 +158,8 @@ struct ContactPair {
 // the nominal contact pairs and their collisions re-run along a direction
 struct PairWork {
   int npair = 0;
+  // the subtree's bodies [moved_first, moved_last] RecollideRigid marked last (-1: any body)
+  int moved_first = -1, moved_last = -1;
   ContactPair* pair;       //                                    (ncon)
   int* contact_pair;       // pair of each mjContact             (ncon)
   mjContact* nominal;      // nominal geometry                   (ncon)

@@ -116,6 +116,7 @@ class ComfreeSolver final : public Solver {
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
+  bool AdjointRowWeights(const Problem& p, const Solution& sol, RowWeights* w) const override;
   const double* AdjointFreeVelocityWeight(double* sign) const override {
     *sign = 1;  // (AdjointDot's adj_vfree_' dv_free)
     return adj_vfree_.data();

@@ -990,6 +990,17 @@ double ComfreeSolver::AdjointDot(const Problem& p, const Solution& sol, const Pr
   return s;
 }
 
+bool ComfreeSolver::AdjointRowWeights(const Problem& p, const Solution& sol, RowWeights* w) const {
+  // AdjointDot's row products (diag_approx: unread; disp: AdjointDot's)
+  const SparseRows& J = p.J;
+  for (int i = 0; i < p.nrow; i++) {
+    w->R[i] += adj_R_[i];
+    w->pos[i] += adj_pos_[i];
+    for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) w->J[q] += adj_J_[q];
+  }
+  return true;
+}
+
 //---------------------------------- friction loss after the other rows ----------------------------
 
 void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& dir,

@@ -202,6 +202,15 @@ struct ProblemTangent {
   int M_dof = -1;
 };
 
+// weights of a ProblemTangent's row arrays (Solver::AdjointRowWeights adds into them)
+struct RowWeights {
+  double* J = nullptr;     // of d J's values   (nnz)
+  double* pos = nullptr;   // of d pos          (nrow)
+  double* vel = nullptr;   // of d (J v)        (nrow)
+  double* R = nullptr;     // of d R            (nrow)
+  double* aref = nullptr;  // of d aref         (nrow)
+};
+
 // owns a Problem's and a Solution's arrays, allocated once
 class ProblemStorage {
  public:

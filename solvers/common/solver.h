@@ -102,6 +102,13 @@ class Solver {
   // sign c' dv_free (*sign set), which AdjointDot leaves out when dir.v_free is null (the caller
   // then adds it, transposed through dv_free's smooth forces); null if the solver has none
   virtual const double* AdjointFreeVelocityWeight(double* sign) const { return nullptr; }
+  // Optional, after PrepareAdjoint: AdjointDot's weights of dir's row arrays added into w, so
+  // that AdjointDot(dir) is the sum over the touched islands' rows of w . (dir.J, pos, vel, R,
+  // aref) plus AdjointDot(dir) with those arrays null (diag_approx null throughout, disp left to
+  // AdjointDot); false if the solver has none for this solve
+  virtual bool AdjointRowWeights(const Problem& p, const Solution& sol, RowWeights* w) const {
+    return false;
+  }
 };
 
 }  // namespace contactkit

@@ -77,6 +77,7 @@ class IpmSolver final : public Solver {
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
+  bool AdjointRowWeights(const Problem& p, const Solution& sol, RowWeights* w) const override;
   const double* AdjointFreeVelocityWeight(double* sign) const override {
     *sign = -1;  // (IslandAdjointDot's -(M w)' dv_free, on the islands' trees)
     return adj_mw_.data();

@@ -634,7 +634,9 @@ double IpmSolver::IslandAdjointDot(const Problem& p, int k, const ProblemTangent
     const int i = rows[a], adr = J.rowadr[i];
     for (int c = adr; c < adr + J.rownnz[i]; c++) s += dir.J[c] * adj_gj_[c];
   }
-  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+  // (without row arrays, AdjointRowWeights' terms: none, dkappa included)
+  const bool moved = dir.J || dir.pos || dir.vel || dir.R || dir.aref || dir.diag_approx;
+  for (int e = L.orth_adr; e < L.orth_adr + L.orth_num && moved; e++) {
     const int i = orth_[e];
     if (dir.pos && !capped_[i]) s -= adj_z_[i] * dir.pos[i] / h;
     if (!(cfd_kappa_[i] > 0) || (mode_cur_[k] && row_moded_[i])) continue;
@@ -642,7 +644,7 @@ double IpmSolver::IslandAdjointDot(const Problem& p, int k, const ProblemTangent
     CfdKappa(p, i, &dir, &dk);
     s += adj_n_[i] * dk / cen_.z[i];
   }
-  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+  for (int e = L.eq_adr; e < L.eq_adr + L.eq_num && moved; e++) {
     const int i = eq_[e];
     double dz = 0;
     if (settings_.ipm.soft_equality) {
@@ -669,6 +671,36 @@ double IpmSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
     if (touched_[k]) s += IslandAdjointDot(p, k, dir);
   }
   return s;
+}
+
+bool IpmSolver::AdjointRowWeights(const Problem& p, const Solution& sol, RowWeights* w) const {
+  // IslandAdjointDot's row products; a contact from distance's dcomp (CfdKappa): none
+  const SparseRows& J = p.J;
+  const double h = p.h;
+  for (int k = 0; k < p.islands.nisland; k++) {
+    const IslandLists& L = lists_[k];
+    for (int e = L.orth_adr; e < L.orth_adr + L.orth_num; e++) {
+      const int i = orth_[e];
+      if (cfd_kappa_[i] > 0 && !(mode_cur_[k] && row_moded_[i])) return false;
+      if (!capped_[i]) w->pos[i] -= adj_z_[i] / h;
+    }
+    const int* rows = Rows(p, k);
+    for (int a = 0; a < NumRows(p, k); a++) {
+      const int i = rows[a];
+      for (int c = J.rowadr[i]; c < J.rowadr[i] + J.rownnz[i]; c++) w->J[c] += adj_gj_[c];
+    }
+    for (int e = L.eq_adr; e < L.eq_adr + L.eq_num; e++) {
+      const int i = eq_[e];
+      if (!settings_.ipm.soft_equality) {
+        w->pos[i] += adj_z_[i] / h;
+        continue;
+      }
+      w->vel[i] -= adj_z_[i];
+      w->aref[i] -= h * adj_z_[i];
+      if (p.R[i] > 1e-15) w->R[i] += adj_z_[i] * cen_.lam[i];
+    }
+  }
+  return true;
 }
 
 void IpmSolver::TangentImpulses(const Problem& p, int k, const double* rz, const double* c, int s,

@@ -109,6 +109,7 @@ class LcpSolver final : public Solver {
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
+  bool AdjointRowWeights(const Problem& p, const Solution& sol, RowWeights* w) const override;
   const double* AdjointFreeVelocityWeight(double* sign) const override {
     *sign = -1;  // (AdjointDot's -nu' dv_free)
     return adj_nu_.data();

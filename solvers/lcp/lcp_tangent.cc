@@ -819,10 +819,12 @@ double LcpSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
   const Islands& is = p.islands;
   const double h = p.h;
   MarkTouched(p, dir);
+  // (without row arrays, AdjointRowWeights' terms: the trees' alone)
+  const bool rows = dir.J || dir.pos || dir.vel || dir.R || dir.aref;
   double s = adj_xi_ ? PositionAdjointDot(p, dir) : 0;
   for (int k = 0; k < nisland_; k++) {
     if (!touched_[k]) continue;
-    for (int a = cadr_[k]; a < cadr_[k + 1]; a++) {
+    for (int a = cadr_[k]; a < cadr_[k + 1] && rows; a++) {
       const int g = crow_[a];
       const double lam = adj_lam_[a];
       if (lam == 0) continue;
@@ -834,9 +836,9 @@ double LcpSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
       }
       s -= lam * (DJDot(p, dir, g, sol.v_next) + dstab);
     }
-    const int* rows = is.rows + is.rowadr[k];
-    for (int j = 0; j < is.nrows[k]; j++) {
-      const int i = rows[j];
+    const int* irows = is.rows + is.rowadr[k];
+    for (int j = 0; j < is.nrows[k] && rows; j++) {
+      const int i = irows[j];
       if (sol.force[i] != 0) s -= sol.force[i] * DJDot(p, dir, i, adj_pi_.data());
       if (!deficient_) continue;
       if (ytil_[i] != 0) s += ytil_[i] * DJDot(p, dir, i, adj_pin_.data());
@@ -857,6 +859,53 @@ double LcpSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
     }
   }
   return s;
+}
+
+bool LcpSolver::AdjointRowWeights(const Problem& p, const Solution& sol, RowWeights* w) const {
+  // AdjointDot's and PositionAdjointDot's row products: dJ_i's with the vectors DJDot reads
+  const SparseRows& J = p.J;
+  const Islands& is = p.islands;
+  const double h = p.h;
+  auto add = [&](int i, double s, const double* x) {
+    if (s == 0) return;
+    for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) w->J[q] += s * x[J.colind[q]];
+  };
+  for (int k = 0; k < nisland_; k++) {
+    for (int a = cadr_[k]; a < cadr_[k + 1]; a++) {
+      const int g = crow_[a];
+      const double lam = adj_lam_[a];
+      if (lam == 0) continue;
+      add(g, -lam, sol.v_next);
+      w->pos[g] -= lam * cdpos_[a];
+      w->vel[g] -= lam * cdvel_[a];
+      if (csoft_[a]) {
+        w->aref[g] += lam * h;
+        w->R[g] -= lam * h * sol.force[g];
+      }
+    }
+    const int* rows = is.rows + is.rowadr[k];
+    for (int j = 0; j < is.nrows[k]; j++) {
+      const int i = rows[j];
+      add(i, -sol.force[i], adj_pi_.data());
+      if (!deficient_) continue;
+      add(i, ytil_[i], adj_pin_.data());
+      add(i, adj_om_[i], qfake_.data());
+      if (SoftRow(p, i)) w->R[i] += adj_om_[i] * ytil_[i];
+    }
+    if (!adj_xi_) continue;
+    const int* prows = prow_.data() + prowadr_[k];
+    const double* rho = adj_rho_.data() + prowadr_[k];
+    const double* x = px_.data() + prowadr_[k];
+    for (int j = 0; j < prowadr_[k + 1] - prowadr_[k]; j++) {
+      const int g = prows[j];
+      double dpos;
+      PositionTarget(p, g, &dpos);
+      add(g, x[j], adj_kappa_.data());
+      add(g, -rho[j], up_.data());
+      w->pos[g] -= rho[j] * dpos;
+    }
+  }
+  return true;
 }
 
 bool LcpSolver::PreparePositionAdjoint(const Problem& p, const double* xi) {
@@ -900,7 +949,7 @@ double LcpSolver::PositionAdjointDot(const Problem& p, const ProblemTangent& dir
     if (!nc || !touched_[k]) continue;
     const double* rho = adj_rho_.data() + prowadr_[k];
     const double* x = px_.data() + prowadr_[k];
-    for (int j = 0; j < nc; j++) {
+    for (int j = 0; j < nc && (dir.J || dir.pos); j++) {
       const int g = rows[j];
       double dpos;
       PositionTarget(p, g, &dpos);

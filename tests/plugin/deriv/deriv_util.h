@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,8 @@ inline void Tighten(mjModel* m) {
 // a test of a path of the reverse mode against the VJP with the path off and dx' [A B]
 class ReversePathTest : public MujocoTest {
  protected:
+  std::function<void(ckSettings*)> tweak_;  // applied to each handle's settings (nullable)
+
   // m under solver after SettleAndNudge, in `variants` of 0: no joint damping, 1: m's, 2: m's and
   // lcp's split impulse toggled: the VJP of a fixed adjoint with set(true), which runs the path
   // once (calls() grows by one), and with set(false), and dx' [A B] of ck_transitionJac, within
@@ -162,6 +165,7 @@ class ReversePathTest : public MujocoTest {
       DataPtr d(mj_makeData(m));
       ckSettings s = Settings(solver);
       if (variant == 2) s.lcp.split_impulse = !s.lcp.split_impulse;
+      if (tweak_) tweak_(&s);
       HandlePtr ck = Make(m, &s);
       SettleAndNudge(ck.get(), m, d.get(), steps);
       ASSERT_GT(d->ncon, 0) << what;

@@ -22,6 +22,7 @@ class SolverAdjointTest : public ReversePathTest {
  protected:
   void TearDown() override {
     SmoothTangent::reverse_solver_rne_ = true;
+    SmoothTangent::reverse_solver_rows_ = true;
     MujocoTest::TearDown();
   }
 
@@ -32,6 +33,14 @@ class SolverAdjointTest : public ReversePathTest {
     CompareReverse(
         m, solver, steps, name, 3, [](bool on) { SmoothTangent::reverse_solver_rne_ = on; },
         [] { return SmoothTangent::reverse_solver_calls_; });
+  }
+
+  // the same with the rows' terms from the solver's row weights and from the row tangents
+  void CheckRows(mjModel* m, int solver, int steps, const std::string& name) {
+    if (!ck_solverAvailable(solver)) GTEST_SKIP() << "solver not in this build";
+    CompareReverse(
+        m, solver, steps, name, 3, [](bool on) { SmoothTangent::reverse_solver_rows_ = on; },
+        [] { return SmoothTangent::reverse_solver_rows_calls_; });
   }
 };
 
@@ -89,6 +98,52 @@ TEST_F(SolverAdjointTest, IpmReversePassIsTheStreamedVjpOnHumanoid100) {
   ASSERT_TRUE(m);
   Check(m.get(), ckSOL_IPM, 100, "humanoid100");
 }
+
+}  // namespace
+}  // namespace contactkit::test
+
+namespace contactkit::test {
+namespace {
+
+// the rows' weights (PrepareSolverRowAdjoint): the plain rows' gaps (limits; friction loss
+// has none) and every contact pair's geometry per direction contracted with them, on the scene
+// with limits and friction loss (lcp: without), the humanoid and humanoid100
+// (plane, capsule, box, ellipsoid and cylinder pairs between trees and within one); comfree's
+// anchors read the frame tangents the weights' pass writes
+class SolverRowAdjointTest : public SolverAdjointTest {
+ protected:
+  // (lcp's hard limits hold the motors' joints: B zero, the scene without them)
+  void CheckAll(int solver) {
+    ModelPtr m = LoadString(MixedJointScene("pyramidal", solver != ckSOL_LCP));
+    ASSERT_TRUE(m);
+    CheckRows(m.get(), solver, 60, "scene");
+    ModelPtr h = Load(MujocoModel("humanoid/humanoid.xml"));
+    ASSERT_TRUE(h);
+    CheckRows(h.get(), solver, 300, "humanoid");
+    ModelPtr h100 = Load(MujocoModel("humanoid100/humanoid100.xml"));
+    ASSERT_TRUE(h100);
+    CheckRows(h100.get(), solver, 100, "humanoid100");
+  }
+};
+
+TEST_F(SolverRowAdjointTest, LcpRowWeightsAreTheRowTangents) { CheckAll(ckSOL_LCP); }
+
+TEST_F(SolverRowAdjointTest, LcpRowWeightsWithSoftAndRestitutionRows) {
+  // contacts from distance (MuJoCo's soft rows in the LCP: weights of d vel, d aref and d R)
+  // and restitution (d vel's of an approaching contact): the contacts' d vel = d J v folded in
+  tweak_ = [](ckSettings* s) {
+    s->deriv.cfd_width = 0.1;
+    s->lcp.restitution = 0.5;
+    s->lcp.restitution_threshold = 0;
+  };
+  ModelPtr m = LoadString(MixedJointScene("pyramidal", false));
+  ASSERT_TRUE(m);
+  CheckRows(m.get(), ckSOL_LCP, 60, "scene");
+}
+
+TEST_F(SolverRowAdjointTest, ComfreeRowWeightsAreTheRowTangents) { CheckAll(ckSOL_COMFREE); }
+
+TEST_F(SolverRowAdjointTest, IpmRowWeightsAreTheRowTangents) { CheckAll(ckSOL_IPM); }
 
 }  // namespace
 }  // namespace contactkit::test
