@@ -18,18 +18,10 @@ namespace contactkit {
 namespace {
 
 // mass's solves of the block Y (nv rows of nb columns) tree by tree on the trees of the dofs
-// [lo, hi) (Y's other rows are not read), skipping trees no column reaches (as TreeMass::Solve
-// skips a zero tree)
+// [lo, hi) (Y's other rows are not read), skipping trees no column reaches
 void SolveByTree(const TreeMass& mass, const Islands& is, const int* dof_tree, double* Y, int nb,
                  int lo, int hi) {
-  const int t0 = hi > lo ? dof_tree[lo] : 0, t1 = hi > lo ? dof_tree[hi - 1] + 1 : 0;
-  for (int t = t0; t < t1; t++) {
-    const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
-    const double* y = Y + static_cast<size_t>(b) * nb;
-    bool zero = true;
-    for (int i = 0; i < (e - b) * nb && zero; i++) zero = y[i] == 0;
-    if (!zero) mass.SolveBlock(Y, nb, b, e);
-  }
+  if (hi > lo) SolveNonzeroTrees(mass, is, dof_tree[lo], dof_tree[hi - 1] + 1, Y, nb);
 }
 
 // w' dM (a - b) (b null: w' dM a) over dM's listed rows, M's lower triangle in MuJoCo's layout

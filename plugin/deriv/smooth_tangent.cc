@@ -347,12 +347,7 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
       return;
     }
     // tree by tree, skipping the trees the direction does not reach (their solve gives zero)
-    for (int t = t0; t < t1; t++) {
-      const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
-      int i = b;
-      while (i < e && x[i] == 0) i++;
-      if (i < e) p.mass.Solve(x, b, e);
-    }
+    SolveNonzeroTrees(p.mass, p.islands, t0, t1, x);
     for (int i = lo; i < hi; i++) x[i] = tan_.dv[i] + p.h * x[i];
   }
 }

@@ -131,6 +131,21 @@ double RowInvMass(const Problem& p, int i, double* x) {
   return a;
 }
 
+void SolveNonzeroTrees(const TreeMass& mass, const Islands& is, int t0, int t1, double* x, int nb) {
+  for (int t = t0; t < t1; t++) {
+    const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
+    const double* y = x + static_cast<size_t>(b) * nb;
+    int i = 0;
+    while (i < (e - b) * nb && y[i] == 0) i++;
+    if (i == (e - b) * nb) continue;
+    if (nb == 1) {
+      mass.Solve(x, b, e);
+    } else {
+      mass.SolveBlock(x, nb, b, e);
+    }
+  }
+}
+
 void FreeVelocityOf(const Problem& p, const ProblemTangent& dir, double* out) {
   const int nv = p.nv;
   if (dir.v_free) {
@@ -138,13 +153,7 @@ void FreeVelocityOf(const Problem& p, const ProblemTangent& dir, double* out) {
     return;
   }
   for (int j = 0; j < nv; j++) out[j] = dir.v_free_rhs[j];
-  const Islands& is = p.islands;
-  for (int t = 0; t < is.ntree; t++) {
-    const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
-    int i = b;
-    while (i < e && out[i] == 0) i++;
-    if (i < e) p.mass.Solve(out, b, e);
-  }
+  SolveNonzeroTrees(p.mass, p.islands, 0, p.islands.ntree, out);
   for (int j = 0; j < nv; j++) out[j] = (j == dir.v_free_unit ? 1.0 : 0.0) + p.h * out[j];
 }
 

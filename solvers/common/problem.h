@@ -241,6 +241,12 @@ void VelocityFromForce(const Problem& p, const double* force, double* v_next, do
 void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
                      const double* dforce, double* dv, double* scratch);
 
+// x = M^-1 x for the nb columns of the row-major block x (nb 1: a vector) on the kinematic trees
+// [t0, t1) of is, tree by tree, skipping the trees where x is zero (their solve gives zero); the
+// other trees' rows are neither read nor written
+void SolveNonzeroTrees(const TreeMass& mass, const Islands& is, int t0, int t1, double* x,
+                       int nb = 1);
+
 // dir's d v_free into out (nv): dir.v_free, or with the solve deferred (dir.v_free_rhs) e_unit +
 // h M_eff^-1 v_free_rhs, solved on the trees where the right-hand side is not zero
 void FreeVelocityOf(const Problem& p, const ProblemTangent& dir, double* out);
