@@ -42,68 +42,55 @@ class SolverAdjointTest : public ReversePathTest {
         m, solver, steps, name, 3, [](bool on) { SmoothTangent::reverse_solver_rows_ = on; },
         [] { return SmoothTangent::reverse_solver_rows_calls_; });
   }
+
+  // Check (rows: CheckRows) on scene 0, the mixed-joint scene (limits as asked), 1, the humanoid,
+  // or 2, humanoid100 (a hundred trees and islands: a direction reads its tree)
+  void OnScene(int scene, int solver, bool limits, bool rows) {
+    static const char* const kName[3] = {"scene", "humanoid", "humanoid100"};
+    static const int kSteps[3] = {60, 300, 100};
+    ModelPtr m = scene == 0   ? LoadString(MixedJointScene("pyramidal", limits))
+                 : scene == 1 ? Load(MujocoModel("humanoid/humanoid.xml"))
+                              : Load(MujocoModel("humanoid100/humanoid100.xml"));
+    ASSERT_TRUE(m);
+    if (rows) {
+      CheckRows(m.get(), solver, kSteps[scene], kName[scene]);
+    } else {
+      Check(m.get(), solver, kSteps[scene], kName[scene]);
+    }
+  }
 };
 
-TEST_F(SolverAdjointTest, LcpReversePassIsTheStreamedVjp) {
-  ModelPtr m = LoadString(MixedJointScene("pyramidal", false));
-  ASSERT_TRUE(m);
-  Check(m.get(), ckSOL_LCP, 60, "scene");
-}
+TEST_F(SolverAdjointTest, LcpReversePassIsTheStreamedVjp) { OnScene(0, ckSOL_LCP, false, false); }
 
 TEST_F(SolverAdjointTest, LcpReversePassIsTheStreamedVjpOnTheHumanoid) {
-  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
-  ASSERT_TRUE(m);
-  Check(m.get(), ckSOL_LCP, 300, "humanoid");
+  OnScene(1, ckSOL_LCP, false, false);
 }
 
 TEST_F(SolverAdjointTest, LcpReversePassIsTheStreamedVjpOnHumanoid100) {
-  // (a hundred trees and islands: dv_free's weight transposed once, a direction reads its tree)
-  ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
-  ASSERT_TRUE(m);
-  Check(m.get(), ckSOL_LCP, 100, "humanoid100");
+  OnScene(2, ckSOL_LCP, false, false);
 }
 
 TEST_F(SolverAdjointTest, ComfreeReversePassIsTheStreamedVjp) {
-  ModelPtr m = LoadString(MixedJointScene("pyramidal", false));
-  ASSERT_TRUE(m);
-  Check(m.get(), ckSOL_COMFREE, 60, "scene");
+  OnScene(0, ckSOL_COMFREE, false, false);
 }
 
 TEST_F(SolverAdjointTest, ComfreeReversePassIsTheStreamedVjpOnTheHumanoid) {
-  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
-  ASSERT_TRUE(m);
-  Check(m.get(), ckSOL_COMFREE, 300, "humanoid");
+  OnScene(1, ckSOL_COMFREE, false, false);
 }
 
 TEST_F(SolverAdjointTest, ComfreeReversePassIsTheStreamedVjpOnHumanoid100) {
-  ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
-  ASSERT_TRUE(m);
-  Check(m.get(), ckSOL_COMFREE, 100, "humanoid100");
+  OnScene(2, ckSOL_COMFREE, false, false);
 }
 
-TEST_F(SolverAdjointTest, IpmReversePassIsTheStreamedVjp) {
-  ModelPtr m = LoadString(MixedJointScene("pyramidal", false));
-  ASSERT_TRUE(m);
-  Check(m.get(), ckSOL_IPM, 60, "scene");
-}
+TEST_F(SolverAdjointTest, IpmReversePassIsTheStreamedVjp) { OnScene(0, ckSOL_IPM, false, false); }
 
 TEST_F(SolverAdjointTest, IpmReversePassIsTheStreamedVjpOnTheHumanoid) {
-  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
-  ASSERT_TRUE(m);
-  Check(m.get(), ckSOL_IPM, 300, "humanoid");
+  OnScene(1, ckSOL_IPM, false, false);
 }
 
 TEST_F(SolverAdjointTest, IpmReversePassIsTheStreamedVjpOnHumanoid100) {
-  ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
-  ASSERT_TRUE(m);
-  Check(m.get(), ckSOL_IPM, 100, "humanoid100");
+  OnScene(2, ckSOL_IPM, false, false);
 }
-
-}  // namespace
-}  // namespace contactkit::test
-
-namespace contactkit::test {
-namespace {
 
 // the rows' weights (PrepareSolverRowAdjoint): the plain rows' gaps (limits; friction loss
 // has none) and every contact pair's geometry per direction contracted with them, on the scene
@@ -114,15 +101,7 @@ class SolverRowAdjointTest : public SolverAdjointTest {
  protected:
   // (lcp's hard limits hold the motors' joints: B zero, the scene without them)
   void CheckAll(int solver) {
-    ModelPtr m = LoadString(MixedJointScene("pyramidal", solver != ckSOL_LCP));
-    ASSERT_TRUE(m);
-    CheckRows(m.get(), solver, 60, "scene");
-    ModelPtr h = Load(MujocoModel("humanoid/humanoid.xml"));
-    ASSERT_TRUE(h);
-    CheckRows(h.get(), solver, 300, "humanoid");
-    ModelPtr h100 = Load(MujocoModel("humanoid100/humanoid100.xml"));
-    ASSERT_TRUE(h100);
-    CheckRows(h100.get(), solver, 100, "humanoid100");
+    for (int scene = 0; scene < 3; scene++) OnScene(scene, solver, solver != ckSOL_LCP, true);
   }
 };
 
