@@ -351,8 +351,9 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
   const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
   const double* inert = d->crb + 10 * b0;
   double* sc = rne_.chain_motion;
-  // dM zero but on the last direction's rows (dM_listed_): those rows zeroed
+  // dM zero but on the rows of the dM last formed (dM_listed_): those rows zeroed
   if (dM_listed_ && dM == tan_.dM) {
+    MassRows(m, dM_formed_);
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];
       int adr = m->dof_Madr[i];
@@ -363,13 +364,8 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
     mju_zero(dM, nM_);
   }
   dM_listed_ = dM == tan_.dM;
-  // the rows that can be nonzero, ascending: the chain above s (ancestors precede), then [s, end)
-  int n = 0;
-  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) n++;
-  tan_.dM_nrows = n + end - s;
-  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) tan_.dM_rows[--n] = j;
-  for (int i = s, r = tan_.dM_nrows - (end - s); i < end; i++) tan_.dM_rows[r++] = i;
-  tan_.dM_one_tree = true;
+  dM_formed_ = k;
+  MassRows(m, k);
   for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
     CrossMotion(sc + 6 * j, S, d->cdof + 6 * j);
   }
@@ -391,6 +387,45 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
     for (int j = m->dof_parentid[i]; j >= 0; j = m->dof_parentid[j], adr++) {
       dM[adr] = Dot6(d->cdof + 6 * j, g);
     }
+  }
+}
+
+void SmoothTangent::MassRows(const mjModel* m, int k) {
+  // the rows that can be nonzero, ascending: the chain above s (ancestors precede), then [s, end)
+  const int s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[m->dof_bodyid[k]];
+  int n = 0;
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) n++;
+  tan_.dM_nrows = n + end - s;
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) tan_.dM_rows[--n] = j;
+  for (int i = s, r = tan_.dM_nrows - (end - s); i < end; i++) tan_.dM_rows[r++] = i;
+  tan_.dM_one_tree = true;
+}
+
+void SmoothTangent::FormMatrix(int k) {
+  if (!(dM_listed_ && dM_formed_ == k)) MassTangent(forms_model_, k, tan_.dM);
+}
+
+void SmoothTangent::MassProduct(int k, const double* x, double scale, double* y) const {
+  const mjModel* m = forms_model_;
+  const mjData* d = stage_data_;
+  const double* S = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
+  const double* inert = d->crb + 10 * b0;
+  double u[6] = {0, 0, 0, 0, 0, 0}, t[6] = {0, 0, 0, 0, 0, 0}, su[6], g[6];
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
+    AddScl6(u, d->cdof + 6 * j, x[j]);
+  }
+  for (int i = s; i < end; i++) AddScl6(t, rne_.crb_cdof + 6 * i, x[i]);  // F
+  CrossMotion(su, S, u);
+  for (int i = s; i < end; i++) y[i] -= scale * Dot6(su, rne_.crb_cdof + 6 * i);
+  // g = S x* (F + crb_b0 U) - crb_b0 (S x U)
+  MulInert(g, inert, u);
+  for (int r = 0; r < 6; r++) t[r] += g[r];
+  CrossForce(g, S, t);
+  MulInert(t, inert, su);
+  for (int r = 0; r < 6; r++) g[r] -= t[r];
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
+    y[j] += scale * Dot6(d->cdof + 6 * j, g);
   }
 }
 
@@ -573,13 +608,21 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
              integrator_.split() && !with_dM ? tan_.dqderiv_qacc : nullptr);  // dM (a - aint)
   for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = -dtau[i];
   tan_.has_dM = with_dM;
+  tan_.dM_lazy = with_dM && lazy_mass_;
+  if (tan_.dM_lazy) {
+    // dM a in closed form, dM itself formed where read (FormMatrix)
+    MassRows(m, k);
+    MassProduct(k, d->qacc, 1, tan_.dqfrc_smooth);
+  }
   if (with_dM) {
     // dM is zero outside the tree of dof k
     const int t = extractor_.dof_tree()[k];
     tan_.dM_begin = trees_.dofadr[t];
     tan_.dM_end = trees_.dofadr[t] + trees_.dofnum[t];
-    MassTangent(m, k, tan_.dM);
     tan_.dM_dof = k;
+  }
+  if (with_dM && !tan_.dM_lazy) {
+    MassTangent(m, k, tan_.dM);
     const double* a = d->qacc;
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];

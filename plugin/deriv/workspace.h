@@ -101,6 +101,9 @@ struct DirectionTangent {
   int dv_free_unit = -2;
   bool has_dJ_vfree = false;  // dJ_vfree holds the direction's, dJ the rows asked for only
   int dM_dof = -1;  // dM is MassTangent's along this dof (SmoothTangent's MassForms), -1 not
+  // dM's values are not formed (SmoothTangent::FormMatrix(dM_dof) forms them): its products
+  // from SmoothTangent::MassProduct
+  bool dM_lazy = false;
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // dM_rows: every row of [dM_begin, dM_end)
   void AllRows() {
