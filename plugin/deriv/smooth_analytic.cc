@@ -408,19 +408,33 @@ void SmoothTangent::FormMatrix(int k) {
 void SmoothTangent::MassProduct(int k, const double* x, double scale, double* y) const {
   const mjModel* m = forms_model_;
   const mjData* d = stage_data_;
-  const double* S = d->cdof + 6 * k;
-  const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
-  const double* inert = d->crb + 10 * b0;
-  double u[6] = {0, 0, 0, 0, 0, 0}, t[6] = {0, 0, 0, 0, 0, 0}, su[6], g[6];
+  const int s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[m->dof_bodyid[k]];
+  double u[6] = {0, 0, 0, 0, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0};
   for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
     AddScl6(u, d->cdof + 6 * j, x[j]);
   }
-  for (int i = s; i < end; i++) AddScl6(t, rne_.crb_cdof + 6 * i, x[i]);  // F
+  for (int i = s; i < end; i++) AddScl6(f, rne_.crb_cdof + 6 * i, x[i]);
+  MassProductOf(k, u, f, scale, y);
+}
+
+void SmoothTangent::MassVector(int k, int v, double scale, double* y) const {
+  const int at = 6 * (v * nv_ + rne_.dof_carry_start[k]);
+  MassProductOf(k, rne_.mass_before + at, rne_.mass_carried + at, scale, y);
+}
+
+void SmoothTangent::MassProductOf(int k, const double* u, const double* f, double scale,
+                                  double* y) const {
+  const mjModel* m = forms_model_;
+  const mjData* d = stage_data_;
+  const double* S = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
+  const double* inert = d->crb + 10 * b0;
+  double su[6], g[6], t[6];
   CrossMotion(su, S, u);
   for (int i = s; i < end; i++) y[i] -= scale * Dot6(su, rne_.crb_cdof + 6 * i);
   // g = S x* (F + crb_b0 U) - crb_b0 (S x U)
-  MulInert(g, inert, u);
-  for (int r = 0; r < 6; r++) t[r] += g[r];
+  MulInert(t, inert, u);
+  for (int r = 0; r < 6; r++) t[r] += f[r];
   CrossForce(g, S, t);
   MulInert(t, inert, su);
   for (int r = 0; r < 6; r++) g[r] -= t[r];
@@ -429,20 +443,17 @@ void SmoothTangent::MassProduct(int k, const double* x, double scale, double* y)
   }
 }
 
-void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const {
-  // MassTangent's entries of the carried rows, -(S x cdof_j) . crb_i cdof_i, sum to -2 (S x U) .
-  // F; those of the chain above s, cdof_j . G cdof_i with G = S x* crb_b0 - crb_b0 S x
-  // (symmetric), to U' G U = -2 (S x U) . crb_b0 U
+void SmoothTangent::FormTables(const double* w, int begin, int end, int root, int last,
+                               double* before, double* carried) const {
   const mjModel* m = forms_model_;
   const mjData* d = stage_data_;
-  const int root = m->body_rootid[m->dof_bodyid[begin]], last = rne_.subtree_last[root];
   auto wof = [&](int j) { return j >= begin && j < end ? w[j - begin] : 0.0; };
   // w's velocity of each body and before each dof (from the world's, zero)
   for (int b = root; b <= last; b++) {
     double v[6] = {0, 0, 0, 0, 0, 0};
-    if (b > root) Copy6(v, rne_.form_body + 6 * m->body_parentid[b]);
+    if (m->body_parentid[b] > 0) Copy6(v, rne_.form_body + 6 * m->body_parentid[b]);
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      Copy6(rne_.form_before + 6 * j, v);
+      Copy6(before + 6 * j, v);
       AddScl6(v, d->cdof + 6 * j, wof(j));
     }
     Copy6(rne_.form_body + 6 * b, v);
@@ -454,10 +465,20 @@ void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const 
     Copy6(f, rne_.form_sub + 6 * b);  // (its children's)
     for (int j = m->body_dofadr[b] + m->body_dofnum[b] - 1; j >= m->body_dofadr[b]; j--) {
       AddScl6(f, rne_.crb_cdof + 6 * j, wof(j));
-      Copy6(rne_.form_carried + 6 * j, f);
+      Copy6(carried + 6 * j, f);
     }
-    if (b > root) AddScl6(rne_.form_sub + 6 * m->body_parentid[b], f, 1);
+    if (m->body_parentid[b] > 0) AddScl6(rne_.form_sub + 6 * m->body_parentid[b], f, 1);
   }
+}
+
+void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const {
+  // MassTangent's entries of the carried rows, -(S x cdof_j) . crb_i cdof_i, sum to -2 (S x U) .
+  // F; those of the chain above s, cdof_j . G cdof_i with G = S x* crb_b0 - crb_b0 S x
+  // (symmetric), to U' G U = -2 (S x U) . crb_b0 U
+  const mjModel* m = forms_model_;
+  const mjData* d = stage_data_;
+  const int root = m->body_rootid[m->dof_bodyid[begin]];
+  FormTables(w, begin, end, root, rne_.subtree_last[root], rne_.form_before, rne_.form_carried);
   for (int k = begin; k < end; k++) {
     const int s = rne_.dof_carry_start[k];
     const double* u = rne_.form_before + 6 * s;
@@ -466,6 +487,18 @@ void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const 
     MulInert(g, d->crb + 10 * m->dof_bodyid[k], u);
     for (int r = 0; r < 6; r++) g[r] += rne_.form_carried[6 * s + r];
     q[k - begin] = -2 * Dot6(su, g);
+  }
+}
+
+void SmoothTangent::PrepareMassVectors() {
+  // MassVector's tables: qacc, (v_free - v) / h, the integrator's qacc on every tree
+  const mjModel* m = forms_model_;
+  const Problem& p = *stage_.problem;
+  for (int i = 0; i < nv_; i++) rne_.mass_x[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
+  const double* x[RneWork::kMassVectors] = {stage_data_->qacc, rne_.mass_x, integrator_.qacc};
+  for (int v = 0; v < RneWork::kMassVectors; v++) {
+    FormTables(x[v], 0, nv_, 1, m->nbody - 1, rne_.mass_before + 6 * v * nv_,
+               rne_.mass_carried + 6 * v * nv_);
   }
 }
 
@@ -612,7 +645,7 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
   if (tan_.dM_lazy) {
     // dM a in closed form, dM itself formed where read (FormMatrix)
     MassRows(m, k);
-    MassProduct(k, d->qacc, 1, tan_.dqfrc_smooth);
+    MassVector(k, 0, 1, tan_.dqfrc_smooth);
   }
   if (with_dM) {
     // dM is zero outside the tree of dof k

@@ -331,11 +331,12 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
       mju_copy(x + hi, tan_.dv + hi, nv - hi);
     }
     mju_copy(x + lo, tan_.dqfrc_smooth + lo, hi - lo);
-    if (tan_.has_dM) {
+    if (tan_.dM_lazy) {
+      MassVector(tan_.dM_dof, 1, -1, x);  // (dM x in closed form)
+    } else if (tan_.has_dM) {
       const int b = tan_.dM_begin, e = tan_.dM_end;
       for (int i = b; i < e; i++) scratch_.a[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
-      if (tan_.dM_lazy) MassProduct(tan_.dM_dof, scratch_.a, -1, x);
-      for (int r = 0; r < tan_.dM_nrows && !tan_.dM_lazy; r++) {
+      for (int r = 0; r < tan_.dM_nrows; r++) {
         const int i = tan_.dM_rows[r];
         int adr = m->dof_Madr[i];
         x[i] -= dM[adr++] * scratch_.a[i];

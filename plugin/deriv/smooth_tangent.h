@@ -156,9 +156,15 @@ class SmoothTangent : public MassForms {
   // k's carry start s and F = sum x_i crb_i cdof_i over the dofs it carries, a carried row i
   // takes -crb_i cdof_i . (S x U), a chain row j cdof_j . (S x* (F + crb_b0 U) - crb_b0 (S x U))
   void MassProduct(int k, const double* x, double scale, double* y) const;
+  // the same for the stage's fixed vector v (0: qacc, 1: (v_free - v) / h, 2: the integrator's
+  // qacc) from its tables of U and F at each dof (PrepareMassVectors, at set_lazy_mass)
+  void MassVector(int k, int v, double scale, double* y) const;
   // the solvers' analytic position directions leave dM unformed (tan_.dM_lazy), their products
   // in closed form (the forward directions; the reverse pass reads dM itself)
-  void set_lazy_mass(bool on) { lazy_mass_ = on && mass_products_on_; }
+  void set_lazy_mass(bool on) {
+    lazy_mass_ = on && mass_products_on_ && analytic_;
+    if (lazy_mass_) PrepareMassVectors();
+  }
   // test hook: set_lazy_mass taken (true) or ignored
   static inline bool mass_products_on_ = true;
   // test hook: the unread row tangents skipped (true) or formed
@@ -263,6 +269,13 @@ class SmoothTangent : public MassForms {
   void MassTangent(const mjModel* m, int k, double* dM);
   // tan_.dM_rows: the rows of dM_k that can be nonzero
   void MassRows(const mjModel* m, int k);
+  // MassProduct's terms from U and F
+  void MassProductOf(int k, const double* u, const double* f, double scale, double* y) const;
+  // w's velocity before each dof and the sums of w_i crb_i cdof_i over each dof's carried dofs
+  // (6 nv each) on the bodies [root, last] (whole trees), w of the dofs [begin, end)
+  void FormTables(const double* w, int begin, int end, int root, int last, double* before,
+                  double* carried) const;
+  void PrepareMassVectors();
   // tan_.dM's values where the lazy dM_k's may be read (tan_.dM_lazy: FormMatrix)
   void FormMass() {
     if (tan_.dM_lazy) FormMatrix(tan_.dM_dof);

@@ -447,7 +447,7 @@ void Derivative::AccelerationRhs(const mjModel* m, double* out) {
   for (int i = 0; i < nv_; i++)
     y[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
   if (tan_.dM_lazy) {
-    smooth_.MassProduct(tan_.dM_dof, integrator_.qacc, -1, y);
+    smooth_.MassVector(tan_.dM_dof, 2, -1, y);
   } else if (tan_.has_dM) {
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];
