@@ -162,7 +162,7 @@ class SmoothTangent : public MassForms {
   // the solvers' analytic position directions leave dM unformed (tan_.dM_lazy), their products
   // in closed form (the forward directions; the reverse pass reads dM itself)
   void set_lazy_mass(bool on) {
-    lazy_mass_ = on && mass_products_on_ && analytic_;
+    lazy_mass_ = on && mass_products_on_ && analytic_ && stage_.has_rows;
     if (lazy_mass_) PrepareMassVectors();
   }
   // test hook: set_lazy_mass taken (true) or ignored
