@@ -58,6 +58,8 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   // rows it reads)
   const bool blocked = stage_.slots && !stage_.own_slots && stage_.problem->islands.nisland == 1;
   smooth_.set_defer_free_velocity(blocked && stage_.solver->DefersFreeVelocity());
+  // (the solvers that read dM through ProblemTangent::Mass(): dM's products in closed form)
+  smooth_.set_lazy_mass(!stage_.batch && stage_.solver && stage_.solver->ReadsMassLazily());
   smooth_.set_jacobian_rows(blocked && smooth_.analytic()
                                 ? stage_.solver->TangentJacobianRows(*stage_.problem)
                                 : nullptr);
@@ -96,6 +98,7 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   smooth_.set_velocity_rows_unread(false);
   smooth_.set_defer_free_velocity(false);
   smooth_.set_jacobian_rows(nullptr);
+  smooth_.set_lazy_mass(false);
   smooth_.RestoreActuation();
   return true;
 }
@@ -189,6 +192,7 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
   mju_copy(pc, tan_.dqderiv_qacc, nv);
   if (tan_.has_dM) {
+    smooth_.FormMass();
     // with a = qacc of the solver: r -= h dM a, and P = dM (a - aint) + h dqDeriv aint (a and
     // aint differ only under Euler's implicit damping and the implicit integrator)
     const double* a = stage_data_->qacc;
@@ -750,6 +754,7 @@ bool Derivative::SolverAdjointDirections(const mjModel* m, bool* done) {
   const Solution& sol = *stage_.solution;
   const int nv = nv_, na = na_;
   const double h = p.h;
+  smooth_.set_lazy_mass(false);         // (SmoothRhsDot reads dM)
   double* tq = block_.damped;           // Tq' aq           (nv)
   double* g = block_.damped + nv;       // Tw' aq + av      (nv)
   double* w = block_.damped + 2 * nv;   // h M_int^-T g     (nv)

@@ -351,8 +351,9 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
   const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
   const double* inert = d->crb + 10 * b0;
   double* sc = rne_.chain_motion;
-  // dM zero but on the last direction's rows (dM_listed_): those rows zeroed
+  // dM zero but on the rows of the dM last formed (dM_listed_): those rows zeroed
   if (dM_listed_ && dM == tan_.dM) {
+    MassRows(m, dM_formed_);
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];
       int adr = m->dof_Madr[i];
@@ -363,13 +364,8 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
     mju_zero(dM, nM_);
   }
   dM_listed_ = dM == tan_.dM;
-  // the rows that can be nonzero, ascending: the chain above s (ancestors precede), then [s, end)
-  int n = 0;
-  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) n++;
-  tan_.dM_nrows = n + end - s;
-  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) tan_.dM_rows[--n] = j;
-  for (int i = s, r = tan_.dM_nrows - (end - s); i < end; i++) tan_.dM_rows[r++] = i;
-  tan_.dM_one_tree = true;
+  dM_formed_ = k;
+  MassRows(m, k);
   for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
     CrossMotion(sc + 6 * j, S, d->cdof + 6 * j);
   }
@@ -394,20 +390,70 @@ void SmoothTangent::MassTangent(const mjModel* m, int k, double* dM) {
   }
 }
 
-void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const {
-  // MassTangent's entries of the carried rows, -(S x cdof_j) . crb_i cdof_i, sum to -2 (S x U) .
-  // F; those of the chain above s, cdof_j . G cdof_i with G = S x* crb_b0 - crb_b0 S x
-  // (symmetric), to U' G U = -2 (S x U) . crb_b0 U
+void SmoothTangent::MassRows(const mjModel* m, int k) {
+  // the rows that can be nonzero, ascending: the chain above s (ancestors precede), then [s, end)
+  const int s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[m->dof_bodyid[k]];
+  int n = 0;
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) n++;
+  tan_.dM_nrows = n + end - s;
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) tan_.dM_rows[--n] = j;
+  for (int i = s, r = tan_.dM_nrows - (end - s); i < end; i++) tan_.dM_rows[r++] = i;
+  tan_.dM_one_tree = true;
+}
+
+void SmoothTangent::FormMatrix(int k) {
+  if (!(dM_listed_ && dM_formed_ == k)) MassTangent(forms_model_, k, tan_.dM);
+}
+
+void SmoothTangent::MassProduct(int k, const double* x, double scale, double* y) const {
   const mjModel* m = forms_model_;
   const mjData* d = stage_data_;
-  const int root = m->body_rootid[m->dof_bodyid[begin]], last = rne_.subtree_last[root];
+  const int s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[m->dof_bodyid[k]];
+  double u[6] = {0, 0, 0, 0, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0};
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
+    AddScl6(u, d->cdof + 6 * j, x[j]);
+  }
+  for (int i = s; i < end; i++) AddScl6(f, rne_.crb_cdof + 6 * i, x[i]);
+  MassProductOf(k, u, f, scale, y);
+}
+
+void SmoothTangent::MassVector(int k, int v, double scale, double* y) const {
+  const int at = 6 * (v * nv_ + rne_.dof_carry_start[k]);
+  MassProductOf(k, rne_.mass_before + at, rne_.mass_carried + at, scale, y);
+}
+
+void SmoothTangent::MassProductOf(int k, const double* u, const double* f, double scale,
+                                  double* y) const {
+  const mjModel* m = forms_model_;
+  const mjData* d = stage_data_;
+  const double* S = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[b0];
+  const double* inert = d->crb + 10 * b0;
+  double su[6], g[6], t[6];
+  CrossMotion(su, S, u);
+  for (int i = s; i < end; i++) y[i] -= scale * Dot6(su, rne_.crb_cdof + 6 * i);
+  // g = S x* (F + crb_b0 U) - crb_b0 (S x U)
+  MulInert(t, inert, u);
+  for (int r = 0; r < 6; r++) t[r] += f[r];
+  CrossForce(g, S, t);
+  MulInert(t, inert, su);
+  for (int r = 0; r < 6; r++) g[r] -= t[r];
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
+    y[j] += scale * Dot6(d->cdof + 6 * j, g);
+  }
+}
+
+void SmoothTangent::FormTables(const double* w, int begin, int end, int root, int last,
+                               double* before, double* carried) const {
+  const mjModel* m = forms_model_;
+  const mjData* d = stage_data_;
   auto wof = [&](int j) { return j >= begin && j < end ? w[j - begin] : 0.0; };
   // w's velocity of each body and before each dof (from the world's, zero)
   for (int b = root; b <= last; b++) {
     double v[6] = {0, 0, 0, 0, 0, 0};
-    if (b > root) Copy6(v, rne_.form_body + 6 * m->body_parentid[b]);
+    if (m->body_parentid[b] > 0) Copy6(v, rne_.form_body + 6 * m->body_parentid[b]);
     for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-      Copy6(rne_.form_before + 6 * j, v);
+      Copy6(before + 6 * j, v);
       AddScl6(v, d->cdof + 6 * j, wof(j));
     }
     Copy6(rne_.form_body + 6 * b, v);
@@ -419,10 +465,20 @@ void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const 
     Copy6(f, rne_.form_sub + 6 * b);  // (its children's)
     for (int j = m->body_dofadr[b] + m->body_dofnum[b] - 1; j >= m->body_dofadr[b]; j--) {
       AddScl6(f, rne_.crb_cdof + 6 * j, wof(j));
-      Copy6(rne_.form_carried + 6 * j, f);
+      Copy6(carried + 6 * j, f);
     }
-    if (b > root) AddScl6(rne_.form_sub + 6 * m->body_parentid[b], f, 1);
+    if (m->body_parentid[b] > 0) AddScl6(rne_.form_sub + 6 * m->body_parentid[b], f, 1);
   }
+}
+
+void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const {
+  // MassTangent's entries of the carried rows, -(S x cdof_j) . crb_i cdof_i, sum to -2 (S x U) .
+  // F; those of the chain above s, cdof_j . G cdof_i with G = S x* crb_b0 - crb_b0 S x
+  // (symmetric), to U' G U = -2 (S x U) . crb_b0 U
+  const mjModel* m = forms_model_;
+  const mjData* d = stage_data_;
+  const int root = m->body_rootid[m->dof_bodyid[begin]];
+  FormTables(w, begin, end, root, rne_.subtree_last[root], rne_.form_before, rne_.form_carried);
   for (int k = begin; k < end; k++) {
     const int s = rne_.dof_carry_start[k];
     const double* u = rne_.form_before + 6 * s;
@@ -431,6 +487,18 @@ void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const 
     MulInert(g, d->crb + 10 * m->dof_bodyid[k], u);
     for (int r = 0; r < 6; r++) g[r] += rne_.form_carried[6 * s + r];
     q[k - begin] = -2 * Dot6(su, g);
+  }
+}
+
+void SmoothTangent::PrepareMassVectors() {
+  // MassVector's tables: qacc, (v_free - v) / h, the integrator's qacc on every tree
+  const mjModel* m = forms_model_;
+  const Problem& p = *stage_.problem;
+  for (int i = 0; i < nv_; i++) rne_.mass_x[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
+  const double* x[RneWork::kMassVectors] = {stage_data_->qacc, rne_.mass_x, integrator_.qacc};
+  for (int v = 0; v < RneWork::kMassVectors; v++) {
+    FormTables(x[v], 0, nv_, 1, m->nbody - 1, rne_.mass_before + 6 * v * nv_,
+               rne_.mass_carried + 6 * v * nv_);
   }
 }
 
@@ -573,13 +641,21 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
              integrator_.split() && !with_dM ? tan_.dqderiv_qacc : nullptr);  // dM (a - aint)
   for (int i = 0; i < nv; i++) tan_.dqfrc_smooth[i] = -dtau[i];
   tan_.has_dM = with_dM;
+  tan_.dM_lazy = with_dM && lazy_mass_;
+  if (tan_.dM_lazy) {
+    // dM a in closed form, dM itself formed where read (FormMatrix)
+    MassRows(m, k);
+    MassVector(k, 0, 1, tan_.dqfrc_smooth);
+  }
   if (with_dM) {
     // dM is zero outside the tree of dof k
     const int t = extractor_.dof_tree()[k];
     tan_.dM_begin = trees_.dofadr[t];
     tan_.dM_end = trees_.dofadr[t] + trees_.dofnum[t];
-    MassTangent(m, k, tan_.dM);
     tan_.dM_dof = k;
+  }
+  if (with_dM && !tan_.dM_lazy) {
+    MassTangent(m, k, tan_.dM);
     const double* a = d->qacc;
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];

@@ -206,6 +206,7 @@ void SmoothTangent::ClearTangent() {
   tan_.dM_one_tree = false;
   tan_.dv_free_unit = -2;
   tan_.dM_dof = -1;
+  tan_.dM_lazy = false;
   tan_.has_dJ_vfree = false;
   unit_kind_ = -1;     // (a parameter direction follows: it may write any of them)
   dM_listed_ = false;  // (and dM)
@@ -226,6 +227,7 @@ void SmoothTangent::ClearUnit() {
   tan_.dM_one_tree = false;
   tan_.dv_free_unit = -2;
   tan_.dM_dof = -1;
+  tan_.dM_lazy = false;
   tan_.has_dJ_vfree = false;
 }
 
@@ -329,7 +331,9 @@ void SmoothTangent::FreeVelocityTangent(const mjModel* m) {
       mju_copy(x + hi, tan_.dv + hi, nv - hi);
     }
     mju_copy(x + lo, tan_.dqfrc_smooth + lo, hi - lo);
-    if (tan_.has_dM) {
+    if (tan_.dM_lazy) {
+      MassVector(tan_.dM_dof, 1, -1, x);  // (dM x in closed form)
+    } else if (tan_.has_dM) {
       const int b = tan_.dM_begin, e = tan_.dM_end;
       for (int i = b; i < e; i++) scratch_.a[i] = (p.v_free[i] - nominal_.qvel[i]) / p.h;
       for (int r = 0; r < tan_.dM_nrows; r++) {
@@ -1017,6 +1021,7 @@ void SmoothTangent::SensorAccTangent(const mjModel* m, double e) {
   for (int i = 0; i < nv; i++) da[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i];
   if (tan_.has_dM) {
     // the solvers' qacc is that of the problem's M_eff (damping folded in): its tangent
+    FormMass();
     const double* dM = tan_.has_dM_problem && stage_.has_rows ? tan_.dM_problem : tan_.dM;
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];

@@ -148,6 +148,25 @@ class SmoothTangent : public MassForms {
   void Forms(const double* w, int begin, int end, double* q) const override;
   // test hook: the analytic position directions' dM handed to the solver with these forms (true)
   static inline bool mass_forms_ = true;
+  // y -= dM_k x (MassProduct)
+  void SubProduct(int k, const double* x, double* y) const override { MassProduct(k, x, -1, y); }
+  // MassTangent's dM_k in tan_.dM (at once if it is there)
+  void FormMatrix(int k) override;
+  // y += scale dM_k x on dM_k's rows without dM_k: with U = sum x_j cdof_j over the chain above
+  // k's carry start s and F = sum x_i crb_i cdof_i over the dofs it carries, a carried row i
+  // takes -crb_i cdof_i . (S x U), a chain row j cdof_j . (S x* (F + crb_b0 U) - crb_b0 (S x U))
+  void MassProduct(int k, const double* x, double scale, double* y) const;
+  // the same for the stage's fixed vector v (0: qacc, 1: (v_free - v) / h, 2: the integrator's
+  // qacc) from its tables of U and F at each dof (PrepareMassVectors, at set_lazy_mass)
+  void MassVector(int k, int v, double scale, double* y) const;
+  // the solvers' analytic position directions leave dM unformed (tan_.dM_lazy), their products
+  // in closed form (the forward directions; the reverse pass reads dM itself)
+  void set_lazy_mass(bool on) {
+    lazy_mass_ = on && mass_products_on_ && analytic_ && stage_.has_rows;
+    if (lazy_mass_) PrepareMassVectors();
+  }
+  // test hook: set_lazy_mass taken (true) or ignored
+  static inline bool mass_products_on_ = true;
   // test hook: the unread row tangents skipped (true) or formed
   static inline bool skip_unread_rows_ = true;
   // test hook: a position or velocity direction's row tangents on its tree's island's rows, the
@@ -248,6 +267,19 @@ class SmoothTangent : public MassForms {
   void RneTangent(const mjModel* m, int k, double* dtau, double* dtau2);
   // d M / dq_k (nM)
   void MassTangent(const mjModel* m, int k, double* dM);
+  // tan_.dM_rows: the rows of dM_k that can be nonzero
+  void MassRows(const mjModel* m, int k);
+  // MassProduct's terms from U and F
+  void MassProductOf(int k, const double* u, const double* f, double scale, double* y) const;
+  // w's velocity before each dof and the sums of w_i crb_i cdof_i over each dof's carried dofs
+  // (6 nv each) on the bodies [root, last] (whole trees), w of the dofs [begin, end)
+  void FormTables(const double* w, int begin, int end, int root, int last, double* before,
+                  double* carried) const;
+  void PrepareMassVectors();
+  // tan_.dM's values where the lazy dM_k's may be read (tan_.dM_lazy: FormMatrix)
+  void FormMass() {
+    if (tan_.dM_lazy) FormMatrix(tan_.dM_dof);
+  }
   // d bias / dv_k into dtau (nv)
   void RneVelTangent(const mjModel* m, int k, double* dtau);
   // the tangents of the smooth data (and rows) along position / velocity dof k
@@ -455,7 +487,9 @@ class SmoothTangent : public MassForms {
   // the last unit direction (ClearUnit; -1: another direction, every entry may be nonzero)
   int unit_kind_ = -1, unit_index_ = 0;
   bool unit_dqderiv_ = true;  // it may have written dqderiv_qacc
-  bool dM_listed_ = false;    // tan_.dM is zero but on the rows of tan_.dM_rows (MassTangent)
+  bool dM_listed_ = false;    // tan_.dM is zero but on the rows of dM_formed_'s (MassTangent)
+  int dM_formed_ = -1;        // the dof whose dM_k tan_.dM holds (with dM_listed_)
+  bool lazy_mass_ = false;    // (set_lazy_mass)
   const mjModel* forms_model_ = nullptr;  // the model of the last PrepareAnalytic (Forms)
   bool adjoint_rows_ = false;             // (set_island_rows: a solver's reverse mode)
 

@@ -379,6 +379,10 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked,
     dir.M_forms = &smooth_;  // (MassTangent's dM: its forms in closed form)
     dir.M_dof = tan_.dM_dof;
   }
+  if (dir.M == tan_.dM && tan_.dM_lazy) {
+    dir.M_lazy = &smooth_;  // (dM unformed: the solver reads it through Mass())
+    dir.M_dof = tan_.dM_dof;
+  }
   dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
   dir.J_vfree = tan_.has_dJ && tan_.has_dJ_vfree ? tan_.dJ_vfree : nullptr;
   dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
@@ -442,7 +446,9 @@ void Derivative::AccelerationRhs(const mjModel* m, double* out) {
   double* y = out ? out : tan_.dqacc_int;
   for (int i = 0; i < nv_; i++)
     y[i] = tan_.dqfrc_smooth[i] + tan_.dqfrc_constraint[i] + tan_.dqderiv_qacc[i];
-  if (tan_.has_dM) {
+  if (tan_.dM_lazy) {
+    smooth_.MassVector(tan_.dM_dof, 2, -1, y);
+  } else if (tan_.has_dM) {
     for (int r = 0; r < tan_.dM_nrows; r++) {
       const int i = tan_.dM_rows[r];
       int adr = m->dof_Madr[i];

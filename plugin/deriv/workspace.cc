@@ -157,6 +157,9 @@ void RneWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   form_before = c.Take<double>(6 * nv);
   form_sub = c.Take<double>(6 * nbody);
   form_carried = c.Take<double>(6 * nv);
+  mass_before = c.Take<double>(6 * kMassVectors * nv);
+  mass_carried = c.Take<double>(6 * kMassVectors * nv);
+  mass_x = c.Take<double>(nv);
 }
 
 void BlockWork::Carve(ArenaCarver& c, const DerivSizes& n) {

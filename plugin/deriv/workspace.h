@@ -101,6 +101,9 @@ struct DirectionTangent {
   int dv_free_unit = -2;
   bool has_dJ_vfree = false;  // dJ_vfree holds the direction's, dJ the rows asked for only
   int dM_dof = -1;  // dM is MassTangent's along this dof (SmoothTangent's MassForms), -1 not
+  // dM's values are not formed (SmoothTangent::FormMatrix(dM_dof) forms them): its products
+  // from SmoothTangent::MassProduct
+  bool dM_lazy = false;
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // dM_rows: every row of [dM_begin, dM_end)
   void AllRows() {
@@ -203,6 +206,11 @@ struct RneWork {
   double* form_before;              // ... before each dof                          (6 nv)
   double* form_sub;                 // ... subtree sums of w crb cdof, by body      (6 nbody)
   double* form_carried;             // ... over each dof's carried dofs             (6 nv)
+  // the same two of the stage's fixed vectors of dM x (SmoothTangent::MassVector)
+  static constexpr int kMassVectors = 3;
+  double* mass_before;   //                                           (6 kMassVectors nv)
+  double* mass_carried;  //                                           (6 kMassVectors nv)
+  double* mass_x;        // (v_free - v) / h                          (nv)
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // the model's structure: subtrees, each dof's actuators and carried dofs
   void Fill(const mjModel* m);

@@ -112,6 +112,7 @@ class ComfreeSolver final : public Solver {
   bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
   bool DefersFreeVelocity() const override { return true; }
+  bool ReadsMassLazily() const override { return true; }
   const char* TangentJacobianRows(const Problem& p) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;

@@ -87,8 +87,8 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
     }
     if (quad) {
       // (dM's rows, when listed, lie on this tree: dM is nonzero here)
-      dA = dir.M_rows ? mass.SubQuadValuesRows(dir.M, dir.M_rows, dir.M_nrows, w, dA)
-                      : mass.SubQuadValues(dir.M, w, dA, begin, end);
+      dA = dir.M_rows ? mass.SubQuadValuesRows(dir.Mass(), dir.M_rows, dir.M_nrows, w, dA)
+                      : mass.SubQuadValues(dir.Mass(), w, dA, begin, end);
     }
     for (int i = begin; i < end; i++) w[i] = 0;
   });
@@ -215,7 +215,7 @@ void QuadPairs(const TreeMass& mass, const ProblemTangent& dir, const double* x,
                double* out) {
   using columns::Load;
   using columns::Pair;
-  const double* V = dir.M;
+  const double* V = dir.Mass();
   Pair q[H] = {}, xi[H];
   for (int r = 0; r < dir.M_nrows; r++) {
     const int i = dir.M_rows[r];
@@ -420,7 +420,7 @@ void ComfreeSolver::CoupledRelaxTangent(const Problem& p, const ProblemTangent& 
       if (dir.M) {
         ForEachRowTree(p, i, [&](int t, int, int) {
           const long si = TreeOffset(p, i, t), sj = TreeOffset(p, j, t);
-          if (sj >= 0 && dmtree_[t]) dn -= TreeQuad(p, dir.M, t, wi + si, wj + sj);
+          if (sj >= 0 && dmtree_[t]) dn -= TreeQuad(p, dir.Mass(), t, wi + si, wj + sj);
         });
       }
       d += rd_[i] * (ddrel_[i] * std::fabs(n) + (n > 0 ? dn : n < 0 ? -dn : 0));
@@ -524,7 +524,8 @@ void ComfreeSolver::DirectionTangent(const Problem& p, const ProblemTangent& dir
     if (!dir.M || dir.M_rows) continue;
     const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
     const int m0 = p.mass.madr[b], m1 = e < p.nv ? p.mass.madr[e] : p.mass.nM;
-    for (int k = m0; k < m1 && !dmtree_[t]; k++) dmtree_[t] = dir.M[k] != 0;
+    const double* V = dir.Mass();
+    for (int k = m0; k < m1 && !dmtree_[t]; k++) dmtree_[t] = V[k] != 0;
   }
   QuadTangents(p, dir);
 
@@ -975,15 +976,16 @@ double ComfreeSolver::AdjointDot(const Problem& p, const Solution& sol, const Pr
       if (!dir.M) continue;
       if (dir.M_rows && !(dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e)) continue;
       const int m0 = mass.madr[b], m1 = e < p.nv ? mass.madr[e] : mass.nM;
+      const double* V = dir.Mass();
       if (!dir.M_rows) {
-        for (int m = m0; m < m1; m++) s += adj_M_[m] * dir.M[m];
+        for (int m = m0; m < m1; m++) s += adj_M_[m] * V[m];
         continue;
       }
       for (int r = 0; r < dir.M_nrows; r++) {
         int m = mass.madr[dir.M_rows[r]];
-        s += adj_M_[m] * dir.M[m];
+        s += adj_M_[m] * V[m];
         for (int l = mass.parent[dir.M_rows[r]]; l >= 0; l = mass.parent[l], m++)
-          s += adj_M_[m + 1] * dir.M[m + 1];
+          s += adj_M_[m + 1] * V[m + 1];
       }
     }
   }
@@ -1030,7 +1032,7 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
   if (dir.M) {
     double* u = flu_.data();
     for (int j = 0; j < nv; j++) u[j] = (vafter_[j] - p.v_free[j]) / h;
-    p.mass.SubMulValues(dir.M, u, g);
+    SubMassTangent(p, dir, u, g, 0, nv);
   }
   p.mass.Solve(g);
   for (int j = 0; j < nv; j++) g[j] = (dir.v_free ? dir.v_free[j] : 0) + h * g[j];

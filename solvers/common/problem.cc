@@ -103,6 +103,15 @@ void ProblemStorage::Allocate(const ProblemDims& dims, const int* dof_parent, co
   problem_.islands.tree_dofnum = tnum;
 }
 
+void SubMassTangent(const Problem& p, const ProblemTangent& dir, const double* x, double* y,
+                    int begin, int end) {
+  if (!dir.M_lazy) {
+    p.mass.SubMulValues(dir.M, x, y, begin, end);
+  } else if (dir.M_dof >= begin && dir.M_dof < end) {
+    dir.M_lazy->SubProduct(dir.M_dof, x, y);  // (dM is zero off its tree)
+  }
+}
+
 void VelocityFromForce(const Problem& p, const double* force, double* v_next, double* qfrc) {
   // v_next = J' f, then v_next = v_free + h M^-1 J' f
   p.J.MulT(force, v_next);
@@ -201,7 +210,7 @@ void VelocityTangent(const Problem& p, const Solution& sol, const ProblemTangent
   // - dM M^-1 J' f, with M^-1 J' f = (v+ - v_free) / h
   if (dir.M) {
     for (int j = 0; j < nv; j++) scratch[j] = (sol.v_next[j] - p.v_free[j]) / p.h;
-    p.mass.SubMulValues(dir.M, scratch, dv);
+    SubMassTangent(p, dir, scratch, dv, 0, nv);
   }
 
   // dv = dv_free + h M^-1 (...)

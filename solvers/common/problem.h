@@ -171,6 +171,10 @@ class MassForms {
   // q[k - begin] = w' dM_k w for each dof k of the tree [begin, end), w on its dofs (w[0] is
   // dof begin's)
   virtual void Forms(const double* w, int begin, int end, double* q) const = 0;
+  // y -= dM_k x on dM_k's rows (k's tree), without forming dM_k
+  virtual void SubProduct(int k, const double* x, double* y) const = 0;
+  // dM_k's values written to the tangent's M (once per direction: later calls return at once)
+  virtual void FormMatrix(int k) = 0;
 };
 
 // a perturbation of the problem data along one direction; null members do not change. Rows,
@@ -200,6 +204,14 @@ struct ProblemTangent {
   // M is M_forms' dM_k of dof k = M_dof (its forms w' M w without M); null: not known
   const MassForms* M_forms = nullptr;
   int M_dof = -1;
+  // M's values are formed on their first read (Mass()) by M_lazy of dof M_dof, and its
+  // products (SubMassTangent) are M_lazy's closed form; null: M is formed
+  MassForms* M_lazy = nullptr;
+  // M's values (M itself, non-null, says whether the direction moves M)
+  const double* Mass() const {
+    if (M_lazy) M_lazy->FormMatrix(M_dof);
+    return M;
+  }
 };
 
 // weights of a ProblemTangent's row arrays (Solver::AdjointRowWeights adds into them)
@@ -232,6 +244,10 @@ class ProblemStorage {
   Solution solution_;
   Arena arena_;
 };
+
+// y -= dM x on the dofs [begin, end) (whole trees), dM the tangent's M (dir.M non-null)
+void SubMassTangent(const Problem& p, const ProblemTangent& dir, const double* x, double* y,
+                    int begin, int end);
 
 // v+ = v_free + M_eff^-1 J' f h for the rows' forces; also writes J'f into qfrc (nv), nullable
 void VelocityFromForce(const Problem& p, const double* force, double* v_next, double* qfrc);

@@ -36,18 +36,18 @@ void IslandReach::Mark(const Problem& p, const ProblemTangent& dir, uint8_t* tou
     if (is.row_island[i] >= 0) touched[is.row_island[i]] = 1;
   };
   if (dir.v_free) ForNonzero(dir.v_free, p.nv, dof);
+  const double* V = dir.M ? dir.Mass() : nullptr;
   if (dir.M && m_ordered_) {
     int j = 0;
-    ForNonzero(dir.M, mass.nM, [&](int a) {
+    ForNonzero(V, mass.nM, [&](int a) {
       while (j + 1 < p.nv && mass.madr[j + 1] <= a) j++;
       dof(j);
     });
   } else if (dir.M) {
     for (int j = 0; j < p.nv; j++) {
       int adr = mass.madr[j];
-      bool nonzero = dir.M[adr] != 0;
-      for (int i = mass.parent[j]; i >= 0 && !nonzero; i = mass.parent[i])
-        nonzero = dir.M[++adr] != 0;
+      bool nonzero = V[adr] != 0;
+      for (int i = mass.parent[j]; i >= 0 && !nonzero; i = mass.parent[i]) nonzero = V[++adr] != 0;
       if (nonzero) dof(j);
     }
   }

@@ -54,6 +54,9 @@ class Solver {
   // Optional, with blocked force tangents: QueueTangent takes a direction whose dv_free is left
   // unsolved (dir.v_free null, dir.v_free_rhs), and the solver solves the slots' at once
   virtual bool DefersFreeVelocity() const { return false; }
+  // Optional: the tangent methods read dir.M's values through ProblemTangent::Mass() and its
+  // products through SubMassTangent, so that dM may be left unformed (dir.M_lazy)
+  virtual bool ReadsMassLazily() const { return false; }
   // Optional, with blocked force tangents: the rows (nrow, 1: read) whose dJ QueueTangent reads
   // of a direction that gives dJ v_free (dir.J_vfree); the other rows' dJ need not be formed.
   // Null: every row's. Valid until the next Solve

@@ -1008,7 +1008,7 @@ bool LcpSolver::PositionTangent(const Problem& p, const ProblemTangent& dir, dou
     for (int a = 0; a < is.ntrees[k]; a++) {
       const int t = is.trees[is.treeadr[k] + a];
       const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
-      if (dir.M) p.mass.SubMulValues(dir.M, up_.data(), z, b, e);
+      if (dir.M) SubMassTangent(p, dir, up_.data(), z, b, e);
       p.mass.Solve(z, b, e);
       for (int i = b; i < e; i++) du[i] = z[i];
     }

@@ -105,6 +105,7 @@ class LcpSolver final : public Solver {
   bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
   bool DefersFreeVelocity() const override { return true; }
+  bool ReadsMassLazily() const override { return true; }
   bool PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;

@@ -388,7 +388,12 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
         bool dm = dir.M_rows && dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e;
         for (int i = m0; i < m1 && !dm && !dir.M_rows; i++) dm = dir.M[i] != 0;
         added |= dm;
-        if (dm && dir.M_rows) {
+        if (dm && dir.M_lazy) {
+          // dM u in closed form (tmp = -dM u)
+          for (int i = b; i < e; i++) tmp_[i] = 0;
+          SubMassTangent(p, dir, u, tmp_.data(), b, e);
+          for (int i = b; i < e; i++) dv[i] += tmp_[i];
+        } else if (dm && dir.M_rows) {
           // dM's rows (on this tree: dM is nonzero here)
           for (int i = b; i < e; i++) tmp_[i] = 0;
           mass.AddMulValuesRows(dir.M, dir.M_rows, dir.M_nrows, u, tmp_.data());
@@ -747,6 +752,14 @@ double TreeBilinear(const Problem& p, const ProblemTangent& dir, int b, int e, c
   bool dm = dir.M_rows && dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e;
   for (int i = m0; i < m1 && !dm && !dir.M_rows; i++) dm = dir.M[i] != 0;
   if (!dm) return 0;
+  if (dir.M_lazy) {
+    // (tmp = -dM u: the sum negated)
+    for (int i = b; i < e; i++) tmp[i] = 0;
+    SubMassTangent(p, dir, u, tmp, b, e);
+    double s = 0;
+    for (int i = b; i < e; i++) s -= x[i] * tmp[i];
+    return s;
+  }
   if (dir.M_rows) {
     for (int i = b; i < e; i++) tmp[i] = 0;
     mass.AddMulValuesRows(dir.M, dir.M_rows, dir.M_nrows, u, tmp);

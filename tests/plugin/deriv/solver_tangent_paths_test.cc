@@ -13,7 +13,12 @@
 //   within 1e-14 of its norm (other sums), B bit for bit (no dM);
 // - comfree's dJ v_free from body velocities and dJ formed on the rows it reads only
 //   (Solver::TangentJacobianRows, SmoothTangent::set_jacobian_rows) instead of every row's dJ
-//   column by column: A within 1e-13 (other sums), B bit for bit.
+//   column by column: A within 1e-13 (other sums), B bit for bit;
+// - comfree's and lcp's dM x products (dM a, dM (v_free - v) / h, dM a_int, lcp's dM u) from
+//   SmoothTangent::MassProduct's closed form, dM itself formed only where a solver reads it
+//   (ProblemTangent::Mass(), SmoothTangent::set_lazy_mass), instead of dM formed for every
+//   position direction and multiplied: A within 1e-14 (other sums), B bit for bit; also with
+//   comfree's forms off, where its tangent reads the lazily formed dM itself.
 #include <initializer_list>
 #include <string>
 
@@ -29,6 +34,7 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::defer_free_velocity_on_ = true;
     SmoothTangent::mass_forms_ = true;
     SmoothTangent::jacobian_rows_on_ = true;
+    SmoothTangent::mass_products_on_ = true;
     PathToggleTest::TearDown();
   }
   // each solver's A within tol of each other (0: bit for bit), B bit for bit
@@ -58,6 +64,18 @@ TEST_F(SolverTangentPathTest, ComfreeMassFormsAreTheQuadraticFormsOfDM) {
 TEST_F(SolverTangentPathTest, ComfreeRowsDJFreeVelocityFromBodyVelocities) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { SmoothTangent::jacobian_rows_on_ = on; }, 1e-13);
+}
+
+TEST_F(SolverTangentPathTest, MassProductsInClosedFormAreThoseOfDM) {
+  Compare(
+      {ckSOL_COMFREE, ckSOL_LCP}, [](bool on) { SmoothTangent::mass_products_on_ = on; }, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, LazyMassTangentIsFormedWhereTheSolverReadsIt) {
+  // (comfree's forms off: its rows' w' dM w from dM itself, formed at the first read)
+  SmoothTangent::mass_forms_ = false;
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { SmoothTangent::mass_products_on_ = on; }, 1e-14);
 }
 
 }  // namespace
