@@ -383,8 +383,9 @@ TEST_P(IpmAlgebra, BlockedTangentsAreForceTangents) {
 
 // Center's fallback (AnswerPoint, forced by the test hook on one island at a time) takes only an
 // answer complementary to rounding (a pattern's, the polish's): a regular solve's answer, x o z ~
-// kappa_tol, is declined wherever the island has cones (ForceTangent fails: differences), and an
-// island without (equality rows only) gives the central point's tangent
+// kappa_tol, is declined wherever the island has cones (ForceTangent fails: differences, of the
+// island's own solve unless they are off), and an island without (equality rows only) gives the
+// central point's tangent
 TEST_P(IpmAlgebra, AnswerPointTakesOnlyAPatternsAnswer) {
   const Scene& s = GetParam();
   ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol)));
@@ -409,8 +410,13 @@ TEST_P(IpmAlgebra, AnswerPointTakesOnlyAPatternsAnswer) {
     bool cones = false;
     for (int i = 0; i < nr; i++) cones |= p.islands.row_island[i] == k && p.kind[i] != kRowEquality;
     ipm::IpmSolver::center_stall_island_ = k;
+    ipm::IpmSolver::island_difference_off_ = true;  // (Center's decision alone)
     solver.Solve(p, &sol);
     const bool ok = solver.ForceTangent(p, sol, dir, df.data());
+    // a declined island's tangent by differences of its own solve (IslandDifference)
+    ipm::IpmSolver::island_difference_off_ = false;
+    EXPECT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name << " island " << k;
+    EXPECT_EQ(solver.stats().island_diffs, ok ? 0 : 1) << s.name << " island " << k;
     ipm::IpmSolver::center_stall_island_ = -1;
     EXPECT_EQ(ok, !cones) << s.name << " island " << k;
     EXPECT_EQ(solver.stats().answer_centered, ok ? 1 : 0) << s.name;
