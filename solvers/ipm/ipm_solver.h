@@ -106,6 +106,9 @@ class IpmSolver final : public Solver {
   // for tests: an island Center cannot reach leaves its columns to differences of the whole
   // step (DeferColumn), not to differences of its own solve (IslandDifference)
   static inline bool island_difference_off_ = false;
+  // the step of IslandDifference's forward differences (the fallback's); for tests 0: the
+  // impulses' change itself (zero where the replay gives the step's answer)
+  static inline double island_nudge_ = 1e-6;
   // for tests: every island is solved by the proximal retry alone, from a zero centre
   static inline bool force_prox_ = false;
   // for tests: one Newton direction at the cold start of island k for complementarity target

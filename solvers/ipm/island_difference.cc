@@ -15,8 +15,6 @@ namespace contactkit {
 namespace ipm {
 namespace {
 
-constexpr double kIslandNudge = 1e-6;  // step of the island's difference (the fallback's)
-
 // out = base + e d on the rows listed (d null: base), out elsewhere untouched
 void MoveRows(const double* base, const double* d, double e, const int* rows, int n, double* out) {
   for (int a = 0; a < n; a++) {
@@ -120,7 +118,7 @@ void IpmSolver::PrepareIsland(const Problem& p, int k, const double* pos) {
 
 bool IpmSolver::IslandDifference(const Problem& p, int k, const ProblemTangent& dir,
                                  double* dforce) {
-  // island k solved again on its data moved by kIslandNudge along dir (no Center), its impulses'
+  // island k solved again on its data moved by island_nudge_ along dir (no Center), its impulses'
   // forward difference against the step's answer: where the step kept an attempt from a cold
   // start as it was (win_attempt_), that attempt alone for as many steps (a smooth function of
   // the data that gives the step's answer bit for bit at zero), else as the step solves it
@@ -129,7 +127,7 @@ bool IpmSolver::IslandDifference(const Problem& p, int k, const ProblemTangent& 
   const int* rows = Rows(p, k);
   const int nr = NumRows(p, k);
   Problem q;
-  MovedProblem(p, k, dir, kIslandNudge, &q);
+  MovedProblem(p, k, dir, island_nudge_, &q);
   const IpmStats stats = stats_;
   const uint8_t grad_ok = grad_ok_[k], centered = centered_[k];
   const double grad_kappa = grad_kappa_[k];
@@ -146,7 +144,7 @@ bool IpmSolver::IslandDifference(const Problem& p, int k, const ProblemTangent& 
     SolveIsland(q, k, &sol);
     differencing_ = false;
     ok = sol.status != ckSTATUS_NUMERICAL;
-    const double scale = 1 / (kIslandNudge * p.h);
+    const double scale = island_nudge_ > 0 ? 1 / (island_nudge_ * p.h) : 1;
     for (int a = 0; a < nr; a++) {
       const int i = rows[a];
       dforce[i] = (out_lam_[i] - dif_lam_[i]) * scale;

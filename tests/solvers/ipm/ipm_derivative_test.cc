@@ -428,6 +428,49 @@ TEST_P(IpmAlgebra, AnswerPointTakesOnlyAPatternsAnswer) {
   }
 }
 
+// IslandDifference on an island Center fails on (test hook), at a step of zero (hook
+// island_nudge_ 0: the impulses' change itself): its replay of the attempt the step kept, or its
+// solve as the step's, gives the step's answer bit for bit, so every change is exactly zero; and
+// it leaves the step's state as it was (the other islands' tangents, the next call's, unchanged)
+TEST_P(IpmAlgebra, IslandDifferenceAtZeroIsTheStepsAnswer) {
+  const Scene& s = GetParam();
+  ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol)));
+  Problem& p = at_->p();
+  Solution& sol = at_->sol();
+  ipm::IpmSolver& solver = solver_;
+  const int nv = p.nv, nr = p.nrow;
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  std::vector<double> dvf(nv), df0(nr), df(nr), lam0(nr);
+  for (double& x : dvf) x = 0.1 * uni(rng);
+  ProblemTangent dir;
+  dir.v_free = dvf.data();
+  for (int k = 0; k < p.islands.nisland; k++) {
+    ipm::IpmSolver::center_fail_island_ = k;
+    solver.Solve(p, &sol);
+    for (int i = 0; i < nr; i++) lam0[i] = sol.force[i];
+    ipm::IpmSolver::island_nudge_ = 0;
+    const bool ok0 = solver.ForceTangent(p, sol, dir, df0.data());
+    ipm::IpmSolver::island_nudge_ = 1e-6;
+    const bool ok = solver.ForceTangent(p, sol, dir, df.data());
+    EXPECT_EQ(solver.stats().island_diffs, 2) << s.name << " island " << k;
+    solver.Solve(p, &sol);  // (the solve after them, as before them)
+    ipm::IpmSolver::center_fail_island_ = -1;
+    for (int i = 0; i < nr; i++) EXPECT_EQ(sol.force[i], lam0[i]) << s.name << " row " << i;
+    EXPECT_TRUE(ok0 && ok) << s.name << " island " << k;
+    if (!(ok0 && ok)) continue;
+    double other = 0;
+    for (int i = 0; i < nr; i++) {
+      if (p.islands.row_island[i] == k) {
+        EXPECT_EQ(df0[i], 0) << s.name << " island " << k << " row " << i;
+      } else {
+        other = std::max(other, std::fabs(df0[i] - df[i]));
+      }
+    }
+    EXPECT_EQ(other, 0) << s.name << " island " << k;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Scenes, IpmAlgebra, ::testing::ValuesIn(Scenes()),
                          [](const ::testing::TestParamInfo<Scene>& info) {
                            return info.param.name;
