@@ -55,6 +55,19 @@ class IpmAlgebra : public MujocoTest, public ::testing::WithParamInterface<Scene
     settings.ipm.recovery_speed = 1e3;
     return settings;
   }
+  // the problem at kappa_grad = kappa_tol, and a direction of dv_free alone (0.1 of uniform
+  // [-1, 1] per dof from seed) in dvf
+  ProblemTangent HardFreeVelocityDirection(unsigned seed, std::vector<double>* dvf) {
+    Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol));
+    ProblemTangent dir;
+    if (!at_) return dir;
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> uni(-1, 1);
+    dvf->resize(at_->p().nv);
+    for (double& x : *dvf) x = 0.1 * uni(rng);
+    dir.v_free = dvf->data();
+    return dir;
+  }
   std::unique_ptr<SteppedProblem> at_;
   ipm::IpmSolver solver_;
 };
@@ -388,17 +401,14 @@ TEST_P(IpmAlgebra, BlockedTangentsAreForceTangents) {
 // central point's tangent
 TEST_P(IpmAlgebra, AnswerPointTakesOnlyAPatternsAnswer) {
   const Scene& s = GetParam();
-  ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol)));
+  std::vector<double> dvf;
+  ProblemTangent dir;
+  ASSERT_NO_FATAL_FAILURE(dir = HardFreeVelocityDirection(23, &dvf));
   Problem& p = at_->p();
   Solution& sol = at_->sol();
   ipm::IpmSolver& solver = solver_;
   const int nv = p.nv, nr = p.nrow;
-  std::mt19937 rng(23);
-  std::uniform_real_distribution<double> uni(-1, 1);
-  std::vector<double> dvf(nv), df(nr), g0(nv), g(nv);
-  for (double& x : dvf) x = 0.1 * uni(rng);
-  ProblemTangent dir;
-  dir.v_free = dvf.data();
+  std::vector<double> df(nr), g0(nv), g(nv);
   solver.Solve(p, &sol);
   ASSERT_EQ(sol.status, ckSTATUS_SOLVED) << s.name;
   ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name;
@@ -434,27 +444,23 @@ TEST_P(IpmAlgebra, AnswerPointTakesOnlyAPatternsAnswer) {
 // it leaves the step's state as it was (the other islands' tangents, the next call's, unchanged)
 TEST_P(IpmAlgebra, IslandDifferenceAtZeroIsTheStepsAnswer) {
   const Scene& s = GetParam();
-  ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol)));
-  Problem& p = at_->p();
-  Solution& sol = at_->sol();
-  ipm::IpmSolver& solver = solver_;
-  const int nv = p.nv, nr = p.nrow;
-  std::mt19937 rng(29);
-  std::uniform_real_distribution<double> uni(-1, 1);
-  std::vector<double> dvf(nv), df0(nr), df(nr), lam0(nr);
-  for (double& x : dvf) x = 0.1 * uni(rng);
+  std::vector<double> dvf;
   ProblemTangent dir;
-  dir.v_free = dvf.data();
+  ASSERT_NO_FATAL_FAILURE(dir = HardFreeVelocityDirection(29, &dvf));
+  const Problem& p = at_->p();
+  const int nr = p.nrow;
+  Solution& sol = at_->sol();
+  std::vector<double> df0(nr), df(nr), lam0(nr);
   for (int k = 0; k < p.islands.nisland; k++) {
     ipm::IpmSolver::center_fail_island_ = k;
-    solver.Solve(p, &sol);
+    solver_.Solve(p, &sol);
     for (int i = 0; i < nr; i++) lam0[i] = sol.force[i];
     ipm::IpmSolver::island_nudge_ = 0;
-    const bool ok0 = solver.ForceTangent(p, sol, dir, df0.data());
+    const bool ok0 = solver_.ForceTangent(p, sol, dir, df0.data());
     ipm::IpmSolver::island_nudge_ = 1e-6;
-    const bool ok = solver.ForceTangent(p, sol, dir, df.data());
-    EXPECT_EQ(solver.stats().island_diffs, 2) << s.name << " island " << k;
-    solver.Solve(p, &sol);  // (the solve after them, as before them)
+    const bool ok = solver_.ForceTangent(p, sol, dir, df.data());
+    EXPECT_EQ(solver_.stats().island_diffs, 2) << s.name << " island " << k;
+    solver_.Solve(p, &sol);  // (the solve after them, as before them)
     ipm::IpmSolver::center_fail_island_ = -1;
     for (int i = 0; i < nr; i++) EXPECT_EQ(sol.force[i], lam0[i]) << s.name << " row " << i;
     EXPECT_TRUE(ok0 && ok) << s.name << " island " << k;
