@@ -115,6 +115,10 @@ int main(int argc, char** argv) {
   bool vjp_only = false;
   app.add_flag("--vjp-only", vjp_only, "after one round, time the VJPs only (for perf record)");
   app.add_option("--dump", dump, "write each solver's A and B (binary doubles) to DUMP.<solver>");
+  bool dump_fd = false;
+  app.add_flag("--dump-fd", dump_fd,
+               "with --dump, also ck_transitionFD's forward and centered differences (1e-6) to "
+               "DUMP.<solver>.fd1 and .fd2");
   std::vector<std::string> sets;
   app.add_option("--set", sets,
                  "KEY=VALUE for every solver's handle, after the tool's kappa_grad = kappa_tol "
@@ -190,11 +194,16 @@ int main(int argc, char** argv) {
     if (dump.empty()) break;
     // the Jacobians at the solver's state, for comparisons between builds
     ck_transitionJac(e.ck, m, e.d, A.data(), B.data(), nullptr, nullptr);
-    FILE* f = std::fopen((dump + "." + ck_solverName(e.solver)).c_str(), "wb");
-    if (!f) continue;
-    std::fwrite(A.data(), sizeof(mjtNum), A.size(), f);
-    std::fwrite(B.data(), sizeof(mjtNum), B.size(), f);
-    std::fclose(f);
+    for (int kind = 0; kind < (dump_fd ? 3 : 1); kind++) {
+      if (kind > 0)
+        ck_transitionFD(e.ck, m, e.d, 1e-6, kind - 1, A.data(), B.data(), nullptr, nullptr);
+      const char* tail[3] = {"", ".fd1", ".fd2"};
+      FILE* f = std::fopen((dump + "." + ck_solverName(e.solver) + tail[kind]).c_str(), "wb");
+      if (!f) continue;
+      std::fwrite(A.data(), sizeof(mjtNum), A.size(), f);
+      std::fwrite(B.data(), sizeof(mjtNum), B.size(), f);
+      std::fclose(f);
+    }
   }
   for (Entry& e : entries) {
     ck_free(e.ck);

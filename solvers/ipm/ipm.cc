@@ -67,6 +67,34 @@ constexpr double kWarmMu = 1e-5;     // complementarity of a warm start (gap re-
                                      // complementarity of a warm start
 constexpr double kWarmSpeed = 1e-3;  // smallest gap speed of a warm start (m/s)
 
+constexpr int kProxAttempt = 6;  // the proximal retry's attempt
+// attempts: warm (if any), cold, cold with Nesterov-Todd scaling (whose directions stay well
+// defined where a cone's force or velocity nears its boundary: sliding contacts in large
+// piles), cold from a more central point without eta0 re-centering (which can stall a pile's
+// iterates near the cone boundary), cold path following, softer contact. A stall (inaccurate)
+// goes to the attempt named in next; a failure to the following one. The last three aim lower:
+// an island that stalled twice just above kappa_tol (a contact between sticking and sliding
+// whose blocked steps end near the tolerance) gets there from a deeper final target. Path
+// following (kappa = sigma mu each step, no predictor or second-order term) follows the central
+// path where Mehrotra's long steps leave it and block on a cone's boundary far above kappa_tol
+// (a sliding body against a floor and a wall: every other attempt stalls near mu ~ 1e-5).
+// The proximal retry (ProxRetry) takes what path following leaves just above the tolerances
+struct Plan {  // an island's attempt (SolveIsland)
+  double floor, warm_mu, soft, target;
+  bool recenter, scaled;
+  double sigma;  // path following at kappa = sigma mu; 0: Mehrotra predictor-corrector
+  int next;      // the attempt after a stall (-1: stop)
+  int fail;      // the attempt after a failure (-1: stop)
+};
+constexpr Plan kPlans[7] = {
+    {kVelFloor, kWarmMu, 1, kTargetFraction, true, false, 0, 2, 1},
+    {kVelFloor, 0, 1, kTargetFraction, true, false, 0, 2, 2},
+    {kVelFloor, 0, 1, kTargetFraction, true, true, 0, 3, 3},
+    {kRetryFloor, 0, 1, kRetryTarget, false, false, 0, 4, 4},
+    {kVelFloor, 0, 1, kRetryTarget, true, false, kPathSigma, kProxAttempt, 5},
+    {kRetryFloor, 0, kSoftFactor, kRetryTarget, false, false, 0, -1, -1},
+    {kVelFloor, 0, 1, kRetryTarget, true, false, 0, -1, 5}};
+
 // fixed-size cone operations for the cones here (2 or 3 entries)
 inline double Det(const double* y, int n) { return n == 3 ? cone::DetN<3>(y) : cone::DetN<2>(y); }
 inline double ConeStep(const double* y, const double* dy, int n) {
@@ -315,6 +343,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     blk_f_.assign(static_cast<size_t>(V) * kTangentSlots, 0);
     warm_lam_.assign(R, 0);
     warm_ok_.assign(R, 0);
+    AllocateDifference(dims);
     const size_t P = kPolishMax;
     pol_M_.assign(P * P, 0);
     pol_J_.assign(P * P, 0);
@@ -361,43 +390,12 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
 }
 
 void IpmSolver::Prepare(const Problem& p, const double* pos) {
-  const double h = p.h;
   const SparseRows& J = p.J;
-  const ckIpmSettings& st = settings_.ipm;
 
   // rows: scale, target, regularizer, bound
   for (int i = 0; i < p.nrow; i++) {
     scale_[i] = 1;
-    target_[i] = 0;
-    capped_[i] = 0;
-    reg_[i] = 0;
-    bound_[i] = 0;
-    switch (p.kind[i]) {
-      case kRowEquality:
-        if (st.soft_equality) {
-          reg_[i] = std::max(p.R[i], 1e-15);
-          target_[i] = p.vel[i] + h * p.aref[i];
-        } else {
-          reg_[i] = std::max(kEqualityReg * p.diag_approx[i], 1e-300);
-          target_[i] = -pos[i] / h;
-        }
-        break;
-      case kRowFriction:
-        bound_[i] = h * p.floss[i];
-        break;
-      case kRowLimit:
-      case kRowContactNormal:
-        // without margin, rest slightly inside so that MuJoCo keeps reporting the contact; undo
-        // deep penetration (late detection, collision glitches) at a bounded speed
-        target_[i] = (pos[i] - std::min(p.margin[i] - st.rest_depth, 0.0)) / h;
-        if (target_[i] < -st.recovery_speed) {
-          target_[i] = -st.recovery_speed;
-          capped_[i] = 1;
-        }
-        break;
-      default:
-        break;
-    }
+    PrepareRow(p, pos, i);
   }
   for (int i = 0; i < p.nrow; i++) block_[i] = 1;
   for (int c = 0; c < p.ncon; c++) {
@@ -422,6 +420,42 @@ void IpmSolver::Prepare(const Problem& p, const double* pos) {
   for (int j = 0; j < p.nv; j++) mdiag_[j] = p.mass.M[p.mass.madr[j]];
   reach_.Prepare(p);
   BuildLists(p);
+}
+
+void IpmSolver::PrepareRow(const Problem& p, const double* pos, int i) {
+  // row i's target, regularizer and bound (the data's, at positions pos; not its scale)
+  const double h = p.h;
+  const ckIpmSettings& st = settings_.ipm;
+  target_[i] = 0;
+  capped_[i] = 0;
+  reg_[i] = 0;
+  bound_[i] = 0;
+  switch (p.kind[i]) {
+    case kRowEquality:
+      if (st.soft_equality) {
+        reg_[i] = std::max(p.R[i], 1e-15);
+        target_[i] = p.vel[i] + h * p.aref[i];
+      } else {
+        reg_[i] = std::max(kEqualityReg * p.diag_approx[i], 1e-300);
+        target_[i] = -pos[i] / h;
+      }
+      break;
+    case kRowFriction:
+      bound_[i] = h * p.floss[i];
+      break;
+    case kRowLimit:
+    case kRowContactNormal:
+      // without margin, rest slightly inside so that MuJoCo keeps reporting the contact; undo
+      // deep penetration (late detection, collision glitches) at a bounded speed
+      target_[i] = (pos[i] - std::min(p.margin[i] - st.rest_depth, 0.0)) / h;
+      if (target_[i] < -st.recovery_speed) {
+        target_[i] = -st.recovery_speed;
+        capped_[i] = 1;
+      }
+      break;
+    default:
+      break;
+  }
 }
 
 void IpmSolver::BuildLists(const Problem& p) {
@@ -1223,6 +1257,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   if (!(prox_on_ && grad_ok_[k])) grad_ok_[k] = 0;
   *status = ckSTATUS_MAX_ITER;
   int it = 0, stalled = 0;
+  attempt_steps_ = 0;  // (the steps to the best iterate)
   double last_alpha = 1;
   bool short_step = false;  // some step of this attempt was short
   bool measure = false;     // the dynamics change of every direction is measured (Refine)
@@ -1230,14 +1265,14 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     if (cur->rvio < rtol && cur->kvio < ktol) {
       // the residuals are tracked along the steps: measure them on the unfactored system, and
       // if the factor's solves left them above the tolerance, measure every direction from here
+      // (a replay takes all its steps)
       Residuals(p, k, cur);
-      if (cur->rvio < rtol && cur->kvio < ktol) {
-        *status = ckSTATUS_SOLVED;
-        break;
-      }
-      measure = true;
+      const bool solved = cur->rvio < rtol && cur->kvio < ktol;
+      if (solved) *status = ckSTATUS_SOLVED;
+      if (solved && (replay_steps_ < 0 || it >= replay_steps_)) break;
+      if (!solved) measure = true;
     }
-    if (it == st.max_iter) break;
+    if (it == st.max_iter || it == replay_steps_) break;
 
     // cone linearization, Newton matrix; without the friction coupling if that fails
     if (!ConeJacobians(p, k, *cur, scaled)) {
@@ -1321,6 +1356,11 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     if (m < best) {
       best = m;
       cur_best = true;
+      attempt_steps_ = it + 1;
+    }
+    if (it + 1 == replay_steps_) {
+      it++;
+      break;
     }
 
     // blocked steps: stop once close to the tolerances, or when hopeless
@@ -1334,13 +1374,15 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     stalled = alpha < kStallStep ? stalled + 1 : 0;
     last_alpha = alpha;
     short_step = short_step || alpha < kCenterAfter;
-    if (stalled >= kStallIter && (best < kInaccurate || stalled >= 3 * kStallIter)) {
+    if (stalled >= kStallIter && (best < kInaccurate || stalled >= 3 * kStallIter) &&
+        replay_steps_ < 0) {
       it++;
       break;
     }
   }
-  // the converged iterate, else the best one
-  *fin = *status == ckSTATUS_SOLVED || cur_best ? cur : &best_;
+  // the converged iterate, else the best one (a replay: the iterate after its steps)
+  if (*status == ckSTATUS_SOLVED) attempt_steps_ = it;
+  *fin = *status == ckSTATUS_SOLVED || cur_best || replay_steps_ >= 0 ? cur : &best_;
   if (*status != ckSTATUS_SOLVED) Residuals(p, k, const_cast<State*>(*fin));  // measured
   if (!grad_ok_[k] && !grad_at_end) {
     Copy(p, k, *cur, &grad_);
@@ -1837,44 +1879,24 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   // a failed attempt is retried from a more central start, then with softer contact
   int status = ckSTATUS_MAX_ITER, iterations = 0;
   double cond = 0, best = HUGE_VAL, rvio = 0, kvio = 0;
-  // attempts: warm (if any), cold, cold with Nesterov-Todd scaling (whose directions stay well
-  // defined where a cone's force or velocity nears its boundary: sliding contacts in large
-  // piles), cold from a more central point without eta0 re-centering (which can stall a pile's
-  // iterates near the cone boundary), cold path following, softer contact. A stall (inaccurate)
-  // goes to the attempt named in next; a failure to the following one. The last three aim lower:
-  // an island that stalled twice just above kappa_tol (a contact between sticking and sliding
-  // whose blocked steps end near the tolerance) gets there from a deeper final target. Path
-  // following (kappa = sigma mu each step, no predictor or second-order term) follows the central
-  // path where Mehrotra's long steps leave it and block on a cone's boundary far above kappa_tol
-  // (a sliding body against a floor and a wall: every other attempt stalls near mu ~ 1e-5).
-  // The proximal retry (ProxRetry) takes what path following leaves just above the tolerances
-  struct Plan {
-    double floor, warm_mu, soft, target;
-    bool recenter, scaled;
-    double sigma;  // path following at kappa = sigma mu; 0: Mehrotra predictor-corrector
-    int next;      // the attempt after a stall (-1: stop)
-    int fail;      // the attempt after a failure (-1: stop)
-  };
-  constexpr int kProxAttempt = 6;
-  const Plan plans[7] = {{kVelFloor, kWarmMu, 1, kTargetFraction, true, false, 0, 2, 1},
-                         {kVelFloor, 0, 1, kTargetFraction, true, false, 0, 2, 2},
-                         {kVelFloor, 0, 1, kTargetFraction, true, true, 0, 3, 3},
-                         {kRetryFloor, 0, 1, kRetryTarget, false, false, 0, 4, 4},
-                         {kVelFloor, 0, 1, kRetryTarget, true, false, kPathSigma, kProxAttempt, 5},
-                         {kRetryFloor, 0, kSoftFactor, kRetryTarget, false, false, 0, -1, -1},
-                         {kVelFloor, 0, 1, kRetryTarget, true, false, 0, -1, 5}};
   // pass 1, only if pass 0's answer adds energy beyond what recovery may (HoldRecovery): the
   // island again without recovery
+  // (a replay, IslandDifference's: only the attempt whose answer the step kept, nothing after)
+  const int replay = differencing_ ? win_attempt_[k] : -1;
   bool held = false;
+  int win = -1, win_steps = 0;  // the attempt whose answer is kept (-1: a later pass or a last
+                                // resort) and its steps to that answer
   for (int pass = 0; pass < 2; pass++) {
-    if (pass == 1 && !(held = HoldRecovery(p, k))) break;
+    if (pass == 1 && (replay >= 0 || !(held = HoldRecovery(p, k)))) break;
     best = HUGE_VAL;
-    for (int attempt = force_prox_ ? kProxAttempt : warm ? 0 : 1, first = attempt; attempt >= 0;) {
-      const Plan& plan = plans[attempt];
+    const int start = force_prox_ ? kProxAttempt : replay >= 0 ? replay : warm ? 0 : 1;
+    for (int attempt = start; attempt >= 0;) {
+      const Plan& plan = kPlans[attempt];
       int result;
       double c = 0;
       const State* fin = nullptr;
       path_sigma_ = plan.sigma;
+      replay_steps_ = replay >= 0 ? win_steps_[k] : -1;
       if (attempt == kProxAttempt) {
         iterations += ProxRetry(p, k, &result, &fin);
       } else {
@@ -1883,18 +1905,21 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
                     plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
       }
       path_sigma_ = 0;
+      replay_steps_ = -1;
       if (!fin) break;
       // every answer measured on the hard tolerances, the soft attempt's too (INACCURATE within
       // kInaccurate of them, else MAX_ITER): the best of all attempts is kept
       const double m = merit(*fin);
       const bool soft = plan.soft > 1 && result != ckSTATUS_NUMERICAL;
       if (soft) result = m < kInaccurate ? ckSTATUS_INACCURATE : ckSTATUS_MAX_ITER;
-      if (attempt == first || m < best) {
+      if (attempt == start || m < best) {
         best = m;
         status = result;
         cond = c;
         rvio = fin->rvio;
         kvio = fin->kvio;
+        win = pass == 0 ? attempt : -1;
+        win_steps = attempt_steps_;
         for (int a = 0; a < nr; a++) out_lam_[rows[a]] = fin->lam[rows[a]];
         if (GradAtEnd()) {
           // the derivative of the step taken: the step ends on the central point at its
@@ -1904,24 +1929,31 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
           grad_kappa_[k] = plan.soft * st.kappa_tol;
         }
       }
-      if (status == ckSTATUS_SOLVED) break;
+      if (status == ckSTATUS_SOLVED || replay >= 0) break;
       attempt = result == ckSTATUS_INACCURATE ? plan.next : plan.fail;
       if (attempt >= 0) stats_.retries++;
     }
   }
   // the last resorts (LastResort), measured on the hard problem
-  if (status != ckSTATUS_SOLVED && status != ckSTATUS_NUMERICAL && LastResort(p, k)) {
+  if (status != ckSTATUS_SOLVED && status != ckSTATUS_NUMERICAL && replay < 0 && LastResort(p, k)) {
+    win = -1;
     status = ckSTATUS_SOLVED;
     rvio = trial_.rvio;
     kvio = trial_.kvio;
   }
   if (status == ckSTATUS_MAX_ITER) stats_.far++;
   if (held) Dissipate(p, k, &status);
+  // an attempt from a cold start (independent of the others) whose answer the step keeps as it
+  // is can be replayed alone
+  if (!differencing_) {
+    win_attempt_[k] = win >= 1 && win < kProxAttempt && !held ? win : -1;
+    win_steps_[k] = win_steps;
+  }
   // hard-contact derivatives: the final iterate (whose last target undershoots kappa_tol, a
   // different point for every perturbation) moved onto the central point at kappa_tol, a smooth
   // function of the problem that ForceTangent differentiates exactly; a few Newton steps, taken
   // only when kappa_grad <= kappa_tol asks for this derivative
-  if (GradAtEnd() && status == ckSTATUS_SOLVED) {
+  if (GradAtEnd() && status == ckSTATUS_SOLVED && !differencing_) {
     const bool centered = Center(p, k);
     iterations += center_iterations_;
     if (centered) {

@@ -42,6 +42,7 @@ struct IpmStats {
   int newton_steps = 0;      // its Newton steps
   int far = 0;               // islands whose best answer ends beyond 1000x the tolerances
   int answer_centered = 0;   // islands Center reached from their answer, not the stored iterate
+  int island_diffs = 0;      // force tangents from differences of an island's own solve
 
   void Reset() { *this = IpmStats(); }
 };

@@ -103,6 +103,12 @@ class IpmSolver final : public Solver {
   // for tests: Center skips the stored iterate on this island (-1: none), as if its steps had
   // stalled, and takes its answer's point (AnswerPoint)
   static inline int center_stall_island_ = -1;
+  // for tests: an island Center cannot reach leaves its columns to differences of the whole
+  // step (DeferColumn), not to differences of its own solve (IslandDifference)
+  static inline bool island_difference_off_ = false;
+  // the step of IslandDifference's forward differences (the fallback's); for tests 0: the
+  // impulses' change itself (zero where the replay gives the step's answer)
+  static inline double island_nudge_ = 1e-6;
   // for tests: every island is solved by the proximal retry alone, from a zero centre
   static inline bool force_prox_ = false;
   // for tests: one Newton direction at the cold start of island k for complementarity target
@@ -118,6 +124,8 @@ class IpmSolver final : public Solver {
  private:
   // per step
   void Prepare(const Problem& p, const double* pos);
+  // row i's target, regularizer and bound at positions pos (Prepare's, but the scale)
+  void PrepareRow(const Problem& p, const double* pos, int i);
   // constraint lists per island (lists_); chain flags for single-tree islands
   void BuildLists(const Problem& p);
   void SolveAll(const Problem& p, Solution* sol);
@@ -214,6 +222,16 @@ class IpmSolver final : public Solver {
   bool AnswerPoint(const Problem& p, int k);
   // cone e's variables in cen_ moved onto the central path at kappa (AnswerPoint's)
   void AnswerCone(const Problem& p, int e, double kappa);
+  // island k's force tangent along dir by a forward difference of its own solve (an island
+  // Center cannot reach; island_difference.cc); false where that is not the step's difference
+  bool IslandDifference(const Problem& p, int k, const ProblemTangent& dir, double* dforce);
+  bool DifferenceApplies(const Problem& p, int k, const ProblemTangent& dir) const;
+  // its workspace (Setup's)
+  void AllocateDifference(const ProblemDims& dims);
+  // q: p with island k's data moved by e along dir (into the dif_ arrays)
+  void MovedProblem(const Problem& p, int k, const ProblemTangent& dir, double e, Problem* q);
+  // Prepare's data-dependent terms of island k's rows and dofs
+  void PrepareIsland(const Problem& p, int k, const double* pos);
   // kappa_grad at (or below) kappa_tol asks for the derivative of the hard-contact step itself:
   // the step then ends on the central point at kappa_tol (its own final target undershoots it),
   // and that point is differentiated
@@ -366,6 +384,17 @@ class IpmSolver final : public Solver {
                                     // failed since the solve                            (ntree)
   int center_iterations_ = 0;       // Newton steps of the last Center
   int lu_island_ = -1;              // island whose central-point Jacobian lu_ holds
+  bool differencing_ = false;       // SolveIsland solves for IslandDifference (no Center)
+  std::vector<int> win_attempt_;    // attempt whose answer the step kept alone, else -1 (ntree)
+  std::vector<int> win_steps_;      // ... its Newton steps to that answer                (ntree)
+  int attempt_steps_ = 0;           // the last Attempt's steps to its answer
+  int replay_steps_ = -1;           // Attempt stops after these steps, its answer the last
+                                    // iterate (-1: it runs as it would)
+  std::vector<double> dif_v_, dif_Dinv_;  // IslandDifference's moved v_free, D^-1      (nv)
+  std::vector<double> dif_M_, dif_LD_;    // ... M and its factor                      (nM)
+  std::vector<double> dif_J_;             // ... J's values                            (nnz)
+  std::vector<double> dif_pos_, dif_vel_, dif_aref_, dif_R_, dif_diag_;  // ... rows  (rows)
+  std::vector<double> dif_lam_;     // the step's impulses of the island        (rows)
   std::vector<double> drz_, drv_;   // residual perturbations for ForceTangent          (rows, nv)
   std::vector<double> blk_v_;       // queued right-hand sides, then dv, X[j * slots + s] (nv x 32)
   std::vector<double> blk_rv_;      // queued dynamics perturbations drv, R[j * slots + s] (nv x 32)

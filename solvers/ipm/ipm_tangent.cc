@@ -365,7 +365,11 @@ bool IpmSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     // tangent there: no solve, and lu_ keeps the island it holds; an island ipm cannot center
     // fails only the directions that touch it
     if (!touched_[k]) continue;
-    if (!Center(p, k)) return false;
+    if (!Center(p, k)) {
+      // (the step's answer there is no central point: differences of the island's solve)
+      if (!IslandDifference(p, k, dir, dforce)) return false;
+      continue;
+    }
     if (!TangentRhs(p, k, dir)) return false;
     Direct(p, k, cen_, drz_.data(), false, &dir_);
     const int* rows = Rows(p, k);

@@ -290,9 +290,12 @@ CKAPI void ck_step(ckHandle* ck, const mjModel* m, mjData* d);
 // exact derivative of the step set kappa_grad = kappa_tol: each solve then ends on the central
 // point at kappa_tol (a few extra Newton steps; the step is that point) and that point is
 // differentiated, which agrees with ck_transitionFD. An island whose central point ipm cannot reach
-// gives the columns of the directions that touch it by forward differences (step 1e-6), the others
-// analytic: the call returns 1, ck_lastFallback says ckFALLBACK_NO_TANGENT and ck_lastError how
-// many columns.
+// (with kappa_grad = kappa_tol) gives its force tangent along each direction that touches it by a
+// forward difference (step 1e-6) of that island's own solve replayed on its moved data, the rest
+// of the column analytic, and the call returns 0. Where that does not apply (a smoothed
+// kappa_grad, setting gap_recheck, contacts from distance) the columns of those directions are
+// forward differences of ck_step, the others analytic: the call returns 1, ck_lastFallback says
+// ckFALLBACK_NO_TANGENT and ck_lastError how many columns.
 CKAPI int ck_transitionJac(ckHandle* ck, const mjModel* m, const mjData* d, mjtNum* A, mjtNum* B,
                            mjtNum* C, mjtNum* D);
 

@@ -55,6 +55,19 @@ class IpmAlgebra : public MujocoTest, public ::testing::WithParamInterface<Scene
     settings.ipm.recovery_speed = 1e3;
     return settings;
   }
+  // the problem at kappa_grad = kappa_tol, and a direction of dv_free alone (0.1 of uniform
+  // [-1, 1] per dof from seed) in dvf
+  ProblemTangent HardFreeVelocityDirection(unsigned seed, std::vector<double>* dvf) {
+    Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol));
+    ProblemTangent dir;
+    if (!at_) return dir;
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> uni(-1, 1);
+    dvf->resize(at_->p().nv);
+    for (double& x : *dvf) x = 0.1 * uni(rng);
+    dir.v_free = dvf->data();
+    return dir;
+  }
   std::unique_ptr<SteppedProblem> at_;
   ipm::IpmSolver solver_;
 };
@@ -383,21 +396,19 @@ TEST_P(IpmAlgebra, BlockedTangentsAreForceTangents) {
 
 // Center's fallback (AnswerPoint, forced by the test hook on one island at a time) takes only an
 // answer complementary to rounding (a pattern's, the polish's): a regular solve's answer, x o z ~
-// kappa_tol, is declined wherever the island has cones (ForceTangent fails: differences), and an
-// island without (equality rows only) gives the central point's tangent
+// kappa_tol, is declined wherever the island has cones (ForceTangent fails: differences, of the
+// island's own solve unless they are off), and an island without (equality rows only) gives the
+// central point's tangent
 TEST_P(IpmAlgebra, AnswerPointTakesOnlyAPatternsAnswer) {
   const Scene& s = GetParam();
-  ASSERT_NO_FATAL_FAILURE(Prepare(TangentSettings(Settings(ckSOL_IPM).ipm.kappa_tol)));
+  std::vector<double> dvf;
+  ProblemTangent dir;
+  ASSERT_NO_FATAL_FAILURE(dir = HardFreeVelocityDirection(23, &dvf));
   Problem& p = at_->p();
   Solution& sol = at_->sol();
   ipm::IpmSolver& solver = solver_;
   const int nv = p.nv, nr = p.nrow;
-  std::mt19937 rng(23);
-  std::uniform_real_distribution<double> uni(-1, 1);
-  std::vector<double> dvf(nv), df(nr), g0(nv), g(nv);
-  for (double& x : dvf) x = 0.1 * uni(rng);
-  ProblemTangent dir;
-  dir.v_free = dvf.data();
+  std::vector<double> df(nr), g0(nv), g(nv);
   solver.Solve(p, &sol);
   ASSERT_EQ(sol.status, ckSTATUS_SOLVED) << s.name;
   ASSERT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name;
@@ -409,8 +420,13 @@ TEST_P(IpmAlgebra, AnswerPointTakesOnlyAPatternsAnswer) {
     bool cones = false;
     for (int i = 0; i < nr; i++) cones |= p.islands.row_island[i] == k && p.kind[i] != kRowEquality;
     ipm::IpmSolver::center_stall_island_ = k;
+    ipm::IpmSolver::island_difference_off_ = true;  // (Center's decision alone)
     solver.Solve(p, &sol);
     const bool ok = solver.ForceTangent(p, sol, dir, df.data());
+    // a declined island's tangent by differences of its own solve (IslandDifference)
+    ipm::IpmSolver::island_difference_off_ = false;
+    EXPECT_TRUE(solver.ForceTangent(p, sol, dir, df.data())) << s.name << " island " << k;
+    EXPECT_EQ(solver.stats().island_diffs, ok ? 0 : 1) << s.name << " island " << k;
     ipm::IpmSolver::center_stall_island_ = -1;
     EXPECT_EQ(ok, !cones) << s.name << " island " << k;
     EXPECT_EQ(solver.stats().answer_centered, ok ? 1 : 0) << s.name;
@@ -419,6 +435,45 @@ TEST_P(IpmAlgebra, AnswerPointTakesOnlyAPatternsAnswer) {
     double err = 0;
     for (int j = 0; j < nv; j++) err = std::max(err, std::fabs(g[j] - g0[j]));
     EXPECT_LT(err, 1e-9 * scale) << s.name << " island " << k;
+  }
+}
+
+// IslandDifference on an island Center fails on (test hook), at a step of zero (hook
+// island_nudge_ 0: the impulses' change itself): its replay of the attempt the step kept, or its
+// solve as the step's, gives the step's answer bit for bit, so every change is exactly zero; and
+// it leaves the step's state as it was (the other islands' tangents, the next call's, unchanged)
+TEST_P(IpmAlgebra, IslandDifferenceAtZeroIsTheStepsAnswer) {
+  const Scene& s = GetParam();
+  std::vector<double> dvf;
+  ProblemTangent dir;
+  ASSERT_NO_FATAL_FAILURE(dir = HardFreeVelocityDirection(29, &dvf));
+  const Problem& p = at_->p();
+  const int nr = p.nrow;
+  Solution& sol = at_->sol();
+  std::vector<double> df0(nr), df(nr), lam0(nr);
+  for (int k = 0; k < p.islands.nisland; k++) {
+    ipm::IpmSolver::center_fail_island_ = k;
+    solver_.Solve(p, &sol);
+    for (int i = 0; i < nr; i++) lam0[i] = sol.force[i];
+    ipm::IpmSolver::island_nudge_ = 0;
+    const bool ok0 = solver_.ForceTangent(p, sol, dir, df0.data());
+    ipm::IpmSolver::island_nudge_ = 1e-6;
+    const bool ok = solver_.ForceTangent(p, sol, dir, df.data());
+    EXPECT_EQ(solver_.stats().island_diffs, 2) << s.name << " island " << k;
+    solver_.Solve(p, &sol);  // (the solve after them, as before them)
+    ipm::IpmSolver::center_fail_island_ = -1;
+    for (int i = 0; i < nr; i++) EXPECT_EQ(sol.force[i], lam0[i]) << s.name << " row " << i;
+    EXPECT_TRUE(ok0 && ok) << s.name << " island " << k;
+    if (!(ok0 && ok)) continue;
+    double other = 0;
+    for (int i = 0; i < nr; i++) {
+      if (p.islands.row_island[i] == k) {
+        EXPECT_EQ(df0[i], 0) << s.name << " island " << k << " row " << i;
+      } else {
+        other = std::max(other, std::fabs(df0[i] - df[i]));
+      }
+    }
+    EXPECT_EQ(other, 0) << s.name << " island " << k;
   }
 }
 
