@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "solvers/common/dense.h"
 #include "solvers/lcp/schur.h"
 #include "support/fixture.h"
 
@@ -775,6 +776,24 @@ TEST(BoxedLcpTest, PileIslandFallsBackWhenTheBoxQpFails) {
   EXPECT_FALSE(st[1].qp_hit);         // and failed
   EXPECT_GT(st[1].pivots, 50);        // Lemke's method followed (measured 180)
   EXPECT_LE(MaxDifference(answer[0], answer[1], p.n), 1e-9 * MaxAbs(answer[0], p.n));
+}
+
+// The pile island's whole path (its guess, the Gauss-Seidel start, the repair's LU solves and
+// Lemke's method from scratch: decompositions, pivots, the basis inverse's refactorizations) with
+// the AVX2 clones of those kernels and without them (Avx2Kernels): the same bits
+TEST(BoxedLcpTest, PileIslandTakesTheSameBitsWithTheAvx2Kernels) {
+  CapturedLcp p;
+  ASSERT_TRUE(p.Read("pile_patch.txt"));
+  BoxedStats st[2];
+  std::vector<double> answer[2];
+  ASSERT_NO_FATAL_FAILURE(p.SolveTwice(
+      true, [](BoxedOptions*, int on) { Avx2Kernels::allowed_ = on; }, st, answer));
+  Avx2Kernels::allowed_ = true;
+  EXPECT_GT(st[0].pivots, 100);  // Lemke's method ran (measured 264)
+  EXPECT_EQ(st[0].pivots, st[1].pivots);
+  EXPECT_EQ(st[0].iterations, st[1].iterations);
+  EXPECT_EQ(st[0].work, st[1].work);
+  for (int i = 0; i < p.n; i++) EXPECT_EQ(answer[0][i], answer[1][i]) << i;
 }
 
 TEST(BoxedLcpTest, SolveDoesNotAllocate) {
