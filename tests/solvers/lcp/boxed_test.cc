@@ -7,6 +7,7 @@
 #include "solvers/lcp/boxed.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -794,6 +795,34 @@ TEST(BoxedLcpTest, PileIslandTakesTheSameBitsWithTheAvx2Kernels) {
   EXPECT_EQ(st[0].iterations, st[1].iterations);
   EXPECT_EQ(st[0].work, st[1].work);
   for (int i = 0; i < p.n; i++) EXPECT_EQ(answer[0][i], answer[1][i]) << i;
+}
+
+// A large island's answer is not stabilized (stabilize_rows): the pile island's answer has rows
+// tied at a bound, and the larger system with them clamped is not exact (its minimum-norm solution
+// leaves the bounds), so the stabilization costs one decomposition and changes nothing
+TEST(BoxedLcpTest, LargeIslandAnswerSkipsTheStabilization) {
+  CapturedLcp p;
+  ASSERT_TRUE(p.Read("pile_ties.txt"));
+  BoxedStats st[2];
+  std::vector<double> answer[2];
+  ASSERT_NO_FATAL_FAILURE(p.SolveTwice(
+      true, [](BoxedOptions* o, int on) { o->stabilize_rows = on ? 60 : INT_MAX; }, st, answer));
+  std::printf("solves %d with the stabilization, %d without\n", st[0].iterations, st[1].iterations);
+  EXPECT_EQ(st[0].iterations, st[1].iterations + 1);
+  EXPECT_EQ(st[0].pivots, st[1].pivots);
+  for (int i = 0; i < p.n; i++) EXPECT_EQ(answer[0][i], answer[1][i]) << i;
+  // rows at a bound (of the answer's own bounds) with w = 0: the ties
+  int ties = 0;
+  for (int i = 0; i < p.n; i++) {
+    const int f = p.findex[i];
+    const double x = answer[1][i];
+    const double lo = f >= 0 ? -p.mu[i] * answer[1][f] : p.lo[i];
+    const double hi = f >= 0 ? p.mu[i] * answer[1][f] : p.hi[i];
+    double w = p.b[i];
+    for (int j = 0; j < p.n; j++) w += p.A[i + static_cast<size_t>(j) * p.n] * answer[1][j];
+    ties += (x == lo || x == hi) && !(lo == hi) && std::fabs(w) <= p.tol;
+  }
+  EXPECT_GE(ties, 1);  // (measured 2)
 }
 
 TEST(BoxedLcpTest, SolveDoesNotAllocate) {
