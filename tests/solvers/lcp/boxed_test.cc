@@ -705,12 +705,20 @@ TEST(BoxedLcpTest, PileIslandTakesLemkeFromTheReducedSweepClassification) {
 // start, the box QP of the friction bounds frozen at that iterate's normals (projected active-set
 // steps on a pivoted Cholesky of the free rows), refrozen at each round's exact solve, finds the
 // exact answer without Lemke's method; the same answer, a fraction of the work, and no allocation
-// the captured island name solved without and with qp_sweep (CapturedLcp::SolveTwice)
+// the captured island name solved twice from its guess with set(&options, on), on = 0, 1
+// (CapturedLcp::SolveTwice)
+template <class Set>
+void ReadAndSolveTwice(const char* name, Set set, CapturedLcp* p, BoxedStats st[2],
+                       std::vector<double> answer[2]) {
+  ASSERT_TRUE(p->Read(name));
+  ASSERT_NO_FATAL_FAILURE(p->SolveTwice(true, set, st, answer));
+}
+
+// the captured island name solved without and with qp_sweep
 void SolveWithoutAndWithQp(const char* name, CapturedLcp* p, BoxedStats st[2],
                            std::vector<double> answer[2]) {
-  ASSERT_TRUE(p->Read(name));
-  ASSERT_NO_FATAL_FAILURE(p->SolveTwice(
-      true, [](BoxedOptions* o, int on) { o->qp_sweep = on; }, st, answer));
+  ASSERT_NO_FATAL_FAILURE(ReadAndSolveTwice(
+      name, [](BoxedOptions* o, int on) { o->qp_sweep = on; }, p, st, answer));
   std::printf("work %.3g (%d pivots) without the QP, %.3g (%d pivots, %d rounds) with it\n",
               st[0].work, st[0].pivots, st[1].work, st[1].pivots, st[1].frozen_rounds);
 }
@@ -784,11 +792,10 @@ TEST(BoxedLcpTest, PileIslandFallsBackWhenTheBoxQpFails) {
 // the AVX2 clones of those kernels and without them (Avx2Kernels): the same bits
 TEST(BoxedLcpTest, PileIslandTakesTheSameBitsWithTheAvx2Kernels) {
   CapturedLcp p;
-  ASSERT_TRUE(p.Read("pile_patch.txt"));
   BoxedStats st[2];
   std::vector<double> answer[2];
-  ASSERT_NO_FATAL_FAILURE(p.SolveTwice(
-      true, [](BoxedOptions*, int on) { Avx2Kernels::allowed_ = on; }, st, answer));
+  ASSERT_NO_FATAL_FAILURE(ReadAndSolveTwice(
+      "pile_patch.txt", [](BoxedOptions*, int on) { Avx2Kernels::allowed_ = on; }, &p, st, answer));
   Avx2Kernels::allowed_ = true;
   EXPECT_GT(st[0].pivots, 100);  // Lemke's method ran (measured 264)
   EXPECT_EQ(st[0].pivots, st[1].pivots);
@@ -802,11 +809,11 @@ TEST(BoxedLcpTest, PileIslandTakesTheSameBitsWithTheAvx2Kernels) {
 // leaves the bounds), so the stabilization costs one decomposition and changes nothing
 TEST(BoxedLcpTest, LargeIslandAnswerSkipsTheStabilization) {
   CapturedLcp p;
-  ASSERT_TRUE(p.Read("pile_ties.txt"));
   BoxedStats st[2];
   std::vector<double> answer[2];
-  ASSERT_NO_FATAL_FAILURE(p.SolveTwice(
-      true, [](BoxedOptions* o, int on) { o->stabilize_rows = on ? 60 : INT_MAX; }, st, answer));
+  ASSERT_NO_FATAL_FAILURE(ReadAndSolveTwice(
+      "pile_ties.txt", [](BoxedOptions* o, int on) { o->stabilize_rows = on ? 60 : INT_MAX; }, &p,
+      st, answer));
   std::printf("solves %d with the stabilization, %d without\n", st[0].iterations, st[1].iterations);
   EXPECT_EQ(st[0].iterations, st[1].iterations + 1);
   EXPECT_EQ(st[0].pivots, st[1].pivots);
