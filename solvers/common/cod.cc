@@ -12,7 +12,7 @@ namespace {
 
 // Householder reflector H = I - tau v v' with v = [1; x[1:m]] mapping x to [beta; 0]; x[0]
 // becomes beta and x[1:m] the tail of v
-double MakeReflector(double* x, int m) {
+CK_ALWAYS_INLINE double MakeReflector(double* x, int m) {
   if (m <= 1) return 0;
   const double xnorm2 = Dot(x + 1, x + 1, m - 1);
   if (xnorm2 == 0) return 0;
@@ -25,7 +25,7 @@ double MakeReflector(double* x, int m) {
 }
 
 // y = H y for the reflector with tail v (m - 1 entries) and scale tau
-void ApplyReflector(const double* v, double tau, int m, double* y) {
+CK_ALWAYS_INLINE void ApplyReflector(const double* v, double tau, int m, double* y) {
   if (tau == 0) return;
   const double s = tau * (y[0] + Dot(v + 1, y + 1, m - 1));
   y[0] -= s;
@@ -48,7 +48,7 @@ void Cod::Bind(double* dmem, int* imem, int nmax) {
   cond_ = 0;
 }
 
-int Cod::Factor(const double* a, int lda, int n, double rtol) {
+CK_ALWAYS_INLINE int Cod::FactorBody(const double* a, int lda, int n, double rtol) {
   n_ = n;
   const size_t ld = n;  // column stride (n * n can exceed int)
   double* q = qr_;
@@ -116,6 +116,19 @@ int Cod::Factor(const double* a, int lda, int n, double rtol) {
   }
   return rank;
 }
+
+int Cod::Factor(const double* a, int lda, int n, double rtol) {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return FactorAvx2(a, lda, n, rtol);
+#endif
+  return FactorBody(a, lda, n, rtol);
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 int Cod::FactorAvx2(const double* a, int lda, int n, double rtol) {
+  return FactorBody(a, lda, n, rtol);
+}
+#endif
 
 void Cod::CopyFrom(const Cod& o) {
   const size_t n = o.n_;

@@ -52,6 +52,11 @@ class Cod {
   double condition() const { return cond_; }
 
  private:
+  // Factor's operations (inlined into the portable code and into its AVX2 clone, which gives the
+  // same bits: solvers/common/dense.h)
+  int FactorBody(const double* a, int lda, int n, double rtol);
+  int FactorAvx2(const double* a, int lda, int n, double rtol);
+
   // apply the reflectors of a QR stored in q (leading dimension n, first m columns) to x (n)
   void ApplyQt(const double* q, const double* tau, int m, double* x) const;
   void ApplyQ(const double* q, const double* tau, int m, double* x) const;

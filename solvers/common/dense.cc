@@ -53,29 +53,8 @@ CK_ALWAYS_INLINE void CholSolveBlockBody(const double* L, int n, double* y, int 
   for (; c < nb; c++) CholSolveColumns<1>(L, n, y + c, ld);
 }
 
-#if CK_AVX2_CLONES
-CK_TARGET_AVX2 void CholSolveBlockAvx2(const double* L, int n, double* y, int nb, int ld) {
-  CholSolveBlockBody<16>(L, n, y, nb, ld);
-}
-#endif
-
-}  // namespace
-
-bool Avx2Kernels::On() {
-#if CK_AVX2_CLONES
-  static const bool cpu = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0 && !std::getenv("CK_NO_AVX2");
-  }();
-  return allowed_ && cpu;
-#else
-  return false;
-#endif
-}
-
-//---------------------------------- column-major ------------------------------------------------
-
-bool LuFactor(double* lu, int k, int* piv) {
+// LuFactor's operations (the portable code and its AVX2 clone)
+CK_ALWAYS_INLINE bool LuFactorBody(double* lu, int k, int* piv) {
   for (int j = 0; j < k; j++) {
     double* cj = lu + static_cast<size_t>(j) * k;
     int p = j;
@@ -99,6 +78,37 @@ bool LuFactor(double* lu, int k, int* piv) {
     }
   }
   return true;
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 void CholSolveBlockAvx2(const double* L, int n, double* y, int nb, int ld) {
+  CholSolveBlockBody<16>(L, n, y, nb, ld);
+}
+
+CK_TARGET_AVX2 bool LuFactorAvx2(double* lu, int k, int* piv) { return LuFactorBody(lu, k, piv); }
+#endif
+
+}  // namespace
+
+bool Avx2Kernels::On() {
+#if CK_AVX2_CLONES
+  static const bool cpu = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0 && !std::getenv("CK_NO_AVX2");
+  }();
+  return allowed_ && cpu;
+#else
+  return false;
+#endif
+}
+
+//---------------------------------- column-major ------------------------------------------------
+
+bool LuFactor(double* lu, int k, int* piv) {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return LuFactorAvx2(lu, k, piv);
+#endif
+  return LuFactorBody(lu, k, piv);
 }
 
 void LuSolve(const double* lu, const int* piv, int k, double* b) {

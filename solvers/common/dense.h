@@ -5,8 +5,9 @@
 #ifndef CONTACTKIT_SOLVERS_COMMON_DENSE_H_
 #define CONTACTKIT_SOLVERS_COMMON_DENSE_H_
 
-// AVX2 clones of a few hot block kernels (CholSolveBlock, TreeMass::SolveBlock), chosen at run
-// time on x86-64 with GCC or Clang: the default build stays portable (SSE2). A clone does the same
+// AVX2 clones of a few hot kernels (CholSolveBlock, TreeMass::SolveBlock; LuFactor, Cod::Factor
+// and the basis inverse's updates of lcp's Lemke method), chosen at run time on x86-64 with GCC or
+// Clang: the default build stays portable (SSE2). A clone does the same
 // operations in the same order (no FMA: -ffp-contract=off), four doubles a vector instead of two,
 // so its results are bit for bit the portable code's.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__)
@@ -30,7 +31,7 @@ struct Avx2Kernels {
 
 // sum of a[i] b[i] over i < n, in four partial sums (the loop-carried additions of one sum are
 // what limit a dot product's speed)
-inline double Dot(const double* a, const double* b, int n) {
+CK_ALWAYS_INLINE double Dot(const double* a, const double* b, int n) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int i = 0;
   for (; i + 4 <= n; i += 4) {

@@ -1129,8 +1129,10 @@ bool BoxedLcpSolver::Solve(const DenseLcp& lcp, const BoxedOptions& opt, signed 
       stats->pivot_ok = !stats->guess_hit;
       // (not after ExactFrom: where the minimum-norm solution of the guess left the bounds, that
       // of the larger system did too: 164 of 164 steps of the resting cloth, one decomposition
-      // each)
-      if (!nearest) Stabilize(lcp, opt, state, cod, x, w, stats);
+      // each; nor on problems of opt.stabilize_rows rows: the stacked pile's islands of 60-250
+      // rows joined their ties on 8-26 of 1000-1400 tries a run on 3.17, 0-325 of 960-2013 on
+      // 2.2.2, one decomposition of the larger system each: docs/solvers.md, lcp18)
+      if (!nearest && n < opt.stabilize_rows) Stabilize(lcp, opt, state, cod, x, w, stats);
     }
     stats->residual = Residual(lcp, x, w, &stats->kappa);
     stats->work = work_;

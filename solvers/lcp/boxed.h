@@ -51,10 +51,11 @@
 // per LU and 2 k^3 per decomposition of a k-row reduced system, 20 n^2 per Lemke pivot, 2 n^2 per
 // sweep); the step that crosses the budget finishes, the fallback's sweeps get at least a tenth of
 // max_work, and BoxedStats::spent says the budget ended the solve.
-// An accepted answer is stabilized: rows tied at a bound (w = 0) join C when the minimum-norm
-// solution of the larger system stays exact, so that redundant contacts share the force
-// symmetrically whichever path found the classification. Pivoting systems carry a tiny ridge
-// (opt.ridge) so that wrong classifications of rank-deficient A stay solvable.
+// An accepted answer of a problem below opt.stabilize_rows rows is stabilized: rows tied at a
+// bound (w = 0) join C when the minimum-norm solution of the larger system stays exact, so that
+// redundant contacts share the force symmetrically whichever path found the classification.
+// Pivoting systems carry a tiny ridge (opt.ridge) so that wrong classifications of rank-deficient A
+// stay solvable.
 #ifndef CONTACTKIT_SOLVERS_LCP_BOXED_H_
 #define CONTACTKIT_SOLVERS_LCP_BOXED_H_
 
@@ -124,6 +125,10 @@ struct BoxedOptions {
                               // fails solve the box QP of friction bounds frozen at its normals
                               // (BoxQp) from its iterate, refrozen until exact (Tresca rounds),
                               // then, where that fails, Lemke's method without the repair
+  int stabilize_rows = INT_MAX;   // answers of problems below this many rows are stabilized
+                                  // (larger ones: the pile's ties joined C on 1-3% of the
+                                  // tries on 3.17, 0-21% on 2.2.2, one decomposition each;
+                                  // docs/solvers.md, lcp18)
   const double* start = nullptr;  // (n, nullable) where that Gauss-Seidel starts (the previous
                                   // step's impulses); else from the guess's answer
 };

@@ -548,6 +548,7 @@ void LcpSolver::SolveIsland(const Problem& p, int island, Solution* sol) {
   opt.pgs_iter = settings_.lcp.pgs_iter;
   opt.max_work = Allowance();
   opt.sweep_rows = settings_.lcp.sweep_rows;
+  opt.stabilize_rows = settings_.lcp.sweep_rows;
   opt.lemke_warm = settings_.lcp.lemke_warm == 3 ? 0 : settings_.lcp.lemke_warm;
   opt.lemke_sweep = settings_.lcp.lemke_warm == 3;
   opt.qp_sweep = settings_.lcp.qp_sweep;

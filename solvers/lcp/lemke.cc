@@ -24,7 +24,7 @@ enum Kind { kUnilateral = 0, kBilateral, kBox };
 
 // inverse of the k x k row-major matrix a in place by Gauss-Jordan elimination with partial
 // pivoting (perm: k row interchanges); false if a pivot is at most tol times the largest entry
-bool InvertInPlace(double* a, int k, int* perm, double tol) {
+CK_ALWAYS_INLINE bool InvertInPlace(double* a, int k, int* perm, double tol) {
   double amax = 0;
   for (size_t i = 0; i < static_cast<size_t>(k) * k; i++) amax = std::max(amax, std::fabs(a[i]));
   const double small = tol * amax;
@@ -61,6 +61,54 @@ bool InvertInPlace(double* a, int k, int* perm, double tol) {
       std::swap(a[static_cast<size_t>(i) * k + c], a[static_cast<size_t>(i) * k + perm[c]]);
   }
   return true;
+}
+
+// row i -= c_i row r of the row-major block bu (stride ld, first nu columns) and x_i -= c_i x_r,
+// on the rows i != r (of N) with c_i != 0: a pivot's update of the basis inverse
+CK_ALWAYS_INLINE void EliminateBody(double* bu, size_t ld, int N, int nu, const double* c, int r,
+                                    double* x) {
+  const double* br = bu + r * ld;
+  for (int i = 0; i < N; i++) {
+    if (i == r || c[i] == 0) continue;
+    double* bi = bu + i * ld;
+    const double f = c[i];
+    for (int q = 0; q < nu; q++) bi[q] -= f * br[q];
+    x[i] -= f * x[r];
+  }
+}
+
+// out_i = (basic_i < N ? a[basic_i] : 0) + bu_i . au (nu columns): a column in basis coordinates
+CK_ALWAYS_INLINE void BasisProductBody(const double* bu, size_t ld, int N, int nu, const double* au,
+                                       const double* a, const int* basic, double* out) {
+  for (int i = 0; i < N; i++) {
+    out[i] = (basic[i] < N ? a[basic[i]] : 0) + Dot(bu + i * ld, au, nu);
+  }
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 void EliminateAvx2(double* bu, size_t ld, int N, int nu, const double* c, int r,
+                                  double* x) {
+  EliminateBody(bu, ld, N, nu, c, r, x);
+}
+CK_TARGET_AVX2 void BasisProductAvx2(const double* bu, size_t ld, int N, int nu, const double* au,
+                                     const double* a, const int* basic, double* out) {
+  BasisProductBody(bu, ld, N, nu, au, a, basic, out);
+}
+#endif
+
+// EliminateBody and BasisProductBody, AVX2 where it runs (the same bits: solvers/common/dense.h)
+void Eliminate(double* bu, size_t ld, int N, int nu, const double* c, int r, double* x) {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return EliminateAvx2(bu, ld, N, nu, c, r, x);
+#endif
+  EliminateBody(bu, ld, N, nu, c, r, x);
+}
+void BasisProduct(const double* bu, size_t ld, int N, int nu, const double* au, const double* a,
+                  const int* basic, double* out) {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return BasisProductAvx2(bu, ld, N, nu, au, a, basic, out);
+#endif
+  BasisProductBody(bu, ld, N, nu, au, a, basic, out);
 }
 
 }  // namespace
@@ -128,7 +176,7 @@ void Lemke::Column(const DenseLcp& lcp, int v, double* col) const {
   for (int i = 0; i < N; i++) col[i] = -col[i];
 }
 
-bool Lemke::Refactor(const DenseLcp& lcp, double pivot_tol) {
+CK_ALWAYS_INLINE bool Lemke::RefactorBody(const DenseLcp& lcp, double pivot_tol) {
   // the basis has identity columns e_j for its basic slacks w_j (rows J) and k structural
   // columns S (z and z0) whose rows R are the rows no slack covers: B x = y gives
   // S_R x_T = y_R and x_J = y_J - S_J x_T, so only the k x k block S_R is inverted. The
@@ -197,6 +245,19 @@ bool Lemke::Refactor(const DenseLcp& lcp, double pivot_tol) {
   }
   return true;
 }
+
+bool Lemke::Refactor(const DenseLcp& lcp, double pivot_tol) {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return RefactorAvx2(lcp, pivot_tol);
+#endif
+  return RefactorBody(lcp, pivot_tol);
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 bool Lemke::RefactorAvx2(const DenseLcp& lcp, double pivot_tol) {
+  return RefactorBody(lcp, pivot_tol);
+}
+#endif
 
 void Lemke::Refine(const DenseLcp& lcp) {
   // r = q - B xB (into tmp_), then xB += B^-1 r, the inverse applied as in Refactor
@@ -373,13 +434,7 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
     const double inv = 1 / c[r];
     for (int q = 0; q < nu; q++) br[q] *= inv;
     xB[r] *= inv;
-    for (int i = 0; i < N; i++) {
-      if (i == r || c[i] == 0) continue;
-      double* bi = BU + static_cast<size_t>(i) * N;
-      const double f = c[i];
-      for (int q = 0; q < nu; q++) bi[q] -= f * br[q];
-      xB[i] -= f * xB[r];
-    }
+    Eliminate(BU, N, N, nu, c, r, xB);
     where_[basic_[r]] = -1;
     basic_[r] = entering;
     where_[entering] = r;
@@ -408,10 +463,7 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
     double* au = a + N;  // a on the columns of BU
     Column(lcp, v, a);
     for (int q = 0; q < nu; q++) au[q] = a[ucol[q]];
-    for (int i = 0; i < N; i++) {
-      const double* bi = BU + static_cast<size_t>(i) * N;
-      col_[i] = (basic_[i] < N ? a[basic_[i]] : 0) + Dot(bi, au, nu);
-    }
+    BasisProduct(BU, N, N, nu, au, a, basic_.data(), col_.data());
   };
 
   bool solved = true;

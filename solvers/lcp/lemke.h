@@ -57,6 +57,8 @@ class Lemke {
   // the structural columns is inverted); false if singular (a pivot of the block at most
   // pivot_tol times its largest entry)
   bool Refactor(const DenseLcp& lcp, double pivot_tol = 0);
+  bool RefactorBody(const DenseLcp& lcp, double pivot_tol);  // (and its AVX2 clone: the same bits)
+  bool RefactorAvx2(const DenseLcp& lcp, double pivot_tol);
 
   // one step of iterative refinement of the basic solution (after Refactor; uses tmp_, col_)
   void Refine(const DenseLcp& lcp);

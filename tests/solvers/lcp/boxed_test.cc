@@ -7,6 +7,7 @@
 #include "solvers/lcp/boxed.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "solvers/common/dense.h"
 #include "solvers/lcp/schur.h"
 #include "support/fixture.h"
 
@@ -703,12 +705,20 @@ TEST(BoxedLcpTest, PileIslandTakesLemkeFromTheReducedSweepClassification) {
 // start, the box QP of the friction bounds frozen at that iterate's normals (projected active-set
 // steps on a pivoted Cholesky of the free rows), refrozen at each round's exact solve, finds the
 // exact answer without Lemke's method; the same answer, a fraction of the work, and no allocation
-// the captured island name solved without and with qp_sweep (CapturedLcp::SolveTwice)
+// the captured island name solved twice from its guess with set(&options, on), on = 0, 1
+// (CapturedLcp::SolveTwice)
+template <class Set>
+void ReadAndSolveTwice(const char* name, Set set, CapturedLcp* p, BoxedStats st[2],
+                       std::vector<double> answer[2]) {
+  ASSERT_TRUE(p->Read(name));
+  ASSERT_NO_FATAL_FAILURE(p->SolveTwice(true, set, st, answer));
+}
+
+// the captured island name solved without and with qp_sweep
 void SolveWithoutAndWithQp(const char* name, CapturedLcp* p, BoxedStats st[2],
                            std::vector<double> answer[2]) {
-  ASSERT_TRUE(p->Read(name));
-  ASSERT_NO_FATAL_FAILURE(p->SolveTwice(
-      true, [](BoxedOptions* o, int on) { o->qp_sweep = on; }, st, answer));
+  ASSERT_NO_FATAL_FAILURE(ReadAndSolveTwice(
+      name, [](BoxedOptions* o, int on) { o->qp_sweep = on; }, p, st, answer));
   std::printf("work %.3g (%d pivots) without the QP, %.3g (%d pivots, %d rounds) with it\n",
               st[0].work, st[0].pivots, st[1].work, st[1].pivots, st[1].frozen_rounds);
 }
@@ -775,6 +785,51 @@ TEST(BoxedLcpTest, PileIslandFallsBackWhenTheBoxQpFails) {
   EXPECT_FALSE(st[1].qp_hit);         // and failed
   EXPECT_GT(st[1].pivots, 50);        // Lemke's method followed (measured 180)
   EXPECT_LE(MaxDifference(answer[0], answer[1], p.n), 1e-9 * MaxAbs(answer[0], p.n));
+}
+
+// The pile island's whole path (its guess, the Gauss-Seidel start, the repair's LU solves and
+// Lemke's method from scratch: decompositions, pivots, the basis inverse's refactorizations) with
+// the AVX2 clones of those kernels and without them (Avx2Kernels): the same bits
+TEST(BoxedLcpTest, PileIslandTakesTheSameBitsWithTheAvx2Kernels) {
+  CapturedLcp p;
+  BoxedStats st[2];
+  std::vector<double> answer[2];
+  ASSERT_NO_FATAL_FAILURE(ReadAndSolveTwice(
+      "pile_patch.txt", [](BoxedOptions*, int on) { Avx2Kernels::allowed_ = on; }, &p, st, answer));
+  Avx2Kernels::allowed_ = true;
+  EXPECT_GT(st[0].pivots, 100);  // Lemke's method ran (measured 264)
+  EXPECT_EQ(st[0].pivots, st[1].pivots);
+  EXPECT_EQ(st[0].iterations, st[1].iterations);
+  EXPECT_EQ(st[0].work, st[1].work);
+  for (int i = 0; i < p.n; i++) EXPECT_EQ(answer[0][i], answer[1][i]) << i;
+}
+
+// A large island's answer is not stabilized (stabilize_rows): the pile island's answer has rows
+// tied at a bound, and the larger system with them clamped is not exact (its minimum-norm solution
+// leaves the bounds), so the stabilization costs one decomposition and changes nothing
+TEST(BoxedLcpTest, LargeIslandAnswerSkipsTheStabilization) {
+  CapturedLcp p;
+  BoxedStats st[2];
+  std::vector<double> answer[2];
+  ASSERT_NO_FATAL_FAILURE(ReadAndSolveTwice(
+      "pile_ties.txt", [](BoxedOptions* o, int on) { o->stabilize_rows = on ? 60 : INT_MAX; }, &p,
+      st, answer));
+  std::printf("solves %d with the stabilization, %d without\n", st[0].iterations, st[1].iterations);
+  EXPECT_EQ(st[0].iterations, st[1].iterations + 1);
+  EXPECT_EQ(st[0].pivots, st[1].pivots);
+  for (int i = 0; i < p.n; i++) EXPECT_EQ(answer[0][i], answer[1][i]) << i;
+  // rows at a bound (of the answer's own bounds) with w = 0: the ties
+  int ties = 0;
+  for (int i = 0; i < p.n; i++) {
+    const int f = p.findex[i];
+    const double x = answer[1][i];
+    const double lo = f >= 0 ? -p.mu[i] * answer[1][f] : p.lo[i];
+    const double hi = f >= 0 ? p.mu[i] * answer[1][f] : p.hi[i];
+    double w = p.b[i];
+    for (int j = 0; j < p.n; j++) w += p.A[i + static_cast<size_t>(j) * p.n] * answer[1][j];
+    ties += (x == lo || x == hi) && !(lo == hi) && std::fabs(w) <= p.tol;
+  }
+  EXPECT_GE(ties, 1);  // (measured 2)
 }
 
 TEST(BoxedLcpTest, SolveDoesNotAllocate) {

@@ -652,10 +652,13 @@ TEST_F(LcpTest, LargeIslandIsExactOrReportsItsBudget) {
   EXPECT_GT(large, 200);
   EXPECT_GE(solved, 0.9 * large);
 
-  // no guess and a budget of a few sweeps: inexact, and said so
+  // no guess and a budget of a few sweeps: inexact, and said so (from the start again: the
+  // mat at rest after 400 steps can be exact within it, as on 2.2.2 since lcp18's path)
+  mj_resetData(m.get(), d.get());
   s.warmstart = 0;
   s.lcp.max_work = 0.5;
   run(s, 20, &large, &solved);
+  std::printf("budget of a few sweeps: %d large solves, %d exact\n", large, solved);
   EXPECT_GT(large, 10);
   EXPECT_LT(solved, large);
   EXPECT_GE(TakeWarnings("best iterate kept"), 1);
