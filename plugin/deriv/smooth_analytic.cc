@@ -561,6 +561,77 @@ void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, doub
   Cross3(dF + 6, n, dF + 3);
 }
 
+void SmoothTangent::BodyPairTangent(const mjModel* m, int i, const Twist& t1, const Twist& t2,
+                                    double dp[3], double dF[9], double* ddist) const {
+  // PrepareBodyPair's nearest points c_g = x_g + s_g A_g move with their bodies (u_g) and, where
+  // s_g is free, along A_g at the rate that keeps A_g.(c1 - c2) = 0; then with e = c2 - c1,
+  // L = |e|, n = e / L: ddist = n.de, dn = (de - ddist n) / L, the point c1 + (r1 + dist / 2) n
+  // moves by dc1 + (r1 + dist / 2) dn + (ddist / 2) n, and MakeFrame's tangent t = p / |p|,
+  // p = t0 - (n.t0) n with its fixed t0, by (I - t t') dp / |p|, the third axis n x t
+  const mjContact& g0 = pairs_.nominal[i];
+  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
+  const mjData* d = stage_data_;
+  const int geom[2] = {pr.g1, pr.g2};
+  const double s[2] = {pr.s1, pr.s2};
+  const Twist* tw[2] = {&t1, &t2};
+  double A[2][3], dA[2][3], c[2][3], u[2][3];  // scaled axes, their rates, points, rigid motions
+  for (int g = 0; g < 2; g++) {
+    const double* R = d->geom_xmat + 9 * geom[g];
+    const double len = m->geom_type[geom[g]] == mjGEOM_CAPSULE ? m->geom_size[3 * geom[g] + 1] : 0;
+    for (int k = 0; k < 3; k++) {
+      A[g][k] = len * R[3 * k + 2];
+      c[g][k] = d->geom_xpos[3 * geom[g] + k] + s[g] * A[g][k];
+    }
+    Cross3(dA[g], tw[g]->w, A[g]);
+    tw[g]->PointMotion(c[g], u[g]);
+  }
+
+  // the free parameters' rates: A_g.(c1 - c2) = 0 differentiated, f_g + A_g.(ds1 A1 - ds2 A2)
+  const double e12[3] = {c[0][0] - c[1][0], c[0][1] - c[1][1], c[0][2] - c[1][2]};
+  const double du[3] = {u[0][0] - u[1][0], u[0][1] - u[1][1], u[0][2] - u[1][2]};
+  const double f1 = Dot3(dA[0], e12) + Dot3(A[0], du), f2 = Dot3(dA[1], e12) + Dot3(A[1], du);
+  const double ma = Dot3(A[0], A[0]), mc = Dot3(A[1], A[1]), b = Dot3(A[0], A[1]);
+  double ds1 = 0, ds2 = 0;
+  if (pr.free1 && pr.free2) {
+    const double det = b * b - ma * mc;
+    ds1 = (f1 * mc - b * f2) / det;
+    ds2 = (b * f1 - ma * f2) / det;
+  } else if (pr.free1) {
+    ds1 = -f1 / ma;
+  } else if (pr.free2) {
+    ds2 = f2 / mc;
+  }
+
+  // distance, normal and point
+  const double* n = g0.frame;
+  const double L = std::sqrt(Dot3(e12, e12)), r1 = m->geom_size[3 * pr.g1];
+  double dc1[3], de[3];
+  for (int k = 0; k < 3; k++) {
+    dc1[k] = u[0][k] + ds1 * A[0][k];
+    de[k] = u[1][k] + ds2 * A[1][k] - dc1[k];
+  }
+  const double dL = Dot3(n, de), arm = r1 + 0.5 * g0.dist;
+  *ddist = dL;
+  double* dn = dF;
+  for (int k = 0; k < 3; k++) {
+    dn[k] = (de[k] - dL * n[k]) / L;
+    dp[k] = dc1[k] + arm * dn[k] + 0.5 * dL * n[k];
+  }
+
+  // the frame: t0 = (0, 1, 0), or (0, 0, 1) where |n_y| >= 1/2
+  const int a = n[1] < 0.5 && n[1] > -0.5 ? 1 : 2;
+  const double nt = n[a], dnt = dn[a], len = std::sqrt(1 - nt * nt);
+  const double* t = g0.frame + 3;
+  double q[3];
+  for (int k = 0; k < 3; k++) q[k] = -dnt * n[k] - nt * dn[k];
+  const double tq = Dot3(t, q);
+  for (int k = 0; k < 3; k++) dF[3 + k] = (q[k] - tq * t[k]) / len;
+  double x[3];
+  Cross3(dF + 6, dn, t);
+  Cross3(x, n, dF + 3);
+  for (int k = 0; k < 3; k++) dF[6 + k] += x[k];
+}
+
 void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
   mjData* d = stage_data_;
   const int nv = nv_, na = na_;
@@ -761,7 +832,9 @@ void SmoothTangent::ContactGeometry(const mjModel* m, int i, const double* S, co
       tw[side].o[r] = com[r];
     }
   }
-  if (ClosedPair(pr)) {
+  if (ClosedPair(pr) && pr.bodies) {
+    BodyPairTangent(m, i, tw[0], tw[1], dp, dF, ddist);
+  } else if (ClosedPair(pr)) {
     ClosedTangent(m, i, tw[1], dp, dF, ddist);
   } else if (!GeometryTangent(i, kPoseStep, dp, dF, ddist)) {
     PatchTangent(i, kPoseStep, tw[0], tw[1], dp, dF, ddist);

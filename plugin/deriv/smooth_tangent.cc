@@ -172,7 +172,77 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
                            R[2] * n[1] - R[5] * n[0]};  // axis x normal
       pr.closed = std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]) >= kClosedMinSine;
     }
+    pr.bodies = PrepareBodyPair(m, pr);
   }
+}
+
+bool SmoothTangent::PrepareBodyPair(const mjModel* m, ContactPair& pr) const {
+  // MuJoCo's sphere-sphere contact of centres c1, c2, radii r1, r2: normal n = (c2 - c1) / L,
+  // dist L - r1 - r2, point c1 + (r1 + dist / 2) n, the frame from n alone (MakeFrame). A
+  // capsule's centre is the point x + s A of its segment (A the scaled axis, s in [-1, 1]) nearest
+  // the sphere's centre, or for two capsules mjc_CapsuleCapsule's nearest points of the segments
+  // (clipped s1, then s2; one contact: not parallel). 2.2.2 and 3.x differ only in operations
+  if (pr.g1 < 0 || pr.g2 < 0 || pr.count != 1) return false;
+  const int type[2] = {m->geom_type[pr.g1], m->geom_type[pr.g2]};
+  for (int g = 0; g < 2; g++) {
+    if (type[g] != mjGEOM_SPHERE && type[g] != mjGEOM_CAPSULE) return false;
+  }
+  const mjData* d = stage_data_;
+  const int geom[2] = {pr.g1, pr.g2};
+  double A[2][3];
+  for (int g = 0; g < 2; g++) {
+    const double* R = d->geom_xmat + 9 * geom[g];
+    const double len = type[g] == mjGEOM_CAPSULE ? m->geom_size[3 * geom[g] + 1] : 0;
+    for (int k = 0; k < 3; k++) A[g][k] = len * R[3 * k + 2];
+  }
+  const double* x1 = d->geom_xpos + 3 * pr.g1;
+  const double* x2 = d->geom_xpos + 3 * pr.g2;
+  const double dif[3] = {x1[0] - x2[0], x1[1] - x2[1], x1[2] - x2[2]};
+  auto clip = [](double s, bool* free) {
+    *free = s > -1 && s < 1;
+    return s > 1 ? 1 : s < -1 ? -1 : s;
+  };
+  pr.s1 = pr.s2 = 0;
+  pr.free1 = pr.free2 = false;
+  if (type[0] == mjGEOM_SPHERE && type[1] == mjGEOM_CAPSULE) {
+    const double mc = mju_dot3(A[1], A[1]);
+    if (mc <= 0) return false;
+    pr.s2 = clip(mju_dot3(A[1], dif) / mc, &pr.free2);
+  } else if (type[0] == mjGEOM_CAPSULE) {
+    const double ma = mju_dot3(A[0], A[0]), mb = -mju_dot3(A[0], A[1]), mc = mju_dot3(A[1], A[1]);
+    const double u = -mju_dot3(A[0], dif), v = mju_dot3(A[1], dif), det = ma * mc - mb * mb;
+    if (det < kClosedMinSine * kClosedMinSine * ma * mc) return false;  // (near) parallel
+    pr.s1 = (mc * u - mb * v) / det;
+    pr.s2 = (ma * v - mb * u) / det;
+    pr.free1 = pr.free2 = true;
+    if (pr.s1 > 1 || pr.s1 < -1) {
+      pr.s1 = clip(pr.s1, &pr.free1);
+      pr.s2 = (v + pr.s1 * -mb) / mc;
+    }
+    if (pr.s2 > 1 || pr.s2 < -1) {
+      pr.s2 = clip(pr.s2, &pr.free2);
+      pr.s1 = clip((u + pr.s2 * -mb) / ma, &pr.free1);
+    }
+  }
+
+  // the nominal contact reproduced (else re-collided), the centres apart
+  double c1[3], e[3];
+  for (int k = 0; k < 3; k++) {
+    c1[k] = x1[k] + pr.s1 * A[0][k];
+    e[k] = x2[k] + pr.s2 * A[1][k] - c1[k];
+  }
+  const double r1 = m->geom_size[3 * pr.g1], r2 = m->geom_size[3 * pr.g2];
+  const double L = mju_norm3(e), tol = 1e-9 * (L + r1 + r2);
+  if (L < kClosedMinSine * (r1 + r2)) return false;
+  const mjContact& g0 = pairs_.nominal[pr.first];
+  double frame[9] = {e[0] / L, e[1] / L, e[2] / L, 0, 0, 0, 0, 0, 0};
+  MakeFrame(frame);
+  bool same = std::abs(L - r1 - r2 - g0.dist) <= tol;
+  for (int k = 0; k < 3; k++) {
+    same &= std::abs(c1[k] + (r1 + 0.5 * g0.dist) * frame[k] - g0.pos[k]) <= tol;
+  }
+  for (int k = 0; k < 9; k++) same &= std::abs(frame[k] - g0.frame[k]) <= 1e-9;
+  return same;
 }
 
 void SmoothTangent::DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign,
@@ -680,6 +750,7 @@ bool SmoothTangent::RecollidePair(const mjModel* m, mjData* d, int k, double ste
   // the buffer's frames have no tangent (zero from Setup, and again after each use)
   mjContact* buf = pairs_.collide_out;
   const int nraw = CollideGeomPair(m, d, pr.g1, pr.g2, pr.margin, buf);
+  recollisions_++;
   const bool same = MatchPair(m, k, nraw, kJumpRate * step, bit, out);
   for (int i = 0; i < nraw; i++) {
     for (int q = 3; q < 9; q++) buf[i].frame[q] = 0;

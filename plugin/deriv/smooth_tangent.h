@@ -156,6 +156,11 @@ class SmoothTangent : public MassForms {
   // test hook: a static plane's contacts with spheres and capsules in closed form (true) or
   // from the centred re-collisions as any other pair (false)
   static inline bool closed_form_ = true;
+  // test hook: two spheres' or capsules' contacts (sphere-sphere, sphere-capsule, capsule-capsule)
+  // in closed form (true) or from the centred re-collisions (false)
+  static inline bool closed_bodies_ = true;
+  // test probe: the collision calls of the re-collisions (RecollidePair)
+  static inline long recollisions_ = 0;
   // test hook: the blocked path's dJ' f of consecutive contacts on the same bodies from their
   // summed wrenches (true) or contact by contact (false)
   static inline bool group_wrenches_ = true;
@@ -256,11 +261,17 @@ class SmoothTangent : public MassForms {
   // (pairs_.forward, pairs_.backward, as pairs_.found marks); false if neither
   // found it again
   bool GeometryTangent(int i, double step, double dp[3], double dF[9], double* ddist) const;
-  // the pair's contacts' geometry in closed form along the direction (ClosedTangent): a plane
-  // the direction does not move against a sphere or capsule
+  // the pair's contacts' geometry in closed form along the direction: a plane the direction
+  // does not move against a sphere or capsule (ClosedTangent), or two spheres or capsules
+  // (BodyPairTangent)
   bool ClosedPair(const ContactPair& pr) const {
-    return closed_form_ && pr.closed && !pairs_.body_moved[pr.body1];
+    return closed_form_ &&
+           ((pr.closed && !pairs_.body_moved[pr.body1]) || (closed_bodies_ && pr.bodies));
   }
+  // pair pr is two spheres or capsules whose nominal contact BodyPairTangent reproduces (its
+  // parameters set); false where the closed form is degenerate (parallel capsules, coincident
+  // centres) or the contact is not the expected one
+  bool PrepareBodyPair(const mjModel* m, ContactPair& pr) const;
   void AnalyticVelocity(const mjModel* m, int k);
   // the joint actuators of dof k: add to the direction's tangent the differences of
   // mj_fwdActuation along their lengths or velocities (field: the stage data's actuator_length or
@@ -423,6 +434,10 @@ class SmoothTangent : public MassForms {
   // point, frame and distance tangents of contact i of a ClosedPair, its g2 moved by twist t2
   void ClosedTangent(const mjModel* m, int i, const Twist& t2, double dp[3], double dF[9],
                      double* ddist) const;
+  // the same for contact i of a pair of spheres or capsules (ContactPair::bodies), g1 moved by
+  // twist t1 and g2 by t2
+  void BodyPairTangent(const mjModel* m, int i, const Twist& t1, const Twist& t2, double dp[3],
+                       double dF[9], double* ddist) const;
 
   // the other parts
   Extractor& extractor_;

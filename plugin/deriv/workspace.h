@@ -153,6 +153,11 @@ struct ContactPair {
   double margin = 0;   // margin passed to the collision function
   int body1 = 0, body2 = 0;
   bool closed = false;  // a plane (g1) and a sphere or capsule (g2): ClosedTangent's geometry
+  // two spheres or capsules of one contact: BodyPairTangent's geometry, their nearest points at
+  // the scaled-axis parameters s1, s2 (free: not clipped to the segment)
+  bool bodies = false;
+  bool free1 = false, free2 = false;
+  double s1 = 0, s2 = 0;
 };
 
 // the nominal contact pairs and their collisions re-run along a direction
