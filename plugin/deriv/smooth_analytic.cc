@@ -726,52 +726,63 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
   pairs_.moved_last = last;
   double Q[2][9];  // the rotations exp(+-e [S]x) of the two sides (every geom's)
   bool turned = false;
-  for (int q = 0; q < pairs_.npair; q++) {
-    ContactPair& pr = pairs_.pair[q];
-    if (!pairs_.body_moved[pr.body1] && !pairs_.body_moved[pr.body2]) continue;
-    if (ClosedPair(pr)) continue;  // (ClosedTangent)
-    double saved[2][12];
+  // the moved bodies' pairs (one whose bodies both moved: from its first)
+  for (int b = b0; b <= last; b++) {
+    for (int a = pairs_.body_pairadr[b]; a < pairs_.body_pairadr[b + 1]; a++) {
+      const int q = pairs_.body_pair[a];
+      const ContactPair& pr = pairs_.pair[q];
+      if (b == pr.body2 && pr.body1 != b && pairs_.body_moved[pr.body1]) continue;
+      if (ClosedPair(pr)) continue;  // (ClosedTangent, BodyPairTangent)
+      RecollideRigidPair(m, q, S, com, Q, &turned);
+    }
+  }
+}
+
+void SmoothTangent::RecollideRigidPair(const mjModel* m, int q, const double* S, const double* com,
+                                       double Q[2][9], bool* turned) {
+  mjData* d = stage_data_;
+  const ContactPair& pr = pairs_.pair[q];
+  double saved[2][12];
+  for (int g = 0; g < 2; g++) {
+    const int geom = g == 0 ? pr.g1 : pr.g2;
+    if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
+    mju_copy3(saved[g], d->geom_xpos + 3 * geom);
+    mju_copy(saved[g] + 3, d->geom_xmat + 9 * geom, 9);
+  }
+  for (int c = pr.first; c < pr.first + pr.count; c++) pairs_.found[c] = 0;
+  if (!*turned) {
+    Rotation(S, kPoseStep, Q[0]);
+    Rotation(S, -kPoseStep, Q[1]);
+    *turned = true;
+  }
+  for (int side = 0; side < 2; side++) {
+    const double e = side == 0 ? kPoseStep : -kPoseStep;
     for (int g = 0; g < 2; g++) {
       const int geom = g == 0 ? pr.g1 : pr.g2;
       if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
-      mju_copy3(saved[g], d->geom_xpos + 3 * geom);
-      mju_copy(saved[g] + 3, d->geom_xmat + 9 * geom, 9);
-    }
-    for (int c = pr.first; c < pr.first + pr.count; c++) pairs_.found[c] = 0;
-    if (!turned) {
-      Rotation(S, kPoseStep, Q[0]);
-      Rotation(S, -kPoseStep, Q[1]);
-      turned = true;
-    }
-    for (int side = 0; side < 2; side++) {
-      const double e = side == 0 ? kPoseStep : -kPoseStep;
-      for (int g = 0; g < 2; g++) {
-        const int geom = g == 0 ? pr.g1 : pr.g2;
-        if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
-        double* pos = d->geom_xpos + 3 * geom;
-        double* mat = d->geom_xmat + 9 * geom;
+      double* pos = d->geom_xpos + 3 * geom;
+      double* mat = d->geom_xmat + 9 * geom;
 
-        // x = c + Q (x - c) + e v, R = Q R with Q = exp(e [w]x)
-        const double* Qs = Q[side];
-        double r[3];
-        mju_sub3(r, saved[g], com);
-        for (int i = 0; i < 3; i++) pos[i] = com[i] + Dot3(Qs + 3 * i, r) + e * S[3 + i];
-        for (int i = 0; i < 3; i++) {
-          for (int c = 0; c < 3; c++) {
-            mat[3 * i + c] = 0;
-            for (int a = 0; a < 3; a++) mat[3 * i + c] += Qs[3 * i + a] * saved[g][3 + 3 * a + c];
-          }
+      // x = c + Q (x - c) + e v, R = Q R with Q = exp(e [w]x)
+      const double* Qs = Q[side];
+      double r[3];
+      mju_sub3(r, saved[g], com);
+      for (int i = 0; i < 3; i++) pos[i] = com[i] + Dot3(Qs + 3 * i, r) + e * S[3 + i];
+      for (int i = 0; i < 3; i++) {
+        for (int c = 0; c < 3; c++) {
+          mat[3 * i + c] = 0;
+          for (int a = 0; a < 3; a++) mat[3 * i + c] += Qs[3 * i + a] * saved[g][3 + 3 * a + c];
         }
       }
-      mjContact* out = side == 0 ? pairs_.forward : pairs_.backward;
-      if (!RecollidePair(m, d, q, kPoseStep, 1 << side, out)) mode_changes_++;
     }
-    for (int g = 0; g < 2; g++) {
-      const int geom = g == 0 ? pr.g1 : pr.g2;
-      if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
-      mju_copy3(d->geom_xpos + 3 * geom, saved[g]);
-      mju_copy(d->geom_xmat + 9 * geom, saved[g] + 3, 9);
-    }
+    mjContact* out = side == 0 ? pairs_.forward : pairs_.backward;
+    if (!RecollidePair(m, d, q, kPoseStep, 1 << side, out)) mode_changes_++;
+  }
+  for (int g = 0; g < 2; g++) {
+    const int geom = g == 0 ? pr.g1 : pr.g2;
+    if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
+    mju_copy3(d->geom_xpos + 3 * geom, saved[g]);
+    mju_copy(d->geom_xmat + 9 * geom, saved[g] + 3, 9);
   }
 }
 

@@ -174,6 +174,27 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
     }
     pr.bodies = PrepareBodyPair(m, pr);
   }
+  IndexBodyPairs(m->nbody);
+}
+
+void SmoothTangent::IndexBodyPairs(int nbody) {
+  // counts at adr[b + 1], their prefix sums, each body's pairs at adr[b]++ (then its end: the
+  // next body's start, shifted back)
+  int* adr = pairs_.body_pairadr;
+  for (int b = 0; b <= nbody; b++) adr[b] = 0;
+  for (int q = 0; q < pairs_.npair; q++) {
+    const ContactPair& pr = pairs_.pair[q];
+    adr[pr.body1 + 1]++;
+    if (pr.body2 != pr.body1) adr[pr.body2 + 1]++;
+  }
+  for (int b = 0; b < nbody; b++) adr[b + 1] += adr[b];
+  for (int q = 0; q < pairs_.npair; q++) {
+    const ContactPair& pr = pairs_.pair[q];
+    pairs_.body_pair[adr[pr.body1]++] = q;
+    if (pr.body2 != pr.body1) pairs_.body_pair[adr[pr.body2]++] = q;
+  }
+  for (int b = nbody; b > 0; b--) adr[b] = adr[b - 1];
+  adr[0] = 0;
 }
 
 bool SmoothTangent::PrepareBodyPair(const mjModel* m, ContactPair& pr) const {

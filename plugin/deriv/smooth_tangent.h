@@ -272,6 +272,8 @@ class SmoothTangent : public MassForms {
   // parameters set); false where the closed form is degenerate (parallel capsules, coincident
   // centres) or the contact is not the expected one
   bool PrepareBodyPair(const mjModel* m, ContactPair& pr) const;
+  // each body's pairs (pairs_.body_pairadr, body_pair) from pairs_.pair
+  void IndexBodyPairs(int nbody);
   void AnalyticVelocity(const mjModel* m, int k);
   // the joint actuators of dof k: add to the direction's tangent the differences of
   // mj_fwdActuation along their lengths or velocities (field: the stage data's actuator_length or
@@ -280,6 +282,10 @@ class SmoothTangent : public MassForms {
   // the contact pairs dof k's subtree touches, re-collided on geom poses moved rigidly along it
   // forward and backward (into pairs_.forward, pairs_.backward)
   void RecollideRigid(const mjModel* m, int k);
+  // RecollideRigid's pair q: its moved geoms' poses turned by Q[0], Q[1] (made from S at the
+  // first pair: turned) about com and shifted by the step along S, re-collided, restored
+  void RecollideRigidPair(const mjModel* m, int q, const double* S, const double* com,
+                          double Q[2][9], bool* turned);
   // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
   void AnalyticContactRows(const mjModel* m, int k);
   // set_jacobian_rows' terms of contact con at row along a position direction: its rows' dJ

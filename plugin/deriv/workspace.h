@@ -172,6 +172,8 @@ struct PairWork {
   mjContact* backward;     // geometry nudged backward           (ncon)
   char* found;             // nudges that found a contact again: 1 forward, 2 back (ncon)
   char* body_moved;        // bodies the pass moves              (nbody)
+  int* body_pairadr;       // first of each body's pairs in body_pair (nbody + 1)
+  int* body_pair;          // the pairs of each body, by body     (2 ncon)
   int* eq_type;            // equality type                      (neq)
   double* eq_torquescale;  // weld rotation-to-translation       (neq)
   mjContact* collide_out;  // collision output                   (mjMAXCONPAIR)
