@@ -526,15 +526,16 @@ void SmoothTangent::PatchTangent(int i, double step, const Twist& t1, const Twis
 
 void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, double dp[3],
                                   double dF[9], double* ddist) const {
-  // MuJoCo's plane-sphere contact (a capsule's: each end's sphere) has the plane's normal n, the
-  // distance n.(c - x_plane) - r from the sphere's center c, the point c - (dist / 2 + r) n, and
+  // MuJoCo's plane-sphere contact (a capsule's: each end's sphere; a box's: a corner, r = 0) has
+  // the plane's normal n, the distance n.(c - x_plane) - r from the sphere's center c, the point
+  // c - (dist / 2 + r) n, and
   // for a capsule the frame's tangent t = p / |p|, p = a - (n.a) n its axis a off the normal
   // (MakeFrame), the third axis n x t. The plane does not move (ClosedPair): along the twist t2
   // of the sphere's body c moves by u, dist by n.u, the point by u - (n.u / 2) n, a by w x a
   const mjContact& g0 = pairs_.nominal[i];
   const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
   const double* n = g0.frame;
-  const double r = m->geom_size[3 * pr.g2];
+  const double r = m->geom_type[pr.g2] == mjGEOM_BOX ? 0 : m->geom_size[3 * pr.g2];
   double c[3], u[3];
   for (int k = 0; k < 3; k++) c[k] = g0.pos[k] + (0.5 * g0.dist + r) * n[k];
   t2.PointMotion(c, u);
@@ -542,7 +543,7 @@ void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, doub
   for (int k = 0; k < 3; k++) dp[k] = u[k] - 0.5 * dd * n[k];
   *ddist = dd;
   for (int k = 0; k < 9; k++) dF[k] = 0;
-  if (m->geom_type[pr.g2] != mjGEOM_CAPSULE) return;  // a sphere's frame: from n alone
+  if (m->geom_type[pr.g2] != mjGEOM_CAPSULE) return;  // a sphere's or box's frame: from n alone
 
   // dt = (I - t t') dp / |p| with dp = da - (n.da) n
   const double* R = stage_data_->geom_xmat + 9 * pr.g2;

@@ -158,13 +158,14 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
   // the re-collisions write only the geometry (dist, pos, frame) of a contact found again: the
   // rest is the nominal contact's
   for (int c = 0; c < d->ncon; c++) pairs_.forward[c] = pairs_.backward[c] = pairs_.nominal[c];
-  // a plane against a sphere or capsule in closed form (ClosedTangent), but a capsule within
-  // kClosedMinSine of standing on the plane (its contacts' tangent, the axis off the normal)
+  // a plane against a sphere, capsule or box in closed form (ClosedTangent), but a capsule
+  // within kClosedMinSine of standing on the plane (its contacts' tangent, the axis off the
+  // normal)
   for (int q = 0; q < pairs_.npair; q++) {
     ContactPair& pr = pairs_.pair[q];
     const int type2 = pr.g1 >= 0 && pr.g2 >= 0 ? m->geom_type[pr.g2] : -1;
     pr.closed = type2 >= 0 && m->geom_type[pr.g1] == mjGEOM_PLANE &&
-                (type2 == mjGEOM_SPHERE || type2 == mjGEOM_CAPSULE);
+                (type2 == mjGEOM_SPHERE || type2 == mjGEOM_CAPSULE || type2 == mjGEOM_BOX);
     if (pr.closed && type2 == mjGEOM_CAPSULE) {
       const double* R = d->geom_xmat + 9 * pr.g2;
       const double* n = pairs_.nominal[pr.first].frame;

@@ -153,7 +153,7 @@ class SmoothTangent : public MassForms {
   // test hook: a position or velocity direction's row tangents on its tree's island's rows, the
   // others kept zero (true), or on every row (false; the blocked path: its island either way)
   static inline bool island_rows_ = true;
-  // test hook: a static plane's contacts with spheres and capsules in closed form (true) or
+  // test hook: a static plane's contacts with spheres, capsules and boxes in closed form (true) or
   // from the centred re-collisions as any other pair (false)
   static inline bool closed_form_ = true;
   // test hook: two spheres' or capsules' contacts (sphere-sphere, sphere-capsule, capsule-capsule)
@@ -262,7 +262,7 @@ class SmoothTangent : public MassForms {
   // found it again
   bool GeometryTangent(int i, double step, double dp[3], double dF[9], double* ddist) const;
   // the pair's contacts' geometry in closed form along the direction: a plane the direction
-  // does not move against a sphere or capsule (ClosedTangent), or two spheres or capsules
+  // does not move against a sphere, capsule or box (ClosedTangent), or two spheres or capsules
   // (BodyPairTangent)
   bool ClosedPair(const ContactPair& pr) const {
     return closed_form_ &&

@@ -152,7 +152,7 @@ struct ContactPair {
   int count = 0;       // contacts of the pair in the nominal list
   double margin = 0;   // margin passed to the collision function
   int body1 = 0, body2 = 0;
-  bool closed = false;  // a plane (g1) and a sphere or capsule (g2): ClosedTangent's geometry
+  bool closed = false;  // a plane (g1) and a sphere, capsule or box (g2): ClosedTangent's
   // two spheres or capsules of one contact: BodyPairTangent's geometry, their nearest points at
   // the scaled-axis parameters s1, s2 (free: not clipped to the segment)
   bool bodies = false;
