@@ -524,21 +524,41 @@ void SmoothTangent::PatchTangent(int i, double step, const Twist& t1, const Twis
   }
 }
 
+void SmoothTangent::EllipsoidRoll(const mjModel* m, int g, const double* n, const double* w,
+                                  double* u) const {
+  // the support point x + R (a o v / |v|), v = a o R'(-n) (a the radii), turning with R by w:
+  // R'(-n) by R'(w x n), the point in the geom's frame by a o (I - v v' / |v|^2) dv / |v|
+  const double* R = stage_data_->geom_xmat + 9 * g;
+  const double* a = m->geom_size + 3 * g;
+  double wn[3], v[3], dv[3];
+  Cross3(wn, w, n);
+  for (int k = 0; k < 3; k++) {
+    v[k] = -a[k] * (R[k] * n[0] + R[3 + k] * n[1] + R[6 + k] * n[2]);
+    dv[k] = a[k] * (R[k] * wn[0] + R[3 + k] * wn[1] + R[6 + k] * wn[2]);
+  }
+  const double vv = Dot3(v, v), len = std::sqrt(vv), vdv = Dot3(v, dv);
+  double ds[3];
+  for (int k = 0; k < 3; k++) ds[k] = a[k] * (dv[k] - v[k] * vdv / vv) / len;
+  for (int k = 0; k < 3; k++) u[k] += Dot3(R + 3 * k, ds);
+}
+
 void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, double dp[3],
                                   double dF[9], double* ddist) const {
-  // MuJoCo's plane-sphere contact (a capsule's: each end's sphere; a box's: a corner, r = 0) has
-  // the plane's normal n, the distance n.(c - x_plane) - r from the sphere's center c, the point
-  // c - (dist / 2 + r) n, and
+  // MuJoCo's plane-sphere contact (a capsule's: each end's sphere; a box's: a corner, r = 0; an
+  // ellipsoid's: its support point along -n, r = 0, EllipsoidRoll) has the plane's normal n, the
+  // distance n.(c - x_plane) - r from the sphere's center c, the point c - (dist / 2 + r) n, and
   // for a capsule the frame's tangent t = p / |p|, p = a - (n.a) n its axis a off the normal
   // (MakeFrame), the third axis n x t. The plane does not move (ClosedPair): along the twist t2
   // of the sphere's body c moves by u, dist by n.u, the point by u - (n.u / 2) n, a by w x a
   const mjContact& g0 = pairs_.nominal[i];
   const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
   const double* n = g0.frame;
-  const double r = m->geom_type[pr.g2] == mjGEOM_BOX ? 0 : m->geom_size[3 * pr.g2];
+  const int type = m->geom_type[pr.g2];
+  const double r = type == mjGEOM_BOX || type == mjGEOM_ELLIPSOID ? 0 : m->geom_size[3 * pr.g2];
   double c[3], u[3];
   for (int k = 0; k < 3; k++) c[k] = g0.pos[k] + (0.5 * g0.dist + r) * n[k];
   t2.PointMotion(c, u);
+  if (type == mjGEOM_ELLIPSOID) EllipsoidRoll(m, pr.g2, n, t2.w, u);
   const double dd = Dot3(n, u);
   for (int k = 0; k < 3; k++) dp[k] = u[k] - 0.5 * dd * n[k];
   *ddist = dd;

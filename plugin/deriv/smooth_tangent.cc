@@ -72,6 +72,26 @@ inline double Dist3(const double a[3], const double b[3]) {
   return std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
 }
 
+// ellipsoid g's support point along -n (MuJoCo's plane-convex contact: x + R (a o v / |v|),
+// v = a o R'(-n)) is contact con's, c - (dist / 2) n, to 1e-9 of its largest radius
+bool SupportMatches(const mjModel* m, const mjData* d, int g, const mjContact& con) {
+  const double* R = d->geom_xmat + 9 * g;
+  const double* a = m->geom_size + 3 * g;
+  const double* n = con.frame;
+  double v[3];
+  for (int k = 0; k < 3; k++) v[k] = -a[k] * (R[k] * n[0] + R[3 + k] * n[1] + R[6 + k] * n[2]);
+  const double len = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+  if (len < mjMINVAL) return false;
+  const double tol = 1e-9 * std::max(a[0], std::max(a[1], a[2]));
+  bool same = true;
+  for (int k = 0; k < 3; k++) {
+    double s = d->geom_xpos[3 * g + k];
+    for (int j = 0; j < 3; j++) s += R[3 * k + j] * a[j] * v[j] / len;
+    same &= std::abs(s - (con.pos[k] + 0.5 * con.dist * n[k])) <= tol;
+  }
+  return same;
+}
+
 }  // namespace
 
 SmoothTangent::~SmoothTangent() {
@@ -165,13 +185,17 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
     ContactPair& pr = pairs_.pair[q];
     const int type2 = pr.g1 >= 0 && pr.g2 >= 0 ? m->geom_type[pr.g2] : -1;
     pr.closed = type2 >= 0 && m->geom_type[pr.g1] == mjGEOM_PLANE &&
-                (type2 == mjGEOM_SPHERE || type2 == mjGEOM_CAPSULE || type2 == mjGEOM_BOX);
+                (type2 == mjGEOM_SPHERE || type2 == mjGEOM_CAPSULE || type2 == mjGEOM_BOX ||
+                 type2 == mjGEOM_ELLIPSOID);
     if (pr.closed && type2 == mjGEOM_CAPSULE) {
       const double* R = d->geom_xmat + 9 * pr.g2;
       const double* n = pairs_.nominal[pr.first].frame;
       const double s[3] = {R[5] * n[2] - R[8] * n[1], R[8] * n[0] - R[2] * n[2],
                            R[2] * n[1] - R[5] * n[0]};  // axis x normal
       pr.closed = std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]) >= kClosedMinSine;
+    }
+    if (pr.closed && type2 == mjGEOM_ELLIPSOID) {
+      pr.closed = pr.count == 1 && SupportMatches(m, d, pr.g2, pairs_.nominal[pr.first]);
     }
     pr.bodies = PrepareBodyPair(m, pr);
   }

@@ -440,6 +440,8 @@ class SmoothTangent : public MassForms {
   // point, frame and distance tangents of contact i of a ClosedPair, its g2 moved by twist t2
   void ClosedTangent(const mjModel* m, int i, const Twist& t2, double dp[3], double dF[9],
                      double* ddist) const;
+  // u += the rolling of ellipsoid g's support point along -n as it turns by w (ClosedTangent)
+  void EllipsoidRoll(const mjModel* m, int g, const double* n, const double* w, double* u) const;
   // the same for contact i of a pair of spheres or capsules (ContactPair::bodies), g1 moved by
   // twist t1 and g2 by t2
   void BodyPairTangent(const mjModel* m, int i, const Twist& t1, const Twist& t2, double dp[3],

@@ -37,7 +37,7 @@ constexpr char kCapsules[] = R"(
 </mujoco>)";
 
 // boxes on the floor: one flat (four corners), one on an edge (two), one on a hinged arm resting
-// on a corner
+// on a corner; a tilted ellipsoid and one on a hinged arm (their support points roll)
 constexpr char kBoxes[] = R"(
 <mujoco>
   <option timestep="0.005"/>
@@ -48,6 +48,12 @@ constexpr char kBoxes[] = R"(
     <body pos="0 1 0.3">
       <joint type="hinge" axis="1 0.2 0" damping="0.1"/>
       <geom type="box" pos="0.05 0.1 -0.15" euler="30 20 10" size="0.05 0.08 0.1"/>
+    </body>
+    <body pos="2 0 0.1" euler="20 30 0"><freejoint/>
+      <geom type="ellipsoid" size="0.2 0.1 0.06"/></body>
+    <body pos="2 1 0.3">
+      <joint type="hinge" axis="1 0.2 0" damping="0.1"/>
+      <geom type="ellipsoid" pos="0.05 0.1 -0.18" euler="30 20 10" size="0.05 0.08 0.13"/>
     </body>
   </worldbody>
 </mujoco>)";
@@ -137,20 +143,26 @@ TEST_F(ClosedContactJacTest, PlaneCapsuleAndSphereJacobiansMatchTheRecollisions)
   CompareWithRecollisions(m.get(), nudge, tilted);
 }
 
-TEST_F(ClosedContactJacTest, PlaneBoxJacobiansMatchTheRecollisions) {
+TEST_F(ClosedContactJacTest, PlaneBoxAndEllipsoidJacobiansMatchTheRecollisions) {
   ModelPtr m = LoadString(kBoxes);
   ASSERT_TRUE(m);
   auto nudge = [](const mjModel* m, mjData* d) {
-    d->qvel[0] = 0.3;           // the flat box slides
-    d->qvel[11] = 0.4;          // the edge one rolls
-    d->qvel[m->nv - 1] = -0.5;  // the arm's corner drags on the floor
+    d->qvel[0] = 0.3;          // the flat box slides
+    d->qvel[11] = 0.4;         // the edge one rolls
+    d->qvel[12] = -0.5;        // the arm's corner drags on the floor
+    d->qvel[16] = 0.3;         // the free ellipsoid rolls
+    d->qvel[m->nv - 1] = 0.5;  // the other arm's ellipsoid rolls and drags
   };
-  // every box touches, each contact a closed one (no re-collision left)
+  // every box and ellipsoid touches, each contact a closed one (no re-collision left)
   auto touching = [](const mjModel* m, const mjData* d, const std::string& what) {
-    int boxes = 0;
-    for (int c = 0; c < d->ncon; c++)
-      boxes += m->geom_type[ContactGeom(d->contact + c, 1)] == mjGEOM_BOX;
+    int boxes = 0, ellipsoids = 0;
+    for (int c = 0; c < d->ncon; c++) {
+      const int type = m->geom_type[ContactGeom(d->contact + c, 1)];
+      boxes += type == mjGEOM_BOX;
+      ellipsoids += type == mjGEOM_ELLIPSOID;
+    }
     ASSERT_GE(boxes, 6) << what;
+    ASSERT_EQ(2, ellipsoids) << what;
   };
   CompareWithRecollisions(m.get(), nudge, touching);
   EXPECT_EQ(0, closed_calls_);
