@@ -412,9 +412,9 @@ double SmoothTangent::SolverRowAdjointDot(const mjModel* m, int kind, int k) {
 }
 
 bool SmoothTangent::ClosedContactGradient(const mjModel* m, int c, const double* x) {
-  // a static plane's contact c with a sphere or capsule on body B (ClosedTangent: linear in B's
-  // twist S): its rows' term x' r for a direction moving B with twist S and velocities u, u+, u_x
-  // before its carried dofs is (AnalyticContactRows' carried side, RowAdjointDot's weights)
+  // a static plane's contact c with a sphere, capsule or box on body B (ClosedTangent: linear in
+  // B's twist S): its rows' term x' r for a direction moving B with twist S and velocities u, u+,
+  // u_x before its carried dofs is (AnalyticContactRows' carried side, RowAdjointDot's weights)
   //   sum_r a_r(S) . X_r - (S x* rho_r) . X_r + (S x* rho_r) . Y_r + w_pos ddist(S)
   // with X_r = w_vel V_B + w_Jv V+_B + h f_r V_x,B and Y_r the same of u, u+, u_x: the first
   // terms G . S (G from the six unit twists), the last three sums of forces (S x* P_t) . u_t

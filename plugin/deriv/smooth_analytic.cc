@@ -592,9 +592,28 @@ void SmoothTangent::PatchTangent(int i, double step, const Twist& t1, const Twis
   }
 }
 
+void SmoothTangent::EllipsoidRoll(const mjModel* m, int g, const double* n, const double* w,
+                                  double* u) const {
+  // the support point x + R (a o v / |v|), v = a o R'(-n) (a the radii), turning with R by w:
+  // R'(-n) by R'(w x n), the point in the geom's frame by a o (I - v v' / |v|^2) dv / |v|
+  const double* R = stage_data_->geom_xmat + 9 * g;
+  const double* a = m->geom_size + 3 * g;
+  double wn[3], v[3], dv[3];
+  Cross3(wn, w, n);
+  for (int k = 0; k < 3; k++) {
+    v[k] = -a[k] * (R[k] * n[0] + R[3 + k] * n[1] + R[6 + k] * n[2]);
+    dv[k] = a[k] * (R[k] * wn[0] + R[3 + k] * wn[1] + R[6 + k] * wn[2]);
+  }
+  const double vv = Dot3(v, v), len = std::sqrt(vv), vdv = Dot3(v, dv);
+  double ds[3];
+  for (int k = 0; k < 3; k++) ds[k] = a[k] * (dv[k] - v[k] * vdv / vv) / len;
+  for (int k = 0; k < 3; k++) u[k] += Dot3(R + 3 * k, ds);
+}
+
 void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, double dp[3],
                                   double dF[9], double* ddist) const {
-  // MuJoCo's plane-sphere contact (a capsule's: each end's sphere) has the plane's normal n, the
+  // MuJoCo's plane-sphere contact (a capsule's: each end's sphere; a box's: a corner, r = 0; an
+  // ellipsoid's: its support point along -n, r = 0, EllipsoidRoll) has the plane's normal n, the
   // distance n.(c - x_plane) - r from the sphere's center c, the point c - (dist / 2 + r) n, and
   // for a capsule the frame's tangent t = p / |p|, p = a - (n.a) n its axis a off the normal
   // (MakeFrame), the third axis n x t. The plane does not move (ClosedPair): along the twist t2
@@ -602,15 +621,17 @@ void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, doub
   const mjContact& g0 = pairs_.nominal[i];
   const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
   const double* n = g0.frame;
-  const double r = m->geom_size[3 * pr.g2];
+  const int type = m->geom_type[pr.g2];
+  const double r = type == mjGEOM_BOX || type == mjGEOM_ELLIPSOID ? 0 : m->geom_size[3 * pr.g2];
   double c[3], u[3];
   for (int k = 0; k < 3; k++) c[k] = g0.pos[k] + (0.5 * g0.dist + r) * n[k];
   t2.PointMotion(c, u);
+  if (type == mjGEOM_ELLIPSOID) EllipsoidRoll(m, pr.g2, n, t2.w, u);
   const double dd = Dot3(n, u);
   for (int k = 0; k < 3; k++) dp[k] = u[k] - 0.5 * dd * n[k];
   *ddist = dd;
   for (int k = 0; k < 9; k++) dF[k] = 0;
-  if (m->geom_type[pr.g2] != mjGEOM_CAPSULE) return;  // a sphere's frame: from n alone
+  if (m->geom_type[pr.g2] != mjGEOM_CAPSULE) return;  // a sphere's or box's frame: from n alone
 
   // dt = (I - t t') dp / |p| with dp = da - (n.da) n
   const double* R = stage_data_->geom_xmat + 9 * pr.g2;
@@ -627,6 +648,77 @@ void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, doub
   const double s = (Dot3(t, p) < 0 ? -1 : 1) / len, tq = Dot3(t, q);
   for (int k = 0; k < 3; k++) dF[3 + k] = s * (q[k] - tq * t[k]);
   Cross3(dF + 6, n, dF + 3);
+}
+
+void SmoothTangent::BodyPairTangent(const mjModel* m, int i, const Twist& t1, const Twist& t2,
+                                    double dp[3], double dF[9], double* ddist) const {
+  // PrepareBodyPair's nearest points c_g = x_g + s_g A_g move with their bodies (u_g) and, where
+  // s_g is free, along A_g at the rate that keeps A_g.(c1 - c2) = 0; then with e = c2 - c1,
+  // L = |e|, n = e / L: ddist = n.de, dn = (de - ddist n) / L, the point c1 + (r1 + dist / 2) n
+  // moves by dc1 + (r1 + dist / 2) dn + (ddist / 2) n, and MakeFrame's tangent t = p / |p|,
+  // p = t0 - (n.t0) n with its fixed t0, by (I - t t') dp / |p|, the third axis n x t
+  const mjContact& g0 = pairs_.nominal[i];
+  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
+  const mjData* d = stage_data_;
+  const int geom[2] = {pr.g1, pr.g2};
+  const double s[2] = {pr.s1, pr.s2};
+  const Twist* tw[2] = {&t1, &t2};
+  double A[2][3], dA[2][3], c[2][3], u[2][3];  // scaled axes, their rates, points, rigid motions
+  for (int g = 0; g < 2; g++) {
+    const double* R = d->geom_xmat + 9 * geom[g];
+    const double len = m->geom_type[geom[g]] == mjGEOM_CAPSULE ? m->geom_size[3 * geom[g] + 1] : 0;
+    for (int k = 0; k < 3; k++) {
+      A[g][k] = len * R[3 * k + 2];
+      c[g][k] = d->geom_xpos[3 * geom[g] + k] + s[g] * A[g][k];
+    }
+    Cross3(dA[g], tw[g]->w, A[g]);
+    tw[g]->PointMotion(c[g], u[g]);
+  }
+
+  // the free parameters' rates: A_g.(c1 - c2) = 0 differentiated, f_g + A_g.(ds1 A1 - ds2 A2)
+  const double e12[3] = {c[0][0] - c[1][0], c[0][1] - c[1][1], c[0][2] - c[1][2]};
+  const double du[3] = {u[0][0] - u[1][0], u[0][1] - u[1][1], u[0][2] - u[1][2]};
+  const double f1 = Dot3(dA[0], e12) + Dot3(A[0], du), f2 = Dot3(dA[1], e12) + Dot3(A[1], du);
+  const double ma = Dot3(A[0], A[0]), mc = Dot3(A[1], A[1]), b = Dot3(A[0], A[1]);
+  double ds1 = 0, ds2 = 0;
+  if (pr.free1 && pr.free2) {
+    const double det = b * b - ma * mc;
+    ds1 = (f1 * mc - b * f2) / det;
+    ds2 = (b * f1 - ma * f2) / det;
+  } else if (pr.free1) {
+    ds1 = -f1 / ma;
+  } else if (pr.free2) {
+    ds2 = f2 / mc;
+  }
+
+  // distance, normal and point
+  const double* n = g0.frame;
+  const double L = std::sqrt(Dot3(e12, e12)), r1 = m->geom_size[3 * pr.g1];
+  double dc1[3], de[3];
+  for (int k = 0; k < 3; k++) {
+    dc1[k] = u[0][k] + ds1 * A[0][k];
+    de[k] = u[1][k] + ds2 * A[1][k] - dc1[k];
+  }
+  const double dL = Dot3(n, de), arm = r1 + 0.5 * g0.dist;
+  *ddist = dL;
+  double* dn = dF;
+  for (int k = 0; k < 3; k++) {
+    dn[k] = (de[k] - dL * n[k]) / L;
+    dp[k] = dc1[k] + arm * dn[k] + 0.5 * dL * n[k];
+  }
+
+  // the frame: t0 = (0, 1, 0), or (0, 0, 1) where |n_y| >= 1/2
+  const int a = n[1] < 0.5 && n[1] > -0.5 ? 1 : 2;
+  const double nt = n[a], dnt = dn[a], len = std::sqrt(1 - nt * nt);
+  const double* t = g0.frame + 3;
+  double q[3];
+  for (int k = 0; k < 3; k++) q[k] = -dnt * n[k] - nt * dn[k];
+  const double tq = Dot3(t, q);
+  for (int k = 0; k < 3; k++) dF[3 + k] = (q[k] - tq * t[k]) / len;
+  double x[3];
+  Cross3(dF + 6, dn, t);
+  Cross3(x, n, dF + 3);
+  for (int k = 0; k < 3; k++) dF[6 + k] += x[k];
 }
 
 void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
@@ -731,52 +823,63 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
   pairs_.moved_last = last;
   double Q[2][9];  // the rotations exp(+-e [S]x) of the two sides (every geom's)
   bool turned = false;
-  for (int q = 0; q < pairs_.npair; q++) {
-    ContactPair& pr = pairs_.pair[q];
-    if (!pairs_.body_moved[pr.body1] && !pairs_.body_moved[pr.body2]) continue;
-    if (ClosedPair(pr)) continue;  // (ClosedTangent)
-    double saved[2][12];
+  // the moved bodies' pairs (one whose bodies both moved: from its first)
+  for (int b = b0; b <= last; b++) {
+    for (int a = pairs_.body_pairadr[b]; a < pairs_.body_pairadr[b + 1]; a++) {
+      const int q = pairs_.body_pair[a];
+      const ContactPair& pr = pairs_.pair[q];
+      if (b == pr.body2 && pr.body1 != b && pairs_.body_moved[pr.body1]) continue;
+      if (ClosedPair(pr)) continue;  // (ClosedTangent, BodyPairTangent)
+      RecollideRigidPair(m, q, S, com, Q, &turned);
+    }
+  }
+}
+
+void SmoothTangent::RecollideRigidPair(const mjModel* m, int q, const double* S, const double* com,
+                                       double Q[2][9], bool* turned) {
+  mjData* d = stage_data_;
+  const ContactPair& pr = pairs_.pair[q];
+  double saved[2][12];
+  for (int g = 0; g < 2; g++) {
+    const int geom = g == 0 ? pr.g1 : pr.g2;
+    if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
+    mju_copy3(saved[g], d->geom_xpos + 3 * geom);
+    mju_copy(saved[g] + 3, d->geom_xmat + 9 * geom, 9);
+  }
+  for (int c = pr.first; c < pr.first + pr.count; c++) pairs_.found[c] = 0;
+  if (!*turned) {
+    Rotation(S, kPoseStep, Q[0]);
+    Rotation(S, -kPoseStep, Q[1]);
+    *turned = true;
+  }
+  for (int side = 0; side < 2; side++) {
+    const double e = side == 0 ? kPoseStep : -kPoseStep;
     for (int g = 0; g < 2; g++) {
       const int geom = g == 0 ? pr.g1 : pr.g2;
       if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
-      mju_copy3(saved[g], d->geom_xpos + 3 * geom);
-      mju_copy(saved[g] + 3, d->geom_xmat + 9 * geom, 9);
-    }
-    for (int c = pr.first; c < pr.first + pr.count; c++) pairs_.found[c] = 0;
-    if (!turned) {
-      Rotation(S, kPoseStep, Q[0]);
-      Rotation(S, -kPoseStep, Q[1]);
-      turned = true;
-    }
-    for (int side = 0; side < 2; side++) {
-      const double e = side == 0 ? kPoseStep : -kPoseStep;
-      for (int g = 0; g < 2; g++) {
-        const int geom = g == 0 ? pr.g1 : pr.g2;
-        if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
-        double* pos = d->geom_xpos + 3 * geom;
-        double* mat = d->geom_xmat + 9 * geom;
+      double* pos = d->geom_xpos + 3 * geom;
+      double* mat = d->geom_xmat + 9 * geom;
 
-        // x = c + Q (x - c) + e v, R = Q R with Q = exp(e [w]x)
-        const double* Qs = Q[side];
-        double r[3];
-        mju_sub3(r, saved[g], com);
-        for (int i = 0; i < 3; i++) pos[i] = com[i] + Dot3(Qs + 3 * i, r) + e * S[3 + i];
-        for (int i = 0; i < 3; i++) {
-          for (int c = 0; c < 3; c++) {
-            mat[3 * i + c] = 0;
-            for (int a = 0; a < 3; a++) mat[3 * i + c] += Qs[3 * i + a] * saved[g][3 + 3 * a + c];
-          }
+      // x = c + Q (x - c) + e v, R = Q R with Q = exp(e [w]x)
+      const double* Qs = Q[side];
+      double r[3];
+      mju_sub3(r, saved[g], com);
+      for (int i = 0; i < 3; i++) pos[i] = com[i] + Dot3(Qs + 3 * i, r) + e * S[3 + i];
+      for (int i = 0; i < 3; i++) {
+        for (int c = 0; c < 3; c++) {
+          mat[3 * i + c] = 0;
+          for (int a = 0; a < 3; a++) mat[3 * i + c] += Qs[3 * i + a] * saved[g][3 + 3 * a + c];
         }
       }
-      mjContact* out = side == 0 ? pairs_.forward : pairs_.backward;
-      if (!RecollidePair(m, d, q, kPoseStep, 1 << side, out)) mode_changes_++;
     }
-    for (int g = 0; g < 2; g++) {
-      const int geom = g == 0 ? pr.g1 : pr.g2;
-      if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
-      mju_copy3(d->geom_xpos + 3 * geom, saved[g]);
-      mju_copy(d->geom_xmat + 9 * geom, saved[g] + 3, 9);
-    }
+    mjContact* out = side == 0 ? pairs_.forward : pairs_.backward;
+    if (!RecollidePair(m, d, q, kPoseStep, 1 << side, out)) mode_changes_++;
+  }
+  for (int g = 0; g < 2; g++) {
+    const int geom = g == 0 ? pr.g1 : pr.g2;
+    if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
+    mju_copy3(d->geom_xpos + 3 * geom, saved[g]);
+    mju_copy(d->geom_xmat + 9 * geom, saved[g] + 3, 9);
   }
 }
 
@@ -837,7 +940,9 @@ void SmoothTangent::ContactGeometry(const mjModel* m, int i, const double* S, co
       tw[side].o[r] = com[r];
     }
   }
-  if (ClosedPair(pr)) {
+  if (ClosedPair(pr) && pr.bodies) {
+    BodyPairTangent(m, i, tw[0], tw[1], dp, dF, ddist);
+  } else if (ClosedPair(pr)) {
     ClosedTangent(m, i, tw[1], dp, dF, ddist);
   } else if (!GeometryTangent(i, kPoseStep, dp, dF, ddist)) {
     PatchTangent(i, kPoseStep, tw[0], tw[1], dp, dF, ddist);

@@ -72,6 +72,26 @@ inline double Dist3(const double a[3], const double b[3]) {
   return std::sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
 }
 
+// ellipsoid g's support point along -n (MuJoCo's plane-convex contact: x + R (a o v / |v|),
+// v = a o R'(-n)) is contact con's, c - (dist / 2) n, to 1e-9 of its largest radius
+bool SupportMatches(const mjModel* m, const mjData* d, int g, const mjContact& con) {
+  const double* R = d->geom_xmat + 9 * g;
+  const double* a = m->geom_size + 3 * g;
+  const double* n = con.frame;
+  double v[3];
+  for (int k = 0; k < 3; k++) v[k] = -a[k] * (R[k] * n[0] + R[3 + k] * n[1] + R[6 + k] * n[2]);
+  const double len = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+  if (len < mjMINVAL) return false;
+  const double tol = 1e-9 * std::max(a[0], std::max(a[1], a[2]));
+  bool same = true;
+  for (int k = 0; k < 3; k++) {
+    double s = d->geom_xpos[3 * g + k];
+    for (int j = 0; j < 3; j++) s += R[3 * k + j] * a[j] * v[j] / len;
+    same &= std::abs(s - (con.pos[k] + 0.5 * con.dist * n[k])) <= tol;
+  }
+  return same;
+}
+
 }  // namespace
 
 SmoothTangent::~SmoothTangent() {
@@ -158,13 +178,15 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
   // the re-collisions write only the geometry (dist, pos, frame) of a contact found again: the
   // rest is the nominal contact's
   for (int c = 0; c < d->ncon; c++) pairs_.forward[c] = pairs_.backward[c] = pairs_.nominal[c];
-  // a plane against a sphere or capsule in closed form (ClosedTangent), but a capsule within
-  // kClosedMinSine of standing on the plane (its contacts' tangent, the axis off the normal)
+  // a plane against a sphere, capsule or box in closed form (ClosedTangent), but a capsule
+  // within kClosedMinSine of standing on the plane (its contacts' tangent, the axis off the
+  // normal)
   for (int q = 0; q < pairs_.npair; q++) {
     ContactPair& pr = pairs_.pair[q];
     const int type2 = pr.g1 >= 0 && pr.g2 >= 0 ? m->geom_type[pr.g2] : -1;
     pr.closed = type2 >= 0 && m->geom_type[pr.g1] == mjGEOM_PLANE &&
-                (type2 == mjGEOM_SPHERE || type2 == mjGEOM_CAPSULE);
+                (type2 == mjGEOM_SPHERE || type2 == mjGEOM_CAPSULE || type2 == mjGEOM_BOX ||
+                 type2 == mjGEOM_ELLIPSOID);
     if (pr.closed && type2 == mjGEOM_CAPSULE) {
       const double* R = d->geom_xmat + 9 * pr.g2;
       const double* n = pairs_.nominal[pr.first].frame;
@@ -172,7 +194,101 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
                            R[2] * n[1] - R[5] * n[0]};  // axis x normal
       pr.closed = std::sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2]) >= kClosedMinSine;
     }
+    if (pr.closed && type2 == mjGEOM_ELLIPSOID) {
+      pr.closed = pr.count == 1 && SupportMatches(m, d, pr.g2, pairs_.nominal[pr.first]);
+    }
+    pr.bodies = PrepareBodyPair(m, pr);
   }
+  IndexBodyPairs(m->nbody);
+}
+
+void SmoothTangent::IndexBodyPairs(int nbody) {
+  // counts at adr[b + 1], their prefix sums, each body's pairs at adr[b]++ (then its end: the
+  // next body's start, shifted back)
+  int* adr = pairs_.body_pairadr;
+  for (int b = 0; b <= nbody; b++) adr[b] = 0;
+  for (int q = 0; q < pairs_.npair; q++) {
+    const ContactPair& pr = pairs_.pair[q];
+    adr[pr.body1 + 1]++;
+    if (pr.body2 != pr.body1) adr[pr.body2 + 1]++;
+  }
+  for (int b = 0; b < nbody; b++) adr[b + 1] += adr[b];
+  for (int q = 0; q < pairs_.npair; q++) {
+    const ContactPair& pr = pairs_.pair[q];
+    pairs_.body_pair[adr[pr.body1]++] = q;
+    if (pr.body2 != pr.body1) pairs_.body_pair[adr[pr.body2]++] = q;
+  }
+  for (int b = nbody; b > 0; b--) adr[b] = adr[b - 1];
+  adr[0] = 0;
+}
+
+bool SmoothTangent::PrepareBodyPair(const mjModel* m, ContactPair& pr) const {
+  // MuJoCo's sphere-sphere contact of centres c1, c2, radii r1, r2: normal n = (c2 - c1) / L,
+  // dist L - r1 - r2, point c1 + (r1 + dist / 2) n, the frame from n alone (MakeFrame). A
+  // capsule's centre is the point x + s A of its segment (A the scaled axis, s in [-1, 1]) nearest
+  // the sphere's centre, or for two capsules mjc_CapsuleCapsule's nearest points of the segments
+  // (clipped s1, then s2; one contact: not parallel). 2.2.2 and 3.x differ only in operations
+  if (pr.g1 < 0 || pr.g2 < 0 || pr.count != 1) return false;
+  const int type[2] = {m->geom_type[pr.g1], m->geom_type[pr.g2]};
+  for (int g = 0; g < 2; g++) {
+    if (type[g] != mjGEOM_SPHERE && type[g] != mjGEOM_CAPSULE) return false;
+  }
+  const mjData* d = stage_data_;
+  const int geom[2] = {pr.g1, pr.g2};
+  double A[2][3];
+  for (int g = 0; g < 2; g++) {
+    const double* R = d->geom_xmat + 9 * geom[g];
+    const double len = type[g] == mjGEOM_CAPSULE ? m->geom_size[3 * geom[g] + 1] : 0;
+    for (int k = 0; k < 3; k++) A[g][k] = len * R[3 * k + 2];
+  }
+  const double* x1 = d->geom_xpos + 3 * pr.g1;
+  const double* x2 = d->geom_xpos + 3 * pr.g2;
+  const double dif[3] = {x1[0] - x2[0], x1[1] - x2[1], x1[2] - x2[2]};
+  auto clip = [](double s, bool* free) {
+    *free = s > -1 && s < 1;
+    return s > 1 ? 1 : s < -1 ? -1 : s;
+  };
+  pr.s1 = pr.s2 = 0;
+  pr.free1 = pr.free2 = false;
+  if (type[0] == mjGEOM_SPHERE && type[1] == mjGEOM_CAPSULE) {
+    const double mc = mju_dot3(A[1], A[1]);
+    if (mc <= 0) return false;
+    pr.s2 = clip(mju_dot3(A[1], dif) / mc, &pr.free2);
+  } else if (type[0] == mjGEOM_CAPSULE) {
+    const double ma = mju_dot3(A[0], A[0]), mb = -mju_dot3(A[0], A[1]), mc = mju_dot3(A[1], A[1]);
+    const double u = -mju_dot3(A[0], dif), v = mju_dot3(A[1], dif), det = ma * mc - mb * mb;
+    if (det < kClosedMinSine * kClosedMinSine * ma * mc) return false;  // (near) parallel
+    pr.s1 = (mc * u - mb * v) / det;
+    pr.s2 = (ma * v - mb * u) / det;
+    pr.free1 = pr.free2 = true;
+    if (pr.s1 > 1 || pr.s1 < -1) {
+      pr.s1 = clip(pr.s1, &pr.free1);
+      pr.s2 = (v + pr.s1 * -mb) / mc;
+    }
+    if (pr.s2 > 1 || pr.s2 < -1) {
+      pr.s2 = clip(pr.s2, &pr.free2);
+      pr.s1 = clip((u + pr.s2 * -mb) / ma, &pr.free1);
+    }
+  }
+
+  // the nominal contact reproduced (else re-collided), the centres apart
+  double c1[3], e[3];
+  for (int k = 0; k < 3; k++) {
+    c1[k] = x1[k] + pr.s1 * A[0][k];
+    e[k] = x2[k] + pr.s2 * A[1][k] - c1[k];
+  }
+  const double r1 = m->geom_size[3 * pr.g1], r2 = m->geom_size[3 * pr.g2];
+  const double L = mju_norm3(e), tol = 1e-9 * (L + r1 + r2);
+  if (L < kClosedMinSine * (r1 + r2)) return false;
+  const mjContact& g0 = pairs_.nominal[pr.first];
+  double frame[9] = {e[0] / L, e[1] / L, e[2] / L, 0, 0, 0, 0, 0, 0};
+  MakeFrame(frame);
+  bool same = std::abs(L - r1 - r2 - g0.dist) <= tol;
+  for (int k = 0; k < 3; k++) {
+    same &= std::abs(c1[k] + (r1 + 0.5 * g0.dist) * frame[k] - g0.pos[k]) <= tol;
+  }
+  for (int k = 0; k < 9; k++) same &= std::abs(frame[k] - g0.frame[k]) <= 1e-9;
+  return same;
 }
 
 void SmoothTangent::DenseQDeriv(const mjModel* m, const mjData* src, double* out, double sign,
@@ -684,6 +800,7 @@ bool SmoothTangent::RecollidePair(const mjModel* m, mjData* d, int k, double ste
   // the buffer's frames have no tangent (zero from Setup, and again after each use)
   mjContact* buf = pairs_.collide_out;
   const int nraw = CollideGeomPair(m, d, pr.g1, pr.g2, pr.margin, buf);
+  recollisions_++;
   const bool same = MatchPair(m, k, nraw, kJumpRate * step, bit, out);
   for (int i = 0; i < nraw; i++) {
     for (int q = 3; q < 9; q++) buf[i].frame[q] = 0;

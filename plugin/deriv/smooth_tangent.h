@@ -172,9 +172,14 @@ class SmoothTangent : public MassForms {
   // test hook: a position or velocity direction's row tangents on its tree's island's rows, the
   // others kept zero (true), or on every row (false; the blocked path: its island either way)
   static inline bool island_rows_ = true;
-  // test hook: a static plane's contacts with spheres and capsules in closed form (true) or
+  // test hook: a static plane's contacts with spheres, capsules and boxes in closed form (true) or
   // from the centred re-collisions as any other pair (false)
   static inline bool closed_form_ = true;
+  // test hook: two spheres' or capsules' contacts (sphere-sphere, sphere-capsule, capsule-capsule)
+  // in closed form (true) or from the centred re-collisions (false)
+  static inline bool closed_bodies_ = true;
+  // test probe: the collision calls of the re-collisions (RecollidePair)
+  static inline long recollisions_ = 0;
   // test hook: the blocked path's dJ' f of consecutive contacts on the same bodies from their
   // summed wrenches (true) or contact by contact (false)
   static inline bool group_wrenches_ = true;
@@ -288,11 +293,19 @@ class SmoothTangent : public MassForms {
   // (pairs_.forward, pairs_.backward, as pairs_.found marks); false if neither
   // found it again
   bool GeometryTangent(int i, double step, double dp[3], double dF[9], double* ddist) const;
-  // the pair's contacts' geometry in closed form along the direction (ClosedTangent): a plane
-  // the direction does not move against a sphere or capsule
+  // the pair's contacts' geometry in closed form along the direction: a plane the direction
+  // does not move against a sphere, capsule or box (ClosedTangent), or two spheres or capsules
+  // (BodyPairTangent)
   bool ClosedPair(const ContactPair& pr) const {
-    return closed_form_ && pr.closed && !pairs_.body_moved[pr.body1];
+    return closed_form_ &&
+           ((pr.closed && !pairs_.body_moved[pr.body1]) || (closed_bodies_ && pr.bodies));
   }
+  // pair pr is two spheres or capsules whose nominal contact BodyPairTangent reproduces (its
+  // parameters set); false where the closed form is degenerate (parallel capsules, coincident
+  // centres) or the contact is not the expected one
+  bool PrepareBodyPair(const mjModel* m, ContactPair& pr) const;
+  // each body's pairs (pairs_.body_pairadr, body_pair) from pairs_.pair
+  void IndexBodyPairs(int nbody);
   void AnalyticVelocity(const mjModel* m, int k);
   // the joint actuators of dof k: add to the direction's tangent the differences of
   // mj_fwdActuation along their lengths or velocities (field: the stage data's actuator_length or
@@ -301,6 +314,10 @@ class SmoothTangent : public MassForms {
   // the contact pairs dof k's subtree touches, re-collided on geom poses moved rigidly along it
   // forward and backward (into pairs_.forward, pairs_.backward)
   void RecollideRigid(const mjModel* m, int k);
+  // RecollideRigid's pair q: its moved geoms' poses turned by Q[0], Q[1] (made from S at the
+  // first pair: turned) about com and shifted by the step along S, re-collided, restored
+  void RecollideRigidPair(const mjModel* m, int q, const double* S, const double* com,
+                          double Q[2][9], bool* turned);
   // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
   void AnalyticContactRows(const mjModel* m, int k);
   // set_jacobian_rows' terms of contact con at row along a position direction: its rows' dJ
@@ -455,6 +472,12 @@ class SmoothTangent : public MassForms {
   // point, frame and distance tangents of contact i of a ClosedPair, its g2 moved by twist t2
   void ClosedTangent(const mjModel* m, int i, const Twist& t2, double dp[3], double dF[9],
                      double* ddist) const;
+  // u += the rolling of ellipsoid g's support point along -n as it turns by w (ClosedTangent)
+  void EllipsoidRoll(const mjModel* m, int g, const double* n, const double* w, double* u) const;
+  // the same for contact i of a pair of spheres or capsules (ContactPair::bodies), g1 moved by
+  // twist t1 and g2 by t2
+  void BodyPairTangent(const mjModel* m, int i, const Twist& t1, const Twist& t2, double dp[3],
+                       double dF[9], double* ddist) const;
 
   // the other parts
   Extractor& extractor_;

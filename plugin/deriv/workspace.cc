@@ -123,6 +123,8 @@ void PairWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   backward = c.Take<mjContact>(n.ncon);
   found = c.Take<char>(n.ncon);
   body_moved = c.Take<char>(n.nbody);
+  body_pairadr = c.Take<int>(n.nbody + 1);
+  body_pair = c.Take<int>(2 * n.ncon);
   moved_first = moved_last = -1;
   eq_type = c.Take<int>(n.neq);
   eq_torquescale = c.Take<double>(n.neq);

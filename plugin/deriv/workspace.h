@@ -155,7 +155,12 @@ struct ContactPair {
   int count = 0;       // contacts of the pair in the nominal list
   double margin = 0;   // margin passed to the collision function
   int body1 = 0, body2 = 0;
-  bool closed = false;  // a plane (g1) and a sphere or capsule (g2): ClosedTangent's geometry
+  bool closed = false;  // a plane (g1) and a sphere, capsule or box (g2): ClosedTangent's
+  // two spheres or capsules of one contact: BodyPairTangent's geometry, their nearest points at
+  // the scaled-axis parameters s1, s2 (free: not clipped to the segment)
+  bool bodies = false;
+  bool free1 = false, free2 = false;
+  double s1 = 0, s2 = 0;
 };
 
 // the nominal contact pairs and their collisions re-run along a direction
@@ -170,6 +175,8 @@ struct PairWork {
   mjContact* backward;     // geometry nudged backward           (ncon)
   char* found;             // nudges that found a contact again: 1 forward, 2 back (ncon)
   char* body_moved;        // bodies the pass moves              (nbody)
+  int* body_pairadr;       // first of each body's pairs in body_pair (nbody + 1)
+  int* body_pair;          // the pairs of each body, by body     (2 ncon)
   int* eq_type;            // equality type                      (neq)
   double* eq_torquescale;  // weld rotation-to-translation       (neq)
   mjContact* collide_out;  // collision output                   (mjMAXCONPAIR)

@@ -1,0 +1,203 @@
+// Copyright 2026 The contactkit developers.
+//
+// The contacts of two spheres or capsules (sphere-sphere, sphere-capsule, capsule-capsule) on
+// moving bodies take their point, frame and depth tangents in closed form
+// (SmoothTangent::BodyPairTangent) instead of two re-collisions per position direction: every
+// solver's Jacobians equal those of the re-collisions (SmoothTangent::closed_bodies_ = false) to
+// their rounding and match centred differences at least as well, near-parallel capsules are
+// re-collided, and the VJP equals dx' [A B].
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "plugin/deriv/smooth_tangent.h"
+#include "tests/plugin/deriv/deriv_util.h"
+
+namespace contactkit::test {
+namespace {
+
+// no gravity: the pairs overlap from the start and keep touching for the few steps taken
+constexpr char kHead[] = R"(
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>)";
+constexpr char kTail[] = R"(
+  </worldbody>
+</mujoco>)";
+
+// two free spheres; a sphere on a hinged arm against a free sphere (turning about the hinge)
+constexpr char kSpheres[] = R"(
+    <body pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/></body>
+    <body pos="0.15 0.05 1.03"><freejoint/><geom type="sphere" size="0.08"/></body>
+    <body pos="2 0 1">
+      <joint type="hinge" axis="0.2 1 0" damping="0.1"/>
+      <geom type="sphere" pos="0.3 0 0.1" size="0.06"/>
+    </body>
+    <body pos="2.38 0.02 1.12"><freejoint/><geom type="sphere" size="0.05"/></body>)";
+
+// a free capsule with a sphere on its side (free parameter) and one at its end (clipped); a
+// hinged capsule's side against a free sphere
+constexpr char kSphereCapsule[] = R"(
+    <body pos="0 0 1" euler="10 20 30"><freejoint/>
+      <geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.05"/></body>
+    <body pos="0.02 0.1 1.04"><freejoint/><geom type="sphere" size="0.08"/></body>
+    <body pos="-0.244 -0.143 1.0615"><freejoint/><geom type="sphere" size="0.07"/></body>
+    <body pos="2 0 1">
+      <joint type="hinge" axis="1 0.3 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0.1 0.3 0" size="0.04"/>
+    </body>
+    <body pos="2.05 0.2 0.93"><freejoint/><geom type="sphere" size="0.05"/></body>)";
+
+// crossing capsules (both parameters free), an end on a side (one clipped), ends on ends (both)
+constexpr char kCapsules[] = R"(
+    <body pos="0 0 1"><freejoint/>
+      <geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.05"/></body>
+    <body pos="0.05 0 1.08" euler="0 10 80"><freejoint/>
+      <geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.05"/></body>
+    <body pos="-0.12 -0.05 1.27" euler="15 10 0"><freejoint/>
+      <geom type="capsule" fromto="0 0 -0.2 0 0 0.2" size="0.04"/></body>
+    <body pos="2 0 1" euler="0 0 20"><freejoint/>
+      <geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.05"/></body>
+    <body pos="2.218 0.2812 1.17" euler="30 40 0"><freejoint/>
+      <geom type="capsule" fromto="0 -0.2 0 0 0.2 0" size="0.05"/></body>)";
+
+// capsules 1e-4 rad off parallel (re-collided) and 0.1 rad off (closed form)
+constexpr char kNearParallel[] = R"(
+    <body pos="0 0 1"><freejoint/>
+      <geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.05"/></body>
+    <body pos="0.1 0.02 1.09" euler="0 0 0.0057"><freejoint/>
+      <geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.05"/></body>
+    <body pos="2 0 1"><freejoint/>
+      <geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.05"/></body>
+    <body pos="2.1 0.02 1.09" euler="0 3 5.7"><freejoint/>
+      <geom type="capsule" fromto="-0.2 0 0 0.2 0 0" size="0.05"/></body>)";
+
+struct Scene {
+  const char* name;
+  const char* bodies;
+  int contacts;   // least contacts at the Jacobian's state
+  bool fallback;  // a pair is re-collided with the closed forms on
+};
+constexpr Scene kScenes[] = {{"spheres", kSpheres, 2, false},
+                             {"sphere-capsule", kSphereCapsule, 3, false},
+                             {"capsules", kCapsules, 3, false},
+                             {"near-parallel", kNearParallel, 2, true}};
+
+class ClosedBodiesTest : public MujocoTest {
+ protected:
+  void TearDown() override {
+    SmoothTangent::closed_bodies_ = true;
+    MujocoTest::TearDown();
+  }
+
+  // the scene after a few steps of solver, velocities set (every body moves and turns), forward
+  ModelPtr Prepare(const Scene& scene, int solver, HandlePtr* ck, DataPtr* d) {
+    ModelPtr m = LoadString(std::string(kHead) + scene.bodies + kTail);
+    if (!m) return m;
+    if (solver == ckSOL_MUJOCO) Tighten(m.get());  // (differences see its exact solution)
+    ckSettings s = Settings(solver);
+    *ck = Make(m.get(), &s);
+    d->reset(mj_makeData(m.get()));
+    for (int i = 0; i < m->nv; i++) (*d)->qvel[i] = 0.05 * std::sin(1.0 + 1.7 * i);
+    // (lcp's impulses part the pairs in a step: its state is the overlapping one)
+    const int steps = solver == ckSOL_LCP ? 0 : 5;
+    for (int t = 0; t < steps; t++) ck_step(ck->get(), m.get(), d->get());
+    mj_forward(m.get(), d->get());
+    return m;
+  }
+};
+
+TEST_F(ClosedBodiesTest, JacobiansMatchTheRecollisionsAndCentredDifferences) {
+  for (const Scene& scene : kScenes) {
+    for (int solver = 0; solver < ckNSOLVER; solver++) {
+      if (!ck_solverAvailable(solver)) continue;
+      const std::string what = std::string(scene.name) + ", " + ck_solverName(solver);
+      HandlePtr ck;
+      DataPtr d;
+      ModelPtr m = Prepare(scene, solver, &ck, &d);
+      ASSERT_TRUE(m) << what;
+      ASSERT_GE(d->ncon, scene.contacts) << what;
+      const int ndx = 2 * m->nv + m->na;
+
+      Jacobians closed(m.get()), recollided(m.get()), fd(m.get());
+      long calls[2];
+      for (int pass = 0; pass < 2; pass++) {
+        SmoothTangent::closed_bodies_ = pass == 0;
+        Jacobians& jac = pass == 0 ? closed : recollided;
+        const long before = SmoothTangent::recollisions_;
+        ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
+                                      nullptr, nullptr))
+            << what << ": " << ck_lastError(ck.get());
+        calls[pass] = SmoothTangent::recollisions_ - before;
+      }
+      SmoothTangent::closed_bodies_ = true;
+      ck_transitionFD(ck.get(), m.get(), d.get(), 1e-6, 1, fd.A.data(), fd.B.data(), nullptr,
+                      nullptr);
+
+      // the closed forms taken (no re-collision but the near-parallel pair's), not the same bits
+      EXPECT_GT(calls[1], 0) << what;
+      if (scene.fallback) {
+        EXPECT_GT(calls[0], 0) << what;
+        EXPECT_LT(calls[0], calls[1]) << what;
+      } else {
+        EXPECT_EQ(0, calls[0]) << what;
+      }
+      EXPECT_NE(0, std::memcmp(closed.A.data(), recollided.A.data(), sizeof(double) * ndx * ndx))
+          << what;
+      // the same tangents up to the re-collisions' rounding (their differences at 1e-7)
+      EXPECT_LT(RelativeError(closed.A, recollided.A), 1e-7)
+          << what << "\n"
+          << WorstEntries(m.get(), closed.A, recollided.A, ndx);
+      EXPECT_LT(RelativeError(closed.B, recollided.B), 1e-7) << what;
+      // against centred differences at least as close as the re-collisions (ipm: not at its
+      // tolerance here)
+      if (solver == ckSOL_IPM) continue;
+      const double err = RelativeError(closed.A, fd.A), before = RelativeError(recollided.A, fd.A);
+      std::printf("  %s: closed/recollided %.1e, closed/fd %.1e, recollided/fd %.1e\n",
+                  what.c_str(), RelativeError(closed.A, recollided.A), err, before);
+      EXPECT_LE(err, 1.01 * before + 1e-12) << what;
+      if (solver == ckSOL_MUJOCO || solver == ckSOL_COMFREE) {
+        EXPECT_LT(err, 1e-5) << what << "\n" << WorstEntries(m.get(), closed.A, fd.A, ndx);
+      }
+    }
+  }
+}
+
+TEST_F(ClosedBodiesTest, VjpEqualsTheTransposedJacobians) {
+  for (const Scene& scene : kScenes) {
+    for (int solver = 0; solver < ckNSOLVER; solver++) {
+      if (!ck_solverAvailable(solver)) continue;
+      const std::string what = std::string(scene.name) + ", " + ck_solverName(solver);
+      HandlePtr ck;
+      DataPtr d;
+      ModelPtr m = Prepare(scene, solver, &ck, &d);
+      ASSERT_TRUE(m) << what;
+      const int ndx = 2 * m->nv + m->na, nu = m->nu;
+      std::vector<double> dx(ndx), gx[2], gu[2];
+      for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
+      for (int pass = 0; pass < 2; pass++) {
+        SmoothTangent::closed_bodies_ = pass == 0;
+        gx[pass].assign(ndx, 0);
+        gu[pass].assign(nu, 0);
+        ASSERT_EQ(0, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr,
+                                      gx[pass].data(), gu[pass].data()))
+            << what << ": " << ck_lastError(ck.get());
+      }
+      SmoothTangent::closed_bodies_ = true;
+      Jacobians jac(m.get());
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                                    nullptr))
+          << what;
+      std::vector<double> ex, eu;
+      TransposedProducts(m.get(), jac, dx, {}, &ex, &eu);
+      // dx' [A B] of the closed forms to rounding; the re-collisions' VJP to theirs
+      EXPECT_LT(RelativeError(gx[0], ex), 1e-10) << what;
+      EXPECT_LT(RelativeError(gx[0], gx[1]), 1e-7) << what;
+      EXPECT_NE(0, std::memcmp(gx[0].data(), gx[1].data(), sizeof(double) * ndx)) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace contactkit::test
