@@ -6,10 +6,22 @@
 #include <cstdlib>
 #include <utility>
 
+#include "solvers/common/columns.h"
+
 namespace contactkit {
 namespace {
 
 constexpr double kTinyPivot = 1e-300;
+
+// y[s] -= a x[s] for s in [s0, s1), two entries at a time (each as alone)
+inline void SubScaled(double a, const double* x, int s0, int s1, double* y) {
+  const columns::Pair a2 = {a, a};
+  int s = s0;
+  for (; s + 1 < s1; s += 2) {
+    columns::Store<2>(y + s, columns::Load<2>(y + s) - a2 * columns::Load<2>(x + s));
+  }
+  if (s < s1) y[s] -= a * x[s];
+}
 
 // CholSolve on W columns of the row-major block y (stride ld), both sweeps pulling into registers
 template <int W>
@@ -211,8 +223,7 @@ bool LuFactorRows(double* a, int n, int* piv, double* mn, double* mx) {
       double* rowr = a + r * n;
       const double l = rowr[c] * ip;
       rowr[c] = l;
-      if (l == 0) continue;
-      for (int s = c + 1; s < n; s++) rowr[s] -= l * rowc[s];
+      if (l != 0) SubScaled(l, rowc, c + 1, n, rowr);
     }
   }
   return true;
@@ -236,8 +247,7 @@ void LowerSolveRows(const double* lu, int n, double* B, int m) {
     for (int c = 0; c < r; c++) {
       const double l = lu[r * n + c];
       if (l == 0) continue;
-      const double* bc = B + c * m;
-      for (int s = 0; s < m; s++) br[s] -= l * bc[s];
+      SubScaled(l, B + c * m, 0, m, br);
     }
   }
 }
@@ -267,7 +277,20 @@ void LowerSolveRowsT(const double* lu, int n, double* x) {
 }
 
 void UpperSolveRight(const double* lu, int n, double* B, int m) {
-  for (int r = 0; r < m; r++) {
+  // (rows of B two at a time, each as alone)
+  int r = 0;
+  for (; r + 1 < m; r += 2) {
+    double* b0 = B + r * n;
+    double* b1 = b0 + n;
+    for (int c = 0; c < n; c++) {
+      columns::Pair s = {b0[c], b1[c]};
+      for (int k = 0; k < c; k++) s -= columns::Pair{b0[k], b1[k]} * lu[k * n + c];
+      s /= lu[c * n + c];
+      b0[c] = s[0];
+      b1[c] = s[1];
+    }
+  }
+  for (; r < m; r++) {
     double* b = B + r * n;
     for (int c = 0; c < n; c++) {
       double s = b[c];
@@ -284,8 +307,7 @@ void GemmSub(double* C, const double* A, const double* B, int m, int k, int n) {
     for (int l = 0; l < k; l++) {
       const double a = ai[l];
       if (a == 0) continue;
-      const double* bl = B + l * n;
-      for (int j = 0; j < n; j++) ci[j] -= a * bl[j];
+      SubScaled(a, B + l * n, 0, n, ci);
     }
   }
 }

@@ -347,8 +347,12 @@ void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const d
     AddJtTChain(cols, n, dim, Jc, T);
     return;
   }
-  if (n > kMaxDenseAdd) {
+  if (n > kMaxDenseAdd || dim > kMaxDenseAdd) {
     AddJtTLarge(cols, n, dim, Jc, T);
+    return;
+  }
+  if (!tree_sparse_) {
+    AddJtTBlocks(cols, n, dim, Jc, T);
     return;
   }
 
@@ -366,22 +370,55 @@ void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const d
     }
   }
 
-  if (tree_sparse_) {
-    // cb < ca is an ancestor of ca: the pair (A(ca, cb), A(cb, ca)) at depth(ca) - depth(cb)
-    for (int a = 0; a < n; a++) {
-      const int ca = cols[a], base = madr_[ca], da = depth_[ca];
-      const double* ga = G + a * n;
-      lu_[2 * base] += ga[a];
-      for (int b = 0; b < a; b++) {
-        const int adr = base + da - depth_[cols[b]];
-        lu_[2 * adr] += ga[b];
-        lu_[2 * adr + 1] += G[b * n + a];
-      }
+  // cb < ca is an ancestor of ca: the pair (A(ca, cb), A(cb, ca)) at depth(ca) - depth(cb)
+  for (int a = 0; a < n; a++) {
+    const int ca = cols[a], base = madr_[ca], da = depth_[ca];
+    const double* ga = G + a * n;
+    lu_[2 * base] += ga[a];
+    for (int b = 0; b < a; b++) {
+      const int adr = base + da - depth_[cols[b]];
+      lu_[2 * adr] += ga[b];
+      lu_[2 * adr + 1] += G[b * n + a];
     }
-    return;
   }
+}
 
-  // segments of cols by tree position
+namespace {
+
+// out[b] += sum_r j[r] t[r][b] for b in [b0, b1), each sum formed from zero in r order (m rows),
+// two entries at once
+void AddRowRun(const double* j, const double* const* t, int m, int b0, int b1, double* out) {
+  int b = b0;
+  for (; b + 1 < b1; b += 2) {
+    Pair acc = {0, 0};
+    for (int r = 0; r < m; r++) acc += Pair{j[r], j[r]} * LoadPair(t[r] + b);
+    StorePair(out + b, LoadPair(out + b) + acc);
+  }
+  for (; b < b1; b++) {
+    double v = 0;
+    for (int r = 0; r < m; r++) v += j[r] * t[r][b];
+    out[b] += v;
+  }
+}
+
+// AddRowRun for 3 rows and 6 entries (a contact's rows on a free body), unrolled
+void AddRowRun36(const double* j, const double* const* t, int b0, double* out) {
+  Pair acc[3] = {{0, 0}, {0, 0}, {0, 0}};
+  for (int r = 0; r < 3; r++) {
+    const Pair jr = {j[r], j[r]};
+    for (int c = 0; c < 3; c++) acc[c] += jr * LoadPair(t[r] + b0 + 2 * c);
+  }
+  for (int c = 0; c < 3; c++) StorePair(out + b0 + 2 * c, LoadPair(out + b0 + 2 * c) + acc[c]);
+}
+
+}  // namespace
+
+void IslandLU::AddJtTBlocks(const int* cols, int n, int dim, const double* Jc, const double* T) {
+  // segments of cols by tree position, each entry's sum (Jc' T)(a, b) formed from zero in row
+  // order (a zero Jc(r, a) adds nothing) and added to its block's entry; a run of consecutive
+  // dofs (a free body's) two entries at once
+  double j[kMaxDenseAdd];
+  const double* t[kMaxDenseAdd];
   for (int a0 = 0; a0 < n;) {
     const int pa = dof_pos_[cols[a0]];
     int a1 = a0 + 1;
@@ -392,19 +429,26 @@ void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const d
       while (b1 < n && dof_pos_[cols[b1]] == pb) b1++;
       double* blk = Block(pa, pb);
       const int wb = pos_size_[pb];
-      if (cols[b1 - 1] - cols[b0] == b1 - 1 - b0) {
-        // consecutive dofs (a free body's): one contiguous run per row
-        const int off = dof_off_[cols[b0]];
-        for (int a = a0; a < a1; a++) {
-          double* row = blk + dof_off_[cols[a]] * wb + off;
-          const double* ga = G + a * n + b0;
-          for (int b = 0; b < b1 - b0; b++) row[b] += ga[b];
+      const bool run = cols[b1 - 1] - cols[b0] == b1 - 1 - b0;
+      for (int a = a0; a < a1; a++) {
+        double* row = blk + dof_off_[cols[a]] * wb;
+        int m = 0;  // the rows with Jc(r, a) != 0
+        for (int r = 0; r < dim; r++) {
+          if (Jc[r * n + a] != 0) j[m] = Jc[r * n + a], t[m++] = T + r * n;
         }
-      } else {
-        for (int a = a0; a < a1; a++) {
-          double* row = blk + dof_off_[cols[a]] * wb;
-          const double* ga = G + a * n;
-          for (int b = b0; b < b1; b++) row[dof_off_[cols[b]]] += ga[b];
+        if (run) {
+          double* out = row + dof_off_[cols[b0]] - b0;  // out[b]: entry (a, b)
+          if (m == 3 && b1 - b0 == 6) {
+            AddRowRun36(j, t, b0, out);
+          } else {
+            AddRowRun(j, t, m, b0, b1, out);
+          }
+          continue;
+        }
+        for (int b = b0; b < b1; b++) {
+          double v = 0;
+          for (int r = 0; r < m; r++) v += j[r] * t[r][b];
+          row[dof_off_[cols[b]]] += v;
         }
       }
       b0 = b1;

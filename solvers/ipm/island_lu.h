@@ -96,6 +96,7 @@ class IslandLU {
   double* Block(int i, int j);
   void AddJtTLarge(const int* cols, int n, int dim, const double* Jc, const double* T);
   void AddJtTChain(const int* cols, int n, int dim, const double* Jc, const double* T);
+  void AddJtTBlocks(const int* cols, int n, int dim, const double* Jc, const double* T);
   static constexpr int kMaxDenseAdd = 96;  // rows wider than this are added entry by entry
   void FactorBlocks(double* min_pivot, double* max_pivot, bool* ok);
   void FactorTree(double* min_pivot, double* max_pivot, bool* ok);

@@ -4,7 +4,11 @@
 // Euler's damped M_E^-1) column by column: each column of a block equals the single-vector solve
 // (TreeMass::Solve bit for bit, CholSolve to rounding), and the AVX2 clones (Avx2Kernels) give
 // the portable code's results bit for bit, on every chunk width (16, 8, 4 and single columns).
+// The row-major dense kernels (LuFactorRows, LowerSolveRows, UpperSolveRight, GemmSub: two
+// entries at a time) give each entry the sums of the plain loops, bit for bit, on odd and even
+// sizes.
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "solvers/common/dense.h"
@@ -95,6 +99,79 @@ TEST_F(JacBlockKernelsTest, CholBlockSolveIsTheColumnSolves) {
           << "AVX2: column " << c << ", row " << i;
     }
     EXPECT_LT(residual, 1e-12 * scale) << "column " << c;
+  }
+}
+
+// the plain loops of the row-major kernels (one entry at a time, zero multipliers skipped); the
+// LU's row interchanges piv as LuFactorRows chose them (null: none)
+void PlainLuFactor(double* a, int n, const int* piv) {
+  for (int c = 0; c < n; c++) {
+    for (int k = 0; k < n && piv && piv[c] != c; k++) std::swap(a[c * n + k], a[piv[c] * n + k]);
+    const double ip = 1 / a[c * n + c];
+    for (int r = c + 1; r < n; r++) {
+      const double l = a[r * n + c] * ip;
+      a[r * n + c] = l;
+      for (int s = c + 1; s < n && l != 0; s++) a[r * n + s] -= l * a[c * n + s];
+    }
+  }
+}
+
+TEST(DenseRowKernels, PairedLoopsGiveThePlainLoopsSums) {
+  for (int n = 1; n <= 7; n++) {
+    // a diagonally dominant matrix with some zero entries (skipped multipliers)
+    std::vector<double> a(n * n);
+    for (int i = 0; i < n * n; i++) a[i] = (i % 5 == 3) ? 0 : std::sin(1.3 * i + 0.2);
+    for (int i = 0; i < n; i++) a[i * n + i] += 4 + i;
+    for (const bool pivot : {false, true}) {
+      std::vector<double> lu = a, ref = a;
+      std::vector<int> piv(n);
+      double mn = HUGE_VAL, mx = 0;
+      ASSERT_TRUE(LuFactorRows(lu.data(), n, pivot ? piv.data() : nullptr, &mn, &mx));
+      PlainLuFactor(ref.data(), n, pivot ? piv.data() : nullptr);
+      EXPECT_EQ(lu, ref) << "n " << n;
+    }
+    std::vector<double> lu = a;
+    double mn = HUGE_VAL, mx = 0;
+    ASSERT_TRUE(LuFactorRows(lu.data(), n, nullptr, &mn, &mx));
+    for (int m = 1; m <= 7; m++) {
+      std::vector<double> B(n * m);
+      for (int i = 0; i < n * m; i++) B[i] = std::cos(0.7 * i + n);
+      // L^-1 B (n x m)
+      std::vector<double> x = B, ref = B;
+      LowerSolveRows(lu.data(), n, x.data(), m);
+      for (int r = 1; r < n; r++) {
+        for (int c = 0; c < r; c++) {
+          const double l = lu[r * n + c];
+          for (int s = 0; s < m && l != 0; s++) ref[r * m + s] -= l * ref[c * m + s];
+        }
+      }
+      EXPECT_EQ(x, ref) << "n " << n << " m " << m;
+      // B U^-1 (m x n)
+      x = B, ref = B;
+      UpperSolveRight(lu.data(), n, x.data(), m);
+      for (int r = 0; r < m; r++) {
+        for (int c = 0; c < n; c++) {
+          double t = ref[r * n + c];
+          for (int k = 0; k < c; k++) t -= ref[r * n + k] * lu[k * n + c];
+          ref[r * n + c] = t / lu[c * n + c];
+        }
+      }
+      EXPECT_EQ(x, ref) << "n " << n << " m " << m;
+      // C -= A B (m x n, A m x n with zeros, B n x n)
+      std::vector<double> C(m * n);
+      for (int i = 0; i < m * n; i++) C[i] = std::sin(2.1 * i);
+      std::vector<double> A = B;
+      for (int i = 1; i < m * n; i += 4) A[i] = 0;
+      x = C, ref = C;
+      GemmSub(x.data(), A.data(), a.data(), m, n, n);
+      for (int i = 0; i < m; i++) {
+        for (int l = 0; l < n; l++) {
+          const double f = A[i * n + l];
+          for (int j = 0; j < n && f != 0; j++) ref[i * n + j] -= f * a[l * n + j];
+        }
+      }
+      EXPECT_EQ(x, ref) << "n " << n << " m " << m;
+    }
   }
 }
 
