@@ -96,7 +96,8 @@ const KeyInfo kKeys[] = {
    "max_solves (inf: no limit)"},
   {"sweep_rows", "lcp", kKeyInt, CK_OFF(lcp.sweep_rows), 1, 1e9, false, false, "60",
    "islands of at least this many rows whose guess fails start from Gauss-Seidel on the "
-   "previous step's impulses and an exact solve of its classification, then pivot from there"},
+   "previous step's impulses and an exact solve of its classification, then pivot; answers not "
+   "stabilized"},
   {"schur_rows", "lcp", kKeyInt, CK_OFF(lcp.schur_rows), 0, 1e9, false, false, "8",
    "islands of at least sweep_rows rows with at least this many bilateral rows (equalities, "
    "tendons) solve the LCP of their other rows, the bilateral ones eliminated (0: never)"},
