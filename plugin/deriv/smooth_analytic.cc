@@ -598,12 +598,11 @@ void SmoothTangent::EllipsoidRoll(const mjModel* m, int g, const double* n, cons
   // R'(-n) by R'(w x n), the point in the geom's frame by a o (I - v v' / |v|^2) dv / |v|
   const double* R = stage_data_->geom_xmat + 9 * g;
   const double* a = m->geom_size + 3 * g;
+  const double mn[3] = {-n[0], -n[1], -n[2]};
   double wn[3], v[3], dv[3];
   Cross3(wn, w, n);
-  for (int k = 0; k < 3; k++) {
-    v[k] = -a[k] * (R[k] * n[0] + R[3 + k] * n[1] + R[6 + k] * n[2]);
-    dv[k] = a[k] * (R[k] * wn[0] + R[3 + k] * wn[1] + R[6 + k] * wn[2]);
-  }
+  ScaledLocal(R, a, mn, v);
+  ScaledLocal(R, a, wn, dv);
   const double vv = Dot3(v, v), len = std::sqrt(vv), vdv = Dot3(v, dv);
   double ds[3];
   for (int k = 0; k < 3; k++) ds[k] = a[k] * (dv[k] - v[k] * vdv / vv) / len;
@@ -645,8 +644,7 @@ void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, doub
   }
   const double len = std::sqrt(Dot3(p, p));
   const double* t = g0.frame + 3;
-  const double s = (Dot3(t, p) < 0 ? -1 : 1) / len, tq = Dot3(t, q);
-  for (int k = 0; k < 3; k++) dF[3 + k] = s * (q[k] - tq * t[k]);
+  UnitRate(t, q, (Dot3(t, p) < 0 ? -1 : 1) / len, dF + 3);
   Cross3(dF + 6, n, dF + 3);
 }
 
@@ -713,8 +711,7 @@ void SmoothTangent::BodyPairTangent(const mjModel* m, int i, const Twist& t1, co
   const double* t = g0.frame + 3;
   double q[3];
   for (int k = 0; k < 3; k++) q[k] = -dnt * n[k] - nt * dn[k];
-  const double tq = Dot3(t, q);
-  for (int k = 0; k < 3; k++) dF[3 + k] = (q[k] - tq * t[k]) / len;
+  UnitRate(t, q, 1 / len, dF + 3);
   double x[3];
   Cross3(dF + 6, dn, t);
   Cross3(x, n, dF + 3);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "plugin/deriv/spatial.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 #include "solvers/common/impedance.h"
@@ -78,8 +79,9 @@ bool SupportMatches(const mjModel* m, const mjData* d, int g, const mjContact& c
   const double* R = d->geom_xmat + 9 * g;
   const double* a = m->geom_size + 3 * g;
   const double* n = con.frame;
+  const double mn[3] = {-n[0], -n[1], -n[2]};
   double v[3];
-  for (int k = 0; k < 3; k++) v[k] = -a[k] * (R[k] * n[0] + R[3 + k] * n[1] + R[6 + k] * n[2]);
+  spatial::ScaledLocal(R, a, mn, v);
   const double len = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
   if (len < mjMINVAL) return false;
   const double tol = 1e-9 * std::max(a[0], std::max(a[1], a[2]));

@@ -29,6 +29,19 @@ inline void Zero6(double* y) {
   for (int k = 0; k < 6; k++) y[k] = 0;
 }
 
+// out = a o (R' x): x in the frame of the row-major rotation R, scaled by a axis by axis (an
+// ellipsoid's radii: its support direction along x)
+inline void ScaledLocal(const double* R, const double* a, const double* x, double out[3]) {
+  for (int k = 0; k < 3; k++) out[k] = a[k] * (R[k] * x[0] + R[3 + k] * x[1] + R[6 + k] * x[2]);
+}
+
+// the rate dt of the unit vector t = p / |p| as p moves by dp: (I - t t') dp scale, scale = +-1 /
+// |p| (the sign: t = -p / |p|)
+inline void UnitRate(const double* t, const double* dp, double scale, double dt[3]) {
+  const double tq = Dot3(t, dp);
+  for (int k = 0; k < 3; k++) dt[k] = scale * (dp[k] - tq * t[k]);
+}
+
 // MuJoCo's spatial algebra (engine_util_spatial.c, not exported by 2.2.2)
 inline void CrossMotion(double res[6], const double v[6], const double x[6]) {
   res[0] = -v[2] * x[1] + v[1] * x[2];
