@@ -160,7 +160,9 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
   mju_copy(nominal_.actuator_force, d->actuator_force, nu_);
   mju_copy(nominal_.qfrc_actuator, d->qfrc_actuator, nv);
 
-  // the solved problem
+  // the solved problem (its solver none until the rows say: the last stage's may have been
+  // replaced by ck_setSettings since)
+  stage_.solver = nullptr;
   stage_.has_rows = d->nefc > 0;
   if (stage_.has_rows) {
     if (!shadow_->solver) {

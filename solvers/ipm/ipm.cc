@@ -1783,13 +1783,12 @@ bool IpmSolver::PolishGuess(const Problem& p, int k, double align) {
   bool aligned = false;
   for (int e = L.soc_adr; e < L.soc_adr + L.soc_num; e++) {
     const int f = soc_row_[e], cnt = soc_cnt_[e], g = pol_loc_[soc_nrm_[e]];
-    double z2 = 0, x2 = 0, xz = 0;
+    double z2 = 0, xz = 0;
     for (int r = f; r < f + cnt; r++) {
       double u = 0;
       for (int c = 0; c < nd; c++) u += pol_J_[pol_loc_[r] * nd + c] * w0[c];
       const double x = w0[nd + pol_loc_[r]] / scale_[r];
       z2 += scale_[r] * scale_[r] * u * u;
-      x2 += x * x;
       xz -= x * scale_[r] * u;
     }
     const double x0 = w0[nd + g];

@@ -507,9 +507,10 @@ TEST_F(DerivativeApiTest, DerivativeWorkspaceIsMadeByTheFirstCall) {
 }
 
 // switching solvers between Jacobians: a Jacobian after the switch is bit-identical to a new
-// handle's. Comfree with 4 facets hands the write-back its own pyramid-edge forces; the next
-// solver must not see them (fuzzing found the contacts-from-distance step under RK4 reading them
-// after comfree was freed).
+// handle's, with contact and in the air. Comfree with 4 facets hands the write-back its own
+// pyramid-edge forces; the next solver must not see them (fuzzing found the contacts-from-distance
+// step under RK4 reading them after comfree was freed, and a stage without rows asking the freed
+// solver how it reads the mass tangent).
 TEST_F(DerivativeApiTest, SolverSwitchKeepsNothingOfTheOldSolver) {
   ModelPtr m = LoadString(R"(<mujoco><option cone="pyramidal"/><worldbody>
       <geom type="plane" size="2 2 .1"/>
@@ -522,8 +523,10 @@ TEST_F(DerivativeApiTest, SolverSwitchKeepsNothingOfTheOldSolver) {
     s.comfree.facets = 4;
     s.deriv.cfd_width = 0.1;
     HandlePtr ck = Make(m.get(), &s);
-    DataPtr d(mj_makeData(m.get()));
+    DataPtr d(mj_makeData(m.get())), air(mj_makeData(m.get()));
     mj_forward(m.get(), d.get());
+    air->qpos[2] = 1;  // (no rows)
+    mj_forward(m.get(), air.get());
     Jacobians before(m.get()), after(m.get()), fresh(m.get());
     ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), before.A.data(), before.B.data(),
                                   nullptr, nullptr));
@@ -540,6 +543,17 @@ TEST_F(DerivativeApiTest, SolverSwitchKeepsNothingOfTheOldSolver) {
                                     nullptr, nullptr));
       EXPECT_EQ(after.A, fresh.A) << "solver " << solver << ", integrator " << integrator;
       EXPECT_EQ(after.B, fresh.B) << "solver " << solver << ", integrator " << integrator;
+      // in the air, after a switch away from a solver whose last stage had rows
+      ASSERT_EQ(0, ck_setSettings(ck.get(), m.get(), &s, err, sizeof(err))) << err;
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), after.A.data(), after.B.data(),
+                                    nullptr, nullptr));
+      ASSERT_EQ(0, ck_setSettings(ck.get(), m.get(), &next, err, sizeof(err))) << err;
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), air.get(), after.A.data(), after.B.data(),
+                                    nullptr, nullptr));
+      ASSERT_EQ(0, ck_transitionJac(other.get(), m.get(), air.get(), fresh.A.data(), fresh.B.data(),
+                                    nullptr, nullptr));
+      EXPECT_EQ(after.A, fresh.A) << "in the air, solver " << solver;
+      EXPECT_EQ(after.B, fresh.B) << "in the air, solver " << solver;
       ASSERT_EQ(0, ck_setSettings(ck.get(), m.get(), &s, err, sizeof(err))) << err;
       ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), after.A.data(), after.B.data(),
                                     nullptr, nullptr));
