@@ -61,8 +61,10 @@ constexpr int kPolishIter = 20;            // ... Newton steps per pattern
 constexpr double kPolishTol = 1e-3;        // ... its residual, x residual_tol
 constexpr double kPolishCone = 1e-9;       // ... relative excess of a force over its cone
 constexpr int kPolishEnumerate = 4;        // ... orthant rows up to which every pattern is tried
-constexpr int kRefineSteps = 2;            // refinements of a direction's dynamics change
-constexpr double kRefineTol = 0.1;         // ... when its defect exceeds this x residual_tol
+// rows of Linearize's contact scratch: a contact of dimension 6, or a group of kMaxGroup of 3
+constexpr int kJcRows = std::max(6, 3 * IslandLU::kMaxGroup);
+constexpr int kRefineSteps = 2;      // refinements of a direction's dynamics change
+constexpr double kRefineTol = 0.1;   // ... when its defect exceeds this x residual_tol
 constexpr double kWarmMu = 1e-5;     // complementarity of a warm start (gap re-check)           //
                                      // complementarity of a warm start
 constexpr double kWarmSpeed = 1e-3;  // smallest gap speed of a warm start (m/s)
@@ -311,8 +313,8 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     rhs_.assign(V, 0);
     tmp_.assign(V, 0);
     mdiag_.assign(V, 1);
-    jc_.assign(6 * V, 0);
-    tw_.assign(6 * V, 0);
+    jc_.assign(kJcRows * V, 0);
+    tw_.assign(kJcRows * V, 0);
     out_lam_.assign(R, 0);
     cen_force_.assign(R, 0);
     grad_ok_.assign(T, 0);
@@ -867,15 +869,16 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
     const int i0 = con_[g0], dim = con_dim_[g0], n = J.rownnz[i0], adr = J.rowadr[i0];
     if (!(block_[i0] == dim &&
           lu_.AddJtWG(J.colind + adr, n, dim, gm, J.val + adr, Wg, gval + adr))) {
+      // the group's rows and weighted rows one contact after another, added in one call
       for (int m = 0; m < gm; m++) {
         const int i = con_[g0 + m];
         const double* W = Wg + m * dim * dim;
         for (int r = 0; r < dim; r++) {
           const double* jr = J.val + J.rowadr[i + r];
-          for (int b = 0; b < n; b++) jc[r * n + b] = jr[b];
+          for (int b = 0; b < n; b++) jc[(m * dim + r) * n + b] = jr[b];
         }
         for (int r = 0; r < dim; r++) {
-          double* tr = tw + r * n;
+          double* tr = tw + (m * dim + r) * n;
           for (int b = 0; b < n; b++) tr[b] = 0;
           for (int c = 0; c < dim; c++) {
             const double wrc = W[r * dim + c];
@@ -884,8 +887,8 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
             for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
           }
         }
-        lu_.AddJtT(J.colind + J.rowadr[i], n, dim, jc, tw);
       }
+      lu_.AddJtT(J.colind + adr, n, dim, jc, tw, gm);
     }
     gm = 0;
   };

@@ -375,7 +375,7 @@ class IpmSolver final : public Solver {
   std::vector<double> rhs_;         // Newton right-hand side                              (nv)
   std::vector<double> tmp_;         // scratch                                             (nv)
   std::vector<double> mdiag_;       // diagonal of M_eff                                   (nv)
-  std::vector<double> jc_, tw_;     // contact rows and W-weighted rows                    (6 x nv)
+  std::vector<double> jc_, tw_;     // contact (group) rows and W-weighted rows           (12 x nv)
   std::vector<double> out_lam_;     // final impulses                                      (rows)
   std::vector<double> cen_force_;   // central-path force at kappa_grad                   (rows)
   std::vector<uint8_t> grad_ok_;    // island has a kappa_grad iterate                   (ntree)
