@@ -354,6 +354,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     pol_pat_.assign(P, 0);
     pol_piv_.assign(P, 0);
     pol_tried_.assign(P, 0);
+    pol_last_pat_.assign(P, 0);
     pol_cone_.assign(P, -1);
     pol_loc_.assign(R, 0);
     pol_dof_.assign(V, 0);
@@ -1625,6 +1626,25 @@ void IpmSolver::PolishNewtonSystem(const Problem& p, int k) {
 }
 
 bool IpmSolver::PolishPattern(const Problem& p, int k, bool damped) {
+  // a damped pattern the last call tried and rejected from the same start takes the same steps
+  // to the same end (pol_w_, pol_F_, pol_u_ and trial_ still hold it) when the budget left
+  // covers their work: only the work is spent
+  const int nr = NumRows(p, k);
+  if (damped && pol_last_work_ >= 0 && pol_work_ >= pol_last_work_ && !polish_repeat_off_ &&
+      std::equal(pol_pat_.begin(), pol_pat_.begin() + nr, pol_last_pat_.begin())) {
+    pol_work_ -= pol_last_work_;
+    stats_.polish_repeats++;
+    return false;
+  }
+  const double work = pol_work_;
+  const bool accepted = PolishNewton(p, k, damped);
+  // (a run the budget ended leaves pol_work_ below zero)
+  pol_last_work_ = damped && !accepted && pol_work_ >= 0 ? work - pol_work_ : -1;
+  std::copy(pol_pat_.begin(), pol_pat_.begin() + nr, pol_last_pat_.begin());
+  return accepted;
+}
+
+bool IpmSolver::PolishNewton(const Problem& p, int k, bool damped) {
   // Newton on the pattern from the start (dense LU with partial pivoting), then the answer
   // measured as an iterate: accepted if it lies in every cone and meets both tolerances
   const ckIpmSettings& st = settings_.ipm;
@@ -1838,6 +1858,7 @@ bool IpmSolver::Polish(const Problem& p, int k) {
   const int nr = NumRows(p, k), n = NumDofs(p, k) + nr;
   if (L.eq_num || L.fl_num || n > kPolishMax) return false;
   PolishSystem(p, k);
+  pol_last_work_ = -1;  // (a new start)
   // an answer is taken unless its recovery adds energy (the attempts' answer was not held for it)
   auto accept = [&]() {
     if (AddsEnergy(p, k, trial_.lam)) return false;
