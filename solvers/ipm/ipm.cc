@@ -1633,11 +1633,13 @@ bool IpmSolver::PolishPattern(const Problem& p, int k, bool damped) {
   if (damped && pol_last_work_ >= 0 && pol_work_ >= pol_last_work_ && !polish_repeat_off_ &&
       std::equal(pol_pat_.begin(), pol_pat_.begin() + nr, pol_last_pat_.begin())) {
     pol_work_ -= pol_last_work_;
+    stats_.polish_work += pol_last_work_;
     stats_.polish_repeats++;
     return false;
   }
   const double work = pol_work_;
   const bool accepted = PolishNewton(p, k, damped);
+  if (damped) stats_.polish_work += work - pol_work_;
   // (a run the budget ended leaves pol_work_ below zero)
   pol_last_work_ = damped && !accepted && pol_work_ >= 0 ? work - pol_work_ : -1;
   std::copy(pol_pat_.begin(), pol_pat_.begin() + nr, pol_last_pat_.begin());
