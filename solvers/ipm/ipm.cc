@@ -97,6 +97,17 @@ constexpr Plan kPlans[7] = {
     {kRetryFloor, 0, kSoftFactor, kRetryTarget, false, false, 0, -1, -1},
     {kVelFloor, 0, 1, kRetryTarget, true, false, 0, -1, 5}};
 
+// the soft attempt, the last, and its twin: the same plan with the hard tolerances. Where every
+// decision of the twin's run that reads the tolerances is taken alike under the soft ones (Twin),
+// the soft attempt's run is the twin's again, its answer the twin's, which the step did not keep
+constexpr int kSoftAttempt = 5, kSoftTwin = 3;
+constexpr bool Twins(const Plan& a, const Plan& b) {
+  return a.floor == b.floor && a.warm_mu == b.warm_mu && a.target == b.target &&
+         a.recenter == b.recenter && !a.recenter && a.scaled == b.scaled && a.sigma == b.sigma &&
+         a.sigma == 0 && a.soft == 1 && b.soft > 1 && b.next < 0 && b.fail < 0;
+}
+static_assert(Twins(kPlans[kSoftTwin], kPlans[kSoftAttempt]));
+
 // fixed-size cone operations for the cones here (2 or 3 entries)
 inline double Det(const double* y, int n) { return n == 3 ? cone::DetN<3>(y) : cone::DetN<2>(y); }
 inline double ConeStep(const double* y, const double* dy, int n) {
@@ -1246,6 +1257,11 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   auto merit = [&](const State& s) { return std::max(s.rvio / rtol, s.kvio / ktol); };
   const bool cones = lists_[k].orth_num + lists_[k].soc_num > 0;
   const bool grad_at_end = GradAtEnd();
+  // the soft twin's shadow (Twin): each decision that reads the tolerances taken alike under
+  // twin_rtol_ and twin_ktol_, its best merit under them in sbest
+  Twin& tw = twin_;
+  auto smerit = [&](const State& s) { return std::max(s.rvio / tw.rtol, s.kvio / tw.ktol); };
+  auto alike = [&](bool a, bool b) { tw.same = tw.same && a == b; };
   State* cur = &cur_;
   State* trial = &trial_;
   if (warm_mu > 0) {
@@ -1255,8 +1271,9 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   }
   // the best iterate: cur itself while cur_best, else a copy in best_ (made when cur is replaced
   // by a worse one)
-  double best = merit(*cur);
+  double best = merit(*cur), sbest = tw.on ? smerit(*cur) : 0;
   bool cur_best = true;
+  if (tw.on) tw.same = cones && grad_at_end;
   // the proximal retry keeps the last attempt's point on the (hard) central path for gradients
   if (!(prox_on_ && grad_ok_[k])) grad_ok_[k] = 0;
   *status = ckSTATUS_MAX_ITER;
@@ -1266,6 +1283,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   bool short_step = false;  // some step of this attempt was short
   bool measure = false;     // the dynamics change of every direction is measured (Refine)
   for (; it <= st.max_iter; it++) {
+    if (tw.on) alike(false, cur->rvio < tw.rtol && cur->kvio < tw.ktol);  // (the twin never ends)
     if (cur->rvio < rtol && cur->kvio < ktol) {
       // the residuals are tracked along the steps: measure them on the unfactored system, and
       // if the factor's solves left them above the tolerance, measure every direction from here
@@ -1312,6 +1330,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
       const double ratio = std::min(1.0, std::max(0.0, mu > 0 ? mu_aff / mu : 0));
       kappa = std::max(ratio * ratio * ratio * mu, kappa);
     }
+    if (tw.on) alike(true, kappa >= tw.ktol * target);  // (the floor does not bind)
 
     // corrector with the second-order term
     Targets(p, k, *cur, cones && !centering && !(path_sigma_ > 0) ? &aff_ : nullptr, kappa);
@@ -1335,6 +1354,9 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     const double tau =
         std::min(1 - (1 - kTauCap) * (short_step ? 1 : std::min(1.0, cur->mu / (kCapFade * ktol))),
                  std::max(kTauMax, 1 - kTauGain * cur->mu));
+    if (tw.on && !short_step) {
+      alike(std::min(1.0, cur->mu / (kCapFade * ktol)) == 1, cur->mu / (kCapFade * tw.ktol) >= 1);
+    }
     double alpha = MaxStep(p, k, *cur, dir_, tau);
     for (int bt = 0; bt <= kMaxBacktrack; bt++) {
       Step(p, k, *cur, dir_, alpha, trial);
@@ -1343,6 +1365,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     }
     if (recenter && trial->interior && trial->rvio < rtol) RecenterEta0(p, k, trial);
     if (trial->interior) {
+      if (tw.on && cur_best) alike(merit(*trial) < best, smerit(*trial) < sbest);
       if (cur_best && !(merit(*trial) < best)) Copy(p, k, *cur, &best_);
       cur_best = false;
       std::swap(cur, trial);
@@ -1357,6 +1380,10 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
       grad_kappa_[k] = st.kappa_grad;
     }
     const double m = merit(*cur);
+    if (tw.on) {
+      alike(m < best, smerit(*cur) < sbest);
+      if (m < best) sbest = smerit(*cur);
+    }
     if (m < best) {
       best = m;
       cur_best = true;
@@ -1368,6 +1395,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     }
 
     // blocked steps: stop once close to the tolerances, or when hopeless
+    if (tw.on && alpha < kStallStep) alike(cur->rvio < rtol, cur->rvio < tw.rtol);
     if (alpha < kStallStep && cones && cur->rvio < rtol) {
       if (cur_best) Copy(p, k, *cur, &best_);  // the best iterate stays the one before a lift
       if (LiftEta0(p, k, cur)) {
@@ -1376,6 +1404,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
       }
     }
     stalled = alpha < kStallStep ? stalled + 1 : 0;
+    if (tw.on && stalled >= kStallIter) alike(best < kInaccurate, sbest < kInaccurate);
     last_alpha = alpha;
     short_step = short_step || alpha < kCenterAfter;
     if (stalled >= kStallIter && (best < kInaccurate || stalled >= 3 * kStallIter) &&
@@ -1458,6 +1487,27 @@ int IpmSolver::ProxRetry(const Problem& p, int k, int* status, const State** fin
     *status = merit(**fin) < kInaccurate ? ckSTATUS_INACCURATE : ckSTATUS_MAX_ITER;
   }
   return iterations;
+}
+
+void IpmSolver::TwinRan(const IpmStats& before, int steps) {
+  twin_.on = false;
+  twin_.iterations = steps;
+  twin_.factorizations = stats_.factorizations - before.factorizations;
+  twin_.sym_fallbacks = stats_.sym_fallbacks - before.sym_fallbacks;
+  twin_.refined_dirs = stats_.refined_dirs - before.refined_dirs;
+  twin_.lifts = stats_.lifts - before.lifts;
+}
+
+void IpmSolver::SoftAsTwin(int k, int* iterations) {
+  // what the soft attempt's run, the twin's again, would leave: its steps and statistics, and
+  // the island without a gradient iterate (an attempt clears it at its start)
+  *iterations += twin_.iterations;
+  stats_.factorizations += twin_.factorizations;
+  stats_.sym_fallbacks += twin_.sym_fallbacks;
+  stats_.refined_dirs += twin_.refined_dirs;
+  stats_.lifts += twin_.lifts;
+  stats_.soft_twins++;
+  grad_ok_[k] = 0;
 }
 
 void IpmSolver::EnergyTerms(const Problem& p, int k, const double* lam, double* work,
@@ -1914,9 +1964,14 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1 && (replay >= 0 || !(held = HoldRecovery(p, k)))) break;
     best = HUGE_VAL;
+    twin_.same = false;
     const int start = force_prox_ ? kProxAttempt : replay >= 0 ? replay : warm ? 0 : 1;
     for (int attempt = start; attempt >= 0;) {
       const Plan& plan = kPlans[attempt];
+      if (attempt == kSoftAttempt && twin_.same && replay < 0) {
+        SoftAsTwin(k, &iterations);  // (its answer, the twin's, is not kept; the last attempt)
+        break;
+      }
       int result;
       double c = 0;
       const State* fin = nullptr;
@@ -1925,9 +1980,15 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       if (attempt == kProxAttempt) {
         iterations += ProxRetry(p, k, &result, &fin);
       } else {
-        iterations +=
+        const IpmStats before = stats_;
+        twin_.on = attempt == kSoftTwin && replay < 0 && !soft_twin_off_;
+        twin_.rtol = kPlans[kSoftAttempt].soft * st.residual_tol;
+        twin_.ktol = kPlans[kSoftAttempt].soft * st.kappa_tol;
+        const int steps =
             Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
                     plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
+        iterations += steps;
+        if (twin_.on) TwinRan(before, steps);
       }
       path_sigma_ = 0;
       replay_steps_ = -1;

@@ -113,6 +113,8 @@ class IpmSolver final : public Solver {
   static inline bool force_prox_ = false;
   // for tests: the polish runs a damped pattern again where it repeats the last one rejected
   static inline bool polish_repeat_off_ = false;
+  // for tests: the soft attempt runs where its twin's decisions were alike
+  static inline bool soft_twin_off_ = false;
   // for tests: one Newton direction at the cold start of island k for complementarity target
   // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
   bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);
@@ -438,6 +440,19 @@ class IpmSolver final : public Solver {
   std::vector<double> pf_;    // orthant row: 1 / (1 + og prox)                          (rows)
   std::vector<double> sT_;    // cone: (I + S P)^-1                                      (cones x 4)
   std::vector<double> sq0_;   // cone: q before the proximal term                        (cones x 2)
+
+  // the soft attempt's twin (kSoftTwin: its plan with the hard tolerances), run with a shadow of
+  // the soft attempt's decisions: where all are alike the soft attempt is not run again
+  struct Twin {
+    bool on = false;            // the running attempt is the twin
+    bool same = false;          // ... every decision alike under the soft tolerances
+    double rtol = 0, ktol = 0;  // the soft attempt's tolerances
+    int iterations = 0;         // the twin's steps and statistics
+    int factorizations = 0, sym_fallbacks = 0, refined_dirs = 0, lifts = 0;
+  };
+  Twin twin_;
+  void TwinRan(const IpmStats& before, int steps);  // the twin's record (stats_ since before)
+  void SoftAsTwin(int k, int* iterations);          // the soft attempt as the twin's run again
 
   // the current attempt follows the central path at kappa = path_sigma_ mu (no predictor or
   // second-order term); 0: Mehrotra predictor-corrector
