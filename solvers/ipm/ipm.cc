@@ -1489,6 +1489,22 @@ int IpmSolver::ProxRetry(const Problem& p, int k, int* status, const State** fin
   return iterations;
 }
 
+int IpmSolver::PlannedAttempt(const Problem& p, int k, int attempt, bool twin, int* status,
+                              double* cond, const State** fin) {
+  // attempt's plan, the soft attempt's twin with its shadow
+  const ckIpmSettings& st = settings_.ipm;
+  const Plan& plan = kPlans[attempt];
+  const IpmStats before = stats_;
+  twin_.on = twin && attempt == kSoftTwin && !soft_twin_off_;
+  twin_.rtol = kPlans[kSoftAttempt].soft * st.residual_tol;
+  twin_.ktol = kPlans[kSoftAttempt].soft * st.kappa_tol;
+  const int steps =
+      Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
+              plan.soft * st.residual_tol, plan.soft * st.kappa_tol, status, cond, fin);
+  if (twin_.on) TwinRan(before, steps);
+  return steps;
+}
+
 void IpmSolver::TwinRan(const IpmStats& before, int steps) {
   twin_.on = false;
   twin_.iterations = steps;
@@ -1980,15 +1996,7 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       if (attempt == kProxAttempt) {
         iterations += ProxRetry(p, k, &result, &fin);
       } else {
-        const IpmStats before = stats_;
-        twin_.on = attempt == kSoftTwin && replay < 0 && !soft_twin_off_;
-        twin_.rtol = kPlans[kSoftAttempt].soft * st.residual_tol;
-        twin_.ktol = kPlans[kSoftAttempt].soft * st.kappa_tol;
-        const int steps =
-            Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
-                    plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
-        iterations += steps;
-        if (twin_.on) TwinRan(before, steps);
+        iterations += PlannedAttempt(p, k, attempt, replay < 0, &result, &c, &fin);
       }
       path_sigma_ = 0;
       replay_steps_ = -1;

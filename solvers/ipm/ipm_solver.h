@@ -451,6 +451,9 @@ class IpmSolver final : public Solver {
     int factorizations = 0, sym_fallbacks = 0, refined_dirs = 0, lifts = 0;
   };
   Twin twin_;
+  // Attempt with kPlans[attempt] (twin: the soft attempt's twin may shadow it); its steps
+  int PlannedAttempt(const Problem& p, int k, int attempt, bool twin, int* status, double* cond,
+                     const State** fin);
   void TwinRan(const IpmStats& before, int steps);  // the twin's record (stats_ since before)
   void SoftAsTwin(int k, int* iterations);          // the soft attempt as the twin's run again
 
