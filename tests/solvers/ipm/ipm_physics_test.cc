@@ -622,6 +622,35 @@ TEST_F(IpmPhysicsTest, BoxOnFourStickingCornersIsPolished) {
   ExpectBoxPolished(m.get(), qpos, qvel, 0);
 }
 
+// a free body's captured state: its qpos address, qpos (7), qvel (6)
+struct Free {
+  int adr;
+  double qpos[7], qvel[6];
+};
+
+// the n listed free bodies set to their captured state, every other free body but the one at
+// qpos address keep (-1: none) lifted out of reach (1 m apart, 20 m up, at rest); returns how
+// many were lifted
+int PlaceFreeBodies(const mjModel* m, mjData* d, const Free* bodies, int n, int keep) {
+  int lifted = 0;
+  for (int j = 0; j < m->njnt; j++) {
+    if (m->jnt_type[j] != mjJNT_FREE) continue;
+    const int a = m->jnt_qposadr[j], v = m->jnt_dofadr[j];
+    const Free* b = nullptr;
+    for (int c = 0; c < n; c++) b = bodies[c].adr == a ? bodies + c : b;
+    if (b) {
+      std::copy(b->qpos, b->qpos + 7, d->qpos + a);
+      std::copy(b->qvel, b->qvel + 6, d->qvel + v);
+    } else if (a != keep) {
+      d->qpos[a] = (lifted % 10) - 5.0;
+      d->qpos[a + 1] = (lifted / 10) - 5.0;
+      d->qpos[a + 2] = 20;
+      lifted++;
+    }
+  }
+  return lifted;
+}
+
 // the state of the stalled cylinder island below (humanoid100 on MuJoCo 2.2.2, time step 0.005001
 // s, step 1938): the humanoid, a box and three cylinders as captured, the other free bodies lifted
 // out of reach; returns how many were lifted
@@ -644,11 +673,7 @@ int SetStalledCylinderIsland(const mjModel* m, mjData* d) {
       -8.40412559670686e-13,   0.0011228879813220535, -0.0008287672282643701,
       -1.5114864514168208e-11, 0.0013754201915853858, 1.8386768584992522e-10,
       0.012584448472339312,    0.006413390166771865,  -0.014003112389224814};
-  // the box and the three cylinders: qpos address, qpos (7), qvel (6)
-  struct Free {
-    int adr;
-    double qpos[7], qvel[6];
-  };
+  // the box and the three cylinders
   const Free bodies[4] = {
       {371,
        {0.16915889552124522, 0.7775969951164508, 0.09997000000076435, -0.6247220173859007,
@@ -672,23 +697,7 @@ int SetStalledCylinderIsland(const mjModel* m, mjData* d) {
         0.012084511069232369, -0.014933927470887103, 0.0005139051548387593}}};
   std::copy(humanoid_qpos, humanoid_qpos + 28, d->qpos);
   std::copy(humanoid_qvel, humanoid_qvel + 27, d->qvel);
-  int lifted = 0;
-  for (int j = 0; j < m->njnt; j++) {
-    if (m->jnt_type[j] != mjJNT_FREE) continue;
-    const int a = m->jnt_qposadr[j], v = m->jnt_dofadr[j];
-    const Free* b = nullptr;
-    for (const Free& f : bodies) b = f.adr == a ? &f : b;
-    if (b) {
-      std::copy(b->qpos, b->qpos + 7, d->qpos + a);
-      std::copy(b->qvel, b->qvel + 6, d->qvel + v);
-    } else if (a != 0) {  // out of reach, 1 m apart, at rest
-      d->qpos[a] = (lifted % 10) - 5.0;
-      d->qpos[a + 1] = (lifted / 10) - 5.0;
-      d->qpos[a + 2] = 20;
-      lifted++;
-    }
-  }
-  return lifted;
+  return PlaceFreeBodies(m, d, bodies, 4, 0);
 }
 
 // humanoid100 at the stalled island's state (MuJoCo 2.2.2's step 1938 at h = 0.005001), extracted
@@ -985,10 +994,6 @@ TEST_F(IpmPhysicsTest, HumanoidAtFiveStepsWithRandomControlsKeepsItsEnergy) {
 // derivatives.md eleventh pass): four free bodies tumbling onto each other, the other free bodies
 // (the humanoid too) lifted out of reach; returns how many were lifted
 int SetTumblingIsland(const mjModel* m, mjData* d) {
-  struct Free {
-    int adr;
-    double qpos[7], qvel[6];
-  };
   const Free bodies[4] = {
       {336,
        {0.070755979205134795, -0.88611521784904812, 0.11072193288609845, -0.29939591411887995,
@@ -1010,23 +1015,7 @@ int SetTumblingIsland(const mjModel* m, mjData* d) {
         -0.36549609640635455, 0.12012460460930452, -0.86639208084641683},
        {-0.9659139027225252, -0.58240639577439535, -2.9651580088223026, -7.4817249731922333,
         2.473185275251335, 7.5809820122896898}}};
-  int lifted = 0;
-  for (int j = 0; j < m->njnt; j++) {
-    if (m->jnt_type[j] != mjJNT_FREE) continue;
-    const int a = m->jnt_qposadr[j], v = m->jnt_dofadr[j];
-    const Free* b = nullptr;
-    for (const Free& f : bodies) b = f.adr == a ? &f : b;
-    if (b) {
-      std::copy(b->qpos, b->qpos + 7, d->qpos + a);
-      std::copy(b->qvel, b->qvel + 6, d->qvel + v);
-    } else {  // out of reach, 2 m apart, at rest
-      d->qpos[a] = 2.0 * (lifted % 10) - 10;
-      d->qpos[a + 1] = 2.0 * (lifted / 10) - 10;
-      d->qpos[a + 2] = 20;
-      lifted++;
-    }
-  }
-  return lifted;
+  return PlaceFreeBodies(m, d, bodies, 4, -1);
 }
 
 // what the solve no longer runs again: the polish's damped repeat of the pattern it just rejected
