@@ -61,8 +61,10 @@ constexpr int kPolishIter = 20;            // ... Newton steps per pattern
 constexpr double kPolishTol = 1e-3;        // ... its residual, x residual_tol
 constexpr double kPolishCone = 1e-9;       // ... relative excess of a force over its cone
 constexpr int kPolishEnumerate = 4;        // ... orthant rows up to which every pattern is tried
-constexpr int kRefineSteps = 2;            // refinements of a direction's dynamics change
-constexpr double kRefineTol = 0.1;         // ... when its defect exceeds this x residual_tol
+// rows of Linearize's contact scratch: a contact of dimension 6, or a group of kMaxGroup of 3
+constexpr int kJcRows = std::max(6, 3 * IslandLU::kMaxGroup);
+constexpr int kRefineSteps = 2;      // refinements of a direction's dynamics change
+constexpr double kRefineTol = 0.1;   // ... when its defect exceeds this x residual_tol
 constexpr double kWarmMu = 1e-5;     // complementarity of a warm start (gap re-check)           //
                                      // complementarity of a warm start
 constexpr double kWarmSpeed = 1e-3;  // smallest gap speed of a warm start (m/s)
@@ -94,6 +96,17 @@ constexpr Plan kPlans[7] = {
     {kVelFloor, 0, 1, kRetryTarget, true, false, kPathSigma, kProxAttempt, 5},
     {kRetryFloor, 0, kSoftFactor, kRetryTarget, false, false, 0, -1, -1},
     {kVelFloor, 0, 1, kRetryTarget, true, false, 0, -1, 5}};
+
+// the soft attempt, the last, and its twin: the same plan with the hard tolerances. Where every
+// decision of the twin's run that reads the tolerances is taken alike under the soft ones (Twin),
+// the soft attempt's run is the twin's again, its answer the twin's, which the step did not keep
+constexpr int kSoftAttempt = 5, kSoftTwin = 3;
+constexpr bool Twins(const Plan& a, const Plan& b) {
+  return a.floor == b.floor && a.warm_mu == b.warm_mu && a.target == b.target &&
+         a.recenter == b.recenter && !a.recenter && a.scaled == b.scaled && a.sigma == b.sigma &&
+         a.sigma == 0 && a.soft == 1 && b.soft > 1 && b.next < 0 && b.fail < 0;
+}
+static_assert(Twins(kPlans[kSoftTwin], kPlans[kSoftAttempt]));
 
 // fixed-size cone operations for the cones here (2 or 3 entries)
 inline double Det(const double* y, int n) { return n == 3 ? cone::DetN<3>(y) : cone::DetN<2>(y); }
@@ -311,8 +324,8 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     rhs_.assign(V, 0);
     tmp_.assign(V, 0);
     mdiag_.assign(V, 1);
-    jc_.assign(6 * V, 0);
-    tw_.assign(6 * V, 0);
+    jc_.assign(kJcRows * V, 0);
+    tw_.assign(kJcRows * V, 0);
     out_lam_.assign(R, 0);
     cen_force_.assign(R, 0);
     grad_ok_.assign(T, 0);
@@ -352,6 +365,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     pol_pat_.assign(P, 0);
     pol_piv_.assign(P, 0);
     pol_tried_.assign(P, 0);
+    pol_last_pat_.assign(P, 0);
     pol_cone_.assign(P, -1);
     pol_loc_.assign(R, 0);
     pol_dof_.assign(V, 0);
@@ -867,15 +881,16 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
     const int i0 = con_[g0], dim = con_dim_[g0], n = J.rownnz[i0], adr = J.rowadr[i0];
     if (!(block_[i0] == dim &&
           lu_.AddJtWG(J.colind + adr, n, dim, gm, J.val + adr, Wg, gval + adr))) {
+      // the group's rows and weighted rows one contact after another, added in one call
       for (int m = 0; m < gm; m++) {
         const int i = con_[g0 + m];
         const double* W = Wg + m * dim * dim;
         for (int r = 0; r < dim; r++) {
           const double* jr = J.val + J.rowadr[i + r];
-          for (int b = 0; b < n; b++) jc[r * n + b] = jr[b];
+          for (int b = 0; b < n; b++) jc[(m * dim + r) * n + b] = jr[b];
         }
         for (int r = 0; r < dim; r++) {
-          double* tr = tw + r * n;
+          double* tr = tw + (m * dim + r) * n;
           for (int b = 0; b < n; b++) tr[b] = 0;
           for (int c = 0; c < dim; c++) {
             const double wrc = W[r * dim + c];
@@ -884,8 +899,8 @@ bool IpmSolver::Linearize(const Problem& p, int k, bool coupled, double* cond) {
             for (int b = 0; b < n; b++) tr[b] += wrc * jr[b];
           }
         }
-        lu_.AddJtT(J.colind + J.rowadr[i], n, dim, jc, tw);
       }
+      lu_.AddJtT(J.colind + adr, n, dim, jc, tw, gm);
     }
     gm = 0;
   };
@@ -1242,6 +1257,11 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   auto merit = [&](const State& s) { return std::max(s.rvio / rtol, s.kvio / ktol); };
   const bool cones = lists_[k].orth_num + lists_[k].soc_num > 0;
   const bool grad_at_end = GradAtEnd();
+  // the soft twin's shadow (Twin): each decision that reads the tolerances taken alike under
+  // twin_rtol_ and twin_ktol_, its best merit under them in sbest
+  Twin& tw = twin_;
+  auto smerit = [&](const State& s) { return std::max(s.rvio / tw.rtol, s.kvio / tw.ktol); };
+  auto alike = [&](bool a, bool b) { tw.same = tw.same && a == b; };
   State* cur = &cur_;
   State* trial = &trial_;
   if (warm_mu > 0) {
@@ -1251,8 +1271,9 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   }
   // the best iterate: cur itself while cur_best, else a copy in best_ (made when cur is replaced
   // by a worse one)
-  double best = merit(*cur);
+  double best = merit(*cur), sbest = tw.on ? smerit(*cur) : 0;
   bool cur_best = true;
+  if (tw.on) tw.same = cones && grad_at_end;
   // the proximal retry keeps the last attempt's point on the (hard) central path for gradients
   if (!(prox_on_ && grad_ok_[k])) grad_ok_[k] = 0;
   *status = ckSTATUS_MAX_ITER;
@@ -1262,6 +1283,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
   bool short_step = false;  // some step of this attempt was short
   bool measure = false;     // the dynamics change of every direction is measured (Refine)
   for (; it <= st.max_iter; it++) {
+    if (tw.on) alike(false, cur->rvio < tw.rtol && cur->kvio < tw.ktol);  // (the twin never ends)
     if (cur->rvio < rtol && cur->kvio < ktol) {
       // the residuals are tracked along the steps: measure them on the unfactored system, and
       // if the factor's solves left them above the tolerance, measure every direction from here
@@ -1308,6 +1330,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
       const double ratio = std::min(1.0, std::max(0.0, mu > 0 ? mu_aff / mu : 0));
       kappa = std::max(ratio * ratio * ratio * mu, kappa);
     }
+    if (tw.on) alike(true, kappa >= tw.ktol * target);  // (the floor does not bind)
 
     // corrector with the second-order term
     Targets(p, k, *cur, cones && !centering && !(path_sigma_ > 0) ? &aff_ : nullptr, kappa);
@@ -1331,6 +1354,9 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     const double tau =
         std::min(1 - (1 - kTauCap) * (short_step ? 1 : std::min(1.0, cur->mu / (kCapFade * ktol))),
                  std::max(kTauMax, 1 - kTauGain * cur->mu));
+    if (tw.on && !short_step) {
+      alike(std::min(1.0, cur->mu / (kCapFade * ktol)) == 1, cur->mu / (kCapFade * tw.ktol) >= 1);
+    }
     double alpha = MaxStep(p, k, *cur, dir_, tau);
     for (int bt = 0; bt <= kMaxBacktrack; bt++) {
       Step(p, k, *cur, dir_, alpha, trial);
@@ -1339,6 +1365,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     }
     if (recenter && trial->interior && trial->rvio < rtol) RecenterEta0(p, k, trial);
     if (trial->interior) {
+      if (tw.on && cur_best) alike(merit(*trial) < best, smerit(*trial) < sbest);
       if (cur_best && !(merit(*trial) < best)) Copy(p, k, *cur, &best_);
       cur_best = false;
       std::swap(cur, trial);
@@ -1353,6 +1380,10 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
       grad_kappa_[k] = st.kappa_grad;
     }
     const double m = merit(*cur);
+    if (tw.on) {
+      alike(m < best, smerit(*cur) < sbest);
+      if (m < best) sbest = smerit(*cur);
+    }
     if (m < best) {
       best = m;
       cur_best = true;
@@ -1364,6 +1395,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
     }
 
     // blocked steps: stop once close to the tolerances, or when hopeless
+    if (tw.on && alpha < kStallStep) alike(cur->rvio < rtol, cur->rvio < tw.rtol);
     if (alpha < kStallStep && cones && cur->rvio < rtol) {
       if (cur_best) Copy(p, k, *cur, &best_);  // the best iterate stays the one before a lift
       if (LiftEta0(p, k, cur)) {
@@ -1372,6 +1404,7 @@ int IpmSolver::Attempt(const Problem& p, int k, double floor, double warm_mu, bo
       }
     }
     stalled = alpha < kStallStep ? stalled + 1 : 0;
+    if (tw.on && stalled >= kStallIter) alike(best < kInaccurate, sbest < kInaccurate);
     last_alpha = alpha;
     short_step = short_step || alpha < kCenterAfter;
     if (stalled >= kStallIter && (best < kInaccurate || stalled >= 3 * kStallIter) &&
@@ -1454,6 +1487,43 @@ int IpmSolver::ProxRetry(const Problem& p, int k, int* status, const State** fin
     *status = merit(**fin) < kInaccurate ? ckSTATUS_INACCURATE : ckSTATUS_MAX_ITER;
   }
   return iterations;
+}
+
+int IpmSolver::PlannedAttempt(const Problem& p, int k, int attempt, bool twin, int* status,
+                              double* cond, const State** fin) {
+  // attempt's plan, the soft attempt's twin with its shadow
+  const ckIpmSettings& st = settings_.ipm;
+  const Plan& plan = kPlans[attempt];
+  const IpmStats before = stats_;
+  twin_.on = twin && attempt == kSoftTwin && !soft_twin_off_;
+  twin_.rtol = kPlans[kSoftAttempt].soft * st.residual_tol;
+  twin_.ktol = kPlans[kSoftAttempt].soft * st.kappa_tol;
+  const int steps =
+      Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
+              plan.soft * st.residual_tol, plan.soft * st.kappa_tol, status, cond, fin);
+  if (twin_.on) TwinRan(before, steps);
+  return steps;
+}
+
+void IpmSolver::TwinRan(const IpmStats& before, int steps) {
+  twin_.on = false;
+  twin_.iterations = steps;
+  twin_.factorizations = stats_.factorizations - before.factorizations;
+  twin_.sym_fallbacks = stats_.sym_fallbacks - before.sym_fallbacks;
+  twin_.refined_dirs = stats_.refined_dirs - before.refined_dirs;
+  twin_.lifts = stats_.lifts - before.lifts;
+}
+
+void IpmSolver::SoftAsTwin(int k, int* iterations) {
+  // what the soft attempt's run, the twin's again, would leave: its steps and statistics, and
+  // the island without a gradient iterate (an attempt clears it at its start)
+  *iterations += twin_.iterations;
+  stats_.factorizations += twin_.factorizations;
+  stats_.sym_fallbacks += twin_.sym_fallbacks;
+  stats_.refined_dirs += twin_.refined_dirs;
+  stats_.lifts += twin_.lifts;
+  stats_.soft_twins++;
+  grad_ok_[k] = 0;
 }
 
 void IpmSolver::EnergyTerms(const Problem& p, int k, const double* lam, double* work,
@@ -1622,6 +1692,27 @@ void IpmSolver::PolishNewtonSystem(const Problem& p, int k) {
 }
 
 bool IpmSolver::PolishPattern(const Problem& p, int k, bool damped) {
+  // a damped pattern the last call tried and rejected from the same start takes the same steps
+  // to the same end (pol_w_, pol_F_, pol_u_ and trial_ still hold it) when the budget left
+  // covers their work: only the work is spent
+  const int nr = NumRows(p, k);
+  if (damped && pol_last_work_ >= 0 && pol_work_ >= pol_last_work_ && !polish_repeat_off_ &&
+      std::equal(pol_pat_.begin(), pol_pat_.begin() + nr, pol_last_pat_.begin())) {
+    pol_work_ -= pol_last_work_;
+    stats_.polish_work += pol_last_work_;
+    stats_.polish_repeats++;
+    return false;
+  }
+  const double work = pol_work_;
+  const bool accepted = PolishNewton(p, k, damped);
+  if (damped) stats_.polish_work += work - pol_work_;
+  // (a run the budget ended leaves pol_work_ below zero)
+  pol_last_work_ = damped && !accepted && pol_work_ >= 0 ? work - pol_work_ : -1;
+  std::copy(pol_pat_.begin(), pol_pat_.begin() + nr, pol_last_pat_.begin());
+  return accepted;
+}
+
+bool IpmSolver::PolishNewton(const Problem& p, int k, bool damped) {
   // Newton on the pattern from the start (dense LU with partial pivoting), then the answer
   // measured as an iterate: accepted if it lies in every cone and meets both tolerances
   const ckIpmSettings& st = settings_.ipm;
@@ -1835,6 +1926,7 @@ bool IpmSolver::Polish(const Problem& p, int k) {
   const int nr = NumRows(p, k), n = NumDofs(p, k) + nr;
   if (L.eq_num || L.fl_num || n > kPolishMax) return false;
   PolishSystem(p, k);
+  pol_last_work_ = -1;  // (a new start)
   // an answer is taken unless its recovery adds energy (the attempts' answer was not held for it)
   auto accept = [&]() {
     if (AddsEnergy(p, k, trial_.lam)) return false;
@@ -1888,9 +1980,14 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1 && (replay >= 0 || !(held = HoldRecovery(p, k)))) break;
     best = HUGE_VAL;
+    twin_.same = false;
     const int start = force_prox_ ? kProxAttempt : replay >= 0 ? replay : warm ? 0 : 1;
     for (int attempt = start; attempt >= 0;) {
       const Plan& plan = kPlans[attempt];
+      if (attempt == kSoftAttempt && twin_.same && replay < 0) {
+        SoftAsTwin(k, &iterations);  // (its answer, the twin's, is not kept; the last attempt)
+        break;
+      }
       int result;
       double c = 0;
       const State* fin = nullptr;
@@ -1899,9 +1996,7 @@ void IpmSolver::SolveIsland(const Problem& p, int k, Solution* sol) {
       if (attempt == kProxAttempt) {
         iterations += ProxRetry(p, k, &result, &fin);
       } else {
-        iterations +=
-            Attempt(p, k, plan.floor, plan.warm_mu, plan.recenter, plan.scaled, plan.target,
-                    plan.soft * st.residual_tol, plan.soft * st.kappa_tol, &result, &c, &fin);
+        iterations += PlannedAttempt(p, k, attempt, replay < 0, &result, &c, &fin);
       }
       path_sigma_ = 0;
       replay_steps_ = -1;

@@ -38,6 +38,9 @@ struct IpmStats {
   int prox_solved = 0;       // islands the proximal retry solved
   int refined_dirs = 0;      // Newton directions refined on the unfactored dynamics
   int polished = 0;          // islands solved by the polish on a complementarity pattern
+  int polish_repeats = 0;    // its damped patterns not re-run (the last call's, rejected)
+  double polish_work = 0;    // its damped patterns' dense LU work (sum of n^3), repeats' too
+  int soft_twins = 0;        // soft attempts not run: their twin's run with every decision alike
   int semismooth = 0;        // islands solved by the semismooth Newton (after the polish)
   int newton_steps = 0;      // its Newton steps
   int far = 0;               // islands whose best answer ends beyond 1000x the tolerances

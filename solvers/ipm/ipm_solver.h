@@ -111,6 +111,10 @@ class IpmSolver final : public Solver {
   static inline double island_nudge_ = 1e-6;
   // for tests: every island is solved by the proximal retry alone, from a zero centre
   static inline bool force_prox_ = false;
+  // for tests: the polish runs a damped pattern again where it repeats the last one rejected
+  static inline bool polish_repeat_off_ = false;
+  // for tests: the soft attempt runs where its twin's decisions were alike
+  static inline bool soft_twin_off_ = false;
   // for tests: one Newton direction at the cold start of island k for complementarity target
   // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
   bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);
@@ -177,8 +181,10 @@ class IpmSolver final : public Solver {
   // by the cosine align at least; true if that last condition made some cone stick
   bool PolishGuess(const Problem& p, int k, double align);
   // Newton on the pattern pol_pat_ (damped: steps halved until |F| decreases, stopped when it
-  // shrinks only linearly); true if its answer lies in every cone and meets both tolerances
+  // shrinks only linearly); true if its answer lies in every cone and meets both tolerances.
+  // A damped repeat of the last call's rejected pattern spends its work without running it
   bool PolishPattern(const Problem& p, int k, bool damped);
+  bool PolishNewton(const Problem& p, int k, bool damped);  // (PolishPattern's run)
   // every pattern of up to kPolishEnumerate orthant rows; true once one is solved
   bool PolishEnumerate(const Problem& p, int k, bool damped);
   // after a pattern whose Newton converged to an answer outside the cones or short of the
@@ -375,7 +381,7 @@ class IpmSolver final : public Solver {
   std::vector<double> rhs_;         // Newton right-hand side                              (nv)
   std::vector<double> tmp_;         // scratch                                             (nv)
   std::vector<double> mdiag_;       // diagonal of M_eff                                   (nv)
-  std::vector<double> jc_, tw_;     // contact rows and W-weighted rows                    (6 x nv)
+  std::vector<double> jc_, tw_;     // contact (group) rows and W-weighted rows           (12 x nv)
   std::vector<double> out_lam_;     // final impulses                                      (rows)
   std::vector<double> cen_force_;   // central-path force at kappa_grad                   (rows)
   std::vector<uint8_t> grad_ok_;    // island has a kappa_grad iterate                   (ntree)
@@ -435,28 +441,47 @@ class IpmSolver final : public Solver {
   std::vector<double> sT_;    // cone: (I + S P)^-1                                      (cones x 4)
   std::vector<double> sq0_;   // cone: q before the proximal term                        (cones x 2)
 
+  // the soft attempt's twin (kSoftTwin: its plan with the hard tolerances), run with a shadow of
+  // the soft attempt's decisions: where all are alike the soft attempt is not run again
+  struct Twin {
+    bool on = false;            // the running attempt is the twin
+    bool same = false;          // ... every decision alike under the soft tolerances
+    double rtol = 0, ktol = 0;  // the soft attempt's tolerances
+    int iterations = 0;         // the twin's steps and statistics
+    int factorizations = 0, sym_fallbacks = 0, refined_dirs = 0, lifts = 0;
+  };
+  Twin twin_;
+  // Attempt with kPlans[attempt] (twin: the soft attempt's twin may shadow it); its steps
+  int PlannedAttempt(const Problem& p, int k, int attempt, bool twin, int* status, double* cond,
+                     const State** fin);
+  void TwinRan(const IpmStats& before, int steps);  // the twin's record (stats_ since before)
+  void SoftAsTwin(int k, int* iterations);          // the soft attempt as the twin's run again
+
   // the current attempt follows the central path at kappa = path_sigma_ mu (no predictor or
   // second-order term); 0: Mehrotra predictor-corrector
   double path_sigma_ = 0;
 
   // polish (dense, P = kPolishMax = 64 dofs + rows at most), local indices: v then lambda
-  std::vector<double> pol_M_;   // M of the island                                  (P x P)
-  std::vector<double> pol_J_;   // J of the island (rows x dofs)                      (P x P)
-  std::vector<double> pol_A_;   // Newton matrix, then its LU                        (P x P)
-  std::vector<double> pol_w_;   // unknowns (v, lambda)                              (P)
-  std::vector<double> pol_w0_;  // the start                                         (P)
-  std::vector<double> pol_F_;   // residual, then the Newton step                    (P)
-  std::vector<double> pol_d_;   // the Newton step                                   (P)
-  std::vector<double> pol_wp_;  // the unknowns before the step                      (P)
-  std::vector<double> pol_u_;   // row velocities J v                                (P)
-  std::vector<int> pol_pat_;    // row: 0 open, 1 closed / sticking, 2 sliding       (P)
-  std::vector<int> pol_piv_;    // row interchanges of pol_A_'s LU                   (P)
-  std::vector<int> pol_cone_;   // cone of a friction row, -1: orthant row           (P)
-  std::vector<int> pol_tried_;  // a stalled cone row's mode was switched (PolishCorrect) (P)
-  bool pol_solved_ = false;     // the last pattern's Newton converged (pol_w_ its answer)
-  double pol_work_ = 0;         // dense LU work (sum of n^3) the damped patterns may still take
-  std::vector<int> pol_loc_;    // local index of each island row                    (rows)
-  std::vector<int> pol_dof_;    // local index of each island dof                    (nv)
+  std::vector<double> pol_M_;      // M of the island                                  (P x P)
+  std::vector<double> pol_J_;      // J of the island (rows x dofs)                      (P x P)
+  std::vector<double> pol_A_;      // Newton matrix, then its LU                        (P x P)
+  std::vector<double> pol_w_;      // unknowns (v, lambda)                              (P)
+  std::vector<double> pol_w0_;     // the start                                         (P)
+  std::vector<double> pol_F_;      // residual, then the Newton step                    (P)
+  std::vector<double> pol_d_;      // the Newton step                                   (P)
+  std::vector<double> pol_wp_;     // the unknowns before the step                      (P)
+  std::vector<double> pol_u_;      // row velocities J v                                (P)
+  std::vector<int> pol_pat_;       // row: 0 open, 1 closed / sticking, 2 sliding       (P)
+  std::vector<int> pol_piv_;       // row interchanges of pol_A_'s LU                   (P)
+  std::vector<int> pol_cone_;      // cone of a friction row, -1: orthant row           (P)
+  std::vector<int> pol_tried_;     // a stalled cone row's mode was switched (PolishCorrect) (P)
+  std::vector<int> pol_last_pat_;  // the last PolishPattern's pattern               (P)
+  double pol_last_work_ = -1;      // ... its work if it was damped, rejected and within the
+                                   // budget, else -1 (PolishPattern's repeats)
+  bool pol_solved_ = false;        // the last pattern's Newton converged (pol_w_ its answer)
+  double pol_work_ = 0;            // dense LU work (sum of n^3) the damped patterns may still take
+  std::vector<int> pol_loc_;       // local index of each island row                    (rows)
+  std::vector<int> pol_dof_;       // local index of each island dof                    (nv)
 
   // semismooth Newton (dense, N = kNewtonMax rows at most), island-local row indices
   static constexpr int kNewtonMax = 128;

@@ -342,7 +342,15 @@ double* IslandLU::Block(int i, int j) {
   return pool_.data() + (i > j ? lblk_[e] : ublk_[e]);
 }
 
-void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T) {
+void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T, int m) {
+  if (m > 1) {  // (blocks in order: each entry gets their sums as one block at a time would)
+    if (!tree_sparse_ && n <= kMaxDenseAdd && m * dim <= kMaxDenseAdd) {
+      AddJtTBlocks(cols, n, dim, m, Jc, T);
+    } else {
+      for (int g = 0; g < m; g++) AddJtT(cols, n, dim, Jc + g * dim * n, T + g * dim * n, 1);
+    }
+    return;
+  }
   if (tree_sparse_ && depth_[cols[n - 1]] - depth_[cols[0]] == n - 1) {
     AddJtTChain(cols, n, dim, Jc, T);
     return;
@@ -352,7 +360,7 @@ void IslandLU::AddJtT(const int* cols, int n, int dim, const double* Jc, const d
     return;
   }
   if (!tree_sparse_) {
-    AddJtTBlocks(cols, n, dim, Jc, T);
+    AddJtTBlocks(cols, n, dim, 1, Jc, T);
     return;
   }
 
@@ -401,59 +409,74 @@ void AddRowRun(const double* j, const double* const* t, int m, int b0, int b1, d
   }
 }
 
-// AddRowRun for 3 rows and 6 entries (a contact's rows on a free body), unrolled
-void AddRowRun36(const double* j, const double* const* t, int b0, double* out) {
-  Pair acc[3] = {{0, 0}, {0, 0}, {0, 0}};
-  for (int r = 0; r < 3; r++) {
-    const Pair jr = {j[r], j[r]};
-    for (int c = 0; c < 3; c++) acc[c] += jr * LoadPair(t[r] + b0 + 2 * c);
+// AddRowRun for m blocks of 3 rows and 6 entries (contacts' rows on a free body), unrolled: the
+// entries loaded once, each block's sums added in order
+void AddRowRun36(const double* j, const double* const* t, int m, int b0, double* out) {
+  Pair o[3];
+  for (int c = 0; c < 3; c++) o[c] = LoadPair(out + b0 + 2 * c);
+  for (int g = 0; g < m; g++, j += 3, t += 3) {
+    Pair acc[3] = {{0, 0}, {0, 0}, {0, 0}};
+    for (int r = 0; r < 3; r++) {
+      const Pair jr = {j[r], j[r]};
+      for (int c = 0; c < 3; c++) acc[c] += jr * LoadPair(t[r] + b0 + 2 * c);
+    }
+    for (int c = 0; c < 3; c++) o[c] += acc[c];
   }
-  for (int c = 0; c < 3; c++) StorePair(out + b0 + 2 * c, LoadPair(out + b0 + 2 * c) + acc[c]);
+  for (int c = 0; c < 3; c++) StorePair(out + b0 + 2 * c, o[c]);
 }
 
 }  // namespace
 
-void IslandLU::AddJtTBlocks(const int* cols, int n, int dim, const double* Jc, const double* T) {
-  // segments of cols by tree position, each entry's sum (Jc' T)(a, b) formed from zero in row
-  // order (a zero Jc(r, a) adds nothing) and added to its block's entry; a run of consecutive
-  // dofs (a free body's) two entries at once
+void IslandLU::AddJtTBlocks(const int* cols, int n, int dim, int m, const double* Jc,
+                            const double* T) {
+  // segments of cols by tree position, each entry's sum (Jc_g' T_g)(a, b) of each block g formed
+  // from zero in row order (a zero Jc_g(r, a) adds nothing) and added to its block's entry, the
+  // blocks in order; a run of consecutive dofs (a free body's) two entries at once
   double j[kMaxDenseAdd];
   const double* t[kMaxDenseAdd];
-  for (int a0 = 0; a0 < n;) {
-    const int pa = dof_pos_[cols[a0]];
-    int a1 = a0 + 1;
-    while (a1 < n && dof_pos_[cols[a1]] == pa) a1++;
-    for (int b0 = 0; b0 < n;) {
-      const int pb = dof_pos_[cols[b0]];
-      int b1 = b0 + 1;
-      while (b1 < n && dof_pos_[cols[b1]] == pb) b1++;
-      double* blk = Block(pa, pb);
-      const int wb = pos_size_[pb];
-      const bool run = cols[b1 - 1] - cols[b0] == b1 - 1 - b0;
-      for (int a = a0; a < a1; a++) {
-        double* row = blk + dof_off_[cols[a]] * wb;
-        int m = 0;  // the rows with Jc(r, a) != 0
-        for (int r = 0; r < dim; r++) {
-          if (Jc[r * n + a] != 0) j[m] = Jc[r * n + a], t[m++] = T + r * n;
+  int cnt[kMaxDenseAdd];  // rows of block g with Jc_g(r, a) != 0: j[], t[] in block order
+  int seg[kMaxDenseAdd + 1], nseg = 0;  // first column of each segment, then n
+  for (int b = 0; b < n; b++) {
+    if (b == 0 || dof_pos_[cols[b]] != dof_pos_[cols[b - 1]]) seg[nseg++] = b;
+  }
+  seg[nseg] = n;
+  double* blk[kMaxDenseAdd];  // the blocks of a segment's rows, one per column segment
+  for (int sa = 0; sa < nseg; sa++) {
+    const int pa = dof_pos_[cols[seg[sa]]];
+    for (int sb = 0; sb < nseg; sb++) blk[sb] = Block(pa, dof_pos_[cols[seg[sb]]]);
+    for (int a = seg[sa]; a < seg[sa + 1]; a++) {
+      int nz = 0;
+      bool three = true;  // every block's 3 rows nonzero
+      for (int g = 0; g < m; g++) {
+        cnt[g] = 0;
+        for (int r = g * dim; r < (g + 1) * dim; r++) {
+          if (Jc[r * n + a] != 0) j[nz] = Jc[r * n + a], t[nz++] = T + r * n, cnt[g]++;
         }
-        if (run) {
+        three = three && cnt[g] == 3;
+      }
+      for (int sb = 0; sb < nseg; sb++) {
+        const int b0 = seg[sb], b1 = seg[sb + 1];
+        double* row = blk[sb] + dof_off_[cols[a]] * pos_size_[dof_pos_[cols[b0]]];
+        if (cols[b1 - 1] - cols[b0] == b1 - 1 - b0) {   // a run
           double* out = row + dof_off_[cols[b0]] - b0;  // out[b]: entry (a, b)
-          if (m == 3 && b1 - b0 == 6) {
-            AddRowRun36(j, t, b0, out);
+          if (three && b1 - b0 == 6) {
+            AddRowRun36(j, t, m, b0, out);
           } else {
-            AddRowRun(j, t, m, b0, b1, out);
+            for (int g = 0, r0 = 0; g < m; r0 += cnt[g++]) {
+              AddRowRun(j + r0, t + r0, cnt[g], b0, b1, out);
+            }
           }
           continue;
         }
-        for (int b = b0; b < b1; b++) {
-          double v = 0;
-          for (int r = 0; r < m; r++) v += j[r] * t[r][b];
-          row[dof_off_[cols[b]]] += v;
+        for (int g = 0, r0 = 0; g < m; r0 += cnt[g++]) {
+          for (int b = b0; b < b1; b++) {
+            double v = 0;
+            for (int r = r0; r < r0 + cnt[g]; r++) v += j[r] * t[r][b];
+            row[dof_off_[cols[b]]] += v;
+          }
         }
       }
-      b0 = b1;
     }
-    a0 = a1;
   }
 }
 

@@ -50,8 +50,9 @@ class IslandLU {
   void SetMass(const Problem& p);
 
   // A(cols, cols) += Jc' T for rows Jc and T (dim x n, row-major) on ascending global dofs cols
-  // (dof-space layouts)
-  void AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T);
+  // (dof-space layouts); m > 1: m such blocks one after another (m dim x n), added in order, each
+  // entry as m calls would give it (a block-sparse island's in one pass)
+  void AddJtT(const int* cols, int n, int dim, const double* Jc, const double* T, int m = 1);
 
   // A(cols, cols) += sum_b Jc_b' W_b G_b over m blocks of dim rows Jc_b and G_b (m dim x n,
   // row-major, blocks one after another) on ascending global dofs cols and weights W_b (m blocks
@@ -96,7 +97,7 @@ class IslandLU {
   double* Block(int i, int j);
   void AddJtTLarge(const int* cols, int n, int dim, const double* Jc, const double* T);
   void AddJtTChain(const int* cols, int n, int dim, const double* Jc, const double* T);
-  void AddJtTBlocks(const int* cols, int n, int dim, const double* Jc, const double* T);
+  void AddJtTBlocks(const int* cols, int n, int dim, int m, const double* Jc, const double* T);
   static constexpr int kMaxDenseAdd = 96;  // rows wider than this are added entry by entry
   void FactorBlocks(double* min_pivot, double* max_pivot, bool* ok);
   void FactorTree(double* min_pivot, double* max_pivot, bool* ok);

@@ -622,6 +622,35 @@ TEST_F(IpmPhysicsTest, BoxOnFourStickingCornersIsPolished) {
   ExpectBoxPolished(m.get(), qpos, qvel, 0);
 }
 
+// a free body's captured state: its qpos address, qpos (7), qvel (6)
+struct Free {
+  int adr;
+  double qpos[7], qvel[6];
+};
+
+// the n listed free bodies set to their captured state, every other free body but the one at
+// qpos address keep (-1: none) lifted out of reach (1 m apart, 20 m up, at rest); returns how
+// many were lifted
+int PlaceFreeBodies(const mjModel* m, mjData* d, const Free* bodies, int n, int keep) {
+  int lifted = 0;
+  for (int j = 0; j < m->njnt; j++) {
+    if (m->jnt_type[j] != mjJNT_FREE) continue;
+    const int a = m->jnt_qposadr[j], v = m->jnt_dofadr[j];
+    const Free* b = nullptr;
+    for (int c = 0; c < n; c++) b = bodies[c].adr == a ? bodies + c : b;
+    if (b) {
+      std::copy(b->qpos, b->qpos + 7, d->qpos + a);
+      std::copy(b->qvel, b->qvel + 6, d->qvel + v);
+    } else if (a != keep) {
+      d->qpos[a] = (lifted % 10) - 5.0;
+      d->qpos[a + 1] = (lifted / 10) - 5.0;
+      d->qpos[a + 2] = 20;
+      lifted++;
+    }
+  }
+  return lifted;
+}
+
 // the state of the stalled cylinder island below (humanoid100 on MuJoCo 2.2.2, time step 0.005001
 // s, step 1938): the humanoid, a box and three cylinders as captured, the other free bodies lifted
 // out of reach; returns how many were lifted
@@ -644,11 +673,7 @@ int SetStalledCylinderIsland(const mjModel* m, mjData* d) {
       -8.40412559670686e-13,   0.0011228879813220535, -0.0008287672282643701,
       -1.5114864514168208e-11, 0.0013754201915853858, 1.8386768584992522e-10,
       0.012584448472339312,    0.006413390166771865,  -0.014003112389224814};
-  // the box and the three cylinders: qpos address, qpos (7), qvel (6)
-  struct Free {
-    int adr;
-    double qpos[7], qvel[6];
-  };
+  // the box and the three cylinders
   const Free bodies[4] = {
       {371,
        {0.16915889552124522, 0.7775969951164508, 0.09997000000076435, -0.6247220173859007,
@@ -672,23 +697,7 @@ int SetStalledCylinderIsland(const mjModel* m, mjData* d) {
         0.012084511069232369, -0.014933927470887103, 0.0005139051548387593}}};
   std::copy(humanoid_qpos, humanoid_qpos + 28, d->qpos);
   std::copy(humanoid_qvel, humanoid_qvel + 27, d->qvel);
-  int lifted = 0;
-  for (int j = 0; j < m->njnt; j++) {
-    if (m->jnt_type[j] != mjJNT_FREE) continue;
-    const int a = m->jnt_qposadr[j], v = m->jnt_dofadr[j];
-    const Free* b = nullptr;
-    for (const Free& f : bodies) b = f.adr == a ? &f : b;
-    if (b) {
-      std::copy(b->qpos, b->qpos + 7, d->qpos + a);
-      std::copy(b->qvel, b->qvel + 6, d->qvel + v);
-    } else if (a != 0) {  // out of reach, 1 m apart, at rest
-      d->qpos[a] = (lifted % 10) - 5.0;
-      d->qpos[a + 1] = (lifted / 10) - 5.0;
-      d->qpos[a + 2] = 20;
-      lifted++;
-    }
-  }
-  return lifted;
+  return PlaceFreeBodies(m, d, bodies, 4, 0);
 }
 
 // humanoid100 at the stalled island's state (MuJoCo 2.2.2's step 1938 at h = 0.005001), extracted
@@ -978,6 +987,119 @@ TEST_F(IpmPhysicsTest, HumanoidAtFiveStepsWithRandomControlsKeepsItsEnergy) {
   EXPECT_LT(qvel, 1e3);
   printf("largest kinetic energy %.4g J (MuJoCo's solver %.4g J), |qvel| %.3g\n", top[1], top[0],
          qvel);
+}
+
+// the island ipm cannot solve at ck-jac-ratio humanoid100's state on MuJoCo 2.2.2 (200 mj_steps
+// from the default pose, then one ipm ck_step; island 25 of the Jacobian's nominal stage, docs/
+// derivatives.md eleventh pass): four free bodies tumbling onto each other, the other free bodies
+// (the humanoid too) lifted out of reach; returns how many were lifted
+int SetTumblingIsland(const mjModel* m, mjData* d) {
+  const Free bodies[4] = {
+      {336,
+       {0.070755979205134795, -0.88611521784904812, 0.11072193288609845, -0.29939591411887995,
+        -0.42093039239169572, 0.69737709300522532, 0.49683486343198069},
+       {-0.088215378899017177, 0.061192938082074794, 0.096930503491001158, 0.96436690383225254,
+        0.038488785363856075, 0.11105552956100349}},
+      {343,
+       {-0.073395591596423976, -0.90427977502911705, 0.21435582023445371, 0.26971225756955619,
+        -0.32423297114202748, 0.84252547211579543, -0.33508074754781514},
+       {-0.28312841482275231, -0.43984687975331488, -0.62330780703571531, 15.292688189370445,
+        3.1884851533513827, -0.8303962186693179}},
+      {350,
+       {-0.15851081390079991, -0.83418769805969473, 0.25031389064416232, 0.30244457094752009,
+        -0.14324937094972942, 0.89283223321673977, -0.30142578283233618},
+       {-0.42685204945235661, 0.3646055926224579, -1.9097931325980695, 17.019856478027542,
+        -3.6358468083864555, -0.89423982068805463}},
+      {378,
+       {-0.19491792969325628, -0.62792268151848896, 0.36563121165208423, -0.31835113495288681,
+        -0.36549609640635455, 0.12012460460930452, -0.86639208084641683},
+       {-0.9659139027225252, -0.58240639577439535, -2.9651580088223026, -7.4817249731922333,
+        2.473185275251335, 7.5809820122896898}}};
+  return PlaceFreeBodies(m, d, bodies, 4, -1);
+}
+
+// what the solve no longer runs again: the polish's damped repeat of the pattern it just rejected
+// (its work spent, its end kept) and the soft attempt whose twin took every decision alike (its
+// steps and statistics counted). The scenes above whose polish runs, the stalled island and the
+// tumbling one, solved with and without the skips, give the same velocity, status and measures to
+// the bit, the same iteration, factorization, lift, retry and polish counts and the same polish
+// work (the budget spent, which decides how far the later patterns go), and both skips happen
+TEST_F(IpmPhysicsTest, SkippedRepeatsGiveTheRunsAnswer) {
+  auto solve = [&](Problem& p, const ProblemDims& dims, Solution& sol, bool off, int* skips) {
+    ipm::IpmSolver::polish_repeat_off_ = ipm::IpmSolver::soft_twin_off_ = off;
+    ckSettings st = IpmSettings();
+    st.ipm.kappa_grad = st.ipm.kappa_tol;  // (the step's own derivative, where the twin applies)
+    ipm::IpmSolver solver;
+    std::string err;
+    EXPECT_TRUE(solver.Setup(dims, st, &err)) << err;
+    solver.Solve(p, &sol);
+    ipm::IpmSolver::polish_repeat_off_ = ipm::IpmSolver::soft_twin_off_ = false;
+    const IpmStats& stats = solver.stats();
+    skips[0] = stats.polish_repeats;
+    skips[1] = stats.soft_twins;
+    std::vector<double> out(sol.v_next, sol.v_next + p.nv);
+    for (double v : {static_cast<double>(sol.status), sol.residual, sol.kappa, sol.condition}) {
+      out.push_back(v);
+    }
+    for (int v : {stats.polished, stats.total_iterations, stats.iterations, stats.factorizations,
+                  stats.sym_fallbacks, stats.refined_dirs, stats.lifts, stats.retries, stats.far}) {
+      out.push_back(v);
+    }
+    out.push_back(stats.polish_work);
+    return out;
+  };
+  int skips_on[2] = {0, 0};
+  auto check = [&](Problem& p, const ProblemDims& dims, Solution& sol, const char* name) {
+    int on[2], off[2];
+    const std::vector<double> a = solve(p, dims, sol, true, off);
+    const std::vector<double> b = solve(p, dims, sol, false, on);
+    EXPECT_EQ(off[0] + off[1], 0) << name;
+    skips_on[0] += on[0];
+    skips_on[1] += on[1];
+    printf("%s: %d polish repeats, %d soft twins\n", name, on[0], on[1]);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); i++) EXPECT_EQ(a[i], b[i]) << name << " entry " << i;
+  };
+  const double box_qpos[2][7] = {
+      {0.22362275952154859, 0.47454330494889241, 0.049686663935294806, 0.031926225294017299,
+       0.0009446604841090643, -3.0174318345731286e-05, 0.99948978126069699},
+      {0.043883418966129135, -1.0514538533444262, 0.048958916157989904, -0.94444641894313119,
+       0.0047634025612955638, 0.0016574596468813996, -0.32862672528121251}};
+  const double box_qvel[2][6] = {
+      {0.034156271391545541, 0.0034888717145757399, -0.033254508516348411, 0.11279133116641815,
+       -0.67685425455365644, -7.4362214371508084e-05},
+      {0.015331462989030311, -0.019481425210745688, 0.050299458502293386, 0.50019320448077154,
+       1.5478065780459831e-05, -0.00110463995334272}};
+  for (int b = 0; b < 2; b++) {
+    ModelPtr m = LoadString(BoxOnPlane(b == 0 ? "0.00501" : "0.005"));
+    ASSERT_TRUE(m);
+    DataPtr d(mj_makeData(m.get()));
+    std::copy(box_qpos[b], box_qpos[b] + 7, d->qpos);
+    std::copy(box_qvel[b], box_qvel[b] + 6, d->qvel);
+    mj_forward(m.get(), d.get());
+    ExtractedProblem e(m.get());
+    ASSERT_TRUE(e.ok);
+    e.Extract(m.get(), d.get());
+    check(e.problem(), e.ex.dims(), e.solution(), b == 0 ? "box" : "box on sticking corners");
+  }
+  StalledIsland island;
+  ASSERT_NO_FATAL_FAILURE(island.Set(Load(MujocoModel("humanoid100/humanoid100.xml"))));
+  check(island.e->problem(), island.e->ex.dims(), island.e->solution(), "stalled island");
+  ModelPtr m = Load(MujocoModel("humanoid100/humanoid100.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  ASSERT_EQ(SetTumblingIsland(m.get(), d.get()), 97);
+  mj_forward(m.get(), d.get());
+  ExtractedProblem e(m.get());
+  ASSERT_TRUE(e.ok);
+  ASSERT_EQ(e.Extract(m.get(), d.get()), 0);
+  check(e.problem(), e.ex.dims(), e.solution(), "tumbling island");
+  // (MuJoCo 3's collisions give the bodies 21 rows, an island whose polish does not repeat)
+  if (mjVERSION_HEADER < 300) {
+    EXPECT_EQ(e.problem().nrow, 30);
+    EXPECT_GT(skips_on[0], 0);
+    EXPECT_GT(skips_on[1], 0);
+  }
 }
 
 }  // namespace

@@ -172,6 +172,64 @@ TEST_P(IslandLUTest, SolvesMatchDenseLU) {
   EXPECT_GT(cspace, 0);
 }
 
+// blocks of rows on the same columns (a geom pair's contacts) added in one call give every entry
+// the sums the calls block by block give, to the bit (Linearize groups them so), with rows that
+// are zero on some columns (a block's fewer nonzero rows) and every block count up to kMaxGroup
+TEST_P(IslandLUTest, GroupedBlocksGiveTheSingleCallsSums) {
+  const LuCase& c = GetParam();
+  ModelPtr m = Load(c.model);
+  ASSERT_TRUE(m);
+  SteppedProblem at(std::move(m), c.steps);
+  Problem& p = at.p();
+  IslandLU one, grouped;
+  std::string err;
+  ASSERT_TRUE(one.Allocate(at.dims(), 1 << 22, &err)) << err;
+  ASSERT_TRUE(grouped.Allocate(at.dims(), 1 << 22, &err)) << err;
+  std::vector<uint8_t> chain(p.nrow, 0);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  int groups = 0;
+  for (int island = 0; island < p.islands.nisland; island++) {
+    ASSERT_TRUE(one.Analyze(p, island, chain.data(), IslandLU::kDofSpace));
+    ASSERT_TRUE(grouped.Analyze(p, island, chain.data(), IslandLU::kDofSpace));
+    one.SetMass(p);
+    grouped.SetMass(p);
+    for (int k = 0; k < p.ncon; k++) {
+      const int i = p.con[k].row, dim = p.con[k].dim, n = p.J.rownnz[i];
+      if (p.islands.row_island[i] != island) continue;
+      const int* cols = p.J.colind + p.J.rowadr[i];
+      const int mg = 1 + (k % IslandLU::kMaxGroup);
+      std::vector<double> Jc(mg * dim * n), T(mg * dim * n);
+      for (int g = 0; g < mg; g++) {
+        for (int r = 0; r < dim; r++) {
+          for (int b = 0; b < n; b++) {
+            const int e = (g * dim + r) * n + b;
+            Jc[e] = (g + r + b) % 5 == 4 ? 0 : p.J.val[p.J.rowadr[i + r] + b] + 0.1 * uni(rng);
+            T[e] = uni(rng);
+          }
+        }
+        one.AddJtT(cols, n, dim, Jc.data() + g * dim * n, T.data() + g * dim * n);
+      }
+      grouped.AddJtT(cols, n, dim, Jc.data(), T.data(), mg);
+      groups += mg > 1 && !grouped.tree_sparse();
+    }
+    double mn, mx;
+    ASSERT_TRUE(one.Factor(&mn, &mx));
+    ASSERT_TRUE(grouped.Factor(&mn, &mx));
+    std::vector<double> x(p.nv, 0), y(p.nv, 0);
+    const int* dofs = p.islands.dofs + p.islands.dofadr[island];
+    for (int a = 0; a < p.islands.ndofs[island]; a++) x[dofs[a]] = y[dofs[a]] = uni(rng);
+    one.Solve(x.data());
+    grouped.Solve(y.data());
+    for (int a = 0; a < p.islands.ndofs[island]; a++) {
+      EXPECT_EQ(x[dofs[a]], y[dofs[a]]) << "island " << island << " dof " << dofs[a];
+    }
+  }
+  if (!c.expect_tree_sparse) {
+    EXPECT_GT(groups, 0);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, IslandLUTest,
     ::testing::Values(LuCase{MujocoModel("humanoid/humanoid.xml"), 150, true},
