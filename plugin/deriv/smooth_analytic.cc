@@ -609,10 +609,72 @@ void SmoothTangent::EllipsoidRoll(const mjModel* m, int g, const double* n, cons
   for (int k = 0; k < 3; k++) u[k] += Dot3(R + 3 * k, ds);
 }
 
+void SmoothTangent::PlaneCylinderRim(const mjModel* m, const mjData* d, int g, const double* n,
+                                     CylinderRim* rim) {
+  const double* R = d->geom_xmat + 9 * g;
+  const double r = m->geom_size[3 * g], half = m->geom_size[3 * g + 1];
+  const double s = R[2] * n[0] + R[5] * n[1] + R[8] * n[2] > 0 ? -1 : 1;
+  for (int k = 0; k < 3; k++) rim->a[k] = s * R[3 * k + 2];
+  const double na = Dot3(n, rim->a);
+  for (int k = 0; k < 3; k++) {
+    rim->A[k] = half * rim->a[k];
+    rim->p[k] = na * rim->a[k] - n[k];
+  }
+  rim->plen = std::sqrt(Dot3(rim->p, rim->p));
+  for (int k = 0; k < 3; k++) rim->v[k] = r * rim->p[k] / rim->plen;
+  Cross3(rim->e, rim->v, rim->A);
+  rim->elen = std::sqrt(Dot3(rim->e, rim->e));
+  const double side = r * std::sqrt(3.0) / 2 / rim->elen;
+  for (int k = 0; k < 3; k++) rim->v1[k] = side * rim->e[k];
+}
+
+void SmoothTangent::CylinderPoint(const CylinderRim& rim, const double* x, int kind,
+                                  double out[3]) {
+  const double alpha = kind < 2 ? 1 : -0.5, beta = kind == 1 ? -1 : 1,
+               gamma = kind == 2 ? 1 : (kind == 3 ? -1 : 0);
+  for (int k = 0; k < 3; k++) {
+    out[k] = x[k] + alpha * rim.v[k] + beta * rim.A[k] + gamma * rim.v1[k];
+  }
+}
+
+void SmoothTangent::CylinderRoll(const mjModel* m, int g, const double* n, const double* w,
+                                 int kind, double* u) const {
+  // a turns by da = w x a, so p by dp = (n.da) a + (n.a) da and v by r (I - p p' / |p|^2) dp /
+  // |p|; e by dv x A + v x (w x A) and v1 by r sqrt(3) / 2 (I - e e' / |e|^2) de / |e|; the
+  // point's rigid motion has w x v and w x v1 of them
+  CylinderRim rim;
+  PlaneCylinderRim(m, stage_data_, g, n, &rim);
+  const double r = m->geom_size[3 * g];
+  double da[3], dp[3], t[3], dv[3], dA[3], de[3], c[3];
+  Cross3(da, w, rim.a);
+  const double nda = Dot3(n, da), na = Dot3(n, rim.a);
+  for (int k = 0; k < 3; k++) {
+    dp[k] = nda * rim.a[k] + na * da[k];
+    t[k] = rim.p[k] / rim.plen;
+  }
+  UnitRate(t, dp, r / rim.plen, dv);
+  const double alpha = kind < 2 ? 1 : -0.5, gamma = kind == 2 ? 1 : (kind == 3 ? -1 : 0);
+  Cross3(c, w, rim.v);
+  for (int k = 0; k < 3; k++) u[k] += alpha * (dv[k] - c[k]);
+  if (gamma == 0) return;
+  Cross3(dA, w, rim.A);
+  Cross3(de, dv, rim.A);
+  Cross3(c, rim.v, dA);
+  for (int k = 0; k < 3; k++) {
+    de[k] += c[k];
+    t[k] = rim.e[k] / rim.elen;
+  }
+  double dv1[3];
+  UnitRate(t, de, r * std::sqrt(3.0) / 2 / rim.elen, dv1);
+  Cross3(c, w, rim.v1);
+  for (int k = 0; k < 3; k++) u[k] += gamma * (dv1[k] - c[k]);
+}
+
 void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, double dp[3],
                                   double dF[9], double* ddist) const {
   // MuJoCo's plane-sphere contact (a capsule's: each end's sphere; a box's: a corner, r = 0; an
-  // ellipsoid's: its support point along -n, r = 0, EllipsoidRoll) has the plane's normal n, the
+  // ellipsoid's: its support point along -n, r = 0, EllipsoidRoll; a cylinder's: a rim or side
+  // point of mjc_PlaneCylinder, r = 0, CylinderRoll) has the plane's normal n, the
   // distance n.(c - x_plane) - r from the sphere's center c, the point c - (dist / 2 + r) n, and
   // for a capsule the frame's tangent t = p / |p|, p = a - (n.a) n its axis a off the normal
   // (MakeFrame), the third axis n x t. The plane does not move (ClosedPair): along the twist t2
@@ -621,11 +683,15 @@ void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, doub
   const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
   const double* n = g0.frame;
   const int type = m->geom_type[pr.g2];
-  const double r = type == mjGEOM_BOX || type == mjGEOM_ELLIPSOID ? 0 : m->geom_size[3 * pr.g2];
+  const double r =
+      type == mjGEOM_SPHERE || type == mjGEOM_CAPSULE ? m->geom_size[3 * pr.g2] : 0;
   double c[3], u[3];
   for (int k = 0; k < 3; k++) c[k] = g0.pos[k] + (0.5 * g0.dist + r) * n[k];
   t2.PointMotion(c, u);
   if (type == mjGEOM_ELLIPSOID) EllipsoidRoll(m, pr.g2, n, t2.w, u);
+  if (type == mjGEOM_CYLINDER) {
+    CylinderRoll(m, pr.g2, n, t2.w, pr.cylinder_point[i - pr.first], u);
+  }
   const double dd = Dot3(n, u);
   for (int k = 0; k < 3; k++) dp[k] = u[k] - 0.5 * dd * n[k];
   *ddist = dd;

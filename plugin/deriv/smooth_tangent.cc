@@ -199,9 +199,42 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
     if (pr.closed && type2 == mjGEOM_ELLIPSOID) {
       pr.closed = pr.count == 1 && SupportMatches(m, d, pr.g2, pairs_.nominal[pr.first]);
     }
+    if (type2 == mjGEOM_CYLINDER && m->geom_type[pr.g1] == mjGEOM_PLANE) {
+      pr.closed = PreparePlaneCylinder(m, pr);
+    }
     pr.bodies = PrepareBodyPair(m, pr);
   }
   IndexBodyPairs(m->nbody);
+}
+
+bool SmoothTangent::PreparePlaneCylinder(const mjModel* m, ContactPair& pr) const {
+  const mjData* d = stage_data_;
+  const mjContact* nominal = pairs_.nominal;
+  if (pr.count > 4) return false;
+  const double* n = nominal[pr.first].frame;
+  CylinderRim rim;
+  PlaneCylinderRim(m, d, pr.g2, n, &rim);
+  if (rim.plen < kClosedMinSine || rim.elen < mjMINVAL) return false;
+  const double tol = 1e-9 * std::max(m->geom_size[3 * pr.g2], m->geom_size[3 * pr.g2 + 1]);
+  int used = 0;
+  for (int i = 0; i < pr.count; i++) {
+    const mjContact& con = nominal[pr.first + i];
+    int kind = -1;
+    for (int c = 0; c < 4 && kind < 0; c++) {
+      double x[3];
+      CylinderPoint(rim, d->geom_xpos + 3 * pr.g2, c, x);
+      bool same = !(used & (1 << c));
+      for (int k = 0; k < 3; k++) {
+        same &= std::abs(x[k] - (con.pos[k] + 0.5 * con.dist * n[k])) <= tol &&
+                con.frame[k] == n[k];
+      }
+      if (same) kind = c;
+    }
+    if (kind < 0) return false;
+    used |= 1 << kind;
+    pr.cylinder_point[i] = static_cast<signed char>(kind);
+  }
+  return true;
 }
 
 void SmoothTangent::IndexBodyPairs(int nbody) {

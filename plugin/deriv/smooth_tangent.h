@@ -304,6 +304,10 @@ class SmoothTangent : public MassForms {
   // parameters set); false where the closed form is degenerate (parallel capsules, coincident
   // centres) or the contact is not the expected one
   bool PrepareBodyPair(const mjModel* m, ContactPair& pr) const;
+  // pair pr is a plane's cylinder whose contacts are mjc_PlaneCylinder's points recomputed from
+  // the poses (1e-9 of its size), each a different one (their kinds in pr.cylinder_point), its
+  // axis at least kClosedMinSine off the normal (a standing cylinder's rim point turns at r / |p|)
+  bool PreparePlaneCylinder(const mjModel* m, ContactPair& pr) const;
   // each body's pairs (pairs_.body_pairadr, body_pair) from pairs_.pair
   void IndexBodyPairs(int nbody);
   void AnalyticVelocity(const mjModel* m, int k);
@@ -474,6 +478,21 @@ class SmoothTangent : public MassForms {
                      double* ddist) const;
   // u += the rolling of ellipsoid g's support point along -n as it turns by w (ClosedTangent)
   void EllipsoidRoll(const mjModel* m, int g, const double* n, const double* w, double* u) const;
+  // mjc_PlaneCylinder's vectors of cylinder g on a plane of normal n: its axis a turned towards
+  // the plane, A = a times the half-length, the rim vector v = r p / |p| with p = (n.a) a - n,
+  // the side vector v1 = r sqrt(3) / 2 e / |e| with e = v x A
+  struct CylinderRim {
+    double a[3], A[3], p[3], plen, v[3], e[3], elen, v1[3];
+  };
+  static void PlaneCylinderRim(const mjModel* m, const mjData* d, int g, const double* n,
+                               CylinderRim* rim);
+  // point kind of mjc_PlaneCylinder (0: x + v + A, 1: x + v - A, 2 and 3: x +- v1 + A - v / 2)
+  // as the raw point x + alpha v + beta A + gamma v1 (before the half-depth shift)
+  static void CylinderPoint(const CylinderRim& rim, const double* x, int kind, double out[3]);
+  // u += the rolling of cylinder g's contact point of that kind as it turns by w: the rim's and
+  // side vectors' rates beyond their rigid turn (ClosedTangent)
+  void CylinderRoll(const mjModel* m, int g, const double* n, const double* w, int kind,
+                    double* u) const;
   // the same for contact i of a pair of spheres or capsules (ContactPair::bodies), g1 moved by
   // twist t1 and g2 by t2
   void BodyPairTangent(const mjModel* m, int i, const Twist& t1, const Twist& t2, double dp[3],

@@ -156,6 +156,8 @@ struct ContactPair {
   double margin = 0;   // margin passed to the collision function
   int body1 = 0, body2 = 0;
   bool closed = false;  // a plane (g1) and a sphere, capsule or box (g2): ClosedTangent's
+  // a plane's cylinder: each contact's point among mjc_PlaneCylinder's four (CylinderPoint)
+  signed char cylinder_point[4] = {0, 0, 0, 0};
   // two spheres or capsules of one contact: BodyPairTangent's geometry, their nearest points at
   // the scaled-axis parameters s1, s2 (free: not clipped to the segment)
   bool bodies = false;
