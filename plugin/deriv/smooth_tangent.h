@@ -178,6 +178,9 @@ class SmoothTangent : public MassForms {
   // test hook: two spheres' or capsules' contacts (sphere-sphere, sphere-capsule, capsule-capsule)
   // in closed form (true) or from the centred re-collisions (false)
   static inline bool closed_bodies_ = true;
+  // test hook: a pair of two free bodies re-collided along one side's dofs only, the other
+  // side's tangents from them and the common rigid motion (true), or along both sides' (false)
+  static inline bool relative_pairs_ = true;
   // test probe: the collision calls of the re-collisions (RecollidePair)
   static inline long recollisions_ = 0;
   // test hook: the blocked path's dJ' f of consecutive contacts on the same bodies from their
@@ -308,6 +311,10 @@ class SmoothTangent : public MassForms {
   // the poses (1e-9 of its size), each a different one (their kinds in pr.cylinder_point), its
   // axis at least kClosedMinSine off the normal (a standing cylinder's rim point turns at r / |p|)
   bool PreparePlaneCylinder(const mjModel* m, ContactPair& pr) const;
+  // the side of pair pr whose six dofs' re-collided tangents give the other side's
+  // (RelativeTangent): two free bodies of their own trees, convex primitives whose frames come
+  // from the normal; -1 if none
+  int RelativeOwner(const mjModel* m, const ContactPair& pr) const;
   // each body's pairs (pairs_.body_pairadr, body_pair) from pairs_.pair
   void IndexBodyPairs(int nbody);
   void AnalyticVelocity(const mjModel* m, int k);
@@ -320,6 +327,20 @@ class SmoothTangent : public MassForms {
   void RecollideRigid(const mjModel* m, int k);
   // RecollideRigid's pair q: its moved geoms' poses turned by Q[0], Q[1] (made from S at the
   // first pair: turned) about com and shifted by the step along S, re-collided, restored
+  // pair q's owner-side tangents along dof k's nudges kept (RelativeOwner), bit 6 of its mask
+  // where a contact was not found on both
+  void KeepOwnerTangent(const mjModel* m, int q, int k);
+  // pair q moved by a dof of its other side (twist S about com): each contact's tangent as the
+  // common rigid motion's less the owner's along the same twist (its six dofs combined), into
+  // relative_tan; false (re-collide) unless the owner's six are kept
+  bool RelativeTangent(const mjModel* m, int q, const double* S, const double* com);
+  // RelativeTangent's tangents of pair q's contacts along twist S about com, into out (13 ncon);
+  // false if the owner's dofs do not span the twists
+  bool CombineRelative(const mjModel* m, int q, const double* S, const double* com,
+                       double* out) const;
+  // once per stage and pair: the combination along the other side's dofs summed against the
+  // pair re-collided along that twist
+  bool RelativeCheck(const mjModel* m, int q, int other);
   void RecollideRigidPair(const mjModel* m, int q, const double* S, const double* com,
                           double Q[2][9], bool* turned);
   // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
