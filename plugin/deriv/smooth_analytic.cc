@@ -24,16 +24,18 @@
 #include "plugin/deriv/spatial.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
+#include "solvers/common/dense.h"
 
 namespace contactkit {
 namespace {
 
 using namespace spatial;  // NOLINT(build/namespaces)
 
-constexpr double kPoseStep = 1e-7;  // step of the perturbed geom poses
-constexpr double kJumpRatio = 10;   // a contact point moving this much faster on one side of a
-                                    // step than on the other (and faster than this, in m per
-                                    // unit of the direction) jumped there
+constexpr double kPoseStep = 1e-7;     // step of the perturbed geom poses
+constexpr double kRelativeTol = 1e-6;  // RelativeCheck's agreement, of the tangent's size
+constexpr double kJumpRatio = 10;      // a contact point moving this much faster on one side of a
+                                       // step than on the other (and faster than this, in m per
+                                       // unit of the direction) jumped there
 
 // the rotation exp(e [w]x) (Rodrigues), row-major: colliders read a geom's frame as
 // orthonormal, and some (MuJoCo 3.x's plane-cylinder) see no tilt at all in R + e [w]x R
@@ -95,6 +97,24 @@ void BodyB(const double* inert, const double* v, const double* iv, double* B) {
       B[6 * (r + 3) + c + 3] = 0;
     }
   }
+}
+
+// the rates of MakeFrame's tangent and third axis as the normal n of frame moves by dF[0..2]:
+// t = p / |p| with p = t0 - (n.t0) n, t0 = (0, 1, 0), or (0, 0, 1) where |n_y| >= 1/2, moves by
+// (I - t t') dp / |p|, the third axis n x t by dn x t + n x dt
+void NormalFrameRate(const double* frame, double dF[9]) {
+  const double* n = frame;
+  const double* dn = dF;
+  const int a = n[1] < 0.5 && n[1] > -0.5 ? 1 : 2;
+  const double nt = n[a], dnt = dn[a], len = std::sqrt(1 - nt * nt);
+  const double* t = frame + 3;
+  double q[3];
+  for (int k = 0; k < 3; k++) q[k] = -dnt * n[k] - nt * dn[k];
+  UnitRate(t, q, 1 / len, dF + 3);
+  double x[3];
+  Cross3(dF + 6, dn, t);
+  Cross3(x, n, dF + 3);
+  for (int k = 0; k < 3; k++) dF[6 + k] += x[k];
 }
 
 }  // namespace
@@ -609,10 +629,72 @@ void SmoothTangent::EllipsoidRoll(const mjModel* m, int g, const double* n, cons
   for (int k = 0; k < 3; k++) u[k] += Dot3(R + 3 * k, ds);
 }
 
+void SmoothTangent::PlaneCylinderRim(const mjModel* m, const mjData* d, int g, const double* n,
+                                     CylinderRim* rim) {
+  const double* R = d->geom_xmat + 9 * g;
+  const double r = m->geom_size[3 * g], half = m->geom_size[3 * g + 1];
+  const double s = R[2] * n[0] + R[5] * n[1] + R[8] * n[2] > 0 ? -1 : 1;
+  for (int k = 0; k < 3; k++) rim->a[k] = s * R[3 * k + 2];
+  const double na = Dot3(n, rim->a);
+  for (int k = 0; k < 3; k++) {
+    rim->A[k] = half * rim->a[k];
+    rim->p[k] = na * rim->a[k] - n[k];
+  }
+  rim->plen = std::sqrt(Dot3(rim->p, rim->p));
+  for (int k = 0; k < 3; k++) rim->v[k] = r * rim->p[k] / rim->plen;
+  Cross3(rim->e, rim->v, rim->A);
+  rim->elen = std::sqrt(Dot3(rim->e, rim->e));
+  const double side = r * std::sqrt(3.0) / 2 / rim->elen;
+  for (int k = 0; k < 3; k++) rim->v1[k] = side * rim->e[k];
+}
+
+void SmoothTangent::CylinderPoint(const CylinderRim& rim, const double* x, int kind,
+                                  double out[3]) {
+  const double alpha = kind < 2 ? 1 : -0.5, beta = kind == 1 ? -1 : 1,
+               gamma = kind == 2 ? 1 : (kind == 3 ? -1 : 0);
+  for (int k = 0; k < 3; k++) {
+    out[k] = x[k] + alpha * rim.v[k] + beta * rim.A[k] + gamma * rim.v1[k];
+  }
+}
+
+void SmoothTangent::CylinderRoll(const mjModel* m, int g, const double* n, const double* w,
+                                 int kind, double* u) const {
+  // a turns by da = w x a, so p by dp = (n.da) a + (n.a) da and v by r (I - p p' / |p|^2) dp /
+  // |p|; e by dv x A + v x (w x A) and v1 by r sqrt(3) / 2 (I - e e' / |e|^2) de / |e|; the
+  // point's rigid motion has w x v and w x v1 of them
+  CylinderRim rim;
+  PlaneCylinderRim(m, stage_data_, g, n, &rim);
+  const double r = m->geom_size[3 * g];
+  double da[3], dp[3], t[3], dv[3], dA[3], de[3], c[3];
+  Cross3(da, w, rim.a);
+  const double nda = Dot3(n, da), na = Dot3(n, rim.a);
+  for (int k = 0; k < 3; k++) {
+    dp[k] = nda * rim.a[k] + na * da[k];
+    t[k] = rim.p[k] / rim.plen;
+  }
+  UnitRate(t, dp, r / rim.plen, dv);
+  const double alpha = kind < 2 ? 1 : -0.5, gamma = kind == 2 ? 1 : (kind == 3 ? -1 : 0);
+  Cross3(c, w, rim.v);
+  for (int k = 0; k < 3; k++) u[k] += alpha * (dv[k] - c[k]);
+  if (gamma == 0) return;
+  Cross3(dA, w, rim.A);
+  Cross3(de, dv, rim.A);
+  Cross3(c, rim.v, dA);
+  for (int k = 0; k < 3; k++) {
+    de[k] += c[k];
+    t[k] = rim.e[k] / rim.elen;
+  }
+  double dv1[3];
+  UnitRate(t, de, r * std::sqrt(3.0) / 2 / rim.elen, dv1);
+  Cross3(c, w, rim.v1);
+  for (int k = 0; k < 3; k++) u[k] += gamma * (dv1[k] - c[k]);
+}
+
 void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, double dp[3],
                                   double dF[9], double* ddist) const {
   // MuJoCo's plane-sphere contact (a capsule's: each end's sphere; a box's: a corner, r = 0; an
-  // ellipsoid's: its support point along -n, r = 0, EllipsoidRoll) has the plane's normal n, the
+  // ellipsoid's: its support point along -n, r = 0, EllipsoidRoll; a cylinder's: a rim or side
+  // point of mjc_PlaneCylinder, r = 0, CylinderRoll) has the plane's normal n, the
   // distance n.(c - x_plane) - r from the sphere's center c, the point c - (dist / 2 + r) n, and
   // for a capsule the frame's tangent t = p / |p|, p = a - (n.a) n its axis a off the normal
   // (MakeFrame), the third axis n x t. The plane does not move (ClosedPair): along the twist t2
@@ -621,11 +703,14 @@ void SmoothTangent::ClosedTangent(const mjModel* m, int i, const Twist& t2, doub
   const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
   const double* n = g0.frame;
   const int type = m->geom_type[pr.g2];
-  const double r = type == mjGEOM_BOX || type == mjGEOM_ELLIPSOID ? 0 : m->geom_size[3 * pr.g2];
+  const double r = type == mjGEOM_SPHERE || type == mjGEOM_CAPSULE ? m->geom_size[3 * pr.g2] : 0;
   double c[3], u[3];
   for (int k = 0; k < 3; k++) c[k] = g0.pos[k] + (0.5 * g0.dist + r) * n[k];
   t2.PointMotion(c, u);
   if (type == mjGEOM_ELLIPSOID) EllipsoidRoll(m, pr.g2, n, t2.w, u);
+  if (type == mjGEOM_CYLINDER) {
+    CylinderRoll(m, pr.g2, n, t2.w, pr.cylinder_point[i - pr.first], u);
+  }
   const double dd = Dot3(n, u);
   for (int k = 0; k < 3; k++) dp[k] = u[k] - 0.5 * dd * n[k];
   *ddist = dd;
@@ -705,17 +790,7 @@ void SmoothTangent::BodyPairTangent(const mjModel* m, int i, const Twist& t1, co
     dp[k] = dc1[k] + arm * dn[k] + 0.5 * dL * n[k];
   }
 
-  // the frame: t0 = (0, 1, 0), or (0, 0, 1) where |n_y| >= 1/2
-  const int a = n[1] < 0.5 && n[1] > -0.5 ? 1 : 2;
-  const double nt = n[a], dnt = dn[a], len = std::sqrt(1 - nt * nt);
-  const double* t = g0.frame + 3;
-  double q[3];
-  for (int k = 0; k < 3; k++) q[k] = -dnt * n[k] - nt * dn[k];
-  UnitRate(t, q, 1 / len, dF + 3);
-  double x[3];
-  Cross3(dF + 6, dn, t);
-  Cross3(x, n, dF + 3);
-  for (int k = 0; k < 3; k++) dF[6 + k] += x[k];
+  NormalFrameRate(g0.frame, dF);
 }
 
 void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
@@ -820,6 +895,7 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
   pairs_.moved_last = last;
   double Q[2][9];  // the rotations exp(+-e [S]x) of the two sides (every geom's)
   bool turned = false;
+  pairs_.pass++;
   // the moved bodies' pairs (one whose bodies both moved: from its first)
   for (int b = b0; b <= last; b++) {
     for (int a = pairs_.body_pairadr[b]; a < pairs_.body_pairadr[b + 1]; a++) {
@@ -827,9 +903,112 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
       const ContactPair& pr = pairs_.pair[q];
       if (b == pr.body2 && pr.body1 != b && pairs_.body_moved[pr.body1]) continue;
       if (ClosedPair(pr)) continue;  // (ClosedTangent, BodyPairTangent)
+      if (RelativeTangent(m, q, S, com)) continue;
       RecollideRigidPair(m, q, S, com, Q, &turned);
+      KeepOwnerTangent(m, q, k);
     }
   }
+}
+
+void SmoothTangent::KeepOwnerTangent(const mjModel* m, int q, int k) {
+  ContactPair& pr = pairs_.pair[q];
+  if (pr.owner < 0) return;
+  const int body = pr.owner ? pr.body2 : pr.body1, j = k - m->body_dofadr[body];
+  if (m->dof_bodyid[k] != body) return;
+  for (int c = pr.first; c < pr.first + pr.count; c++) {
+    double dp[3], dF[9], ddist;
+    if (pairs_.found[c] != 3 || !GeometryTangent(c, kPoseStep, dp, dF, &ddist)) {
+      pr.owner_mask |= 1 << 6;
+      return;
+    }
+    double* o = pairs_.owner_tan + 42 * c + 7 * j;
+    for (int r = 0; r < 3; r++) o[r] = dp[r], o[3 + r] = dF[r];
+    o[6] = ddist;
+  }
+  pr.owner_mask |= 1 << j;
+}
+
+bool SmoothTangent::RelativeTangent(const mjModel* m, int q, const double* S, const double* com) {
+  ContactPair& pr = pairs_.pair[q];
+  if (pr.owner < 0 || pr.owner_mask != 63 || pr.relative_check < 0) return false;
+  const int owner = pr.owner ? pr.body2 : pr.body1, other = pr.owner ? pr.body1 : pr.body2;
+  if (pairs_.body_moved[owner] || !pairs_.body_moved[other]) return false;
+  if (pr.relative_check == 0) {
+    pr.relative_check = RelativeCheck(m, q, other) ? 1 : -1;
+    if (pr.relative_check < 0) return false;
+  }
+  if (!CombineRelative(m, q, S, com, pairs_.relative_tan)) return false;
+  pr.relative_pass = pairs_.pass;
+  return true;
+}
+
+bool SmoothTangent::CombineRelative(const mjModel* m, int q, const double* S, const double* com,
+                                    double* out) const {
+  // the pair's geometry G(P1, P2) is carried by a common rigid motion g: G(g P1, g P2) = g G, so
+  // along the other side's twist s the tangent is s's rigid motion of the contact less the
+  // owner's along s; s = sum a_j S_j over the owner's dofs (about its center)
+  const ContactPair& pr = pairs_.pair[q];
+  const int owner = pr.owner ? pr.body2 : pr.body1;
+  const mjData* d = stage_data_;
+  const double* oc = d->subtree_com + 3 * owner;
+  const int adr = m->body_dofadr[owner];
+  double lu[36], a[6];
+  int piv[6];
+  mju_copy(lu, d->cdof + 6 * adr, 36);  // (column-major: column j the owner's dof j)
+  if (!LuFactor(lu, 6, piv)) return false;
+  const double off[3] = {oc[0] - com[0], oc[1] - com[1], oc[2] - com[2]};
+  double wo[3];
+  Cross3(wo, S, off);
+  for (int r = 0; r < 3; r++) a[r] = S[r], a[3 + r] = S[3 + r] + wo[r];
+  LuSolve(lu, piv, 6, a);
+  Twist tw;
+  for (int r = 0; r < 3; r++) tw.w[r] = S[r], tw.v[r] = S[3 + r], tw.o[r] = com[r];
+  for (int c = pr.first; c < pr.first + pr.count; c++) {
+    const mjContact& g0 = pairs_.nominal[c];
+    double* t = out + 13 * c;  // dp, dF, ddist
+    tw.PointMotion(g0.pos, t);
+    Cross3(t + 3, tw.w, g0.frame);
+    t[12] = 0;
+    for (int j = 0; j < 6; j++) {
+      const double* o = pairs_.owner_tan + 42 * c + 7 * j;
+      for (int r = 0; r < 3; r++) t[r] -= a[j] * o[r], t[3 + r] -= a[j] * o[3 + r];
+      t[12] -= a[j] * o[6];
+    }
+    NormalFrameRate(g0.frame, t + 3);
+  }
+  return true;
+}
+
+bool SmoothTangent::RelativeCheck(const mjModel* m, int q, int other) {
+  // the combination along the sum s of the other side's six dofs against the pair re-collided
+  // along s: a tie of the collider (two boxes' parallel faces, whose normal is either box's) or
+  // a collider whose answer is not carried by the common motion to its tolerance (its iterates)
+  // is not combined (1e-6 of the tangent)
+  const ContactPair& pr = pairs_.pair[q];
+  const mjData* d = stage_data_;
+  double s[6] = {0, 0, 0, 0, 0, 0};
+  for (int j = 0; j < 6; j++) AddScl6(s, d->cdof + 6 * (m->body_dofadr[other] + j), 1);
+  const double* com = d->subtree_com + 3 * other;
+  double* want = pairs_.relative_tan;
+  if (!CombineRelative(m, q, s, com, want)) return false;
+  double Q[2][9];
+  bool turned = false;
+  const int changes = mode_changes_;
+  RecollideRigidPair(m, q, s, com, Q, &turned);
+  mode_changes_ = changes;
+  for (int c = pr.first; c < pr.first + pr.count; c++) {
+    double got[13];
+    if (pairs_.found[c] != 3 || !GeometryTangent(c, kPoseStep, got, got + 3, got + 12)) {
+      return false;
+    }
+    double err = 0, size = 0;
+    for (int r = 0; r < 13; r++) {
+      err = std::max(err, std::abs(got[r] - want[13 * c + r]));
+      size = std::max(size, std::abs(got[r]));
+    }
+    if (err > kRelativeTol * (1 + size)) return false;
+  }
+  return true;
 }
 
 void SmoothTangent::RecollideRigidPair(const mjModel* m, int q, const double* S, const double* com,
@@ -937,7 +1116,12 @@ void SmoothTangent::ContactGeometry(const mjModel* m, int i, const double* S, co
       tw[side].o[r] = com[r];
     }
   }
-  if (ClosedPair(pr) && pr.bodies) {
+  if (pr.relative_pass == pairs_.pass) {
+    const double* t = pairs_.relative_tan + 13 * i;
+    mju_copy3(dp, t);
+    mju_copy(dF, t + 3, 9);
+    *ddist = t[12];
+  } else if (ClosedPair(pr) && pr.bodies) {
     BodyPairTangent(m, i, tw[0], tw[1], dp, dF, ddist);
   } else if (ClosedPair(pr)) {
     ClosedTangent(m, i, tw[1], dp, dF, ddist);

@@ -199,9 +199,70 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
     if (pr.closed && type2 == mjGEOM_ELLIPSOID) {
       pr.closed = pr.count == 1 && SupportMatches(m, d, pr.g2, pairs_.nominal[pr.first]);
     }
+    if (type2 == mjGEOM_CYLINDER && m->geom_type[pr.g1] == mjGEOM_PLANE) {
+      pr.closed = PreparePlaneCylinder(m, pr);
+    }
     pr.bodies = PrepareBodyPair(m, pr);
+    pr.owner = RelativeOwner(m, pr);
+    pr.owner_mask = 0;
+    pr.relative_pass = -1;
+    pr.relative_check = 0;
   }
   IndexBodyPairs(m->nbody);
+}
+
+bool SmoothTangent::PreparePlaneCylinder(const mjModel* m, ContactPair& pr) const {
+  const mjData* d = stage_data_;
+  const mjContact* nominal = pairs_.nominal;
+  if (pr.count > 4) return false;
+  const double* n = nominal[pr.first].frame;
+  CylinderRim rim;
+  PlaneCylinderRim(m, d, pr.g2, n, &rim);
+  if (rim.plen < kClosedMinSine || rim.elen < mjMINVAL) return false;
+  const double tol = 1e-9 * std::max(m->geom_size[3 * pr.g2], m->geom_size[3 * pr.g2 + 1]);
+  int used = 0;
+  for (int i = 0; i < pr.count; i++) {
+    const mjContact& con = nominal[pr.first + i];
+    int kind = -1;
+    for (int c = 0; c < 4 && kind < 0; c++) {
+      double x[3];
+      CylinderPoint(rim, d->geom_xpos + 3 * pr.g2, c, x);
+      bool same = !(used & (1 << c));
+      for (int k = 0; k < 3; k++) {
+        same &=
+            std::abs(x[k] - (con.pos[k] + 0.5 * con.dist * n[k])) <= tol && con.frame[k] == n[k];
+      }
+      if (same) kind = c;
+    }
+    if (kind < 0) return false;
+    used |= 1 << kind;
+    pr.cylinder_point[i] = static_cast<signed char>(kind);
+  }
+  return true;
+}
+
+int SmoothTangent::RelativeOwner(const mjModel* m, const ContactPair& pr) const {
+  // convex primitives whose re-collided frames come from the normal alone (MakeFrame: a
+  // collider's tangent only for parallel capsules, which are not taken), on two free bodies of
+  // their own trees; the owner is the side whose dofs come first
+  if (!relative_pairs_ || pr.closed || pr.bodies || pr.g1 < 0 || pr.g2 < 0) return -1;
+  int round = 0;
+  const int geom[2] = {pr.g1, pr.g2}, body[2] = {pr.body1, pr.body2};
+  for (int g = 0; g < 2; g++) {
+    const int type = m->geom_type[geom[g]];
+    if (type != mjGEOM_SPHERE && type != mjGEOM_CAPSULE && type != mjGEOM_ELLIPSOID &&
+        type != mjGEOM_CYLINDER && type != mjGEOM_BOX) {
+      return -1;
+    }
+    round += type == mjGEOM_SPHERE || type == mjGEOM_CAPSULE;
+    const int b = body[g];
+    if (m->body_parentid[b] != 0 || m->body_weldid[b] == 0 || m->body_jntnum[b] != 1 ||
+        m->jnt_type[m->body_jntadr[b]] != mjJNT_FREE || m->body_dofnum[b] != 6) {
+      return -1;
+    }
+  }
+  if (round == 2 || body[0] == body[1]) return -1;
+  return m->body_dofadr[body[0]] < m->body_dofadr[body[1]] ? 0 : 1;
 }
 
 void SmoothTangent::IndexBodyPairs(int nbody) {

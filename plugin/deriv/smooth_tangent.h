@@ -178,6 +178,9 @@ class SmoothTangent : public MassForms {
   // test hook: two spheres' or capsules' contacts (sphere-sphere, sphere-capsule, capsule-capsule)
   // in closed form (true) or from the centred re-collisions (false)
   static inline bool closed_bodies_ = true;
+  // test hook: a pair of two free bodies re-collided along one side's dofs only, the other
+  // side's tangents from them and the common rigid motion (true), or along both sides' (false)
+  static inline bool relative_pairs_ = true;
   // test probe: the collision calls of the re-collisions (RecollidePair)
   static inline long recollisions_ = 0;
   // test hook: the blocked path's dJ' f of consecutive contacts on the same bodies from their
@@ -304,6 +307,14 @@ class SmoothTangent : public MassForms {
   // parameters set); false where the closed form is degenerate (parallel capsules, coincident
   // centres) or the contact is not the expected one
   bool PrepareBodyPair(const mjModel* m, ContactPair& pr) const;
+  // pair pr is a plane's cylinder whose contacts are mjc_PlaneCylinder's points recomputed from
+  // the poses (1e-9 of its size), each a different one (their kinds in pr.cylinder_point), its
+  // axis at least kClosedMinSine off the normal (a standing cylinder's rim point turns at r / |p|)
+  bool PreparePlaneCylinder(const mjModel* m, ContactPair& pr) const;
+  // the side of pair pr whose six dofs' re-collided tangents give the other side's
+  // (RelativeTangent): two free bodies of their own trees, convex primitives whose frames come
+  // from the normal; -1 if none
+  int RelativeOwner(const mjModel* m, const ContactPair& pr) const;
   // each body's pairs (pairs_.body_pairadr, body_pair) from pairs_.pair
   void IndexBodyPairs(int nbody);
   void AnalyticVelocity(const mjModel* m, int k);
@@ -316,6 +327,20 @@ class SmoothTangent : public MassForms {
   void RecollideRigid(const mjModel* m, int k);
   // RecollideRigid's pair q: its moved geoms' poses turned by Q[0], Q[1] (made from S at the
   // first pair: turned) about com and shifted by the step along S, re-collided, restored
+  // pair q's owner-side tangents along dof k's nudges kept (RelativeOwner), bit 6 of its mask
+  // where a contact was not found on both
+  void KeepOwnerTangent(const mjModel* m, int q, int k);
+  // pair q moved by a dof of its other side (twist S about com): each contact's tangent as the
+  // common rigid motion's less the owner's along the same twist (its six dofs combined), into
+  // relative_tan; false (re-collide) unless the owner's six are kept
+  bool RelativeTangent(const mjModel* m, int q, const double* S, const double* com);
+  // RelativeTangent's tangents of pair q's contacts along twist S about com, into out (13 ncon);
+  // false if the owner's dofs do not span the twists
+  bool CombineRelative(const mjModel* m, int q, const double* S, const double* com,
+                       double* out) const;
+  // once per stage and pair: the combination along the other side's dofs summed against the
+  // pair re-collided along that twist
+  bool RelativeCheck(const mjModel* m, int q, int other);
   void RecollideRigidPair(const mjModel* m, int q, const double* S, const double* com,
                           double Q[2][9], bool* turned);
   // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
@@ -474,6 +499,21 @@ class SmoothTangent : public MassForms {
                      double* ddist) const;
   // u += the rolling of ellipsoid g's support point along -n as it turns by w (ClosedTangent)
   void EllipsoidRoll(const mjModel* m, int g, const double* n, const double* w, double* u) const;
+  // mjc_PlaneCylinder's vectors of cylinder g on a plane of normal n: its axis a turned towards
+  // the plane, A = a times the half-length, the rim vector v = r p / |p| with p = (n.a) a - n,
+  // the side vector v1 = r sqrt(3) / 2 e / |e| with e = v x A
+  struct CylinderRim {
+    double a[3], A[3], p[3], plen, v[3], e[3], elen, v1[3];
+  };
+  static void PlaneCylinderRim(const mjModel* m, const mjData* d, int g, const double* n,
+                               CylinderRim* rim);
+  // point kind of mjc_PlaneCylinder (0: x + v + A, 1: x + v - A, 2 and 3: x +- v1 + A - v / 2)
+  // as the raw point x + alpha v + beta A + gamma v1 (before the half-depth shift)
+  static void CylinderPoint(const CylinderRim& rim, const double* x, int kind, double out[3]);
+  // u += the rolling of cylinder g's contact point of that kind as it turns by w: the rim's and
+  // side vectors' rates beyond their rigid turn (ClosedTangent)
+  void CylinderRoll(const mjModel* m, int g, const double* n, const double* w, int kind,
+                    double* u) const;
   // the same for contact i of a pair of spheres or capsules (ContactPair::bodies), g1 moved by
   // twist t1 and g2 by t2
   void BodyPairTangent(const mjModel* m, int i, const Twist& t1, const Twist& t2, double dp[3],

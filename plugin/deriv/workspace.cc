@@ -129,6 +129,8 @@ void PairWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   eq_type = c.Take<int>(n.neq);
   eq_torquescale = c.Take<double>(n.neq);
   collide_out = c.Take<mjContact>(mjMAXCONPAIR);
+  owner_tan = c.Take<double>(42 * n.ncon);
+  relative_tan = c.Take<double>(13 * n.ncon);
 }
 
 void RneWork::Carve(ArenaCarver& c, const DerivSizes& n) {

@@ -58,6 +58,27 @@ constexpr char kBoxes[] = R"(
   </worldbody>
 </mujoco>)";
 
+// cylinders on the floor: one lying on its side (two rim points), one leaning on its rim, one
+// nearly flat and pressed in (a rim point and the two side points), one on a hinged arm dragging
+// its rim (mjc_PlaneCylinder's points slide along the rim as the axis tilts)
+constexpr char kCylinders[] = R"(
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="5 5 0.1"/>
+    <body pos="0 0 0.1" euler="90 10 0"><freejoint/>
+      <geom type="cylinder" size="0.1 0.2"/></body>
+    <body pos="1 0 0.2" euler="35 20 0"><freejoint/>
+      <geom type="cylinder" size="0.1 0.15"/></body>
+    <body pos="-1 0 0.05" euler="1.5 1 0"><freejoint/>
+      <geom type="cylinder" size="0.15 0.05"/></body>
+    <body pos="0 1 0.3">
+      <joint type="hinge" axis="1 0.2 0" damping="0.1"/>
+      <geom type="cylinder" pos="0.05 0.1 -0.2" euler="30 20 10" size="0.06 0.1"/>
+    </body>
+  </worldbody>
+</mujoco>)";
+
 class ClosedContactJacTest : public MujocoTest {
  protected:
   void TearDown() override {
@@ -166,6 +187,67 @@ TEST_F(ClosedContactJacTest, PlaneBoxAndEllipsoidJacobiansMatchTheRecollisions) 
   };
   CompareWithRecollisions(m.get(), nudge, touching);
   EXPECT_EQ(0, closed_calls_);
+}
+
+// kCylinders' state: the free ones sliding and rolling, the flat one tilted by 0.02 about x
+// and pressed 6 mm in (its side points touch), the arm's cylinder dragging its rim
+void NudgeCylinders(const mjModel* m, mjData* d) {
+  d->qvel[0] = 0.3;
+  d->qvel[9] = 0.4;
+  const double tilt = 0.02, r = 0.15, half = 0.05;
+  d->qpos[16] = half * std::cos(tilt) + r * std::sin(tilt) - 0.006;
+  d->qpos[17] = std::cos(tilt / 2);
+  d->qpos[18] = std::sin(tilt / 2);
+  d->qpos[19] = d->qpos[20] = 0;
+  d->qvel[15] = 0.2;
+  d->qvel[m->nv - 1] = 0.5;
+}
+
+TEST_F(ClosedContactJacTest, PlaneCylinderJacobiansMatchTheRecollisions) {
+  ModelPtr m = LoadString(kCylinders);
+  ASSERT_TRUE(m);
+  // every cylinder touches, the flat one at three points, each contact a closed one
+  auto touching = [](const mjModel* m, const mjData* d, const std::string& what) {
+    int n = 0, flat = 0;
+    for (int c = 0; c < d->ncon; c++) {
+      const int g = ContactGeom(d->contact + c, 1);
+      n += m->geom_type[g] == mjGEOM_CYLINDER;
+      flat += g == 3;
+    }
+    ASSERT_GE(n, 7) << what;
+    ASSERT_EQ(3, flat) << what;
+  };
+  CompareWithRecollisions(m.get(), NudgeCylinders, touching);
+  EXPECT_EQ(0, closed_calls_);
+}
+
+// the "mujoco" VJP takes the cylinders' contacts in reverse (ClosedContactGradient through
+// ClosedTangent's six unit twists) and every solver's VJP stays dx' [A B]
+TEST_F(ClosedContactJacTest, PlaneCylinderVjpEqualsTheTransposedJacobians) {
+  ModelPtr m = LoadString(kCylinders);
+  ASSERT_TRUE(m);
+  const int ndx = 2 * m->nv + m->na;
+  for (int solver = 0; solver < ckNSOLVER; solver++) {
+    if (!ck_solverAvailable(solver) || solver == ckSOL_IPM) continue;
+    ckSettings s = Settings(solver);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < 100; t++) ck_step(ck.get(), m.get(), d.get());
+    NudgeCylinders(m.get(), d.get());
+    const std::string what = ck_solverName(solver);
+    std::vector<double> dx(ndx), gx(ndx), gu(m->nu);
+    for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
+    const int reversed = SmoothTangent::reversed_contacts_;
+    ASSERT_EQ(
+        0, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx.data(), gu.data()))
+        << what << ": " << ck_lastError(ck.get());
+    if (solver == ckSOL_MUJOCO) {
+      EXPECT_GE(SmoothTangent::reversed_contacts_ - reversed, 7) << what;
+    }
+    std::vector<double> ex, eu;
+    JacobianProducts(ck.get(), m.get(), d.get(), dx, &ex, &eu);
+    EXPECT_LT(RelativeError(gx, ex), 1e-10) << what;
+  }
 }
 
 }  // namespace

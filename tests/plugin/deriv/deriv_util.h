@@ -72,6 +72,16 @@ inline void TransposedProducts(const mjModel* m, const Jacobians& jac,
   }
 }
 
+// dx' [A B] of ck's ck_transitionJac at d (no sensors)
+inline void JacobianProducts(ckHandle* ck, const mjModel* m, mjData* d,
+                             const std::vector<double>& dx, std::vector<double>* gx,
+                             std::vector<double>* gu) {
+  Jacobians jac(m);
+  ASSERT_EQ(0, ck_transitionJac(ck, m, d, jac.A.data(), jac.B.data(), nullptr, nullptr))
+      << ck_lastError(ck);
+  TransposedProducts(m, jac, dx, {}, gx, gu);
+}
+
 // free, hinge, ball and slide joints in contact: a box on the floor; an arm whose shoulder (a
 // spring and a motor) rests on its limit and whose tip (a ball joint with friction loss) presses
 // on a second box; a torso on a free joint with a limited, hinged limb and a slid sphere (a spring
