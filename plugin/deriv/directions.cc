@@ -60,9 +60,9 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   smooth_.set_defer_free_velocity(blocked && stage_.solver->DefersFreeVelocity());
   // (the solvers that read dM through ProblemTangent::Mass(): dM's products in closed form)
   smooth_.set_lazy_mass(!stage_.batch && stage_.solver && stage_.solver->ReadsMassLazily());
-  smooth_.set_jacobian_rows(blocked && smooth_.analytic()
-                                ? stage_.solver->TangentJacobianRows(*stage_.problem)
-                                : nullptr);
+  smooth_.set_jacobian_rows(m, blocked && smooth_.analytic()
+                                   ? stage_.solver->TangentJacobianRows(*stage_.problem)
+                                   : nullptr);
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !ctrl : !state) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na_ : nv_;
@@ -97,7 +97,7 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   if (nslot && !stage_.batch && !FlushTangents(m, nslot, fn)) return false;
   smooth_.set_velocity_rows_unread(false);
   smooth_.set_defer_free_velocity(false);
-  smooth_.set_jacobian_rows(nullptr);
+  smooth_.set_jacobian_rows(m, nullptr);
   smooth_.set_lazy_mass(false);
   smooth_.RestoreActuation();
   return true;

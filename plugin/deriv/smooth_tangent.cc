@@ -141,6 +141,7 @@ void SmoothTangent::BeginStage() {
   mode_changes_ = 0;
   defer_free_velocity_ = false;  // (Derivative::Directions sets it for its loop)
   jac_rows_ = nullptr;           // (and this)
+  row_weights_ = false;
   tan_.dv_free_unit = -2;
 }
 
@@ -399,7 +400,7 @@ void SmoothTangent::ZeroRowsBut(int island) {
   const Islands& is = p.islands;
   const SparseRows& J = p.J;
   auto zero = [&](int i) {
-    tan_.dpos[i] = tan_.dvel[i] = tan_.dJ_qvel_next[i] = tan_.dJ_vfree[i] = 0;
+    tan_.dpos[i] = tan_.dvel[i] = tan_.dJ_qvel_next[i] = tan_.dJ_vfree[i] = tan_.dJ_w[i] = 0;
     tan_.dimp[i] = tan_.dR[i] = tan_.daref[i] = 0;
     mju_zero(tan_.dJ + J.rowadr[i], J.rownnz[i]);
     const int c = rows_.row_contact[i];

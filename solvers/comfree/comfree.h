@@ -114,6 +114,7 @@ class ComfreeSolver final : public Solver {
   bool DefersFreeVelocity() const override { return true; }
   bool ReadsMassLazily() const override { return true; }
   const char* TangentJacobianRows(const Problem& p) override;
+  bool TangentRowWeight(const Problem& p, int row, double* w) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;

@@ -58,19 +58,20 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
   double* w = tangent_.data();
 
   // dA = 2 dJ w - w' dM w with w = M^-1 J', tree by tree (w from RowSolve's cache, or solved
-  // here when it is full)
+  // here when it is full); dJ w given where the row's weight was (TangentRowWeight)
   const double* cached = RowSolve(p, row);
   if (!cached) {
     for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
   }
-  double dA = 0;
+  const bool given = cached && dir.J_w && dir.J_w_rows[row];
+  double dA = given ? 2 * dir.J_w[row] : 0;
   ForEachRowTree(p, row, [&](int t, int q0, int q1) {
     const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
     const bool quad = dir.M && dmtree_[t];  // (dM is zero on trees the direction misses)
     if (cached) {
       const double* wt = cached;
       cached += end - begin;
-      if (dir.J) {
+      if (dir.J && !given) {
         for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * wt[J.colind[adr + q] - begin];
       }
       if (!quad) return;
@@ -783,6 +784,17 @@ const char* ComfreeSolver::TangentJacobianRows(const Problem& p) {
     if (gain_[p.con[c].row] != 0) jrows_[arow_[p.con[c].row]] = 1;
   }
   return jrows_.data();
+}
+
+bool ComfreeSolver::TangentRowWeight(const Problem& p, int row, double* w) {
+  // RowSolve's cached M^-1 J', unpacked from its trees
+  const double* cached = RowSolve(p, row);
+  if (!cached) return false;
+  ForEachRowTree(p, row, [&](int t, int, int) {
+    const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
+    for (int i = begin; i < end; i++) w[i] += *cached++;
+  });
+  return true;
 }
 
 bool ComfreeSolver::SetTangentModes(const Problem& p, const signed char* mode) {

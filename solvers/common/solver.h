@@ -61,6 +61,10 @@ class Solver {
   // of a direction that gives dJ v_free (dir.J_vfree); the other rows' dJ need not be formed.
   // Null: every row's. Valid until the next Solve
   virtual const char* TangentJacobianRows(const Problem& p) { return nullptr; }
+  // Optional, with TangentJacobianRows: adds w = M_eff^-1 J_i' of a row it marks into w (nv, zero
+  // on the row's trees) if the solver keeps it; a direction then gives dJ_i w (dir.J_w) instead
+  // of row i's dJ. False: the row's dJ is formed. Valid until the next Solve
+  virtual bool TangentRowWeight(const Problem& p, int row, double* w) { return false; }
 
   // Optional: the force (nrow) at which ForceTangent differentiates when it is not the last
   // solution's (ipm: its central point at kappa_grad, where contacts from distance push); null:

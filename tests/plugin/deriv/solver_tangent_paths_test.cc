@@ -18,7 +18,10 @@
 //   SmoothTangent::MassProduct's closed form, dM itself formed only where a solver reads it
 //   (ProblemTangent::Mass(), SmoothTangent::set_lazy_mass), instead of dM formed for every
 //   position direction and multiplied: A within 1e-14 (other sums), B bit for bit; also with
-//   comfree's forms off, where its tangent reads the lazily formed dM itself.
+//   comfree's forms off, where its tangent reads the lazily formed dM itself;
+// - comfree's dJ_i w_i (w_i = M^-1 J_i' of the rows whose inverse mass it differentiates,
+//   Solver::TangentRowWeight) from w_i's body velocities, made once per solve, instead of those
+//   rows' dJ column by column: A within 1e-14 (other sums), B bit for bit.
 #include <initializer_list>
 #include <string>
 
@@ -35,6 +38,7 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::mass_forms_ = true;
     SmoothTangent::jacobian_rows_on_ = true;
     SmoothTangent::mass_products_on_ = true;
+    SmoothTangent::row_weights_on_ = true;
     PathToggleTest::TearDown();
   }
   // each solver's A within tol of each other (0: bit for bit), B bit for bit
@@ -64,6 +68,11 @@ TEST_F(SolverTangentPathTest, ComfreeMassFormsAreTheQuadraticFormsOfDM) {
 TEST_F(SolverTangentPathTest, ComfreeRowsDJFreeVelocityFromBodyVelocities) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { SmoothTangent::jacobian_rows_on_ = on; }, 1e-13);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeRowWeightsGiveDJWFromBodyVelocities) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { SmoothTangent::row_weights_on_ = on; }, 1e-14);
 }
 
 TEST_F(SolverTangentPathTest, MassProductsInClosedFormAreThoseOfDM) {
