@@ -51,12 +51,14 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   // directions
   int nslot = 0;
   if (stage_.batch) ClearBlock();
-  // (QueueColumn's velocity columns: VelocityRowRhs, no row tangents read)
-  smooth_.set_velocity_rows_unread(stage_.batch && velocity_rows_ &&
-                                   SmoothTangent::skip_unread_rows_);
   // (a solver's blocked tangents on one island: dv_free's solves in its blocks, and dJ on the
   // rows it reads)
   const bool blocked = stage_.slots && !stage_.own_slots && stage_.problem->islands.nisland == 1;
+  // (QueueColumn's velocity columns: VelocityRowRhs, no row tangents read; so do the blocked
+  // tangents of a solver that reads no row velocity, without sensors)
+  const bool vel_unread = blocked && !stage_.sensors && !stage_.solver->ReadsRowVelocity();
+  smooth_.set_velocity_rows_unread(((stage_.batch && velocity_rows_) || vel_unread) &&
+                                   SmoothTangent::skip_unread_rows_);
   smooth_.set_defer_free_velocity(blocked && stage_.solver->DefersFreeVelocity());
   // (the solvers that read dM through ProblemTangent::Mass(): dM's products in closed form)
   smooth_.set_lazy_mass(!stage_.batch && stage_.solver && stage_.solver->ReadsMassLazily());

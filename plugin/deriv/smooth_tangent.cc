@@ -622,9 +622,9 @@ void SmoothTangent::VelocityTangent(const mjModel* m, int index) {
   }
 
   // rows: dvel = J e_index (unread by the blocked columns' product: not formed,
-  // set_velocity_rows_unread)
+  // set_velocity_rows_unread; a solver that reads none is given none)
   if (stage_.has_rows) {
-    tan_.has_dvel = true;
+    tan_.has_dvel = stage_.batch || !velocity_rows_unread_;
     if (!velocity_rows_unread_) VelocityRows(index);
   }
 }

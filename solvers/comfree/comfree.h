@@ -113,6 +113,7 @@ class ComfreeSolver final : public Solver {
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
   bool DefersFreeVelocity() const override { return true; }
   bool ReadsMassLazily() const override { return true; }
+  bool ReadsRowVelocity() const override { return false; }
   const char* TangentJacobianRows(const Problem& p) override;
   bool TangentRowWeight(const Problem& p, int row, double* w) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,

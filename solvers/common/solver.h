@@ -57,6 +57,9 @@ class Solver {
   // Optional: the tangent methods read dir.M's values through ProblemTangent::Mass() and its
   // products through SubMassTangent, so that dM may be left unformed (dir.M_lazy)
   virtual bool ReadsMassLazily() const { return false; }
+  // Optional: the tangent methods never read dir.vel and dir.aref (comfree: its forces see
+  // v_free, not v), so that a velocity direction's row tangents need not be formed (then null)
+  virtual bool ReadsRowVelocity() const { return true; }
   // Optional, with blocked force tangents: the rows (nrow, 1: read) whose dJ QueueTangent reads
   // of a direction that gives dJ v_free (dir.J_vfree); the other rows' dJ need not be formed.
   // Null: every row's. Valid until the next Solve
