@@ -18,12 +18,15 @@ bool Untouched(const Problem& p, const ProblemTangent& dir, int row) {
 
 }  // namespace
 
+void ComfreeSolver::FreshRowCache(const Problem& p) {
+  if (!wstale_) return;
+  for (int i = 0; i < p.nrow; i++) wadr_[i] = -1;
+  wused_ = 0;
+  wstale_ = false;
+}
+
 const double* ComfreeSolver::RowSolve(const Problem& p, int row) {
-  if (wstale_) {
-    for (int i = 0; i < p.nrow; i++) wadr_[i] = -1;
-    wused_ = 0;
-    wstale_ = false;
-  }
+  FreshRowCache(p);
   if (wadr_[row] == -1) {
     size_t size = 0;
     ForEachRowTree(p, row, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
@@ -48,6 +51,61 @@ const double* ComfreeSolver::RowSolve(const Problem& p, int row) {
     }
   }
   return wadr_[row] >= 0 ? wpool_.data() + wadr_[row] : nullptr;
+}
+
+void ComfreeSolver::RowSolves(const Problem& p) {
+  // RowSolve of the rows whose inverse mass ForceTangent differentiates (arow_ of the rows with a
+  // gain) not cached yet: their places in the cache in row order, then per tree one block solve
+  // of up to kRowBlock of them (TreeMass::SolveBlock: each column gets Solve's operations)
+  FreshRowCache(p);
+  if (!row_solves_on_) return;
+  const SparseRows& J = p.J;
+  int n = 0;
+  auto add = [&](int row) {
+    if (wadr_[row] != -1 || rsmark_[row]) return;
+    size_t size = 0;
+    ForEachRowTree(p, row, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
+    if (wused_ + size > wpool_.size()) return;  // (full: RowSolve marks it)
+    rsmark_[row] = 1;
+    rslist_[n++] = row;
+    wadr_[row] = static_cast<int>(wused_);
+    wused_ += size;
+  };
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
+    if (gain_[i] != 0) add(arow_[i]);
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    if (gain_[p.con[c].row] != 0) add(arow_[p.con[c].row]);
+  }
+  double* X = rsblk_.data();
+  int cols[kRowBlock];
+  for (int t = 0; t < p.islands.ntree; t++) {
+    const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
+    for (int a = 0; a < n;) {
+      // the next up to kRowBlock listed rows on tree t, their entries there in X's columns
+      int nb = 0;
+      for (; a < n && nb < kRowBlock; a++) {
+        bool on = false;
+        ForEachRowTree(p, rslist_[a], [&](int tr, int, int) { on = on || tr == t; });
+        if (on) cols[nb++] = rslist_[a];
+      }
+      if (nb == 0) continue;
+      for (size_t e = static_cast<size_t>(begin) * nb; e < static_cast<size_t>(end) * nb; e++)
+        X[e] = 0;
+      for (int k = 0; k < nb; k++) {
+        const int adr = J.rowadr[cols[k]];
+        ForEachRowTree(p, cols[k], [&](int tr, int k0, int k1) {
+          for (int q = k0; q < k1 && tr == t; q++) X[J.colind[adr + q] * nb + k] = J.val[adr + q];
+        });
+      }
+      p.mass.SolveBlock(X, nb, begin, end);
+      for (int k = 0; k < nb; k++) {
+        double* out = wpool_.data() + wadr_[cols[k]] + TreeOffset(p, cols[k], t);
+        for (int jj = begin; jj < end; jj++) out[jj - begin] = X[jj * nb + k];
+      }
+    }
+  }
+  for (int a = 0; a < n; a++) rsmark_[rslist_[a]] = 0;
 }
 
 double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTangent& dir) {
@@ -317,6 +375,7 @@ void ComfreeSolver::PrepareTangent(const Problem& p) {
   for (int t = 0; t < p.islands.ntree; t++) qtadr_[t] = -1;
   qtused_ = 0;
   qxused_ = 0;
+  RowSolves(p);
   tstale_ = false;
 }
 
@@ -783,6 +842,7 @@ const char* ComfreeSolver::TangentJacobianRows(const Problem& p) {
   for (int c = 0; c < p.ncon; c++) {
     if (gain_[p.con[c].row] != 0) jrows_[arow_[p.con[c].row]] = 1;
   }
+  RowSolves(p);  // (TangentRowWeight's)
   return jrows_.data();
 }
 

@@ -21,11 +21,15 @@
 //   comfree's forms off, where its tangent reads the lazily formed dM itself;
 // - comfree's dJ_i w_i (w_i = M^-1 J_i' of the rows whose inverse mass it differentiates,
 //   Solver::TangentRowWeight) from w_i's body velocities, made once per solve, instead of those
-//   rows' dJ column by column: A within 1e-14 (other sums), B bit for bit.
+//   rows' dJ column by column: A within 1e-14 (other sums), B bit for bit;
+// - comfree's M^-1 J' of those rows in block solves per tree once per solve
+//   (ComfreeSolver::RowSolves, TreeMass::SolveBlock) instead of one solve per row where first
+//   read: bit for bit.
 #include <initializer_list>
 #include <string>
 
 #include "plugin/deriv/smooth_tangent.h"
+#include "solvers/comfree/comfree.h"
 #include "tests/plugin/deriv/deriv_util.h"
 
 namespace contactkit::test {
@@ -39,6 +43,7 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::jacobian_rows_on_ = true;
     SmoothTangent::mass_products_on_ = true;
     SmoothTangent::row_weights_on_ = true;
+    ComfreeSolver::row_solves_on_ = true;
     PathToggleTest::TearDown();
   }
   // each solver's A within tol of each other (0: bit for bit), B bit for bit
@@ -73,6 +78,11 @@ TEST_F(SolverTangentPathTest, ComfreeRowsDJFreeVelocityFromBodyVelocities) {
 TEST_F(SolverTangentPathTest, ComfreeRowWeightsGiveDJWFromBodyVelocities) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { SmoothTangent::row_weights_on_ = on; }, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeRowSolvesInBlocksAreTheRowByRowSolves) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::row_solves_on_ = on; }, 0);
 }
 
 TEST_F(SolverTangentPathTest, MassProductsInClosedFormAreThoseOfDM) {
