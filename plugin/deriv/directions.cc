@@ -12,6 +12,7 @@
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 #include "plugin/step/integrator.h"
+#include "solvers/common/dense.h"
 #include "solvers/common/reach.h"
 
 namespace contactkit {
@@ -418,21 +419,8 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
   if (!stage_.own_slots) {
     // (own_slots: J' df is in mass_term) J' df of all columns, each entry of J applied to the
     // row's forces of every column (one island's forces: few zeros)
-    double f[SoftTangent::kBlock];
-    for (int i = 0; i < p.nrow; i++) {
-      bool any = false;
-      for (int s = 0; s < nslot; s++) {
-        f[s] = block_.dforce[static_cast<size_t>(s) * p.nrow + i];
-        any |= f[s] != 0;
-      }
-      if (!any) continue;
-      const int adr = J.rowadr[i];
-      for (int q = adr; q < adr + J.rownnz[i]; q++) {
-        double* x = X + static_cast<size_t>(J.colind[q]) * nb;
-        const double v = J.val[q];
-        for (int s = 0; s < nslot; s++) x[s] += v * f[s];
-      }
-    }
+    static_assert(SoftTangent::kBlock <= kTransposeBlock);
+    AddTransposeBlock(J, block_.dforce, p.nrow, nslot, X, nb);
   }
   if (!integrator_.implicit) {
     SolveByTree(integrator_.mass, p.islands, p.dof_tree, X, nb, 0, nv);
