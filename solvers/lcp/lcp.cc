@@ -168,6 +168,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     for (auto* v : {&adj_lam_, &adj_om_, &adj_rho_}) v->assign(rows, 0);
     for (auto* v : {&adj_nu_, &adj_pi_, &adj_pin_, &adj_kappa_}) v->assign(nv, 0);
     pinv_.Allocate(Cod::Doubles(cap_));
+    codblk_.assign(Cod::BlockDoubles(cap_), 0);
     kadr_.assign(std::max(dims.ntree, 1), -1);
     nadr_.assign(std::max(dims.ntree, 1), -1);
     zst_.assign(kNullMax * nv, 0);

@@ -393,6 +393,7 @@ class LcpSolver final : public Solver {
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)
   std::vector<double> rc_, dy_, tq_;     // (cap)
+  std::vector<double> codblk_;           // Cod::SolveBlock's scratch  (Cod::BlockDoubles(cap))
   std::vector<int> cidx_;                // (cap)
   // blocked tangents (one island), slot s of kTangentSlots: by dof j at j S + s, by clamped row
   // a at a S + s
