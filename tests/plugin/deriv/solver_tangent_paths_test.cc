@@ -24,12 +24,15 @@
 //   rows' dJ column by column: A within 1e-14 (other sums), B bit for bit;
 // - comfree's M^-1 J' of those rows in block solves per tree once per solve
 //   (ComfreeSolver::RowSolves, TreeMass::SolveBlock) instead of one solve per row where first
-//   read: bit for bit.
+//   read: bit for bit;
+// - lcp's dense island matrix J M^-1 J' (LcpSolver::BuildA, in the step and the nominal stage)
+//   from block solves of kRowBlock rows instead of one solve per row: bit for bit.
 #include <initializer_list>
 #include <string>
 
 #include "plugin/deriv/smooth_tangent.h"
 #include "solvers/comfree/comfree.h"
+#include "solvers/lcp/lcp.h"
 #include "tests/plugin/deriv/deriv_util.h"
 
 namespace contactkit::test {
@@ -44,6 +47,7 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::mass_products_on_ = true;
     SmoothTangent::row_weights_on_ = true;
     ComfreeSolver::row_solves_on_ = true;
+    LcpSolver::block_rows_on_ = true;
     PathToggleTest::TearDown();
   }
   // each solver's A within tol of each other (0: bit for bit), B bit for bit
@@ -83,6 +87,11 @@ TEST_F(SolverTangentPathTest, ComfreeRowWeightsGiveDJWFromBodyVelocities) {
 TEST_F(SolverTangentPathTest, ComfreeRowSolvesInBlocksAreTheRowByRowSolves) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::row_solves_on_ = on; }, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpIslandMatrixFromBlockSolvesIsTheRowByRowOne) {
+  Compare(
+      {ckSOL_LCP}, [](bool on) { LcpSolver::block_rows_on_ = on; }, 0);
 }
 
 TEST_F(SolverTangentPathTest, MassProductsInClosedFormAreThoseOfDM) {
