@@ -35,6 +35,22 @@ constexpr double kJumpRatio = 10;   // a contact point moving this much faster o
                                     // step than on the other (and faster than this, in m per
                                     // unit of the direction) jumped there
 
+// the velocity sum_j x_j cdof_j of each body (cv, 6 nbody) and before each dof within its body
+// (before, 6 nv)
+void BodyVelocities(const mjModel* m, const double* cdof, const double* x, double* cv,
+                    double* before) {
+  Zero6(cv);
+  for (int b = 1; b < m->nbody; b++) {
+    double v[6];
+    Copy6(v, cv + 6 * m->body_parentid[b]);
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      Copy6(before + 6 * j, v);
+      AddScl6(v, cdof + 6 * j, x[j]);
+    }
+    Copy6(cv + 6 * b, v);
+  }
+}
+
 // one side's row r of dJ x (SolverRowTerms): tan[0][r] . V with V x's velocity at the body, or
 // for a carried body tan[0][r] . u + tan[1][r] . (V - u) with u x's velocity before the carried
 // dofs
@@ -241,9 +257,7 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
 }
 
 void SmoothTangent::PrepareAnalyticRows(const mjModel* m) {
-  const mjData* d = stage_data_;
-  const int nbody = m->nbody;
-  const double* cdof = d->cdof;
+  const double* cdof = stage_data_->cdof;
 
   // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
   // side of each column
@@ -254,16 +268,7 @@ void SmoothTangent::PrepareAnalyticRows(const mjModel* m) {
     const double* x = pass == 0 ? vnext : p.v_free;
     double* cv = pass == 0 ? rne_.cvel_next : rne_.cvel_free;
     double* before = pass == 0 ? rne_.cvel_next_before_dof : rne_.cvel_free_before_dof;
-    Zero6(cv);
-    for (int b = 1; b < nbody; b++) {
-      double v[6];
-      Copy6(v, cv + 6 * m->body_parentid[b]);
-      for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-        Copy6(before + 6 * j, v);
-        AddScl6(v, cdof + 6 * j, x[j]);
-      }
-      Copy6(cv + 6 * b, v);
-    }
+    BodyVelocities(m, cdof, x, cv, before);
   }
   const SparseRows& J = p.J;
   mju_zero(tan_.dJ, J.nnz);
@@ -1108,7 +1113,7 @@ bool SmoothTangent::PrepareRowWeights(const mjModel* m) {
   // for the marked contact rows whose w_i the solver gives, while weight_before has room
   const Problem& p = *stage_.problem;
   const double* cdof = stage_data_->cdof;
-  const int nv = nv_, nbody = m->nbody;
+  const int nv = nv_;
   double* w = scratch_.a;
   double* cv = rows_.weight_cvel;
   int used = 0;
@@ -1119,17 +1124,7 @@ bool SmoothTangent::PrepareRowWeights(const mjModel* m) {
       if (!jac_rows_[row]) continue;
       mju_zero(w, nv);
       if (!stage_.solver->TangentRowWeight(p, row, w)) continue;
-      double* before = rows_.weight_before + 6 * static_cast<size_t>(nv) * used;
-      Zero6(cv);
-      for (int b = 1; b < nbody; b++) {
-        double v[6];
-        Copy6(v, cv + 6 * m->body_parentid[b]);
-        for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-          Copy6(before + 6 * j, v);
-          AddScl6(v, cdof + 6 * j, w[j]);
-        }
-        Copy6(cv + 6 * b, v);
-      }
+      BodyVelocities(m, cdof, w, cv, rows_.weight_before + 6 * static_cast<size_t>(nv) * used);
       for (int side = 0; side < 2; side++)
         Copy6(rows_.weight_body + 12 * row + 6 * side, cv + 6 * con.body[side]);
       rows_.weight_adr[row] = 6 * nv * used++;
