@@ -54,8 +54,8 @@ void BodyVelocities(const mjModel* m, const double* cdof, const double* x, doubl
 // one side's row r of dJ x (SolverRowTerms): tan[0][r] . V with V x's velocity at the body, or
 // for a carried body tan[0][r] . u + tan[1][r] . (V - u) with u x's velocity before the carried
 // dofs
-double CarriedDot(const double (*tan)[6][6], int r, bool carried, const double* u,
-                  const double* V) {
+inline double CarriedDot(const double (*tan)[6][6], int r, bool carried, const double* u,
+                         const double* V) {
   double s = Dot6(tan[0][r], carried ? u : V);
   for (int i = 0; i < 6 && carried; i++) s += tan[1][r][i] * (V[i] - u[i]);
   return s;
