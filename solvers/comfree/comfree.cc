@@ -131,6 +131,8 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   rsblk_.assign(nv * kRowBlock, 0.0);
   rslist_.assign(rows, 0);
   rsmark_.assign(rows, 0);
+  rstadr_.assign(ntree + 1, 0);
+  rstrow_.assign(std::max(dims.max_nnz, 1), 0);  // (a row and a tree: one nonzero at least)
   dmtree_.assign(ntree, 0);
   for (auto* v : {&adj_R_, &adj_diag_, &adj_pos_, &adj_disp_, &adj_ratio_, &adj_dvel_, &adj_invm_})
     v->assign(rows, 0.0);

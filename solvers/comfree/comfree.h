@@ -365,6 +365,8 @@ class ComfreeSolver final : public Solver {
   std::vector<double> rsblk_;    // RowSolves' block of columns                 (nv kRowBlock)
   std::vector<int> rslist_;      // its rows                                        (max_rows)
   std::vector<char> rsmark_;     // listed                                          (max_rows)
+  std::vector<int> rstadr_;      // start of each tree's rows in rstrow_                (ntree + 1)
+  std::vector<int> rstrow_;      // the listed rows by tree                             (max_nnz)
   std::vector<char> dmtree_;     // ForceTangent: dir.M is nonzero on the tree        (ntree)
   // reverse mode (PrepareAdjoint): y' dforce as products with the problem tangent's arrays
   std::vector<double> adj_R_, adj_diag_, adj_pos_, adj_disp_;  // by row           (max_rows)

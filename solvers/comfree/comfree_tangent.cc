@@ -77,19 +77,25 @@ void ComfreeSolver::RowSolves(const Problem& p) {
   for (int c = 0; c < p.ncon; c++) {
     if (gain_[p.con[c].row] != 0) add(arow_[p.con[c].row]);
   }
+  // the listed rows of each tree (counting sort: rstadr_, rstrow_; a row touches one or two)
+  const int ntree = p.islands.ntree;
+  for (int t = 0; t <= ntree; t++) rstadr_[t] = 0;
+  for (int a = 0; a < n; a++) {
+    ForEachRowTree(p, rslist_[a], [&](int t, int, int) { rstadr_[t + 1]++; });
+  }
+  for (int t = 0; t < ntree; t++) rstadr_[t + 1] += rstadr_[t];
+  for (int a = 0; a < n; a++) {
+    ForEachRowTree(p, rslist_[a], [&](int t, int, int) { rstrow_[rstadr_[t]++] = rslist_[a]; });
+  }
+  for (int t = ntree; t > 0; t--) rstadr_[t] = rstadr_[t - 1];
+  rstadr_[0] = 0;
   double* X = rsblk_.data();
-  int cols[kRowBlock];
-  for (int t = 0; t < p.islands.ntree; t++) {
+  for (int t = 0; t < ntree; t++) {
     const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
-    for (int a = 0; a < n;) {
-      // the next up to kRowBlock listed rows on tree t, their entries there in X's columns
-      int nb = 0;
-      for (; a < n && nb < kRowBlock; a++) {
-        bool on = false;
-        ForEachRowTree(p, rslist_[a], [&](int tr, int, int) { on = on || tr == t; });
-        if (on) cols[nb++] = rslist_[a];
-      }
-      if (nb == 0) continue;
+    for (int a = rstadr_[t]; a < rstadr_[t + 1]; a += kRowBlock) {
+      // up to kRowBlock of the tree's rows, their entries there in X's columns
+      const int nb = std::min(kRowBlock, rstadr_[t + 1] - a);
+      const int* cols = rstrow_.data() + a;
       for (size_t e = static_cast<size_t>(begin) * nb; e < static_cast<size_t>(end) * nb; e++)
         X[e] = 0;
       for (int k = 0; k < nb; k++) {
