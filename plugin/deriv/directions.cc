@@ -12,6 +12,7 @@
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
 #include "plugin/step/integrator.h"
+#include "solvers/common/dense.h"
 #include "solvers/common/reach.h"
 
 namespace contactkit {
@@ -51,18 +52,20 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   // directions
   int nslot = 0;
   if (stage_.batch) ClearBlock();
-  // (QueueColumn's velocity columns: VelocityRowRhs, no row tangents read)
-  smooth_.set_velocity_rows_unread(stage_.batch && velocity_rows_ &&
-                                   SmoothTangent::skip_unread_rows_);
   // (a solver's blocked tangents on one island: dv_free's solves in its blocks, and dJ on the
   // rows it reads)
   const bool blocked = stage_.slots && !stage_.own_slots && stage_.problem->islands.nisland == 1;
+  // (QueueColumn's velocity columns: VelocityRowRhs, no row tangents read; so do the blocked
+  // tangents of a solver that reads no row velocity, without sensors)
+  const bool vel_unread = blocked && !stage_.sensors && !stage_.solver->ReadsRowVelocity();
+  smooth_.set_velocity_rows_unread(((stage_.batch && velocity_rows_) || vel_unread) &&
+                                   SmoothTangent::skip_unread_rows_);
   smooth_.set_defer_free_velocity(blocked && stage_.solver->DefersFreeVelocity());
   // (the solvers that read dM through ProblemTangent::Mass(): dM's products in closed form)
   smooth_.set_lazy_mass(!stage_.batch && stage_.solver && stage_.solver->ReadsMassLazily());
-  smooth_.set_jacobian_rows(blocked && smooth_.analytic()
-                                ? stage_.solver->TangentJacobianRows(*stage_.problem)
-                                : nullptr);
+  smooth_.set_jacobian_rows(m, blocked && smooth_.analytic()
+                                   ? stage_.solver->TangentJacobianRows(*stage_.problem)
+                                   : nullptr);
   for (int kind = kCtrl; kind <= kPos; kind++) {
     if (kind == kCtrl ? !ctrl : !state) continue;
     const int n = kind == kCtrl ? nu_ : kind == kAct ? na_ : nv_;
@@ -97,7 +100,7 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   if (nslot && !stage_.batch && !FlushTangents(m, nslot, fn)) return false;
   smooth_.set_velocity_rows_unread(false);
   smooth_.set_defer_free_velocity(false);
-  smooth_.set_jacobian_rows(nullptr);
+  smooth_.set_jacobian_rows(m, nullptr);
   smooth_.set_lazy_mass(false);
   smooth_.RestoreActuation();
   return true;
@@ -416,21 +419,8 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
   if (!stage_.own_slots) {
     // (own_slots: J' df is in mass_term) J' df of all columns, each entry of J applied to the
     // row's forces of every column (one island's forces: few zeros)
-    double f[SoftTangent::kBlock];
-    for (int i = 0; i < p.nrow; i++) {
-      bool any = false;
-      for (int s = 0; s < nslot; s++) {
-        f[s] = block_.dforce[static_cast<size_t>(s) * p.nrow + i];
-        any |= f[s] != 0;
-      }
-      if (!any) continue;
-      const int adr = J.rowadr[i];
-      for (int q = adr; q < adr + J.rownnz[i]; q++) {
-        double* x = X + static_cast<size_t>(J.colind[q]) * nb;
-        const double v = J.val[q];
-        for (int s = 0; s < nslot; s++) x[s] += v * f[s];
-      }
-    }
+    static_assert(SoftTangent::kBlock <= kTransposeBlock);
+    AddTransposeBlock(J, block_.dforce, p.nrow, nslot, X, nb);
   }
   if (!integrator_.implicit) {
     SolveByTree(integrator_.mass, p.islands, p.dof_tree, X, nb, 0, nv);

@@ -37,6 +37,32 @@ constexpr double kJumpRatio = 10;      // a contact point moving this much faste
                                        // step than on the other (and faster than this, in m per
                                        // unit of the direction) jumped there
 
+// the velocity sum_j x_j cdof_j of each body (cv, 6 nbody) and before each dof within its body
+// (before, 6 nv)
+void BodyVelocities(const mjModel* m, const double* cdof, const double* x, double* cv,
+                    double* before) {
+  Zero6(cv);
+  for (int b = 1; b < m->nbody; b++) {
+    double v[6];
+    Copy6(v, cv + 6 * m->body_parentid[b]);
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      Copy6(before + 6 * j, v);
+      AddScl6(v, cdof + 6 * j, x[j]);
+    }
+    Copy6(cv + 6 * b, v);
+  }
+}
+
+// one side's row r of dJ x (SolverRowTerms): tan[0][r] . V with V x's velocity at the body, or
+// for a carried body tan[0][r] . u + tan[1][r] . (V - u) with u x's velocity before the carried
+// dofs
+inline double CarriedDot(const double (*tan)[6][6], int r, bool carried, const double* u,
+                         const double* V) {
+  double s = Dot6(tan[0][r], carried ? u : V);
+  for (int i = 0; i < 6 && carried; i++) s += tan[1][r][i] * (V[i] - u[i]);
+  return s;
+}
+
 // the rotation exp(e [w]x) (Rodrigues), row-major: colliders read a geom's frame as
 // orthonormal, and some (MuJoCo 3.x's plane-cylinder) see no tilt at all in R + e [w]x R
 void Rotation(const double* w, double e, double Q[9]) {
@@ -251,9 +277,7 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
 }
 
 void SmoothTangent::PrepareAnalyticRows(const mjModel* m) {
-  const mjData* d = stage_data_;
-  const int nbody = m->nbody;
-  const double* cdof = d->cdof;
+  const double* cdof = stage_data_->cdof;
 
   // contact rows: v+ of each body and before each dof (as cvel for v), no derivative yet, and the
   // side of each column
@@ -264,20 +288,12 @@ void SmoothTangent::PrepareAnalyticRows(const mjModel* m) {
     const double* x = pass == 0 ? vnext : p.v_free;
     double* cv = pass == 0 ? rne_.cvel_next : rne_.cvel_free;
     double* before = pass == 0 ? rne_.cvel_next_before_dof : rne_.cvel_free_before_dof;
-    Zero6(cv);
-    for (int b = 1; b < nbody; b++) {
-      double v[6];
-      Copy6(v, cv + 6 * m->body_parentid[b]);
-      for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
-        Copy6(before + 6 * j, v);
-        AddScl6(v, cdof + 6 * j, x[j]);
-      }
-      Copy6(cv + 6 * b, v);
-    }
+    BodyVelocities(m, cdof, x, cv, before);
   }
   const SparseRows& J = p.J;
   mju_zero(tan_.dJ, J.nnz);
   mju_zero(tan_.dJ_vfree, p.nrow);
+  mju_zero(tan_.dJ_w, p.nrow);
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     rows_.contact_dJ_written[c] = 0;
@@ -1180,7 +1196,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     const int dim = con.dim;
     for (int r = 0; r < dim; r++)
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
-    for (int r = 0; r < dim && jac_rows_; r++) tan_.dJ_vfree[row + r] = 0;
+    for (int r = 0; r < dim && jac_rows_; r++) tan_.dJ_vfree[row + r] = tan_.dJ_w[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
     if (radj_.contacts && radj_.contact_rev[c]) return dim;  // (ContactAdjoint's)
     if (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]]) {
@@ -1270,13 +1286,47 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   if (group_row >= 0) WrenchColumns(group_row, carry, carry_end, group, dJf);
 }
 
+void SmoothTangent::set_jacobian_rows(const mjModel* m, const char* rows) {
+  jac_rows_ = jacobian_rows_on_ ? rows : nullptr;
+  row_weights_ = false;
+  row_weights_ = jac_rows_ && row_weights_on_ && PrepareRowWeights(m);
+}
+
+bool SmoothTangent::PrepareRowWeights(const mjModel* m) {
+  // w_i's velocity before each dof and of each body (as cvel_free's at v_free, PrepareAnalyticRows)
+  // for the marked contact rows whose w_i the solver gives, while weight_before has room
+  const Problem& p = *stage_.problem;
+  const double* cdof = stage_data_->cdof;
+  const int nv = nv_;
+  double* w = scratch_.a;
+  double* cv = rows_.weight_cvel;
+  int used = 0;
+  for (int i = 0; i < p.nrow; i++) rows_.weighted[i] = 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    for (int row = con.row; row < con.row + con.dim && used < rows_.weight_rows; row++) {
+      if (!jac_rows_[row]) continue;
+      mju_zero(w, nv);
+      if (!stage_.solver->TangentRowWeight(p, row, w)) continue;
+      BodyVelocities(m, cdof, w, cv, rows_.weight_before + 6 * static_cast<size_t>(nv) * used);
+      for (int side = 0; side < 2; side++)
+        Copy6(rows_.weight_body + 12 * row + 6 * side, cv + 6 * con.body[side]);
+      rows_.weight_adr[row] = 6 * nv * used++;
+      rows_.weighted[row] = 1;
+    }
+  }
+  return used > 0;
+}
+
 void SmoothTangent::SolverRowTerms(const mjModel* m, const Contact& con, int row, int carry,
                                    int carry_end, const double (*tan)[2][6][6]) {
   // dJ v_free of the contact's rows as the blocked path's dJ v (body velocities at v_free, from
-  // uf before the carried dofs), and dJ of the rows the solver reads, column by column
+  // uf before the carried dofs), dJ_i w_i of its weighted rows the same way at w_i, and dJ of
+  // the other rows the solver reads, column by column
   const mjData* d = stage_data_;
   const SparseRows& J = stage_.problem->J;
   const double* uf = rne_.cvel_free_before_dof + 6 * carry;
+  const char* weighted = row_weights();
   for (int side = 0; side < 2; side++) {
     const int body = con.body[side];
     if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
@@ -1284,15 +1334,16 @@ void SmoothTangent::SolverRowTerms(const mjModel* m, const Contact& con, int row
     const bool carried = pairs_.body_moved[body];
     const double* Vf = rne_.cvel_free + 6 * body;
     for (int r = 0; r < con.dim; r++) {
-      const double* a = tan[side][0][r];
-      double df = Dot6(a, carried ? uf : Vf);
-      for (int i = 0; i < 6 && carried; i++) df += tan[side][1][r][i] * (Vf[i] - uf[i]);
-      tan_.dJ_vfree[row + r] += sg * df;
+      tan_.dJ_vfree[row + r] += sg * CarriedDot(tan[side], r, carried, uf, Vf);
+      if (!weighted || !weighted[row + r]) continue;
+      const double* uw = rows_.weight_before + rows_.weight_adr[row + r] + 6 * carry;
+      const double* Vw = rows_.weight_body + 12 * (row + r) + 6 * side;
+      tan_.dJ_w[row + r] += sg * CarriedDot(tan[side], r, carried, uw, Vw);
     }
   }
   const int adr0 = J.rowadr[row], n = J.rownnz[row];
   for (int r = 0; r < con.dim; r++) {
-    if (!jac_rows_[row + r]) continue;
+    if (!jac_rows_[row + r] || (weighted && weighted[row + r])) continue;
     double* dJ = tan_.dJ + J.rowadr[row + r];
     for (int q = 0; q < n; q++) {
       const int j = J.colind[adr0 + q], sign = rows_.nonzero_side[adr0 + q];

@@ -141,6 +141,7 @@ void SmoothTangent::BeginStage() {
   mode_changes_ = 0;
   defer_free_velocity_ = false;  // (Derivative::Directions sets it for its loop)
   jac_rows_ = nullptr;           // (and this)
+  row_weights_ = false;
   tan_.dv_free_unit = -2;
 }
 
@@ -460,7 +461,7 @@ void SmoothTangent::ZeroRowsBut(int island) {
   const Islands& is = p.islands;
   const SparseRows& J = p.J;
   auto zero = [&](int i) {
-    tan_.dpos[i] = tan_.dvel[i] = tan_.dJ_qvel_next[i] = tan_.dJ_vfree[i] = 0;
+    tan_.dpos[i] = tan_.dvel[i] = tan_.dJ_qvel_next[i] = tan_.dJ_vfree[i] = tan_.dJ_w[i] = 0;
     tan_.dimp[i] = tan_.dR[i] = tan_.daref[i] = 0;
     mju_zero(tan_.dJ + J.rowadr[i], J.rownnz[i]);
     const int c = rows_.row_contact[i];
@@ -682,9 +683,9 @@ void SmoothTangent::VelocityTangent(const mjModel* m, int index) {
   }
 
   // rows: dvel = J e_index (unread by the blocked columns' product: not formed,
-  // set_velocity_rows_unread)
+  // set_velocity_rows_unread; a solver that reads none is given none)
   if (stage_.has_rows) {
-    tan_.has_dvel = true;
+    tan_.has_dvel = stage_.batch || !velocity_rows_unread_;
     if (!velocity_rows_unread_) VelocityRows(index);
   }
 }

@@ -136,10 +136,16 @@ class SmoothTangent : public MassForms {
   void set_defer_free_velocity(bool on) { defer_free_velocity_ = on; }
   // the analytic contact rows of a position direction give dJ v_free (tan_.dJ_vfree) and write
   // dJ on the rows marked (Solver::TangentJacobianRows) only, their velocity products from body
-  // velocities as the blocked "mujoco" path forms them (null: every row's dJ, column by column)
-  void set_jacobian_rows(const char* rows) { jac_rows_ = jacobian_rows_on_ ? rows : nullptr; }
+  // velocities as the blocked "mujoco" path forms them (null: every row's dJ, column by column);
+  // of the marked contact rows whose w_i = M^-1 J_i' the solver gives (TangentRowWeight), dJ_i
+  // w_i the same way (tan_.dJ_w, row_weights()) instead of dJ
+  void set_jacobian_rows(const mjModel* m, const char* rows);
+  // the rows whose dJ_i w_i tan_.dJ_w holds (ProblemTangent::J_w_rows); null: none
+  const char* row_weights() const { return row_weights_ ? rows_.weighted : nullptr; }
   // test hook: set_jacobian_rows taken (true) or ignored
   static inline bool jacobian_rows_on_ = true;
+  // test hook: the solver's row weights taken (true) or the marked rows' dJ formed
+  static inline bool row_weights_on_ = true;
   // test hook: the deferral taken where it applies (true) or dv_free solved per direction
   static inline bool defer_free_velocity_on_ = true;
   // MassForms of MassTangent's dM_k in closed form (after PrepareAnalytic): with U = sum w_j
@@ -345,8 +351,12 @@ class SmoothTangent : public MassForms {
                           double Q[2][9], bool* turned);
   // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
   void AnalyticContactRows(const mjModel* m, int k);
+  // set_jacobian_rows' weighted rows: w_i's velocities before each dof and at the contact's
+  // bodies into rows_ (weight_adr, weight_before, weight_body); false if there are none
+  bool PrepareRowWeights(const mjModel* m);
   // set_jacobian_rows' terms of contact con at row along a position direction: its rows' dJ
-  // v_free, and dJ of the rows asked for (tan: its axes' tangents, ContactAxisTangents)
+  // v_free and dJ_i w_i, and dJ of the other rows asked for (tan: its axes' tangents,
+  // ContactAxisTangents)
   void SolverRowTerms(const mjModel* m, const Contact& con, int row, int carry, int carry_end,
                       const double (*tan)[2][6][6]);
   // body b moves with the current position direction (RecollideRigid's or PositionPass' mark)
@@ -570,6 +580,7 @@ class SmoothTangent : public MassForms {
   bool velocity_rows_unread_ = false;  // (set_velocity_rows_unread)
   bool defer_free_velocity_ = false;   // (set_defer_free_velocity)
   const char* jac_rows_ = nullptr;     // (set_jacobian_rows)
+  bool row_weights_ = false;           // (set_jacobian_rows: rows_.weighted holds some rows)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }

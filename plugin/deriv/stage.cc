@@ -387,6 +387,8 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked,
   }
   dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
   dir.J_vfree = tan_.has_dJ && tan_.has_dJ_vfree ? tan_.dJ_vfree : nullptr;
+  dir.J_w_rows = dir.J_vfree ? smooth_.row_weights() : nullptr;
+  dir.J_w = dir.J_w_rows ? tan_.dJ_w : nullptr;
   dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
   dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
   dir.R = tan_.has_dpos || tan_.has_drows ? tan_.dR : nullptr;

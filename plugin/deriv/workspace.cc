@@ -68,6 +68,7 @@ void DirectionTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
   dJ_qvel_next = c.Take<double>(n.rows);
   dJ_force = c.Take<double>(n.nv);
   dJ_vfree = c.Take<double>(n.rows);
+  dJ_w = c.Take<double>(n.rows);
   dpos = c.Take<double>(n.rows);
   dvel = c.Take<double>(n.rows);
   dimp = c.Take<double>(n.rows);
@@ -103,6 +104,13 @@ void RowWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   row_contact = c.Take<int>(n.rows);
   dof_marked = c.Take<char>(n.nv);
   moment = c.Take<double>(n.nv);
+  weight_rows =
+      static_cast<int>(std::min(n.rows, kWeightPool / static_cast<size_t>(std::max(n.nv, 1))));
+  weighted = c.Take<char>(n.rows);
+  weight_adr = c.Take<int>(n.rows);
+  weight_before = c.Take<double>(6 * static_cast<size_t>(n.nv) * weight_rows);
+  weight_body = c.Take<double>(12 * n.rows);
+  weight_cvel = c.Take<double>(6 * static_cast<size_t>(n.nbody));
 }
 
 void TreeBlocks::Carve(ArenaCarver& c, const DerivSizes& n) {

@@ -75,6 +75,7 @@ struct DirectionTangent {
   double* dJ_qvel_next;         // dJ v+ (analytic position tangents)  (rows)
   double* dJ_force;             // dJ' f (analytic position tangents)  (nv)
   double* dJ_vfree;  // dJ v_free (SmoothTangent::set_jacobian_rows; has_dJ_vfree)   (rows)
+  double* dJ_w;      // dJ_i w_i of the weighted rows (RowWork::weighted)            (rows)
   double *dpos, *dvel, *dimp, *dR, *daref;  // rows: gap, J v, impedance, regularizer, aref (rows)
   double* ddiag;                            // rows' diag_approx (a parameter)       (rows)
   double* dforce;                           // the solver's force             (rows)
@@ -130,6 +131,15 @@ struct RowWork {
   int* row_contact;           // contact whose first row it is, -1: none            (rows)
   char* dof_marked;           // scratch                                            (nv)
   double* moment;             // a dense actuator moment row                        (nv)
+  // set_jacobian_rows' contact rows with the solver's w_i = M^-1 J_i' (TangentRowWeight): their
+  // dJ_i w_i from w_i's velocities as dJ v_free's from v_free's (SmoothTangent::PrepareRowWeights)
+  static constexpr size_t kWeightPool = size_t{1} << 15;  // dofs of weight_before's rows
+  int weight_rows = 0;    // rows weight_before holds: min(rows, kWeightPool / nv)
+  char* weighted;         // the row's dJ w is dJ_w's (ProblemTangent::J_w_rows)     (rows)
+  int* weight_adr;        // its w's velocities' start in weight_before (weighted)   (rows)
+  double* weight_before;  // w's velocity before each dof, per weighted row    (6 nv weight_rows)
+  double* weight_body;    // ... of the contact's two bodies, per row                (12 rows)
+  double* weight_cvel;    // ... of each body (scratch)                              (6 nbody)
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 

@@ -128,6 +128,11 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   adj_y_.assign(rows, 0.0);
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);
+  rsblk_.assign(nv * kRowBlock, 0.0);
+  rslist_.assign(rows, 0);
+  rsmark_.assign(rows, 0);
+  rstadr_.assign(ntree + 1, 0);
+  rstrow_.assign(std::max(dims.max_nnz, 1), 0);  // (a row and a tree: one nonzero at least)
   dmtree_.assign(ntree, 0);
   for (auto* v : {&adj_R_, &adj_diag_, &adj_pos_, &adj_disp_, &adj_ratio_, &adj_dvel_, &adj_invm_})
     v->assign(rows, 0.0);

@@ -113,7 +113,11 @@ class ComfreeSolver final : public Solver {
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
   bool DefersFreeVelocity() const override { return true; }
   bool ReadsMassLazily() const override { return true; }
+  bool ReadsRowVelocity() const override { return false; }
   const char* TangentJacobianRows(const Problem& p) override;
+  bool TangentRowWeight(const Problem& p, int row, double* w) override;
+  // test hook: the tangent's rows' M^-1 J' solved in blocks (true) or row by row where first read
+  static inline bool row_solves_on_ = true;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
@@ -301,6 +305,11 @@ class ComfreeSolver final : public Solver {
   // order): solved by the first ForceTangent after a Solve and kept for every later direction;
   // null if the cache is full
   const double* RowSolve(const Problem& p, int row);
+  // RowSolve's cache emptied if it belongs to an earlier Solve
+  void FreshRowCache(const Problem& p);
+  // RowSolve of every row whose inverse mass ForceTangent differentiates, in block solves
+  void RowSolves(const Problem& p);
+  static constexpr int kRowBlock = 16;  // RowSolves' columns per block solve
 
   ckComfreeSettings settings_{};
   ProblemDims dims_;
@@ -353,6 +362,11 @@ class ComfreeSolver final : public Solver {
   std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
   size_t wused_ = 0;             // entries of wpool_ in use
   bool wstale_ = true;           // wadr_ belongs to an earlier Solve
+  std::vector<double> rsblk_;    // RowSolves' block of columns                 (nv kRowBlock)
+  std::vector<int> rslist_;      // its rows                                        (max_rows)
+  std::vector<char> rsmark_;     // listed                                          (max_rows)
+  std::vector<int> rstadr_;      // start of each tree's rows in rstrow_                (ntree + 1)
+  std::vector<int> rstrow_;      // the listed rows by tree                             (max_nnz)
   std::vector<char> dmtree_;     // ForceTangent: dir.M is nonzero on the tree        (ntree)
   // reverse mode (PrepareAdjoint): y' dforce as products with the problem tangent's arrays
   std::vector<double> adj_R_, adj_diag_, adj_pos_, adj_disp_;  // by row           (max_rows)

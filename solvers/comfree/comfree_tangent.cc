@@ -18,12 +18,15 @@ bool Untouched(const Problem& p, const ProblemTangent& dir, int row) {
 
 }  // namespace
 
+void ComfreeSolver::FreshRowCache(const Problem& p) {
+  if (!wstale_) return;
+  for (int i = 0; i < p.nrow; i++) wadr_[i] = -1;
+  wused_ = 0;
+  wstale_ = false;
+}
+
 const double* ComfreeSolver::RowSolve(const Problem& p, int row) {
-  if (wstale_) {
-    for (int i = 0; i < p.nrow; i++) wadr_[i] = -1;
-    wused_ = 0;
-    wstale_ = false;
-  }
+  FreshRowCache(p);
   if (wadr_[row] == -1) {
     size_t size = 0;
     ForEachRowTree(p, row, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
@@ -50,6 +53,67 @@ const double* ComfreeSolver::RowSolve(const Problem& p, int row) {
   return wadr_[row] >= 0 ? wpool_.data() + wadr_[row] : nullptr;
 }
 
+void ComfreeSolver::RowSolves(const Problem& p) {
+  // RowSolve of the rows whose inverse mass ForceTangent differentiates (arow_ of the rows with a
+  // gain) not cached yet: their places in the cache in row order, then per tree one block solve
+  // of up to kRowBlock of them (TreeMass::SolveBlock: each column gets Solve's operations)
+  FreshRowCache(p);
+  if (!row_solves_on_) return;
+  const SparseRows& J = p.J;
+  int n = 0;
+  auto add = [&](int row) {
+    if (wadr_[row] != -1 || rsmark_[row]) return;
+    size_t size = 0;
+    ForEachRowTree(p, row, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
+    if (wused_ + size > wpool_.size()) return;  // (full: RowSolve marks it)
+    rsmark_[row] = 1;
+    rslist_[n++] = row;
+    wadr_[row] = static_cast<int>(wused_);
+    wused_ += size;
+  };
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
+    if (gain_[i] != 0) add(arow_[i]);
+  }
+  for (int c = 0; c < p.ncon; c++) {
+    if (gain_[p.con[c].row] != 0) add(arow_[p.con[c].row]);
+  }
+  // the listed rows of each tree (counting sort: rstadr_, rstrow_; a row touches one or two)
+  const int ntree = p.islands.ntree;
+  for (int t = 0; t <= ntree; t++) rstadr_[t] = 0;
+  for (int a = 0; a < n; a++) {
+    ForEachRowTree(p, rslist_[a], [&](int t, int, int) { rstadr_[t + 1]++; });
+  }
+  for (int t = 0; t < ntree; t++) rstadr_[t + 1] += rstadr_[t];
+  for (int a = 0; a < n; a++) {
+    ForEachRowTree(p, rslist_[a], [&](int t, int, int) { rstrow_[rstadr_[t]++] = rslist_[a]; });
+  }
+  for (int t = ntree; t > 0; t--) rstadr_[t] = rstadr_[t - 1];
+  rstadr_[0] = 0;
+  double* X = rsblk_.data();
+  for (int t = 0; t < ntree; t++) {
+    const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
+    for (int a = rstadr_[t]; a < rstadr_[t + 1]; a += kRowBlock) {
+      // up to kRowBlock of the tree's rows, their entries there in X's columns
+      const int nb = std::min(kRowBlock, rstadr_[t + 1] - a);
+      const int* cols = rstrow_.data() + a;
+      for (size_t e = static_cast<size_t>(begin) * nb; e < static_cast<size_t>(end) * nb; e++)
+        X[e] = 0;
+      for (int k = 0; k < nb; k++) {
+        const int adr = J.rowadr[cols[k]];
+        ForEachRowTree(p, cols[k], [&](int tr, int k0, int k1) {
+          for (int q = k0; q < k1 && tr == t; q++) X[J.colind[adr + q] * nb + k] = J.val[adr + q];
+        });
+      }
+      p.mass.SolveBlock(X, nb, begin, end);
+      for (int k = 0; k < nb; k++) {
+        double* out = wpool_.data() + wadr_[cols[k]] + TreeOffset(p, cols[k], t);
+        for (int jj = begin; jj < end; jj++) out[jj - begin] = X[jj * nb + k];
+      }
+    }
+  }
+  for (int a = 0; a < n; a++) rsmark_[rslist_[a]] = 0;
+}
+
 double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTangent& dir) {
   if (!dir.J && !dir.M) return 0;
   const SparseRows& J = p.J;
@@ -58,19 +122,20 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
   double* w = tangent_.data();
 
   // dA = 2 dJ w - w' dM w with w = M^-1 J', tree by tree (w from RowSolve's cache, or solved
-  // here when it is full)
+  // here when it is full); dJ w given where the row's weight was (TangentRowWeight)
   const double* cached = RowSolve(p, row);
   if (!cached) {
     for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
   }
-  double dA = 0;
+  const bool given = cached && dir.J_w && dir.J_w_rows[row];
+  double dA = given ? 2 * dir.J_w[row] : 0;
   ForEachRowTree(p, row, [&](int t, int q0, int q1) {
     const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
     const bool quad = dir.M && dmtree_[t];  // (dM is zero on trees the direction misses)
     if (cached) {
       const double* wt = cached;
       cached += end - begin;
-      if (dir.J) {
+      if (dir.J && !given) {
         for (int q = q0; q < q1; q++) dA += 2 * dir.J[adr + q] * wt[J.colind[adr + q] - begin];
       }
       if (!quad) return;
@@ -316,6 +381,7 @@ void ComfreeSolver::PrepareTangent(const Problem& p) {
   for (int t = 0; t < p.islands.ntree; t++) qtadr_[t] = -1;
   qtused_ = 0;
   qxused_ = 0;
+  RowSolves(p);
   tstale_ = false;
 }
 
@@ -782,7 +848,19 @@ const char* ComfreeSolver::TangentJacobianRows(const Problem& p) {
   for (int c = 0; c < p.ncon; c++) {
     if (gain_[p.con[c].row] != 0) jrows_[arow_[p.con[c].row]] = 1;
   }
+  RowSolves(p);  // (TangentRowWeight's)
   return jrows_.data();
+}
+
+bool ComfreeSolver::TangentRowWeight(const Problem& p, int row, double* w) {
+  // RowSolve's cached M^-1 J', unpacked from its trees
+  const double* cached = RowSolve(p, row);
+  if (!cached) return false;
+  ForEachRowTree(p, row, [&](int t, int, int) {
+    const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
+    for (int i = begin; i < end; i++) w[i] += *cached++;
+  });
+  return true;
 }
 
 bool ComfreeSolver::SetTangentModes(const Problem& p, const signed char* mode) {

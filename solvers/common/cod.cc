@@ -32,6 +32,39 @@ CK_ALWAYS_INLINE void ApplyReflector(const double* v, double tau, int m, double*
   for (int i = 1; i < m; i++) y[i] -= s * v[i];
 }
 
+// ApplyReflector on W columns stored row-major (y[i ld + c]): each column's dot in Dot's four
+// partial sums, the same operations as ApplyReflector on the column alone
+template <int W>
+CK_ALWAYS_INLINE void ApplyReflectorBlock(const double* v, double tau, int m, double* y,
+                                          size_t ld) {
+  if (tau == 0) return;
+  double s0[W] = {}, s1[W] = {}, s2[W] = {}, s3[W] = {}, s[W];
+  const double* a = v + 1;
+  const double* b = y + ld;
+  const int n = m - 1;
+  int i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const double *b0 = b + i * ld, *b1 = b0 + ld, *b2 = b1 + ld, *b3 = b2 + ld;
+    for (int c = 0; c < W; c++) {
+      s0[c] += a[i] * b0[c];
+      s1[c] += a[i + 1] * b1[c];
+      s2[c] += a[i + 2] * b2[c];
+      s3[c] += a[i + 3] * b3[c];
+    }
+  }
+  for (; i < n; i++) {
+    for (int c = 0; c < W; c++) s0[c] += a[i] * b[i * ld + c];
+  }
+  for (int c = 0; c < W; c++) {
+    s[c] = tau * (y[c] + ((s0[c] + s1[c]) + (s2[c] + s3[c])));
+    y[c] -= s[c];
+  }
+  for (int k = 1; k < m; k++) {
+    double* yk = y + k * ld;
+    for (int c = 0; c < W; c++) yk[c] -= s[c] * v[k];
+  }
+}
+
 }  // namespace
 
 void Cod::Bind(double* dmem, int* imem, int nmax) {
@@ -179,6 +212,62 @@ void Cod::Solve(const double* c, double* x) {
     ApplyQ(qr2_, tau2_, r, xt);
   }
   for (int j = 0; j < n; j++) x[perm_[j]] = xt[j];
+}
+
+template <int W>
+CK_ALWAYS_INLINE void Cod::SolveChunk(double* Y, size_t ldy, double* xt) const {
+  // Solve's steps on W columns: Q1' y, the triangular solve into xt (n x W), W, then P
+  const int n = n_, r = rank_;
+  const size_t ld = n;
+  for (int j = 0; j < r; j++)
+    ApplyReflectorBlock<W>(qr_ + j + j * ld, tau_[j], n - j, Y + j * ldy, ldy);
+  for (size_t e = 0; e < ld * W; e++) xt[e] = 0;
+  double t[W];
+  if (r == n) {
+    for (int i = n - 1; i >= 0; i--) {
+      for (int c = 0; c < W; c++) t[c] = Y[i * ldy + c];
+      for (int k = i + 1; k < n; k++) {
+        const double q = qr_[i + k * ld];
+        for (int c = 0; c < W; c++) t[c] -= q * xt[k * W + c];
+      }
+      for (int c = 0; c < W; c++) xt[i * W + c] = t[c] / qr_[i + i * ld];
+    }
+  } else if (r > 0) {
+    for (int i = 0; i < r; i++) {
+      for (int c = 0; c < W; c++) t[c] = Y[i * ldy + c];
+      for (int k = 0; k < i; k++) {
+        const double q = qr2_[k + i * ld];
+        for (int c = 0; c < W; c++) t[c] -= q * xt[k * W + c];
+      }
+      for (int c = 0; c < W; c++) xt[i * W + c] = t[c] / qr2_[i + i * ld];
+    }
+    for (int j = r - 1; j >= 0; j--)
+      ApplyReflectorBlock<W>(qr2_ + j + j * ld, tau2_[j], n - j, xt + j * W, W);
+  }
+  for (int j = 0; j < n; j++) {
+    for (int c = 0; c < W; c++) Y[perm_[j] * ldy + c] = xt[j * W + c];
+  }
+}
+
+CK_ALWAYS_INLINE void Cod::SolveBlockBody(double* Y, int ldy, int nb, double* scratch) const {
+  // chunks of 8, 4, then single columns
+  int c = 0;
+  for (; c + 8 <= nb; c += 8) SolveChunk<8>(Y + c, ldy, scratch);
+  for (; c + 4 <= nb; c += 4) SolveChunk<4>(Y + c, ldy, scratch);
+  for (; c < nb; c++) SolveChunk<1>(Y + c, ldy, scratch);
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 void Cod::SolveBlockAvx2(double* Y, int ldy, int nb, double* scratch) const {
+  SolveBlockBody(Y, ldy, nb, scratch);
+}
+#endif
+
+void Cod::SolveBlock(double* Y, int ldy, int nb, double* scratch) const {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return SolveBlockAvx2(Y, ldy, nb, scratch);
+#endif
+  SolveBlockBody(Y, ldy, nb, scratch);
 }
 
 void Cod::SolveT(const double* c, double* x) {

@@ -34,6 +34,12 @@ class Cod {
   // x = A^+ c (x and c may alias)
   void Solve(const double* c, double* x);
 
+  // Y = A^+ Y for nb <= kBlock columns stored row-major (Y[i ldy + c]), each column with Solve's
+  // operations in Solve's order (bit for bit Solve's answer); scratch: BlockDoubles(n) doubles
+  static constexpr int kBlock = 16;
+  static constexpr size_t BlockDoubles(int n) { return 8 * static_cast<size_t>(n); }
+  void SolveBlock(double* Y, int ldy, int nb, double* scratch) const;
+
   // x = (A^+)' c (x and c may alias)
   void SolveT(const double* c, double* x);
 
@@ -56,6 +62,11 @@ class Cod {
   // same bits: solvers/common/dense.h)
   int FactorBody(const double* a, int lda, int n, double rtol);
   int FactorAvx2(const double* a, int lda, int n, double rtol);
+  // SolveBlock's operations (the portable code and its AVX2 clone), in chunks of W columns
+  void SolveBlockBody(double* Y, int ldy, int nb, double* scratch) const;
+  template <int W>
+  void SolveChunk(double* Y, size_t ldy, double* xt) const;
+  void SolveBlockAvx2(double* Y, int ldy, int nb, double* scratch) const;
 
   // apply the reflectors of a QR stored in q (leading dimension n, first m columns) to x (n)
   void ApplyQt(const double* q, const double* tau, int m, double* x) const;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "solvers/common/columns.h"
+#include "solvers/common/sparse.h"
 
 namespace contactkit {
 namespace {
@@ -92,7 +93,31 @@ CK_ALWAYS_INLINE bool LuFactorBody(double* lu, int k, int* piv) {
   return true;
 }
 
+// AddTransposeBlock's operations (the portable code and its AVX2 clone)
+CK_ALWAYS_INLINE void AddTransposeBody(const SparseRows& J, const double* F, size_t ldf, int n,
+                                       double* X, int ldx) {
+  double f[kTransposeBlock];
+  for (int i = 0; i < J.nrow; i++) {
+    bool any = false;
+    for (int s = 0; s < n; s++) {
+      f[s] = F[s * ldf + i];
+      any |= f[s] != 0;
+    }
+    if (!any) continue;
+    for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
+      double* x = X + static_cast<size_t>(J.colind[q]) * ldx;
+      const double v = J.val[q];
+      for (int s = 0; s < n; s++) x[s] += v * f[s];
+    }
+  }
+}
+
 #if CK_AVX2_CLONES
+CK_TARGET_AVX2 void AddTransposeAvx2(const SparseRows& J, const double* F, size_t ldf, int n,
+                                     double* X, int ldx) {
+  AddTransposeBody(J, F, ldf, n, X, ldx);
+}
+
 CK_TARGET_AVX2 void CholSolveBlockAvx2(const double* L, int n, double* y, int nb, int ld) {
   CholSolveBlockBody<16>(L, n, y, nb, ld);
 }
@@ -328,6 +353,14 @@ void GemvTSub(double* y, const double* A, const double* x, int m, int n) {
     const double* ai = A + i * n;
     for (int j = 0; j < n; j++) y[j] -= ai[j] * xi;
   }
+}
+
+void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, double* X,
+                       int ldx) {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return AddTransposeAvx2(J, F, ldf, n, X, ldx);
+#endif
+  AddTransposeBody(J, F, ldf, n, X, ldx);
 }
 
 }  // namespace contactkit

@@ -5,11 +5,13 @@
 #ifndef CONTACTKIT_SOLVERS_COMMON_DENSE_H_
 #define CONTACTKIT_SOLVERS_COMMON_DENSE_H_
 
-// AVX2 clones of a few hot kernels (CholSolveBlock, TreeMass::SolveBlock; LuFactor, Cod::Factor
-// and the basis inverse's updates of lcp's Lemke method), chosen at run time on x86-64 with GCC or
-// Clang: the default build stays portable (SSE2). A clone does the same
-// operations in the same order (no FMA: -ffp-contract=off), four doubles a vector instead of two,
-// so its results are bit for bit the portable code's.
+#include <cstddef>
+
+// AVX2 clones of a few hot kernels (CholSolveBlock, TreeMass::SolveBlock, AddTransposeBlock;
+// LuFactor, Cod::Factor and the basis inverse's updates of lcp's Lemke method), chosen at run
+// time on x86-64 with GCC or Clang: the default build stays portable (SSE2). A clone does the
+// same operations in the same order (no FMA: -ffp-contract=off), four doubles a vector instead
+// of two, so its results are bit for bit the portable code's.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__)
 #define CK_AVX2_CLONES 1
 #define CK_TARGET_AVX2 __attribute__((target("avx2")))
@@ -20,6 +22,8 @@
 #endif
 
 namespace contactkit {
+
+struct SparseRows;
 
 struct Avx2Kernels {
   // test hook: the clones may run (true) or the portable code always runs (false)
@@ -100,6 +104,13 @@ void GemvSub(double* y, const double* A, const double* x, int m, int n);
 
 // y -= A' x with A row-major (m x n), x (m), y (n)
 void GemvTSub(double* y, const double* A, const double* x, int m, int n);
+
+// X += J' F for n <= kTransposeBlock columns (the blocked tangents' J' df): X row-major with
+// stride ldx (X[j ldx + s] for J's column j), column s of F at F[s ldf + i] for J's row i; a
+// row whose n values are all zero adds nothing; each entry's terms in J's row order, as n
+// products J' f would add them
+constexpr int kTransposeBlock = 32;
+void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, double* X, int ldx);
 
 }  // namespace contactkit
 

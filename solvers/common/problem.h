@@ -201,6 +201,10 @@ struct ProblemTangent {
   // d J v_free of the problem's v_free (nrow); where given, J holds the rows of
   // Solver::TangentJacobianRows only
   const double* J_vfree = nullptr;
+  // dJ_i w_i (nrow) with w_i = M_eff^-1 J_i' (Solver::TangentRowWeight) on the rows J_w_rows
+  // marks (nrow, 1: given); J holds no values there
+  const double* J_w = nullptr;
+  const char* J_w_rows = nullptr;
   // M is M_forms' dM_k of dof k = M_dof (its forms w' M w without M); null: not known
   const MassForms* M_forms = nullptr;
   int M_dof = -1;

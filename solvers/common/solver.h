@@ -57,10 +57,17 @@ class Solver {
   // Optional: the tangent methods read dir.M's values through ProblemTangent::Mass() and its
   // products through SubMassTangent, so that dM may be left unformed (dir.M_lazy)
   virtual bool ReadsMassLazily() const { return false; }
+  // Optional: the tangent methods never read dir.vel and dir.aref (comfree: its forces see
+  // v_free, not v), so that a velocity direction's row tangents need not be formed (then null)
+  virtual bool ReadsRowVelocity() const { return true; }
   // Optional, with blocked force tangents: the rows (nrow, 1: read) whose dJ QueueTangent reads
   // of a direction that gives dJ v_free (dir.J_vfree); the other rows' dJ need not be formed.
   // Null: every row's. Valid until the next Solve
   virtual const char* TangentJacobianRows(const Problem& p) { return nullptr; }
+  // Optional, with TangentJacobianRows: adds w = M_eff^-1 J_i' of a row it marks into w (nv, zero
+  // on the row's trees) if the solver keeps it; a direction then gives dJ_i w (dir.J_w) instead
+  // of row i's dJ. False: the row's dJ is formed. Valid until the next Solve
+  virtual bool TangentRowWeight(const Problem& p, int row, double* w) { return false; }
 
   // Optional: the force (nrow) at which ForceTangent differentiates when it is not the last
   // solution's (ipm: its central point at kappa_grad, where contacts from distance push); null:

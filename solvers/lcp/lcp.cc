@@ -168,6 +168,9 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     for (auto* v : {&adj_lam_, &adj_om_, &adj_rho_}) v->assign(rows, 0);
     for (auto* v : {&adj_nu_, &adj_pi_, &adj_pin_, &adj_kappa_}) v->assign(nv, 0);
     pinv_.Allocate(Cod::Doubles(cap_));
+    codblk_.assign(Cod::BlockDoubles(cap_), 0);
+    ablk_.assign(nv * kRowBlock, 0);
+    atree_.assign(std::max(dims.ntree, 1), 0);
     kadr_.assign(std::max(dims.ntree, 1), -1);
     nadr_.assign(std::max(dims.ntree, 1), -1);
     zst_.assign(kNullMax * nv, 0);
@@ -395,17 +398,57 @@ double LcpSolver::RowCfm(const Problem& p, int i) const {
 }
 
 void LcpSolver::BuildA(const Problem& p, const int* rows, int n) {
+  // A = J M^-1 J' + cfm of the rows: their M^-1 J' in block solves of kRowBlock columns on the
+  // trees they touch (TreeMass::SolveBlock: each column gets SolveRow's operations; a tree where a
+  // column is zero solves to zeros), each entry a J.Dot's sum
+  const SparseRows& J = p.J;
   double* A = A_.data();
+  double* X = ablk_.data();
   const size_t ld = n;  // column stride (n * n can exceed int)
-  for (int j = 0; j < n; j++) {
-    SolveRow(p, rows[j], 1);
-    for (int i = j; i < n; i++) {
-      const double v = p.J.Dot(rows[i], yv_.data());
-      A[i + j * ld] = v;
-      A[j + i * ld] = v;
+  if (!block_rows_on_) {
+    for (int j = 0; j < n; j++) {
+      SolveRow(p, rows[j], 1);
+      for (int i = j; i < n; i++) A[i + j * ld] = A[j + i * ld] = J.Dot(rows[i], yv_.data());
+      A[j + j * ld] += RowCfm(p, rows[j]);
+      ClearY(p, rows[j]);
     }
-    A[j + j * ld] += RowCfm(p, rows[j]);
-    ClearY(p, rows[j]);
+    return;
+  }
+  for (int j0 = 0; j0 < n; j0 += kRowBlock) {
+    // (the block's trees solved, those of the later rows its dots read zeroed: 2 and 1)
+    const int nb = std::min(kRowBlock, n - j0);
+    for (int i = j0; i < n; i++) {
+      const char mark = i < j0 + nb ? 2 : 1;
+      ForEachRowTree(p, rows[i], [&](int t, int, int) { atree_[t] = std::max(atree_[t], mark); });
+    }
+    for (int t = 0; t < p.islands.ntree; t++) {
+      const int b = p.islands.tree_dofadr[t], e = b + p.islands.tree_dofnum[t];
+      for (size_t q = static_cast<size_t>(b) * nb; q < static_cast<size_t>(e) * nb && atree_[t];
+           q++)
+        X[q] = 0;
+    }
+    for (int c = 0; c < nb; c++) {
+      const int g = rows[j0 + c];
+      for (int q = J.rowadr[g]; q < J.rowadr[g] + J.rownnz[g]; q++)
+        X[static_cast<size_t>(J.colind[q]) * nb + c] += J.val[q];
+    }
+    for (int t = 0; t < p.islands.ntree; t++) {
+      const int b = p.islands.tree_dofadr[t];
+      if (atree_[t] == 2) p.mass.SolveBlock(X, nb, b, b + p.islands.tree_dofnum[t]);
+      atree_[t] = 0;
+    }
+    for (int c = 0; c < nb; c++) {
+      const int j = j0 + c;
+      for (int i = j; i < n; i++) {
+        const int g = rows[i];
+        double v = 0;
+        for (int q = J.rowadr[g]; q < J.rowadr[g] + J.rownnz[g]; q++)
+          v += J.val[q] * X[static_cast<size_t>(J.colind[q]) * nb + c];
+        A[i + j * ld] = v;
+        A[j + i * ld] = v;
+      }
+      A[j + j * ld] += RowCfm(p, rows[j]);
+    }
   }
 }
 

@@ -154,6 +154,9 @@ class LcpSolver final : public Solver {
   // (velocity units, < 0; 0 if none) and its derivative with respect to pos
   double PositionTarget(const Problem& p, int i, double* dpos) const;
 
+  // test hook: BuildA's M^-1 J' in block solves (true) or one row at a time
+  static inline bool block_rows_on_ = true;
+
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
   // constraint type, id and occurrence): keyb_ finds the previous step's entry, putb_ files this
@@ -225,6 +228,7 @@ class LcpSolver final : public Solver {
 
   // dense A of an island's rows: A(i, j) = J_i M^-1 J_j' (+ cfm on the diagonal)
   void BuildA(const Problem& p, const int* rows, int n);
+  static constexpr int kRowBlock = 16;  // BuildA's columns per block solve
 
   // y = M^-1 J_i' into yv_ (zero outside the trees of row i); returns nothing, see ClearY
   void SolveRow(const Problem& p, int i, double scale);
@@ -393,6 +397,9 @@ class LcpSolver final : public Solver {
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
   std::vector<double> dv0_, dvp_, tmp_;  // (nv)
   std::vector<double> rc_, dy_, tq_;     // (cap)
+  std::vector<double> ablk_;             // BuildA's block of M^-1 J' columns   (nv kRowBlock)
+  std::vector<char> atree_;              // BuildA's trees of a block                  (ntree)
+  std::vector<double> codblk_;           // Cod::SolveBlock's scratch  (Cod::BlockDoubles(cap))
   std::vector<int> cidx_;                // (cap)
   // blocked tangents (one island), slot s of kTangentSlots: by dof j at j S + s, by clamped row
   // a at a S + s

@@ -97,10 +97,13 @@ void LcpSolver::StoreOperators(int k, int m, size_t* off) {
   const size_t mm = static_cast<size_t>(m) * m;
   if (m == 0 || *off + mm > pinv_.size()) return;
   double* X = pinv_.data() + *off;
-  for (int j = 0; j < m; j++) {
-    for (int a = 0; a < m; a++) rc_[a] = a == j;
-    cod.Solve(rc_.data(), dy_.data());
-    for (int a = 0; a < m; a++) X[static_cast<size_t>(a) * m + j] = dy_[a];
+  for (int j0 = 0; j0 < m; j0 += Cod::kBlock) {
+    // (Cod::SolveBlock on Cod::kBlock columns of the identity at a time)
+    const int nb = std::min(Cod::kBlock, m - j0);
+    for (int a = 0; a < m; a++) {
+      for (int c = 0; c < nb; c++) X[static_cast<size_t>(a) * m + j0 + c] = a == j0 + c;
+    }
+    cod.SolveBlock(X + j0, m, nb, codblk_.data());
   }
   kadr_[k] = static_cast<long>(*off);
   *off += mm;

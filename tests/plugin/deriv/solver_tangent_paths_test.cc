@@ -18,11 +18,21 @@
 //   SmoothTangent::MassProduct's closed form, dM itself formed only where a solver reads it
 //   (ProblemTangent::Mass(), SmoothTangent::set_lazy_mass), instead of dM formed for every
 //   position direction and multiplied: A within 1e-14 (other sums), B bit for bit; also with
-//   comfree's forms off, where its tangent reads the lazily formed dM itself.
+//   comfree's forms off, where its tangent reads the lazily formed dM itself;
+// - comfree's dJ_i w_i (w_i = M^-1 J_i' of the rows whose inverse mass it differentiates,
+//   Solver::TangentRowWeight) from w_i's body velocities, made once per solve, instead of those
+//   rows' dJ column by column: A within 1e-14 (other sums), B bit for bit;
+// - comfree's M^-1 J' of those rows in block solves per tree once per solve
+//   (ComfreeSolver::RowSolves, TreeMass::SolveBlock) instead of one solve per row where first
+//   read: bit for bit;
+// - lcp's dense island matrix J M^-1 J' (LcpSolver::BuildA, in the step and the nominal stage)
+//   from block solves of kRowBlock rows instead of one solve per row: bit for bit.
 #include <initializer_list>
 #include <string>
 
 #include "plugin/deriv/smooth_tangent.h"
+#include "solvers/comfree/comfree.h"
+#include "solvers/lcp/lcp.h"
 #include "tests/plugin/deriv/deriv_util.h"
 
 namespace contactkit::test {
@@ -35,6 +45,9 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::mass_forms_ = true;
     SmoothTangent::jacobian_rows_on_ = true;
     SmoothTangent::mass_products_on_ = true;
+    SmoothTangent::row_weights_on_ = true;
+    ComfreeSolver::row_solves_on_ = true;
+    LcpSolver::block_rows_on_ = true;
     PathToggleTest::TearDown();
   }
   // each solver's A within tol of each other (0: bit for bit), B bit for bit
@@ -64,6 +77,21 @@ TEST_F(SolverTangentPathTest, ComfreeMassFormsAreTheQuadraticFormsOfDM) {
 TEST_F(SolverTangentPathTest, ComfreeRowsDJFreeVelocityFromBodyVelocities) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { SmoothTangent::jacobian_rows_on_ = on; }, 1e-13);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeRowWeightsGiveDJWFromBodyVelocities) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { SmoothTangent::row_weights_on_ = on; }, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeRowSolvesInBlocksAreTheRowByRowSolves) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::row_solves_on_ = on; }, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpIslandMatrixFromBlockSolvesIsTheRowByRowOne) {
+  Compare(
+      {ckSOL_LCP}, [](bool on) { LcpSolver::block_rows_on_ = on; }, 0);
 }
 
 TEST_F(SolverTangentPathTest, MassProductsInClosedFormAreThoseOfDM) {

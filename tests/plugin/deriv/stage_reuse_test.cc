@@ -4,9 +4,11 @@
 // integrator adopts the extraction's factor of M or M + h D where it is the matrix it would
 // factor (IntegratorTangent::AdoptFactor), and the blocked velocity columns no longer form the
 // row tangents their one product per island does not read (SmoothTangent's
-// set_velocity_rows_unread). Both leave A and B bit for bit as they were, under every integrator
-// that takes the path (Euler with and without damping, RK4, the implicit integrator), both cones
-// and every solver (the other solvers adopt the factor of their shadow step's extraction).
+// set_velocity_rows_unread; and, nineteenth pass, comfree's blocked velocity directions, whose
+// tangent reads no row velocity: Solver::ReadsRowVelocity). Both leave A and B bit for bit as
+// they were, under every integrator that takes the path (Euler with and without damping, RK4,
+// the implicit integrator), both cones and every solver (the other solvers adopt the factor of
+// their shadow step's extraction).
 #include <cstring>
 #include <string>
 #include <vector>

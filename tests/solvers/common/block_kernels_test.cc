@@ -6,12 +6,15 @@
 // the portable code's results bit for bit, on every chunk width (16, 8, 4 and single columns).
 // The row-major dense kernels (LuFactorRows, LowerSolveRows, UpperSolveRight, GemmSub: two
 // entries at a time) give each entry the sums of the plain loops, bit for bit, on odd and even
-// sizes.
+// sizes. AddTransposeBlock (the blocked tangents' J' df of up to 32 columns) gives each column
+// the sums of one product J' f, with the AVX2 clone and without.
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
 
 #include "solvers/common/dense.h"
+#include "solvers/common/sparse.h"
 #include "support/extracted.h"
 #include "support/fixture.h"
 
@@ -99,6 +102,60 @@ TEST_F(JacBlockKernelsTest, CholBlockSolveIsTheColumnSolves) {
           << "AVX2: column " << c << ", row " << i;
     }
     EXPECT_LT(residual, 1e-12 * scale) << "column " << c;
+  }
+}
+
+TEST_F(JacBlockKernelsTest, TransposeBlockIsTheColumnProducts) {
+  // a 6 x 9 J with rows of 1 to 5 entries; its rows' values of n columns, row 2 all zero
+  const int nrow = 6, ncol = 9;
+  std::vector<int> rownnz = {3, 5, 2, 1, 4, 3}, rowadr(nrow), colind;
+  std::vector<double> val;
+  for (int i = 0, adr = 0; i < nrow; adr += rownnz[i++]) {
+    rowadr[i] = adr;
+    for (int k = 0; k < rownnz[i]; k++) {
+      colind.push_back((2 * i + 2 * k) % ncol);
+      val.push_back(std::cos(0.3 * i + 1.7 * k));
+    }
+  }
+  for (int i = 0; i < nrow; i++)  // (ascending, distinct columns per row)
+    std::sort(colind.begin() + rowadr[i], colind.begin() + rowadr[i] + rownnz[i]);
+  SparseRows J;
+  J.nrow = nrow;
+  J.ncol = ncol;
+  J.nnz = static_cast<int>(val.size());
+  J.rownnz = rownnz.data();
+  J.rowadr = rowadr.data();
+  J.colind = colind.data();
+  J.val = val.data();
+  for (int n = 1; n <= kTransposeBlock; n++) {
+    const int ld = n + 3;  // (X's stride wider than n)
+    std::vector<double> F(static_cast<size_t>(n) * nrow);
+    for (int c = 0; c < n; c++) {
+      for (int i = 0; i < nrow; i++) F[c * nrow + i] = i == 2 ? 0 : std::sin(0.8 * c + 1.1 * i);
+    }
+    std::vector<double> X0(static_cast<size_t>(ncol) * ld);
+    for (size_t e = 0; e < X0.size(); e++) X0[e] = std::sin(0.41 * e + 2);
+    std::vector<double> blocks[2];
+    for (int pass = 0; pass < 2; pass++) {
+      Avx2Kernels::allowed_ = pass == 0;
+      blocks[pass] = X0;
+      AddTransposeBlock(J, F.data(), nrow, n, blocks[pass].data(), ld);
+    }
+    for (int c = 0; c < n; c++) {
+      std::vector<double> y(ncol);
+      for (int j = 0; j < ncol; j++) y[j] = X0[j * ld + c];
+      for (int i = 0; i < nrow; i++) {
+        for (int q = rowadr[i]; q < rowadr[i] + rownnz[i]; q++)
+          y[colind[q]] += val[q] * F[c * nrow + i];
+      }
+      for (int j = 0; j < ncol; j++) {
+        EXPECT_EQ(blocks[1][j * ld + c], y[j]) << "n " << n << ", column " << c << ", dof " << j;
+        EXPECT_EQ(blocks[0][j * ld + c], y[j]) << "AVX2: n " << n << ", column " << c;
+      }
+    }
+    for (int j = 0; j < ncol; j++) {
+      for (int c = n; c < ld; c++) EXPECT_EQ(blocks[0][j * ld + c], X0[j * ld + c]);
+    }
   }
 }
 

@@ -2,14 +2,17 @@
 //
 // The complete orthogonal decomposition: minimum-norm least-squares solutions, the transposed
 // pseudo-inverse, the null-space projector and basis against Eigen's SVD, the derivative of the
-// minimum-norm solution (Golub-Pereyra) built from them against central differences, and no
+// minimum-norm solution (Golub-Pereyra) built from them against central differences, the block
+// solve (SolveBlock, with its AVX2 clone and without) against Solve bit for bit, and no
 // allocation after Bind.
 #include "solvers/common/cod.h"
 
 #include <Eigen/Dense>
+#include <cmath>
 #include <random>
 #include <vector>
 
+#include "solvers/common/dense.h"
 #include "support/fixture.h"
 
 namespace contactkit::test {
@@ -141,12 +144,46 @@ TEST(CodTest, GolubPereyraDerivativeOfTheMinimumNormSolution) {
   }
 }
 
+TEST(CodTest, BlockSolveIsTheColumnSolves) {
+  std::mt19937 rng(7);
+  const int n = 21;  // (the reflectors' dots: four partial sums and tails of every length)
+  CodHolder h(n);
+  for (bool symmetric : {true, false}) {
+    for (int r : {n, 17, 6}) {
+      const MatrixXd A = RankDeficient(n, r, symmetric, &rng);
+      ASSERT_EQ(h.cod.Factor(A.data(), n, n, 1e-12), r);
+      std::vector<double> scratch(Cod::BlockDoubles(n));
+      for (int nb = 1; nb <= Cod::kBlock; nb++) {
+        const int ld = nb + 2;  // (Y's stride wider than the block)
+        std::vector<double> Y0(static_cast<size_t>(n) * ld);
+        for (size_t e = 0; e < Y0.size(); e++) Y0[e] = std::sin(0.7 * e + r);
+        std::vector<double> Y[2] = {Y0, Y0};
+        for (int pass = 0; pass < 2; pass++) {
+          Avx2Kernels::allowed_ = pass == 0;
+          h.cod.SolveBlock(Y[pass].data(), ld, nb, scratch.data());
+        }
+        Avx2Kernels::allowed_ = true;
+        std::vector<double> c(n), x(n);
+        for (int k = 0; k < ld; k++) {
+          for (int i = 0; i < n; i++) c[i] = Y0[i * ld + k];
+          h.cod.Solve(c.data(), x.data());
+          for (int i = 0; i < n; i++) {
+            const double want = k < nb ? x[i] : Y0[i * ld + k];  // (the others untouched)
+            EXPECT_EQ(Y[1][i * ld + k], want) << "rank " << r << ", nb " << nb << ", col " << k;
+            EXPECT_EQ(Y[0][i * ld + k], want) << "AVX2: rank " << r << ", nb " << nb;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CodTest, FactorAndSolveDoNotAllocate) {
   if (!AllocationCounter::Available()) GTEST_SKIP() << "malloc is owned by the sanitizer";
   std::mt19937 rng(5);
   CodHolder h(10);
   const MatrixXd A = RankDeficient(10, 6, false, &rng);
-  std::vector<double> c(10, 1.0), x(10), v(10 * 4);
+  std::vector<double> c(10, 1.0), x(10), v(10 * 4), scratch(Cod::BlockDoubles(10));
   AllocationCounter counter;
   counter.Start();
   h.cod.Factor(A.data(), 10, 10, 1e-12);
@@ -154,6 +191,7 @@ TEST(CodTest, FactorAndSolveDoNotAllocate) {
   h.cod.SolveT(c.data(), x.data());
   h.cod.NullProject(c.data(), x.data());
   h.cod.NullBasis(v.data());
+  h.cod.SolveBlock(v.data(), 4, 4, scratch.data());
   EXPECT_EQ(counter.Stop(), 0);
 }
 
