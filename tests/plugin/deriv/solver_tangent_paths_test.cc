@@ -37,15 +37,15 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::mass_products_on_ = true;
     PathToggleTest::TearDown();
   }
-  // each solver's A within tol of each other (0: bit for bit), B bit for bit
+  // each solver's A within tol of each other (0: bit for bit), B within tol_b (0: bit for bit)
   template <class Set>
-  void Compare(std::initializer_list<int> solvers, Set set, double tol) {
+  void Compare(std::initializer_list<int> solvers, Set set, double tol, double tol_b = 0) {
     for (int solver : solvers) {
       CompareOnHumanoid(
           set,
           [](const mjModel*, const mjData*, const Jacobians&, const Jacobians&,
              const std::string&) {},
-          solver, tol);
+          solver, tol, tol_b);
     }
   }
 };
@@ -76,6 +76,18 @@ TEST_F(SolverTangentPathTest, LazyMassTangentIsFormedWhereTheSolverReadsIt) {
   SmoothTangent::mass_forms_ = false;
   Compare(
       {ckSOL_COMFREE}, [](bool on) { SmoothTangent::mass_products_on_ = on; }, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, IpmDeferredFreeVelocitiesAreMTimesTheirSolves) {
+  // (M dv_free = M e_unit + h x without dv_free's solve: A and B to rounding)
+  Compare(
+      {ckSOL_IPM}, [](bool on) { SmoothTangent::defer_free_velocity_on_ = on; }, 1e-12, 1e-12);
+}
+
+TEST_F(SolverTangentPathTest, IpmMassProductsInClosedFormAreThoseOfDM) {
+  // (dM (v - v_free) at the central point: A to rounding, B bit for bit)
+  Compare(
+      {ckSOL_IPM}, [](bool on) { SmoothTangent::mass_products_on_ = on; }, 1e-13);
 }
 
 }  // namespace
