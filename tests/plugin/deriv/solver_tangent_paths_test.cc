@@ -18,7 +18,10 @@
 //   SmoothTangent::MassProduct's closed form, dM itself formed only where a solver reads it
 //   (ProblemTangent::Mass(), SmoothTangent::set_lazy_mass), instead of dM formed for every
 //   position direction and multiplied: A within 1e-14 (other sums), B bit for bit; also with
-//   comfree's forms off, where its tangent reads the lazily formed dM itself.
+//   comfree's forms off, where its tangent reads the lazily formed dM itself;
+// - ipm's blocked tangents with dv_free unsolved (M dv_free = M e_unit + h x, no solve) and its
+//   dM (v - v_free) from the same closed form: A and B to rounding (the deferral's h x is exact
+//   where M M^-1 x was not), B bit for bit for the closed form.
 #include <initializer_list>
 #include <string>
 
