@@ -1,6 +1,6 @@
 // Copyright 2026 The contactkit developers.
 //
-// Two paths of comfree's and lcp's Jacobians against the ones they replace, on the humanoid in
+// Paths of comfree's, lcp's and ipm's Jacobians against the ones they replace, on the humanoid in
 // contact (one island, every dv_free reaching the contacts through the free root), pyramidal and
 // elliptic, with and without joint damping:
 // - blocked dv_free: the solvers' blocked force tangents take each direction's dv_free unsolved
