@@ -338,6 +338,7 @@ bool IpmSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     blk_rz_.assign(static_cast<size_t>(R) * kTangentSlots, 0);
     blk_u_.assign(static_cast<size_t>(R) * kTangentSlots, 0);
     blk_on_.assign(kTangentSlots, 0);
+    blk_mf_.assign(kTangentSlots, 0);
     cfd_kappa_.assign(R, 0);
     dcomp_.assign(R, 0);
     touched_.assign(T, 0);

@@ -69,6 +69,10 @@ class IpmSolver final : public Solver {
   }
   bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
+  // a blocked direction's dv_free unsolved: its M dv_free is M e_unit + h v_free_rhs (no solve);
+  // dM read lazily (TangentResiduals' dM (v - v_free) in closed form)
+  bool DefersFreeVelocity() const override { return true; }
+  bool ReadsMassLazily() const override { return true; }
 
   // reverse mode: per island the transposed solve of the tangent system with the weights y
   // (once), then per direction the dot product with its residual perturbations (no position
@@ -409,6 +413,7 @@ class IpmSolver final : public Solver {
   std::vector<double> blk_u_;       // their rows' velocities, U[i * slots + s]          (rows x 32)
   std::vector<double> blk_p_;       // their dynamics changes, P[j * slots + s]        (nv x 32)
   std::vector<double> blk_f_;       // queued dv_free, X[j * slots + s]                 (nv x 32)
+  std::vector<uint8_t> blk_mf_;     // ... or (deferred dv_free) M dv_free in blk_f_        (32)
   std::vector<uint8_t> blk_on_;     // queued direction touches the island               (32)
   std::vector<double> cfd_kappa_;   // central-path value of a contact from distance, 0: none (rows)
   std::vector<double> dcomp_;       // its tangent over z at the central point            (rows)

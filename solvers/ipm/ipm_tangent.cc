@@ -90,6 +90,18 @@ void SubRowsT(const double* const* val, const int* col, int n,
   }
 }
 
+// y[j * S] += M_ju over the dofs j of u's tree [u, e) and u's ancestors (column u of M)
+void AddMassColumn(const TreeMass& mass, int u, int e, double* y, size_t S) {
+  int adr = mass.madr[u];
+  for (int a = u; a >= 0; a = mass.parent[a]) y[static_cast<size_t>(a) * S] += mass.M[adr++];
+  for (int i = u + 1; i < e; i++) {
+    int at = mass.madr[i] + 1;
+    for (int a = mass.parent[i]; a >= u; a = mass.parent[a], at++) {
+      if (a == u) y[static_cast<size_t>(i) * S] += mass.M[at];
+    }
+  }
+}
+
 // P = M X on the trees of island k, nslot columns of a block of stride S
 void MassTimesBlock(const Problem& p, int k, int nslot, const double* X, size_t S, double* P) {
   const Islands& is = p.islands;
@@ -131,13 +143,20 @@ void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& 
   for (int a = 0; a < nd; a++) drv_[dofs[a]] = 0;
   for (int t = is.treeadr[k]; t < is.treeadr[k] + is.ntrees[k]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
-    if (dir.M) {
+    if (dir.M && dir.M_lazy) {
+      // (dM unformed: its closed-form product, on dM_k's tree only)
+      if (dir.M_dof >= b && dir.M_dof < e) {
+        for (int j = b; j < e; j++) tmp_[j] = p.v_free[j] - s.v[j];
+        dir.M_lazy->SubProduct(dir.M_dof, tmp_.data(), drv_.data());
+      }
+    } else if (dir.M) {
+      const double* dM = dir.Mass();
       for (int j = b; j < e; j++) tmp_[j] = s.v[j] - p.v_free[j];
       if (!dir.M_rows) {
-        p.mass.MulValues(dir.M, tmp_.data(), drv_.data(), b, e);
+        p.mass.MulValues(dM, tmp_.data(), drv_.data(), b, e);
       } else if (dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e) {
         // dM's rows on this tree only (drv_ is zero here)
-        p.mass.AddMulValuesRows(dir.M, dir.M_rows, dir.M_nrows, tmp_.data(), drv_.data());
+        p.mass.AddMulValuesRows(dM, dir.M_rows, dir.M_nrows, tmp_.data(), drv_.data());
       }
     }
     if (dir.v_free && free_term) {
@@ -398,6 +417,7 @@ bool IpmSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   const int* dofs = Dofs(p, k);
   const int* rows = Rows(p, k);
   const int nd = NumDofs(p, k);
+  blk_mf_[slot] = !dir.v_free;  // (deferred, or no dv_free: M dv_free formed here)
   if (!blk_on_[slot]) {
     for (int a = 0; a < nd; a++) {
       blk_v_[static_cast<size_t>(dofs[a]) * S + slot] = 0;
@@ -411,9 +431,17 @@ bool IpmSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   double* rz = blk_rz_.data() + static_cast<size_t>(slot) * nr;
   for (int a = 0; a < nd; a++) {
     const int j = dofs[a];
+    const double* x = dir.v_free ? dir.v_free : dir.v_free_rhs;
     blk_v_[static_cast<size_t>(j) * S + slot] = rhs_[j];
-    blk_f_[static_cast<size_t>(j) * S + slot] = dir.v_free ? dir.v_free[j] : 0;
+    blk_f_[static_cast<size_t>(j) * S + slot] = !x ? 0 : dir.v_free ? x[j] : p.h * x[j];
     blk_rv_[static_cast<size_t>(j) * S + slot] = drv_[j];
+  }
+  // deferred dv_free = e_unit + h M^-1 x: M dv_free = M e_unit + h x
+  const int u = dir.v_free ? -1 : dir.v_free_unit;
+  if (u >= 0) {
+    const int t = p.dof_tree[u];
+    const int e = p.islands.tree_dofadr[t] + p.islands.tree_dofnum[t];
+    AddMassColumn(p.mass, u, e, blk_f_.data() + slot, S);
   }
   for (int a = 0; a < NumRows(p, k); a++) {
     c[rows[a]] = c_[rows[a]];
@@ -437,13 +465,24 @@ bool IpmSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int nd = NumDofs(p, k), m = NumRows(p, k);
   // M dv_free of all slots (zero where off) added to the right-hand sides, then kept in blk_f_
   // for the defects (drv = rv - M dv_free)
-  MassTimesBlock(p, k, nslot, blk_f_.data(), S, blk_p_.data());
+  // (the deferred slots' M dv_free already in blk_f_: the product only for the others)
+  bool formed = true;
+  for (int s = 0; s < nslot; s++) formed &= blk_mf_[s] != 0;
+  if (!formed) {
+    MassTimesBlock(p, k, nslot, blk_f_.data(), S, blk_p_.data());
+    for (int a = 0; a < nd; a++) {
+      const size_t at = static_cast<size_t>(dofs[a]) * S;
+      for (int s = 0; s < nslot; s++) {
+        if (blk_mf_[s]) blk_p_[at + s] = blk_f_[at + s];
+      }
+    }
+    std::swap(blk_p_, blk_f_);
+  }
   for (int a = 0; a < nd; a++) {
     double* x = blk_v_.data() + static_cast<size_t>(dofs[a]) * S;
-    const double* mf = blk_p_.data() + static_cast<size_t>(dofs[a]) * S;
+    const double* mf = blk_f_.data() + static_cast<size_t>(dofs[a]) * S;
     for (int s = 0; s < nslot; s++) x[s] += mf[s];
   }
-  std::swap(blk_p_, blk_f_);
   lu_.SolveColumns(blk_v_.data(), nslot, S);
   BlockRows(p, k, nslot);
   bool refine = false;
@@ -625,11 +664,12 @@ double IpmSolver::IslandAdjointDot(const Problem& p, int k, const ProblemTangent
     if (dir.v_free) {
       for (int j = b; j < e; j++) s -= adj_mw_[j] * dir.v_free[j];
     }
+    const double* dM = dir.M ? dir.Mass() : nullptr;
     if (dir.M && !dir.M_rows) {
-      for (int i = b; i < e; i++) s += RowBilinear(p.mass, dir.M, i, adj_w_.data(), adj_dv_.data());
+      for (int i = b; i < e; i++) s += RowBilinear(p.mass, dM, i, adj_w_.data(), adj_dv_.data());
     } else if (dir.M && dir.M_nrows > 0 && dir.M_rows[0] >= b && dir.M_rows[0] < e) {
       for (int r = 0; r < dir.M_nrows; r++) {
-        s += RowBilinear(p.mass, dir.M, dir.M_rows[r], adj_w_.data(), adj_dv_.data());
+        s += RowBilinear(p.mass, dM, dir.M_rows[r], adj_w_.data(), adj_dv_.data());
       }
     }
   }

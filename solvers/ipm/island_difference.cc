@@ -82,11 +82,12 @@ void IpmSolver::MovedProblem(const Problem& p, int k, const ProblemTangent& dir,
     const int b = is.tree_dofadr[is.trees[t]], end = b + is.tree_dofnum[is.trees[t]];
     for (int j = b; j < end && dir.v_free; j++) dif_v_[j] += e * dir.v_free[j];
     if (!dir.M) continue;
+    const double* dM = dir.Mass();
     for (int j = b; j < end; j++) {
       // row j's entries: its diagonal, then one per ancestor (dM zero off M_rows when given)
       if (dir.M_rows && !std::binary_search(dir.M_rows, dir.M_rows + dir.M_nrows, j)) continue;
       int adr = m.madr[j];
-      for (int a = j; a >= 0; a = m.parent[a]) dif_M_[adr] += e * dir.M[adr], adr++;
+      for (int a = j; a >= 0; a = m.parent[a]) dif_M_[adr] += e * dM[adr], adr++;
     }
     q->mass.Factor(b, end);
   }

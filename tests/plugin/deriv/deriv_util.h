@@ -219,7 +219,8 @@ class PathToggleTest : public MujocoTest {
   // A within tol of each other (0: bit for bit), B bit for bit (control columns: no row, no dJ,
   // no dv)
   template <class Set, class Check>
-  void CompareOnHumanoid(Set set, Check check, int solver = ckSOL_MUJOCO, double tol = 1e-13) {
+  void CompareOnHumanoid(Set set, Check check, int solver = ckSOL_MUJOCO, double tol = 1e-13,
+                         double tol_b = 0) {
     ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
     ASSERT_TRUE(m);
     const int ndx = 2 * m->nv + m->na, nv = m->nv;
@@ -253,7 +254,7 @@ class PathToggleTest : public MujocoTest {
             << what << "\n"
             << WorstEntries(m.get(), on.A, off.A, ndx);
       }
-      EXPECT_EQ(0, RelativeError(on.B, off.B)) << what;
+      EXPECT_LE(RelativeError(on.B, off.B), tol_b) << what;  // (0: bit for bit)
       check(m.get(), d.get(), on, off, what);
     }
   }

@@ -1,6 +1,6 @@
 // Copyright 2026 The contactkit developers.
 //
-// Two paths of comfree's and lcp's Jacobians against the ones they replace, on the humanoid in
+// Paths of comfree's, lcp's and ipm's Jacobians against the ones they replace, on the humanoid in
 // contact (one island, every dv_free reaching the contacts through the free root), pyramidal and
 // elliptic, with and without joint damping:
 // - blocked dv_free: the solvers' blocked force tangents take each direction's dv_free unsolved
@@ -26,7 +26,10 @@
 //   (ComfreeSolver::RowSolves, TreeMass::SolveBlock) instead of one solve per row where first
 //   read: bit for bit;
 // - lcp's dense island matrix J M^-1 J' (LcpSolver::BuildA, in the step and the nominal stage)
-//   from block solves of kRowBlock rows instead of one solve per row: bit for bit.
+//   from block solves of kRowBlock rows instead of one solve per row: bit for bit;
+// - ipm's blocked tangents with dv_free unsolved (M dv_free = M e_unit + h x, no solve) and its
+//   dM (v - v_free) from the same closed form: A and B to rounding (the deferral's h x is exact
+//   where M M^-1 x was not), B bit for bit for the closed form.
 #include <initializer_list>
 #include <string>
 
@@ -50,15 +53,15 @@ class SolverTangentPathTest : public PathToggleTest {
     LcpSolver::block_rows_on_ = true;
     PathToggleTest::TearDown();
   }
-  // each solver's A within tol of each other (0: bit for bit), B bit for bit
+  // each solver's A within tol of each other (0: bit for bit), B within tol_b (0: bit for bit)
   template <class Set>
-  void Compare(std::initializer_list<int> solvers, Set set, double tol) {
+  void Compare(std::initializer_list<int> solvers, Set set, double tol, double tol_b = 0) {
     for (int solver : solvers) {
       CompareOnHumanoid(
           set,
           [](const mjModel*, const mjData*, const Jacobians&, const Jacobians&,
              const std::string&) {},
-          solver, tol);
+          solver, tol, tol_b);
     }
   }
 };
@@ -104,6 +107,18 @@ TEST_F(SolverTangentPathTest, LazyMassTangentIsFormedWhereTheSolverReadsIt) {
   SmoothTangent::mass_forms_ = false;
   Compare(
       {ckSOL_COMFREE}, [](bool on) { SmoothTangent::mass_products_on_ = on; }, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, IpmDeferredFreeVelocitiesAreMTimesTheirSolves) {
+  // (M dv_free = M e_unit + h x without dv_free's solve: A and B to rounding)
+  Compare(
+      {ckSOL_IPM}, [](bool on) { SmoothTangent::defer_free_velocity_on_ = on; }, 1e-12, 1e-12);
+}
+
+TEST_F(SolverTangentPathTest, IpmMassProductsInClosedFormAreThoseOfDM) {
+  // (dM (v - v_free) at the central point: A to rounding, B bit for bit)
+  Compare(
+      {ckSOL_IPM}, [](bool on) { SmoothTangent::mass_products_on_ = on; }, 1e-13);
 }
 
 }  // namespace
