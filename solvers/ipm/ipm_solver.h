@@ -119,6 +119,9 @@ class IpmSolver final : public Solver {
   static inline bool polish_repeat_off_ = false;
   // for tests: the soft attempt runs where its twin's decisions were alike
   static inline bool soft_twin_off_ = false;
+  // for tests: TangentResiduals' dJ v and dJ' lambda from each row's first nonzero entry of dJ
+  // (true) or over the whole row
+  static inline bool row_skip_on_ = true;
   // for tests: one Newton direction at the cold start of island k for complementarity target
   // kappa (exact linearization); writes dv (nv) and dlam (nrow); false on failure
   bool NewtonAtColdStart(const Problem& p, int k, double kappa, double* dv, double* dlam);

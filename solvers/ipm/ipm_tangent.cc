@@ -170,7 +170,11 @@ void IpmSolver::TangentResiduals(const Problem& p, int k, const ProblemTangent& 
     const int i = rows[a], adr = J.rowadr[i], n = J.rownnz[i];
     double djv = 0;
     if (dir.J) {
-      for (int c = 0; c < n; c++) {
+      // (from the row's first nonzero entry of dJ: a direction off the chains of the row's
+      // bodies leaves the whole row zero; the terms skipped are zeros)
+      int c0 = 0;
+      while (row_skip_on_ && c0 < n && dir.J[adr + c0] == 0) c0++;
+      for (int c = c0; c < n; c++) {
         djv += dir.J[adr + c] * s.v[J.colind[adr + c]];
         drv_[J.colind[adr + c]] -= dir.J[adr + c] * s.lam[i];
       }

@@ -29,12 +29,16 @@
 //   from block solves of kRowBlock rows instead of one solve per row: bit for bit;
 // - ipm's blocked tangents with dv_free unsolved (M dv_free = M e_unit + h x, no solve) and its
 //   dM (v - v_free) from the same closed form: A and B to rounding (the deferral's h x is exact
-//   where M M^-1 x was not), B bit for bit for the closed form.
+//   where M M^-1 x was not), B bit for bit for the closed form;
+// - ipm's dJ v and dJ' lambda of each row from its first nonzero entry of dJ (a direction off
+//   the row's bodies' chains leaves the whole row zero) instead of over the whole row: bit for
+//   bit.
 #include <initializer_list>
 #include <string>
 
 #include "plugin/deriv/smooth_tangent.h"
 #include "solvers/comfree/comfree.h"
+#include "solvers/ipm/ipm_solver.h"
 #include "solvers/lcp/lcp.h"
 #include "tests/plugin/deriv/deriv_util.h"
 
@@ -51,6 +55,7 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::row_weights_on_ = true;
     ComfreeSolver::row_solves_on_ = true;
     LcpSolver::block_rows_on_ = true;
+    ipm::IpmSolver::row_skip_on_ = true;
     PathToggleTest::TearDown();
   }
   // each solver's A within tol of each other (0: bit for bit), B within tol_b (0: bit for bit)
@@ -119,6 +124,11 @@ TEST_F(SolverTangentPathTest, IpmMassProductsInClosedFormAreThoseOfDM) {
   // (dM (v - v_free) at the central point: A to rounding, B bit for bit)
   Compare(
       {ckSOL_IPM}, [](bool on) { SmoothTangent::mass_products_on_ = on; }, 1e-13);
+}
+
+TEST_F(SolverTangentPathTest, IpmRowsFromTheirFirstNonzeroDJAreTheWholeRows) {
+  Compare(
+      {ckSOL_IPM}, [](bool on) { ipm::IpmSolver::row_skip_on_ = on; }, 0);
 }
 
 }  // namespace
