@@ -29,7 +29,8 @@
 //   from block solves of kRowBlock rows instead of one solve per row: bit for bit;
 // - lcp's velocity directions' stabilization change on its clamped rows from J's column
 //   (LcpSolver::VelocityRowTable, ProblemTangent::vel_unit) instead of the smooth stage's row
-//   tangents d (J v) and d aref of every row: bit for bit;
+//   tangents d (J v) and d aref of every row: bit for bit (the humanoid's clamped rows have no
+//   velocity term: the velocity rows are dropped, the table is empty);
 // - ipm's blocked tangents with dv_free unsolved (M dv_free = M e_unit + h x, no solve) and its
 //   dM (v - v_free) from the same closed form: A and B to rounding (the deferral's h x is exact
 //   where M M^-1 x was not), B bit for bit for the closed form.
