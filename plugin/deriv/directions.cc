@@ -56,8 +56,10 @@ bool Derivative::Directions(const mjModel* m, bool state, bool ctrl, Fn&& fn) {
   // rows it reads)
   const bool blocked = stage_.slots && !stage_.own_slots && stage_.problem->islands.nisland == 1;
   // (QueueColumn's velocity columns: VelocityRowRhs, no row tangents read; so do the blocked
-  // tangents of a solver that reads no row velocity, without sensors)
-  const bool vel_unread = blocked && !stage_.sensors && !stage_.solver->ReadsRowVelocity();
+  // tangents of a solver that reads no row velocity or forms it from J, without sensors)
+  const bool vel_unread =
+      blocked && !stage_.sensors &&
+      (!stage_.solver->ReadsRowVelocity() || stage_.solver->FormsVelocityRows());
   smooth_.set_velocity_rows_unread(((stage_.batch && velocity_rows_) || vel_unread) &&
                                    SmoothTangent::skip_unread_rows_);
   smooth_.set_defer_free_velocity(blocked && stage_.solver->DefersFreeVelocity());

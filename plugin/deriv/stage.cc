@@ -412,6 +412,8 @@ void Derivative::FormUnitTangent(const mjModel* m, ProblemTangent* dir, int kind
   if (marked) MarkUnitTouched(*stage_.problem, kind == kPos || kind == kVel ? index : -1);
   // (a unit direction's dq: e_index for a position direction, else zero)
   FormTangent(m, dir, marked, kind == kPos ? index : kind >= kCtrl && kind <= kVel ? -1 : -2);
+  // (a velocity direction's rows left unformed: set_velocity_rows_unread)
+  if (kind == kVel && !tan_.has_dvel && !tan_.has_dpos && !tan_.has_drows) dir->vel_unit = index;
 }
 
 bool Derivative::SolveTangent(const mjModel* m, int kind, int index) {

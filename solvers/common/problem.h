@@ -193,6 +193,9 @@ struct ProblemTangent {
   // the solve left to the solver (unit -1: no unit term)
   const double* v_free_rhs = nullptr;  //                                           (nv)
   int v_free_unit = -1;
+  // a velocity direction whose row tangents were left unformed (Solver::FormsVelocityRows; vel,
+  // aref and R null): its dof, with d (J v) = J e_vel_unit and d aref = -B d (J v); -1: none
+  int vel_unit = -1;
   // islands whose data the perturbation may change (a superset; IslandReach), null: unknown
   const uint8_t* touched = nullptr;  //                                            (nisland)
   // the rows of dM that can be nonzero, ascending and all in one tree; null: any row

@@ -60,6 +60,9 @@ class Solver {
   // Optional: the tangent methods never read dir.vel and dir.aref (comfree: its forces see
   // v_free, not v), so that a velocity direction's row tangents need not be formed (then null)
   virtual bool ReadsRowVelocity() const { return true; }
+  // Optional, with blocked force tangents: QueueTangent forms a velocity direction's row
+  // tangents it reads from J's column itself (dir.vel_unit), so that they need not be formed
+  virtual bool FormsVelocityRows() const { return false; }
   // Optional, with blocked force tangents: the rows (nrow, 1: read) whose dJ QueueTangent reads
   // of a direction that gives dJ v_free (dir.J_vfree); the other rows' dJ need not be formed.
   // Null: every row's. Valid until the next Solve

@@ -178,6 +178,10 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     for (auto* v : {&blk_r_, &blk_vf_, &blk_x_, &blk_m_}) v->assign(nv * S, 0);
     for (auto* v : {&blk_a_, &blk_st_, &blk_rc_, &blk_dy_}) v->assign(cap * S, 0);
     blk_ns_.assign(std::max<size_t>(cap, kNullMax) * S, 0);
+    vadr_.assign(nv + 1, 0);
+    vput_.assign(nv, 0);
+    vrow_.assign(std::max(dims.max_nnz, 1), 0);
+    vst_.assign(std::max(dims.max_nnz, 1), 0);
     for (auto* v : {&blk_on_, &blk_ron_, &blk_vfon_, &blk_rcon_, &blk_nson_}) v->assign(S, 0);
     zadr_.assign(std::max(dims.ntree, 1), -1);
     prev_.Allocate(dims.max_rows);

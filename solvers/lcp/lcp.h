@@ -106,6 +106,7 @@ class LcpSolver final : public Solver {
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
   bool DefersFreeVelocity() const override { return true; }
   bool ReadsMassLazily() const override { return true; }
+  bool FormsVelocityRows() const override { return velocity_rows_on_; }
   bool PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
@@ -156,6 +157,9 @@ class LcpSolver final : public Solver {
 
   // test hook: BuildA's M^-1 J' in block solves (true) or one row at a time
   static inline bool block_rows_on_ = true;
+  // test hook: a velocity direction's clamped rows' stabilization change from J's column
+  // (VelocityRowTable, dir.vel_unit; true) or from the smooth stage's row tangents
+  static inline bool velocity_rows_on_ = true;
 
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
@@ -182,6 +186,10 @@ class LcpSolver final : public Solver {
   void PreparePositionTangent(const Problem& p);
   // ForceTangent's shared part (see tan_ready_); false if some island's decomposition is missing
   bool PrepareTangent(const Problem& p, const Solution& sol);
+  // PrepareTangent on one island: its clamped rows' entries of J by column (vadr_, vrow_), each
+  // with the stabilization change of a unit velocity on that dof (vst_), as QueueTangent forms it
+  // from the smooth stage's d (J v) = J e_j and d aref = -B d (J v)
+  void VelocityRowTable(const Problem& p);
   // PrepareTangent: K^+ and K's null-space basis of island k (m clamped rows) into pinv_ at *off,
   // if they fit
   void StoreOperators(int k, int m, size_t* off);
@@ -410,6 +418,10 @@ class LcpSolver final : public Solver {
   std::vector<double> blk_m_;            // M^-1 r of the slots with r, packed     (nv S)
   std::vector<double> blk_a_;            // dJ_C v+                               (cap S)
   std::vector<double> blk_st_;           // the stabilization's change            (cap S)
+  std::vector<int> vadr_;                // VelocityRowTable: column j's entries  (nv + 1)
+  std::vector<int> vput_;                // ... its fill cursor                   (nv)
+  std::vector<int> vrow_;                // ... each entry's clamped row a        (max_nnz)
+  std::vector<double> vst_;              // ... its stabilization change, unit v  (max_nnz)
   std::vector<double> blk_rc_;           // rc                                    (cap S)
   std::vector<double> blk_dy_;           // K^+ rc                                (cap S)
   std::vector<double> blk_ns_;           // null-space term: V's weights w, or the vector

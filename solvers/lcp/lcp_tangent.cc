@@ -183,6 +183,7 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
     zoff += need;
     znonzero_ |= StoreNullVelocity(p, k);
   }
+  if (nisland_ == 1) VelocityRowTable(p);
   // u = M^-1 J' f = (v+ - v_free) / h of the solution; q = M^-1 J' y~
   for (int j = 0; j < nv; j++) ustep_[j] = (sol.v_next[j] - p.v_free[j]) / h;
   if (deficient_) {
@@ -191,6 +192,40 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
   }
   tan_ready_ = true;
   return true;
+}
+
+void LcpSolver::VelocityRowTable(const Problem& p) {
+  const SparseRows& J = p.J;
+  const int nv = p.nv, m = cadr_[1] - cadr_[0];
+  const int* c = crow_.data() + cadr_[0];
+  // entries per column, then their addresses (a row without a velocity term left out:
+  // QueueTangent's zero stands)
+  auto unread = [&](int a) { return cdvel_[cadr_[0] + a] == 0 && !csoft_[cadr_[0] + a]; };
+  for (int j = 0; j <= nv; j++) vadr_[j] = 0;
+  for (int a = 0; a < m; a++) {
+    if (unread(a)) continue;
+    const int adr = J.rowadr[c[a]];
+    for (int k = 0; k < J.rownnz[c[a]]; k++) vadr_[J.colind[adr + k] + 1]++;
+  }
+  for (int j = 0; j < nv; j++) vadr_[j + 1] += vadr_[j];
+  for (int j = 0; j < nv; j++) vput_[j] = vadr_[j];
+  // each entry's (0 + cdvel vel) - h aref with vel its value and aref = -B vel (QueueTangent's
+  // operations)
+  for (int a = 0; a < m; a++) {
+    if (unread(a)) continue;
+    const int g = c[a], adr = J.rowadr[g];
+    for (int k = 0; k < J.rownnz[g]; k++) {
+      const double vel = J.val[adr + k];
+      double dstab = 0.0 + cdvel_[cadr_[0] + a] * vel;
+      if (csoft_[cadr_[0] + a]) {
+        const double aref = -p.KB[2 * g + 1] * vel;
+        dstab -= p.h * aref;
+      }
+      const int q = vput_[J.colind[adr + k]]++;
+      vrow_[q] = a;
+      vst_[q] = dstab;
+    }
+  }
 }
 
 bool LcpSolver::StoreNullVelocity(const Problem& p, int k) {
@@ -539,6 +574,11 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
     blk_st_[a * S + slot] = dstab;
     blk_a_[a * S + slot] = DJDot(p, dir, g, sol.v_next);
   }
+  // a velocity direction's rows left unformed (dir.vel_unit: pos, vel, aref and R null, dstab
+  // zero above): its column's entries from VelocityRowTable
+  const int u = dir.vel_unit;
+  for (int q = u >= 0 ? vadr_[u] : 0; q < (u >= 0 ? vadr_[u + 1] : 0); q++)
+    blk_st_[vrow_[q] * S + slot] = vst_[q];
   if (deficient_) {
     rec_slot_ = slot;
     NullSpaceTangent(p, sol, dir, nullptr);

@@ -213,6 +213,9 @@ class ReversePathTest : public MujocoTest {
 // module on and off
 class PathToggleTest : public MujocoTest {
  protected:
+  std::function<void(ckSettings*)> tweak_;  // applied to CompareOnHumanoid's settings (nullable)
+  std::function<void(const mjModel*, mjData*)> tweak_state_;  // ... and to its state (nullable)
+
   // the humanoid in contact in three variants (pyramidal, elliptic, pyramidal with joint damping:
   // Euler's damped solve), each after 150 steps of solver with the velocities nudged; A and B
   // with set(true) and with set(false), then check(m, d, on, off, what) with set(true) restored.
@@ -230,10 +233,12 @@ class PathToggleTest : public MujocoTest {
         for (int i = 6; i < nv; i++) m->dof_damping[i] = 0.5;
       }
       ckSettings s = Settings(solver);
+      if (tweak_) tweak_(&s);
       HandlePtr ck = Make(m.get(), &s);
       DataPtr d(mj_makeData(m.get()));
       for (int t = 0; t < 150; t++) ck_step(ck.get(), m.get(), d.get());
       for (int i = 0; i < nv; i++) d->qvel[i] += 0.1 * std::sin(1.0 + i);
+      if (tweak_state_) tweak_state_(m.get(), d.get());
       const std::string what =
           std::string(ck_solverName(solver)) + ", variant " + std::to_string(variant);
       ASSERT_GE(d->ncon, 2) << what;

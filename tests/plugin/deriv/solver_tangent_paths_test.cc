@@ -27,6 +27,11 @@
 //   read: bit for bit;
 // - lcp's dense island matrix J M^-1 J' (LcpSolver::BuildA, in the step and the nominal stage)
 //   from block solves of kRowBlock rows instead of one solve per row: bit for bit;
+// - lcp's velocity directions' stabilization change on its clamped rows from J's column
+//   (LcpSolver::VelocityRowTable, ProblemTangent::vel_unit) instead of the smooth stage's row
+//   tangents d (J v) and d aref of every row: bit for bit, as the humanoid is (its clamped rows
+//   have no velocity term: the table is empty) and with restitution and the root moving down
+//   (approaching contacts: clamped rows with a velocity term);
 // - ipm's blocked tangents with dv_free unsolved (M dv_free = M e_unit + h x, no solve) and its
 //   dM (v - v_free) from the same closed form: A and B to rounding (the deferral's h x is exact
 //   where M M^-1 x was not), B bit for bit for the closed form;
@@ -55,6 +60,7 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::row_weights_on_ = true;
     ComfreeSolver::row_solves_on_ = true;
     LcpSolver::block_rows_on_ = true;
+    LcpSolver::velocity_rows_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
     PathToggleTest::TearDown();
   }
@@ -100,6 +106,18 @@ TEST_F(SolverTangentPathTest, ComfreeRowSolvesInBlocksAreTheRowByRowSolves) {
 TEST_F(SolverTangentPathTest, LcpIslandMatrixFromBlockSolvesIsTheRowByRowOne) {
   Compare(
       {ckSOL_LCP}, [](bool on) { LcpSolver::block_rows_on_ = on; }, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpVelocityRowsFromJColumnsAreTheSmoothStagesRows) {
+  auto set = [](bool on) { LcpSolver::velocity_rows_on_ = on; };
+  Compare({ckSOL_LCP}, set, 0);
+  // (approaching contacts with restitution: clamped rows with a velocity term, the table filled)
+  tweak_ = [](ckSettings* s) {
+    s->lcp.restitution = 0.5;
+    s->lcp.restitution_threshold = 0;
+  };
+  tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  Compare({ckSOL_LCP}, set, 0);
 }
 
 TEST_F(SolverTangentPathTest, MassProductsInClosedFormAreThoseOfDM) {
