@@ -305,6 +305,8 @@ class ComfreeSolver final : public Solver {
   // order): solved by the first ForceTangent after a Solve and kept for every later direction;
   // null if the cache is full
   const double* RowSolve(const Problem& p, int row);
+  // a place in RowSolve's cache for row's M^-1 J' (wadr_[row]); false if the cache is full
+  bool ReserveRow(const Problem& p, int row);
   // RowSolve's cache emptied if it belongs to an earlier Solve
   void FreshRowCache(const Problem& p);
   // RowSolve of every row whose inverse mass ForceTangent differentiates, in block solves

@@ -25,18 +25,25 @@ void ComfreeSolver::FreshRowCache(const Problem& p) {
   wstale_ = false;
 }
 
+bool ComfreeSolver::ReserveRow(const Problem& p, int row) {
+  size_t size = 0;
+  ForEachRowTree(p, row, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
+  if (wused_ + size > wpool_.size()) return false;
+  wadr_[row] = static_cast<int>(wused_);
+  wused_ += size;
+  return true;
+}
+
 const double* ComfreeSolver::RowSolve(const Problem& p, int row) {
   FreshRowCache(p);
   if (wadr_[row] == -1) {
-    size_t size = 0;
-    ForEachRowTree(p, row, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
-    if (wused_ + size > wpool_.size()) {
+    if (!ReserveRow(p, row)) {
       wadr_[row] = -2;
     } else {
       const SparseRows& J = p.J;
       const int adr = J.rowadr[row];
       double* w = tangent_.data();
-      double* out = wpool_.data() + wused_;
+      double* out = wpool_.data() + wadr_[row];
       for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
       ForEachRowTree(p, row, [&](int t, int, int) {
         const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
@@ -46,8 +53,6 @@ const double* ComfreeSolver::RowSolve(const Problem& p, int row) {
           w[i] = 0;
         }
       });
-      wadr_[row] = static_cast<int>(wused_);
-      wused_ += size;
     }
   }
   return wadr_[row] >= 0 ? wpool_.data() + wadr_[row] : nullptr;
@@ -63,13 +68,9 @@ void ComfreeSolver::RowSolves(const Problem& p) {
   int n = 0;
   auto add = [&](int row) {
     if (wadr_[row] != -1 || rsmark_[row]) return;
-    size_t size = 0;
-    ForEachRowTree(p, row, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
-    if (wused_ + size > wpool_.size()) return;  // (full: RowSolve marks it)
+    if (!ReserveRow(p, row)) return;  // (full: RowSolve marks it)
     rsmark_[row] = 1;
     rslist_[n++] = row;
-    wadr_[row] = static_cast<int>(wused_);
-    wused_ += size;
   };
   for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
     if (gain_[i] != 0) add(arow_[i]);
