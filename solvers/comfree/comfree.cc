@@ -443,7 +443,7 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
 
   // a sticking contact keeps its displacement, pulled back to the edge; a sliding one only the
   // displacement whose stick force carries the smooth load u = J_t (v_smooth - v) (none on level
-  // ground), so that stopping releases nothing
+  // ground), so that stopping releases nothing, and never more than it has
   double keep[2] = {s * x[0], s * x[1]};
   if (sliding) {
     // the stick impulse of displacement y on axis r is 2 mu_r^2 G k y_r up to mu_r |y_r| = -phi
@@ -469,7 +469,13 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
       keep[0] -= ks / s2 * slip[0];
       keep[1] -= ks / s2 * slip[1];
     }
-    const double sk = scale(keep);
+    // nor store more than the contact's motion left it (x): a longer kept displacement would
+    // stretch the stick spring with nothing moving, and a contact whose slip jitters in
+    // direction (the projection above then takes its kept displacement on and off) was pumped
+    // by it, step after step (the A1's calves at 5h)
+    double sk = scale(keep);
+    const double nk = sk * std::hypot(keep[0], keep[1]), nx = std::hypot(x[0], x[1]);
+    if (nk > nx) sk *= nx / nk;
     keep[0] *= sk;
     keep[1] *= sk;
   }

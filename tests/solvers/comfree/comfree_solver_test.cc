@@ -578,6 +578,64 @@ TEST_F(ComfreeSolverTest, BlockedTangentsAreForceTangents) {
   }
 }
 
+// a box resting on a floor under gravity tilted 10 degrees along x (an incline, mu = 0.5)
+const char kTiltedBox[] = R"(
+<mujoco>
+  <option timestep="0.002" gravity="1.7027 0 -9.6610" cone="pyramidal"/>
+  <worldbody>
+    <geom type="plane" size="5 5 .1" friction="0.5 0.005 0.0001"/>
+    <body pos="0 0 0.1"><freejoint/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/></body>
+  </worldbody>
+</mujoco>)";
+
+// A sliding anchored contact keeps the displacement that carries its share of the load, but
+// never more than its motion left it: slipping at 1 cm/s in any direction from a fresh anchor (kept
+// displacement 0), each of the box's four contacts keeps at most its slip over the step, and its
+// stick force does no work along the slip. Before, a contact slipping down the incline kept its
+// load share (0.12-0.18 mm against slips of 0.015-0.026 mm): a stick spring stretched with nothing
+// moving, which pumped the A1's calves when their slip jittered in direction
+TEST_F(ComfreeSolverTest, SlidingAnchorsStoreNoMoreThanTheirSlip) {
+  ModelPtr m = LoadString(kTiltedBox);
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  for (int t = 0; t < 300; t++) mj_step(m.get(), d.get());
+  Fixture fx(m.get(), Settings(ckSOL_COMFREE));
+  const double h = m->opt.timestep;
+  double longest = 0;  // the largest kept displacement over the slip's length
+  for (int k = 0; k < 8; k++) {
+    const double a = 2 * M_PI * k / 8;
+    DataPtr dk(mj_copyData(nullptr, m.get(), d.get()));
+    dk->qvel[0] = 0.01 * std::cos(a);  // 1 cm/s, 20 um per step
+    dk->qvel[1] = 0.01 * std::sin(a);
+    mj_forward(m.get(), dk.get());
+    Problem& p = fx.p();
+    ASSERT_EQ(fx.ex.Extract(m.get(), dk.get(), &p), 0);
+    ASSERT_EQ(p.ncon, 4);
+    // every contact sliding (slip-speed envelope 1 m/s) from a fresh anchor
+    std::vector<double> disp(p.nrow, 0.0);
+    for (int c = 0; c < p.ncon; c++) disp[p.con[c].row] = 1;
+    p.disp = disp.data();
+    fx.solver.Solve(p, &fx.sol());
+    const double* kept = fx.sol().anchor_disp;
+    ASSERT_NE(kept, nullptr);
+    for (int c = 0; c < p.ncon; c++) {
+      const int row = p.con[c].row;
+      const double slip[2] = {h * p.J.Dot(row + 1, fx.sol().v_next),
+                              h * p.J.Dot(row + 2, fx.sol().v_next)};
+      const double keep[2] = {kept[row + 1] + slip[0], kept[row + 2] + slip[1]};
+      const double nslip = std::hypot(slip[0], slip[1]), nkeep = std::hypot(keep[0], keep[1]);
+      ASSERT_GT(kept[row], 0) << "direction " << k << " contact " << c << ": not sliding";
+      EXPECT_GT(nslip, 0) << "direction " << k << " contact " << c;
+      EXPECT_LE(nkeep, nslip * (1 + 1e-12)) << "direction " << k << " contact " << c;
+      EXPECT_GE(keep[0] * slip[0] + keep[1] * slip[1], -1e-15 * nslip * nslip)
+          << "direction " << k << " contact " << c;
+      longest = std::max(longest, nkeep / nslip);
+    }
+  }
+  EXPECT_GT(longest, 0.5);  // some contact keeps a displacement: the load is carried
+}
+
 // OpenMP over contacts gives the serial result bit for bit, and allocates nothing once warm
 TEST_F(ComfreeSolverTest, ParallelContactsMatchSerialWithoutAllocating) {
   ModelPtr m = Load(BundledModel("stacked_primitives.xml"));
