@@ -108,7 +108,7 @@ class LcpSolver final : public Solver {
   bool ReadsMassLazily() const override { return true; }
   bool FormsVelocityRows() const override { return velocity_rows_on_; }
   // QueueTangent reads dJ in products only (dJ_C v+, dJ' f, and on a rank-deficient island dJ q~
-  // and dJ' y~): no row's dJ but the position pass's (PositionTangent) is formed
+  // and dJ' y~): no row's dJ is formed
   bool ReadsJacobianProducts() const override { return jacobian_products_on_; }
   bool ReadsJacobianFreeVelocity() const override { return false; }
   const char* TangentJacobianRows(const Problem& p) override;

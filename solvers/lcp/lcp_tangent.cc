@@ -604,15 +604,12 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
 }
 
 const char* LcpSolver::TangentJacobianRows(const Problem& p) {
-  // no row's dJ but the position pass's clamped rows' (PositionTangent reads them); the rest
-  // in products (ReadsJacobianProducts)
-  if (!jacobian_products_on_ || p.islands.nisland != 1 || !solved_) return nullptr;
+  // no row's dJ: QueueTangent reads it in products only (ReadsJacobianProducts). With a position
+  // correction (whose PositionTangent reads dJ; the derivative then takes no blocks) every row's
+  if (!jacobian_products_on_ || p.islands.nisland != 1 || !solved_ || position_active_)
+    return nullptr;
   if (!tan_ready_ && !PrepareTangent(p, *solved_)) return nullptr;
   for (int i = 0; i < p.nrow; i++) jrows_[i] = 0;
-  if (position_active_) {
-    if (!ptan_ready_) PreparePositionTangent(p);
-    for (int j = prowadr_[0]; j < prowadr_[nisland_]; j++) jrows_[prow_[j]] = 1;
-  }
   return jrows_.data();
 }
 
