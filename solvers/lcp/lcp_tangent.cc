@@ -572,11 +572,14 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   blk_ron_[slot] = r || x;
   blk_vfon_[slot] = dir.v_free != nullptr;
   blk_unit_[slot] = x ? dir.v_free_unit : -1;
+  // (the flags and arrays read once: the stores would reload them)
+  const bool ron = blk_ron_[slot], vfon = blk_vfon_[slot];
+  const double *d0 = dv0_.data(), *vf = dir.v_free;
+  double *R = blk_r_.data() + slot, *VF = blk_vf_.data() + slot;
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
-    for (int j = b; j < e && blk_ron_[slot]; j++)
-      blk_r_[j * S + slot] = (r ? dv0_[j] : 0) + (x ? x[j] : 0);
-    for (int j = b; j < e && blk_vfon_[slot]; j++) blk_vf_[j * S + slot] = dir.v_free[j];
+    for (int j = b; j < e && ron; j++) R[j * S] = (r ? d0[j] : 0) + (x ? x[j] : 0);
+    for (int j = b; j < e && vfon; j++) VF[j * S] = vf[j];
   }
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
@@ -721,10 +724,13 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
   const int* rows = is.rows + is.rowadr[0];
+  const int nrows = is.nrows[0];
+  const double h = p.h;  // (read once: the stores into f would reload it)
   for (int s = 0; s < nslot; s++) {
     if (!blk_on_[s]) continue;
     double* f = dforce + static_cast<size_t>(s) * nr;
-    for (int a = 0; a < m && blk_rcon_[s]; a++) f[c[a]] = blk_dy_[a * S + s];
+    const bool rcon = blk_rcon_[s];
+    for (int a = 0; a < m && rcon; a++) f[c[a]] = blk_dy_[a * S + s];
     if (blk_nson_[s] == 1) {
       const int nn = m - factors_[0].cod.rank();
       const double* V = pinv_.data() + nadr_[0];
@@ -737,7 +743,7 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
       for (int a = 0; a < m; a++) f[c[a]] += blk_ns_[a * S + s];
     }
     for (int b = badr_[0]; b < badr_[1]; b++) f[brow_[b]] = bcoef_[b] * f[c[bnormal_[b]]];
-    for (int j = 0; j < is.nrows[0]; j++) f[rows[j]] /= p.h;
+    for (int j = 0; j < nrows; j++) f[rows[j]] /= h;
   }
   return true;
 }
