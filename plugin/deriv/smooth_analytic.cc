@@ -871,7 +871,7 @@ void SmoothTangent::PositionRows(const mjModel* m, int k, bool tangents) {
   AnalyticContactRows(m, k);
   PlainRowGaps(k);
   tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
-  if (tangents) RowTangents();
+  if (tangents && row_impedance_) RowTangents();
 }
 
 void SmoothTangent::PlainRowGaps(int k) {
@@ -1298,6 +1298,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
 void SmoothTangent::set_jacobian_rows(const mjModel* m, const char* rows) {
   jac_rows_ = jacobian_rows_on_ ? rows : nullptr;
   jac_vfree_ = jac_rows_ && stage_.solver->ReadsJacobianFreeVelocity();
+  row_impedance_ = !jac_rows_ || stage_.solver->ReadsRowImpedance(*stage_.problem);
   row_weights_ = false;
   row_weights_ = jac_vfree_ && row_weights_on_ && PrepareRowWeights(m);
   row_products_ = jac_rows_ && PrepareRowProducts(m);

@@ -148,6 +148,8 @@ class SmoothTangent : public MassForms {
   bool product_y() const { return row_products_ && rows_.product_y; }
   // tan_.dJ_vfree holds dJ v_free (Solver::ReadsJacobianFreeVelocity; else it is not formed)
   bool free_velocity_rows() const { return jac_vfree_; }
+  // a position direction forms dimp, dR and daref (Solver::ReadsRowImpedance; else unformed)
+  bool row_impedance() const { return row_impedance_; }
   // test hook: set_jacobian_rows taken (true) or ignored
   static inline bool jacobian_rows_on_ = true;
   // test hook: the solver's row weights taken (true) or the marked rows' dJ formed
@@ -596,6 +598,7 @@ class SmoothTangent : public MassForms {
   bool row_weights_ = false;           // (set_jacobian_rows: rows_.weighted holds some rows)
   bool row_products_ = false;          // (set_jacobian_rows: rows_.product_x or _y given)
   bool jac_vfree_ = false;             // (set_jacobian_rows: dJ v_free formed)
+  bool row_impedance_ = true;          // (set_jacobian_rows: dimp, dR, daref formed)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }

@@ -403,6 +403,7 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked,
   dir.R = tan_.has_dpos || tan_.has_drows ? tan_.dR : nullptr;
   dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
   dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
+  if (rows_only && !smooth_.row_impedance()) dir.R = dir.aref = nullptr;  // (unformed)
   if (stage_.solver && p.disp) {
     AnchorTangent(m, unit);
     dir.disp = tan_.ddisp;

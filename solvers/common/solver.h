@@ -83,6 +83,9 @@ class Solver {
   // Optional, with TangentJacobianRows: QueueTangent reads dir.J_vfree (false: it is not formed,
   // dir.J_vfree and the row weights' dir.J_w null)
   virtual bool ReadsJacobianFreeVelocity() const { return true; }
+  // Optional, with TangentJacobianRows: QueueTangent reads a position direction's dir.R and
+  // dir.aref (false: they are not formed, and null). Valid until the next Solve
+  virtual bool ReadsRowImpedance(const Problem& p) { return true; }
 
   // Optional: the force (nrow) at which ForceTangent differentiates when it is not the last
   // solution's (ipm: its central point at kappa_grad, where contacts from distance push); null:

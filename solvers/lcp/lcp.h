@@ -111,6 +111,8 @@ class LcpSolver final : public Solver {
   // and dJ' y~): no row's dJ is formed
   bool ReadsJacobianProducts() const override { return jacobian_products_on_; }
   bool ReadsJacobianFreeVelocity() const override { return false; }
+  // dR and daref on the clamped soft rows only (contacts from distance)
+  bool ReadsRowImpedance(const Problem& p) override;
   const char* TangentJacobianRows(const Problem& p) override;
   bool TangentProducts(const Problem& p, const double** x, const double** y) override;
   bool PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) override;
@@ -169,6 +171,9 @@ class LcpSolver final : public Solver {
   // test hook: the blocked tangents' dJ products from the smooth stage (true:
   // ReadsJacobianProducts, dJ not formed) or from dJ itself
   static inline bool jacobian_products_on_ = true;
+  // test hook: without a clamped soft row, a position direction's dR and daref left unformed
+  // (true: ReadsRowImpedance false) or formed
+  static inline bool impedance_unread_on_ = true;
 
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo

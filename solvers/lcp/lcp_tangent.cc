@@ -616,6 +616,16 @@ const char* LcpSolver::TangentJacobianRows(const Problem& p) {
   return jrows_.data();
 }
 
+bool LcpSolver::ReadsRowImpedance(const Problem& p) {
+  // QueueTangent's stabilization change and the null-space term read dir.R and dir.aref on the
+  // clamped soft rows alone (csoft_, PrepareTangent)
+  if (!impedance_unread_on_ || !tan_ready_) return true;
+  for (int a = 0; a < cadr_[nisland_]; a++) {
+    if (csoft_[a]) return true;
+  }
+  return false;
+}
+
 bool LcpSolver::TangentProducts(const Problem& p, const double** x, const double** y) {
   // the null-space term's q~ = M^-1 J' y~ and y~ (PrepareTangent, rank-deficient islands); dJ'
   // y~ only where it is read (a stored null-space velocity map that is not zero, or none stored)

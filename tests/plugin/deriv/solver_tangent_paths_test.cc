@@ -41,6 +41,9 @@
 //   scene whose null-space term reaches A: without dJ q~ A moves by 2e-6, without dJ' y~ by
 //   3e-7). Fails with dJ' f or dJ v+ scaled by 1 + 1e-9 (every scene), dJ q~ or dJ' y~ by
 //   1 + 1e-6 (the table);
+// - lcp's position directions' dimp, dR and daref not formed where no clamped row is soft
+//   (Solver::ReadsRowImpedance; lcp reads them on contacts from distance only): bit for bit, as
+//   the humanoid is and with contacts from distance (cfd_width 0.02: the rows formed);
 // - ipm's blocked tangents with dv_free unsolved (M dv_free = M e_unit + h x, no solve) and its
 //   dM (v - v_free) from the same closed form: A and B to rounding (the deferral's h x is exact
 //   where M M^-1 x was not), B bit for bit for the closed form;
@@ -74,6 +77,7 @@ class SolverTangentPathTest : public PathToggleTest {
     LcpSolver::block_rows_on_ = true;
     LcpSolver::velocity_rows_on_ = true;
     LcpSolver::jacobian_products_on_ = true;
+    LcpSolver::impedance_unread_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
     PathToggleTest::TearDown();
   }
@@ -191,6 +195,14 @@ TEST_F(SolverTangentPathTest, LcpJacobianProductsAreThoseOfDJ) {
   // (a table sliding on four feet of different friction: its null-space pattern exerts a
   // generalized force, dJ' y~ is read; settled by MuJoCo, LcpTangentTest's "table")
   CompareOnScene(LcpTableScene(), set, false, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, LcpUnreadImpedanceRowsAreNotFormed) {
+  auto set = [](bool on) { LcpSolver::impedance_unread_on_ = on; };
+  Compare({ckSOL_LCP}, set, 0);
+  // (contacts from distance: clamped soft rows, whose dR and daref lcp reads, so formed)
+  tweak_ = [](ckSettings* s) { s->deriv.cfd_width = 0.02; };
+  Compare({ckSOL_LCP}, set, 0);
 }
 
 TEST_F(SolverTangentPathTest, MassProductsInClosedFormAreThoseOfDM) {
