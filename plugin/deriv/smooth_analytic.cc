@@ -294,6 +294,7 @@ void SmoothTangent::PrepareAnalyticRows(const mjModel* m) {
   mju_zero(tan_.dJ, J.nnz);
   mju_zero(tan_.dJ_vfree, p.nrow);
   mju_zero(tan_.dJ_w, p.nrow);
+  mju_zero(tan_.dJ_x, p.nrow);
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     rows_.contact_dJ_written[c] = 0;
@@ -870,7 +871,7 @@ void SmoothTangent::PositionRows(const mjModel* m, int k, bool tangents) {
   AnalyticContactRows(m, k);
   PlainRowGaps(k);
   tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
-  if (tangents) RowTangents();
+  if (tangents && row_impedance_) RowTangents();
 }
 
 void SmoothTangent::PlainRowGaps(int k) {
@@ -1176,9 +1177,11 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   const double* u = rne_.cvel_before_dof + 6 * carry;  // velocity and v+ before the carried dofs
   const double* un = rne_.cvel_next_before_dof + 6 * carry;
   tan_.has_dJ_vfree = jac_rows_ != nullptr;
+  if (product_y()) mju_zero(tan_.dJ_y, nv);
   // the blocked path's dJ' f: consecutive contacts on the same bodies (the same columns and
   // sides: MuJoCo's rows of one body pair) sum their wrenches, then one pass over the columns
-  double group[2][2][6];
+  // (and with the solver's y, y's wrenches into group[1]: ProductTerms)
+  double group[2][2][2][6];
   int group_row = -1;
   auto same_columns = [&](int row, const Contact& con) {
     if (group_row < 0) return false;
@@ -1188,6 +1191,10 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
            std::equal(J.colind + J.rowadr[row], J.colind + J.rowadr[row] + n,
                       J.colind + J.rowadr[group_row]);
   };
+  auto flush_group = [&]() {
+    WrenchColumns(group_row, carry, carry_end, group[0], dJf);
+    if (product_y()) WrenchColumns(group_row, carry, carry_end, group[1], tan_.dJ_y);
+  };
   // (the contacts of the direction's island, UnitTangent; the others hold zeros)
   ForRows(p.ne + p.nf + p.nl, p.nrow, [&](int row) {
     const int c = rows_.row_contact[row];
@@ -1196,7 +1203,8 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     const int dim = con.dim;
     for (int r = 0; r < dim; r++)
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
-    for (int r = 0; r < dim && jac_rows_; r++) tan_.dJ_vfree[row + r] = tan_.dJ_w[row + r] = 0;
+    for (int r = 0; r < dim && jac_rows_; r++)
+      tan_.dJ_vfree[row + r] = tan_.dJ_w[row + r] = tan_.dJ_x[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
     if (radj_.contacts && radj_.contact_rev[c]) return dim;  // (ContactAdjoint's)
     if (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]]) {
@@ -1221,7 +1229,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     // a solver that reads dJ v_free and dJ of some rows only (jac_rows_)
     const int adr0 = J.rowadr[row], n = J.rownnz[row];
     if (stage_.batch || jac_rows_) {
-      double wrench[2][2][6] = {};
+      double wrench[2][2][2][6] = {};
       for (int side = 0; side < 2; side++) {
         const int body = con.body[side];
         if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
@@ -1238,7 +1246,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
             for (int i = 0; i < 6; i++) {
               dv += b[i] * (V[i] - u[i]);
               dn += b[i] * (Vn[i] - un[i]);
-              wrench[side][1][i] += fr * b[i];
+              wrench[0][side][1][i] += fr * b[i];
             }
             tan_.dvel[row + r] += sg * dv;
             tan_.dJ_qvel_next[row + r] += sg * dn;
@@ -1246,17 +1254,18 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
             tan_.dvel[row + r] += sg * Dot6(a, V);
             tan_.dJ_qvel_next[row + r] += sg * Dot6(a, Vn);
           }
-          for (int i = 0; i < 6; i++) wrench[side][0][i] += fr * a[i];
+          for (int i = 0; i < 6; i++) wrench[0][side][0][i] += fr * a[i];
         }
       }
+      if (row_products_) ProductTerms(m, con, row, carry, tan, wrench[1]);
       if (same_columns(row, con) && group_wrenches_) {
-        for (int q = 0; q < 24; q++) (&group[0][0][0])[q] += (&wrench[0][0][0])[q];
+        for (int q = 0; q < 48; q++) (&group[0][0][0][0])[q] += (&wrench[0][0][0][0])[q];
       } else {
-        if (group_row >= 0) WrenchColumns(group_row, carry, carry_end, group, dJf);
+        if (group_row >= 0) flush_group();
         std::memcpy(group, wrench, sizeof(group));
         group_row = row;
       }
-      if (jac_rows_) SolverRowTerms(m, con, row, carry, carry_end, tan);
+      if (jac_rows_) SolverRowTerms(m, con, row, carry, carry_end, tan, jac_vfree_);
       return dim;
     }
 
@@ -1283,13 +1292,16 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     }
     return dim;
   });
-  if (group_row >= 0) WrenchColumns(group_row, carry, carry_end, group, dJf);
+  if (group_row >= 0) flush_group();
 }
 
 void SmoothTangent::set_jacobian_rows(const mjModel* m, const char* rows) {
   jac_rows_ = jacobian_rows_on_ ? rows : nullptr;
+  jac_vfree_ = jac_rows_ && stage_.solver->ReadsJacobianFreeVelocity();
+  row_impedance_ = !jac_rows_ || stage_.solver->ReadsRowImpedance(*stage_.problem);
   row_weights_ = false;
-  row_weights_ = jac_rows_ && row_weights_on_ && PrepareRowWeights(m);
+  row_weights_ = jac_vfree_ && row_weights_on_ && PrepareRowWeights(m);
+  row_products_ = jac_rows_ && PrepareRowProducts(m);
 }
 
 bool SmoothTangent::PrepareRowWeights(const mjModel* m) {
@@ -1319,7 +1331,7 @@ bool SmoothTangent::PrepareRowWeights(const mjModel* m) {
 }
 
 void SmoothTangent::SolverRowTerms(const mjModel* m, const Contact& con, int row, int carry,
-                                   int carry_end, const double (*tan)[2][6][6]) {
+                                   int carry_end, const double (*tan)[2][6][6], bool vfree) {
   // dJ v_free of the contact's rows as the blocked path's dJ v (body velocities at v_free, from
   // uf before the carried dofs), dJ_i w_i of its weighted rows the same way at w_i, and dJ of
   // the other rows the solver reads, column by column
@@ -1327,7 +1339,7 @@ void SmoothTangent::SolverRowTerms(const mjModel* m, const Contact& con, int row
   const SparseRows& J = stage_.problem->J;
   const double* uf = rne_.cvel_free_before_dof + 6 * carry;
   const char* weighted = row_weights();
-  for (int side = 0; side < 2; side++) {
+  for (int side = 0; side < 2 && vfree; side++) {
     const int body = con.body[side];
     if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
     const double sg = side ? 1 : -1;
@@ -1348,6 +1360,39 @@ void SmoothTangent::SolverRowTerms(const mjModel* m, const Contact& con, int row
     for (int q = 0; q < n; q++) {
       const int j = J.colind[adr0 + q], sign = rows_.nonzero_side[adr0 + q];
       dJ[q] = sign * Dot6(tan[sign > 0][j >= carry && j < carry_end][r], d->cdof + 6 * j);
+    }
+  }
+}
+
+bool SmoothTangent::PrepareRowProducts(const mjModel* m) {
+  // x's velocity before each dof and of each body (as cvel_free's at v_free, PrepareAnalyticRows)
+  const double *x = nullptr, *y = nullptr;
+  rows_.product_x = rows_.product_y = nullptr;
+  if (!stage_.solver->TangentProducts(*stage_.problem, &x, &y)) return false;
+  if (x) BodyVelocities(m, stage_data_->cdof, x, rows_.product_cvel, rows_.product_before);
+  rows_.product_x = x;
+  rows_.product_y = y;
+  return x || y;
+}
+
+void SmoothTangent::ProductTerms(const mjModel* m, const Contact& con, int row, int carry,
+                                 const double (*tan)[2][6][6], double (*wrench)[2][6]) const {
+  // dJ x of the contact's rows from x's velocities (SolverRowTerms' dJ v_free at x), and y's
+  // wrenches as AnalyticContactRows sums f's
+  const double* ux = rows_.product_before + 6 * carry;
+  const double *x = rows_.product_x, *y = rows_.product_y;
+  for (int side = 0; side < 2; side++) {
+    const int body = con.body[side];
+    if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
+    const double sg = side ? 1 : -1;
+    const bool carried = pairs_.body_moved[body];
+    const double* Vx = rows_.product_cvel + 6 * body;
+    for (int r = 0; r < con.dim; r++) {
+      if (x) tan_.dJ_x[row + r] += sg * CarriedDot(tan[side], r, carried, ux, Vx);
+      const double yr = y ? y[row + r] : 0;
+      if (yr == 0) continue;
+      for (int i = 0; i < 6; i++) wrench[side][0][i] += yr * tan[side][0][r][i];
+      for (int i = 0; i < 6 && carried; i++) wrench[side][1][i] += yr * tan[side][1][r][i];
     }
   }
 }

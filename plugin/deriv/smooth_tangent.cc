@@ -462,6 +462,7 @@ void SmoothTangent::ZeroRowsBut(int island) {
   const SparseRows& J = p.J;
   auto zero = [&](int i) {
     tan_.dpos[i] = tan_.dvel[i] = tan_.dJ_qvel_next[i] = tan_.dJ_vfree[i] = tan_.dJ_w[i] = 0;
+    tan_.dJ_x[i] = 0;
     tan_.dimp[i] = tan_.dR[i] = tan_.daref[i] = 0;
     mju_zero(tan_.dJ + J.rowadr[i], J.rownnz[i]);
     const int c = rows_.row_contact[i];

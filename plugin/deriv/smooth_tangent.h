@@ -142,6 +142,14 @@ class SmoothTangent : public MassForms {
   void set_jacobian_rows(const mjModel* m, const char* rows);
   // the rows whose dJ_i w_i tan_.dJ_w holds (ProblemTangent::J_w_rows); null: none
   const char* row_weights() const { return row_weights_ ? rows_.weighted : nullptr; }
+  // tan_.dJ_x and tan_.dJ_y hold dJ x and dJ' y of the solver's fixed vectors
+  // (Solver::TangentProducts; ProblemTangent::J_x, J_y)
+  bool product_x() const { return row_products_ && rows_.product_x; }
+  bool product_y() const { return row_products_ && rows_.product_y; }
+  // tan_.dJ_vfree holds dJ v_free (Solver::ReadsJacobianFreeVelocity; else it is not formed)
+  bool free_velocity_rows() const { return jac_vfree_; }
+  // a position direction forms dimp, dR and daref (Solver::ReadsRowImpedance; else unformed)
+  bool row_impedance() const { return row_impedance_; }
   // test hook: set_jacobian_rows taken (true) or ignored
   static inline bool jacobian_rows_on_ = true;
   // test hook: the solver's row weights taken (true) or the marked rows' dJ formed
@@ -355,10 +363,17 @@ class SmoothTangent : public MassForms {
   // bodies into rows_ (weight_adr, weight_before, weight_body); false if there are none
   bool PrepareRowWeights(const mjModel* m);
   // set_jacobian_rows' terms of contact con at row along a position direction: its rows' dJ
-  // v_free and dJ_i w_i, and dJ of the other rows asked for (tan: its axes' tangents,
+  // v_free and dJ_i w_i (vfree), and dJ of the other rows asked for (tan: its axes' tangents,
   // ContactAxisTangents)
   void SolverRowTerms(const mjModel* m, const Contact& con, int row, int carry, int carry_end,
-                      const double (*tan)[2][6][6]);
+                      const double (*tan)[2][6][6], bool vfree);
+  // set_jacobian_rows' fixed vectors of the solver (Solver::TangentProducts): x's velocities
+  // before each dof and of each body into rows_ (product_before, product_cvel); false if none
+  bool PrepareRowProducts(const mjModel* m);
+  // their terms of contact con at row: dJ x of its rows (as SolverRowTerms' dJ v_free), and y's
+  // wrenches of its two sides added into wrench (as the blocked path's f's, for WrenchColumns)
+  void ProductTerms(const mjModel* m, const Contact& con, int row, int carry,
+                    const double (*tan)[2][6][6], double (*wrench)[2][6]) const;
   // body b moves with the current position direction (RecollideRigid's or PositionPass' mark)
   bool body_moved(int b) const { return pairs_.body_moved[b]; }
   // point, frame and distance tangents of contact i (MuJoCo's index) along a direction of twist
@@ -581,6 +596,9 @@ class SmoothTangent : public MassForms {
   bool defer_free_velocity_ = false;   // (set_defer_free_velocity)
   const char* jac_rows_ = nullptr;     // (set_jacobian_rows)
   bool row_weights_ = false;           // (set_jacobian_rows: rows_.weighted holds some rows)
+  bool row_products_ = false;          // (set_jacobian_rows: rows_.product_x or _y given)
+  bool jac_vfree_ = false;             // (set_jacobian_rows: dJ v_free formed)
+  bool row_impedance_ = true;          // (set_jacobian_rows: dimp, dR, daref formed)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }

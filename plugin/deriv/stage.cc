@@ -386,14 +386,24 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked,
     dir.M_dof = tan_.dM_dof;
   }
   dir.J = tan_.has_dJ ? tan_.dJ : nullptr;
-  dir.J_vfree = tan_.has_dJ && tan_.has_dJ_vfree ? tan_.dJ_vfree : nullptr;
+  // (dJ on the solver's rows only, the rest in products: SmoothTangent::set_jacobian_rows)
+  const bool rows_only = tan_.has_dJ && tan_.has_dJ_vfree;
+  dir.J_vfree = rows_only && smooth_.free_velocity_rows() ? tan_.dJ_vfree : nullptr;
   dir.J_w_rows = dir.J_vfree ? smooth_.row_weights() : nullptr;
   dir.J_w = dir.J_w_rows ? tan_.dJ_w : nullptr;
+  if (rows_only && tan_.has_dJ_force && stage_.solver->ReadsJacobianProducts()) {
+    // (the solver reads dJ in products only: SmoothTangent::set_jacobian_rows)
+    dir.J_vnext = tan_.dJ_qvel_next;
+    dir.J_force = tan_.dJ_force;
+    dir.J_x = smooth_.product_x() ? tan_.dJ_x : nullptr;
+    dir.J_y = smooth_.product_y() ? tan_.dJ_y : nullptr;
+  }
   dir.pos = tan_.has_dpos ? tan_.dpos : nullptr;
   dir.vel = tan_.has_dvel ? tan_.dvel : nullptr;
   dir.R = tan_.has_dpos || tan_.has_drows ? tan_.dR : nullptr;
   dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
   dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
+  if (rows_only && !smooth_.row_impedance()) dir.R = dir.aref = nullptr;  // (unformed)
   if (stage_.solver && p.disp) {
     AnchorTangent(m, unit);
     dir.disp = tan_.ddisp;

@@ -69,6 +69,8 @@ void DirectionTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
   dJ_force = c.Take<double>(n.nv);
   dJ_vfree = c.Take<double>(n.rows);
   dJ_w = c.Take<double>(n.rows);
+  dJ_x = c.Take<double>(n.rows);
+  dJ_y = c.Take<double>(n.nv);
   dpos = c.Take<double>(n.rows);
   dvel = c.Take<double>(n.rows);
   dimp = c.Take<double>(n.rows);
@@ -111,6 +113,8 @@ void RowWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   weight_before = c.Take<double>(6 * static_cast<size_t>(n.nv) * weight_rows);
   weight_body = c.Take<double>(12 * n.rows);
   weight_cvel = c.Take<double>(6 * static_cast<size_t>(n.nbody));
+  product_before = c.Take<double>(6 * static_cast<size_t>(n.nv));
+  product_cvel = c.Take<double>(6 * static_cast<size_t>(n.nbody));
 }
 
 void TreeBlocks::Carve(ArenaCarver& c, const DerivSizes& n) {

@@ -76,6 +76,8 @@ struct DirectionTangent {
   double* dJ_force;             // dJ' f (analytic position tangents)  (nv)
   double* dJ_vfree;  // dJ v_free (SmoothTangent::set_jacobian_rows; has_dJ_vfree)   (rows)
   double* dJ_w;      // dJ_i w_i of the weighted rows (RowWork::weighted)            (rows)
+  double* dJ_x;      // dJ x of the solver's x (RowWork::product_x)                  (rows)
+  double* dJ_y;      // dJ' y of the solver's y (RowWork::product_y)                 (nv)
   double *dpos, *dvel, *dimp, *dR, *daref;  // rows: gap, J v, impedance, regularizer, aref (rows)
   double* ddiag;                            // rows' diag_approx (a parameter)       (rows)
   double* dforce;                           // the solver's force             (rows)
@@ -140,6 +142,12 @@ struct RowWork {
   double* weight_before;  // w's velocity before each dof, per weighted row    (6 nv weight_rows)
   double* weight_body;    // ... of the contact's two bodies, per row                (12 rows)
   double* weight_cvel;    // ... of each body (scratch)                              (6 nbody)
+  // set_jacobian_rows' fixed vectors of the solver (Solver::TangentProducts; null: none): dJ x
+  // of every contact row from x's velocities, dJ' y from y's wrenches
+  const double* product_x = nullptr;  //                                            (nv)
+  const double* product_y = nullptr;  //                                            (rows)
+  double* product_before;             // x's velocity before each dof                  (6 nv)
+  double* product_cvel;               // ... of each body                              (6 nbody)
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 

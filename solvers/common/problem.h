@@ -201,13 +201,20 @@ struct ProblemTangent {
   // the rows of dM that can be nonzero, ascending and all in one tree; null: any row
   const int* M_rows = nullptr;  //                                                 (M_nrows)
   int M_nrows = 0;
-  // d J v_free of the problem's v_free (nrow); where given, J holds the rows of
+  // d J v_free of the problem's v_free (nrow); where given (or J_vnext), J holds the rows of
   // Solver::TangentJacobianRows only
   const double* J_vfree = nullptr;
   // dJ_i w_i (nrow) with w_i = M_eff^-1 J_i' (Solver::TangentRowWeight) on the rows J_w_rows
   // marks (nrow, 1: given); J holds no values there
   const double* J_w = nullptr;
   const char* J_w_rows = nullptr;
+  // J on Solver::TangentJacobianRows' rows only, the rest in products (ReadsJacobianProducts):
+  // dJ v+ of the solution's v+ (nrow), dJ' f of its force (nv), dJ x and dJ' y of
+  // Solver::TangentProducts' x and y (nrow, nv; null: none)
+  const double* J_vnext = nullptr;
+  const double* J_force = nullptr;
+  const double* J_x = nullptr;
+  const double* J_y = nullptr;
   // M is M_forms' dM_k of dof k = M_dof (its forms w' M w without M); null: not known
   const MassForms* M_forms = nullptr;
   int M_dof = -1;

@@ -71,6 +71,21 @@ class Solver {
   // on the row's trees) if the solver keeps it; a direction then gives dJ_i w (dir.J_w) instead
   // of row i's dJ. False: the row's dJ is formed. Valid until the next Solve
   virtual bool TangentRowWeight(const Problem& p, int row, double* w) { return false; }
+  // Optional, with TangentJacobianRows: QueueTangent reads dJ (beyond the rows it marks) only in
+  // products with fixed vectors, which a direction of that path then gives instead: dJ v+ and
+  // dJ' f of the solution (dir.J_vnext, dir.J_force) and, where TangentProducts returns true,
+  // dJ x and dJ' y of its velocity x (nv) and row weights y (nrow) (dir.J_x, dir.J_y; either
+  // null: not read). Valid until the next Solve
+  virtual bool ReadsJacobianProducts() const { return false; }
+  virtual bool TangentProducts(const Problem& p, const double** x, const double** y) {
+    return false;
+  }
+  // Optional, with TangentJacobianRows: QueueTangent reads dir.J_vfree (false: it is not formed,
+  // dir.J_vfree and the row weights' dir.J_w null)
+  virtual bool ReadsJacobianFreeVelocity() const { return true; }
+  // Optional, with TangentJacobianRows: QueueTangent reads a position direction's dir.R and
+  // dir.aref (false: they are not formed, and null). Valid until the next Solve
+  virtual bool ReadsRowImpedance(const Problem& p) { return true; }
 
   // Optional: the force (nrow) at which ForceTangent differentiates when it is not the last
   // solution's (ipm: its central point at kappa_grad, where contacts from distance push); null:

@@ -196,6 +196,7 @@ bool LcpSolver::Setup(const ProblemDims& dims, const ckSettings& settings, std::
     scratch_i_.assign(Cod::Ints(cap_), 0);
     scratch_cod_.Bind(scratch_d_.data(), scratch_i_.data(), cap_);
     prow_.assign(rows, 0);
+    jrows_.assign(rows, 0);
     pA_.Allocate(cap * cap);
     pcod_.assign(std::max(dims.ntree, 1), Cod());
     pcod_ok_.assign(std::max(dims.ntree, 1), 0);

@@ -107,6 +107,14 @@ class LcpSolver final : public Solver {
   bool DefersFreeVelocity() const override { return true; }
   bool ReadsMassLazily() const override { return true; }
   bool FormsVelocityRows() const override { return velocity_rows_on_; }
+  // QueueTangent reads dJ in products only (dJ_C v+, dJ' f, and on a rank-deficient island dJ q~
+  // and dJ' y~): no row's dJ is formed
+  bool ReadsJacobianProducts() const override { return jacobian_products_on_; }
+  bool ReadsJacobianFreeVelocity() const override { return false; }
+  // dR and daref on the clamped soft rows only (contacts from distance)
+  bool ReadsRowImpedance(const Problem& p) override;
+  const char* TangentJacobianRows(const Problem& p) override;
+  bool TangentProducts(const Problem& p, const double** x, const double** y) override;
   bool PositionTangent(const Problem& p, const ProblemTangent& dir, double* du) override;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
@@ -160,6 +168,12 @@ class LcpSolver final : public Solver {
   // test hook: a velocity direction's clamped rows' stabilization change from J's column
   // (VelocityRowTable, dir.vel_unit; true) or from the smooth stage's row tangents
   static inline bool velocity_rows_on_ = true;
+  // test hook: the blocked tangents' dJ products from the smooth stage (true:
+  // ReadsJacobianProducts, dJ not formed) or from dJ itself
+  static inline bool jacobian_products_on_ = true;
+  // test hook: without a clamped soft row, a position direction's dR and daref left unformed
+  // (true: ReadsRowImpedance false) or formed
+  static inline bool impedance_unread_on_ = true;
 
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
@@ -203,10 +217,11 @@ class LcpSolver final : public Solver {
                         double* dforce);
   // dv = [dir.v_free] + scale M^-1 (dJ' force - dM u) on the trees of the islands that the
   // direction reaches (zero on the others, not computed outside islands); reach[k]: dv is not
-  // zero on some tree of island k; !solve: dJ' force - dM u alone (no solve, scale, v_free)
+  // zero on some tree of island k; !solve: dJ' force - dM u alone (no solve, scale, v_free);
+  // dJf (nv, nullable): dJ' force given (ProblemTangent::J_force, J_y), dJ not read
   void IslandVelocityTangent(const Problem& p, const double* force, const double* u,
                              const ProblemTangent& dir, bool free, double scale, double* dv,
-                             unsigned char* reach, bool solve = true);
+                             unsigned char* reach, bool solve = true, const double* dJf = nullptr);
   // FlushTangents' parts: dv0 of the slots into blk_x_ (stride nslot), their clamped rows'
   // rc into blk_rc_ (false: no slot's is nonzero), K^+ rc into blk_dy_
   void BlockVelocity(const Problem& p, int nslot);
@@ -418,6 +433,7 @@ class LcpSolver final : public Solver {
   std::vector<double> blk_m_;            // M^-1 r of the slots with r, packed     (nv S)
   std::vector<double> blk_a_;            // dJ_C v+                               (cap S)
   std::vector<double> blk_st_;           // the stabilization's change            (cap S)
+  std::vector<char> jrows_;              // TangentJacobianRows' marks           (max_rows)
   std::vector<int> vadr_;                // VelocityRowTable: column j's entries  (nv + 1)
   std::vector<int> vput_;                // ... its fill cursor                   (nv)
   std::vector<int> vrow_;                // ... each entry's clamped row a        (max_nnz)

@@ -22,8 +22,11 @@
 namespace contactkit {
 namespace {
 
-// d(J_i) . x for the perturbed Jacobian values (0 if they do not change)
-double DJDot(const Problem& p, const ProblemTangent& dir, int i, const double* x) {
+// d(J_i) . x for the perturbed Jacobian values (0 if they do not change); given (nrow,
+// nullable): the smooth stage's dJ x (ProblemTangent::J_vnext, J_x), read instead
+double DJDot(const Problem& p, const ProblemTangent& dir, int i, const double* x,
+             const double* given = nullptr) {
+  if (given) return given[i];
   if (!dir.J) return 0;
   const SparseRows& J = p.J;
   double s = 0;
@@ -31,11 +34,12 @@ double DJDot(const Problem& p, const ProblemTangent& dir, int i, const double* x
   return s;
 }
 
-// DJDot(p, dir, i, x) + J_i . y (y nullable: 0) in one pass over the row, each sum as alone
-double RowDots(const Problem& p, const ProblemTangent& dir, int i, const double* x,
-               const double* y) {
+// DJDot(p, dir, i, x, given) + J_i . y (y nullable: 0) in one pass over the row, each sum as
+// alone
+double RowDots(const Problem& p, const ProblemTangent& dir, int i, const double* x, const double* y,
+               const double* given = nullptr) {
   const SparseRows& J = p.J;
-  if (!dir.J || !y) return DJDot(p, dir, i, x) + (y ? J.Dot(i, y) : 0);
+  if (!dir.J || !y || given) return DJDot(p, dir, i, x, given) + (y ? J.Dot(i, y) : 0);
   const int adr = J.rowadr[i], n = J.rownnz[i];
   const int* col = J.colind + adr;
   const double *dJ = dir.J + adr, *val = J.val + adr;
@@ -282,7 +286,7 @@ void LcpSolver::NullSpaceTangentStored(const Problem& p, const ProblemTangent& d
   // (r only where some Z row is not zero)
   if (znonzero_) {
     IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(),
-                          reachp_.data(), false);
+                          reachp_.data(), false, dir.J_y);
   } else {
     for (int k = 0; k < nisland_; k++) reachp_[k] = 0;
   }
@@ -297,10 +301,10 @@ void LcpSolver::NullSpaceTangentStored(const Problem& p, const ProblemTangent& d
     for (int a = 0; a < m; a++) {
       const int g = c[a];
       const double dR = dir.R && csoft_[cadr_[k] + a] ? dir.R[g] * ytil_[g] : 0;
-      tq_[a] = DJDot(p, dir, g, qfake_.data()) + dR;
+      tq_[a] = DJDot(p, dir, g, qfake_.data(), dir.J_x) + dR;
     }
     for (int b = badr_[k]; b < badr_[k + 1]; b++)
-      tq_[bnormal_[b]] += bcoef_[b] * DJDot(p, dir, brow_[b], qfake_.data());
+      tq_[bnormal_[b]] += bcoef_[b] * DJDot(p, dir, brow_[b], qfake_.data(), dir.J_x);
     bool any = false;
     for (int i = 0; i < nn; i++) {
       const double* v = V + static_cast<size_t>(i) * m;
@@ -346,11 +350,12 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
   // dvp = h M^-1 (dJ' y~ - dM q); zero for a direction that leaves J, M and R alone
   if (!dir.J && !dir.M && !dir.R) return;
   if (zall_) return NullSpaceTangentStored(p, dir, dforce);
-  IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data());
+  IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data(),
+                        true, dir.J_y);
   bool reached = false;  // dvp is not zero on the island's trees
   auto dAy = [&](int g, bool soft) {
     const double dR = dir.R && soft ? dir.R[g] * ytil_[g] : 0;
-    return RowDots(p, dir, g, qfake_.data(), reached ? dvp_.data() : nullptr) + dR;
+    return RowDots(p, dir, g, qfake_.data(), reached ? dvp_.data() : nullptr, dir.J_x) + dR;
   };
   for (int k = 0; k < nisland_; k++) {
     Cod& cod = factors_[k].cod;
@@ -389,7 +394,8 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
 
 void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, const double* u,
                                       const ProblemTangent& dir, bool free, double scale,
-                                      double* dv, unsigned char* reach, bool solve) {
+                                      double* dv, unsigned char* reach, bool solve,
+                                      const double* dJf) {
   // only the islands' trees matter (J_C dv), and of those only the ones of the islands the
   // direction touches (touched_; M^-1 is exact tree by tree): a tree whose right-hand side is
   // zero is not solved, and dv is left as it was on the trees of untouched islands
@@ -405,7 +411,15 @@ void LcpSolver::IslandVelocityTangent(const Problem& p, const double* force, con
       for (int i = is.tree_dofadr[t]; i < is.tree_dofadr[t] + is.tree_dofnum[t]; i++) dv[i] = 0;
     }
     bool added = false;  // dJ' force or dM u written into dv (else dv is zero on the trees)
-    if (dir.J) {
+    if (dJf) {
+      // (the smooth stage's dJ' force, on the island's trees)
+      added = true;
+      for (int a = 0; a < is.ntrees[k]; a++) {
+        const int t = is.trees[is.treeadr[k] + a];
+        for (int i = is.tree_dofadr[t]; i < is.tree_dofadr[t] + is.tree_dofnum[t]; i++)
+          dv[i] = dJf[i];
+      }
+    } else if (dir.J) {
       // the island's rows have their columns on its trees
       const int* rows = is.rows + is.rowadr[k];
       for (int j = 0; j < is.nrows[k]; j++) {
@@ -486,7 +500,8 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
   MarkTouched(p, dir);
 
   // velocity change at fixed impulses
-  IslandVelocityTangent(p, sol.force, ustep_.data(), dir, true, h, dv0_.data(), reach0_.data());
+  IslandVelocityTangent(p, sol.force, ustep_.data(), dir, true, h, dv0_.data(), reach0_.data(),
+                        true, dir.J_force);
 
   // dx_C = K^+ (dc - dK x_C), island by island; an island the direction does not reach (its
   // right-hand side exactly zero) keeps dx_C = 0 without a solve
@@ -506,7 +521,8 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
         if (dir.R) dstab += dir.R[g] * h * sol.force[g];
       }
       // (dv0 = 0 on the trees of an island it does not reach)
-      rc_[a] = -(RowDots(p, dir, g, sol.v_next, reach0_[k] ? dv0_.data() : nullptr) + dstab);
+      rc_[a] = -(RowDots(p, dir, g, sol.v_next, reach0_[k] ? dv0_.data() : nullptr, dir.J_vnext) +
+                 dstab);
       any |= rc_[a] != 0;
     }
     if (!any) continue;
@@ -549,18 +565,21 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   const double h = p.h;
   // (exact zeros on the trees where ForceTangent does not solve: their solve gives zeros)
   IslandVelocityTangent(p, sol.force, ustep_.data(), dir, false, h, dv0_.data(), reach0_.data(),
-                        false);
+                        false, dir.J_force);
   // a deferred dv_free = e_unit + h M^-1 x joins dv0's solve: dv0 = e_unit + h M^-1 (r + x)
   const double* x = dir.v_free ? nullptr : dir.v_free_rhs;
   const bool r = reach0_[0];
   blk_ron_[slot] = r || x;
   blk_vfon_[slot] = dir.v_free != nullptr;
   blk_unit_[slot] = x ? dir.v_free_unit : -1;
+  // (the flags and arrays read once: the stores would reload them)
+  const bool ron = blk_ron_[slot], vfon = blk_vfon_[slot];
+  const double *d0 = dv0_.data(), *vf = dir.v_free;
+  double *R = blk_r_.data() + slot, *VF = blk_vf_.data() + slot;
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
-    for (int j = b; j < e && blk_ron_[slot]; j++)
-      blk_r_[j * S + slot] = (r ? dv0_[j] : 0) + (x ? x[j] : 0);
-    for (int j = b; j < e && blk_vfon_[slot]; j++) blk_vf_[j * S + slot] = dir.v_free[j];
+    for (int j = b; j < e && ron; j++) R[j * S] = (r ? d0[j] : 0) + (x ? x[j] : 0);
+    for (int j = b; j < e && vfon; j++) VF[j * S] = vf[j];
   }
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
@@ -572,7 +591,7 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
       if (dir.R) dstab += dir.R[g] * h * sol.force[g];
     }
     blk_st_[a * S + slot] = dstab;
-    blk_a_[a * S + slot] = DJDot(p, dir, g, sol.v_next);
+    blk_a_[a * S + slot] = DJDot(p, dir, g, sol.v_next, dir.J_vnext);
   }
   // a velocity direction's rows left unformed (dir.vel_unit: pos, vel, aref and R null, dstab
   // zero above): its column's entries from VelocityRowTable
@@ -584,6 +603,35 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
     NullSpaceTangent(p, sol, dir, nullptr);
     rec_slot_ = -1;
   }
+  return true;
+}
+
+const char* LcpSolver::TangentJacobianRows(const Problem& p) {
+  // no row's dJ: QueueTangent reads it in products only (ReadsJacobianProducts). With a position
+  // correction (whose PositionTangent reads dJ; the derivative then takes no blocks) every row's
+  if (!jacobian_products_on_ || p.islands.nisland != 1 || !solved_ || position_active_)
+    return nullptr;
+  if (!tan_ready_ && !PrepareTangent(p, *solved_)) return nullptr;
+  for (int i = 0; i < p.nrow; i++) jrows_[i] = 0;
+  return jrows_.data();
+}
+
+bool LcpSolver::ReadsRowImpedance(const Problem& p) {
+  // QueueTangent's stabilization change and the null-space term read dir.R and dir.aref on the
+  // clamped soft rows alone (csoft_, PrepareTangent)
+  if (!impedance_unread_on_ || !tan_ready_) return true;
+  for (int a = 0; a < cadr_[nisland_]; a++) {
+    if (csoft_[a]) return true;
+  }
+  return false;
+}
+
+bool LcpSolver::TangentProducts(const Problem& p, const double** x, const double** y) {
+  // the null-space term's q~ = M^-1 J' y~ and y~ (PrepareTangent, rank-deficient islands); dJ'
+  // y~ only where it is read (a stored null-space velocity map that is not zero, or none stored)
+  if (!tan_ready_ || !deficient_) return false;
+  *x = qfake_.data();
+  *y = znonzero_ || !zall_ ? ytil_.data() : nullptr;
   return true;
 }
 
@@ -686,10 +734,13 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
   const int* rows = is.rows + is.rowadr[0];
+  const int nrows = is.nrows[0];
+  const double h = p.h;  // (read once: the stores into f would reload it)
   for (int s = 0; s < nslot; s++) {
     if (!blk_on_[s]) continue;
     double* f = dforce + static_cast<size_t>(s) * nr;
-    for (int a = 0; a < m && blk_rcon_[s]; a++) f[c[a]] = blk_dy_[a * S + s];
+    const bool rcon = blk_rcon_[s];
+    for (int a = 0; a < m && rcon; a++) f[c[a]] = blk_dy_[a * S + s];
     if (blk_nson_[s] == 1) {
       const int nn = m - factors_[0].cod.rank();
       const double* V = pinv_.data() + nadr_[0];
@@ -702,7 +753,7 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
       for (int a = 0; a < m; a++) f[c[a]] += blk_ns_[a * S + s];
     }
     for (int b = badr_[0]; b < badr_[1]; b++) f[brow_[b]] = bcoef_[b] * f[c[bnormal_[b]]];
-    for (int j = 0; j < is.nrows[0]; j++) f[rows[j]] /= p.h;
+    for (int j = 0; j < nrows; j++) f[rows[j]] /= h;
   }
   return true;
 }

@@ -32,12 +32,26 @@
 //   tangents d (J v) and d aref of every row: bit for bit, as the humanoid is (its clamped rows
 //   have no velocity term: the table is empty) and with restitution and the root moving down
 //   (approaching contacts: clamped rows with a velocity term);
+// - lcp's dJ read in products only (Solver::ReadsJacobianProducts): dJ_C v+ and dJ' f of the
+//   solution, and on a rank-deficient island dJ q~ and dJ' y~ of the null-space term
+//   (Solver::TangentProducts), from the smooth stage's body velocities and wrench sums instead of
+//   dJ formed column by column: B bit for bit, A within 1e-13 on the humanoid (its island rank
+//   deficient; 1.0e-14 with approaching contacts, 7e-16 as it is) and within 1e-14 on a stack of
+//   three free bodies (one island of three trees) and a table sliding on four feet (the only
+//   scene whose null-space term reaches A: without dJ q~ A moves by 2e-6, without dJ' y~ by
+//   3e-7). Fails with dJ' f or dJ v+ scaled by 1 + 1e-9 (every scene), dJ q~ or dJ' y~ by
+//   1 + 1e-6 (the table);
+// - lcp's position directions' dimp, dR and daref not formed where no clamped row is soft
+//   (Solver::ReadsRowImpedance; lcp reads them on contacts from distance only): bit for bit, as
+//   the humanoid is and with contacts from distance (cfd_width 0.02: the rows formed);
 // - ipm's blocked tangents with dv_free unsolved (M dv_free = M e_unit + h x, no solve) and its
 //   dM (v - v_free) from the same closed form: A and B to rounding (the deferral's h x is exact
 //   where M M^-1 x was not), B bit for bit for the closed form;
 // - ipm's dJ v and dJ' lambda of each row from its first nonzero entry of dJ (a direction off
 //   the row's bodies' chains leaves the whole row zero) instead of over the whole row: bit for
 //   bit.
+#include <cmath>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 
@@ -46,6 +60,7 @@
 #include "solvers/ipm/ipm_solver.h"
 #include "solvers/lcp/lcp.h"
 #include "tests/plugin/deriv/deriv_util.h"
+#include "tests/solvers/lcp/lcp_util.h"
 
 namespace contactkit::test {
 namespace {
@@ -61,8 +76,44 @@ class SolverTangentPathTest : public PathToggleTest {
     ComfreeSolver::row_solves_on_ = true;
     LcpSolver::block_rows_on_ = true;
     LcpSolver::velocity_rows_on_ = true;
+    LcpSolver::jacobian_products_on_ = true;
+    LcpSolver::impedance_unread_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
     PathToggleTest::TearDown();
+  }
+  // lcp's A on the scene xml within tol with set(true) and set(false), B bit for bit: after 200
+  // steps of lcp, the velocities nudged (by_lcp), or after 300 of MuJoCo set sliding
+  template <class Set>
+  void CompareOnScene(const char* xml, Set set, bool by_lcp, double tol) {
+    ModelPtr m = LoadString(xml);
+    ASSERT_TRUE(m);
+    ckSettings s = Settings(ckSOL_LCP);
+    HandlePtr ck = Make(m.get(), &s);
+    DataPtr d(mj_makeData(m.get()));
+    for (int t = 0; t < (by_lcp ? 200 : 300); t++) {
+      if (by_lcp) {
+        ck_step(ck.get(), m.get(), d.get());
+      } else {
+        mj_step(m.get(), d.get());
+      }
+    }
+    for (int i = 0; i < m->nv && by_lcp; i++) d->qvel[i] += 0.05 * std::sin(1.0 + i);
+    if (!by_lcp) {
+      d->qvel[0] = 0.3;
+      d->qvel[1] = 0.1;
+    }
+    ASSERT_GE(d->ncon, 4);
+    Jacobians on(m.get()), off(m.get());
+    for (int pass = 0; pass < 2; pass++) {
+      set(pass == 0);
+      Jacobians& jac = pass == 0 ? on : off;
+      ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(), nullptr,
+                                    nullptr))
+          << ck_lastError(ck.get());
+    }
+    set(true);
+    EXPECT_LT(RelativeError(on.A, off.A), tol) << WorstEntries(m.get(), on.A, off.A, 2 * m->nv);
+    EXPECT_EQ(0, std::memcmp(on.B.data(), off.B.data(), on.B.size() * sizeof(double)));
   }
   // each solver's A within tol of each other (0: bit for bit), B within tol_b (0: bit for bit)
   template <class Set>
@@ -117,6 +168,40 @@ TEST_F(SolverTangentPathTest, LcpVelocityRowsFromJColumnsAreTheSmoothStagesRows)
     s->lcp.restitution_threshold = 0;
   };
   tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  Compare({ckSOL_LCP}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpJacobianProductsAreThoseOfDJ) {
+  auto set = [](bool on) { LcpSolver::jacobian_products_on_ = on; };
+  Compare({ckSOL_LCP}, set, 1e-13);  // (K's null space amplifies other sums' rounding)
+  // (approaching contacts with restitution: clamped rows with a velocity term)
+  tweak_ = [](ckSettings* s) {
+    s->lcp.restitution = 0.5;
+    s->lcp.restitution_threshold = 0;
+  };
+  tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  Compare({ckSOL_LCP}, set, 1e-13);
+  tweak_ = nullptr;
+  tweak_state_ = nullptr;
+  // (several trees in one island: a box on a box on the plane, a capsule on top, settled by lcp)
+  CompareOnScene(R"(<mujoco><option timestep="0.005"/>
+    <worldbody><geom type="plane" size="2 2 0.1"/>
+      <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+      <body pos="0.02 0.01 0.28"><freejoint/><geom type="box" size="0.08 0.07 0.08"/></body>
+      <body pos="-0.01 0.02 0.42" euler="0 90 0">
+        <freejoint/><geom type="capsule" size="0.03 0.05"/></body>
+    </worldbody></mujoco>)",
+                 set, true, 1e-14);
+  // (a table sliding on four feet of different friction: its null-space pattern exerts a
+  // generalized force, dJ' y~ is read; settled by MuJoCo, LcpTangentTest's "table")
+  CompareOnScene(LcpTableScene(), set, false, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, LcpUnreadImpedanceRowsAreNotFormed) {
+  auto set = [](bool on) { LcpSolver::impedance_unread_on_ = on; };
+  Compare({ckSOL_LCP}, set, 0);
+  // (contacts from distance: clamped soft rows, whose dR and daref lcp reads, so formed)
+  tweak_ = [](ckSettings* s) { s->deriv.cfd_width = 0.02; };
   Compare({ckSOL_LCP}, set, 0);
 }
 

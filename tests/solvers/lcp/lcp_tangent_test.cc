@@ -125,16 +125,7 @@ class LcpTangentTest : public MujocoTest {
   // "table" (four feet of different friction, elliptic cones, its centre of mass at the feet's
   // contact height so that friction neither tilts it nor presses a foot) and "humanoid"
   ModelPtr Scene(const std::string& name) {
-    if (name == "table")
-      return LoadString(R"(<mujoco><option cone="elliptic"/>
-      <worldbody><geom type="plane" size="2 2 .1" friction=".1"/>
-        <body pos="0 0 .03"><freejoint/>
-          <inertial pos="0 0 -.02" mass="1" diaginertia=".01 .01 .02"/>
-          <geom type="sphere" size=".02" pos=".1 .1 0" friction=".3"/>
-          <geom type="sphere" size=".02" pos="-.1 .1 0" friction=".5"/>
-          <geom type="sphere" size=".02" pos="-.1 -.1 0" friction=".7"/>
-          <geom type="sphere" size=".02" pos=".1 -.1 0" friction=".9"/></body>
-      </worldbody></mujoco>)");
+    if (name == "table") return LoadString(LcpTableScene());
     return Load(name == "humanoid"  ? MujocoModel("humanoid/humanoid.xml")
                 : name == "sliding" ? BundledModel("box_sliding.xml")
                                     : BundledModel("box_on_plane.xml"));

@@ -25,6 +25,22 @@ inline ckSettings LcpSettings() {
   return s;
 }
 
+// a table on four feet of different friction (elliptic cones, its centre of mass at the feet's
+// contact height so that friction neither tilts it nor presses a foot): set sliding, the feet's
+// friction bounds, coupled to their normals by four different mu, give the normals' null-space
+// pattern a generalized force
+inline const char* LcpTableScene() {
+  return R"(<mujoco><option cone="elliptic"/>
+    <worldbody><geom type="plane" size="2 2 .1" friction=".1"/>
+      <body pos="0 0 .03"><freejoint/>
+        <inertial pos="0 0 -.02" mass="1" diaginertia=".01 .01 .02"/>
+        <geom type="sphere" size=".02" pos=".1 .1 0" friction=".3"/>
+        <geom type="sphere" size=".02" pos="-.1 .1 0" friction=".5"/>
+        <geom type="sphere" size=".02" pos="-.1 -.1 0" friction=".7"/>
+        <geom type="sphere" size=".02" pos=".1 -.1 0" friction=".9"/></body>
+    </worldbody></mujoco>)";
+}
+
 // an lcp solver set up for the problems of e
 inline std::unique_ptr<LcpSolver> MakeLcp(const Extracted& e, const ckSettings& s) {
   auto solver = std::make_unique<LcpSolver>();
