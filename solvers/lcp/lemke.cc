@@ -624,8 +624,10 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
       }
     }
   }
-  // (a warm run of a few pivots keeps its updated inverse unless the basic solution lost accuracy)
-  const bool refactor = *pivots > 0 && (!warm_ok_ || Residual(lcp) > kResidualTol);
+  // (a run keeps its updated G unless the basic solution lost accuracy: from scratch the final
+  // refactorization was 7% of the pile's replayed large islands, and changed no count of exact
+  // answers, pivots or solves there)
+  const bool refactor = *pivots > 0 && Residual(lcp) > kResidualTol;
   if (!solved || (refactor && !Refactor(lcp))) return false;
   if (*pivots > 0 || warm_ok_) Refine(lcp);
 
