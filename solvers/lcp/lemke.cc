@@ -9,7 +9,9 @@
 namespace contactkit {
 namespace {
 
-constexpr double kPivotTol = 1e-9;      // smallest usable pivot, relative to the column's largest
+constexpr double kPivotTol = 1e-5;      // smallest usable pivot, relative to the column's largest
+                                        // (1e-9 took pivots at rounding level on the pile's
+                                        // nearly singular bases: docs/solvers.md, pile20)
 constexpr int kRefactor = 64;           // fewest pivots between periodic refactorizations
 constexpr double kWeakPivot = 1e-1;     // pivots below this fraction of the column refactor soon
 constexpr double kTieTol = 1e-12;       // relative tolerance for ties in the ratio test
@@ -63,52 +65,65 @@ CK_ALWAYS_INLINE bool InvertInPlace(double* a, int k, int* perm, double tol) {
   return true;
 }
 
-// row i -= c_i row r of the row-major block bu (stride ld, first nu columns) and x_i -= c_i x_r,
-// on the rows i != r (of N) with c_i != 0: a pivot's update of the basis inverse
-CK_ALWAYS_INLINE void EliminateBody(double* bu, size_t ld, int N, int nu, const double* c, int r,
-                                    double* x) {
-  const double* br = bu + r * ld;
-  for (int i = 0; i < N; i++) {
-    if (i == r || c[i] == 0) continue;
-    double* bi = bu + i * ld;
-    const double f = c[i];
-    for (int q = 0; q < nu; q++) bi[q] -= f * br[q];
-    x[i] -= f * x[r];
+// G[t] += u_t v (t < k, t != skip) over the first k columns (row-major, stride ld): the rank-one
+// part of G's updates
+CK_ALWAYS_INLINE void RankOneBody(double* g, size_t ld, int k, const double* u, const double* v,
+                                  int skip) {
+  for (int t = 0; t < k; t++) {
+    if (t == skip || u[t] == 0) continue;
+    double* gt = g + t * ld;
+    const double f = u[t];
+    for (int a = 0; a < k; a++) gt[a] += f * v[a];
   }
 }
 
-// out_i = (basic_i < N ? a[basic_i] : 0) + bu_i . au (nu columns): a column in basis coordinates
-CK_ALWAYS_INLINE void BasisProductBody(const double* bu, size_t ld, int N, int nu, const double* au,
-                                       const double* a, const int* basic, double* out) {
-  for (int i = 0; i < N; i++) {
-    out[i] = (basic[i] < N ? a[basic[i]] : 0) + Dot(bu + i * ld, au, nu);
+// out = G y (k x k, row-major, stride ld)
+CK_ALWAYS_INLINE void MatVecBody(const double* g, size_t ld, int k, const double* y, double* out) {
+  for (int t = 0; t < k; t++) out[t] = Dot(g + t * ld, y, k);
+}
+
+// v = sum_t s_t G[t] (k rows of G, stride ld)
+CK_ALWAYS_INLINE void VecMatBody(const double* g, size_t ld, int k, const double* s, double* v) {
+  std::fill(v, v + k, 0.0);
+  for (int t = 0; t < k; t++) {
+    const double f = s[t];
+    if (f == 0) continue;
+    const double* gt = g + t * ld;
+    for (int a = 0; a < k; a++) v[a] += f * gt[a];
   }
 }
 
 #if CK_AVX2_CLONES
-CK_TARGET_AVX2 void EliminateAvx2(double* bu, size_t ld, int N, int nu, const double* c, int r,
-                                  double* x) {
-  EliminateBody(bu, ld, N, nu, c, r, x);
+CK_TARGET_AVX2 void RankOneAvx2(double* g, size_t ld, int k, const double* u, const double* v,
+                                int skip) {
+  RankOneBody(g, ld, k, u, v, skip);
 }
-CK_TARGET_AVX2 void BasisProductAvx2(const double* bu, size_t ld, int N, int nu, const double* au,
-                                     const double* a, const int* basic, double* out) {
-  BasisProductBody(bu, ld, N, nu, au, a, basic, out);
+CK_TARGET_AVX2 void MatVecAvx2(const double* g, size_t ld, int k, const double* y, double* out) {
+  MatVecBody(g, ld, k, y, out);
+}
+CK_TARGET_AVX2 void VecMatAvx2(const double* g, size_t ld, int k, const double* s, double* v) {
+  VecMatBody(g, ld, k, s, v);
 }
 #endif
 
-// EliminateBody and BasisProductBody, AVX2 where it runs (the same bits: solvers/common/dense.h)
-void Eliminate(double* bu, size_t ld, int N, int nu, const double* c, int r, double* x) {
+// the kernels above, AVX2 where it runs (the same bits: solvers/common/dense.h)
+void RankOne(double* g, size_t ld, int k, const double* u, const double* v, int skip) {
 #if CK_AVX2_CLONES
-  if (Avx2Kernels::On()) return EliminateAvx2(bu, ld, N, nu, c, r, x);
+  if (Avx2Kernels::On()) return RankOneAvx2(g, ld, k, u, v, skip);
 #endif
-  EliminateBody(bu, ld, N, nu, c, r, x);
+  RankOneBody(g, ld, k, u, v, skip);
 }
-void BasisProduct(const double* bu, size_t ld, int N, int nu, const double* au, const double* a,
-                  const int* basic, double* out) {
+void MatVec(const double* g, size_t ld, int k, const double* y, double* out) {
 #if CK_AVX2_CLONES
-  if (Avx2Kernels::On()) return BasisProductAvx2(bu, ld, N, nu, au, a, basic, out);
+  if (Avx2Kernels::On()) return MatVecAvx2(g, ld, k, y, out);
 #endif
-  BasisProductBody(bu, ld, N, nu, au, a, basic, out);
+  MatVecBody(g, ld, k, y, out);
+}
+void VecMat(const double* g, size_t ld, int k, const double* s, double* v) {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return VecMatAvx2(g, ld, k, s, v);
+#endif
+  VecMatBody(g, ld, k, s, v);
 }
 
 }  // namespace
@@ -120,7 +135,6 @@ void Lemke::Allocate(int nmax) {
   var_.assign(rows, 0);
   row_.assign(N, 0);
   role_.assign(N, 0);
-  bu_.Allocate(N * N);  // (pages written as large problems use them)
   xB_.assign(N, 0);
   q_.assign(N, 0);
   d_.assign(N, 1);
@@ -130,11 +144,19 @@ void Lemke::Allocate(int nmax) {
   tmp_.assign(2 * N, 0);
   z_.assign(2 * N + 1, 0);
   cand_.assign(N, 0);
-  ucol_.assign(N, 0);
-  upos_.assign(N, -1);
-  rowpos_.assign(N, 0);
+  tvar_.assign(N, 0);
+  tpos_.assign(N + 1, -1);
+  req_.assign(N, 0);
+  rpos_.assign(N, -1);
+  xT_.assign(N, 0);
+  rowv_.assign(N, 0);
+  srow_.assign(N, 0);
+  snn_.assign(N, 0);
   perm_.assign(N, 0);
-  g_.Allocate(N * N);
+  g_.Allocate(N * N);  // (pages written as large problems use them)
+  s_.Allocate(N * N);
+  snz_.Allocate(N * N);
+  lex_.Allocate(N * N);
 }
 
 void Lemke::Column(const DenseLcp& lcp, int v, double* col) const {
@@ -176,73 +198,173 @@ void Lemke::Column(const DenseLcp& lcp, int v, double* col) const {
   for (int i = 0; i < N; i++) col[i] = -col[i];
 }
 
-CK_ALWAYS_INLINE bool Lemke::RefactorBody(const DenseLcp& lcp, double pivot_tol) {
-  // the basis has identity columns e_j for its basic slacks w_j (rows J) and k structural
-  // columns S (z and z0) whose rows R are the rows no slack covers: B x = y gives
-  // S_R x_T = y_R and x_J = y_J - S_J x_T, so only the k x k block S_R is inverted. The
-  // inverse's columns R (the uncovered ones) go to BU, in the order of R
+void Lemke::StoreColumn(int t, int v, const double* a) {
   const int N = N_;
-  double* col = tmp_.data();  // one structural column                 (N)
-  int* spos = cand_.data();   // row of the basis of each structural column
-  std::fill(where_.begin(), where_.begin() + N, -1);
-  for (int r = 0; r < N; r++) {
-    if (basic_[r] < N) where_[basic_[r]] = r;
-  }
-  int k = 0;
+  const size_t ld = nmax_;
+  double* st = s_.data() + t * ld;
+  int* nz = snz_.data() + t * ld;
+  int m = 0;
   for (int j = 0; j < N; j++) {
-    upos_[j] = -1;
-    if (where_[j] < 0) {
-      ucol_[k] = j;
-      upos_[j] = k++;
-    }
+    st[j] = a[j];
+    if (a[j] != 0) nz[m++] = j;
   }
-  // S_R (row-major) into G
-  double* G = g_.data();
-  int t = 0;
-  for (int r = 0; r < N; r++) {
-    if (basic_[r] < N) continue;
-    if (t == k) return false;
-    Column(lcp, basic_[r], col);
-    spos[t] = r;
-    for (int a = 0; a < k; a++) G[static_cast<size_t>(a) * k + t] = col[ucol_[a]];
-    t++;
-  }
-  if (t != k || !InvertInPlace(G, k, perm_.data(), pivot_tol)) return false;
+  snn_[t] = m;
+  tvar_[t] = v;
+  tpos_[v - N] = t;
+}
 
-  // slack rows: e_j' - S_j G (the unit part implicit), one structural column at a time (formed
-  // again rather than stored); structural rows: G's rows
-  double* BU = bu_.data();
-  for (int r = 0; r < N; r++) {
-    if (basic_[r] < N)
-      std::fill(BU + static_cast<size_t>(r) * N, BU + static_cast<size_t>(r) * N + k, 0.0);
+void Lemke::SetColumn(const DenseLcp& lcp, int t, int v) {
+  double* a = tmp_.data() + N_;
+  Column(lcp, v, a);
+  StoreColumn(t, v, a);
+}
+
+void Lemke::RowTimesG(int r, double* v) {
+  const size_t ld = nmax_;
+  double* sr = srow_.data();
+  for (int t = 0; t < k_; t++) sr[t] = s_.data()[t * ld + r];
+  VecMat(g_.data(), ld, k_, sr, v);
+}
+
+void Lemke::Pivot(int r, int v) {
+  const int N = N_, k = k_;
+  const size_t ld = nmax_;
+  const double* c = col_.data();
+  double* xB = xB_.data();
+  xB[r] /= c[r];
+  for (int i = 0; i < N; i++) {
+    if (i != r && c[i] != 0) xB[i] -= c[i] * xB[r];
   }
-  for (int s = 0; s < k; s++) {
-    Column(lcp, basic_[spos[s]], col);
-    const double* gs = G + static_cast<size_t>(s) * k;
-    for (int r = 0; r < N; r++) {
-      const int j = basic_[r];
-      if (j >= N || col[j] == 0) continue;
-      const double c = col[j];
-      double* br = BU + static_cast<size_t>(r) * N;
-      for (int a = 0; a < k; a++) br[a] -= c * gs[a];
+  const int out = basic_[r];
+  double* G = g_.data();
+  const double* u = xT_.data();       // G a_R of the entering column (Apply)
+  double* h = rowv_.data();           // the rank-one update's row (k + 1)
+  const double* a = tmp_.data() + N;  // the entering column (enter)
+  if (v >= N && out < N) {
+    // a structural column enters, the slack of row out leaves: R gains row out, G is bordered
+    RowTimesG(out, h);
+    const double inv = 1 / c[r];  // (a_out - S_out u)
+    for (int q = 0; q < k; q++) h[q] *= inv;
+    RankOne(G, ld, k, u, h, -1);
+    for (int t = 0; t < k; t++) G[t * ld + k] = -u[t] * inv;
+    double* gk = G + k * ld;
+    for (int q = 0; q < k; q++) gk[q] = -h[q];
+    gk[k] = inv;
+    StoreColumn(k, v, a);
+    req_[k] = out;
+    rpos_[out] = k;
+    k_ = k + 1;
+  } else if (v >= N) {
+    // a structural column replaces another in S: G's row t divided by the pivot, eliminated
+    const int t = tpos_[out - N];
+    double* gt = G + t * ld;
+    const double inv = 1 / u[t];
+    for (int q = 0; q < k; q++) {
+      gt[q] *= inv;
+      h[q] = -gt[q];
+    }
+    RankOne(G, ld, k, u, h, t);
+    tpos_[out - N] = -1;
+    StoreColumn(t, v, a);
+  } else if (out >= N) {
+    // the slack of row v enters, a structural column leaves: G loses its row t and column p
+    const int t = tpos_[out - N], p = rpos_[v], last = k - 1;
+    const double* gt = G + t * ld;
+    const double inv = -1 / gt[p];
+    for (int q = 0; q < k; q++) h[q] = gt[q] * inv;
+    RankOne(G, ld, k, u, h, t);
+    tpos_[out - N] = -1;
+    if (t != last) {
+      std::copy(G + last * ld, G + last * ld + k, G + t * ld);
+      std::copy(s_.data() + last * ld, s_.data() + last * ld + N, s_.data() + t * ld);
+      std::copy(snz_.data() + last * ld, snz_.data() + last * ld + snn_[last],
+                snz_.data() + t * ld);
+      snn_[t] = snn_[last];
+      tvar_[t] = tvar_[last];
+      tpos_[tvar_[t] - N] = t;
+    }
+    if (p != last) {
+      for (int q = 0; q < last; q++) G[q * ld + p] = G[q * ld + last];
+      req_[p] = req_[last];
+      rpos_[req_[p]] = p;
+    }
+    rpos_[v] = -1;
+    k_ = last;
+  } else {
+    // the slack of row v enters, that of row out leaves: R's row v is replaced by row out
+    const int p = rpos_[v];
+    RowTimesG(out, h);
+    const double inv = -1 / h[p];
+    h[p] -= 1;
+    for (int q = 0; q < k; q++) h[q] *= inv;
+    RankOne(G, ld, k, u, h, -1);
+    req_[p] = out;
+    rpos_[out] = p;
+    rpos_[v] = -1;
+  }
+  where_[out] = -1;
+  basic_[r] = v;
+  where_[v] = r;
+}
+
+void Lemke::Apply(const double* y, double* out) {
+  // x_T = G y_R, then x_J = y_J - S_J x_T (S's nonzero rows)
+  const int N = N_, k = k_;
+  const size_t ld = nmax_;
+  double* yr = rowv_.data();
+  for (int a = 0; a < k; a++) yr[a] = y[req_[a]];
+  double* xT = xT_.data();
+  MatVec(g_.data(), ld, k, yr, xT);
+  double* sx = z_.data();  // S x_T by row (N; z_ is free until the answer is read)
+  std::fill(sx, sx + N, 0.0);
+  for (int t = 0; t < k; t++) {
+    const double f = xT[t];
+    if (f == 0) continue;
+    const double* st = s_.data() + t * ld;
+    const int* nz = snz_.data() + t * ld;
+    for (int m = 0; m < snn_[t]; m++) sx[nz[m]] += f * st[nz[m]];
+  }
+  for (int r = 0; r < N; r++) {
+    const int v = basic_[r];
+    out[r] = v < N ? y[v] - sx[v] : xT[tpos_[v - N]];
+  }
+}
+
+CK_ALWAYS_INLINE bool Lemke::RefactorBody(const DenseLcp& lcp, double pivot_tol) {
+  // T: the structural basic variables in the order of their places; R: the rows no basic slack
+  // covers, ascending; G = S_R^-1 (row-major by T, columns by R)
+  const int N = N_;
+  const size_t ld = nmax_;
+  std::fill(where_.begin(), where_.begin() + 2 * N + 1, -1);
+  for (int r = 0; r < N; r++) where_[basic_[r]] = r;
+  std::fill(tpos_.begin(), tpos_.begin() + N + 1, -1);
+  int k = 0;
+  for (int r = 0; r < N; r++) {
+    if (basic_[r] >= N) SetColumn(lcp, k++, basic_[r]);
+  }
+  int kr = 0;
+  for (int j = 0; j < N; j++) {
+    rpos_[j] = -1;
+    if (where_[j] < 0) {
+      if (kr == k) return false;
+      req_[kr] = j;
+      rpos_[j] = kr++;
     }
   }
-  for (int s = 0; s < k; s++) {
-    std::copy(G + static_cast<size_t>(s) * k, G + static_cast<size_t>(s + 1) * k,
-              BU + static_cast<size_t>(spos[s]) * N);
+  if (kr != k) return false;
+  k_ = k;
+  // S_R (row-major by R) inverted in place: its inverse is row-major by T
+  double* G = g_.data();
+  double* w = lex_.data();  // (k x k scratch)
+  for (int a = 0; a < k; a++) {
+    for (int t = 0; t < k; t++) w[static_cast<size_t>(a) * k + t] = s_.data()[t * ld + req_[a]];
   }
-  nu_ = k;
-  for (int j = 0; j < N; j++) where_[j] = -1;
-  for (int r = 0; r < N; r++) where_[basic_[r]] = r;
+  if (!InvertInPlace(w, k, perm_.data(), pivot_tol)) return false;
+  for (int t = 0; t < k; t++) {
+    std::copy(w + static_cast<size_t>(t) * k, w + static_cast<size_t>(t + 1) * k, G + t * ld);
+  }
   // basic solution B^-1 q
-  double* qu = tmp_.data();
-  for (int a = 0; a < k; a++) qu[a] = q_[ucol_[a]];
-  for (int r = 0; r < N; r++) {
-    const double* br = BU + static_cast<size_t>(r) * N;
-    double v = basic_[r] < N ? q_[basic_[r]] : 0;
-    for (int a = 0; a < k; a++) v += br[a] * qu[a];
-    xB_[r] = v;
-  }
+  Apply(q_.data(), xB_.data());
   return true;
 }
 
@@ -260,26 +382,18 @@ CK_TARGET_AVX2 bool Lemke::RefactorAvx2(const DenseLcp& lcp, double pivot_tol) {
 #endif
 
 void Lemke::Refine(const DenseLcp& lcp) {
-  // r = q - B xB (into tmp_), then xB += B^-1 r, the inverse applied as in Refactor
+  // r = q - B xB (into tmp_), then xB += B^-1 r
   Residual(lcp);
-  const int N = N_, k = nu_;
-  const double* r = tmp_.data();
-  double* ru = tmp_.data() + N;  // r on the columns of BU
-  for (int a = 0; a < k; a++) ru[a] = r[ucol_[a]];
-  for (int i = 0; i < N; i++) {
-    const double* bi = bu_.data() + static_cast<size_t>(i) * N;
-    double v = basic_[i] < N ? r[basic_[i]] : 0;
-    for (int a = 0; a < k; a++) v += bi[a] * ru[a];
-    col_[i] = v;
-  }
-  for (int i = 0; i < N; i++) xB_[i] += col_[i];
+  Apply(tmp_.data(), col_.data());
+  for (int i = 0; i < N_; i++) xB_[i] += col_[i];
 }
 
 double Lemke::Residual(const DenseLcp& lcp) {
-  // r = q - B xB over the basic columns: slacks are unit columns, structural ones are computed
+  // r = q - B xB over the basic columns: slacks are unit columns, structural ones S's
+  (void)lcp;
   const int N = N_;
+  const size_t ld = nmax_;
   double* r = tmp_.data();
-  double* col = tmp_.data() + N;
   double scale = 1;
   for (int i = 0; i < N; i++) {
     r[i] = q_[i];
@@ -291,8 +405,10 @@ double Lemke::Residual(const DenseLcp& lcp) {
       r[v] -= xB_[i];
       continue;
     }
-    Column(lcp, v, col);
-    for (int j = 0; j < N; j++) r[j] -= col[j] * xB_[i];
+    const int t = tpos_[v - N];
+    const double* st = s_.data() + t * ld;
+    const int* nz = snz_.data() + t * ld;
+    for (int m = 0; m < snn_[t]; m++) r[nz[m]] -= st[nz[m]] * xB_[i];
   }
   double res = 0;
   for (int i = 0; i < N; i++) res = std::max(res, std::fabs(r[i]));
@@ -400,70 +516,38 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
   if (warm_ok_) max_pivots = std::min(max_pivots, kWarmPivots + kWarmPerRow * nneg_);
   if (!warm_ok_) {
     std::fill(d_.begin(), d_.begin() + N, 1.0);
-    for (int r = 0; r < N; r++) basic_[r] = r;  // Binv = I (held by BU below: no column)
+    for (int r = 0; r < N; r++) basic_[r] = r;  // B = I: no structural column, G empty
     std::fill(where_.begin(), where_.begin() + 2 * N + 1, -1);
     for (int r = 0; r < N; r++) where_[r] = r;
+    std::fill(tpos_.begin(), tpos_.begin() + N + 1, -1);
+    std::fill(rpos_.begin(), rpos_.begin() + N, -1);
+    k_ = 0;
   }
 
-  // The basis inverse is dense only in the columns U of the nonbasic slacks: the column of a
-  // basic slack w_j is the unit vector of its row. Those columns are kept packed, row by row, in
-  // BU (N x |U|, row stride N), so that products and updates cost O(N |U|) per pivot
-  double* BU = bu_.data();
-  int* ucol = ucol_.data();  // column of the inverse held in BU's column q
-  int* upos = upos_.data();  // BU's column of the inverse's column j, -1 for a basic slack
-  int& nu = nu_;
-  if (!warm_ok_) {
-    nu = 0;
-    std::fill(upos, upos + N, -1);
-  }
-  auto binv = [&](int i, int j) {  // entry (i, j) of the basis inverse
-    return upos[j] >= 0 ? BU[static_cast<size_t>(i) * N + upos[j]] : where_[j] == i ? 1.0 : 0.0;
-  };
-
-  // pivot on row r with the entering column col_ (in basis coordinates)
-  auto pivot = [&](int r, int entering) {
-    const double* c = col_.data();
-    const int own = basic_[r] < N ? basic_[r] : -1;  // the leaving slack's column
-    if (own >= 0) {
-      // nonbasic from now on: its column (the unit vector of row r) joins BU
-      for (int i = 0; i < N; i++) BU[static_cast<size_t>(i) * N + nu] = i == r ? 1 : 0;
-      ucol[nu] = own;
-      upos[own] = nu++;
-    }
-    double* br = BU + static_cast<size_t>(r) * N;
-    const double inv = 1 / c[r];
-    for (int q = 0; q < nu; q++) br[q] *= inv;
-    xB[r] *= inv;
-    Eliminate(BU, N, N, nu, c, r, xB);
-    where_[basic_[r]] = -1;
-    basic_[r] = entering;
-    where_[entering] = r;
-    if (entering < N) {
-      // a basic slack: its column is the unit vector of row r, no longer kept in BU
-      const int q = upos[entering], last = --nu;
-      if (q != last) {
-        for (int i = 0; i < N; i++) {
-          BU[static_cast<size_t>(i) * N + q] = BU[static_cast<size_t>(i) * N + last];
-        }
-        ucol[q] = ucol[last];
-        upos[ucol[q]] = q;
-      }
-      upos[entering] = -1;
-    }
-  };
-
-  // entering column in basis coordinates: col_ = Binv [I, -M, -d]_v
+  // entering column in basis coordinates: col_ = B^-1 [I, -M, -d]_v (the column kept in tmp_'s
+  // second half for Pivot)
   auto enter = [&](int v) {
-    if (v < N) {
-      // a nonbasic slack: the basis inverse's column v
-      for (int i = 0; i < N; i++) col_[i] = BU[static_cast<size_t>(i) * N + upos[v]];
+    double* a = tmp_.data() + N;
+    Column(lcp, v, a);
+    Apply(a, col_.data());
+  };
+  // entry (i, j) of the basis inverse, after lexrows(...) for the tied places: a structural place's
+  // row is G's, a slack's -S_s G on R and its unit vector elsewhere
+  const size_t ld = nmax_;
+  auto lexrow = [&](int q, int i) {  // the row of place i on R into lex_'s row q
+    double* lr = lex_.data() + q * ld;
+    const int v = basic_[i];
+    if (v >= N) {
+      std::copy(g_.data() + tpos_[v - N] * ld, g_.data() + tpos_[v - N] * ld + k_, lr);
       return;
     }
-    double* a = tmp_.data();
-    double* au = a + N;  // a on the columns of BU
-    Column(lcp, v, a);
-    for (int q = 0; q < nu; q++) au[q] = a[ucol[q]];
-    BasisProduct(BU, N, N, nu, au, a, basic_.data(), col_.data());
+    RowTimesG(v, lr);
+    for (int a = 0; a < k_; a++) lr[a] = -lr[a];
+  };
+  auto binv = [&](int q, int i, int j) {
+    const int a = rpos_[j];
+    if (a >= 0) return lex_.data()[q * ld + a];
+    return basic_[i] == j ? 1.0 : 0.0;
   };
 
   bool solved = true;
@@ -476,7 +560,7 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
     const int z0 = 2 * N;
     enter(z0);
     int leaving = basic_[qmin];  // (w_qmin from scratch)
-    pivot(qmin, z0);
+    Pivot(qmin, z0);
     int since = 0;  // pivots since the last refactorization
     solved = false;
     while (*pivots < max_pivots) {
@@ -502,22 +586,31 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
       for (int q = 0; q < m && r < 0; q++) {
         if (basic_[cand_[q]] == z0) r = cand_[q];  // z0 leaving ends the path
       }
+      // (candidates and their rows of the inverse kept side by side: cand_[q], lex_'s row q)
+      if (m > 1 && r < 0) {
+        for (int q = 0; q < m; q++) lexrow(q, cand_[q]);
+      }
       for (int j = 0; j < N && m > 1 && r < 0; j++) {
         double lo = HUGE_VAL;
         for (int q = 0; q < m; q++) {
-          lo = std::min(lo, binv(cand_[q], j) / col_[cand_[q]]);
+          lo = std::min(lo, binv(q, cand_[q], j) / col_[cand_[q]]);
         }
         int keep = 0;
         for (int q = 0; q < m; q++) {
-          const double t = binv(cand_[q], j) / col_[cand_[q]];
-          if (t <= lo + kTieTol * (1 + std::fabs(lo))) cand_[keep++] = cand_[q];
+          const double t = binv(q, cand_[q], j) / col_[cand_[q]];
+          if (t <= lo + kTieTol * (1 + std::fabs(lo))) {
+            if (keep != q) {
+              std::copy(lex_.data() + q * ld, lex_.data() + q * ld + k_, lex_.data() + keep * ld);
+            }
+            cand_[keep++] = cand_[q];
+          }
         }
         m = keep;
       }
       if (r < 0) r = cand_[0];
       leaving = basic_[r];
       const bool weak = col_[r] < kWeakPivot * cmax;
-      pivot(r, entering);
+      Pivot(r, entering);
       ++*pivots;
       // the updated inverse loses accuracy on weak pivots and slowly on every pivot: checked
       // now and then by the basic solution's residual (O(N k)), refactored (O(k^3)) when lost
@@ -531,8 +624,10 @@ bool Lemke::Solve(const DenseLcp& lcp, int max_pivots, double* x, signed char* s
       }
     }
   }
-  // (a warm run of a few pivots keeps its updated inverse unless the basic solution lost accuracy)
-  const bool refactor = *pivots > 0 && (!warm_ok_ || Residual(lcp) > kResidualTol);
+  // (a run keeps its updated G unless the basic solution lost accuracy: from scratch the final
+  // refactorization was 7% of the pile's replayed large islands, and changed no count of exact
+  // answers, pivots or solves there)
+  const bool refactor = *pivots > 0 && Residual(lcp) > kResidualTol;
   if (!solved || (refactor && !Refactor(lcp))) return false;
   if (*pivots > 0 || warm_ok_) Refine(lcp);
 

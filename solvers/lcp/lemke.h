@@ -12,11 +12,14 @@
 // complementary basis of a given classification and d = B e' with e' one on the rows whose basic
 // value is negative (Cottle, Pang & Stone section 4.4, an arbitrary starting basis), so the
 // artificial variable enters only there and the pivots grow with the rows the classification gets
-// wrong. Ties in the ratio test are broken lexicographically. The basis inverse is kept explicitly
-// and updated by each pivot, but only its columns of nonbasic slacks (the others are unit vectors),
-// so a pivot costs O(N k) with k structural variables in the basis; it is refactored (O(k^3))
-// only when the basic solution's residual shows lost accuracy. Columns of M are formed from A
-// on demand.
+// wrong. Ties in the ratio test are broken lexicographically. The basis B holds unit columns for
+// its basic slacks (the rows J they cover) and k structural columns S (z and z0) for the rows R no
+// slack covers, so B x = y gives S_R x_T = y_R and x_J = y_J - S_J x_T: only the inverse G of the
+// k x k block S_R is kept, updated by each pivot in O(k^2) (a row and column added, replaced or
+// removed), and S's columns, sparse as M is, are kept with their nonzero rows; a column in basis
+// coordinates costs O(k^2 + nnz(S)) instead of O(N k) with N standard variables. G is refactored
+// (O(k^3)) only when the basic solution's residual shows lost accuracy. Columns of M are formed
+// from A on demand.
 #ifndef CONTACTKIT_SOLVERS_LCP_LEMKE_H_
 #define CONTACTKIT_SOLVERS_LCP_LEMKE_H_
 
@@ -53,43 +56,64 @@ class Lemke {
   // (the basis left to the caller to reset) if that basis is singular
   bool WarmBasis(const DenseLcp& lcp, const signed char* state, const double* x);
 
-  // recompute the basis inverse and the basic solution from the basic columns (only the block of
-  // the structural columns is inverted); false if singular (a pivot of the block at most
-  // pivot_tol times its largest entry)
+  // recompute G, S and the basic solution from the basic variables; false if S_R is singular (a
+  // pivot at most pivot_tol times its largest entry)
   bool Refactor(const DenseLcp& lcp, double pivot_tol = 0);
   bool RefactorBody(const DenseLcp& lcp, double pivot_tol);  // (and its AVX2 clone: the same bits)
   bool RefactorAvx2(const DenseLcp& lcp, double pivot_tol);
 
+  // out = B^-1 y (y: N, by row; out: N, by place in the basis); xT_ gets its structural part
+  void Apply(const double* y, double* out);
+
+  // the structural column of variable v (formed) as S's column t, with its nonzero rows
+  void SetColumn(const DenseLcp& lcp, int t, int v);
+  // S's column t as the column of variable v, from a formed column a (N)
+  void StoreColumn(int t, int v, const double* a);
+
+  // the pivot on place r with entering variable v (col_ and xT_ from Apply of its column):
+  // basic solution, G, S and the index maps
+  void Pivot(int r, int v);
+
+  // row r of S over T times G: v (k, over R)
+  void RowTimesG(int r, double* v);
+
   // one step of iterative refinement of the basic solution (after Refactor; uses tmp_, col_)
   void Refine(const DenseLcp& lcp);
 
-  // largest |q - B xB| of the current basis, relative to max(1, |q|) (uses tmp_)
+  // largest |q - B xB| of the current basis, relative to max(1, |q|) (uses tmp_: r in its first N)
   double Residual(const DenseLcp& lcp);
 
-  int nmax_ = 0;             // standard variables capacity (3 nmax rows)
-  int N_ = 0;                // standard variables of the current problem
-  std::vector<int> kind_;    // per row: 0 unilateral, 1 bilateral, 2 box      (nmax)
-  std::vector<int> var_;     // per row: first standard variable               (nmax)
-  std::vector<int> row_;     // per standard variable: its row                 (3 nmax)
-  std::vector<int> role_;    // per standard variable: 0 x, 1 p, 2 m, 3 slack  (3 nmax)
-  std::vector<double> xB_;   // basic solution                                 (N)
-  std::vector<double> q_;    // right-hand side                                (N)
-  std::vector<double> d_;    // covering vector (z0's column is -d)            (N)
-  bool warm_ok_ = false;     // the last Solve started from the given classification
-  int nneg_ = 0;             // rows of its starting basis with a negative basic value
-  std::vector<int> basic_;   // basic variable of each row                     (N)
-  std::vector<int> where_;   // row of each basic variable, -1: nonbasic       (2N + 1)
-  std::vector<double> col_;  // entering column in basis coordinates           (N)
-  std::vector<double> tmp_;  // scratch                                        (2N)
-  std::vector<double> z_;    // standard solution                              (2N + 1)
-  std::vector<int> cand_;    // ratio-test candidates                          (N)
-  ZeroedArray<double> bu_;   // basis inverse on the columns of nonbasic slacks (N x N)
-  std::vector<int> ucol_;    // column of the inverse in each column of bu_     (N)
-  std::vector<int> upos_;    // column of bu_ holding column j, -1: unit vector (N)
-  int nu_ = 0;               // columns in bu_
-  std::vector<int> rowpos_;  // Refactor: place of a row no basic slack covers (N)
-  std::vector<int> perm_;    // Refactor: row interchanges                     (N)
-  ZeroedArray<double> g_;    // Refactor: inverse of the structural block      (N x N)
+  int nmax_ = 0;              // standard variables capacity (3 nmax rows)
+  int N_ = 0;                 // standard variables of the current problem
+  std::vector<int> kind_;     // per row: 0 unilateral, 1 bilateral, 2 box      (nmax)
+  std::vector<int> var_;      // per row: first standard variable               (nmax)
+  std::vector<int> row_;      // per standard variable: its row                 (3 nmax)
+  std::vector<int> role_;     // per standard variable: 0 x, 1 p, 2 m, 3 slack  (3 nmax)
+  std::vector<double> xB_;    // basic solution                                 (N)
+  std::vector<double> q_;     // right-hand side                                (N)
+  std::vector<double> d_;     // covering vector (z0's column is -d)            (N)
+  bool warm_ok_ = false;      // the last Solve started from the given classification
+  int nneg_ = 0;              // rows of its starting basis with a negative basic value
+  std::vector<int> basic_;    // basic variable of each place                   (N)
+  std::vector<int> where_;    // place of each basic variable, -1: nonbasic     (2N + 1)
+  std::vector<double> col_;   // entering column in basis coordinates           (N)
+  std::vector<double> tmp_;   // scratch                                        (2N)
+  std::vector<double> z_;     // standard solution                              (2N + 1)
+  std::vector<int> cand_;     // ratio-test candidates                          (N)
+  int k_ = 0;                 // structural basic variables (= rows in R)
+  std::vector<int> tvar_;     // structural basic variable of each column of S  (N)
+  std::vector<int> tpos_;     // column of S of structural variable v - N, -1   (N + 1)
+  std::vector<int> req_;      // row of R at each column of G                   (N)
+  std::vector<int> rpos_;     // column of G of row j, -1: covered by its slack (N)
+  std::vector<double> xT_;    // structural part of the last Apply              (N)
+  std::vector<double> rowv_;  // Apply's y_R, then Pivot's update row            (N)
+  std::vector<double> srow_;  // a row of S over T                              (N)
+  ZeroedArray<double> g_;     // G, the inverse of S_R, row-major by T          (N x N)
+  ZeroedArray<double> s_;     // S's columns (column-major)                     (N x N)
+  ZeroedArray<int> snz_;      // their nonzero rows                             (N x N)
+  std::vector<int> snn_;      // their counts                                   (N)
+  ZeroedArray<double> lex_;   // tied places' rows of B^-1 on R; Refactor's S_R (N x N)
+  std::vector<int> perm_;     // Refactor: row interchanges                     (N)
 };
 
 }  // namespace contactkit

@@ -638,6 +638,32 @@ struct CapturedLcp {
   }
 };
 
+// x (n) complementary for the captured island p row by row within tol (velocity units): inside
+// its bounds, w = 0 inside them, of the bound's sign at one
+void ExpectComplementary(const CapturedLcp& p, const double* answer, double tol) {
+  std::vector<double> w(p.n);
+  for (int i = 0; i < p.n; i++) {
+    w[i] = p.b[i];
+    for (int j = 0; j < p.n; j++) w[i] += p.A[i + static_cast<size_t>(j) * p.n] * answer[j];
+  }
+  for (int i = 0; i < p.n; i++) {
+    const int f = p.findex[i];
+    const double lo = f >= 0 ? -p.mu[i] * answer[f] : p.lo[i];
+    const double hi = f >= 0 ? p.mu[i] * answer[f] : p.hi[i];
+    const double x = answer[i], d = p.A[i + static_cast<size_t>(i) * p.n];
+    EXPECT_GE((x - lo) * d, -tol) << i;
+    EXPECT_GE((hi - x) * d, -tol) << i;
+    const bool above = (x - lo) * d > tol, below = (hi - x) * d > tol;
+    if (above && below) {
+      EXPECT_NEAR(w[i], 0, tol) << i;
+    } else if (below) {
+      EXPECT_GE(w[i], -tol) << i;  // at the lower bound
+    } else if (above) {
+      EXPECT_LE(w[i], tol) << i;  // at the upper bound
+    }
+  }
+}
+
 // The A1's stance (issue 18, lcp15): a guess with a regular reduced system wrong in two
 // friction-loss rows and a rolling row that stop slipping. Their flips make the reduced system
 // nearly singular (impulses ~1e4 times the bounds), so the repair's block flips cycle and Lemke's
@@ -732,28 +758,7 @@ TEST(BoxedLcpTest, PileIslandIsSolvedByTheBoxQp) {
   EXPECT_TRUE(st[1].qp_hit);
   EXPECT_LT(st[1].work * 3, st[0].work);  // (measured 1.75e6 against 1.32e7)
   EXPECT_LE(MaxDifference(answer[0], answer[1], p.n), 1e-9 * MaxAbs(answer[0], p.n));
-  // complementary row by row: x inside its bounds, w = 0 inside them, of the bound's sign at one
-  std::vector<double> w(p.n);
-  for (int i = 0; i < p.n; i++) {
-    w[i] = p.b[i];
-    for (int j = 0; j < p.n; j++) w[i] += p.A[i + static_cast<size_t>(j) * p.n] * answer[1][j];
-  }
-  for (int i = 0; i < p.n; i++) {
-    const int f = p.findex[i];
-    const double lo = f >= 0 ? -p.mu[i] * answer[1][f] : p.lo[i];
-    const double hi = f >= 0 ? p.mu[i] * answer[1][f] : p.hi[i];
-    const double x = answer[1][i], d = p.A[i + static_cast<size_t>(i) * p.n], tol = 1e-9;
-    EXPECT_GE((x - lo) * d, -tol) << i;
-    EXPECT_GE((hi - x) * d, -tol) << i;
-    const bool above = (x - lo) * d > tol, below = (hi - x) * d > tol;
-    if (above && below) {
-      EXPECT_NEAR(w[i], 0, tol) << i;
-    } else if (below) {
-      EXPECT_GE(w[i], -tol) << i;  // at the lower bound
-    } else if (above) {
-      EXPECT_LE(w[i], tol) << i;  // at the upper bound
-    }
-  }
+  ExpectComplementary(p, answer[1].data(), 1e-9);
   if (!AllocationCounter::Available()) return;
   Workspace ws(p.n);
   BoxedOptions opt;
@@ -845,6 +850,53 @@ TEST(BoxedLcpTest, SolveDoesNotAllocate) {
   opt.use_guess = true;
   ws.Solve(p.lcp, opt, &st);
   EXPECT_EQ(counter.Stop(), 0);
+}
+
+// Lemke's method alone from scratch on the captured pile islands (issue 14 section 3, pile20):
+// its basis gathers up to a hundred structural columns whose block S_R is nearly singular (a
+// patch's redundant contacts), and G, the inverse of S_R, is updated by every pivot (bordered, a
+// column replaced, a row and column removed, a row replaced) instead of the whole basis inverse.
+// Lemke's own answer is complementary row by row (the exact solve of its classification is what
+// the boxed solver's other paths find too: PileIslandIsSolvedByTheBoxQp), without allocation
+TEST(BoxedLcpTest, LemkeWithTheUpdatedBlockInverseSolvesPileIslands) {
+  for (const char* name : {"pile_patch.txt", "pile_qp_fallback.txt", "pile_ties.txt"}) {
+    CapturedLcp p;
+    ASSERT_TRUE(p.Read(name)) << name;
+    Workspace ws(p.n);
+    Lemke lemke;
+    lemke.Allocate(p.n);
+    int pivots = 0;
+    AllocationCounter counter;
+    counter.Start();
+    const bool ok = lemke.Solve(p.lcp, 1000, ws.x.data(), ws.state.data(), &pivots);
+    const auto allocations = counter.Stop();
+    ASSERT_TRUE(ok) << name;
+    std::printf("%s: %d pivots\n", name, pivots);
+    EXPECT_GT(pivots, 50) << name;  // (measured 120, 105, 113)
+    if (AllocationCounter::Available()) {
+      EXPECT_EQ(allocations, 0) << name;
+    }
+    ExpectComplementary(p, ws.x.data(), 1e-9);
+  }
+}
+
+// Where Lemke's run stops short (here at 100 of the 120 pivots it takes on pile_patch's island)
+// the solve goes on with Dantzig's method with frozen friction bounds (after the guess, the
+// Gauss-Seidel start and the repair have failed, as they do on this island): an exact answer,
+// complementary row by row (SolveTwice checks the residual)
+TEST(BoxedLcpTest, PileIslandFallsBackWhenLemkeStops) {
+  CapturedLcp p;
+  BoxedStats st[2];
+  std::vector<double> answer[2];
+  ASSERT_NO_FATAL_FAILURE(ReadAndSolveTwice(
+      "pile_patch.txt", [](BoxedOptions* o, int on) { o->max_pivots = on ? 100 : 1000; }, &p, st,
+      answer));
+  std::printf("frozen rounds %d with Lemke's whole run, %d with it stopped\n", st[0].frozen_rounds,
+              st[1].frozen_rounds);
+  EXPECT_EQ(st[0].frozen_rounds, 0);  // Lemke's answer was exact
+  EXPECT_GE(st[1].frozen_rounds, 1);  // it stopped: the frozen rounds found the answer
+  EXPECT_FALSE(st[1].used_pgs);
+  ExpectComplementary(p, answer[1].data(), 1e-9);
 }
 
 // the problem number trial of the sequence of RandomLcp problems from seed (sizes cycling with
