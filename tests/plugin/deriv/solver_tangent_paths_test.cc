@@ -25,6 +25,12 @@
 // - comfree's M^-1 J' of those rows in block solves per tree once per solve
 //   (ComfreeSolver::RowSolves, TreeMass::SolveBlock) instead of one solve per row where first
 //   read: bit for bit;
+// - comfree's position directions' dv_free kept unsolved among the blocked slots', its J dv_free
+//   term LinearTangents' (ComfreeSolver::free_split_on_) instead of solved one by one and read
+//   by the direction's force tangent: A within 1e-14 (other sums), B bit for bit (no position
+//   directions); the kept slots' force tangents from the map L = -(G / h) cvc P J formed once
+//   per solve (ComfreeSolver::linear_map_on_, FormLinearMap) instead of J dv_free, then the facet
+//   sums, per contact and slot: A and B within 1e-14 (other sums);
 // - lcp's dense island matrix J M^-1 J' (LcpSolver::BuildA, in the step and the nominal stage)
 //   from block solves of kRowBlock rows instead of one solve per row: bit for bit;
 // - lcp's velocity directions' stabilization change on its clamped rows from J's column
@@ -59,6 +65,8 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::mass_products_on_ = true;
     SmoothTangent::row_weights_on_ = true;
     ComfreeSolver::row_solves_on_ = true;
+    ComfreeSolver::free_split_on_ = true;
+    ComfreeSolver::linear_map_on_ = true;
     LcpSolver::block_rows_on_ = true;
     LcpSolver::velocity_rows_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
@@ -79,6 +87,7 @@ class SolverTangentPathTest : public PathToggleTest {
 
 TEST_F(SolverTangentPathTest, BlockSolvedFreeVelocitiesAreThePerDirectionSolves) {
   auto set = [](bool on) { SmoothTangent::defer_free_velocity_on_ = on; };
+  ComfreeSolver::free_split_on_ = false;  // (it needs the deferral: other sums, below)
   Compare({ckSOL_COMFREE}, set, 0);
   Compare({ckSOL_LCP}, set, 1e-14);  // (joined to dv0's solve: other sums)
 }
@@ -101,6 +110,16 @@ TEST_F(SolverTangentPathTest, ComfreeRowWeightsGiveDJWFromBodyVelocities) {
 TEST_F(SolverTangentPathTest, ComfreeRowSolvesInBlocksAreTheRowByRowSolves) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::row_solves_on_ = on; }, 0);
+}
+
+TEST_F(SolverTangentPathTest, ComfreePositionFreeVelocitiesKeptAreTheSolvedOnes) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::free_split_on_ = on; }, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeLinearMapIsTheFacetSumsPerSlot) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::linear_map_on_ = on; }, 1e-14, 1e-14);
 }
 
 TEST_F(SolverTangentPathTest, LcpIslandMatrixFromBlockSolvesIsTheRowByRowOne) {
