@@ -109,6 +109,9 @@ class Derivative : private FdTarget {
   // test hook: the blocked velocity columns' row terms from SoftTangent::VelocityRowRhs (true)
   // or from their row tangents one by one (SoftTangent::RowRhs)
   static inline bool velocity_rows_ = true;
+  // test hook: AnchorTangent's (dw x o) . F as dw . (o x F), o x F formed once per stage
+  // (tan_.anchor_cross) (true), or a cross product per contact and direction
+  static inline bool anchor_crosses_on_ = true;
 
  private:
   // ---- the nominal stage and the force tangent (stage.cc) ----
@@ -352,6 +355,9 @@ class Derivative : private FdTarget {
   // the contacts whose tan_.ddisp rows the last AnchorTangent wrote (the others' are zero): an
   // island's, -1 none, -2 any (a new stage)
   int ddisp_island_ = -2;
+  bool anchor_cross_stale_ = true;  // tan_.anchor_cross belongs to an earlier stage
+  // tan_.anchor_cross of the stage's anchored contacts (AnchorTangent)
+  void AnchorCrosses();
 
   // the parts' workspaces, carved from arena_ (workspace.h)
   Arena arena_;

@@ -78,6 +78,7 @@ void DirectionTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
   dforce = c.Take<double>(n.rows);
   ddisp = c.Take<double>(n.rows);
   dframe = c.Take<double>(6 * n.ncon);
+  anchor_cross = c.Take<double>(12 * n.ncon);
   dv_free = c.Take<double>(n.nv);
   dqfrc_constraint = c.Take<double>(n.nv);
   dqacc_int = c.Take<double>(n.nv);

@@ -6,6 +6,7 @@
 
 #include "solvers/comfree/comfree.h"
 #include "solvers/common/columns.h"
+#include "solvers/common/dense.h"
 
 namespace contactkit {
 namespace {
@@ -856,8 +857,7 @@ void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) 
   // the mapped rows: L dv_free
   auto mapped = [&](int i) {
     const int adr = J.rowadr[i];
-    columns::RowTimesAll(ltval_.data() + adr, J.colind + adr, J.rownnz[i], blk_vf_.data(), S, nc,
-                         f);
+    RowTimesBlock(ltval_.data() + adr, J.colind + adr, J.rownnz[i], blk_vf_.data(), S, nc, f);
     store(i, nullptr);
   };
   for (int c0 = 0; c0 < p.ncon && map; c0++) {

@@ -31,6 +31,9 @@
 //   directions); the kept slots' force tangents from the map L = -(G / h) cvc P J formed once
 //   per solve (ComfreeSolver::linear_map_on_, FormLinearMap) instead of J dv_free, then the facet
 //   sums, per contact and slot: A and B within 1e-14 (other sums);
+// - the anchored contacts' displacement tangents (Derivative::AnchorTangent) with (dw x o) . F
+//   as dw . (o x F), o x F formed once per stage (Derivative::anchor_crosses_on_): A within
+//   1e-15 (other sums; the humanoid's floor frame gives the same bits), B bit for bit;
 // - lcp's dense island matrix J M^-1 J' (LcpSolver::BuildA, in the step and the nominal stage)
 //   from block solves of kRowBlock rows instead of one solve per row: bit for bit;
 // - lcp's velocity directions' stabilization change on its clamped rows from J's column
@@ -47,6 +50,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "plugin/deriv/derivative.h"
 #include "plugin/deriv/smooth_tangent.h"
 #include "solvers/comfree/comfree.h"
 #include "solvers/ipm/ipm_solver.h"
@@ -67,6 +71,7 @@ class SolverTangentPathTest : public PathToggleTest {
     ComfreeSolver::row_solves_on_ = true;
     ComfreeSolver::free_split_on_ = true;
     ComfreeSolver::linear_map_on_ = true;
+    Derivative::anchor_crosses_on_ = true;
     LcpSolver::block_rows_on_ = true;
     LcpSolver::velocity_rows_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
@@ -120,6 +125,11 @@ TEST_F(SolverTangentPathTest, ComfreePositionFreeVelocitiesKeptAreTheSolvedOnes)
 TEST_F(SolverTangentPathTest, ComfreeLinearMapIsTheFacetSumsPerSlot) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::linear_map_on_ = on; }, 1e-14, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, AnchorDisplacementsFromCrossesPerStageAreThePerDirectionOnes) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { Derivative::anchor_crosses_on_ = on; }, 1e-15);
 }
 
 TEST_F(SolverTangentPathTest, LcpIslandMatrixFromBlockSolvesIsTheRowByRowOne) {
