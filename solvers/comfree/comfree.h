@@ -123,6 +123,9 @@ class ComfreeSolver final : public Solver {
   // from LinearTangents' map formed once per Solve (ltval_) (true) or facet sum by facet sum
   static inline bool free_split_on_ = true;
   static inline bool linear_map_on_ = true;
+  // test hook: InvMassTangent of a cached row on one tree with dJ w given without its pass over
+  // the row's trees (true)
+  static inline bool wtree_cut_on_ = true;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
@@ -375,6 +378,7 @@ class ComfreeSolver final : public Solver {
   std::vector<double> flforce_;  // the last Solve's forces (FrictionLossTangent's dJ' f) (max_rows)
   std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
   std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
+  std::vector<int> wtree_;       // a cached row's tree if it touches one, else -1    (max_rows)
   size_t wused_ = 0;             // entries of wpool_ in use
   bool wstale_ = true;           // wadr_ belongs to an earlier Solve
   std::vector<double> rsblk_;    // RowSolves' block of columns                 (nv kRowBlock)

@@ -36,7 +36,11 @@ void ComfreeSolver::FreshRowCache(const Problem& p) {
 
 bool ComfreeSolver::ReserveRow(const Problem& p, int row) {
   size_t size = 0;
-  ForEachRowTree(p, row, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
+  int ntree = 0;
+  ForEachRowTree(p, row, [&](int t, int, int) {
+    size += p.islands.tree_dofnum[t];
+    wtree_[row] = ntree++ ? -1 : t;
+  });
   if (wused_ + size > wpool_.size()) return false;
   wadr_[row] = static_cast<int>(wused_);
   wused_ += size;
@@ -139,6 +143,12 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
   }
   const bool given = cached && dir.J_w && dir.J_w_rows[row];
   double dA = given ? 2 * dir.J_w[row] : 0;
+  if (given && wtree_[row] >= 0 && wtree_cut_on_) {
+    // (one tree, dJ w given: the loop's terms below without its pass over the row)
+    const bool quad = dir.M && dmtree_[wtree_[row]];
+    if (!quad) return dA;
+    if (qset_[row]) return dA - quad_[row];
+  }
   ForEachRowTree(p, row, [&](int t, int q0, int q1) {
     const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
     const bool quad = dir.M && dmtree_[t];  // (dM is zero on trees the direction misses)
@@ -711,6 +721,7 @@ void ComfreeSolver::SetupTangentBlocks(const ProblemDims& dims) {
   blk_vx_.assign(nv * S, 0.0);
   vfree_.assign(nv, 0.0);
   jrows_.assign(rows, 0);
+  wtree_.assign(rows, -1);
   ltval_.assign(std::max(dims.max_nnz, 1), 0.0);
   ltrow_.assign(rows, 0);
   nlin_ = nrhs_ = 0;

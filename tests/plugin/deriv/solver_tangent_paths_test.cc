@@ -31,6 +31,8 @@
 //   directions); the kept slots' force tangents from the map L = -(G / h) cvc P J formed once
 //   per solve (ComfreeSolver::linear_map_on_, FormLinearMap) instead of J dv_free, then the facet
 //   sums, per contact and slot: A and B within 1e-14 (other sums);
+// - comfree's dA of a cached row on one tree whose dJ w is given read from dJ_w and quad_ without
+//   a pass over the row's trees (ComfreeSolver::wtree_cut_on_): bit for bit;
 // - the anchored contacts' displacement tangents (Derivative::AnchorTangent) with (dw x o) . F
 //   as dw . (o x F), o x F formed once per stage (Derivative::anchor_crosses_on_): A within
 //   1e-15 (other sums; the humanoid's floor frame gives the same bits), B bit for bit;
@@ -72,6 +74,7 @@ class SolverTangentPathTest : public PathToggleTest {
     ComfreeSolver::free_split_on_ = true;
     ComfreeSolver::linear_map_on_ = true;
     Derivative::anchor_crosses_on_ = true;
+    ComfreeSolver::wtree_cut_on_ = true;
     LcpSolver::block_rows_on_ = true;
     LcpSolver::velocity_rows_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
@@ -125,6 +128,11 @@ TEST_F(SolverTangentPathTest, ComfreePositionFreeVelocitiesKeptAreTheSolvedOnes)
 TEST_F(SolverTangentPathTest, ComfreeLinearMapIsTheFacetSumsPerSlot) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::linear_map_on_ = on; }, 1e-14, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeOneTreeRowsWithoutTheirTreePassAreTheSame) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::wtree_cut_on_ = on; }, 0);
 }
 
 TEST_F(SolverTangentPathTest, AnchorDisplacementsFromCrossesPerStageAreThePerDirectionOnes) {
