@@ -781,7 +781,11 @@ bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   for (int s = 0; s < nslot; s++) {
     double* f = dforce + static_cast<size_t>(s) * nr;
     const double* g = blk_f_.data() + static_cast<size_t>(s) * nr;
-    for (int i = 0; i < nr; i++) f[i] = blk_kind_[s] == 1 ? g[i] : 0;
+    if (blk_kind_[s] == 1) {
+      std::copy(g, g + nr, f);
+    } else {
+      std::fill(f, f + nr, 0.0);
+    }
   }
   if (nlin_ > 0) LinearTangents(p, nslot, dforce);
   for (int c = 0; c < nlin_ && p.nf > 0; c++) {
