@@ -170,6 +170,7 @@ void RneWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   form_before = c.Take<double>(6 * nv);
   form_sub = c.Take<double>(6 * nbody);
   form_carried = c.Take<double>(6 * nv);
+  form_lanes = c.Take<double>(4 * (12 * nbody + 13 * nv));
   mass_before = c.Take<double>(6 * kMassVectors * nv);
   mass_carried = c.Take<double>(6 * kMassVectors * nv);
   mass_x = c.Take<double>(nv);

@@ -236,6 +236,8 @@ struct RneWork {
   double* form_before;              // ... before each dof                          (6 nv)
   double* form_sub;                 // ... subtree sums of w crb cdof, by body      (6 nbody)
   double* form_carried;             // ... over each dof's carried dofs             (6 nv)
+  double* form_lanes;  // FormsLanes' four tables in lanes: body, before, sub, carried, and w
+                       //                                          (4 (12 nbody + 13 nv))
   // the same two of the stage's fixed vectors of dM x (SmoothTangent::MassVector)
   static constexpr int kMassVectors = 3;
   double* mass_before;   //                                           (6 kMassVectors nv)

@@ -126,6 +126,8 @@ class ComfreeSolver final : public Solver {
   // test hook: InvMassTangent of a cached row on one tree with dJ w given without its pass over
   // the row's trees (true)
   static inline bool wtree_cut_on_ = true;
+  // test hook: QuadRows' forms of kFormLanes rows at once (MassForms::FormsLanes) or one by one
+  static inline bool forms_lanes_on_ = true;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;

@@ -235,9 +235,18 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree, const MassForms* forms)
   qtform_[tree] = forms != nullptr;
   if (forms) {
     double* x = quadx_.data() + qxused_;
-    for (int s = 0; s < nq; s++)
-      forms->Forms(QuadW(p, qtrow_[first + s], tree), begin, begin + n,
-                   x + static_cast<size_t>(s) * n);
+    // (kFormLanes rows at a time: MassForms::FormsLanes)
+    const int L = forms_lanes_on_ ? MassForms::kFormLanes : 1;
+    for (int s = 0; s < nq; s += L) {
+      const double* w[MassForms::kFormLanes];
+      const int nl = std::min(L, nq - s);
+      for (int l = 0; l < nl; l++) w[l] = QuadW(p, qtrow_[first + s + l], tree);
+      if (L > 1) {
+        forms->FormsLanes(w, nl, begin, begin + n, x + static_cast<size_t>(s) * n, n);
+      } else {
+        forms->Forms(w[0], begin, begin + n, x + static_cast<size_t>(s) * n);
+      }
+    }
     qtx_[tree] = qxused_;
     qxused_ += size;
     qtnum_[tree] = nq;

@@ -31,6 +31,9 @@
 //   directions); the kept slots' force tangents from the map L = -(G / h) cvc P J formed once
 //   per solve (ComfreeSolver::linear_map_on_, FormLinearMap) instead of J dv_free, then the facet
 //   sums, per contact and slot: A and B within 1e-14 (other sums);
+// - comfree's w' dM_k w of its rows for every k in SIMD lanes, kFormLanes rows at once
+//   (MassForms::FormsLanes, ComfreeSolver::forms_lanes_on_) instead of row by row (Forms): bit
+//   for bit, with the AVX2 clone and the portable code;
 // - comfree's dA of a cached row on one tree whose dJ w is given read from dJ_w and quad_ without
 //   a pass over the row's trees (ComfreeSolver::wtree_cut_on_): bit for bit;
 // - the anchored contacts' displacement tangents (Derivative::AnchorTangent) with (dw x o) . F
@@ -55,6 +58,7 @@
 #include "plugin/deriv/derivative.h"
 #include "plugin/deriv/smooth_tangent.h"
 #include "solvers/comfree/comfree.h"
+#include "solvers/common/dense.h"
 #include "solvers/ipm/ipm_solver.h"
 #include "solvers/lcp/lcp.h"
 #include "tests/plugin/deriv/deriv_util.h"
@@ -75,6 +79,8 @@ class SolverTangentPathTest : public PathToggleTest {
     ComfreeSolver::linear_map_on_ = true;
     Derivative::anchor_crosses_on_ = true;
     ComfreeSolver::wtree_cut_on_ = true;
+    ComfreeSolver::forms_lanes_on_ = true;
+    Avx2Kernels::allowed_ = true;
     LcpSolver::block_rows_on_ = true;
     LcpSolver::velocity_rows_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
@@ -128,6 +134,13 @@ TEST_F(SolverTangentPathTest, ComfreePositionFreeVelocitiesKeptAreTheSolvedOnes)
 TEST_F(SolverTangentPathTest, ComfreeLinearMapIsTheFacetSumsPerSlot) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::linear_map_on_ = on; }, 1e-14, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeFormsInLanesAreTheRowByRowForms) {
+  auto set = [](bool on) { ComfreeSolver::forms_lanes_on_ = on; };
+  Compare({ckSOL_COMFREE}, set, 0);
+  Avx2Kernels::allowed_ = false;  // (the portable code)
+  Compare({ckSOL_COMFREE}, set, 0);
 }
 
 TEST_F(SolverTangentPathTest, ComfreeOneTreeRowsWithoutTheirTreePassAreTheSame) {
