@@ -266,7 +266,7 @@ int Derivative::CountIncluded(const mjData* d) const {
 
 //---------------------------------- force tangent -------------------------------------------------
 
-void Derivative::AnchorTangent(const mjModel* m, int unit) {
+bool Derivative::AnchorTangent(const mjModel* m, int unit) {
   const Problem& p = *stage_.problem;
   const Islands& is = p.islands;
   const mjData* d = stage_data_;
@@ -302,7 +302,7 @@ void Derivative::AnchorTangent(const mjModel* m, int unit) {
     });
   }
   ddisp_island_ = -1;
-  if (end == first) return;
+  if (end == first) return false;
   ddisp_island_ = island;
   const bool crosses = anchor_crosses_on_;
   if (crosses && anchor_cross_stale_) AnchorCrosses();
@@ -368,6 +368,7 @@ void Derivative::AnchorTangent(const mjModel* m, int unit) {
       tan_.ddisp[con.row + r] = Dot3(r == 3 ? dn : dt + 3 * (r - 4), turn);
     }
   });
+  return true;
 }
 
 void Derivative::AnchorCrosses() {
@@ -421,8 +422,8 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked,
   dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
   dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
   if (stage_.solver && p.disp) {
-    AnchorTangent(m, unit);
-    dir.disp = tan_.ddisp;
+    const bool moved = AnchorTangent(m, unit);
+    dir.disp = moved || !zero_disp_null_on_ ? tan_.ddisp : nullptr;
   }
   // the islands the direction perturbs: the others have no force tangent (most directions
   // move one tree)

@@ -833,11 +833,20 @@ void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) 
   };
   // f into the slots' dforce at row (a row outside the island is never skipped, as in
   // ForceTangent; a contact's rows are written once, onto zeros)
+  double* dst[kTangentSlots];  // (each slot's dforce)
+  bool all = true;             // (every slot touches the island)
+  for (int c = 0; c < nc; c++) {
+    dst[c] = dforce + static_cast<size_t>(lin_slot_[c]) * nr;
+    all = all && touch[c];
+  }
   auto store = [&](int row, const unsigned char* on) {
     const bool island = p.islands.row_island[row] >= 0;
+    if (!on && (all || !island)) {
+      for (int c = 0; c < nc; c++) dst[c][row] += f[c];
+      return;
+    }
     for (int c = 0; c < nc; c++) {
-      if ((!on || on[c]) && (touch[c] || !island))
-        dforce[static_cast<size_t>(lin_slot_[c]) * nr + row] += f[c];
+      if ((!on || on[c]) && (touch[c] || !island)) dst[c][row] += f[c];
     }
   };
   for (int c0 = 0; c0 < p.ncon; c0++) {

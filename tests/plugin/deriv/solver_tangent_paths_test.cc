@@ -36,6 +36,8 @@
 //   for bit, with the AVX2 clone and the portable code;
 // - comfree's dA of a cached row on one tree whose dJ w is given read from dJ_w and quad_ without
 //   a pass over the row's trees (ComfreeSolver::wtree_cut_on_): bit for bit;
+// - a direction that moves no position (velocity, control) hands comfree no anchor displacement
+//   tangent (null) instead of its zeros (Derivative::zero_disp_null_on_): bit for bit;
 // - the anchored contacts' displacement tangents (Derivative::AnchorTangent) with (dw x o) . F
 //   as dw . (o x F), o x F formed once per stage (Derivative::anchor_crosses_on_): A within
 //   1e-15 (other sums; the humanoid's floor frame gives the same bits), B bit for bit;
@@ -78,6 +80,7 @@ class SolverTangentPathTest : public PathToggleTest {
     ComfreeSolver::free_split_on_ = true;
     ComfreeSolver::linear_map_on_ = true;
     Derivative::anchor_crosses_on_ = true;
+    Derivative::zero_disp_null_on_ = true;
     ComfreeSolver::wtree_cut_on_ = true;
     ComfreeSolver::forms_lanes_on_ = true;
     Avx2Kernels::allowed_ = true;
@@ -146,6 +149,11 @@ TEST_F(SolverTangentPathTest, ComfreeFormsInLanesAreTheRowByRowForms) {
 TEST_F(SolverTangentPathTest, ComfreeOneTreeRowsWithoutTheirTreePassAreTheSame) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::wtree_cut_on_ = on; }, 0);
+}
+
+TEST_F(SolverTangentPathTest, ZeroAnchorDisplacementsNullAreTheZeros) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { Derivative::zero_disp_null_on_ = on; }, 0);
 }
 
 TEST_F(SolverTangentPathTest, AnchorDisplacementsFromCrossesPerStageAreThePerDirectionOnes) {
