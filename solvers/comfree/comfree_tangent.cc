@@ -37,6 +37,7 @@ void ComfreeSolver::FreshRowCache(const Problem& p) {
 bool ComfreeSolver::ReserveRow(const Problem& p, int row) {
   size_t size = 0;
   int ntree = 0;
+  wtree_[row] = -1;
   ForEachRowTree(p, row, [&](int t, int, int) {
     size += p.islands.tree_dofnum[t];
     wtree_[row] = ntree++ ? -1 : t;
