@@ -109,6 +109,11 @@ class Derivative : private FdTarget {
   // test hook: the blocked velocity columns' row terms from SoftTangent::VelocityRowRhs (true)
   // or from their row tangents one by one (SoftTangent::RowRhs)
   static inline bool velocity_rows_ = true;
+  // test hook: AnchorTangent's (dw x o) . F as dw . (o x F), o x F formed once per stage
+  // (tan_.anchor_cross) (true), or a cross product per contact and direction
+  static inline bool anchor_crosses_on_ = true;
+  // test hook: a direction that moves no position handed no ddisp (null) (true) or its zeros
+  static inline bool zero_disp_null_on_ = true;
 
  private:
   // ---- the nominal stage and the force tangent (stage.cc) ----
@@ -132,7 +137,8 @@ class Derivative : private FdTarget {
   // (anchors held: their material points move with the bodies, the contact frame turns)
   // (unit: the position dof of a unit direction, -1 a unit direction moving no position, -2
   // unknown: dq scanned)
-  void AnchorTangent(const mjModel* m, int unit = -2);
+  // (false: the direction moves no position, ddisp is zero)
+  bool AnchorTangent(const mjModel* m, int unit = -2);
   // force tangent and integrator acceleration tangent tan_.dqacc_int; false if the solver has
   // none. kind, index: the unit direction it is (its islands by MarkUnitTouched), -1: another
   bool SolveTangent(const mjModel* m, int kind = -1, int index = -1);
@@ -352,6 +358,9 @@ class Derivative : private FdTarget {
   // the contacts whose tan_.ddisp rows the last AnchorTangent wrote (the others' are zero): an
   // island's, -1 none, -2 any (a new stage)
   int ddisp_island_ = -2;
+  bool anchor_cross_stale_ = true;  // tan_.anchor_cross belongs to an earlier stage
+  // tan_.anchor_cross of the stage's anchored contacts (AnchorTangent)
+  void AnchorCrosses();
 
   // the parts' workspaces, carved from arena_ (workspace.h)
   Arena arena_;

@@ -527,6 +527,110 @@ void SmoothTangent::Forms(const double* w, int begin, int end, double* q) const 
   }
 }
 
+namespace {
+
+// FormsLanes' SIMD vector: a value of each of kFormLanes vectors (unaligned loads and stores)
+typedef double Lanes __attribute__((vector_size(32), aligned(8)));
+static_assert(sizeof(Lanes) == MassForms::kFormLanes * sizeof(double));
+
+// Forms' tables and forms of n vectors in lanes, each lane's operations those of FormTables and
+// Forms on its vector (tables: body, before, sub, carried in lanes)
+CK_ALWAYS_INLINE void FormsLanesBody(const mjModel* m, const mjData* d, const RneWork& rne,
+                                     const double* const* w, int n, int begin, int end, double* q,
+                                     size_t ldq, double* tables) {
+  Lanes* body = reinterpret_cast<Lanes*>(tables);
+  Lanes* before = body + 6 * m->nbody;
+  Lanes* sub = before + 6 * m->nv;
+  Lanes* carried = sub + 6 * m->nbody;
+  double* packed = reinterpret_cast<double*>(carried + 6 * m->nv);  // w lane by lane
+  const int root = m->body_rootid[m->dof_bodyid[begin]], last = rne.subtree_last[root];
+  constexpr int L = MassForms::kFormLanes;
+  for (int j = begin; j < end; j++) {
+    for (int l = 0; l < L; l++) packed[L * (j - begin) + l] = l < n ? w[l][j - begin] : 0.0;
+  }
+  auto wof = [&](int j, Lanes* x) {
+    if (j >= begin && j < end) {
+      std::memcpy(x, packed + L * (j - begin), sizeof(Lanes));
+    } else {
+      *x = Lanes{};
+    }
+  };
+  for (int b = root; b <= last; b++) {
+    Lanes v[6] = {}, wj = {};
+    if (m->body_parentid[b] > 0) {
+      for (int r = 0; r < 6; r++) v[r] = body[6 * m->body_parentid[b] + r];
+    }
+    for (int j = m->body_dofadr[b]; j < m->body_dofadr[b] + m->body_dofnum[b]; j++) {
+      for (int r = 0; r < 6; r++) before[6 * j + r] = v[r];
+      wof(j, &wj);
+      for (int r = 0; r < 6; r++) v[r] += wj * d->cdof[6 * j + r];
+    }
+    for (int r = 0; r < 6; r++) {
+      body[6 * b + r] = v[r];
+      sub[6 * b + r] = Lanes{};
+    }
+  }
+  for (int b = last; b >= root; b--) {
+    Lanes f[6], wj = {};
+    for (int r = 0; r < 6; r++) f[r] = sub[6 * b + r];
+    for (int j = m->body_dofadr[b] + m->body_dofnum[b] - 1; j >= m->body_dofadr[b]; j--) {
+      wof(j, &wj);
+      for (int r = 0; r < 6; r++) {
+        f[r] += wj * rne.crb_cdof[6 * j + r];
+        carried[6 * j + r] = f[r];
+      }
+    }
+    if (m->body_parentid[b] > 0) {
+      for (int r = 0; r < 6; r++) sub[6 * m->body_parentid[b] + r] += f[r];
+    }
+  }
+  for (int k = begin; k < end; k++) {
+    const int s = rne.dof_carry_start[k];
+    const Lanes* u = before + 6 * s;
+    const double* S = d->cdof + 6 * k;
+    const double* I = d->crb + 10 * m->dof_bodyid[k];
+    // spatial::CrossMotion(su, S, u), spatial::MulInert(g, I, u) + carried, -2 Dot6(su, g)
+    const Lanes su[6] = {-S[2] * u[1] + S[1] * u[2],
+                         S[2] * u[0] - S[0] * u[2],
+                         -S[1] * u[0] + S[0] * u[1],
+                         -S[2] * u[4] + S[1] * u[5] - S[5] * u[1] + S[4] * u[2],
+                         S[2] * u[3] - S[0] * u[5] + S[5] * u[0] - S[3] * u[2],
+                         -S[1] * u[3] + S[0] * u[4] - S[4] * u[0] + S[3] * u[1]};
+    Lanes g[6] = {I[0] * u[0] + I[3] * u[1] + I[4] * u[2] - I[8] * u[4] + I[7] * u[5],
+                  I[3] * u[0] + I[1] * u[1] + I[5] * u[2] + I[8] * u[3] - I[6] * u[5],
+                  I[4] * u[0] + I[5] * u[1] + I[2] * u[2] - I[7] * u[3] + I[6] * u[4],
+                  I[8] * u[1] - I[7] * u[2] + I[9] * u[3],
+                  I[6] * u[2] - I[8] * u[0] + I[9] * u[4],
+                  I[7] * u[0] - I[6] * u[1] + I[9] * u[5]};
+    for (int r = 0; r < 6; r++) g[r] += carried[6 * s + r];
+    const Lanes dot =
+        (su[0] * g[0] + su[1] * g[1] + su[2] * g[2]) + (su[3] * g[3] + su[4] * g[4] + su[5] * g[5]);
+    const Lanes qk = -2 * dot;
+    for (int l = 0; l < n; l++) q[l * ldq + (k - begin)] = qk[l];
+  }
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 void FormsLanesAvx2(const mjModel* m, const mjData* d, const RneWork& rne,
+                                   const double* const* w, int n, int begin, int end, double* q,
+                                   size_t ldq, double* tables) {
+  FormsLanesBody(m, d, rne, w, n, begin, end, q, ldq, tables);
+}
+#endif
+
+}  // namespace
+
+void SmoothTangent::FormsLanes(const double* const* w, int n, int begin, int end, double* q,
+                               size_t ldq) const {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) {
+    return FormsLanesAvx2(forms_model_, stage_data_, rne_, w, n, begin, end, q, ldq,
+                          rne_.form_lanes);
+  }
+#endif
+  FormsLanesBody(forms_model_, stage_data_, rne_, w, n, begin, end, q, ldq, rne_.form_lanes);
+}
+
 void SmoothTangent::PrepareMassVectors() {
   // MassVector's tables: qacc, (v_free - v) / h, the integrator's qacc on every tree
   const mjModel* m = forms_model_;

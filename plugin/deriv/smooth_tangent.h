@@ -160,6 +160,10 @@ class SmoothTangent : public MassForms {
   // cdof_j over the chain above k's carry start s and F = sum w_i crb_i cdof_i over the dofs it
   // carries, w' dM_k w = -2 (S x U) . (F + crb_b0 U), S = cdof_k, b0 = k's body
   void Forms(const double* w, int begin, int end, double* q) const override;
+  // the same for up to kFormLanes vectors, one in each lane of a SIMD vector (each lane's
+  // operations Forms', in order)
+  void FormsLanes(const double* const* w, int n, int begin, int end, double* q,
+                  size_t ldq) const override;
   // test hook: the analytic position directions' dM handed to the solver with these forms (true)
   static inline bool mass_forms_ = true;
   // y -= dM_k x (MassProduct)

@@ -183,6 +183,7 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
     }
     smooth_.PrepareRows(m);
     ddisp_island_ = -2;
+    anchor_cross_stale_ = true;
     reach_.Prepare(*stage_.problem);
     if (stage_.solver) SharedRowGroups(*stage_.problem, nominal_.row_group);  // (else: above)
     if (apply_modes_ && stage_.solver)
@@ -265,14 +266,14 @@ int Derivative::CountIncluded(const mjData* d) const {
 
 //---------------------------------- force tangent -------------------------------------------------
 
-void Derivative::AnchorTangent(const mjModel* m, int unit) {
+bool Derivative::AnchorTangent(const mjModel* m, int unit) {
   const Problem& p = *stage_.problem;
   const Islands& is = p.islands;
   const mjData* d = stage_data_;
   const int nv = nv_;
   // fn(c) for the contacts of an island (-2: every contact), through its rows on an island
   auto contacts = [&](int island, auto&& fn) {
-    if (island < 0) {
+    if (island < 0 || is.nisland == 1) {  // (one island: its contacts are the problem's)
       for (int c = 0; c < p.ncon; c++) {
         if (island == -2 || is.row_island[p.con[c].row] == island) fn(c);
       }
@@ -301,8 +302,10 @@ void Derivative::AnchorTangent(const mjModel* m, int unit) {
     });
   }
   ddisp_island_ = -1;
-  if (end == first) return;
+  if (end == first) return false;
   ddisp_island_ = island;
+  const bool crosses = anchor_crosses_on_;
+  if (crosses && anchor_cross_stale_) AnchorCrosses();
   contacts(island, [&](int c) {
     const Contact& con = p.con[c];
     const double* w = shadow_->anchors.Anchored(c);
@@ -339,7 +342,11 @@ void Derivative::AnchorTangent(const mjModel* m, int unit) {
       const double jdq = first == last ? DotOne(p.J, con.row + r, first, tan_.dq[first])
                                        : p.J.Dot(con.row + r, tan_.dq);
       double dd = jdq + Dot3(dF, w);
-      for (int side = 0; side < 2; side++) {
+      for (int side = 0; side < 2 && crosses; side++) {
+        const double* g = tan_.anchor_cross + 12 * c + 6 * side + 3 * (r - 1);
+        dd += (side == 1 ? 1 : -1) * Dot3(dw[side], g);
+      }
+      for (int side = 0; side < 2 && !crosses; side++) {
         double o[3], t[3];
         for (int i = 0; i < 3; i++) o[i] = x[3 * side + i] - con.pos[i];
         Cross3(t, dw[side], o);
@@ -350,6 +357,7 @@ void Derivative::AnchorTangent(const mjModel* m, int unit) {
 
     // the angle kept (torsion, rolling) is fixed in the world: only the frame turns under it,
     // the normal by dn = dt1 x t2 + t1 x dt2
+    if (con.dim <= 3) return;
     const double* turn = shadow_->anchors.Turn(c);
     const double* dt = tan_.dframe + 6 * c;
     double dn[3], e[3];
@@ -360,6 +368,25 @@ void Derivative::AnchorTangent(const mjModel* m, int unit) {
       tan_.ddisp[con.row + r] = Dot3(r == 3 ? dn : dt + 3 * (r - 4), turn);
     }
   });
+  return true;
+}
+
+void Derivative::AnchorCrosses() {
+  // o x F_r of each anchored contact's material points o = x_side - pos (AnchorTangent's
+  // Dot3(F, dw x o) = Dot3(dw, o x F))
+  const Problem& p = *stage_.problem;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (!shadow_->anchors.Anchored(c) || con.dim < 3) continue;
+    const double* x = shadow_->anchors.Points(c);
+    for (int side = 0; side < 2; side++) {
+      double o[3];
+      for (int i = 0; i < 3; i++) o[i] = x[3 * side + i] - con.pos[i];
+      for (int r = 1; r < 3; r++)
+        Cross3(tan_.anchor_cross + 12 * c + 6 * side + 3 * (r - 1), o, con.frame + 3 * r);
+    }
+  }
+  anchor_cross_stale_ = false;
 }
 
 void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked, int unit) {
@@ -405,8 +432,8 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked,
   dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
   if (rows_only && !smooth_.row_impedance()) dir.R = dir.aref = nullptr;  // (unformed)
   if (stage_.solver && p.disp) {
-    AnchorTangent(m, unit);
-    dir.disp = tan_.ddisp;
+    const bool moved = AnchorTangent(m, unit);
+    dir.disp = moved || !zero_disp_null_on_ ? tan_.ddisp : nullptr;
   }
   // the islands the direction perturbs: the others have no force tangent (most directions
   // move one tree)

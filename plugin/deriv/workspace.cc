@@ -80,6 +80,7 @@ void DirectionTangent::Carve(ArenaCarver& c, const DerivSizes& n) {
   dforce = c.Take<double>(n.rows);
   ddisp = c.Take<double>(n.rows);
   dframe = c.Take<double>(6 * n.ncon);
+  anchor_cross = c.Take<double>(12 * n.ncon);
   dv_free = c.Take<double>(n.nv);
   dqfrc_constraint = c.Take<double>(n.nv);
   dqacc_int = c.Take<double>(n.nv);
@@ -173,6 +174,7 @@ void RneWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   form_before = c.Take<double>(6 * nv);
   form_sub = c.Take<double>(6 * nbody);
   form_carried = c.Take<double>(6 * nv);
+  form_lanes = c.Take<double>(4 * (12 * nbody + 13 * nv));
   mass_before = c.Take<double>(6 * kMassVectors * nv);
   mass_carried = c.Take<double>(6 * kMassVectors * nv);
   mass_x = c.Take<double>(nv);

@@ -118,6 +118,16 @@ class ComfreeSolver final : public Solver {
   bool TangentRowWeight(const Problem& p, int row, double* w) override;
   // test hook: the tangent's rows' M^-1 J' solved in blocks (true) or row by row where first read
   static inline bool row_solves_on_ = true;
+  // test hooks: a position direction's dv_free kept among the slots' (ForceTangent is linear in
+  // it: LinearTangents' term) (true) or solved in QueueTangent; the kept slots' force tangents
+  // from LinearTangents' map formed once per Solve (ltval_) (true) or facet sum by facet sum
+  static inline bool free_split_on_ = true;
+  static inline bool linear_map_on_ = true;
+  // test hook: InvMassTangent of a cached row on one tree with dJ w given without its pass over
+  // the row's trees (true)
+  static inline bool wtree_cut_on_ = true;
+  // test hook: QuadRows' forms of kFormLanes rows at once (MassForms::FormsLanes) or one by one
+  static inline bool forms_lanes_on_ = true;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
@@ -296,6 +306,14 @@ class ComfreeSolver final : public Solver {
   // FlushTangents' part for the slots kept as dv_free (lin_slot_): ForceTangent of a direction
   // that moves dv_free only, every entry of J applied to all of them
   void LinearTangents(const Problem& p, int nslot, double* dforce);
+  // the same from its map dforce = L dv_free, L = -(G / h) (k h + damping) P J on a contact's
+  // rows (they share J's columns; P its facet sums) and -(G / h) (k h + d) J on a plain row,
+  // formed once per Solve with J's layout (ltval_; a contact whose rows do not share their
+  // columns is not mapped: LinearTangents' terms)
+  void LinearMapTangents(const Problem& p, int nslot, double* dforce);
+  void FormLinearMap(const Problem& p);
+  // a direction's dv_free (or with deferred its right-hand side) packed as a kept column
+  void KeepFreeVelocity(const Problem& p, const ProblemTangent& dir, bool deferred, int slot);
 
   // ForceTangent's parts that do not depend on the direction, at its first call after a Solve:
   // each contact's facet sums (fsum_), whether a gain is capped, the quad rows' reset
@@ -362,6 +380,7 @@ class ComfreeSolver final : public Solver {
   std::vector<double> flforce_;  // the last Solve's forces (FrictionLossTangent's dJ' f) (max_rows)
   std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
   std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
+  std::vector<int> wtree_;       // a cached row's tree if it touches one, else -1    (max_rows)
   size_t wused_ = 0;             // entries of wpool_ in use
   bool wstale_ = true;           // wadr_ belongs to an earlier Solve
   std::vector<double> rsblk_;    // RowSolves' block of columns                 (nv kRowBlock)
@@ -418,6 +437,9 @@ class ComfreeSolver final : public Solver {
   int nrhs_ = 0;                // how many
   std::vector<double> blk_vx_;  // FreeVelocities' scratch              (nv x kTangentSlots)
   std::vector<double> vfree_;   // a formed slot's deferred dv_free, solved (nv)
+  std::vector<double> ltval_;   // LinearMapTangents' L, J's layout               (max_nnz)
+  std::vector<char> ltrow_;     // the row is mapped (FormLinearMap)                (max_rows)
+  bool ltstale_ = true;         // ltval_ belongs to an earlier Solve
   std::vector<char> jrows_;     // TangentJacobianRows' rows                (max_rows)
 };
 

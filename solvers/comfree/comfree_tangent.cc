@@ -6,6 +6,7 @@
 
 #include "solvers/comfree/comfree.h"
 #include "solvers/common/columns.h"
+#include "solvers/common/dense.h"
 
 namespace contactkit {
 namespace {
@@ -14,6 +15,14 @@ namespace {
 bool Untouched(const Problem& p, const ProblemTangent& dir, int row) {
   const int k = p.islands.row_island[row];
   return dir.touched && k >= 0 && !dir.touched[k];
+}
+
+// a plain row whose force moves with the direction: an equality, a limit with a positive
+// argument a, a friction-loss row strictly inside its bounds
+bool PlainActive(const Problem& p, int i, double a) {
+  return p.kind[i] == kRowLimit      ? a > 0
+         : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
+                                     : true;
 }
 
 }  // namespace
@@ -27,7 +36,12 @@ void ComfreeSolver::FreshRowCache(const Problem& p) {
 
 bool ComfreeSolver::ReserveRow(const Problem& p, int row) {
   size_t size = 0;
-  ForEachRowTree(p, row, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
+  int ntree = 0;
+  wtree_[row] = -1;
+  ForEachRowTree(p, row, [&](int t, int, int) {
+    size += p.islands.tree_dofnum[t];
+    wtree_[row] = ntree++ ? -1 : t;
+  });
   if (wused_ + size > wpool_.size()) return false;
   wadr_[row] = static_cast<int>(wused_);
   wused_ += size;
@@ -130,6 +144,12 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
   }
   const bool given = cached && dir.J_w && dir.J_w_rows[row];
   double dA = given ? 2 * dir.J_w[row] : 0;
+  if (given && wtree_[row] >= 0 && wtree_cut_on_) {
+    // (one tree, dJ w given: the loop's terms below without its pass over the row)
+    const bool quad = dir.M && dmtree_[wtree_[row]];
+    if (!quad) return dA;
+    if (qset_[row]) return dA - quad_[row];
+  }
   ForEachRowTree(p, row, [&](int t, int q0, int q1) {
     const int begin = p.islands.tree_dofadr[t], end = begin + p.islands.tree_dofnum[t];
     const bool quad = dir.M && dmtree_[t];  // (dM is zero on trees the direction misses)
@@ -216,9 +236,18 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree, const MassForms* forms)
   qtform_[tree] = forms != nullptr;
   if (forms) {
     double* x = quadx_.data() + qxused_;
-    for (int s = 0; s < nq; s++)
-      forms->Forms(QuadW(p, qtrow_[first + s], tree), begin, begin + n,
-                   x + static_cast<size_t>(s) * n);
+    // (kFormLanes rows at a time: MassForms::FormsLanes)
+    const int L = forms_lanes_on_ ? MassForms::kFormLanes : 1;
+    for (int s = 0; s < nq; s += L) {
+      const double* w[MassForms::kFormLanes];
+      const int nl = std::min(L, nq - s);
+      for (int l = 0; l < nl; l++) w[l] = QuadW(p, qtrow_[first + s + l], tree);
+      if (L > 1) {
+        forms->FormsLanes(w, nl, begin, begin + n, x + static_cast<size_t>(s) * n, n);
+      } else {
+        forms->Forms(w[0], begin, begin + n, x + static_cast<size_t>(s) * n);
+      }
+    }
     qtx_[tree] = qxused_;
     qxused_ += size;
     qtnum_[tree] = nq;
@@ -383,6 +412,7 @@ void ComfreeSolver::PrepareTangent(const Problem& p) {
   qtused_ = 0;
   qxused_ = 0;
   RowSolves(p);
+  ltstale_ = true;
   tstale_ = false;
 }
 
@@ -677,9 +707,7 @@ void ComfreeSolver::DirectionTangent(const Problem& p, const ProblemTangent& dir
   // plain rows
   for (int i = 0; i < nplain; i++) {
     const double a = arg_[i];
-    const bool active = p.kind[i] == kRowLimit      ? a > 0
-                        : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
-                                                    : true;
+    const bool active = PlainActive(p, i, a);
     if (gain_[i] == 0 || !active || Untouched(p, dir, i)) continue;
     int tmax = -1;
     ForEachRowTree(p, i, [&](int t, int, int) {
@@ -703,6 +731,9 @@ void ComfreeSolver::SetupTangentBlocks(const ProblemDims& dims) {
   blk_vx_.assign(nv * S, 0.0);
   vfree_.assign(nv, 0.0);
   jrows_.assign(rows, 0);
+  wtree_.assign(rows, -1);
+  ltval_.assign(std::max(dims.max_nnz, 1), 0.0);
+  ltrow_.assign(rows, 0);
   nlin_ = nrhs_ = 0;
 }
 
@@ -720,17 +751,27 @@ bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, in
   blk_touch_[slot] = !dir.touched || dir.touched[0];
   if (!linear) {
     blk_kind_[slot] = 1;
-    // (a deferred dv_free solved here: the force tangent reads it now)
+    // a deferred dv_free kept for FlushTangents' block solve (ForceTangent is linear in J dv_free:
+    // its term is LinearTangents'), or solved here, where the force tangent reads it now (the
+    // friction-loss rows read dv_free itself)
+    const bool keep = deferred && free_split_on_ && p.nf == 0;
     ProblemTangent solved = dir;
-    if (deferred) {
+    if (deferred && !keep) {
       FreeVelocityOf(p, dir, vfree_.data());
       solved.v_free = vfree_.data();
     }
     DirectionTangent(p, solved, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
     FrictionLossTangent(p, solved, blk_f_.data() + static_cast<size_t>(slot) * p.nrow);
+    if (keep) KeepFreeVelocity(p, dir, deferred, slot);
     return true;
   }
   blk_kind_[slot] = 2;
+  KeepFreeVelocity(p, dir, deferred, slot);
+  return true;
+}
+
+void ComfreeSolver::KeepFreeVelocity(const Problem& p, const ProblemTangent& dir, bool deferred,
+                                     int slot) {
   const size_t S = kTangentSlots;
   const double* vf = deferred ? dir.v_free_rhs : dir.v_free;
   for (int j = 0; j < p.nv; j++) blk_vf_[j * S + nlin_] = vf[j];
@@ -739,7 +780,6 @@ bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, in
     lin_unit_[nrhs_++] = dir.v_free_unit;
   }
   lin_slot_[nlin_++] = slot;
-  return true;
 }
 
 bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
@@ -751,7 +791,11 @@ bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   for (int s = 0; s < nslot; s++) {
     double* f = dforce + static_cast<size_t>(s) * nr;
     const double* g = blk_f_.data() + static_cast<size_t>(s) * nr;
-    for (int i = 0; i < nr; i++) f[i] = blk_kind_[s] == 1 ? g[i] : 0;
+    if (blk_kind_[s] == 1) {
+      std::copy(g, g + nr, f);
+    } else {
+      std::fill(f, f + nr, 0.0);
+    }
   }
   if (nlin_ > 0) LinearTangents(p, nslot, dforce);
   for (int c = 0; c < nlin_ && p.nf > 0; c++) {
@@ -778,6 +822,8 @@ void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) 
   const size_t S = kTangentSlots;
   if (tstale_) PrepareTangent(p);
   const SparseRows& J = p.J;
+  const bool map = linear_map_on_;  // (the mapped rows' from L at the end)
+  if (map && ltstale_) FormLinearMap(p);
   double* u = blk_ds_.data();  // a contact's rows' J dv_free, then u (6 x S)
   double f[kTangentSlots];     // a row's force tangent per slot
   unsigned char moves[kTangentSlots], touch[kTangentSlots];
@@ -788,17 +834,27 @@ void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) 
   };
   // f into the slots' dforce at row (a row outside the island is never skipped, as in
   // ForceTangent; a contact's rows are written once, onto zeros)
+  double* dst[kTangentSlots];  // (each slot's dforce)
+  bool all = true;             // (every slot touches the island)
+  for (int c = 0; c < nc; c++) {
+    dst[c] = dforce + static_cast<size_t>(lin_slot_[c]) * nr;
+    all = all && touch[c];
+  }
   auto store = [&](int row, const unsigned char* on) {
     const bool island = p.islands.row_island[row] >= 0;
+    if (!on && (all || !island)) {
+      for (int c = 0; c < nc; c++) dst[c][row] += f[c];
+      return;
+    }
     for (int c = 0; c < nc; c++) {
-      if ((!on || on[c]) && (touch[c] || !island))
-        dforce[static_cast<size_t>(lin_slot_[c]) * nr + row] += f[c];
+      if ((!on || on[c]) && (touch[c] || !island)) dst[c][row] += f[c];
     }
   };
   for (int c0 = 0; c0 < p.ncon; c0++) {
     const Contact& con = p.con[c0];
     const int row = con.row, dim = con.dim;
     if (gain_[row] == 0 || (tangent_modes_ && tangent_modes_[c0] == 0)) continue;
+    if (map && ltrow_[row]) continue;
     const double rel = 0, ddamp = 0;
     double slope = 0;
     const double dmp = FromDistance(con) ? CfdDamping(p, row, &slope) : d, cvc = k * h + dmp;
@@ -825,15 +881,62 @@ void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) 
   }
   for (int i = 0; i < nplain; i++) {
     const double a = arg_[i];
-    const bool active = p.kind[i] == kRowLimit      ? a > 0
-                        : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
-                                                    : true;
-    if (gain_[i] == 0 || !active) continue;
+    const bool active = PlainActive(p, i, a);
+    if (gain_[i] == 0 || !active || (map && ltrow_[i])) continue;
     const double dga = 0 * a, G = gain_[i] * cap_[i];
     rowdots(i, f);
     for (int c = 0; c < nc; c++) f[c] = dga + G * (-cv * f[c] - k * 0.0) / h;
     store(i, nullptr);
   }
+  // the mapped rows: L dv_free
+  auto mapped = [&](int i) {
+    const int adr = J.rowadr[i];
+    RowTimesBlock(ltval_.data() + adr, J.colind + adr, J.rownnz[i], blk_vf_.data(), S, nc, f);
+    store(i, nullptr);
+  };
+  for (int c0 = 0; c0 < p.ncon && map; c0++) {
+    const int row = p.con[c0].row;
+    if (!ltrow_[row] || (tangent_modes_ && tangent_modes_[c0] == 0)) continue;
+    for (int r = 0; r < p.con[c0].dim; r++) mapped(row + r);
+  }
+  for (int i = 0; i < nplain && map; i++) {
+    if (ltrow_[i]) mapped(i);
+  }
+}
+
+void ComfreeSolver::FormLinearMap(const Problem& p) {
+  // LinearTangents' operations on J dv_free folded into one row per force row: a contact's rows
+  // -(G / h) cvc P J, a plain row's -(G / h) cv J
+  const double h = p.h, k = settings_.stiffness, d = settings_.damping, cv = k * h + d;
+  const SparseRows& J = p.J;
+  for (int i = 0; i < p.nrow; i++) ltrow_[i] = 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    const int row = con.row, dim = con.dim, n = J.rownnz[row];
+    if (gain_[row] == 0 || !fshared_[c]) continue;
+    double slope = 0;
+    const double dmp = FromDistance(con) ? CfdDamping(p, row, &slope) : d;
+    const double g = -gain_[row] * cap_[row] * (k * h + dmp) / h;
+    const double* P = fsum_.data() + static_cast<size_t>(c) * kFacetSums + 6;
+    for (int r = 0; r < dim; r++) {
+      double* L = ltval_.data() + J.rowadr[row + r];
+      for (int q = 0; q < n; q++) {
+        double s = 0;
+        for (int e = 0; e < dim; e++) s += P[6 * r + e] * J.val[J.rowadr[row + e] + q];
+        L[q] = g * s;
+      }
+      ltrow_[row + r] = 1;
+    }
+  }
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
+    const double a = arg_[i];
+    const bool active = PlainActive(p, i, a);
+    if (gain_[i] == 0 || !active) continue;
+    const double g = -gain_[i] * cap_[i] * cv / h;
+    for (int q = 0; q < J.rownnz[i]; q++) ltval_[J.rowadr[i] + q] = g * J.val[J.rowadr[i] + q];
+    ltrow_[i] = 1;
+  }
+  ltstale_ = false;
 }
 
 const char* ComfreeSolver::TangentJacobianRows(const Problem& p) {
@@ -922,9 +1025,7 @@ void ComfreeSolver::AdjointWeights(const Problem& p, const double* y) {
   }
   for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
     const double a = arg_[i];
-    const bool active = p.kind[i] == kRowLimit      ? a > 0
-                        : p.kind[i] == kRowFriction ? a > -p.floss[i] && a < p.floss[i]
-                                                    : true;
+    const bool active = PlainActive(p, i, a);
     if (gain_[i] == 0 || !active || y[i] == 0) continue;
     int tmax = -1;
     ForEachRowTree(p, i, [&](int t, int, int) {

@@ -112,7 +112,32 @@ CK_ALWAYS_INLINE void AddTransposeBody(const SparseRows& J, const double* F, siz
   }
 }
 
+// RowTimesBlock's operations on W columns held in registers
+template <int W>
+CK_ALWAYS_INLINE void RowTimesColumns(const double* val, const int* col, int nnz, const double* X,
+                                      size_t ldx, double* u) {
+  double acc[W] = {};
+  for (int k = 0; k < nnz; k++) {
+    const double v = val[k], *x = X + static_cast<size_t>(col[k]) * ldx;
+    for (int s = 0; s < W; s++) acc[s] += v * x[s];
+  }
+  for (int s = 0; s < W; s++) u[s] = acc[s];
+}
+
+CK_ALWAYS_INLINE void RowTimesBody(const double* val, const int* col, int nnz, const double* X,
+                                   size_t ldx, int n, double* u) {
+  int s = 0;
+  for (; s + 16 <= n; s += 16) RowTimesColumns<16>(val, col, nnz, X + s, ldx, u + s);
+  for (; s + 4 <= n; s += 4) RowTimesColumns<4>(val, col, nnz, X + s, ldx, u + s);
+  for (; s < n; s++) RowTimesColumns<1>(val, col, nnz, X + s, ldx, u + s);
+}
+
 #if CK_AVX2_CLONES
+CK_TARGET_AVX2 void RowTimesAvx2(const double* val, const int* col, int nnz, const double* X,
+                                 size_t ldx, int n, double* u) {
+  RowTimesBody(val, col, nnz, X, ldx, n, u);
+}
+
 CK_TARGET_AVX2 void AddTransposeAvx2(const SparseRows& J, const double* F, size_t ldf, int n,
                                      double* X, int ldx) {
   AddTransposeBody(J, F, ldf, n, X, ldx);
@@ -361,6 +386,14 @@ void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, 
   if (Avx2Kernels::On()) return AddTransposeAvx2(J, F, ldf, n, X, ldx);
 #endif
   AddTransposeBody(J, F, ldf, n, X, ldx);
+}
+
+void RowTimesBlock(const double* val, const int* col, int nnz, const double* X, size_t ldx, int n,
+                   double* u) {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return RowTimesAvx2(val, col, nnz, X, ldx, n, u);
+#endif
+  RowTimesBody(val, col, nnz, X, ldx, n, u);
 }
 
 }  // namespace contactkit

@@ -112,6 +112,12 @@ void GemvTSub(double* y, const double* A, const double* x, int m, int n);
 constexpr int kTransposeBlock = 32;
 void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, double* X, int ldx);
 
+// u[s] = sum_k val[k] X[col[k] ldx + s] for the n <= kTransposeBlock columns s of X (row-major,
+// stride ldx): a sparse row times a block, each column's terms in k order (columns::RowTimes'
+// sums), chunks of 16 and 4 columns in registers (an AVX2 clone where it runs)
+void RowTimesBlock(const double* val, const int* col, int nnz, const double* X, size_t ldx, int n,
+                   double* u);
+
 }  // namespace contactkit
 
 #endif  // CONTACTKIT_SOLVERS_COMMON_DENSE_H_

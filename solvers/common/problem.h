@@ -171,6 +171,12 @@ class MassForms {
   // q[k - begin] = w' dM_k w for each dof k of the tree [begin, end), w on its dofs (w[0] is
   // dof begin's)
   virtual void Forms(const double* w, int begin, int end, double* q) const = 0;
+  // Forms of n <= kFormLanes vectors w[l] at once into q + l ldq (each vector's bits as Forms')
+  static constexpr int kFormLanes = 4;
+  virtual void FormsLanes(const double* const* w, int n, int begin, int end, double* q,
+                          size_t ldq) const {
+    for (int l = 0; l < n; l++) Forms(w[l], begin, end, q + l * ldq);
+  }
   // y -= dM_k x on dM_k's rows (k's tree), without forming dM_k
   virtual void SubProduct(int k, const double* x, double* y) const = 0;
   // dM_k's values written to the tangent's M (once per direction: later calls return at once)

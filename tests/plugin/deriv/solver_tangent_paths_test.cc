@@ -25,6 +25,22 @@
 // - comfree's M^-1 J' of those rows in block solves per tree once per solve
 //   (ComfreeSolver::RowSolves, TreeMass::SolveBlock) instead of one solve per row where first
 //   read: bit for bit;
+// - comfree's position directions' dv_free kept unsolved among the blocked slots', its J dv_free
+//   term LinearTangents' (ComfreeSolver::free_split_on_) instead of solved one by one and read
+//   by the direction's force tangent: A within 1e-14 (other sums), B bit for bit (no position
+//   directions); the kept slots' force tangents from the map L = -(G / h) cvc P J formed once
+//   per solve (ComfreeSolver::linear_map_on_, FormLinearMap) instead of J dv_free, then the facet
+//   sums, per contact and slot: A and B within 1e-14 (other sums);
+// - comfree's w' dM_k w of its rows for every k in SIMD lanes, kFormLanes rows at once
+//   (MassForms::FormsLanes, ComfreeSolver::forms_lanes_on_) instead of row by row (Forms): bit
+//   for bit, with the AVX2 clone and the portable code;
+// - comfree's dA of a cached row on one tree whose dJ w is given read from dJ_w and quad_ without
+//   a pass over the row's trees (ComfreeSolver::wtree_cut_on_): bit for bit;
+// - a direction that moves no position (velocity, control) hands comfree no anchor displacement
+//   tangent (null) instead of its zeros (Derivative::zero_disp_null_on_): bit for bit;
+// - the anchored contacts' displacement tangents (Derivative::AnchorTangent) with (dw x o) . F
+//   as dw . (o x F), o x F formed once per stage (Derivative::anchor_crosses_on_): A within
+//   1e-15 (other sums; the humanoid's floor frame gives the same bits), B bit for bit;
 // - lcp's dense island matrix J M^-1 J' (LcpSolver::BuildA, in the step and the nominal stage)
 //   from block solves of kRowBlock rows instead of one solve per row: bit for bit;
 // - lcp's velocity directions' stabilization change on its clamped rows from J's column
@@ -55,8 +71,10 @@
 #include <initializer_list>
 #include <string>
 
+#include "plugin/deriv/derivative.h"
 #include "plugin/deriv/smooth_tangent.h"
 #include "solvers/comfree/comfree.h"
+#include "solvers/common/dense.h"
 #include "solvers/ipm/ipm_solver.h"
 #include "solvers/lcp/lcp.h"
 #include "tests/plugin/deriv/deriv_util.h"
@@ -74,6 +92,13 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::mass_products_on_ = true;
     SmoothTangent::row_weights_on_ = true;
     ComfreeSolver::row_solves_on_ = true;
+    ComfreeSolver::free_split_on_ = true;
+    ComfreeSolver::linear_map_on_ = true;
+    Derivative::anchor_crosses_on_ = true;
+    Derivative::zero_disp_null_on_ = true;
+    ComfreeSolver::wtree_cut_on_ = true;
+    ComfreeSolver::forms_lanes_on_ = true;
+    Avx2Kernels::allowed_ = true;
     LcpSolver::block_rows_on_ = true;
     LcpSolver::velocity_rows_on_ = true;
     LcpSolver::jacobian_products_on_ = true;
@@ -130,6 +155,7 @@ class SolverTangentPathTest : public PathToggleTest {
 
 TEST_F(SolverTangentPathTest, BlockSolvedFreeVelocitiesAreThePerDirectionSolves) {
   auto set = [](bool on) { SmoothTangent::defer_free_velocity_on_ = on; };
+  ComfreeSolver::free_split_on_ = false;  // (it needs the deferral: other sums, below)
   Compare({ckSOL_COMFREE}, set, 0);
   Compare({ckSOL_LCP}, set, 1e-14);  // (joined to dv0's solve: other sums)
 }
@@ -152,6 +178,38 @@ TEST_F(SolverTangentPathTest, ComfreeRowWeightsGiveDJWFromBodyVelocities) {
 TEST_F(SolverTangentPathTest, ComfreeRowSolvesInBlocksAreTheRowByRowSolves) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::row_solves_on_ = on; }, 0);
+}
+
+TEST_F(SolverTangentPathTest, ComfreePositionFreeVelocitiesKeptAreTheSolvedOnes) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::free_split_on_ = on; }, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeLinearMapIsTheFacetSumsPerSlot) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::linear_map_on_ = on; }, 1e-14, 1e-14);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeFormsInLanesAreTheRowByRowForms) {
+  auto set = [](bool on) { ComfreeSolver::forms_lanes_on_ = on; };
+  Compare({ckSOL_COMFREE}, set, 0);
+  Avx2Kernels::allowed_ = false;  // (the portable code)
+  Compare({ckSOL_COMFREE}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeOneTreeRowsWithoutTheirTreePassAreTheSame) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::wtree_cut_on_ = on; }, 0);
+}
+
+TEST_F(SolverTangentPathTest, ZeroAnchorDisplacementsNullAreTheZeros) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { Derivative::zero_disp_null_on_ = on; }, 0);
+}
+
+TEST_F(SolverTangentPathTest, AnchorDisplacementsFromCrossesPerStageAreThePerDirectionOnes) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { Derivative::anchor_crosses_on_ = on; }, 1e-15);
 }
 
 TEST_F(SolverTangentPathTest, LcpIslandMatrixFromBlockSolvesIsTheRowByRowOne) {

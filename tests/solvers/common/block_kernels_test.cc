@@ -7,7 +7,8 @@
 // The row-major dense kernels (LuFactorRows, LowerSolveRows, UpperSolveRight, GemmSub: two
 // entries at a time) give each entry the sums of the plain loops, bit for bit, on odd and even
 // sizes. AddTransposeBlock (the blocked tangents' J' df of up to 32 columns) gives each column
-// the sums of one product J' f, with the AVX2 clone and without.
+// the sums of one product J' f, with the AVX2 clone and without; RowTimesBlock (a sparse row times
+// up to 32 columns) each column the sums of one dot.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -156,6 +157,32 @@ TEST_F(JacBlockKernelsTest, TransposeBlockIsTheColumnProducts) {
     for (int j = 0; j < ncol; j++) {
       for (int c = n; c < ld; c++) EXPECT_EQ(blocks[0][j * ld + c], X0[j * ld + c]);
     }
+  }
+}
+
+TEST_F(JacBlockKernelsTest, RowTimesBlockIsTheColumnDots) {
+  // a row of 7 entries over 11 columns of X times n columns, stride wider than n
+  const int nnz = 7, nx = 11;
+  std::vector<int> col = {0, 2, 3, 5, 7, 8, 10};
+  std::vector<double> val(nnz);
+  for (int k = 0; k < nnz; k++) val[k] = std::cos(0.3 + 1.7 * k);
+  for (int n = 1; n <= kTransposeBlock; n++) {
+    const int ld = n + 3;
+    std::vector<double> X(static_cast<size_t>(nx) * ld);
+    for (size_t e = 0; e < X.size(); e++) X[e] = std::sin(0.41 * e + 2);
+    std::vector<double> u[2];
+    for (int pass = 0; pass < 2; pass++) {
+      Avx2Kernels::allowed_ = pass == 0;
+      u[pass].assign(n + 1, -7.0);
+      RowTimesBlock(val.data(), col.data(), nnz, X.data(), ld, n, u[pass].data());
+    }
+    for (int c = 0; c < n; c++) {
+      double dot = 0;
+      for (int k = 0; k < nnz; k++) dot += val[k] * X[col[k] * ld + c];
+      EXPECT_EQ(u[1][c], dot) << "n " << n << ", column " << c;
+      EXPECT_EQ(u[0][c], dot) << "AVX2: n " << n << ", column " << c;
+    }
+    EXPECT_EQ(u[0][n], -7.0);  // (no column past n written)
   }
 }
 
