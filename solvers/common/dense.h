@@ -7,11 +7,11 @@
 
 #include <cstddef>
 
-// AVX2 clones of a few hot kernels (CholSolveBlock, TreeMass::SolveBlock, AddTransposeBlock;
-// LuFactor, Cod::Factor and the basis inverse's updates of lcp's Lemke method), chosen at run
-// time on x86-64 with GCC or Clang: the default build stays portable (SSE2). A clone does the
-// same operations in the same order (no FMA: -ffp-contract=off), four doubles a vector instead
-// of two, so its results are bit for bit the portable code's.
+// AVX2 clones of a few hot kernels (CholSolveBlock, TreeMass::SolveBlock, AddTransposeBlock,
+// columns::RowTimesWide; LuFactor, Cod::Factor and the basis inverse's updates of lcp's Lemke
+// method), chosen at run time on x86-64 with GCC or Clang: the default build stays portable
+// (SSE2). A clone does the same operations in the same order (no FMA: -ffp-contract=off), four
+// doubles a vector instead of two, so its results are bit for bit the portable code's.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__)
 #define CK_AVX2_CLONES 1
 #define CK_TARGET_AVX2 __attribute__((target("avx2")))

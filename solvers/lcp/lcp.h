@@ -174,6 +174,9 @@ class LcpSolver final : public Solver {
   // test hook: without a clamped soft row, a position direction's dR and daref left unformed
   // (true: ReadsRowImpedance false) or formed
   static inline bool impedance_unread_on_ = true;
+  // test hook: FlushTangents' dv0 solved in place when every slot has a right-hand side (true)
+  // or packed into blk_m_ and copied back (BlockVelocity)
+  static inline bool block_in_place_on_ = true;
 
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo

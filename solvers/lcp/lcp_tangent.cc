@@ -640,29 +640,39 @@ void LcpSolver::BlockVelocity(const Problem& p, int nslot) {
   // right-hand side in r: e_unit + h M^-1 (r + x)) (ForceTangent's
   // IslandVelocityTangent: the same operations per column; a slot whose r is zero has
   // dv0 = 0 + dv_free without a solve), into blk_x_ with stride nslot; the slots with an r are
-  // solved at once, packed into blk_m_
+  // solved at once, in place when every slot has one, else packed into blk_m_
   const Islands& is = p.islands;
   const size_t S = kTangentSlots, nb = nslot;
   const double h = p.h;
   int packed[kTangentSlots], nc = 0;
+  unsigned char vfon[kTangentSlots];  // (the flags read once: the stores would reload them)
+  bool anyvf = false;
   for (int s = 0; s < nslot; s++) {
     if (blk_on_[s] && blk_ron_[s]) packed[nc++] = s;
+    vfon[s] = blk_vfon_[s];
+    anyvf |= vfon[s] != 0;
   }
+  const bool direct = block_in_place_on_ && nc == nslot;
   double* X = blk_x_.data();
-  double* Y = blk_m_.data();
+  double* Y = direct ? X : blk_m_.data();
+  const double* R = blk_r_.data();
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
     for (int j = b; j < e; j++) {
-      for (int c = 0; c < nc; c++) Y[j * nc + c] = blk_r_[j * S + packed[c]];
+      for (int c = 0; c < nc; c++) Y[j * nc + c] = R[j * S + packed[c]];
     }
     if (nc) p.mass.SolveBlock(Y, nc, b, e);
     for (int j = b; j < e; j++) {
       double* x = X + j * nb;
-      for (int s = 0; s < nslot; s++) x[s] = 0;
-      for (int c = 0; c < nc; c++) x[packed[c]] = Y[j * nc + c] * h;
+      if (direct) {
+        for (int s = 0; s < nslot; s++) x[s] *= h;
+      } else {
+        for (int s = 0; s < nslot; s++) x[s] = 0;
+        for (int c = 0; c < nc; c++) x[packed[c]] = Y[j * nc + c] * h;
+      }
       const double* vf = blk_vf_.data() + j * S;
-      for (int s = 0; s < nslot; s++) {
-        if (blk_vfon_[s]) x[s] += vf[s];
+      for (int s = 0; s < nslot && anyvf; s++) {
+        if (vfon[s]) x[s] += vf[s];
       }
     }
   }
@@ -682,18 +692,22 @@ bool LcpSolver::BlockRowChange(const Problem& p, int nslot) {
   const int* c = crow_.data() + cadr_[0];
   const double* X = blk_x_.data();
   double u[kTangentSlots];
-  for (int s = 0; s < nslot; s++) blk_rcon_[s] = 0;
+  unsigned char rcon[kTangentSlots] = {};  // (local: the stores into rc would reload the flags)
   for (int a = 0; a < m; a++) {
     const int g = c[a], adr = J.rowadr[g];
-    columns::RowTimesAll(J.val + adr, J.colind + adr, J.rownnz[g], X, nb, nslot, u);
+    columns::RowTimesWide(J.val + adr, J.colind + adr, J.rownnz[g], X, nb, nslot, u);
     double* rc = blk_rc_.data() + a * S;
+    const double *A = blk_a_.data() + a * S, *st = blk_st_.data() + a * S;
     for (int s = 0; s < nslot; s++) {
-      rc[s] = -((blk_a_[a * S + s] + u[s]) + blk_st_[a * S + s]);
-      blk_rcon_[s] |= rc[s] != 0;
+      rc[s] = -((A[s] + u[s]) + st[s]);
+      rcon[s] |= rc[s] != 0;
     }
   }
   bool any = false;
-  for (int s = 0; s < nslot; s++) any |= blk_on_[s] && blk_rcon_[s];
+  for (int s = 0; s < nslot; s++) {
+    blk_rcon_[s] = rcon[s];
+    any |= blk_on_[s] && rcon[s];
+  }
   return any;
 }
 
@@ -706,7 +720,7 @@ void LcpSolver::BlockPinv(int nslot) {
     const double* K = pinv_.data() + kadr_[0];
     for (int a = 0; a < m; a++) {
       const double* r = K + static_cast<size_t>(a) * m;
-      columns::RowTimesAll(r, nullptr, m, blk_rc_.data(), S, nslot, blk_dy_.data() + a * S);
+      columns::RowTimesWide(r, nullptr, m, blk_rc_.data(), S, nslot, blk_dy_.data() + a * S);
     }
     return;
   }
