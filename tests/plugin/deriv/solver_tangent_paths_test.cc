@@ -45,7 +45,8 @@
 //   (Solver::ReadsRowImpedance; lcp reads them on contacts from distance only): bit for bit, as
 //   the humanoid is and with contacts from distance (cfd_width 0.02: the rows formed);
 // - lcp's blocked dv0 solved in place when every slot has a right-hand side instead of packed
-//   and copied back (LcpSolver::BlockVelocity): bit for bit;
+//   and copied back, its blocks padded to a multiple of four columns (LcpSolver::BlockVelocity,
+//   BlockRowChange, BlockPinv): bit for bit;
 // - ipm's blocked tangents with dv_free unsolved (M dv_free = M e_unit + h x, no solve) and its
 //   dM (v - v_free) from the same closed form: A and B to rounding (the deferral's h x is exact
 //   where M M^-1 x was not), B bit for bit for the closed form;
