@@ -891,7 +891,8 @@ void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) 
   // the mapped rows: L dv_free
   auto mapped = [&](int i) {
     const int adr = J.rowadr[i];
-    RowTimesBlock(ltval_.data() + adr, J.colind + adr, J.rownnz[i], blk_vf_.data(), S, nc, f);
+    columns::RowTimesWide(ltval_.data() + adr, J.colind + adr, J.rownnz[i], blk_vf_.data(), S, nc,
+                          f);
     store(i, nullptr);
   };
   for (int c0 = 0; c0 < p.ncon && map; c0++) {

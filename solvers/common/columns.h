@@ -57,6 +57,11 @@ inline void RowTimesAll(const double* val, const int* col, int n, const double* 
   for (; c < ncol; c++) RowTimes<1>(val, col, n, X + c, ld, u + c);
 }
 
+// RowTimesAll with an AVX2 clone where it runs (Avx2Kernels, solvers/common/dense.h: chunks of
+// 16, 8 and 4 columns in vectors of four), each column's sum the same bit for bit
+void RowTimesWide(const double* val, const int* col, int n, const double* X, size_t ld, int ncol,
+                  double* u);
+
 // RowTimes of R rows that share their pattern col (row r's values val[r], its products into
 // u[r]): each column of X loaded once for the R rows, each row's sums as RowTimes forms them
 template <int W, int R>

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 
 #include "solvers/common/columns.h"
@@ -112,32 +113,7 @@ CK_ALWAYS_INLINE void AddTransposeBody(const SparseRows& J, const double* F, siz
   }
 }
 
-// RowTimesBlock's operations on W columns held in registers
-template <int W>
-CK_ALWAYS_INLINE void RowTimesColumns(const double* val, const int* col, int nnz, const double* X,
-                                      size_t ldx, double* u) {
-  double acc[W] = {};
-  for (int k = 0; k < nnz; k++) {
-    const double v = val[k], *x = X + static_cast<size_t>(col[k]) * ldx;
-    for (int s = 0; s < W; s++) acc[s] += v * x[s];
-  }
-  for (int s = 0; s < W; s++) u[s] = acc[s];
-}
-
-CK_ALWAYS_INLINE void RowTimesBody(const double* val, const int* col, int nnz, const double* X,
-                                   size_t ldx, int n, double* u) {
-  int s = 0;
-  for (; s + 16 <= n; s += 16) RowTimesColumns<16>(val, col, nnz, X + s, ldx, u + s);
-  for (; s + 4 <= n; s += 4) RowTimesColumns<4>(val, col, nnz, X + s, ldx, u + s);
-  for (; s < n; s++) RowTimesColumns<1>(val, col, nnz, X + s, ldx, u + s);
-}
-
 #if CK_AVX2_CLONES
-CK_TARGET_AVX2 void RowTimesAvx2(const double* val, const int* col, int nnz, const double* X,
-                                 size_t ldx, int n, double* u) {
-  RowTimesBody(val, col, nnz, X, ldx, n, u);
-}
-
 CK_TARGET_AVX2 void AddTransposeAvx2(const SparseRows& J, const double* F, size_t ldf, int n,
                                      double* X, int ldx) {
   AddTransposeBody(J, F, ldf, n, X, ldx);
@@ -148,6 +124,36 @@ CK_TARGET_AVX2 void CholSolveBlockAvx2(const double* L, int n, double* y, int nb
 }
 
 CK_TARGET_AVX2 bool LuFactorAvx2(double* lu, int k, int* piv) { return LuFactorBody(lu, k, piv); }
+
+typedef double Quad __attribute__((vector_size(32)));
+
+// columns::RowTimes on W columns (a multiple of 4) in quads: each column's sum the same
+template <int W>
+CK_ALWAYS_INLINE void RowTimesQuads(const double* val, const int* col, int n, const double* X,
+                                    size_t ld, double* u) {
+  constexpr int H = W / 4;
+  Quad acc[H] = {};
+  for (int k = 0; k < n; k++) {
+    const Quad v = {val[k], val[k], val[k], val[k]};
+    const double* x = X + static_cast<size_t>(col ? col[k] : k) * ld;
+    for (int h = 0; h < H; h++) {
+      Quad xv;
+      std::memcpy(&xv, x + 4 * h, sizeof(xv));
+      acc[h] += v * xv;
+    }
+  }
+  for (int h = 0; h < H; h++) std::memcpy(u + 4 * h, &acc[h], sizeof(Quad));
+}
+
+CK_TARGET_AVX2 void RowTimesAvx2(const double* val, const int* col, int n, const double* X,
+                                 size_t ld, int ncol, double* u) {
+  int c = 0;
+  for (; c + 16 <= ncol; c += 16) RowTimesQuads<16>(val, col, n, X + c, ld, u + c);
+  for (; c + 8 <= ncol; c += 8) RowTimesQuads<8>(val, col, n, X + c, ld, u + c);
+  for (; c + 4 <= ncol; c += 4) RowTimesQuads<4>(val, col, n, X + c, ld, u + c);
+  for (; c + 2 <= ncol; c += 2) columns::RowTimes<2>(val, col, n, X + c, ld, u + c);
+  for (; c < ncol; c++) columns::RowTimes<1>(val, col, n, X + c, ld, u + c);
+}
 #endif
 
 }  // namespace
@@ -388,12 +394,16 @@ void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, 
   AddTransposeBody(J, F, ldf, n, X, ldx);
 }
 
-void RowTimesBlock(const double* val, const int* col, int nnz, const double* X, size_t ldx, int n,
-                   double* u) {
+namespace columns {
+
+void RowTimesWide(const double* val, const int* col, int n, const double* X, size_t ld, int ncol,
+                  double* u) {
 #if CK_AVX2_CLONES
-  if (Avx2Kernels::On()) return RowTimesAvx2(val, col, nnz, X, ldx, n, u);
+  if (Avx2Kernels::On()) return RowTimesAvx2(val, col, n, X, ld, ncol, u);
 #endif
-  RowTimesBody(val, col, nnz, X, ldx, n, u);
+  RowTimesAll(val, col, n, X, ld, ncol, u);
 }
+
+}  // namespace columns
 
 }  // namespace contactkit

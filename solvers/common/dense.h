@@ -7,11 +7,11 @@
 
 #include <cstddef>
 
-// AVX2 clones of a few hot kernels (CholSolveBlock, TreeMass::SolveBlock, AddTransposeBlock;
-// LuFactor, Cod::Factor and the basis inverse's updates of lcp's Lemke method), chosen at run
-// time on x86-64 with GCC or Clang: the default build stays portable (SSE2). A clone does the
-// same operations in the same order (no FMA: -ffp-contract=off), four doubles a vector instead
-// of two, so its results are bit for bit the portable code's.
+// AVX2 clones of a few hot kernels (CholSolveBlock, TreeMass::SolveBlock, AddTransposeBlock,
+// columns::RowTimesWide; LuFactor, Cod::Factor and the basis inverse's updates of lcp's Lemke
+// method), chosen at run time on x86-64 with GCC or Clang: the default build stays portable
+// (SSE2). A clone does the same operations in the same order (no FMA: -ffp-contract=off), four
+// doubles a vector instead of two, so its results are bit for bit the portable code's.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__)
 #define CK_AVX2_CLONES 1
 #define CK_TARGET_AVX2 __attribute__((target("avx2")))
@@ -111,12 +111,6 @@ void GemvTSub(double* y, const double* A, const double* x, int m, int n);
 // products J' f would add them
 constexpr int kTransposeBlock = 32;
 void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, double* X, int ldx);
-
-// u[s] = sum_k val[k] X[col[k] ldx + s] for the n <= kTransposeBlock columns s of X (row-major,
-// stride ldx): a sparse row times a block, each column's terms in k order (columns::RowTimes'
-// sums), chunks of 16 and 4 columns in registers (an AVX2 clone where it runs)
-void RowTimesBlock(const double* val, const int* col, int nnz, const double* X, size_t ldx, int n,
-                   double* u);
 
 }  // namespace contactkit
 

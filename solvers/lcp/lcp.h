@@ -174,6 +174,10 @@ class LcpSolver final : public Solver {
   // test hook: without a clamped soft row, a position direction's dR and daref left unformed
   // (true: ReadsRowImpedance false) or formed
   static inline bool impedance_unread_on_ = true;
+  // test hook: FlushTangents' dv0 solved in place when every slot has a right-hand side and its
+  // blocks padded to a multiple of four columns (true), or packed into blk_m_ and copied back,
+  // the blocks nslot wide (BlockVelocity, BlockRowChange, BlockPinv)
+  static inline bool block_in_place_on_ = true;
 
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
@@ -222,11 +226,12 @@ class LcpSolver final : public Solver {
   void IslandVelocityTangent(const Problem& p, const double* force, const double* u,
                              const ProblemTangent& dir, bool free, double scale, double* dv,
                              unsigned char* reach, bool solve = true, const double* dJf = nullptr);
-  // FlushTangents' parts: dv0 of the slots into blk_x_ (stride nslot), their clamped rows'
-  // rc into blk_rc_ (false: no slot's is nonzero), K^+ rc into blk_dy_
-  void BlockVelocity(const Problem& p, int nslot);
-  bool BlockRowChange(const Problem& p, int nslot);
-  void BlockPinv(int nslot);
+  // FlushTangents' parts on blocks nw >= nslot columns wide (the columns from nslot padding):
+  // dv0 of the slots into blk_x_ (stride nw), their clamped rows' rc into blk_rc_ (false: no
+  // slot's is nonzero), K^+ rc into blk_dy_
+  void BlockVelocity(const Problem& p, int nslot, int nw);
+  bool BlockRowChange(const Problem& p, int nslot, int nw);
+  void BlockPinv(int nslot, int nw);
   // a bound friction row g follows its clamped normal: x_g = coef x_normal (0: it does not)
   double Coupling(const Problem& p, int g, int* normal) const;
 
@@ -429,7 +434,7 @@ class LcpSolver final : public Solver {
   const Solution* solved_ = nullptr;     // the last Solve's solution (QueueTangent has none)
   std::vector<double> blk_r_;            // dv0's right-hand side dJ' f - dM u    (nv S)
   std::vector<double> blk_vf_;           // dv_free                                (nv S)
-  std::vector<double> blk_x_;            // dv0, stride nslot                      (nv S)
+  std::vector<double> blk_x_;            // dv0, stride nw (FlushTangents)         (nv S)
   std::vector<double> blk_m_;            // M^-1 r of the slots with r, packed     (nv S)
   std::vector<double> blk_a_;            // dJ_C v+                               (cap S)
   std::vector<double> blk_st_;           // the stabilization's change            (cap S)

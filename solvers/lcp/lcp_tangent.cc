@@ -80,6 +80,11 @@ static void MatVec(const double* X, int m, const double* x, double* y) {
   }
 }
 
+// n columns padded to a multiple of four (at most LcpSolver::kTangentSlots), or n (!pad)
+static int PaddedWidth(int n, bool pad) {
+  return pad ? std::min<int>(LcpSolver::kTangentSlots, (n + 3) / 4 * 4) : n;
+}
+
 // y = V' V x for the nn x m row-major V (rows orthonormal): the null-space projection of x
 static void NullApply(const double* V, int m, int nn, const double* x, double* y) {
   for (int a = 0; a < m; a++) y[a] = 0;
@@ -635,34 +640,47 @@ bool LcpSolver::TangentProducts(const Problem& p, const double** x, const double
   return true;
 }
 
-void LcpSolver::BlockVelocity(const Problem& p, int nslot) {
+void LcpSolver::BlockVelocity(const Problem& p, int nslot, int nw) {
   // dv0 = h M^-1 r + dv_free of every slot on the island's trees (a deferred dv_free's
   // right-hand side in r: e_unit + h M^-1 (r + x)) (ForceTangent's
   // IslandVelocityTangent: the same operations per column; a slot whose r is zero has
-  // dv0 = 0 + dv_free without a solve), into blk_x_ with stride nslot; the slots with an r are
-  // solved at once, packed into blk_m_
+  // dv0 = 0 + dv_free without a solve), into blk_x_ with stride nw (the columns from nslot
+  // zero); the slots with an r are solved at once, in place when every slot has one, else
+  // packed into blk_m_ (its width, padded as nw is, its pad zero)
   const Islands& is = p.islands;
-  const size_t S = kTangentSlots, nb = nslot;
+  const size_t S = kTangentSlots, nb = nw;
   const double h = p.h;
   int packed[kTangentSlots], nc = 0;
+  unsigned char vfon[kTangentSlots];  // (the flags read once: the stores would reload them)
+  bool anyvf = false;
   for (int s = 0; s < nslot; s++) {
     if (blk_on_[s] && blk_ron_[s]) packed[nc++] = s;
+    vfon[s] = blk_vfon_[s];
+    anyvf |= vfon[s] != 0;
   }
+  const bool direct = block_in_place_on_ && nc == nslot;
+  const int ncw = direct ? nw : PaddedWidth(nc, block_in_place_on_);
   double* X = blk_x_.data();
-  double* Y = blk_m_.data();
+  double* Y = direct ? X : blk_m_.data();
+  const double* R = blk_r_.data();
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
     for (int j = b; j < e; j++) {
-      for (int c = 0; c < nc; c++) Y[j * nc + c] = blk_r_[j * S + packed[c]];
+      for (int c = 0; c < nc; c++) Y[j * ncw + c] = R[j * S + packed[c]];
+      for (int c = nc; c < ncw; c++) Y[j * ncw + c] = 0;
     }
-    if (nc) p.mass.SolveBlock(Y, nc, b, e);
+    if (nc) p.mass.SolveBlock(Y, ncw, b, e);
     for (int j = b; j < e; j++) {
       double* x = X + j * nb;
-      for (int s = 0; s < nslot; s++) x[s] = 0;
-      for (int c = 0; c < nc; c++) x[packed[c]] = Y[j * nc + c] * h;
+      if (direct) {
+        for (int s = 0; s < nw; s++) x[s] *= h;
+      } else {
+        for (int s = 0; s < nw; s++) x[s] = 0;
+        for (int c = 0; c < nc; c++) x[packed[c]] = Y[j * ncw + c] * h;
+      }
       const double* vf = blk_vf_.data() + j * S;
-      for (int s = 0; s < nslot; s++) {
-        if (blk_vfon_[s]) x[s] += vf[s];
+      for (int s = 0; s < nslot && anyvf; s++) {
+        if (vfon[s]) x[s] += vf[s];
       }
     }
   }
@@ -673,32 +691,37 @@ void LcpSolver::BlockVelocity(const Problem& p, int nslot) {
   }
 }
 
-bool LcpSolver::BlockRowChange(const Problem& p, int nslot) {
+bool LcpSolver::BlockRowChange(const Problem& p, int nslot, int nw) {
   // rc = -(dJ_C v+ + J_C dv0 + dstab) of every slot, J_C dv0 with each entry of J applied to all
-  // columns (each column's sum in RowDots' order)
+  // nw columns (each column's sum in RowDots' order)
   const SparseRows& J = p.J;
-  const size_t S = kTangentSlots, nb = nslot;
+  const size_t S = kTangentSlots, nb = nw;
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
   const double* X = blk_x_.data();
   double u[kTangentSlots];
-  for (int s = 0; s < nslot; s++) blk_rcon_[s] = 0;
+  unsigned char rcon[kTangentSlots] = {};  // (local: the stores into rc would reload the flags)
   for (int a = 0; a < m; a++) {
     const int g = c[a], adr = J.rowadr[g];
-    columns::RowTimesAll(J.val + adr, J.colind + adr, J.rownnz[g], X, nb, nslot, u);
+    columns::RowTimesWide(J.val + adr, J.colind + adr, J.rownnz[g], X, nb, nw, u);
     double* rc = blk_rc_.data() + a * S;
+    const double *A = blk_a_.data() + a * S, *st = blk_st_.data() + a * S;
     for (int s = 0; s < nslot; s++) {
-      rc[s] = -((blk_a_[a * S + s] + u[s]) + blk_st_[a * S + s]);
-      blk_rcon_[s] |= rc[s] != 0;
+      rc[s] = -((A[s] + u[s]) + st[s]);
+      rcon[s] |= rc[s] != 0;
     }
+    for (int s = nslot; s < nw; s++) rc[s] = 0;
   }
   bool any = false;
-  for (int s = 0; s < nslot; s++) any |= blk_on_[s] && blk_rcon_[s];
+  for (int s = 0; s < nslot; s++) {
+    blk_rcon_[s] = rcon[s];
+    any |= blk_on_[s] && rcon[s];
+  }
   return any;
 }
 
-void LcpSolver::BlockPinv(int nslot) {
-  // dy = K^+ rc of every slot: the stored K^+ applied to all columns (each column's sums in
+void LcpSolver::BlockPinv(int nslot, int nw) {
+  // dy = K^+ rc of every slot: the stored K^+ applied to all nw columns (each column's sums in
   // MatVec's order), or the decomposition column by column
   const size_t S = kTangentSlots;
   const int m = cadr_[1] - cadr_[0];
@@ -706,7 +729,7 @@ void LcpSolver::BlockPinv(int nslot) {
     const double* K = pinv_.data() + kadr_[0];
     for (int a = 0; a < m; a++) {
       const double* r = K + static_cast<size_t>(a) * m;
-      columns::RowTimesAll(r, nullptr, m, blk_rc_.data(), S, nslot, blk_dy_.data() + a * S);
+      columns::RowTimesWide(r, nullptr, m, blk_rc_.data(), S, nw, blk_dy_.data() + a * S);
     }
     return;
   }
@@ -728,8 +751,10 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   bool on = false;
   for (int s = 0; s < nslot; s++) on |= blk_on_[s] != 0;
   if (!on) return true;
-  BlockVelocity(p, nslot);
-  if (BlockRowChange(p, nslot)) BlockPinv(nslot);
+  // (the blocks' width padded to a multiple of four: no single columns in the kernels' chunks)
+  const int nw = PaddedWidth(nslot, block_in_place_on_);
+  BlockVelocity(p, nslot, nw);
+  if (BlockRowChange(p, nslot, nw)) BlockPinv(nslot, nw);
   const Islands& is = p.islands;
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];

@@ -60,6 +60,9 @@
 // - lcp's position directions' dimp, dR and daref not formed where no clamped row is soft
 //   (Solver::ReadsRowImpedance; lcp reads them on contacts from distance only): bit for bit, as
 //   the humanoid is and with contacts from distance (cfd_width 0.02: the rows formed);
+// - lcp's blocked dv0 solved in place when every slot has a right-hand side instead of packed
+//   and copied back, its blocks padded to a multiple of four columns (LcpSolver::BlockVelocity,
+//   BlockRowChange, BlockPinv): bit for bit;
 // - ipm's blocked tangents with dv_free unsolved (M dv_free = M e_unit + h x, no solve) and its
 //   dM (v - v_free) from the same closed form: A and B to rounding (the deferral's h x is exact
 //   where M M^-1 x was not), B bit for bit for the closed form;
@@ -103,11 +106,13 @@ class SolverTangentPathTest : public PathToggleTest {
     LcpSolver::velocity_rows_on_ = true;
     LcpSolver::jacobian_products_on_ = true;
     LcpSolver::impedance_unread_on_ = true;
+    LcpSolver::block_in_place_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
     PathToggleTest::TearDown();
   }
-  // lcp's A on the scene xml within tol with set(true) and set(false), B bit for bit: after 200
-  // steps of lcp, the velocities nudged (by_lcp), or after 300 of MuJoCo set sliding
+  // lcp's A on the scene xml within tol (0: bit for bit) with set(true) and set(false), B bit for
+  // bit: after 200 steps of lcp, the velocities nudged (by_lcp), or after 300 of MuJoCo set
+  // sliding
   template <class Set>
   void CompareOnScene(const char* xml, Set set, bool by_lcp, double tol) {
     ModelPtr m = LoadString(xml);
@@ -137,7 +142,11 @@ class SolverTangentPathTest : public PathToggleTest {
           << ck_lastError(ck.get());
     }
     set(true);
-    EXPECT_LT(RelativeError(on.A, off.A), tol) << WorstEntries(m.get(), on.A, off.A, 2 * m->nv);
+    if (tol == 0) {
+      EXPECT_EQ(0, std::memcmp(on.A.data(), off.A.data(), on.A.size() * sizeof(double)));
+    } else {
+      EXPECT_LT(RelativeError(on.A, off.A), tol) << WorstEntries(m.get(), on.A, off.A, 2 * m->nv);
+    }
     EXPECT_EQ(0, std::memcmp(on.B.data(), off.B.data(), on.B.size() * sizeof(double)));
   }
   // each solver's A within tol of each other (0: bit for bit), B within tol_b (0: bit for bit)
@@ -261,6 +270,18 @@ TEST_F(SolverTangentPathTest, LcpUnreadImpedanceRowsAreNotFormed) {
   // (contacts from distance: clamped soft rows, whose dR and daref lcp reads, so formed)
   tweak_ = [](ckSettings* s) { s->deriv.cfd_width = 0.02; };
   Compare({ckSOL_LCP}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpBlockVelocityInPlaceIsThePackedSolve) {
+  auto set = [](bool on) { LcpSolver::block_in_place_on_ = on; };
+  Compare({ckSOL_LCP}, set, 0);
+  // (an island of two trees)
+  CompareOnScene(R"(<mujoco><option timestep="0.005"/>
+    <worldbody><geom type="plane" size="2 2 0.1"/>
+      <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+      <body pos="0.02 0.01 0.28"><freejoint/><geom type="box" size="0.08 0.07 0.08"/></body>
+    </worldbody></mujoco>)",
+                 set, true, 0);
 }
 
 TEST_F(SolverTangentPathTest, MassProductsInClosedFormAreThoseOfDM) {

@@ -7,13 +7,14 @@
 // The row-major dense kernels (LuFactorRows, LowerSolveRows, UpperSolveRight, GemmSub: two
 // entries at a time) give each entry the sums of the plain loops, bit for bit, on odd and even
 // sizes. AddTransposeBlock (the blocked tangents' J' df of up to 32 columns) gives each column
-// the sums of one product J' f, with the AVX2 clone and without; RowTimesBlock (a sparse row times
-// up to 32 columns) each column the sums of one dot.
+// the sums of one product J' f, with the AVX2 clone and without; columns::RowTimesWide (lcp's
+// blocked J_C dv0 and K^+ rc) each column the plain dot in the row's order.
 #include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
 
+#include "solvers/common/columns.h"
 #include "solvers/common/dense.h"
 #include "solvers/common/sparse.h"
 #include "support/extracted.h"
@@ -160,32 +161,6 @@ TEST_F(JacBlockKernelsTest, TransposeBlockIsTheColumnProducts) {
   }
 }
 
-TEST_F(JacBlockKernelsTest, RowTimesBlockIsTheColumnDots) {
-  // a row of 7 entries over 11 columns of X times n columns, stride wider than n
-  const int nnz = 7, nx = 11;
-  std::vector<int> col = {0, 2, 3, 5, 7, 8, 10};
-  std::vector<double> val(nnz);
-  for (int k = 0; k < nnz; k++) val[k] = std::cos(0.3 + 1.7 * k);
-  for (int n = 1; n <= kTransposeBlock; n++) {
-    const int ld = n + 3;
-    std::vector<double> X(static_cast<size_t>(nx) * ld);
-    for (size_t e = 0; e < X.size(); e++) X[e] = std::sin(0.41 * e + 2);
-    std::vector<double> u[2];
-    for (int pass = 0; pass < 2; pass++) {
-      Avx2Kernels::allowed_ = pass == 0;
-      u[pass].assign(n + 1, -7.0);
-      RowTimesBlock(val.data(), col.data(), nnz, X.data(), ld, n, u[pass].data());
-    }
-    for (int c = 0; c < n; c++) {
-      double dot = 0;
-      for (int k = 0; k < nnz; k++) dot += val[k] * X[col[k] * ld + c];
-      EXPECT_EQ(u[1][c], dot) << "n " << n << ", column " << c;
-      EXPECT_EQ(u[0][c], dot) << "AVX2: n " << n << ", column " << c;
-    }
-    EXPECT_EQ(u[0][n], -7.0);  // (no column past n written)
-  }
-}
-
 // the plain loops of the row-major kernels (one entry at a time, zero multipliers skipped); the
 // LU's row interchanges piv as LuFactorRows chose them (null: none)
 void PlainLuFactor(double* a, int n, const int* piv) {
@@ -255,6 +230,41 @@ TEST(DenseRowKernels, PairedLoopsGiveThePlainLoopsSums) {
         }
       }
       EXPECT_EQ(x, ref) << "n " << n << " m " << m;
+    }
+  }
+}
+
+TEST_F(JacBlockKernelsTest, RowTimesWideIsTheColumnDots) {
+  // u = row' X on 1 to 32 columns (every chunk width: 16, 8, 4, 2, 1), a sparse row (9 of 20
+  // entries) and a dense one (17), X's stride wider than the columns; each column the plain dot
+  // in the row's order, with the AVX2 clone and without
+  const int nx = 20, nsparse = 9, ndense = 17;
+  std::vector<int> col(nsparse);
+  std::vector<double> val(ndense);
+  for (int k = 0; k < nsparse; k++) col[k] = (3 * k + 1) % nx;
+  std::sort(col.begin(), col.end());
+  for (int k = 0; k < ndense; k++) val[k] = std::cos(0.7 * k + 0.2);
+  for (int n = 1; n <= 32; n++) {
+    const int ld = n + 3;
+    std::vector<double> X(static_cast<size_t>(nx) * ld);
+    for (size_t e = 0; e < X.size(); e++) X[e] = std::sin(0.53 * e + 1);
+    for (const bool dense : {false, true}) {
+      const int* c = dense ? nullptr : col.data();
+      const int nk = dense ? ndense : nsparse;
+      std::vector<double> u[2] = {std::vector<double>(n + 1, -7.0),
+                                  std::vector<double>(n + 1, -7.0)};
+      for (int pass = 0; pass < 2; pass++) {
+        Avx2Kernels::allowed_ = pass == 0;
+        columns::RowTimesWide(val.data(), c, nk, X.data(), ld, n, u[pass].data());
+      }
+      for (int j = 0; j < n; j++) {
+        double s = 0;
+        for (int k = 0; k < nk; k++) s += val[k] * X[static_cast<size_t>(c ? c[k] : k) * ld + j];
+        EXPECT_EQ(u[1][j], s) << "n " << n << ", column " << j << (dense ? ", dense" : "");
+        EXPECT_EQ(u[0][j], s) << "AVX2: n " << n << ", column " << j << (dense ? ", dense" : "");
+      }
+      EXPECT_EQ(u[0][n], -7.0);  // (no column past n written)
+      EXPECT_EQ(u[1][n], -7.0);
     }
   }
 }
