@@ -1350,7 +1350,9 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         for (int r = 0; r < dim; r++) {
           const double* a = tan[side][0][r];
           const double fr = force[row + r];
-          if (carried) {
+          if (!row_reference_) {  // (f's wrenches only)
+            for (int i = 0; i < 6 && carried; i++) wrench[0][side][1][i] += fr * tan[side][1][r][i];
+          } else if (carried) {
             const double* b = tan[side][1][r];
             double dv = Dot6(a, u), dn = Dot6(a, un);
             for (int i = 0; i < 6; i++) {
@@ -1413,7 +1415,8 @@ void SmoothTangent::set_jacobian_rows(const mjModel* m, const char* rows) {
   jac_rows_ = jacobian_rows_on_ ? rows : nullptr;
   jac_vfree_ = jac_rows_ && stage_.solver->ReadsJacobianFreeVelocity();
   row_impedance_ = !jac_rows_ || stage_.solver->ReadsRowImpedance(*stage_.problem);
-  row_reference_ = !jac_rows_ || !reference_unread_on_ || stage_.solver->ReadsRowVelocity();
+  row_reference_ = !jac_rows_ || !velocity_rows_unread_ || !reference_unread_on_ ||
+                   stage_.solver->ReadsRowVelocity() || stage_.solver->ReadsJacobianProducts();
   row_weights_ = false;
   row_weights_ = jac_vfree_ && row_weights_on_ && PrepareRowWeights(m);
   row_products_ = jac_rows_ && PrepareRowProducts(m);

@@ -1157,7 +1157,7 @@ void SmoothTangent::RowTangents(bool reference) {
   });
 
   // reference acceleration of the plain rows: aref = -B vel - K imp (pos - margin)
-  if (!reference) return;  // (daref unformed: row_reference)
+  if (!reference) return;  // (daref unformed: SmoothTangent::row_reference)
   ForRows(0, nplain, [&](int i) {
     const double K = p.KB[2 * i], B = p.KB[2 * i + 1];
     double da = tan_.has_dvel ? -B * tan_.dvel[i] : 0;

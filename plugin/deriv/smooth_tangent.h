@@ -150,10 +150,11 @@ class SmoothTangent : public MassForms {
   bool free_velocity_rows() const { return jac_vfree_; }
   // a position direction forms dimp, dR and daref (Solver::ReadsRowImpedance; else unformed)
   bool row_impedance() const { return row_impedance_; }
-  // a position direction forms daref (Solver::ReadsRowVelocity: comfree reads no aref; else
-  // unformed)
+  // a position direction forms its rows' dvel, dJ v+ and daref (false: comfree, which reads no
+  // row velocity, aref or dJ v+, without sensors; they are not formed)
   bool row_reference() const { return row_reference_; }
-  // test hook: a solver that reads no aref gets none (true) or daref formed
+  // test hook: the blocked tangents of a solver that reads no row velocity, aref or dJ v+ get a
+  // position direction's without them (true) or formed
   static inline bool reference_unread_on_ = true;
   // test hook: set_jacobian_rows taken (true) or ignored
   static inline bool jacobian_rows_on_ = true;
@@ -612,7 +613,7 @@ class SmoothTangent : public MassForms {
   bool row_products_ = false;          // (set_jacobian_rows: rows_.product_x or _y given)
   bool jac_vfree_ = false;             // (set_jacobian_rows: dJ v_free formed)
   bool row_impedance_ = true;          // (set_jacobian_rows: dimp, dR, daref formed)
-  bool row_reference_ = true;          // (set_jacobian_rows: daref formed with dR)
+  bool row_reference_ = true;          // (set_jacobian_rows: dvel, dJ v+, daref formed)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }

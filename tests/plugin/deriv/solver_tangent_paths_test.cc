@@ -63,9 +63,10 @@
 // - lcp's blocked dv0 solved in place when every slot has a right-hand side instead of packed
 //   and copied back, its blocks padded to a multiple of four columns (LcpSolver::BlockVelocity,
 //   BlockRowChange, BlockPinv): bit for bit;
-// - comfree's position directions' daref not formed (it reads no aref: Solver::ReadsRowVelocity,
-//   SmoothTangent::reference_unread_on_), dimp and dR still: bit for bit, as the humanoid is and
-//   with contacts from distance (whose damping reads dR); fails with the contacts' dR skipped;
+// - comfree's position directions' dvel, dJ v+ and daref not formed (it reads no row velocity,
+//   aref or dJ v+: Solver::ReadsRowVelocity, SmoothTangent::reference_unread_on_), only f's
+//   wrenches, dimp and dR: bit for bit, as the humanoid is and with contacts from distance (whose
+//   damping reads dR); fails with the contacts' dR or a carried wrench scaled by 1 + 1e-15;
 // - the blocked path's y wrenches and dJ x rows summed, copied and cleared only for a solver
 //   that gives y or x (SmoothTangent::lean_products_on_): comfree and lcp bit for bit, on the
 //   humanoid and the sliding table (lcp's dJ' y~ read);
@@ -280,7 +281,7 @@ TEST_F(SolverTangentPathTest, LcpUnreadImpedanceRowsAreNotFormed) {
   Compare({ckSOL_LCP}, set, 0);
 }
 
-TEST_F(SolverTangentPathTest, ComfreeUnreadReferenceRowsAreNotFormed) {
+TEST_F(SolverTangentPathTest, ComfreeUnreadRowVelocityAndReferenceAreNotFormed) {
   auto set = [](bool on) { SmoothTangent::reference_unread_on_ = on; };
   Compare({ckSOL_COMFREE}, set, 0);
   // (contacts from distance: their damping reads dR, which is still formed)
