@@ -975,7 +975,7 @@ void SmoothTangent::PositionRows(const mjModel* m, int k, bool tangents) {
   AnalyticContactRows(m, k);
   PlainRowGaps(k);
   tan_.has_dJ = tan_.has_dpos = tan_.has_dvel = tan_.has_dJ_force = true;
-  if (tangents && row_impedance_) RowTangents();
+  if (tangents && row_impedance_) RowTangents(row_reference_);
 }
 
 void SmoothTangent::PlainRowGaps(int k) {
@@ -1287,6 +1287,8 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   // (and with the solver's y, y's wrenches into group[1]: ProductTerms)
   double group[2][2][2][6];
   int group_row = -1;
+  // (dJ x's rows and y's wrenches only for a solver that gives x or y: lean_products_on_)
+  const bool with_x = product_x() || !lean_products_on_, with_y = product_y() || !lean_products_on_;
   auto same_columns = [&](int row, const Contact& con) {
     if (group_row < 0) return false;
     const Contact& g = p.con[rows_.row_contact[group_row]];
@@ -1307,8 +1309,8 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     const int dim = con.dim;
     for (int r = 0; r < dim; r++)
       tan_.dpos[row + r] = tan_.dvel[row + r] = tan_.dJ_qvel_next[row + r] = 0;
-    for (int r = 0; r < dim && jac_rows_; r++)
-      tan_.dJ_vfree[row + r] = tan_.dJ_w[row + r] = tan_.dJ_x[row + r] = 0;
+    for (int r = 0; r < dim && jac_rows_; r++) tan_.dJ_vfree[row + r] = tan_.dJ_w[row + r] = 0;
+    for (int r = 0; r < dim && with_x; r++) tan_.dJ_x[row + r] = 0;
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = 0;
     if (radj_.contacts && radj_.contact_rev[c]) return dim;  // (ContactAdjoint's)
     if (!pairs_.body_moved[con.body[0]] && !pairs_.body_moved[con.body[1]]) {
@@ -1333,7 +1335,11 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     // a solver that reads dJ v_free and dJ of some rows only (jac_rows_)
     const int adr0 = J.rowadr[row], n = J.rownnz[row];
     if (stage_.batch || jac_rows_) {
-      double wrench[2][2][2][6] = {};
+      double wrench[2][2][2][6];  // f's wrenches, [1] y's (only with y: ProductTerms)
+      if (with_y)
+        std::memset(wrench, 0, sizeof(wrench));
+      else
+        std::memset(wrench[0], 0, sizeof(wrench[0]));
       for (int side = 0; side < 2; side++) {
         const int body = con.body[side];
         if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
@@ -1344,7 +1350,9 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         for (int r = 0; r < dim; r++) {
           const double* a = tan[side][0][r];
           const double fr = force[row + r];
-          if (carried) {
+          if (!row_reference_) {  // (f's wrenches only)
+            for (int i = 0; i < 6 && carried; i++) wrench[0][side][1][i] += fr * tan[side][1][r][i];
+          } else if (carried) {
             const double* b = tan[side][1][r];
             double dv = Dot6(a, u), dn = Dot6(a, un);
             for (int i = 0; i < 6; i++) {
@@ -1363,10 +1371,14 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
       }
       if (row_products_) ProductTerms(m, con, row, carry, tan, wrench[1]);
       if (same_columns(row, con) && group_wrenches_) {
-        for (int q = 0; q < 48; q++) (&group[0][0][0][0])[q] += (&wrench[0][0][0][0])[q];
+        for (int q = 0; q < 24; q++) (&group[0][0][0][0])[q] += (&wrench[0][0][0][0])[q];
+        for (int q = 0; q < 24 && with_y; q++) (&group[1][0][0][0])[q] += (&wrench[1][0][0][0])[q];
       } else {
         if (group_row >= 0) flush_group();
-        std::memcpy(group, wrench, sizeof(group));
+        if (with_y)
+          std::memcpy(group, wrench, sizeof(group));
+        else
+          std::memcpy(group[0], wrench[0], sizeof(group[0]));
         group_row = row;
       }
       if (jac_rows_) SolverRowTerms(m, con, row, carry, carry_end, tan, jac_vfree_);
@@ -1403,6 +1415,8 @@ void SmoothTangent::set_jacobian_rows(const mjModel* m, const char* rows) {
   jac_rows_ = jacobian_rows_on_ ? rows : nullptr;
   jac_vfree_ = jac_rows_ && stage_.solver->ReadsJacobianFreeVelocity();
   row_impedance_ = !jac_rows_ || stage_.solver->ReadsRowImpedance(*stage_.problem);
+  row_reference_ = !jac_rows_ || !velocity_rows_unread_ || !reference_unread_on_ ||
+                   stage_.solver->ReadsRowVelocity() || stage_.solver->ReadsJacobianProducts();
   row_weights_ = false;
   row_weights_ = jac_vfree_ && row_weights_on_ && PrepareRowWeights(m);
   row_products_ = jac_rows_ && PrepareRowProducts(m);

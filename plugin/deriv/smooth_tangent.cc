@@ -1103,7 +1103,7 @@ int SmoothTangent::ImpedanceArgument(const Problem& p, int i, double g[6], doubl
   return n;
 }
 
-void SmoothTangent::RowTangents() {
+void SmoothTangent::RowTangents(bool reference) {
   const Problem& p = *stage_.problem;
   const int nplain = p.ne + p.nf + p.nl;
 
@@ -1148,6 +1148,7 @@ void SmoothTangent::RowTangents() {
       const int i = con.row + r;
       tan_.dimp[i] = dimp;
       tan_.dR[i] = rows_.dR_dimp[i] * dimp;
+      if (!reference) continue;
       double da = tan_.has_dvel ? -p.KB[2 * i + 1] * tan_.dvel[i] : 0;
       if (r == 0) da -= p.KB[2 * i] * (dimp * rows_.position[c] + p.imp[i] * dposition);
       tan_.daref[i] = da;
@@ -1156,6 +1157,7 @@ void SmoothTangent::RowTangents() {
   });
 
   // reference acceleration of the plain rows: aref = -B vel - K imp (pos - margin)
+  if (!reference) return;  // (daref unformed: SmoothTangent::row_reference)
   ForRows(0, nplain, [&](int i) {
     const double K = p.KB[2 * i], B = p.KB[2 * i + 1];
     double da = tan_.has_dvel ? -B * tan_.dvel[i] : 0;

@@ -150,6 +150,12 @@ class SmoothTangent : public MassForms {
   bool free_velocity_rows() const { return jac_vfree_; }
   // a position direction forms dimp, dR and daref (Solver::ReadsRowImpedance; else unformed)
   bool row_impedance() const { return row_impedance_; }
+  // a position direction forms its rows' dvel, dJ v+ and daref (false: comfree, which reads no
+  // row velocity, aref or dJ v+, without sensors; they are not formed)
+  bool row_reference() const { return row_reference_; }
+  // test hook: the blocked tangents of a solver that reads no row velocity, aref or dJ v+ get a
+  // position direction's without them (true) or formed
+  static inline bool reference_unread_on_ = true;
   // test hook: set_jacobian_rows taken (true) or ignored
   static inline bool jacobian_rows_on_ = true;
   // test hook: the solver's row weights taken (true) or the marked rows' dJ formed
@@ -204,6 +210,9 @@ class SmoothTangent : public MassForms {
   // test hook: the blocked path's dJ' f of consecutive contacts on the same bodies from their
   // summed wrenches (true) or contact by contact (false)
   static inline bool group_wrenches_ = true;
+  // test hook: the blocked path's y wrenches and dJ x rows cleared only for a solver that gives
+  // y or x (true) or always (false)
+  static inline bool lean_products_on_ = true;
   // test hook: each body's B of the Newton-Euler tangents in closed form (true) or column by
   // column from the unit vectors (false)
   static inline bool closed_form_b_ = true;
@@ -268,8 +277,9 @@ class SmoothTangent : public MassForms {
   void PlainRowTangent(const mjModel* m, const double* dq, double eps);
   bool PlainRowVaries(const mjModel* m, int i) const;
   // impedance, regularizer and reference acceleration tangents from tan_.dpos, tan_.dvel; the rows'
-  // regularizer slopes, J by columns, the contacts' impedance slopes and position terms
-  void RowTangents();
+  // regularizer slopes, J by columns, the contacts' impedance slopes and position terms (a
+  // position direction's daref only with reference)
+  void RowTangents(bool reference = true);
   // the rows [i, i + n) whose impedance shares one argument, returning n: a connect's 3 or a
   // weld's 6 rows, the norm of their residual (d arg = g' dpos / norm, norm 0: no change), else
   // row i's distance alone (g 1, norm 1)
@@ -603,6 +613,7 @@ class SmoothTangent : public MassForms {
   bool row_products_ = false;          // (set_jacobian_rows: rows_.product_x or _y given)
   bool jac_vfree_ = false;             // (set_jacobian_rows: dJ v_free formed)
   bool row_impedance_ = true;          // (set_jacobian_rows: dimp, dR, daref formed)
+  bool row_reference_ = true;          // (set_jacobian_rows: dvel, dJ v+, daref formed)
   bool SkipRow(int i) const {
     return row_island_ != -2 && stage_.problem->islands.row_island[i] != row_island_;
   }

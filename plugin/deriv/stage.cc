@@ -431,6 +431,8 @@ void Derivative::FormTangent(const mjModel* m, ProblemTangent* out, bool marked,
   dir.diag_approx = tan_.has_drows ? tan_.ddiag : nullptr;
   dir.aref = tan_.has_dvel || tan_.has_dpos || tan_.has_drows ? tan_.daref : nullptr;
   if (rows_only && !smooth_.row_impedance()) dir.R = dir.aref = nullptr;  // (unformed)
+  // (a position direction's dvel and daref unformed: SmoothTangent::row_reference)
+  if (rows_only && tan_.has_dpos && !smooth_.row_reference()) dir.vel = dir.aref = nullptr;
   if (stage_.solver && p.disp) {
     const bool moved = AnchorTangent(m, unit);
     dir.disp = moved || !zero_disp_null_on_ ? tan_.ddisp : nullptr;

@@ -63,6 +63,13 @@
 // - lcp's blocked dv0 solved in place when every slot has a right-hand side instead of packed
 //   and copied back, its blocks padded to a multiple of four columns (LcpSolver::BlockVelocity,
 //   BlockRowChange, BlockPinv): bit for bit;
+// - comfree's position directions' dvel, dJ v+ and daref not formed (it reads no row velocity,
+//   aref or dJ v+: Solver::ReadsRowVelocity, SmoothTangent::reference_unread_on_), only f's
+//   wrenches, dimp and dR: bit for bit, as the humanoid is and with contacts from distance (whose
+//   damping reads dR); fails with the contacts' dR or a carried wrench scaled by 1 + 1e-15;
+// - the blocked path's y wrenches and dJ x rows summed, copied and cleared only for a solver
+//   that gives y or x (SmoothTangent::lean_products_on_): comfree and lcp bit for bit, on the
+//   humanoid and the sliding table (lcp's dJ' y~ read);
 // - ipm's blocked tangents with dv_free unsolved (M dv_free = M e_unit + h x, no solve) and its
 //   dM (v - v_free) from the same closed form: A and B to rounding (the deferral's h x is exact
 //   where M M^-1 x was not), B bit for bit for the closed form;
@@ -94,6 +101,8 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::jacobian_rows_on_ = true;
     SmoothTangent::mass_products_on_ = true;
     SmoothTangent::row_weights_on_ = true;
+    SmoothTangent::reference_unread_on_ = true;
+    SmoothTangent::lean_products_on_ = true;
     ComfreeSolver::row_solves_on_ = true;
     ComfreeSolver::free_split_on_ = true;
     ComfreeSolver::linear_map_on_ = true;
@@ -270,6 +279,20 @@ TEST_F(SolverTangentPathTest, LcpUnreadImpedanceRowsAreNotFormed) {
   // (contacts from distance: clamped soft rows, whose dR and daref lcp reads, so formed)
   tweak_ = [](ckSettings* s) { s->deriv.cfd_width = 0.02; };
   Compare({ckSOL_LCP}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeUnreadRowVelocityAndReferenceAreNotFormed) {
+  auto set = [](bool on) { SmoothTangent::reference_unread_on_ = on; };
+  Compare({ckSOL_COMFREE}, set, 0);
+  // (contacts from distance: their damping reads dR, which is still formed)
+  tweak_ = [](ckSettings* s) { s->deriv.cfd_width = 0.02; };
+  Compare({ckSOL_COMFREE}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, LeanProductsAreTheFullOnes) {
+  auto set = [](bool on) { SmoothTangent::lean_products_on_ = on; };
+  Compare({ckSOL_COMFREE, ckSOL_LCP}, set, 0);
+  CompareOnScene(LcpTableScene(), set, false, 0);  // (lcp's dJ' y~ read)
 }
 
 TEST_F(SolverTangentPathTest, LcpBlockVelocityInPlaceIsThePackedSolve) {
