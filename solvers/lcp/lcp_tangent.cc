@@ -80,6 +80,29 @@ static void MatVec(const double* X, int m, const double* x, double* y) {
   }
 }
 
+// the stabilization's change of a clamped row with coefficients cpos and cvel of its dpos and
+// dvel and, on a soft row (a contact from distance: its target -vel - h aref and regularizer
+// R x), -h daref + dR h f; dpos, dvel, daref and dR point at the row's tangents (null: not
+// formed, the term left out)
+static double StabilizationChange(double cpos, double cvel, bool soft, const double* dpos,
+                                  const double* dvel, const double* daref, const double* dR,
+                                  double h, double f) {
+  double dstab = (dpos ? cpos * *dpos : 0) + (dvel ? cvel * *dvel : 0);
+  if (soft) {
+    if (daref) dstab -= h * *daref;
+    if (dR) dstab += *dR * h * f;
+  }
+  return dstab;
+}
+
+// the same with direction dir's row tangents of row g
+static double StabilizationChange(const ProblemTangent& dir, int g, double cpos, double cvel,
+                                  bool soft, double h, double f) {
+  auto at = [g](const double* v) { return v ? v + g : nullptr; };
+  return StabilizationChange(cpos, cvel, soft, at(dir.pos), at(dir.vel), at(dir.aref), at(dir.R), h,
+                             f);
+}
+
 // n columns padded to a multiple of four (at most LcpSolver::kTangentSlots), or n (!pad)
 static int PaddedWidth(int n, bool pad) {
   return pad ? std::min<int>(LcpSolver::kTangentSlots, (n + 3) / 4 * 4) : n;
@@ -225,14 +248,11 @@ void LcpSolver::VelocityRowTable(const Problem& p) {
     const int g = c[a], adr = J.rowadr[g];
     for (int k = 0; k < J.rownnz[g]; k++) {
       const double vel = J.val[adr + k];
-      double dstab = 0.0 + cdvel_[cadr_[0] + a] * vel;
-      if (csoft_[cadr_[0] + a]) {
-        const double aref = -p.KB[2 * g + 1] * vel;
-        dstab -= p.h * aref;
-      }
+      const double aref = -p.KB[2 * g + 1] * vel;
       const int q = vput_[J.colind[adr + k]]++;
       vrow_[q] = a;
-      vst_[q] = dstab;
+      vst_[q] = StabilizationChange(0, cdvel_[cadr_[0] + a], csoft_[cadr_[0] + a], nullptr, &vel,
+                                    &aref, nullptr, p.h, 0);
     }
   }
 }
@@ -519,12 +539,8 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
     bool any = false;
     for (int a = 0; a < m; a++) {
       const int g = c[a];
-      double dstab = (dir.pos ? dpos[a] * dir.pos[g] : 0) + (dir.vel ? dvel[a] * dir.vel[g] : 0);
-      if (csoft_[cadr_[k] + a]) {
-        // a contact from distance: its soft target -vel - h aref and regularizer R x
-        if (dir.aref) dstab -= h * dir.aref[g];
-        if (dir.R) dstab += dir.R[g] * h * sol.force[g];
-      }
+      const double dstab =
+          StabilizationChange(dir, g, dpos[a], dvel[a], csoft_[cadr_[k] + a], h, sol.force[g]);
       // (dv0 = 0 on the trees of an island it does not reach)
       rc_[a] = -(RowDots(p, dir, g, sol.v_next, reach0_[k] ? dv0_.data() : nullptr, dir.J_vnext) +
                  dstab);
@@ -590,12 +606,8 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   const int* c = crow_.data() + cadr_[0];
   for (int a = 0; a < m; a++) {
     const int g = c[a];
-    double dstab = (dir.pos ? cdpos_[a] * dir.pos[g] : 0) + (dir.vel ? cdvel_[a] * dir.vel[g] : 0);
-    if (csoft_[a]) {
-      if (dir.aref) dstab -= h * dir.aref[g];
-      if (dir.R) dstab += dir.R[g] * h * sol.force[g];
-    }
-    blk_st_[a * S + slot] = dstab;
+    blk_st_[a * S + slot] =
+        StabilizationChange(dir, g, cdpos_[a], cdvel_[a], csoft_[a], h, sol.force[g]);
     blk_a_[a * S + slot] = DJDot(p, dir, g, sol.v_next, dir.J_vnext);
   }
   // a velocity direction's rows left unformed (dir.vel_unit: pos, vel, aref and R null, dstab
@@ -960,12 +972,8 @@ double LcpSolver::AdjointDot(const Problem& p, const Solution& sol, const Proble
       const int g = crow_[a];
       const double lam = adj_lam_[a];
       if (lam == 0) continue;
-      double dstab =
-          (dir.pos ? cdpos_[a] * dir.pos[g] : 0) + (dir.vel ? cdvel_[a] * dir.vel[g] : 0);
-      if (csoft_[a]) {
-        if (dir.aref) dstab -= h * dir.aref[g];
-        if (dir.R) dstab += dir.R[g] * h * sol.force[g];
-      }
+      const double dstab =
+          StabilizationChange(dir, g, cdpos_[a], cdvel_[a], csoft_[a], h, sol.force[g]);
       s -= lam * (DJDot(p, dir, g, sol.v_next) + dstab);
     }
     const int* irows = is.rows + is.rowadr[k];
