@@ -1243,7 +1243,7 @@ double ComfreeSolver::RollBudgetTangent(const Problem& p, int k, const double* d
   double d = dforce[row];
   for (int r = 1; r < 4; r++) {
     if (con.mu[r - 1] > 0 && flforce_[row + r] != 0)
-      d -= std::copysign(dforce[row + r], flforce_[row + r]) / con.mu[r - 1];
+      d -= std::copysign(1.0, flforce_[row + r]) * dforce[row + r] / con.mu[r - 1];
   }
   return std::copysign(con.mu[i - row - 1], arg_[i]) * d;
 }
@@ -1331,7 +1331,7 @@ const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solutio
     adj_y_[row] += a;
     for (int r = 1; r < 4; r++) {
       if (con.mu[r - 1] > 0 && flforce_[row + r] != 0)
-        adj_y_[row + r] -= std::copysign(a, flforce_[row + r]) / con.mu[r - 1];
+        adj_y_[row + r] -= std::copysign(1.0, flforce_[row + r]) * a / con.mu[r - 1];
     }
   }
   double* u = flu_.data();
