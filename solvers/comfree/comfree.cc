@@ -125,6 +125,8 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   flu_.assign(nv, 0.0);
   flv_.assign(nv, 0.0);
   flforce_.assign(rows, 0.0);
+  roll_.assign(rows, 0);
+  rollcon_.assign(rows, 0);
   adj_y_.assign(rows, 0.0);
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);
@@ -499,19 +501,46 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
   }
 }
 
+void ComfreeSolver::RollRows(const Problem& p) {
+  nroll_ = 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (gain_[con.row] == 0) continue;
+    for (int r = 4; r < con.dim; r++) {
+      if (!(con.mu[r - 1] > 0)) continue;
+      roll_[nroll_] = con.row + r;
+      rollcon_[nroll_++] = c;
+    }
+  }
+}
+
+void ComfreeSolver::RollStop(const Problem& p, int k, Solution* sol) {
+  // f_i = f_facets + (-J_i v' / (A_i h)) clamped at +-mu_r N (arg_ the unclamped force; rowinv_
+  // the rolling row's own inverse mass)
+  const int i = roll_[k];
+  const Contact& con = p.con[rollcon_[k]];
+  const double A = RowInvMass(p, i, scratch_.data());
+  rowinv_[i] = A;
+  const double lim = con.mu[i - con.row - 1] * RollBudget(p, rollcon_[k], sol->force);
+  arg_[i] = A > 0 ? sol->force[i] - p.J.Dot(i, vafter_.data()) / (A * p.h) : sol->force[i];
+  sol->force[i] = std::clamp(arg_[i], -lim, lim);
+}
+
 void ComfreeSolver::FrictionAfter(const Problem& p, Solution* sol) {
   const int f0 = p.ne, f1 = p.ne + p.nf;
   for (int i = f0; i < f1; i++) sol->force[i] = 0;
   VelocityFromForce(p, sol->force, sol->v_next, nullptr);
-  if (p.nf == 0) return;
+  RollRows(p);
+  if (p.nf == 0 && nroll_ == 0) return;
   for (int j = 0; j < p.nv; j++) vafter_[j] = sol->v_next[j];
+  for (int i = 0; i < p.nrow; i++) flforce_[i] = sol->force[i];  // (what v' saw)
   for (int i = f0; i < f1; i++) {
     const double A = invmass_[i];
     arg_[i] = gain_[i] > 0 ? -p.J.Dot(i, vafter_.data()) / (A * p.h) : 0;
     sol->force[i] = std::clamp(arg_[i], -p.floss[i], p.floss[i]);
   }
+  for (int k = 0; k < nroll_; k++) RollStop(p, k, sol);
   VelocityFromForce(p, sol->force, sol->v_next, nullptr);
-  for (int i = 0; i < p.nrow; i++) flforce_[i] = sol->force[i];
 }
 
 void ComfreeSolver::Solve(const Problem& p, Solution* sol) {

@@ -19,6 +19,7 @@
 #define CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -260,6 +261,31 @@ class ComfreeSolver final : public Solver {
   // stop the motion and could not hold a static load (docs/solvers.md, comfree)
   void FrictionAfter(const Problem& p, Solution* sol);
 
+  // rolling friction after the other rows, as friction loss: the rolling rows (roll_, nroll_)
+  // of the contacts with a gain, and for row roll_[k] f = f_facets - J v' / (A h) clamped at
+  // +-mu_r N (the facets alone resist a turn viscously, in mu_r^2, and held no static tilt)
+  void RollRows(const Problem& p);
+  void RollStop(const Problem& p, int k, Solution* sol);
+
+  // what each rolling axis of contact c may carry, over its mu_r: the normal force left by the
+  // tangential and torsional forces, N - sum_{r<4} |f_r| / mu_r (the facets' pyramid, per axis)
+  static double RollBudget(const Problem& p, int c, const double* force) {
+    const Contact& con = p.con[c];
+    double left = force[con.row];
+    for (int r = 1; r < 4; r++) {
+      if (con.mu[r - 1] > 0) left -= std::fabs(force[con.row + r]) / con.mu[r - 1];
+    }
+    return std::max(left, 0.0);
+  }
+
+  // rolling row roll_[k] sticks (RollStop's force is not clamped)
+  bool RollSticks(const Problem& p, int k) const {
+    const int i = roll_[k], row = p.con[rollcon_[k]].row;
+    const double lim =
+        p.con[rollcon_[k]].mu[i - row - 1] * RollBudget(p, rollcon_[k], flforce_.data());
+    return arg_[i] > -lim && arg_[i] < lim;
+  }
+
   // friction-loss row i sticks (FrictionAfter's force is not clamped): its force has a tangent
   bool FrictionSticks(const Problem& p, int i) const {
     return p.kind[i] == kRowFriction && gain_[i] > 0 && arg_[i] > -p.floss[i] &&
@@ -270,6 +296,12 @@ class ComfreeSolver final : public Solver {
   // from the other rows' dforce: df_i = -(J_i dv' + dJ_i v') / (A_i h) - f_i dA_i / A_i, with
   // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM (v' - v_smooth) / h)
   void FrictionLossTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
+  // the rolling rows' part of it (RollStop): sticking, df_i = df_facets - (J_i dv' + dJ_i v') /
+  // (A_i h) - (arg_i - f_facets) dA_i / A_i; clamped, +-mu_r dN; g = dv' (null: none sticks)
+  void RollStopTangent(const Problem& p, const ProblemTangent& dir, const double* g,
+                       double* dforce);
+  // a clamped rolling row's force tangent, +-mu_r times RollBudget's (other rows' dforce final)
+  double RollBudgetTangent(const Problem& p, int k, const double* dforce) const;
 
   // reverse mode of FrictionLossTangent: its y_f' df_f terms into the adjoint arrays; returns the
   // weights of the other rows' forces, y_o + J_o M^-1 sum_i (-y_i / A_i) J_i' (adj_y_, friction
@@ -377,18 +409,21 @@ class ComfreeSolver final : public Solver {
   std::vector<double> flg_;      // FrictionLossTangent / Adjoint scratch            (nv)
   std::vector<double> flu_;      // ... and (v' - v_smooth) / h                      (nv)
   std::vector<double> flv_;      // ... and a kept slot's dv_free (FlushTangents)     (nv)
-  std::vector<double> flforce_;  // the last Solve's forces (FrictionLossTangent's dJ' f) (max_rows)
-  std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
-  std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
-  std::vector<int> wtree_;       // a cached row's tree if it touches one, else -1    (max_rows)
-  size_t wused_ = 0;             // entries of wpool_ in use
-  bool wstale_ = true;           // wadr_ belongs to an earlier Solve
-  std::vector<double> rsblk_;    // RowSolves' block of columns                 (nv kRowBlock)
-  std::vector<int> rslist_;      // its rows                                        (max_rows)
-  std::vector<char> rsmark_;     // listed                                          (max_rows)
-  std::vector<int> rstadr_;      // start of each tree's rows in rstrow_                (ntree + 1)
-  std::vector<int> rstrow_;      // the listed rows by tree                             (max_nnz)
-  std::vector<char> dmtree_;     // ForceTangent: dir.M is nonzero on the tree        (ntree)
+  std::vector<double> flforce_;  // the forces v' saw (FrictionLossTangent's dJ' f) (max_rows)
+  std::vector<int> roll_;        // FrictionAfter's rolling rows                      (max_rows)
+  std::vector<int> rollcon_;     // ... and their contacts                            (max_rows)
+  int nroll_ = 0;
+  std::vector<double> wpool_;  // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
+  std::vector<int> wadr_;      // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
+  std::vector<int> wtree_;     // a cached row's tree if it touches one, else -1    (max_rows)
+  size_t wused_ = 0;           // entries of wpool_ in use
+  bool wstale_ = true;         // wadr_ belongs to an earlier Solve
+  std::vector<double> rsblk_;  // RowSolves' block of columns                 (nv kRowBlock)
+  std::vector<int> rslist_;    // its rows                                        (max_rows)
+  std::vector<char> rsmark_;   // listed                                          (max_rows)
+  std::vector<int> rstadr_;    // start of each tree's rows in rstrow_                (ntree + 1)
+  std::vector<int> rstrow_;    // the listed rows by tree                             (max_nnz)
+  std::vector<char> dmtree_;   // ForceTangent: dir.M is nonzero on the tree        (ntree)
   // reverse mode (PrepareAdjoint): y' dforce as products with the problem tangent's arrays
   std::vector<double> adj_R_, adj_diag_, adj_pos_, adj_disp_;  // by row           (max_rows)
   std::vector<double> adj_ratio_, adj_dvel_, adj_invm_;        // ... of r / (1 - r), J v_smooth and

@@ -754,7 +754,7 @@ bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, in
     // a deferred dv_free kept for FlushTangents' block solve (ForceTangent is linear in J dv_free:
     // its term is LinearTangents'), or solved here, where the force tangent reads it now (the
     // friction-loss rows read dv_free itself)
-    const bool keep = deferred && free_split_on_ && p.nf == 0;
+    const bool keep = deferred && free_split_on_ && p.nf == 0 && nroll_ == 0;
     ProblemTangent solved = dir;
     if (deferred && !keep) {
       FreeVelocityOf(p, dir, vfree_.data());
@@ -798,7 +798,7 @@ bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
     }
   }
   if (nlin_ > 0) LinearTangents(p, nslot, dforce);
-  for (int c = 0; c < nlin_ && p.nf > 0; c++) {
+  for (int c = 0; c < nlin_ && (p.nf > 0 || nroll_ > 0); c++) {
     // the friction-loss rows of the kept slots (FrictionLossTangent), one direction at a time
     const size_t S = kTangentSlots;
     for (int j = 0; j < p.nv; j++) flv_[j] = blk_vf_[j * S + c];
@@ -945,7 +945,7 @@ const char* ComfreeSolver::TangentJacobianRows(const Problem& p) {
   // CoupledRelaxTangent (a capped gain) or FrictionLossTangent (friction-loss rows) read dJ
   bool capped = false;
   for (int i = 0; i < p.nrow && !capped; i++) capped = cap_[i] < 1;
-  if ((capped && coupled_) || p.nf > 0) return nullptr;
+  if ((capped && coupled_) || p.nf > 0 || nroll_ > 0) return nullptr;
   for (int i = 0; i < p.nrow; i++) jrows_[i] = 0;
   for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
     if (gain_[i] != 0) jrows_[arow_[i]] = 1;
@@ -1196,7 +1196,11 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
     dforce[i] = 0;  // (a clamped row's force is constant)
     any = any || (FrictionSticks(p, i) && !Untouched(p, dir, i));
   }
-  if (!any) return;
+  for (int k = 0; k < nroll_; k++) any = any || (RollSticks(p, k) && !Untouched(p, dir, roll_[k]));
+  if (!any) {
+    RollStopTangent(p, dir, nullptr, dforce);
+    return;
+  }
 
   // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM u) over the other rows, u = (v' - v_smooth)
   // / h
@@ -1228,6 +1232,41 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
     const double A = invmass_[i], dA = amul_[i] * InvMassTangent(p, arow_[i], dir);
     dforce[i] = -dv / (A * h) - arg_[i] * dA / A;
   }
+  RollStopTangent(p, dir, g, dforce);
+}
+
+double ComfreeSolver::RollBudgetTangent(const Problem& p, int k, const double* dforce) const {
+  // +-mu_r d(N - sum_{r<4} |f_r| / mu_r), or 0 where the budget is spent
+  const Contact& con = p.con[rollcon_[k]];
+  const int i = roll_[k], row = con.row;
+  if (!(RollBudget(p, rollcon_[k], flforce_.data()) > 0) || arg_[i] == 0) return 0;
+  double d = dforce[row];
+  for (int r = 1; r < 4; r++) {
+    if (con.mu[r - 1] > 0 && flforce_[row + r] != 0)
+      d -= std::copysign(1.0, flforce_[row + r]) * dforce[row + r] / con.mu[r - 1];
+  }
+  return std::copysign(con.mu[i - row - 1], arg_[i]) * d;
+}
+
+void ComfreeSolver::RollStopTangent(const Problem& p, const ProblemTangent& dir, const double* g,
+                                    double* dforce) {
+  const SparseRows& J = p.J;
+  for (int k = 0; k < nroll_; k++) {
+    const int i = roll_[k];
+    if (Untouched(p, dir, i)) continue;
+    if (!RollSticks(p, k)) {
+      dforce[i] = RollBudgetTangent(p, k, dforce);
+      continue;
+    }
+    const double A = rowinv_[i];
+    if (!(A > 0) || !g) continue;
+    const int adr = J.rowadr[i];
+    double dv = J.Dot(i, g);
+    for (int q = 0; dir.J && q < J.rownnz[i]; q++)
+      dv += dir.J[adr + q] * vafter_[J.colind[adr + q]];
+    const double dA = InvMassTangent(p, i, dir);
+    dforce[i] += -dv / (A * p.h) - (arg_[i] - flforce_[i]) * dA / A;
+  }
 }
 
 const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solution& sol,
@@ -1255,16 +1294,45 @@ const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solutio
     }
     adj_invm_[arow_[i]] -= y[i] * arg_[i] * amul_[i] / A;
   }
-  if (!any) return y;
-  mass.Solve(z);
+  for (int k = 0; k < nroll_; k++) {
+    const int i = roll_[k];
+    const double A = rowinv_[i];
+    if (!RollSticks(p, k) || y[i] == 0 || !(A > 0)) continue;
+    any = true;
+    const double c = -y[i] / A;
+    const int adr = J.rowadr[i];
+    for (int q = 0; q < J.rownnz[i]; q++) {
+      const int col = J.colind[adr + q];
+      z[col] += c * J.val[adr + q];
+      adj_J_[adr + q] += c / h * vafter_[col];
+      adj_vfree_[col] += c / h * J.val[adr + q];
+    }
+    adj_invm_[i] -= y[i] * (arg_[i] - flforce_[i]) / A;
+  }
+  if (!any && nroll_ == 0) return y;
+  if (any) mass.Solve(z);
 
   // z' (J_o' df_o + dJ_o' f_o - dM u): the other rows' weights y_o + J_o z, their dJ, and dM
   for (int i = 0; i < p.nrow; i++) {
     const bool fl = i >= f0 && i < f1;
     adj_y_[i] = fl ? 0 : y[i] + J.Dot(i, z);
-    if (fl || sol.force[i] == 0) continue;
+    if (fl || flforce_[i] == 0) continue;
     const int adr = J.rowadr[i];
-    for (int q = 0; q < J.rownnz[i]; q++) adj_J_[adr + q] += sol.force[i] * z[J.colind[adr + q]];
+    for (int q = 0; q < J.rownnz[i]; q++) adj_J_[adr + q] += flforce_[i] * z[J.colind[adr + q]];
+  }
+  // a clamped rolling row: its facets' force does not pass (only through v'), mu_r N does
+  for (int k = 0; k < nroll_; k++) {
+    const int i = roll_[k], row = p.con[rollcon_[k]].row;
+    if (RollSticks(p, k)) continue;
+    adj_y_[i] -= y[i];
+    const Contact& con = p.con[rollcon_[k]];
+    if (!(RollBudget(p, rollcon_[k], flforce_.data()) > 0) || arg_[i] == 0) continue;
+    const double a = y[i] * std::copysign(con.mu[i - row - 1], arg_[i]);
+    adj_y_[row] += a;
+    for (int r = 1; r < 4; r++) {
+      if (con.mu[r - 1] > 0 && flforce_[row + r] != 0)
+        adj_y_[row + r] -= std::copysign(1.0, flforce_[row + r]) * a / con.mu[r - 1];
+    }
   }
   double* u = flu_.data();
   for (int j = 0; j < nv; j++) u[j] = (vafter_[j] - p.v_free[j]) / h;
