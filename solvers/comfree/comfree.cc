@@ -125,8 +125,8 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   flu_.assign(nv, 0.0);
   flv_.assign(nv, 0.0);
   flforce_.assign(rows, 0.0);
-  roll_.assign(rows, 0);
-  rollcon_.assign(rows, 0);
+  roll_.assign(ncon, 0);
+  rollscale_.assign(ncon, 1.0);
   adj_y_.assign(rows, 0.0);
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);
@@ -505,25 +505,45 @@ void ComfreeSolver::RollRows(const Problem& p) {
   nroll_ = 0;
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
-    if (gain_[con.row] == 0) continue;
-    for (int r = 4; r < con.dim; r++) {
-      if (!(con.mu[r - 1] > 0)) continue;
-      roll_[nroll_] = con.row + r;
-      rollcon_[nroll_++] = c;
-    }
+    if (con.dim == 6 && gain_[con.row] != 0 && (con.mu[3] > 0 || con.mu[4] > 0))
+      roll_[nroll_++] = c;
   }
 }
 
 void ComfreeSolver::RollStop(const Problem& p, int k, Solution* sol) {
-  // f_i = f_facets + (-J_i v' / (A_i h)) clamped at +-mu_r N (arg_ the unclamped force; rowinv_
-  // the rolling row's own inverse mass)
-  const int i = roll_[k];
-  const Contact& con = p.con[rollcon_[k]];
-  const double A = RowInvMass(p, i, scratch_.data());
-  rowinv_[i] = A;
-  const double lim = con.mu[i - con.row - 1] * RollBudget(p, rollcon_[k], sol->force);
-  arg_[i] = A > 0 ? sol->force[i] - p.J.Dot(i, vafter_.data()) / (A * p.h) : sol->force[i];
-  sol->force[i] = std::clamp(arg_[i], -lim, lim);
+  // x_r = f_facets - J_r v' / (A_r h) (arg_; rowinv_ the rolling row's own inverse mass), scaled
+  // by b / n(x) where its norm n passes the budget b
+  const int c = roll_[k], row = p.con[c].row;
+  for (int i = row + 4; i < row + 6; i++) {
+    const double A = p.con[c].mu[i - row - 1] > 0 ? RowInvMass(p, i, scratch_.data()) : 0;
+    rowinv_[i] = A;
+    arg_[i] = A > 0 ? sol->force[i] - p.J.Dot(i, vafter_.data()) / (A * p.h) : 0;
+  }
+  const double b = RollBudget(p, c, flforce_.data()), n = RollNorm(p, c, arg_.data());
+  rollscale_[k] = n > b ? b / n : 1;
+  for (int i = row + 4; i < row + 6; i++) sol->force[i] = rollscale_[k] * arg_[i];
+  if (settings_.facets == 4) RollEdges(p, c, sol->force);
+}
+
+void ComfreeSolver::RollEdges(const Problem& p, int c, const double* force) {
+  // the pyramid's edge pairs keep their totals n_j = e_j+ + e_j- where they still cover |f_j| /
+  // mu_j; what the rolling pair lacks comes from every pair's slack n_j - |f_j| / mu_j, each
+  // giving the same share of its own (the pyramid's budget keeps the sum of slacks >= 0)
+  const Contact& con = p.con[c];
+  double* e = edge_.data() + 2 * con.row;
+  double slack[5], pos = 0, neg = 0;
+  for (int j = 0; j < 5; j++) {
+    const double u = con.mu[j] > 0 ? force[con.row + 1 + j] / con.mu[j] : 0;
+    slack[j] = e[2 * j] + e[2 * j + 1] - std::fabs(u);
+    (slack[j] > 0 ? pos : neg) += slack[j];
+  }
+  const double keep = pos > 0 ? std::max(1 + neg / pos, 0.0) : 0;
+  for (int j = 0; j < 5; j++) {
+    const double u = con.mu[j] > 0 ? force[con.row + 1 + j] / con.mu[j] : 0;
+    const double total = std::fabs(u) + (slack[j] > 0 ? keep * slack[j] : 0);
+    e[2 * j] = 0.5 * (total + u);
+    e[2 * j + 1] = 0.5 * (total - u);
+  }
 }
 
 void ComfreeSolver::FrictionAfter(const Problem& p, Solution* sol) {

@@ -261,30 +261,45 @@ class ComfreeSolver final : public Solver {
   // stop the motion and could not hold a static load (docs/solvers.md, comfree)
   void FrictionAfter(const Problem& p, Solution* sol);
 
-  // rolling friction after the other rows, as friction loss: the rolling rows (roll_, nroll_)
-  // of the contacts with a gain, and for row roll_[k] f = f_facets - J v' / (A h) clamped at
-  // +-mu_r N (the facets alone resist a turn viscously, in mu_r^2, and held no static tilt)
+  // rolling friction after the other rows, as friction loss: the contacts with a gain and a
+  // rolling pair (roll_, nroll_), and for their rows r = 4, 5 the one-step stop x_r = f_facets -
+  // J_r v' / (A_r h) (arg_), scaled jointly into what the cone leaves the pair (the facets alone
+  // resist a turn viscously, in mu_r^2, and held no static tilt)
   void RollRows(const Problem& p);
   void RollStop(const Problem& p, int k, Solution* sol);
+  // contact c's pyramid edge forces (edge_) re-split to carry its frame force after the stop
+  void RollEdges(const Problem& p, int c, const double* force);
 
-  // what each rolling axis of contact c may carry, over its mu_r: the normal force left by the
-  // tangential and torsional forces, N - sum_{r<4} |f_r| / mu_r (the facets' pyramid, per axis)
+  // what the rolling pair of contact c may carry, in units of the normal force: the elliptic
+  // cone's remainder sqrt(N^2 - sum_{r<4} (f_r / mu_r)^2), or the pyramid's N - sum_{r<4} |f_r| /
+  // mu_r (a pyramidal model: its edge forces stay non-negative)
   static double RollBudget(const Problem& p, int c, const double* force) {
     const Contact& con = p.con[c];
-    double left = force[con.row];
+    const double n = force[con.row];
+    double used = 0;
     for (int r = 1; r < 4; r++) {
-      if (con.mu[r - 1] > 0) left -= std::fabs(force[con.row + r]) / con.mu[r - 1];
+      if (!(con.mu[r - 1] > 0)) continue;
+      const double u = force[con.row + r] / con.mu[r - 1];
+      used += p.elliptic ? u * u : std::fabs(u);
     }
-    return std::max(left, 0.0);
+    if (p.elliptic) return n > 0 && n * n > used ? std::sqrt(n * n - used) : 0;
+    return std::max(n - used, 0.0);
   }
 
-  // rolling row roll_[k] sticks (RollStop's force is not clamped)
-  bool RollSticks(const Problem& p, int k) const {
-    const int i = roll_[k], row = p.con[rollcon_[k]].row;
-    const double lim =
-        p.con[rollcon_[k]].mu[i - row - 1] * RollBudget(p, rollcon_[k], flforce_.data());
-    return arg_[i] > -lim && arg_[i] < lim;
+  // the norm RollBudget bounds, of (x_4 / mu_4, x_5 / mu_5): 2-norm (elliptic) or 1-norm
+  static double RollNorm(const Problem& p, int c, const double* x) {
+    const Contact& con = p.con[c];
+    double s = 0;
+    for (int r = 4; r < 6; r++) {
+      if (!(con.mu[r - 1] > 0)) continue;
+      const double u = x[con.row + r] / con.mu[r - 1];
+      s += p.elliptic ? u * u : std::fabs(u);
+    }
+    return p.elliptic ? std::sqrt(s) : s;
   }
+
+  // rolling contact roll_[k] sticks (RollStop did not scale its pair)
+  bool RollSticks(int k) const { return rollscale_[k] == 1; }
 
   // friction-loss row i sticks (FrictionAfter's force is not clamped): its force has a tangent
   bool FrictionSticks(const Problem& p, int i) const {
@@ -296,12 +311,15 @@ class ComfreeSolver final : public Solver {
   // from the other rows' dforce: df_i = -(J_i dv' + dJ_i v') / (A_i h) - f_i dA_i / A_i, with
   // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM (v' - v_smooth) / h)
   void FrictionLossTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
-  // the rolling rows' part of it (RollStop): sticking, df_i = df_facets - (J_i dv' + dJ_i v') /
-  // (A_i h) - (arg_i - f_facets) dA_i / A_i; clamped, +-mu_r dN; g = dv' (null: none sticks)
+  // the rolling pairs' part of it (RollStop): dx_r = df_facets - (J_r dv' + dJ_r v') / (A_r h) -
+  // (x_r - f_facets) dA_r / A_r, then the scaling's tangent (RollScaleTangent); g = dv'
   void RollStopTangent(const Problem& p, const ProblemTangent& dir, const double* g,
                        double* dforce);
-  // a clamped rolling row's force tangent, +-mu_r times RollBudget's (other rows' dforce final)
-  double RollBudgetTangent(const Problem& p, int k, const double* dforce) const;
+  // a scaled pair f = b x / n(x) (b the budget): df = (b / n) (dx - x dn / n) + x db / n; in
+  // reverse mode (adjoint) the same map transposed: y on f into weights on x (out) and on the
+  // contact's rows 0-3 (added to yb, the budget's inputs)
+  void RollScaleTangent(const Problem& p, int k, double* dx, const double* dforce) const;
+  void RollScaleAdjoint(const Problem& p, int k, const double* y, double* yx, double* yb) const;
 
   // reverse mode of FrictionLossTangent: its y_f' df_f terms into the adjoint arrays; returns the
   // weights of the other rows' forces, y_o + J_o M^-1 sum_i (-y_i / A_i) J_i' (adj_y_, friction
@@ -410,8 +428,8 @@ class ComfreeSolver final : public Solver {
   std::vector<double> flu_;      // ... and (v' - v_smooth) / h                      (nv)
   std::vector<double> flv_;      // ... and a kept slot's dv_free (FlushTangents)     (nv)
   std::vector<double> flforce_;  // the forces v' saw (FrictionLossTangent's dJ' f) (max_rows)
-  std::vector<int> roll_;        // FrictionAfter's rolling rows                      (max_rows)
-  std::vector<int> rollcon_;     // ... and their contacts                            (max_rows)
+  std::vector<int> roll_;        // FrictionAfter's rolling contacts              (max_contacts)
+  std::vector<double> rollscale_;  // ... their pair's scale b / n(x), 1: unscaled   (max_contacts)
   int nroll_ = 0;
   std::vector<double> wpool_;  // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
   std::vector<int> wadr_;      // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)

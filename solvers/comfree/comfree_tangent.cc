@@ -1196,11 +1196,8 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
     dforce[i] = 0;  // (a clamped row's force is constant)
     any = any || (FrictionSticks(p, i) && !Untouched(p, dir, i));
   }
-  for (int k = 0; k < nroll_; k++) any = any || (RollSticks(p, k) && !Untouched(p, dir, roll_[k]));
-  if (!any) {
-    RollStopTangent(p, dir, nullptr, dforce);
-    return;
-  }
+  for (int k = 0; k < nroll_; k++) any = any || !Untouched(p, dir, p.con[roll_[k]].row);
+  if (!any) return;
 
   // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM u) over the other rows, u = (v' - v_smooth)
   // / h
@@ -1235,38 +1232,86 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
   RollStopTangent(p, dir, g, dforce);
 }
 
-double ComfreeSolver::RollBudgetTangent(const Problem& p, int k, const double* dforce) const {
-  // +-mu_r d(N - sum_{r<4} |f_r| / mu_r), or 0 where the budget is spent
-  const Contact& con = p.con[rollcon_[k]];
-  const int i = roll_[k], row = con.row;
-  if (!(RollBudget(p, rollcon_[k], flforce_.data()) > 0) || arg_[i] == 0) return 0;
-  double d = dforce[row];
-  for (int r = 1; r < 4; r++) {
-    if (con.mu[r - 1] > 0 && flforce_[row + r] != 0)
-      d -= std::copysign(1.0, flforce_[row + r]) * dforce[row + r] / con.mu[r - 1];
-  }
-  return std::copysign(con.mu[i - row - 1], arg_[i]) * d;
-}
-
 void ComfreeSolver::RollStopTangent(const Problem& p, const ProblemTangent& dir, const double* g,
                                     double* dforce) {
   const SparseRows& J = p.J;
   for (int k = 0; k < nroll_; k++) {
-    const int i = roll_[k];
-    if (Untouched(p, dir, i)) continue;
-    if (!RollSticks(p, k)) {
-      dforce[i] = RollBudgetTangent(p, k, dforce);
-      continue;
+    const int row = p.con[roll_[k]].row;
+    if (Untouched(p, dir, row)) continue;
+    // dx_r over the facets' df_r (dforce holds it), then the pair's scaling
+    double dx[2] = {0, 0};
+    for (int r = 0; r < 2; r++) {
+      const int i = row + 4 + r, adr = J.rowadr[i];
+      const double A = rowinv_[i];
+      if (!(A > 0)) continue;
+      double dv = J.Dot(i, g);
+      for (int q = 0; dir.J && q < J.rownnz[i]; q++)
+        dv += dir.J[adr + q] * vafter_[J.colind[adr + q]];
+      const double dA = InvMassTangent(p, i, dir);
+      dx[r] = dforce[i] - dv / (A * p.h) - (arg_[i] - flforce_[i]) * dA / A;
     }
-    const double A = rowinv_[i];
-    if (!(A > 0) || !g) continue;
-    const int adr = J.rowadr[i];
-    double dv = J.Dot(i, g);
-    for (int q = 0; dir.J && q < J.rownnz[i]; q++)
-      dv += dir.J[adr + q] * vafter_[J.colind[adr + q]];
-    const double dA = InvMassTangent(p, i, dir);
-    dforce[i] += -dv / (A * p.h) - (arg_[i] - flforce_[i]) * dA / A;
+    if (!RollSticks(k)) RollScaleTangent(p, k, dx, dforce);
+    dforce[row + 4] = dx[0];
+    dforce[row + 5] = dx[1];
   }
+}
+
+namespace {
+
+double Sign(double x) { return (x > 0) - (x < 0); }
+
+// d n / d x_r of RollNorm's n of the rolling pair x (mu its coefficients)
+double RollNormSlope(const Problem& p, const double* x, const double* mu, double n, int r) {
+  if (!(mu[r] > 0)) return 0;
+  return p.elliptic ? x[r] / (mu[r] * mu[r] * n) : Sign(x[r]) / mu[r];
+}
+
+// d b / d f_r of RollBudget's b > 0 for the contact's rows r = 0-3 (f their forces)   (4)
+void RollBudgetSlope(const Problem& p, const Contact& con, const double* f, double b, double* out) {
+  out[0] = p.elliptic ? f[0] / b : 1;
+  for (int r = 1; r < 4; r++) {
+    const double mu = con.mu[r - 1];
+    out[r] = !(mu > 0) ? 0 : p.elliptic ? -f[r] / (mu * mu * b) : -Sign(f[r]) / mu;
+  }
+}
+
+}  // namespace
+
+void ComfreeSolver::RollScaleTangent(const Problem& p, int k, double* dx,
+                                     const double* dforce) const {
+  const Contact& con = p.con[roll_[k]];
+  const double* x = arg_.data() + con.row + 4;
+  const double* f = flforce_.data() + con.row;
+  const double b = RollBudget(p, roll_[k], flforce_.data()), n = RollNorm(p, roll_[k], arg_.data());
+  const double s = rollscale_[k];
+  if (!(b > 0)) {  // (no budget: the pair carries nothing)
+    dx[0] = dx[1] = 0;
+    return;
+  }
+  double dn = 0, db = 0, slope[4];
+  for (int r = 0; r < 2; r++) dn += RollNormSlope(p, x, con.mu + 3, n, r) * dx[r];
+  RollBudgetSlope(p, con, f, b, slope);
+  for (int r = 0; r < 4; r++) db += slope[r] * dforce[con.row + r];
+  for (int r = 0; r < 2; r++) dx[r] = s * (dx[r] - x[r] * dn / n) + x[r] * db / n;
+}
+
+void ComfreeSolver::RollScaleAdjoint(const Problem& p, int k, const double* y, double* yx,
+                                     double* yb) const {
+  const Contact& con = p.con[roll_[k]];
+  const double* x = arg_.data() + con.row + 4;
+  for (int r = 0; r < 4; r++) yb[r] = 0;
+  yx[0] = y[0];
+  yx[1] = y[1];
+  if (RollSticks(k)) return;
+  const double b = RollBudget(p, roll_[k], flforce_.data()), n = RollNorm(p, roll_[k], arg_.data());
+  const double s = rollscale_[k], t = y[0] * x[0] + y[1] * x[1];
+  if (!(b > 0)) {
+    yx[0] = yx[1] = 0;
+    return;
+  }
+  for (int r = 0; r < 2; r++) yx[r] = s * y[r] - s * t / n * RollNormSlope(p, x, con.mu + 3, n, r);
+  RollBudgetSlope(p, con, flforce_.data() + con.row, b, yb);
+  for (int r = 0; r < 4; r++) yb[r] *= t / n;
 }
 
 const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solution& sol,
@@ -1295,19 +1340,24 @@ const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solutio
     adj_invm_[arow_[i]] -= y[i] * arg_[i] * amul_[i] / A;
   }
   for (int k = 0; k < nroll_; k++) {
-    const int i = roll_[k];
-    const double A = rowinv_[i];
-    if (!RollSticks(p, k) || y[i] == 0 || !(A > 0)) continue;
-    any = true;
-    const double c = -y[i] / A;
-    const int adr = J.rowadr[i];
-    for (int q = 0; q < J.rownnz[i]; q++) {
-      const int col = J.colind[adr + q];
-      z[col] += c * J.val[adr + q];
-      adj_J_[adr + q] += c / h * vafter_[col];
-      adj_vfree_[col] += c / h * J.val[adr + q];
+    // the pair's weights on x (RollScaleAdjoint), then as a friction-loss row's
+    const int row = p.con[roll_[k]].row;
+    double yx[2], yb[4];
+    RollScaleAdjoint(p, k, y + row + 4, yx, yb);
+    for (int r = 0; r < 2; r++) {
+      const int i = row + 4 + r, adr = J.rowadr[i];
+      const double A = rowinv_[i];
+      if (yx[r] == 0 || !(A > 0)) continue;
+      any = true;
+      const double c = -yx[r] / A;
+      for (int q = 0; q < J.rownnz[i]; q++) {
+        const int col = J.colind[adr + q];
+        z[col] += c * J.val[adr + q];
+        adj_J_[adr + q] += c / h * vafter_[col];
+        adj_vfree_[col] += c / h * J.val[adr + q];
+      }
+      adj_invm_[i] -= yx[r] * (arg_[i] - flforce_[i]) / A;
     }
-    adj_invm_[i] -= y[i] * (arg_[i] - flforce_[i]) / A;
   }
   if (!any && nroll_ == 0) return y;
   if (any) mass.Solve(z);
@@ -1320,19 +1370,13 @@ const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solutio
     const int adr = J.rowadr[i];
     for (int q = 0; q < J.rownnz[i]; q++) adj_J_[adr + q] += flforce_[i] * z[J.colind[adr + q]];
   }
-  // a clamped rolling row: its facets' force does not pass (only through v'), mu_r N does
+  // a rolling pair: its facets' forces pass with the weights on x, the budget's inputs with yb
   for (int k = 0; k < nroll_; k++) {
-    const int i = roll_[k], row = p.con[rollcon_[k]].row;
-    if (RollSticks(p, k)) continue;
-    adj_y_[i] -= y[i];
-    const Contact& con = p.con[rollcon_[k]];
-    if (!(RollBudget(p, rollcon_[k], flforce_.data()) > 0) || arg_[i] == 0) continue;
-    const double a = y[i] * std::copysign(con.mu[i - row - 1], arg_[i]);
-    adj_y_[row] += a;
-    for (int r = 1; r < 4; r++) {
-      if (con.mu[r - 1] > 0 && flforce_[row + r] != 0)
-        adj_y_[row + r] -= std::copysign(1.0, flforce_[row + r]) * a / con.mu[r - 1];
-    }
+    const int row = p.con[roll_[k]].row;
+    double yx[2], yb[4];
+    RollScaleAdjoint(p, k, y + row + 4, yx, yb);
+    for (int r = 0; r < 2; r++) adj_y_[row + 4 + r] += yx[r] - y[row + 4 + r];
+    for (int r = 0; r < 4; r++) adj_y_[row + r] += yb[r];
   }
   double* u = flu_.data();
   for (int j = 0; j < nv; j++) u[j] = (vafter_[j] - p.v_free[j]) / h;

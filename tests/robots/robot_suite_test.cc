@@ -47,21 +47,16 @@ const Known kKnownRuns[] = {
     {"leap", ckSOL_IPM, 5, tools::kControlRandom},
     {"leap", ckSOL_LCP, 5, tools::kControlRandom},
 #endif
-    // comfree does not hold the Shadow hand and at 5h the Allegro's object at rest (3.17,
-    // keyframe and drop at h, then at 5h: Shadow 1.0, 91, 1.1, 65 mm, the object rolls or is
-    // knocked off the hand; Allegro 5h 1.8, 0.3 mm, the object falls to the floor, where it
-    // spins on one contact and settles after 2 s). docs/solvers.md (comfree, static friction)
-    // has the measurements. The drop cases pass or fail with the trajectory: drops 0.4-2 mm
-    // higher or lower fail the Allegro at 5h too (5 of 11 pass), and the Shadow hand's object
-    // leaves the hand on landing in every run (docs/solvers.md, comfree, "Measured, not fixed",
-    // "A slide stores no more than its slip")
+    // comfree does not hold the Shadow hand's object after its drops (3.17, drop at h, then at
+    // 5h: 1.4, 23 mm, the object rolls or is knocked off the hand); its keyframes hold since the
+    // dry rolling stop (0.23, 0.50 mm; 1.0, 1.1 before). docs/solvers.md (comfree, "comfree's dry
+    // rolling stop") has the measurements: drops 0.4-2 mm higher or lower pass 6 of 11 at h and
+    // none at 5h
     {"shadow", ckSOL_COMFREE, 0, tools::kControlHeld},
 #if mjVERSION_HEADER < 300
     // on 2.2.2 the Allegro's object also rocks on two fingers after the drop at h (1.8 mm; 0.57
     // before the stretched stick edge)
     {"allegro", ckSOL_COMFREE, 0, tools::kControlHeld},
-#else
-    {"allegro", ckSOL_COMFREE, 5, tools::kControlHeld},
 #endif
     // comfree at 5h: the humanoid's drop lands 196 mm deep (bound 150; keyframe 154 mm; both
     // versions; MuJoCo's solver 63, 65 mm, the depth at detection): each foot lands on four

@@ -95,8 +95,9 @@ std::vector<double> FacetRow(const Problem& p, const Contact& con, const double*
   return row;
 }
 
-// the facets of the default setting are MuJoCo's pyramid edges; the write-back stores the facet
-// forces themselves in efc_force, and efc_J' efc_force is J' f
+// the facets of the default setting are MuJoCo's pyramid edges; the write-back stores the edge
+// forces (the facets', re-split where the rolling stop moved a condim-6 contact's rolling forces)
+// in efc_force, non-negative, and efc_J' efc_force is J' f
 TEST_F(ComfreeSolverTest, DefaultFacetsAreMujocosPyramidEdges) {
   ModelPtr m = LoadString(kAllRows);
   ASSERT_TRUE(m);
@@ -127,7 +128,14 @@ TEST_F(ComfreeSolverTest, DefaultFacetsAreMujocosPyramidEdges) {
       for (int k = 0; k < m->nv; k++) {
         ASSERT_NEAR(ours[k], theirs[k], 1e-12) << "contact " << c << " facet " << j;
       }
-      EXPECT_EQ(d->efc_force[con.efc_address + j], facet[j]) << "contact " << c;
+      // the solver's edge forces, its facets' but where the rolling stop re-split a condim-6
+      // contact's (ComfreeSolver::RollEdges)
+      const double edge = fx.sol().edge_force[2 * con.row + j];
+      EXPECT_EQ(d->efc_force[con.efc_address + j], edge) << "contact " << c;
+      EXPECT_GE(edge, 0) << "contact " << c;
+      if (con.dim < 6) {
+        EXPECT_EQ(edge, facet[j]) << "contact " << c;
+      }
       active += facet[j] > 0;
     }
   }
@@ -197,7 +205,8 @@ TEST_F(ComfreeSolverTest, MoreTangentialFacetsShapeTheConeNotTheStiffness) {
   EXPECT_NEAR(fn[2], fn[0], 1e-12 * fn[0]);
 }
 
-// eq. 8 and 12 for one sliding contact, from MuJoCo's own mass matrix and impedance
+// eq. 8 and 12 for one sliding contact, from MuJoCo's own mass matrix and impedance, and the
+// rolling stop on it
 TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
   ModelPtr m = LoadString(kAllRows);
   ASSERT_TRUE(m);
@@ -215,6 +224,7 @@ TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
   const double h = m->opt.timestep;
 
   int checked = 0;
+  std::vector<double> facets(p.nrow, 0.0);  // the facets' forces
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     const mjContact& mc = d->contact[con.mj_index];
@@ -250,13 +260,47 @@ TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
       f[0] += lambda;
       if (dim > 1) f[axis] += sign * mc.friction[axis - 1] * lambda;
     }
-    for (int q = 0; q < dim; q++) {
+    for (int q = 0; q < std::min(dim, 4); q++) {
       EXPECT_NEAR(fx.sol().force[con.row + q], f[q], 1e-9 * (1 + std::fabs(f[0])))
           << "contact " << c << " row " << q;
     }
+    std::copy(f, f + dim, facets.begin() + con.row);
     checked += f[0] > 0;
   }
   EXPECT_GE(checked, 4);
+
+  // the rolling stop after the other rows: v' = v_smooth + h M^-1 J' f of the facets (friction
+  // loss 0), x_r = f_r - J_r v' / (A_r h), scaled into the pyramid's N - sum_{r<4} |f_r| / mu_r
+  for (int i = 0; i < p.nrow; i++) {
+    if (i < p.ne + p.nl + p.nf) facets[i] = p.kind[i] == kRowFriction ? 0 : fx.sol().force[i];
+  }
+  std::vector<double> vafter(m->nv), qf(m->nv), rowr(m->nv), xr(m->nv);
+  p.J.MulT(facets.data(), qf.data());
+  mj_solveM(m.get(), d.get(), vafter.data(), qf.data(), 1);
+  mj_solveM(m.get(), d.get(), xr.data(), d->qfrc_smooth, 1);
+  for (int i = 0; i < m->nv; i++) vafter[i] = d->qvel[i] + h * (xr[i] + vafter[i]);
+  int rolled = 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (con.dim < 6 || facets[con.row] == 0) continue;
+    double x[2], budget = facets[con.row], norm = 0;
+    for (int r = 0; r < 2; r++) {
+      std::fill(rowr.begin(), rowr.end(), 0.0);
+      p.J.AddRowTo(con.row + 4 + r, 1, rowr.data());
+      mj_solveM(m.get(), d.get(), xr.data(), rowr.data(), 1);
+      const double A = mju_dot(rowr.data(), xr.data(), m->nv);
+      x[r] = facets[con.row + 4 + r] - mju_dot(rowr.data(), vafter.data(), m->nv) / (A * h);
+      norm += std::fabs(x[r]) / con.mu[3 + r];
+    }
+    for (int r = 1; r < 4; r++) budget -= std::fabs(facets[con.row + r]) / con.mu[r - 1];
+    const double scale = norm > budget ? std::max(budget, 0.0) / norm : 1;
+    for (int r = 0; r < 2; r++) {
+      EXPECT_NEAR(fx.sol().force[con.row + 4 + r], scale * x[r], 1e-9 * (1 + facets[con.row]))
+          << "contact " << c << " rolling row " << r;
+    }
+    rolled++;
+  }
+  EXPECT_GT(rolled, 0);
 
   // v+ = v_smooth + h M^-1 J' f
   std::vector<double> qfrc(m->nv), v(m->nv);
