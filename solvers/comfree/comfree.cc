@@ -560,6 +560,8 @@ void ComfreeSolver::FrictionAfter(const Problem& p, Solution* sol) {
     sol->force[i] = std::clamp(arg_[i], -p.floss[i], p.floss[i]);
   }
   for (int k = 0; k < nroll_; k++) RollStop(p, k, sol);
+  stats_.nroll = nroll_;
+  for (int k = 0; k < nroll_; k++) stats_.nrolled += !RollSticks(k);
   VelocityFromForce(p, sol->force, sol->v_next, nullptr);
 }
 

@@ -35,6 +35,8 @@ struct ComfreeStats {
   int nfacet = 0;   // contact facets
   int nactive = 0;  // contact facets with a positive force
   int ncapped = 0;  // contacts and rows whose gain relax_limit scaled down
+  int nroll = 0;    // contacts with a rolling stop (condim 6 with a gain)
+  int nrolled = 0;  // ... whose rolling pair the cone scaled (a dry, sliding turn)
 
   void Reset() { *this = ComfreeStats(); }
 };

@@ -23,8 +23,8 @@ namespace {
 
 using ComfreeSolverTest = MujocoTest;
 
-// spheres of condim 1, 3, 4 and 6, a box, a hinge arm with friction loss hitting its limit and a
-// connect to a free bob: every kind of row in one problem
+// spheres of condim 1, 3, 4 and 6 (and one more of 6, at rest), a box, a hinge arm with friction
+// loss hitting its limit and a connect to a free bob: every kind of row in one problem
 const char kAllRows[] = R"(
 <mujoco>
   <option timestep="0.002" cone="pyramidal"/>
@@ -40,6 +40,8 @@ const char kAllRows[] = R"(
       <geom type="sphere" size="0.1" condim="6" friction="0.5 0.01 0.004" mass="1"/></body>
     <body pos="2 0 0.1" euler="0 0 20"><freejoint/>
       <geom type="box" size="0.1 0.15 0.1" condim="3" friction="0.8 0.01 0.002" mass="1"/></body>
+    <body pos="2.5 0 0.1"><freejoint/>
+      <geom type="sphere" size="0.1" condim="6" friction="0.5 0.01 0.004" mass="1"/></body>
     <body name="arm" pos="0 2 1">
       <joint name="hinge" type="hinge" axis="0 1 0" limited="true" range="-0.5 0.5"
              frictionloss="0.3" damping="0.2"/>
@@ -196,7 +198,9 @@ TEST_F(ComfreeSolverTest, MoreTangentialFacetsShapeTheConeNotTheStiffness) {
     fx.solver.Solve(fx.p(), &fx.sol());
     EXPECT_EQ(fx.sol().edge_force != nullptr, n == 4);
     for (int c = 0; c < fx.p().ncon; c++) {
-      if (fx.p().con[c].dim == 6) fn.push_back(fx.sol().force[fx.p().con[c].row]);
+      const Contact& con = fx.p().con[c];
+      if (con.dim == 6 && (con.body[0] == 4 || con.body[1] == 4))
+        fn.push_back(fx.sol().force[con.row]);
     }
   }
   ASSERT_EQ(fn.size(), 3u);
@@ -405,18 +409,23 @@ std::vector<int> Pattern(const Problem& p, const ComfreeSolver& solver, const So
     if (p.kind[i] == kRowLimit) out.push_back(sol.force[i] > 0);
     if (p.kind[i] == kRowFriction) out.push_back(std::fabs(sol.force[i]) < p.floss[i]);
   }
+  out.push_back(solver.stats().nrolled);
   return out;
 }
 
 // the force tangent is the derivative of Solve: central differences along random directions of
-// every input, with the relaxation limit off and binding
+// every input, with the relaxation limit off and binding, in a pyramidal and an elliptic model
+// (the rolling stop's budgets), a rolling pair scaled by the cone and one not
 TEST_F(ComfreeSolverTest, ForceTangentMatchesCentralDifferences) {
   ModelPtr m = LoadString(kAllRows);
   ASSERT_TRUE(m);
-  DataPtr d(mj_makeData(m.get()));
-  PrepareAllRows(m.get(), d.get());
   std::mt19937 rng(3);
-  for (double limit : {0.0, 0.02}) {
+  for (int run = 0; run < 4; run++) {
+    const double limit = run % 2 ? 0.02 : 0;
+    m->opt.cone = run < 2 ? mjCONE_PYRAMIDAL : mjCONE_ELLIPTIC;
+    SCOPED_TRACE(run < 2 ? "pyramidal" : "elliptic");
+    DataPtr d(mj_makeData(m.get()));
+    PrepareAllRows(m.get(), d.get());
     ckSettings s = Settings(ckSOL_COMFREE);
     s.comfree.relax_limit = limit;
     Fixture fx(m.get(), s);
@@ -450,6 +459,8 @@ TEST_F(ComfreeSolverTest, ForceTangentMatchesCentralDifferences) {
       Move(&p, base, dir, 0);
       fx.solver.Solve(p, &sol);
       EXPECT_EQ(fx.solver.stats().ncapped > 0, limit > 0);
+      EXPECT_GT(fx.solver.stats().nrolled, 0);
+      EXPECT_LT(fx.solver.stats().nrolled, fx.solver.stats().nroll);
       std::vector<double> df(nrow), dv(nv), scratch(nv);
       const ProblemTangent t = dir.tangent();
       ASSERT_TRUE(fx.solver.ForceTangent(p, sol, t, df.data()));
@@ -464,6 +475,51 @@ TEST_F(ComfreeSolverTest, ForceTangentMatchesCentralDifferences) {
       }
       for (int i = 0; i < nv; i++) {
         EXPECT_NEAR(dv[i], (vp[i] - vm[i]) / (2 * eps), 1e-5 * vscale) << "dof " << i;
+      }
+    }
+  }
+}
+
+// the reverse mode: PrepareAdjoint with force weights y, then AdjointDot along a direction, is y'
+// ForceTangent along it, in a pyramidal and an elliptic model with rolling pairs scaled by the
+// cone and not; y on every row, then on the rolling rows alone
+TEST_F(ComfreeSolverTest, AdjointDotIsTheForceTangentsProduct) {
+  ModelPtr m = LoadString(kAllRows);
+  ASSERT_TRUE(m);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  for (int cone : {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC}) {
+    m->opt.cone = cone;
+    SCOPED_TRACE(cone == mjCONE_ELLIPTIC ? "elliptic" : "pyramidal");
+    DataPtr d(mj_makeData(m.get()));
+    PrepareAllRows(m.get(), d.get());
+    Fixture fx(m.get(), Settings(ckSOL_COMFREE));
+    Problem& p = fx.p();
+    Solution& sol = fx.sol();
+    ASSERT_EQ(fx.ex.Extract(m.get(), d.get(), &p), 0);
+    fx.solver.Solve(p, &sol);
+    ASSERT_GT(fx.solver.stats().nrolled, 0);
+    for (int rolling = 0; rolling < 2; rolling++) {
+      std::vector<double> y(p.nrow, 0.0), df(p.nrow);
+      for (int i = 0; i < p.nrow; i++) y[i] = uni(rng);
+      for (int c = 0; c < p.ncon && rolling; c++) {
+        const Contact& con = p.con[c];
+        for (int r = 0; r < con.dim; r++) y[con.row + r] *= r >= 4;
+      }
+      for (int i = 0; i < p.ne + p.nf + p.nl && rolling; i++) y[i] = 0;
+      ASSERT_TRUE(fx.solver.PrepareAdjoint(p, sol, y.data(), nullptr));
+      for (int trial = 0; trial < 3; trial++) {
+        const Direction dir = RandomDirection(p, &rng);
+        const ProblemTangent t = dir.tangent();
+        const double adjoint = fx.solver.AdjointDot(p, sol, t);
+        ASSERT_TRUE(fx.solver.ForceTangent(p, sol, t, df.data()));
+        double forward = 0, scale = 0;
+        for (int i = 0; i < p.nrow; i++) {
+          forward += y[i] * df[i];
+          scale += std::fabs(y[i] * df[i]);
+        }
+        ASSERT_GT(scale, 0);
+        EXPECT_NEAR(adjoint, forward, 1e-10 * scale) << "rolling rows only " << rolling;
       }
     }
   }
