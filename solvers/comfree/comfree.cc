@@ -124,6 +124,8 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   flg_.assign(nv, 0.0);
   flu_.assign(nv, 0.0);
   flv_.assign(nv, 0.0);
+  flw_.assign(nv, 0.0);
+  vroll_.assign(nv, 0.0);
   flforce_.assign(rows, 0.0);
   roll_.assign(ncon, 0);
   rollscale_.assign(ncon, 1.0);
@@ -517,7 +519,7 @@ void ComfreeSolver::RollStop(const Problem& p, int k, Solution* sol) {
   for (int i = row + 4; i < row + 6; i++) {
     const double A = p.con[c].mu[i - row - 1] > 0 ? RowInvMass(p, i, scratch_.data()) : 0;
     rowinv_[i] = A;
-    arg_[i] = A > 0 ? sol->force[i] - p.J.Dot(i, vafter_.data()) / (A * p.h) : 0;
+    arg_[i] = A > 0 ? sol->force[i] - p.J.Dot(i, vroll_.data()) / (A * p.h) : 0;
   }
   const double b = RollBudget(p, c, flforce_.data()), n = RollNorm(p, c, arg_.data());
   rollscale_[k] = n > b ? b / n : 1;
@@ -557,7 +559,14 @@ void ComfreeSolver::FrictionAfter(const Problem& p, Solution* sol) {
   for (int i = f0; i < f1; i++) {
     const double A = invmass_[i];
     arg_[i] = gain_[i] > 0 ? -p.J.Dot(i, vafter_.data()) / (A * p.h) : 0;
-    sol->force[i] = std::clamp(arg_[i], -p.floss[i], p.floss[i]);
+    sol->force[i] = FrictionLossForce(p, i);
+  }
+  // the rolling stops see the friction-loss rows' forces (v''): computed from v' alongside them,
+  // both stopped the same motion (the A1's legs) and the feet's pairs stayed scaled at rest
+  if (nroll_ > 0 && p.nf > 0) {
+    VelocityFromForce(p, sol->force, vroll_.data(), nullptr);
+  } else {
+    for (int j = 0; j < p.nv; j++) vroll_[j] = vafter_[j];
   }
   for (int k = 0; k < nroll_; k++) RollStop(p, k, sol);
   stats_.nroll = nroll_;

@@ -263,10 +263,11 @@ class ComfreeSolver final : public Solver {
   // stop the motion and could not hold a static load (docs/solvers.md, comfree)
   void FrictionAfter(const Problem& p, Solution* sol);
 
-  // rolling friction after the other rows, as friction loss: the contacts with a gain and a
-  // rolling pair (roll_, nroll_), and for their rows r = 4, 5 the one-step stop x_r = f_facets -
-  // J_r v' / (A_r h) (arg_), scaled jointly into what the cone leaves the pair (the facets alone
-  // resist a turn viscously, in mu_r^2, and held no static tilt)
+  // rolling friction after the other rows and the friction-loss rows: the contacts with a gain
+  // and a rolling pair (roll_, nroll_), and for their rows r = 4, 5 the one-step stop x_r =
+  // f_facets - J_r v'' / (A_r h) (arg_), v'' the velocity after the friction-loss rows (vroll_),
+  // scaled jointly into what the cone leaves the pair (the facets alone resist a turn viscously,
+  // in mu_r^2, and held no static tilt)
   void RollRows(const Problem& p);
   void RollStop(const Problem& p, int k, Solution* sol);
   // contact c's pyramid edge forces (edge_) re-split to carry its frame force after the stop
@@ -313,10 +314,25 @@ class ComfreeSolver final : public Solver {
   // from the other rows' dforce: df_i = -(J_i dv' + dJ_i v') / (A_i h) - f_i dA_i / A_i, with
   // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM (v' - v_smooth) / h)
   void FrictionLossTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
-  // the rolling pairs' part of it (RollStop): dx_r = df_facets - (J_r dv' + dJ_r v') / (A_r h) -
-  // (x_r - f_facets) dA_r / A_r, then the scaling's tangent (RollScaleTangent); g = dv'
+  // the rolling pairs' part of it (RollStop): dx_r = df_facets - (J_r dv'' + dJ_r v'') / (A_r h)
+  // - (x_r - f_facets) dA_r / A_r, then the scaling's tangent (RollScaleTangent); g = dv', and
+  // dv'' = dv' + h M^-1 (J_f' df_f + dJ_f' f_f - dM (v'' - v') / h) (RollVelocityTangent)
   void RollStopTangent(const Problem& p, const ProblemTangent& dir, const double* g,
                        double* dforce);
+  const double* RollVelocityTangent(const Problem& p, const ProblemTangent& dir, const double* g,
+                                    const double* dforce);
+  // reverse mode of the rolling pairs' dx (RollStopTangent): z2 = M^-1 sum_r c_r J_r' (flw_), its
+  // terms into the adjoint arrays; false if no rolling row has a weight
+  bool RollStopAdjoint(const Problem& p, const double* y);
+  // ... and z2's terms through v'': the friction-loss rows' dJ and dM, and J_f z2 added to their
+  // weights (yf, by row, sticking rows only)
+  void RollFrictionAdjoint(const Problem& p, double* yf);
+  // -z' dM u into adj_M_
+  void SubMassAdjoint(const Problem& p, const double* z, const double* u);
+  // a friction-loss row's force (FrictionAfter)
+  double FrictionLossForce(const Problem& p, int i) const {
+    return gain_[i] > 0 ? std::clamp(arg_[i], -p.floss[i], p.floss[i]) : 0;
+  }
   // a scaled pair f = b x / n(x) (b the budget): df = (b / n) (dx - x dn / n) + x db / n; in
   // reverse mode (adjoint) the same map transposed: y on f into weights on x (out) and on the
   // contact's rows 0-3 (added to yb, the budget's inputs)
@@ -429,6 +445,8 @@ class ComfreeSolver final : public Solver {
   std::vector<double> flg_;      // FrictionLossTangent / Adjoint scratch            (nv)
   std::vector<double> flu_;      // ... and (v' - v_smooth) / h                      (nv)
   std::vector<double> flv_;      // ... and a kept slot's dv_free (FlushTangents)     (nv)
+  std::vector<double> flw_;      // ... and the rolling rows' dv'' or M^-1 J_r' weights  (nv)
+  std::vector<double> vroll_;    // v'' = v' + h M^-1 J_f' f_f, what the rolling stops saw (nv)
   std::vector<double> flforce_;  // the forces v' saw (FrictionLossTangent's dJ' f) (max_rows)
   std::vector<int> roll_;        // FrictionAfter's rolling contacts              (max_contacts)
   std::vector<double> rollscale_;  // ... their pair's scale b / n(x), 1: unscaled   (max_contacts)

@@ -1232,9 +1232,34 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
   RollStopTangent(p, dir, g, dforce);
 }
 
+const double* ComfreeSolver::RollVelocityTangent(const Problem& p, const ProblemTangent& dir,
+                                                 const double* g, const double* dforce) {
+  if (p.nf == 0) return g;  // (v'' = v')
+  const SparseRows& J = p.J;
+  const int nv = p.nv;
+  double* g2 = flw_.data();
+  for (int j = 0; j < nv; j++) g2[j] = 0;
+  for (int i = p.ne; i < p.ne + p.nf; i++) {
+    const int adr = J.rowadr[i];
+    const double df = dforce[i], f = dir.J ? FrictionLossForce(p, i) : 0;
+    if (df == 0 && f == 0) continue;
+    for (int q = 0; q < J.rownnz[i]; q++)
+      g2[J.colind[adr + q]] += J.val[adr + q] * df + (f != 0 ? dir.J[adr + q] * f : 0);
+  }
+  if (dir.M) {
+    double* w = flu_.data();  // (v'' - v') / h
+    for (int j = 0; j < nv; j++) w[j] = (vroll_[j] - vafter_[j]) / p.h;
+    SubMassTangent(p, dir, w, g2, 0, nv);
+  }
+  p.mass.Solve(g2);
+  for (int j = 0; j < nv; j++) g2[j] = g[j] + p.h * g2[j];
+  return g2;
+}
+
 void ComfreeSolver::RollStopTangent(const Problem& p, const ProblemTangent& dir, const double* g,
                                     double* dforce) {
   const SparseRows& J = p.J;
+  if (nroll_ > 0) g = RollVelocityTangent(p, dir, g, dforce);
   for (int k = 0; k < nroll_; k++) {
     const int row = p.con[roll_[k]].row;
     if (Untouched(p, dir, row)) continue;
@@ -1246,7 +1271,7 @@ void ComfreeSolver::RollStopTangent(const Problem& p, const ProblemTangent& dir,
       if (!(A > 0)) continue;
       double dv = J.Dot(i, g);
       for (int q = 0; dir.J && q < J.rownnz[i]; q++)
-        dv += dir.J[adr + q] * vafter_[J.colind[adr + q]];
+        dv += dir.J[adr + q] * vroll_[J.colind[adr + q]];
       const double dA = InvMassTangent(p, i, dir);
       dx[r] = dforce[i] - dv / (A * p.h) - (arg_[i] - flforce_[i]) * dA / A;
     }
@@ -1314,33 +1339,14 @@ void ComfreeSolver::RollScaleAdjoint(const Problem& p, int k, const double* y, d
   for (int r = 0; r < 4; r++) yb[r] *= t / n;
 }
 
-const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solution& sol,
-                                                 const double* y) {
+bool ComfreeSolver::RollStopAdjoint(const Problem& p, const double* y) {
+  // y_r dx_r = c_r / h (J_r dv'' + dJ_r v'') - y_r (x_r - f_facets) dA_r / A_r + y_r df_facets,
+  // c_r = -y_r / A_r (y_r the pair's weights on x, RollScaleAdjoint): z2 = M^-1 sum_r c_r J_r'
   const SparseRows& J = p.J;
-  const TreeMass& mass = p.mass;
-  const int f0 = p.ne, f1 = p.ne + p.nf, nv = p.nv;
-  const double h = p.h;
-
-  // y_i df_i = c_i / h (J_i dv' + dJ_i v') - y_i f_i dA_i / A_i with c_i = -y_i / A_i; J_i dv'
-  // = J_i dv_free + h J_i M^-1 (...): z = M^-1 sum_i c_i J_i' carries the rest
-  double* z = flg_.data();
-  for (int j = 0; j < nv; j++) z[j] = 0;
+  double* z2 = flw_.data();
+  for (int j = 0; j < p.nv; j++) z2[j] = 0;
   bool any = false;
-  for (int i = f0; i < f1; i++) {
-    if (!FrictionSticks(p, i) || y[i] == 0) continue;
-    any = true;
-    const double A = invmass_[i], c = -y[i] / A;
-    const int adr = J.rowadr[i];
-    for (int q = 0; q < J.rownnz[i]; q++) {
-      const int col = J.colind[adr + q];
-      z[col] += c * J.val[adr + q];
-      adj_J_[adr + q] += c / h * vafter_[col];
-      adj_vfree_[col] += c / h * J.val[adr + q];
-    }
-    adj_invm_[arow_[i]] -= y[i] * arg_[i] * amul_[i] / A;
-  }
   for (int k = 0; k < nroll_; k++) {
-    // the pair's weights on x (RollScaleAdjoint), then as a friction-loss row's
     const int row = p.con[roll_[k]].row;
     double yx[2], yb[4];
     RollScaleAdjoint(p, k, y + row + 4, yx, yb);
@@ -1352,15 +1358,78 @@ const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solutio
       const double c = -yx[r] / A;
       for (int q = 0; q < J.rownnz[i]; q++) {
         const int col = J.colind[adr + q];
-        z[col] += c * J.val[adr + q];
-        adj_J_[adr + q] += c / h * vafter_[col];
-        adj_vfree_[col] += c / h * J.val[adr + q];
+        z2[col] += c * J.val[adr + q];
+        adj_J_[adr + q] += c / p.h * vroll_[col];
+        adj_vfree_[col] += c / p.h * J.val[adr + q];
       }
       adj_invm_[i] -= yx[r] * (arg_[i] - flforce_[i]) / A;
     }
   }
+  if (any) p.mass.Solve(z2);
+  return any;
+}
+
+void ComfreeSolver::RollFrictionAdjoint(const Problem& p, double* yf) {
+  // z2' (J_f' df_f + dJ_f' f_f - dM w), w = (v'' - v') / h
+  const SparseRows& J = p.J;
+  const double* z2 = flw_.data();
+  for (int i = p.ne; i < p.ne + p.nf; i++) {
+    const int adr = J.rowadr[i];
+    const double f = FrictionLossForce(p, i);
+    if (FrictionSticks(p, i)) yf[i] += J.Dot(i, z2);
+    for (int q = 0; f != 0 && q < J.rownnz[i]; q++) adj_J_[adr + q] += f * z2[J.colind[adr + q]];
+  }
+  double* w = flu_.data();
+  for (int j = 0; j < p.nv; j++) w[j] = (vroll_[j] - vafter_[j]) / p.h;
+  SubMassAdjoint(p, z2, w);
+}
+
+void ComfreeSolver::SubMassAdjoint(const Problem& p, const double* z, const double* u) {
+  // -z' dM u into adj_M_ (dM symmetric, tree-sparse)
+  const TreeMass& mass = p.mass;
+  for (int j = 0; j < p.nv; j++) {
+    int m = mass.madr[j];
+    adj_M_[m++] -= z[j] * u[j];
+    for (int l = mass.parent[j]; l >= 0; l = mass.parent[l])
+      adj_M_[m++] -= z[j] * u[l] + z[l] * u[j];
+  }
+}
+
+const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solution& sol,
+                                                 const double* y) {
+  const SparseRows& J = p.J;
+  const TreeMass& mass = p.mass;
+  const int f0 = p.ne, f1 = p.ne + p.nf, nv = p.nv;
+  const double h = p.h;
+
+  // the rolling rows first (they saw the friction-loss rows' forces), their weights through v''
+  // onto the friction-loss rows' (yf: y_f + J_f z2)
+  const bool roll = RollStopAdjoint(p, y);
+  double* yf = adj_y_.data();
+  for (int i = f0; i < f1; i++) yf[i] = y[i];
+  if (roll && p.nf > 0) RollFrictionAdjoint(p, yf);
+
+  // yf_i df_i = c_i / h (J_i dv' + dJ_i v') - yf_i f_i dA_i / A_i with c_i = -yf_i / A_i; J_i
+  // dv' = J_i dv_free + h J_i M^-1 (...): z = M^-1 sum_i c_i J_i' carries the rest, and z2 too
+  double* z = flg_.data();
+  for (int j = 0; j < nv; j++) z[j] = 0;
+  bool any = false;
+  for (int i = f0; i < f1; i++) {
+    if (!FrictionSticks(p, i) || yf[i] == 0) continue;
+    any = true;
+    const double A = invmass_[i], c = -yf[i] / A;
+    const int adr = J.rowadr[i];
+    for (int q = 0; q < J.rownnz[i]; q++) {
+      const int col = J.colind[adr + q];
+      z[col] += c * J.val[adr + q];
+      adj_J_[adr + q] += c / h * vafter_[col];
+      adj_vfree_[col] += c / h * J.val[adr + q];
+    }
+    adj_invm_[arow_[i]] -= yf[i] * arg_[i] * amul_[i] / A;
+  }
   if (!any && nroll_ == 0) return y;
   if (any) mass.Solve(z);
+  for (int j = 0; j < nv && roll; j++) z[j] += flw_[j];
 
   // z' (J_o' df_o + dJ_o' f_o - dM u): the other rows' weights y_o + J_o z, their dJ, and dM
   for (int i = 0; i < p.nrow; i++) {
@@ -1380,12 +1449,7 @@ const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solutio
   }
   double* u = flu_.data();
   for (int j = 0; j < nv; j++) u[j] = (vafter_[j] - p.v_free[j]) / h;
-  for (int j = 0; j < nv; j++) {
-    int m = mass.madr[j];
-    adj_M_[m++] -= z[j] * u[j];
-    for (int l = mass.parent[j]; l >= 0; l = mass.parent[l])
-      adj_M_[m++] -= z[j] * u[l] + z[l] * u[j];
-  }
+  SubMassAdjoint(p, z, u);
   return adj_y_.data();
 }
 

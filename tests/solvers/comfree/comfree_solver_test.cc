@@ -23,7 +23,8 @@ namespace {
 
 using ComfreeSolverTest = MujocoTest;
 
-// spheres of condim 1, 3, 4 and 6 (and one more of 6, at rest), a box, a hinge arm with friction
+// spheres of condim 1, 3, 4 and 6 (and one more of 6, at rest, with friction loss on its free
+// joint), a box, a hinge arm with friction
 // loss hitting its limit and a connect to a free bob: every kind of row in one problem
 const char kAllRows[] = R"(
 <mujoco>
@@ -40,7 +41,7 @@ const char kAllRows[] = R"(
       <geom type="sphere" size="0.1" condim="6" friction="0.5 0.01 0.004" mass="1"/></body>
     <body pos="2 0 0.1" euler="0 0 20"><freejoint/>
       <geom type="box" size="0.1 0.15 0.1" condim="3" friction="0.8 0.01 0.002" mass="1"/></body>
-    <body pos="2.5 0 0.1"><freejoint/>
+    <body pos="2.5 0 0.1"><joint type="free" frictionloss="0.02"/>
       <geom type="sphere" size="0.1" condim="6" friction="0.5 0.01 0.004" mass="1"/></body>
     <body name="arm" pos="0 2 1">
       <joint name="hinge" type="hinge" axis="0 1 0" limited="true" range="-0.5 0.5"
@@ -273,11 +274,10 @@ TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
   }
   EXPECT_GE(checked, 4);
 
-  // the rolling stop after the other rows: v' = v_smooth + h M^-1 J' f of the facets (friction
-  // loss 0), x_r = f_r - J_r v' / (A_r h), scaled into the pyramid's N - sum_{r<4} |f_r| / mu_r
-  for (int i = 0; i < p.nrow; i++) {
-    if (i < p.ne + p.nl + p.nf) facets[i] = p.kind[i] == kRowFriction ? 0 : fx.sol().force[i];
-  }
+  // the rolling stop after the other rows and friction loss: v'' = v_smooth + h M^-1 J' f of the
+  // facets and the plain rows, x_r = f_r - J_r v'' / (A_r h), scaled into the pyramid's N -
+  // sum_{r<4} |f_r| / mu_r
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) facets[i] = fx.sol().force[i];
   std::vector<double> vafter(m->nv), qf(m->nv), rowr(m->nv), xr(m->nv);
   p.J.MulT(facets.data(), qf.data());
   mj_solveM(m.get(), d.get(), vafter.data(), qf.data(), 1);
