@@ -128,7 +128,7 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   vroll_.assign(nv, 0.0);
   flforce_.assign(rows, 0.0);
   roll_.assign(ncon, 0);
-  rollscale_.assign(ncon, 1.0);
+  rscale_.assign(ncon, 1.0);
   adj_y_.assign(rows, 0.0);
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);
@@ -513,7 +513,7 @@ void ComfreeSolver::RollRows(const Problem& p) {
 }
 
 void ComfreeSolver::RollStop(const Problem& p, int k, Solution* sol) {
-  // x_r = f_facets - J_r v' / (A_r h) (arg_; rowinv_ the rolling row's own inverse mass), scaled
+  // x_r = f_facets - J_r v'' / (A_r h) (arg_; rowinv_ the rolling row's own inverse mass), scaled
   // by b / n(x) where its norm n passes the budget b
   const int c = roll_[k], row = p.con[c].row;
   for (int i = row + 4; i < row + 6; i++) {
@@ -522,8 +522,8 @@ void ComfreeSolver::RollStop(const Problem& p, int k, Solution* sol) {
     arg_[i] = A > 0 ? sol->force[i] - p.J.Dot(i, vroll_.data()) / (A * p.h) : 0;
   }
   const double b = RollBudget(p, c, flforce_.data()), n = RollNorm(p, c, arg_.data());
-  rollscale_[k] = n > b ? b / n : 1;
-  for (int i = row + 4; i < row + 6; i++) sol->force[i] = rollscale_[k] * arg_[i];
+  rscale_[k] = n > b ? b / n : 1;
+  for (int i = row + 4; i < row + 6; i++) sol->force[i] = rscale_[k] * arg_[i];
   if (settings_.facets == 4) RollEdges(p, c, sol->force);
 }
 

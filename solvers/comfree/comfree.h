@@ -302,7 +302,7 @@ class ComfreeSolver final : public Solver {
   }
 
   // rolling contact roll_[k] sticks (RollStop did not scale its pair)
-  bool RollSticks(int k) const { return rollscale_[k] == 1; }
+  bool RollSticks(int k) const { return rscale_[k] == 1; }
 
   // friction-loss row i sticks (FrictionAfter's force is not clamped): its force has a tangent
   bool FrictionSticks(const Problem& p, int i) const {
@@ -339,9 +339,10 @@ class ComfreeSolver final : public Solver {
   void RollScaleTangent(const Problem& p, int k, double* dx, const double* dforce) const;
   void RollScaleAdjoint(const Problem& p, int k, const double* y, double* yx, double* yb) const;
 
-  // reverse mode of FrictionLossTangent: its y_f' df_f terms into the adjoint arrays; returns the
-  // weights of the other rows' forces, y_o + J_o M^-1 sum_i (-y_i / A_i) J_i' (adj_y_, friction
-  // rows 0), or y when no friction row sticks
+  // reverse mode of FrictionLossTangent: its y_f' df_f and the rolling pairs' y_r' df_r terms into
+  // the adjoint arrays; returns the weights of the other rows' forces, y_o + J_o M^-1 sum_i (-y_i
+  // / A_i) J_i' (adj_y_, friction rows 0; a rolling pair's own with RollScaleAdjoint's), or y
+  // when no friction row sticks and no contact rolls
   const double* FrictionLossAdjoint(const Problem& p, const Solution& sol, const double* y);
 
   // tangent of the inverse mass A of the patch whose first contact is c0 (SharePatches; a
@@ -448,20 +449,20 @@ class ComfreeSolver final : public Solver {
   std::vector<double> flw_;      // ... and the rolling rows' dv'' or M^-1 J_r' weights  (nv)
   std::vector<double> vroll_;    // v'' = v' + h M^-1 J_f' f_f, what the rolling stops saw (nv)
   std::vector<double> flforce_;  // the forces v' saw (FrictionLossTangent's dJ' f) (max_rows)
-  std::vector<int> roll_;        // FrictionAfter's rolling contacts              (max_contacts)
-  std::vector<double> rollscale_;  // ... their pair's scale b / n(x), 1: unscaled   (max_contacts)
-  int nroll_ = 0;
-  std::vector<double> wpool_;  // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
-  std::vector<int> wadr_;      // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
-  std::vector<int> wtree_;     // a cached row's tree if it touches one, else -1    (max_rows)
-  size_t wused_ = 0;           // entries of wpool_ in use
-  bool wstale_ = true;         // wadr_ belongs to an earlier Solve
-  std::vector<double> rsblk_;  // RowSolves' block of columns                 (nv kRowBlock)
-  std::vector<int> rslist_;    // its rows                                        (max_rows)
-  std::vector<char> rsmark_;   // listed                                          (max_rows)
-  std::vector<int> rstadr_;    // start of each tree's rows in rstrow_                (ntree + 1)
-  std::vector<int> rstrow_;    // the listed rows by tree                             (max_nnz)
-  std::vector<char> dmtree_;   // ForceTangent: dir.M is nonzero on the tree        (ntree)
+  std::vector<int> roll_;        // FrictionAfter's rolling contacts (nroll_)    (max_contacts)
+  std::vector<double> rscale_;   // ... their pairs' scale b / n(x), 1: unscaled  (max_contacts)
+  int nroll_ = 0;                // ... their count
+  std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
+  std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
+  std::vector<int> wtree_;       // a cached row's tree if it touches one, else -1    (max_rows)
+  size_t wused_ = 0;             // entries of wpool_ in use
+  bool wstale_ = true;           // wadr_ belongs to an earlier Solve
+  std::vector<double> rsblk_;    // RowSolves' block of columns                 (nv kRowBlock)
+  std::vector<int> rslist_;      // its rows                                        (max_rows)
+  std::vector<char> rsmark_;     // listed                                          (max_rows)
+  std::vector<int> rstadr_;      // start of each tree's rows in rstrow_                (ntree + 1)
+  std::vector<int> rstrow_;      // the listed rows by tree                             (max_nnz)
+  std::vector<char> dmtree_;     // ForceTangent: dir.M is nonzero on the tree        (ntree)
   // reverse mode (PrepareAdjoint): y' dforce as products with the problem tangent's arrays
   std::vector<double> adj_R_, adj_diag_, adj_pos_, adj_disp_;  // by row           (max_rows)
   std::vector<double> adj_ratio_, adj_dvel_, adj_invm_;        // ... of r / (1 - r), J v_smooth and

@@ -1308,7 +1308,7 @@ void ComfreeSolver::RollScaleTangent(const Problem& p, int k, double* dx,
   const double* x = arg_.data() + con.row + 4;
   const double* f = flforce_.data() + con.row;
   const double b = RollBudget(p, roll_[k], flforce_.data()), n = RollNorm(p, roll_[k], arg_.data());
-  const double s = rollscale_[k];
+  const double s = rscale_[k];
   if (!(b > 0)) {  // (no budget: the pair carries nothing)
     dx[0] = dx[1] = 0;
     return;
@@ -1329,7 +1329,7 @@ void ComfreeSolver::RollScaleAdjoint(const Problem& p, int k, const double* y, d
   yx[1] = y[1];
   if (RollSticks(k)) return;
   const double b = RollBudget(p, roll_[k], flforce_.data()), n = RollNorm(p, roll_[k], arg_.data());
-  const double s = rollscale_[k], t = y[0] * x[0] + y[1] * x[1];
+  const double s = rscale_[k], t = y[0] * x[0] + y[1] * x[1];
   if (!(b > 0)) {
     yx[0] = yx[1] = 0;
     return;
