@@ -48,8 +48,8 @@ const Known kKnownRuns[] = {
     {"leap", ckSOL_LCP, 5, tools::kControlRandom},
 #endif
     // comfree at 5h does not hold the Shadow hand's object after its drop (3.17, 2.2.2: 22, 16
-    // mm; the object is knocked off the hand on landing); its keyframe at 5h and both cases at h
-    // hold since the dry rolling stop (3.17: 0.24, 0.81, 0.51 mm; before 1.0, 1.1, 91). The drop
+    // mm; the object is knocked off the hand on landing); its keyframe at h and 5h and its drop at
+    // h hold since the dry rolling stop (3.17: 0.24, 0.81, 0.51 mm; before 1.0, 1.1, 91). The drop
     // at h passes by the trajectory's luck: drops 0.4-2 mm higher or lower pass 4 (3.17) and 7
     // (2.2.2) of 11. On 2.2.2 the Allegro's drop at 5h also fails (1.5 mm; 9 of 11 perturbed
     // drops pass). docs/solvers.md (comfree, "A dry rolling stop") has the measurements
