@@ -175,6 +175,7 @@ void Extractor::Dynamics(const mjModel* m, const mjData* d, Problem* p) {
   const double h = m->opt.timestep;
   p->nv = nv;
   p->h = h;
+  p->elliptic = m->opt.cone == mjCONE_ELLIPTIC;
   p->qvel = d->qvel;
   p->qfrc_smooth = d->qfrc_smooth;
   CopyLegacyM(m, d, p->mass.M);

@@ -124,7 +124,11 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   flg_.assign(nv, 0.0);
   flu_.assign(nv, 0.0);
   flv_.assign(nv, 0.0);
+  flw_.assign(nv, 0.0);
+  vroll_.assign(nv, 0.0);
   flforce_.assign(rows, 0.0);
+  roll_.assign(ncon, 0);
+  rscale_.assign(ncon, 1.0);
   adj_y_.assign(rows, 0.0);
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);
@@ -499,19 +503,75 @@ void ComfreeSolver::SlideAnchor(const Problem& p, int c, const double* v_next) {
   }
 }
 
+void ComfreeSolver::RollRows(const Problem& p) {
+  nroll_ = 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (con.dim == 6 && gain_[con.row] != 0 && (con.mu[3] > 0 || con.mu[4] > 0))
+      roll_[nroll_++] = c;
+  }
+}
+
+void ComfreeSolver::RollStop(const Problem& p, int k, Solution* sol) {
+  // x_r = f_facets - J_r v'' / (A_r h) (arg_; rowinv_ the rolling row's own inverse mass), scaled
+  // by b / n(x) where its norm n passes the budget b
+  const int c = roll_[k], row = p.con[c].row;
+  for (int i = row + 4; i < row + 6; i++) {
+    const double A = p.con[c].mu[i - row - 1] > 0 ? RowInvMass(p, i, scratch_.data()) : 0;
+    rowinv_[i] = A;
+    arg_[i] = A > 0 ? sol->force[i] - p.J.Dot(i, vroll_.data()) / (A * p.h) : 0;
+  }
+  const double b = RollBudget(p, c, flforce_.data()), n = RollNorm(p, c, arg_.data());
+  rscale_[k] = n > b ? b / n : 1;
+  for (int i = row + 4; i < row + 6; i++) sol->force[i] = rscale_[k] * arg_[i];
+  if (settings_.facets == 4) RollEdges(p, c, sol->force);
+}
+
+void ComfreeSolver::RollEdges(const Problem& p, int c, const double* force) {
+  // the pyramid's edge pairs keep their totals n_j = e_j+ + e_j- where they still cover |f_j| /
+  // mu_j; what the rolling pair lacks comes from every pair's slack n_j - |f_j| / mu_j, each
+  // giving the same share of its own (the pyramid's budget keeps the sum of slacks >= 0)
+  const Contact& con = p.con[c];
+  double* e = edge_.data() + 2 * con.row;
+  double slack[5], pos = 0, neg = 0;
+  for (int j = 0; j < 5; j++) {
+    const double u = con.mu[j] > 0 ? force[con.row + 1 + j] / con.mu[j] : 0;
+    slack[j] = e[2 * j] + e[2 * j + 1] - std::fabs(u);
+    (slack[j] > 0 ? pos : neg) += slack[j];
+  }
+  const double keep = pos > 0 ? std::max(1 + neg / pos, 0.0) : 0;
+  for (int j = 0; j < 5; j++) {
+    const double u = con.mu[j] > 0 ? force[con.row + 1 + j] / con.mu[j] : 0;
+    const double total = std::fabs(u) + (slack[j] > 0 ? keep * slack[j] : 0);
+    e[2 * j] = 0.5 * (total + u);
+    e[2 * j + 1] = 0.5 * (total - u);
+  }
+}
+
 void ComfreeSolver::FrictionAfter(const Problem& p, Solution* sol) {
   const int f0 = p.ne, f1 = p.ne + p.nf;
   for (int i = f0; i < f1; i++) sol->force[i] = 0;
   VelocityFromForce(p, sol->force, sol->v_next, nullptr);
-  if (p.nf == 0) return;
+  RollRows(p);
+  if (p.nf == 0 && nroll_ == 0) return;
   for (int j = 0; j < p.nv; j++) vafter_[j] = sol->v_next[j];
+  for (int i = 0; i < p.nrow; i++) flforce_[i] = sol->force[i];  // (what v' saw)
   for (int i = f0; i < f1; i++) {
     const double A = invmass_[i];
     arg_[i] = gain_[i] > 0 ? -p.J.Dot(i, vafter_.data()) / (A * p.h) : 0;
-    sol->force[i] = std::clamp(arg_[i], -p.floss[i], p.floss[i]);
+    sol->force[i] = FrictionLossForce(p, i);
   }
+  // the rolling stops see the friction-loss rows' forces (v''): computed from v' alongside them,
+  // both stopped the same motion (the A1's legs) and the feet's pairs stayed scaled at rest
+  if (nroll_ > 0 && p.nf > 0) {
+    VelocityFromForce(p, sol->force, vroll_.data(), nullptr);
+  } else {
+    for (int j = 0; j < p.nv; j++) vroll_[j] = vafter_[j];
+  }
+  for (int k = 0; k < nroll_; k++) RollStop(p, k, sol);
+  stats_.nroll = nroll_;
+  for (int k = 0; k < nroll_; k++) stats_.nrolled += !RollSticks(k);
   VelocityFromForce(p, sol->force, sol->v_next, nullptr);
-  for (int i = 0; i < p.nrow; i++) flforce_[i] = sol->force[i];
 }
 
 void ComfreeSolver::Solve(const Problem& p, Solution* sol) {

@@ -19,6 +19,7 @@
 #define CONTACTKIT_SOLVERS_COMFREE_COMFREE_H_
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ struct ComfreeStats {
   int nfacet = 0;   // contact facets
   int nactive = 0;  // contact facets with a positive force
   int ncapped = 0;  // contacts and rows whose gain relax_limit scaled down
+  int nroll = 0;    // contacts with a rolling stop (condim 6 with a gain)
+  int nrolled = 0;  // ... whose rolling pair the cone scaled (a dry, sliding turn)
 
   void Reset() { *this = ComfreeStats(); }
 };
@@ -260,6 +263,47 @@ class ComfreeSolver final : public Solver {
   // stop the motion and could not hold a static load (docs/solvers.md, comfree)
   void FrictionAfter(const Problem& p, Solution* sol);
 
+  // rolling friction after the other rows and the friction-loss rows: the contacts with a gain
+  // and a rolling pair (roll_, nroll_), and for their rows r = 4, 5 the one-step stop x_r =
+  // f_facets - J_r v'' / (A_r h) (arg_), v'' the velocity after the friction-loss rows (vroll_),
+  // scaled jointly into what the cone leaves the pair (the facets alone resist a turn viscously,
+  // in mu_r^2, and held no static tilt)
+  void RollRows(const Problem& p);
+  void RollStop(const Problem& p, int k, Solution* sol);
+  // contact c's pyramid edge forces (edge_) re-split to carry its frame force after the stop
+  void RollEdges(const Problem& p, int c, const double* force);
+
+  // what the rolling pair of contact c may carry, in units of the normal force: the elliptic
+  // cone's remainder sqrt(N^2 - sum_{r<4} (f_r / mu_r)^2), or the pyramid's N - sum_{r<4} |f_r| /
+  // mu_r (a pyramidal model: its edge forces stay non-negative)
+  static double RollBudget(const Problem& p, int c, const double* force) {
+    const Contact& con = p.con[c];
+    const double n = force[con.row];
+    double used = 0;
+    for (int r = 1; r < 4; r++) {
+      if (!(con.mu[r - 1] > 0)) continue;
+      const double u = force[con.row + r] / con.mu[r - 1];
+      used += p.elliptic ? u * u : std::fabs(u);
+    }
+    if (p.elliptic) return n > 0 && n * n > used ? std::sqrt(n * n - used) : 0;
+    return std::max(n - used, 0.0);
+  }
+
+  // the norm RollBudget bounds, of (x_4 / mu_4, x_5 / mu_5): 2-norm (elliptic) or 1-norm
+  static double RollNorm(const Problem& p, int c, const double* x) {
+    const Contact& con = p.con[c];
+    double s = 0;
+    for (int r = 4; r < 6; r++) {
+      if (!(con.mu[r - 1] > 0)) continue;
+      const double u = x[con.row + r] / con.mu[r - 1];
+      s += p.elliptic ? u * u : std::fabs(u);
+    }
+    return p.elliptic ? std::sqrt(s) : s;
+  }
+
+  // rolling contact roll_[k] sticks (RollStop did not scale its pair)
+  bool RollSticks(int k) const { return rscale_[k] == 1; }
+
   // friction-loss row i sticks (FrictionAfter's force is not clamped): its force has a tangent
   bool FrictionSticks(const Problem& p, int i) const {
     return p.kind[i] == kRowFriction && gain_[i] > 0 && arg_[i] > -p.floss[i] &&
@@ -270,10 +314,35 @@ class ComfreeSolver final : public Solver {
   // from the other rows' dforce: df_i = -(J_i dv' + dJ_i v') / (A_i h) - f_i dA_i / A_i, with
   // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM (v' - v_smooth) / h)
   void FrictionLossTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
+  // the rolling pairs' part of it (RollStop): dx_r = df_facets - (J_r dv'' + dJ_r v'') / (A_r h)
+  // - (x_r - f_facets) dA_r / A_r, then the scaling's tangent (RollScaleTangent); g = dv', and
+  // dv'' = dv' + h M^-1 (J_f' df_f + dJ_f' f_f - dM (v'' - v') / h) (RollVelocityTangent)
+  void RollStopTangent(const Problem& p, const ProblemTangent& dir, const double* g,
+                       double* dforce);
+  const double* RollVelocityTangent(const Problem& p, const ProblemTangent& dir, const double* g,
+                                    const double* dforce);
+  // reverse mode of the rolling pairs' dx (RollStopTangent): z2 = M^-1 sum_r c_r J_r' (flw_), its
+  // terms into the adjoint arrays; false if no rolling row has a weight
+  bool RollStopAdjoint(const Problem& p, const double* y);
+  // ... and z2's terms through v'': the friction-loss rows' dJ and dM, and J_f z2 added to their
+  // weights (yf, by row, sticking rows only)
+  void RollFrictionAdjoint(const Problem& p, double* yf);
+  // -z' dM u into adj_M_
+  void SubMassAdjoint(const Problem& p, const double* z, const double* u);
+  // a friction-loss row's force (FrictionAfter)
+  double FrictionLossForce(const Problem& p, int i) const {
+    return gain_[i] > 0 ? std::clamp(arg_[i], -p.floss[i], p.floss[i]) : 0;
+  }
+  // a scaled pair f = b x / n(x) (b the budget): df = (b / n) (dx - x dn / n) + x db / n; in
+  // reverse mode (adjoint) the same map transposed: y on f into weights on x (out) and on the
+  // contact's rows 0-3 (added to yb, the budget's inputs)
+  void RollScaleTangent(const Problem& p, int k, double* dx, const double* dforce) const;
+  void RollScaleAdjoint(const Problem& p, int k, const double* y, double* yx, double* yb) const;
 
-  // reverse mode of FrictionLossTangent: its y_f' df_f terms into the adjoint arrays; returns the
-  // weights of the other rows' forces, y_o + J_o M^-1 sum_i (-y_i / A_i) J_i' (adj_y_, friction
-  // rows 0), or y when no friction row sticks
+  // reverse mode of FrictionLossTangent: its y_f' df_f and the rolling pairs' y_r' df_r terms into
+  // the adjoint arrays; returns the weights of the other rows' forces, y_o + J_o M^-1 sum_i (-y_i
+  // / A_i) J_i' (adj_y_, friction rows 0; a rolling pair's own with RollScaleAdjoint's), or y
+  // when no friction row sticks and no contact rolls
   const double* FrictionLossAdjoint(const Problem& p, const Solution& sol, const double* y);
 
   // tangent of the inverse mass A of the patch whose first contact is c0 (SharePatches; a
@@ -377,7 +446,12 @@ class ComfreeSolver final : public Solver {
   std::vector<double> flg_;      // FrictionLossTangent / Adjoint scratch            (nv)
   std::vector<double> flu_;      // ... and (v' - v_smooth) / h                      (nv)
   std::vector<double> flv_;      // ... and a kept slot's dv_free (FlushTangents)     (nv)
-  std::vector<double> flforce_;  // the last Solve's forces (FrictionLossTangent's dJ' f) (max_rows)
+  std::vector<double> flw_;      // ... and the rolling rows' dv'' or M^-1 J_r' weights  (nv)
+  std::vector<double> vroll_;    // v'' = v' + h M^-1 J_f' f_f, what the rolling stops saw (nv)
+  std::vector<double> flforce_;  // the forces v' saw (FrictionLossTangent's dJ' f) (max_rows)
+  std::vector<int> roll_;        // FrictionAfter's rolling contacts (nroll_)    (max_contacts)
+  std::vector<double> rscale_;   // ... their pairs' scale b / n(x), 1: unscaled  (max_contacts)
+  int nroll_ = 0;                // ... their count
   std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
   std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
   std::vector<int> wtree_;       // a cached row's tree if it touches one, else -1    (max_rows)

@@ -754,7 +754,7 @@ bool ComfreeSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, in
     // a deferred dv_free kept for FlushTangents' block solve (ForceTangent is linear in J dv_free:
     // its term is LinearTangents'), or solved here, where the force tangent reads it now (the
     // friction-loss rows read dv_free itself)
-    const bool keep = deferred && free_split_on_ && p.nf == 0;
+    const bool keep = deferred && free_split_on_ && p.nf == 0 && nroll_ == 0;
     ProblemTangent solved = dir;
     if (deferred && !keep) {
       FreeVelocityOf(p, dir, vfree_.data());
@@ -798,7 +798,7 @@ bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
     }
   }
   if (nlin_ > 0) LinearTangents(p, nslot, dforce);
-  for (int c = 0; c < nlin_ && p.nf > 0; c++) {
+  for (int c = 0; c < nlin_ && (p.nf > 0 || nroll_ > 0); c++) {
     // the friction-loss rows of the kept slots (FrictionLossTangent), one direction at a time
     const size_t S = kTangentSlots;
     for (int j = 0; j < p.nv; j++) flv_[j] = blk_vf_[j * S + c];
@@ -945,7 +945,7 @@ const char* ComfreeSolver::TangentJacobianRows(const Problem& p) {
   // CoupledRelaxTangent (a capped gain) or FrictionLossTangent (friction-loss rows) read dJ
   bool capped = false;
   for (int i = 0; i < p.nrow && !capped; i++) capped = cap_[i] < 1;
-  if ((capped && coupled_) || p.nf > 0) return nullptr;
+  if ((capped && coupled_) || p.nf > 0 || nroll_ > 0) return nullptr;
   for (int i = 0; i < p.nrow; i++) jrows_[i] = 0;
   for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
     if (gain_[i] != 0) jrows_[arow_[i]] = 1;
@@ -1196,6 +1196,7 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
     dforce[i] = 0;  // (a clamped row's force is constant)
     any = any || (FrictionSticks(p, i) && !Untouched(p, dir, i));
   }
+  for (int k = 0; k < nroll_; k++) any = any || !Untouched(p, dir, p.con[roll_[k]].row);
   if (!any) return;
 
   // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM u) over the other rows, u = (v' - v_smooth)
@@ -1228,6 +1229,170 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
     const double A = invmass_[i], dA = amul_[i] * InvMassTangent(p, arow_[i], dir);
     dforce[i] = -dv / (A * h) - arg_[i] * dA / A;
   }
+  RollStopTangent(p, dir, g, dforce);
+}
+
+const double* ComfreeSolver::RollVelocityTangent(const Problem& p, const ProblemTangent& dir,
+                                                 const double* g, const double* dforce) {
+  if (p.nf == 0) return g;  // (v'' = v')
+  const SparseRows& J = p.J;
+  const int nv = p.nv;
+  double* g2 = flw_.data();
+  for (int j = 0; j < nv; j++) g2[j] = 0;
+  for (int i = p.ne; i < p.ne + p.nf; i++) {
+    const int adr = J.rowadr[i];
+    const double df = dforce[i], f = dir.J ? FrictionLossForce(p, i) : 0;
+    if (df == 0 && f == 0) continue;
+    for (int q = 0; q < J.rownnz[i]; q++)
+      g2[J.colind[adr + q]] += J.val[adr + q] * df + (f != 0 ? dir.J[adr + q] * f : 0);
+  }
+  if (dir.M) {
+    double* w = flu_.data();  // (v'' - v') / h
+    for (int j = 0; j < nv; j++) w[j] = (vroll_[j] - vafter_[j]) / p.h;
+    SubMassTangent(p, dir, w, g2, 0, nv);
+  }
+  p.mass.Solve(g2);
+  for (int j = 0; j < nv; j++) g2[j] = g[j] + p.h * g2[j];
+  return g2;
+}
+
+void ComfreeSolver::RollStopTangent(const Problem& p, const ProblemTangent& dir, const double* g,
+                                    double* dforce) {
+  const SparseRows& J = p.J;
+  if (nroll_ > 0) g = RollVelocityTangent(p, dir, g, dforce);
+  for (int k = 0; k < nroll_; k++) {
+    const int row = p.con[roll_[k]].row;
+    if (Untouched(p, dir, row)) continue;
+    // dx_r over the facets' df_r (dforce holds it), then the pair's scaling
+    double dx[2] = {0, 0};
+    for (int r = 0; r < 2; r++) {
+      const int i = row + 4 + r, adr = J.rowadr[i];
+      const double A = rowinv_[i];
+      if (!(A > 0)) continue;
+      double dv = J.Dot(i, g);
+      for (int q = 0; dir.J && q < J.rownnz[i]; q++)
+        dv += dir.J[adr + q] * vroll_[J.colind[adr + q]];
+      const double dA = InvMassTangent(p, i, dir);
+      dx[r] = dforce[i] - dv / (A * p.h) - (arg_[i] - flforce_[i]) * dA / A;
+    }
+    if (!RollSticks(k)) RollScaleTangent(p, k, dx, dforce);
+    dforce[row + 4] = dx[0];
+    dforce[row + 5] = dx[1];
+  }
+}
+
+namespace {
+
+double Sign(double x) { return (x > 0) - (x < 0); }
+
+// d n / d x_r of RollNorm's n of the rolling pair x (mu its coefficients)
+double RollNormSlope(const Problem& p, const double* x, const double* mu, double n, int r) {
+  if (!(mu[r] > 0)) return 0;
+  return p.elliptic ? x[r] / (mu[r] * mu[r] * n) : Sign(x[r]) / mu[r];
+}
+
+// d b / d f_r of RollBudget's b > 0 for the contact's rows r = 0-3 (f their forces)   (4)
+void RollBudgetSlope(const Problem& p, const Contact& con, const double* f, double b, double* out) {
+  out[0] = p.elliptic ? f[0] / b : 1;
+  for (int r = 1; r < 4; r++) {
+    const double mu = con.mu[r - 1];
+    out[r] = !(mu > 0) ? 0 : p.elliptic ? -f[r] / (mu * mu * b) : -Sign(f[r]) / mu;
+  }
+}
+
+}  // namespace
+
+void ComfreeSolver::RollScaleTangent(const Problem& p, int k, double* dx,
+                                     const double* dforce) const {
+  const Contact& con = p.con[roll_[k]];
+  const double* x = arg_.data() + con.row + 4;
+  const double* f = flforce_.data() + con.row;
+  const double b = RollBudget(p, roll_[k], flforce_.data()), n = RollNorm(p, roll_[k], arg_.data());
+  const double s = rscale_[k];
+  if (!(b > 0)) {  // (no budget: the pair carries nothing)
+    dx[0] = dx[1] = 0;
+    return;
+  }
+  double dn = 0, db = 0, slope[4];
+  for (int r = 0; r < 2; r++) dn += RollNormSlope(p, x, con.mu + 3, n, r) * dx[r];
+  RollBudgetSlope(p, con, f, b, slope);
+  for (int r = 0; r < 4; r++) db += slope[r] * dforce[con.row + r];
+  for (int r = 0; r < 2; r++) dx[r] = s * (dx[r] - x[r] * dn / n) + x[r] * db / n;
+}
+
+void ComfreeSolver::RollScaleAdjoint(const Problem& p, int k, const double* y, double* yx,
+                                     double* yb) const {
+  const Contact& con = p.con[roll_[k]];
+  const double* x = arg_.data() + con.row + 4;
+  for (int r = 0; r < 4; r++) yb[r] = 0;
+  yx[0] = y[0];
+  yx[1] = y[1];
+  if (RollSticks(k)) return;
+  const double b = RollBudget(p, roll_[k], flforce_.data()), n = RollNorm(p, roll_[k], arg_.data());
+  const double s = rscale_[k], t = y[0] * x[0] + y[1] * x[1];
+  if (!(b > 0)) {
+    yx[0] = yx[1] = 0;
+    return;
+  }
+  for (int r = 0; r < 2; r++) yx[r] = s * y[r] - s * t / n * RollNormSlope(p, x, con.mu + 3, n, r);
+  RollBudgetSlope(p, con, flforce_.data() + con.row, b, yb);
+  for (int r = 0; r < 4; r++) yb[r] *= t / n;
+}
+
+bool ComfreeSolver::RollStopAdjoint(const Problem& p, const double* y) {
+  // y_r dx_r = c_r / h (J_r dv'' + dJ_r v'') - y_r (x_r - f_facets) dA_r / A_r + y_r df_facets,
+  // c_r = -y_r / A_r (y_r the pair's weights on x, RollScaleAdjoint): z2 = M^-1 sum_r c_r J_r'
+  const SparseRows& J = p.J;
+  double* z2 = flw_.data();
+  for (int j = 0; j < p.nv; j++) z2[j] = 0;
+  bool any = false;
+  for (int k = 0; k < nroll_; k++) {
+    const int row = p.con[roll_[k]].row;
+    double yx[2], yb[4];
+    RollScaleAdjoint(p, k, y + row + 4, yx, yb);
+    for (int r = 0; r < 2; r++) {
+      const int i = row + 4 + r, adr = J.rowadr[i];
+      const double A = rowinv_[i];
+      if (yx[r] == 0 || !(A > 0)) continue;
+      any = true;
+      const double c = -yx[r] / A;
+      for (int q = 0; q < J.rownnz[i]; q++) {
+        const int col = J.colind[adr + q];
+        z2[col] += c * J.val[adr + q];
+        adj_J_[adr + q] += c / p.h * vroll_[col];
+        adj_vfree_[col] += c / p.h * J.val[adr + q];
+      }
+      adj_invm_[i] -= yx[r] * (arg_[i] - flforce_[i]) / A;
+    }
+  }
+  if (any) p.mass.Solve(z2);
+  return any;
+}
+
+void ComfreeSolver::RollFrictionAdjoint(const Problem& p, double* yf) {
+  // z2' (J_f' df_f + dJ_f' f_f - dM w), w = (v'' - v') / h
+  const SparseRows& J = p.J;
+  const double* z2 = flw_.data();
+  for (int i = p.ne; i < p.ne + p.nf; i++) {
+    const int adr = J.rowadr[i];
+    const double f = FrictionLossForce(p, i);
+    if (FrictionSticks(p, i)) yf[i] += J.Dot(i, z2);
+    for (int q = 0; f != 0 && q < J.rownnz[i]; q++) adj_J_[adr + q] += f * z2[J.colind[adr + q]];
+  }
+  double* w = flu_.data();
+  for (int j = 0; j < p.nv; j++) w[j] = (vroll_[j] - vafter_[j]) / p.h;
+  SubMassAdjoint(p, z2, w);
+}
+
+void ComfreeSolver::SubMassAdjoint(const Problem& p, const double* z, const double* u) {
+  // -z' dM u into adj_M_ (dM symmetric, tree-sparse)
+  const TreeMass& mass = p.mass;
+  for (int j = 0; j < p.nv; j++) {
+    int m = mass.madr[j];
+    adj_M_[m++] -= z[j] * u[j];
+    for (int l = mass.parent[j]; l >= 0; l = mass.parent[l])
+      adj_M_[m++] -= z[j] * u[l] + z[l] * u[j];
+  }
 }
 
 const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solution& sol,
@@ -1237,15 +1402,22 @@ const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solutio
   const int f0 = p.ne, f1 = p.ne + p.nf, nv = p.nv;
   const double h = p.h;
 
-  // y_i df_i = c_i / h (J_i dv' + dJ_i v') - y_i f_i dA_i / A_i with c_i = -y_i / A_i; J_i dv'
-  // = J_i dv_free + h J_i M^-1 (...): z = M^-1 sum_i c_i J_i' carries the rest
+  // the rolling rows first (they saw the friction-loss rows' forces), their weights through v''
+  // onto the friction-loss rows' (yf: y_f + J_f z2)
+  const bool roll = RollStopAdjoint(p, y);
+  double* yf = adj_y_.data();
+  for (int i = f0; i < f1; i++) yf[i] = y[i];
+  if (roll && p.nf > 0) RollFrictionAdjoint(p, yf);
+
+  // yf_i df_i = c_i / h (J_i dv' + dJ_i v') - yf_i f_i dA_i / A_i with c_i = -yf_i / A_i; J_i
+  // dv' = J_i dv_free + h J_i M^-1 (...): z = M^-1 sum_i c_i J_i' carries the rest, and z2 too
   double* z = flg_.data();
   for (int j = 0; j < nv; j++) z[j] = 0;
   bool any = false;
   for (int i = f0; i < f1; i++) {
-    if (!FrictionSticks(p, i) || y[i] == 0) continue;
+    if (!FrictionSticks(p, i) || yf[i] == 0) continue;
     any = true;
-    const double A = invmass_[i], c = -y[i] / A;
+    const double A = invmass_[i], c = -yf[i] / A;
     const int adr = J.rowadr[i];
     for (int q = 0; q < J.rownnz[i]; q++) {
       const int col = J.colind[adr + q];
@@ -1253,27 +1425,31 @@ const double* ComfreeSolver::FrictionLossAdjoint(const Problem& p, const Solutio
       adj_J_[adr + q] += c / h * vafter_[col];
       adj_vfree_[col] += c / h * J.val[adr + q];
     }
-    adj_invm_[arow_[i]] -= y[i] * arg_[i] * amul_[i] / A;
+    adj_invm_[arow_[i]] -= yf[i] * arg_[i] * amul_[i] / A;
   }
-  if (!any) return y;
-  mass.Solve(z);
+  if (!any && nroll_ == 0) return y;
+  if (any) mass.Solve(z);
+  for (int j = 0; j < nv && roll; j++) z[j] += flw_[j];
 
   // z' (J_o' df_o + dJ_o' f_o - dM u): the other rows' weights y_o + J_o z, their dJ, and dM
   for (int i = 0; i < p.nrow; i++) {
     const bool fl = i >= f0 && i < f1;
     adj_y_[i] = fl ? 0 : y[i] + J.Dot(i, z);
-    if (fl || sol.force[i] == 0) continue;
+    if (fl || flforce_[i] == 0) continue;
     const int adr = J.rowadr[i];
-    for (int q = 0; q < J.rownnz[i]; q++) adj_J_[adr + q] += sol.force[i] * z[J.colind[adr + q]];
+    for (int q = 0; q < J.rownnz[i]; q++) adj_J_[adr + q] += flforce_[i] * z[J.colind[adr + q]];
+  }
+  // a rolling pair: its facets' forces pass with the weights on x, the budget's inputs with yb
+  for (int k = 0; k < nroll_; k++) {
+    const int row = p.con[roll_[k]].row;
+    double yx[2], yb[4];
+    RollScaleAdjoint(p, k, y + row + 4, yx, yb);
+    for (int r = 0; r < 2; r++) adj_y_[row + 4 + r] += yx[r] - y[row + 4 + r];
+    for (int r = 0; r < 4; r++) adj_y_[row + r] += yb[r];
   }
   double* u = flu_.data();
   for (int j = 0; j < nv; j++) u[j] = (vafter_[j] - p.v_free[j]) / h;
-  for (int j = 0; j < nv; j++) {
-    int m = mass.madr[j];
-    adj_M_[m++] -= z[j] * u[j];
-    for (int l = mass.parent[j]; l >= 0; l = mass.parent[l])
-      adj_M_[m++] -= z[j] * u[l] + z[l] * u[j];
-  }
+  SubMassAdjoint(p, z, u);
   return adj_y_.data();
 }
 

@@ -111,6 +111,7 @@ struct Problem {
   // contacts
   int ncon = 0;            // contacts
   Contact* con = nullptr;  // contacts in row order                     (ncon)
+  bool elliptic = false;   // the model's friction cone is elliptic, else pyramidal
 
   // structure
   Islands islands;                // trees coupled by rows

@@ -47,20 +47,14 @@ const Known kKnownRuns[] = {
     {"leap", ckSOL_IPM, 5, tools::kControlRandom},
     {"leap", ckSOL_LCP, 5, tools::kControlRandom},
 #endif
-    // comfree does not hold the Shadow hand and at 5h the Allegro's object at rest (3.17,
-    // keyframe and drop at h, then at 5h: Shadow 1.0, 91, 1.1, 65 mm, the object rolls or is
-    // knocked off the hand; Allegro 5h 1.8, 0.3 mm, the object falls to the floor, where it
-    // spins on one contact and settles after 2 s). docs/solvers.md (comfree, static friction)
-    // has the measurements. The drop cases pass or fail with the trajectory: drops 0.4-2 mm
-    // higher or lower fail the Allegro at 5h too (5 of 11 pass), and the Shadow hand's object
-    // leaves the hand on landing in every run (docs/solvers.md, comfree, "Measured, not fixed",
-    // "A slide stores no more than its slip")
-    {"shadow", ckSOL_COMFREE, 0, tools::kControlHeld},
+    // comfree at 5h does not hold the Shadow hand's object after its drop (3.17, 2.2.2: 22, 16
+    // mm; the object is knocked off the hand on landing); its keyframe at h and 5h and its drop at
+    // h hold since the dry rolling stop (3.17: 0.24, 0.81, 0.51 mm; before 1.0, 1.1, 91). The drop
+    // at h passes by the trajectory's luck: drops 0.4-2 mm higher or lower pass 4 (3.17) and 7
+    // (2.2.2) of 11. On 2.2.2 the Allegro's drop at 5h also fails (1.5 mm; 9 of 11 perturbed
+    // drops pass). docs/solvers.md (comfree, "A dry rolling stop") has the measurements
+    {"shadow", ckSOL_COMFREE, 5, tools::kControlHeld},
 #if mjVERSION_HEADER < 300
-    // on 2.2.2 the Allegro's object also rocks on two fingers after the drop at h (1.8 mm; 0.57
-    // before the stretched stick edge)
-    {"allegro", ckSOL_COMFREE, 0, tools::kControlHeld},
-#else
     {"allegro", ckSOL_COMFREE, 5, tools::kControlHeld},
 #endif
     // comfree at 5h: the humanoid's drop lands 196 mm deep (bound 150; keyframe 154 mm; both

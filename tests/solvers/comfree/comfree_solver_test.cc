@@ -23,8 +23,9 @@ namespace {
 
 using ComfreeSolverTest = MujocoTest;
 
-// spheres of condim 1, 3, 4 and 6, a box, a hinge arm with friction loss hitting its limit and a
-// connect to a free bob: every kind of row in one problem
+// spheres of condim 1, 3, 4 and 6 (and one more of 6, at rest, with friction loss on its free
+// joint), a box, a hinge arm with friction
+// loss hitting its limit and a connect to a free bob: every kind of row in one problem
 const char kAllRows[] = R"(
 <mujoco>
   <option timestep="0.002" cone="pyramidal"/>
@@ -40,6 +41,8 @@ const char kAllRows[] = R"(
       <geom type="sphere" size="0.1" condim="6" friction="0.5 0.01 0.004" mass="1"/></body>
     <body pos="2 0 0.1" euler="0 0 20"><freejoint/>
       <geom type="box" size="0.1 0.15 0.1" condim="3" friction="0.8 0.01 0.002" mass="1"/></body>
+    <body pos="2.5 0 0.1"><joint type="free" frictionloss="0.02"/>
+      <geom type="sphere" size="0.1" condim="6" friction="0.5 0.01 0.004" mass="1"/></body>
     <body name="arm" pos="0 2 1">
       <joint name="hinge" type="hinge" axis="0 1 0" limited="true" range="-0.5 0.5"
              frictionloss="0.3" damping="0.2"/>
@@ -95,8 +98,9 @@ std::vector<double> FacetRow(const Problem& p, const Contact& con, const double*
   return row;
 }
 
-// the facets of the default setting are MuJoCo's pyramid edges; the write-back stores the facet
-// forces themselves in efc_force, and efc_J' efc_force is J' f
+// the facets of the default setting are MuJoCo's pyramid edges; the write-back stores the edge
+// forces (the facets', re-split where the rolling stop moved a condim-6 contact's rolling forces)
+// in efc_force, non-negative, and efc_J' efc_force is J' f
 TEST_F(ComfreeSolverTest, DefaultFacetsAreMujocosPyramidEdges) {
   ModelPtr m = LoadString(kAllRows);
   ASSERT_TRUE(m);
@@ -127,7 +131,14 @@ TEST_F(ComfreeSolverTest, DefaultFacetsAreMujocosPyramidEdges) {
       for (int k = 0; k < m->nv; k++) {
         ASSERT_NEAR(ours[k], theirs[k], 1e-12) << "contact " << c << " facet " << j;
       }
-      EXPECT_EQ(d->efc_force[con.efc_address + j], facet[j]) << "contact " << c;
+      // the solver's edge forces, its facets' but where the rolling stop re-split a condim-6
+      // contact's (ComfreeSolver::RollEdges)
+      const double edge = fx.sol().edge_force[2 * con.row + j];
+      EXPECT_EQ(d->efc_force[con.efc_address + j], edge) << "contact " << c;
+      EXPECT_GE(edge, 0) << "contact " << c;
+      if (con.dim < 6) {
+        EXPECT_EQ(edge, facet[j]) << "contact " << c;
+      }
       active += facet[j] > 0;
     }
   }
@@ -188,7 +199,9 @@ TEST_F(ComfreeSolverTest, MoreTangentialFacetsShapeTheConeNotTheStiffness) {
     fx.solver.Solve(fx.p(), &fx.sol());
     EXPECT_EQ(fx.sol().edge_force != nullptr, n == 4);
     for (int c = 0; c < fx.p().ncon; c++) {
-      if (fx.p().con[c].dim == 6) fn.push_back(fx.sol().force[fx.p().con[c].row]);
+      const Contact& con = fx.p().con[c];
+      if (con.dim == 6 && (con.body[0] == 4 || con.body[1] == 4))
+        fn.push_back(fx.sol().force[con.row]);
     }
   }
   ASSERT_EQ(fn.size(), 3u);
@@ -197,7 +210,8 @@ TEST_F(ComfreeSolverTest, MoreTangentialFacetsShapeTheConeNotTheStiffness) {
   EXPECT_NEAR(fn[2], fn[0], 1e-12 * fn[0]);
 }
 
-// eq. 8 and 12 for one sliding contact, from MuJoCo's own mass matrix and impedance
+// eq. 8 and 12 for one sliding contact, from MuJoCo's own mass matrix and impedance, and the
+// rolling stop on it
 TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
   ModelPtr m = LoadString(kAllRows);
   ASSERT_TRUE(m);
@@ -215,6 +229,7 @@ TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
   const double h = m->opt.timestep;
 
   int checked = 0;
+  std::vector<double> facets(p.nrow, 0.0);  // the facets' forces
   for (int c = 0; c < p.ncon; c++) {
     const Contact& con = p.con[c];
     const mjContact& mc = d->contact[con.mj_index];
@@ -250,13 +265,46 @@ TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
       f[0] += lambda;
       if (dim > 1) f[axis] += sign * mc.friction[axis - 1] * lambda;
     }
-    for (int q = 0; q < dim; q++) {
+    for (int q = 0; q < std::min(dim, 4); q++) {
       EXPECT_NEAR(fx.sol().force[con.row + q], f[q], 1e-9 * (1 + std::fabs(f[0])))
           << "contact " << c << " row " << q;
     }
+    std::copy(f, f + dim, facets.begin() + con.row);
     checked += f[0] > 0;
   }
   EXPECT_GE(checked, 4);
+
+  // the rolling stop after the other rows and friction loss: v'' = v_smooth + h M^-1 J' f of the
+  // facets and the plain rows, x_r = f_r - J_r v'' / (A_r h), scaled into the pyramid's N -
+  // sum_{r<4} |f_r| / mu_r
+  for (int i = 0; i < p.ne + p.nf + p.nl; i++) facets[i] = fx.sol().force[i];
+  std::vector<double> vafter(m->nv), qf(m->nv), rowr(m->nv), xr(m->nv);
+  p.J.MulT(facets.data(), qf.data());
+  mj_solveM(m.get(), d.get(), vafter.data(), qf.data(), 1);
+  mj_solveM(m.get(), d.get(), xr.data(), d->qfrc_smooth, 1);
+  for (int i = 0; i < m->nv; i++) vafter[i] = d->qvel[i] + h * (xr[i] + vafter[i]);
+  int rolled = 0;
+  for (int c = 0; c < p.ncon; c++) {
+    const Contact& con = p.con[c];
+    if (con.dim < 6 || facets[con.row] == 0) continue;
+    double x[2], budget = facets[con.row], norm = 0;
+    for (int r = 0; r < 2; r++) {
+      std::fill(rowr.begin(), rowr.end(), 0.0);
+      p.J.AddRowTo(con.row + 4 + r, 1, rowr.data());
+      mj_solveM(m.get(), d.get(), xr.data(), rowr.data(), 1);
+      const double A = mju_dot(rowr.data(), xr.data(), m->nv);
+      x[r] = facets[con.row + 4 + r] - mju_dot(rowr.data(), vafter.data(), m->nv) / (A * h);
+      norm += std::fabs(x[r]) / con.mu[3 + r];
+    }
+    for (int r = 1; r < 4; r++) budget -= std::fabs(facets[con.row + r]) / con.mu[r - 1];
+    const double scale = norm > budget ? std::max(budget, 0.0) / norm : 1;
+    for (int r = 0; r < 2; r++) {
+      EXPECT_NEAR(fx.sol().force[con.row + 4 + r], scale * x[r], 1e-9 * (1 + facets[con.row]))
+          << "contact " << c << " rolling row " << r;
+    }
+    rolled++;
+  }
+  EXPECT_GT(rolled, 0);
 
   // v+ = v_smooth + h M^-1 J' f
   std::vector<double> qfrc(m->nv), v(m->nv);
@@ -361,18 +409,23 @@ std::vector<int> Pattern(const Problem& p, const ComfreeSolver& solver, const So
     if (p.kind[i] == kRowLimit) out.push_back(sol.force[i] > 0);
     if (p.kind[i] == kRowFriction) out.push_back(std::fabs(sol.force[i]) < p.floss[i]);
   }
+  out.push_back(solver.stats().nrolled);
   return out;
 }
 
 // the force tangent is the derivative of Solve: central differences along random directions of
-// every input, with the relaxation limit off and binding
+// every input, with the relaxation limit off and binding, in a pyramidal and an elliptic model
+// (the rolling stop's budgets), a rolling pair scaled by the cone and one not
 TEST_F(ComfreeSolverTest, ForceTangentMatchesCentralDifferences) {
   ModelPtr m = LoadString(kAllRows);
   ASSERT_TRUE(m);
-  DataPtr d(mj_makeData(m.get()));
-  PrepareAllRows(m.get(), d.get());
   std::mt19937 rng(3);
-  for (double limit : {0.0, 0.02}) {
+  for (int run = 0; run < 4; run++) {
+    const double limit = run % 2 ? 0.02 : 0;
+    m->opt.cone = run < 2 ? mjCONE_PYRAMIDAL : mjCONE_ELLIPTIC;
+    SCOPED_TRACE(run < 2 ? "pyramidal" : "elliptic");
+    DataPtr d(mj_makeData(m.get()));
+    PrepareAllRows(m.get(), d.get());
     ckSettings s = Settings(ckSOL_COMFREE);
     s.comfree.relax_limit = limit;
     Fixture fx(m.get(), s);
@@ -406,6 +459,8 @@ TEST_F(ComfreeSolverTest, ForceTangentMatchesCentralDifferences) {
       Move(&p, base, dir, 0);
       fx.solver.Solve(p, &sol);
       EXPECT_EQ(fx.solver.stats().ncapped > 0, limit > 0);
+      EXPECT_GT(fx.solver.stats().nrolled, 0);
+      EXPECT_LT(fx.solver.stats().nrolled, fx.solver.stats().nroll);
       std::vector<double> df(nrow), dv(nv), scratch(nv);
       const ProblemTangent t = dir.tangent();
       ASSERT_TRUE(fx.solver.ForceTangent(p, sol, t, df.data()));
@@ -420,6 +475,51 @@ TEST_F(ComfreeSolverTest, ForceTangentMatchesCentralDifferences) {
       }
       for (int i = 0; i < nv; i++) {
         EXPECT_NEAR(dv[i], (vp[i] - vm[i]) / (2 * eps), 1e-5 * vscale) << "dof " << i;
+      }
+    }
+  }
+}
+
+// the reverse mode: PrepareAdjoint with force weights y, then AdjointDot along a direction, is y'
+// ForceTangent along it, in a pyramidal and an elliptic model with rolling pairs scaled by the
+// cone and not; y on every row, then on the rolling rows alone
+TEST_F(ComfreeSolverTest, AdjointDotIsTheForceTangentsProduct) {
+  ModelPtr m = LoadString(kAllRows);
+  ASSERT_TRUE(m);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  for (int cone : {mjCONE_PYRAMIDAL, mjCONE_ELLIPTIC}) {
+    m->opt.cone = cone;
+    SCOPED_TRACE(cone == mjCONE_ELLIPTIC ? "elliptic" : "pyramidal");
+    DataPtr d(mj_makeData(m.get()));
+    PrepareAllRows(m.get(), d.get());
+    Fixture fx(m.get(), Settings(ckSOL_COMFREE));
+    Problem& p = fx.p();
+    Solution& sol = fx.sol();
+    ASSERT_EQ(fx.ex.Extract(m.get(), d.get(), &p), 0);
+    fx.solver.Solve(p, &sol);
+    ASSERT_GT(fx.solver.stats().nrolled, 0);
+    for (int rolling = 0; rolling < 2; rolling++) {
+      std::vector<double> y(p.nrow, 0.0), df(p.nrow);
+      for (int i = 0; i < p.nrow; i++) y[i] = uni(rng);
+      for (int c = 0; c < p.ncon && rolling; c++) {
+        const Contact& con = p.con[c];
+        for (int r = 0; r < con.dim; r++) y[con.row + r] *= r >= 4;
+      }
+      for (int i = 0; i < p.ne + p.nf + p.nl && rolling; i++) y[i] = 0;
+      ASSERT_TRUE(fx.solver.PrepareAdjoint(p, sol, y.data(), nullptr));
+      for (int trial = 0; trial < 3; trial++) {
+        const Direction dir = RandomDirection(p, &rng);
+        const ProblemTangent t = dir.tangent();
+        const double adjoint = fx.solver.AdjointDot(p, sol, t);
+        ASSERT_TRUE(fx.solver.ForceTangent(p, sol, t, df.data()));
+        double forward = 0, scale = 0;
+        for (int i = 0; i < p.nrow; i++) {
+          forward += y[i] * df[i];
+          scale += std::fabs(y[i] * df[i]);
+        }
+        ASSERT_GT(scale, 0);
+        EXPECT_NEAR(adjoint, forward, 1e-10 * scale) << "rolling rows only " << rolling;
       }
     }
   }
