@@ -1327,8 +1327,11 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = dF[3 + i];
     tan_.dpos[row] = ddist;
 
+    // (the blocked rows of a solver that reads no dJ rows or products from the point and frame
+    // tangents alone: PointRows; else each row's 6-vector tangents)
+    const bool point_rows = stage_.batch && !jac_rows_ && point_rows_on_;
     double tan[2][2][6][6];
-    ContactAxisTangents(m, con, g0, dp, dF, S, tan);
+    if (!point_rows) ContactAxisTangents(m, con, g0, dp, dF, S, tan);
 
     // the blocked path needs only dJ v, dJ v+ and dJ' f: chain sums of cdof v are body velocities
     // (V, from u before the carried dofs), and the rows combine with their forces first; so does
@@ -1340,7 +1343,8 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
         std::memset(wrench, 0, sizeof(wrench));
       else
         std::memset(wrench[0], 0, sizeof(wrench[0]));
-      for (int side = 0; side < 2; side++) {
+      if (point_rows) PointRows(m, con, row, g0, dp, dF, S, u, un, force, wrench[0]);
+      for (int side = 0; side < 2 && !point_rows; side++) {
         const int body = con.body[side];
         if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
         const double sg = side ? 1 : -1;
@@ -1409,6 +1413,76 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     return dim;
   });
   if (group_row >= 0) flush_group();
+}
+
+void SmoothTangent::PointRows(const mjModel* m, const Contact& con, int row, const mjContact& g0,
+                              const double dp[3], const double dF[9], const double* S,
+                              const double* u, const double* un, const double* force,
+                              double (*wrench)[2][6]) {
+  // a_r = [dp x F_r + off x dF_r; dF_r] (rotation rows [dF_r; 0]), b_r = a_r - S x* rho_r: a_r . V
+  // = F_r . (V_w x dp) + dF_r . (V_v + V_w x off), and b_r's carried part -(S x* rho_r) . (V - u)
+  // = rho_r . (S x (V - u)) = F_r . (m_v + m_w x off) (rotation rows F_r . m_w), m = S x (V - u);
+  // the wrenches sum f_r a_r and sum f_r b_r = sum f_r a_r - S x* sum f_r rho_r in 3-vectors
+  const mjData* d = stage_data_;
+  for (int side = 0; side < 2; side++) {
+    const int body = con.body[side];
+    if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
+    const double sg = side ? 1 : -1;
+    const bool carried = pairs_.body_moved[body];
+    const double* com = d->subtree_com + 3 * m->body_rootid[body];
+    const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
+    const double* vel[2] = {d->cvel + 6 * body, rne_.cvel_next + 6 * body};  // V, V+
+    const double* before[2] = {u, un};
+    double c[2][3], pt[2][3], mw[2][3] = {};  // F's and dF's vectors, m_w (rotation rows)
+    for (int k = 0; k < 2; k++) {
+      const double* V = vel[k];
+      Cross3(c[k], V, dp);
+      Cross3(pt[k], V, off);
+      for (int i = 0; i < 3; i++) pt[k][i] += V[3 + i];
+      if (!carried) continue;
+      double dv[6], mm[6], t[3];
+      for (int i = 0; i < 6; i++) dv[i] = V[i] - before[k][i];
+      CrossMotion(mm, S, dv);
+      Cross3(t, mm, off);
+      for (int i = 0; i < 3; i++) {
+        c[k][i] += mm[3 + i] + t[i];
+        mw[k][i] = mm[i];
+      }
+    }
+    double phi[3] = {}, dphi[3] = {}, psi[3] = {}, drot[3] = {};  // sum f F, f dF (and rotation)
+    for (int r = 0; r < con.dim; r++) {
+      const int ax = r < 3 ? r : r - 3;
+      const double *F = g0.frame + 3 * ax, *dFr = dF + 3 * ax, fr = force[row + r];
+      double dv[2];
+      for (int k = 0; k < 2; k++) {
+        dv[k] = r < 3 ? Dot3(F, c[k]) + Dot3(dFr, pt[k]) : Dot3(dFr, vel[k]) + Dot3(F, mw[k]);
+      }
+      tan_.dvel[row + r] += sg * dv[0];
+      tan_.dJ_qvel_next[row + r] += sg * dv[1];
+      for (int i = 0; i < 3; i++) {
+        (r < 3 ? phi : psi)[i] += fr * F[i];
+        (r < 3 ? dphi : drot)[i] += fr * dFr[i];
+      }
+    }
+    // sum f a = [dp x phi + off x dphi + drot; dphi], sum f rho = [off x phi + psi; phi]
+    double* w0 = wrench[side][0];
+    double t1[3], t2[3];
+    Cross3(t1, dp, phi);
+    Cross3(t2, off, dphi);
+    for (int i = 0; i < 3; i++) {
+      w0[i] = t1[i] + t2[i] + drot[i];
+      w0[3 + i] = dphi[i];
+    }
+    if (!carried) continue;
+    double P[6], sp[6];
+    Cross3(P, off, phi);
+    for (int i = 0; i < 3; i++) {
+      P[i] += psi[i];
+      P[3 + i] = phi[i];
+    }
+    CrossForce(sp, S, P);
+    for (int i = 0; i < 6; i++) wrench[side][1][i] = w0[i] - sp[i];
+  }
 }
 
 void SmoothTangent::set_jacobian_rows(const mjModel* m, const char* rows) {
