@@ -1341,7 +1341,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
       double wrench[2][2][2][6];  // f's wrenches, [1] y's (only with y: ProductTerms)
       if (with_y)
         std::memset(wrench, 0, sizeof(wrench));
-      else
+      else if (!point_rows)  // (PointRows writes f's)
         std::memset(wrench[0], 0, sizeof(wrench[0]));
       if (point_rows) PointRows(m, con, row, g0, dp, dF, S, u, un, force, wrench[0]);
       for (int side = 0; side < 2 && !point_rows; side++) {
@@ -1426,9 +1426,13 @@ void SmoothTangent::PointRows(const mjModel* m, const Contact& con, int row, con
   const mjData* d = stage_data_;
   for (int side = 0; side < 2; side++) {
     const int body = con.body[side];
-    if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
+    const bool carried = pairs_.body_moved[body], fixed = m->body_weldid[body] == 0;
+    if (!carried || fixed) Zero6(wrench[side][1]);
+    if (fixed) {
+      Zero6(wrench[side][0]);
+      continue;  // (static: no velocity, no columns)
+    }
     const double sg = side ? 1 : -1;
-    const bool carried = pairs_.body_moved[body];
     const double* com = d->subtree_com + 3 * m->body_rootid[body];
     const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
     const double* vel[2] = {d->cvel + 6 * body, rne_.cvel_next + 6 * body};  // V, V+

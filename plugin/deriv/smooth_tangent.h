@@ -399,8 +399,8 @@ class SmoothTangent : public MassForms {
   void WrenchColumns(int row, int carry, int carry_end, const double (*wrench)[2][6],
                      double* dJf) const;
   // the blocked path's terms of contact con at row for a solver that reads no dJ rows or
-  // products (stage_.batch): its rows' dvel and dJ v+ added, f's wrenches of its two sides into
-  // wrench (zeroed by the caller), from the point and frame tangents dp, dF without the rows'
+  // products (stage_.batch): its rows' dvel and dJ v+ added, f's wrenches of its two sides in
+  // wrench (every entry written), from the point and frame tangents dp, dF without the rows'
   // 6-vector tangents (ContactAxisTangents'), u, un the velocities before the carried dofs
   void PointRows(const mjModel* m, const Contact& con, int row, const mjContact& g0,
                  const double dp[3], const double dF[9], const double* S, const double* u,
