@@ -84,14 +84,7 @@ TEST_F(SharedTermsJacTest, PointRowsAreTheAxisTangentsRows) {
       }
       ASSERT_TRUE(both) << what;
       Jacobians on(m.get()), off(m.get());
-      for (int pass = 0; pass < 2; pass++) {
-        set(pass == 0);
-        Jacobians& jac = pass == 0 ? on : off;
-        ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
-                                      nullptr, nullptr))
-            << what << ": " << ck_lastError(ck.get());
-      }
-      set(true);
+      ASSERT_TRUE(OnOff(m.get(), d.get(), ck.get(), set, &on, &off, what));
       EXPECT_LT(RelativeError(on.A, off.A), 1e-13) << what << "\n"
                                                    << WorstEntries(m.get(), on.A, off.A, 2 * m->nv);
       EXPECT_EQ(0, std::memcmp(on.B.data(), off.B.data(), on.B.size() * sizeof(double))) << what;
