@@ -143,6 +143,89 @@ void NormalFrameRate(const double* frame, double dF[9]) {
   for (int k = 0; k < 3; k++) dF[6 + k] += x[k];
 }
 
+// a contact side's data for PointVelocities
+struct PointSide {
+  int body, dim, row;
+  double sg;            // the side's sign in the rows
+  const double* S;      // the direction's twist, null: the body not carried
+  const double* off;    // the point from the side's tree center
+  const double* dp;     // the point's tangent
+  const double* dF;     // the frame's tangent
+  const double* frame;  // the nominal frame
+};
+
+// SmoothTangent::PointRows' velocity sums of one side on N channels: out[k][row + r] += sg (a_r .
+// V + [carried] rho_r . (S x (V - u))) with V = body_vel[k] of the body, u = before[k]
+template <int N>
+CK_ALWAYS_INLINE void PointVelocities(const PointSide& ps, const double* const* body_vel,
+                                      const double* const* before, double* const* out) {
+  double c[N][3], pt[N][3], mw[N][3] = {};  // F's and dF's vectors, m_w (rotation rows)
+  for (int k = 0; k < N; k++) {
+    const double* V = body_vel[k] + 6 * ps.body;
+    Cross3(c[k], V, ps.dp);
+    Cross3(pt[k], V, ps.off);
+    for (int i = 0; i < 3; i++) pt[k][i] += V[3 + i];
+    if (!ps.S) continue;
+    double dv[6], mm[6], t[3];
+    for (int i = 0; i < 6; i++) dv[i] = V[i] - before[k][i];
+    CrossMotion(mm, ps.S, dv);
+    Cross3(t, mm, ps.off);
+    for (int i = 0; i < 3; i++) {
+      c[k][i] += mm[3 + i] + t[i];
+      mw[k][i] = mm[i];
+    }
+  }
+  for (int r = 0; r < ps.dim; r++) {
+    const int ax = r < 3 ? r : r - 3;
+    const double *F = ps.frame + 3 * ax, *dFr = ps.dF + 3 * ax;
+    for (int k = 0; k < N; k++) {
+      const double dv = r < 3 ? Dot3(F, c[k]) + Dot3(dFr, pt[k])
+                              : Dot3(dFr, body_vel[k] + 6 * ps.body) + Dot3(F, mw[k]);
+      out[k][ps.row + r] += ps.sg * dv;
+    }
+  }
+}
+
+// PointRows' wrenches of one side weighted by f (rows): sum f_r a_r in wrench[0] and, the side
+// carried (ps.S), sum f_r b_r in wrench[1]: sum f a = [dp x phi + off x dphi + drot; dphi], sum f
+// rho = [off x phi + psi; phi] with phi, dphi the translation rows' sums of f F, f dF and psi, drot
+// the rotation rows'
+CK_ALWAYS_INLINE void PointWrench(const PointSide& ps, const double* f, double (*wrench)[6]) {
+  double phi[3] = {}, dphi[3] = {}, psi[3] = {}, drot[3] = {};
+  const int nt = ps.dim < 3 ? ps.dim : 3;
+  for (int r = 0; r < nt; r++) {
+    const double fr = f[ps.row + r];
+    for (int i = 0; i < 3; i++) {
+      phi[i] += fr * ps.frame[3 * r + i];
+      dphi[i] += fr * ps.dF[3 * r + i];
+    }
+  }
+  for (int r = 3; r < ps.dim; r++) {
+    const double fr = f[ps.row + r];
+    for (int i = 0; i < 3; i++) {
+      psi[i] += fr * ps.frame[3 * (r - 3) + i];
+      drot[i] += fr * ps.dF[3 * (r - 3) + i];
+    }
+  }
+  double* w0 = wrench[0];
+  double t1[3], t2[3];
+  Cross3(t1, ps.dp, phi);
+  Cross3(t2, ps.off, dphi);
+  for (int i = 0; i < 3; i++) {
+    w0[i] = t1[i] + t2[i] + drot[i];
+    w0[3 + i] = dphi[i];
+  }
+  if (!ps.S) return;  // (not carried: the caller's zeros)
+  double P[6], sp[6];
+  Cross3(P, ps.off, phi);
+  for (int i = 0; i < 3; i++) {
+    P[i] += psi[i];
+    P[3 + i] = phi[i];
+  }
+  CrossForce(sp, ps.S, P);
+  for (int i = 0; i < 6; i++) wrench[1][i] = w0[i] - sp[i];
+}
+
 }  // namespace
 
 bool SmoothTangent::AnalyticScope(const mjModel* m) const {
@@ -1327,8 +1410,12 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     for (int i = 0; i < 6; i++) tan_.dframe[6 * c + i] = dF[3 + i];
     tan_.dpos[row] = ddist;
 
+    // (the blocked rows' sums from the point and frame tangents alone where the solver reads no
+    // dJ of the contact's rows: PointRows; else each row's 6-vector tangents)
+    bool point_rows = (stage_.batch || jac_rows_) && point_rows_on_;
+    for (int r = 0; r < dim && jac_rows_ && point_rows; r++) point_rows = !jac_rows_[row + r];
     double tan[2][2][6][6];
-    ContactAxisTangents(m, con, g0, dp, dF, S, tan);
+    if (!point_rows) ContactAxisTangents(m, con, g0, dp, dF, S, tan);
 
     // the blocked path needs only dJ v, dJ v+ and dJ' f: chain sums of cdof v are body velocities
     // (V, from u before the carried dofs), and the rows combine with their forces first; so does
@@ -1338,9 +1425,10 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
       double wrench[2][2][2][6];  // f's wrenches, [1] y's (only with y: ProductTerms)
       if (with_y)
         std::memset(wrench, 0, sizeof(wrench));
-      else
+      else if (!point_rows)  // (PointRows writes f's)
         std::memset(wrench[0], 0, sizeof(wrench[0]));
-      for (int side = 0; side < 2; side++) {
+      if (point_rows) PointRows(m, con, row, g0, dp, dF, S, carry, wrench);
+      for (int side = 0; side < 2 && !point_rows; side++) {
         const int body = con.body[side];
         if (m->body_weldid[body] == 0) continue;  // (static: no velocity, no columns)
         const double sg = side ? 1 : -1;
@@ -1369,7 +1457,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
           for (int i = 0; i < 6; i++) wrench[0][side][0][i] += fr * a[i];
         }
       }
-      if (row_products_) ProductTerms(m, con, row, carry, tan, wrench[1]);
+      if (row_products_ && !point_rows) ProductTerms(m, con, row, carry, tan, wrench[1]);
       if (same_columns(row, con) && group_wrenches_) {
         for (int q = 0; q < 24; q++) (&group[0][0][0][0])[q] += (&wrench[0][0][0][0])[q];
         for (int q = 0; q < 24 && with_y; q++) (&group[1][0][0][0])[q] += (&wrench[1][0][0][0])[q];
@@ -1381,7 +1469,7 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
           std::memcpy(group[0], wrench[0], sizeof(group[0]));
         group_row = row;
       }
-      if (jac_rows_) SolverRowTerms(m, con, row, carry, carry_end, tan, jac_vfree_);
+      if (jac_rows_ && !point_rows) SolverRowTerms(m, con, row, carry, carry_end, tan, jac_vfree_);
       return dim;
     }
 
@@ -1409,6 +1497,65 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
     return dim;
   });
   if (group_row >= 0) flush_group();
+}
+
+void SmoothTangent::PointRows(const mjModel* m, const Contact& con, int row, const mjContact& g0,
+                              const double dp[3], const double dF[9], const double* S, int carry,
+                              double (*wrench)[2][2][6]) {
+  // a_r = [dp x F_r + off x dF_r; dF_r] (rotation rows [dF_r; 0]), b_r = a_r - S x* rho_r: a_r . V
+  // = F_r . (V_w x dp) + dF_r . (V_v + V_w x off), and b_r's carried part -(S x* rho_r) . (V - u)
+  // = rho_r . (S x (V - u)) = F_r . (m_v + m_w x off) (rotation rows F_r . m_w), m = S x (V - u);
+  // the wrenches sum f_r a_r and sum f_r b_r = sum f_r a_r - S x* sum f_r rho_r in 3-vectors
+  const mjData* d = stage_data_;
+  const size_t c6 = 6 * static_cast<size_t>(carry);
+  // the velocity sums read: each body's velocity, the velocity before the carried dofs, the rows'
+  // output (dJ v, dJ v+, dJ v_free, dJ x); the weights of the wrenches (f, y)
+  const double* body_vel[4];
+  const double* before[4];
+  double* out[4];
+  int nch = 0;
+  auto channel = [&](const double* V, const double* u, double* o) {
+    body_vel[nch] = V;
+    before[nch] = u;
+    out[nch++] = o;
+  };
+  if (row_reference_) {
+    channel(d->cvel, rne_.cvel_before_dof + c6, tan_.dvel);
+    channel(rne_.cvel_next, rne_.cvel_next_before_dof + c6, tan_.dJ_qvel_next);
+  }
+  if (jac_vfree_) channel(rne_.cvel_free, rne_.cvel_free_before_dof + c6, tan_.dJ_vfree);
+  if (row_products_ && rows_.product_x)
+    channel(rows_.product_cvel, rows_.product_before + c6, tan_.dJ_x);
+  const double* weight[2] = {stage_.solution->force, row_products_ ? rows_.product_y : nullptr};
+  for (int side = 0; side < 2; side++) {
+    const int body = con.body[side];
+    const bool carried = pairs_.body_moved[body], fixed = m->body_weldid[body] == 0;
+    for (int w = 0; w < 2 && weight[w]; w++) {
+      if (!carried || fixed) Zero6(wrench[w][side][1]);
+      if (fixed) Zero6(wrench[w][side][0]);
+    }
+    if (fixed) continue;  // (static: no velocity, no columns)
+    const double sg = side ? 1 : -1;
+    const double* com = d->subtree_com + 3 * m->body_rootid[body];
+    const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
+    const PointSide ps = {body, con.dim, row, sg, carried ? S : nullptr, off, dp, dF, g0.frame};
+    switch (nch) {  // (the channels' loops unrolled)
+      case 0:
+        break;
+      case 1:
+        PointVelocities<1>(ps, body_vel, before, out);
+        break;
+      case 2:
+        PointVelocities<2>(ps, body_vel, before, out);
+        break;
+      case 3:
+        PointVelocities<3>(ps, body_vel, before, out);
+        break;
+      default:
+        PointVelocities<4>(ps, body_vel, before, out);
+    }
+    for (int w = 0; w < 2 && weight[w]; w++) PointWrench(ps, weight[w], wrench[w][side]);
+  }
 }
 
 void SmoothTangent::set_jacobian_rows(const mjModel* m, const char* rows) {

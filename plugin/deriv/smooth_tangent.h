@@ -398,6 +398,15 @@ class SmoothTangent : public MassForms {
   // . cdof_j (the summed wrenches of the contacts on the same bodies, which share the columns)
   void WrenchColumns(int row, int carry, int carry_end, const double (*wrench)[2][6],
                      double* dJf) const;
+  // the blocked path's sums of contact con at row for a solver that reads none of its rows' dJ:
+  // the rows' dJ v, dJ v+ (row_reference), dJ v_free (free_velocity_rows) and dJ x added, the
+  // wrenches of f (wrench[0]) and y (wrench[1], with y) of its two sides written, from the point
+  // and frame tangents dp, dF without the rows' 6-vector tangents (ContactAxisTangents')
+  void PointRows(const mjModel* m, const Contact& con, int row, const mjContact& g0,
+                 const double dp[3], const double dF[9], const double* S, int carry,
+                 double (*wrench)[2][2][6]);
+  // test hook: PointRows taken where it applies (true) or the rows' 6-vector tangents formed
+  static inline bool point_rows_on_ = true;
   // per side of contact con and row: d rho of the uncarried dofs and d rho - S x* rho of the
   // carried ones, from the nominal contact g0 and its point and frame tangents dp, dF
   void ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,

@@ -218,10 +218,12 @@ bool CholFactor(double* a, int n) {
   for (int j = 0; j < n; j++) {
     double* __restrict cj = a + j * n;
     // row j's entries j.. less the finished rows' products, k ascending for every entry (the
-    // same sums as one entry at a time; contiguous in i)
+    // same sums as one entry at a time; contiguous in i); a zero factor's products are zeros
+    // (a tree's Hessian: only ancestors couple)
     for (int k = 0; k < j; k++) {
       const double* __restrict ak = a + k * n;
       const double f = ak[j];
+      if (f == 0) continue;
       for (int i = j; i < n; i++) cj[i] -= ak[i] * f;
     }
     double d = cj[j];

@@ -573,7 +573,7 @@ void SoftTangent::IslandRowRhs(const Problem& p, const ProblemTangent& dir, cons
     const int i = rows[a], c = con_of_row_[i];
     const int nr = c >= 0 && p.con[c].row == i ? p.con[c].dim : 1;  // (its frame rows)
     a += nr;
-    const double rho = dir.R ? dir.R[i] / p.R[i] : 0;
+    const double rho = dir.R && dir.R[i] != 0 ? dir.R[i] / p.R[i] : 0;  // (no division for 0)
     // a row (contact) whose terms are zero, one the direction does not reach, adds zeros
     bool zero = rho == 0;
     for (int r = i; r < i + nr; r++) {

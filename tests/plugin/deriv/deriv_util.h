@@ -216,6 +216,23 @@ class PathToggleTest : public MujocoTest {
   std::function<void(ckSettings*)> tweak_;  // applied to CompareOnHumanoid's settings (nullable)
   std::function<void(const mjModel*, mjData*)> tweak_state_;  // ... and to its state (nullable)
 
+  // A and B with set(true) into on and with set(false) into off, then set(true) again; false
+  // (the failure recorded) if a Jacobian fails
+  template <class Set>
+  bool OnOff(const mjModel* m, mjData* d, ckHandle* ck, Set set, Jacobians* on, Jacobians* off,
+             const std::string& what) {
+    bool ok = true;
+    for (int pass = 0; pass < 2 && ok; pass++) {
+      set(pass == 0);
+      Jacobians& jac = pass == 0 ? *on : *off;
+      const int rc = ck_transitionJac(ck, m, d, jac.A.data(), jac.B.data(), nullptr, nullptr);
+      EXPECT_EQ(0, rc) << what << ": " << ck_lastError(ck);
+      ok = rc == 0;
+    }
+    set(true);
+    return ok;
+  }
+
   // the humanoid in contact in three variants (pyramidal, elliptic, pyramidal with joint damping:
   // Euler's damped solve), each after 150 steps of solver with the velocities nudged; A and B
   // with set(true) and with set(false), then check(m, d, on, off, what) with set(true) restored.
@@ -243,14 +260,7 @@ class PathToggleTest : public MujocoTest {
           std::string(ck_solverName(solver)) + ", variant " + std::to_string(variant);
       ASSERT_GE(d->ncon, 2) << what;
       Jacobians on(m.get()), off(m.get());
-      for (int pass = 0; pass < 2; pass++) {
-        set(pass == 0);
-        Jacobians& jac = pass == 0 ? on : off;
-        ASSERT_EQ(0, ck_transitionJac(ck.get(), m.get(), d.get(), jac.A.data(), jac.B.data(),
-                                      nullptr, nullptr))
-            << what << ": " << ck_lastError(ck.get());
-      }
-      set(true);
+      ASSERT_TRUE(OnOff(m.get(), d.get(), ck.get(), set, &on, &off, what));
       if (tol > 0) {
         EXPECT_LT(RelativeError(on.A, off.A), tol) << what << "\n"
                                                    << WorstEntries(m.get(), on.A, off.A, ndx);

@@ -75,7 +75,12 @@
 //   where M M^-1 x was not), B bit for bit for the closed form;
 // - ipm's dJ v and dJ' lambda of each row from its first nonzero entry of dJ (a direction off
 //   the row's bodies' chains leaves the whole row zero) instead of over the whole row: bit for
-//   bit.
+//   bit;
+// - the blocked rows' sums of a contact none of whose rows' dJ the solver reads (lcp: dJ v+,
+//   dJ x and the wrenches of f and y) from the point and frame tangents in 3-vectors
+//   (SmoothTangent::PointRows) instead of each row's 6-vector tangents: A within 1e-13 (other
+//   sums), B bit for bit, on the humanoid and the sliding table (lcp's dJ' y~ and dJ q~ read);
+//   comfree (whose rows' dJ it reads) bit for bit.
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -117,6 +122,7 @@ class SolverTangentPathTest : public PathToggleTest {
     LcpSolver::impedance_unread_on_ = true;
     LcpSolver::block_in_place_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
+    SmoothTangent::point_rows_on_ = true;
     PathToggleTest::TearDown();
   }
   // lcp's A on the scene xml within tol (0: bit for bit) with set(true) and set(false), B bit for
@@ -334,6 +340,13 @@ TEST_F(SolverTangentPathTest, IpmMassProductsInClosedFormAreThoseOfDM) {
 TEST_F(SolverTangentPathTest, IpmRowsFromTheirFirstNonzeroDJAreTheWholeRows) {
   Compare(
       {ckSOL_IPM}, [](bool on) { ipm::IpmSolver::row_skip_on_ = on; }, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpPointRowsAreTheAxisTangentsRows) {
+  auto set = [](bool on) { SmoothTangent::point_rows_on_ = on; };
+  Compare({ckSOL_LCP}, set, 1e-13);
+  Compare({ckSOL_COMFREE}, set, 0);
+  CompareOnScene(LcpTableScene(), set, false, 1e-13);  // (lcp's dJ x and dJ' y~ read)
 }
 
 }  // namespace
