@@ -785,8 +785,12 @@ void ComfreeSolver::KeepFreeVelocity(const Problem& p, const ProblemTangent& dir
 bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int nr = p.nrow;
   if (p.islands.nisland != 1 || nslot > kTangentSlots) return false;
-  // the kept slots' deferred dv_free in one block solve
-  FreeVelocities(p, -1, blk_vf_.data(), kTangentSlots, lin_rhs_, lin_unit_, nrhs_, blk_vx_.data());
+  // the kept slots' deferred dv_free in one block solve (in place when every kept slot's is
+  // deferred: they are the first nrhs_ columns and the padding's are unused)
+  bool first = free_in_place_on_ && nrhs_ == nlin_;
+  for (int k = 0; k < nrhs_ && first; k++) first = lin_rhs_[k] == k;
+  FreeVelocities(p, -1, blk_vf_.data(), kTangentSlots, lin_rhs_, lin_unit_, nrhs_,
+                 first ? nullptr : blk_vx_.data());
   nrhs_ = 0;
   for (int s = 0; s < nslot; s++) {
     double* f = dforce + static_cast<size_t>(s) * nr;
