@@ -38,6 +38,9 @@
 //   scratch) and padded to a multiple of four columns, when every kept slot's is deferred,
 //   instead of packed into a scratch block and copied back (ComfreeSolver::free_in_place_on_):
 //   bit for bit, with the AVX2 clone and the portable code;
+// - the blocked tangents' columns (Derivative::FlushTangents) moved into the row-major block
+//   and back out in 4 x 4 tiles, out through mass_term (Derivative::transpose_tiles_on_), instead
+//   of element by element with the block's stride: comfree, lcp and ipm bit for bit;
 // - comfree's dA of a cached row on one tree whose dJ w is given read from dJ_w and quad_ without
 //   a pass over the row's trees (ComfreeSolver::wtree_cut_on_): bit for bit;
 // - a direction that moves no position (velocity, control) hands comfree no anchor displacement
@@ -111,6 +114,7 @@ class SolverTangentPathTest : public PathToggleTest {
     ComfreeSolver::free_split_on_ = true;
     ComfreeSolver::linear_map_on_ = true;
     ComfreeSolver::free_in_place_on_ = true;
+    Derivative::transpose_tiles_on_ = true;
     Derivative::anchor_crosses_on_ = true;
     Derivative::zero_disp_null_on_ = true;
     ComfreeSolver::wtree_cut_on_ = true;
@@ -225,6 +229,11 @@ TEST_F(SolverTangentPathTest, ComfreeKeptFreeVelocitiesInPlaceAreThePackedSolve)
   Compare({ckSOL_COMFREE}, set, 0);
   Avx2Kernels::allowed_ = false;  // (the portable code)
   Compare({ckSOL_COMFREE}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, BlockColumnsTransposedInTilesAreTheStridedCopies) {
+  auto set = [](bool on) { Derivative::transpose_tiles_on_ = on; };
+  Compare({ckSOL_COMFREE, ckSOL_LCP, ckSOL_IPM}, set, 0);
 }
 
 TEST_F(SolverTangentPathTest, ComfreeOneTreeRowsWithoutTheirTreePassAreTheSame) {
