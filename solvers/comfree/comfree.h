@@ -126,6 +126,9 @@ class ComfreeSolver final : public Solver {
   // test hook: the kept slots' dv_free solved in blk_vf_ itself when they are its first columns
   // (true) or packed into blk_vx_ and back
   static inline bool free_in_place_on_ = true;
+  // test hook: DirectionTangent's facet terms of a condim-3 contact unrolled (FacetTerms::Add<3>)
+  // and InvMassTangent's cached rows read without RowSolve's call (true), or the loops over dim
+  static inline bool facet_dims_on_ = true;
   // test hook: InvMassTangent of a cached row on one tree with dJ w given without its pass over
   // the row's trees (true)
   static inline bool wtree_cut_on_ = true;
