@@ -139,9 +139,8 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
   // dA = 2 dJ w - w' dM w with w = M^-1 J', tree by tree (w from RowSolve's cache, or solved
   // here when it is full); dJ w given where the row's weight was (TangentRowWeight)
   // (a row already in the cache read directly: RowSolve's lookup)
-  const double* cached = !wstale_ && wadr_[row] >= 0 && facet_dims_on_
-                             ? wpool_.data() + wadr_[row]
-                             : RowSolve(p, row);
+  const double* cached =
+      !wstale_ && wadr_[row] >= 0 && facet_dims_on_ ? wpool_.data() + wadr_[row] : RowSolve(p, row);
   if (!cached) {
     for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
   }
