@@ -124,7 +124,8 @@ class ComfreeSolver final : public Solver {
   static inline bool free_split_on_ = true;
   static inline bool linear_map_on_ = true;
   // test hook: the kept slots' dv_free solved in blk_vf_ itself when they are its first columns
-  // (true) or packed into blk_vx_ and back
+  // and LinearTangents' map applied to them padded to four columns (true), or packed into
+  // blk_vx_ and back and the map applied to the slots alone
   static inline bool free_in_place_on_ = true;
   // test hook: DirectionTangent's facet terms of a condim-3 contact unrolled (FacetTerms::Add<3>)
   // and InvMassTangent's cached rows read without RowSolve's call (true), or the loops over dim

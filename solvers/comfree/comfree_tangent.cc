@@ -913,10 +913,11 @@ void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) 
     for (int c = 0; c < nc; c++) f[c] = dga + G * (-cv * f[c] - k * 0.0) / h;
     store(i, nullptr);
   }
-  // the mapped rows: L dv_free
+  // the mapped rows: L dv_free (padded to a multiple of 4 columns: f's extra entries unread)
+  const int ncp = free_in_place_on_ ? std::min((nc + 3) / 4 * 4, kTangentSlots) : nc;
   auto mapped = [&](int i) {
     const int adr = J.rowadr[i];
-    columns::RowTimesWide(ltval_.data() + adr, J.colind + adr, J.rownnz[i], blk_vf_.data(), S, nc,
+    columns::RowTimesWide(ltval_.data() + adr, J.colind + adr, J.rownnz[i], blk_vf_.data(), S, ncp,
                           f);
     store(i, nullptr);
   };
