@@ -114,6 +114,9 @@ class Derivative : private FdTarget {
   static inline bool anchor_crosses_on_ = true;
   // test hook: a direction that moves no position handed no ddisp (null) (true) or its zeros
   static inline bool zero_disp_null_on_ = true;
+  // test hook: FlushTangents' columns moved into and out of its row-major block in 4 x 4 tiles,
+  // out through mass_term (true), or element by element with the block's stride
+  static inline bool transpose_tiles_on_ = true;
 
  private:
   // ---- the nominal stage and the force tangent (stage.cc) ----

@@ -25,6 +25,28 @@ void SolveByTree(const TreeMass& mass, const Islands& is, const int* dof_tree, d
   if (hi > lo) SolveNonzeroTrees(mass, is, dof_tree[lo], dof_tree[hi - 1] + 1, Y, nb);
 }
 
+// b = a' for a (rows x cols, row stride lda) into b (cols x rows, row stride ldb), in tiles of
+// 4 x 4 (copies: the same bits as element by element)
+void TransposeTo(const double* a, size_t lda, int rows, int cols, double* b, size_t ldb) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    int c = 0;
+    for (; c + 4 <= cols; c += 4) {
+      const double* at = a + r * lda + c;
+      double* bt = b + c * ldb + r;
+      for (int i = 0; i < 4; i++) {
+        for (int j = 0; j < 4; j++) bt[j * ldb + i] = at[i * lda + j];
+      }
+    }
+    for (; c < cols; c++) {
+      for (int i = r; i < r + 4; i++) b[c * ldb + i] = a[i * lda + c];
+    }
+  }
+  for (; r < rows; r++) {
+    for (int c = 0; c < cols; c++) b[c * ldb + r] = a[r * lda + c];
+  }
+}
+
 // w' dM (a - b) (b null: w' dM a) over dM's listed rows, M's lower triangle in MuJoCo's layout
 double MassForm(const mjModel* m, const DirectionTangent& tan, const double* w, const double* a,
                 const double* b) {
@@ -414,9 +436,16 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
   // the block solve's chunks of 8); solved at once but under the implicit integrator
   const int nv = nv_, nb = (nslot + 7) / 8 * 8;
   double* X = block_.rhs;
-  for (int slot = 0; slot < nb; slot++) {
-    const double* a = block_.mass_term + static_cast<size_t>(slot) * nv;
-    for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = slot < nslot ? a[i] : 0;
+  if (transpose_tiles_on_) {
+    TransposeTo(block_.mass_term, nv, nslot, nv, X, nb);
+    for (int i = 0; i < nv; i++) {
+      for (int slot = nslot; slot < nb; slot++) X[static_cast<size_t>(i) * nb + slot] = 0;
+    }
+  } else {
+    for (int slot = 0; slot < nb; slot++) {
+      const double* a = block_.mass_term + static_cast<size_t>(slot) * nv;
+      for (int i = 0; i < nv; i++) X[static_cast<size_t>(i) * nb + slot] = slot < nslot ? a[i] : 0;
+    }
   }
   if (!stage_.own_slots) {
     // (own_slots: J' df is in mass_term) J' df of all columns, each entry of J applied to the
@@ -433,6 +462,8 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
   mju_zero(tan_.dact, na_);
   mju_zero(tan_.du, nu_);
   tan_.has_dposition_correction = false;
+  // (the columns back into mass_term, read no more, slot by slot)
+  if (transpose_tiles_on_) TransposeTo(X, nb, nv, nslot, block_.mass_term, nv);
   for (int slot = 0; slot < nslot; slot++) {
     const int kind = block_.kind[slot], index = block_.index[slot];
     double* unit = kind == kCtrl  ? tan_.du
@@ -441,7 +472,11 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
                                   : tan_.dq;
     unit[index] = 1;
     mju_copy(tan_.dact_dot, block_.act_dot + static_cast<size_t>(slot) * na_, na_);
-    for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = X[static_cast<size_t>(i) * nb + slot];
+    if (transpose_tiles_on_) {
+      mju_copy(tan_.dqacc_int, block_.mass_term + static_cast<size_t>(slot) * nv, nv);
+    } else {
+      for (int i = 0; i < nv; i++) tan_.dqacc_int[i] = X[static_cast<size_t>(i) * nb + slot];
+    }
     if (integrator_.implicit) integrator_.Solve(tan_.dqacc_int);
     fn(kind, index, block_.col[slot]);
     unit[index] = 0;

@@ -126,6 +126,13 @@ class ComfreeSolver final : public Solver {
   // from LinearTangents' map formed once per Solve (ltval_) (true) or facet sum by facet sum
   static inline bool free_split_on_ = true;
   static inline bool linear_map_on_ = true;
+  // test hook: the kept slots' dv_free solved in blk_vf_ itself when they are its first columns
+  // and LinearTangents' map applied to them padded to four columns (true), or packed into
+  // blk_vx_ and back and the map applied to the slots alone
+  static inline bool free_in_place_on_ = true;
+  // test hook: DirectionTangent's facet terms of a condim-3 contact unrolled (FacetTerms::Add<3>)
+  // and InvMassTangent's cached rows read without RowSolve's call (true), or the loops over dim
+  static inline bool facet_dims_on_ = true;
   // test hook: InvMassTangent of a cached row on one tree with dJ w given without its pass over
   // the row's trees (true)
   static inline bool wtree_cut_on_ = true;

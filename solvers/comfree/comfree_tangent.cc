@@ -138,7 +138,9 @@ double ComfreeSolver::InvMassTangent(const Problem& p, int row, const ProblemTan
 
   // dA = 2 dJ w - w' dM w with w = M^-1 J', tree by tree (w from RowSolve's cache, or solved
   // here when it is full); dJ w given where the row's weight was (TangentRowWeight)
-  const double* cached = RowSolve(p, row);
+  // (a row already in the cache read directly: RowSolve's lookup)
+  const double* cached =
+      !wstale_ && wadr_[row] >= 0 && facet_dims_on_ ? wpool_.data() + wadr_[row] : RowSolve(p, row);
   if (!cached) {
     for (int q = 0; q < J.rownnz[row]; q++) w[J.colind[adr + q]] = J.val[adr + q];
   }
@@ -478,6 +480,26 @@ double RatioTangent(const Problem& p, const ProblemTangent& dir, int row) {
          (dir.R ? dir.R[row] / p.R[row] : 0.0);
 }
 
+// a contact's force tangent from its facet sums (DirectionTangent): u = -cvc ds - k (dphi,
+// ddisp), then dforce_r += rel a_r + G ((P u)_r - ddamp Pv_r) / h for its dim <= D rows (D its
+// dim: the loops unrolled, the same operations)
+struct FacetTerms {
+  double cvc, k, dphi;
+  const double* ddisp;
+  double rel, G, ddamp, h;
+  template <int D>
+  void Add(const double* ds, const double* a, const double* P, const double* Pv, double* f,
+           int dim = D) const {
+    double u[D];
+    for (int r = 0; r < dim; r++) u[r] = -cvc * ds[r] - k * (r == 0 ? dphi : ddisp ? ddisp[r] : 0);
+    for (int r = 0; r < dim; r++) {
+      double Pu = 0;
+      for (int q = 0; q < dim; q++) Pu += P[6 * r + q] * u[q];
+      f[r] += rel * a[r] + G * (Pu - ddamp * Pv[r]) / h;
+    }
+  }
+};
+
 }  // namespace
 
 double ComfreeSolver::TreeQuad(const Problem& p, const double* dM, int t, const double* u,
@@ -695,12 +717,11 @@ void ComfreeSolver::DirectionTangent(const Problem& p, const ProblemTangent& dir
     // by PrepareTangent's sums (dphi: the gap's tangent and the anchors' displacement's)
     const double* a = fsum_.data() + static_cast<size_t>(c) * kFacetSums;
     const double *P = a + 6, *Pv = P + 36;
-    double u[6];
-    for (int r = 0; r < dim; r++) u[r] = -cvc * ds[r] - k * (r == 0 ? dphi : ddisp ? ddisp[r] : 0);
-    for (int r = 0; r < dim; r++) {
-      double Pu = 0;
-      for (int q = 0; q < dim; q++) Pu += P[6 * r + q] * u[q];
-      dforce[row + r] += rel * a[r] + G * (Pu - ddamp * Pv[r]) / h;
+    const FacetTerms terms = {cvc, k, dphi, ddisp, rel, G, ddamp, h};
+    if (dim == 3 && facet_dims_on_) {
+      terms.Add<3>(ds, a, P, Pv, dforce + row);
+    } else {
+      terms.Add<6>(ds, a, P, Pv, dforce + row, dim);
     }
   }
 
@@ -785,8 +806,12 @@ void ComfreeSolver::KeepFreeVelocity(const Problem& p, const ProblemTangent& dir
 bool ComfreeSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int nr = p.nrow;
   if (p.islands.nisland != 1 || nslot > kTangentSlots) return false;
-  // the kept slots' deferred dv_free in one block solve
-  FreeVelocities(p, -1, blk_vf_.data(), kTangentSlots, lin_rhs_, lin_unit_, nrhs_, blk_vx_.data());
+  // the kept slots' deferred dv_free in one block solve (in place when every kept slot's is
+  // deferred: they are the first nrhs_ columns and the padding's are unused)
+  bool first = free_in_place_on_ && nrhs_ == nlin_;
+  for (int k = 0; k < nrhs_ && first; k++) first = lin_rhs_[k] == k;
+  FreeVelocities(p, -1, blk_vf_.data(), kTangentSlots, lin_rhs_, lin_unit_, nrhs_,
+                 first ? nullptr : blk_vx_.data());
   nrhs_ = 0;
   for (int s = 0; s < nslot; s++) {
     double* f = dforce + static_cast<size_t>(s) * nr;
@@ -888,10 +913,11 @@ void ComfreeSolver::LinearTangents(const Problem& p, int nslot, double* dforce) 
     for (int c = 0; c < nc; c++) f[c] = dga + G * (-cv * f[c] - k * 0.0) / h;
     store(i, nullptr);
   }
-  // the mapped rows: L dv_free
+  // the mapped rows: L dv_free (padded to a multiple of 4 columns: f's extra entries unread)
+  const int ncp = free_in_place_on_ ? std::min((nc + 3) / 4 * 4, kTangentSlots) : nc;
   auto mapped = [&](int i) {
     const int adr = J.rowadr[i];
-    columns::RowTimesWide(ltval_.data() + adr, J.colind + adr, J.rownnz[i], blk_vf_.data(), S, nc,
+    columns::RowTimesWide(ltval_.data() + adr, J.colind + adr, J.rownnz[i], blk_vf_.data(), S, ncp,
                           f);
     store(i, nullptr);
   };

@@ -38,8 +38,12 @@ struct TreeMass {
 
   // x = M^-1 x for nb right-hand sides stored row-major (x[i * nb + c]), dofs [begin, end)
   // (whole trees); the same operations as Solve on each column
-  void SolveBlock(double* x, int nb, int begin, int end) const;
+  void SolveBlock(double* x, int nb, int begin, int end) const {
+    SolveBlock(x, nb, nb, begin, end);
+  }
   void SolveBlock(double* x, int nb) const { SolveBlock(x, nb, 0, nv); }
+  // the same on the first nb columns of a block of row stride ld >= nb (x[i * ld + c])
+  void SolveBlock(double* x, int nb, int ld, int begin, int end) const;
 
   // y = M x for dofs [begin, end) (whole trees); y and x must differ
   void Mul(const double* x, double* y, int begin, int end) const;

@@ -1,6 +1,7 @@
 // Copyright 2026 The contactkit developers.
 #include "solvers/common/problem.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -169,24 +170,39 @@ void FreeVelocityOf(const Problem& p, const ProblemTangent& dir, double* out) {
 void FreeVelocities(const Problem& p, int island, double* X, int ld, const int* cols,
                     const int* unit, int n, double* scratch) {
   const Islands& is = p.islands;
-  double* Y = scratch;  // the columns packed, stride n
+  // the columns packed in scratch (stride n), or without scratch solved in X itself, padded to
+  // a multiple of 4 columns within ld (each column's solve the same at any width)
+  double* Y = scratch ? scratch : X;
+  const int ldy = scratch ? n : ld, nb = scratch ? n : std::min((n + 3) / 4 * 4, ld);
   const int nt = island < 0 ? is.ntree : is.ntrees[island];
   for (int a = 0; a < nt && n > 0; a++) {
     const int t = island < 0 ? a : is.trees[is.treeadr[island] + a];
     const int b = is.tree_dofadr[t], e = b + is.tree_dofnum[t];
-    bool zero = true;
+    bool any = false;
     for (int j = b; j < e; j++) {
-      for (int k = 0; k < n; k++) {
-        Y[static_cast<size_t>(j) * n + k] = X[static_cast<size_t>(j) * ld + cols[k]];
-        zero = zero && Y[static_cast<size_t>(j) * n + k] == 0;
+      double* y = Y + static_cast<size_t>(j) * ldy;
+      if (scratch) {
+        for (int k = 0; k < n; k++) y[k] = X[static_cast<size_t>(j) * ld + cols[k]];
       }
+      for (int k = 0; k < n; k++) any |= y[k] != 0;
+      for (int k = n; k < nb; k++) y[k] = 0;
     }
-    if (!zero) p.mass.SolveBlock(Y, n, b, e);
-    for (int j = b; j < e; j++) {
-      for (int k = 0; k < n; k++) {
-        X[static_cast<size_t>(j) * ld + cols[k]] =
-            (j == unit[k] ? 1.0 : 0.0) + p.h * Y[static_cast<size_t>(j) * n + k];
+    if (any) p.mass.SolveBlock(Y, nb, ldy, b, e);
+    if (!scratch) {
+      // (0 + h y, then 1 + that at the unit: the bits of the packed path's 1 + h y)
+      for (int j = b; j < e; j++) {
+        double* x = X + static_cast<size_t>(j) * ld;
+        for (int k = 0; k < n; k++) x[k] = 0.0 + p.h * x[k];
       }
+      for (int k = 0; k < n; k++) {
+        if (unit[k] >= b && unit[k] < e) X[static_cast<size_t>(unit[k]) * ld + k] += 1.0;
+      }
+      continue;
+    }
+    for (int j = b; j < e; j++) {
+      const double* y = Y + static_cast<size_t>(j) * ldy;
+      double* x = X + static_cast<size_t>(j) * ld;
+      for (int k = 0; k < n; k++) x[cols[k]] = (j == unit[k] ? 1.0 : 0.0) + p.h * y[k];
     }
   }
 }

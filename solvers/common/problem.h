@@ -291,7 +291,8 @@ void FreeVelocityOf(const Problem& p, const ProblemTangent& dir, double* out);
 // the deferred d v_free of n columns at once: column cols[k] of X (nv rows, stride ld) holds a
 // direction's v_free_rhs and becomes e_unit[k] + h M_eff^-1 of it (FreeVelocityOf's operations),
 // on the trees of island (-1: every tree; the others' rows are neither read nor written);
-// scratch (nv n)
+// scratch (nv n), or null to solve X in place (cols then 0 .. n - 1; columns n to the next
+// multiple of 4 within ld are overwritten)
 void FreeVelocities(const Problem& p, int island, double* X, int ld, const int* cols,
                     const int* unit, int n, double* scratch);
 

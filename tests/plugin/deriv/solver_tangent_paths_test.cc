@@ -34,6 +34,16 @@
 // - comfree's w' dM_k w of its rows for every k in SIMD lanes, kFormLanes rows at once
 //   (MassForms::FormsLanes, ComfreeSolver::forms_lanes_on_) instead of row by row (Forms): bit
 //   for bit, with the AVX2 clone and the portable code;
+// - comfree's kept slots' dv_free solved in their block itself (blk_vf_, FreeVelocities without
+//   scratch) and padded to a multiple of four columns, when every kept slot's is deferred,
+//   instead of packed into a scratch block and copied back (ComfreeSolver::free_in_place_on_):
+//   bit for bit, with the AVX2 clone and the portable code;
+// - the blocked tangents' columns (Derivative::FlushTangents) moved into the row-major block
+//   and back out in 4 x 4 tiles, out through mass_term (Derivative::transpose_tiles_on_), instead
+//   of element by element with the block's stride: comfree, lcp and ipm bit for bit;
+// - comfree's facet terms of a condim-3 contact in loops unrolled (FacetTerms::Add<3>) and
+//   InvMassTangent's cached rows read without RowSolve's call (ComfreeSolver::facet_dims_on_),
+//   instead of loops over dim: bit for bit;
 // - comfree's dA of a cached row on one tree whose dJ w is given read from dJ_w and quad_ without
 //   a pass over the row's trees (ComfreeSolver::wtree_cut_on_): bit for bit;
 // - a direction that moves no position (velocity, control) hands comfree no anchor displacement
@@ -111,6 +121,9 @@ class SolverTangentPathTest : public PathToggleTest {
     ComfreeSolver::row_solves_on_ = true;
     ComfreeSolver::free_split_on_ = true;
     ComfreeSolver::linear_map_on_ = true;
+    ComfreeSolver::free_in_place_on_ = true;
+    ComfreeSolver::facet_dims_on_ = true;
+    Derivative::transpose_tiles_on_ = true;
     Derivative::anchor_crosses_on_ = true;
     Derivative::zero_disp_null_on_ = true;
     ComfreeSolver::wtree_cut_on_ = true;
@@ -219,6 +232,23 @@ TEST_F(SolverTangentPathTest, ComfreeFormsInLanesAreTheRowByRowForms) {
   Compare({ckSOL_COMFREE}, set, 0);
   Avx2Kernels::allowed_ = false;  // (the portable code)
   Compare({ckSOL_COMFREE}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeKeptFreeVelocitiesInPlaceAreThePackedSolve) {
+  auto set = [](bool on) { ComfreeSolver::free_in_place_on_ = on; };
+  Compare({ckSOL_COMFREE}, set, 0);
+  Avx2Kernels::allowed_ = false;  // (the portable code)
+  Compare({ckSOL_COMFREE}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, BlockColumnsTransposedInTilesAreTheStridedCopies) {
+  auto set = [](bool on) { Derivative::transpose_tiles_on_ = on; };
+  Compare({ckSOL_COMFREE, ckSOL_LCP, ckSOL_IPM}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeUnrolledFacetTermsAreTheLoopsOverDim) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { ComfreeSolver::facet_dims_on_ = on; }, 0);
 }
 
 TEST_F(SolverTangentPathTest, ComfreeOneTreeRowsWithoutTheirTreePassAreTheSame) {
