@@ -119,27 +119,29 @@ CK_ALWAYS_INLINE void SolveColumns(const TreeMass& t, double* x, int ld, int beg
 // SolveBlock's chunks of W columns (16 with AVX2, 8 with SSE2), then of 8, of 4, then the rest
 // one by one
 template <int W>
-CK_ALWAYS_INLINE void SolveBlockBody(const TreeMass& t, double* x, int nb, int begin, int end) {
+CK_ALWAYS_INLINE void SolveBlockBody(const TreeMass& t, double* x, int nb, int ld, int begin,
+                                     int end) {
   int c = 0;
-  for (; c + W <= nb; c += W) SolveColumns<W>(t, x + c, nb, begin, end);
-  for (; c + 8 <= nb; c += 8) SolveColumns<8>(t, x + c, nb, begin, end);
-  for (; c + 4 <= nb; c += 4) SolveColumns<4>(t, x + c, nb, begin, end);
-  for (; c < nb; c++) SolveColumns<1>(t, x + c, nb, begin, end);
+  for (; c + W <= nb; c += W) SolveColumns<W>(t, x + c, ld, begin, end);
+  for (; c + 8 <= nb; c += 8) SolveColumns<8>(t, x + c, ld, begin, end);
+  for (; c + 4 <= nb; c += 4) SolveColumns<4>(t, x + c, ld, begin, end);
+  for (; c < nb; c++) SolveColumns<1>(t, x + c, ld, begin, end);
 }
 
 #if CK_AVX2_CLONES
-CK_TARGET_AVX2 void SolveBlockAvx2(const TreeMass& t, double* x, int nb, int begin, int end) {
-  SolveBlockBody<16>(t, x, nb, begin, end);
+CK_TARGET_AVX2 void SolveBlockAvx2(const TreeMass& t, double* x, int nb, int ld, int begin,
+                                   int end) {
+  SolveBlockBody<16>(t, x, nb, ld, begin, end);
 }
 #endif
 
 }  // namespace
 
-void TreeMass::SolveBlock(double* x, int nb, int begin, int end) const {
+void TreeMass::SolveBlock(double* x, int nb, int begin, int end, int ld) const {
 #if CK_AVX2_CLONES
-  if (Avx2Kernels::On()) return SolveBlockAvx2(*this, x, nb, begin, end);
+  if (Avx2Kernels::On()) return SolveBlockAvx2(*this, x, nb, ld, begin, end);
 #endif
-  SolveBlockBody<8>(*this, x, nb, begin, end);
+  SolveBlockBody<8>(*this, x, nb, ld, begin, end);
 }
 
 void TreeMass::Mul(const double* x, double* y, int begin, int end) const {

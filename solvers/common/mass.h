@@ -36,9 +36,12 @@ struct TreeMass {
   void SolveHalf(double* x, int begin, int end) const;
   void Solve(double* x) const { Solve(x, 0, nv); }
 
-  // x = M^-1 x for nb right-hand sides stored row-major (x[i * nb + c]), dofs [begin, end)
-  // (whole trees); the same operations as Solve on each column
-  void SolveBlock(double* x, int nb, int begin, int end) const;
+  // x = M^-1 x for nb right-hand sides stored row-major (x[i * ld + c], ld = nb unless given),
+  // dofs [begin, end) (whole trees); the same operations as Solve on each column
+  void SolveBlock(double* x, int nb, int begin, int end, int ld) const;
+  void SolveBlock(double* x, int nb, int begin, int end) const {
+    SolveBlock(x, nb, begin, end, nb);
+  }
   void SolveBlock(double* x, int nb) const { SolveBlock(x, nb, 0, nv); }
 
   // y = M x for dofs [begin, end) (whole trees); y and x must differ

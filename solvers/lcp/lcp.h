@@ -178,6 +178,13 @@ class LcpSolver final : public Solver {
   // blocks padded to a multiple of four columns (true), or packed into blk_m_ and copied back,
   // the blocks nslot wide (BlockVelocity, BlockRowChange, BlockPinv)
   static inline bool block_in_place_on_ = true;
+  // test hook: QueueTangent's stores with their operands chosen once per direction (true), or
+  // per entry as ForceTangent forms them (QueueRhs, QueueRows)
+  static inline bool lean_queue_on_ = true;
+  // test hook: FlushTangents' dv0 solved in blk_r_ where QueueTangent stored it and only the
+  // clamped and bound rows' impulses turned into forces (true), or dv0 copied into blk_x_ first
+  // and every island row divided by h
+  static inline bool lean_flush_on_ = true;
 
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
@@ -227,10 +234,14 @@ class LcpSolver final : public Solver {
                              const ProblemTangent& dir, bool free, double scale, double* dv,
                              unsigned char* reach, bool solve = true, const double* dJf = nullptr);
   // FlushTangents' parts on blocks nw >= nslot columns wide (the columns from nslot padding):
-  // dv0 of the slots into blk_x_ (stride nw), their clamped rows' rc into blk_rc_ (false: no
-  // slot's is nonzero), K^+ rc into blk_dy_
-  void BlockVelocity(const Problem& p, int nslot, int nw);
-  bool BlockRowChange(const Problem& p, int nslot, int nw);
+  // dv0 of the slots (returned with its stride *ld: blk_r_ solved in place, or blk_x_), their
+  // clamped rows' rc from it into blk_rc_ (false: no slot's is nonzero), K^+ rc into blk_dy_
+  const double* BlockVelocity(const Problem& p, int nslot, int nw, size_t* ld);
+  // QueueTangent's stores: dv0's right-hand side (d0 + x, either nullable: its term 0) on dofs
+  // [b, e) at R[j kTangentSlots], and the clamped rows' stabilization change and dJ v+ of slot
+  void QueueRhs(const double* d0, const double* x, int b, int e, double* R) const;
+  void QueueRows(const Problem& p, const ProblemTangent& dir, const Solution& sol, int slot);
+  bool BlockRowChange(const Problem& p, int nslot, int nw, const double* X, size_t nb);
   void BlockPinv(int nslot, int nw);
   // a bound friction row g follows its clamped normal: x_g = coef x_normal (0: it does not)
   double Coupling(const Problem& p, int g, int* normal) const;
@@ -432,7 +443,8 @@ class LcpSolver final : public Solver {
   // blocked tangents (one island), slot s of kTangentSlots: by dof j at j S + s, by clamped row
   // a at a S + s
   const Solution* solved_ = nullptr;     // the last Solve's solution (QueueTangent has none)
-  std::vector<double> blk_r_;            // dv0's right-hand side dJ' f - dM u    (nv S)
+  std::vector<double> blk_r_;            // dv0's right-hand side dJ' f - dM u, then
+                                         // (lean_flush_on_) dv0 itself            (nv S)
   std::vector<double> blk_vf_;           // dv_free                                (nv S)
   std::vector<double> blk_x_;            // dv0, stride nw (FlushTangents)         (nv S)
   std::vector<double> blk_m_;            // M^-1 r of the slots with r, packed     (nv S)
