@@ -104,6 +104,8 @@ class LcpSolver final : public Solver {
   }
   bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
+  // (on: the null-space term is left out where it exerts no generalized force, NullTermUnread)
+  void SetForcesThroughJacobian(bool on) override { forces_through_j_ = on; }
   bool DefersFreeVelocity() const override { return true; }
   bool ReadsMassLazily() const override { return true; }
   bool FormsVelocityRows() const override { return velocity_rows_on_; }
@@ -181,6 +183,10 @@ class LcpSolver final : public Solver {
   // test hook: QueueTangent's stores with their operands chosen once per direction (true), or
   // per entry as ForceTangent forms them (QueueRhs, QueueRows)
   static inline bool lean_queue_on_ = true;
+  // test hook: with forces read through J' alone (SetForcesThroughJacobian), the blocked
+  // tangents' null-space term left out where its stored velocity map is zero (true: its forces
+  // exert no generalized force, to kNullCancel), or formed
+  static inline bool null_unread_on_ = true;
   // test hook: FlushTangents' dv0 solved in blk_r_ where QueueTangent stored it and only the
   // clamped and bound rows' impulses turned into forces (true), or dv0 copied into blk_x_ first
   // and every island row divided by h
@@ -243,6 +249,11 @@ class LcpSolver final : public Solver {
   void QueueRows(const Problem& p, const ProblemTangent& dir, const Solution& sol, int slot);
   bool BlockRowChange(const Problem& p, int nslot, int nw, const double* X, size_t nb);
   void BlockPinv(int nslot, int nw);
+  // the blocked tangents' null-space term is not read (after PrepareTangent): the caller reads
+  // J' dforce alone and every rank-deficient island's stored map Z is zero
+  bool NullTermUnread() const {
+    return null_unread_on_ && forces_through_j_ && zall_ && !znonzero_;
+  }
   // a bound friction row g follows its clamped normal: x_g = coef x_normal (0: it does not)
   double Coupling(const Problem& p, int g, int* normal) const;
 
@@ -431,6 +442,7 @@ class LcpSolver final : public Solver {
   std::vector<long> zadr_;   // island k's place in zst_, -1: not stored  (ntree)
   bool zall_ = false;        // every rank-deficient island has its Z stored
   bool znonzero_ = false;    // some stored Z is not zero (else no r per direction)
+  bool forces_through_j_ = false;  // SetForcesThroughJacobian
   static constexpr double kNullCancel = 1e-12;  // StoreNullVelocity's cancellation to zero
   std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)

@@ -618,7 +618,7 @@ void LcpSolver::QueueRows(const Problem& p, const ProblemTangent& dir, const Sol
 
 bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) {
   // ForceTangent's parts that read the direction's data, on the one island: dv0's right-hand
-  // side and dv_free, each clamped row's dJ v+ and stabilization change, the null-space term
+  // side and dv_free, each clamped row's dJ v+ and stabilization change, the null-space term (where read)
   const size_t S = kTangentSlots;
   if (p.islands.nisland != 1 || slot < 0 || slot >= kTangentSlots || !solved_) return false;
   const Solution& sol = *solved_;
@@ -653,7 +653,7 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   const int u = dir.vel_unit;
   for (int q = u >= 0 ? vadr_[u] : 0; q < (u >= 0 ? vadr_[u + 1] : 0); q++)
     blk_st_[vrow_[q] * S + slot] = vst_[q];
-  if (deficient_) {
+  if (deficient_ && !NullTermUnread()) {
     rec_slot_ = slot;
     NullSpaceTangent(p, sol, dir, nullptr);
     rec_slot_ = -1;
@@ -682,9 +682,10 @@ bool LcpSolver::ReadsRowImpedance(const Problem& p) {
 }
 
 bool LcpSolver::TangentProducts(const Problem& p, const double** x, const double** y) {
-  // the null-space term's q~ = M^-1 J' y~ and y~ (PrepareTangent, rank-deficient islands); dJ'
-  // y~ only where it is read (a stored null-space velocity map that is not zero, or none stored)
-  if (!tan_ready_ || !deficient_) return false;
+  // the null-space term's q~ = M^-1 J' y~ and y~ (PrepareTangent, rank-deficient islands; none
+  // where the term is not read); dJ' y~ only where it is read (a stored null-space velocity map
+  // that is not zero, or none stored)
+  if (!tan_ready_ || !deficient_ || NullTermUnread()) return false;
   *x = qfake_.data();
   *y = znonzero_ || !zall_ ? ytil_.data() : nullptr;
   return true;
