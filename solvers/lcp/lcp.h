@@ -187,9 +187,8 @@ class LcpSolver final : public Solver {
   // tangents' null-space term left out where its stored velocity map is zero (true: its forces
   // exert no generalized force, to kNullCancel), or formed
   static inline bool null_unread_on_ = true;
-  // test hook: FlushTangents' dv0 solved in blk_r_ where QueueTangent stored it and only the
-  // clamped and bound rows' impulses turned into forces (true), or dv0 copied into blk_x_ first
-  // and every island row divided by h
+  // test hook: FlushTangents' dv0 solved in blk_r_ where QueueTangent stored it (true), or
+  // copied into blk_x_ first
   static inline bool lean_flush_on_ = true;
 
  private:
@@ -217,6 +216,8 @@ class LcpSolver final : public Solver {
   void PreparePositionTangent(const Problem& p);
   // ForceTangent's shared part (see tan_ready_); false if some island's decomposition is missing
   bool PrepareTangent(const Problem& p, const Solution& sol);
+  // PrepareTangent's q = M^-1 J' y~ of the rank-deficient islands (qfake_), formed on first use
+  const double* NullVelocity(const Problem& p);
   // PrepareTangent on one island: its clamped rows' entries of J by column (vadr_, vrow_), each
   // with the stabilization change of a unit velocity on that dof (vst_), as QueueTangent forms it
   // from the smooth stage's d (J v) = J e_j and d aref = -B d (J v)
@@ -418,6 +419,7 @@ class LcpSolver final : public Solver {
 
   // ForceTangent: what every direction of a solve shares (PrepareTangent), then scratch
   bool tan_ready_ = false;             // crow_ ... qfake_ hold this solve's classification
+  bool qfake_ready_ = false;           // qfake_ formed (NullVelocity)
   bool deficient_ = false;             // some island's reduced matrix is rank deficient
   std::vector<int> crow_;              // clamped rows, island by island            (max_rows)
   std::vector<int> cadr_;              // first of island k in crow_                (ntree + 1)

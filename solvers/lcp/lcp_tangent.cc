@@ -216,14 +216,21 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
     znonzero_ |= StoreNullVelocity(p, k);
   }
   if (nisland_ == 1) VelocityRowTable(p);
-  // u = M^-1 J' f = (v+ - v_free) / h of the solution; q = M^-1 J' y~
+  // u = M^-1 J' f = (v+ - v_free) / h of the solution (q = M^-1 J' y~ where first read)
   for (int j = 0; j < nv; j++) ustep_[j] = (sol.v_next[j] - p.v_free[j]) / h;
-  if (deficient_) {
-    VelocityFromForce(p, ytil_.data(), qfake_.data(), nullptr);
-    for (int j = 0; j < nv; j++) qfake_[j] = (qfake_[j] - p.v_free[j]) / h;
-  }
+  qfake_ready_ = false;
   tan_ready_ = true;
   return true;
+}
+
+const double* LcpSolver::NullVelocity(const Problem& p) {
+  // q = M^-1 J' y~ = (v(y~) - v_free) / h, formed once per solve on first use
+  if (deficient_ && !qfake_ready_) {
+    VelocityFromForce(p, ytil_.data(), qfake_.data(), nullptr);
+    for (int j = 0; j < p.nv; j++) qfake_[j] = (qfake_[j] - p.v_free[j]) / p.h;
+  }
+  qfake_ready_ = true;
+  return qfake_.data();
 }
 
 void LcpSolver::VelocityRowTable(const Problem& p) {
@@ -374,6 +381,7 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
   // (I - K^+ K) dK' K^+' x_C on rank-deficient islands, with dA y~ = dJ q + J dvp / h and
   // dvp = h M^-1 (dJ' y~ - dM q); zero for a direction that leaves J, M and R alone
   if (!dir.J && !dir.M && !dir.R) return;
+  NullVelocity(p);
   if (zall_) return NullSpaceTangentStored(p, dir, dforce);
   IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data(),
                         true, dir.J_y);
@@ -686,7 +694,7 @@ bool LcpSolver::TangentProducts(const Problem& p, const double** x, const double
   // where the term is not read); dJ' y~ only where it is read (a stored null-space velocity map
   // that is not zero, or none stored)
   if (!tan_ready_ || !deficient_ || NullTermUnread()) return false;
-  *x = qfake_.data();
+  *x = NullVelocity(p);
   *y = znonzero_ || !zall_ ? ytil_.data() : nullptr;
   return true;
 }
@@ -837,13 +845,6 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
     } else if (blk_nson_[s] == 2) {
       for (int a = 0; a < m; a++) f[c[a]] += blk_ns_[a * S + s];
     }
-    if (lean_flush_on_) {
-      // (the other rows' zeros stay zeros)
-      for (int b = badr_[0]; b < badr_[1]; b++)
-        f[brow_[b]] = (bcoef_[b] * f[c[bnormal_[b]]]) / h;
-      for (int a = 0; a < m; a++) f[c[a]] /= h;
-      continue;
-    }
     for (int b = badr_[0]; b < badr_[1]; b++) f[brow_[b]] = bcoef_[b] * f[c[bnormal_[b]]];
     for (int j = 0; j < nrows; j++) f[rows[j]] /= h;
   }
@@ -974,6 +975,7 @@ bool LcpSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const doub
   const int nv = p.nv;
   const double h = p.h;
   if (!tan_ready_ && !PrepareTangent(p, sol)) return false;
+  NullVelocity(p);
   if (!PreparePositionAdjoint(p, xi)) return false;
   for (int j = 0; j < nv; j++) adj_nu_[j] = adj_pin_[j] = 0;
   for (int i = 0; i < p.nrow; i++) adj_om_[i] = 0;
