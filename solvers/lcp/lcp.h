@@ -187,8 +187,9 @@ class LcpSolver final : public Solver {
   // tangents' null-space term left out where its stored velocity map is zero (true: its forces
   // exert no generalized force, to kNullCancel), or formed
   static inline bool null_unread_on_ = true;
-  // test hook: FlushTangents' dv0 solved in blk_r_ where QueueTangent stored it (true), or
-  // copied into blk_x_ first
+  // test hook: FlushTangents' dv0 solved in blk_r_ where QueueTangent stored it, and a slot
+  // without a null-space term turned into forces in one pass (true), or dv0 copied into blk_x_
+  // first and the forces written, bound and divided by h in turn
   static inline bool lean_flush_on_ = true;
 
  private:

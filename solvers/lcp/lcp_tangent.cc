@@ -833,6 +833,15 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
     if (!blk_on_[s]) continue;
     double* f = dforce + static_cast<size_t>(s) * nr;
     const bool rcon = blk_rcon_[s];
+    if (lean_flush_on_ && blk_nson_[s] == 0) {
+      // (without a null-space term: K^+ rc, the bound rows from it and the division by h in one
+      // pass, the same operations; the other rows' zeros stay zeros)
+      const double* dy = blk_dy_.data() + s;
+      for (int a = 0; a < m && rcon; a++) f[c[a]] = dy[a * S] / h;
+      for (int b = badr_[0]; b < badr_[1]; b++)
+        f[brow_[b]] = (bcoef_[b] * (rcon ? dy[bnormal_[b] * S] : 0.0)) / h;
+      continue;
+    }
     for (int a = 0; a < m && rcon; a++) f[c[a]] = blk_dy_[a * S + s];
     if (blk_nson_[s] == 1) {
       const int nn = m - factors_[0].cod.rank();

@@ -67,7 +67,8 @@
 //   QueueRows; LcpSolver::lean_queue_on_) instead of per entry: bit for bit, as the humanoid is,
 //   with approaching contacts and with contacts from distance (soft rows: the per-entry path);
 // - lcp's blocked dv0 solved in blk_r_ where QueueTangent put it (TreeMass::SolveBlock with a
-//   stride) instead of copied into blk_x_ first (LcpSolver::lean_flush_on_): bit for bit;
+//   stride) instead of copied into blk_x_ first, a slot without a null-space term turned into
+//   forces in one pass (LcpSolver::lean_flush_on_): bit for bit;
 // - lcp's blocked null-space term left out where the caller reads J' dforce alone
 //   (Solver::SetForcesThroughJacobian) and its stored map is zero (LcpSolver::null_unread_on_):
 //   A within 1e-14 on the humanoid (its null-space forces exert no generalized force), B and the
