@@ -445,7 +445,7 @@ class LcpSolver final : public Solver {
   std::vector<long> zadr_;   // island k's place in zst_, -1: not stored  (ntree)
   bool zall_ = false;        // every rank-deficient island has its Z stored
   bool znonzero_ = false;    // some stored Z is not zero (else no r per direction)
-  bool forces_through_j_ = false;  // SetForcesThroughJacobian
+  bool forces_through_j_ = false;               // SetForcesThroughJacobian
   static constexpr double kNullCancel = 1e-12;  // StoreNullVelocity's cancellation to zero
   std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)

@@ -626,7 +626,8 @@ void LcpSolver::QueueRows(const Problem& p, const ProblemTangent& dir, const Sol
 
 bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) {
   // ForceTangent's parts that read the direction's data, on the one island: dv0's right-hand
-  // side and dv_free, each clamped row's dJ v+ and stabilization change, the null-space term (where read)
+  // side and dv_free, each clamped row's dJ v+ and stabilization change, the null-space term
+  // (where read)
   const size_t S = kTangentSlots;
   if (p.islands.nisland != 1 || slot < 0 || slot >= kTangentSlots || !solved_) return false;
   const Solution& sol = *solved_;
@@ -767,22 +768,25 @@ bool LcpSolver::BlockRowChange(const Problem& p, int nslot, int nw, const double
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
   double u[kTangentSlots];
-  unsigned char rcon[kTangentSlots] = {};  // (local: the stores into rc would reload the flags)
+  // (a slot's flag as 1.0 or 0.0, local: in doubles the loop vectorizes, and the stores into
+  // rc would reload a member's flags)
+  double rcon[kTangentSlots] = {};
   for (int a = 0; a < m; a++) {
     const int g = c[a], adr = J.rowadr[g];
     columns::RowTimesWide(J.val + adr, J.colind + adr, J.rownnz[g], X, nb, nw, u);
     double* rc = blk_rc_.data() + a * S;
     const double *A = blk_a_.data() + a * S, *st = blk_st_.data() + a * S;
     for (int s = 0; s < nslot; s++) {
-      rc[s] = -((A[s] + u[s]) + st[s]);
-      rcon[s] |= rc[s] != 0;
+      const double r = -((A[s] + u[s]) + st[s]);
+      rc[s] = r;
+      rcon[s] = r != 0 ? 1.0 : rcon[s];
     }
     for (int s = nslot; s < nw; s++) rc[s] = 0;
   }
   bool any = false;
   for (int s = 0; s < nslot; s++) {
-    blk_rcon_[s] = rcon[s];
-    any |= blk_on_[s] && rcon[s];
+    blk_rcon_[s] = rcon[s] != 0;
+    any |= blk_on_[s] && rcon[s] != 0;
   }
   return any;
 }
