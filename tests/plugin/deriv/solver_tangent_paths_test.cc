@@ -171,6 +171,21 @@ class SolverTangentPathTest : public PathToggleTest {
     }
     EXPECT_EQ(0, std::memcmp(on.B.data(), off.B.data(), on.B.size() * sizeof(double)));
   }
+  // the humanoid's contacts approaching (the root moving down) with lcp's restitution 0.5:
+  // clamped rows with a velocity term
+  void Approach() {
+    tweak_ = [](ckSettings* s) {
+      s->lcp.restitution = 0.5;
+      s->lcp.restitution_threshold = 0;
+    };
+    tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  }
+  // two boxes stacked on the plane: an island of two trees
+  static constexpr const char* kTwoBoxes = R"(<mujoco><option timestep="0.005"/>
+    <worldbody><geom type="plane" size="2 2 0.1"/>
+      <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+      <body pos="0.02 0.01 0.28"><freejoint/><geom type="box" size="0.08 0.07 0.08"/></body>
+    </worldbody></mujoco>)";
   // each solver's A within tol of each other (0: bit for bit), B within tol_b (0: bit for bit)
   template <class Set>
   void Compare(std::initializer_list<int> solvers, Set set, double tol, double tol_b = 0) {
@@ -252,11 +267,7 @@ TEST_F(SolverTangentPathTest, LcpVelocityRowsFromJColumnsAreTheSmoothStagesRows)
   auto set = [](bool on) { LcpSolver::velocity_rows_on_ = on; };
   Compare({ckSOL_LCP}, set, 0);
   // (approaching contacts with restitution: clamped rows with a velocity term, the table filled)
-  tweak_ = [](ckSettings* s) {
-    s->lcp.restitution = 0.5;
-    s->lcp.restitution_threshold = 0;
-  };
-  tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  Approach();
   Compare({ckSOL_LCP}, set, 0);
 }
 
@@ -264,11 +275,7 @@ TEST_F(SolverTangentPathTest, LcpJacobianProductsAreThoseOfDJ) {
   auto set = [](bool on) { LcpSolver::jacobian_products_on_ = on; };
   Compare({ckSOL_LCP}, set, 1e-13);  // (K's null space amplifies other sums' rounding)
   // (approaching contacts with restitution: clamped rows with a velocity term)
-  tweak_ = [](ckSettings* s) {
-    s->lcp.restitution = 0.5;
-    s->lcp.restitution_threshold = 0;
-  };
-  tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  Approach();
   Compare({ckSOL_LCP}, set, 1e-13);
   tweak_ = nullptr;
   tweak_state_ = nullptr;
@@ -312,23 +319,14 @@ TEST_F(SolverTangentPathTest, LcpBlockVelocityInPlaceIsThePackedSolve) {
   auto set = [](bool on) { LcpSolver::block_in_place_on_ = on; };
   Compare({ckSOL_LCP}, set, 0);
   // (an island of two trees)
-  CompareOnScene(R"(<mujoco><option timestep="0.005"/>
-    <worldbody><geom type="plane" size="2 2 0.1"/>
-      <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
-      <body pos="0.02 0.01 0.28"><freejoint/><geom type="box" size="0.08 0.07 0.08"/></body>
-    </worldbody></mujoco>)",
-                 set, true, 0);
+  CompareOnScene(kTwoBoxes, set, true, 0);
 }
 
 TEST_F(SolverTangentPathTest, LcpQueueStoresWithFixedOperandsAreThePerEntryOnes) {
   auto set = [](bool on) { LcpSolver::lean_queue_on_ = on; };
   Compare({ckSOL_LCP}, set, 0);
   // (approaching contacts with restitution: clamped rows with a velocity term)
-  tweak_ = [](ckSettings* s) {
-    s->lcp.restitution = 0.5;
-    s->lcp.restitution_threshold = 0;
-  };
-  tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  Approach();
   Compare({ckSOL_LCP}, set, 0);
   // (contacts from distance: clamped soft rows, whose dR and daref take the per-entry path)
   tweak_ = [](ckSettings* s) { s->deriv.cfd_width = 0.02; };
@@ -340,12 +338,7 @@ TEST_F(SolverTangentPathTest, LcpVelocitySolvedInItsRightHandSideIsTheCopiedSolv
   auto set = [](bool on) { LcpSolver::lean_flush_on_ = on; };
   Compare({ckSOL_LCP}, set, 0);
   // (an island of two trees)
-  CompareOnScene(R"(<mujoco><option timestep="0.005"/>
-    <worldbody><geom type="plane" size="2 2 0.1"/>
-      <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
-      <body pos="0.02 0.01 0.28"><freejoint/><geom type="box" size="0.08 0.07 0.08"/></body>
-    </worldbody></mujoco>)",
-                 set, true, 0);
+  CompareOnScene(kTwoBoxes, set, true, 0);
   CompareOnScene(LcpTableScene(), set, false, 0);
 }
 
@@ -354,11 +347,7 @@ TEST_F(SolverTangentPathTest, LcpNullSpaceTermWithoutGeneralizedForceIsLeftOut) 
   // within 1e-14 without them, B bit for bit (a control moves neither J nor M: no term)
   auto set = [](bool on) { LcpSolver::null_unread_on_ = on; };
   Compare({ckSOL_LCP}, set, 1e-14, 0);
-  tweak_ = [](ckSettings* s) {
-    s->lcp.restitution = 0.5;
-    s->lcp.restitution_threshold = 0;
-  };
-  tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  Approach();
   Compare({ckSOL_LCP}, set, 1e-14, 0);
   // (the sliding table's pattern exerts one, the term formed: bit for bit)
   CompareOnScene(LcpTableScene(), set, false, 0);
