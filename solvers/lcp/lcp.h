@@ -180,8 +180,9 @@ class LcpSolver final : public Solver {
   // blocks padded to a multiple of four columns (true), or packed into blk_m_ and copied back,
   // the blocks nslot wide (BlockVelocity, BlockRowChange, BlockPinv)
   static inline bool block_in_place_on_ = true;
-  // test hook: QueueTangent's stores with their operands chosen once per direction (true), or
-  // per entry as ForceTangent forms them (QueueRhs, QueueRows)
+  // test hook: QueueTangent's stores with their operands chosen once per direction and no dv0
+  // right-hand side formed for a direction that moves neither J nor M (true), or per entry as
+  // ForceTangent forms them and r formed (zero) for every direction (QueueRhs, QueueRows)
   static inline bool lean_queue_on_ = true;
   // test hook: with forces read through J' alone (SetForcesThroughJacobian), the blocked
   // tangents' null-space term left out where its stored velocity map is zero (true: its forces

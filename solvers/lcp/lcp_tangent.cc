@@ -638,9 +638,14 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   if (!touched_[0]) return true;
   const Islands& is = p.islands;
   const double h = p.h;
-  // (exact zeros on the trees where ForceTangent does not solve: their solve gives zeros)
-  IslandVelocityTangent(p, sol.force, ustep_.data(), dir, false, h, dv0_.data(), reach0_.data(),
-                        false, dir.J_force);
+  // (exact zeros on the trees where ForceTangent does not solve: their solve gives zeros; a
+  // direction that moves neither J nor M, a velocity or control one, has r = 0 unread)
+  if (!lean_queue_on_ || dir.J || dir.J_force || dir.M) {
+    IslandVelocityTangent(p, sol.force, ustep_.data(), dir, false, h, dv0_.data(), reach0_.data(),
+                          false, dir.J_force);
+  } else {
+    reach0_[0] = 0;
+  }
   // a deferred dv_free = e_unit + h M^-1 x joins dv0's solve: dv0 = e_unit + h M^-1 (r + x)
   const double* x = dir.v_free ? nullptr : dir.v_free_rhs;
   const bool r = reach0_[0];
