@@ -208,6 +208,8 @@ bool Derivative::PrepareStage(const mjModel* m, bool rk4) {
       stage_.own_slots = true;
     }
   }
+  // (FlushTangents' forces are read through J' alone: Derivative::FlushTangents)
+  if (stage_.solver) stage_.solver->SetForcesThroughJacobian(stage_.slots && !stage_.own_slots);
   smooth_.DecideAnalytic(m);
 
   // velocity derivative of the smooth forces, dense per tree (analytic: per direction)

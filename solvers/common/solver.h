@@ -51,6 +51,10 @@ class Solver {
   virtual int TangentSlots(const Problem& p) const { return 0; }
   virtual bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) { return false; }
   virtual bool FlushTangents(const Problem& p, int nslot, double* dforce) { return false; }
+  // Optional, with blocked force tangents: on, the caller reads FlushTangents' forces only
+  // through J' dforce (set before each stage's directions), so that a part of them that J' maps
+  // to zero (to rounding) may be left out; off (the default): ForceTangent's forces
+  virtual void SetForcesThroughJacobian(bool on) {}
   // Optional, with blocked force tangents: QueueTangent takes a direction whose dv_free is left
   // unsolved (dir.v_free null, dir.v_free_rhs), and the solver solves the slots' at once
   virtual bool DefersFreeVelocity() const { return false; }

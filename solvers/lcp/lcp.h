@@ -104,6 +104,8 @@ class LcpSolver final : public Solver {
   }
   bool QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) override;
   bool FlushTangents(const Problem& p, int nslot, double* dforce) override;
+  // (on: the null-space term is left out where it exerts no generalized force, NullTermUnread)
+  void SetForcesThroughJacobian(bool on) override { forces_through_j_ = on; }
   bool DefersFreeVelocity() const override { return true; }
   bool ReadsMassLazily() const override { return true; }
   bool FormsVelocityRows() const override { return velocity_rows_on_; }
@@ -178,6 +180,18 @@ class LcpSolver final : public Solver {
   // blocks padded to a multiple of four columns (true), or packed into blk_m_ and copied back,
   // the blocks nslot wide (BlockVelocity, BlockRowChange, BlockPinv)
   static inline bool block_in_place_on_ = true;
+  // test hook: QueueTangent's stores with their operands chosen once per direction and no dv0
+  // right-hand side formed for a direction that moves neither J nor M (true), or per entry as
+  // ForceTangent forms them and r formed (zero) for every direction (QueueRhs, QueueRows)
+  static inline bool lean_queue_on_ = true;
+  // test hook: with forces read through J' alone (SetForcesThroughJacobian), the blocked
+  // tangents' null-space term left out where its stored velocity map is zero (true: its forces
+  // exert no generalized force, to kNullCancel), or formed
+  static inline bool null_unread_on_ = true;
+  // test hook: FlushTangents' dv0 solved in blk_r_ where QueueTangent stored it, and a slot
+  // without a null-space term turned into forces in one pass (true), or dv0 copied into blk_x_
+  // first and the forces written, bound and divided by h in turn
+  static inline bool lean_flush_on_ = true;
 
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo
@@ -204,6 +218,8 @@ class LcpSolver final : public Solver {
   void PreparePositionTangent(const Problem& p);
   // ForceTangent's shared part (see tan_ready_); false if some island's decomposition is missing
   bool PrepareTangent(const Problem& p, const Solution& sol);
+  // PrepareTangent's q = M^-1 J' y~ of the rank-deficient islands (qfake_), formed on first use
+  const double* NullVelocity(const Problem& p);
   // PrepareTangent on one island: its clamped rows' entries of J by column (vadr_, vrow_), each
   // with the stabilization change of a unit velocity on that dof (vst_), as QueueTangent forms it
   // from the smooth stage's d (J v) = J e_j and d aref = -B d (J v)
@@ -227,11 +243,20 @@ class LcpSolver final : public Solver {
                              const ProblemTangent& dir, bool free, double scale, double* dv,
                              unsigned char* reach, bool solve = true, const double* dJf = nullptr);
   // FlushTangents' parts on blocks nw >= nslot columns wide (the columns from nslot padding):
-  // dv0 of the slots into blk_x_ (stride nw), their clamped rows' rc into blk_rc_ (false: no
-  // slot's is nonzero), K^+ rc into blk_dy_
-  void BlockVelocity(const Problem& p, int nslot, int nw);
-  bool BlockRowChange(const Problem& p, int nslot, int nw);
+  // dv0 of the slots (returned with its stride *ld: blk_r_ solved in place, or blk_x_), their
+  // clamped rows' rc from it into blk_rc_ (false: no slot's is nonzero), K^+ rc into blk_dy_
+  const double* BlockVelocity(const Problem& p, int nslot, int nw, size_t* ld);
+  // QueueTangent's stores: dv0's right-hand side (d0 + x, either nullable: its term 0) on dofs
+  // [b, e) at R[j kTangentSlots], and the clamped rows' stabilization change and dJ v+ of slot
+  void QueueRhs(const double* d0, const double* x, int b, int e, double* R) const;
+  void QueueRows(const Problem& p, const ProblemTangent& dir, const Solution& sol, int slot);
+  bool BlockRowChange(const Problem& p, int nslot, int nw, const double* X, size_t nb);
   void BlockPinv(int nslot, int nw);
+  // the blocked tangents' null-space term is not read (after PrepareTangent): the caller reads
+  // J' dforce alone and every rank-deficient island's stored map Z is zero
+  bool NullTermUnread() const {
+    return null_unread_on_ && forces_through_j_ && zall_ && !znonzero_;
+  }
   // a bound friction row g follows its clamped normal: x_g = coef x_normal (0: it does not)
   double Coupling(const Problem& p, int g, int* normal) const;
 
@@ -396,6 +421,7 @@ class LcpSolver final : public Solver {
 
   // ForceTangent: what every direction of a solve shares (PrepareTangent), then scratch
   bool tan_ready_ = false;             // crow_ ... qfake_ hold this solve's classification
+  bool qfake_ready_ = false;           // qfake_ formed (NullVelocity)
   bool deficient_ = false;             // some island's reduced matrix is rank deficient
   std::vector<int> crow_;              // clamped rows, island by island            (max_rows)
   std::vector<int> cadr_;              // first of island k in crow_                (ntree + 1)
@@ -420,6 +446,7 @@ class LcpSolver final : public Solver {
   std::vector<long> zadr_;   // island k's place in zst_, -1: not stored  (ntree)
   bool zall_ = false;        // every rank-deficient island has its Z stored
   bool znonzero_ = false;    // some stored Z is not zero (else no r per direction)
+  bool forces_through_j_ = false;               // SetForcesThroughJacobian
   static constexpr double kNullCancel = 1e-12;  // StoreNullVelocity's cancellation to zero
   std::vector<double> ytil_;             // y~ = K^+' h x_C by row                    (max_rows)
   std::vector<double> ustep_, qfake_;    // M^-1 J' f = (v+ - v_free) / h; M^-1 J' y~ (nv)
@@ -432,7 +459,8 @@ class LcpSolver final : public Solver {
   // blocked tangents (one island), slot s of kTangentSlots: by dof j at j S + s, by clamped row
   // a at a S + s
   const Solution* solved_ = nullptr;     // the last Solve's solution (QueueTangent has none)
-  std::vector<double> blk_r_;            // dv0's right-hand side dJ' f - dM u    (nv S)
+  std::vector<double> blk_r_;            // dv0's right-hand side dJ' f - dM u, then
+                                         // (lean_flush_on_) dv0 itself            (nv S)
   std::vector<double> blk_vf_;           // dv_free                                (nv S)
   std::vector<double> blk_x_;            // dv0, stride nw (FlushTangents)         (nv S)
   std::vector<double> blk_m_;            // M^-1 r of the slots with r, packed     (nv S)

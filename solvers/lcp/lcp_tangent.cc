@@ -216,14 +216,21 @@ bool LcpSolver::PrepareTangent(const Problem& p, const Solution& sol) {
     znonzero_ |= StoreNullVelocity(p, k);
   }
   if (nisland_ == 1) VelocityRowTable(p);
-  // u = M^-1 J' f = (v+ - v_free) / h of the solution; q = M^-1 J' y~
+  // u = M^-1 J' f = (v+ - v_free) / h of the solution (q = M^-1 J' y~ where first read)
   for (int j = 0; j < nv; j++) ustep_[j] = (sol.v_next[j] - p.v_free[j]) / h;
-  if (deficient_) {
-    VelocityFromForce(p, ytil_.data(), qfake_.data(), nullptr);
-    for (int j = 0; j < nv; j++) qfake_[j] = (qfake_[j] - p.v_free[j]) / h;
-  }
+  qfake_ready_ = false;
   tan_ready_ = true;
   return true;
+}
+
+const double* LcpSolver::NullVelocity(const Problem& p) {
+  // q = M^-1 J' y~ = (v(y~) - v_free) / h, formed once per solve on first use
+  if (deficient_ && !qfake_ready_) {
+    VelocityFromForce(p, ytil_.data(), qfake_.data(), nullptr);
+    for (int j = 0; j < p.nv; j++) qfake_[j] = (qfake_[j] - p.v_free[j]) / p.h;
+  }
+  qfake_ready_ = true;
+  return qfake_.data();
 }
 
 void LcpSolver::VelocityRowTable(const Problem& p) {
@@ -374,6 +381,7 @@ void LcpSolver::NullSpaceTangent(const Problem& p, const Solution& sol, const Pr
   // (I - K^+ K) dK' K^+' x_C on rank-deficient islands, with dA y~ = dJ q + J dvp / h and
   // dvp = h M^-1 (dJ' y~ - dM q); zero for a direction that leaves J, M and R alone
   if (!dir.J && !dir.M && !dir.R) return;
+  NullVelocity(p);
   if (zall_) return NullSpaceTangentStored(p, dir, dforce);
   IslandVelocityTangent(p, ytil_.data(), qfake_.data(), dir, false, 1, dvp_.data(), reachp_.data(),
                         true, dir.J_y);
@@ -571,9 +579,55 @@ bool LcpSolver::ForceTangent(const Problem& p, const Solution& sol, const Proble
   return true;
 }
 
+void LcpSolver::QueueRhs(const double* d0, const double* x, int b, int e, double* R) const {
+  // R[j S] = (d0[j] or 0) + (x[j] or 0) on dofs [b, e), the sum's operands fixed outside the
+  // loop (lean_queue_on_) or chosen per entry
+  const size_t S = kTangentSlots;
+  if (!lean_queue_on_) {
+    for (int j = b; j < e; j++) R[j * S] = (d0 ? d0[j] : 0) + (x ? x[j] : 0);
+  } else if (d0 && x) {
+    for (int j = b; j < e; j++) R[j * S] = d0[j] + x[j];
+  } else if (d0) {
+    for (int j = b; j < e; j++) R[j * S] = d0[j] + 0;
+  } else if (x) {
+    for (int j = b; j < e; j++) R[j * S] = 0 + x[j];
+  } else {
+    for (int j = b; j < e; j++) R[j * S] = 0;
+  }
+}
+
+void LcpSolver::QueueRows(const Problem& p, const ProblemTangent& dir, const Solution& sol,
+                          int slot) {
+  // each clamped row's stabilization change and dJ v+ into the slot's column of blk_st_ and
+  // blk_a_; with lean_queue_on_ a direction without row tangents or dJ writes their zeros, and
+  // one without soft rows' terms reads dpos and dvel alone (StabilizationChange's sums)
+  const size_t S = kTangentSlots;
+  const int m = cadr_[1] - cadr_[0];
+  const int* c = crow_.data() + cadr_[0];
+  const double h = p.h;
+  double *st = blk_st_.data() + slot, *A = blk_a_.data() + slot;
+  const double *pos = dir.pos, *vel = dir.vel, *jv = dir.J_vnext;
+  const bool soft = dir.aref || dir.R;
+  if (!lean_queue_on_ || soft || (!jv && dir.J)) {
+    for (int a = 0; a < m; a++) {
+      const int g = c[a];
+      st[a * S] = StabilizationChange(dir, g, cdpos_[a], cdvel_[a], csoft_[a], h, sol.force[g]);
+      A[a * S] = DJDot(p, dir, g, sol.v_next, jv);
+    }
+    return;
+  }
+  const double *cp = cdpos_.data(), *cv = cdvel_.data();
+  for (int a = 0; a < m; a++) {
+    const int g = c[a];
+    st[a * S] = (pos ? cp[a] * pos[g] : 0) + (vel ? cv[a] * vel[g] : 0);
+    A[a * S] = jv ? jv[g] : 0;
+  }
+}
+
 bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int slot) {
   // ForceTangent's parts that read the direction's data, on the one island: dv0's right-hand
   // side and dv_free, each clamped row's dJ v+ and stabilization change, the null-space term
+  // (where read)
   const size_t S = kTangentSlots;
   if (p.islands.nisland != 1 || slot < 0 || slot >= kTangentSlots || !solved_) return false;
   const Solution& sol = *solved_;
@@ -584,9 +638,14 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   if (!touched_[0]) return true;
   const Islands& is = p.islands;
   const double h = p.h;
-  // (exact zeros on the trees where ForceTangent does not solve: their solve gives zeros)
-  IslandVelocityTangent(p, sol.force, ustep_.data(), dir, false, h, dv0_.data(), reach0_.data(),
-                        false, dir.J_force);
+  // (exact zeros on the trees where ForceTangent does not solve: their solve gives zeros; a
+  // direction that moves neither J nor M, a velocity or control one, has r = 0 unread)
+  if (!lean_queue_on_ || dir.J || dir.J_force || dir.M) {
+    IslandVelocityTangent(p, sol.force, ustep_.data(), dir, false, h, dv0_.data(), reach0_.data(),
+                          false, dir.J_force);
+  } else {
+    reach0_[0] = 0;
+  }
   // a deferred dv_free = e_unit + h M^-1 x joins dv0's solve: dv0 = e_unit + h M^-1 (r + x)
   const double* x = dir.v_free ? nullptr : dir.v_free_rhs;
   const bool r = reach0_[0];
@@ -599,23 +658,16 @@ bool LcpSolver::QueueTangent(const Problem& p, const ProblemTangent& dir, int sl
   double *R = blk_r_.data() + slot, *VF = blk_vf_.data() + slot;
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
-    for (int j = b; j < e && ron; j++) R[j * S] = (r ? d0[j] : 0) + (x ? x[j] : 0);
+    if (ron) QueueRhs(r ? d0 : nullptr, x, b, e, R);
     for (int j = b; j < e && vfon; j++) VF[j * S] = vf[j];
   }
-  const int m = cadr_[1] - cadr_[0];
-  const int* c = crow_.data() + cadr_[0];
-  for (int a = 0; a < m; a++) {
-    const int g = c[a];
-    blk_st_[a * S + slot] =
-        StabilizationChange(dir, g, cdpos_[a], cdvel_[a], csoft_[a], h, sol.force[g]);
-    blk_a_[a * S + slot] = DJDot(p, dir, g, sol.v_next, dir.J_vnext);
-  }
+  QueueRows(p, dir, sol, slot);
   // a velocity direction's rows left unformed (dir.vel_unit: pos, vel, aref and R null, dstab
   // zero above): its column's entries from VelocityRowTable
   const int u = dir.vel_unit;
   for (int q = u >= 0 ? vadr_[u] : 0; q < (u >= 0 ? vadr_[u + 1] : 0); q++)
     blk_st_[vrow_[q] * S + slot] = vst_[q];
-  if (deficient_) {
+  if (deficient_ && !NullTermUnread()) {
     rec_slot_ = slot;
     NullSpaceTangent(p, sol, dir, nullptr);
     rec_slot_ = -1;
@@ -644,23 +696,25 @@ bool LcpSolver::ReadsRowImpedance(const Problem& p) {
 }
 
 bool LcpSolver::TangentProducts(const Problem& p, const double** x, const double** y) {
-  // the null-space term's q~ = M^-1 J' y~ and y~ (PrepareTangent, rank-deficient islands); dJ'
-  // y~ only where it is read (a stored null-space velocity map that is not zero, or none stored)
-  if (!tan_ready_ || !deficient_) return false;
-  *x = qfake_.data();
+  // the null-space term's q~ = M^-1 J' y~ and y~ (PrepareTangent, rank-deficient islands; none
+  // where the term is not read); dJ' y~ only where it is read (a stored null-space velocity map
+  // that is not zero, or none stored)
+  if (!tan_ready_ || !deficient_ || NullTermUnread()) return false;
+  *x = NullVelocity(p);
   *y = znonzero_ || !zall_ ? ytil_.data() : nullptr;
   return true;
 }
 
-void LcpSolver::BlockVelocity(const Problem& p, int nslot, int nw) {
+const double* LcpSolver::BlockVelocity(const Problem& p, int nslot, int nw, size_t* ld) {
   // dv0 = h M^-1 r + dv_free of every slot on the island's trees (a deferred dv_free's
   // right-hand side in r: e_unit + h M^-1 (r + x)) (ForceTangent's
   // IslandVelocityTangent: the same operations per column; a slot whose r is zero has
-  // dv0 = 0 + dv_free without a solve), into blk_x_ with stride nw (the columns from nslot
-  // zero); the slots with an r are solved at once, in place when every slot has one, else
-  // packed into blk_m_ (its width, padded as nw is, its pad zero)
+  // dv0 = 0 + dv_free without a solve); the columns from nslot to nw zero. The slots with an r
+  // are solved at once: when every slot has one, in blk_r_ itself (stride kTangentSlots,
+  // lean_flush_on_) or copied into blk_x_ (stride nw), else packed into blk_m_ (its width,
+  // padded as nw is, its pad zero) and scattered into blk_x_; the block and its stride returned
   const Islands& is = p.islands;
-  const size_t S = kTangentSlots, nb = nw;
+  const size_t S = kTangentSlots;
   const double h = p.h;
   int packed[kTangentSlots], nc = 0;
   unsigned char vfon[kTangentSlots];  // (the flags read once: the stores would reload them)
@@ -671,17 +725,23 @@ void LcpSolver::BlockVelocity(const Problem& p, int nslot, int nw) {
     anyvf |= vfon[s] != 0;
   }
   const bool direct = block_in_place_on_ && nc == nslot;
+  const bool own = direct && lean_flush_on_;  // (solved where QueueTangent put it)
   const int ncw = direct ? nw : PaddedWidth(nc, block_in_place_on_);
-  double* X = blk_x_.data();
+  const size_t nb = own ? S : nw;
+  double* X = own ? blk_r_.data() : blk_x_.data();
   double* Y = direct ? X : blk_m_.data();
   const double* R = blk_r_.data();
   for (int t = is.treeadr[0]; t < is.treeadr[0] + is.ntrees[0]; t++) {
     const int b = is.tree_dofadr[is.trees[t]], e = b + is.tree_dofnum[is.trees[t]];
     for (int j = b; j < e; j++) {
+      if (own) {
+        for (int c = nslot; c < nw; c++) Y[j * S + c] = 0;
+        continue;
+      }
       for (int c = 0; c < nc; c++) Y[j * ncw + c] = R[j * S + packed[c]];
       for (int c = nc; c < ncw; c++) Y[j * ncw + c] = 0;
     }
-    if (nc) p.mass.SolveBlock(Y, ncw, b, e);
+    if (nc) p.mass.SolveBlock(Y, ncw, own ? S : ncw, b, e);
     for (int j = b; j < e; j++) {
       double* x = X + j * nb;
       if (direct) {
@@ -701,33 +761,37 @@ void LcpSolver::BlockVelocity(const Problem& p, int nslot, int nw) {
     const int u = blk_unit_[s];
     if (blk_on_[s] && u >= 0 && is.tree_island[p.dof_tree[u]] == 0) X[u * nb + s] += 1;
   }
+  *ld = nb;
+  return X;
 }
 
-bool LcpSolver::BlockRowChange(const Problem& p, int nslot, int nw) {
+bool LcpSolver::BlockRowChange(const Problem& p, int nslot, int nw, const double* X, size_t nb) {
   // rc = -(dJ_C v+ + J_C dv0 + dstab) of every slot, J_C dv0 with each entry of J applied to all
-  // nw columns (each column's sum in RowDots' order)
+  // nw columns of dv0 (X, stride nb; each column's sum in RowDots' order)
   const SparseRows& J = p.J;
-  const size_t S = kTangentSlots, nb = nw;
+  const size_t S = kTangentSlots;
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
-  const double* X = blk_x_.data();
   double u[kTangentSlots];
-  unsigned char rcon[kTangentSlots] = {};  // (local: the stores into rc would reload the flags)
+  // (a slot's flag as 1.0 or 0.0, local: in doubles the loop vectorizes, and the stores into
+  // rc would reload a member's flags)
+  double rcon[kTangentSlots] = {};
   for (int a = 0; a < m; a++) {
     const int g = c[a], adr = J.rowadr[g];
     columns::RowTimesWide(J.val + adr, J.colind + adr, J.rownnz[g], X, nb, nw, u);
     double* rc = blk_rc_.data() + a * S;
     const double *A = blk_a_.data() + a * S, *st = blk_st_.data() + a * S;
     for (int s = 0; s < nslot; s++) {
-      rc[s] = -((A[s] + u[s]) + st[s]);
-      rcon[s] |= rc[s] != 0;
+      const double r = -((A[s] + u[s]) + st[s]);
+      rc[s] = r;
+      rcon[s] = r != 0 ? 1.0 : rcon[s];
     }
     for (int s = nslot; s < nw; s++) rc[s] = 0;
   }
   bool any = false;
   for (int s = 0; s < nslot; s++) {
-    blk_rcon_[s] = rcon[s];
-    any |= blk_on_[s] && rcon[s];
+    blk_rcon_[s] = rcon[s] != 0;
+    any |= blk_on_[s] && rcon[s] != 0;
   }
   return any;
 }
@@ -765,8 +829,9 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   if (!on) return true;
   // (the blocks' width padded to a multiple of four: no single columns in the kernels' chunks)
   const int nw = PaddedWidth(nslot, block_in_place_on_);
-  BlockVelocity(p, nslot, nw);
-  if (BlockRowChange(p, nslot, nw)) BlockPinv(nslot, nw);
+  size_t ld;
+  const double* dv0 = BlockVelocity(p, nslot, nw, &ld);
+  if (BlockRowChange(p, nslot, nw, dv0, ld)) BlockPinv(nslot, nw);
   const Islands& is = p.islands;
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
@@ -777,6 +842,15 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
     if (!blk_on_[s]) continue;
     double* f = dforce + static_cast<size_t>(s) * nr;
     const bool rcon = blk_rcon_[s];
+    if (lean_flush_on_ && blk_nson_[s] == 0) {
+      // (without a null-space term: K^+ rc, the bound rows from it and the division by h in one
+      // pass, the same operations; the other rows' zeros stay zeros)
+      const double* dy = blk_dy_.data() + s;
+      for (int a = 0; a < m && rcon; a++) f[c[a]] = dy[a * S] / h;
+      for (int b = badr_[0]; b < badr_[1]; b++)
+        f[brow_[b]] = (bcoef_[b] * (rcon ? dy[bnormal_[b] * S] : 0.0)) / h;
+      continue;
+    }
     for (int a = 0; a < m && rcon; a++) f[c[a]] = blk_dy_[a * S + s];
     if (blk_nson_[s] == 1) {
       const int nn = m - factors_[0].cod.rank();
@@ -919,6 +993,7 @@ bool LcpSolver::PrepareAdjoint(const Problem& p, const Solution& sol, const doub
   const int nv = p.nv;
   const double h = p.h;
   if (!tan_ready_ && !PrepareTangent(p, sol)) return false;
+  NullVelocity(p);
   if (!PreparePositionAdjoint(p, xi)) return false;
   for (int j = 0; j < nv; j++) adj_nu_[j] = adj_pin_[j] = 0;
   for (int i = 0; i < p.nrow; i++) adj_om_[i] = 0;

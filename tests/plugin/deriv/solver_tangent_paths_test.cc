@@ -73,6 +73,16 @@
 // - lcp's blocked dv0 solved in place when every slot has a right-hand side instead of packed
 //   and copied back, its blocks padded to a multiple of four columns (LcpSolver::BlockVelocity,
 //   BlockRowChange, BlockPinv): bit for bit;
+// - lcp's QueueTangent stores with their operands chosen once per direction (QueueRhs,
+//   QueueRows; LcpSolver::lean_queue_on_) instead of per entry: bit for bit, as the humanoid is,
+//   with approaching contacts and with contacts from distance (soft rows: the per-entry path);
+// - lcp's blocked dv0 solved in blk_r_ where QueueTangent put it (TreeMass::SolveBlock with a
+//   stride) instead of copied into blk_x_ first, a slot without a null-space term turned into
+//   forces in one pass (LcpSolver::lean_flush_on_): bit for bit;
+// - lcp's blocked null-space term left out where the caller reads J' dforce alone
+//   (Solver::SetForcesThroughJacobian) and its stored map is zero (LcpSolver::null_unread_on_):
+//   A within 1e-14 on the humanoid (its null-space forces exert no generalized force), B and the
+//   sliding table (whose pattern exerts one: the term formed) bit for bit;
 // - comfree's position directions' dvel, dJ v+ and daref not formed (it reads no row velocity,
 //   aref or dJ v+: Solver::ReadsRowVelocity, SmoothTangent::reference_unread_on_), only f's
 //   wrenches, dimp and dR: bit for bit, as the humanoid is and with contacts from distance (whose
@@ -134,6 +144,9 @@ class SolverTangentPathTest : public PathToggleTest {
     LcpSolver::jacobian_products_on_ = true;
     LcpSolver::impedance_unread_on_ = true;
     LcpSolver::block_in_place_on_ = true;
+    LcpSolver::lean_queue_on_ = true;
+    LcpSolver::lean_flush_on_ = true;
+    LcpSolver::null_unread_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
     SmoothTangent::point_rows_on_ = true;
     PathToggleTest::TearDown();
@@ -177,6 +190,21 @@ class SolverTangentPathTest : public PathToggleTest {
     }
     EXPECT_EQ(0, std::memcmp(on.B.data(), off.B.data(), on.B.size() * sizeof(double)));
   }
+  // the humanoid's contacts approaching (the root moving down) with lcp's restitution 0.5:
+  // clamped rows with a velocity term
+  void Approach() {
+    tweak_ = [](ckSettings* s) {
+      s->lcp.restitution = 0.5;
+      s->lcp.restitution_threshold = 0;
+    };
+    tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  }
+  // two boxes stacked on the plane: an island of two trees
+  static constexpr const char* kTwoBoxes = R"(<mujoco><option timestep="0.005"/>
+    <worldbody><geom type="plane" size="2 2 0.1"/>
+      <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
+      <body pos="0.02 0.01 0.28"><freejoint/><geom type="box" size="0.08 0.07 0.08"/></body>
+    </worldbody></mujoco>)";
   // each solver's A within tol of each other (0: bit for bit), B within tol_b (0: bit for bit)
   template <class Set>
   void Compare(std::initializer_list<int> solvers, Set set, double tol, double tol_b = 0) {
@@ -275,11 +303,7 @@ TEST_F(SolverTangentPathTest, LcpVelocityRowsFromJColumnsAreTheSmoothStagesRows)
   auto set = [](bool on) { LcpSolver::velocity_rows_on_ = on; };
   Compare({ckSOL_LCP}, set, 0);
   // (approaching contacts with restitution: clamped rows with a velocity term, the table filled)
-  tweak_ = [](ckSettings* s) {
-    s->lcp.restitution = 0.5;
-    s->lcp.restitution_threshold = 0;
-  };
-  tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  Approach();
   Compare({ckSOL_LCP}, set, 0);
 }
 
@@ -287,11 +311,7 @@ TEST_F(SolverTangentPathTest, LcpJacobianProductsAreThoseOfDJ) {
   auto set = [](bool on) { LcpSolver::jacobian_products_on_ = on; };
   Compare({ckSOL_LCP}, set, 1e-13);  // (K's null space amplifies other sums' rounding)
   // (approaching contacts with restitution: clamped rows with a velocity term)
-  tweak_ = [](ckSettings* s) {
-    s->lcp.restitution = 0.5;
-    s->lcp.restitution_threshold = 0;
-  };
-  tweak_state_ = [](const mjModel*, mjData* d) { d->qvel[2] -= 0.3; };
+  Approach();
   Compare({ckSOL_LCP}, set, 1e-13);
   tweak_ = nullptr;
   tweak_state_ = nullptr;
@@ -335,12 +355,38 @@ TEST_F(SolverTangentPathTest, LcpBlockVelocityInPlaceIsThePackedSolve) {
   auto set = [](bool on) { LcpSolver::block_in_place_on_ = on; };
   Compare({ckSOL_LCP}, set, 0);
   // (an island of two trees)
-  CompareOnScene(R"(<mujoco><option timestep="0.005"/>
-    <worldbody><geom type="plane" size="2 2 0.1"/>
-      <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"/></body>
-      <body pos="0.02 0.01 0.28"><freejoint/><geom type="box" size="0.08 0.07 0.08"/></body>
-    </worldbody></mujoco>)",
-                 set, true, 0);
+  CompareOnScene(kTwoBoxes, set, true, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpQueueStoresWithFixedOperandsAreThePerEntryOnes) {
+  auto set = [](bool on) { LcpSolver::lean_queue_on_ = on; };
+  Compare({ckSOL_LCP}, set, 0);
+  // (approaching contacts with restitution: clamped rows with a velocity term)
+  Approach();
+  Compare({ckSOL_LCP}, set, 0);
+  // (contacts from distance: clamped soft rows, whose dR and daref take the per-entry path)
+  tweak_ = [](ckSettings* s) { s->deriv.cfd_width = 0.02; };
+  tweak_state_ = nullptr;
+  Compare({ckSOL_LCP}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpVelocitySolvedInItsRightHandSideIsTheCopiedSolve) {
+  auto set = [](bool on) { LcpSolver::lean_flush_on_ = on; };
+  Compare({ckSOL_LCP}, set, 0);
+  // (an island of two trees)
+  CompareOnScene(kTwoBoxes, set, true, 0);
+  CompareOnScene(LcpTableScene(), set, false, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpNullSpaceTermWithoutGeneralizedForceIsLeftOut) {
+  // the humanoid's null-space forces exert no generalized force (its stored map is zero): A
+  // within 1e-14 without them, B bit for bit (a control moves neither J nor M: no term)
+  auto set = [](bool on) { LcpSolver::null_unread_on_ = on; };
+  Compare({ckSOL_LCP}, set, 1e-14, 0);
+  Approach();
+  Compare({ckSOL_LCP}, set, 1e-14, 0);
+  // (the sliding table's pattern exerts one, the term formed: bit for bit)
+  CompareOnScene(LcpTableScene(), set, false, 0);
 }
 
 TEST_F(SolverTangentPathTest, MassProductsInClosedFormAreThoseOfDM) {
