@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "solvers/common/dense.h"
@@ -32,36 +34,72 @@ CK_ALWAYS_INLINE void ApplyReflector(const double* v, double tau, int m, double*
   for (int i = 1; i < m; i++) y[i] -= s * v[i];
 }
 
+// W columns of a row as N = W / L lanes of L doubles: vectors of four where W allows (GCC and
+// clang), else single doubles; each lane's operations are the scalar ones element by element.
+// (With plain loops over the columns the compiler vectorizes the loops over rows instead,
+// transposing W x 4 tiles or reducing in order: several times the instructions.)
+#if defined(__GNUC__)
+typedef double Vec4 __attribute__((vector_size(32)));
+template <int W>
+using Lane = std::conditional_t<W % 4 == 0, Vec4, double>;
+#else
+template <int W>
+using Lane = double;
+#endif
+
+template <class T>
+CK_ALWAYS_INLINE void LoadLane(T* x, const double* p) {
+  std::memcpy(x, p, sizeof(T));
+}
+
+template <class T>
+CK_ALWAYS_INLINE void StoreLane(double* p, const T& x) {
+  std::memcpy(p, &x, sizeof(T));
+}
+
 // ApplyReflector on W columns stored row-major (y[i ld + c]): each column's dot in Dot's four
 // partial sums, the same operations as ApplyReflector on the column alone
 template <int W>
 CK_ALWAYS_INLINE void ApplyReflectorBlock(const double* v, double tau, int m, double* y,
                                           size_t ld) {
   if (tau == 0) return;
-  double s0[W] = {}, s1[W] = {}, s2[W] = {}, s3[W] = {}, s[W];
+  using T = Lane<W>;
+  constexpr int L = sizeof(T) / sizeof(double), N = W / L;
+  T s0[N] = {}, s1[N] = {}, s2[N] = {}, s3[N] = {}, s[N], x, x1, x2, x3;
   const double* a = v + 1;
   const double* b = y + ld;
   const int n = m - 1;
   int i = 0;
   for (; i + 4 <= n; i += 4) {
     const double *b0 = b + i * ld, *b1 = b0 + ld, *b2 = b1 + ld, *b3 = b2 + ld;
-    for (int c = 0; c < W; c++) {
-      s0[c] += a[i] * b0[c];
-      s1[c] += a[i + 1] * b1[c];
-      s2[c] += a[i + 2] * b2[c];
-      s3[c] += a[i + 3] * b3[c];
+    for (int c = 0; c < N; c++) {
+      LoadLane(&x, b0 + c * L);
+      LoadLane(&x1, b1 + c * L);
+      LoadLane(&x2, b2 + c * L);
+      LoadLane(&x3, b3 + c * L);
+      s0[c] += a[i] * x;
+      s1[c] += a[i + 1] * x1;
+      s2[c] += a[i + 2] * x2;
+      s3[c] += a[i + 3] * x3;
     }
   }
   for (; i < n; i++) {
-    for (int c = 0; c < W; c++) s0[c] += a[i] * b[i * ld + c];
+    for (int c = 0; c < N; c++) {
+      LoadLane(&x, b + i * ld + c * L);
+      s0[c] += a[i] * x;
+    }
   }
-  for (int c = 0; c < W; c++) {
-    s[c] = tau * (y[c] + ((s0[c] + s1[c]) + (s2[c] + s3[c])));
-    y[c] -= s[c];
+  for (int c = 0; c < N; c++) {
+    LoadLane(&x, y + c * L);
+    s[c] = tau * (x + ((s0[c] + s1[c]) + (s2[c] + s3[c])));
+    StoreLane(y + c * L, x - s[c]);
   }
   for (int k = 1; k < m; k++) {
     double* yk = y + k * ld;
-    for (int c = 0; c < W; c++) yk[c] -= s[c] * v[k];
+    for (int c = 0; c < N; c++) {
+      LoadLane(&x, yk + c * L);
+      StoreLane(yk + c * L, x - s[c] * v[k]);
+    }
   }
 }
 
@@ -222,24 +260,33 @@ CK_ALWAYS_INLINE void Cod::SolveChunk(double* Y, size_t ldy, double* xt) const {
   for (int j = 0; j < r; j++)
     ApplyReflectorBlock<W>(qr_ + j + j * ld, tau_[j], n - j, Y + j * ldy, ldy);
   for (size_t e = 0; e < ld * W; e++) xt[e] = 0;
-  double t[W];
+  // (the rows' W columns as N lanes: ApplyReflectorBlock's Lane)
+  using T = Lane<W>;
+  constexpr int L = sizeof(T) / sizeof(double), N = W / L;
+  T t[N], x;
   if (r == n) {
     for (int i = n - 1; i >= 0; i--) {
-      for (int c = 0; c < W; c++) t[c] = Y[i * ldy + c];
+      for (int c = 0; c < N; c++) LoadLane(&t[c], Y + i * ldy + c * L);
       for (int k = i + 1; k < n; k++) {
         const double q = qr_[i + k * ld];
-        for (int c = 0; c < W; c++) t[c] -= q * xt[k * W + c];
+        for (int c = 0; c < N; c++) {
+          LoadLane(&x, xt + k * W + c * L);
+          t[c] -= q * x;
+        }
       }
-      for (int c = 0; c < W; c++) xt[i * W + c] = t[c] / qr_[i + i * ld];
+      for (int c = 0; c < N; c++) StoreLane(xt + i * W + c * L, t[c] / qr_[i + i * ld]);
     }
   } else if (r > 0) {
     for (int i = 0; i < r; i++) {
-      for (int c = 0; c < W; c++) t[c] = Y[i * ldy + c];
+      for (int c = 0; c < N; c++) LoadLane(&t[c], Y + i * ldy + c * L);
       for (int k = 0; k < i; k++) {
         const double q = qr2_[k + i * ld];
-        for (int c = 0; c < W; c++) t[c] -= q * xt[k * W + c];
+        for (int c = 0; c < N; c++) {
+          LoadLane(&x, xt + k * W + c * L);
+          t[c] -= q * x;
+        }
       }
-      for (int c = 0; c < W; c++) xt[i * W + c] = t[c] / qr2_[i + i * ld];
+      for (int c = 0; c < N; c++) StoreLane(xt + i * W + c * L, t[c] / qr2_[i + i * ld]);
     }
     for (int j = r - 1; j >= 0; j--)
       ApplyReflectorBlock<W>(qr2_ + j + j * ld, tau2_[j], n - j, xt + j * W, W);
