@@ -657,21 +657,13 @@ CK_ALWAYS_INLINE void AddRowsTBlockBody(const SparseRows& J, const double* F, si
   for (int a = 0; a < n;) {
     const int i = rows[a], g = std::max(group[i], 1);
     a += g;
-    switch (g) {
-      case 1:
-        AddGroupBlock<1>(J, F, ldf, i, g, ns, X, ldx);
-        break;
-      case 3:
-        AddGroupBlock<3>(J, F, ldf, i, g, ns, X, ldx);
-        break;
-      case 4:
-        AddGroupBlock<4>(J, F, ldf, i, g, ns, X, ldx);
-        break;
-      case 6:
-        AddGroupBlock<6>(J, F, ldf, i, g, ns, X, ldx);
-        break;
-      default:  // (2, 5: a group of rows sharing columns too)
-        AddGroupBlock<0>(J, F, ldf, i, g, ns, X, ldx);
+    // (a plain row and condim 3 unrolled; a contact's other dims in the generic loop)
+    if (g == 1) {
+      AddGroupBlock<1>(J, F, ldf, i, g, ns, X, ldx);
+    } else if (g == 3) {
+      AddGroupBlock<3>(J, F, ldf, i, g, ns, X, ldx);
+    } else {
+      AddGroupBlock<0>(J, F, ldf, i, g, ns, X, ldx);
     }
   }
 }
