@@ -117,6 +117,10 @@ class Derivative : private FdTarget {
   // test hook: FlushTangents' columns moved into and out of its row-major block in 4 x 4 tiles,
   // out through mass_term (true), or element by element with the block's stride
   static inline bool transpose_tiles_on_ = true;
+  // test hook: "mujoco"'s blocked position columns' row terms J' fold on one island of every tree
+  // added for a block's slots at once (FlushColumns, AddTransposeBlock) (true), or column by
+  // column in QueueColumn (SoftTangent::RowRhs)
+  static inline bool block_fold_on_ = true;
 
  private:
   // ---- the nominal stage and the force tangent (stage.cc) ----

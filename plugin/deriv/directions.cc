@@ -157,6 +157,7 @@ void Derivative::ClearBlock() {
   // (the other blocked paths leave their columns in rhs)
   mju_zero(block_.rhs, static_cast<size_t>(nv_) * SoftTangent::kBlock);
   block_.lo = block_.hi = 0;
+  block_.fold_lo = -1;
 }
 
 void Derivative::ColumnReach(const Problem& p, int kind, int index, const double* r,
@@ -210,12 +211,13 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   double* r = scratch_.a;
 
   // rhs = M dv + h (dqfrc_smooth - dM a + dJ' f) + J_E' (Phi t - h f rho)
-  mju_zero(r, nv);
+  // (0 + h dqfrc_smooth first, + 0 as the zeroed vector's sum gave; then the unit dv's M row)
+  for (int i = 0; i < nv; i++) r[i] = h * tan_.dqfrc_smooth[i] + 0.0;
   if (kind == kVel) {
     const int t = extractor_.dof_tree()[index], n = trees_.dofnum[t], b = trees_.dofadr[t];
-    mju_copy(r + b, trees_.mass + trees_.blockadr[t] + (index - b) * n, n);
+    const double* mrow = trees_.mass + trees_.blockadr[t] + (index - b) * n;
+    for (int i = 0; i < n; i++) r[b + i] += mrow[i];
   }
-  for (int i = 0; i < nv; i++) r[i] += h * tan_.dqfrc_smooth[i];
   double* pc = block_.mass_term + static_cast<size_t>(slot) * nv;
   mju_copy(pc, tan_.dqderiv_qacc, nv);
   if (tan_.has_dM) {
@@ -263,12 +265,26 @@ void Derivative::QueueColumn(const mjModel* m, int slot, int kind, int index, in
   int island = -1;
   if (kind == kPos || kind == kVel) island = p.islands.tree_island[p.dof_tree[index]];
   const bool rows = kind == kPos || kind == kVel ? island >= 0 : true;
+  bool fold = false;
   if (rows && kind == kVel && velocity_rows_ && tan_.has_dvel && !tan_.has_dJ && !tan_.has_dpos &&
       !tan_.has_drows) {
     soft_.VelocityRowRhs(p, index, r);  // (J e_k's row terms: one product per island and stage)
   } else if (rows && (tan_.has_dJ || tan_.has_dvel || tan_.has_dpos || tan_.has_drows)) {
-    soft_.RowRhs(p, dir, r, tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr, island);
+    const double* dJv = tan_.has_dJ_force ? tan_.dJ_qvel_next : nullptr;
+    // one island of every tree: its J' fold left to FlushColumns, all the block's slots at once
+    // (the column reaches every dof: ColumnReach)
+    const Islands& is = p.islands;
+    if (block_fold_on_ && island >= 0 && is.nisland == 1 && is.ntrees[0] == is.ntree) {
+      if (block_.fold_lo < 0) block_.fold_lo = slot;
+      soft_.IslandRowFold(p, dir, dJv, island, block_.dforce + static_cast<size_t>(slot) * p.nrow);
+      fold = true;
+    } else {
+      soft_.RowRhs(p, dir, r, dJv, island);
+    }
   }
+  // (a slot after the block's first fold without one: its coefficients zero)
+  if (!fold && block_.fold_lo >= 0)
+    mju_zero(block_.dforce + static_cast<size_t>(slot) * p.nrow, p.nrow);
   // the column's reach: its solve H^-1 r stays on the islands (or lone trees) of r's trees, M_E^-1
   // P on P's trees; its right-hand side is written there only (rhs is zero elsewhere, FlushColumns)
   int lo = 0, hi = nv;
@@ -291,6 +307,14 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
   const double h = p.h;
   // the dofs the columns reach (QueueColumn): rhs, Y and dacc are zero on the others
   const int lo = block_.lo, hi = block_.hi;
+  // the slots' J' fold (QueueColumn) into rhs, a group of J's rows applied to every slot's
+  // coefficients at once (the adds of SoftTangent::RowRhs per entry)
+  if (block_.fold_lo >= 0) {
+    const int s0 = block_.fold_lo;
+    soft_.IslandFoldBlock(p, 0, block_.dforce + static_cast<size_t>(s0) * p.nrow, p.nrow,
+                          nslot - s0, block_.rhs + s0, SoftTangent::kBlock);
+    block_.fold_lo = -1;
+  }
 
   // a partial block: its columns (rounded up to the solves' chunks of 8) packed to that stride
   const int nb = std::min(SoftTangent::kBlock, (nslot + 7) / 8 * 8);
@@ -302,7 +326,7 @@ void Derivative::FlushColumns(const mjModel* m, int nslot, Fn&& fn) {
       }
     }
   }
-  for (int i = 0; i < nv; i++) {
+  for (int i = 0; i < nv && nslot < nb; i++) {
     for (int c = nslot; c < nb; c++) block_.rhs[static_cast<size_t>(i) * nb + c] = 0;
   }
   soft_.SolveBlock(p, block_.rhs, nb);

@@ -179,18 +179,29 @@ void Derivative::EmitStateSpan(int col, const double* out, int lo, int hi) {
   if (!X) return;
   const size_t stride = col < ndx ? ndx : nu;
   const size_t c = col < ndx ? col : col - ndx;
-  // (as EmitColumn: the nonzeros, x * 0 summed, NaN if a value is not finite; the sums four
-  // apart, in their own pass: one chain of adds through the column cost more than the writes)
+  // (as EmitColumn's values, x * 0 summed, NaN if a value is not finite; every entry of the span
+  // stored, + 0 turning -0 into the +0 already there: no branch per entry; the sums four apart)
   double check[4] = {0, 0, 0, 0};
   auto rows = [&](int i0, int i1) {
-    for (int i = i0; i < i1; i++) {
-      if (out[i] != 0) X[static_cast<size_t>(i) * stride + c] = out[i];
-    }
+    mjtNum* x = X + static_cast<size_t>(i0) * stride + c;
     int i = i0;
-    for (; i + 4 <= i1; i += 4) {
-      for (int k = 0; k < 4; k++) check[k] += out[i + k] * 0;
+    for (; i + 4 <= i1; i += 4, x += 4 * stride) {
+      // (read before the stores: out and X do not overlap)
+      const double v0 = out[i] + 0.0, v1 = out[i + 1] + 0.0, v2 = out[i + 2] + 0.0,
+                   v3 = out[i + 3] + 0.0;
+      x[0] = v0;
+      x[stride] = v1;
+      x[2 * stride] = v2;
+      x[3 * stride] = v3;
+      check[0] += v0 * 0;
+      check[1] += v1 * 0;
+      check[2] += v2 * 0;
+      check[3] += v3 * 0;
     }
-    for (; i < i1; i++) check[0] += out[i] * 0;
+    for (; i < i1; i++, x += stride) {
+      *x = out[i] + 0.0;
+      check[0] += out[i] * 0;
+    }
   };
   rows(lo, hi);
   rows(nv + lo, nv + hi);

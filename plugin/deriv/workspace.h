@@ -263,11 +263,13 @@ struct BlockWork {
   // dM (a - qacc_int) + h dqDeriv qacc_int per column (FlushColumns under Euler: then its
   // column's dacc)                                             (kBlock x nv)
   double* mass_term;
-  double* damped;           // M_E^-1 (P - D x), row-major                  (nv x kBlock)
-  double* act_dot;          // dact_dot per column                          (kBlock x na)
-  double* dforce;           // a solver's force tangent per column          (kBlock x rows)
+  double* damped;   // M_E^-1 (P - D x), row-major                  (nv x kBlock)
+  double* act_dot;  // dact_dot per column                          (kBlock x na)
+  // a solver's force tangent per column; "mujoco"'s row coefficients (fold) per column
+  double* dforce;           //                                                       (kBlock x rows)
   int *kind, *index, *col;  // the direction of each column          (kBlock)
   int lo = 0, hi = 0;       // dofs the queued columns reach (QueueColumn); rhs zero elsewhere
+  int fold_lo = -1;         // first slot whose J' fold is left to FlushColumns (-1: none)
   void Carve(ArenaCarver& c, const DerivSizes& n);
 };
 

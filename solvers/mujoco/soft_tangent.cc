@@ -564,11 +564,12 @@ void SoftTangent::RowRhs(const Problem& p, const ProblemTangent& dir, double* rh
 }
 
 void SoftTangent::IslandRowRhs(const Problem& p, const ProblemTangent& dir, const double* dJv,
-                               const int* rows, int n, double* rhs) {
+                               const int* rows, int n, double* rhs, double* fold) {
   // RowTerms and RowsAdd on these rows and their MuJoCo rows alone, a row or a contact's rows at
   // a time (they share the normal's rho)
   const SparseRows& J = p.J;
   const double h = h_;
+  double* fd = fold ? fold : fold_.data();
   for (int a = 0; a < n;) {
     const int i = rows[a], c = con_of_row_[i];
     const int nr = c >= 0 && p.con[c].row == i ? p.con[c].dim : 1;  // (its frame rows)
@@ -587,7 +588,7 @@ void SoftTangent::IslandRowRhs(const Problem& p, const ProblemTangent& dir, cons
       if (dir.vel) t -= dir.vel[r];
       if (dir.aref) t -= h * dir.aref[r];
       t_[r] = t;
-      fold_[r] = 0;
+      fd[r] = 0;
       zero = zero && t == 0;
     }
     const int e0 = efc_of_row_[i], e1 = e0 + EfcCount(p, i);
@@ -601,11 +602,91 @@ void SoftTangent::IslandRowRhs(const Problem& p, const ProblemTangent& dir, cons
     if (c >= 0) ConeAddContact(p, c, te_.data(), -1, ge_.data());
     for (int e = e0; e < e1; e++) {
       if (ge_[e] == 0) continue;
-      fold_[ra_[e]] += ge_[e];
-      if (rb_[e] >= 0) fold_[rb_[e]] += ge_[e] * rc_[e];
+      fd[ra_[e]] += ge_[e];
+      if (rb_[e] >= 0) fd[rb_[e]] += ge_[e] * rc_[e];
     }
   }
-  AddRowsT(p.J, p.J.val, fold_.data(), rows, n, group_, rhs);
+  if (rhs) AddRowsT(p.J, p.J.val, fd, rows, n, group_, rhs);
+}
+
+void SoftTangent::IslandRowFold(const Problem& p, const ProblemTangent& dir, const double* dJv,
+                                int island, double* fold) {
+  const Islands& is = p.islands;
+  const int n = is.nrows[island];
+  if (n < p.nrow) {
+    for (int i = 0; i < p.nrow; i++) fold[i] = 0;
+  }
+  IslandRowRhs(p, dir, dJv, is.rows + is.rowadr[island], n, nullptr, fold);
+}
+
+namespace {
+
+// AddRowsT for ns slots at once: X += J' F on the groups of rows[0..n), F slot-major (F[s * ldf
+// + row]), X row-major (X[dof * ldx + s]); each entry of X gets AddRowsT's adds in its order (a
+// group none of whose slots has a coefficient skipped)
+template <int G>
+CK_ALWAYS_INLINE void AddGroupBlock(const SparseRows& J, const double* F, size_t ldf, int i, int g,
+                                    int ns, double* X, int ldx) {
+  const int nr = G > 0 ? G : g;
+  double f[6][SoftTangent::kBlock];  // (a group's rows: at most a contact's 6)
+  bool any = false;
+  for (int r = 0; r < nr; r++) {
+    for (int s = 0; s < ns; s++) {
+      f[r][s] = F[s * ldf + i + r];
+      any |= f[r][s] != 0;
+    }
+  }
+  if (!any) return;
+  const int nnz = J.rownnz[i];
+  const int* col = J.colind + J.rowadr[i];
+  for (int q = 0; q < nnz; q++) {
+    double v[6];
+    for (int r = 0; r < nr; r++) v[r] = J.val[J.rowadr[i + r] + q];
+    double* x = X + static_cast<size_t>(col[q]) * ldx;
+    for (int s = 0; s < ns; s++) {
+      double a = x[s];
+      for (int r = 0; r < nr; r++) a += v[r] * f[r][s];
+      x[s] = a;
+    }
+  }
+}
+
+CK_ALWAYS_INLINE void AddRowsTBlockBody(const SparseRows& J, const double* F, size_t ldf,
+                                        const int* rows, int n, const int* group, int ns, double* X,
+                                        int ldx) {
+  for (int a = 0; a < n;) {
+    const int i = rows[a], g = std::max(group[i], 1);
+    a += g;
+    // (a plain row and condim 3 unrolled; a contact's other dims in the generic loop)
+    if (g == 1) {
+      AddGroupBlock<1>(J, F, ldf, i, g, ns, X, ldx);
+    } else if (g == 3) {
+      AddGroupBlock<3>(J, F, ldf, i, g, ns, X, ldx);
+    } else {
+      AddGroupBlock<0>(J, F, ldf, i, g, ns, X, ldx);
+    }
+  }
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 void AddRowsTBlockAvx2(const SparseRows& J, const double* F, size_t ldf,
+                                      const int* rows, int n, const int* group, int ns, double* X,
+                                      int ldx) {
+  AddRowsTBlockBody(J, F, ldf, rows, n, group, ns, X, ldx);
+}
+#endif
+
+}  // namespace
+
+void SoftTangent::IslandFoldBlock(const Problem& p, int island, const double* F, size_t ldf, int ns,
+                                  double* X, int ldx) const {
+  const Islands& is = p.islands;
+  const int* rows = is.rows + is.rowadr[island];
+  const int n = is.nrows[island];
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return AddRowsTBlockAvx2(p.J, F, ldf, rows, n, group_, ns, X, ldx);
+#endif
+  AddRowsTBlockBody(p.J, F, ldf, rows, n, group_, ns, X, ldx);
 }
 
 void SoftTangent::RowAdjoint(const Problem& p, const double* y, double* tau, double* sigma) {

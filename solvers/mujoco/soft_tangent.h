@@ -93,6 +93,14 @@ class SoftTangent {
   // rows of that island only (a direction of one tree), so only they are visited
   void RowRhs(const Problem& p, const ProblemTangent& dir, double* rhs, const double* dJv = nullptr,
               int island = -1);
+  // RowRhs' coefficients on the rows of island (J' fold the term it adds) into fold (nrow;
+  // zero on the other rows)
+  void IslandRowFold(const Problem& p, const ProblemTangent& dir, const double* dJv, int island,
+                     double* fold);
+  // J' F of island's rows for ns slots at once (F slot-major, ldf apart; X row-major, ldx): each
+  // slot's entries the sums RowRhs adds with the coefficients of IslandRowFold
+  void IslandFoldBlock(const Problem& p, int island, const double* F, size_t ldf, int ns, double* X,
+                       int ldx) const;
   void SolveBlock(const Problem& p, double* x, int nb);
   // RowRhs of velocity direction e_k alone (dir.vel = J e_k, dir.aref = -B dir.vel, no J, R or
   // position terms): column k of J' W S J with W the rows' curvature (AddCurvature's) and
@@ -128,9 +136,9 @@ class SoftTangent {
   // J_e x for MuJoCo row e
   double RowDot(const Problem& p, int e, const double* x) const;
   // RowRhs on the n frame rows rows[0..n) (an island's): their t, rho, their MuJoCo rows' g and
-  // J_e' g added to rhs
+  // J_e' g added to rhs (null: not); the coefficients in fold (nrow; null: fold_)
   void IslandRowRhs(const Problem& p, const ProblemTangent& dir, const double* dJv, const int* rows,
-                    int n, double* rhs);
+                    int n, double* rhs, double* fold = nullptr);
   // MuJoCo rows of the group that starts at frame row i (a plain row, a contact's first row);
   // 0 for a contact's other rows
   int EfcCount(const Problem& p, int i) const;
