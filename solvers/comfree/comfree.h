@@ -487,6 +487,8 @@ class ComfreeSolver final : public Solver {
   std::vector<double> rcross_;   // J_o w_s of each rolling row s, s-major (RollCross)
                                  //   (min(2 max_contacts max_rows, kComfreeTangentPool))
   bool rcross_on_ = false;       // rcross_ holds this Solve's C
+  std::vector<double> rforce_;   // ... and every row's force v'' saw (RollRowsTangent) (max_rows)
+  std::vector<double> rvel_;     // ... and (v'' - v_smooth) / h                          (nv)
   std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
   std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
   std::vector<int> wtree_;       // a cached row's tree if it touches one, else -1    (max_rows)

@@ -1227,9 +1227,9 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
     dforce[i] = 0;  // (a clamped row's force is constant)
     any = any || (FrictionSticks(p, i) && !Untouched(p, dir, i));
   }
-  if (!any && nroll_ > 0 && RollRowsTangent(p, dir, dforce)) return;
+  const bool moves = any;  // (a friction-loss row's force moves)
   for (int k = 0; k < nroll_; k++) any = any || !Untouched(p, dir, p.con[roll_[k]].row);
-  if (!any) return;
+  if (!any || (!moves && RollRowsTangent(p, dir, dforce))) return;
 
   // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM u) over the other rows, u = (v' - v_smooth)
   // / h
@@ -1296,6 +1296,7 @@ void ComfreeSolver::RollStopTangent(const Problem& p, const ProblemTangent& dir,
   if (nroll_ > 0) g = RollVelocityTangent(p, dir, g, dforce);
   for (int k = 0; k < nroll_; k++) {
     const int row = p.con[roll_[k]].row;
+    if (Untouched(p, dir, row)) continue;
     for (int r = 0; r < 2; r++)
       rdv_[2 * k + r] = rowinv_[row + 4 + r] > 0 ? p.J.Dot(row + 4 + r, g) : 0;
   }
@@ -1304,10 +1305,18 @@ void ComfreeSolver::RollStopTangent(const Problem& p, const ProblemTangent& dir,
 
 void ComfreeSolver::RollCross(const Problem& p) {
   // C_s = J_o w_s over the rows o (friction-loss rows 0), w_s RowSolve's M^-1 J_s' of the rolling
-  // row s = 2 k + r; none when the hook is off, a w is not cached or C does not fit
+  // row s = 2 k + r; none when the hook is off, a friction-loss row sticks (RollRowsTangent's path
+  // is not taken), a w is not cached or C does not fit
   const size_t nr = p.nrow;
   rcross_on_ = false;
   if (!roll_quads_on_ || nroll_ == 0 || 2 * nroll_ * nr > rcross_.size()) return;
+  for (int i = p.ne; i < p.ne + p.nf; i++) {
+    if (FrictionSticks(p, i)) return;  // (its force moves: FrictionLossTangent's path)
+  }
+  // (RollRowsTangent's direction-free parts: every row's force, (v'' - v_smooth) / h)
+  for (int o = 0; o < p.nrow; o++)
+    rforce_[o] = o >= p.ne && o < p.ne + p.nf ? FrictionLossForce(p, o) : flforce_[o];
+  for (int j = 0; j < p.nv; j++) rvel_[j] = (vroll_[j] - p.v_free[j]) / p.h;
   for (int k = 0; k < nroll_; k++) {
     for (int r = 0; r < 2; r++) {
       const int i = p.con[roll_[k]].row + 4 + r;
@@ -1345,16 +1354,11 @@ bool ComfreeSolver::RollRowsTangent(const Problem& p, const ProblemTangent& dir,
   if (b) {
     for (int j = 0; j < nv; j++) b[j] = 0;
     for (int i = 0; dir.J && i < p.nrow; i++) {
-      const bool fl = i >= p.ne && i < p.ne + p.nf;
-      const double f = fl ? FrictionLossForce(p, i) : flforce_[i];
+      const double f = rforce_[i];
       const int adr = J.rowadr[i];
       for (int q = 0; f != 0 && q < J.rownnz[i]; q++) b[J.colind[adr + q]] += dir.J[adr + q] * f;
     }
-    if (dir.M) {
-      double* u = flu_.data();
-      for (int j = 0; j < nv; j++) u[j] = (vroll_[j] - p.v_free[j]) / p.h;
-      SubMassTangent(p, dir, u, b, 0, nv);
-    }
+    if (dir.M) SubMassTangent(p, dir, rvel_.data(), b, 0, nv);
   }
   for (int k = 0; k < nroll_; k++) {
     const int row = p.con[roll_[k]].row;
