@@ -101,7 +101,8 @@
 //   row moves (RollRowsTangent) instead of dv' and dv'' solved per direction, and dv'' = dv' where
 //   none moves (ComfreeSolver::roll_quads_on_): A within 1e-13 (other sums), B within 1e-14, on
 //   a chain with joint friction loss rolling on its condim-6 geoms, pyramidal and elliptic, the
-//   friction-loss rows sliding (the new path) and sticking; fails with C scaled by 1 + 1e-9;
+//   friction-loss rows sliding (the new path) and sticking; fails with C df + w b scaled by
+//   1 + 1e-9;
 // - the blocked rows' sums of a contact none of whose rows' dJ the solver reads (lcp: dJ v+,
 //   dJ x and the wrenches of f and y) from the point and frame tangents in 3-vectors
 //   (SmoothTangent::PointRows) instead of each row's 6-vector tangents: A within 1e-13 (other
