@@ -129,6 +129,10 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   flforce_.assign(rows, 0.0);
   roll_.assign(ncon, 0);
   rscale_.assign(ncon, 1.0);
+  rdv_.assign(2 * ncon, 0.0);
+  rforce_.assign(rows, 0.0);
+  rvel_.assign(nv, 0.0);
+  rcross_.assign(std::min(2 * ncon * rows, kComfreeTangentPool), 0.0);
   adj_y_.assign(rows, 0.0);
   wpool_.assign(std::min(rows * nv, kComfreeTangentPool), 0.0);
   wadr_.assign(rows, -1);

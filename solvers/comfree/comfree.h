@@ -138,6 +138,10 @@ class ComfreeSolver final : public Solver {
   static inline bool wtree_cut_on_ = true;
   // test hook: QuadRows' forms of kFormLanes rows at once (MassForms::FormsLanes) or one by one
   static inline bool forms_lanes_on_ = true;
+  // test hook: the rolling rows' M^-1 J' in RowSolves' blocks and their w' dM w among QuadRows',
+  // dv'' = dv' where no friction-loss row moves it (true), or each row solved where first read,
+  // its w' dM w formed per direction, dv'' - dv' solved from zeros
+  static inline bool roll_quads_on_ = true;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
@@ -308,6 +312,18 @@ class ComfreeSolver final : public Solver {
     return p.elliptic ? std::sqrt(s) : s;
   }
 
+  // f(i) for each rolling row i (rows 4, 5 of roll_'s contacts) with an inverse mass, whose dA
+  // RollStopTangent reads: among RowSolves' and QuadRows' rows when roll_quads_on_
+  template <typename F>
+  void ForEachRollRow(const Problem& p, F f) const {
+    for (int k = 0; k < nroll_ && roll_quads_on_; k++) {
+      const int row = p.con[roll_[k]].row;
+      for (int i = row + 4; i < row + 6; i++) {
+        if (rowinv_[i] > 0) f(i);
+      }
+    }
+  }
+
   // rolling contact roll_[k] sticks (RollStop did not scale its pair)
   bool RollSticks(int k) const { return rscale_[k] == 1; }
 
@@ -328,6 +344,14 @@ class ComfreeSolver final : public Solver {
                        double* dforce);
   const double* RollVelocityTangent(const Problem& p, const ProblemTangent& dir, const double* g,
                                     const double* dforce);
+  // ... its pairs from their rows' J dv'' (rdv_), written by RollStopTangent from dv'' or, where
+  // no friction-loss row moves, by RollRowsTangent from C = J w_s (RollCross, once per Solve)
+  // without dv' and dv'' (false: C not formed)
+  void RollPairsTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
+  bool RollRowsTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
+  void RollCross(const Problem& p);
+  // x = a w on row's trees, w RowSolve's M^-1 J' of row packed by them (a = 0: x cleared there)
+  static void UnpackRow(const Problem& p, int row, const double* w, double* x, double a);
   // reverse mode of the rolling pairs' dx (RollStopTangent): z2 = M^-1 sum_r c_r J_r' (flw_), its
   // terms into the adjoint arrays; false if no rolling row has a weight
   bool RollStopAdjoint(const Problem& p, const double* y);
@@ -459,6 +483,12 @@ class ComfreeSolver final : public Solver {
   std::vector<int> roll_;        // FrictionAfter's rolling contacts (nroll_)    (max_contacts)
   std::vector<double> rscale_;   // ... their pairs' scale b / n(x), 1: unscaled  (max_contacts)
   int nroll_ = 0;                // ... their count
+  std::vector<double> rdv_;      // ... their rows' J dv'' (RollPairsTangent)      (2 max_contacts)
+  std::vector<double> rcross_;   // J_o w_s of each rolling row s, s-major (RollCross)
+                                 //   (min(2 max_contacts max_rows, kComfreeTangentPool))
+  bool rcross_on_ = false;       // rcross_ holds this Solve's C
+  std::vector<double> rforce_;   // ... and every row's force v'' saw (RollRowsTangent) (max_rows)
+  std::vector<double> rvel_;     // ... and (v'' - v_smooth) / h                          (nv)
   std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
   std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
   std::vector<int> wtree_;       // a cached row's tree if it touches one, else -1    (max_rows)

@@ -74,8 +74,9 @@ const double* ComfreeSolver::RowSolve(const Problem& p, int row) {
 
 void ComfreeSolver::RowSolves(const Problem& p) {
   // RowSolve of the rows whose inverse mass ForceTangent differentiates (arow_ of the rows with a
-  // gain) not cached yet: their places in the cache in row order, then per tree one block solve
-  // of up to kRowBlock of them (TreeMass::SolveBlock: each column gets Solve's operations)
+  // gain, the rolling rows: ForEachRollRow) not cached yet: their places in the cache in row order,
+  // then per tree one block solve of up to kRowBlock of them (TreeMass::SolveBlock: each column
+  // gets Solve's operations)
   FreshRowCache(p);
   if (!row_solves_on_) return;
   const SparseRows& J = p.J;
@@ -92,6 +93,7 @@ void ComfreeSolver::RowSolves(const Problem& p) {
   for (int c = 0; c < p.ncon; c++) {
     if (gain_[p.con[c].row] != 0) add(arow_[p.con[c].row]);
   }
+  ForEachRollRow(p, add);
   // the listed rows of each tree (counting sort: rstadr_, rstrow_; a row touches one or two)
   const int ntree = p.islands.ntree;
   for (int t = 0; t <= ntree; t++) rstadr_[t] = 0;
@@ -201,8 +203,9 @@ double ComfreeSolver::PatchInvMassTangent(const Problem& p, int c0, const Proble
 }
 
 void ComfreeSolver::QuadRows(const Problem& p, int tree, const MassForms* forms) {
-  // the rows ForceTangent reaches (PatchInvMassTangent's, the plain rows') on the tree's island
-  // that touch the tree and whose w is cached (the others InvMassTangent forms itself)
+  // the rows ForceTangent reaches (PatchInvMassTangent's, the plain rows', the rolling rows') on
+  // the tree's island that touch the tree and whose w is cached (the others InvMassTangent forms
+  // itself)
   const int island = p.islands.tree_island[tree], n = p.islands.tree_dofnum[tree];
   const int begin = p.islands.tree_dofadr[tree];
   const int nplain = p.ne + p.nf + p.nl, first = qtused_;
@@ -224,6 +227,7 @@ void ComfreeSolver::QuadRows(const Problem& p, int tree, const MassForms* forms)
   for (int i = 0; i < nplain; i++) {
     if (gain_[i] != 0) add(arow_[i]);
   }
+  ForEachRollRow(p, add);
   const int nq = qtused_ - first, K = kQuadSlots;
   // (full blocks of K, the last one as wide as QuadWidth of its rows; with forms, each row's
   // w' dM_k w for the tree's dofs k)
@@ -414,6 +418,7 @@ void ComfreeSolver::PrepareTangent(const Problem& p) {
   qtused_ = 0;
   qxused_ = 0;
   RowSolves(p);
+  RollCross(p);
   ltstale_ = true;
   tstale_ = false;
 }
@@ -1222,8 +1227,9 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
     dforce[i] = 0;  // (a clamped row's force is constant)
     any = any || (FrictionSticks(p, i) && !Untouched(p, dir, i));
   }
+  const bool moves = any;  // (a friction-loss row's force moves)
   for (int k = 0; k < nroll_; k++) any = any || !Untouched(p, dir, p.con[roll_[k]].row);
-  if (!any) return;
+  if (!any || (!moves && RollRowsTangent(p, dir, dforce))) return;
 
   // dv' = dv_free + h M^-1 (J_o' df_o + dJ_o' f_o - dM u) over the other rows, u = (v' - v_smooth)
   // / h
@@ -1265,13 +1271,16 @@ const double* ComfreeSolver::RollVelocityTangent(const Problem& p, const Problem
   const int nv = p.nv;
   double* g2 = flw_.data();
   for (int j = 0; j < nv; j++) g2[j] = 0;
+  bool moves = dir.M != nullptr;
   for (int i = p.ne; i < p.ne + p.nf; i++) {
     const int adr = J.rowadr[i];
     const double df = dforce[i], f = dir.J ? FrictionLossForce(p, i) : 0;
     if (df == 0 && f == 0) continue;
+    moves = true;
     for (int q = 0; q < J.rownnz[i]; q++)
       g2[J.colind[adr + q]] += J.val[adr + q] * df + (f != 0 ? dir.J[adr + q] * f : 0);
   }
+  if (!moves && roll_quads_on_) return g;  // (v'' - v' has no tangent: its solve of zeros)
   if (dir.M) {
     double* w = flu_.data();  // (v'' - v') / h
     for (int j = 0; j < nv; j++) w[j] = (vroll_[j] - vafter_[j]) / p.h;
@@ -1284,8 +1293,97 @@ const double* ComfreeSolver::RollVelocityTangent(const Problem& p, const Problem
 
 void ComfreeSolver::RollStopTangent(const Problem& p, const ProblemTangent& dir, const double* g,
                                     double* dforce) {
-  const SparseRows& J = p.J;
   if (nroll_ > 0) g = RollVelocityTangent(p, dir, g, dforce);
+  for (int k = 0; k < nroll_; k++) {
+    const int row = p.con[roll_[k]].row;
+    if (Untouched(p, dir, row)) continue;
+    for (int r = 0; r < 2; r++)
+      rdv_[2 * k + r] = rowinv_[row + 4 + r] > 0 ? p.J.Dot(row + 4 + r, g) : 0;
+  }
+  RollPairsTangent(p, dir, dforce);
+}
+
+void ComfreeSolver::RollCross(const Problem& p) {
+  // C_s = J_o w_s over the rows o (friction-loss rows 0), w_s RowSolve's M^-1 J_s' of the rolling
+  // row s = 2 k + r; none when the hook is off, a friction-loss row sticks (RollRowsTangent's path
+  // is not taken), a w is not cached or C does not fit
+  const size_t nr = p.nrow;
+  rcross_on_ = false;
+  if (!roll_quads_on_ || nroll_ == 0 || 2 * nroll_ * nr > rcross_.size()) return;
+  for (int i = p.ne; i < p.ne + p.nf; i++) {
+    if (FrictionSticks(p, i)) return;  // (its force moves: FrictionLossTangent's path)
+  }
+  // (RollRowsTangent's direction-free parts: every row's force, (v'' - v_smooth) / h)
+  for (int o = 0; o < p.nrow; o++)
+    rforce_[o] = o >= p.ne && o < p.ne + p.nf ? FrictionLossForce(p, o) : flforce_[o];
+  for (int j = 0; j < p.nv; j++) rvel_[j] = (vroll_[j] - p.v_free[j]) / p.h;
+  for (int k = 0; k < nroll_; k++) {
+    for (int r = 0; r < 2; r++) {
+      const int i = p.con[roll_[k]].row + 4 + r;
+      double* C = rcross_.data() + (2 * k + r) * nr;
+      const double* w = rowinv_[i] > 0 ? RowSolve(p, i) : nullptr;
+      if (rowinv_[i] > 0 && !w) return;  // (the cache is full: FrictionLossTangent's path)
+      for (int o = 0; o < p.nrow; o++) C[o] = 0;
+      if (!w) continue;
+      double* wd = tangent_.data();  // (w_s unpacked: zero off its trees)
+      UnpackRow(p, i, w, wd, 1);
+      for (int o = 0; o < p.nrow; o++) {
+        if (o < p.ne || o >= p.ne + p.nf) C[o] = p.J.Dot(o, wd);
+      }
+      UnpackRow(p, i, w, wd, 0);
+    }
+  }
+  rcross_on_ = true;
+}
+
+void ComfreeSolver::UnpackRow(const Problem& p, int row, const double* w, double* x, double a) {
+  // x = a w on row's trees (w packed by them, RowSolve's)
+  ForEachRowTree(p, row, [&](int t, int, int) {
+    const int begin = p.islands.tree_dofadr[t], n = p.islands.tree_dofnum[t];
+    for (int j = 0; j < n; j++, w++) x[begin + j] = a != 0 ? a * *w : 0;
+  });
+}
+
+bool ComfreeSolver::RollRowsTangent(const Problem& p, const ProblemTangent& dir, double* dforce) {
+  // no friction-loss row moves (df_f = 0): J_s dv'' = J_s dv_free + h (C_s . df + w_s . b), b =
+  // dJ' f - dM (v'' - v_smooth) / h over every row's force f (the rows', the friction-loss rows')
+  if (!rcross_on_) return false;
+  const SparseRows& J = p.J;
+  const int nv = p.nv;
+  double* b = (dir.J || dir.M) ? flw_.data() : nullptr;
+  if (b) {
+    for (int j = 0; j < nv; j++) b[j] = 0;
+    for (int i = 0; dir.J && i < p.nrow; i++) {
+      const double f = rforce_[i];
+      const int adr = J.rowadr[i];
+      for (int q = 0; f != 0 && q < J.rownnz[i]; q++) b[J.colind[adr + q]] += dir.J[adr + q] * f;
+    }
+    if (dir.M) SubMassTangent(p, dir, rvel_.data(), b, 0, nv);
+  }
+  for (int k = 0; k < nroll_; k++) {
+    const int row = p.con[roll_[k]].row;
+    for (int r = 0; r < 2; r++) {
+      const int i = row + 4 + r, s = 2 * k + r;
+      rdv_[s] = 0;
+      if (!(rowinv_[i] > 0) || Untouched(p, dir, row)) continue;
+      double c = Dot(rcross_.data() + static_cast<size_t>(s) * p.nrow, dforce, p.nrow);
+      if (b) {
+        const double* w = RowSolve(p, i);
+        ForEachRowTree(p, i, [&](int t, int, int) {
+          const int begin = p.islands.tree_dofadr[t], n = p.islands.tree_dofnum[t];
+          c += Dot(w, b + begin, n);
+          w += n;
+        });
+      }
+      rdv_[s] = (dir.v_free ? J.Dot(i, dir.v_free) : 0) + p.h * c;
+    }
+  }
+  RollPairsTangent(p, dir, dforce);
+  return true;
+}
+
+void ComfreeSolver::RollPairsTangent(const Problem& p, const ProblemTangent& dir, double* dforce) {
+  const SparseRows& J = p.J;
   for (int k = 0; k < nroll_; k++) {
     const int row = p.con[roll_[k]].row;
     if (Untouched(p, dir, row)) continue;
@@ -1295,7 +1393,7 @@ void ComfreeSolver::RollStopTangent(const Problem& p, const ProblemTangent& dir,
       const int i = row + 4 + r, adr = J.rowadr[i];
       const double A = rowinv_[i];
       if (!(A > 0)) continue;
-      double dv = J.Dot(i, g);
+      double dv = rdv_[2 * k + r];
       for (int q = 0; dir.J && q < J.rownnz[i]; q++)
         dv += dir.J[adr + q] * vroll_[J.colind[adr + q]];
       const double dA = InvMassTangent(p, i, dir);

@@ -96,6 +96,13 @@
 // - ipm's dJ v and dJ' lambda of each row from its first nonzero entry of dJ (a direction off
 //   the row's bodies' chains leaves the whole row zero) instead of over the whole row: bit for
 //   bit;
+// - comfree's rolling rows (condim 6) with their M^-1 J' among the block solves and their w' dM w
+//   among the quad rows, their J dv'' from C = J w_s formed once per solve where no friction-loss
+//   row moves (RollRowsTangent) instead of dv' and dv'' solved per direction, and dv'' = dv' where
+//   none moves (ComfreeSolver::roll_quads_on_): A within 1e-13 (other sums), B within 1e-14, on
+//   a chain with joint friction loss rolling on its condim-6 geoms, pyramidal and elliptic, the
+//   friction-loss rows sliding (the new path) and sticking; fails with C df + w b scaled by
+//   1 + 1e-9;
 // - the blocked rows' sums of a contact none of whose rows' dJ the solver reads (lcp: dJ v+,
 //   dJ x and the wrenches of f and y) from the point and frame tangents in 3-vectors
 //   (SmoothTangent::PointRows) instead of each row's 6-vector tangents: A within 1e-13 (other
@@ -138,6 +145,7 @@ class SolverTangentPathTest : public PathToggleTest {
     Derivative::zero_disp_null_on_ = true;
     ComfreeSolver::wtree_cut_on_ = true;
     ComfreeSolver::forms_lanes_on_ = true;
+    ComfreeSolver::roll_quads_on_ = true;
     Avx2Kernels::allowed_ = true;
     LcpSolver::block_rows_on_ = true;
     LcpSolver::velocity_rows_on_ = true;
@@ -260,6 +268,41 @@ TEST_F(SolverTangentPathTest, ComfreeFormsInLanesAreTheRowByRowForms) {
   Compare({ckSOL_COMFREE}, set, 0);
   Avx2Kernels::allowed_ = false;  // (the portable code)
   Compare({ckSOL_COMFREE}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, ComfreeRollingRowsFromTheirCrossesAreTheVelocityPasses) {
+  // a free capsule with a two-hinge arm (joint friction loss floss, a motor) on a plane, every
+  // geom condim 6, settled by comfree
+  for (const char* floss : {"0.001", "5"}) {
+    for (const char* cone : {"pyramidal", "elliptic"}) {
+      const std::string xml = std::string(R"(<mujoco><option timestep="0.005" cone=")") + cone +
+                              R"("/><default><geom condim="6"/><joint frictionloss=")" + floss +
+                              R"("/></default><worldbody><geom type="plane" size="2 2 0.1"/>
+        <body pos="0 0 0.06"><freejoint/>
+          <geom type="capsule" size="0.05 0.1" euler="0 90 0"/>
+          <body pos="0.15 0 0"><joint name="a" type="hinge" axis="0 1 0" damping="0.05"/>
+            <geom type="capsule" fromto="0 0 0 0.2 0 -0.01" size="0.04"/>
+            <body pos="0.2 0 0"><joint type="hinge" axis="0 0 1"/>
+              <geom type="sphere" size="0.04" pos="0.05 0 0"/></body></body></body>
+        </worldbody><actuator><motor joint="a" gear="1"/></actuator></mujoco>)";
+      ModelPtr m = LoadString(xml.c_str());
+      ASSERT_TRUE(m);
+      ckSettings s = Settings(ckSOL_COMFREE);
+      HandlePtr ck = Make(m.get(), &s);
+      DataPtr d(mj_makeData(m.get()));
+      for (int t = 0; t < 200; t++) ck_step(ck.get(), m.get(), d.get());
+      for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.2 * std::sin(1.0 + i);
+      const std::string what = std::string("floss ") + floss + ", " + cone;
+      ASSERT_GE(d->ncon, 2) << what;
+      Jacobians on(m.get()), off(m.get());
+      ASSERT_TRUE(OnOff(
+          m.get(), d.get(), ck.get(), [](bool on) { ComfreeSolver::roll_quads_on_ = on; }, &on,
+          &off, what));
+      EXPECT_LT(RelativeError(on.A, off.A), 1e-13) << what << "\n"
+                                                   << WorstEntries(m.get(), on.A, off.A, 2 * m->nv);
+      EXPECT_LT(RelativeError(on.B, off.B), 1e-14) << what;
+    }
+  }
 }
 
 TEST_F(SolverTangentPathTest, ComfreeKeptFreeVelocitiesInPlaceAreThePackedSolve) {
