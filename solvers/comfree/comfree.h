@@ -339,6 +339,10 @@ class ComfreeSolver final : public Solver {
   void FrictionLossTangent(const Problem& p, const ProblemTangent& dir, double* dforce);
   // the rolling pairs' part of it (RollStop): dx_r = df_facets - (J_r dv'' + dJ_r v'') / (A_r h)
   // - (x_r - f_facets) dA_r / A_r, then the scaling's tangent (RollScaleTangent); g = dv', and
+  // g += J_i' df_i + dJ_i' f_i over rows [i0, i1) (df null: the dJ' f terms alone; f read where
+  // dir moves J); whether a row had a term
+  static bool AddRowForceTerms(const Problem& p, const ProblemTangent& dir, int i0, int i1,
+                               const double* df, const double* f, double* g);
   // dv'' = dv' + h M^-1 (J_f' df_f + dJ_f' f_f - dM (v'' - v') / h) (RollVelocityTangent)
   void RollStopTangent(const Problem& p, const ProblemTangent& dir, const double* g,
                        double* dforce);

@@ -1235,14 +1235,8 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
   // / h
   double* g = flg_.data();
   for (int j = 0; j < nv; j++) g[j] = 0;
-  for (int i = 0; i < p.nrow; i++) {
-    if (i >= f0 && i < f1) continue;
-    const int adr = J.rowadr[i];
-    const double df = dforce[i], f = dir.J ? flforce_[i] : 0;
-    if (df == 0 && f == 0) continue;
-    for (int q = 0; q < J.rownnz[i]; q++)
-      g[J.colind[adr + q]] += J.val[adr + q] * df + (f != 0 ? dir.J[adr + q] * f : 0);
-  }
+  AddRowForceTerms(p, dir, 0, f0, dforce, flforce_.data(), g);
+  AddRowForceTerms(p, dir, f1, p.nrow, dforce, flforce_.data(), g);
   if (dir.M) {
     double* u = flu_.data();
     for (int j = 0; j < nv; j++) u[j] = (vafter_[j] - p.v_free[j]) / h;
@@ -1264,22 +1258,32 @@ void ComfreeSolver::FrictionLossTangent(const Problem& p, const ProblemTangent& 
   RollStopTangent(p, dir, g, dforce);
 }
 
+bool ComfreeSolver::AddRowForceTerms(const Problem& p, const ProblemTangent& dir, int i0, int i1,
+                                     const double* df, const double* f, double* g) {
+  const SparseRows& J = p.J;
+  bool any = false;
+  for (int i = i0; i < i1; i++) {
+    const int adr = J.rowadr[i];
+    const double d = df ? df[i] : 0, fi = dir.J ? f[i] : 0;
+    if (d == 0 && fi == 0) continue;
+    any = true;
+    for (int q = 0; q < J.rownnz[i]; q++) {
+      const double t = fi != 0 ? dir.J[adr + q] * fi : 0;
+      g[J.colind[adr + q]] += df ? J.val[adr + q] * d + t : t;
+    }
+  }
+  return any;
+}
+
 const double* ComfreeSolver::RollVelocityTangent(const Problem& p, const ProblemTangent& dir,
                                                  const double* g, const double* dforce) {
   if (p.nf == 0) return g;  // (v'' = v')
-  const SparseRows& J = p.J;
   const int nv = p.nv;
   double* g2 = flw_.data();
   for (int j = 0; j < nv; j++) g2[j] = 0;
-  bool moves = dir.M != nullptr;
-  for (int i = p.ne; i < p.ne + p.nf; i++) {
-    const int adr = J.rowadr[i];
-    const double df = dforce[i], f = dir.J ? FrictionLossForce(p, i) : 0;
-    if (df == 0 && f == 0) continue;
-    moves = true;
-    for (int q = 0; q < J.rownnz[i]; q++)
-      g2[J.colind[adr + q]] += J.val[adr + q] * df + (f != 0 ? dir.J[adr + q] * f : 0);
-  }
+  // (rforce_: the friction-loss rows' forces, RollCross)
+  bool moves = AddRowForceTerms(p, dir, p.ne, p.ne + p.nf, dforce, rforce_.data(), g2);
+  moves = moves || dir.M != nullptr;
   if (!moves && roll_quads_on_) return g;  // (v'' - v' has no tangent: its solve of zeros)
   if (dir.M) {
     double* w = flu_.data();  // (v'' - v') / h
@@ -1309,14 +1313,16 @@ void ComfreeSolver::RollCross(const Problem& p) {
   // is not taken), a w is not cached or C does not fit
   const size_t nr = p.nrow;
   rcross_on_ = false;
-  if (!roll_quads_on_ || nroll_ == 0 || 2 * nroll_ * nr > rcross_.size()) return;
-  for (int i = p.ne; i < p.ne + p.nf; i++) {
-    if (FrictionSticks(p, i)) return;  // (its force moves: FrictionLossTangent's path)
-  }
-  // (RollRowsTangent's direction-free parts: every row's force, (v'' - v_smooth) / h)
+  if (nroll_ == 0) return;
+  // (the direction-free parts: every row's force v'' saw, RollVelocityTangent's and
+  // RollRowsTangent's, and (v'' - v_smooth) / h)
   for (int o = 0; o < p.nrow; o++)
     rforce_[o] = o >= p.ne && o < p.ne + p.nf ? FrictionLossForce(p, o) : flforce_[o];
   for (int j = 0; j < p.nv; j++) rvel_[j] = (vroll_[j] - p.v_free[j]) / p.h;
+  if (!roll_quads_on_ || 2 * nroll_ * nr > rcross_.size()) return;
+  for (int i = p.ne; i < p.ne + p.nf; i++) {
+    if (FrictionSticks(p, i)) return;  // (its force moves: FrictionLossTangent's path)
+  }
   for (int k = 0; k < nroll_; k++) {
     for (int r = 0; r < 2; r++) {
       const int i = p.con[roll_[k]].row + 4 + r;
@@ -1353,11 +1359,7 @@ bool ComfreeSolver::RollRowsTangent(const Problem& p, const ProblemTangent& dir,
   double* b = (dir.J || dir.M) ? flw_.data() : nullptr;
   if (b) {
     for (int j = 0; j < nv; j++) b[j] = 0;
-    for (int i = 0; dir.J && i < p.nrow; i++) {
-      const double f = rforce_[i];
-      const int adr = J.rowadr[i];
-      for (int q = 0; f != 0 && q < J.rownnz[i]; q++) b[J.colind[adr + q]] += dir.J[adr + q] * f;
-    }
+    AddRowForceTerms(p, dir, 0, p.nrow, nullptr, rforce_.data(), b);
     if (dir.M) SubMassTangent(p, dir, rvel_.data(), b, 0, nv);
   }
   for (int k = 0; k < nroll_; k++) {

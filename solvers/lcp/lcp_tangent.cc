@@ -619,7 +619,8 @@ void LcpSolver::QueueRows(const Problem& p, const ProblemTangent& dir, const Sol
   const double *cp = cdpos_.data(), *cv = cdvel_.data();
   for (int a = 0; a < m; a++) {
     const int g = c[a];
-    st[a * S] = (pos ? cp[a] * pos[g] : 0) + (vel ? cv[a] * vel[g] : 0);
+    st[a * S] = StabilizationChange(cp[a], cv[a], false, pos ? pos + g : nullptr,
+                                    vel ? vel + g : nullptr, nullptr, nullptr, h, 0);
     A[a * S] = jv ? jv[g] : 0;
   }
 }
