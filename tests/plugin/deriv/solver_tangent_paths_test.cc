@@ -224,6 +224,13 @@ class SolverTangentPathTest : public PathToggleTest {
           solver, tol, tol_b);
     }
   }
+  // comfree bit for bit with the AVX2 kernels, then with the portable code
+  template <class Set>
+  void CompareComfreeBothKernels(Set set) {
+    Compare({ckSOL_COMFREE}, set, 0);
+    Avx2Kernels::allowed_ = false;  // (the portable code)
+    Compare({ckSOL_COMFREE}, set, 0);
+  }
 };
 
 TEST_F(SolverTangentPathTest, BlockSolvedFreeVelocitiesAreThePerDirectionSolves) {
@@ -264,10 +271,7 @@ TEST_F(SolverTangentPathTest, ComfreeLinearMapIsTheFacetSumsPerSlot) {
 }
 
 TEST_F(SolverTangentPathTest, ComfreeFormsInLanesAreTheRowByRowForms) {
-  auto set = [](bool on) { ComfreeSolver::forms_lanes_on_ = on; };
-  Compare({ckSOL_COMFREE}, set, 0);
-  Avx2Kernels::allowed_ = false;  // (the portable code)
-  Compare({ckSOL_COMFREE}, set, 0);
+  CompareComfreeBothKernels([](bool on) { ComfreeSolver::forms_lanes_on_ = on; });
 }
 
 TEST_F(SolverTangentPathTest, ComfreeRollingRowsFromTheirCrossesAreTheVelocityPasses) {
@@ -306,10 +310,7 @@ TEST_F(SolverTangentPathTest, ComfreeRollingRowsFromTheirCrossesAreTheVelocityPa
 }
 
 TEST_F(SolverTangentPathTest, ComfreeKeptFreeVelocitiesInPlaceAreThePackedSolve) {
-  auto set = [](bool on) { ComfreeSolver::free_in_place_on_ = on; };
-  Compare({ckSOL_COMFREE}, set, 0);
-  Avx2Kernels::allowed_ = false;  // (the portable code)
-  Compare({ckSOL_COMFREE}, set, 0);
+  CompareComfreeBothKernels([](bool on) { ComfreeSolver::free_in_place_on_ = on; });
 }
 
 TEST_F(SolverTangentPathTest, BlockColumnsTransposedInTilesAreTheStridedCopies) {
