@@ -154,34 +154,44 @@ struct PointSide {
   const double* frame;  // the nominal frame
 };
 
+// PointRows' vectors of one side at body velocity V (u before the carried dofs): c = V_w x dp
+// (+ m_v + m_w x off, carried), pt = V_w x off + V_v, mw = m_w, m = S x (V - u)
+CK_ALWAYS_INLINE void PointChannel(const PointSide& ps, const double* V, const double* u,
+                                   double c[3], double pt[3], double mw[3]) {
+  Cross3(c, V, ps.dp);
+  Cross3(pt, V, ps.off);
+  for (int i = 0; i < 3; i++) pt[i] += V[3 + i];
+  if (!ps.S) return;
+  double dv[6], mm[6], t[3];
+  for (int i = 0; i < 6; i++) dv[i] = V[i] - u[i];
+  CrossMotion(mm, ps.S, dv);
+  Cross3(t, mm, ps.off);
+  for (int i = 0; i < 3; i++) {
+    c[i] += mm[3 + i] + t[i];
+    mw[i] = mm[i];
+  }
+}
+
+// row r's sum from PointChannel's vectors: a_r . V + [carried] rho_r . (S x (V - u))
+CK_ALWAYS_INLINE double PointRowDot(const PointSide& ps, int r, const double* V, const double* c,
+                                    const double* pt, const double* mw) {
+  const int ax = r < 3 ? r : r - 3;
+  const double *F = ps.frame + 3 * ax, *dFr = ps.dF + 3 * ax;
+  return r < 3 ? Dot3(F, c) + Dot3(dFr, pt) : Dot3(dFr, V) + Dot3(F, mw);
+}
+
 // SmoothTangent::PointRows' velocity sums of one side on N channels: out[k][row + r] += sg (a_r .
 // V + [carried] rho_r . (S x (V - u))) with V = body_vel[k] of the body, u = before[k]
 template <int N>
 CK_ALWAYS_INLINE void PointVelocities(const PointSide& ps, const double* const* body_vel,
                                       const double* const* before, double* const* out) {
   double c[N][3], pt[N][3], mw[N][3] = {};  // F's and dF's vectors, m_w (rotation rows)
-  for (int k = 0; k < N; k++) {
-    const double* V = body_vel[k] + 6 * ps.body;
-    Cross3(c[k], V, ps.dp);
-    Cross3(pt[k], V, ps.off);
-    for (int i = 0; i < 3; i++) pt[k][i] += V[3 + i];
-    if (!ps.S) continue;
-    double dv[6], mm[6], t[3];
-    for (int i = 0; i < 6; i++) dv[i] = V[i] - before[k][i];
-    CrossMotion(mm, ps.S, dv);
-    Cross3(t, mm, ps.off);
-    for (int i = 0; i < 3; i++) {
-      c[k][i] += mm[3 + i] + t[i];
-      mw[k][i] = mm[i];
-    }
-  }
+  for (int k = 0; k < N; k++)
+    PointChannel(ps, body_vel[k] + 6 * ps.body, before[k], c[k], pt[k], mw[k]);
   for (int r = 0; r < ps.dim; r++) {
-    const int ax = r < 3 ? r : r - 3;
-    const double *F = ps.frame + 3 * ax, *dFr = ps.dF + 3 * ax;
     for (int k = 0; k < N; k++) {
-      const double dv = r < 3 ? Dot3(F, c[k]) + Dot3(dFr, pt[k])
-                              : Dot3(dFr, body_vel[k] + 6 * ps.body) + Dot3(F, mw[k]);
-      out[k][ps.row + r] += ps.sg * dv;
+      out[k][ps.row + r] +=
+          ps.sg * PointRowDot(ps, r, body_vel[k] + 6 * ps.body, c[k], pt[k], mw[k]);
     }
   }
 }
@@ -1412,8 +1422,8 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
 
     // (the blocked rows' sums from the point and frame tangents alone where the solver reads no
     // dJ of the contact's rows: PointRows; else each row's 6-vector tangents)
-    bool point_rows = (stage_.batch || jac_rows_) && point_rows_on_;
-    for (int r = 0; r < dim && jac_rows_ && point_rows; r++) point_rows = !jac_rows_[row + r];
+    // (or where each row whose dJ it reads is weighted and read as dJ_i w_i: weighted_points_on_)
+    bool point_rows = PointRowsApply(row, dim);
     double tan[2][2][6][6];
     if (!point_rows) ContactAxisTangents(m, con, g0, dp, dF, S, tan);
 
@@ -1499,6 +1509,17 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   if (group_row >= 0) flush_group();
 }
 
+bool SmoothTangent::PointRowsApply(int row, int dim) const {
+  if (!stage_.batch && !jac_rows_) return false;
+  bool read = false, weighted = true;  // (a row's dJ read; every read row weighted)
+  const char* w = jac_vfree_ ? row_weights() : nullptr;
+  for (int r = 0; r < dim && jac_rows_; r++) {
+    read = read || jac_rows_[row + r];
+    weighted = weighted && (!jac_rows_[row + r] || (w && w[row + r]));
+  }
+  return read ? weighted_points_on_ && weighted : point_rows_on_;
+}
+
 void SmoothTangent::PointRows(const mjModel* m, const Contact& con, int row, const mjContact& g0,
                               const double dp[3], const double dF[9], const double* S, int carry,
                               double (*wrench)[2][2][6]) {
@@ -1553,6 +1574,15 @@ void SmoothTangent::PointRows(const mjModel* m, const Contact& con, int row, con
         break;
       default:
         PointVelocities<4>(ps, body_vel, before, out);
+    }
+    // the weighted rows' dJ_i w_i at w_i's velocities (SolverRowTerms', with dJ v_free)
+    const char* weighted = jac_vfree_ ? row_weights() : nullptr;
+    for (int r = 0; r < con.dim && weighted; r++) {
+      if (!weighted[row + r]) continue;
+      const double* Vw = rows_.weight_body + 12 * (row + r) + 6 * side;
+      double c[3], pt[3], mw[3] = {};
+      PointChannel(ps, Vw, rows_.weight_before + rows_.weight_adr[row + r] + c6, c, pt, mw);
+      tan_.dJ_w[row + r] += sg * PointRowDot(ps, r, Vw, c, pt, mw);
     }
     for (int w = 0; w < 2 && weight[w]; w++) PointWrench(ps, weight[w], wrench[w][side]);
   }

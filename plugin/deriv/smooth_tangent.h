@@ -407,6 +407,13 @@ class SmoothTangent : public MassForms {
                  double (*wrench)[2][2][6]);
   // test hook: PointRows taken where it applies (true) or the rows' 6-vector tangents formed
   static inline bool point_rows_on_ = true;
+  // PointRows for a contact whose rows' dJ the solver reads as dJ_i w_i only (comfree's weighted
+  // rows, with dJ v_free: SolverRowTerms' sums from the point and frame tangents) (true), or
+  // their 6-vector tangents (false)
+  static inline bool weighted_points_on_ = true;
+  // PointRows applies to the contact's rows [row, row + dim): the blocked path and no row's dJ
+  // read (point_rows_on_), or every read row's as dJ_i w_i (weighted_points_on_)
+  bool PointRowsApply(int row, int dim) const;
   // per side of contact con and row: d rho of the uncarried dofs and d rho - S x* rho of the
   // carried ones, from the nominal contact g0 and its point and frame tangents dp, dF
   void ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,
