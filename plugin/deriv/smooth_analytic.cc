@@ -548,6 +548,15 @@ void SmoothTangent::MassProduct(int k, const double* x, double scale, double* y)
 }
 
 void SmoothTangent::MassVector(int k, int v, double scale, double* y) const {
+  if (rne_.mass_terms_dof == k && mass_terms_on_) {
+    // (MassVectors' terms: MassProductOf's adds)
+    const mjModel* m = forms_model_;
+    const int s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[m->dof_bodyid[k]];
+    const double* t = rne_.mass_terms + v;
+    for (int i = s; i < end; i++) y[i] -= scale * t[4 * i];
+    for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) y[j] += scale * t[4 * j];
+    return;
+  }
   const int at = 6 * (v * nv_ + rne_.dof_carry_start[k]);
   MassProductOf(k, rne_.mass_before + at, rne_.mass_carried + at, scale, y);
 }
@@ -711,6 +720,47 @@ CK_TARGET_AVX2 void FormsLanesAvx2(const mjModel* m, const mjData* d, const RneW
 }
 #endif
 
+// MassProductOf's terms of the stage's kMassVectors vectors for dof k in lanes (lane v: vector
+// v's, each lane's operations MassProductOf's): terms[4 i + v] the Dot6 of row i
+CK_ALWAYS_INLINE void MassTermsBody(const mjModel* m, const mjData* d, const RneWork& rne, int k,
+                                    double* terms) {
+  const double* S = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], s = rne.dof_carry_start[k], end = rne.subtree_dof_end[b0];
+  const double* inert = d->crb + 10 * b0;
+  Lanes su[6] = {}, g[6] = {};
+  for (int v = 0; v < RneWork::kMassVectors; v++) {
+    const size_t at = 6 * (static_cast<size_t>(v) * m->nv + s);
+    const double *u = rne.mass_before + at, *f = rne.mass_carried + at;
+    double suv[6], gv[6], t[6];
+    CrossMotion(suv, S, u);
+    MulInert(t, inert, u);
+    for (int r = 0; r < 6; r++) t[r] += f[r];
+    CrossForce(gv, S, t);
+    MulInert(t, inert, suv);
+    for (int r = 0; r < 6; r++) {
+      su[r][v] = suv[r];
+      g[r][v] = gv[r] - t[r];
+    }
+  }
+  // (Dot6's order: the halves' Dot3 left to right, then their sum)
+  auto dot = [](const double* c, const Lanes* x, double* out) {
+    const Lanes t =
+        (c[0] * x[0] + c[1] * x[1] + c[2] * x[2]) + (c[3] * x[3] + c[4] * x[4] + c[5] * x[5]);
+    std::memcpy(out, &t, sizeof(Lanes));
+  };
+  for (int i = s; i < end; i++) dot(rne.crb_cdof + 6 * i, su, terms + 4 * i);
+  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
+    dot(d->cdof + 6 * j, g, terms + 4 * j);
+  }
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 void MassTermsAvx2(const mjModel* m, const mjData* d, const RneWork& rne, int k,
+                                  double* terms) {
+  MassTermsBody(m, d, rne, k, terms);
+}
+#endif
+
 }  // namespace
 
 void SmoothTangent::FormsLanes(const double* const* w, int n, int begin, int end, double* q,
@@ -724,7 +774,24 @@ void SmoothTangent::FormsLanes(const double* const* w, int n, int begin, int end
   FormsLanesBody(forms_model_, stage_data_, rne_, w, n, begin, end, q, ldq, rne_.form_lanes);
 }
 
+void SmoothTangent::MassVectors(int k, double scale, double* y) {
+  rne_.mass_terms_dof = -1;
+  if (!mass_terms_on_) return MassVector(k, 0, scale, y);
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) {
+    MassTermsAvx2(forms_model_, stage_data_, rne_, k, rne_.mass_terms);
+  } else {
+    MassTermsBody(forms_model_, stage_data_, rne_, k, rne_.mass_terms);
+  }
+#else
+  MassTermsBody(forms_model_, stage_data_, rne_, k, rne_.mass_terms);
+#endif
+  rne_.mass_terms_dof = k;
+  MassVector(k, 0, scale, y);
+}
+
 void SmoothTangent::PrepareMassVectors() {
+  rne_.mass_terms_dof = -1;
   // MassVector's tables: qacc, (v_free - v) / h, the integrator's qacc on every tree
   const mjModel* m = forms_model_;
   const Problem& p = *stage_.problem;
@@ -1023,7 +1090,7 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
   if (tan_.dM_lazy) {
     // dM a in closed form, dM itself formed where read (FormMatrix)
     MassRows(m, k);
-    MassVector(k, 0, 1, tan_.dqfrc_smooth);
+    MassVectors(k, 1, tan_.dqfrc_smooth);  // (and the terms of MassVector(k, 1 and 2))
   }
   if (with_dM) {
     // dM is zero outside the tree of dof k

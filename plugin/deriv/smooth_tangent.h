@@ -183,6 +183,11 @@ class SmoothTangent : public MassForms {
   // the same for the stage's fixed vector v (0: qacc, 1: (v_free - v) / h, 2: the integrator's
   // qacc) from its tables of U and F at each dof (PrepareMassVectors, at set_lazy_mass)
   void MassVector(int k, int v, double scale, double* y) const;
+  // MassVector(k, 0, scale, y) with the terms of all three formed at once in SIMD lanes (each
+  // lane's operations MassProductOf's) and kept for MassVector's calls on dof k (mass_terms_on_)
+  void MassVectors(int k, double scale, double* y);
+  // test hook: MassVectors' terms formed and read (true) or each MassVector on its own
+  static inline bool mass_terms_on_ = true;
   // the solvers' analytic position directions leave dM unformed (tan_.dM_lazy), their products
   // in closed form (the forward directions; the reverse pass reads dM itself)
   void set_lazy_mass(bool on) {

@@ -178,6 +178,8 @@ void RneWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   mass_before = c.Take<double>(6 * kMassVectors * nv);
   mass_carried = c.Take<double>(6 * kMassVectors * nv);
   mass_x = c.Take<double>(nv);
+  mass_terms = c.Take<double>(4 * nv);
+  mass_terms_dof = -1;
 }
 
 void BlockWork::Carve(ArenaCarver& c, const DerivSizes& n) {
