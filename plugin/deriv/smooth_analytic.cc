@@ -727,21 +727,20 @@ CK_ALWAYS_INLINE void MassTermsBody(const mjModel* m, const mjData* d, const Rne
   const double* S = d->cdof + 6 * k;
   const int b0 = m->dof_bodyid[k], s = rne.dof_carry_start[k], end = rne.subtree_dof_end[b0];
   const double* inert = d->crb + 10 * b0;
-  Lanes su[6] = {}, g[6] = {};
-  for (int v = 0; v < RneWork::kMassVectors; v++) {
-    const size_t at = 6 * (static_cast<size_t>(v) * m->nv + s);
-    const double *u = rne.mass_before + at, *f = rne.mass_carried + at;
-    double suv[6], gv[6], t[6];
-    CrossMotion(suv, S, u);
-    MulInert(t, inert, u);
-    for (int r = 0; r < 6; r++) t[r] += f[r];
-    CrossForce(gv, S, t);
-    MulInert(t, inert, suv);
-    for (int r = 0; r < 6; r++) {
-      su[r][v] = suv[r];
-      g[r][v] = gv[r] - t[r];
-    }
+  // (U and F of the three in lanes: PrepareMassVectors' mass_lanes; then MassProductOf's
+  // operations on the lanes)
+  const double *ul = rne.mass_lanes + 24 * static_cast<size_t>(s), *fl = ul + 24 * m->nv;
+  Lanes u[6], f[6], su[6], t[6], g[6];
+  for (int r = 0; r < 6; r++) {  // (one unaligned load each)
+    std::memcpy(&u[r], ul + 4 * r, sizeof(Lanes));
+    std::memcpy(&f[r], fl + 4 * r, sizeof(Lanes));
   }
+  CrossMotion(su, S, u);
+  MulInert(t, inert, u);
+  for (int r = 0; r < 6; r++) t[r] += f[r];
+  CrossForce(g, S, t);
+  MulInert(t, inert, su);
+  for (int r = 0; r < 6; r++) g[r] -= t[r];
   // (Dot6's order: the halves' Dot3 left to right, then their sum)
   auto dot = [](const double* c, const Lanes* x, double* out) {
     const Lanes t =
@@ -800,6 +799,16 @@ void SmoothTangent::PrepareMassVectors() {
   for (int v = 0; v < RneWork::kMassVectors; v++) {
     FormTables(x[v], 0, nv_, 1, m->nbody - 1, rne_.mass_before + 6 * v * nv_,
                rne_.mass_carried + 6 * v * nv_);
+  }
+  // (the same in lanes for MassVectors: U's 24 nv, then F's)
+  static_assert(RneWork::kMassVectors == 3);
+  double* lanes = rne_.mass_lanes;
+  for (int h = 0; h < 2; h++) {
+    const double* tab = h ? rne_.mass_carried : rne_.mass_before;
+    for (int e = 0; e < 6 * nv_; e++, lanes += 4) {
+      for (int v = 0; v < 3; v++) lanes[v] = tab[6 * v * nv_ + e];
+      lanes[3] = 0;
+    }
   }
 }
 

@@ -253,6 +253,7 @@ struct RneWork {
   double* mass_x;        // (v_free - v) / h                          (nv)
   // MassProductOf's term of each of the three at each row of one dof's dM (MassTerms), in lanes
   double* mass_terms;  //                                           (4 nv)
+  double* mass_lanes;  // the tables' U, then F, at each dof in lanes (vector v: lane v) (48 nv)
   int mass_terms_dof;  // their dof (-1: none)
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // the model's structure: subtrees, each dof's actuators and carried dofs
