@@ -554,7 +554,10 @@ void SmoothTangent::MassVector(int k, int v, double scale, double* y) const {
     const int s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[m->dof_bodyid[k]];
     const double* t = rne_.mass_terms + v;
     for (int i = s; i < end; i++) y[i] -= scale * t[4 * i];
-    for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) y[j] += scale * t[4 * j];
+    for (int a = 0; a < rne_.mass_nchain; a++) {
+      const int j = rne_.mass_chain[a];
+      y[j] += scale * t[4 * j];
+    }
     return;
   }
   const int at = 6 * (v * nv_ + rne_.dof_carry_start[k]);
@@ -748,7 +751,8 @@ CK_ALWAYS_INLINE void MassTermsBody(const mjModel* m, const mjData* d, const Rne
     std::memcpy(out, &t, sizeof(Lanes));
   };
   for (int i = s; i < end; i++) dot(rne.crb_cdof + 6 * i, su, terms + 4 * i);
-  for (int j = m->dof_parentid[s]; j >= 0; j = m->dof_parentid[j]) {
+  for (int a = 0; a < rne.mass_nchain; a++) {
+    const int j = rne.mass_chain[a];
     dot(d->cdof + 6 * j, g, terms + 4 * j);
   }
 }
@@ -776,6 +780,11 @@ void SmoothTangent::FormsLanes(const double* const* w, int n, int begin, int end
 void SmoothTangent::MassVectors(int k, double scale, double* y) {
   rne_.mass_terms_dof = -1;
   if (!mass_terms_on_) return MassVector(k, 0, scale, y);
+  const mjModel* m = forms_model_;
+  rne_.mass_nchain = 0;
+  for (int j = m->dof_parentid[rne_.dof_carry_start[k]]; j >= 0; j = m->dof_parentid[j]) {
+    rne_.mass_chain[rne_.mass_nchain++] = j;
+  }
 #if CK_AVX2_CLONES
   if (Avx2Kernels::On()) {
     MassTermsAvx2(forms_model_, stage_data_, rne_, k, rne_.mass_terms);

@@ -395,6 +395,16 @@ class SmoothTangent : public MassForms {
                     const double (*tan)[2][6][6], double (*wrench)[2][6]) const;
   // body b moves with the current position direction (RecollideRigid's or PositionPass' mark)
   bool body_moved(int b) const { return pairs_.body_moved[b]; }
+  // body b (> 0) lies in body root's subtree: a range of bodies where every subtree is one, else
+  // up b's parents
+  bool InSubtree(const mjModel* m, int b, int root) const {
+    if (rne_.subtree_contiguous && subtree_range_on_)
+      return b >= root && b <= rne_.subtree_last[root];
+    while (b > 0 && b != root) b = m->body_parentid[b];
+    return b > 0;
+  }
+  // test hook: InSubtree by the range where it applies (true) or up the parents
+  static inline bool subtree_range_on_ = true;
   // point, frame and distance tangents of contact i (MuJoCo's index) along a direction of twist
   // S about com moving the bodies of pairs_.body_moved (after RecollideRigid)
   void ContactGeometry(const mjModel* m, int i, const double* S, const double* com, double dp[3],

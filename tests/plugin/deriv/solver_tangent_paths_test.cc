@@ -111,7 +111,10 @@
 // - the dM_k x products of the stage's three fixed vectors (dM a, dM (v_free - v) / h, dM a_int)
 //   formed at once in SIMD lanes at the first one's call and read by the other two
 //   (SmoothTangent::MassVectors, mass_terms_on_) instead of each formed on its own
-//   (MassProductOf): comfree, lcp and ipm bit for bit, with the AVX2 clone and the portable code.
+//   (MassProductOf): comfree, lcp and ipm bit for bit, with the AVX2 clone and the portable code;
+// - the anchored contacts' bodies in a direction's subtree (Derivative::AnchorTangent) by the
+//   subtree's body range (SmoothTangent::InSubtree, subtree_range_on_) instead of up the
+//   parents: bit for bit.
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -162,6 +165,7 @@ class SolverTangentPathTest : public PathToggleTest {
     ipm::IpmSolver::row_skip_on_ = true;
     SmoothTangent::point_rows_on_ = true;
     SmoothTangent::mass_terms_on_ = true;
+    SmoothTangent::subtree_range_on_ = true;
     PathToggleTest::TearDown();
   }
   // lcp's A on the scene xml within tol (0: bit for bit) with set(true) and set(false), B bit for
@@ -479,6 +483,11 @@ TEST_F(SolverTangentPathTest, MassTermsInLanesAreThePerVectorProducts) {
   Compare({ckSOL_COMFREE, ckSOL_LCP, ckSOL_IPM}, set, 0);
   Avx2Kernels::allowed_ = false;  // (the portable code)
   Compare({ckSOL_COMFREE, ckSOL_LCP, ckSOL_IPM}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, AnchorBodiesInSubtreeByRangeAreTheParentWalks) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { SmoothTangent::subtree_range_on_ = on; }, 0);
 }
 
 }  // namespace
