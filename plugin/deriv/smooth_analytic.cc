@@ -653,12 +653,11 @@ CK_ALWAYS_INLINE void FormsLanesBody(const mjModel* m, const mjData* d, const Rn
   for (int j = begin; j < end; j++) {
     for (int l = 0; l < L; l++) packed[L * (j - begin) + l] = l < n ? w[l][j - begin] : 0.0;
   }
+  // (one unconditional load from w's lanes or zeros: a conditional copy went through memory in
+  // halves, whose vector load then stalled)
+  static constexpr double kZeros[L] = {};
   auto wof = [&](int j, Lanes* x) {
-    if (j >= begin && j < end) {
-      std::memcpy(x, packed + L * (j - begin), sizeof(Lanes));
-    } else {
-      *x = Lanes{};
-    }
+    std::memcpy(x, j >= begin && j < end ? packed + L * (j - begin) : kZeros, sizeof(Lanes));
   };
   for (int b = root; b <= last; b++) {
     Lanes v[6] = {}, wj = {};
