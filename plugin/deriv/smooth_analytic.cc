@@ -154,34 +154,44 @@ struct PointSide {
   const double* frame;  // the nominal frame
 };
 
+// PointRows' vectors of one side at body velocity V (u before the carried dofs): c = V_w x dp
+// (+ m_v + m_w x off, carried), pt = V_w x off + V_v, mw = m_w, m = S x (V - u)
+CK_ALWAYS_INLINE void PointChannel(const PointSide& ps, const double* V, const double* u,
+                                   double c[3], double pt[3], double mw[3]) {
+  Cross3(c, V, ps.dp);
+  Cross3(pt, V, ps.off);
+  for (int i = 0; i < 3; i++) pt[i] += V[3 + i];
+  if (!ps.S) return;
+  double dv[6], mm[6], t[3];
+  for (int i = 0; i < 6; i++) dv[i] = V[i] - u[i];
+  CrossMotion(mm, ps.S, dv);
+  Cross3(t, mm, ps.off);
+  for (int i = 0; i < 3; i++) {
+    c[i] += mm[3 + i] + t[i];
+    mw[i] = mm[i];
+  }
+}
+
+// row r's sum from PointChannel's vectors: a_r . V + [carried] rho_r . (S x (V - u))
+CK_ALWAYS_INLINE double PointRowDot(const PointSide& ps, int r, const double* V, const double* c,
+                                    const double* pt, const double* mw) {
+  const int ax = r < 3 ? r : r - 3;
+  const double *F = ps.frame + 3 * ax, *dFr = ps.dF + 3 * ax;
+  return r < 3 ? Dot3(F, c) + Dot3(dFr, pt) : Dot3(dFr, V) + Dot3(F, mw);
+}
+
 // SmoothTangent::PointRows' velocity sums of one side on N channels: out[k][row + r] += sg (a_r .
 // V + [carried] rho_r . (S x (V - u))) with V = body_vel[k] of the body, u = before[k]
 template <int N>
 CK_ALWAYS_INLINE void PointVelocities(const PointSide& ps, const double* const* body_vel,
                                       const double* const* before, double* const* out) {
   double c[N][3], pt[N][3], mw[N][3] = {};  // F's and dF's vectors, m_w (rotation rows)
-  for (int k = 0; k < N; k++) {
-    const double* V = body_vel[k] + 6 * ps.body;
-    Cross3(c[k], V, ps.dp);
-    Cross3(pt[k], V, ps.off);
-    for (int i = 0; i < 3; i++) pt[k][i] += V[3 + i];
-    if (!ps.S) continue;
-    double dv[6], mm[6], t[3];
-    for (int i = 0; i < 6; i++) dv[i] = V[i] - before[k][i];
-    CrossMotion(mm, ps.S, dv);
-    Cross3(t, mm, ps.off);
-    for (int i = 0; i < 3; i++) {
-      c[k][i] += mm[3 + i] + t[i];
-      mw[k][i] = mm[i];
-    }
-  }
+  for (int k = 0; k < N; k++)
+    PointChannel(ps, body_vel[k] + 6 * ps.body, before[k], c[k], pt[k], mw[k]);
   for (int r = 0; r < ps.dim; r++) {
-    const int ax = r < 3 ? r : r - 3;
-    const double *F = ps.frame + 3 * ax, *dFr = ps.dF + 3 * ax;
     for (int k = 0; k < N; k++) {
-      const double dv = r < 3 ? Dot3(F, c[k]) + Dot3(dFr, pt[k])
-                              : Dot3(dFr, body_vel[k] + 6 * ps.body) + Dot3(F, mw[k]);
-      out[k][ps.row + r] += ps.sg * dv;
+      out[k][ps.row + r] +=
+          ps.sg * PointRowDot(ps, r, body_vel[k] + 6 * ps.body, c[k], pt[k], mw[k]);
     }
   }
 }
@@ -538,6 +548,18 @@ void SmoothTangent::MassProduct(int k, const double* x, double scale, double* y)
 }
 
 void SmoothTangent::MassVector(int k, int v, double scale, double* y) const {
+  if (rne_.mass_terms_dof == k && mass_terms_on_) {
+    // (MassVectors' terms: MassProductOf's adds)
+    const mjModel* m = forms_model_;
+    const int s = rne_.dof_carry_start[k], end = rne_.subtree_dof_end[m->dof_bodyid[k]];
+    const double* t = rne_.mass_terms + v;
+    for (int i = s; i < end; i++) y[i] -= scale * t[4 * i];
+    for (int a = 0; a < rne_.mass_nchain; a++) {
+      const int j = rne_.mass_chain[a];
+      y[j] += scale * t[4 * j];
+    }
+    return;
+  }
   const int at = 6 * (v * nv_ + rne_.dof_carry_start[k]);
   MassProductOf(k, rne_.mass_before + at, rne_.mass_carried + at, scale, y);
 }
@@ -631,12 +653,11 @@ CK_ALWAYS_INLINE void FormsLanesBody(const mjModel* m, const mjData* d, const Rn
   for (int j = begin; j < end; j++) {
     for (int l = 0; l < L; l++) packed[L * (j - begin) + l] = l < n ? w[l][j - begin] : 0.0;
   }
+  // (one unconditional load from w's lanes or zeros: a conditional copy went through memory in
+  // halves, whose vector load then stalled)
+  static constexpr double kZeros[L] = {};
   auto wof = [&](int j, Lanes* x) {
-    if (j >= begin && j < end) {
-      std::memcpy(x, packed + L * (j - begin), sizeof(Lanes));
-    } else {
-      *x = Lanes{};
-    }
+    std::memcpy(x, j >= begin && j < end ? packed + L * (j - begin) : kZeros, sizeof(Lanes));
   };
   for (int b = root; b <= last; b++) {
     Lanes v[6] = {}, wj = {};
@@ -701,6 +722,47 @@ CK_TARGET_AVX2 void FormsLanesAvx2(const mjModel* m, const mjData* d, const RneW
 }
 #endif
 
+// MassProductOf's terms of the stage's kMassVectors vectors for dof k in lanes (lane v: vector
+// v's, each lane's operations MassProductOf's): terms[4 i + v] the Dot6 of row i
+CK_ALWAYS_INLINE void MassTermsBody(const mjModel* m, const mjData* d, const RneWork& rne, int k,
+                                    double* terms) {
+  const double* S = d->cdof + 6 * k;
+  const int b0 = m->dof_bodyid[k], s = rne.dof_carry_start[k], end = rne.subtree_dof_end[b0];
+  const double* inert = d->crb + 10 * b0;
+  // (U and F of the three in lanes: PrepareMassVectors' mass_lanes; then MassProductOf's
+  // operations on the lanes)
+  const double *ul = rne.mass_lanes + 24 * static_cast<size_t>(s), *fl = ul + 24 * m->nv;
+  Lanes u[6], f[6], su[6], t[6], g[6];
+  for (int r = 0; r < 6; r++) {  // (one unaligned load each)
+    std::memcpy(&u[r], ul + 4 * r, sizeof(Lanes));
+    std::memcpy(&f[r], fl + 4 * r, sizeof(Lanes));
+  }
+  CrossMotion(su, S, u);
+  MulInert(t, inert, u);
+  for (int r = 0; r < 6; r++) t[r] += f[r];
+  CrossForce(g, S, t);
+  MulInert(t, inert, su);
+  for (int r = 0; r < 6; r++) g[r] -= t[r];
+  // (Dot6's order: the halves' Dot3 left to right, then their sum)
+  auto dot = [](const double* c, const Lanes* x, double* out) {
+    const Lanes t =
+        (c[0] * x[0] + c[1] * x[1] + c[2] * x[2]) + (c[3] * x[3] + c[4] * x[4] + c[5] * x[5]);
+    std::memcpy(out, &t, sizeof(Lanes));
+  };
+  for (int i = s; i < end; i++) dot(rne.crb_cdof + 6 * i, su, terms + 4 * i);
+  for (int a = 0; a < rne.mass_nchain; a++) {
+    const int j = rne.mass_chain[a];
+    dot(d->cdof + 6 * j, g, terms + 4 * j);
+  }
+}
+
+#if CK_AVX2_CLONES
+CK_TARGET_AVX2 void MassTermsAvx2(const mjModel* m, const mjData* d, const RneWork& rne, int k,
+                                  double* terms) {
+  MassTermsBody(m, d, rne, k, terms);
+}
+#endif
+
 }  // namespace
 
 void SmoothTangent::FormsLanes(const double* const* w, int n, int begin, int end, double* q,
@@ -714,7 +776,29 @@ void SmoothTangent::FormsLanes(const double* const* w, int n, int begin, int end
   FormsLanesBody(forms_model_, stage_data_, rne_, w, n, begin, end, q, ldq, rne_.form_lanes);
 }
 
+void SmoothTangent::MassVectors(int k, double scale, double* y) {
+  rne_.mass_terms_dof = -1;
+  if (!mass_terms_on_) return MassVector(k, 0, scale, y);
+  const mjModel* m = forms_model_;
+  rne_.mass_nchain = 0;
+  for (int j = m->dof_parentid[rne_.dof_carry_start[k]]; j >= 0; j = m->dof_parentid[j]) {
+    rne_.mass_chain[rne_.mass_nchain++] = j;
+  }
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) {
+    MassTermsAvx2(forms_model_, stage_data_, rne_, k, rne_.mass_terms);
+  } else {
+    MassTermsBody(forms_model_, stage_data_, rne_, k, rne_.mass_terms);
+  }
+#else
+  MassTermsBody(forms_model_, stage_data_, rne_, k, rne_.mass_terms);
+#endif
+  rne_.mass_terms_dof = k;
+  MassVector(k, 0, scale, y);
+}
+
 void SmoothTangent::PrepareMassVectors() {
+  rne_.mass_terms_dof = -1;
   // MassVector's tables: qacc, (v_free - v) / h, the integrator's qacc on every tree
   const mjModel* m = forms_model_;
   const Problem& p = *stage_.problem;
@@ -723,6 +807,16 @@ void SmoothTangent::PrepareMassVectors() {
   for (int v = 0; v < RneWork::kMassVectors; v++) {
     FormTables(x[v], 0, nv_, 1, m->nbody - 1, rne_.mass_before + 6 * v * nv_,
                rne_.mass_carried + 6 * v * nv_);
+  }
+  // (the same in lanes for MassVectors: U's 24 nv, then F's)
+  static_assert(RneWork::kMassVectors == 3);
+  double* lanes = rne_.mass_lanes;
+  for (int h = 0; h < 2; h++) {
+    const double* tab = h ? rne_.mass_carried : rne_.mass_before;
+    for (int e = 0; e < 6 * nv_; e++, lanes += 4) {
+      for (int v = 0; v < 3; v++) lanes[v] = tab[6 * v * nv_ + e];
+      lanes[3] = 0;
+    }
   }
 }
 
@@ -1013,7 +1107,7 @@ void SmoothTangent::AnalyticPosition(const mjModel* m, int k) {
   if (tan_.dM_lazy) {
     // dM a in closed form, dM itself formed where read (FormMatrix)
     MassRows(m, k);
-    MassVector(k, 0, 1, tan_.dqfrc_smooth);
+    MassVectors(k, 1, tan_.dqfrc_smooth);  // (and the terms of MassVector(k, 1 and 2))
   }
   if (with_dM) {
     // dM is zero outside the tree of dof k
@@ -1412,8 +1506,8 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
 
     // (the blocked rows' sums from the point and frame tangents alone where the solver reads no
     // dJ of the contact's rows: PointRows; else each row's 6-vector tangents)
-    bool point_rows = (stage_.batch || jac_rows_) && point_rows_on_;
-    for (int r = 0; r < dim && jac_rows_ && point_rows; r++) point_rows = !jac_rows_[row + r];
+    // (or where each row whose dJ it reads is weighted and read as dJ_i w_i: weighted_points_on_)
+    bool point_rows = PointRowsApply(row, dim);
     double tan[2][2][6][6];
     if (!point_rows) ContactAxisTangents(m, con, g0, dp, dF, S, tan);
 
@@ -1499,6 +1593,17 @@ void SmoothTangent::AnalyticContactRows(const mjModel* m, int k) {
   if (group_row >= 0) flush_group();
 }
 
+bool SmoothTangent::PointRowsApply(int row, int dim) const {
+  if (!stage_.batch && !jac_rows_) return false;
+  bool read = false, weighted = true;  // (a row's dJ read; every read row weighted)
+  const char* w = jac_vfree_ ? row_weights() : nullptr;
+  for (int r = 0; r < dim && jac_rows_; r++) {
+    read = read || jac_rows_[row + r];
+    weighted = weighted && (!jac_rows_[row + r] || (w && w[row + r]));
+  }
+  return read ? weighted_points_on_ && weighted : point_rows_on_;
+}
+
 void SmoothTangent::PointRows(const mjModel* m, const Contact& con, int row, const mjContact& g0,
                               const double dp[3], const double dF[9], const double* S, int carry,
                               double (*wrench)[2][2][6]) {
@@ -1553,6 +1658,15 @@ void SmoothTangent::PointRows(const mjModel* m, const Contact& con, int row, con
         break;
       default:
         PointVelocities<4>(ps, body_vel, before, out);
+    }
+    // the weighted rows' dJ_i w_i at w_i's velocities (SolverRowTerms', with dJ v_free)
+    const char* weighted = jac_vfree_ ? row_weights() : nullptr;
+    for (int r = 0; r < con.dim && weighted; r++) {
+      if (!weighted[row + r]) continue;
+      const double* Vw = rows_.weight_body + 12 * (row + r) + 6 * side;
+      double c[3], pt[3], mw[3] = {};
+      PointChannel(ps, Vw, rows_.weight_before + rows_.weight_adr[row + r] + c6, c, pt, mw);
+      tan_.dJ_w[row + r] += sg * PointRowDot(ps, r, Vw, c, pt, mw);
     }
     for (int w = 0; w < 2 && weight[w]; w++) PointWrench(ps, weight[w], wrench[w][side]);
   }

@@ -183,6 +183,11 @@ class SmoothTangent : public MassForms {
   // the same for the stage's fixed vector v (0: qacc, 1: (v_free - v) / h, 2: the integrator's
   // qacc) from its tables of U and F at each dof (PrepareMassVectors, at set_lazy_mass)
   void MassVector(int k, int v, double scale, double* y) const;
+  // MassVector(k, 0, scale, y) with the terms of all three formed at once in SIMD lanes (each
+  // lane's operations MassProductOf's) and kept for MassVector's calls on dof k (mass_terms_on_)
+  void MassVectors(int k, double scale, double* y);
+  // test hook: MassVectors' terms formed and read (true) or each MassVector on its own
+  static inline bool mass_terms_on_ = true;
   // the solvers' analytic position directions leave dM unformed (tan_.dM_lazy), their products
   // in closed form (the forward directions; the reverse pass reads dM itself)
   void set_lazy_mass(bool on) {
@@ -390,6 +395,16 @@ class SmoothTangent : public MassForms {
                     const double (*tan)[2][6][6], double (*wrench)[2][6]) const;
   // body b moves with the current position direction (RecollideRigid's or PositionPass' mark)
   bool body_moved(int b) const { return pairs_.body_moved[b]; }
+  // body b (> 0) lies in body root's subtree: a range of bodies where every subtree is one, else
+  // up b's parents
+  bool InSubtree(const mjModel* m, int b, int root) const {
+    if (rne_.subtree_contiguous && subtree_range_on_)
+      return b >= root && b <= rne_.subtree_last[root];
+    while (b > 0 && b != root) b = m->body_parentid[b];
+    return b > 0;
+  }
+  // test hook: InSubtree by the range where it applies (true) or up the parents
+  static inline bool subtree_range_on_ = true;
   // point, frame and distance tangents of contact i (MuJoCo's index) along a direction of twist
   // S about com moving the bodies of pairs_.body_moved (after RecollideRigid)
   void ContactGeometry(const mjModel* m, int i, const double* S, const double* com, double dp[3],
@@ -407,6 +422,13 @@ class SmoothTangent : public MassForms {
                  double (*wrench)[2][2][6]);
   // test hook: PointRows taken where it applies (true) or the rows' 6-vector tangents formed
   static inline bool point_rows_on_ = true;
+  // PointRows for a contact whose rows' dJ the solver reads as dJ_i w_i only (comfree's weighted
+  // rows, with dJ v_free: SolverRowTerms' sums from the point and frame tangents) (true), or
+  // their 6-vector tangents (false)
+  static inline bool weighted_points_on_ = true;
+  // PointRows applies to the contact's rows [row, row + dim): the blocked path and no row's dJ
+  // read (point_rows_on_), or every read row's as dJ_i w_i (weighted_points_on_)
+  bool PointRowsApply(int row, int dim) const;
   // per side of contact con and row: d rho of the uncarried dofs and d rho - S x* rho of the
   // carried ones, from the nominal contact g0 and its point and frame tangents dp, dF
   void ContactAxisTangents(const mjModel* m, const Contact& con, const mjContact& g0,

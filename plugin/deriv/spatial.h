@@ -42,8 +42,10 @@ inline void UnitRate(const double* t, const double* dp, double scale, double dt[
   for (int k = 0; k < 3; k++) dt[k] = scale * (dp[k] - tq * t[k]);
 }
 
-// MuJoCo's spatial algebra (engine_util_spatial.c, not exported by 2.2.2)
-inline void CrossMotion(double res[6], const double v[6], const double x[6]) {
+// MuJoCo's spatial algebra (engine_util_spatial.c, not exported by 2.2.2); T double or a SIMD
+// vector of doubles (each lane's operations the double's)
+template <class T>
+inline void CrossMotion(T res[6], const double v[6], const T x[6]) {
   res[0] = -v[2] * x[1] + v[1] * x[2];
   res[1] = v[2] * x[0] - v[0] * x[2];
   res[2] = -v[1] * x[0] + v[0] * x[1];
@@ -52,7 +54,8 @@ inline void CrossMotion(double res[6], const double v[6], const double x[6]) {
   res[5] = -v[1] * x[3] + v[0] * x[4] - v[4] * x[0] + v[3] * x[1];
 }
 
-inline void CrossForce(double res[6], const double v[6], const double f[6]) {
+template <class T>
+inline void CrossForce(T res[6], const double v[6], const T f[6]) {
   res[0] = -v[2] * f[1] + v[1] * f[2] - v[5] * f[4] + v[4] * f[5];
   res[1] = v[2] * f[0] - v[0] * f[2] + v[5] * f[3] - v[3] * f[5];
   res[2] = -v[1] * f[0] + v[0] * f[1] - v[4] * f[3] + v[3] * f[4];
@@ -61,7 +64,8 @@ inline void CrossForce(double res[6], const double v[6], const double f[6]) {
   res[5] = -v[1] * f[3] + v[0] * f[4];
 }
 
-inline void MulInert(double res[6], const double* i, const double v[6]) {
+template <class T>
+inline void MulInert(T res[6], const double* i, const T v[6]) {
   res[0] = i[0] * v[0] + i[3] * v[1] + i[4] * v[2] - i[8] * v[4] + i[7] * v[5];
   res[1] = i[3] * v[0] + i[1] * v[1] + i[5] * v[2] + i[8] * v[3] - i[6] * v[5];
   res[2] = i[4] * v[0] + i[5] * v[1] + i[2] * v[2] - i[7] * v[3] + i[6] * v[4];

@@ -320,11 +320,10 @@ bool Derivative::AnchorTangent(const mjModel* m, int unit) {
     for (int k = first; k <= last; k++) {
       if (tan_.dq[k] == 0) continue;
       for (int side = 0; side < 2; side++) {
-        int b = con.body[side];
+        const int b = con.body[side];
         // (a unit direction's bodies: those its re-collisions moved, dof k's subtree)
-        if (unit >= 0) b = smooth_.body_moved(b) ? b : 0;
-        while (b > 0 && b != m->dof_bodyid[k]) b = m->body_parentid[b];
-        if (b > 0) {
+        if (unit >= 0 && !smooth_.body_moved(b)) continue;
+        if (b > 0 && smooth_.InSubtree(m, b, m->dof_bodyid[k])) {
           moved = true;
           for (int i = 0; i < 3; i++) dw[side][i] += tan_.dq[k] * d->cdof[6 * k + i];
         }

@@ -178,6 +178,11 @@ void RneWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   mass_before = c.Take<double>(6 * kMassVectors * nv);
   mass_carried = c.Take<double>(6 * kMassVectors * nv);
   mass_x = c.Take<double>(nv);
+  mass_terms = c.Take<double>(4 * nv);
+  mass_lanes = c.Take<double>(48 * nv);
+  mass_terms_dof = -1;
+  mass_chain = c.Take<int>(nv);
+  mass_nchain = 0;
 }
 
 void BlockWork::Carve(ArenaCarver& c, const DerivSizes& n) {

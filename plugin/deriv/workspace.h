@@ -251,6 +251,12 @@ struct RneWork {
   double* mass_before;   //                                           (6 kMassVectors nv)
   double* mass_carried;  //                                           (6 kMassVectors nv)
   double* mass_x;        // (v_free - v) / h                          (nv)
+  // MassProductOf's term of each of the three at each row of one dof's dM (MassTerms), in lanes
+  double* mass_terms;  //                                           (4 nv)
+  double* mass_lanes;  // the tables' U, then F, at each dof in lanes (vector v: lane v) (48 nv)
+  int mass_terms_dof;  // their dof (-1: none)
+  int* mass_chain;     // the chain above its carry start, upward          (nv)
+  int mass_nchain;     // its length
   void Carve(ArenaCarver& c, const DerivSizes& n);
   // the model's structure: subtrees, each dof's actuators and carried dofs
   void Fill(const mjModel* m);

@@ -11,7 +11,9 @@
 // wrenches from the point and frame tangents in 3-vectors (SmoothTangent::PointRows) instead of
 // each row's 6-vector tangents agree with those to rounding (1e-13 of A's norm, B bit for bit) on
 // the humanoid and on two free capsules stacked on a plane with condim 1, 3, 4 and 6 (rotation
-// rows, a contact whose two sides move), pyramidal and elliptic.
+// rows, a contact whose two sides move), pyramidal and elliptic. So do comfree's, whose rows' dJ
+// it reads as dJ_i w_i (SmoothTangent::weighted_points_on_: PointRows with each weighted row's
+// own body velocities), on the same scenes.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -25,14 +27,6 @@
 namespace contactkit::test {
 namespace {
 
-class SharedTermsJacTest : public PathToggleTest {
- protected:
-  void TearDown() override {
-    SmoothTangent::point_rows_on_ = true;
-    PathToggleTest::TearDown();
-  }
-};
-
 // two free capsules, one lying across the other on a plane, with condim dim
 std::string CapsuleStack(int dim, bool elliptic) {
   return std::string("<mujoco><option timestep='0.005' cone='") +
@@ -44,6 +38,48 @@ std::string CapsuleStack(int dim, bool elliptic) {
          "<body pos='0.05 0 0.3' euler='0 0 80'><freejoint/><geom type='capsule' size='0.1' "
          "fromto='-0.3 0 0 0.3 0 0'/></body></worldbody></mujoco>";
 }
+
+class SharedTermsJacTest : public PathToggleTest {
+ protected:
+  void TearDown() override {
+    SmoothTangent::point_rows_on_ = true;
+    SmoothTangent::weighted_points_on_ = true;
+    PathToggleTest::TearDown();
+  }
+  // PointRowsAreTheAxisTangentsRows' capsule stacks with set(true) and set(false), solver's A
+  // within 1e-13 of its norm and B bit for bit; the number of them whose A differs at all
+  template <class Set>
+  int CompareOnCapsules(Set set, int solver) {
+    int moved = 0;
+    for (int dim : {1, 3, 4, 6}) {
+      for (bool elliptic : {false, true}) {
+        const std::string what = "condim " + std::to_string(dim) + (elliptic ? ", elliptic" : "");
+        ModelPtr m = LoadString(CapsuleStack(dim, elliptic).c_str());
+        EXPECT_TRUE(m) << what;
+        if (!m) continue;
+        ckSettings s = Settings(solver);
+        HandlePtr ck = Make(m.get(), &s);
+        DataPtr d(mj_makeData(m.get()));
+        for (int t = 0; t < 100; t++) ck_step(ck.get(), m.get(), d.get());
+        for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.1 * std::sin(1.0 + i);
+        bool both = false;  // a contact between the capsules: both sides move
+        for (int c = 0; c < d->ncon; c++) {
+          both |= m->geom_bodyid[ContactGeom(d->contact + c, 0)] > 0 &&
+                  m->geom_bodyid[ContactGeom(d->contact + c, 1)] > 0;
+        }
+        EXPECT_TRUE(both) << what;
+        Jacobians on(m.get()), off(m.get());
+        if (!OnOff(m.get(), d.get(), ck.get(), set, &on, &off, what)) continue;
+        EXPECT_LT(RelativeError(on.A, off.A), 1e-13)
+            << what << "\n"
+            << WorstEntries(m.get(), on.A, off.A, 2 * m->nv);
+        EXPECT_EQ(0, std::memcmp(on.B.data(), off.B.data(), on.B.size() * sizeof(double))) << what;
+        moved += std::memcmp(on.A.data(), off.A.data(), on.A.size() * sizeof(double)) != 0;
+      }
+    }
+    return moved;
+  }
+};
 
 TEST_F(SharedTermsJacTest, SummedWrenchesSymmetricRowsAndClosedFormBAreThePerContactSums) {
   int shared = 0;  // consecutive contacts on the same body: the grouping is exercised
@@ -67,29 +103,21 @@ TEST_F(SharedTermsJacTest, PointRowsAreTheAxisTangentsRows) {
   auto set = [](bool on) { SmoothTangent::point_rows_on_ = on; };
   CompareOnHumanoid(set, [](const mjModel*, const mjData*, const Jacobians&, const Jacobians&,
                             const std::string&) {});
-  for (int dim : {1, 3, 4, 6}) {
-    for (bool elliptic : {false, true}) {
-      const std::string what = "condim " + std::to_string(dim) + (elliptic ? ", elliptic" : "");
-      ModelPtr m = LoadString(CapsuleStack(dim, elliptic).c_str());
-      ASSERT_TRUE(m) << what;
-      ckSettings s = Settings(ckSOL_MUJOCO);
-      HandlePtr ck = Make(m.get(), &s);
-      DataPtr d(mj_makeData(m.get()));
-      for (int t = 0; t < 100; t++) ck_step(ck.get(), m.get(), d.get());
-      for (int i = 0; i < m->nv; i++) d->qvel[i] += 0.1 * std::sin(1.0 + i);
-      bool both = false;  // a contact between the capsules: both sides move
-      for (int c = 0; c < d->ncon; c++) {
-        both |= m->geom_bodyid[ContactGeom(d->contact + c, 0)] > 0 &&
-                m->geom_bodyid[ContactGeom(d->contact + c, 1)] > 0;
-      }
-      ASSERT_TRUE(both) << what;
-      Jacobians on(m.get()), off(m.get());
-      ASSERT_TRUE(OnOff(m.get(), d.get(), ck.get(), set, &on, &off, what));
-      EXPECT_LT(RelativeError(on.A, off.A), 1e-13) << what << "\n"
-                                                   << WorstEntries(m.get(), on.A, off.A, 2 * m->nv);
-      EXPECT_EQ(0, std::memcmp(on.B.data(), off.B.data(), on.B.size() * sizeof(double))) << what;
-    }
-  }
+  CompareOnCapsules(set, ckSOL_MUJOCO);
+}
+
+TEST_F(SharedTermsJacTest, ComfreeWeightedPointRowsAreTheAxisTangentsRows) {
+  auto set = [](bool on) { SmoothTangent::weighted_points_on_ = on; };
+  int moved = 0;  // (the path taken: A moves by rounding)
+  CompareOnHumanoid(
+      set,
+      [&](const mjModel*, const mjData*, const Jacobians& on, const Jacobians& off,
+          const std::string&) {
+        moved += std::memcmp(on.A.data(), off.A.data(), on.A.size() * sizeof(double)) != 0;
+      },
+      ckSOL_COMFREE);
+  EXPECT_EQ(3, moved);
+  EXPECT_GE(CompareOnCapsules(set, ckSOL_COMFREE), 4);
 }
 
 }  // namespace

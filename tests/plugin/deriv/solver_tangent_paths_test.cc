@@ -107,7 +107,14 @@
 //   dJ x and the wrenches of f and y) from the point and frame tangents in 3-vectors
 //   (SmoothTangent::PointRows) instead of each row's 6-vector tangents: A within 1e-13 (other
 //   sums), B bit for bit, on the humanoid and the sliding table (lcp's dJ' y~ and dJ q~ read);
-//   comfree (whose rows' dJ it reads) bit for bit.
+//   comfree (whose rows' dJ it reads) bit for bit;
+// - the dM_k x products of the stage's three fixed vectors (dM a, dM (v_free - v) / h, dM a_int)
+//   formed at once in SIMD lanes at the first one's call and read by the other two
+//   (SmoothTangent::MassVectors, mass_terms_on_) instead of each formed on its own
+//   (MassProductOf): comfree, lcp and ipm bit for bit, with the AVX2 clone and the portable code;
+// - the anchored contacts' bodies in a direction's subtree (Derivative::AnchorTangent) by the
+//   subtree's body range (SmoothTangent::InSubtree, subtree_range_on_) instead of up the
+//   parents: bit for bit.
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -157,6 +164,8 @@ class SolverTangentPathTest : public PathToggleTest {
     LcpSolver::null_unread_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
     SmoothTangent::point_rows_on_ = true;
+    SmoothTangent::mass_terms_on_ = true;
+    SmoothTangent::subtree_range_on_ = true;
     PathToggleTest::TearDown();
   }
   // lcp's A on the scene xml within tol (0: bit for bit) with set(true) and set(false), B bit for
@@ -467,6 +476,18 @@ TEST_F(SolverTangentPathTest, LcpPointRowsAreTheAxisTangentsRows) {
   Compare({ckSOL_LCP}, set, 1e-13);
   Compare({ckSOL_COMFREE}, set, 0);
   CompareOnScene(LcpTableScene(), set, false, 1e-13);  // (lcp's dJ x and dJ' y~ read)
+}
+
+TEST_F(SolverTangentPathTest, MassTermsInLanesAreThePerVectorProducts) {
+  auto set = [](bool on) { SmoothTangent::mass_terms_on_ = on; };
+  Compare({ckSOL_COMFREE, ckSOL_LCP, ckSOL_IPM}, set, 0);
+  Avx2Kernels::allowed_ = false;  // (the portable code)
+  Compare({ckSOL_COMFREE, ckSOL_LCP, ckSOL_IPM}, set, 0);
+}
+
+TEST_F(SolverTangentPathTest, AnchorBodiesInSubtreeByRangeAreTheParentWalks) {
+  Compare(
+      {ckSOL_COMFREE}, [](bool on) { SmoothTangent::subtree_range_on_ = on; }, 0);
 }
 
 }  // namespace
