@@ -107,7 +107,13 @@
 //   dJ x and the wrenches of f and y) from the point and frame tangents in 3-vectors
 //   (SmoothTangent::PointRows) instead of each row's 6-vector tangents: A within 1e-13 (other
 //   sums), B bit for bit, on the humanoid and the sliding table (lcp's dJ' y~ and dJ q~ read);
-//   comfree (whose rows' dJ it reads) bit for bit.
+//   comfree (whose rows' dJ it reads) bit for bit;
+// - the carried dofs' sums of RneTangent, RneVelTangent and MassProduct from crb cdof and
+//   Bsub' cdof transposed to six rows (SmoothTangent::dof_rows_on_: two dofs a vector) instead
+//   of each dof's 6-vectors: every solver bit for bit;
+// - lcp's lean slots' forces K^+ rc / h divided for all slots of a row at once
+//   (LcpSolver::divided_rows_on_: the divisions vectorize) instead of per slot and row: bit for
+//   bit.
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -157,6 +163,8 @@ class SolverTangentPathTest : public PathToggleTest {
     LcpSolver::null_unread_on_ = true;
     ipm::IpmSolver::row_skip_on_ = true;
     SmoothTangent::point_rows_on_ = true;
+    SmoothTangent::dof_rows_on_ = true;
+    LcpSolver::divided_rows_on_ = true;
     PathToggleTest::TearDown();
   }
   // lcp's A on the scene xml within tol (0: bit for bit) with set(true) and set(false), B bit for
@@ -467,6 +475,22 @@ TEST_F(SolverTangentPathTest, LcpPointRowsAreTheAxisTangentsRows) {
   Compare({ckSOL_LCP}, set, 1e-13);
   Compare({ckSOL_COMFREE}, set, 0);
   CompareOnScene(LcpTableScene(), set, false, 1e-13);  // (lcp's dJ x and dJ' y~ read)
+}
+
+TEST_F(SolverTangentPathTest, DofSumsFromTransposedTablesAreTheSixVectorDots) {
+  // RneTangent's, RneVelTangent's and MassProduct's carried dofs: every solver bit for bit
+  auto set = [](bool on) { SmoothTangent::dof_rows_on_ = on; };
+  Compare({ckSOL_MUJOCO, ckSOL_LCP, ckSOL_COMFREE, ckSOL_IPM}, set, 0);
+  CompareOnScene(kTwoBoxes, set, true, 0);  // (two trees)
+}
+
+TEST_F(SolverTangentPathTest, LcpForcesDividedForAllSlotsAreThePerRowDivisions) {
+  auto set = [](bool on) { LcpSolver::divided_rows_on_ = on; };
+  Compare({ckSOL_LCP}, set, 0);
+  Approach();
+  Compare({ckSOL_LCP}, set, 0);
+  CompareOnScene(kTwoBoxes, set, true, 0);
+  CompareOnScene(LcpTableScene(), set, false, 0);
 }
 
 }  // namespace
