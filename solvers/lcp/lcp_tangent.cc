@@ -832,13 +832,22 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int nw = PaddedWidth(nslot, block_in_place_on_);
   size_t ld;
   const double* dv0 = BlockVelocity(p, nslot, nw, &ld);
-  if (BlockRowChange(p, nslot, nw, dv0, ld)) BlockPinv(nslot, nw);
+  const bool pinv = BlockRowChange(p, nslot, nw, dv0, ld);
+  if (pinv) BlockPinv(nslot, nw);
   const Islands& is = p.islands;
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
   const int* rows = is.rows + is.rowadr[0];
   const int nrows = is.nrows[0];
   const double h = p.h;  // (read once: the stores into f would reload it)
+  // (the lean slots' K^+ rc / h of every slot at once, a row's slots contiguous: the divisions
+  // vectorize; into rc's storage, read no more)
+  const bool divided = lean_flush_on_ && divided_rows_on_ && pinv;
+  for (int a = 0; a < m && divided; a++) {
+    const double* dy = blk_dy_.data() + a * S;
+    double* q = blk_rc_.data() + a * S;
+    for (int s = 0; s < nw; s++) q[s] = dy[s] / h;
+  }
   for (int s = 0; s < nslot; s++) {
     if (!blk_on_[s]) continue;
     double* f = dforce + static_cast<size_t>(s) * nr;
@@ -847,7 +856,12 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
       // (without a null-space term: K^+ rc, the bound rows from it and the division by h in one
       // pass, the same operations; the other rows' zeros stay zeros)
       const double* dy = blk_dy_.data() + s;
-      for (int a = 0; a < m && rcon; a++) f[c[a]] = dy[a * S] / h;
+      if (divided) {
+        const double* q = blk_rc_.data() + s;
+        for (int a = 0; a < m && rcon; a++) f[c[a]] = q[a * S];
+      } else {
+        for (int a = 0; a < m && rcon; a++) f[c[a]] = dy[a * S] / h;
+      }
       for (int b = badr_[0]; b < badr_[1]; b++)
         f[brow_[b]] = (bcoef_[b] * (rcon ? dy[bnormal_[b] * S] : 0.0)) / h;
       continue;
