@@ -63,14 +63,15 @@ void RowTimesWide(const double* val, const int* col, int n, const double* X, siz
                   double* u);
 
 // RowTimes of R rows that share their pattern col (row r's values val[r], its products into
-// u[r]): each column of X loaded once for the R rows, each row's sums as RowTimes forms them
+// u[r]; col null: dense rows): each column of X loaded once for the R rows, each row's sums as
+// RowTimes forms them
 template <int W, int R>
 inline void RowsTimes(const double* const* val, const int* col, int n, const double* X, size_t ld,
                       double* const* u) {
   constexpr int H = (W + 1) / 2;
   Pair acc[R][H] = {};
   for (int k = 0; k < n; k++) {
-    const double* x = X + static_cast<size_t>(col[k]) * ld;
+    const double* x = X + static_cast<size_t>(col ? col[k] : k) * ld;
     Pair xv[H];
     for (int h = 0; h < H; h++) xv[h] = Load<W>(x + 2 * h);
     for (int r = 0; r < R; r++) {
@@ -98,6 +99,12 @@ inline void RowsTimesAll(const double* const* val, const int* col, int n, const 
   for (; c + 2 <= ncol; c += 2) RowsTimes<2, R>(val, col, n, X + c, ld, at(c));
   for (; c < ncol; c++) RowsTimes<1, R>(val, col, n, X + c, ld, at(c));
 }
+
+// RowsTimesAll with an AVX2 clone where it runs (chunks of 8 columns in vectors of four), each
+// column's sum the same bit for bit (R 2, 3 or 4)
+template <int R>
+void RowsTimesWide(const double* const* val, const int* col, int n, const double* X, size_t ld,
+                   int ncol, double* const* u);
 
 }  // namespace contactkit::columns
 

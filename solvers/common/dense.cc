@@ -145,6 +145,41 @@ CK_ALWAYS_INLINE void RowTimesQuads(const double* val, const int* col, int n, co
   for (int h = 0; h < H; h++) std::memcpy(u + 4 * h, &acc[h], sizeof(Quad));
 }
 
+// RowsTimes on W columns (a multiple of 4) of R rows in quads, u[r] + c the rows' chunk
+template <int W, int R>
+CK_ALWAYS_INLINE void RowsTimesQuads(const double* const* val, const int* col, int n,
+                                     const double* X, size_t ld, double* const* u, int c) {
+  constexpr int H = W / 4;
+  Quad acc[R][H] = {};
+  for (int k = 0; k < n; k++) {
+    const double* x = X + static_cast<size_t>(col ? col[k] : k) * ld;
+    Quad xv[H];
+    for (int h = 0; h < H; h++) std::memcpy(&xv[h], x + 4 * h, sizeof(Quad));
+    for (int r = 0; r < R; r++) {
+      const Quad v = {val[r][k], val[r][k], val[r][k], val[r][k]};
+      for (int h = 0; h < H; h++) acc[r][h] += v * xv[h];
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    for (int h = 0; h < H; h++) std::memcpy(u[r] + c + 4 * h, &acc[r][h], sizeof(Quad));
+  }
+}
+
+template <int R>
+CK_TARGET_AVX2 void RowsTimesAvx2(const double* const* val, const int* col, int n, const double* X,
+                                  size_t ld, int ncol, double* const* u) {
+  double* uc[R];
+  auto at = [&](int c) {
+    for (int r = 0; r < R; r++) uc[r] = u[r] + c;
+    return uc;
+  };
+  int c = 0;
+  for (; c + 8 <= ncol; c += 8) RowsTimesQuads<8, R>(val, col, n, X + c, ld, u, c);
+  for (; c + 4 <= ncol; c += 4) RowsTimesQuads<4, R>(val, col, n, X + c, ld, u, c);
+  for (; c + 2 <= ncol; c += 2) columns::RowsTimes<2, R>(val, col, n, X + c, ld, at(c));
+  for (; c < ncol; c++) columns::RowsTimes<1, R>(val, col, n, X + c, ld, at(c));
+}
+
 CK_TARGET_AVX2 void RowTimesAvx2(const double* val, const int* col, int n, const double* X,
                                  size_t ld, int ncol, double* u) {
   int c = 0;
@@ -405,6 +440,22 @@ void RowTimesWide(const double* val, const int* col, int n, const double* X, siz
 #endif
   RowTimesAll(val, col, n, X, ld, ncol, u);
 }
+
+template <int R>
+void RowsTimesWide(const double* const* val, const int* col, int n, const double* X, size_t ld,
+                   int ncol, double* const* u) {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return RowsTimesAvx2<R>(val, col, n, X, ld, ncol, u);
+#endif
+  RowsTimesAll<R>(val, col, n, X, ld, ncol, u);
+}
+
+template void RowsTimesWide<2>(const double* const*, const int*, int, const double*, size_t, int,
+                               double* const*);
+template void RowsTimesWide<3>(const double* const*, const int*, int, const double*, size_t, int,
+                               double* const*);
+template void RowsTimesWide<4>(const double* const*, const int*, int, const double*, size_t, int,
+                               double* const*);
 
 }  // namespace columns
 

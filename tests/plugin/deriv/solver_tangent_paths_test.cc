@@ -113,7 +113,10 @@
 //   of each dof's 6-vectors: every solver bit for bit;
 // - lcp's lean slots' forces K^+ rc / h divided for all slots of a row at once
 //   (LcpSolver::divided_rows_on_: the divisions vectorize) instead of per slot and row: bit for
-//   bit.
+//   bit;
+// - lcp's J_C dv0 for a contact's rows of one pattern and K^+ rc for four rows at once
+//   (LcpSolver::row_groups_on_, columns::RowsTimesWide) instead of row by row: bit for bit, with
+//   the AVX2 clone and the portable code.
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -165,6 +168,7 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::point_rows_on_ = true;
     SmoothTangent::dof_rows_on_ = true;
     LcpSolver::divided_rows_on_ = true;
+    LcpSolver::row_groups_on_ = true;
     PathToggleTest::TearDown();
   }
   // lcp's A on the scene xml within tol (0: bit for bit) with set(true) and set(false), B bit for
@@ -491,6 +495,16 @@ TEST_F(SolverTangentPathTest, LcpForcesDividedForAllSlotsAreThePerRowDivisions) 
   Compare({ckSOL_LCP}, set, 0);
   CompareOnScene(kTwoBoxes, set, true, 0);
   CompareOnScene(LcpTableScene(), set, false, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpRowGroupsAreTheRowByRowProducts) {
+  auto set = [](bool on) { LcpSolver::row_groups_on_ = on; };
+  for (const bool avx2 : {true, false}) {
+    Avx2Kernels::allowed_ = avx2;
+    Compare({ckSOL_LCP}, set, 0);
+    CompareOnScene(kTwoBoxes, set, true, 0);
+    CompareOnScene(LcpTableScene(), set, false, 0);
+  }
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 // entries at a time) give each entry the sums of the plain loops, bit for bit, on odd and even
 // sizes. AddTransposeBlock (the blocked tangents' J' df of up to 32 columns) gives each column
 // the sums of one product J' f, with the AVX2 clone and without; columns::RowTimesWide (lcp's
-// blocked J_C dv0 and K^+ rc) each column the plain dot in the row's order.
+// blocked J_C dv0 and K^+ rc) each column the plain dot in the row's order, and
+// columns::RowsTimesWide (two to four rows of one pattern at once) each row's RowTimesWide.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -265,6 +266,53 @@ TEST_F(JacBlockKernelsTest, RowTimesWideIsTheColumnDots) {
       }
       EXPECT_EQ(u[0][n], -7.0);  // (no column past n written)
       EXPECT_EQ(u[1][n], -7.0);
+    }
+  }
+}
+
+template <int R>
+void ExpectRowsAreRowTimes(const std::vector<double>& val, const int* col, int nk,
+                           const std::vector<double>& X, int ld, int n) {
+  // R rows (row r's values: val from r on) against RowTimesWide per row, bit for bit
+  std::vector<double> u[R], ref[R];
+  const double* v[R];
+  double* y[R];
+  for (int r = 0; r < R; r++) {
+    u[r].assign(n + 1, -7.0);
+    ref[r].assign(n + 1, -7.0);
+    v[r] = val.data() + r;
+    y[r] = u[r].data();
+    columns::RowTimesWide(v[r], col, nk, X.data(), ld, n, ref[r].data());
+  }
+  columns::RowsTimesWide<R>(v, col, nk, X.data(), ld, n, y);
+  for (int r = 0; r < R; r++) {
+    EXPECT_EQ(u[r], ref[r]) << "R " << R << ", row " << r << ", n " << n << (col ? "" : ", dense")
+                            << (Avx2Kernels::allowed_ ? ", AVX2" : "");
+  }
+}
+
+TEST_F(JacBlockKernelsTest, RowsTimesWideIsRowTimesWidePerRow) {
+  // two to four rows of one pattern (sparse 9 of 20, dense 17) on 1 to 32 columns, X's stride
+  // wider than the columns, with the AVX2 clone and without (RowTimesWide's own pass)
+  const int nx = 20, nsparse = 9, ndense = 17;
+  std::vector<int> col(nsparse);
+  std::vector<double> val(ndense + 4);
+  for (int k = 0; k < nsparse; k++) col[k] = (3 * k + 1) % nx;
+  std::sort(col.begin(), col.end());
+  for (size_t k = 0; k < val.size(); k++) val[k] = std::cos(0.7 * k + 0.2);
+  for (const bool avx2 : {true, false}) {
+    Avx2Kernels::allowed_ = avx2;
+    for (int n = 1; n <= 32; n++) {
+      const int ld = n + 3;
+      std::vector<double> X(static_cast<size_t>(nx) * ld);
+      for (size_t e = 0; e < X.size(); e++) X[e] = std::sin(0.53 * e + 1);
+      for (const bool dense : {false, true}) {
+        const int* c = dense ? nullptr : col.data();
+        const int nk = dense ? ndense : nsparse;
+        ExpectRowsAreRowTimes<2>(val, c, nk, X, ld, n);
+        ExpectRowsAreRowTimes<3>(val, c, nk, X, ld, n);
+        ExpectRowsAreRowTimes<4>(val, c, nk, X, ld, n);
+      }
     }
   }
 }
