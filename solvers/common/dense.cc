@@ -95,28 +95,48 @@ CK_ALWAYS_INLINE bool LuFactorBody(double* lu, int k, int* piv) {
 }
 
 // AddTransposeBlock's operations (the portable code and its AVX2 clone)
-CK_ALWAYS_INLINE void AddTransposeBody(const SparseRows& J, const double* F, size_t ldf, int n,
-                                       double* X, int ldx) {
-  double f[kTransposeBlock];
-  for (int i = 0; i < J.nrow; i++) {
-    bool any = false;
-    for (int s = 0; s < n; s++) {
-      f[s] = F[s * ldf + i];
-      any |= f[s] != 0;
+CK_ALWAYS_INLINE void AddTransposeBody(const SparseRows& J, const int* group, const double* F,
+                                       size_t ldf, int n, double* X, int ldx) {
+  double f[columns::kMaxGroup][kTransposeBlock];
+  for (int i = 0; i < J.nrow;) {
+    // (a group of rows with one pattern whose every row has a coefficient: at once)
+    const int g = group && group[i] > 1 && group[i] <= columns::kMaxGroup ? group[i] : 1;
+    bool any[columns::kMaxGroup];
+    int nany = 0;
+    for (int r = 0; r < g; r++) {
+      any[r] = false;
+      for (int s = 0; s < n; s++) {
+        f[r][s] = F[s * ldf + i + r];
+        any[r] |= f[r][s] != 0;
+      }
+      nany += any[r];
     }
-    if (!any) continue;
-    for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
-      double* x = X + static_cast<size_t>(J.colind[q]) * ldx;
-      const double v = J.val[q];
-      for (int s = 0; s < n; s++) x[s] += v * f[s];
+    if (g > 1 && nany == g) {
+      if (g == 4) {
+        columns::AddGroupT<4, kTransposeBlock>(J, f, i, g, n, X, ldx);
+      } else if (g == 3) {
+        columns::AddGroupT<3, kTransposeBlock>(J, f, i, g, n, X, ldx);
+      } else {
+        columns::AddGroupT<0, kTransposeBlock>(J, f, i, g, n, X, ldx);
+      }
+      i += g;
+      continue;
+    }
+    for (int r = 0; r < g; r++, i++) {
+      if (!any[r]) continue;
+      for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
+        double* x = X + static_cast<size_t>(J.colind[q]) * ldx;
+        const double v = J.val[q];
+        for (int s = 0; s < n; s++) x[s] += v * f[r][s];
+      }
     }
   }
 }
 
 #if CK_AVX2_CLONES
-CK_TARGET_AVX2 void AddTransposeAvx2(const SparseRows& J, const double* F, size_t ldf, int n,
-                                     double* X, int ldx) {
-  AddTransposeBody(J, F, ldf, n, X, ldx);
+CK_TARGET_AVX2 void AddTransposeAvx2(const SparseRows& J, const int* group, const double* F,
+                                     size_t ldf, int n, double* X, int ldx) {
+  AddTransposeBody(J, group, F, ldf, n, X, ldx);
 }
 
 CK_TARGET_AVX2 void CholSolveBlockAvx2(const double* L, int n, double* y, int nb, int ld) {
@@ -423,12 +443,12 @@ void GemvTSub(double* y, const double* A, const double* x, int m, int n) {
   }
 }
 
-void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, double* X,
-                       int ldx) {
+void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, double* X, int ldx,
+                       const int* group) {
 #if CK_AVX2_CLONES
-  if (Avx2Kernels::On()) return AddTransposeAvx2(J, F, ldf, n, X, ldx);
+  if (Avx2Kernels::On()) return AddTransposeAvx2(J, group, F, ldf, n, X, ldx);
 #endif
-  AddTransposeBody(J, F, ldf, n, X, ldx);
+  AddTransposeBody(J, group, F, ldf, n, X, ldx);
 }
 
 namespace columns {

@@ -116,7 +116,10 @@
 //   bit;
 // - lcp's J_C dv0 for a contact's rows of one pattern and K^+ rc for four rows at once
 //   (LcpSolver::row_groups_on_, columns::RowsTimesWide) instead of row by row: bit for bit, with
-//   the AVX2 clone and the portable code.
+//   the AVX2 clone and the portable code;
+// - the blocked tangents' J' df of a contact's rows of one pattern at once (AddTransposeBlock
+//   with the stage's row groups, Derivative::transpose_groups_on_) instead of row by row: lcp,
+//   comfree and ipm bit for bit, with the AVX2 clone and the portable code.
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -169,6 +172,7 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::dof_rows_on_ = true;
     LcpSolver::divided_rows_on_ = true;
     LcpSolver::row_groups_on_ = true;
+    Derivative::transpose_groups_on_ = true;
     PathToggleTest::TearDown();
   }
   // lcp's A on the scene xml within tol (0: bit for bit) with set(true) and set(false), B bit for
@@ -504,6 +508,15 @@ TEST_F(SolverTangentPathTest, LcpRowGroupsAreTheRowByRowProducts) {
     Compare({ckSOL_LCP}, set, 0);
     CompareOnScene(kTwoBoxes, set, true, 0);
     CompareOnScene(LcpTableScene(), set, false, 0);
+  }
+}
+
+TEST_F(SolverTangentPathTest, BlockTransposeInRowGroupsIsTheRowByRowOne) {
+  auto set = [](bool on) { Derivative::transpose_groups_on_ = on; };
+  for (const bool avx2 : {true, false}) {
+    Avx2Kernels::allowed_ = avx2;
+    Compare({ckSOL_LCP, ckSOL_COMFREE, ckSOL_IPM}, set, 0);
+    CompareOnScene(kTwoBoxes, set, true, 0);
   }
 }
 

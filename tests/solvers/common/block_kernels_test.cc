@@ -9,7 +9,8 @@
 // sizes. AddTransposeBlock (the blocked tangents' J' df of up to 32 columns) gives each column
 // the sums of one product J' f, with the AVX2 clone and without; columns::RowTimesWide (lcp's
 // blocked J_C dv0 and K^+ rc) each column the plain dot in the row's order, and
-// columns::RowsTimesWide (two to four rows of one pattern at once) each row's RowTimesWide.
+// columns::RowsTimesWide (two to four rows of one pattern at once) each row's RowTimesWide;
+// AddTransposeBlock with row groups (a contact's rows of one pattern at once) the sums without.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -313,6 +314,52 @@ TEST_F(JacBlockKernelsTest, RowsTimesWideIsRowTimesWidePerRow) {
         ExpectRowsAreRowTimes<3>(val, c, nk, X, ld, n);
         ExpectRowsAreRowTimes<4>(val, c, nk, X, ld, n);
       }
+    }
+  }
+}
+
+TEST_F(JacBlockKernelsTest, AddTransposeBlockInRowGroupsIsRowByRow) {
+  // rows 0-3 one pattern, 4-6 another with row 5's coefficients zero (its group row by row),
+  // 7-8 a third, 9 alone; X += J' F with the groups against without, bit for bit, on 1 to 32
+  // columns, with the AVX2 clone and without
+  const int nrow = 10, ncol = 11;
+  const std::vector<int> group = {4, 0, 0, 0, 3, 0, 0, 2, 0, 1};
+  const std::vector<std::vector<int>> pattern = {{0, 2, 3, 7, 10}, {1, 4, 5}, {0, 6, 8, 9}, {2}};
+  std::vector<int> rownnz, rowadr, colind;
+  std::vector<double> val;
+  for (int i = 0, p = -1; i < nrow; i++) {
+    if (group[i] > 0) p++;
+    rowadr.push_back(static_cast<int>(colind.size()));
+    rownnz.push_back(static_cast<int>(pattern[p].size()));
+    for (int c : pattern[p]) {
+      colind.push_back(c);
+      val.push_back(std::cos(0.3 * i + 0.7 * c + 0.1));
+    }
+  }
+  SparseRows J;
+  J.nrow = nrow;
+  J.ncol = ncol;
+  J.nnz = static_cast<int>(val.size());
+  J.rownnz = rownnz.data();
+  J.rowadr = rowadr.data();
+  J.colind = colind.data();
+  J.val = val.data();
+  for (const bool avx2 : {true, false}) {
+    Avx2Kernels::allowed_ = avx2;
+    for (int n = 1; n <= kTransposeBlock; n++) {
+      const int ld = n + 3;
+      std::vector<double> F(static_cast<size_t>(n) * nrow);
+      for (int c = 0; c < n; c++) {
+        for (int i = 0; i < nrow; i++) F[c * nrow + i] = i == 5 ? 0 : std::sin(0.8 * c + 1.1 * i);
+      }
+      std::vector<double> X[2];
+      for (int pass = 0; pass < 2; pass++) {
+        X[pass].resize(static_cast<size_t>(ncol) * ld);
+        for (size_t e = 0; e < X[pass].size(); e++) X[pass][e] = std::sin(0.41 * e + 2);
+        AddTransposeBlock(J, F.data(), nrow, n, X[pass].data(), ld,
+                          pass == 0 ? group.data() : nullptr);
+      }
+      EXPECT_EQ(X[0], X[1]) << "n " << n << (avx2 ? ", AVX2" : "");
     }
   }
 }
