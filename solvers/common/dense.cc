@@ -188,16 +188,12 @@ CK_ALWAYS_INLINE void RowsTimesQuads(const double* const* val, const int* col, i
 template <int R>
 CK_TARGET_AVX2 void RowsTimesAvx2(const double* const* val, const int* col, int n, const double* X,
                                   size_t ld, int ncol, double* const* u) {
-  double* uc[R];
-  auto at = [&](int c) {
-    for (int r = 0; r < R; r++) uc[r] = u[r] + c;
-    return uc;
-  };
   int c = 0;
   for (; c + 8 <= ncol; c += 8) RowsTimesQuads<8, R>(val, col, n, X + c, ld, u, c);
   for (; c + 4 <= ncol; c += 4) RowsTimesQuads<4, R>(val, col, n, X + c, ld, u, c);
-  for (; c + 2 <= ncol; c += 2) columns::RowsTimes<2, R>(val, col, n, X + c, ld, at(c));
-  for (; c < ncol; c++) columns::RowsTimes<1, R>(val, col, n, X + c, ld, at(c));
+  double* uc[R];  // (the last columns, fewer than four, in pairs)
+  for (int r = 0; r < R; r++) uc[r] = u[r] + c;
+  columns::RowsTimesAll<R>(val, col, n, X + c, ld, ncol - c, uc);
 }
 
 CK_TARGET_AVX2 void RowTimesAvx2(const double* val, const int* col, int n, const double* X,

@@ -44,6 +44,20 @@ std::vector<double> Block(int n) {
   return x;
 }
 
+// the SparseRows view of the rows' arrays (ncol columns)
+SparseRows RowsOf(int ncol, std::vector<int>& rownnz, std::vector<int>& rowadr,
+                  std::vector<int>& colind, std::vector<double>& val) {
+  SparseRows J;
+  J.nrow = static_cast<int>(rownnz.size());
+  J.ncol = ncol;
+  J.nnz = static_cast<int>(val.size());
+  J.rownnz = rownnz.data();
+  J.rowadr = rowadr.data();
+  J.colind = colind.data();
+  J.val = val.data();
+  return J;
+}
+
 TEST_F(JacBlockKernelsTest, TreeMassBlockSolveIsTheColumnSolves) {
   ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
   ASSERT_TRUE(m);
@@ -123,14 +137,7 @@ TEST_F(JacBlockKernelsTest, TransposeBlockIsTheColumnProducts) {
   }
   for (int i = 0; i < nrow; i++)  // (ascending, distinct columns per row)
     std::sort(colind.begin() + rowadr[i], colind.begin() + rowadr[i] + rownnz[i]);
-  SparseRows J;
-  J.nrow = nrow;
-  J.ncol = ncol;
-  J.nnz = static_cast<int>(val.size());
-  J.rownnz = rownnz.data();
-  J.rowadr = rowadr.data();
-  J.colind = colind.data();
-  J.val = val.data();
+  const SparseRows J = RowsOf(ncol, rownnz, rowadr, colind, val);
   for (int n = 1; n <= kTransposeBlock; n++) {
     const int ld = n + 3;  // (X's stride wider than n)
     std::vector<double> F(static_cast<size_t>(n) * nrow);
@@ -236,41 +243,6 @@ TEST(DenseRowKernels, PairedLoopsGiveThePlainLoopsSums) {
   }
 }
 
-TEST_F(JacBlockKernelsTest, RowTimesWideIsTheColumnDots) {
-  // u = row' X on 1 to 32 columns (every chunk width: 16, 8, 4, 2, 1), a sparse row (9 of 20
-  // entries) and a dense one (17), X's stride wider than the columns; each column the plain dot
-  // in the row's order, with the AVX2 clone and without
-  const int nx = 20, nsparse = 9, ndense = 17;
-  std::vector<int> col(nsparse);
-  std::vector<double> val(ndense);
-  for (int k = 0; k < nsparse; k++) col[k] = (3 * k + 1) % nx;
-  std::sort(col.begin(), col.end());
-  for (int k = 0; k < ndense; k++) val[k] = std::cos(0.7 * k + 0.2);
-  for (int n = 1; n <= 32; n++) {
-    const int ld = n + 3;
-    std::vector<double> X(static_cast<size_t>(nx) * ld);
-    for (size_t e = 0; e < X.size(); e++) X[e] = std::sin(0.53 * e + 1);
-    for (const bool dense : {false, true}) {
-      const int* c = dense ? nullptr : col.data();
-      const int nk = dense ? ndense : nsparse;
-      std::vector<double> u[2] = {std::vector<double>(n + 1, -7.0),
-                                  std::vector<double>(n + 1, -7.0)};
-      for (int pass = 0; pass < 2; pass++) {
-        Avx2Kernels::allowed_ = pass == 0;
-        columns::RowTimesWide(val.data(), c, nk, X.data(), ld, n, u[pass].data());
-      }
-      for (int j = 0; j < n; j++) {
-        double s = 0;
-        for (int k = 0; k < nk; k++) s += val[k] * X[static_cast<size_t>(c ? c[k] : k) * ld + j];
-        EXPECT_EQ(u[1][j], s) << "n " << n << ", column " << j << (dense ? ", dense" : "");
-        EXPECT_EQ(u[0][j], s) << "AVX2: n " << n << ", column " << j << (dense ? ", dense" : "");
-      }
-      EXPECT_EQ(u[0][n], -7.0);  // (no column past n written)
-      EXPECT_EQ(u[1][n], -7.0);
-    }
-  }
-}
-
 template <int R>
 void ExpectRowsAreRowTimes(const std::vector<double>& val, const int* col, int nk,
                            const std::vector<double>& X, int ld, int n) {
@@ -292,24 +264,40 @@ void ExpectRowsAreRowTimes(const std::vector<double>& val, const int* col, int n
   }
 }
 
-TEST_F(JacBlockKernelsTest, RowsTimesWideIsRowTimesWidePerRow) {
-  // two to four rows of one pattern (sparse 9 of 20, dense 17) on 1 to 32 columns, X's stride
-  // wider than the columns, with the AVX2 clone and without (RowTimesWide's own pass)
+TEST_F(JacBlockKernelsTest, RowTimesWideIsTheColumnDots) {
+  // u = row' X on 1 to 32 columns (every chunk width: 16, 8, 4, 2, 1), a sparse row (9 of 20
+  // entries) and a dense one (17), X's stride wider than the columns; each column the plain dot
+  // in the row's order, with the AVX2 clone and without; RowsTimesWide's two to four rows of the
+  // pattern (row r's values from val + r) each RowTimesWide's
   const int nx = 20, nsparse = 9, ndense = 17;
   std::vector<int> col(nsparse);
-  std::vector<double> val(ndense + 4);
+  std::vector<double> val(ndense + 3);
   for (int k = 0; k < nsparse; k++) col[k] = (3 * k + 1) % nx;
   std::sort(col.begin(), col.end());
-  for (size_t k = 0; k < val.size(); k++) val[k] = std::cos(0.7 * k + 0.2);
-  for (const bool avx2 : {true, false}) {
-    Avx2Kernels::allowed_ = avx2;
-    for (int n = 1; n <= 32; n++) {
-      const int ld = n + 3;
-      std::vector<double> X(static_cast<size_t>(nx) * ld);
-      for (size_t e = 0; e < X.size(); e++) X[e] = std::sin(0.53 * e + 1);
-      for (const bool dense : {false, true}) {
-        const int* c = dense ? nullptr : col.data();
-        const int nk = dense ? ndense : nsparse;
+  for (int k = 0; k < ndense + 3; k++) val[k] = std::cos(0.7 * k + 0.2);
+  for (int n = 1; n <= 32; n++) {
+    const int ld = n + 3;
+    std::vector<double> X(static_cast<size_t>(nx) * ld);
+    for (size_t e = 0; e < X.size(); e++) X[e] = std::sin(0.53 * e + 1);
+    for (const bool dense : {false, true}) {
+      const int* c = dense ? nullptr : col.data();
+      const int nk = dense ? ndense : nsparse;
+      std::vector<double> u[2] = {std::vector<double>(n + 1, -7.0),
+                                  std::vector<double>(n + 1, -7.0)};
+      for (int pass = 0; pass < 2; pass++) {
+        Avx2Kernels::allowed_ = pass == 0;
+        columns::RowTimesWide(val.data(), c, nk, X.data(), ld, n, u[pass].data());
+      }
+      for (int j = 0; j < n; j++) {
+        double s = 0;
+        for (int k = 0; k < nk; k++) s += val[k] * X[static_cast<size_t>(c ? c[k] : k) * ld + j];
+        EXPECT_EQ(u[1][j], s) << "n " << n << ", column " << j << (dense ? ", dense" : "");
+        EXPECT_EQ(u[0][j], s) << "AVX2: n " << n << ", column " << j << (dense ? ", dense" : "");
+      }
+      EXPECT_EQ(u[0][n], -7.0);  // (no column past n written)
+      EXPECT_EQ(u[1][n], -7.0);
+      for (const bool avx2 : {true, false}) {
+        Avx2Kernels::allowed_ = avx2;
         ExpectRowsAreRowTimes<2>(val, c, nk, X, ld, n);
         ExpectRowsAreRowTimes<3>(val, c, nk, X, ld, n);
         ExpectRowsAreRowTimes<4>(val, c, nk, X, ld, n);
@@ -336,14 +324,7 @@ TEST_F(JacBlockKernelsTest, AddTransposeBlockInRowGroupsIsRowByRow) {
       val.push_back(std::cos(0.3 * i + 0.7 * c + 0.1));
     }
   }
-  SparseRows J;
-  J.nrow = nrow;
-  J.ncol = ncol;
-  J.nnz = static_cast<int>(val.size());
-  J.rownnz = rownnz.data();
-  J.rowadr = rowadr.data();
-  J.colind = colind.data();
-  J.val = val.data();
+  const SparseRows J = RowsOf(ncol, rownnz, rowadr, colind, val);
   for (const bool avx2 : {true, false}) {
     Avx2Kernels::allowed_ = avx2;
     for (int n = 1; n <= kTransposeBlock; n++) {
