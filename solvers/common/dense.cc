@@ -191,6 +191,7 @@ CK_TARGET_AVX2 void RowsTimesAvx2(const double* const* val, const int* col, int 
   int c = 0;
   for (; c + 8 <= ncol; c += 8) RowsTimesQuads<8, R>(val, col, n, X + c, ld, u, c);
   for (; c + 4 <= ncol; c += 4) RowsTimesQuads<4, R>(val, col, n, X + c, ld, u, c);
+  if (c == ncol) return;
   double* uc[R];  // (the last columns, fewer than four, in pairs)
   for (int r = 0; r < R; r++) uc[r] = u[r] + c;
   columns::RowsTimesAll<R>(val, col, n, X + c, ld, ncol - c, uc);
