@@ -117,6 +117,9 @@ class Derivative : private FdTarget {
   // test hook: FlushTangents' columns moved into and out of its row-major block in 4 x 4 tiles,
   // out through mass_term (true), or element by element with the block's stride
   static inline bool transpose_tiles_on_ = true;
+  // test hook: the blocked tangents' J' df of a contact's rows that share their columns at once
+  // (AddTransposeBlock with the stage's row groups: the same sums) or row by row
+  static inline bool transpose_groups_on_ = true;
   // test hook: "mujoco"'s blocked position columns' row terms J' fold on one island of every tree
   // added for a block's slots at once (FlushColumns, AddTransposeBlock) (true), or column by
   // column in QueueColumn (SoftTangent::RowRhs)

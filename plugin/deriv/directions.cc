@@ -475,7 +475,8 @@ bool Derivative::FlushTangents(const mjModel* m, int nslot, Fn&& fn) {
     // (own_slots: J' df is in mass_term) J' df of all columns, each entry of J applied to the
     // row's forces of every column (one island's forces: few zeros)
     static_assert(SoftTangent::kBlock <= kTransposeBlock);
-    AddTransposeBlock(J, block_.dforce, p.nrow, nslot, X, nb);
+    AddTransposeBlock(J, block_.dforce, p.nrow, nslot, X, nb,
+                      transpose_groups_on_ ? nominal_.row_group : nullptr);
   }
   if (!integrator_.implicit) {
     SolveByTree(integrator_.mass, p.islands, p.dof_tree, X, nb, 0, nv);

@@ -53,6 +53,42 @@ void BodyVelocities(const mjModel* m, const double* cdof, const double* x, doubl
   }
 }
 
+// Dot6(x, T_j) of the 6-vector j of a table transposed to six rows of stride nv, for one j
+// (V double) or two (V Pair), Dot6's operations element by element
+#if defined(__GNUC__)
+typedef double Pair __attribute__((vector_size(16)));
+#endif
+
+template <class V>
+CK_ALWAYS_INLINE V LoadAt(const double* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+
+template <class V>
+CK_ALWAYS_INLINE void StoreAt(double* p, const V& v) {
+  std::memcpy(p, &v, sizeof(V));
+}
+
+template <class V>
+CK_ALWAYS_INLINE V Dot6Of(const double* T, size_t nv, const double* x, int j) {
+  return (x[0] * LoadAt<V>(T + j) + x[1] * LoadAt<V>(T + nv + j) +
+          x[2] * LoadAt<V>(T + 2 * nv + j)) +
+         (x[3] * LoadAt<V>(T + 3 * nv + j) + x[4] * LoadAt<V>(T + 4 * nv + j) +
+          x[5] * LoadAt<V>(T + 5 * nv + j));
+}
+
+// f(j, V{}) over [lo, hi): two j at a time where the compiler has vector types, then one
+template <class F>
+CK_ALWAYS_INLINE void PairLoop(int lo, int hi, F f) {
+  int j = lo;
+#if defined(__GNUC__)
+  for (; j + 2 <= hi; j += 2) f(j, Pair{});
+#endif
+  for (; j < hi; j++) f(j, 0.0);
+}
+
 // one side's row r of dJ x (SolverRowTerms): tan[0][r] . V with V x's velocity at the body, or
 // for a carried body tan[0][r] . u + tan[1][r] . (V - u) with u x's velocity before the carried
 // dofs
@@ -366,6 +402,10 @@ void SmoothTangent::PrepareAnalytic(const mjModel* m) {
              B[24 + i] * c[4] + B[30 + i] * c[5];
       q[3 + i] = 0;
     }
+    for (int r = 0; r < 6; r++) {
+      rne_.crb_cdof_rows[r * nv + j] = rne_.crb_cdof[6 * j + r];
+      rne_.bsub_cdof_rows[r * nv + j] = q[r];
+    }
   }
 }
 
@@ -426,8 +466,25 @@ void SmoothTangent::RneTangent(const mjModel* m, int k, double* dtau, double* dt
     CarriedMotions(S, u, au, pass == 0, c, w);
 
     // carried dofs: -(crb cdof) . c - (Bsub' cdof) . w
-    for (int j = s; j < end; j++) {
-      out[j] = -Dot6(rne_.crb_cdof + 6 * j, c) - (pass == 0 ? Dot6(rne_.bsub_cdof + 6 * j, w) : 0);
+    if (dof_rows_on_) {
+      const double *C = rne_.crb_cdof_rows, *Bs = rne_.bsub_cdof_rows;
+      const size_t n = nv;
+      if (pass == 0) {
+        PairLoop(s, end, [&](int j, auto z) {
+          using V = decltype(z);
+          StoreAt(out + j, -Dot6Of<V>(C, n, c, j) - Dot6Of<V>(Bs, n, w, j));
+        });
+      } else {
+        PairLoop(s, end, [&](int j, auto z) {
+          using V = decltype(z);
+          StoreAt(out + j, -Dot6Of<V>(C, n, c, j) - 0.0);
+        });
+      }
+    } else {
+      for (int j = s; j < end; j++) {
+        out[j] =
+            -Dot6(rne_.crb_cdof + 6 * j, c) - (pass == 0 ? Dot6(rne_.bsub_cdof + 6 * j, w) : 0);
+      }
     }
 
     // the others on the chain: cdof . dF of the subtree
@@ -458,8 +515,17 @@ void SmoothTangent::RneVelTangent(const mjModel* m, int k, double* dtau) {
   CrossMotion(t, C, U);
   for (int r = 0; r < 6; r++) e[r] = d->cdof_dot[6 * k + r] - t[r];
   mju_zero(dtau, nv);
-  for (int j = m->body_dofadr[b0]; j < end; j++) {
-    dtau[j] = Dot6(rne_.bsub_cdof + 6 * j, C) + Dot6(rne_.crb_cdof + 6 * j, e);
+  if (dof_rows_on_) {
+    const double *Cr = rne_.crb_cdof_rows, *Bs = rne_.bsub_cdof_rows;
+    const size_t n = nv;
+    PairLoop(m->body_dofadr[b0], end, [&](int j, auto z) {
+      using V = decltype(z);
+      StoreAt(dtau + j, Dot6Of<V>(Bs, n, C, j) + Dot6Of<V>(Cr, n, e, j));
+    });
+  } else {
+    for (int j = m->body_dofadr[b0]; j < end; j++) {
+      dtau[j] = Dot6(rne_.bsub_cdof + 6 * j, C) + Dot6(rne_.crb_cdof + 6 * j, e);
+    }
   }
   const double* B = rne_.subtree_bsub + 36 * b0;
   double dF[6];
@@ -573,7 +639,16 @@ void SmoothTangent::MassProductOf(int k, const double* u, const double* f, doubl
   const double* inert = d->crb + 10 * b0;
   double su[6], g[6], t[6];
   CrossMotion(su, S, u);
-  for (int i = s; i < end; i++) y[i] -= scale * Dot6(su, rne_.crb_cdof + 6 * i);
+  if (dof_rows_on_) {
+    const double* C = rne_.crb_cdof_rows;
+    const size_t n = nv_;
+    PairLoop(s, end, [&](int i, auto z) {
+      using V = decltype(z);
+      StoreAt(y + i, LoadAt<V>(y + i) - scale * Dot6Of<V>(C, n, su, i));
+    });
+  } else {
+    for (int i = s; i < end; i++) y[i] -= scale * Dot6(su, rne_.crb_cdof + 6 * i);
+  }
   // g = S x* (F + crb_b0 U) - crb_b0 (S x U)
   MulInert(t, inert, u);
   for (int r = 0; r < 6; r++) t[r] += f[r];

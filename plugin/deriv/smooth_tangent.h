@@ -196,6 +196,9 @@ class SmoothTangent : public MassForms {
   }
   // test hook: set_lazy_mass taken (true) or ignored
   static inline bool mass_products_on_ = true;
+  // test hook: the carried dofs' sums of RneTangent, RneVelTangent and MassProduct read the
+  // transposed tables crb_cdof_rows and bsub_cdof_rows (true: the loops vectorize) or the 6-vectors
+  static inline bool dof_rows_on_ = true;
   // test hook: the unread row tangents skipped (true) or formed
   static inline bool skip_unread_rows_ = true;
   // test hook: a position or velocity direction's row tangents on its tree's island's rows, the

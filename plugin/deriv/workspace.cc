@@ -169,6 +169,8 @@ void RneWork::Carve(ArenaCarver& c, const DerivSizes& n) {
   chain_motion = c.Take<double>(6 * nv);
   crb_cdof = c.Take<double>(6 * nv);
   bsub_cdof = c.Take<double>(6 * nv);
+  crb_cdof_rows = c.Take<double>(6 * nv);
+  bsub_cdof_rows = c.Take<double>(6 * nv);
   subtree_bsub = c.Take<double>(36 * nbody);
   form_body = c.Take<double>(6 * nbody);
   form_before = c.Take<double>(6 * nv);

@@ -239,6 +239,8 @@ struct RneWork {
   double* chain_motion;             // S x cdof of the chain above a direction      (6 nv)
   double* crb_cdof;                 // crb cdof of each dof                         (6 nv)
   double* bsub_cdof;                // Bsub' cdof of each dof                       (6 nv)
+  double* crb_cdof_rows;            // crb_cdof transposed: six rows of nv          (6 nv)
+  double* bsub_cdof_rows;           // bsub_cdof transposed                         (6 nv)
   double* subtree_bsub;             // B of the subtree of each body (PrepareAnalytic) (36 nbody)
   double* form_body;                // MassForms: w's velocity of each body         (6 nbody)
   double* form_before;              // ... before each dof                          (6 nv)

@@ -11,9 +11,14 @@
 #include <cstddef>
 #include <cstring>
 
+#include "solvers/common/dense.h"
+#include "solvers/common/sparse.h"
+
 namespace contactkit::columns {
 
 typedef double Pair __attribute__((vector_size(16)));
+
+constexpr int kMaxGroup = 6;  // rows of one pattern taken at once by AddGroupT (a contact's)
 
 // the first W (1 or 2) values at p as a pair (W 1: the first lane, the second zero)
 template <int W>
@@ -63,14 +68,15 @@ void RowTimesWide(const double* val, const int* col, int n, const double* X, siz
                   double* u);
 
 // RowTimes of R rows that share their pattern col (row r's values val[r], its products into
-// u[r]): each column of X loaded once for the R rows, each row's sums as RowTimes forms them
+// u[r]; col null: dense rows): each column of X loaded once for the R rows, each row's sums as
+// RowTimes forms them
 template <int W, int R>
 inline void RowsTimes(const double* const* val, const int* col, int n, const double* X, size_t ld,
                       double* const* u) {
   constexpr int H = (W + 1) / 2;
   Pair acc[R][H] = {};
   for (int k = 0; k < n; k++) {
-    const double* x = X + static_cast<size_t>(col[k]) * ld;
+    const double* x = X + static_cast<size_t>(col ? col[k] : k) * ld;
     Pair xv[H];
     for (int h = 0; h < H; h++) xv[h] = Load<W>(x + 2 * h);
     for (int r = 0; r < R; r++) {
@@ -98,6 +104,33 @@ inline void RowsTimesAll(const double* const* val, const int* col, int n, const 
   for (; c + 2 <= ncol; c += 2) RowsTimes<2, R>(val, col, n, X + c, ld, at(c));
   for (; c < ncol; c++) RowsTimes<1, R>(val, col, n, X + c, ld, at(c));
 }
+
+// X += J' F for the nr rows i, i + 1, ... of J that share row i's columns (G > 0: nr = G, the
+// loops unrolled), f[r][s] row r's coefficient in column s < ns, X row-major (X[j ldx + s] for
+// J's column j): each entry of X gets the rows' adds in row order, as row-by-row products add them
+template <int G, int B>
+CK_ALWAYS_INLINE void AddGroupT(const SparseRows& J, const double (*f)[B], int i, int g, int ns,
+                                double* X, int ldx) {
+  const int nr = G > 0 ? G : g;
+  const int nnz = J.rownnz[i];
+  const int* col = J.colind + J.rowadr[i];
+  for (int q = 0; q < nnz; q++) {
+    double v[kMaxGroup];
+    for (int r = 0; r < nr; r++) v[r] = J.val[J.rowadr[i + r] + q];
+    double* x = X + static_cast<size_t>(col[q]) * ldx;
+    for (int s = 0; s < ns; s++) {
+      double a = x[s];
+      for (int r = 0; r < nr; r++) a += v[r] * f[r][s];
+      x[s] = a;
+    }
+  }
+}
+
+// RowsTimesAll with an AVX2 clone where it runs (chunks of 8 columns in vectors of four), each
+// column's sum the same bit for bit (R 2, 3 or 4)
+template <int R>
+void RowsTimesWide(const double* const* val, const int* col, int n, const double* X, size_t ld,
+                   int ncol, double* const* u);
 
 }  // namespace contactkit::columns
 

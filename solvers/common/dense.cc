@@ -95,28 +95,48 @@ CK_ALWAYS_INLINE bool LuFactorBody(double* lu, int k, int* piv) {
 }
 
 // AddTransposeBlock's operations (the portable code and its AVX2 clone)
-CK_ALWAYS_INLINE void AddTransposeBody(const SparseRows& J, const double* F, size_t ldf, int n,
-                                       double* X, int ldx) {
-  double f[kTransposeBlock];
-  for (int i = 0; i < J.nrow; i++) {
-    bool any = false;
-    for (int s = 0; s < n; s++) {
-      f[s] = F[s * ldf + i];
-      any |= f[s] != 0;
+CK_ALWAYS_INLINE void AddTransposeBody(const SparseRows& J, const int* group, const double* F,
+                                       size_t ldf, int n, double* X, int ldx) {
+  double f[columns::kMaxGroup][kTransposeBlock];
+  for (int i = 0; i < J.nrow;) {
+    // (a group of rows with one pattern whose every row has a coefficient: at once)
+    const int g = group && group[i] > 1 && group[i] <= columns::kMaxGroup ? group[i] : 1;
+    bool any[columns::kMaxGroup];
+    int nany = 0;
+    for (int r = 0; r < g; r++) {
+      any[r] = false;
+      for (int s = 0; s < n; s++) {
+        f[r][s] = F[s * ldf + i + r];
+        any[r] |= f[r][s] != 0;
+      }
+      nany += any[r];
     }
-    if (!any) continue;
-    for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
-      double* x = X + static_cast<size_t>(J.colind[q]) * ldx;
-      const double v = J.val[q];
-      for (int s = 0; s < n; s++) x[s] += v * f[s];
+    if (g > 1 && nany == g) {
+      if (g == 4) {
+        columns::AddGroupT<4, kTransposeBlock>(J, f, i, g, n, X, ldx);
+      } else if (g == 3) {
+        columns::AddGroupT<3, kTransposeBlock>(J, f, i, g, n, X, ldx);
+      } else {
+        columns::AddGroupT<0, kTransposeBlock>(J, f, i, g, n, X, ldx);
+      }
+      i += g;
+      continue;
+    }
+    for (int r = 0; r < g; r++, i++) {
+      if (!any[r]) continue;
+      for (int q = J.rowadr[i]; q < J.rowadr[i] + J.rownnz[i]; q++) {
+        double* x = X + static_cast<size_t>(J.colind[q]) * ldx;
+        const double v = J.val[q];
+        for (int s = 0; s < n; s++) x[s] += v * f[r][s];
+      }
     }
   }
 }
 
 #if CK_AVX2_CLONES
-CK_TARGET_AVX2 void AddTransposeAvx2(const SparseRows& J, const double* F, size_t ldf, int n,
-                                     double* X, int ldx) {
-  AddTransposeBody(J, F, ldf, n, X, ldx);
+CK_TARGET_AVX2 void AddTransposeAvx2(const SparseRows& J, const int* group, const double* F,
+                                     size_t ldf, int n, double* X, int ldx) {
+  AddTransposeBody(J, group, F, ldf, n, X, ldx);
 }
 
 CK_TARGET_AVX2 void CholSolveBlockAvx2(const double* L, int n, double* y, int nb, int ld) {
@@ -143,6 +163,38 @@ CK_ALWAYS_INLINE void RowTimesQuads(const double* val, const int* col, int n, co
     }
   }
   for (int h = 0; h < H; h++) std::memcpy(u + 4 * h, &acc[h], sizeof(Quad));
+}
+
+// RowsTimes on W columns (a multiple of 4) of R rows in quads, u[r] + c the rows' chunk
+template <int W, int R>
+CK_ALWAYS_INLINE void RowsTimesQuads(const double* const* val, const int* col, int n,
+                                     const double* X, size_t ld, double* const* u, int c) {
+  constexpr int H = W / 4;
+  Quad acc[R][H] = {};
+  for (int k = 0; k < n; k++) {
+    const double* x = X + static_cast<size_t>(col ? col[k] : k) * ld;
+    Quad xv[H];
+    for (int h = 0; h < H; h++) std::memcpy(&xv[h], x + 4 * h, sizeof(Quad));
+    for (int r = 0; r < R; r++) {
+      const Quad v = {val[r][k], val[r][k], val[r][k], val[r][k]};
+      for (int h = 0; h < H; h++) acc[r][h] += v * xv[h];
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    for (int h = 0; h < H; h++) std::memcpy(u[r] + c + 4 * h, &acc[r][h], sizeof(Quad));
+  }
+}
+
+template <int R>
+CK_TARGET_AVX2 void RowsTimesAvx2(const double* const* val, const int* col, int n, const double* X,
+                                  size_t ld, int ncol, double* const* u) {
+  int c = 0;
+  for (; c + 8 <= ncol; c += 8) RowsTimesQuads<8, R>(val, col, n, X + c, ld, u, c);
+  for (; c + 4 <= ncol; c += 4) RowsTimesQuads<4, R>(val, col, n, X + c, ld, u, c);
+  if (c == ncol) return;
+  double* uc[R];  // (the last columns, fewer than four, in pairs)
+  for (int r = 0; r < R; r++) uc[r] = u[r] + c;
+  columns::RowsTimesAll<R>(val, col, n, X + c, ld, ncol - c, uc);
 }
 
 CK_TARGET_AVX2 void RowTimesAvx2(const double* val, const int* col, int n, const double* X,
@@ -388,12 +440,12 @@ void GemvTSub(double* y, const double* A, const double* x, int m, int n) {
   }
 }
 
-void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, double* X,
-                       int ldx) {
+void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, double* X, int ldx,
+                       const int* group) {
 #if CK_AVX2_CLONES
-  if (Avx2Kernels::On()) return AddTransposeAvx2(J, F, ldf, n, X, ldx);
+  if (Avx2Kernels::On()) return AddTransposeAvx2(J, group, F, ldf, n, X, ldx);
 #endif
-  AddTransposeBody(J, F, ldf, n, X, ldx);
+  AddTransposeBody(J, group, F, ldf, n, X, ldx);
 }
 
 namespace columns {
@@ -405,6 +457,22 @@ void RowTimesWide(const double* val, const int* col, int n, const double* X, siz
 #endif
   RowTimesAll(val, col, n, X, ld, ncol, u);
 }
+
+template <int R>
+void RowsTimesWide(const double* const* val, const int* col, int n, const double* X, size_t ld,
+                   int ncol, double* const* u) {
+#if CK_AVX2_CLONES
+  if (Avx2Kernels::On()) return RowsTimesAvx2<R>(val, col, n, X, ld, ncol, u);
+#endif
+  RowsTimesAll<R>(val, col, n, X, ld, ncol, u);
+}
+
+template void RowsTimesWide<2>(const double* const*, const int*, int, const double*, size_t, int,
+                               double* const*);
+template void RowsTimesWide<3>(const double* const*, const int*, int, const double*, size_t, int,
+                               double* const*);
+template void RowsTimesWide<4>(const double* const*, const int*, int, const double*, size_t, int,
+                               double* const*);
 
 }  // namespace columns
 

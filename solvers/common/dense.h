@@ -108,9 +108,12 @@ void GemvTSub(double* y, const double* A, const double* x, int m, int n);
 // X += J' F for n <= kTransposeBlock columns (the blocked tangents' J' df): X row-major with
 // stride ldx (X[j ldx + s] for J's column j), column s of F at F[s ldf + i] for J's row i; a
 // row whose n values are all zero adds nothing; each entry's terms in J's row order, as n
-// products J' f would add them
+// products J' f would add them. With group (SharedRowGroups: a group's size at its first row), a
+// group of rows with one pattern, each with a value, at once (X loaded once for them; the same
+// sums).
 constexpr int kTransposeBlock = 32;
-void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, double* X, int ldx);
+void AddTransposeBlock(const SparseRows& J, const double* F, size_t ldf, int n, double* X, int ldx,
+                       const int* group = nullptr);
 
 }  // namespace contactkit
 

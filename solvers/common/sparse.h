@@ -4,6 +4,8 @@
 #ifndef CONTACTKIT_SOLVERS_COMMON_SPARSE_H_
 #define CONTACTKIT_SOLVERS_COMMON_SPARSE_H_
 
+#include <cstring>
+
 namespace contactkit {
 
 // nrow x ncol matrix, rows stored one after another; column indices ascending in each row
@@ -15,6 +17,13 @@ struct SparseRows {
   int* rowadr = nullptr;  // address of each row's first nonzero     (max_rows)
   int* colind = nullptr;  // column of each nonzero                  (max_nnz)
   double* val = nullptr;  // value of each nonzero                   (max_nnz)
+
+  // rows i and j have the same columns
+  bool SamePattern(int i, int j) const {
+    const int n = rownnz[i];
+    return rownnz[j] == n &&
+           std::memcmp(colind + rowadr[i], colind + rowadr[j], n * sizeof(int)) == 0;
+  }
 
   // row i times dense x
   double Dot(int i, const double* x) const {

@@ -192,6 +192,12 @@ class LcpSolver final : public Solver {
   // without a null-space term turned into forces in one pass (true), or dv0 copied into blk_x_
   // first and the forces written, bound and divided by h in turn
   static inline bool lean_flush_on_ = true;
+  // test hook: FlushTangents' lean slots read K^+ rc / h formed for every slot at once (true:
+  // the divisions vectorize over the slots) or divide each row of each slot
+  static inline bool divided_rows_on_ = true;
+  // test hook: BlockRowChange's J_C dv0 for a contact's rows that share their pattern and
+  // BlockPinv's K^+ rc for four rows at once (true: X loaded once for them) or row by row
+  static inline bool row_groups_on_ = true;
 
  private:
   // matching keys of the rows of p (geom pair, occurrence and row within the contact; or MuJoCo

@@ -766,6 +766,24 @@ const double* LcpSolver::BlockVelocity(const Problem& p, int nslot, int nw, size
   return X;
 }
 
+constexpr int kRowGroup = 4;  // rows taken at once by BlockRowChange and BlockPinv
+
+// y[r] = val[r] X (nw columns, stride ld) for ng <= kRowGroup rows that share the pattern col
+// (null: dense rows of n), each column's sums as RowTimesWide forms them
+static void GroupTimes(const double* const* val, const int* col, int ng, int n, const double* X,
+                       size_t ld, int nw, double* const* y) {
+  switch (ng) {
+    case 4:
+      return columns::RowsTimesWide<4>(val, col, n, X, ld, nw, y);
+    case 3:
+      return columns::RowsTimesWide<3>(val, col, n, X, ld, nw, y);
+    case 2:
+      return columns::RowsTimesWide<2>(val, col, n, X, ld, nw, y);
+    default:
+      return columns::RowTimesWide(val[0], col, n, X, ld, nw, y[0]);
+  }
+}
+
 bool LcpSolver::BlockRowChange(const Problem& p, int nslot, int nw, const double* X, size_t nb) {
   // rc = -(dJ_C v+ + J_C dv0 + dstab) of every slot, J_C dv0 with each entry of J applied to all
   // nw columns of dv0 (X, stride nb; each column's sum in RowDots' order)
@@ -773,21 +791,35 @@ bool LcpSolver::BlockRowChange(const Problem& p, int nslot, int nw, const double
   const size_t S = kTangentSlots;
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
-  double u[kTangentSlots];
+  double u[kRowGroup][kTangentSlots];
   // (a slot's flag as 1.0 or 0.0, local: in doubles the loop vectorizes, and the stores into
   // rc would reload a member's flags)
   double rcon[kTangentSlots] = {};
-  for (int a = 0; a < m; a++) {
-    const int g = c[a], adr = J.rowadr[g];
-    columns::RowTimesWide(J.val + adr, J.colind + adr, J.rownnz[g], X, nb, nw, u);
-    double* rc = blk_rc_.data() + a * S;
-    const double *A = blk_a_.data() + a * S, *st = blk_st_.data() + a * S;
-    for (int s = 0; s < nslot; s++) {
-      const double r = -((A[s] + u[s]) + st[s]);
-      rc[s] = r;
-      rcon[s] = r != 0 ? 1.0 : rcon[s];
+  for (int a = 0; a < m;) {
+    // (consecutive rows with one pattern, a contact's, at once: X loaded once for them)
+    const int g0 = c[a], adr = J.rowadr[g0];
+    int ng = 1;
+    while (row_groups_on_ && ng < kRowGroup && a + ng < m && c[a + ng] == g0 + ng &&
+           J.SamePattern(g0, g0 + ng)) {
+      ng++;
     }
-    for (int s = nslot; s < nw; s++) rc[s] = 0;
+    const double* val[kRowGroup];
+    double* y[kRowGroup];
+    for (int r = 0; r < ng; r++) {
+      val[r] = J.val + J.rowadr[g0 + r];
+      y[r] = u[r];
+    }
+    GroupTimes(val, J.colind + adr, ng, J.rownnz[g0], X, nb, nw, y);
+    for (int r = 0; r < ng; r++, a++) {
+      double* rc = blk_rc_.data() + a * S;
+      const double *A = blk_a_.data() + a * S, *st = blk_st_.data() + a * S;
+      for (int s = 0; s < nslot; s++) {
+        const double v = -((A[s] + u[r][s]) + st[s]);
+        rc[s] = v;
+        rcon[s] = v != 0 ? 1.0 : rcon[s];
+      }
+      for (int s = nslot; s < nw; s++) rc[s] = 0;
+    }
   }
   bool any = false;
   for (int s = 0; s < nslot; s++) {
@@ -804,9 +836,17 @@ void LcpSolver::BlockPinv(int nslot, int nw) {
   const int m = cadr_[1] - cadr_[0];
   if (kadr_[0] >= 0) {
     const double* K = pinv_.data() + kadr_[0];
-    for (int a = 0; a < m; a++) {
-      const double* r = K + static_cast<size_t>(a) * m;
-      columns::RowTimesWide(r, nullptr, m, blk_rc_.data(), S, nw, blk_dy_.data() + a * S);
+    const int R = row_groups_on_ ? kRowGroup : 1;
+    for (int a = 0; a < m;) {
+      const int ng = std::min(R, m - a);
+      const double* val[kRowGroup];
+      double* y[kRowGroup];
+      for (int r = 0; r < ng; r++) {
+        val[r] = K + static_cast<size_t>(a + r) * m;
+        y[r] = blk_dy_.data() + (a + r) * S;
+      }
+      GroupTimes(val, nullptr, ng, m, blk_rc_.data(), S, nw, y);
+      a += ng;
     }
     return;
   }
@@ -832,13 +872,22 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
   const int nw = PaddedWidth(nslot, block_in_place_on_);
   size_t ld;
   const double* dv0 = BlockVelocity(p, nslot, nw, &ld);
-  if (BlockRowChange(p, nslot, nw, dv0, ld)) BlockPinv(nslot, nw);
+  const bool pinv = BlockRowChange(p, nslot, nw, dv0, ld);
+  if (pinv) BlockPinv(nslot, nw);
   const Islands& is = p.islands;
   const int m = cadr_[1] - cadr_[0];
   const int* c = crow_.data() + cadr_[0];
   const int* rows = is.rows + is.rowadr[0];
   const int nrows = is.nrows[0];
   const double h = p.h;  // (read once: the stores into f would reload it)
+  // (the lean slots' K^+ rc / h of every slot at once, a row's slots contiguous: the divisions
+  // vectorize; into rc's storage, read no more)
+  const bool divided = lean_flush_on_ && divided_rows_on_ && pinv;
+  for (int a = 0; a < m && divided; a++) {
+    const double* dy = blk_dy_.data() + a * S;
+    double* q = blk_rc_.data() + a * S;
+    for (int s = 0; s < nw; s++) q[s] = dy[s] / h;
+  }
   for (int s = 0; s < nslot; s++) {
     if (!blk_on_[s]) continue;
     double* f = dforce + static_cast<size_t>(s) * nr;
@@ -847,7 +896,12 @@ bool LcpSolver::FlushTangents(const Problem& p, int nslot, double* dforce) {
       // (without a null-space term: K^+ rc, the bound rows from it and the division by h in one
       // pass, the same operations; the other rows' zeros stay zeros)
       const double* dy = blk_dy_.data() + s;
-      for (int a = 0; a < m && rcon; a++) f[c[a]] = dy[a * S] / h;
+      if (divided) {
+        const double* q = blk_rc_.data() + s;
+        for (int a = 0; a < m && rcon; a++) f[c[a]] = q[a * S];
+      } else {
+        for (int a = 0; a < m && rcon; a++) f[c[a]] = dy[a * S] / h;
+      }
       for (int b = badr_[0]; b < badr_[1]; b++)
         f[brow_[b]] = (bcoef_[b] * (rcon ? dy[bnormal_[b] * S] : 0.0)) / h;
       continue;

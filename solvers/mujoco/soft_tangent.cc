@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "solvers/common/columns.h"
 #include "solvers/common/dense.h"
 
 namespace contactkit {
@@ -628,7 +629,7 @@ template <int G>
 CK_ALWAYS_INLINE void AddGroupBlock(const SparseRows& J, const double* F, size_t ldf, int i, int g,
                                     int ns, double* X, int ldx) {
   const int nr = G > 0 ? G : g;
-  double f[6][SoftTangent::kBlock];  // (a group's rows: at most a contact's 6)
+  double f[columns::kMaxGroup][SoftTangent::kBlock];  // (a group's rows: at most a contact's 6)
   bool any = false;
   for (int r = 0; r < nr; r++) {
     for (int s = 0; s < ns; s++) {
@@ -637,18 +638,7 @@ CK_ALWAYS_INLINE void AddGroupBlock(const SparseRows& J, const double* F, size_t
     }
   }
   if (!any) return;
-  const int nnz = J.rownnz[i];
-  const int* col = J.colind + J.rowadr[i];
-  for (int q = 0; q < nnz; q++) {
-    double v[6];
-    for (int r = 0; r < nr; r++) v[r] = J.val[J.rowadr[i + r] + q];
-    double* x = X + static_cast<size_t>(col[q]) * ldx;
-    for (int s = 0; s < ns; s++) {
-      double a = x[s];
-      for (int r = 0; r < nr; r++) a += v[r] * f[r][s];
-      x[s] = a;
-    }
-  }
+  columns::AddGroupT<G, SoftTangent::kBlock>(J, f, i, nr, ns, X, ldx);
 }
 
 CK_ALWAYS_INLINE void AddRowsTBlockBody(const SparseRows& J, const double* F, size_t ldf,

@@ -115,6 +115,18 @@
 // - the anchored contacts' bodies in a direction's subtree (Derivative::AnchorTangent) by the
 //   subtree's body range (SmoothTangent::InSubtree, subtree_range_on_) instead of up the
 //   parents: bit for bit.
+// - the carried dofs' sums of RneTangent, RneVelTangent and MassProduct from crb cdof and
+//   Bsub' cdof transposed to six rows (SmoothTangent::dof_rows_on_: two dofs a vector) instead
+//   of each dof's 6-vectors: every solver bit for bit;
+// - lcp's lean slots' forces K^+ rc / h divided for all slots of a row at once
+//   (LcpSolver::divided_rows_on_: the divisions vectorize) instead of per slot and row: bit for
+//   bit;
+// - lcp's J_C dv0 for a contact's rows of one pattern and K^+ rc for four rows at once
+//   (LcpSolver::row_groups_on_, columns::RowsTimesWide) instead of row by row: bit for bit, with
+//   the AVX2 clone and the portable code;
+// - the blocked tangents' J' df of a contact's rows of one pattern at once (AddTransposeBlock
+//   with the stage's row groups, Derivative::transpose_groups_on_) instead of row by row: lcp,
+//   comfree and ipm bit for bit, with the AVX2 clone and the portable code.
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -166,6 +178,10 @@ class SolverTangentPathTest : public PathToggleTest {
     SmoothTangent::point_rows_on_ = true;
     SmoothTangent::mass_terms_on_ = true;
     SmoothTangent::subtree_range_on_ = true;
+    SmoothTangent::dof_rows_on_ = true;
+    LcpSolver::divided_rows_on_ = true;
+    LcpSolver::row_groups_on_ = true;
+    Derivative::transpose_groups_on_ = true;
     PathToggleTest::TearDown();
   }
   // lcp's A on the scene xml within tol (0: bit for bit) with set(true) and set(false), B bit for
@@ -488,6 +504,41 @@ TEST_F(SolverTangentPathTest, MassTermsInLanesAreThePerVectorProducts) {
 TEST_F(SolverTangentPathTest, AnchorBodiesInSubtreeByRangeAreTheParentWalks) {
   Compare(
       {ckSOL_COMFREE}, [](bool on) { SmoothTangent::subtree_range_on_ = on; }, 0);
+}
+
+TEST_F(SolverTangentPathTest, DofSumsFromTransposedTablesAreTheSixVectorDots) {
+  // RneTangent's, RneVelTangent's and MassProduct's carried dofs: every solver bit for bit
+  auto set = [](bool on) { SmoothTangent::dof_rows_on_ = on; };
+  Compare({ckSOL_MUJOCO, ckSOL_LCP, ckSOL_COMFREE, ckSOL_IPM}, set, 0);
+  CompareOnScene(kTwoBoxes, set, true, 0);  // (two trees)
+}
+
+TEST_F(SolverTangentPathTest, LcpForcesDividedForAllSlotsAreThePerRowDivisions) {
+  auto set = [](bool on) { LcpSolver::divided_rows_on_ = on; };
+  Compare({ckSOL_LCP}, set, 0);
+  Approach();
+  Compare({ckSOL_LCP}, set, 0);
+  CompareOnScene(kTwoBoxes, set, true, 0);
+  CompareOnScene(LcpTableScene(), set, false, 0);
+}
+
+TEST_F(SolverTangentPathTest, LcpRowGroupsAreTheRowByRowProducts) {
+  auto set = [](bool on) { LcpSolver::row_groups_on_ = on; };
+  for (const bool avx2 : {true, false}) {
+    Avx2Kernels::allowed_ = avx2;
+    Compare({ckSOL_LCP}, set, 0);
+    CompareOnScene(kTwoBoxes, set, true, 0);
+    CompareOnScene(LcpTableScene(), set, false, 0);
+  }
+}
+
+TEST_F(SolverTangentPathTest, BlockTransposeInRowGroupsIsTheRowByRowOne) {
+  auto set = [](bool on) { Derivative::transpose_groups_on_ = on; };
+  for (const bool avx2 : {true, false}) {
+    Avx2Kernels::allowed_ = avx2;
+    Compare({ckSOL_LCP, ckSOL_COMFREE, ckSOL_IPM}, set, 0);
+    CompareOnScene(kTwoBoxes, set, true, 0);
+  }
 }
 
 }  // namespace

@@ -8,7 +8,9 @@
 // entries at a time) give each entry the sums of the plain loops, bit for bit, on odd and even
 // sizes. AddTransposeBlock (the blocked tangents' J' df of up to 32 columns) gives each column
 // the sums of one product J' f, with the AVX2 clone and without; columns::RowTimesWide (lcp's
-// blocked J_C dv0 and K^+ rc) each column the plain dot in the row's order.
+// blocked J_C dv0 and K^+ rc) each column the plain dot in the row's order, and
+// columns::RowsTimesWide (two to four rows of one pattern at once) each row's RowTimesWide;
+// AddTransposeBlock with row groups (a contact's rows of one pattern at once) the sums without.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -40,6 +42,20 @@ std::vector<double> Block(int n) {
     for (int c = 0; c < kColumns; c++) x[i * kColumns + c] = std::sin(0.37 * i + 0.91 * c + 1);
   }
   return x;
+}
+
+// the SparseRows view of the rows' arrays (ncol columns)
+SparseRows RowsOf(int ncol, std::vector<int>& rownnz, std::vector<int>& rowadr,
+                  std::vector<int>& colind, std::vector<double>& val) {
+  SparseRows J;
+  J.nrow = static_cast<int>(rownnz.size());
+  J.ncol = ncol;
+  J.nnz = static_cast<int>(val.size());
+  J.rownnz = rownnz.data();
+  J.rowadr = rowadr.data();
+  J.colind = colind.data();
+  J.val = val.data();
+  return J;
 }
 
 TEST_F(JacBlockKernelsTest, TreeMassBlockSolveIsTheColumnSolves) {
@@ -121,14 +137,7 @@ TEST_F(JacBlockKernelsTest, TransposeBlockIsTheColumnProducts) {
   }
   for (int i = 0; i < nrow; i++)  // (ascending, distinct columns per row)
     std::sort(colind.begin() + rowadr[i], colind.begin() + rowadr[i] + rownnz[i]);
-  SparseRows J;
-  J.nrow = nrow;
-  J.ncol = ncol;
-  J.nnz = static_cast<int>(val.size());
-  J.rownnz = rownnz.data();
-  J.rowadr = rowadr.data();
-  J.colind = colind.data();
-  J.val = val.data();
+  const SparseRows J = RowsOf(ncol, rownnz, rowadr, colind, val);
   for (int n = 1; n <= kTransposeBlock; n++) {
     const int ld = n + 3;  // (X's stride wider than n)
     std::vector<double> F(static_cast<size_t>(n) * nrow);
@@ -234,16 +243,38 @@ TEST(DenseRowKernels, PairedLoopsGiveThePlainLoopsSums) {
   }
 }
 
+template <int R>
+void ExpectRowsAreRowTimes(const std::vector<double>& val, const int* col, int nk,
+                           const std::vector<double>& X, int ld, int n) {
+  // R rows (row r's values: val from r on) against RowTimesWide per row, bit for bit
+  std::vector<double> u[R], ref[R];
+  const double* v[R];
+  double* y[R];
+  for (int r = 0; r < R; r++) {
+    u[r].assign(n + 1, -7.0);
+    ref[r].assign(n + 1, -7.0);
+    v[r] = val.data() + r;
+    y[r] = u[r].data();
+    columns::RowTimesWide(v[r], col, nk, X.data(), ld, n, ref[r].data());
+  }
+  columns::RowsTimesWide<R>(v, col, nk, X.data(), ld, n, y);
+  for (int r = 0; r < R; r++) {
+    EXPECT_EQ(u[r], ref[r]) << "R " << R << ", row " << r << ", n " << n << (col ? "" : ", dense")
+                            << (Avx2Kernels::allowed_ ? ", AVX2" : "");
+  }
+}
+
 TEST_F(JacBlockKernelsTest, RowTimesWideIsTheColumnDots) {
   // u = row' X on 1 to 32 columns (every chunk width: 16, 8, 4, 2, 1), a sparse row (9 of 20
   // entries) and a dense one (17), X's stride wider than the columns; each column the plain dot
-  // in the row's order, with the AVX2 clone and without
+  // in the row's order, with the AVX2 clone and without; RowsTimesWide's two to four rows of the
+  // pattern (row r's values from val + r) each RowTimesWide's
   const int nx = 20, nsparse = 9, ndense = 17;
   std::vector<int> col(nsparse);
-  std::vector<double> val(ndense);
+  std::vector<double> val(ndense + 3);
   for (int k = 0; k < nsparse; k++) col[k] = (3 * k + 1) % nx;
   std::sort(col.begin(), col.end());
-  for (int k = 0; k < ndense; k++) val[k] = std::cos(0.7 * k + 0.2);
+  for (int k = 0; k < ndense + 3; k++) val[k] = std::cos(0.7 * k + 0.2);
   for (int n = 1; n <= 32; n++) {
     const int ld = n + 3;
     std::vector<double> X(static_cast<size_t>(nx) * ld);
@@ -265,6 +296,51 @@ TEST_F(JacBlockKernelsTest, RowTimesWideIsTheColumnDots) {
       }
       EXPECT_EQ(u[0][n], -7.0);  // (no column past n written)
       EXPECT_EQ(u[1][n], -7.0);
+      for (const bool avx2 : {true, false}) {
+        Avx2Kernels::allowed_ = avx2;
+        ExpectRowsAreRowTimes<2>(val, c, nk, X, ld, n);
+        ExpectRowsAreRowTimes<3>(val, c, nk, X, ld, n);
+        ExpectRowsAreRowTimes<4>(val, c, nk, X, ld, n);
+      }
+    }
+  }
+}
+
+TEST_F(JacBlockKernelsTest, AddTransposeBlockInRowGroupsIsRowByRow) {
+  // rows 0-3 one pattern, 4-6 another with row 5's coefficients zero (its group row by row),
+  // 7-8 a third, 9 alone; X += J' F with the groups against without, bit for bit, on 1 to 32
+  // columns, with the AVX2 clone and without
+  const int nrow = 10, ncol = 11;
+  const std::vector<int> group = {4, 0, 0, 0, 3, 0, 0, 2, 0, 1};
+  const std::vector<std::vector<int>> pattern = {{0, 2, 3, 7, 10}, {1, 4, 5}, {0, 6, 8, 9}, {2}};
+  std::vector<int> rownnz, rowadr, colind;
+  std::vector<double> val;
+  for (int i = 0, p = -1; i < nrow; i++) {
+    if (group[i] > 0) p++;
+    rowadr.push_back(static_cast<int>(colind.size()));
+    rownnz.push_back(static_cast<int>(pattern[p].size()));
+    for (int c : pattern[p]) {
+      colind.push_back(c);
+      val.push_back(std::cos(0.3 * i + 0.7 * c + 0.1));
+    }
+  }
+  const SparseRows J = RowsOf(ncol, rownnz, rowadr, colind, val);
+  for (const bool avx2 : {true, false}) {
+    Avx2Kernels::allowed_ = avx2;
+    for (int n = 1; n <= kTransposeBlock; n++) {
+      const int ld = n + 3;
+      std::vector<double> F(static_cast<size_t>(n) * nrow);
+      for (int c = 0; c < n; c++) {
+        for (int i = 0; i < nrow; i++) F[c * nrow + i] = i == 5 ? 0 : std::sin(0.8 * c + 1.1 * i);
+      }
+      std::vector<double> X[2];
+      for (int pass = 0; pass < 2; pass++) {
+        X[pass].resize(static_cast<size_t>(ncol) * ld);
+        for (size_t e = 0; e < X[pass].size(); e++) X[pass][e] = std::sin(0.41 * e + 2);
+        AddTransposeBlock(J, F.data(), nrow, n, X[pass].data(), ld,
+                          pass == 0 ? group.data() : nullptr);
+      }
+      EXPECT_EQ(X[0], X[1]) << "n " << n << (avx2 ? ", AVX2" : "");
     }
   }
 }
