@@ -95,6 +95,33 @@ constexpr char kConvex[] = R"(
     <body pos="4.03 0 1.18" euler="20 10 0"><freejoint/><geom type="cylinder" size="0.1 0.05"/>
     </body>)";
 
+// hinged limbs (SmoothTangent::TwistTangent's twists): a free torso's two-link arm, its capsule
+// tip on a static box (the tip's nine dofs against unit twists of the tip), the same arm on a
+// box at the end of a two-hinge arm (nine and two dofs), a two-hinge arm's ellipsoid under a
+// free ellipsoid (the free body's six dofs its twists, the hinges' dofs asking first)
+constexpr char kLimbs[] = R"(
+    <geom type="box" pos="0 0 0.37" size="0.2 0.2 0.05"/>
+    <body pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/>
+      <body><joint type="hinge" axis="0 1 0" damping="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.03"/>
+        <body pos="0 0 -0.3"><joint type="hinge" axis="0 1 0"/><joint type="hinge" axis="1 0 0"/>
+          <geom type="capsule" fromto="0 0 0 0.05 0 -0.25" size="0.04"/></body></body></body>
+    <body pos="2 0 1"><freejoint/><geom type="sphere" size="0.1"/>
+      <body><joint type="hinge" axis="0 1 0" damping="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.03"/>
+        <body pos="0 0 -0.3"><joint type="hinge" axis="0 1 0"/><joint type="hinge" axis="1 0 0"/>
+          <geom type="capsule" fromto="0 0 0 0.05 0 -0.25" size="0.04"/></body></body></body>
+    <body pos="2 0 0.3"><joint type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.02"/>
+      <body><joint type="hinge" axis="1 0 0"/>
+        <geom type="box" pos="0.02 0 0.08" size="0.1 0.1 0.05" euler="5 3 0"/></body></body>
+    <body pos="4 0 0.3"><joint type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.02"/>
+      <body><joint type="hinge" axis="1 0 0"/>
+        <geom type="ellipsoid" pos="0 0 0.1" size="0.1 0.08 0.06"/></body></body>
+    <body pos="4.02 0.01 0.51" euler="10 5 0"><freejoint/>
+      <geom type="ellipsoid" size="0.1 0.08 0.06"/></body>)";
+
 struct Scene {
   const char* name;
   const char* bodies;
@@ -107,10 +134,11 @@ constexpr Scene kScenes[] = {
     {"sphere-capsule", kSphereCapsule, 3, false, &SmoothTangent::closed_bodies_},
     {"capsules", kCapsules, 3, false, &SmoothTangent::closed_bodies_},
     {"near-parallel", kNearParallel, 2, true, &SmoothTangent::closed_bodies_}};
-// two free bodies re-collided along one side's dofs, the other's tangents by the common motion
-// (SmoothTangent::relative_pairs_: re-collisions remain, fewer)
+// pairs re-collided along one side's six twists, every direction's tangents from them and the
+// common motion (SmoothTangent::relative_pairs_: re-collisions remain, fewer)
 constexpr Scene kRelativeScenes[] = {{"boxes", kBoxes, 5, true, &SmoothTangent::relative_pairs_},
-                                     {"convex", kConvex, 3, true, &SmoothTangent::relative_pairs_}};
+                                     {"convex", kConvex, 3, true, &SmoothTangent::relative_pairs_},
+                                     {"limbs", kLimbs, 3, true, &SmoothTangent::relative_pairs_}};
 
 // how close A and B with the closed forms are to the re-collisions'
 double Agreement(const Scene& scene) {
