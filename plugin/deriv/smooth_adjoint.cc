@@ -411,74 +411,128 @@ double SmoothTangent::SolverRowAdjointDot(const mjModel* m, int kind, int k) {
   return v;
 }
 
-bool SmoothTangent::ClosedContactGradient(const mjModel* m, int c, const double* x) {
+bool SmoothTangent::ClosedContactGradient(const mjModel* m, int c) {
   // a static plane's contact c with a sphere, capsule or box on body B (ClosedTangent: linear in
-  // B's twist S): its rows' term x' r for a direction moving B with twist S and velocities u, u+,
-  // u_x before its carried dofs is (AnalyticContactRows' carried side, RowAdjointDot's weights)
-  //   sum_r a_r(S) . X_r - (S x* rho_r) . X_r + (S x* rho_r) . Y_r + w_pos ddist(S)
-  // with X_r = w_vel V_B + w_Jv V+_B + h f_r V_x,B and Y_r the same of u, u+, u_x: the first
-  // terms G . S (G from the six unit twists), the last three sums of forces (S x* P_t) . u_t
+  // B's twist)
   const Problem& p = *stage_.problem;
-  const mjData* d = stage_data_;
   const Contact& con = p.con[c];
-  const int i = con.mj_index;
-  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
+  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[con.mj_index]];
   const int B = con.body[1];
   if (!closed_form_ || !pr.closed || m->body_weldid[pr.body1] != 0 || pr.body2 != B ||
       m->body_weldid[con.body[0]] != 0 || m->body_weldid[B] == 0 ||
       p.islands.row_island[con.row] < 0) {
     return false;
   }
+  ContactSideGradient(m, c, 1, false);
+  return true;
+}
+
+bool SmoothTangent::TwistContactGradient(const mjModel* m, int c) {
+  // a re-collided pair's contact whose tangents come from its owner's six twists (TwistTangent:
+  // linear in the twist of the one side a direction moves), its pair checked: each moving side's
+  const Problem& p = *stage_.problem;
+  const Contact& con = p.con[c];
+  const int q = pairs_.contact_pair[con.mj_index];
+  ContactPair& pr = pairs_.pair[q];
+  if (!reverse_twists_ || pr.owner < 0 || con.body[0] != pr.body1 || con.body[1] != pr.body2 ||
+      p.islands.row_island[con.row] < 0) {
+    return false;
+  }
+  if (pr.relative_check == 0) pr.relative_check = OwnerTwists(m, q) ? 1 : -1;
+  if (pr.relative_check < 0 || (pr.owner_mask & 64)) return false;
+  for (int side = 0; side < 2; side++) {
+    if (ChainDofs(m, con.body[side]) > 0) ContactSideGradient(m, c, side, true);
+  }
+  return true;
+}
+
+void SmoothTangent::ContactSideGradient(const mjModel* m, int c, int moved, bool twist) {
+  // contact c's rows' term x' r for a direction moving its side moved's body B alone with twist S
+  // and velocities u, u+, u_x before its carried dofs is (AnalyticContactRows' sides,
+  // RowAdjointDot's weights), over the sides s with columns (sign sg_s)
+  //   sum_s sg_s sum_r a_r^s(S) . X_r^s - sg_B (S x* rho_r^B) . (X_r^B - Y_r^B) + w_pos ddist(S)
+  // with X_r^s = w_vel V_s + w_Jv V+_s + h f_r V_x,s and Y_r the same of u, u+, u_x: the first
+  // terms G . S (G from the six unit twists), the last sums of forces (S x* P_t) . u_t
+  const Problem& p = *stage_.problem;
+  const mjData* d = stage_data_;
+  const Contact& con = p.con[c];
+  const int i = con.mj_index, q = pairs_.contact_pair[i];
+  const int B = con.body[moved];
   const mjContact& g0 = pairs_.nominal[i];
   const double* com = d->subtree_com + 3 * m->body_rootid[B];
-  const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
   const double h = p.h;
   const double* force = stage_.solution->force;
-  const double* V[3] = {d->cvel + 6 * B, rne_.cvel_next + 6 * B, radj_.vel_x + 6 * B};
-  double rho[6][6], X[6][6];
+  double rho[2][6][6], X[2][6][6], off[2][3];
+  bool cols[2];
   double* P = radj_.contact_p + 18 * B;
-  for (int r = 0; r < con.dim; r++) {
-    const double* Fr = g0.frame + 3 * (r < 3 ? r : r - 3);
-    if (r < 3) {
-      Cross3(rho[r], off, Fr);
-      for (int k = 0; k < 3; k++) rho[r][3 + k] = Fr[k];
-    } else {
-      for (int k = 0; k < 3; k++) rho[r][k] = Fr[k], rho[r][3 + k] = 0;
-    }
-    const double* w = radj_.row_w + 3 * (con.row + r);
-    const double wt[3] = {w[0], w[1], h * force[con.row + r]};
-    for (int k = 0; k < 6; k++) X[r][k] = 0;
-    for (int t = 0; t < 3; t++) {
-      AddScl6(X[r], V[t], wt[t]);
-      AddScl6(P + 6 * t, rho[r], wt[t]);
+  for (int side = 0; side < 2; side++) {
+    const int body = con.body[side];
+    cols[side] = m->body_weldid[body] != 0;  // (static: no columns)
+    if (!cols[side]) continue;
+    const double sg = side ? 1 : -1;
+    const double* bc = d->subtree_com + 3 * m->body_rootid[body];
+    for (int k = 0; k < 3; k++) off[side][k] = g0.pos[k] - bc[k];
+    const double* V[3] = {d->cvel + 6 * body, rne_.cvel_next + 6 * body, radj_.vel_x + 6 * body};
+    for (int r = 0; r < con.dim; r++) {
+      const double* Fr = g0.frame + 3 * (r < 3 ? r : r - 3);
+      double* rr = rho[side][r];
+      if (r < 3) {
+        Cross3(rr, off[side], Fr);
+        for (int k = 0; k < 3; k++) rr[3 + k] = Fr[k];
+      } else {
+        for (int k = 0; k < 3; k++) rr[k] = Fr[k], rr[3 + k] = 0;
+      }
+      const double* w = radj_.row_w + 3 * (con.row + r);
+      const double wt[3] = {w[0], w[1], h * force[con.row + r]};
+      for (int k = 0; k < 6; k++) X[side][r][k] = 0;
+      for (int t = 0; t < 3; t++) {
+        AddScl6(X[side][r], V[t], wt[t]);
+        if (side == moved) AddScl6(P + 6 * t, rr, sg * wt[t]);
+      }
     }
   }
   const double wpos = radj_.row_w[3 * con.row + 2];
   double* G = radj_.contact_g + 6 * B;
+  const int owner = pairs_.pair[q].owner ? pairs_.pair[q].body2 : pairs_.pair[q].body1;
   for (int e = 0; e < 6; e++) {
     double S[6] = {0, 0, 0, 0, 0, 0};
     S[e] = 1;
-    Twist tw;
-    for (int k = 0; k < 3; k++) tw.w[k] = S[k], tw.v[k] = S[3 + k], tw.o[k] = com[k];
-    double dp[3], dF[9], ddist;
-    ClosedTangent(m, i, tw, dp, dF, &ddist);
-    double v = wpos * ddist;
-    for (int r = 0; r < con.dim; r++) {
-      const double* dFr = dF + 3 * (r < 3 ? r : r - 3);
-      double a[6], sr[6], t[3], u[3];
-      if (r < 3) {
-        Cross3(t, dp, g0.frame + 3 * r);
-        Cross3(u, off, dFr);
-        for (int k = 0; k < 3; k++) a[k] = t[k] + u[k], a[3 + k] = dFr[k];
-      } else {
-        for (int k = 0; k < 3; k++) a[k] = dFr[k], a[3 + k] = 0;
+    double g[13];  // dp, dF, ddist
+    if (twist) {
+      double a[6];
+      TwistCoefficients(m, q, S, com, a);
+      CombineContact(i, a, S, com, B != owner, g);
+    } else {
+      Twist tw;
+      for (int k = 0; k < 3; k++) tw.w[k] = S[k], tw.v[k] = S[3 + k], tw.o[k] = com[k];
+      ClosedTangent(m, i, tw, g, g + 3, g + 12);
+    }
+    double v = wpos * g[12];
+    for (int side = 0; side < 2; side++) {
+      if (!cols[side]) continue;
+      const double sg = side ? 1 : -1;
+      double sv = 0;
+      for (int r = 0; r < con.dim; r++) {
+        const double* dFr = g + 3 + 3 * (r < 3 ? r : r - 3);
+        double a[6], t[3], u[3];
+        if (r < 3) {
+          Cross3(t, g, g0.frame + 3 * r);
+          Cross3(u, off[side], dFr);
+          for (int k = 0; k < 3; k++) a[k] = t[k] + u[k], a[3 + k] = dFr[k];
+        } else {
+          for (int k = 0; k < 3; k++) a[k] = dFr[k], a[3 + k] = 0;
+        }
+        if (side == moved) {
+          double sr[6];
+          CrossForce(sr, S, rho[side][r]);
+          for (int k = 0; k < 6; k++) a[k] -= sr[k];
+        }
+        sv += Dot6(a, X[side][r]);
       }
-      CrossForce(sr, S, rho[r]);
-      for (int k = 0; k < 6; k++) v += (a[k] - sr[k]) * X[r][k];
+      v += sg * sv;
     }
     G[e] += v;
   }
-  return true;
 }
 
 bool SmoothTangent::PrepareContactAdjoint(const mjModel* m, const double* x) {
@@ -500,9 +554,11 @@ bool SmoothTangent::PrepareContactAdjoint(const mjModel* m, const double* x) {
   }
   mju_zero(radj_.contact_g, 6 * nbody);
   mju_zero(radj_.contact_p, 18 * nbody);
+  for (int q = 0; q < pairs_.npair; q++) pairs_.pair[q].reversed = true;
   for (int c = 0; c < p.ncon; c++) {
-    radj_.contact_rev[c] = ClosedContactGradient(m, c, x);
+    radj_.contact_rev[c] = ClosedContactGradient(m, c) || TwistContactGradient(m, c);
     reversed_contacts_ += radj_.contact_rev[c];
+    pairs_.pair[pairs_.contact_pair[p.con[c].mj_index]].reversed &= radj_.contact_rev[c];
   }
   for (int b = nbody - 1; b > 0; b--) {
     const int parent = m->body_parentid[b];

@@ -1106,7 +1106,8 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
       const int q = pairs_.body_pair[a];
       const ContactPair& pr = pairs_.pair[q];
       if (b == pr.body2 && pr.body1 != b && pairs_.body_moved[pr.body1]) continue;
-      if (ClosedPair(pr)) continue;  // (ClosedTangent, BodyPairTangent)
+      if (ClosedPair(pr)) continue;                 // (ClosedTangent, BodyPairTangent)
+      if (radj_.contacts && pr.reversed) continue;  // (ContactAdjoint's)
       if (TwistTangent(m, q, k, S, com)) continue;
       const int sides = pairs_.body_moved[pr.body1] | pairs_.body_moved[pr.body2] << 1;
       RecollideRigidPair(m, q, S, com, sides, Q, &turned);
@@ -1187,46 +1188,61 @@ bool SmoothTangent::OwnerTwists(const mjModel* m, int q) {
 
 bool SmoothTangent::CombineRelative(const mjModel* m, int q, const double* S, const double* com,
                                     bool other, double* out) const {
-  // along the owner's twist s = sum a_j T_j the tangent is sum a_j G_j; the pair's geometry
-  // G(P1, P2) is carried by a common rigid motion g: G(g P1, g P2) = g G, so along the other
-  // side's twist s it is s's rigid motion of the contact less the owner's along s
+  const ContactPair& pr = pairs_.pair[q];
+  double a[6];
+  if (!TwistCoefficients(m, q, S, com, a)) return false;
+  for (int c = pr.first; c < pr.first + pr.count; c++) {
+    CombineContact(c, a, S, com, other, out + 13 * c);
+  }
+  return true;
+}
+
+bool SmoothTangent::TwistCoefficients(const mjModel* m, int q, const double* S, const double* com,
+                                      double a[6]) const {
+  // S = sum a_j T_j over the owner's twists: S moved to its tree's centre, a free root's dofs
+  // solved for
   const ContactPair& pr = pairs_.pair[q];
   const int owner = pr.owner ? pr.body2 : pr.body1;
   const mjData* d = stage_data_;
   const double* oc = d->subtree_com + 3 * m->body_rootid[owner];
   const double off[3] = {oc[0] - com[0], oc[1] - com[1], oc[2] - com[2]};
-  double wo[3], a[6];
+  double wo[3];
   Cross3(wo, S, off);
   for (int r = 0; r < 3; r++) a[r] = S[r], a[3 + r] = S[3 + r] + wo[r];
-  if (FreeRoot(m, owner)) {
-    double lu[36];
-    int piv[6];
-    mju_copy(lu, d->cdof + 6 * m->body_dofadr[owner], 36);  // (column-major: column j dof j)
-    if (!LuFactor(lu, 6, piv)) return false;
-    LuSolve(lu, piv, 6, a);
+  if (!FreeRoot(m, owner)) return true;
+  ContactPair& pair = pairs_.pair[q];
+  if (!pair.lu_ready) {
+    mju_copy(pair.lu, d->cdof + 6 * m->body_dofadr[owner], 36);  // (column-major: column j dof j)
+    if (!LuFactor(pair.lu, 6, pair.piv)) return false;
+    pair.lu_ready = true;
   }
-  Twist tw;
-  for (int r = 0; r < 3; r++) tw.w[r] = S[r], tw.v[r] = S[3 + r], tw.o[r] = com[r];
-  for (int c = pr.first; c < pr.first + pr.count; c++) {
-    const mjContact& g0 = pairs_.nominal[c];
-    double* t = out + 13 * c;  // dp, dF, ddist
-    const double sign = other ? -1 : 1;
-    if (other) {
-      tw.PointMotion(g0.pos, t);
-      Cross3(t + 3, tw.w, g0.frame);
-    } else {
-      for (int r = 0; r < 6; r++) t[r] = 0;
-    }
-    t[12] = 0;
-    for (int j = 0; j < 6; j++) {
-      const double* o = pairs_.owner_tan + 42 * c + 7 * j;
-      const double aj = sign * a[j];
-      for (int r = 0; r < 3; r++) t[r] += aj * o[r], t[3 + r] += aj * o[3 + r];
-      t[12] += aj * o[6];
-    }
-    NormalFrameRate(g0.frame, t + 3);
-  }
+  LuSolve(pair.lu, pair.piv, 6, a);
   return true;
+}
+
+void SmoothTangent::CombineContact(int c, const double a[6], const double* S, const double* com,
+                                   bool other, double t[13]) const {
+  // along the owner's twist s = sum a_j T_j the tangent is sum a_j G_j; the pair's geometry
+  // G(P1, P2) is carried by a common rigid motion g: G(g P1, g P2) = g G, so along the other
+  // side's twist s it is s's rigid motion of the contact less the owner's along s
+  const mjContact& g0 = pairs_.nominal[c];
+  const double sign = other ? -1 : 1;
+  if (other) {
+    Twist tw;
+    for (int r = 0; r < 3; r++) tw.w[r] = S[r], tw.v[r] = S[3 + r], tw.o[r] = com[r];
+    tw.PointMotion(g0.pos, t);
+    Cross3(t + 3, tw.w, g0.frame);
+  } else {
+    for (int r = 0; r < 6; r++) t[r] = 0;
+  }
+  t[12] = 0;
+  for (int j = 0; j < 6; j++) {
+    const double* o = pairs_.owner_tan + 42 * c + 7 * j;
+    const double aj = sign * a[j];
+    for (int r = 0; r < 3; r++) t[r] += aj * o[r], t[3 + r] += aj * o[3 + r];
+    t[12] += aj * o[6];
+  }
+  NormalFrameRate(g0.frame, t + 3);
 }
 
 bool SmoothTangent::RelativeCheck(const mjModel* m, int q, int body, int side) {

@@ -206,6 +206,7 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
     pr.bodies = PrepareBodyPair(m, pr);
     pr.owner = RelativeOwner(m, pr);
     pr.owner_mask = 0;
+    pr.lu_ready = pr.reversed = false;
     pr.relative_pass = -1;
     pr.relative_check = 0;
   }

@@ -383,6 +383,14 @@ class SmoothTangent : public MassForms {
   // owner's dofs do not span the twists
   bool CombineRelative(const mjModel* m, int q, const double* S, const double* com, bool other,
                        double* out) const;
+  // twist S about com as a combination a of pair q's owner twists (false: a free root's dofs do
+  // not span them)
+  bool TwistCoefficients(const mjModel* m, int q, const double* S, const double* com,
+                         double a[6]) const;
+  // contact c's dp, dF, ddist (t) along that twist: sum a_j G_j, or for the other side's the
+  // common rigid motion's less it
+  void CombineContact(int c, const double a[6], const double* S, const double* com, bool other,
+                      double t[13]) const;
   // the combination along the sum of body's dofs (its geom: side) against the pair re-collided
   // along that twist, within kRelativeTol
   bool RelativeCheck(const mjModel* m, int q, int body, int side);
@@ -486,7 +494,15 @@ class SmoothTangent : public MassForms {
   static inline int reversed_contacts_ = 0;       // test probe: the contacts it took
   bool PrepareContactAdjoint(const mjModel* m, const double* x);
   // contact c's gradient and force sums added to its body's (false: not a closed contact)
-  bool ClosedContactGradient(const mjModel* m, int c, const double* x);
+  bool ClosedContactGradient(const mjModel* m, int c);
+  // test hook: the contacts of pairs whose tangents come from one side's twists (TwistTangent)
+  // in reverse as well
+  static inline bool reverse_twists_ = true;
+  // the same for a contact of a checked twist pair (OwnerTwists), on each moving side's body
+  bool TwistContactGradient(const mjModel* m, int c);
+  // contact c's gradient on the twist of its side moved's body and that side's force sums, its
+  // geometry from the owner's twists (twist) or ClosedTangent
+  void ContactSideGradient(const mjModel* m, int c, int moved, bool twist);
   // position direction k's term of the closed contacts' rows in x' r
   double ContactAdjoint(const mjModel* m, int k) const;
   // a velocity direction's (e_k's) rows' term of mu' r, whose row tangents AdjointUnitTangent

@@ -189,6 +189,12 @@ struct ContactPair {
   int owner_mask = 0;
   long relative_pass = -1;
   int relative_check = 0;  // OwnerTwists' answer: 1 combined, -1 re-collided, 0 not yet
+  // a free root owner's dofs factored (TwistCoefficients; lu_ready once per stage)
+  bool lu_ready = false;
+  double lu[36];
+  int piv[6];
+  // every contact's rows in reverse (PrepareContactAdjoint: RecollideRigid skips the pair)
+  bool reversed = false;
 };
 
 // the nominal contact pairs and their collisions re-run along a direction

@@ -149,6 +149,7 @@ class ClosedBodiesTest : public MujocoTest {
  protected:
   void TearDown() override {
     SmoothTangent::closed_bodies_ = SmoothTangent::relative_pairs_ = true;
+    SmoothTangent::reverse_twists_ = true;
     MujocoTest::TearDown();
   }
 
@@ -273,6 +274,42 @@ TEST_F(ClosedBodiesTest, RelativePairsMatchTheRecollisionsAndCentredDifferences)
 
 TEST_F(ClosedBodiesTest, RelativePairsVjpEqualsTheTransposedJacobians) {
   for (const Scene& scene : kRelativeScenes) CheckVjp(scene);
+}
+
+// the `mujoco` VJP takes the twist pairs' contacts in reverse (TwistContactGradient: their
+// gradients on each moving side's twist once per adjoint, no rows per direction), equal to dx'
+// [A B] and to the VJP with their rows formed per direction (SmoothTangent::reverse_twists_)
+TEST_F(ClosedBodiesTest, RelativePairsVjpInReverse) {
+  for (const Scene& scene : kRelativeScenes) {
+    const std::string what = scene.name;
+    HandlePtr ck;
+    DataPtr d;
+    ModelPtr m = Prepare(scene, ckSOL_MUJOCO, &ck, &d);
+    ASSERT_TRUE(m) << what;
+    const int ndx = 2 * m->nv + m->na, nu = m->nu;
+    std::vector<double> dx(ndx), gx[2], gu[2];
+    for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
+    int reversed[2];
+    for (int pass = 0; pass < 2; pass++) {
+      SmoothTangent::reverse_twists_ = pass == 0;
+      const int before = SmoothTangent::reversed_contacts_;
+      gx[pass].assign(ndx, 0);
+      gu[pass].assign(nu, 0);
+      ASSERT_EQ(0, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr, gx[pass].data(),
+                                    gu[pass].data()))
+          << what << ": " << ck_lastError(ck.get());
+      reversed[pass] = SmoothTangent::reversed_contacts_ - before;
+    }
+    SmoothTangent::reverse_twists_ = true;
+    std::vector<double> ex, eu;
+    JacobianProducts(ck.get(), m.get(), d.get(), dx, &ex, &eu);
+    // (each scene's twist pairs: at least three contacts)
+    EXPECT_GE(reversed[0] - reversed[1], 3) << what;
+    EXPECT_LT(RelativeError(gx[0], ex), 1e-10) << what;
+    EXPECT_LT(RelativeError(gu[0], eu), 1e-10) << what;
+    EXPECT_LT(RelativeError(gx[0], gx[1]), 1e-10) << what;
+    EXPECT_NE(0, std::memcmp(gx[0].data(), gx[1].data(), sizeof(double) * ndx)) << what;
+  }
 }
 
 }  // namespace
