@@ -125,24 +125,6 @@ void BodyB(const double* inert, const double* v, const double* iv, double* B) {
   }
 }
 
-// the rates of MakeFrame's tangent and third axis as the normal n of frame moves by dF[0..2]:
-// t = p / |p| with p = t0 - (n.t0) n, t0 = (0, 1, 0), or (0, 0, 1) where |n_y| >= 1/2, moves by
-// (I - t t') dp / |p|, the third axis n x t by dn x t + n x dt
-void NormalFrameRate(const double* frame, double dF[9]) {
-  const double* n = frame;
-  const double* dn = dF;
-  const int a = n[1] < 0.5 && n[1] > -0.5 ? 1 : 2;
-  const double nt = n[a], dnt = dn[a], len = std::sqrt(1 - nt * nt);
-  const double* t = frame + 3;
-  double q[3];
-  for (int k = 0; k < 3; k++) q[k] = -dnt * n[k] - nt * dn[k];
-  UnitRate(t, q, 1 / len, dF + 3);
-  double x[3];
-  Cross3(dF + 6, dn, t);
-  Cross3(x, n, dF + 3);
-  for (int k = 0; k < 3; k++) dF[6 + k] += x[k];
-}
-
 // a contact side's data for PointVelocities
 struct PointSide {
   int body, dim, row;
@@ -227,6 +209,24 @@ CK_ALWAYS_INLINE void PointWrench(const PointSide& ps, const double* f, double (
 }
 
 }  // namespace
+
+// the rates of MakeFrame's tangent and third axis as the normal n of frame moves by dF[0..2]:
+// t = p / |p| with p = t0 - (n.t0) n, t0 = (0, 1, 0), or (0, 0, 1) where |n_y| >= 1/2, moves by
+// (I - t t') dp / |p|, the third axis n x t by dn x t + n x dt
+void NormalFrameRate(const double* frame, double dF[9]) {
+  const double* n = frame;
+  const double* dn = dF;
+  const int a = n[1] < 0.5 && n[1] > -0.5 ? 1 : 2;
+  const double nt = n[a], dnt = dn[a], len = std::sqrt(1 - nt * nt);
+  const double* t = frame + 3;
+  double q[3];
+  for (int k = 0; k < 3; k++) q[k] = -dnt * n[k] - nt * dn[k];
+  UnitRate(t, q, 1 / len, dF + 3);
+  double x[3];
+  Cross3(dF + 6, dn, t);
+  Cross3(x, n, dF + 3);
+  for (int k = 0; k < 3; k++) dF[6 + k] += x[k];
+}
 
 bool SmoothTangent::AnalyticScope(const mjModel* m) const {
   // what the analytic position tangents cover (everything else: position passes)

@@ -28,6 +28,10 @@
 
 namespace contactkit {
 
+// the rates of MakeFrame's tangent and third axis (dF[3..8]) as the normal of frame moves by
+// dF[0..2] (smooth_analytic.cc; linear in it)
+void NormalFrameRate(const double* frame, double dF[9]);
+
 class SoftTangent;
 
 // the parameter Jacobian's model copy: the caller's values into it without its assets (meshes,
@@ -500,9 +504,12 @@ class SmoothTangent : public MassForms {
   static inline bool reverse_twists_ = true;
   // the same for a contact of a checked twist pair (OwnerTwists), on each moving side's body
   bool TwistContactGradient(const mjModel* m, int c);
-  // contact c's gradient on the twist of its side moved's body and that side's force sums, its
-  // geometry from the owner's twists (twist) or ClosedTangent
-  void ContactSideGradient(const mjModel* m, int c, int moved, bool twist);
+  // a closed contact c's gradient on the twist of its body (side 1) and its force sums
+  void ContactSideGradient(const mjModel* m, int c);
+  // contact con's side: its rows' rho_r, weighted body velocities X_r and its point's offset
+  // from its tree's centre, the force sums added to its body's where moved; false if static
+  bool ContactSideWeights(const mjModel* m, const Contact& con, int side, bool moved, double off[3],
+                          double rho[6][6], double X[6][6]);
   // position direction k's term of the closed contacts' rows in x' r
   double ContactAdjoint(const mjModel* m, int k) const;
   // a velocity direction's (e_k's) rows' term of mu' r, whose row tangents AdjointUnitTangent
