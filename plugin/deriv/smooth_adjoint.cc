@@ -411,48 +411,156 @@ double SmoothTangent::SolverRowAdjointDot(const mjModel* m, int kind, int k) {
   return v;
 }
 
-bool SmoothTangent::ClosedContactGradient(const mjModel* m, int c, const double* x) {
+bool SmoothTangent::ClosedContactGradient(const mjModel* m, int c) {
   // a static plane's contact c with a sphere, capsule or box on body B (ClosedTangent: linear in
-  // B's twist S): its rows' term x' r for a direction moving B with twist S and velocities u, u+,
-  // u_x before its carried dofs is (AnalyticContactRows' carried side, RowAdjointDot's weights)
-  //   sum_r a_r(S) . X_r - (S x* rho_r) . X_r + (S x* rho_r) . Y_r + w_pos ddist(S)
-  // with X_r = w_vel V_B + w_Jv V+_B + h f_r V_x,B and Y_r the same of u, u+, u_x: the first
-  // terms G . S (G from the six unit twists), the last three sums of forces (S x* P_t) . u_t
+  // B's twist)
   const Problem& p = *stage_.problem;
-  const mjData* d = stage_data_;
   const Contact& con = p.con[c];
-  const int i = con.mj_index;
-  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[i]];
+  const ContactPair& pr = pairs_.pair[pairs_.contact_pair[con.mj_index]];
   const int B = con.body[1];
   if (!closed_form_ || !pr.closed || m->body_weldid[pr.body1] != 0 || pr.body2 != B ||
       m->body_weldid[con.body[0]] != 0 || m->body_weldid[B] == 0 ||
       p.islands.row_island[con.row] < 0) {
     return false;
   }
+  ContactSideGradient(m, c);
+  return true;
+}
+
+bool SmoothTangent::TwistContactGradient(const mjModel* m, int c) {
+  // a re-collided pair's contact whose tangents come from its owner's six twists (TwistTangent:
+  // linear in the twist of the one side a direction moves), its pair checked. The rows' term is
+  // gam . g (g = dp, dF, ddist; gam as ContactWeightPQ's P and Q with both sides' X_r), dF's
+  // tangent axes linear in dn (NormalFrameRate): with the owner's G_j, beta_j = gam . G_j, and
+  // along side B's twist S (coefficients a(S)) the term is +-a . beta (+ gam . the rigid motion
+  // for the other side) less sg_B (S x* rho_r) . (X_r - Y_r)
+  const Problem& p = *stage_.problem;
+  const mjData* d = stage_data_;
+  const Contact& con = p.con[c];
+  const int i = con.mj_index, q = pairs_.contact_pair[i];
+  ContactPair& pr = pairs_.pair[q];
+  if (!reverse_twists_ || pr.owner < 0 || con.body[0] != pr.body1 || con.body[1] != pr.body2 ||
+      p.islands.row_island[con.row] < 0) {
+    return false;
+  }
+  if (pr.relative_check == 0) pr.relative_check = OwnerTwists(m, q) ? 1 : -1;
+  if (pr.relative_check < 0 || (pr.owner_mask & 64)) return false;
   const mjContact& g0 = pairs_.nominal[i];
-  const double* com = d->subtree_com + 3 * m->body_rootid[B];
-  const double off[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
-  const double h = p.h;
+  double rho[2][6][6], X[2][6][6], off[2][3];
+  bool cols[2];
+  double gam[13] = {0};  // weights of dp, dF, ddist
+  gam[12] = radj_.row_w[3 * con.row + 2];
+  for (int side = 0; side < 2; side++) {
+    cols[side] = ContactSideWeights(m, con, side, ChainDofs(m, con.body[side]) > 0, off[side],
+                                    rho[side], X[side]);
+    if (!cols[side]) continue;
+    const double sg = side ? 1 : -1;
+    for (int r = 0; r < con.dim; r++) {
+      const double* Xr = X[side][r];
+      double* gF = gam + 3 + 3 * (r < 3 ? r : r - 3);
+      if (r >= 3) {
+        for (int k = 0; k < 3; k++) gF[k] += sg * Xr[k];
+        continue;
+      }
+      double t[3], u[3];
+      Cross3(t, g0.frame + 3 * r, Xr);
+      Cross3(u, Xr, off[side]);
+      for (int k = 0; k < 3; k++) gam[k] += sg * t[k], gF[k] += sg * (u[k] + Xr[3 + k]);
+    }
+  }
+  double gn[3];  // gam's dF folded onto dn
+  for (int a = 0; a < 3; a++) {
+    double dF[9] = {0, 0, 0};
+    dF[a] = 1;
+    NormalFrameRate(g0.frame, dF);
+    gn[a] = 0;
+    for (int k = 0; k < 9; k++) gn[a] += gam[3 + k] * dF[k];
+  }
+  double beta[6];
+  for (int j = 0; j < 6; j++) {
+    const double* o = pairs_.owner_tan + 42 * i + 7 * j;
+    beta[j] = Dot3(gam, o) + Dot3(gn, o + 3) + gam[12] * o[6];
+  }
+  const int owner = pr.owner ? pr.body2 : pr.body1;
+  for (int side = 0; side < 2; side++) {
+    const int B = con.body[side];
+    if (ChainDofs(m, B) == 0) continue;
+    const double* com = d->subtree_com + 3 * m->body_rootid[B];
+    const double sg = side ? 1 : -1;
+    double* G = radj_.contact_g + 6 * B;
+    for (int e = 0; e < 6; e++) {
+      double S[6] = {0, 0, 0, 0, 0, 0}, a[6];
+      S[e] = 1;
+      TwistCoefficients(m, q, S, com, a);
+      double v = (B != owner ? -1 : 1) * (Dot3(a, beta) + Dot3(a + 3, beta + 3));
+      if (B != owner) {
+        double u[3], dn[3];
+        const double r[3] = {g0.pos[0] - com[0], g0.pos[1] - com[1], g0.pos[2] - com[2]};
+        Cross3(u, S, r);
+        for (int k = 0; k < 3; k++) u[k] += S[3 + k];
+        Cross3(dn, S, g0.frame);
+        v += Dot3(gam, u) + Dot3(gn, dn);
+      }
+      for (int r = 0; r < con.dim && cols[side]; r++) {
+        double sr[6];
+        CrossForce(sr, S, rho[side][r]);
+        v -= sg * Dot6(sr, X[side][r]);
+      }
+      G[e] += v;
+    }
+  }
+  return true;
+}
+
+bool SmoothTangent::ContactSideWeights(const mjModel* m, const Contact& con, int side, bool moved,
+                                       double off[3], double rho[6][6], double X[6][6]) {
+  // side's rho_r and X_r = w_vel V + w_Jv V+ + h f_r V_x of its body's velocities, and where the
+  // body moves its force sums P (sg rho_r weighted); false if static (no columns)
+  const Problem& p = *stage_.problem;
+  const mjData* d = stage_data_;
+  const int body = con.body[side];
+  if (m->body_weldid[body] == 0) return false;
+  const mjContact& g0 = pairs_.nominal[con.mj_index];
+  const double sg = side ? 1 : -1;
+  const double* bc = d->subtree_com + 3 * m->body_rootid[body];
+  for (int k = 0; k < 3; k++) off[k] = g0.pos[k] - bc[k];
+  const double* V[3] = {d->cvel + 6 * body, rne_.cvel_next + 6 * body, radj_.vel_x + 6 * body};
   const double* force = stage_.solution->force;
-  const double* V[3] = {d->cvel + 6 * B, rne_.cvel_next + 6 * B, radj_.vel_x + 6 * B};
-  double rho[6][6], X[6][6];
-  double* P = radj_.contact_p + 18 * B;
+  double* P = radj_.contact_p + 18 * body;
   for (int r = 0; r < con.dim; r++) {
     const double* Fr = g0.frame + 3 * (r < 3 ? r : r - 3);
+    double* rr = rho[r];
     if (r < 3) {
-      Cross3(rho[r], off, Fr);
-      for (int k = 0; k < 3; k++) rho[r][3 + k] = Fr[k];
+      Cross3(rr, off, Fr);
+      for (int k = 0; k < 3; k++) rr[3 + k] = Fr[k];
     } else {
-      for (int k = 0; k < 3; k++) rho[r][k] = Fr[k], rho[r][3 + k] = 0;
+      for (int k = 0; k < 3; k++) rr[k] = Fr[k], rr[3 + k] = 0;
     }
     const double* w = radj_.row_w + 3 * (con.row + r);
-    const double wt[3] = {w[0], w[1], h * force[con.row + r]};
+    const double wt[3] = {w[0], w[1], p.h * force[con.row + r]};
     for (int k = 0; k < 6; k++) X[r][k] = 0;
     for (int t = 0; t < 3; t++) {
       AddScl6(X[r], V[t], wt[t]);
-      AddScl6(P + 6 * t, rho[r], wt[t]);
+      if (moved) AddScl6(P + 6 * t, rr, sg * wt[t]);
     }
   }
+  return true;
+}
+
+void SmoothTangent::ContactSideGradient(const mjModel* m, int c) {
+  // a static plane's contact c on body B (side 1): its rows' term x' r for a direction moving B
+  // with twist S and velocities u, u+, u_x before its carried dofs is (AnalyticContactRows'
+  // carried side, RowAdjointDot's weights)
+  //   sum_r a_r(S) . X_r - (S x* rho_r) . X_r + (S x* rho_r) . Y_r + w_pos ddist(S)
+  // with X_r = w_vel V_B + w_Jv V+_B + h f_r V_x,B and Y_r the same of u, u+, u_x: the first
+  // terms G . S (G from the six unit twists), the last three sums of forces (S x* P_t) . u_t
+  const mjData* d = stage_data_;
+  const Contact& con = stage_.problem->con[c];
+  const int i = con.mj_index, B = con.body[1];
+  const mjContact& g0 = pairs_.nominal[i];
+  const double* com = d->subtree_com + 3 * m->body_rootid[B];
+  double rho[6][6], X[6][6], off[3];
+  ContactSideWeights(m, con, 1, true, off, rho, X);
   const double wpos = radj_.row_w[3 * con.row + 2];
   double* G = radj_.contact_g + 6 * B;
   for (int e = 0; e < 6; e++) {
@@ -478,7 +586,6 @@ bool SmoothTangent::ClosedContactGradient(const mjModel* m, int c, const double*
     }
     G[e] += v;
   }
-  return true;
 }
 
 bool SmoothTangent::PrepareContactAdjoint(const mjModel* m, const double* x) {
@@ -500,9 +607,11 @@ bool SmoothTangent::PrepareContactAdjoint(const mjModel* m, const double* x) {
   }
   mju_zero(radj_.contact_g, 6 * nbody);
   mju_zero(radj_.contact_p, 18 * nbody);
+  for (int q = 0; q < pairs_.npair; q++) pairs_.pair[q].reversed = true;
   for (int c = 0; c < p.ncon; c++) {
-    radj_.contact_rev[c] = ClosedContactGradient(m, c, x);
+    radj_.contact_rev[c] = ClosedContactGradient(m, c) || TwistContactGradient(m, c);
     reversed_contacts_ += radj_.contact_rev[c];
+    pairs_.pair[pairs_.contact_pair[p.con[c].mj_index]].reversed &= radj_.contact_rev[c];
   }
   for (int b = nbody - 1; b > 0; b--) {
     const int parent = m->body_parentid[b];

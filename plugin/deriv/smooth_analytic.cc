@@ -161,24 +161,6 @@ void BodyB(const double* inert, const double* v, const double* iv, double* B) {
   }
 }
 
-// the rates of MakeFrame's tangent and third axis as the normal n of frame moves by dF[0..2]:
-// t = p / |p| with p = t0 - (n.t0) n, t0 = (0, 1, 0), or (0, 0, 1) where |n_y| >= 1/2, moves by
-// (I - t t') dp / |p|, the third axis n x t by dn x t + n x dt
-void NormalFrameRate(const double* frame, double dF[9]) {
-  const double* n = frame;
-  const double* dn = dF;
-  const int a = n[1] < 0.5 && n[1] > -0.5 ? 1 : 2;
-  const double nt = n[a], dnt = dn[a], len = std::sqrt(1 - nt * nt);
-  const double* t = frame + 3;
-  double q[3];
-  for (int k = 0; k < 3; k++) q[k] = -dnt * n[k] - nt * dn[k];
-  UnitRate(t, q, 1 / len, dF + 3);
-  double x[3];
-  Cross3(dF + 6, dn, t);
-  Cross3(x, n, dF + 3);
-  for (int k = 0; k < 3; k++) dF[6 + k] += x[k];
-}
-
 // a contact side's data for PointVelocities
 struct PointSide {
   int body, dim, row;
@@ -273,6 +255,24 @@ CK_ALWAYS_INLINE void PointWrench(const PointSide& ps, const double* f, double (
 }
 
 }  // namespace
+
+// the rates of MakeFrame's tangent and third axis as the normal n of frame moves by dF[0..2]:
+// t = p / |p| with p = t0 - (n.t0) n, t0 = (0, 1, 0), or (0, 0, 1) where |n_y| >= 1/2, moves by
+// (I - t t') dp / |p|, the third axis n x t by dn x t + n x dt
+void NormalFrameRate(const double* frame, double dF[9]) {
+  const double* n = frame;
+  const double* dn = dF;
+  const int a = n[1] < 0.5 && n[1] > -0.5 ? 1 : 2;
+  const double nt = n[a], dnt = dn[a], len = std::sqrt(1 - nt * nt);
+  const double* t = frame + 3;
+  double q[3];
+  for (int k = 0; k < 3; k++) q[k] = -dnt * n[k] - nt * dn[k];
+  UnitRate(t, q, 1 / len, dF + 3);
+  double x[3];
+  Cross3(dF + 6, dn, t);
+  Cross3(x, n, dF + 3);
+  for (int k = 0; k < 3; k++) dF[6 + k] += x[k];
+}
 
 bool SmoothTangent::AnalyticScope(const mjModel* m) const {
   // what the analytic position tangents cover (everything else: position passes)
@@ -1275,19 +1275,46 @@ void SmoothTangent::RecollideRigid(const mjModel* m, int k) {
       const int q = pairs_.body_pair[a];
       const ContactPair& pr = pairs_.pair[q];
       if (b == pr.body2 && pr.body1 != b && pairs_.body_moved[pr.body1]) continue;
-      if (ClosedPair(pr)) continue;  // (ClosedTangent, BodyPairTangent)
-      if (RelativeTangent(m, q, S, com)) continue;
-      RecollideRigidPair(m, q, S, com, Q, &turned);
-      KeepOwnerTangent(m, q, k);
+      if (ClosedPair(pr)) continue;                 // (ClosedTangent, BodyPairTangent)
+      if (radj_.contacts && pr.reversed) continue;  // (ContactAdjoint's)
+      if (TwistTangent(m, q, k, S, com)) continue;
+      const int sides = pairs_.body_moved[pr.body1] | pairs_.body_moved[pr.body2] << 1;
+      RecollideRigidPair(m, q, S, com, sides, Q, &turned);
+      // (a free root owner's own dof: kept as its twist)
+      const int owner = pr.owner ? pr.body2 : pr.body1;
+      if (pr.owner >= 0 && m->dof_bodyid[k] == owner && FreeRoot(m, owner)) {
+        KeepOwnerTangent(m, q, k - m->body_dofadr[owner]);
+      }
     }
   }
 }
 
-void SmoothTangent::KeepOwnerTangent(const mjModel* m, int q, int k) {
+bool SmoothTangent::TwistTangent(const mjModel* m, int q, int k, const double* S,
+                                 const double* com) {
   ContactPair& pr = pairs_.pair[q];
-  if (pr.owner < 0) return;
-  const int body = pr.owner ? pr.body2 : pr.body1, j = k - m->body_dofadr[body];
-  if (m->dof_bodyid[k] != body) return;
+  if (pr.owner < 0 || (pr.owner_mask & 64)) return false;
+  const int owner = pr.owner ? pr.body2 : pr.body1, other = pr.owner ? pr.body1 : pr.body2;
+  const bool by_owner = pairs_.body_moved[owner];
+  if (by_owner == static_cast<bool>(pairs_.body_moved[other])) return false;
+  if (by_owner && FreeRoot(m, owner)) {
+    // a free root's own dof: its kept re-collision (KeepOwnerTangent) or one of OwnerTwists'
+    if (!(pr.owner_mask & 1 << (k - m->body_dofadr[owner]))) return false;
+  } else {
+    if (pr.relative_check < 0) return false;
+    if (pr.relative_check == 0) {
+      pr.relative_check = OwnerTwists(m, q) ? 1 : -1;
+      if (pr.relative_check < 0) return false;
+    }
+  }
+  if (!CombineRelative(m, q, S, com, !by_owner, pairs_.relative_tan)) return false;
+  pr.relative_pass = pairs_.pass;
+  return true;
+}
+
+void SmoothTangent::KeepOwnerTangent(const mjModel* m, int q, int j) {
+  // pair q's tangents along its owner's twist j (RecollideRigidPair's last), bit 6 of its mask
+  // where a contact was not found on both nudges
+  ContactPair& pr = pairs_.pair[q];
   for (int c = pr.first; c < pr.first + pr.count; c++) {
     double dp[3], dF[9], ddist;
     if (pairs_.found[c] != 3 || !GeometryTangent(c, kPoseStep, dp, dF, &ddist)) {
@@ -1301,74 +1328,111 @@ void SmoothTangent::KeepOwnerTangent(const mjModel* m, int q, int k) {
   pr.owner_mask |= 1 << j;
 }
 
-bool SmoothTangent::RelativeTangent(const mjModel* m, int q, const double* S, const double* com) {
+bool SmoothTangent::OwnerTwists(const mjModel* m, int q) {
+  // the owner's six twists not yet kept (a free root's dofs, else unit twists about its tree's
+  // centre) re-collided, then the combination checked along each side's dofs summed (a free
+  // root's own dofs are its twists: not checked)
   ContactPair& pr = pairs_.pair[q];
-  if (pr.owner < 0 || pr.owner_mask != 63 || pr.relative_check < 0) return false;
+  const mjData* d = stage_data_;
   const int owner = pr.owner ? pr.body2 : pr.body1, other = pr.owner ? pr.body1 : pr.body2;
-  if (pairs_.body_moved[owner] || !pairs_.body_moved[other]) return false;
-  if (pr.relative_check == 0) {
-    pr.relative_check = RelativeCheck(m, q, other) ? 1 : -1;
-    if (pr.relative_check < 0) return false;
+  const int side = pr.owner ? 2 : 1;  // the owner's geom (RecollideRigidPair's sides)
+  const bool free = FreeRoot(m, owner);
+  const double* oc = d->subtree_com + 3 * m->body_rootid[owner];
+  const int changes = mode_changes_;
+  for (int j = 0; j < 6 && !(pr.owner_mask & 64); j++) {
+    if (pr.owner_mask & 1 << j) continue;
+    double unit[6] = {0, 0, 0, 0, 0, 0}, Q[2][9];
+    unit[j] = 1;
+    bool turned = false;
+    RecollideRigidPair(m, q, free ? d->cdof + 6 * (m->body_dofadr[owner] + j) : unit, oc, side, Q,
+                       &turned);
+    KeepOwnerTangent(m, q, j);
   }
-  if (!CombineRelative(m, q, S, com, pairs_.relative_tan)) return false;
-  pr.relative_pass = pairs_.pass;
-  return true;
+  bool ok = !(pr.owner_mask & 64);
+  ok = ok && (free || RelativeCheck(m, q, owner, side));
+  ok = ok && (ChainDofs(m, other) == 0 || RelativeCheck(m, q, other, 3 - side));
+  mode_changes_ = changes;
+  return ok;
 }
 
 bool SmoothTangent::CombineRelative(const mjModel* m, int q, const double* S, const double* com,
-                                    double* out) const {
-  // the pair's geometry G(P1, P2) is carried by a common rigid motion g: G(g P1, g P2) = g G, so
-  // along the other side's twist s the tangent is s's rigid motion of the contact less the
-  // owner's along s; s = sum a_j S_j over the owner's dofs (about its center)
+                                    bool other, double* out) const {
+  const ContactPair& pr = pairs_.pair[q];
+  double a[6];
+  if (!TwistCoefficients(m, q, S, com, a)) return false;
+  for (int c = pr.first; c < pr.first + pr.count; c++) {
+    CombineContact(c, a, S, com, other, out + 13 * c);
+  }
+  return true;
+}
+
+bool SmoothTangent::TwistCoefficients(const mjModel* m, int q, const double* S, const double* com,
+                                      double a[6]) const {
+  // S = sum a_j T_j over the owner's twists: S moved to its tree's centre, a free root's dofs
+  // solved for
   const ContactPair& pr = pairs_.pair[q];
   const int owner = pr.owner ? pr.body2 : pr.body1;
   const mjData* d = stage_data_;
-  const double* oc = d->subtree_com + 3 * owner;
-  const int adr = m->body_dofadr[owner];
-  double lu[36], a[6];
-  int piv[6];
-  mju_copy(lu, d->cdof + 6 * adr, 36);  // (column-major: column j the owner's dof j)
-  if (!LuFactor(lu, 6, piv)) return false;
+  const double* oc = d->subtree_com + 3 * m->body_rootid[owner];
   const double off[3] = {oc[0] - com[0], oc[1] - com[1], oc[2] - com[2]};
   double wo[3];
   Cross3(wo, S, off);
   for (int r = 0; r < 3; r++) a[r] = S[r], a[3 + r] = S[3 + r] + wo[r];
-  LuSolve(lu, piv, 6, a);
-  Twist tw;
-  for (int r = 0; r < 3; r++) tw.w[r] = S[r], tw.v[r] = S[3 + r], tw.o[r] = com[r];
-  for (int c = pr.first; c < pr.first + pr.count; c++) {
-    const mjContact& g0 = pairs_.nominal[c];
-    double* t = out + 13 * c;  // dp, dF, ddist
-    tw.PointMotion(g0.pos, t);
-    Cross3(t + 3, tw.w, g0.frame);
-    t[12] = 0;
-    for (int j = 0; j < 6; j++) {
-      const double* o = pairs_.owner_tan + 42 * c + 7 * j;
-      for (int r = 0; r < 3; r++) t[r] -= a[j] * o[r], t[3 + r] -= a[j] * o[3 + r];
-      t[12] -= a[j] * o[6];
-    }
-    NormalFrameRate(g0.frame, t + 3);
+  if (!FreeRoot(m, owner)) return true;
+  ContactPair& pair = pairs_.pair[q];
+  if (!pair.lu_ready) {
+    mju_copy(pair.lu, d->cdof + 6 * m->body_dofadr[owner], 36);  // (column-major: column j dof j)
+    if (!LuFactor(pair.lu, 6, pair.piv)) return false;
+    pair.lu_ready = true;
   }
+  LuSolve(pair.lu, pair.piv, 6, a);
   return true;
 }
 
-bool SmoothTangent::RelativeCheck(const mjModel* m, int q, int other) {
-  // the combination along the sum s of the other side's six dofs against the pair re-collided
-  // along s: a tie of the collider (two boxes' parallel faces, whose normal is either box's) or
-  // a collider whose answer is not carried by the common motion to its tolerance (its iterates)
-  // is not combined (1e-6 of the tangent)
+void SmoothTangent::CombineContact(int c, const double a[6], const double* S, const double* com,
+                                   bool other, double t[13]) const {
+  // along the owner's twist s = sum a_j T_j the tangent is sum a_j G_j; the pair's geometry
+  // G(P1, P2) is carried by a common rigid motion g: G(g P1, g P2) = g G, so along the other
+  // side's twist s it is s's rigid motion of the contact less the owner's along s
+  const mjContact& g0 = pairs_.nominal[c];
+  const double sign = other ? -1 : 1;
+  if (other) {
+    Twist tw;
+    for (int r = 0; r < 3; r++) tw.w[r] = S[r], tw.v[r] = S[3 + r], tw.o[r] = com[r];
+    tw.PointMotion(g0.pos, t);
+    Cross3(t + 3, tw.w, g0.frame);
+  } else {
+    for (int r = 0; r < 6; r++) t[r] = 0;
+  }
+  t[12] = 0;
+  for (int j = 0; j < 6; j++) {
+    const double* o = pairs_.owner_tan + 42 * c + 7 * j;
+    const double aj = sign * a[j];
+    for (int r = 0; r < 3; r++) t[r] += aj * o[r], t[3 + r] += aj * o[3 + r];
+    t[12] += aj * o[6];
+  }
+  NormalFrameRate(g0.frame, t + 3);
+}
+
+bool SmoothTangent::RelativeCheck(const mjModel* m, int q, int body, int side) {
+  // the combination along the sum s of body's dofs against the pair re-collided along s (its
+  // side's geom moved): a tie of the collider (two boxes' parallel faces, whose normal is either
+  // box's) or a collider whose answer is not carried by the common motion to its tolerance (its
+  // iterates) is not combined (1e-6 of the tangent)
   const ContactPair& pr = pairs_.pair[q];
   const mjData* d = stage_data_;
   double s[6] = {0, 0, 0, 0, 0, 0};
-  for (int j = 0; j < 6; j++) AddScl6(s, d->cdof + 6 * (m->body_dofadr[other] + j), 1);
-  const double* com = d->subtree_com + 3 * other;
+  for (int b = body; b > 0; b = m->body_parentid[b]) {
+    for (int j = 0; j < m->body_dofnum[b]; j++)
+      AddScl6(s, d->cdof + 6 * (m->body_dofadr[b] + j), 1);
+  }
+  const double* com = d->subtree_com + 3 * m->body_rootid[body];
+  const int owner = pr.owner ? pr.body2 : pr.body1;
   double* want = pairs_.relative_tan;
-  if (!CombineRelative(m, q, s, com, want)) return false;
+  if (!CombineRelative(m, q, s, com, body != owner, want)) return false;
   double Q[2][9];
   bool turned = false;
-  const int changes = mode_changes_;
-  RecollideRigidPair(m, q, s, com, Q, &turned);
-  mode_changes_ = changes;
+  RecollideRigidPair(m, q, s, com, side, Q, &turned);
   for (int c = pr.first; c < pr.first + pr.count; c++) {
     double got[13];
     if (pairs_.found[c] != 3 || !GeometryTangent(c, kPoseStep, got, got + 3, got + 12)) {
@@ -1385,13 +1449,13 @@ bool SmoothTangent::RelativeCheck(const mjModel* m, int q, int other) {
 }
 
 void SmoothTangent::RecollideRigidPair(const mjModel* m, int q, const double* S, const double* com,
-                                       double Q[2][9], bool* turned) {
+                                       int sides, double Q[2][9], bool* turned) {
   mjData* d = stage_data_;
   const ContactPair& pr = pairs_.pair[q];
   double saved[2][12];
   for (int g = 0; g < 2; g++) {
     const int geom = g == 0 ? pr.g1 : pr.g2;
-    if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
+    if (!(sides & (1 << g))) continue;
     mju_copy3(saved[g], d->geom_xpos + 3 * geom);
     mju_copy(saved[g] + 3, d->geom_xmat + 9 * geom, 9);
   }
@@ -1405,7 +1469,7 @@ void SmoothTangent::RecollideRigidPair(const mjModel* m, int q, const double* S,
     const double e = side == 0 ? kPoseStep : -kPoseStep;
     for (int g = 0; g < 2; g++) {
       const int geom = g == 0 ? pr.g1 : pr.g2;
-      if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
+      if (!(sides & (1 << g))) continue;
       double* pos = d->geom_xpos + 3 * geom;
       double* mat = d->geom_xmat + 9 * geom;
 
@@ -1426,7 +1490,7 @@ void SmoothTangent::RecollideRigidPair(const mjModel* m, int q, const double* S,
   }
   for (int g = 0; g < 2; g++) {
     const int geom = g == 0 ? pr.g1 : pr.g2;
-    if (!pairs_.body_moved[m->geom_bodyid[geom]]) continue;
+    if (!(sides & (1 << g))) continue;
     mju_copy3(d->geom_xpos + 3 * geom, saved[g]);
     mju_copy(d->geom_xmat + 9 * geom, saved[g] + 3, 9);
   }

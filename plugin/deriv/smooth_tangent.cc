@@ -206,6 +206,7 @@ void SmoothTangent::PreparePairs(const mjModel* m) {
     pr.bodies = PrepareBodyPair(m, pr);
     pr.owner = RelativeOwner(m, pr);
     pr.owner_mask = 0;
+    pr.lu_ready = pr.reversed = false;
     pr.relative_pass = -1;
     pr.relative_check = 0;
   }
@@ -244,8 +245,10 @@ bool SmoothTangent::PreparePlaneCylinder(const mjModel* m, ContactPair& pr) cons
 
 int SmoothTangent::RelativeOwner(const mjModel* m, const ContactPair& pr) const {
   // convex primitives whose re-collided frames come from the normal alone (MakeFrame: a
-  // collider's tangent only for parallel capsules, which are not taken), on two free bodies of
-  // their own trees; the owner is the side whose dofs come first
+  // collider's tangent only for parallel capsules, which are not taken), on bodies of different
+  // trees (or one static); the owner a free root (its dofs first if both are), else the side
+  // moved by more dofs; taken where the directions moving either side outnumber the owner's six
+  // twists and the checks (OwnerTwists)
   if (!relative_pairs_ || pr.closed || pr.bodies || pr.g1 < 0 || pr.g2 < 0) return -1;
   int round = 0;
   const int geom[2] = {pr.g1, pr.g2}, body[2] = {pr.body1, pr.body2};
@@ -256,14 +259,19 @@ int SmoothTangent::RelativeOwner(const mjModel* m, const ContactPair& pr) const 
       return -1;
     }
     round += type == mjGEOM_SPHERE || type == mjGEOM_CAPSULE;
-    const int b = body[g];
-    if (m->body_parentid[b] != 0 || m->body_weldid[b] == 0 || m->body_jntnum[b] != 1 ||
-        m->jnt_type[m->body_jntadr[b]] != mjJNT_FREE || m->body_dofnum[b] != 6) {
-      return -1;
-    }
   }
-  if (round == 2 || body[0] == body[1]) return -1;
-  return m->body_dofadr[body[0]] < m->body_dofadr[body[1]] ? 0 : 1;
+  const int dofs[2] = {ChainDofs(m, body[0]), ChainDofs(m, body[1])};
+  const int root[2] = {m->body_rootid[body[0]], m->body_rootid[body[1]]};
+  if (round == 2 || (root[0] == root[1] && dofs[0] > 0 && dofs[1] > 0)) return -1;
+  const bool free[2] = {FreeRoot(m, body[0]), FreeRoot(m, body[1])};
+  int owner = dofs[1] > dofs[0] ? 1 : 0;
+  if (free[0] && free[1]) {
+    owner = m->body_dofadr[body[0]] < m->body_dofadr[body[1]] ? 0 : 1;
+  } else if (free[0] || free[1]) {
+    owner = free[0] ? 0 : 1;
+  }
+  const int cost = 6 + !free[owner] + (dofs[1 - owner] > 0);
+  return dofs[0] + dofs[1] > cost ? owner : -1;
 }
 
 void SmoothTangent::IndexBodyPairs(int nbody) {

@@ -28,6 +28,10 @@
 
 namespace contactkit {
 
+// the rates of MakeFrame's tangent and third axis (dF[3..8]) as the normal of frame moves by
+// dF[0..2] (smooth_analytic.cc; linear in it)
+void NormalFrameRate(const double* frame, double dF[9]);
+
 class SoftTangent;
 
 // the parameter Jacobian's model copy: the caller's values into it without its assets (meshes,
@@ -347,10 +351,21 @@ class SmoothTangent : public MassForms {
   // the poses (1e-9 of its size), each a different one (their kinds in pr.cylinder_point), its
   // axis at least kClosedMinSine off the normal (a standing cylinder's rim point turns at r / |p|)
   bool PreparePlaneCylinder(const mjModel* m, ContactPair& pr) const;
-  // the side of pair pr whose six dofs' re-collided tangents give the other side's
-  // (RelativeTangent): two free bodies of their own trees, convex primitives whose frames come
-  // from the normal; -1 if none
+  // the side of pair pr whose six twists' re-collided tangents give every direction's
+  // (TwistTangent): convex primitives whose frames come from the normal, on bodies of different
+  // trees (or one static), where the two sides' dofs outnumber the twists and checks; -1 if none
   int RelativeOwner(const mjModel* m, const ContactPair& pr) const;
+  // body b is its tree's root with one free joint (its six dofs span the twists)
+  static bool FreeRoot(const mjModel* m, int b) {
+    return m->body_parentid[b] == 0 && m->body_weldid[b] != 0 && m->body_jntnum[b] == 1 &&
+           m->jnt_type[m->body_jntadr[b]] == mjJNT_FREE && m->body_dofnum[b] == 6;
+  }
+  // the dofs that move body b (its own and its ancestors')
+  static int ChainDofs(const mjModel* m, int b) {
+    int n = 0;
+    for (; b > 0; b = m->body_parentid[b]) n += m->body_dofnum[b];
+    return n;
+  }
   // each body's pairs (pairs_.body_pairadr, body_pair) from pairs_.pair
   void IndexBodyPairs(int nbody);
   void AnalyticVelocity(const mjModel* m, int k);
@@ -361,24 +376,36 @@ class SmoothTangent : public MassForms {
   // the contact pairs dof k's subtree touches, re-collided on geom poses moved rigidly along it
   // forward and backward (into pairs_.forward, pairs_.backward)
   void RecollideRigid(const mjModel* m, int k);
-  // RecollideRigid's pair q: its moved geoms' poses turned by Q[0], Q[1] (made from S at the
-  // first pair: turned) about com and shifted by the step along S, re-collided, restored
-  // pair q's owner-side tangents along dof k's nudges kept (RelativeOwner), bit 6 of its mask
-  // where a contact was not found on both
-  void KeepOwnerTangent(const mjModel* m, int q, int k);
-  // pair q moved by a dof of its other side (twist S about com): each contact's tangent as the
-  // common rigid motion's less the owner's along the same twist (its six dofs combined), into
-  // relative_tan; false (re-collide) unless the owner's six are kept
-  bool RelativeTangent(const mjModel* m, int q, const double* S, const double* com);
-  // RelativeTangent's tangents of pair q's contacts along twist S about com, into out (13 ncon);
-  // false if the owner's dofs do not span the twists
-  bool CombineRelative(const mjModel* m, int q, const double* S, const double* com,
-                       double* out) const;
-  // once per stage and pair: the combination along the other side's dofs summed against the
-  // pair re-collided along that twist
-  bool RelativeCheck(const mjModel* m, int q, int other);
-  void RecollideRigidPair(const mjModel* m, int q, const double* S, const double* com,
+  // RecollideRigid's pair q: the geoms of sides (bit 0: g1, bit 1: g2) turned by Q[0], Q[1] (made
+  // from S at the first pair: turned) about com and shifted by the step along S, re-collided,
+  // restored
+  void RecollideRigidPair(const mjModel* m, int q, const double* S, const double* com, int sides,
                           double Q[2][9], bool* turned);
+  // pair q moved by one side's dof k (twist S about com): each contact's tangent from the
+  // owner's six twists' (OwnerTwists, once per stage), into relative_tan; false (re-collide) if
+  // the pair has no owner, failed its check, or both sides move
+  bool TwistTangent(const mjModel* m, int q, int k, const double* S, const double* com);
+  // pair q's tangents along its owner's twist j (its last re-collision) kept in owner_tan
+  void KeepOwnerTangent(const mjModel* m, int q, int j);
+  // pair q re-collided along its owner's six twists not yet kept (a free root's dofs, else unit
+  // twists about its tree's centre), and checked (RelativeCheck) along each moving side
+  bool OwnerTwists(const mjModel* m, int q);
+  // the tangents of pair q's contacts along twist S about com of the owner (other: of the other
+  // side: the common rigid motion's less the owner's), into out (13 ncon); false if a free
+  // owner's dofs do not span the twists
+  bool CombineRelative(const mjModel* m, int q, const double* S, const double* com, bool other,
+                       double* out) const;
+  // twist S about com as a combination a of pair q's owner twists (false: a free root's dofs do
+  // not span them)
+  bool TwistCoefficients(const mjModel* m, int q, const double* S, const double* com,
+                         double a[6]) const;
+  // contact c's dp, dF, ddist (t) along that twist: sum a_j G_j, or for the other side's the
+  // common rigid motion's less it
+  void CombineContact(int c, const double a[6], const double* S, const double* com, bool other,
+                      double t[13]) const;
+  // the combination along the sum of body's dofs (its geom: side) against the pair re-collided
+  // along that twist, within kRelativeTol
+  bool RelativeCheck(const mjModel* m, int q, int body, int side);
   // contact rows along position dof k: dJ (or, blocked, dJ v, dJ v+ and dJ' f), gaps, frames
   void AnalyticContactRows(const mjModel* m, int k);
   // set_jacobian_rows' weighted rows: w_i's velocities before each dof and at the contact's
@@ -496,7 +523,18 @@ class SmoothTangent : public MassForms {
   static inline int reversed_contacts_ = 0;       // test probe: the contacts it took
   bool PrepareContactAdjoint(const mjModel* m, const double* x);
   // contact c's gradient and force sums added to its body's (false: not a closed contact)
-  bool ClosedContactGradient(const mjModel* m, int c, const double* x);
+  bool ClosedContactGradient(const mjModel* m, int c);
+  // test hook: the contacts of pairs whose tangents come from one side's twists (TwistTangent)
+  // in reverse as well
+  static inline bool reverse_twists_ = true;
+  // the same for a contact of a checked twist pair (OwnerTwists), on each moving side's body
+  bool TwistContactGradient(const mjModel* m, int c);
+  // a closed contact c's gradient on the twist of its body (side 1) and its force sums
+  void ContactSideGradient(const mjModel* m, int c);
+  // contact con's side: its rows' rho_r, weighted body velocities X_r and its point's offset
+  // from its tree's centre, the force sums added to its body's where moved; false if static
+  bool ContactSideWeights(const mjModel* m, const Contact& con, int side, bool moved, double off[3],
+                          double rho[6][6], double X[6][6]);
   // position direction k's term of the closed contacts' rows in x' r
   double ContactAdjoint(const mjModel* m, int k) const;
   // a velocity direction's (e_k's) rows' term of mu' r, whose row tangents AdjointUnitTangent

@@ -182,13 +182,19 @@ struct ContactPair {
   bool bodies = false;
   bool free1 = false, free2 = false;
   double s1 = 0, s2 = 0;
-  // two free bodies' re-collided pair: the side (0, 1) whose six dofs' tangents are kept
-  // (PairWork::owner_tan) to give the other side's by the common motion (RelativeTangent), -1
-  // none; the owner dofs kept (bit 6: one not found on both nudges); the pass that combined it
+  // a re-collided pair whose tangents come from one side's six twists (TwistTangent): that side
+  // (0, 1; its twists' tangents in PairWork::owner_tan), -1 none; the twists kept (bit 6: one
+  // not found on both nudges); the pass that combined it
   int owner = -1;
   int owner_mask = 0;
   long relative_pass = -1;
-  int relative_check = 0;  // RelativeCheck's answer: 1 combined, -1 re-collided, 0 not yet
+  int relative_check = 0;  // OwnerTwists' answer: 1 combined, -1 re-collided, 0 not yet
+  // a free root owner's dofs factored (TwistCoefficients; lu_ready once per stage)
+  bool lu_ready = false;
+  double lu[36];
+  int piv[6];
+  // every contact's rows in reverse (PrepareContactAdjoint: RecollideRigid skips the pair)
+  bool reversed = false;
 };
 
 // the nominal contact pairs and their collisions re-run along a direction
@@ -208,8 +214,8 @@ struct PairWork {
   int* eq_type;            // equality type                      (neq)
   double* eq_torquescale;  // weld rotation-to-translation       (neq)
   mjContact* collide_out;  // collision output                   (mjMAXCONPAIR)
-  double* owner_tan;       // dp, dn, ddist along the owner's dofs (42 ncon)
-  double* relative_tan;    // dp, dF, ddist of RelativeTangent   (13 ncon)
+  double* owner_tan;       // dp, dn, ddist along the owner's twists (42 ncon)
+  double* relative_tan;    // dp, dF, ddist of TwistTangent      (13 ncon)
   long pass = 0;           // RecollideRigid's calls
   void Carve(ArenaCarver& c, const DerivSizes& n);
   void Fill(const mjModel* m, const DerivSizes& n);

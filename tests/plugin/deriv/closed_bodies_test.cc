@@ -95,6 +95,33 @@ constexpr char kConvex[] = R"(
     <body pos="4.03 0 1.18" euler="20 10 0"><freejoint/><geom type="cylinder" size="0.1 0.05"/>
     </body>)";
 
+// hinged limbs (SmoothTangent::TwistTangent's twists): a free torso's two-link arm, its capsule
+// tip on a static box (the tip's nine dofs against unit twists of the tip), the same arm on a
+// box at the end of a two-hinge arm (nine and two dofs), a two-hinge arm's ellipsoid under a
+// free ellipsoid (the free body's six dofs its twists, the hinges' dofs asking first)
+constexpr char kLimbs[] = R"(
+    <geom type="box" pos="0 0 0.37" size="0.2 0.2 0.05"/>
+    <body pos="0 0 1"><freejoint/><geom type="sphere" size="0.1"/>
+      <body><joint type="hinge" axis="0 1 0" damping="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.03"/>
+        <body pos="0 0 -0.3"><joint type="hinge" axis="0 1 0"/><joint type="hinge" axis="1 0 0"/>
+          <geom type="capsule" fromto="0 0 0 0.05 0 -0.25" size="0.04"/></body></body></body>
+    <body pos="2 0 1"><freejoint/><geom type="sphere" size="0.1"/>
+      <body><joint type="hinge" axis="0 1 0" damping="0.1"/>
+        <geom type="capsule" fromto="0 0 0 0 0 -0.3" size="0.03"/>
+        <body pos="0 0 -0.3"><joint type="hinge" axis="0 1 0"/><joint type="hinge" axis="1 0 0"/>
+          <geom type="capsule" fromto="0 0 0 0.05 0 -0.25" size="0.04"/></body></body></body>
+    <body pos="2 0 0.3"><joint type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.02"/>
+      <body><joint type="hinge" axis="1 0 0"/>
+        <geom type="box" pos="0.02 0 0.08" size="0.1 0.1 0.05" euler="5 3 0"/></body></body>
+    <body pos="4 0 0.3"><joint type="hinge" axis="0 1 0" damping="0.1"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.02"/>
+      <body><joint type="hinge" axis="1 0 0"/>
+        <geom type="ellipsoid" pos="0 0 0.1" size="0.1 0.08 0.06"/></body></body>
+    <body pos="4.02 0.01 0.51" euler="10 5 0"><freejoint/>
+      <geom type="ellipsoid" size="0.1 0.08 0.06"/></body>)";
+
 struct Scene {
   const char* name;
   const char* bodies;
@@ -107,10 +134,11 @@ constexpr Scene kScenes[] = {
     {"sphere-capsule", kSphereCapsule, 3, false, &SmoothTangent::closed_bodies_},
     {"capsules", kCapsules, 3, false, &SmoothTangent::closed_bodies_},
     {"near-parallel", kNearParallel, 2, true, &SmoothTangent::closed_bodies_}};
-// two free bodies re-collided along one side's dofs, the other's tangents by the common motion
-// (SmoothTangent::relative_pairs_: re-collisions remain, fewer)
+// pairs re-collided along one side's six twists, every direction's tangents from them and the
+// common motion (SmoothTangent::relative_pairs_: re-collisions remain, fewer)
 constexpr Scene kRelativeScenes[] = {{"boxes", kBoxes, 5, true, &SmoothTangent::relative_pairs_},
-                                     {"convex", kConvex, 3, true, &SmoothTangent::relative_pairs_}};
+                                     {"convex", kConvex, 3, true, &SmoothTangent::relative_pairs_},
+                                     {"limbs", kLimbs, 3, true, &SmoothTangent::relative_pairs_}};
 
 // how close A and B with the closed forms are to the re-collisions'
 double Agreement(const Scene& scene) {
@@ -121,6 +149,7 @@ class ClosedBodiesTest : public MujocoTest {
  protected:
   void TearDown() override {
     SmoothTangent::closed_bodies_ = SmoothTangent::relative_pairs_ = true;
+    SmoothTangent::reverse_twists_ = true;
     MujocoTest::TearDown();
   }
 
@@ -200,10 +229,14 @@ class ClosedBodiesTest : public MujocoTest {
     }
   }
 
-  // the VJP with the closed forms against dx' [A B] and the re-collisions' VJP
-  void CheckVjp(const Scene& scene) {
+  // the VJP with the closed forms against dx' [A B] and the re-collisions' VJP (hook off: scene's
+  // switch by default; only: one solver; reversed: least contacts PrepareContactAdjoint takes
+  // more with the hook on)
+  void CheckVjp(const Scene& scene, bool* hook = nullptr, int only = -1, int reversed = 0) {
+    if (!hook) hook = scene.hook;
+    const double agree = hook == scene.hook ? Agreement(scene) : 1e-10;
     for (int solver = 0; solver < ckNSOLVER; solver++) {
-      if (!ck_solverAvailable(solver)) continue;
+      if (!ck_solverAvailable(solver) || (only >= 0 && solver != only)) continue;
       const std::string what = std::string(scene.name) + ", " + ck_solverName(solver);
       HandlePtr ck;
       DataPtr d;
@@ -212,21 +245,27 @@ class ClosedBodiesTest : public MujocoTest {
       const int ndx = 2 * m->nv + m->na, nu = m->nu;
       std::vector<double> dx(ndx), gx[2], gu[2];
       for (int i = 0; i < ndx; i++) dx[i] = std::sin(1.0 + i);
+      int taken[2];
       for (int pass = 0; pass < 2; pass++) {
-        *scene.hook = pass == 0;
+        *hook = pass == 0;
+        const int before = SmoothTangent::reversed_contacts_;
         gx[pass].assign(ndx, 0);
         gu[pass].assign(nu, 0);
         ASSERT_EQ(0, ck_transitionVJP(ck.get(), m.get(), d.get(), dx.data(), nullptr,
                                       gx[pass].data(), gu[pass].data()))
             << what << ": " << ck_lastError(ck.get());
+        taken[pass] = SmoothTangent::reversed_contacts_ - before;
       }
-      *scene.hook = true;
+      *hook = true;
       std::vector<double> ex, eu;
       JacobianProducts(ck.get(), m.get(), d.get(), dx, &ex, &eu);
       // dx' [A B] of the closed forms to rounding; the re-collisions' VJP to theirs
       EXPECT_LT(RelativeError(gx[0], ex), 1e-10) << what;
-      EXPECT_LT(RelativeError(gx[0], gx[1]), Agreement(scene)) << what;
+      EXPECT_LT(RelativeError(gx[0], gx[1]), agree) << what;
       EXPECT_NE(0, std::memcmp(gx[0].data(), gx[1].data(), sizeof(double) * ndx)) << what;
+      if (reversed > 0) {
+        EXPECT_GE(taken[0] - taken[1], reversed) << what;
+      }
     }
   }
 };
@@ -245,6 +284,16 @@ TEST_F(ClosedBodiesTest, RelativePairsMatchTheRecollisionsAndCentredDifferences)
 
 TEST_F(ClosedBodiesTest, RelativePairsVjpEqualsTheTransposedJacobians) {
   for (const Scene& scene : kRelativeScenes) CheckVjp(scene);
+}
+
+// the `mujoco` VJP takes the twist pairs' contacts in reverse (TwistContactGradient: their
+// gradients on each moving side's twist once per adjoint, no rows per direction), equal to dx'
+// [A B] and to the VJP with their rows formed per direction (SmoothTangent::reverse_twists_)
+TEST_F(ClosedBodiesTest, RelativePairsVjpInReverse) {
+  // (each scene's twist pairs: at least three contacts)
+  for (const Scene& scene : kRelativeScenes) {
+    CheckVjp(scene, &SmoothTangent::reverse_twists_, ckSOL_MUJOCO, 3);
+  }
 }
 
 }  // namespace
