@@ -131,6 +131,11 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   rscale_.assign(ncon, 1.0);
   rdv_.assign(2 * ncon, 0.0);
   rshare_.assign(2 * ncon, 0.0);
+  rsadr_.assign(2 * ncon + 1, 0);
+  rpair_.assign(std::min(4 * ncon * ncon, kComfreeTangentPool), 0);
+  rpsign_.assign(rpair_.size(), 0.0);
+  ruadr_.assign(2 * ncon, 0);
+  rupool_.assign(std::min(2 * ncon * nv, kComfreeTangentPool), 0.0);
   rforce_.assign(rows, 0.0);
   rvel_.assign(nv, 0.0);
   rcross_.assign(std::min(2 * ncon * rows, kComfreeTangentPool), 0.0);
@@ -544,13 +549,44 @@ void ComfreeSolver::RollShare(const Problem& p) {
       if (rowinv_[i] > 0 && !RowSolve(p, i)) return;  // (the cache is full: own masses)
     }
   }
+  // the terms, and for the tangent each row's pairs (rpair_, rpsign_) and u_s = sum_q sign(N_sq)
+  // w_q on its trees (rupool_); where they do not fit, own masses
   rshare_on_ = true;
+  bool fits = true;
+  size_t np = 0, nu = 0;
+  rsadr_[0] = 0;
   for (int k = 0; k < nroll_; k++) {
     for (int r = 0; r < 2; r++) {
-      ForEachRollCross(p, k, r, [&](int, const double*, const double*, double n) {
-        rshare_[2 * k + r] += std::fabs(n);
+      const int i = p.con[roll_[k]].row + 4 + r, s = 2 * k + r;
+      size_t size = 0;
+      ForEachRowTree(p, i, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
+      fits = fits && nu + size <= rupool_.size();
+      ruadr_[s] = static_cast<int>(nu);
+      double* u = rupool_.data() + nu;
+      for (size_t q = 0; fits && q < size; q++) u[q] = 0;
+      nu += size;
+      ForEachRollCross(p, k, r, [&](int j, const double*, const double* wj, double n) {
+        rshare_[s] += std::fabs(n);
+        fits = fits && np < rpair_.size();
+        if (!fits) return;
+        const double sign = n > 0 ? 1 : -1;
+        rpair_[np] = j;
+        rpsign_[np++] = sign;
+        size_t off = 0;
+        ForEachRowTree(p, i, [&](int t, int, int) {
+          const long sj = TreeOffset(p, j, t);
+          const int nt = p.islands.tree_dofnum[t];
+          for (int q = 0; sj >= 0 && q < nt; q++) u[off + q] += sign * wj[sj + q];
+          off += nt;
+        });
       });
+      rsadr_[s + 1] = static_cast<int>(np);
     }
+  }
+  if (fits) return;
+  rshare_on_ = false;
+  for (int k = 0; k < nroll_; k++) {
+    for (int r = 0; r < 2; r++) rshare_[2 * k + r] = rowinv_[p.con[roll_[k]].row + 4 + r];
   }
 }
 

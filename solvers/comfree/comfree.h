@@ -290,6 +290,8 @@ class ComfreeSolver final : public Solver {
   // over the other contacts' rolling rows q (Gershgorin's row sum), so that the stops of one
   // body's contacts, all computed from v'', end a common turn once together instead of once each
   void RollShare(const Problem& p);
+  // the tangent of RollShare's cross terms of row 4 + r of roll_[k]: sum_q sign(N_sq) dN_sq
+  double RollShareTangent(const Problem& p, const ProblemTangent& dir, int k, int r);
   void RollStop(const Problem& p, int k, Solution* sol);
   // contact c's pyramid edge forces (edge_) re-split to carry its frame force after the stop
   void RollEdges(const Problem& p, int c, const double* force);
@@ -516,23 +518,29 @@ class ComfreeSolver final : public Solver {
   int nroll_ = 0;                // ... their count
   std::vector<double> rshare_;   // ... their rows' shares S_s (RollShare)         (2 max_contacts)
   bool rshare_on_ = false;       // ... with the other contacts' terms
-  std::vector<double> rdv_;      // ... their rows' J dv'' (RollPairsTangent)      (2 max_contacts)
-  std::vector<double> rcross_;   // J_o w_s of each rolling row s, s-major (RollCross)
-                                 //   (min(2 max_contacts max_rows, kComfreeTangentPool))
-  bool rcross_on_ = false;       // rcross_ holds this Solve's C
-  std::vector<double> rforce_;   // ... and every row's force v'' saw (RollRowsTangent) (max_rows)
-  std::vector<double> rvel_;     // ... and (v'' - v_smooth) / h                          (nv)
-  std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
-  std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
-  std::vector<int> wtree_;       // a cached row's tree if it touches one, else -1    (max_rows)
-  size_t wused_ = 0;             // entries of wpool_ in use
-  bool wstale_ = true;           // wadr_ belongs to an earlier Solve
-  std::vector<double> rsblk_;    // RowSolves' block of columns                 (nv kRowBlock)
-  std::vector<int> rslist_;      // its rows                                        (max_rows)
-  std::vector<char> rsmark_;     // listed                                          (max_rows)
-  std::vector<int> rstadr_;      // start of each tree's rows in rstrow_                (ntree + 1)
-  std::vector<int> rstrow_;      // the listed rows by tree                             (max_nnz)
-  std::vector<char> dmtree_;     // ForceTangent: dir.M is nonzero on the tree        (ntree)
+  std::vector<int> rsadr_;      // ... each row's first pair in rpair_          (2 max_contacts + 1)
+  std::vector<int> rpair_;      // ... the other rows q it shares a tree with
+  std::vector<double> rpsign_;  // ... and sign(N_sq)          (min(4 max_contacts^2, pool))
+  std::vector<int> ruadr_;      // ... each row's u_s in rupool_                 (2 max_contacts)
+  std::vector<double> rupool_;  // ... u_s = sum_q sign(N_sq) M^-1 J_q' on its trees
+                                //   (min(2 max_contacts nv, kComfreeTangentPool))
+  std::vector<double> rdv_;     // ... their rows' J dv'' (RollPairsTangent)      (2 max_contacts)
+  std::vector<double> rcross_;  // J_o w_s of each rolling row s, s-major (RollCross)
+                                //   (min(2 max_contacts max_rows, kComfreeTangentPool))
+  bool rcross_on_ = false;      // rcross_ holds this Solve's C
+  std::vector<double> rforce_;  // ... and every row's force v'' saw (RollRowsTangent) (max_rows)
+  std::vector<double> rvel_;    // ... and (v'' - v_smooth) / h                          (nv)
+  std::vector<double> wpool_;   // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
+  std::vector<int> wadr_;       // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
+  std::vector<int> wtree_;      // a cached row's tree if it touches one, else -1    (max_rows)
+  size_t wused_ = 0;            // entries of wpool_ in use
+  bool wstale_ = true;          // wadr_ belongs to an earlier Solve
+  std::vector<double> rsblk_;   // RowSolves' block of columns                 (nv kRowBlock)
+  std::vector<int> rslist_;     // its rows                                        (max_rows)
+  std::vector<char> rsmark_;    // listed                                          (max_rows)
+  std::vector<int> rstadr_;     // start of each tree's rows in rstrow_                (ntree + 1)
+  std::vector<int> rstrow_;     // the listed rows by tree                             (max_nnz)
+  std::vector<char> dmtree_;    // ForceTangent: dir.M is nonzero on the tree        (ntree)
   // reverse mode (PrepareAdjoint): y' dforce as products with the problem tangent's arrays
   std::vector<double> adj_R_, adj_diag_, adj_pos_, adj_disp_;  // by row           (max_rows)
   std::vector<double> adj_ratio_, adj_dvel_, adj_invm_;        // ... of r / (1 - r), J v_smooth and

@@ -1398,6 +1398,30 @@ bool ComfreeSolver::RollRowsTangent(const Problem& p, const ProblemTangent& dir,
   return true;
 }
 
+double ComfreeSolver::RollShareTangent(const Problem& p, const ProblemTangent& dir, int k, int r) {
+  // sum_q s_q dN_iq = sum_q s_q dJ_q w_i + dJ_i u_i - w_i' dM u_i with u_i = sum_q s_q w_q
+  // (RollShare's, on row i's trees), s_q = sign N_iq
+  const int i = p.con[roll_[k]].row + 4 + r, s = 2 * k + r;
+  if (!rshare_on_ || !(rowinv_[i] > 0) || rsadr_[s] == rsadr_[s + 1] || (!dir.J && !dir.M))
+    return 0;
+  const double* wi = RowSolve(p, i);
+  const double* u = rupool_.data() + ruadr_[s];
+  double d = 0;
+  if (dir.J) {
+    for (int a = rsadr_[s]; a < rsadr_[s + 1]; a++)
+      d += rpsign_[a] * CrossInvMass(p, dir.J, rpair_[a], i, wi);
+    d += CrossInvMass(p, dir.J, i, i, u);
+  }
+  if (dir.M) {
+    size_t off = 0;
+    ForEachRowTree(p, i, [&](int t, int, int) {
+      if (dmtree_[t]) d -= TreeQuad(p, dir.Mass(), t, wi + off, u + off);
+      off += p.islands.tree_dofnum[t];
+    });
+  }
+  return d;
+}
+
 void ComfreeSolver::RollPairsTangent(const Problem& p, const ProblemTangent& dir, double* dforce) {
   const SparseRows& J = p.J;
   for (int k = 0; k < nroll_; k++) {
@@ -1412,10 +1436,7 @@ void ComfreeSolver::RollPairsTangent(const Problem& p, const ProblemTangent& dir
       double dv = rdv_[2 * k + r];
       for (int q = 0; dir.J && q < J.rownnz[i]; q++)
         dv += dir.J[adr + q] * vroll_[J.colind[adr + q]];
-      double dS = InvMassTangent(p, i, dir);
-      ForEachRollCross(p, k, r, [&](int j, const double* wi, const double* wj, double n) {
-        dS += Sign(n) * CrossInvMassTangent(p, dir, j, i, wj, wi);
-      });
+      const double dS = InvMassTangent(p, i, dir) + RollShareTangent(p, dir, k, r);
       dx[r] = dforce[i] - dv / (S * p.h) - (arg_[i] - flforce_[i]) * dS / S;
     }
     if (!RollSticks(k)) RollScaleTangent(p, k, dx, dforce);

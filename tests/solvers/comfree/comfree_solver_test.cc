@@ -766,7 +766,7 @@ TEST_F(ComfreeSolverTest, SlidingAnchorsStoreNoMoreThanTheirSlip) {
 // box's turn about a tangent axis), each stop is computed from the same v'', and with each row's
 // share S_r = A_r + sum_q |J_r M^-1 J_q'| (RollShare, 4 A_r here) the four stops end the turn
 // within the step together. With their own A_r each stopped the whole turn: the box left the step
-// turning back at three times the rate (the Allegro's object rang from step to step)
+// turning at twice its rate (0.021, 0.044 rad/s; the Allegro's object rang from step to step)
 TEST_F(ComfreeSolverTest, TheRollingStopsOfOneBodyEndItsTurnOnceTogether) {
   ModelPtr m = LoadString(R"(
 <mujoco>
