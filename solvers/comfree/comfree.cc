@@ -549,44 +549,60 @@ void ComfreeSolver::RollShare(const Problem& p) {
       if (rowinv_[i] > 0 && !RowSolve(p, i)) return;  // (the cache is full: own masses)
     }
   }
-  // the terms, and for the tangent each row's pairs (rpair_, rpsign_) and u_s = sum_q sign(N_sq)
-  // w_q on its trees (rupool_); where they do not fit, own masses
+  // the terms; own masses where the tangent's lists (RollShareLists) would not fit
   rshare_on_ = true;
-  bool fits = true;
+  rslists_ = false;
   size_t np = 0, nu = 0;
   rsadr_[0] = 0;
   for (int k = 0; k < nroll_; k++) {
     for (int r = 0; r < 2; r++) {
       const int i = p.con[roll_[k]].row + 4 + r, s = 2 * k + r;
+      ForEachRowTree(p, i, [&](int t, int, int) { nu += p.islands.tree_dofnum[t]; });
+      ForEachRollCross(p, k, r, [&](int j, const double*, const double*, double n) {
+        rshare_[s] += std::fabs(n);
+        if (np < rpair_.size()) {
+          rpair_[np] = j;
+          rpsign_[np] = n > 0 ? 1 : -1;
+        }
+        np++;
+      });
+      rsadr_[s + 1] = static_cast<int>(std::min(np, rpair_.size()));
+    }
+  }
+  if (np <= rpair_.size() && nu <= rupool_.size()) return;
+  rshare_on_ = false;
+  for (int k = 0; k < nroll_; k++) {
+    for (int r = 0; r < 2; r++) rshare_[2 * k + r] = rowinv_[p.con[roll_[k]].row + 4 + r];
+  }
+}
+
+void ComfreeSolver::RollShareLists(const Problem& p) {
+  // u_s = sum_q sign(N_sq) w_q on each rolling row's trees (rupool_) over RollShare's pairs
+  // (rpair_, rpsign_), once per Solve
+  if (rslists_) return;
+  rslists_ = true;
+  size_t nu = 0;
+  for (int k = 0; k < nroll_; k++) {
+    for (int r = 0; r < 2; r++) {
+      const int i = p.con[roll_[k]].row + 4 + r, s = 2 * k + r;
       size_t size = 0;
       ForEachRowTree(p, i, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
-      fits = fits && nu + size <= rupool_.size();
       ruadr_[s] = static_cast<int>(nu);
       double* u = rupool_.data() + nu;
-      for (size_t q = 0; fits && q < size; q++) u[q] = 0;
+      for (size_t q = 0; q < size; q++) u[q] = 0;
       nu += size;
-      ForEachRollCross(p, k, r, [&](int j, const double*, const double* wj, double n) {
-        rshare_[s] += std::fabs(n);
-        fits = fits && np < rpair_.size();
-        if (!fits) return;
-        const double sign = n > 0 ? 1 : -1;
-        rpair_[np] = j;
-        rpsign_[np++] = sign;
+      for (int a = rsadr_[s]; a < rsadr_[s + 1]; a++) {
+        const int j = rpair_[a];
+        const double* wj = RowSolve(p, j);
         size_t off = 0;
         ForEachRowTree(p, i, [&](int t, int, int) {
           const long sj = TreeOffset(p, j, t);
           const int nt = p.islands.tree_dofnum[t];
-          for (int q = 0; sj >= 0 && q < nt; q++) u[off + q] += sign * wj[sj + q];
+          for (int q = 0; sj >= 0 && q < nt; q++) u[off + q] += rpsign_[a] * wj[sj + q];
           off += nt;
         });
-      });
-      rsadr_[s + 1] = static_cast<int>(np);
+      }
     }
-  }
-  if (fits) return;
-  rshare_on_ = false;
-  for (int k = 0; k < nroll_; k++) {
-    for (int r = 0; r < 2; r++) rshare_[2 * k + r] = rowinv_[p.con[roll_[k]].row + 4 + r];
   }
 }
 

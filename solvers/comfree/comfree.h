@@ -292,6 +292,9 @@ class ComfreeSolver final : public Solver {
   void RollShare(const Problem& p);
   // the tangent of RollShare's cross terms of row 4 + r of roll_[k]: sum_q sign(N_sq) dN_sq
   double RollShareTangent(const Problem& p, const ProblemTangent& dir, int k, int r);
+  // its rows' sums u_s (rupool_) from RollShare's pairs, built on the tangent's first call per
+  // Solve
+  void RollShareLists(const Problem& p);
   void RollStop(const Problem& p, int k, Solution* sol);
   // contact c's pyramid edge forces (edge_) re-split to carry its frame force after the stop
   void RollEdges(const Problem& p, int c, const double* force);
@@ -518,6 +521,7 @@ class ComfreeSolver final : public Solver {
   int nroll_ = 0;                // ... their count
   std::vector<double> rshare_;   // ... their rows' shares S_s (RollShare)         (2 max_contacts)
   bool rshare_on_ = false;       // ... with the other contacts' terms
+  bool rslists_ = false;         // ... RollShareLists' lists are this Solve's
   std::vector<int> rsadr_;      // ... each row's first pair in rpair_          (2 max_contacts + 1)
   std::vector<int> rpair_;      // ... the other rows q it shares a tree with
   std::vector<double> rpsign_;  // ... and sign(N_sq)          (min(4 max_contacts^2, pool))

@@ -1402,8 +1402,8 @@ double ComfreeSolver::RollShareTangent(const Problem& p, const ProblemTangent& d
   // sum_q s_q dN_iq = sum_q s_q dJ_q w_i + dJ_i u_i - w_i' dM u_i with u_i = sum_q s_q w_q
   // (RollShare's, on row i's trees), s_q = sign N_iq
   const int i = p.con[roll_[k]].row + 4 + r, s = 2 * k + r;
-  if (!rshare_on_ || !(rowinv_[i] > 0) || rsadr_[s] == rsadr_[s + 1] || (!dir.J && !dir.M))
-    return 0;
+  if (!rshare_on_ || !(rowinv_[i] > 0) || (!dir.J && !dir.M)) return 0;
+  RollShareLists(p);
   const double* wi = RowSolve(p, i);
   const double* u = rupool_.data() + ruadr_[s];
   double d = 0;
