@@ -130,6 +130,12 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   roll_.assign(ncon, 0);
   rscale_.assign(ncon, 1.0);
   rdv_.assign(2 * ncon, 0.0);
+  rshare_.assign(2 * ncon, 0.0);
+  rsadr_.assign(2 * ncon + 1, 0);
+  rpair_.assign(std::min(4 * ncon * ncon, kComfreeTangentPool), 0);
+  rpsign_.assign(rpair_.size(), 0.0);
+  ruadr_.assign(2 * ncon, 0);
+  rupool_.assign(std::min(2 * ncon * nv, kComfreeTangentPool), 0.0);
   rforce_.assign(rows, 0.0);
   rvel_.assign(nv, 0.0);
   rcross_.assign(std::min(2 * ncon * rows, kComfreeTangentPool), 0.0);
@@ -296,12 +302,20 @@ void ComfreeSolver::CoupledRelax(const Problem& p) {
   // M^-1 J' (RowSolve)
   for (int i = 0; i < nrow; i++) rcon_[i] = -1;
   for (int c = 0; c < p.ncon; c++) rcon_[p.con[c].row] = c;
+  // a row relaxes on a tree whose summed relaxation binds with each row's share counted as the
+  // bound counts it, m (1.5 k h + d) instead of k h + d: the Allegro's object, landing on three
+  // contacts at 5h on a tree below the limit, kept its uncapped gains and left the hand faster
+  // than it came
+  const double cs =
+      kComfreeCoupledMargin * (kComfreeStableShare * settings_.stiffness * p.h + settings_.damping);
+  const double busy = cs / (settings_.stiffness * p.h + settings_.damping);
   for (int i = 0; i < nrow; i++) {
     const int c = rcon_[i];
-    bool busy = false;  // (a tree whose summed relaxation binds)
-    ForEachRowTree(p, i, [&](int t, int, int) { busy = busy || CapFactor(relax_[t]) < 1; });
+    bool binds = false;
+    ForEachRowTree(p, i,
+                   [&](int t, int, int) { binds = binds || CapFactor(busy * relax_[t]) < 1; });
     rflag_[i] =
-        busy && gain_[i] > 0 && (i < p.ne + p.nf + p.nl || (c >= 0 && !FromDistance(p.con[c])));
+        binds && gain_[i] > 0 && (i < p.ne + p.nf + p.nl || (c >= 0 && !FromDistance(p.con[c])));
   }
   for (int t = 0; t <= ntree; t++) trow_adr_[t] = 0;
   stamp_ = 0;
@@ -325,8 +339,6 @@ void ComfreeSolver::CoupledRelax(const Problem& p) {
 
   // each row's share D_i = W_i G_i m (1.5 k h + d) with the margin m, then each column's
   // D_j A_j + sum_i D_i |N_ij|
-  const double cs =
-      kComfreeCoupledMargin * (kComfreeStableShare * settings_.stiffness * p.h + settings_.damping);
   for (int i = 0; i < nrow; i++) {
     if (!Relaxes(p, i)) continue;
     rd_[i] = (rcon_[i] < 0 ? 1 : WeightSum(p.con[rcon_[i]].dim)) * gain_[i] * cs;
@@ -516,14 +528,92 @@ void ComfreeSolver::RollRows(const Problem& p) {
   }
 }
 
+void ComfreeSolver::RollShare(const Problem& p) {
+  // each rolling row's own inverse mass A_s (rowinv_), then its share A_s + sum_q |N_sq|, N = J
+  // M^-1 J', over the other contacts' rolling rows q on its trees (Gershgorin's row sum): every
+  // stop is computed from the same v'', and the stops of one body's contacts then end a common
+  // turn once together instead of once each (two stops reversed it: the Allegro's object rang)
+  for (int k = 0; k < nroll_; k++) {
+    const int row = p.con[roll_[k]].row;
+    for (int r = 0; r < 2; r++) {
+      const int i = row + 4 + r;
+      rowinv_[i] = p.con[roll_[k]].mu[3 + r] > 0 ? RowInvMass(p, i, scratch_.data()) : 0;
+      rshare_[2 * k + r] = rowinv_[i];
+    }
+  }
+  rshare_on_ = false;
+  if (nroll_ < 2) return;
+  for (int k = 0; k < nroll_; k++) {
+    for (int r = 0; r < 2; r++) {
+      const int i = p.con[roll_[k]].row + 4 + r;
+      if (rowinv_[i] > 0 && !RowSolve(p, i)) return;  // (the cache is full: own masses)
+    }
+  }
+  // the terms; own masses where the tangent's lists (RollShareLists) would not fit
+  rshare_on_ = true;
+  rslists_ = false;
+  size_t np = 0, nu = 0;
+  rsadr_[0] = 0;
+  for (int k = 0; k < nroll_; k++) {
+    for (int r = 0; r < 2; r++) {
+      const int i = p.con[roll_[k]].row + 4 + r, s = 2 * k + r;
+      ForEachRowTree(p, i, [&](int t, int, int) { nu += p.islands.tree_dofnum[t]; });
+      ForEachRollCross(p, k, r, [&](int j, const double*, const double*, double n) {
+        rshare_[s] += std::fabs(n);
+        if (np < rpair_.size()) {
+          rpair_[np] = j;
+          rpsign_[np] = n > 0 ? 1 : -1;
+        }
+        np++;
+      });
+      rsadr_[s + 1] = static_cast<int>(std::min(np, rpair_.size()));
+    }
+  }
+  if (np <= rpair_.size() && nu <= rupool_.size()) return;
+  rshare_on_ = false;
+  for (int k = 0; k < nroll_; k++) {
+    for (int r = 0; r < 2; r++) rshare_[2 * k + r] = rowinv_[p.con[roll_[k]].row + 4 + r];
+  }
+}
+
+void ComfreeSolver::RollShareLists(const Problem& p) {
+  // u_s = sum_q sign(N_sq) w_q on each rolling row's trees (rupool_) over RollShare's pairs
+  // (rpair_, rpsign_), once per Solve
+  if (rslists_) return;
+  rslists_ = true;
+  size_t nu = 0;
+  for (int k = 0; k < nroll_; k++) {
+    for (int r = 0; r < 2; r++) {
+      const int i = p.con[roll_[k]].row + 4 + r, s = 2 * k + r;
+      size_t size = 0;
+      ForEachRowTree(p, i, [&](int t, int, int) { size += p.islands.tree_dofnum[t]; });
+      ruadr_[s] = static_cast<int>(nu);
+      double* u = rupool_.data() + nu;
+      for (size_t q = 0; q < size; q++) u[q] = 0;
+      nu += size;
+      for (int a = rsadr_[s]; a < rsadr_[s + 1]; a++) {
+        const int j = rpair_[a];
+        const double* wj = RowSolve(p, j);
+        size_t off = 0;
+        ForEachRowTree(p, i, [&](int t, int, int) {
+          const long sj = TreeOffset(p, j, t);
+          const int nt = p.islands.tree_dofnum[t];
+          for (int q = 0; sj >= 0 && q < nt; q++) u[off + q] += rpsign_[a] * wj[sj + q];
+          off += nt;
+        });
+      }
+    }
+  }
+}
+
 void ComfreeSolver::RollStop(const Problem& p, int k, Solution* sol) {
-  // x_r = f_facets - J_r v'' / (A_r h) (arg_; rowinv_ the rolling row's own inverse mass), scaled
-  // by b / n(x) where its norm n passes the budget b
+  // x_r = f_facets - J_r v'' / (S_r h) (arg_; rshare_ the rolling row's share S_r), scaled by b /
+  // n(x) where its norm n passes the budget b
   const int c = roll_[k], row = p.con[c].row;
-  for (int i = row + 4; i < row + 6; i++) {
-    const double A = p.con[c].mu[i - row - 1] > 0 ? RowInvMass(p, i, scratch_.data()) : 0;
-    rowinv_[i] = A;
-    arg_[i] = A > 0 ? sol->force[i] - p.J.Dot(i, vroll_.data()) / (A * p.h) : 0;
+  for (int r = 0; r < 2; r++) {
+    const int i = row + 4 + r;
+    const double S = rshare_[2 * k + r];
+    arg_[i] = S > 0 ? sol->force[i] - p.J.Dot(i, vroll_.data()) / (S * p.h) : 0;
   }
   const double b = RollBudget(p, c, flforce_.data()), n = RollNorm(p, c, arg_.data());
   rscale_[k] = n > b ? b / n : 1;
@@ -572,6 +662,7 @@ void ComfreeSolver::FrictionAfter(const Problem& p, Solution* sol) {
   } else {
     for (int j = 0; j < p.nv; j++) vroll_[j] = vafter_[j];
   }
+  RollShare(p);
   for (int k = 0; k < nroll_; k++) RollStop(p, k, sol);
   stats_.nroll = nroll_;
   for (int k = 0; k < nroll_; k++) stats_.nrolled += !RollSticks(k);

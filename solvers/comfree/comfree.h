@@ -204,6 +204,12 @@ class ComfreeSolver final : public Solver {
   // sum_k val_k (M^-1 J_j')_k over row i's entries (val: J's or dJ's) on the trees both rows
   // touch, with wj = M^-1 J_j' packed by j's trees (RowSolve)
   double CrossInvMass(const Problem& p, const double* val, int i, int j, const double* wj) const;
+  // its tangent dN_ij = dJ_i w_j + dJ_j w_i - w_i' dM w_j (wi, wj RowSolve's), and the
+  // transpose: g dN_ij into adj_J_ and adj_M_
+  double CrossInvMassTangent(const Problem& p, const ProblemTangent& dir, int i, int j,
+                             const double* wi, const double* wj);
+  void CrossInvMassAdjoint(const Problem& p, int i, int j, const double* wi, const double* wj,
+                           double g);
 
   // the update's largest eigenvalue bounded by its columns (Gershgorin) instead of the trace:
   // with D_i = W_i G_i m (1.5 k h + d) (m = kComfreeCoupledMargin) the share of row i's facets and
@@ -276,10 +282,19 @@ class ComfreeSolver final : public Solver {
 
   // rolling friction after the other rows and the friction-loss rows: the contacts with a gain
   // and a rolling pair (roll_, nroll_), and for their rows r = 4, 5 the one-step stop x_r =
-  // f_facets - J_r v'' / (A_r h) (arg_), v'' the velocity after the friction-loss rows (vroll_),
-  // scaled jointly into what the cone leaves the pair (the facets alone resist a turn viscously,
-  // in mu_r^2, and held no static tilt)
+  // f_facets - J_r v'' / (S_r h) (arg_; S_r RollShare's), v'' the velocity after the
+  // friction-loss rows (vroll_), scaled jointly into what the cone leaves the pair (the facets
+  // alone resist a turn viscously, in mu_r^2, and held no static tilt)
   void RollRows(const Problem& p);
+  // each rolling row's share S_s (rshare_) of the stop: its own inverse mass plus |J_s M^-1 J_q'|
+  // over the other contacts' rolling rows q (Gershgorin's row sum), so that the stops of one
+  // body's contacts, all computed from v'', end a common turn once together instead of once each
+  void RollShare(const Problem& p);
+  // the tangent of RollShare's cross terms of row 4 + r of roll_[k]: sum_q sign(N_sq) dN_sq
+  double RollShareTangent(const Problem& p, const ProblemTangent& dir, int k, int r);
+  // its rows' sums u_s (rupool_) from RollShare's pairs, built on the tangent's first call per
+  // Solve
+  void RollShareLists(const Problem& p);
   void RollStop(const Problem& p, int k, Solution* sol);
   // contact c's pyramid edge forces (edge_) re-split to carry its frame force after the stop
   void RollEdges(const Problem& p, int c, const double* force);
@@ -320,6 +335,23 @@ class ComfreeSolver final : public Solver {
       const int row = p.con[roll_[k]].row;
       for (int i = row + 4; i < row + 6; i++) {
         if (rowinv_[i] > 0) f(i);
+      }
+    }
+  }
+
+  // f(j, w_i, w_j, N_ji) for each rolling row j with an inverse mass of the contacts other than
+  // roll_[k] (RollShare's terms of row i = 4 + r of roll_[k]; none unless rshare_on_), w RowSolve's
+  template <typename F>
+  void ForEachRollCross(const Problem& p, int k, int r, F f) {
+    const int i = p.con[roll_[k]].row + 4 + r;
+    if (!rshare_on_ || !(rowinv_[i] > 0)) return;
+    const double* wi = RowSolve(p, i);
+    for (int l = 0; l < nroll_; l++) {
+      if (l == k) continue;
+      for (int j = p.con[roll_[l]].row + 4; j < p.con[roll_[l]].row + 6; j++) {
+        if (j == i || !(rowinv_[j] > 0)) continue;
+        const double n = CrossInvMass(p, p.J.val, j, i, wi);
+        if (n != 0) f(j, wi, RowSolve(p, j), n);
       }
     }
   }
@@ -487,23 +519,32 @@ class ComfreeSolver final : public Solver {
   std::vector<int> roll_;        // FrictionAfter's rolling contacts (nroll_)    (max_contacts)
   std::vector<double> rscale_;   // ... their pairs' scale b / n(x), 1: unscaled  (max_contacts)
   int nroll_ = 0;                // ... their count
-  std::vector<double> rdv_;      // ... their rows' J dv'' (RollPairsTangent)      (2 max_contacts)
-  std::vector<double> rcross_;   // J_o w_s of each rolling row s, s-major (RollCross)
-                                 //   (min(2 max_contacts max_rows, kComfreeTangentPool))
-  bool rcross_on_ = false;       // rcross_ holds this Solve's C
-  std::vector<double> rforce_;   // ... and every row's force v'' saw (RollRowsTangent) (max_rows)
-  std::vector<double> rvel_;     // ... and (v'' - v_smooth) / h                          (nv)
-  std::vector<double> wpool_;    // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
-  std::vector<int> wadr_;        // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
-  std::vector<int> wtree_;       // a cached row's tree if it touches one, else -1    (max_rows)
-  size_t wused_ = 0;             // entries of wpool_ in use
-  bool wstale_ = true;           // wadr_ belongs to an earlier Solve
-  std::vector<double> rsblk_;    // RowSolves' block of columns                 (nv kRowBlock)
-  std::vector<int> rslist_;      // its rows                                        (max_rows)
-  std::vector<char> rsmark_;     // listed                                          (max_rows)
-  std::vector<int> rstadr_;      // start of each tree's rows in rstrow_                (ntree + 1)
-  std::vector<int> rstrow_;      // the listed rows by tree                             (max_nnz)
-  std::vector<char> dmtree_;     // ForceTangent: dir.M is nonzero on the tree        (ntree)
+  std::vector<double> rshare_;   // ... their rows' shares S_s (RollShare)         (2 max_contacts)
+  bool rshare_on_ = false;       // ... with the other contacts' terms
+  bool rslists_ = false;         // ... RollShareLists' lists are this Solve's
+  std::vector<int> rsadr_;      // ... each row's first pair in rpair_          (2 max_contacts + 1)
+  std::vector<int> rpair_;      // ... the other rows q it shares a tree with
+  std::vector<double> rpsign_;  // ... and sign(N_sq)          (min(4 max_contacts^2, pool))
+  std::vector<int> ruadr_;      // ... each row's u_s in rupool_                 (2 max_contacts)
+  std::vector<double> rupool_;  // ... u_s = sum_q sign(N_sq) M^-1 J_q' on its trees
+                                //   (min(2 max_contacts nv, kComfreeTangentPool))
+  std::vector<double> rdv_;     // ... their rows' J dv'' (RollPairsTangent)      (2 max_contacts)
+  std::vector<double> rcross_;  // J_o w_s of each rolling row s, s-major (RollCross)
+                                //   (min(2 max_contacts max_rows, kComfreeTangentPool))
+  bool rcross_on_ = false;      // rcross_ holds this Solve's C
+  std::vector<double> rforce_;  // ... and every row's force v'' saw (RollRowsTangent) (max_rows)
+  std::vector<double> rvel_;    // ... and (v'' - v_smooth) / h                          (nv)
+  std::vector<double> wpool_;   // RowSolve's M^-1 J' rows  (min(max_rows nv, kComfreeTangentPool))
+  std::vector<int> wadr_;       // each row's start in wpool_, -1 unsolved, -2 full  (max_rows)
+  std::vector<int> wtree_;      // a cached row's tree if it touches one, else -1    (max_rows)
+  size_t wused_ = 0;            // entries of wpool_ in use
+  bool wstale_ = true;          // wadr_ belongs to an earlier Solve
+  std::vector<double> rsblk_;   // RowSolves' block of columns                 (nv kRowBlock)
+  std::vector<int> rslist_;     // its rows                                        (max_rows)
+  std::vector<char> rsmark_;    // listed                                          (max_rows)
+  std::vector<int> rstadr_;     // start of each tree's rows in rstrow_                (ntree + 1)
+  std::vector<int> rstrow_;     // the listed rows by tree                             (max_nnz)
+  std::vector<char> dmtree_;    // ForceTangent: dir.M is nonzero on the tree        (ntree)
   // reverse mode (PrepareAdjoint): y' dforce as products with the problem tangent's arrays
   std::vector<double> adj_R_, adj_diag_, adj_pos_, adj_disp_;  // by row           (max_rows)
   std::vector<double> adj_ratio_, adj_dvel_, adj_invm_;        // ... of r / (1 - r), J v_smooth and

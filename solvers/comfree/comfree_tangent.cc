@@ -11,6 +11,8 @@
 namespace contactkit {
 namespace {
 
+double Sign(double x) { return (x > 0) - (x < 0); }
+
 // row's island is one the direction leaves alone (dir.touched): its force tangent is zero
 bool Untouched(const Problem& p, const ProblemTangent& dir, int row) {
   const int k = p.islands.row_island[row];
@@ -539,14 +541,7 @@ void ComfreeSolver::CoupledRelaxTangent(const Problem& p, const ProblemTangent& 
     ForEachCoupled(p, j, [&](int i) {
       const double* wi = RowSolve(p, i);
       const double n = CrossInvMass(p, p.J.val, i, j, wj);
-      double dn = 0;
-      if (dir.J) dn += CrossInvMass(p, dir.J, i, j, wj) + CrossInvMass(p, dir.J, j, i, wi);
-      if (dir.M) {
-        ForEachRowTree(p, i, [&](int t, int, int) {
-          const long si = TreeOffset(p, i, t), sj = TreeOffset(p, j, t);
-          if (sj >= 0 && dmtree_[t]) dn -= TreeQuad(p, dir.Mass(), t, wi + si, wj + sj);
-        });
-      }
+      const double dn = CrossInvMassTangent(p, dir, i, j, wi, wj);
       d += rd_[i] * (ddrel_[i] * std::fabs(n) + (n > 0 ? dn : n < 0 ? -dn : 0));
     });
     drho_[j] = d;
@@ -596,34 +591,53 @@ void ComfreeSolver::CoupledRelaxAdjoint(const Problem& p) {
       } else {
         adj_invm_[arow_[i]] -= e * amul_[i] / invmass_[i];
       }
-      const double g = a * rd_[i] * (n > 0 ? 1 : n < 0 ? -1 : 0);
-      if (g == 0) return;
-      // dJ_i w_j + dJ_j w_i - w_i' dM w_j
-      auto addJ = [&](int r, int o, const double* wo) {
-        const int adr = J.rowadr[r];
-        ForEachRowTree(p, r, [&](int t, int k0, int k1) {
-          const long so = TreeOffset(p, o, t);
-          if (so < 0) return;
-          const double* w = wo + so - p.islands.tree_dofadr[t];
-          for (int k = k0; k < k1; k++) adj_J_[adr + k] += g * w[J.colind[adr + k]];
-        });
-      };
-      addJ(i, j, wj);
-      addJ(j, i, wi);
-      ForEachRowTree(p, i, [&](int t, int, int) {
-        const long si = TreeOffset(p, i, t), sj = TreeOffset(p, j, t);
-        if (sj < 0) return;
-        const double *u = wi + si, *v = wj + sj;
-        const int b = p.islands.tree_dofadr[t], end = b + p.islands.tree_dofnum[t];
-        for (int q = b; q < end; q++) {
-          int m = p.mass.madr[q];
-          adj_M_[m++] -= g * u[q - b] * v[q - b];
-          for (int l = p.mass.parent[q]; l >= 0; l = p.mass.parent[l])
-            adj_M_[m++] -= g * (u[q - b] * v[l - b] + u[l - b] * v[q - b]);
-        }
-      });
+      CrossInvMassAdjoint(p, i, j, wi, wj, a * rd_[i] * (n > 0 ? 1 : n < 0 ? -1 : 0));
     });
   }
+}
+
+double ComfreeSolver::CrossInvMassTangent(const Problem& p, const ProblemTangent& dir, int i, int j,
+                                          const double* wi, const double* wj) {
+  // dN_ij = dJ_i w_j + dJ_j w_i - w_i' dM w_j on the trees both rows touch
+  double dn = 0;
+  if (dir.J) dn += CrossInvMass(p, dir.J, i, j, wj) + CrossInvMass(p, dir.J, j, i, wi);
+  if (dir.M) {
+    ForEachRowTree(p, i, [&](int t, int, int) {
+      const long si = TreeOffset(p, i, t), sj = TreeOffset(p, j, t);
+      if (sj >= 0 && dmtree_[t]) dn -= TreeQuad(p, dir.Mass(), t, wi + si, wj + sj);
+    });
+  }
+  return dn;
+}
+
+void ComfreeSolver::CrossInvMassAdjoint(const Problem& p, int i, int j, const double* wi,
+                                        const double* wj, double g) {
+  // g dN_ij = g (dJ_i w_j + dJ_j w_i - w_i' dM w_j) into adj_J_ and adj_M_
+  if (g == 0) return;
+  const SparseRows& J = p.J;
+  auto addJ = [&](int r, int o, const double* wo) {
+    const int adr = J.rowadr[r];
+    ForEachRowTree(p, r, [&](int t, int k0, int k1) {
+      const long so = TreeOffset(p, o, t);
+      if (so < 0) return;
+      const double* w = wo + so - p.islands.tree_dofadr[t];
+      for (int k = k0; k < k1; k++) adj_J_[adr + k] += g * w[J.colind[adr + k]];
+    });
+  };
+  addJ(i, j, wj);
+  addJ(j, i, wi);
+  ForEachRowTree(p, i, [&](int t, int, int) {
+    const long si = TreeOffset(p, i, t), sj = TreeOffset(p, j, t);
+    if (sj < 0) return;
+    const double *u = wi + si, *v = wj + sj;
+    const int b = p.islands.tree_dofadr[t], end = b + p.islands.tree_dofnum[t];
+    for (int q = b; q < end; q++) {
+      int m = p.mass.madr[q];
+      adj_M_[m++] -= g * u[q - b] * v[q - b];
+      for (int l = p.mass.parent[q]; l >= 0; l = p.mass.parent[l])
+        adj_M_[m++] -= g * (u[q - b] * v[l - b] + u[l - b] * v[q - b]);
+    }
+  });
 }
 
 bool ComfreeSolver::ForceTangent(const Problem& p, const Solution& sol, const ProblemTangent& dir,
@@ -1384,6 +1398,30 @@ bool ComfreeSolver::RollRowsTangent(const Problem& p, const ProblemTangent& dir,
   return true;
 }
 
+double ComfreeSolver::RollShareTangent(const Problem& p, const ProblemTangent& dir, int k, int r) {
+  // sum_q s_q dN_iq = sum_q s_q dJ_q w_i + dJ_i u_i - w_i' dM u_i with u_i = sum_q s_q w_q
+  // (RollShare's, on row i's trees), s_q = sign N_iq
+  const int i = p.con[roll_[k]].row + 4 + r, s = 2 * k + r;
+  if (!rshare_on_ || !(rowinv_[i] > 0) || (!dir.J && !dir.M)) return 0;
+  RollShareLists(p);
+  const double* wi = RowSolve(p, i);
+  const double* u = rupool_.data() + ruadr_[s];
+  double d = 0;
+  if (dir.J) {
+    for (int a = rsadr_[s]; a < rsadr_[s + 1]; a++)
+      d += rpsign_[a] * CrossInvMass(p, dir.J, rpair_[a], i, wi);
+    d += CrossInvMass(p, dir.J, i, i, u);
+  }
+  if (dir.M) {
+    size_t off = 0;
+    ForEachRowTree(p, i, [&](int t, int, int) {
+      if (dmtree_[t]) d -= TreeQuad(p, dir.Mass(), t, wi + off, u + off);
+      off += p.islands.tree_dofnum[t];
+    });
+  }
+  return d;
+}
+
 void ComfreeSolver::RollPairsTangent(const Problem& p, const ProblemTangent& dir, double* dforce) {
   const SparseRows& J = p.J;
   for (int k = 0; k < nroll_; k++) {
@@ -1393,13 +1431,13 @@ void ComfreeSolver::RollPairsTangent(const Problem& p, const ProblemTangent& dir
     double dx[2] = {0, 0};
     for (int r = 0; r < 2; r++) {
       const int i = row + 4 + r, adr = J.rowadr[i];
-      const double A = rowinv_[i];
-      if (!(A > 0)) continue;
+      const double S = rshare_[2 * k + r];
+      if (!(rowinv_[i] > 0)) continue;
       double dv = rdv_[2 * k + r];
       for (int q = 0; dir.J && q < J.rownnz[i]; q++)
         dv += dir.J[adr + q] * vroll_[J.colind[adr + q]];
-      const double dA = InvMassTangent(p, i, dir);
-      dx[r] = dforce[i] - dv / (A * p.h) - (arg_[i] - flforce_[i]) * dA / A;
+      const double dS = InvMassTangent(p, i, dir) + RollShareTangent(p, dir, k, r);
+      dx[r] = dforce[i] - dv / (S * p.h) - (arg_[i] - flforce_[i]) * dS / S;
     }
     if (!RollSticks(k)) RollScaleTangent(p, k, dx, dforce);
     dforce[row + 4] = dx[0];
@@ -1408,8 +1446,6 @@ void ComfreeSolver::RollPairsTangent(const Problem& p, const ProblemTangent& dir
 }
 
 namespace {
-
-double Sign(double x) { return (x > 0) - (x < 0); }
 
 // d n / d x_r of RollNorm's n of the rolling pair x (mu its coefficients)
 double RollNormSlope(const Problem& p, const double* x, const double* mu, double n, int r) {
@@ -1478,17 +1514,20 @@ bool ComfreeSolver::RollStopAdjoint(const Problem& p, const double* y) {
     RollScaleAdjoint(p, k, y + row + 4, yx, yb);
     for (int r = 0; r < 2; r++) {
       const int i = row + 4 + r, adr = J.rowadr[i];
-      const double A = rowinv_[i];
-      if (yx[r] == 0 || !(A > 0)) continue;
+      const double S = rshare_[2 * k + r];
+      if (yx[r] == 0 || !(rowinv_[i] > 0)) continue;
       any = true;
-      const double c = -yx[r] / A;
+      const double c = -yx[r] / S, e = yx[r] * (arg_[i] - flforce_[i]) / S;
       for (int q = 0; q < J.rownnz[i]; q++) {
         const int col = J.colind[adr + q];
         z2[col] += c * J.val[adr + q];
         adj_J_[adr + q] += c / p.h * vroll_[col];
         adj_vfree_[col] += c / p.h * J.val[adr + q];
       }
-      adj_invm_[i] -= yx[r] * (arg_[i] - flforce_[i]) / A;
+      adj_invm_[i] -= e;
+      ForEachRollCross(p, k, r, [&](int j, const double* wi, const double* wj, double n) {
+        CrossInvMassAdjoint(p, j, i, wj, wi, -e * Sign(n));
+      });
     }
   }
   if (any) p.mass.Solve(z2);

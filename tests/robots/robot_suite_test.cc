@@ -47,16 +47,12 @@ const Known kKnownRuns[] = {
     {"leap", ckSOL_IPM, 5, tools::kControlRandom},
     {"leap", ckSOL_LCP, 5, tools::kControlRandom},
 #endif
-    // comfree at 5h does not hold the Shadow hand's object after its drop (3.17, 2.2.2: 22, 16
+    // comfree at 5h does not hold the Shadow hand's object after its drop (3.17, 2.2.2: 18, 16
     // mm; the object is knocked off the hand on landing); its keyframe at h and 5h and its drop at
-    // h hold since the dry rolling stop (3.17: 0.24, 0.81, 0.51 mm; before 1.0, 1.1, 91). The drop
-    // at h passes by the trajectory's luck: drops 0.4-2 mm higher or lower pass 4 (3.17) and 7
-    // (2.2.2) of 11. On 2.2.2 the Allegro's drop at 5h also fails (1.5 mm; 9 of 11 perturbed
-    // drops pass). docs/solvers.md (comfree, "A dry rolling stop") has the measurements
+    // h hold since the dry rolling stop (3.17: 0.28, 0.45, 0.24 mm; before 1.0, 1.1, 91). Drops
+    // 0.4-2 mm higher or lower at h pass 8 (3.17) and 7 (2.2.2) of 11. docs/solvers.md (comfree,
+    // "A dry rolling stop", "Rolling stops that share a turn") has the measurements
     {"shadow", ckSOL_COMFREE, 5, tools::kControlHeld},
-#if mjVERSION_HEADER < 300
-    {"allegro", ckSOL_COMFREE, 5, tools::kControlHeld},
-#endif
     // comfree at 5h: the humanoid's drop lands 196 mm deep (bound 150; keyframe 154 mm; both
     // versions; MuJoCo's solver 63, 65 mm, the depth at detection): each foot lands on four
     // capsule ends whose forces, one row at a time, turn the foot about its soft ankle, so one

@@ -54,6 +54,8 @@ const char kAllRows[] = R"(
     </body>
     <body name="bob" pos="0.6 2 1"><freejoint/>
       <geom type="sphere" size="0.03" mass="0.5" contype="0" conaffinity="0"/></body>
+    <body name="rollbox" pos="3 0 0.05" euler="0 0 30"><freejoint/>
+      <geom type="box" size="0.1 0.06 0.05" condim="6" friction="0.6 0.01 0.003" mass="1"/></body>
   </worldbody>
   <equality><connect body1="arm2" body2="bob" anchor="0.3 0 0"/></equality>
 </mujoco>)";
@@ -73,6 +75,10 @@ void PrepareAllRows(const mjModel* m, mjData* d) {
   const int hinge = m->jnt_qposadr[mj_name2id(m, mjOBJ_JOINT, "hinge")];
   d->qpos[hinge] = 0.52;
   d->qvel[m->jnt_dofadr[mj_name2id(m, mjOBJ_JOINT, "hinge")]] = 0.4;
+  // a box on four rolling contacts (their stops share its turn: RollShare), tilting
+  double* box = d->qvel + m->jnt_dofadr[m->body_jntadr[mj_name2id(m, mjOBJ_BODY, "rollbox")]];
+  box[3] += 0.3;
+  box[4] -= 0.2;
   mj_forward(m, d);
 }
 
@@ -275,8 +281,9 @@ TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
   EXPECT_GE(checked, 4);
 
   // the rolling stop after the other rows and friction loss: v'' = v_smooth + h M^-1 J' f of the
-  // facets and the plain rows, x_r = f_r - J_r v'' / (A_r h), scaled into the pyramid's N -
-  // sum_{r<4} |f_r| / mu_r
+  // facets and the plain rows, x_r = f_r - J_r v'' / (S_r h) with S_r = J_r M^-1 (J_r' + sum_q
+  // +-J_q') over the other condim-6 contacts' rolling rows q (the box's four share its turn),
+  // scaled into the pyramid's N - sum_{r<4} |f_r| / mu_r
   for (int i = 0; i < p.ne + p.nf + p.nl; i++) facets[i] = fx.sol().force[i];
   std::vector<double> vafter(m->nv), qf(m->nv), rowr(m->nv), xr(m->nv);
   p.J.MulT(facets.data(), qf.data());
@@ -292,8 +299,15 @@ TEST_F(ComfreeSolverTest, ContactForceIsTheClosedForm) {
       std::fill(rowr.begin(), rowr.end(), 0.0);
       p.J.AddRowTo(con.row + 4 + r, 1, rowr.data());
       mj_solveM(m.get(), d.get(), xr.data(), rowr.data(), 1);
-      const double A = mju_dot(rowr.data(), xr.data(), m->nv);
-      x[r] = facets[con.row + 4 + r] - mju_dot(rowr.data(), vafter.data(), m->nv) / (A * h);
+      double S = mju_dot(rowr.data(), xr.data(), m->nv);
+      for (int o = 0; o < p.ncon; o++) {
+        for (int q = 4; q < 6 && o != c && p.con[o].dim == 6; q++) {
+          std::vector<double> rowq(m->nv, 0.0);
+          p.J.AddRowTo(p.con[o].row + q, 1, rowq.data());
+          S += std::fabs(mju_dot(rowq.data(), xr.data(), m->nv));
+        }
+      }
+      x[r] = facets[con.row + 4 + r] - mju_dot(rowr.data(), vafter.data(), m->nv) / (S * h);
       norm += std::fabs(x[r]) / con.mu[3 + r];
     }
     for (int r = 1; r < 4; r++) budget -= std::fabs(facets[con.row + r]) / con.mu[r - 1];
@@ -746,6 +760,43 @@ TEST_F(ComfreeSolverTest, SlidingAnchorsStoreNoMoreThanTheirSlip) {
     }
   }
   EXPECT_GT(longest, 0.5);  // some contact keeps a displacement: the load is carried
+}
+
+// a box resting flat on four condim-6 contacts and tilting: their rolling rows are one row (the
+// box's turn about a tangent axis), each stop is computed from the same v'', and with each row's
+// share S_r = A_r + sum_q |J_r M^-1 J_q'| (RollShare, 4 A_r here) the four stops end the turn
+// within the step together. With their own A_r each stopped the whole turn: the box left the step
+// turning at twice its rate (0.021, 0.044 rad/s; the Allegro's object rang from step to step)
+TEST_F(ComfreeSolverTest, TheRollingStopsOfOneBodyEndItsTurnOnceTogether) {
+  ModelPtr m = LoadString(R"(
+<mujoco>
+  <option timestep="0.002" cone="elliptic"/>
+  <worldbody>
+    <geom type="plane" size="5 5 .1"/>
+    <body pos="0 0 0.05"><freejoint/>
+      <geom type="box" size="0.1 0.06 0.05" condim="6" friction="0.6 0.01 0.05" mass="1"/></body>
+  </worldbody>
+</mujoco>)");
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  for (int t = 0; t < 300; t++) mj_step(m.get(), d.get());
+  d->qvel[3] = 0.02;  // tilting about x and y
+  d->qvel[4] = -0.01;
+  mj_forward(m.get(), d.get());
+  Fixture fx(m.get(), Settings(ckSOL_COMFREE));
+  Problem& p = fx.p();
+  ASSERT_EQ(fx.ex.Extract(m.get(), d.get(), &p), 0);
+  ASSERT_EQ(p.ncon, 4);
+  fx.solver.Solve(p, &fx.sol());
+  EXPECT_EQ(fx.solver.stats().nroll, 4);
+  EXPECT_EQ(fx.solver.stats().nrolled, 0);  // (the cone leaves the stops room)
+  for (int c = 0; c < p.ncon; c++) {
+    for (int r = 4; r < 6; r++) {
+      const int i = p.con[c].row + r;
+      EXPECT_NEAR(p.J.Dot(i, fx.sol().v_next), 0, 1e-9) << "contact " << c << " row " << r;
+      EXPECT_GT(std::fabs(p.J.Dot(i, p.v_free)), 0.009);  // (it turned)
+    }
+  }
 }
 
 // OpenMP over contacts gives the serial result bit for bit, and allocates nothing once warm
