@@ -88,7 +88,7 @@ const LcpStats* LcpSolverStats(const Solver* solver);
 class LcpSolver final : public Solver {
  public:
   // most credit of the work budget, in max_work (the stacked pile's long inexact stretches were
-  // islands of 180-250 rows needing 11-32 max_work a step; docs/solvers.md, pile22b)
+  // islands of 216-252 rows needing 11-32 max_work a step; docs/solvers.md, pile22b)
   static constexpr double kWorkCredit = 30;
 
   bool Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) override;
