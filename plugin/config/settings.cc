@@ -92,7 +92,7 @@ const KeyInfo kKeys[] = {
    "rows of the largest island solved directly (sized at ck_make); larger ones get Gauss-Seidel"},
   {"max_work", "lcp", kKeyReal, CK_OFF(lcp.max_work), 0, kInf, true, false, "30",
    "work budget of an island's solve in millions of operations (factorizations, pivots, "
-   "sweeps), on average: cheaper solves leave credit for up to 10 times more; when spent, as "
+   "sweeps), on average: cheaper solves leave credit for up to 30 times more; when spent, as "
    "max_solves (inf: no limit)"},
   {"sweep_rows", "lcp", kKeyInt, CK_OFF(lcp.sweep_rows), 1, 1e9, false, false, "60",
    "islands of at least this many rows whose guess fails start from Gauss-Seidel on the "

@@ -19,7 +19,6 @@ constexpr uint64_t kContactKey = 1ull << 63;  // keyb of contact rows: this, occ
 constexpr int kPatchMax = 16;       // most contacts of one geom pair matched by their points
 constexpr double kLooseTol = 1e-6;  // below this an inexact answer is INACCURATE, not MAX_ITER
 constexpr double kInf = HUGE_VAL;
-constexpr double kBank = 10;          // credit of the work budget, in solves' worth of max_work
 constexpr double kSchurRcond = 1e-8;  // least (Cholesky pivot)^2 / max diagonal of A_EE eliminated
 constexpr double kEnergyTol = 1e-9;   // EqualityEnergy's tolerance, relative to its sums' terms
 constexpr double kEnergyBudget = 10;  // ... its budget, in the rows' own corrections' energy
@@ -800,7 +799,7 @@ double LcpSolver::Allowance() const { return 1e6 * settings_.lcp.max_work + bank
 
 void LcpSolver::Spend(double work) {
   const double avg = 1e6 * settings_.lcp.max_work;
-  if (std::isfinite(avg)) bank_ = std::min(kBank * avg, std::max(bank_ + avg - work, 0.0));
+  if (std::isfinite(avg)) bank_ = std::min(kWorkCredit * avg, std::max(bank_ + avg - work, 0.0));
 }
 
 int LcpSolver::LargeSweeps() const {

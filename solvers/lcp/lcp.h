@@ -40,7 +40,7 @@
 // sweep_rows rows only when that step's answer was exact), islands of at least sweep_rows rows
 // then start from Gauss-Seidel on the previous step's impulses, pivoting runs only
 // when that fails, within a work budget (max_work operations per island solve on average; cheaper
-// solves leave a credit of up to 10 max_work; LcpStats::spent counts the islands it stopped), and
+// solves leave a credit of up to 30 max_work; LcpStats::spent counts the islands it stopped), and
 // the final answer is recomputed from its classification with the minimum-norm solution (Nimble's
 // stabilization). Islands of at least sweep_rows rows with at least schur_rows bilateral rows
 // (equalities, tendons: always clamped) solve the LCP of their other rows, the bilateral ones
@@ -87,6 +87,10 @@ const LcpStats* LcpSolverStats(const Solver* solver);
 
 class LcpSolver final : public Solver {
  public:
+  // most credit of the work budget, in max_work (the stacked pile's long inexact stretches were
+  // islands of 216-252 rows needing 11-32 max_work a step; docs/solvers.md, pile22b)
+  static constexpr double kWorkCredit = 30;
+
   bool Setup(const ProblemDims& dims, const ckSettings& settings, std::string* error) override;
   void SetSettings(const ckSettings& settings) override;
   void Solve(const Problem& p, Solution* sol) override;
@@ -306,8 +310,8 @@ class LcpSolver final : public Solver {
   int LargeSweeps() const;
 
   // work budget of the next island solve (operations): max_work, plus the credit that cheaper
-  // solves left (at most 10 max_work), so that an occasional hard solve can take more while the
-  // average stays within max_work; Spend charges a solve's work to the credit
+  // solves left (at most kWorkCredit max_work), so that an occasional hard solve can take more
+  // while the average stays within max_work; Spend charges a solve's work to the credit
   double Allowance() const;
   void Spend(double work);
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "solvers/common/dense.h"
+#include "solvers/lcp/lcp.h"
 #include "solvers/lcp/schur.h"
 #include "support/fixture.h"
 
@@ -897,6 +898,47 @@ TEST(BoxedLcpTest, PileIslandFallsBackWhenLemkeStops) {
   EXPECT_GE(st[1].frozen_rounds, 1);  // it stopped: the frozen rounds found the answer
   EXPECT_FALSE(st[1].used_pgs);
   ExpectComplementary(p, answer[1].data(), 1e-9);
+}
+
+// An island of the stacked pile's long inexact stretches (3.17, h = 0.00207; docs/solvers.md,
+// pile22b) solved with lcp's options and default budget: its guess, from an inexact answer, only
+// seeds the Gauss-Seidel start, which fails, and the repair and Lemke's method need about 20
+// max_work. With the work credit of 10 max_work Lemke's run stops at its budget and the answer
+// is inexact, reported as spent; with LcpSolver::kWorkCredit it is exact, complementary row by row
+TEST(BoxedLcpTest, PileStretchIslandIsExactWithinTheWorkCredit) {
+  CapturedLcp p;
+  ASSERT_TRUE(p.Read("pile_stretch.txt"));
+  ckSettings s;
+  ck_defaultSettings(&s);
+  Workspace ws(p.n);
+  for (const double credit : {10.0, LcpSolver::kWorkCredit}) {
+    std::copy(p.guess.begin(), p.guess.end(), ws.state.begin());
+    BoxedOptions opt;  // as LcpSolver::SolveIsland sets them
+    opt.tol = p.tol;
+    opt.max_pivots = s.lcp.max_pivots;
+    opt.budget = s.lcp.max_solves;
+    opt.pgs_iter = s.lcp.pgs_iter;
+    opt.max_work = (1 + credit) * 1e6 * s.lcp.max_work;  // a full credit
+    opt.sweep_rows = opt.stabilize_rows = s.lcp.sweep_rows;
+    opt.factor_inexact = false;
+    opt.use_guess = true;
+    opt.check_guess = false;  // the previous answer was inexact
+    opt.start = p.start.data();
+    BoxedStats st;
+    const bool exact = ws.Solve(p.lcp, opt, &st);
+    std::printf("credit %g: exact %d, work %.3g, solves %d, pivots %d, residual %.3g\n", credit,
+                exact, st.work, st.iterations, st.pivots, st.residual);
+    EXPECT_TRUE(st.swept);
+    if (credit == 10) {
+      EXPECT_FALSE(exact);
+      EXPECT_TRUE(st.spent);  // and says why
+    } else {
+      EXPECT_TRUE(exact);
+      EXPECT_FALSE(st.spent);
+      EXPECT_LE(st.residual, opt.tol);
+      ExpectComplementary(p, ws.x.data(), 1e-9);
+    }
+  }
 }
 
 // the problem number trial of the sequence of RandomLcp problems from seed (sizes cycling with
