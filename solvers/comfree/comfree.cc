@@ -136,6 +136,11 @@ bool ComfreeSolver::Setup(const ProblemDims& dims, const ckSettings& settings, s
   rpsign_.assign(rpair_.size(), 0.0);
   ruadr_.assign(2 * ncon, 0);
   rupool_.assign(std::min(2 * ncon * nv, kComfreeTangentPool), 0.0);
+  rgadr_.assign(2 * ncon + 1, 0);
+  rgidx_.assign(std::min(2 * ncon * (2 * ncon + 1) * nv, kComfreeTangentPool), 0);
+  rgval_.assign(rgidx_.size(), 0.0);
+  rform_.assign(rupool_.size(), 0.0);
+  rfscr_.assign(4 * nv, 0.0);
   rforce_.assign(rows, 0.0);
   rvel_.assign(nv, 0.0);
   rcross_.assign(std::min(2 * ncon * rows, kComfreeTangentPool), 0.0);
@@ -281,15 +286,8 @@ long ComfreeSolver::TreeOffset(const Problem& p, int row, int tree) {
 
 double ComfreeSolver::CrossInvMass(const Problem& p, const double* val, int i, int j,
                                    const double* wj) const {
-  const SparseRows& J = p.J;
-  const int adr = J.rowadr[i];
   double s = 0;
-  ForEachRowTree(p, i, [&](int t, int k0, int k1) {
-    const long seg = TreeOffset(p, j, t);
-    if (seg < 0) return;
-    const double* w = wj + seg - p.islands.tree_dofadr[t];
-    for (int k = k0; k < k1; k++) s += val[adr + k] * w[J.colind[adr + k]];
-  });
+  ForEachCrossEntry(p, i, j, wj, [&](int e, double w) { s += val[e] * w; });
   return s;
 }
 
@@ -552,6 +550,7 @@ void ComfreeSolver::RollShare(const Problem& p) {
   // the terms; own masses where the tangent's lists (RollShareLists) would not fit
   rshare_on_ = true;
   rslists_ = false;
+  rforms_ = false;
   size_t np = 0, nu = 0;
   rsadr_[0] = 0;
   for (int k = 0; k < nroll_; k++) {
@@ -604,6 +603,7 @@ void ComfreeSolver::RollShareLists(const Problem& p) {
       }
     }
   }
+  rgather_ = roll_gather_on_ && RollShareGather(p);
 }
 
 void ComfreeSolver::RollStop(const Problem& p, int k, Solution* sol) {

@@ -142,6 +142,9 @@ class ComfreeSolver final : public Solver {
   // dv'' = dv' where no friction-loss row moves it (true), or each row solved where first read,
   // its w' dM w formed per direction, dv'' - dv' solved from zeros
   static inline bool roll_quads_on_ = true;
+  // test hook: RollShareTangent's dJ terms from gather lists and its w' dM u from polarized forms
+  // of dM_k, both formed once per Solve (true), or each pair's tree walks and w' dM u per direction
+  static inline bool roll_gather_on_ = true;
   bool PrepareAdjoint(const Problem& p, const Solution& sol, const double* y,
                       const double* xi) override;
   double AdjointDot(const Problem& p, const Solution& sol, const ProblemTangent& dir) override;
@@ -204,6 +207,17 @@ class ComfreeSolver final : public Solver {
   // sum_k val_k (M^-1 J_j')_k over row i's entries (val: J's or dJ's) on the trees both rows
   // touch, with wj = M^-1 J_j' packed by j's trees (RowSolve)
   double CrossInvMass(const Problem& p, const double* val, int i, int j, const double* wj) const;
+  // f(e, w) for each entry e of J's row i on the trees row j touches, w wj's value at its column
+  template <typename F>
+  static void ForEachCrossEntry(const Problem& p, int i, int j, const double* wj, F f) {
+    const int adr = p.J.rowadr[i];
+    ForEachRowTree(p, i, [&](int t, int k0, int k1) {
+      const long seg = TreeOffset(p, j, t);
+      if (seg < 0) return;
+      const double* w = wj + seg - p.islands.tree_dofadr[t];
+      for (int k = k0; k < k1; k++) f(adr + k, w[p.J.colind[adr + k]]);
+    });
+  }
   // its tangent dN_ij = dJ_i w_j + dJ_j w_i - w_i' dM w_j (wi, wj RowSolve's), and the
   // transpose: g dN_ij into adj_J_ and adj_M_
   double CrossInvMassTangent(const Problem& p, const ProblemTangent& dir, int i, int j,
@@ -295,6 +309,11 @@ class ComfreeSolver final : public Solver {
   // its rows' sums u_s (rupool_) from RollShare's pairs, built on the tangent's first call per
   // Solve
   void RollShareLists(const Problem& p);
+  // ... its gather lists of dJ's entries (rgidx_, rgval_; false: they do not fit) and the forms
+  // w_s' dM_k u_s = (q(w_s + u_s) - q(w_s - u_s)) / 4 of MassForms' q (rform_, on its first call
+  // per Solve with forms)
+  bool RollShareGather(const Problem& p);
+  void RollShareForms(const Problem& p, const MassForms& forms);
   void RollStop(const Problem& p, int k, Solution* sol);
   // contact c's pyramid edge forces (edge_) re-split to carry its frame force after the stop
   void RollEdges(const Problem& p, int c, const double* force);
@@ -528,6 +547,14 @@ class ComfreeSolver final : public Solver {
   std::vector<int> ruadr_;      // ... each row's u_s in rupool_                 (2 max_contacts)
   std::vector<double> rupool_;  // ... u_s = sum_q sign(N_sq) M^-1 J_q' on its trees
                                 //   (min(2 max_contacts nv, kComfreeTangentPool))
+  std::vector<int> rgadr_;      // ... each row's first entry in rgidx_        (2 max_contacts + 1)
+  std::vector<int> rgidx_;      // ... the dJ entries its tangent reads
+  std::vector<double> rgval_;   // ... and their weights s_q w_s or u_s
+                                //   (min(2 max_contacts (2 max_contacts + 1) nv, pool))
+  bool rgather_ = false;        // ... the lists hold this Solve's terms
+  std::vector<double> rform_;   // ... w_s' dM_k u_s for the dofs k of its trees, as rupool_
+  bool rforms_ = false;         // ... rform_ holds this Solve's forms
+  std::vector<double> rfscr_;   // ... RollShareForms' w +- u and their forms          (4 nv)
   std::vector<double> rdv_;     // ... their rows' J dv'' (RollPairsTangent)      (2 max_contacts)
   std::vector<double> rcross_;  // J_o w_s of each rolling row s, s-major (RollCross)
                                 //   (min(2 max_contacts max_rows, kComfreeTangentPool))

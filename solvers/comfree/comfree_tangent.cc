@@ -614,15 +614,8 @@ void ComfreeSolver::CrossInvMassAdjoint(const Problem& p, int i, int j, const do
                                         const double* wj, double g) {
   // g dN_ij = g (dJ_i w_j + dJ_j w_i - w_i' dM w_j) into adj_J_ and adj_M_
   if (g == 0) return;
-  const SparseRows& J = p.J;
   auto addJ = [&](int r, int o, const double* wo) {
-    const int adr = J.rowadr[r];
-    ForEachRowTree(p, r, [&](int t, int k0, int k1) {
-      const long so = TreeOffset(p, o, t);
-      if (so < 0) return;
-      const double* w = wo + so - p.islands.tree_dofadr[t];
-      for (int k = k0; k < k1; k++) adj_J_[adr + k] += g * w[J.colind[adr + k]];
-    });
+    ForEachCrossEntry(p, r, o, wo, [&](int e, double w) { adj_J_[e] += g * w; });
   };
   addJ(i, j, wj);
   addJ(j, i, wi);
@@ -1407,19 +1400,81 @@ double ComfreeSolver::RollShareTangent(const Problem& p, const ProblemTangent& d
   const double* wi = RowSolve(p, i);
   const double* u = rupool_.data() + ruadr_[s];
   double d = 0;
-  if (dir.J) {
+  if (dir.J && rgather_) {
+    for (int e = rgadr_[s]; e < rgadr_[s + 1]; e++) d += dir.J[rgidx_[e]] * rgval_[e];
+  } else if (dir.J) {
     for (int a = rsadr_[s]; a < rsadr_[s + 1]; a++)
       d += rpsign_[a] * CrossInvMass(p, dir.J, rpair_[a], i, wi);
     d += CrossInvMass(p, dir.J, i, i, u);
   }
-  if (dir.M) {
+  if (!dir.M) return d;
+  // (a position direction of dof k: the forms' entry k, RollShareForms)
+  const bool forms = roll_gather_on_ && dir.M_forms && dir.M_dof >= 0;
+  if (forms) RollShareForms(p, *dir.M_forms);
+  size_t off = 0;
+  ForEachRowTree(p, i, [&](int t, int, int) {
+    const int begin = p.islands.tree_dofadr[t];
+    if (forms && dmtree_[t] && p.dof_tree[dir.M_dof] == t) {
+      d -= rform_[ruadr_[s] + off + dir.M_dof - begin];
+    } else if (!forms && dmtree_[t]) {
+      d -= TreeQuad(p, dir.Mass(), t, wi + off, u + off);
+    }
+    off += p.islands.tree_dofnum[t];
+  });
+  return d;
+}
+
+bool ComfreeSolver::RollShareGather(const Problem& p) {
+  // each rolling row's dJ entries with their weights, in RollShareTangent's order: s_q w_i at
+  // row q's entries on row i's trees for each pair, then u_i at row i's
+  size_t ng = 0;
+  auto add = [&](int e, double w) {
+    if (ng < rgidx_.size()) {
+      rgidx_[ng] = e;
+      rgval_[ng] = w;
+    }
+    ng++;
+  };
+  for (int s = 0; s < 2 * nroll_; s++) {
+    const int i = p.con[roll_[s / 2]].row + 4 + s % 2;
+    rgadr_[s] = static_cast<int>(std::min(ng, rgidx_.size()));
+    if (!(rowinv_[i] > 0)) continue;
+    const double* wi = RowSolve(p, i);
+    for (int a = rsadr_[s]; a < rsadr_[s + 1]; a++) {
+      const double sign = rpsign_[a];
+      ForEachCrossEntry(p, rpair_[a], i, wi, [&](int e, double w) { add(e, sign * w); });
+    }
+    ForEachCrossEntry(p, i, i, rupool_.data() + ruadr_[s], add);
+  }
+  rgadr_[2 * nroll_] = static_cast<int>(std::min(ng, rgidx_.size()));
+  return ng <= rgidx_.size();
+}
+
+void ComfreeSolver::RollShareForms(const Problem& p, const MassForms& forms) {
+  // w_s' dM_k u_s = (q(w_s + u_s) - q(w_s - u_s)) / 4 on each of row s's trees (dM_k symmetric)
+  if (rforms_) return;
+  rforms_ = true;
+  const int nv = p.nv;
+  double *a = rfscr_.data(), *b = a + nv, *qa = b + nv, *qb = qa + nv;
+  for (int s = 0; s < 2 * nroll_; s++) {
+    const int i = p.con[roll_[s / 2]].row + 4 + s % 2;
+    if (!(rowinv_[i] > 0)) continue;
+    const double* wi = RowSolve(p, i);
+    const double* u = rupool_.data() + ruadr_[s];
+    double* out = rform_.data() + ruadr_[s];
     size_t off = 0;
     ForEachRowTree(p, i, [&](int t, int, int) {
-      if (dmtree_[t]) d -= TreeQuad(p, dir.Mass(), t, wi + off, u + off);
-      off += p.islands.tree_dofnum[t];
+      const int begin = p.islands.tree_dofadr[t], n = p.islands.tree_dofnum[t];
+      for (int q = 0; q < n; q++) {
+        a[q] = wi[off + q] + u[off + q];
+        b[q] = wi[off + q] - u[off + q];
+      }
+      const double* w[2] = {a, b};
+      forms.FormsLanes(w, 2, begin, begin + n, qa, nv);
+      for (int q = 0; q < n; q++) out[off + q] = 0.25 * (qa[q] - qb[q]);
+      off += n;
     });
   }
-  return d;
 }
 
 void ComfreeSolver::RollPairsTangent(const Problem& p, const ProblemTangent& dir, double* dforce) {
