@@ -297,6 +297,11 @@ double ComfreeSolver::CoupledCross(const Problem& p, int i, int j, const double*
   const int adr = p.J.rowadr[i];
   const double* w = wj - p.islands.tree_dofadr[tj];
   double s = 0;
+  if (wadr_[i] >= 0 && wtree_[i] == tj) {
+    // (row i on tj alone: all its entries, without the pass that finds its trees)
+    for (int k = 0; k < p.J.rownnz[i]; k++) s += p.J.val[adr + k] * w[p.J.colind[adr + k]];
+    return s;
+  }
   ForEachRowTree(p, i, [&](int t, int k0, int k1) {
     for (int k = k0; k < k1 && t == tj; k++) s += p.J.val[adr + k] * w[p.J.colind[adr + k]];
   });

@@ -211,7 +211,7 @@ class ComfreeSolver final : public Solver {
   // touch, with wj = M^-1 J_j' packed by j's trees (RowSolve)
   double CrossInvMass(const Problem& p, const double* val, int i, int j, const double* wj) const;
   // CrossInvMass of J with row j cached on one tree (wtree_) read without TreeOffset's pass over
-  // j's trees (same sums)
+  // j's trees, and row i cached on that tree alone without its own (same sums)
   double CoupledCross(const Problem& p, int i, int j, const double* wj) const;
   // f(e, w) for each entry e of J's row i on the trees row j touches, w wj's value at its column
   template <typename F>
