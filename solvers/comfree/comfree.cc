@@ -314,7 +314,7 @@ void ComfreeSolver::CoupledRelax(const Problem& p) {
   if (!coupled_) return;
 
   // the contact of each normal row, the relaxing rows of each tree (counting sort) and their
-  // M^-1 J' (RowSolve)
+  // M^-1 J' (BlockRowSolves, else RowSolve)
   for (int i = 0; i < nrow; i++) rcon_[i] = -1;
   for (int c = 0; c < p.ncon; c++) rcon_[p.con[c].row] = c;
   // a row relaxes on a tree whose summed relaxation binds with each row's share counted as the
