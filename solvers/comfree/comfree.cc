@@ -291,13 +291,30 @@ double ComfreeSolver::CrossInvMass(const Problem& p, const double* val, int i, i
   return s;
 }
 
+double ComfreeSolver::CoupledCross(const Problem& p, int i, int j, const double* wj) const {
+  const int tj = wtree_[j];
+  if (!coupled_blocks_on_ || wadr_[j] < 0 || tj < 0) return CrossInvMass(p, p.J.val, i, j, wj);
+  const int adr = p.J.rowadr[i];
+  const double* w = wj - p.islands.tree_dofadr[tj];
+  double s = 0;
+  if (wadr_[i] >= 0 && wtree_[i] == tj) {
+    // (row i on tj alone: all its entries, without the pass that finds its trees)
+    for (int k = 0; k < p.J.rownnz[i]; k++) s += p.J.val[adr + k] * w[p.J.colind[adr + k]];
+    return s;
+  }
+  ForEachRowTree(p, i, [&](int t, int k0, int k1) {
+    for (int k = k0; k < k1 && t == tj; k++) s += p.J.val[adr + k] * w[p.J.colind[adr + k]];
+  });
+  return s;
+}
+
 void ComfreeSolver::CoupledRelax(const Problem& p) {
   const int ntree = p.islands.ntree, nrow = p.nrow;
   coupled_ = settings_.relax_limit > 0;
   if (!coupled_) return;
 
   // the contact of each normal row, the relaxing rows of each tree (counting sort) and their
-  // M^-1 J' (RowSolve)
+  // M^-1 J' (BlockRowSolves, else RowSolve)
   for (int i = 0; i < nrow; i++) rcon_[i] = -1;
   for (int c = 0; c < p.ncon; c++) rcon_[p.con[c].row] = c;
   // a row relaxes on a tree whose summed relaxation binds with each row's share counted as the
@@ -317,6 +334,15 @@ void ComfreeSolver::CoupledRelax(const Problem& p) {
   }
   for (int t = 0; t <= ntree; t++) trow_adr_[t] = 0;
   stamp_ = 0;
+  if (coupled_blocks_on_) {
+    // (their places in row order, as RowSolve's row by row)
+    FreshRowCache(p);
+    int n = 0;
+    for (int i = 0; i < nrow; i++) {
+      if (Relaxes(p, i)) ListRowSolve(p, i, &n);
+    }
+    BlockRowSolves(p, n);
+  }
   for (int i = 0; i < nrow; i++) {
     rstamp_[i] = -1;
     if (!Relaxes(p, i)) continue;
@@ -345,8 +371,7 @@ void ComfreeSolver::CoupledRelax(const Problem& p) {
     if (!Relaxes(p, j)) continue;
     const double* wj = RowSolve(p, j);
     double sum = rd_[j] * invmass_[j];
-    ForEachCoupled(p, j,
-                   [&](int i) { sum += rd_[i] * std::fabs(CrossInvMass(p, p.J.val, i, j, wj)); });
+    ForEachCoupled(p, j, [&](int i) { sum += rd_[i] * std::fabs(CoupledCross(p, i, j, wj)); });
     rrelax_[j] = sum;
   }
   GroupRelax(p);

@@ -136,6 +136,9 @@ class ComfreeSolver final : public Solver {
   // test hook: InvMassTangent of a cached row on one tree with dJ w given without its pass over
   // the row's trees (true)
   static inline bool wtree_cut_on_ = true;
+  // test hook: CoupledRelax's rows' M^-1 J' in BlockRowSolves' blocks and its cross terms of rows
+  // on one tree without TreeOffset (CoupledCross) (true), or each row solved and walked
+  static inline bool coupled_blocks_on_ = true;
   // test hook: QuadRows' forms of kFormLanes rows at once (MassForms::FormsLanes) or one by one
   static inline bool forms_lanes_on_ = true;
   // test hook: the rolling rows' M^-1 J' in RowSolves' blocks and their w' dM w among QuadRows',
@@ -207,6 +210,9 @@ class ComfreeSolver final : public Solver {
   // sum_k val_k (M^-1 J_j')_k over row i's entries (val: J's or dJ's) on the trees both rows
   // touch, with wj = M^-1 J_j' packed by j's trees (RowSolve)
   double CrossInvMass(const Problem& p, const double* val, int i, int j, const double* wj) const;
+  // CrossInvMass of J with row j cached on one tree (wtree_) read without TreeOffset's pass over
+  // j's trees, and row i cached on that tree alone without its own (same sums)
+  double CoupledCross(const Problem& p, int i, int j, const double* wj) const;
   // f(e, w) for each entry e of J's row i on the trees row j touches, w wj's value at its column
   template <typename F>
   static void ForEachCrossEntry(const Problem& p, int i, int j, const double* wj, F f) {
@@ -484,6 +490,12 @@ class ComfreeSolver final : public Solver {
   void FreshRowCache(const Problem& p);
   // RowSolve of every row whose inverse mass ForceTangent differentiates, in block solves
   void RowSolves(const Problem& p);
+  // row listed for BlockRowSolves (rslist_, rsmark_) with its place reserved, unless cached,
+  // listed or the cache is full
+  void ListRowSolve(const Problem& p, int row, int* n);
+  // the n listed rows' M^-1 J' into their places, per tree in block solves of up to kRowBlock
+  // (TreeMass::SolveBlock: each column gets Solve's operations); unmarks them
+  void BlockRowSolves(const Problem& p, int n);
   static constexpr int kRowBlock = 16;  // RowSolves' columns per block solve
 
   ckComfreeSettings settings_{};

@@ -81,14 +81,8 @@ void ComfreeSolver::RowSolves(const Problem& p) {
   // gets Solve's operations)
   FreshRowCache(p);
   if (!row_solves_on_) return;
-  const SparseRows& J = p.J;
   int n = 0;
-  auto add = [&](int row) {
-    if (wadr_[row] != -1 || rsmark_[row]) return;
-    if (!ReserveRow(p, row)) return;  // (full: RowSolve marks it)
-    rsmark_[row] = 1;
-    rslist_[n++] = row;
-  };
+  auto add = [&](int row) { ListRowSolve(p, row, &n); };
   for (int i = 0; i < p.ne + p.nf + p.nl; i++) {
     if (gain_[i] != 0) add(arow_[i]);
   }
@@ -96,6 +90,18 @@ void ComfreeSolver::RowSolves(const Problem& p) {
     if (gain_[p.con[c].row] != 0) add(arow_[p.con[c].row]);
   }
   ForEachRollRow(p, add);
+  BlockRowSolves(p, n);
+}
+
+void ComfreeSolver::ListRowSolve(const Problem& p, int row, int* n) {
+  if (wadr_[row] != -1 || rsmark_[row]) return;
+  if (!ReserveRow(p, row)) return;  // (full: RowSolve marks it)
+  rsmark_[row] = 1;
+  rslist_[(*n)++] = row;
+}
+
+void ComfreeSolver::BlockRowSolves(const Problem& p, int n) {
+  const SparseRows& J = p.J;
   // the listed rows of each tree (counting sort: rstadr_, rstrow_; a row touches one or two)
   const int ntree = p.islands.ntree;
   for (int t = 0; t <= ntree; t++) rstadr_[t] = 0;
@@ -540,7 +546,7 @@ void ComfreeSolver::CoupledRelaxTangent(const Problem& p, const ProblemTangent& 
     double d = rd_[j] * invmass_[j] * RatioTangent(p, dir, j);
     ForEachCoupled(p, j, [&](int i) {
       const double* wi = RowSolve(p, i);
-      const double n = CrossInvMass(p, p.J.val, i, j, wj);
+      const double n = CoupledCross(p, i, j, wj);
       const double dn = CrossInvMassTangent(p, dir, i, j, wi, wj);
       d += rd_[i] * (ddrel_[i] * std::fabs(n) + (n > 0 ? dn : n < 0 ? -dn : 0));
     });
@@ -564,7 +570,6 @@ void ComfreeSolver::CoupledRelaxTangent(const Problem& p, const ProblemTangent& 
 void ComfreeSolver::CoupledRelaxAdjoint(const Problem& p) {
   // CoupledRelaxTangent transposed: adj_gam_ to the columns, then each column's terms to the
   // ratios, inverse masses (patches), J and M
-  const SparseRows& J = p.J;
   const int nrow = p.nrow;
   for (int i = 0; i < nrow; i++) adj_rho_[i] = 0;
   for (int j = 0; j < nrow; j++) {
@@ -584,7 +589,7 @@ void ComfreeSolver::CoupledRelaxAdjoint(const Problem& p) {
     const double* wj = RowSolve(p, j);
     ForEachCoupled(p, j, [&](int i) {
       const double* wi = RowSolve(p, i);
-      const double n = CrossInvMass(p, J.val, i, j, wj), e = a * rd_[i] * std::fabs(n);
+      const double n = CoupledCross(p, i, j, wj), e = a * rd_[i] * std::fabs(n);
       adj_ratio_[i] += e;
       if (rcon_[i] >= 0) {
         adj_patch_[patch_[rcon_[i]]] -= e / invmass_[i];

@@ -704,6 +704,44 @@ TEST_F(ComfreeSolverTest, BlockedTangentsAreForceTangents) {
   ComfreeSolver::linear_map_on_ = true;
 }
 
+// CoupledRelax's rows solved in blocks and its cross terms of one-tree rows read without
+// TreeOffset (ComfreeSolver::coupled_blocks_on_) give the row-by-row path's forces, velocities,
+// force tangents and adjoint products bit for bit: the humanoid lying in contact (one tree), its
+// gains capped by the coupled bound
+TEST_F(ComfreeSolverTest, CoupledBoundInBlocksIsTheRowByRowBound) {
+  ModelPtr m = Load(MujocoModel("humanoid/humanoid.xml"));
+  ASSERT_TRUE(m);
+  DataPtr d(mj_makeData(m.get()));
+  for (int t = 0; t < 200; t++) mj_step(m.get(), d.get());
+  std::vector<double> out[2];
+  for (int pass = 0; pass < 2; pass++) {
+    ComfreeSolver::coupled_blocks_on_ = pass == 0;
+    std::mt19937 rng(17);
+    ckSettings s = Settings(ckSOL_COMFREE);
+    s.comfree.relax_limit = 0.02;
+    Fixture fx(m.get(), s);
+    Problem& p = fx.p();
+    Solution& sol = fx.sol();
+    ASSERT_EQ(fx.ex.Extract(m.get(), d.get(), &p), 0);
+    fx.solver.Solve(p, &sol);
+    ASSERT_GT(fx.solver.stats().ncapped, 0);
+    out[pass].assign(sol.force, sol.force + p.nrow);
+    out[pass].insert(out[pass].end(), sol.v_next, sol.v_next + p.nv);
+    std::vector<double> y(p.nrow), df(p.nrow);
+    for (int i = 0; i < p.nrow; i++) y[i] = std::sin(1.0 + i);
+    ASSERT_TRUE(fx.solver.PrepareAdjoint(p, sol, y.data(), nullptr));
+    for (int trial = 0; trial < 3; trial++) {
+      const Direction dir = RandomDirection(p, &rng);
+      ASSERT_TRUE(fx.solver.ForceTangent(p, sol, dir.tangent(), df.data()));
+      out[pass].insert(out[pass].end(), df.begin(), df.end());
+      out[pass].push_back(fx.solver.AdjointDot(p, sol, dir.tangent()));
+    }
+  }
+  ComfreeSolver::coupled_blocks_on_ = true;
+  ASSERT_EQ(out[0].size(), out[1].size());
+  for (size_t i = 0; i < out[0].size(); i++) EXPECT_EQ(out[0][i], out[1][i]) << "entry " << i;
+}
+
 // a box resting on a floor under gravity tilted 10 degrees along x (an incline, mu = 0.5)
 const char kTiltedBox[] = R"(
 <mujoco>
