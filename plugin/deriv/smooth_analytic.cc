@@ -24,6 +24,7 @@
 #include "plugin/deriv/spatial.h"
 #include "plugin/step/compat.h"
 #include "plugin/step/handle.h"
+#include "solvers/common/columns.h"
 #include "solvers/common/dense.h"
 
 namespace contactkit {
@@ -55,9 +56,7 @@ void BodyVelocities(const mjModel* m, const double* cdof, const double* x, doubl
 
 // Dot6(x, T_j) of the 6-vector j of a table transposed to six rows of stride nv, for one j
 // (V double) or two (V Pair), Dot6's operations element by element
-#if defined(__GNUC__)
-typedef double Pair __attribute__((vector_size(16)));
-#endif
+using columns::Pair;
 
 template <class V>
 CK_ALWAYS_INLINE V LoadAt(const double* p) {
@@ -79,13 +78,11 @@ CK_ALWAYS_INLINE V Dot6Of(const double* T, size_t nv, const double* x, int j) {
           x[5] * LoadAt<V>(T + 5 * nv + j));
 }
 
-// f(j, V{}) over [lo, hi): two j at a time where the compiler has vector types, then one
+// f(j, V{}) over [lo, hi): two j at a time (V Pair), then one (V double)
 template <class F>
 CK_ALWAYS_INLINE void PairLoop(int lo, int hi, F f) {
   int j = lo;
-#if defined(__GNUC__)
   for (; j + 2 <= hi; j += 2) f(j, Pair{});
-#endif
   for (; j < hi; j++) f(j, 0.0);
 }
 

@@ -287,23 +287,22 @@ long ComfreeSolver::TreeOffset(const Problem& p, int row, int tree) {
 double ComfreeSolver::CrossInvMass(const Problem& p, const double* val, int i, int j,
                                    const double* wj) const {
   double s = 0;
-  ForEachCrossEntry(p, i, j, wj, [&](int e, double w) { s += val[e] * w; });
-  return s;
-}
-
-double ComfreeSolver::CoupledCross(const Problem& p, int i, int j, const double* wj) const {
-  const int tj = wtree_[j];
-  if (!coupled_blocks_on_ || wadr_[j] < 0 || tj < 0) return CrossInvMass(p, p.J.val, i, j, wj);
+  const int tj = !wstale_ && wadr_[j] >= 0 ? wtree_[j] : -1;
+  if (!coupled_blocks_on_ || tj < 0) {
+    ForEachCrossEntry(p, i, j, wj, [&](int e, double w) { s += val[e] * w; });
+    return s;
+  }
+  // row j cached on one tree: its w read from the tree's start without TreeOffset's pass (the
+  // same sums in the same order)
   const int adr = p.J.rowadr[i];
   const double* w = wj - p.islands.tree_dofadr[tj];
-  double s = 0;
   if (wadr_[i] >= 0 && wtree_[i] == tj) {
     // (row i on tj alone: all its entries, without the pass that finds its trees)
-    for (int k = 0; k < p.J.rownnz[i]; k++) s += p.J.val[adr + k] * w[p.J.colind[adr + k]];
+    for (int k = 0; k < p.J.rownnz[i]; k++) s += val[adr + k] * w[p.J.colind[adr + k]];
     return s;
   }
   ForEachRowTree(p, i, [&](int t, int k0, int k1) {
-    for (int k = k0; k < k1 && t == tj; k++) s += p.J.val[adr + k] * w[p.J.colind[adr + k]];
+    for (int k = k0; k < k1 && t == tj; k++) s += val[adr + k] * w[p.J.colind[adr + k]];
   });
   return s;
 }
@@ -371,7 +370,8 @@ void ComfreeSolver::CoupledRelax(const Problem& p) {
     if (!Relaxes(p, j)) continue;
     const double* wj = RowSolve(p, j);
     double sum = rd_[j] * invmass_[j];
-    ForEachCoupled(p, j, [&](int i) { sum += rd_[i] * std::fabs(CoupledCross(p, i, j, wj)); });
+    ForEachCoupled(p, j,
+                   [&](int i) { sum += rd_[i] * std::fabs(CrossInvMass(p, p.J.val, i, j, wj)); });
     rrelax_[j] = sum;
   }
   GroupRelax(p);

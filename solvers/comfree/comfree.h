@@ -137,7 +137,7 @@ class ComfreeSolver final : public Solver {
   // the row's trees (true)
   static inline bool wtree_cut_on_ = true;
   // test hook: CoupledRelax's rows' M^-1 J' in BlockRowSolves' blocks and its cross terms of rows
-  // on one tree without TreeOffset (CoupledCross) (true), or each row solved and walked
+  // on one tree without TreeOffset (CrossInvMass) (true), or each row solved and walked
   static inline bool coupled_blocks_on_ = true;
   // test hook: QuadRows' forms of kFormLanes rows at once (MassForms::FormsLanes) or one by one
   static inline bool forms_lanes_on_ = true;
@@ -208,11 +208,9 @@ class ComfreeSolver final : public Solver {
   static long TreeOffset(const Problem& p, int row, int tree);
 
   // sum_k val_k (M^-1 J_j')_k over row i's entries (val: J's or dJ's) on the trees both rows
-  // touch, with wj = M^-1 J_j' packed by j's trees (RowSolve)
+  // touch, with wj = M^-1 J_j' packed by j's trees (RowSolve); a row j cached on one tree
+  // (wtree_) read without TreeOffset's pass, and a row i cached on that tree alone without its own
   double CrossInvMass(const Problem& p, const double* val, int i, int j, const double* wj) const;
-  // CrossInvMass of J with row j cached on one tree (wtree_) read without TreeOffset's pass over
-  // j's trees, and row i cached on that tree alone without its own (same sums)
-  double CoupledCross(const Problem& p, int i, int j, const double* wj) const;
   // f(e, w) for each entry e of J's row i on the trees row j touches, w wj's value at its column
   template <typename F>
   static void ForEachCrossEntry(const Problem& p, int i, int j, const double* wj, F f) {

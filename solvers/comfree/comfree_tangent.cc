@@ -546,7 +546,7 @@ void ComfreeSolver::CoupledRelaxTangent(const Problem& p, const ProblemTangent& 
     double d = rd_[j] * invmass_[j] * RatioTangent(p, dir, j);
     ForEachCoupled(p, j, [&](int i) {
       const double* wi = RowSolve(p, i);
-      const double n = CoupledCross(p, i, j, wj);
+      const double n = CrossInvMass(p, p.J.val, i, j, wj);
       const double dn = CrossInvMassTangent(p, dir, i, j, wi, wj);
       d += rd_[i] * (ddrel_[i] * std::fabs(n) + (n > 0 ? dn : n < 0 ? -dn : 0));
     });
@@ -589,7 +589,7 @@ void ComfreeSolver::CoupledRelaxAdjoint(const Problem& p) {
     const double* wj = RowSolve(p, j);
     ForEachCoupled(p, j, [&](int i) {
       const double* wi = RowSolve(p, i);
-      const double n = CoupledCross(p, i, j, wj), e = a * rd_[i] * std::fabs(n);
+      const double n = CrossInvMass(p, p.J.val, i, j, wj), e = a * rd_[i] * std::fabs(n);
       adj_ratio_[i] += e;
       if (rcon_[i] >= 0) {
         adj_patch_[patch_[rcon_[i]]] -= e / invmass_[i];
